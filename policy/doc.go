@@ -1,0 +1,22 @@
+// Package policy makes mcpguard's authorization decisions. It is pure: no I/O,
+// no clocks, no globals. Everything it knows is data handed to [New].
+//
+// A [Policy] answers three questions about a [Principal] and a tool name:
+//
+//   - [Policy.Resolve]: is there a rule for this tool at all, and what is it
+//     (class read or write, cost, whether it needs confirmation)?
+//   - [Policy.Visible]: may this principal see the tool? Hidden tools must be
+//     indistinguishable from unknown ones.
+//   - [Policy.Decide]: may this principal call the tool with these arguments?
+//     The answer is a [Decision] with a machine-readable [Code].
+//
+// Rules are data. A [ToolRule] names one tool; a [RoleRule] requires roles for
+// every tool matching a pattern, such as "admin_*" for the role "admin". Every
+// role rule that matches a tool applies (they are ANDed), and within one rule
+// any listed role suffices. Write tools are refused unless they are on the
+// write allowlist: writes are off by default.
+//
+// [Policy.CheckTool] is the registration check: a tool with no rule, or whose
+// configured class contradicts its ReadOnlyHint annotation, is a start-up
+// error.
+package policy

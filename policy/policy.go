@@ -1,0 +1,431 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// A Principal is the authenticated caller: the real user on whose behalf a
+// tool runs, never a shared service account. A Principal is immutable once
+// built; it is safe for concurrent use.
+type Principal struct {
+	// Subject identifies the caller (a user id or e-mail). Never empty for an
+	// authenticated principal.
+	Subject string
+	// Roles are the caller's roles. Order does not matter.
+	Roles []string
+	// Attrs are free-form attributes (tenant, display name, ...). Nil means none.
+	Attrs map[string]string
+}
+
+// HasRole reports whether p has role r. A nil p has no roles.
+func (p *Principal) HasRole(r string) bool {
+	if p == nil {
+		return false
+	}
+	for _, x := range p.Roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// hasAny reports whether p has at least one of roles. An empty roles list
+// is satisfied by anyone, including a nil p.
+func (p *Principal) hasAny(roles []string) bool {
+	if len(roles) == 0 {
+		return true
+	}
+	for _, r := range roles {
+		if p.HasRole(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Class says whether a tool only reads or may change something.
+type Class uint8
+
+const (
+	// Read tools do not change state. The zero Class is not valid in a rule:
+	// every rule states its class explicitly.
+	Read Class = iota + 1
+	// Write tools change state; they run only when on the write allowlist.
+	Write
+)
+
+// String returns "read", "write" or "unknown".
+func (c Class) String() string {
+	switch c {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return "unknown"
+}
+
+// A ToolRule is the policy for one tool.
+type ToolRule struct {
+	// Name is the exact tool name.
+	Name string
+	// Class is Read or Write. Required.
+	Class Class
+	// Roles, if non-empty, lists roles any one of which the caller needs.
+	// Role rules matching the name apply in addition.
+	Roles []string
+	// Cost is the fixed cost of one call in spend units; 0 means free. Must be
+	// finite and non-negative. A cost computed from arguments is configured
+	// on the guard, not here.
+	Cost float64
+	// Confirm marks a dangerous tool that needs a signed human confirmation.
+	Confirm bool
+	// ArgLimits are argument-aware rules for this tool; all must hold.
+	ArgLimits []ArgLimit
+}
+
+// A RoleRule requires roles for every tool whose name matches Pattern.
+type RoleRule struct {
+	// Pattern is an exact tool name, or a prefix followed by "*" such as
+	// "admin_*". A lone "*" matches every tool.
+	Pattern string
+	// Roles lists roles any one of which the caller needs. Must be non-empty.
+	Roles []string
+}
+
+// An ArgLimit caps a numeric top-level argument for some callers, e.g.
+// "role support may not call trigger_refund with amount above 100".
+type ArgLimit struct {
+	// Field is the top-level argument name. A call where the field is missing
+	// or not a number is refused when the limit applies (fail closed).
+	Field string
+	// Max is the largest allowed value (inclusive).
+	Max float64
+	// ExemptRoles lists roles to which the limit does not apply. Empty means
+	// the limit applies to everyone.
+	ExemptRoles []string
+}
+
+// Config is the data a [Policy] is built from.
+type Config struct {
+	// Tools holds one rule per tool name.
+	Tools []ToolRule
+	// RoleRules add role requirements by name pattern.
+	RoleRules []RoleRule
+	// WriteAllowlist names the write tools that may run. Empty means no write
+	// tool runs: writes are off by default. "*" allows every write tool.
+	WriteAllowlist []string
+	// Default, if non-nil, is the rule for tools without their own rule
+	// (useful in a gateway in front of a server whose tools are not known in
+	// advance). Nil means such tools are unknown. Its Name is ignored.
+	Default *ToolRule
+	// ShowForbidden makes tools the caller lacks the roles for visible, so
+	// calling them is refused with [Forbidden]. False (the default) hides
+	// them: they are [NotFound] and absent from listings, exactly like tools
+	// that do not exist.
+	ShowForbidden bool
+}
+
+// A Policy is a compiled, immutable [Config]. It is safe for concurrent use.
+type Policy struct {
+	tools         map[string]*ToolRule
+	exactRoles    map[string][][]string
+	prefixRoles   []RoleRule // Pattern holds the prefix without "*"
+	writes        map[string]bool
+	allWrites     bool
+	def           *ToolRule
+	showForbidden bool
+}
+
+// New validates cfg and compiles it. It returns an error naming the first
+// bad rule: a duplicate or empty name, a missing class, a negative or
+// non-finite cost, an empty role list in a role rule, a malformed pattern.
+func New(cfg Config) (*Policy, error) {
+	p := &Policy{
+		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
+		exactRoles:    map[string][][]string{},
+		writes:        map[string]bool{},
+		showForbidden: cfg.ShowForbidden,
+	}
+	check := func(r ToolRule, what string) (*ToolRule, error) {
+		if r.Class != Read && r.Class != Write {
+			return nil, fmt.Errorf("policy: %s: class must be Read or Write", what)
+		}
+		if r.Cost < 0 || math.IsNaN(r.Cost) || math.IsInf(r.Cost, 0) {
+			return nil, fmt.Errorf("policy: %s: cost %v must be finite and non-negative", what, r.Cost)
+		}
+		for _, l := range r.ArgLimits {
+			if l.Field == "" {
+				return nil, fmt.Errorf("policy: %s: argument limit with empty field", what)
+			}
+			if math.IsNaN(l.Max) {
+				return nil, fmt.Errorf("policy: %s: argument limit on %q has NaN max", what, l.Field)
+			}
+		}
+		r.Roles = slices.Clone(r.Roles)
+		r.ArgLimits = slices.Clone(r.ArgLimits)
+		return &r, nil
+	}
+	for _, r := range cfg.Tools {
+		if r.Name == "" {
+			return nil, errors.New("policy: tool rule with empty name")
+		}
+		if _, dup := p.tools[r.Name]; dup {
+			return nil, fmt.Errorf("policy: duplicate rule for tool %q", r.Name)
+		}
+		cr, err := check(r, fmt.Sprintf("tool %q", r.Name))
+		if err != nil {
+			return nil, err
+		}
+		p.tools[r.Name] = cr
+	}
+	if cfg.Default != nil {
+		cr, err := check(*cfg.Default, "default rule")
+		if err != nil {
+			return nil, err
+		}
+		cr.Name = ""
+		p.def = cr
+	}
+	for _, rr := range cfg.RoleRules {
+		if len(rr.Roles) == 0 {
+			return nil, fmt.Errorf("policy: role rule %q lists no roles", rr.Pattern)
+		}
+		pat := rr.Pattern
+		switch {
+		case pat == "":
+			return nil, errors.New("policy: role rule with empty pattern")
+		case strings.HasSuffix(pat, "*"):
+			prefix := strings.TrimSuffix(pat, "*")
+			if strings.Contains(prefix, "*") {
+				return nil, fmt.Errorf("policy: role rule %q: only a trailing * is supported", pat)
+			}
+			p.prefixRoles = append(p.prefixRoles, RoleRule{Pattern: prefix, Roles: slices.Clone(rr.Roles)})
+		case strings.Contains(pat, "*"):
+			return nil, fmt.Errorf("policy: role rule %q: only a trailing * is supported", pat)
+		default:
+			p.exactRoles[pat] = append(p.exactRoles[pat], slices.Clone(rr.Roles))
+		}
+	}
+	for _, w := range cfg.WriteAllowlist {
+		if w == "*" {
+			p.allWrites = true
+			continue
+		}
+		if w == "" {
+			return nil, errors.New("policy: empty name in write allowlist")
+		}
+		p.writes[w] = true
+	}
+	return p, nil
+}
+
+// Resolve returns the rule for tool: its own rule, else the default rule,
+// else ok is false. The returned rule must not be modified.
+func (p *Policy) Resolve(tool string) (rule *ToolRule, ok bool) {
+	if r, ok := p.tools[tool]; ok {
+		return r, true
+	}
+	if p.def != nil {
+		return p.def, true
+	}
+	return nil, false
+}
+
+// RequiredRoles returns the role sets the tool demands: each inner slice is
+// satisfied by any one of its roles, and all must be satisfied. Nil means
+// anyone may call it (subject to the write allowlist).
+func (p *Policy) RequiredRoles(tool string) [][]string {
+	var out [][]string
+	if r, ok := p.Resolve(tool); ok && len(r.Roles) > 0 {
+		out = append(out, r.Roles)
+	}
+	out = append(out, p.exactRoles[tool]...)
+	for _, rr := range p.prefixRoles {
+		if strings.HasPrefix(tool, rr.Pattern) {
+			out = append(out, rr.Roles)
+		}
+	}
+	return out
+}
+
+// rolesOK reports whether pr satisfies every role requirement of tool. It
+// does not allocate.
+func (p *Policy) rolesOK(pr *Principal, tool string, r *ToolRule) bool {
+	if !pr.hasAny(r.Roles) {
+		return false
+	}
+	for _, roles := range p.exactRoles[tool] {
+		if !pr.hasAny(roles) {
+			return false
+		}
+	}
+	for _, rr := range p.prefixRoles {
+		if strings.HasPrefix(tool, rr.Pattern) && !pr.hasAny(rr.Roles) {
+			return false
+		}
+	}
+	return true
+}
+
+// Visible reports whether pr may see tool in a listing. A tool without a
+// rule is never visible; a tool pr lacks the roles for is visible only when
+// the policy was built with ShowForbidden.
+func (p *Policy) Visible(pr *Principal, tool string) bool {
+	r, ok := p.Resolve(tool)
+	if !ok {
+		return false
+	}
+	return p.showForbidden || p.rolesOK(pr, tool, r)
+}
+
+// WriteAllowed reports whether tool is on the write allowlist.
+func (p *Policy) WriteAllowed(tool string) bool {
+	return p.allWrites || p.writes[tool]
+}
+
+// Code classifies a [Decision].
+type Code uint8
+
+const (
+	// Allowed: the call may proceed.
+	Allowed Code = iota
+	// NotFound: no rule for the tool, or the tool is hidden from the caller.
+	NotFound
+	// Forbidden: the caller lacks a required role, or an argument limit refused the call.
+	Forbidden
+	// WriteNotAllowed: a write tool that is not on the write allowlist.
+	WriteNotAllowed
+)
+
+// String returns the error-contract name of c: "", "TOOL_NOT_FOUND",
+// "FORBIDDEN" or "WRITE_NOT_ALLOWED".
+func (c Code) String() string {
+	switch c {
+	case NotFound:
+		return "TOOL_NOT_FOUND"
+	case Forbidden:
+		return "FORBIDDEN"
+	case WriteNotAllowed:
+		return "WRITE_NOT_ALLOWED"
+	}
+	return ""
+}
+
+// A Decision is the answer of [Policy.Decide].
+type Decision struct {
+	// Code is Allowed or the reason for the refusal.
+	Code Code
+	// Rule is the rule that applied; nil when Code is NotFound.
+	Rule *ToolRule
+	// Reason is a short human-readable explanation without argument values.
+	Reason string
+}
+
+// Allowed reports whether the call may proceed.
+func (d Decision) Allowed() bool { return d.Code == Allowed }
+
+// Args gives [Policy.Decide] access to the call's top-level arguments
+// without tying the policy to one JSON decoding. Number returns the value
+// of a numeric field and whether it was present and numeric.
+type Args interface {
+	Number(field string) (float64, bool)
+}
+
+// MapArgs adapts decoded JSON arguments to [Args].
+type MapArgs map[string]any
+
+// Number implements [Args]. Only float64 values (as encoding/json decodes
+// numbers) and json.Number count as numbers; booleans and strings do not.
+func (m MapArgs) Number(field string) (float64, bool) {
+	switch v := m[field].(type) {
+	case float64:
+		return v, true
+	case interface{ Float64() (float64, error) }:
+		f, err := v.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Decide says whether pr may call tool with args. Args may be nil when the
+// tool has no argument limits; when it has some and args is nil, the call
+// is refused (fail closed). The checks run in this order: rule exists
+// (else NotFound), roles (NotFound when hidden, Forbidden when
+// ShowForbidden), write allowlist (WriteNotAllowed), argument limits
+// (Forbidden). Decide does not allocate on the allowed path.
+func (p *Policy) Decide(pr *Principal, tool string, args Args) Decision {
+	r, ok := p.Resolve(tool)
+	if !ok {
+		return Decision{Code: NotFound, Reason: "unknown tool"}
+	}
+	if !p.rolesOK(pr, tool, r) {
+		if !p.showForbidden {
+			return Decision{Code: NotFound, Reason: "unknown tool"}
+		}
+		return Decision{Code: Forbidden, Rule: r, Reason: "caller lacks a required role"}
+	}
+	if r.Class == Write && !p.WriteAllowed(tool) {
+		return Decision{Code: WriteNotAllowed, Rule: r, Reason: "write tool is not on the write allowlist"}
+	}
+	for _, l := range r.ArgLimits {
+		if len(l.ExemptRoles) > 0 && pr.hasAny(l.ExemptRoles) {
+			continue
+		}
+		if args == nil {
+			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " cannot be checked"}
+		}
+		v, ok := args.Number(l.Field)
+		if !ok {
+			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " must be a number for this caller"}
+		}
+		if math.IsNaN(v) || v > l.Max {
+			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " exceeds the limit for this caller"}
+		}
+	}
+	return Decision{Code: Allowed, Rule: r}
+}
+
+// HasArgLimits reports whether Decide needs the arguments of tool.
+func (p *Policy) HasArgLimits(tool string) bool {
+	r, ok := p.Resolve(tool)
+	return ok && len(r.ArgLimits) > 0
+}
+
+// CheckTool is the registration check for a tool the server exposes. It
+// returns an error when the tool has no rule (and there is no default), or
+// when readOnlyHint is non-nil and contradicts the rule's class (a read rule
+// for a tool hinting it writes, or a write rule for a tool hinting read-only).
+// The annotation is a hint a client must not trust; the rule stays the
+// source of truth, and a mismatch means the configuration is wrong.
+func (p *Policy) CheckTool(name string, readOnlyHint *bool) error {
+	r, ok := p.Resolve(name)
+	if !ok {
+		return fmt.Errorf("policy: tool %q has no rule", name)
+	}
+	if readOnlyHint != nil {
+		if *readOnlyHint && r.Class == Write {
+			return fmt.Errorf("policy: tool %q is a write in the policy but annotated ReadOnlyHint=true", name)
+		}
+		if !*readOnlyHint && r.Class == Read {
+			return fmt.Errorf("policy: tool %q is a read in the policy but annotated ReadOnlyHint=false", name)
+		}
+	}
+	return nil
+}
+
+// Tools returns the names of the tools with their own rule, sorted.
+func (p *Policy) Tools() []string {
+	names := make([]string, 0, len(p.tools))
+	for n := range p.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
