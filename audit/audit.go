@@ -1,0 +1,117 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Event is one audit record: one decision about one tool call. The JSON field
+// names are the snake_case names below; JSONL and SQL share this one schema.
+//
+// An Event never carries the caller's credential. Raw arguments are recorded
+// only in Args, and only the fields a tool opted in to record; otherwise
+// ArgsSHA256 identifies the arguments.
+type Event struct {
+	Time            time.Time      `json:"time"`
+	CorrelationID   string         `json:"correlation_id"`
+	SessionID       string         `json:"session_id,omitempty"`
+	Subject         string         `json:"subject,omitempty"`
+	Roles           []string       `json:"roles,omitempty"`
+	Tool            string         `json:"tool,omitempty"`
+	Class           string         `json:"class,omitempty"`  // "read" | "write"
+	Phase           Phase          `json:"phase"`            // "intent" | "outcome"
+	Allowed         bool           `json:"allowed"`
+	DryRun          bool           `json:"dry_run"`
+	Code            string         `json:"code,omitempty"`   // "" when allowed and succeeded, else e.g. "FORBIDDEN"
+	Detail          string         `json:"detail,omitempty"` // never secrets or raw args
+	LatencyMS       float64        `json:"latency_ms"`
+	ArgsSHA256      string         `json:"args_sha256,omitempty"`
+	Cost            float64        `json:"cost,omitempty"`
+	ProtocolVersion string         `json:"protocol_version,omitempty"`
+	ClientName      string         `json:"client_name,omitempty"`
+	Args            map[string]any `json:"args,omitempty"` // only fields a tool opted in to record
+}
+
+// Phase says whether an [Event] announces a call about to run (a write-ahead
+// intent) or records how a decision or call ended.
+type Phase string
+
+// The phases of an [Event].
+const (
+	// PhaseIntent is the write-ahead record made before a write tool's handler runs.
+	PhaseIntent Phase = "intent"
+	// PhaseOutcome records the end of a call: allowed or denied, success or error.
+	PhaseOutcome Phase = "outcome"
+)
+
+// Sink records events. Write must not retain e after it returns. A nil error
+// means the event is recorded with the sink's stated durability (a durable
+// sink: on stable storage). Implementations are safe for concurrent use.
+type Sink interface {
+	Write(ctx context.Context, e *Event) error
+}
+
+// SinkFunc adapts a function to a [Sink].
+type SinkFunc func(ctx context.Context, e *Event) error
+
+// Write calls f(ctx, e).
+func (f SinkFunc) Write(ctx context.Context, e *Event) error { return f(ctx, e) }
+
+// DurableWriter is implemented by sinks whose plain Write may return before
+// the event is on stable storage (buffered sinks). WriteDurable returns nil
+// only once e, and every event written before it, is durable: for a file,
+// written and fsynced; for SQL, committed. The pipeline uses it for the
+// write-ahead intent of a write tool.
+type DurableWriter interface {
+	WriteDurable(ctx context.Context, e *Event) error
+}
+
+// WriteDurable records e durably on s: through s.WriteDurable when s
+// implements [DurableWriter], else through s.Write, whose nil error is then
+// taken as the sink's statement that e is recorded. A sink that buffers must
+// therefore implement DurableWriter; every buffered sink in this package does.
+func WriteDurable(ctx context.Context, s Sink, e *Event) error {
+	if s == nil {
+		return ErrNoSink
+	}
+	if d, ok := s.(DurableWriter); ok {
+		return d.WriteDurable(ctx, e)
+	}
+	return s.Write(ctx, e)
+}
+
+// Errors returned by sinks in this package.
+var (
+	// ErrClosed is returned by a write to a closed sink.
+	ErrClosed = errors.New("audit: sink closed")
+	// ErrNoSink is returned by [WriteDurable] for a nil sink.
+	ErrNoSink = errors.New("audit: no sink")
+	// ErrInvalidEvent is returned for an event that cannot be encoded
+	// (a NaN or infinite number, a time outside years 0-9999).
+	ErrInvalidEvent = errors.New("audit: invalid event")
+)
+
+// ArgsSHA256 returns the lowercase hex SHA-256 of the canonical JSON of raw:
+// object keys sorted, no insignificant whitespace, strings re-escaped the way
+// encoding/json does, numbers exactly as given. It returns "" for empty raw
+// (or the JSON literal null), and the hash of the bytes as given when raw is
+// not valid JSON, so the record still identifies what was sent.
+func ArgsSHA256(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var buf [512]byte
+	canon, ok := appendCanonical(buf[:0], raw)
+	if !ok {
+		canon = raw
+	}
+	if string(canon) == "null" {
+		return ""
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}

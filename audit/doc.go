@@ -1,0 +1,24 @@
+// Package audit records every decision mcpguard makes about a tool call.
+//
+// An [Event] is one record: who (subject, roles, session), what (tool, class,
+// argument hash), which decision (allowed, code, dry run) and when. Sinks
+// record events: [JSONLSink] appends JSON lines to a file, buffered or durable
+// (fsync with group commit); [SQLSink] inserts batches into an audit_log table
+// on SQLite or PostgreSQL; [SlogSink] hands events to a slog.Handler;
+// [Fanout] writes to several sinks at once.
+//
+// # Durability
+//
+// A write tool's handler runs only after its intent is durable:
+// [WriteDurable] uses a sink's [DurableWriter] method when it has one. For a
+// [JSONLSink] that means written and fsynced; for a [SQLSink], committed.
+// Plain Write on a buffered sink returns once the event is queued; call Flush
+// or Close to drain.
+//
+// # Reading back
+//
+// [ReadJSONL] streams a JSONL file as (Event, error) pairs: a torn or corrupt
+// line is an error carrying its line number, never an event, and iteration
+// can continue past it. [QueryJSONL] and [SQLSink.Query] select events by
+// session, subject, tool, outcome and time range with one [Filter].
+package audit
