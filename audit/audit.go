@@ -22,8 +22,8 @@ type Event struct {
 	Subject         string         `json:"subject,omitempty"`
 	Roles           []string       `json:"roles,omitempty"`
 	Tool            string         `json:"tool,omitempty"`
-	Class           string         `json:"class,omitempty"`  // "read" | "write"
-	Phase           Phase          `json:"phase"`            // "intent" | "outcome"
+	Class           string         `json:"class,omitempty"` // "read" | "write"
+	Phase           Phase          `json:"phase"`           // "intent" | "outcome"
 	Allowed         bool           `json:"allowed"`
 	DryRun          bool           `json:"dry_run"`
 	Code            string         `json:"code,omitempty"`   // "" when allowed and succeeded, else e.g. "FORBIDDEN"
