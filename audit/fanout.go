@@ -1,0 +1,68 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// FanoutSink writes each event to several sinks. Safe for concurrent use if
+// its sinks are.
+type FanoutSink struct {
+	sinks []Sink
+}
+
+// Fanout returns a sink that writes each event to every non-nil sink, in
+// order. Write returns the errors of the sinks that failed, joined; the other
+// sinks still record the event.
+func Fanout(sinks ...Sink) *FanoutSink {
+	f := &FanoutSink{}
+	for _, s := range sinks {
+		if s != nil {
+			f.sinks = append(f.sinks, s)
+		}
+	}
+	return f
+}
+
+// Write writes e to every sink.
+func (f *FanoutSink) Write(ctx context.Context, e *Event) error {
+	var errs []error
+	for _, s := range f.sinks {
+		if err := s.Write(ctx, e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WriteDurable writes e durably (see [WriteDurable]) to every sink; it
+// returns nil only if every sink made e durable, so a write tool's intent is
+// on every configured trail before its handler runs. A fanout of no sinks
+// returns [ErrNoSink].
+func (f *FanoutSink) WriteDurable(ctx context.Context, e *Event) error {
+	if len(f.sinks) == 0 {
+		return ErrNoSink
+	}
+	var errs []error
+	for _, s := range f.sinks {
+		if err := WriteDurable(ctx, s, e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every sink that implements io.Closer and returns their errors,
+// joined.
+func (f *FanoutSink) Close() error {
+	var errs []error
+	for _, s := range f.sinks {
+		if c, ok := s.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,316 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// JSONLOptions configures a [JSONLSink]. A nil *JSONLOptions means defaults.
+type JSONLOptions struct {
+	// Durable makes every Write durable: the line is written and fsynced
+	// before Write returns, and concurrent writers share one fsync (group
+	// commit). Zero: buffered; Write returns once the line is in memory, and
+	// the buffer reaches the file on FlushInterval, when BufferSize is
+	// reached, and on Flush, WriteDurable, Sync and Close.
+	Durable bool
+	// FlushInterval is how often a buffered sink writes its buffer to the file
+	// (without fsync). Zero: 100ms. Negative: never in the background.
+	FlushInterval time.Duration
+	// BufferSize is the number of buffered bytes at which a Write first
+	// writes the buffer to the file. Zero: 64 KiB.
+	BufferSize int
+	// Perm is the mode of a newly created file. Zero: 0600.
+	Perm os.FileMode
+}
+
+// JSONLStats counts what a [JSONLSink] has done since it was opened.
+type JSONLStats struct {
+	Events uint64 // events accepted
+	Writes uint64 // write system calls to the file
+	Syncs  uint64 // fsyncs of the file
+}
+
+// JSONLSink appends events to a file, one JSON object per line, encoded by
+// [Event.AppendJSON]. A line reaches the file in one write call, so lines of
+// concurrent writers never interleave; a crash can leave at most a torn last
+// line, which [ReadJSONL] reports as an error and never as an event. When
+// reopened, a file whose last line is torn gets a newline so that the torn
+// line stays separate from new records.
+//
+// After a failed write to the file the sink refuses further writes (the
+// file's tail is unknown) and returns that error.
+//
+// JSONLSink implements [Sink] and [DurableWriter] and is safe for concurrent
+// use.
+type JSONLSink struct {
+	f        *os.File
+	durable  bool
+	bufSize  int
+	pool     sync.Pool // *[]byte encode buffers
+	ioSem    chan struct{}
+	stop     chan struct{}
+	flusherD chan struct{}
+
+	mu       sync.Mutex // guards the fields below; taken after ioSem
+	buf      []byte
+	spare    []byte
+	appended uint64 // sequence number of the last event in buf or the file
+	synced   uint64 // sequence number of the last event on stable storage
+	err      error  // sticky write error
+	closed   bool
+
+	events, writes, syncs atomic.Uint64
+}
+
+// OpenJSONL opens (creating if needed) the file at path for appending and
+// returns a sink writing to it. Close the sink to flush and release the file.
+func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
+	var o JSONLOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = 100 * time.Millisecond
+	}
+	if o.BufferSize <= 0 {
+		o.BufferSize = 64 << 10
+	}
+	if o.Perm == 0 {
+		o.Perm = 0o600
+	}
+	created := false
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, o.Perm)
+	if err == nil {
+		created = true
+	} else if errors.Is(err, os.ErrExist) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, o.Perm)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	if err := terminateTornTail(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	if created {
+		// Make the new directory entry itself durable.
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("audit: open %s: %w", path, err)
+		}
+	}
+	s := &JSONLSink{
+		f:       f,
+		durable: o.Durable,
+		bufSize: o.BufferSize,
+		ioSem:   make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		buf:     make([]byte, 0, o.BufferSize+1024),
+		spare:   make([]byte, 0, o.BufferSize+1024),
+	}
+	s.pool.New = func() any { b := make([]byte, 0, 512); return &b }
+	if !o.Durable && o.FlushInterval > 0 {
+		s.flusherD = make(chan struct{})
+		go s.flusher(o.FlushInterval)
+	}
+	return s, nil
+}
+
+// terminateTornTail appends a newline when the file is non-empty and does not
+// end with one (a torn line left by a crash).
+func terminateTornTail(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], st.Size()-1); err != nil {
+		return err
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (s *JSONLSink) flusher(every time.Duration) {
+	defer close(s.flusherD)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			empty := len(s.buf) == 0
+			s.mu.Unlock()
+			if !empty {
+				_ = s.flush(context.Background(), false, 0) // a failure is sticky; the next Write reports it
+			}
+		}
+	}
+}
+
+// Write records e. In durable mode it returns once e is on stable storage;
+// otherwise once e is buffered (see [JSONLOptions]). It returns
+// [ErrInvalidEvent] for an event that cannot be encoded, [ErrClosed] after
+// Close, and the sink's sticky error after a failed file write.
+func (s *JSONLSink) Write(ctx context.Context, e *Event) error {
+	return s.write(ctx, e, s.durable)
+}
+
+// WriteDurable records e and returns once e and every event written before it
+// are written to the file and fsynced, sharing the fsync with concurrent
+// durable writers. It returns an error if ctx ends first, in which case e may
+// or may not become durable.
+func (s *JSONLSink) WriteDurable(ctx context.Context, e *Event) error {
+	return s.write(ctx, e, true)
+}
+
+func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
+	bp := s.pool.Get().(*[]byte)
+	line, err := e.AppendJSON((*bp)[:0])
+	if err != nil {
+		s.pool.Put(bp)
+		return err
+	}
+	line = append(line, '\n')
+	s.mu.Lock()
+	if err := s.unusable(); err != nil {
+		s.mu.Unlock()
+		*bp = line
+		s.pool.Put(bp)
+		return err
+	}
+	s.buf = append(s.buf, line...)
+	s.appended++
+	seq := s.appended
+	full := len(s.buf) >= s.bufSize
+	s.mu.Unlock()
+	*bp = line
+	s.pool.Put(bp)
+	s.events.Add(1)
+	if durable {
+		return s.flush(ctx, true, seq)
+	}
+	if full {
+		return s.flush(ctx, false, 0)
+	}
+	return nil
+}
+
+// unusable returns the error that refuses a write; s.mu is held.
+func (s *JSONLSink) unusable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	return s.err
+}
+
+// flush writes the buffer to the file and, when sync is set, fsyncs it unless
+// the event with sequence number seq is already on stable storage.
+func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
+	select {
+	case s.ioSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.ioSem }()
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		return err
+	}
+	if sync && s.synced >= seq {
+		s.mu.Unlock()
+		return nil // a concurrent writer's fsync covered this event
+	}
+	b := s.buf
+	s.buf = s.spare[:0]
+	target := s.appended
+	s.mu.Unlock()
+
+	var err error
+	if len(b) > 0 {
+		s.writes.Add(1)
+		_, err = s.f.Write(b)
+	}
+	if err == nil && sync {
+		s.syncs.Add(1)
+		err = s.f.Sync()
+	}
+	s.mu.Lock()
+	s.spare = b[:0]
+	if err != nil {
+		s.err = fmt.Errorf("audit: jsonl write: %w", err)
+		err = s.err
+	} else if sync {
+		s.synced = target
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// Flush writes buffered lines to the file (without fsync).
+func (s *JSONLSink) Flush() error { return s.flush(context.Background(), false, 0) }
+
+// Sync writes buffered lines to the file and fsyncs it.
+func (s *JSONLSink) Sync() error {
+	s.mu.Lock()
+	seq := s.appended
+	s.mu.Unlock()
+	if seq == 0 {
+		seq = 1 // force an fsync even when nothing was written through this sink
+	}
+	return s.flush(context.Background(), true, seq)
+}
+
+// Stats returns counters of the sink's activity.
+func (s *JSONLSink) Stats() JSONLStats {
+	return JSONLStats{Events: s.events.Load(), Writes: s.writes.Load(), Syncs: s.syncs.Load()}
+}
+
+// Close stops the background flusher, writes and fsyncs buffered lines and
+// closes the file. Writes after Close return [ErrClosed].
+func (s *JSONLSink) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	if s.flusherD != nil {
+		<-s.flusherD
+	}
+	// Flush even after closed is set: flush does not check it.
+	s.mu.Lock()
+	seq := s.appended + 1
+	s.mu.Unlock()
+	err := s.flush(context.Background(), true, seq)
+	return errors.Join(err, s.f.Close())
+}
+
+var _ io.Closer = (*JSONLSink)(nil)

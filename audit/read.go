@@ -1,0 +1,199 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"time"
+)
+
+// MaxLineSize is the longest JSONL line [ReadJSONL] accepts (16 MiB).
+const MaxLineSize = 16 << 20
+
+// LineError reports a JSONL line that is not a record: torn (no final
+// newline), not valid JSON, longer than [MaxLineSize], or missing the
+// correlation id, phase or time every record has.
+type LineError struct {
+	Line int   // 1-based line number
+	Err  error // what is wrong with it
+}
+
+// Error implements error.
+func (e *LineError) Error() string { return fmt.Sprintf("audit: jsonl line %d: %v", e.Line, e.Err) }
+
+// Unwrap returns e.Err.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrTornLine is the [LineError.Err] of a last line without its newline:
+// a write cut short, never an acknowledged record.
+var ErrTornLine = errors.New("torn line (no terminating newline)")
+
+// plainEvent has Event's fields and JSON tags but not its methods, so that
+// encoding/json decodes it by reflection.
+type plainEvent Event
+
+// ReadJSONL returns an iterator over the records of a JSONL audit stream.
+// Each complete, valid line yields (event, nil). A torn or corrupt line yields
+// (Event{}, *LineError) and the iteration goes on with the next line unless
+// the caller stops; an error reading r is yielded last. Blank lines are
+// skipped.
+func ReadJSONL(r io.Reader) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		br := bufio.NewReaderSize(r, 64<<10)
+		var long []byte
+		line := 0
+		tooLong := false
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				if !tooLong {
+					long = append(long, chunk...)
+					if len(long) > MaxLineSize {
+						tooLong, long = true, nil
+					}
+				}
+				continue
+			}
+			if len(chunk) == 0 && err != nil {
+				if !errors.Is(err, io.EOF) {
+					yield(Event{}, fmt.Errorf("audit: jsonl read: %w", err))
+				}
+				return
+			}
+			line++
+			data := chunk
+			if len(long) > 0 {
+				data = append(long, chunk...)
+				long = long[:0]
+			}
+			var ev Event
+			var lerr error
+			switch {
+			case tooLong || len(data) > MaxLineSize:
+				lerr = fmt.Errorf("line longer than %d bytes", MaxLineSize)
+				tooLong = false
+			case data[len(data)-1] != '\n':
+				lerr = ErrTornLine
+			default:
+				data = bytes.TrimRight(data, "\r\n")
+				if len(bytes.TrimSpace(data)) == 0 {
+					if err != nil {
+						return
+					}
+					continue
+				}
+				ev, lerr = decodeLine(data)
+			}
+			if lerr != nil {
+				if !yield(Event{}, &LineError{Line: line, Err: lerr}) {
+					return
+				}
+			} else if !yield(ev, nil) {
+				return
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					yield(Event{}, fmt.Errorf("audit: jsonl read: %w", err))
+				}
+				return
+			}
+		}
+	}
+}
+
+func decodeLine(data []byte) (Event, error) {
+	var p plainEvent
+	d := json.NewDecoder(bytes.NewReader(data))
+	if err := d.Decode(&p); err != nil {
+		return Event{}, err
+	}
+	if d.More() {
+		return Event{}, errors.New("trailing data after the record")
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return Event{}, errors.New("trailing data after the record")
+	}
+	ev := Event(p)
+	if err := ev.validate(); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// validate checks what every record has.
+func (e *Event) validate() error {
+	switch {
+	case e.CorrelationID == "":
+		return errors.New("missing correlation_id")
+	case e.Phase != PhaseIntent && e.Phase != PhaseOutcome:
+		return fmt.Errorf("phase %q is neither intent nor outcome", e.Phase)
+	case e.Time.IsZero():
+		return errors.New("missing time")
+	}
+	return nil
+}
+
+// QueryJSONL returns the records of the JSONL file at path that match f, in
+// file order. Corrupt or torn lines are skipped and reported together in the
+// returned error (an errors.Join of *[LineError]), next to the events that
+// were read: a non-nil error with events means the events are valid records
+// and some lines were not.
+func QueryJSONL(path string, f Filter) ([]Event, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit: query %s: %w", path, err)
+	}
+	defer file.Close()
+	var out []Event
+	var errs []error
+	for ev, err := range ReadJSONL(file) {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if f.Match(&ev) {
+			out = append(out, ev)
+			if f.Limit > 0 && len(out) >= f.Limit {
+				break
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Filter selects events. Zero fields match everything: every non-zero field
+// must match.
+type Filter struct {
+	SessionID     string
+	Subject       string
+	Tool          string
+	CorrelationID string
+	Phase         Phase
+	Code          string    // the outcome code; "" matches any
+	Allowed       *bool     // nil matches both
+	Since         time.Time // inclusive; zero: no lower bound
+	Until         time.Time // exclusive; zero: no upper bound
+	Limit         int       // at most this many events, oldest first; 0: no limit
+}
+
+// Match reports whether e passes the filter.
+func (f *Filter) Match(e *Event) bool {
+	switch {
+	case f.SessionID != "" && e.SessionID != f.SessionID,
+		f.Subject != "" && e.Subject != f.Subject,
+		f.Tool != "" && e.Tool != f.Tool,
+		f.CorrelationID != "" && e.CorrelationID != f.CorrelationID,
+		f.Phase != "" && e.Phase != f.Phase,
+		f.Code != "" && e.Code != f.Code,
+		f.Allowed != nil && e.Allowed != *f.Allowed,
+		!f.Since.IsZero() && e.Time.Before(f.Since),
+		!f.Until.IsZero() && !e.Time.Before(f.Until):
+		return false
+	}
+	return true
+}

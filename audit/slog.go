@@ -1,0 +1,105 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// LogValue implements slog.LogValuer: a group of the event's fields under
+// their JSON names, empty optional fields left out as in the JSON encoding.
+func (e *Event) LogValue() slog.Value {
+	var arr [18]slog.Attr
+	return slog.GroupValue(e.attrs(arr[:0], true)...)
+}
+
+func (e *Event) attrs(as []slog.Attr, withTime bool) []slog.Attr {
+	if withTime {
+		as = append(as, slog.Time("time", e.Time))
+	}
+	as = append(as, slog.String("correlation_id", e.CorrelationID))
+	as = appendStringAttr(as, "session_id", e.SessionID)
+	as = appendStringAttr(as, "subject", e.Subject)
+	if len(e.Roles) > 0 {
+		as = append(as, slog.Any("roles", e.Roles))
+	}
+	as = appendStringAttr(as, "tool", e.Tool)
+	as = appendStringAttr(as, "class", e.Class)
+	as = append(as,
+		slog.String("phase", string(e.Phase)),
+		slog.Bool("allowed", e.Allowed),
+		slog.Bool("dry_run", e.DryRun))
+	as = appendStringAttr(as, "code", e.Code)
+	as = appendStringAttr(as, "detail", e.Detail)
+	as = append(as, slog.Float64("latency_ms", e.LatencyMS))
+	as = appendStringAttr(as, "args_sha256", e.ArgsSHA256)
+	if e.Cost != 0 {
+		as = append(as, slog.Float64("cost", e.Cost))
+	}
+	as = appendStringAttr(as, "protocol_version", e.ProtocolVersion)
+	as = appendStringAttr(as, "client_name", e.ClientName)
+	if len(e.Args) > 0 {
+		as = append(as, slog.Any("args", e.Args))
+	}
+	return as
+}
+
+func appendStringAttr(as []slog.Attr, k, v string) []slog.Attr {
+	if v == "" {
+		return as
+	}
+	return append(as, slog.String(k, v))
+}
+
+// SlogSinkOptions configures a [SlogSink]. A nil *SlogSinkOptions means defaults.
+type SlogSinkOptions struct {
+	// Message is the record message. Zero: "audit".
+	Message string
+	// Level is the level of allowed events. Zero: slog.LevelInfo.
+	Level slog.Level
+	// DeniedLevel is the level of events with Allowed false. Zero: slog.LevelWarn.
+	DeniedLevel slog.Level
+}
+
+// SlogSink hands each event to a slog.Handler as one record whose time is the
+// event's time and whose attributes are the event's fields (see
+// [Event.LogValue]). Its durability is the handler's: it does not implement
+// [DurableWriter]. Safe for concurrent use if the handler is.
+type SlogSink struct {
+	h    slog.Handler
+	opts SlogSinkOptions
+}
+
+// NewSlogSink returns a sink writing to h.
+func NewSlogSink(h slog.Handler, opts *SlogSinkOptions) *SlogSink {
+	s := &SlogSink{h: h}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Message == "" {
+		s.opts.Message = "audit"
+	}
+	if s.opts.DeniedLevel == 0 {
+		s.opts.DeniedLevel = slog.LevelWarn
+	}
+	return s
+}
+
+// Write records e as one slog record. Records below the handler's level are
+// dropped by the handler, as slog does; Write then returns nil.
+func (s *SlogSink) Write(ctx context.Context, e *Event) error {
+	if s.h == nil {
+		return errors.New("audit: slog sink without handler")
+	}
+	lvl := s.opts.Level
+	if !e.Allowed {
+		lvl = s.opts.DeniedLevel
+	}
+	if !s.h.Enabled(ctx, lvl) {
+		return nil
+	}
+	r := slog.NewRecord(e.Time, lvl, s.opts.Message, 0)
+	var arr [18]slog.Attr
+	r.AddAttrs(e.attrs(arr[:0], false)...)
+	return s.h.Handle(ctx, r)
+}
