@@ -1,0 +1,145 @@
+package dryrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MetaKey is the _meta key of a tools/call request with which a client asks
+// for a preview of that one call. Only the JSON boolean true requests a
+// preview; see [Requested].
+const MetaKey = "io.mcpguard/dryRun"
+
+// IDPrefix starts every identifier made by [NewID].
+const IDPrefix = "DRYRUN-"
+
+type ctxKey struct{}
+
+// NewContext returns a copy of ctx marked as dry-run. A handler called with it
+// must not touch its downstream.
+func NewContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ctxKey{}, true)
+}
+
+// FromContext reports whether ctx was marked by [NewContext]. It is false for
+// a context that was never marked.
+func FromContext(ctx context.Context) bool {
+	v, _ := ctx.Value(ctxKey{}).(bool)
+	return v
+}
+
+// Requested reports whether a tools/call request's _meta asks for a preview:
+// true only when meta[MetaKey] is the JSON boolean true. Everything else is
+// ignored and reports false: a missing key, false, null, the string "true",
+// numbers, objects, and a nil meta. A false result never turns dry-run off;
+// the guard ORs it with the server's configuration.
+func Requested(meta mcp.Meta) bool {
+	v, _ := meta[MetaKey].(bool)
+	return v
+}
+
+// NewID returns a fresh synthetic identifier: [IDPrefix] followed by 16
+// lower-case hex characters from crypto/rand.
+func NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24+).
+	return IDPrefix + hex.EncodeToString(b[:])
+}
+
+// Result returns the simulated result of a write that did not run: a
+// non-error result whose structured content is
+//
+//	{"dry_run":true,"id":"DRYRUN-…","summary":summary,"tool":tool}
+//
+// with the same JSON as its single text content. The id is fresh from
+// [NewID]. The summary is shown to the model: it must contain no secrets
+// ([Summary] builds one that never includes argument values).
+func Result(tool, summary string) *mcp.CallToolResult {
+	sc := map[string]any{
+		"dry_run": true,
+		"id":      NewID(),
+		"tool":    tool,
+		"summary": summary,
+	}
+	// A map of strings and a bool always marshals.
+	text, _ := json.Marshal(sc)
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(text)}},
+		StructuredContent: sc,
+	}
+}
+
+const (
+	maxNameRunes = 64
+	maxNames     = 16
+)
+
+// Summary describes, without any argument values, what a write would have
+// done:
+//
+//	Would run create_ticket with arguments: body, title
+//
+// Argument names are the top-level keys of args, sorted, with control and
+// formatting characters removed and long names truncated; at most 16 are
+// listed. Values are never included, so secrets in arguments cannot leak into
+// a dry-run result. Arguments that are empty, null or not a JSON object are
+// described without names.
+func Summary(tool string, args json.RawMessage) string {
+	var b strings.Builder
+	b.WriteString("Would run ")
+	b.WriteString(clean(tool))
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || len(obj) == 0 {
+		if len(args) == 0 || string(args) == "null" || (err == nil && len(obj) == 0) {
+			b.WriteString(" with no arguments")
+		} else {
+			b.WriteString(" with arguments")
+		}
+		return b.String()
+	}
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	b.WriteString(" with arguments: ")
+	for i, n := range names {
+		if i == maxNames {
+			b.WriteString(", … (" + strconv.Itoa(len(names)-maxNames) + " more)")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(clean(n))
+	}
+	return b.String()
+}
+
+// clean removes control and formatting characters (including bidi overrides)
+// and truncates s to maxNameRunes runes.
+func clean(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+			continue
+		}
+		if n == maxNameRunes {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
