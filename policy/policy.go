@@ -354,13 +354,22 @@ func (m MapArgs) Number(field string) (float64, bool) {
 	return 0, false
 }
 
-// Decide says whether pr may call tool with args. Args may be nil when the
-// tool has no argument limits; when it has some and args is nil, the call
-// is refused (fail closed). The checks run in this order: rule exists
-// (else NotFound), roles (NotFound when hidden, Forbidden when
-// ShowForbidden), write allowlist (WriteNotAllowed), argument limits
-// (Forbidden). Decide does not allocate on the allowed path.
+// Decide says whether pr may call tool with args: [Policy.Authorize], then
+// [Policy.CheckArgs]. Args may be nil when the tool has no argument limits;
+// when it has some and args is nil, the call is refused (fail closed).
+// Decide does not allocate on the allowed path.
 func (p *Policy) Decide(pr *Principal, tool string, args Args) Decision {
+	d := p.Authorize(pr, tool)
+	if d.Code != Allowed {
+		return d
+	}
+	return p.CheckArgs(pr, d.Rule, args)
+}
+
+// Authorize checks everything but the arguments, in this order: a rule
+// exists (else NotFound), roles (NotFound when hidden, Forbidden with
+// ShowForbidden), write allowlist (WriteNotAllowed).
+func (p *Policy) Authorize(pr *Principal, tool string) Decision {
 	r, ok := p.Resolve(tool)
 	if !ok {
 		return Decision{Code: NotFound, Reason: "unknown tool"}
@@ -374,6 +383,12 @@ func (p *Policy) Decide(pr *Principal, tool string, args Args) Decision {
 	if r.Class == Write && !p.WriteAllowed(tool) {
 		return Decision{Code: WriteNotAllowed, Rule: r, Reason: "write tool is not on the write allowlist"}
 	}
+	return Decision{Code: Allowed, Rule: r}
+}
+
+// CheckArgs applies the argument limits of rule r (as returned by
+// [Policy.Authorize]) for pr. A nil args fails every limit that applies.
+func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 	for _, l := range r.ArgLimits {
 		if len(l.ExemptRoles) > 0 && pr.hasAny(l.ExemptRoles) {
 			continue
