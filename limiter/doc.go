@@ -1,0 +1,38 @@
+// Package limiter caps tool calls: how many calls per window (rate), how many
+// cost units per window (spend) and how many calls at once (concurrency),
+// per session, per user and globally, optionally for one tool only.
+//
+// A [Limiter] holds a list of [Limit] values. For each call the caller (the
+// guard pipeline, after argument validation) asks [Limiter.AllowAt] with a
+// [Request]: the session key, the user, the tool, whether it is a write, how
+// many calls it counts (0 for the verified retry of a multi round-trip call,
+// which was counted once already) and what it costs (0 for a dry run; see
+// [CheckCost]). Every limit that applies is checked and, only if all allow
+// the call, charged, atomically: a call denied by any limit takes nothing
+// from any limit. The [Decision] says which limit denied and how long to wait
+// ([Decision.RetryAfter], exact: a retry after that delay succeeds if nothing
+// else consumed meanwhile). An allowed call holds in-flight slots until
+// [Limiter.Release], which the caller defers so that the slots come back on
+// every way out: return, error, panic or cancellation.
+//
+// # Semantics
+//
+// Rate and spend limits use GCRA, a token bucket measured in time: a bucket
+// of Max units refilling continuously at Max per Window. A quiet key can take
+// Max units at once; after that units come back at an even pace, and over
+// any interval of length d at most Max + Max*d/Window units pass. Fixed
+// windows, which let 2*Max through in an instant at a window edge, are not
+// used. The state of one limit and key is one timestamp.
+//
+// # Stores
+//
+// State lives in a [Store]. The default [MemoryStore] is exact and cheap
+// (no allocation for a key it knows) and evicts idle keys, so memory stays
+// bounded however many sessions come and go. The Redis store in
+// limiter/redislimit shares limits across replicas: one Lua script, one
+// round trip, decides all limits of a call at the Redis server's time.
+// When a store fails, the limiter fails closed by default, per class of
+// tool (read or write) as configured in [Options], and reports the failure
+// in [Decision.Err]. The package limiter/limitertest is a conformance kit
+// for stores.
+package limiter

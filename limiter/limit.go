@@ -1,0 +1,175 @@
+package limiter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Kind is what a [Limit] counts.
+type Kind uint8
+
+// The kinds of limit. The zero Kind is not a valid kind; it is the Kind of
+// the zero [Limit] reported by an allowed [Decision].
+const (
+	// Rate counts calls per window: a [Request]'s Calls.
+	Rate Kind = iota + 1
+	// Spend counts cost units per window: a [Request]'s Cost.
+	Spend
+	// Concurrency counts calls in flight: every allowed call holds one
+	// slot until [Limiter.Release].
+	Concurrency
+)
+
+// String returns "rate", "spend", "concurrency", or "kind(N)" for an
+// invalid value.
+func (k Kind) String() string {
+	switch k {
+	case Rate:
+		return "rate"
+	case Spend:
+		return "spend"
+	case Concurrency:
+		return "concurrency"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Scope says whose calls a [Limit] pools together.
+type Scope uint8
+
+// The scopes of a limit. The zero Scope is not a valid scope.
+const (
+	// Session gives every session (a [Request]'s Session key) its own budget.
+	Session Scope = iota + 1
+	// User gives every user (a [Request]'s User) its own budget, shared by
+	// all the user's sessions.
+	User
+	// Global gives all calls one shared budget.
+	Global
+)
+
+// String returns "session", "user", "global", or "scope(N)" for an invalid
+// value.
+func (s Scope) String() string {
+	switch s {
+	case Session:
+		return "session"
+	case User:
+		return "user"
+	case Global:
+		return "global"
+	}
+	return "scope(" + strconv.Itoa(int(s)) + ")"
+}
+
+// MinWindow is the shortest Window a rate or spend [Limit] may have.
+const MinWindow = time.Millisecond
+
+// A Limit is one cap. Several limits of different kinds and scopes apply to
+// one call at once; the call is allowed only if every applicable limit
+// allows it.
+//
+// Rate and Spend limits are enforced with GCRA (the generic cell rate
+// algorithm, equivalent to a token bucket): a bucket holds at most Max units
+// and refills continuously at Max units per Window. A call taking n units is
+// allowed when the bucket holds at least n units, and then takes them. So
+// after a quiet period up to Max units pass at once, and over any interval of
+// length d at most Max + Max*d/Window units pass; there is no window edge at
+// which 2*Max can pass in an instant, as with fixed windows. A call that
+// cannot be allowed is told exactly how long to wait until enough units have
+// refilled. Time resolution is one nanosecond in memory and one microsecond
+// on Redis; the time a call takes from a bucket (Window*n/Max) is rounded
+// down to it, so a burst of exactly Max units always fits.
+//
+// Concurrency limits count calls in flight: at most Max at once.
+type Limit struct {
+	// Kind is what the limit counts. Required.
+	Kind Kind
+	// Scope is whose calls share the budget. Required.
+	Scope Scope
+	// Tool restricts the limit to calls of one tool. The zero value applies
+	// the limit to every tool, with one budget shared by all of them.
+	Tool string
+	// Max is the budget: calls (Rate, at least 1), cost units (Spend,
+	// positive), or slots (Concurrency, a whole number at least 1).
+	Max float64
+	// Window is the time over which Max refills, for Rate and Spend limits
+	// (at least [MinWindow]). It must be zero for Concurrency limits.
+	Window time.Duration
+}
+
+// String describes the limit, as in "rate 60/1m0s per user" or
+// "concurrency 32 global for tool refund".
+func (l Limit) String() string {
+	var s string
+	max := strconv.FormatFloat(l.Max, 'g', -1, 64)
+	if l.Kind == Concurrency {
+		s = l.Kind.String() + " " + max
+	} else {
+		s = l.Kind.String() + " " + max + "/" + l.Window.String()
+	}
+	if l.Scope == Global {
+		s += " global"
+	} else {
+		s += " per " + l.Scope.String()
+	}
+	if l.Tool != "" {
+		s += " for tool " + strconv.Quote(l.Tool)
+	}
+	return s
+}
+
+// ID returns the stable identity of the limit used to name its state in a
+// [Store]: kind, scope, window and tool, as in `rate:user:1m0s:""`. The tool
+// is quoted, so an ID followed by a separator and a key is unambiguous.
+// Changing a limit's Max keeps its ID, and so its state.
+func (l Limit) ID() string {
+	return l.Kind.String() + ":" + l.Scope.String() + ":" + l.Window.String() + ":" + strconv.Quote(l.Tool)
+}
+
+func (l Limit) validate() error {
+	switch l.Kind {
+	case Rate, Spend, Concurrency:
+	default:
+		return fmt.Errorf("invalid kind %d", l.Kind)
+	}
+	switch l.Scope {
+	case Session, User, Global:
+	default:
+		return fmt.Errorf("invalid scope %d", l.Scope)
+	}
+	if math.IsNaN(l.Max) || math.IsInf(l.Max, 0) || l.Max <= 0 {
+		return fmt.Errorf("max %v is not a positive finite number", l.Max)
+	}
+	switch l.Kind {
+	case Rate:
+		if l.Max < 1 {
+			return fmt.Errorf("max %v is less than one call", l.Max)
+		}
+	case Concurrency:
+		if l.Max != math.Trunc(l.Max) || l.Max > math.MaxInt32 {
+			return fmt.Errorf("max %v is not a whole number of slots", l.Max)
+		}
+		if l.Window != 0 {
+			return errors.New("a concurrency limit has no window")
+		}
+		return nil
+	}
+	if l.Window < MinWindow {
+		return fmt.Errorf("window %v is shorter than %v", l.Window, MinWindow)
+	}
+	return nil
+}
+
+// CheckCost reports whether cost is a valid cost for a call: a finite number
+// at least zero. It returns an error that unwraps to [ErrInvalidCost]
+// otherwise.
+func CheckCost(cost float64) error {
+	if math.IsNaN(cost) || math.IsInf(cost, 0) || cost < 0 {
+		return fmt.Errorf("%w: %v is not a finite number at least zero", ErrInvalidCost, cost)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package limiter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Errors reported by the limiter. Returned errors unwrap to them.
+var (
+	// ErrInvalidCost reports a negative, NaN or infinite cost.
+	ErrInvalidCost = errors.New("limiter: invalid cost")
+	// ErrInvalidRequest reports a [Request] that cannot be decided, such as
+	// a negative number of calls.
+	ErrInvalidRequest = errors.New("limiter: invalid request")
+	// ErrStoreUnavailable reports a [Store] that could not decide (Redis
+	// unreachable or too slow, for instance).
+	ErrStoreUnavailable = errors.New("limiter: store unavailable")
+)
+
+// maxLimits is the most limits a Limiter takes (the bits of Decision.held).
+const maxLimits = 64
+
+// Options configures a [Limiter]. The zero value, or a nil *Options, gives
+// an in-memory store that fails closed.
+type Options struct {
+	// Store keeps the state. nil means a new [MemoryStore].
+	Store Store
+	// FailOpenReads allows read calls (Request.Write false) when the store
+	// fails. false denies them: the limiter fails closed.
+	FailOpenReads bool
+	// FailOpenWrites allows write calls when the store fails. false, the
+	// default and the advice, denies them.
+	FailOpenWrites bool
+}
+
+// A Request describes one tool call to [Limiter.AllowAt].
+type Request struct {
+	// Session is the key of the caller's session: its id, or any other
+	// string standing for it. Session limits use it. An empty Session is a
+	// key like any other: all requests without one share one budget.
+	Session string
+	// User is the authenticated user or subject. User limits use it; an
+	// empty User is a key like any other.
+	User string
+	// Tool is the name of the tool called; limits for another tool do not
+	// apply.
+	Tool string
+	// Write says whether the tool is a write, for the fail-open policy.
+	Write bool
+	// Calls is how many calls this request counts against Rate limits:
+	// 1 for a call, 0 for the retry of a logical call already counted (a
+	// multi round-trip confirmation). Must not be negative.
+	Calls int
+	// Cost is how many cost units this request counts against Spend
+	// limits; 0 for a dry run. It must pass [CheckCost].
+	Cost float64
+}
+
+// A Decision is the outcome of [Limiter.AllowAt]. When Allowed, the call
+// holds an in-flight slot under every Concurrency limit that applies, until
+// it is handed back to [Limiter.Release]. A Decision is a small value; it
+// holds no allocation.
+type Decision struct {
+	// Allowed says whether the call may proceed.
+	Allowed bool
+	// Limit is the limit that denied the call (its Kind, Scope and so on),
+	// or the zero Limit when the call was allowed or the decision failed.
+	Limit Limit
+	// RetryAfter is, for a denial by a Rate or Spend limit, how long to wait
+	// before the same call would be allowed if nothing else consumed in the
+	// meantime: a retry after RetryAfter succeeds. It is zero when waiting
+	// alone cannot help: a denial by a Concurrency limit (retry when a call
+	// in flight ends), or a call costing more than the denying limit's Max.
+	RetryAfter time.Duration
+	// Err is non-nil when the decision could not be made as asked: an
+	// invalid request (unwraps to [ErrInvalidCost] or [ErrInvalidRequest];
+	// never allowed), or a store failure (unwraps to [ErrStoreUnavailable];
+	// Allowed then follows the fail-open options).
+	Err error
+
+	session, user, tool string
+	lease               uint64
+	held                uint64 // bit i: holds a slot of limits[i]
+}
+
+// A Limiter applies a set of limits to tool calls. It is safe for
+// concurrent use.
+type Limiter struct {
+	limits    []Limit
+	ids       []string
+	store     Store
+	mem       *MemoryStore // store, when it is the in-memory one
+	failOpenR bool
+	failOpenW bool
+	lease     atomic.Uint64
+}
+
+// New returns a Limiter applying limits, with options opts (nil means
+// defaults). It returns an error if a limit is invalid, two limits have the
+// same [Limit.ID], or there are more than 64 limits.
+func New(limits []Limit, opts *Options) (*Limiter, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if len(limits) > maxLimits {
+		return nil, fmt.Errorf("limiter: %d limits, at most %d", len(limits), maxLimits)
+	}
+	l := &Limiter{
+		limits:    append([]Limit(nil), limits...),
+		ids:       make([]string, len(limits)),
+		store:     opts.Store,
+		failOpenR: opts.FailOpenReads,
+		failOpenW: opts.FailOpenWrites,
+	}
+	seen := make(map[string]int, len(limits))
+	for i, lim := range l.limits {
+		if err := lim.validate(); err != nil {
+			return nil, fmt.Errorf("limiter: limit %d (%v): %v", i, lim, err)
+		}
+		id := lim.ID()
+		if j, ok := seen[id]; ok {
+			return nil, fmt.Errorf("limiter: limits %d and %d have the same kind, scope, window and tool", j, i)
+		}
+		seen[id] = i
+		l.ids[i] = id
+	}
+	if l.store == nil {
+		l.store = NewMemoryStore()
+	}
+	l.mem, _ = l.store.(*MemoryStore)
+	var seed [8]byte
+	rand.Read(seed[:])
+	l.lease.Store(binary.LittleEndian.Uint64(seed[:]))
+	return l, nil
+}
+
+// Limits returns a copy of the limits l applies.
+func (l *Limiter) Limits() []Limit { return append([]Limit(nil), l.limits...) }
+
+// AllowAt decides whether the call r made at time now may proceed, and if
+// so takes its calls, cost and in-flight slots from every applicable limit
+// at once. A denied call takes nothing from any limit. Stores with their own
+// clock (Redis) decide at their own time rather than now.
+//
+// Every allowed Decision must be passed to [Limiter.Release] exactly once
+// when the call ends, on every way out (use defer); a Decision that holds
+// no slot may be released too, at no cost.
+func (l *Limiter) AllowAt(ctx context.Context, now time.Time, r Request) Decision {
+	if err := CheckCost(r.Cost); err != nil {
+		return Decision{Err: err}
+	}
+	if r.Calls < 0 {
+		return Decision{Err: fmt.Errorf("%w: %d calls", ErrInvalidRequest, r.Calls)}
+	}
+	if l.mem != nil {
+		return l.allowMemory(now, r)
+	}
+	return l.allowStore(ctx, now, r)
+}
+
+func (l *Limiter) allowMemory(now time.Time, r Request) Decision {
+	var buf [stackChecks]Check
+	b := Batch{Checks: buf[:0]}
+	held := l.build(&b, r, false, 0)
+	l.mem.apply(now.UnixNano(), &b)
+	return l.decision(&b, r, held, 0)
+}
+
+func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Decision {
+	b := &Batch{Checks: make([]Check, 0, len(l.limits))}
+	held := l.build(b, r, false, 0)
+	var lease uint64
+	if held != 0 {
+		lease = l.lease.Add(1)
+		b.Lease = lease
+	}
+	if err := l.store.Apply(ctx, now, b); err != nil {
+		allow := l.failOpenR
+		if r.Write {
+			allow = l.failOpenW
+		}
+		return Decision{Allowed: allow, Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
+	}
+	return l.decision(b, r, held, lease)
+}
+
+// build appends to b the checks of the limits that apply to r (only
+// concurrency ones when release is set, and only those in held then) and
+// returns the set of concurrency limits among them.
+func (l *Limiter) build(b *Batch, r Request, release bool, held uint64) uint64 {
+	var conc uint64
+	for i := range l.limits {
+		lim := &l.limits[i]
+		if lim.Tool != "" && lim.Tool != r.Tool {
+			continue
+		}
+		c := Check{ID: l.ids[i], Kind: lim.Kind, Max: lim.Max, Window: lim.Window}
+		switch lim.Kind {
+		case Rate:
+			c.N = float64(r.Calls)
+		case Spend:
+			c.N = r.Cost
+		case Concurrency:
+			c.N = 1
+		}
+		if c.N == 0 || release && (lim.Kind != Concurrency || held&(1<<i) == 0) {
+			continue
+		}
+		switch lim.Scope {
+		case Session:
+			c.Key = r.Session
+		case User:
+			c.Key = r.User
+		}
+		if lim.Kind == Concurrency {
+			conc |= 1 << i
+		}
+		b.Checks = append(b.Checks, c)
+	}
+	return conc
+}
+
+func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
+	if b.Denied < 0 {
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, lease: lease, held: held}
+	}
+	if b.Denied >= len(b.Checks) {
+		return Decision{Err: fmt.Errorf("%w: store reported check %d of %d", ErrStoreUnavailable, b.Denied, len(b.Checks))}
+	}
+	d := Decision{RetryAfter: max(b.RetryAfter, 0)}
+	id := b.Checks[b.Denied].ID
+	for i := range l.ids {
+		if l.ids[i] == id {
+			d.Limit = l.limits[i]
+			break
+		}
+	}
+	return d
+}
+
+// Release frees the in-flight slots d holds. Call it exactly once for every
+// allowed Decision, whether the call returned, failed, panicked or was
+// cancelled; releasing a Decision that holds no slot does nothing. Release
+// does not depend on any request context: a store that needs one gets a
+// fresh context and bounds the wait itself. If a shared store cannot be
+// reached, its slots come back when their lease expires.
+func (l *Limiter) Release(d Decision) {
+	if d.held == 0 {
+		return
+	}
+	r := Request{Session: d.session, User: d.user, Tool: d.tool}
+	if l.mem != nil {
+		var buf [stackChecks]Check
+		b := Batch{Release: true, Checks: buf[:0]}
+		l.build(&b, r, true, d.held)
+		l.mem.apply(0, &b)
+		return
+	}
+	b := &Batch{Release: true, Lease: d.lease, Checks: make([]Check, 0, len(l.limits))}
+	l.build(b, r, true, d.held)
+	_ = l.store.Apply(context.Background(), time.Now(), b)
+}

@@ -1,0 +1,9 @@
+// Package limitertest is a conformance kit for implementations of
+// [limiter.Store]: [Run] checks, through a [limiter.Limiter], that a store
+// decides exactly and atomically, under concurrency, across scopes, with
+// exact retry-after delays, fractional costs, in-flight slots and refill.
+//
+// The kit passes explicit times to the limiter, so the store under test must
+// decide at the time it is given (a Redis store in its client-time mode, for
+// instance); a store's own clock is for its own tests.
+package limitertest

@@ -1,0 +1,83 @@
+package limiter
+
+import (
+	"context"
+	"time"
+)
+
+// A Store keeps the state of the limits and makes the decisions: the
+// in-memory [MemoryStore] for one process, or a shared store such as the
+// Redis one in limiter/redislimit for many replicas. The package
+// limiter/limitertest checks that a Store behaves as described here.
+//
+// Implementations must be safe for concurrent use.
+type Store interface {
+	// Apply carries out b at time now: it reserves the units of every
+	// check or, when b.Release is set, frees the in-flight slots held
+	// under b.Lease. See [Batch] for the contract. A store with its own
+	// clock (a Redis server's TIME) may use that instead of now.
+	//
+	// Apply returns an error only when the decision could not be made (the
+	// store is unreachable, ctx is done); then it must not have changed any
+	// state, as far as it can tell.
+	Apply(ctx context.Context, now time.Time, b *Batch) error
+}
+
+// StoreFunc adapts a function to a [Store].
+type StoreFunc func(ctx context.Context, now time.Time, b *Batch) error
+
+// Apply calls f(ctx, now, b).
+func (f StoreFunc) Apply(ctx context.Context, now time.Time, b *Batch) error {
+	return f(ctx, now, b)
+}
+
+// A Check is one limit applied to one key within a [Batch].
+type Check struct {
+	// ID identifies the limit ([Limit.ID]); IDs within one batch are
+	// distinct.
+	ID string
+	// Key is the bucket within the limit: the session key, the user, or ""
+	// for a global limit.
+	Key string
+	// Kind, Max and Window are those of the limit.
+	Kind   Kind
+	Max    float64
+	Window time.Duration
+	// N is the amount the call takes: calls for Rate, cost units for Spend
+	// (both greater than zero), one slot for Concurrency.
+	N float64
+}
+
+// A Batch is one atomic operation on a [Store].
+//
+// When Release is false, the store reserves: it evaluates every check
+// against the state at one instant and, only if all of them allow the call,
+// takes N units from every Rate and Spend bucket (GCRA, see [Limit]) and one
+// in-flight slot under Lease from every Concurrency check. A batch that is
+// denied changes nothing. The store reports the outcome in Denied and
+// RetryAfter.
+//
+// When Release is true, the store frees the in-flight slots that Lease holds
+// under the (Concurrency) checks and reports nothing.
+type Batch struct {
+	// Release selects a release instead of a reservation.
+	Release bool
+	// Lease identifies the in-flight slots of one decision; unique within
+	// the [Limiter] that made it. A store shared by several processes
+	// makes it unique across them.
+	Lease uint64
+	// Checks are the limits that apply to the call.
+	Checks []Check
+
+	// Denied is set by the store: the index in Checks of the check that
+	// denied the call, or -1 when it was allowed. When several checks deny,
+	// it is the Rate or Spend check with the longest wait, or a check that
+	// can never allow the call, or else a Concurrency check.
+	Denied int
+	// RetryAfter is set by the store on denial: how long from now until
+	// every Rate and Spend check would allow the call if nothing else took
+	// units meanwhile (the longest such wait). It is negative when waiting
+	// cannot help because the denying check's N exceeds its Max, and zero
+	// when only Concurrency checks denied.
+	RetryAfter time.Duration
+}
