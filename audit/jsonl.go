@@ -173,7 +173,8 @@ func (s *JSONLSink) flusher(every time.Duration) {
 
 // Write records e. In durable mode it returns once e is on stable storage;
 // otherwise once e is buffered (see [JSONLOptions]). It returns
-// [ErrInvalidEvent] for an event that cannot be encoded, [ErrClosed] after
+// [ErrInvalidEvent] for an event without correlation id, phase or time or
+// that cannot be encoded, [ErrClosed] after
 // Close, and the sink's sticky error after a failed file write.
 func (s *JSONLSink) Write(ctx context.Context, e *Event) error {
 	return s.write(ctx, e, s.durable)
@@ -188,6 +189,9 @@ func (s *JSONLSink) WriteDurable(ctx context.Context, e *Event) error {
 }
 
 func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
+	if err := e.validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
 	bp := s.pool.Get().(*[]byte)
 	line, err := e.AppendJSON((*bp)[:0])
 	if err != nil {

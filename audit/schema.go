@@ -1,0 +1,112 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// schemaV1 creates audit_log version 1. The column time is derived from
+// time_ns for people reading the table; queries use time_ns.
+func schemaV1(d Dialect) []string {
+	if d == Postgres {
+		return []string{
+			`CREATE TABLE audit_log (
+	id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	time_ns BIGINT NOT NULL,
+	correlation_id TEXT NOT NULL,
+	session_id TEXT NOT NULL DEFAULT '',
+	subject TEXT NOT NULL DEFAULT '',
+	roles TEXT NOT NULL DEFAULT '',
+	tool TEXT NOT NULL DEFAULT '',
+	class TEXT NOT NULL DEFAULT '',
+	phase TEXT NOT NULL,
+	allowed BOOLEAN NOT NULL,
+	dry_run BOOLEAN NOT NULL,
+	code TEXT NOT NULL DEFAULT '',
+	detail TEXT NOT NULL DEFAULT '',
+	latency_ms DOUBLE PRECISION NOT NULL,
+	args_sha256 TEXT NOT NULL DEFAULT '',
+	cost DOUBLE PRECISION NOT NULL DEFAULT 0,
+	protocol_version TEXT NOT NULL DEFAULT '',
+	client_name TEXT NOT NULL DEFAULT '',
+	args TEXT,
+	time TIMESTAMPTZ GENERATED ALWAYS AS (to_timestamp((time_ns / 1000)::double precision / 1000000)) STORED
+)`,
+			`CREATE INDEX audit_log_session ON audit_log (session_id, time_ns)`,
+			`CREATE INDEX audit_log_subject ON audit_log (subject, time_ns)`,
+			`CREATE INDEX audit_log_tool ON audit_log (tool, time_ns)`,
+			`CREATE INDEX audit_log_time ON audit_log (time_ns)`,
+			`CREATE INDEX audit_log_correlation ON audit_log (correlation_id)`,
+		}
+	}
+	return []string{
+		`CREATE TABLE audit_log (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	time_ns INTEGER NOT NULL,
+	correlation_id TEXT NOT NULL,
+	session_id TEXT NOT NULL DEFAULT '',
+	subject TEXT NOT NULL DEFAULT '',
+	roles TEXT NOT NULL DEFAULT '',
+	tool TEXT NOT NULL DEFAULT '',
+	class TEXT NOT NULL DEFAULT '',
+	phase TEXT NOT NULL,
+	allowed INTEGER NOT NULL,
+	dry_run INTEGER NOT NULL,
+	code TEXT NOT NULL DEFAULT '',
+	detail TEXT NOT NULL DEFAULT '',
+	latency_ms REAL NOT NULL,
+	args_sha256 TEXT NOT NULL DEFAULT '',
+	cost REAL NOT NULL DEFAULT 0,
+	protocol_version TEXT NOT NULL DEFAULT '',
+	client_name TEXT NOT NULL DEFAULT '',
+	args TEXT,
+	time TEXT GENERATED ALWAYS AS (strftime('%Y-%m-%dT%H:%M:%fZ', time_ns / 1000000 / 1000.0, 'unixepoch')) VIRTUAL
+)`,
+		`CREATE INDEX audit_log_session ON audit_log (session_id, time_ns)`,
+		`CREATE INDEX audit_log_subject ON audit_log (subject, time_ns)`,
+		`CREATE INDEX audit_log_tool ON audit_log (tool, time_ns)`,
+		`CREATE INDEX audit_log_time ON audit_log (time_ns)`,
+		`CREATE INDEX audit_log_correlation ON audit_log (correlation_id)`,
+	}
+}
+
+// migrate creates or upgrades the schema to SchemaVersion in one transaction.
+func migrate(ctx context.Context, db *sql.DB, d Dialect) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS audit_schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("audit: create schema table: %w", err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("audit: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if d == Postgres {
+		// Serialize concurrent migrations.
+		if _, err := tx.ExecContext(ctx, `LOCK TABLE audit_schema_version IN EXCLUSIVE MODE`); err != nil {
+			return fmt.Errorf("audit: migrate: %w", err)
+		}
+	}
+	var v int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM audit_schema_version`).Scan(&v); err != nil {
+		return fmt.Errorf("audit: migrate: read version: %w", err)
+	}
+	switch {
+	case v == SchemaVersion:
+		return nil
+	case v > SchemaVersion:
+		return fmt.Errorf("audit: audit_log schema version %d is newer than this library's %d", v, SchemaVersion)
+	}
+	for _, q := range schemaV1(d) {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("audit: migrate to version 1: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_schema_version (version) VALUES (1)`); err != nil {
+		return fmt.Errorf("audit: migrate: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("audit: migrate: %w", err)
+	}
+	return nil
+}

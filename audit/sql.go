@@ -1,0 +1,569 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Dialect names the SQL flavour of a [SQLSink]'s database.
+type Dialect string
+
+// The supported dialects.
+const (
+	// SQLite, through modernc.org/sqlite (driver name "sqlite"); see [OpenSQLite].
+	SQLite Dialect = "sqlite"
+	// Postgres, through github.com/jackc/pgx/v5/stdlib (driver name "pgx").
+	Postgres Dialect = "postgres"
+)
+
+// SchemaVersion is the version of the audit_log table this package creates
+// and writes, recorded in the table audit_schema_version.
+const SchemaVersion = 1
+
+// SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
+type SQLOptions struct {
+	// BatchSize is the most rows one INSERT carries. Zero: 256.
+	BatchSize int
+	// QueueSize is how many events Write queues before it blocks (until the
+	// queue has room or its context ends; events are never dropped to make
+	// room). Zero: 8192.
+	QueueSize int
+	// OnError is called by the background writer when a batch fails; the
+	// batch is retried. Zero: the error is printed to standard error.
+	OnError func(error)
+}
+
+// SQLStats counts what a [SQLSink] has done since it was created.
+type SQLStats struct {
+	Rows    uint64 // rows committed
+	Batches uint64 // transactions committed by the background writer
+	Lost    uint64 // queued events abandoned at Close because the database kept failing
+}
+
+// SQLSink records events in the table audit_log of a SQLite or PostgreSQL
+// database through database/sql. It creates the table (and records its
+// version) if needed. Write queues the event for a background writer that
+// commits multi-row INSERTs in batches; [SQLSink.WriteDurable] inserts and
+// commits synchronously. The database's own commit durability applies: with
+// [OpenSQLite]'s synchronous=NORMAL in WAL mode a commit survives a process
+// crash but the last commits may be lost on power loss (open with
+// _pragma=synchronous(FULL) to prevent that).
+//
+// SQLSink implements [Sink] and [DurableWriter] and is safe for concurrent
+// use. It does not close the *sql.DB.
+type SQLSink struct {
+	db      *sql.DB
+	d       Dialect
+	batch   int
+	onError func(error)
+	queue   chan item
+	done    chan struct{}
+
+	mu     sync.RWMutex // guards closed and sends on queue
+	closed bool
+
+	stmtMu sync.Mutex
+	stmts  map[int]*sql.Stmt // INSERT statements by row count (powers of two)
+
+	lastErr atomic.Pointer[error]
+
+	rows, batches, lost atomic.Uint64
+}
+
+// item is a queued row, or (when flushed != nil) a Flush marker.
+type item struct {
+	r       row
+	flushed chan error
+}
+
+// row is an event converted to column values; it retains nothing of the
+// event's slices or maps.
+type row struct {
+	timeNS                                    int64
+	corr, session, subject, roles, tool, cls  string
+	phase, code, detail, argsHash, proto, cli string
+	allowed, dryRun                           bool
+	latency, cost                             float64
+	args                                      sql.NullString
+}
+
+const columns = "time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args"
+
+const nColumns = 18
+
+// OpenSQLite opens (creating if needed) the SQLite database at path with the
+// driver "sqlite" (modernc.org/sqlite) and the pragmas journal_mode=WAL,
+// synchronous=NORMAL, busy_timeout=10000 and immediate write transactions.
+func OpenSQLite(path string) (*sql.DB, error) {
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// NewSQL returns a sink writing to db in dialect d, after creating or
+// checking the schema (an error if the database holds a newer schema version
+// than [SchemaVersion]). Close the sink to drain its queue.
+func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLSink, error) {
+	if d != SQLite && d != Postgres {
+		return nil, fmt.Errorf("audit: unknown SQL dialect %q", d)
+	}
+	if db == nil {
+		return nil, errors.New("audit: nil *sql.DB")
+	}
+	var o SQLOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 256
+	}
+	o.BatchSize = min(o.BatchSize, 1024) // PostgreSQL allows 65535 parameters
+	if o.QueueSize <= 0 {
+		o.QueueSize = 8192
+	}
+	if o.OnError == nil {
+		o.OnError = func(err error) { fmt.Fprintln(os.Stderr, err) }
+	}
+	if err := migrate(ctx, db, d); err != nil {
+		return nil, err
+	}
+	s := &SQLSink{
+		db:      db,
+		d:       d,
+		batch:   o.BatchSize,
+		onError: o.OnError,
+		queue:   make(chan item, o.QueueSize),
+		done:    make(chan struct{}),
+		stmts:   map[int]*sql.Stmt{},
+	}
+	go s.writer()
+	return s, nil
+}
+
+func toRow(e *Event) (row, error) {
+	if err := e.validate(); err != nil {
+		return row{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	if y := e.Time.Year(); y < 1678 || y > 2261 {
+		return row{}, fmt.Errorf("%w: time %v outside the range of Unix nanoseconds", ErrInvalidEvent, e.Time)
+	}
+	if bad(e.LatencyMS) || bad(e.Cost) {
+		return row{}, fmt.Errorf("%w: NaN or infinite number", ErrInvalidEvent)
+	}
+	r := row{
+		timeNS: e.Time.UnixNano(), corr: e.CorrelationID, session: e.SessionID,
+		subject: e.Subject, tool: e.Tool, cls: e.Class, phase: string(e.Phase),
+		allowed: e.Allowed, dryRun: e.DryRun, code: e.Code, detail: e.Detail,
+		latency: e.LatencyMS, argsHash: e.ArgsSHA256, cost: e.Cost,
+		proto: e.ProtocolVersion, cli: e.ClientName,
+	}
+	if len(e.Roles) > 0 {
+		var b []byte
+		b = append(b, '[')
+		for i, role := range e.Roles {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, role)
+		}
+		r.roles = string(append(b, ']'))
+	}
+	if len(e.Args) > 0 {
+		b, ok := appendAny(nil, e.Args, 0)
+		if !ok {
+			return row{}, fmt.Errorf("%w: args not encodable", ErrInvalidEvent)
+		}
+		r.args = sql.NullString{String: string(b), Valid: true}
+	}
+	return r, nil
+}
+
+func bad(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
+
+func (r *row) appendArgs(dst []any) []any {
+	return append(dst, r.timeNS, r.corr, r.session, r.subject, r.roles, r.tool, r.cls,
+		r.phase, r.allowed, r.dryRun, r.code, r.detail, r.latency, r.argsHash, r.cost,
+		r.proto, r.cli, r.args)
+}
+
+// Write queues e for the background writer. It blocks while the queue is
+// full, until there is room or ctx ends (then it returns ctx's error and e is
+// not recorded). It returns [ErrInvalidEvent] for an event that has no
+// correlation id, phase or time or cannot be stored, and [ErrClosed] after
+// Close. A nil error means queued: use Flush, Close or WriteDurable to know
+// it is committed.
+func (s *SQLSink) Write(ctx context.Context, e *Event) error {
+	r, err := toRow(e)
+	if err != nil {
+		return err
+	}
+	return s.enqueue(ctx, item{r: r})
+}
+
+func (s *SQLSink) enqueue(ctx context.Context, it item) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	select {
+	case s.queue <- it:
+		return nil
+	default:
+	}
+	select {
+	case s.queue <- it:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WriteDurable inserts e in its own statement and returns once it is
+// committed (or the insert failed, or ctx ended).
+func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
+	r, err := toRow(e)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	st, err := s.stmt(ctx, 1)
+	if err != nil {
+		return err
+	}
+	var arr [nColumns]any
+	if _, err := st.ExecContext(ctx, r.appendArgs(arr[:0])...); err != nil {
+		return fmt.Errorf("audit: sql insert: %w", err)
+	}
+	s.rows.Add(1)
+	return nil
+}
+
+// Flush returns once every event queued before the call is committed, or
+// with the error of the last failed batch, or ctx's error.
+func (s *SQLSink) Flush(ctx context.Context) error {
+	ch := make(chan error, 1)
+	if err := s.enqueue(ctx, item{flushed: ch}); err != nil {
+		return err
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting events, commits every queued event and returns. If
+// the database keeps failing, Close gives up after a few attempts and
+// returns an error counting the events lost. It does not close the *sql.DB.
+func (s *SQLSink) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	close(s.queue)
+	s.mu.Unlock()
+	<-s.done
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmtMu.Unlock()
+	if n := s.lost.Load(); n > 0 {
+		return fmt.Errorf("audit: sql sink closed with %d events not recorded: %w", n, s.loadErr())
+	}
+	return nil
+}
+
+func (s *SQLSink) loadErr() error {
+	if p := s.lastErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Stats returns counters of the sink's activity.
+func (s *SQLSink) Stats() SQLStats {
+	return SQLStats{Rows: s.rows.Load(), Batches: s.batches.Load(), Lost: s.lost.Load()}
+}
+
+// writer is the background goroutine: it takes what is queued, up to
+// BatchSize rows, and commits it in one transaction.
+func (s *SQLSink) writer() {
+	defer close(s.done)
+	rows := make([]row, 0, s.batch)
+	args := make([]any, 0, s.batch*nColumns)
+	var markers []chan error
+	for {
+		it, ok := <-s.queue
+		closing := !ok
+		if ok {
+			rows, markers = collect(rows[:0], markers[:0], it)
+		gather:
+			for len(rows) < s.batch {
+				select {
+				case it, ok = <-s.queue:
+					if !ok {
+						closing = true
+						break gather
+					}
+					rows, markers = collect(rows, markers, it)
+				default:
+					break gather
+				}
+			}
+		}
+		var err error
+		if len(rows) > 0 {
+			err = s.commit(rows, args, closing)
+		}
+		for _, m := range markers {
+			m <- err
+		}
+		rows, markers = rows[:0], markers[:0]
+		if closing {
+			// Drain what remains after close.
+			for it := range s.queue {
+				rows, markers = collect(rows, markers, it)
+				if len(rows) == s.batch {
+					_ = s.commit(rows, args, true)
+					rows = rows[:0]
+				}
+			}
+			if len(rows) > 0 {
+				err = s.commit(rows, args, true)
+			}
+			for _, m := range markers {
+				m <- err
+			}
+			return
+		}
+	}
+}
+
+func collect(rows []row, markers []chan error, it item) ([]row, []chan error) {
+	if it.flushed != nil {
+		return rows, append(markers, it.flushed)
+	}
+	return append(rows, it.r), markers
+}
+
+// commit inserts rows in one transaction, retrying with backoff on failure;
+// while closing it gives up after a few attempts and counts the rows lost.
+func (s *SQLSink) commit(rows []row, args []any, closing bool) error {
+	backoff := 10 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := s.insertBatch(rows, args)
+		if err == nil {
+			s.rows.Add(uint64(len(rows)))
+			s.batches.Add(1)
+			return nil
+		}
+		err = fmt.Errorf("audit: sql batch of %d events (attempt %d): %w", len(rows), attempt, err)
+		s.lastErr.Store(&err)
+		s.onError(err)
+		if closing && attempt >= 3 {
+			s.lost.Add(uint64(len(rows)))
+			return err
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (s *SQLSink) insertBatch(rows []row, args []any) error {
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for len(rows) > 0 {
+		// Chunks of power-of-two sizes keep the set of prepared statements small.
+		n := 1
+		for n*2 <= len(rows) && n*2 <= s.batch {
+			n *= 2
+		}
+		st, err := s.stmt(ctx, n)
+		if err != nil {
+			return err
+		}
+		args = args[:0]
+		for i := range rows[:n] {
+			args = rows[i].appendArgs(args)
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return tx.Commit()
+}
+
+// stmt returns the prepared INSERT of n rows.
+func (s *SQLSink) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[n]; ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, insertSQL(s.d, n))
+	if err != nil {
+		return nil, fmt.Errorf("audit: prepare insert: %w", err)
+	}
+	s.stmts[n] = st
+	return st, nil
+}
+
+func insertSQL(d Dialect, n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO audit_log (" + columns + ") VALUES ")
+	p := 1
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for j := range nColumns {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			if d == Postgres {
+				b.WriteByte('$')
+				b.WriteString(strconv.Itoa(p))
+			} else {
+				b.WriteByte('?')
+			}
+			p++
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// Query returns the committed events that match f, oldest first (by time,
+// then insertion order). Call Flush first to include queued events.
+func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
+	return QuerySQL(ctx, s.db, s.d, f)
+}
+
+// QuerySQL runs a [Filter] over the audit_log table of db, as [SQLSink.Query]
+// does, without a sink.
+func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		ph := "?"
+		if d == Postgres {
+			ph = "$" + strconv.Itoa(len(args))
+		}
+		where = append(where, strings.Replace(cond, "?", ph, 1))
+	}
+	if f.SessionID != "" {
+		add("session_id = ?", f.SessionID)
+	}
+	if f.Subject != "" {
+		add("subject = ?", f.Subject)
+	}
+	if f.Tool != "" {
+		add("tool = ?", f.Tool)
+	}
+	if f.CorrelationID != "" {
+		add("correlation_id = ?", f.CorrelationID)
+	}
+	if f.Phase != "" {
+		add("phase = ?", string(f.Phase))
+	}
+	if f.Code != "" {
+		add("code = ?", f.Code)
+	}
+	if f.Allowed != nil {
+		add("allowed = ?", *f.Allowed)
+	}
+	if !f.Since.IsZero() {
+		add("time_ns >= ?", clampNS(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("time_ns < ?", clampNS(f.Until))
+	}
+	q := "SELECT " + columns + " FROM audit_log"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY time_ns, id"
+	if f.Limit > 0 {
+		q += " LIMIT " + strconv.Itoa(f.Limit)
+	}
+	rs, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: query: %w", err)
+	}
+	defer rs.Close()
+	var out []Event
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.timeNS, &r.corr, &r.session, &r.subject, &r.roles, &r.tool,
+			&r.cls, &r.phase, &r.allowed, &r.dryRun, &r.code, &r.detail, &r.latency,
+			&r.argsHash, &r.cost, &r.proto, &r.cli, &r.args); err != nil {
+			return out, fmt.Errorf("audit: query: %w", err)
+		}
+		e := Event{
+			Time: time.Unix(0, r.timeNS).UTC(), CorrelationID: r.corr, SessionID: r.session,
+			Subject: r.subject, Tool: r.tool, Class: r.cls, Phase: Phase(r.phase),
+			Allowed: r.allowed, DryRun: r.dryRun, Code: r.code, Detail: r.detail,
+			LatencyMS: r.latency, ArgsSHA256: r.argsHash, Cost: r.cost,
+			ProtocolVersion: r.proto, ClientName: r.cli,
+		}
+		if r.roles != "" {
+			if err := json.Unmarshal([]byte(r.roles), &e.Roles); err != nil {
+				return out, fmt.Errorf("audit: query: roles of %s: %w", r.corr, err)
+			}
+		}
+		if r.args.Valid {
+			if err := json.Unmarshal([]byte(r.args.String), &e.Args); err != nil {
+				return out, fmt.Errorf("audit: query: args of %s: %w", r.corr, err)
+			}
+		}
+		out = append(out, e)
+	}
+	if err := rs.Err(); err != nil {
+		return out, fmt.Errorf("audit: query: %w", err)
+	}
+	return out, nil
+}
+
+func clampNS(t time.Time) int64 {
+	switch {
+	case t.Year() < 1678:
+		return math.MinInt64
+	case t.Year() > 2261:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
