@@ -1,0 +1,334 @@
+package confirm
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultTTL is how long a confirmation state stays valid when
+// [Options].TTL is zero.
+const DefaultTTL = 2 * time.Minute
+
+// MinSecretLen is the minimum length in bytes of a [Key] secret.
+const MinSecretLen = 32
+
+// Errors returned by [Signer.Verify]. Every error Verify returns unwraps to
+// exactly one of them with [errors.Is]. Their messages never contain keys,
+// subjects or arguments.
+var (
+	// ErrMalformed: the state is not one this package issues (bad encoding,
+	// wrong version, too long, truncated).
+	ErrMalformed = errors.New("confirm: malformed confirmation state")
+	// ErrUnknownKey: the state names a key id that is not configured (for
+	// example a key removed after rotation).
+	ErrUnknownKey = errors.New("confirm: confirmation signed with an unknown key")
+	// ErrBadSignature: the state's signature does not match its content.
+	ErrBadSignature = errors.New("confirm: confirmation signature invalid")
+	// ErrExpired: the state's expiry has passed.
+	ErrExpired = errors.New("confirm: confirmation expired")
+	// ErrMismatch: the state was issued for another subject, tool or
+	// arguments.
+	ErrMismatch = errors.New("confirm: confirmation is for another caller, tool or arguments")
+	// ErrReplayed: the state was already used.
+	ErrReplayed = errors.New("confirm: confirmation already used")
+	// ErrStore: the nonce store could not decide; the confirmation is refused.
+	ErrStore = errors.New("confirm: nonce store unavailable")
+)
+
+// Claims are what a confirmation is bound to. All fields are required.
+type Claims struct {
+	// Subject identifies the authenticated caller.
+	Subject string
+	// Tool is the name of the tool to run.
+	Tool string
+	// ArgsSHA256 is the hex SHA-256 of the canonical arguments, as computed
+	// by [ArgsSHA256].
+	ArgsSHA256 string
+}
+
+// Key is an HMAC-SHA256 signing key.
+type Key struct {
+	// ID names the key inside every state it signs (1 to 64 bytes), so
+	// verification can pick the right key during rotation.
+	ID string
+	// Secret is the HMAC key, at least [MinSecretLen] bytes from a
+	// cryptographic random source.
+	Secret []byte
+}
+
+// Options configures a [Signer]. A nil *Options means all defaults.
+type Options struct {
+	// TTL is how long an issued state is valid. Zero means [DefaultTTL].
+	TTL time.Duration
+	// Nonces remembers used nonces. Nil means a new [MemoryNonceStore].
+	Nonces NonceStore
+	// Rand is the source of nonces. Nil means crypto/rand. Reads are
+	// serialized, so it need not be safe for concurrent use.
+	Rand io.Reader
+}
+
+// A Signer issues and verifies confirmation states. It is safe for
+// concurrent use.
+type Signer struct {
+	signKID string
+	signKey []byte
+	keys    map[string][]byte
+	ttl     time.Duration
+	nonces  NonceStore
+	randMu  sync.Mutex
+	rand    io.Reader
+}
+
+// NewSigner returns a Signer that signs with keys[0] and verifies with any
+// of keys. It returns an error when keys is empty, a key id is empty, longer
+// than 64 bytes or repeated, a secret is shorter than [MinSecretLen], or the
+// TTL is negative. The keys and options are copied.
+func NewSigner(keys []Key, opts *Options) (*Signer, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("confirm: at least one key is required")
+	}
+	s := &Signer{keys: make(map[string][]byte, len(keys)), ttl: DefaultTTL}
+	for i, k := range keys {
+		if k.ID == "" || len(k.ID) > maxKIDLen {
+			return nil, fmt.Errorf("confirm: key %d: id must be 1 to %d bytes", i, maxKIDLen)
+		}
+		if len(k.Secret) < MinSecretLen {
+			return nil, fmt.Errorf("confirm: key %q: secret must be at least %d bytes", k.ID, MinSecretLen)
+		}
+		if _, dup := s.keys[k.ID]; dup {
+			return nil, fmt.Errorf("confirm: key id %q repeated", k.ID)
+		}
+		s.keys[k.ID] = bytes.Clone(k.Secret)
+	}
+	s.signKID = keys[0].ID
+	s.signKey = s.keys[s.signKID]
+	if opts != nil {
+		if opts.TTL < 0 {
+			return nil, errors.New("confirm: TTL must not be negative")
+		}
+		if opts.TTL > 0 {
+			s.ttl = opts.TTL
+		}
+		s.nonces = opts.Nonces
+		s.rand = opts.Rand
+	}
+	if s.nonces == nil {
+		s.nonces = NewMemoryNonceStore()
+	}
+	return s, nil
+}
+
+// TTL reports how long states issued by s are valid.
+func (s *Signer) TTL() time.Duration { return s.ttl }
+
+const (
+	version      = 1
+	nonceLen     = 16
+	maxKIDLen    = 64
+	maxStateLen  = 4096
+	fixedLen     = 1 + 8 + nonceLen // version, expiry, nonce
+	macLen       = sha256.Size
+	domainPrefix = "mcpguard/confirm\x00"
+)
+
+// Issue returns a state bound to c that expires at now plus the TTL. It
+// returns an error when a claim is empty, the claims are too long for a
+// state (over about 4 KiB), or the random source fails.
+func (s *Signer) Issue(now time.Time, c Claims) (string, error) {
+	if c.Subject == "" || c.Tool == "" || c.ArgsSHA256 == "" {
+		return "", errors.New("confirm: subject, tool and arguments hash are required")
+	}
+	var nonce [nonceLen]byte
+	if err := s.readNonce(nonce[:]); err != nil {
+		return "", fmt.Errorf("confirm: reading nonce: %w", err)
+	}
+	p := make([]byte, 0, fixedLen+1+len(s.signKID)+3*binary.MaxVarintLen16+len(c.Subject)+len(c.Tool)+len(c.ArgsSHA256))
+	p = append(p, version)
+	p = binary.BigEndian.AppendUint64(p, uint64(now.Add(s.ttl).Unix()))
+	p = append(p, nonce[:]...)
+	p = append(p, byte(len(s.signKID)))
+	p = append(p, s.signKID...)
+	for _, f := range []string{c.Subject, c.Tool, c.ArgsSHA256} {
+		p = binary.AppendUvarint(p, uint64(len(f)))
+		p = append(p, f...)
+	}
+	enc := base64.RawURLEncoding
+	n := enc.EncodedLen(len(p)) + 1 + enc.EncodedLen(macLen)
+	if n > maxStateLen {
+		return "", errors.New("confirm: claims too long for a confirmation state")
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(enc.EncodeToString(p))
+	b.WriteByte('.')
+	b.WriteString(enc.EncodeToString(mac(s.signKey, p)))
+	return b.String(), nil
+}
+
+func (s *Signer) readNonce(b []byte) error {
+	if s.rand == nil {
+		_, err := rand.Read(b)
+		return err
+	}
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	_, err := io.ReadFull(s.rand, b)
+	return err
+}
+
+func mac(key, payload []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(domainPrefix))
+	h.Write(payload)
+	return h.Sum(nil)
+}
+
+// payload is a decoded state payload.
+type payload struct {
+	expires int64
+	nonce   []byte
+	kid     string
+	claims  Claims
+}
+
+// Verify checks that state was issued by s for c, has not expired at now and
+// has not been used, and then consumes it: a state verifies at most once.
+// The checks run in this order: format ([ErrMalformed]), key id
+// ([ErrUnknownKey]), signature ([ErrBadSignature]), expiry ([ErrExpired]),
+// claims ([ErrMismatch]); only a state passing all of them consumes its nonce
+// ([ErrReplayed] if already used, [ErrStore] if the store fails). So a failed
+// attempt by another caller, or with other arguments, leaves the owner's
+// confirmation usable.
+func (s *Signer) Verify(ctx context.Context, now time.Time, state string, c Claims) error {
+	if len(state) > maxStateLen {
+		return ErrMalformed
+	}
+	p64, m64, ok := strings.Cut(state, ".")
+	if !ok {
+		return ErrMalformed
+	}
+	enc := base64.RawURLEncoding
+	raw, err := enc.Strict().DecodeString(p64)
+	if err != nil {
+		return ErrMalformed
+	}
+	sig, err := enc.Strict().DecodeString(m64)
+	if err != nil || len(sig) != macLen {
+		return ErrMalformed
+	}
+	pl, ok := parse(raw)
+	if !ok {
+		return ErrMalformed
+	}
+	key, ok := s.keys[pl.kid]
+	if !ok {
+		return ErrUnknownKey
+	}
+	if !hmac.Equal(sig, mac(key, raw)) {
+		return ErrBadSignature
+	}
+	exp := time.Unix(pl.expires, 0)
+	if !now.Before(exp) {
+		return ErrExpired
+	}
+	if pl.claims != c {
+		return ErrMismatch
+	}
+	first, err := s.nonces.Consume(ctx, hex.EncodeToString(pl.nonce), now, exp)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	if !first {
+		return ErrReplayed
+	}
+	return nil
+}
+
+// parse decodes a payload, reporting false for any deviation from the
+// format Issue writes (including trailing bytes).
+func parse(b []byte) (payload, bool) {
+	var p payload
+	if len(b) < fixedLen+1 || b[0] != version {
+		return p, false
+	}
+	e := binary.BigEndian.Uint64(b[1:9])
+	if e > 1<<62 {
+		return p, false
+	}
+	p.expires = int64(e)
+	p.nonce = b[9:fixedLen]
+	b = b[fixedLen:]
+	n := int(b[0])
+	b = b[1:]
+	if n == 0 || n > maxKIDLen || len(b) < n {
+		return p, false
+	}
+	p.kid, b = string(b[:n]), b[n:]
+	fields := [3]*string{&p.claims.Subject, &p.claims.Tool, &p.claims.ArgsSHA256}
+	for _, f := range fields {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l == 0 || l > uint64(len(b)-k) {
+			return p, false
+		}
+		*f, b = string(b[k:k+int(l)]), b[k+int(l):]
+	}
+	return p, len(b) == 0
+}
+
+// ArgsSHA256 returns the hex SHA-256 of the canonical form of a tool call's
+// JSON arguments: objects with sorted keys, no insignificant whitespace,
+// numbers kept exactly as written (so 12.5 and 12.50 differ), and strings
+// re-encoded without HTML escaping. Empty arguments hash as null. It returns
+// an error for invalid JSON or trailing data.
+func ArgsSHA256(args json.RawMessage) (string, error) {
+	c, err := canonical(args)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func canonical(args json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return []byte("null"), nil
+	}
+	v, err := decode(args)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, errors.New("confirm: arguments cannot be encoded")
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// decode parses exactly one JSON value, keeping numbers as written.
+func decode(args json.RawMessage) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(args))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, errors.New("confirm: arguments are not valid JSON")
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("confirm: arguments have trailing data")
+	}
+	return v, nil
+}

@@ -1,0 +1,50 @@
+// Package confirm implements mcpguard's signed one-time confirmation for
+// dangerous writes: a human, asked through the MCP multi round-trip
+// (elicitation), must approve the exact action before the tool runs.
+//
+// # Flow
+//
+// A guard in front of a tool marked "confirm" does, for each tools/call:
+//
+//  1. No RequestState on the request: compute the argument hash with
+//     [ArgsSHA256], sign a state with [Signer.Issue] and return [Ask] with a
+//     message from [Describe]. The tool does not run.
+//  2. A RequestState on the request: call [Signer.Verify] with the caller's
+//     subject, the tool and the hash of the arguments of this request. Any
+//     error refuses the call with CONFIRMATION_REQUIRED. Then read the
+//     human's answer with [Answer]: only "accept" runs the tool; "decline"
+//     and "cancel" do not. Because Verify has already consumed the nonce, a
+//     declined state cannot later be replayed with an accepting answer.
+//
+// On protocol 2026-07-28 the client performs the retry itself. For clients
+// on older protocol versions (2025-11-25) the go-sdk's server middleware turns
+// the input request into an elicitation/create round trip and re-invokes the
+// handler with the answer, so the same guard code serves both. The guard
+// should count the logical call once against rate and spend limits (for
+// example only on the round that carries a RequestState).
+//
+// # The state
+//
+// The state is base64url(payload) "." base64url(HMAC-SHA256(payload)). The
+// payload holds a format version, the signing key id, the subject, the tool,
+// the SHA-256 of the canonical arguments, the expiry (unix seconds; default
+// two minutes after issue) and a 16-byte random nonce. It is integrity
+// protected, not encrypted: it reveals nothing the client did not send.
+// Keys are rotated by listing the new key first and keeping the old one
+// until states signed with it have expired.
+//
+// # Security
+//
+// An argument such as confirm: true supplied by the model is never approval:
+// approval is only an "accept" elicitation answer arriving with a valid,
+// unexpired, unused state bound to the same caller, tool and arguments.
+// Verify checks everything before it consumes the nonce, so a foreign
+// caller's failed replay cannot burn the owner's confirmation. What this
+// proves is that the authenticated client answered the elicitation for those
+// exact arguments; like any MCP elicitation it cannot prove that a person,
+// rather than the client software, clicked. Error messages never contain
+// keys, arguments or subjects.
+//
+// For several replicas, share one nonce store, for example
+// [github.com/mcpguard/mcpguard/confirm/redisnonce].
+package confirm

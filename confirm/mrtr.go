@@ -1,0 +1,180 @@
+package confirm
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// InputKey is the key of the confirmation in a result's InputRequests and in
+// the retried request's InputResponses.
+const InputKey = "mcpguard.confirm"
+
+// Ask returns the input-required result of the first round: an elicitation
+// (form mode, with an empty form: the answer is the action itself) showing
+// message, and state as the RequestState the client must echo. It has no
+// content, as the multi round-trip requires.
+func Ask(message, state string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{
+			InputKey: &mcp.ElicitParams{
+				Mode:    "form",
+				Message: message,
+				RequestedSchema: map[string]any{
+					"type":       "object",
+					"properties": map[string]any{},
+				},
+			},
+		},
+		RequestState: state,
+	}
+}
+
+// Answer reads the human's answer to [Ask] from a retried request: "accept",
+// "decline" or "cancel", and true. It reports false when p is nil, the
+// response is missing or not an elicitation result, or the action is
+// anything else. Answer says nothing about the state: verify it with
+// [Signer.Verify] first. Tool arguments are never read, so an argument such
+// as confirm: true is never approval.
+func Answer(p *mcp.CallToolParamsRaw) (action string, ok bool) {
+	if p == nil {
+		return "", false
+	}
+	r, _ := p.InputResponses[InputKey].(*mcp.ElicitResult)
+	if r == nil {
+		return "", false
+	}
+	switch r.Action {
+	case "accept", "decline", "cancel":
+		return r.Action, true
+	}
+	return "", false
+}
+
+const (
+	maxDescribeKeys  = 20
+	maxDescribeRunes = 80
+)
+
+// Describe states a tool call in words for the human asked to confirm it:
+//
+//	Run refund with amount=12.5, customer_id=CUST-00001, note="next day"
+//
+// Top-level argument keys are sorted; strings are shown bare when they are
+// plain words and quoted otherwise; numbers exactly as sent; nested objects
+// and arrays as compact JSON with sorted keys. Control and formatting
+// characters (including bidirectional overrides) are removed everywhere,
+// each key and value is truncated to 80 characters with "…", and at most 20
+// arguments are listed. Arguments that are empty or null read "with no
+// arguments"; a non-object is shown whole; invalid JSON reads "with
+// unreadable arguments".
+func Describe(tool string, args json.RawMessage) string {
+	var b strings.Builder
+	b.WriteString("Run ")
+	b.WriteString(sanitize(tool))
+	v, err := decode(args)
+	switch {
+	case len(strings.TrimSpace(string(args))) == 0 || (err == nil && v == nil):
+		b.WriteString(" with no arguments")
+		return b.String()
+	case err != nil:
+		b.WriteString(" with unreadable arguments")
+		return b.String()
+	}
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		b.WriteString(" with arguments ")
+		b.WriteString(value(v))
+		return b.String()
+	}
+	if len(obj) == 0 {
+		b.WriteString(" with no arguments")
+		return b.String()
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b.WriteString(" with ")
+	for i, k := range keys {
+		if i == maxDescribeKeys {
+			b.WriteString(", … (" + strconv.Itoa(len(keys)-maxDescribeKeys) + " more)")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(sanitize(k))
+		b.WriteByte('=')
+		b.WriteString(value(obj[k]))
+	}
+	return b.String()
+}
+
+// value renders one decoded JSON value for Describe.
+func value(v any) string {
+	switch x := v.(type) {
+	case string:
+		s := sanitize(x)
+		if plain(s) {
+			return s
+		}
+		return strconv.Quote(s)
+	case json.Number:
+		return sanitize(string(x))
+	case nil:
+		return "null"
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "?"
+	}
+	return sanitize(strings.TrimSuffix(buf.String(), "\n"))
+}
+
+// plain reports whether s can be shown without quotes: non-empty, letters,
+// digits and a few punctuation characters that cannot be confused with the
+// separators of Describe.
+func plain(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.:/@+#…", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// sanitize removes control and formatting characters and invalid UTF-8, and
+// truncates to maxDescribeRunes runes.
+func sanitize(s string) string {
+	var b strings.Builder
+	n := 0
+	for i, r := range s {
+		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
+			continue
+		}
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) {
+			continue
+		}
+		if n == maxDescribeRunes {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}

@@ -1,0 +1,95 @@
+package confirm
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// A NonceStore remembers confirmation nonces so that each one is accepted
+// once. Implementations must be safe for concurrent use; when several server
+// replicas verify confirmations they must share one store.
+type NonceStore interface {
+	// Consume records nonce as used until expires and reports whether this
+	// was its first use. A nonce whose expiry is not after now is never
+	// first. A store that cannot decide returns an error, and the
+	// confirmation is refused.
+	Consume(ctx context.Context, nonce string, now, expires time.Time) (first bool, err error)
+}
+
+// NonceStoreFunc adapts a function to a [NonceStore].
+type NonceStoreFunc func(ctx context.Context, nonce string, now, expires time.Time) (bool, error)
+
+// Consume calls f.
+func (f NonceStoreFunc) Consume(ctx context.Context, nonce string, now, expires time.Time) (bool, error) {
+	return f(ctx, nonce, now, expires)
+}
+
+// MemoryNonceStore is an in-process [NonceStore]. It forgets each nonce once
+// its expiry has passed (expired entries are evicted on later calls), so its
+// size is bounded by the number of confirmations issued per TTL. It suits a
+// single server process; nonces are lost on restart, which is safe only
+// while every outstanding state expires no later than the restart completes.
+// The zero value is not usable; call [NewMemoryNonceStore]. It is safe for
+// concurrent use.
+type MemoryNonceStore struct {
+	mu    sync.Mutex
+	seen  map[string]time.Time
+	queue expiryHeap
+}
+
+// NewMemoryNonceStore returns an empty [MemoryNonceStore].
+func NewMemoryNonceStore() *MemoryNonceStore {
+	return &MemoryNonceStore{seen: make(map[string]time.Time)}
+}
+
+// Consume implements [NonceStore].
+func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for len(m.queue) > 0 && !m.queue[0].expires.After(now) {
+		e := heap.Pop(&m.queue).(entry)
+		if exp, ok := m.seen[e.nonce]; ok && exp.Equal(e.expires) {
+			delete(m.seen, e.nonce)
+		}
+	}
+	if c := cap(m.queue); c > 1024 && len(m.queue) < c/4 {
+		m.queue = append(make(expiryHeap, 0, c/2), m.queue...)
+	}
+	if !expires.After(now) {
+		return false, nil
+	}
+	if _, used := m.seen[nonce]; used {
+		return false, nil
+	}
+	m.seen[nonce] = expires
+	heap.Push(&m.queue, entry{nonce: nonce, expires: expires})
+	return true, nil
+}
+
+// Len reports how many nonces are currently remembered.
+func (m *MemoryNonceStore) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.seen)
+}
+
+type entry struct {
+	nonce   string
+	expires time.Time
+}
+
+// expiryHeap is a min-heap of entries by expiry.
+type expiryHeap []entry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(entry)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
