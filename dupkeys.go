@@ -1,0 +1,80 @@
+package mcpguard
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// checkDuplicateKeys refuses a JSON document in which some object has the
+// same key twice. Validators and handlers disagree about which duplicate
+// wins, so a duplicate is a way to smuggle a value past validation. It
+// assumes raw is otherwise valid JSON (the decoder checks that) and does not
+// allocate for documents with up to 32 keys per object and unescaped keys.
+func checkDuplicateKeys(raw []byte) error {
+	type frame struct {
+		isObj bool
+		start int // index into keys of this object's first key
+	}
+	var frameBuf [16]frame
+	var keyBuf [32][]byte
+	frames := frameBuf[:0]
+	keys := keyBuf[:0]
+	expectKey := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '{':
+			frames = append(frames, frame{isObj: true, start: len(keys)})
+			expectKey = true
+		case '[':
+			frames = append(frames, frame{isObj: false})
+			expectKey = false
+		case '}', ']':
+			if n := len(frames); n > 0 {
+				if frames[n-1].isObj {
+					keys = keys[:frames[n-1].start]
+				}
+				frames = frames[:n-1]
+			}
+			expectKey = false
+		case ',':
+			expectKey = len(frames) > 0 && frames[len(frames)-1].isObj
+		case '"':
+			j := i + 1
+			escaped := false
+			for j < len(raw) && raw[j] != '"' {
+				if raw[j] == '\\' {
+					escaped = true
+					j++
+				}
+				j++
+			}
+			if j >= len(raw) {
+				return nil // malformed: the decoder reports it
+			}
+			if expectKey {
+				k := raw[i+1 : j]
+				if escaped {
+					var s string
+					if err := json.Unmarshal(raw[i:j+1], &s); err != nil {
+						return nil
+					}
+					k = []byte(s)
+				}
+				for _, prev := range keys[frames[len(frames)-1].start:] {
+					if bytes.Equal(prev, k) {
+						return invalidArgs("argument "+quoteKey(k)+" appears twice", "")
+					}
+				}
+				keys = append(keys, k)
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	return nil
+}
+
+func quoteKey(k []byte) string {
+	b, _ := json.Marshal(string(k))
+	return string(b)
+}

@@ -1,0 +1,177 @@
+package mcpguard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/confirm"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ToolOptions are per-tool settings beyond the policy rule.
+type ToolOptions struct {
+	// Cost computes the spend cost of a call from its validated arguments
+	// (numbers are json.Number). Nil means the rule's fixed Cost. A
+	// negative, NaN or infinite result refuses the call as INTERNAL (the
+	// configuration is wrong, not the caller).
+	Cost func(args map[string]any) (float64, error)
+	// DryRunAware declares that the handler honours dryrun.FromContext and
+	// touches nothing in dry-run. False means the guard never calls the
+	// handler in dry-run and answers with a simulated result.
+	DryRunAware bool
+	// DryRun forces dry-run for every call of this tool.
+	DryRun bool
+	// RecordArgs names top-level argument fields recorded verbatim in the
+	// audit trail. Nil means none: only the arguments' SHA-256 is recorded.
+	RecordArgs []string
+	// Describe renders the action in words for the dry-run summary and the
+	// confirmation prompt. Nil means a generic description listing the
+	// arguments.
+	Describe func(tool string, args map[string]any) string
+	// Timeout is the per-call deadline. 0 means [Options.Timeout].
+	Timeout time.Duration
+}
+
+// Options configure a [Guard]. The zero value (or nil) is a strict guard:
+// tool errors, strict validation, no limits, no dry-run, audit discarded.
+type Options struct {
+	// Audit receives one outcome event per call (and an intent event before
+	// a write runs). Nil discards events; a write then cannot get a durable
+	// intent and is refused with AUDIT_UNAVAILABLE unless NoWriteAhead is set.
+	Audit audit.Sink
+	// NoWriteAhead skips the write-ahead intent event of write tools. False
+	// (the default) requires a durable intent before any write runs.
+	NoWriteAhead bool
+	// AuditFailClosed refuses a read whose outcome event cannot be written.
+	// False (the default) lets the read proceed and reports the failure to
+	// Logger.
+	AuditFailClosed bool
+	// Limiter applies rate, spend and in-flight caps. Nil means none.
+	Limiter *limiter.Limiter
+	// Confirmer signs and verifies confirmation states for tools whose rule
+	// has Confirm. Nil is an error in [New] when the policy has such a tool.
+	Confirmer *confirm.Signer
+	// DryRun turns dry-run on for every write tool. A client can also ask
+	// for a preview per call with the dryrun.MetaKey _meta key; it can never
+	// turn dry-run off.
+	DryRun bool
+	// Tools holds per-tool settings keyed by tool name.
+	Tools map[string]ToolOptions
+	// ProtocolErrors reports denials as JSON-RPC errors instead of tool
+	// error results. TOOL_NOT_FOUND is always a JSON-RPC error, identical to
+	// the go-sdk's own for an unknown tool.
+	ProtocolErrors bool
+	// NotFoundCode is the JSON-RPC code of TOOL_NOT_FOUND. 0 means -32602,
+	// as the go-sdk answers for an unknown tool.
+	NotFoundCode int64
+	// Validation tunes argument validation. Nil means strict.
+	Validation *ValidationOptions
+	// Timeout is the default per-call deadline. 0 means none.
+	Timeout time.Duration
+	// RetryReads retries a read tool once when its handler fails with an
+	// error that unwraps to [ErrUpstreamUnavailable] or reports
+	// Temporary() == true. Writes are never retried.
+	RetryReads bool
+	// SessionKey derives the limiter key of the session. Nil means the
+	// session id; where there is none, the subject; else the session object.
+	SessionKey func(req *mcp.CallToolRequest, id *Identity) string
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives operational messages (panics, audit failures). Nil
+	// means a text logger on stderr; never stdout.
+	Logger *slog.Logger
+}
+
+// A Guard is the assembled pipeline. It is safe for concurrent use.
+type Guard struct {
+	pol   *policy.Policy
+	authn Authenticator
+	opts  Options
+	now   func() time.Time
+	log   *slog.Logger
+	reg   registry
+}
+
+// New returns a guard enforcing p, with callers resolved by authn. It
+// returns an error for a nil policy or authenticator, or for per-tool
+// options of tools the policy does not know.
+func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
+	if p == nil {
+		return nil, errors.New("mcpguard: nil policy")
+	}
+	if authn == nil {
+		return nil, errors.New("mcpguard: nil authenticator")
+	}
+	g := &Guard{pol: p, authn: authn}
+	if opts != nil {
+		g.opts = *opts
+	}
+	g.now = g.opts.Now
+	if g.now == nil {
+		g.now = time.Now
+	}
+	g.log = g.opts.Logger
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	for name := range g.opts.Tools {
+		if _, ok := p.Resolve(name); !ok {
+			return nil, fmt.Errorf("mcpguard: options for tool %q, which has no policy rule", name)
+		}
+	}
+	for _, name := range p.Tools() {
+		if r, _ := p.Resolve(name); r.Confirm && g.opts.Confirmer == nil {
+			return nil, fmt.Errorf("mcpguard: tool %q needs confirmation but Options.Confirmer is nil", name)
+		}
+	}
+	g.reg.init()
+	return g, nil
+}
+
+// Policy returns the guard's policy.
+func (g *Guard) Policy() *policy.Policy { return g.pol }
+
+// newCorrelationID returns 16 random hex characters.
+func newCorrelationID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Wrap returns h guarded by the full pipeline for tool t. It checks t
+// against the policy now: a tool without a rule, or whose ReadOnlyHint
+// contradicts its class, is an error, as is a schema that does not compile.
+// Wrap protects one raw handler; to protect every tool of a server,
+// including typed ones, and filter tools/list, use [Guard.Install].
+func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
+	e, err := g.compile(t)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := g.serve(ctx, req, e, h)
+		if res == nil && err == nil { // cannot happen; never hand (nil, nil) to the SDK
+			return Deny(CodeInternal, "no result").Result(), nil
+		}
+		return res, err
+	}, nil
+}
+
+// AddTool wraps h with [Guard.Wrap] and registers it on s.
+func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
+	wh, err := g.Wrap(t, h)
+	if err != nil {
+		return err
+	}
+	s.AddTool(t, wh)
+	return nil
+}

@@ -1,0 +1,264 @@
+package mcpguard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A toolEntry is a tool's compiled guard state.
+type toolEntry struct {
+	tool *mcp.Tool
+	in   *Validator
+	out  *Validator
+	err  error // the tool failed its registration check: fail closed
+}
+
+func (e *toolEntry) checkOutput(res *mcp.CallToolResult) error {
+	if res.StructuredContent == nil {
+		return errors.New("no structured content although the tool has an output schema")
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return errors.New("structured content does not marshal")
+	}
+	doc, err := decodeStrict(raw)
+	if err != nil {
+		return err
+	}
+	return e.out.ValidateValue(doc)
+}
+
+// compile checks t against the policy and compiles its schemas.
+func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
+	if t == nil {
+		return nil, errors.New("mcpguard: nil tool")
+	}
+	var hint *bool
+	if t.Annotations != nil {
+		h := t.Annotations.ReadOnlyHint
+		hint = &h
+	}
+	if err := g.pol.CheckTool(t.Name, hint); err != nil {
+		return nil, fmt.Errorf("mcpguard: %w", err)
+	}
+	if t.InputSchema == nil {
+		return nil, fmt.Errorf("mcpguard: tool %q has no input schema", t.Name)
+	}
+	in, err := NewValidator(t.InputSchema, g.opts.Validation)
+	if err != nil {
+		return nil, fmt.Errorf("mcpguard: tool %q input schema: %w", t.Name, err)
+	}
+	e := &toolEntry{tool: t, in: in}
+	if t.OutputSchema != nil {
+		out, err := newValidator(t.OutputSchema, &ValidationOptions{Lenient: true, AllowControlChars: true, MaxStringBytes: 1 << 30}, false)
+		if err != nil {
+			return nil, fmt.Errorf("mcpguard: tool %q output schema: %w", t.Name, err)
+		}
+		e.out = out
+	}
+	return e, nil
+}
+
+// registry caches the compiled tools of an installed server. Entries are
+// keyed by name and remember the *mcp.Tool they were compiled from, so a
+// replaced tool is recompiled.
+type registry struct {
+	mu     sync.RWMutex
+	byName map[string]*toolEntry
+	stale  bool
+}
+
+func (r *registry) init() { r.byName = map[string]*toolEntry{} }
+
+func (r *registry) get(name string) (*toolEntry, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.byName[name]
+	return e, ok && !r.stale
+}
+
+// update replaces the registry with tools, recompiling only what changed.
+func (g *Guard) update(tools []*mcp.Tool) {
+	g.reg.mu.Lock()
+	defer g.reg.mu.Unlock()
+	next := make(map[string]*toolEntry, len(tools))
+	for _, t := range tools {
+		if old, ok := g.reg.byName[t.Name]; ok && (old.tool == t || sameTool(old.tool, t)) {
+			next[t.Name] = old
+			continue
+		}
+		e, err := g.compile(t)
+		if err != nil {
+			g.log.Error("mcpguard: tool refused: every call will be TOOL_NOT_FOUND", "tool", t.Name, "err", err)
+			e = &toolEntry{tool: t, err: err}
+		}
+		next[t.Name] = e
+	}
+	g.reg.byName = next
+	g.reg.stale = false
+}
+
+func sameTool(a, b *mcp.Tool) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// listAll pages through tools/list below the guard.
+func listAll(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSession) ([]*mcp.Tool, error) {
+	var out []*mcp.Tool
+	cursor := ""
+	for range 1000 {
+		res, err := next(ctx, "tools/list", &mcp.ListToolsRequest{Session: ss, Params: &mcp.ListToolsParams{Cursor: cursor}})
+		if err != nil {
+			return nil, err
+		}
+		lr, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return nil, errors.New("tools/list returned an unexpected result")
+		}
+		out = append(out, lr.Tools...)
+		if lr.NextCursor == "" {
+			return out, nil
+		}
+		cursor = lr.NextCursor
+	}
+	return nil, errors.New("tools/list did not terminate")
+}
+
+// Install guards every tool of s, whether added with mcp.AddTool or
+// Server.AddTool, before or after Install, and filters tools/list per
+// caller (hidden tools are absent; the result is marked CacheScope
+// "private"). It first lists the server's tools and checks each against the
+// policy: a tool without a rule, with a ReadOnlyHint that contradicts its
+// class, or with a schema that does not compile is a start-up error. Tools
+// added later are checked when first seen; a bad one is refused at call
+// time as TOOL_NOT_FOUND and logged.
+//
+// Install adds receiving and sending middleware to s; call it once, after
+// adding the tools and before serving. The guard sees tools/call before the
+// go-sdk looks the tool up or validates its arguments.
+func (g *Guard) Install(s *mcp.Server) error {
+	tools, err := serverTools(s)
+	if err != nil {
+		return fmt.Errorf("mcpguard: listing the server's tools: %w", err)
+	}
+	for _, t := range tools {
+		if _, err := g.compile(t); err != nil {
+			return err
+		}
+	}
+	g.update(tools)
+	s.AddReceivingMiddleware(g.receiving)
+	s.AddSendingMiddleware(g.sending)
+	return nil
+}
+
+// serverTools lists s's tools through a throwaway in-memory session.
+func serverTools(s *mcp.Server) ([]*mcp.Tool, error) {
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ss.Close()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "mcpguard-install", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, ct, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	var out []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (g *Guard) sending(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/tools/list_changed" {
+			g.reg.mu.Lock()
+			g.reg.stale = true
+			g.reg.mu.Unlock()
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			name := ""
+			if r.Params != nil {
+				name = r.Params.Name
+			}
+			e, ok := g.reg.get(name)
+			if !ok {
+				// Unknown or stale: refresh from the server itself.
+				if tools, err := listAll(ctx, next, r.Session); err == nil {
+					g.update(tools)
+					e, _ = g.reg.get(name)
+				}
+			}
+			res, err := g.serve(ctx, r, e, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				out, err := next(ctx, method, req)
+				if err != nil {
+					return nil, err
+				}
+				ctr, ok := out.(*mcp.CallToolResult)
+				if !ok {
+					return nil, errors.New("tools/call returned an unexpected result")
+				}
+				return ctr, nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
+		case *mcp.ListToolsRequest:
+			return g.listTools(ctx, r, func() (mcp.Result, error) { return next(ctx, method, req) })
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// listTools filters a tools/list result down to what the caller may see.
+func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next func() (mcp.Result, error)) (mcp.Result, error) {
+	id, err := g.authn.Authenticate(ctx, req.Extra)
+	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
+		return nil, Deny(CodeUnauthenticated, "authentication required").JSONRPCError(0)
+	}
+	res, err := next()
+	if err != nil {
+		return nil, err
+	}
+	lr, ok := res.(*mcp.ListToolsResult)
+	if !ok {
+		return res, nil
+	}
+	out := *lr
+	out.Tools = make([]*mcp.Tool, 0, len(lr.Tools))
+	for _, t := range lr.Tools {
+		if !g.pol.Visible(id.Principal, t.Name) {
+			continue
+		}
+		if e, ok := g.reg.get(t.Name); ok && e.err != nil {
+			continue
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	out.CacheScope = "private"
+	return &out, nil
+}

@@ -1,0 +1,53 @@
+package mcpguard
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Middleware wraps a tool handler. Every guard of this package is usable
+// alone as a Middleware; [Guard] assembles them into the full pipeline.
+type Middleware func(mcp.ToolHandler) mcp.ToolHandler
+
+// Chain composes middleware: Chain(a, b, c)(h) == a(b(c(h))). The first
+// listed is outermost: it sees the request first and the result last. Nil
+// middleware are skipped; Chain() is the identity.
+func Chain(ms ...Middleware) Middleware {
+	return func(h mcp.ToolHandler) mcp.ToolHandler {
+		for i := len(ms) - 1; i >= 0; i-- {
+			if ms[i] != nil {
+				h = ms[i](h)
+			}
+		}
+		return h
+	}
+}
+
+// When applies m only to calls for which match returns true; other calls go
+// straight to the wrapped handler. A nil match or m makes When the identity.
+func When(match func(*mcp.CallToolRequest) bool, m Middleware) Middleware {
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		if match == nil || m == nil {
+			return next
+		}
+		guarded := m(next)
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if match(req) {
+				return guarded(ctx, req)
+			}
+			return next(ctx, req)
+		}
+	}
+}
+
+// ToolNamed returns a matcher for [When] that selects calls to any of names.
+func ToolNamed(names ...string) func(*mcp.CallToolRequest) bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return func(req *mcp.CallToolRequest) bool {
+		return req != nil && req.Params != nil && set[req.Params.Name]
+	}
+}

@@ -1,0 +1,477 @@
+package mcpguard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/confirm"
+	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// call is the state of one guarded tools/call, from which the audit record
+// is built on every way out.
+type call struct {
+	start   time.Time
+	corr    string
+	name    string
+	id      *Identity
+	entry   *toolEntry
+	rule    *policy.ToolRule
+	raw     json.RawMessage
+	args    map[string]any
+	cost    float64
+	dryRun  bool
+	denial  *DenialError
+	detail  string
+	written bool // a write's intent was recorded
+}
+
+// serve runs the pipeline of DESIGN.md for one call. e may be nil (Install
+// mode, unknown tool). next runs the tool.
+func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntry, next mcp.ToolHandler) (res *mcp.CallToolResult, err error) {
+	c := &call{start: g.now(), corr: newCorrelationID(), entry: e}
+	if req != nil && req.Params != nil {
+		c.name = req.Params.Name
+		c.raw = req.Params.Arguments
+	}
+	// 1. Recover, and 12. audit on every way out.
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error("mcpguard: tool handler panicked", "tool", c.name, "correlation_id", c.corr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.detail = "panic"
+			res, err = g.deny(c, Deny(CodeInternal, "the tool failed unexpectedly"))
+		}
+		if !g.auditOutcome(ctx, req, c) && g.opts.AuditFailClosed && c.denial == nil {
+			c.denial = Deny(CodeAuditUnavailable, "the audit trail is unavailable")
+			res, err = g.deny(c, c.denial)
+		}
+	}()
+	if req == nil || req.Params == nil {
+		return g.deny(c, Deny(CodeInvalidArguments, "missing call parameters"))
+	}
+
+	// 3. Authenticate.
+	var extra *mcp.RequestExtra = req.Extra
+	id, aerr := g.authn.Authenticate(ctx, extra)
+	if aerr != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
+		msg := "authentication required"
+		var de *DenialError
+		if errors.As(aerr, &de) && de.Code == CodeUnauthenticated {
+			msg = de.Message
+		}
+		return g.deny(c, Deny(CodeUnauthenticated, msg))
+	}
+	c.id = id
+
+	// 4. Resolve, 5. authorize.
+	d := g.pol.Authorize(id.Principal, c.name)
+	if d.Code == policy.NotFound || (e != nil && e.err != nil) {
+		if e != nil && e.err != nil {
+			c.detail = "tool misconfigured: " + e.err.Error()
+		}
+		return g.deny(c, notFound(c.name))
+	}
+	c.rule = d.Rule
+	if d.Code != policy.Allowed {
+		return g.deny(c, Deny(Code(d.Code.String()), d.Reason))
+	}
+	if e == nil {
+		return g.deny(c, notFound(c.name))
+	}
+	topts := g.opts.Tools[c.name]
+
+	// 6. Validate arguments.
+	doc, verr := e.in.Validate(c.raw)
+	if verr != nil {
+		var de *DenialError
+		if !errors.As(verr, &de) {
+			de = Deny(CodeInvalidArguments, "arguments failed validation")
+		}
+		return g.deny(c, de)
+	}
+	c.args, _ = doc.(map[string]any)
+	if len(c.rule.ArgLimits) > 0 {
+		if d := g.pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.args)); !d.Allowed() {
+			return g.deny(c, Deny(CodeForbidden, d.Reason))
+		}
+	}
+	write := c.rule.Class == policy.Write
+	c.dryRun = write && (g.opts.DryRun || topts.DryRun || dryrun.Requested(req.Params.Meta))
+
+	// Cost of the call.
+	c.cost = c.rule.Cost
+	if topts.Cost != nil {
+		cost, cerr := topts.Cost(c.args)
+		if cerr != nil || limiter.CheckCost(cost) != nil {
+			c.detail = "cost function failed"
+			return g.deny(c, Deny(CodeInternal, "the cost of the call could not be computed"))
+		}
+		c.cost = cost
+	}
+
+	// 7. Confirm (not for a dry run: nothing happens).
+	calls := 1
+	if c.rule.Confirm && !c.dryRun {
+		res, retry, done := g.confirmStep(ctx, req, c, topts)
+		if done {
+			return res, nil
+		}
+		if res != nil || c.denial != nil {
+			return g.deny(c, c.denial)
+		}
+		if retry {
+			calls = 0 // the first round already counted this logical call
+		}
+	}
+
+	// 8. Limit.
+	if g.opts.Limiter != nil {
+		spend := c.cost
+		if c.dryRun {
+			spend = 0
+		}
+		ld := g.opts.Limiter.AllowAt(ctx, c.start, limiter.Request{
+			Session: g.sessionKey(req, id),
+			User:    id.Principal.Subject,
+			Tool:    c.name,
+			Write:   write,
+			Calls:   calls,
+			Cost:    spend,
+		})
+		if !ld.Allowed {
+			return g.deny(c, limitDenial(ld))
+		}
+		defer g.opts.Limiter.Release(ld)
+	}
+
+	// 9. Dry-run.
+	if c.dryRun {
+		if !topts.DryRunAware {
+			return dryrun.Result(c.name, g.describe(c, topts)), nil
+		}
+		ctx = dryrun.NewContext(ctx)
+	}
+
+	// 10. Execute.
+	if write && !c.dryRun && !g.opts.NoWriteAhead {
+		if aerr := g.auditIntent(ctx, req, c); aerr != nil {
+			g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", c.name, "correlation_id", c.corr, "err", aerr)
+			c.detail = "write-ahead intent not recorded"
+			return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
+		}
+	}
+	ctx = NewContext(ctx, id)
+	if write {
+		ctx = context.WithoutCancel(ctx) // a started write runs to completion
+	}
+	timeout := topts.Timeout
+	if timeout == 0 {
+		timeout = g.opts.Timeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	res, err = next(ctx, req)
+	if !write && g.opts.RetryReads && transient(res, err) {
+		c.detail = "retried once after a transient error"
+		res, err = next(ctx, req)
+	}
+
+	// Normalise what the handler returned.
+	if err != nil {
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && errors.Is(err, we) && err == error(we) {
+			c.denial = &DenialError{Code: CodeInternal, Message: we.Message}
+			c.detail = "protocol error " + strconv.FormatInt(we.Code, 10)
+			return nil, err
+		}
+		c.detail = "handler error: " + err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return g.deny(c, Deny(CodeUpstreamUnavailable, "the tool timed out"))
+		}
+		if errors.Is(err, ErrUpstreamUnavailable) {
+			return g.deny(c, Deny(CodeUpstreamUnavailable, "the tool's upstream is unavailable"))
+		}
+		return g.deny(c, Deny(CodeInternal, "the tool failed"))
+	}
+	if res == nil {
+		c.detail = "handler returned no result"
+		return g.deny(c, Deny(CodeInternal, "the tool returned no result"))
+	}
+
+	// 11. Validate output.
+	if e.out != nil && !res.IsError && res.InputRequests == nil {
+		if oerr := e.checkOutput(res); oerr != nil {
+			c.detail = "output: " + oerr.Error()
+			return g.deny(c, Deny(CodeInvalidResponse, "the tool returned a malformed result"))
+		}
+	}
+	if res.IsError {
+		c.detail = "tool reported an error"
+	}
+	return res, nil
+}
+
+// deny records d as the call's outcome and renders it in the configured mode.
+func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {
+	c.denial = d
+	if d.Code == CodeToolNotFound {
+		code := g.opts.NotFoundCode
+		if code == 0 {
+			code = jsonrpc.CodeInvalidParams
+		}
+		// Exactly what the go-sdk says about a tool it does not have.
+		return nil, &jsonrpc.Error{Code: code, Message: d.Message}
+	}
+	out := *d
+	out.CorrelationID = c.corr
+	if g.opts.ProtocolErrors {
+		return nil, out.JSONRPCError(g.opts.NotFoundCode)
+	}
+	return out.Result(), nil
+}
+
+func limitDenial(d limiter.Decision) *DenialError {
+	if d.Err != nil && !d.Allowed && d.Limit.Kind == 0 {
+		if errors.Is(d.Err, limiter.ErrStoreUnavailable) {
+			e := Deny(CodeRateLimitExceeded, "the rate limiter is unavailable; try again shortly")
+			e.RetryAfter = time.Second
+			return e
+		}
+		return Deny(CodeInternal, "the call could not be rate limited")
+	}
+	var code Code
+	switch d.Limit.Kind {
+	case limiter.Spend:
+		code = CodeSpendLimitExceeded
+	case limiter.Concurrency:
+		code = CodeConcurrencyLimitExceeded
+	default:
+		code = CodeRateLimitExceeded
+	}
+	e := Deny(code, fmt.Sprintf("%s limit per %s reached", d.Limit.Kind, d.Limit.Scope))
+	e.RetryAfter = d.RetryAfter
+	if code == CodeSpendLimitExceeded && d.RetryAfter == 0 {
+		e.Message = "this call costs more than the spend limit allows"
+	}
+	e.Details = map[string]any{"scope": d.Limit.Scope.String(), "limit": d.Limit.Kind.String()}
+	return e
+}
+
+// transient reports whether a read's failure may succeed on a retry.
+func transient(res *mcp.CallToolResult, err error) bool {
+	if err == nil {
+		return false
+	}
+	var t interface{ Temporary() bool }
+	return errors.Is(err, ErrUpstreamUnavailable) || (errors.As(err, &t) && t.Temporary())
+}
+
+// sessionKey picks the limiter key of the caller's session.
+func (g *Guard) sessionKey(req *mcp.CallToolRequest, id *Identity) string {
+	if g.opts.SessionKey != nil {
+		return g.opts.SessionKey(req, id)
+	}
+	if req.Session != nil {
+		if sid := req.Session.ID(); sid != "" {
+			return sid
+		}
+	}
+	if id.Principal.Subject != "" {
+		return "user:" + id.Principal.Subject
+	}
+	return "session:" + strconv.FormatUint(uint64(uintptr(unsafe.Pointer(req.Session))), 16)
+}
+
+func (g *Guard) describe(c *call, topts ToolOptions) string {
+	if topts.Describe != nil {
+		return topts.Describe(c.name, c.args)
+	}
+	return dryrun.Summary(c.name, c.raw)
+}
+
+// confirmStep runs step 7. It returns done with the result to send when the
+// call ends here (asking the human, or a decline); a denial is left in
+// c.denial; retry reports that this is the verified second round.
+func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions) (res *mcp.CallToolResult, retry, done bool) {
+	s := g.opts.Confirmer
+	if s == nil {
+		c.denial = Deny(CodeConfirmationRequired, "this tool needs a confirmation the server cannot ask for")
+		return nil, false, false
+	}
+	hash, herr := confirm.ArgsSHA256(c.raw)
+	if herr != nil {
+		c.denial = Deny(CodeInvalidArguments, "arguments are not valid JSON")
+		return nil, false, false
+	}
+	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: c.name, ArgsSHA256: hash}
+	p := req.Params
+	state, responses := p.RequestState, p.InputResponses
+	if state == "" {
+		st, err := s.Issue(c.start, claims)
+		if err != nil {
+			c.detail = "confirmation state: " + err.Error()
+			c.denial = Deny(CodeInternal, "the confirmation could not be prepared")
+			return nil, false, false
+		}
+		msg := "Confirm: " + g.confirmText(c, topts)
+		ask := confirm.Ask(msg, st)
+		if supportsMRTR(req.Session) {
+			c.denial = Deny(CodeConfirmationRequired, "waiting for the user's confirmation")
+			c.detail = "confirmation requested"
+			return inputRequired(ask), false, true
+		}
+		// An older client: ask it directly, as the go-sdk does for handlers.
+		er, err := req.Session.Elicit(ctx, ask.InputRequests[confirm.InputKey].(*mcp.ElicitParams))
+		if err != nil {
+			c.detail = "elicitation failed"
+			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm")
+			return nil, false, false
+		}
+		state, responses = st, mcp.InputResponseMap{confirm.InputKey: er}
+	} else {
+		retry = true
+	}
+	if err := s.Verify(ctx, c.start, state, claims); err != nil {
+		c.detail = "confirmation: " + err.Error()
+		c.denial = Deny(CodeConfirmationRequired, "the confirmation is missing, expired, already used or for another call; call the tool again to be asked")
+		return nil, false, false
+	}
+	action, _ := confirm.Answer(&mcp.CallToolParamsRaw{InputResponses: responses})
+	if action != "accept" {
+		c.detail = "user answered " + strconv.Quote(action)
+		if action == "" {
+			c.denial = Deny(CodeConfirmationRequired, "no confirmation answer")
+			return nil, false, false
+		}
+		d := Deny(CodeConfirmationRequired, "the user did not confirm; the tool was not run")
+		c.denial = d
+		out := *d
+		out.CorrelationID = c.corr
+		r := out.Result()
+		if g.opts.ProtocolErrors {
+			return nil, false, false
+		}
+		return r, false, true
+	}
+	return nil, retry, false
+}
+
+func (g *Guard) confirmText(c *call, topts ToolOptions) string {
+	if topts.Describe != nil {
+		return topts.Describe(c.name, c.args)
+	}
+	return confirm.Describe(c.name, c.raw)
+}
+
+// supportsMRTR mirrors the go-sdk: sessions on protocol 2026-07-28 or later
+// (and sessions with no initialize at all) take input requests in results.
+func supportsMRTR(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return true
+	}
+	ip := ss.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= "2026-07-28"
+}
+
+// inputRequired returns res marked with resultType "input_required", which
+// the go-sdk sets only on results that pass through its own tool dispatch.
+func inputRequired(res *mcp.CallToolResult) *mcp.CallToolResult {
+	var out mcp.CallToolResult
+	if err := json.Unmarshal([]byte(`{"content":[],"resultType":"input_required"}`), &out); err != nil {
+		return res
+	}
+	out.Content = nil
+	out.InputRequests = res.InputRequests
+	out.RequestState = res.RequestState
+	return &out
+}
+
+func (g *Guard) event(req *mcp.CallToolRequest, c *call, phase audit.Phase) audit.Event {
+	ev := audit.Event{
+		Time:          g.now(),
+		CorrelationID: c.corr,
+		Tool:          c.name,
+		Phase:         phase,
+		DryRun:        c.dryRun,
+		Cost:          c.cost,
+		Detail:        c.detail,
+		ArgsSHA256:    audit.ArgsSHA256(c.raw),
+	}
+	ev.LatencyMS = float64(ev.Time.Sub(c.start).Microseconds()) / 1000
+	if c.id != nil && c.id.Principal != nil {
+		ev.Subject = c.id.Principal.Subject
+		ev.Roles = c.id.Principal.Roles
+	}
+	if c.rule != nil {
+		ev.Class = c.rule.Class.String()
+	}
+	if req != nil && req.Session != nil {
+		ev.SessionID = req.Session.ID()
+		if ip := req.Session.InitializeParams(); ip != nil {
+			ev.ProtocolVersion = ip.ProtocolVersion
+			if ip.ClientInfo != nil {
+				ev.ClientName = ip.ClientInfo.Name
+			}
+		}
+	}
+	if phase == audit.PhaseIntent {
+		ev.Allowed = true
+	} else if c.denial == nil {
+		ev.Allowed = true
+	} else {
+		ev.Code = string(c.denial.Code)
+		ev.Allowed = false
+	}
+	if fields := g.opts.Tools[c.name].RecordArgs; len(fields) > 0 && c.args != nil {
+		ev.Args = make(map[string]any, len(fields))
+		for _, f := range fields {
+			if v, ok := c.args[f]; ok {
+				ev.Args[f] = v
+			}
+		}
+	}
+	return ev
+}
+
+func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *call) error {
+	if g.opts.Audit == nil {
+		return errors.New("no audit sink configured")
+	}
+	ev := g.event(req, c, audit.PhaseIntent)
+	if err := audit.WriteDurable(context.WithoutCancel(ctx), g.opts.Audit, &ev); err != nil {
+		return err
+	}
+	c.written = true
+	return nil
+}
+
+// auditOutcome writes the outcome record and reports whether it was written.
+func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *call) bool {
+	if g.opts.Audit == nil {
+		return true
+	}
+	ev := g.event(req, c, audit.PhaseOutcome)
+	if err := g.opts.Audit.Write(context.WithoutCancel(ctx), &ev); err != nil {
+		g.log.Error("mcpguard: audit record not written", "tool", c.name, "correlation_id", c.corr, "err", err)
+		return false
+	}
+	return true
+}
+
+// finite reports whether f is a usable number.
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

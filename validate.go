@@ -1,0 +1,319 @@
+package mcpguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+)
+
+// ValidationOptions tune strict argument validation. The zero value is the
+// strictest setting.
+type ValidationOptions struct {
+	// Lenient turns strict mode off: object schemas that do not say
+	// otherwise then accept unknown fields, as JSON Schema does by default.
+	// False (the default) rejects unknown fields even when the tool's schema
+	// forgot "additionalProperties": false.
+	Lenient bool
+	// MaxStringBytes bounds every string in the arguments. 0 means 65536.
+	MaxStringBytes int
+	// AllowControlChars accepts control characters in strings. False (the
+	// default) refuses every C0 control except tab, line feed and carriage
+	// return, and DEL and the C1 controls.
+	AllowControlChars bool
+}
+
+// A Validator checks a JSON value against one compiled JSON Schema, the way
+// mcpguard validates tool arguments: no type coercion, formats asserted,
+// unknown fields refused in strict mode, strings bounded and free of
+// control characters. "$ref" resolves only within the schema: nothing is
+// ever loaded from disk or the network. A Validator is immutable and safe
+// for concurrent use.
+type Validator struct {
+	sch     *jsonschema.Schema
+	maxStr  int
+	ctrlOK  bool
+	isInput bool
+}
+
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("loading %q refused: schemas may only reference themselves", url)
+}
+
+// NewValidator compiles schema, which may be any value that marshals to a
+// JSON Schema object (a map, json.RawMessage, or the go-sdk's
+// *jsonschema.Schema). Schemas without "$schema" are read as draft 2020-12.
+func NewValidator(schema any, opts *ValidationOptions) (*Validator, error) {
+	return newValidator(schema, opts, true)
+}
+
+func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, error) {
+	var o ValidationOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxStringBytes <= 0 {
+		o.MaxStringBytes = 65536
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("mcpguard: schema does not marshal to JSON: %w", err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("mcpguard: schema is not JSON: %w", err)
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		if b, ok := doc.(bool); !ok || !b {
+			return nil, errors.New("mcpguard: schema must be a JSON object")
+		}
+	}
+	if input && !o.Lenient {
+		doc = closeObjects(doc, false)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(refusingLoader{})
+	const loc = "mcpguard:///schema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("mcpguard: schema: %w", err)
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("mcpguard: compiling schema: %w", err)
+	}
+	return &Validator{sch: sch, maxStr: o.MaxStringBytes, ctrlOK: o.AllowControlChars, isInput: input}, nil
+}
+
+// closeObjects adds "additionalProperties": false to every object schema
+// with "properties" that says nothing about extra fields. Members of allOf
+// are left open, since closing them would reject the fields of their
+// siblings.
+func closeObjects(v any, inAllOf bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, sub := range x {
+			switch k {
+			case "enum", "const", "default", "examples":
+				continue // values, not schemas
+			case "allOf":
+				x[k] = closeObjects(sub, true)
+			default:
+				x[k] = closeObjects(sub, false)
+			}
+		}
+		_, props := x["properties"]
+		_, ap := x["additionalProperties"]
+		_, up := x["unevaluatedProperties"]
+		_, pp := x["patternProperties"]
+		if props && !ap && !up && !pp && !inAllOf {
+			x["additionalProperties"] = false
+		}
+		return x
+	case []any:
+		for i, sub := range x {
+			x[i] = closeObjects(sub, inAllOf)
+		}
+		return x
+	}
+	return v
+}
+
+// Validate decodes raw (numbers kept exact, never coerced) and checks it.
+// It returns the decoded value for reuse. An empty raw is an empty object.
+// The error, if any, unwraps to [ErrInvalidArguments] and its message names
+// the offending field but never echoes values.
+func (v *Validator) Validate(raw json.RawMessage) (any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	doc, err := decodeStrict(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.ValidateValue(doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// decodeStrict decodes one JSON value with json.Number numbers and refuses
+// trailing data and duplicate object keys (a duplicate is how a payload can
+// say one thing to a validator and another to a handler).
+func decodeStrict(raw []byte) (any, error) {
+	if err := checkDuplicateKeys(raw); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, invalidArgs("arguments are not valid JSON", "")
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, invalidArgs("arguments have trailing data", "")
+	}
+	return doc, nil
+}
+
+// ValidateValue checks an already decoded value (numbers as json.Number).
+func (v *Validator) ValidateValue(doc any) error {
+	if v.isInput {
+		if _, ok := doc.(map[string]any); !ok {
+			return invalidArgs("arguments must be a JSON object", "")
+		}
+	}
+	if err := v.checkStrings(doc, nil); err != nil {
+		return err
+	}
+	err := v.sch.Validate(doc)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return invalidArgs("arguments failed validation", "")
+	}
+	field, msg := describe(ve)
+	return invalidArgs(msg, field)
+}
+
+func (v *Validator) checkStrings(doc any, path []string) error {
+	switch x := doc.(type) {
+	case string:
+		if len(x) > v.maxStr {
+			return invalidArgs(fmt.Sprintf("%s is longer than %d bytes", fieldName(path), v.maxStr), pointer(path))
+		}
+		if !v.ctrlOK && hasControl(x) {
+			return invalidArgs(fieldName(path)+" contains control characters", pointer(path))
+		}
+	case map[string]any:
+		for k, sub := range x {
+			if len(k) > v.maxStr || (!v.ctrlOK && hasControl(k)) {
+				return invalidArgs("argument names must be short and free of control characters", pointer(path))
+			}
+			if err := v.checkStrings(sub, append(path, k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, sub := range x {
+			if err := v.checkStrings(sub, append(path, fmt.Sprint(i))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			return true
+		}
+		if c >= 0x80 {
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			if r >= 0x80 && r <= 0x9f {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func invalidArgs(msg, field string) *DenialError {
+	e := Deny(CodeInvalidArguments, msg)
+	if field != "" {
+		e.Details = map[string]any{"field": field}
+	}
+	return e
+}
+
+func pointer(path []string) string {
+	if len(path) == 0 {
+		return ""
+	}
+	return "/" + strings.Join(path, "/")
+}
+
+func fieldName(path []string) string {
+	if len(path) == 0 {
+		return "value"
+	}
+	return fmt.Sprintf("argument %q", strings.Join(path, "."))
+}
+
+// describe turns the first leaf cause of ve into a field pointer and a
+// message that never includes the offending value.
+func describe(ve *jsonschema.ValidationError) (field, msg string) {
+	leaf := ve
+	for len(leaf.Causes) > 0 {
+		// prefer a deterministic leaf: the one with the smallest location
+		causes := append([]*jsonschema.ValidationError(nil), leaf.Causes...)
+		sort.Slice(causes, func(i, j int) bool {
+			return strings.Join(causes[i].InstanceLocation, "/") < strings.Join(causes[j].InstanceLocation, "/")
+		})
+		leaf = causes[0]
+	}
+	path := leaf.InstanceLocation
+	name := fieldName(path)
+	switch k := leaf.ErrorKind.(type) {
+	case *kind.Type:
+		msg = fmt.Sprintf("%s must be %s", name, strings.Join(k.Want, " or "))
+	case *kind.Required:
+		f := append(append([]string(nil), path...), k.Missing[0])
+		return pointer(f), fmt.Sprintf("missing required %s", fieldName(f))
+	case *kind.AdditionalProperties:
+		f := append(append([]string(nil), path...), k.Properties[0])
+		return pointer(f), fmt.Sprintf("unknown %s", fieldName(f))
+	case *kind.Pattern:
+		msg = fmt.Sprintf("%s must match the pattern %s", name, k.Want)
+	case *kind.MinLength:
+		msg = fmt.Sprintf("%s must be at least %d characters", name, k.Want)
+	case *kind.MaxLength:
+		msg = fmt.Sprintf("%s must be at most %d characters", name, k.Want)
+	case *kind.Minimum:
+		msg = fmt.Sprintf("%s must be >= %s", name, ratString(k.Want))
+	case *kind.Maximum:
+		msg = fmt.Sprintf("%s must be <= %s", name, ratString(k.Want))
+	case *kind.ExclusiveMinimum:
+		msg = fmt.Sprintf("%s must be > %s", name, ratString(k.Want))
+	case *kind.ExclusiveMaximum:
+		msg = fmt.Sprintf("%s must be < %s", name, ratString(k.Want))
+	case *kind.Format:
+		msg = fmt.Sprintf("%s must be a valid %s", name, k.Want)
+	case *kind.Enum, *kind.Const:
+		msg = fmt.Sprintf("%s is not one of the allowed values", name)
+	case *kind.FalseSchema:
+		msg = fmt.Sprintf("%s is not allowed", name)
+	default:
+		kw := "schema"
+		if p := leaf.ErrorKind.KeywordPath(); len(p) > 0 {
+			kw = p[len(p)-1]
+		}
+		msg = fmt.Sprintf("%s violates %q", name, kw)
+	}
+	return pointer(path), msg
+}
+
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return fmt.Sprint(f)
+}
