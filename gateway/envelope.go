@@ -1,0 +1,390 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A message is one JSON-RPC message of a request body (the body itself, or one
+// member of a batch), as the strict scanner in this file understands it.
+type message struct {
+	raw       []byte // the exact bytes of this message
+	id        []byte // the raw id token; nil when absent
+	method    string
+	hasMethod bool
+	response  bool   // a result or error sent by the client (answer to a server request)
+	tool      string // params.name of a tools/call
+	args      []byte // raw params.arguments of a tools/call; nil when absent
+	invalid   *rpcError
+}
+
+// notification reports whether m is a request that must not be answered.
+func (m *message) notification() bool { return m.hasMethod && m.id == nil && m.invalid == nil }
+
+// Known member names. Keys that equal one of these case-insensitively but not
+// exactly are refused: decoders disagree about them (encoding/json matches
+// struct fields case-insensitively, the go-sdk does not), and a gateway that
+// reads a different value than the downstream is a bypass.
+var (
+	envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+	paramsKeys   = [...]string{"name", "arguments"}
+)
+
+// parseBody parses a request body. A non-nil error refuses the whole body
+// (not JSON, not an object or array, empty batch). Otherwise each message
+// carries its own verdict in invalid.
+func parseBody(body []byte) (msgs []message, batch bool, err *rpcError) {
+	if !utf8.Valid(body) || !json.Valid(body) {
+		return nil, false, errParse()
+	}
+	i := skipWS(body, 0)
+	switch body[i] {
+	case '{':
+		var m message
+		parseMessage(body[i:skipValue(body, i)], &m)
+		return []message{m}, false, nil
+	case '[':
+		err := forEachElement(body, i, func(v []byte) {
+			var m message
+			if v[0] != '{' {
+				m.raw = v
+				m.invalid = errInvalidRequest("batch member is not an object")
+			} else {
+				parseMessage(v, &m)
+			}
+			msgs = append(msgs, m)
+		})
+		if err != nil {
+			return nil, true, err
+		}
+		if len(msgs) == 0 {
+			return nil, true, errInvalidRequest("empty batch")
+		}
+		return msgs, true, nil
+	}
+	return nil, false, errInvalidRequest("request is not a JSON object or array")
+}
+
+// parseMessage fills m from raw, a JSON object already known to be valid.
+func parseMessage(raw []byte, m *message) {
+	m.raw = raw
+	var seen [len(envelopeKeys)]bool
+	var jsonrpc, params, result []byte
+	bad := forEachField(raw, func(key, val []byte) *rpcError {
+		k := knownKey(key, envelopeKeys[:])
+		if k < 0 {
+			if foldsToKnown(key, envelopeKeys[:]) {
+				return errInvalidRequest("ambiguous member name " + strconv.Quote(string(key)))
+			}
+			return nil
+		}
+		if seen[k] {
+			return errInvalidRequest("duplicate member " + strconv.Quote(envelopeKeys[k]))
+		}
+		seen[k] = true
+		switch k {
+		case 0:
+			jsonrpc = val
+		case 1:
+			m.id = val
+		case 2:
+			s, ok := jsonString(val)
+			if !ok {
+				return errInvalidRequest("method must be a string")
+			}
+			m.method, m.hasMethod = s, true
+		case 3:
+			params = val
+		case 4, 5:
+			result = val
+		}
+		return nil
+	})
+	// The id is validated first so that later errors can echo it.
+	if m.id != nil {
+		switch m.id[0] {
+		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		default:
+			m.id = nil
+			if bad == nil {
+				bad = errInvalidRequest("id must be a string, a number or null")
+			}
+		}
+	}
+	if bad != nil {
+		m.invalid = bad
+		return
+	}
+	if s, ok := jsonString(jsonrpc); !ok || s != "2.0" {
+		m.invalid = errInvalidRequest(`jsonrpc must be "2.0"`)
+		return
+	}
+	if seen[4] && seen[5] {
+		m.invalid = errInvalidRequest("result and error are exclusive")
+		return
+	}
+	if !m.hasMethod {
+		if seen[2] {
+			m.invalid = errInvalidRequest("method must be a string")
+			return
+		}
+		if result == nil || m.id == nil || params != nil {
+			m.invalid = errInvalidRequest("message is neither a request nor a response")
+			return
+		}
+		m.response = true
+		return
+	}
+	if result != nil {
+		m.invalid = errInvalidRequest("a request carries no result or error")
+		return
+	}
+	if params != nil && params[0] != '{' {
+		m.invalid = errInvalidParams("params must be an object")
+		return
+	}
+	if m.method != "tools/call" {
+		return
+	}
+	if params == nil {
+		m.invalid = errInvalidParams("tools/call needs params with a tool name")
+		return
+	}
+	var seenP [len(paramsKeys)]bool
+	var name []byte
+	bad = forEachField(params, func(key, val []byte) *rpcError {
+		k := knownKey(key, paramsKeys[:])
+		if k < 0 {
+			if foldsToKnown(key, paramsKeys[:]) {
+				return errInvalidParams("ambiguous parameter name " + strconv.Quote(string(key)))
+			}
+			return nil
+		}
+		if seenP[k] {
+			return errInvalidParams("duplicate parameter " + strconv.Quote(paramsKeys[k]))
+		}
+		seenP[k] = true
+		if k == 0 {
+			name = val
+		} else {
+			m.args = val
+		}
+		return nil
+	})
+	if bad != nil {
+		m.invalid = bad
+		return
+	}
+	tool, ok := jsonString(name)
+	if !ok || tool == "" {
+		m.invalid = errInvalidParams("params.name must be a non-empty string")
+		return
+	}
+	for _, r := range tool {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			m.invalid = errInvalidParams("params.name contains a control character")
+			return
+		}
+	}
+	if m.args != nil && m.args[0] != '{' && !bytes.Equal(m.args, []byte("null")) {
+		m.invalid = errInvalidParams("params.arguments must be an object")
+		return
+	}
+	m.tool = tool
+}
+
+// knownKey returns the index of key in names, or -1. Keys with escapes are
+// decoded first.
+func knownKey(key []byte, names []string) int {
+	for i, n := range names {
+		if string(key) == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// foldsToKnown reports whether key equals one of names ignoring case.
+func foldsToKnown(key []byte, names []string) bool {
+	for _, n := range names {
+		if bytes.EqualFold(key, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonString decodes v when it is a JSON string.
+func jsonString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// forEachField calls fn for every member of obj, a valid JSON object, with the
+// decoded key and the raw value, until fn returns an error.
+func forEachField(obj []byte, fn func(key, val []byte) *rpcError) *rpcError {
+	i := skipWS(obj, 1)
+	if obj[i] == '}' {
+		return nil
+	}
+	for {
+		kEnd := skipValue(obj, i)
+		key := obj[i+1 : kEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			s, _ := jsonString(obj[i:kEnd])
+			key = []byte(s)
+		}
+		i = skipWS(obj, kEnd)
+		i = skipWS(obj, i+1) // ':'
+		vEnd := skipValue(obj, i)
+		if err := fn(key, obj[i:vEnd]); err != nil {
+			return err
+		}
+		i = skipWS(obj, vEnd)
+		if obj[i] == '}' {
+			return nil
+		}
+		i = skipWS(obj, i+1) // ','
+	}
+}
+
+// forEachElement calls fn for every element of the valid JSON array starting
+// at body[start].
+func forEachElement(body []byte, start int, fn func(v []byte)) *rpcError {
+	i := skipWS(body, start+1)
+	if body[i] == ']' {
+		return nil
+	}
+	for {
+		end := skipValue(body, i)
+		fn(body[i:end])
+		i = skipWS(body, end)
+		if body[i] == ']' {
+			return nil
+		}
+		i = skipWS(body, i+1)
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at b[i]. b
+// must be valid JSON.
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+func skipString(b []byte, i int) int {
+	i++
+	for i < len(b) {
+		switch b[i] {
+		case '\\':
+			i += 2
+			continue
+		case '"':
+			return i + 1
+		}
+		i++
+	}
+	return i
+}
+
+// rawArgs gives the policy strict access to a tools/call's arguments: an
+// argument named twice, or two names equal but for case, make every field
+// unreadable (the call is then refused by any argument limit).
+type rawArgs struct {
+	fields map[string][]byte
+	broken bool
+}
+
+func newRawArgs(args []byte) *rawArgs {
+	a := &rawArgs{fields: map[string][]byte{}}
+	if args == nil || args[0] != '{' {
+		return a
+	}
+	_ = forEachField(args, func(key, val []byte) *rpcError {
+		k := string(key)
+		for other := range a.fields {
+			if len(other) == len(k) && bytes.EqualFold([]byte(other), key) {
+				a.broken = true
+			}
+		}
+		a.fields[k] = val
+		return nil
+	})
+	return a
+}
+
+// Number implements policy.Args.
+func (a *rawArgs) Number(field string) (float64, bool) {
+	if a.broken {
+		return 0, false
+	}
+	v, ok := a.fields[field]
+	if !ok || len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// permissiveArgs satisfies every argument limit; it is used to decide whether
+// a tool is visible at all in a filtered tools/list.
+type permissiveArgs struct{}
+
+func (permissiveArgs) Number(string) (float64, bool) { return math.Inf(-1), true }

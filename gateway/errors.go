@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// JSON-RPC error codes the gateway answers with itself. Everything else is
+// relayed from the downstream.
+const (
+	// CodeParseError: the body is not JSON (HTTP 400).
+	CodeParseError = -32700
+	// CodeInvalidRequest: not a JSON-RPC envelope (HTTP 400).
+	CodeInvalidRequest = -32600
+	// CodeMethodNotFound: a tool the policy has no rule for (HTTP 404).
+	CodeMethodNotFound = -32601
+	// CodeInvalidParams: a request whose authorization cannot be decided (HTTP 400).
+	CodeInvalidParams = -32602
+	// CodeInternal: the gateway could not make the write-ahead audit record (HTTP 503).
+	CodeInternal = -32603
+	// CodeUnauthenticated: no or bad bearer token (HTTP 401).
+	CodeUnauthenticated = -32000
+	// CodeForbidden: the policy refuses the call (HTTP 403).
+	CodeForbidden = -32001
+	// CodeUpstreamUnavailable: the downstream is down or timed out (HTTP 502 / 504).
+	CodeUpstreamUnavailable = -32003
+	// CodeLimitExceeded: a rate, spend or in-flight cap (HTTP 429).
+	CodeLimitExceeded = -32029
+)
+
+// rpcError is a refusal the gateway answers locally.
+type rpcError struct {
+	code       int
+	status     int    // HTTP status for a single-message request
+	contract   string // error-contract name, e.g. "FORBIDDEN"
+	message    string
+	data       map[string]any
+	retryAfter time.Duration
+	challenge  string // WWW-Authenticate value of a 401
+}
+
+func errParse() *rpcError {
+	return &rpcError{code: CodeParseError, status: http.StatusBadRequest, contract: "INVALID_REQUEST", message: "Parse error: body is not valid UTF-8 JSON"}
+}
+
+func errInvalidRequest(why string) *rpcError {
+	return &rpcError{code: CodeInvalidRequest, status: http.StatusBadRequest, contract: "INVALID_REQUEST", message: "Invalid Request: " + why}
+}
+
+func errInvalidParams(why string) *rpcError {
+	return &rpcError{code: CodeInvalidParams, status: http.StatusBadRequest, contract: "INVALID_ARGUMENTS", message: "Invalid params: " + why}
+}
+
+// errUnauthenticated is the 401 refusal. invalidToken marks a presented but
+// unknown or malformed credential (RFC 6750 error="invalid_token"); a request
+// without credentials gets the bare challenge.
+func errUnauthenticated(why string, invalidToken bool) *rpcError {
+	c := `Bearer realm="mcp-gateway"`
+	if invalidToken {
+		c += `, error="invalid_token"`
+	}
+	return &rpcError{code: CodeUnauthenticated, status: http.StatusUnauthorized, contract: "UNAUTHENTICATED", message: "Unauthenticated: " + why, challenge: c}
+}
+
+func errUpstream(timeout bool) *rpcError {
+	if timeout {
+		return &rpcError{code: CodeUpstreamUnavailable, status: http.StatusGatewayTimeout, contract: "UPSTREAM_UNAVAILABLE", message: "Upstream timed out"}
+	}
+	return &rpcError{code: CodeUpstreamUnavailable, status: http.StatusBadGateway, contract: "UPSTREAM_UNAVAILABLE", message: "Upstream unavailable"}
+}
+
+func errTooLarge(limit int64) *rpcError {
+	return &rpcError{code: CodeInvalidRequest, status: http.StatusRequestEntityTooLarge, contract: "INVALID_REQUEST", message: "Invalid Request: body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+// appendResponse appends the JSON-RPC error response for id (nil means null).
+func (e *rpcError) appendResponse(dst []byte, id []byte, correlationID string) []byte {
+	if id == nil {
+		id = []byte("null")
+	}
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"error":{"code":`...)
+	dst = strconv.AppendInt(dst, int64(e.code), 10)
+	dst = append(dst, `,"message":`...)
+	dst = appendJSON(dst, e.message)
+	data := map[string]any{"code": e.contract, "correlation_id": correlationID}
+	for k, v := range e.data {
+		data[k] = v
+	}
+	if e.retryAfter > 0 {
+		data["retry_after_seconds"] = retryAfterSeconds(e.retryAfter)
+	}
+	dst = append(dst, `,"data":`...)
+	dst = appendJSON(dst, data)
+	return append(dst, "}}"...)
+}
+
+func appendJSON(dst []byte, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return append(dst, "null"...)
+	}
+	return append(dst, b...)
+}
+
+// retryAfterSeconds rounds d up to whole seconds, at least 1.
+func retryAfterSeconds(d time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+// writeError answers a single refused message with its semantic status.
+func writeError(w http.ResponseWriter, e *rpcError, id []byte, correlationID string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.challenge != "" {
+		h.Set("WWW-Authenticate", e.challenge)
+	}
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(e.retryAfter), 10))
+	}
+	w.WriteHeader(e.status)
+	w.Write(e.appendResponse(nil, id, correlationID))
+}

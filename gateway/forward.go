@@ -1,0 +1,253 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/textproto"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// Headers the gateway sets downstream. Any client header in this namespace
+// (also spelled with underscores) is dropped first.
+const (
+	HeaderSubject   = "X-Mcp-Gateway-Subject"
+	HeaderRole      = "X-Mcp-Gateway-Role"
+	HeaderRequestID = "X-Mcp-Gateway-Request-Id"
+)
+
+const hdrSession = "Mcp-Session-Id"
+
+// hopByHop are the RFC 9110 §7.6.1 (RFC 7230 §6.1) connection-specific
+// headers, plus Proxy-Connection.
+var hopByHop = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func isHopByHop(k string) bool {
+	for _, h := range hopByHop {
+		if k == h {
+			return true
+		}
+	}
+	return false
+}
+
+// isGatewayHeader reports whether k is in the x-mcp-gateway-* namespace,
+// however spelled (some servers fold "_" into "-").
+func isGatewayHeader(k string) bool {
+	const p = "x-mcp-gateway-"
+	if len(k) < len(p) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := k[i]
+		if c == '_' {
+			c = '-'
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != p[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// connectionListed returns the header names listed in Connection.
+func connectionListed(h http.Header) map[string]bool {
+	var out map[string]bool
+	for _, v := range h["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[textproto.CanonicalMIMEHeaderKey(f)] = true
+			}
+		}
+	}
+	return out
+}
+
+// outboundHeader builds the header of a downstream request from the client's.
+func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Header {
+	listed := connectionListed(in)
+	out := make(http.Header, len(in)+3)
+	for k, v := range in {
+		switch {
+		case isHopByHop(k), listed[k], isGatewayHeader(k),
+			k == "Authorization", k == "Accept-Encoding", k == "Content-Length", k == "Host",
+			k == "Forwarded", k == "X-Forwarded-For", k == "X-Forwarded-Host", k == "X-Forwarded-Proto":
+			continue
+		}
+		out[k] = v
+	}
+	out[HeaderSubject] = []string{pr.Subject}
+	out[HeaderRole] = []string{strings.Join(pr.Roles, ",")}
+	out[HeaderRequestID] = []string{cid}
+	return out
+}
+
+// copyResponseHeader copies a downstream response header to the client,
+// without hop-by-hop headers and Content-Length.
+func copyResponseHeader(dst, src http.Header, keepType bool) {
+	listed := connectionListed(src)
+	for k, v := range src {
+		if isHopByHop(k) || listed[k] || k == "Content-Length" || (!keepType && k == "Content-Type") {
+			continue
+		}
+		dst[k] = v
+	}
+}
+
+// upstreamCall is one request to the downstream with the gateway's timeout:
+// the timer runs until the headers arrive and, for bodies read through
+// [upstreamCall.body], again during every read.
+type upstreamCall struct {
+	resp     *http.Response
+	cancel   context.CancelFunc
+	timer    *time.Timer
+	timedOut atomic.Bool
+	timeout  time.Duration
+}
+
+// roundTrip sends one request downstream. body nil sends no body.
+func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), ctxKey{}, pr))
+	c := &upstreamCall{cancel: cancel, timeout: g.timeout}
+	c.timer = time.AfterFunc(g.timeout, func() { c.timedOut.Store(true); cancel() })
+	u := *g.upstream
+	if r.URL.RawQuery != "" {
+		u.RawQuery = r.URL.RawQuery
+	}
+	out := &http.Request{
+		Method: method, URL: &u, Header: header, Host: u.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	}
+	out = out.WithContext(ctx)
+	if body != nil {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	resp, err := g.rt.RoundTrip(out)
+	if err != nil {
+		c.timer.Stop()
+		cancel()
+		if r.Context().Err() != nil {
+			return nil, &rpcError{code: CodeUpstreamUnavailable, status: 499, contract: "UPSTREAM_UNAVAILABLE", message: "client went away"}
+		}
+		timeout := c.timedOut.Load() || errors.Is(err, context.DeadlineExceeded)
+		g.log.Warn("upstream error", "cid", cid, "upstream", g.upstreamStr, "timeout", timeout, "err", err)
+		return nil, errUpstream(timeout)
+	}
+	c.resp = resp
+	c.timer.Stop()
+	return c, nil
+}
+
+// Read reads the body with the idle timeout re-armed for the read.
+func (c *upstreamCall) Read(p []byte) (int, error) {
+	c.timer.Reset(c.timeout)
+	n, err := c.resp.Body.Read(p)
+	c.timer.Stop()
+	if err != nil && c.timedOut.Load() {
+		err = errTimeout
+	}
+	return n, err
+}
+
+var errTimeout = errors.New("gateway: upstream timed out")
+
+func (c *upstreamCall) close() {
+	c.timer.Stop()
+	c.resp.Body.Close()
+	c.cancel()
+}
+
+func isSSE(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= 17 && strings.EqualFold(ct[:17], "text/event-stream")
+}
+
+// passThrough forwards the request bytes unchanged and relays the answer as
+// it arrives: status, headers (without hop-by-hop ones) and body, flushed
+// piece by piece when it is an event stream.
+func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, call *callState) {
+	start := g.now()
+	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body)
+	if uerr != nil {
+		call.finish(uerr.contract)
+		if uerr.status == 499 {
+			return
+		}
+		var id []byte
+		if body != nil {
+			if msgs, _, _ := parseBody(body); len(msgs) == 1 {
+				id = msgs[0].id
+			}
+		}
+		writeError(w, uerr, id, cid)
+		return
+	}
+	defer c.close()
+	copyResponseHeader(w.Header(), c.resp.Header, true)
+	w.WriteHeader(c.resp.StatusCode)
+	sse := isSSE(c.resp.Header)
+	var rd io.Reader = c.resp.Body
+	if r.Method != http.MethodGet {
+		rd = c
+	}
+	n, err := g.copyBody(w, rd, sse)
+	code := ""
+	if err != nil {
+		code = "UPSTREAM_UNAVAILABLE"
+	}
+	call.finish(code)
+	g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "bytes", n, "sse", sse,
+		"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// copyBody copies src to w; for an event stream every piece read is flushed
+// at once.
+func (g *Gateway) copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
+	bp := g.bufs.Get().(*bytes.Buffer)
+	defer g.bufs.Put(bp)
+	bp.Reset()
+	bp.Grow(32 << 10)
+	buf := bp.AvailableBuffer()[:32<<10]
+	rc := http.NewResponseController(w)
+	var n int64
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+			if flush {
+				rc.Flush()
+			}
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}

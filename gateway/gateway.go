@@ -1,0 +1,312 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// Options configures a [Gateway]. A nil *Options means all defaults. New
+// copies the struct; later changes to it have no effect.
+type Options struct {
+	// Policy decides every tools/call. Nil means [DefaultPolicy]: every tool
+	// is a read, admin_* tools need the role admin, forbidden tools stay
+	// visible in tools/list and are refused at call time.
+	Policy *policy.Policy
+	// Path is the path the gateway serves MCP on. Empty means "/mcp".
+	Path string
+	// HealthPath answers GET with liveness and the configured upstream.
+	// Empty means "/healthz"; "-" disables it.
+	HealthPath string
+	// FilterToolsList removes from tools/list results the tools the caller
+	// may not call. False (the default) relays tools/list unchanged.
+	FilterToolsList bool
+	// Timeout bounds the wait for the downstream's response headers and,
+	// for a POST, every silence between two pieces of its body. Zero means
+	// 30 seconds. A GET stream (server-to-client events) is bounded only
+	// until its headers arrive.
+	Timeout time.Duration
+	// MaxBodyBytes caps a request body. Zero means 4 MiB.
+	MaxBodyBytes int64
+	// Transport sends requests downstream. Nil means a transport tuned for
+	// one busy downstream (keep-alive, 256 idle connections per host, no
+	// compression).
+	Transport http.RoundTripper
+	// Limiter, if non-nil, applies rate, spend and in-flight caps to every
+	// allowed tools/call before it is forwarded, keyed by the Mcp-Session-Id
+	// header (session scope) and the principal's subject (user scope). A
+	// refused call gets -32029 and HTTP 429 with Retry-After. Nil means no
+	// caps.
+	Limiter *limiter.Limiter
+	// Cost returns the spend units of an allowed call. Nil means the cost of
+	// the tool's policy rule. args reads the call's top-level numeric
+	// arguments strictly (a duplicated field reads as absent).
+	Cost func(tool string, args policy.Args) float64
+	// Audit, if non-nil, receives one outcome event for every tools/call
+	// decision, denials included, and a durable intent event before a write
+	// tool's call is forwarded (no durable intent: -32603, HTTP 503, not
+	// forwarded). Arguments are recorded only as their SHA-256.
+	Audit audit.Sink
+	// Logger receives the decision logs (correlation id, principal, method,
+	// tool, outcome; never arguments or tokens). Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for limits and audit times. Nil means time.Now.
+	Now func() time.Time
+}
+
+// A Gateway is an http.Handler that authenticates each request with a
+// bearer token, authorizes each tools/call with a policy and forwards what
+// is allowed to one downstream MCP Streamable HTTP endpoint. A Gateway is
+// safe for concurrent use.
+type Gateway struct {
+	upstream     *url.URL
+	upstreamStr  string
+	auth         Authenticator
+	pol          *policy.Policy
+	path         string
+	healthPath   string
+	filter       bool
+	timeout      time.Duration
+	maxBody      int64
+	rt           http.RoundTripper
+	lim          *limiter.Limiter
+	cost         func(string, policy.Args) float64
+	sink         audit.Sink
+	log          *slog.Logger
+	now          func() time.Time
+	bufs         sync.Pool
+	healthAnswer []byte
+}
+
+// DefaultPolicy returns the gateway's default policy: tools of the
+// downstream are not known in advance, so every tool is a read; the role
+// rule admin_* -> admin is one row of data; tools a caller lacks the role
+// for stay visible (ShowForbidden) and calling them is refused with -32001.
+func DefaultPolicy() *policy.Policy {
+	p, err := policy.New(DefaultPolicyConfig())
+	if err != nil {
+		// The configuration is a constant that policy.New accepts; a
+		// failure is a programming error caught by the package tests.
+		panic("gateway: default policy: " + err.Error())
+	}
+	return p
+}
+
+// DefaultPolicyConfig returns the configuration of [DefaultPolicy], for
+// callers that want to add rows (argument limits, more role rules) to it.
+func DefaultPolicyConfig() policy.Config {
+	return policy.Config{
+		Default:       &policy.ToolRule{Class: policy.Read},
+		RoleRules:     []policy.RoleRule{{Pattern: "admin_*", Roles: []string{"admin"}}},
+		ShowForbidden: true,
+	}
+}
+
+// NewTransport returns the tuned transport [New] uses when
+// Options.Transport is nil.
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	t.IdleConnTimeout = 90 * time.Second
+	t.DisableCompression = true
+	t.ForceAttemptHTTP2 = false
+	t.Proxy = nil
+	return t
+}
+
+// New returns a Gateway forwarding to upstream, an absolute http or https
+// URL of the downstream's MCP endpoint, and authenticating with auth. It
+// returns an error for a bad URL or a nil auth.
+func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
+	u, err := url.Parse(upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("gateway: upstream %q must be an absolute http(s) URL", upstream)
+	}
+	if auth == nil {
+		return nil, errors.New("gateway: nil Authenticator")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	g := &Gateway{
+		upstream: u, upstreamStr: u.String(), auth: auth, pol: o.Policy,
+		path: o.Path, healthPath: o.HealthPath, filter: o.FilterToolsList,
+		timeout: o.Timeout, maxBody: o.MaxBodyBytes, rt: o.Transport,
+		lim: o.Limiter, cost: o.Cost, sink: o.Audit, log: o.Logger, now: o.Now,
+	}
+	if g.pol == nil {
+		g.pol = DefaultPolicy()
+	}
+	if g.path == "" {
+		g.path = "/mcp"
+	}
+	if g.healthPath == "" {
+		g.healthPath = "/healthz"
+	}
+	if g.timeout <= 0 {
+		g.timeout = 30 * time.Second
+	}
+	if g.maxBody <= 0 {
+		g.maxBody = 4 << 20
+	}
+	if g.rt == nil {
+		g.rt = NewTransport()
+	}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	g.bufs.New = func() any { return new(bytes.Buffer) }
+	g.healthAnswer = appendJSON(nil, map[string]string{"status": "ok", "upstream": g.upstreamStr})
+	return g, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == g.healthPath && g.healthPath != "-" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(g.healthAnswer)
+		return
+	}
+	if r.URL.Path != g.path {
+		http.NotFound(w, r)
+		return
+	}
+	cid := newCorrelationID()
+	switch r.Method {
+	case http.MethodPost:
+		g.servePost(w, r, cid)
+	case http.MethodGet, http.MethodDelete:
+		pr, aerr := g.authenticate(r)
+		if aerr != nil {
+			g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", aerr.contract)
+			writeError(w, aerr, nil, cid)
+			return
+		}
+		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", r.Method)
+		g.passThrough(w, r, pr, cid, nil, nil)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// authenticate parses the Authorization header (RFC 6750 / 7235: the scheme
+// is case-insensitive, the token is case-sensitive) and resolves it.
+func (g *Gateway) authenticate(r *http.Request) (*policy.Principal, *rpcError) {
+	vals := r.Header.Values("Authorization")
+	if len(vals) == 0 {
+		return nil, errUnauthenticated("missing bearer token", false)
+	}
+	if len(vals) > 1 {
+		return nil, errUnauthenticated("more than one Authorization header", true)
+	}
+	scheme, tok, ok := strings.Cut(strings.TrimLeft(vals[0], " \t"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil, errUnauthenticated("Authorization scheme must be Bearer", true)
+	}
+	tok = strings.Trim(tok, " \t")
+	if !isToken68(tok) {
+		return nil, errUnauthenticated("malformed bearer token", true)
+	}
+	pr, err := g.auth.Authenticate(r.Context(), tok)
+	if err != nil || pr == nil || pr.Subject == "" {
+		return nil, errUnauthenticated("invalid bearer token", true)
+	}
+	return pr, nil
+}
+
+// isToken68 reports whether s matches RFC 7235's token68 (the b64token of
+// RFC 6750): 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isToken68(s string) bool {
+	if s == "" {
+		return false
+	}
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' {
+			continue
+		}
+		break
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
+}
+
+// readBody reads at most g.maxBody bytes of r's body into a pooled buffer.
+func (g *Gateway) readBody(r *http.Request) (*bytes.Buffer, *rpcError) {
+	buf := g.bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	if r.ContentLength > g.maxBody {
+		g.bufs.Put(buf)
+		return nil, errTooLarge(g.maxBody)
+	}
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, g.maxBody+1))
+	if int64(buf.Len()) > g.maxBody {
+		g.bufs.Put(buf)
+		return nil, errTooLarge(g.maxBody)
+	}
+	if err != nil {
+		g.bufs.Put(buf)
+		return nil, errInvalidRequest("body could not be read")
+	}
+	return buf, nil
+}
+
+func (g *Gateway) putBuf(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 {
+		g.bufs.Put(b)
+	}
+}
+
+func newCorrelationID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ctxKey is the key of the principal in a request context.
+type ctxKey struct{}
+
+// PrincipalFromContext returns the principal the gateway authenticated, in
+// the context of a request it forwards (seen by a custom Transport), or nil.
+func PrincipalFromContext(ctx context.Context) *policy.Principal {
+	pr, _ := ctx.Value(ctxKey{}).(*policy.Principal)
+	return pr
+}

@@ -1,0 +1,251 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// forwardFiltered forwards a single tools/list unchanged and removes from its
+// result the tools the caller may not call. A JSON answer is rewritten whole;
+// an event stream is relayed event by event, only the answer rewritten.
+func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, p *plan, start time.Time) {
+	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw)
+	if uerr != nil {
+		if uerr.status != 499 {
+			writeError(w, uerr, p.m.id, cid)
+		}
+		return
+	}
+	defer c.close()
+	tf := func(msg []byte) []byte { return g.filterTools(pr, p.m.id, msg) }
+	if isSSE(c.resp.Header) {
+		copyResponseHeader(w.Header(), c.resp.Header, true)
+		w.WriteHeader(c.resp.StatusCode)
+		ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
+		err := readEvents(c, func(ev *event) { ew.write(ev, tf, false) })
+		g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "sse", true, "filtered", true,
+			"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))
+	if err != nil {
+		writeError(w, errUpstream(err == errTimeout), p.m.id, cid)
+		return
+	}
+	copyResponseHeader(w.Header(), c.resp.Header, true)
+	w.WriteHeader(c.resp.StatusCode)
+	w.Write(tf(body))
+	g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "filtered", true, "ms", float64(g.now().Sub(start).Microseconds())/1000)
+}
+
+// maxUpstreamBody bounds a downstream JSON answer the gateway must parse.
+const maxUpstreamBody = 64 << 20
+
+// filterTools rewrites msg, the answer to the tools/list with id, keeping only
+// the tools pr may call. Any other message is returned unchanged; a result
+// whose tools cannot be read loses all of them (fail closed).
+func (g *Gateway) filterTools(pr *policy.Principal, id []byte, msg []byte) []byte {
+	if len(msg) == 0 || msg[0] != '{' || !json.Valid(msg) {
+		return msg
+	}
+	var gotID, result []byte
+	forEachField(msg, func(k, v []byte) *rpcError {
+		switch string(k) {
+		case "id":
+			gotID = v
+		case "result":
+			result = v
+		}
+		return nil
+	})
+	if result == nil || result[0] != '{' || !idEqual(id, gotID) {
+		return msg
+	}
+	newResult := rewriteObject(result, func(k, v []byte) []byte {
+		switch string(k) {
+		case "tools":
+			out := []byte{'['}
+			if v[0] == '[' {
+				forEachElement(v, 0, func(tool []byte) {
+					if tool[0] != '{' {
+						return
+					}
+					var name string
+					ok := false
+					forEachField(tool, func(k, v []byte) *rpcError {
+						if string(k) == "name" {
+							name, ok = jsonString(v)
+						}
+						return nil
+					})
+					if ok && g.pol.Visible(pr, name) && g.pol.Decide(pr, name, permissiveArgs{}).Allowed() {
+						if len(out) > 1 {
+							out = append(out, ',')
+						}
+						out = append(out, tool...)
+					}
+				})
+			}
+			return append(out, ']')
+		case "cacheScope":
+			return []byte(`"private"`)
+		}
+		return v
+	})
+	return rewriteObject(msg, func(k, v []byte) []byte {
+		if string(k) == "result" {
+			return newResult
+		}
+		return v
+	})
+}
+
+// rewriteObject re-emits the valid JSON object obj with every value replaced
+// by f(key, value).
+func rewriteObject(obj []byte, f func(k, v []byte) []byte) []byte {
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	forEachField(obj, func(k, v []byte) *rpcError {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = appendJSON(out, string(k))
+		out = append(out, ':')
+		out = append(out, f(k, v)...)
+		return nil
+	})
+	return append(out, '}')
+}
+
+// idEqual reports whether two raw JSON-RPC ids denote the same id.
+func idEqual(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	if a[0] == '"' && b[0] == '"' {
+		sa, ok1 := jsonString(a)
+		sb, ok2 := jsonString(b)
+		return ok1 && ok2 && sa == sb
+	}
+	fa, err1 := strconv.ParseFloat(string(a), 64)
+	fb, err2 := strconv.ParseFloat(string(b), 64)
+	return err1 == nil && err2 == nil && fa == fb
+}
+
+// An event is one server-sent event: its raw lines and its data.
+type event struct {
+	lines   [][]byte // raw field lines, each with its line ending
+	data    []byte   // the data field values joined by "\n"
+	hasData bool
+}
+
+// readEvents parses an event stream, calling fn for every complete event.
+func readEvents(r io.Reader, fn func(*event)) error {
+	br := bufio.NewReaderSize(r, 16<<10)
+	ev := &event{}
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			trimmed := bytes.TrimRight(line, "\r\n")
+			if len(trimmed) == 0 && err == nil {
+				if len(ev.lines) > 0 {
+					fn(ev)
+				}
+				ev = &event{}
+				continue
+			}
+			ev.lines = append(ev.lines, line)
+			if v, ok := bytes.CutPrefix(trimmed, []byte("data")); ok && (len(v) == 0 || v[0] == ':') {
+				v = bytes.TrimPrefix(bytes.TrimPrefix(v, []byte(":")), []byte(" "))
+				if ev.hasData {
+					ev.data = append(ev.data, '\n')
+				}
+				ev.data = append(ev.data, v...)
+				ev.hasData = true
+			}
+		}
+		if err == io.EOF {
+			if len(ev.lines) > 0 {
+				fn(ev)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// eventWriter writes events to a client, one flush per event. It is safe
+// for concurrent use.
+type eventWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+// write writes ev, with its data passed through tf when non-nil; stripIDs
+// drops id and retry fields (events merged from several streams cannot be
+// resumed).
+func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
+	var buf []byte
+	data := ev.data
+	rewrite := false
+	if tf != nil && ev.hasData {
+		nd := tf(data)
+		rewrite = !bytes.Equal(nd, data)
+		data = nd
+	}
+	wroteData := false
+	for _, l := range ev.lines {
+		if stripIDs && (bytes.HasPrefix(l, []byte("id")) || bytes.HasPrefix(l, []byte("retry"))) {
+			continue
+		}
+		if rewrite && bytes.HasPrefix(l, []byte("data")) {
+			if !wroteData {
+				buf = append(buf, "data: "...)
+				buf = append(buf, data...)
+				buf = append(buf, '\n')
+				wroteData = true
+			}
+			continue
+		}
+		buf = append(buf, l...)
+	}
+	buf = append(buf, '\n')
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.w.Write(buf)
+	e.rc.Flush()
+}
+
+// writeMessage writes one JSON-RPC message as an event.
+func (e *eventWriter) writeMessage(msg []byte) {
+	e.write(&event{lines: [][]byte{append(append([]byte("event: message\ndata: "), msg...), '\n')}}, nil, false)
+}
+
+// acceptsSSE reports whether the client's Accept allows an event stream.
+func acceptsSSE(h http.Header) bool {
+	for _, v := range h.Values("Accept") {
+		for _, f := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(f, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "text/event-stream", "text/*", "*/*":
+				return true
+			}
+		}
+	}
+	return false
+}

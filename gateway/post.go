@@ -1,0 +1,287 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// A plan is the gateway's verdict on one message of a POST.
+type plan struct {
+	m       *message
+	local   *rpcError // refused here; nil means forward
+	filter  bool      // a tools/list whose result must be filtered
+	call    *callState
+	outcome string // for the summary log
+}
+
+// callState follows one allowed tools/call until its response is relayed.
+type callState struct {
+	g      *Gateway
+	pr     *policy.Principal
+	cid    string
+	sess   string
+	tool   string
+	class  string
+	args   []byte
+	cost   float64
+	start  time.Time
+	lim    limiter.Decision
+	hasLim bool
+	done   bool
+}
+
+// finish releases the call's in-flight slot and writes its outcome event.
+// code is "" for a relayed answer, else the error-contract name.
+func (c *callState) finish(code string) {
+	if c == nil || c.done {
+		return
+	}
+	c.done = true
+	if c.hasLim {
+		c.g.lim.Release(c.lim)
+	}
+	c.g.audit(context.Background(), c.pr, c.cid, c.sess, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, "", c.cost, c.start)
+}
+
+func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) {
+	start := g.now()
+	buf, berr := g.readBody(r)
+	if berr != nil {
+		g.log.Warn("deny", "cid", cid, "method", "POST", "outcome", berr.contract)
+		writeError(w, berr, nil, cid)
+		return
+	}
+	defer g.putBuf(buf)
+	body := buf.Bytes()
+	msgs, batch, perr := parseBody(body)
+	pr, aerr := g.authenticate(r)
+	if aerr != nil {
+		var id []byte
+		if !batch && len(msgs) == 1 {
+			id = msgs[0].id
+		}
+		for i := range msgs {
+			if msgs[i].tool != "" {
+				g.audit(r.Context(), nil, cid, r.Header.Get(hdrSession), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, aerr.contract, "", 0, start)
+			}
+		}
+		g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
+		writeError(w, aerr, id, cid)
+		return
+	}
+	if perr != nil {
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "outcome", perr.contract, "code", perr.code)
+		writeError(w, perr, nil, cid)
+		return
+	}
+	plans := make([]plan, len(msgs))
+	for i := range msgs {
+		plans[i] = g.decide(r, pr, cid, &msgs[i], start)
+	}
+	if !batch {
+		p := &plans[0]
+		if p.local == nil {
+			if e := checkStandardHeaders(r.Header, p.m); e != nil {
+				p.call.finish(e.contract)
+				p.local = e
+			}
+		}
+		if p.local != nil {
+			g.logDecision(cid, pr, p, p.local)
+			if p.m.notification() {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			writeError(w, p.local, p.m.id, cid)
+			return
+		}
+		g.logDecision(cid, pr, p, nil)
+		if p.filter {
+			g.forwardFiltered(w, r, pr, cid, p, start)
+			return
+		}
+		g.passThrough(w, r, pr, cid, body, p.call)
+		return
+	}
+	for i := range plans {
+		g.logDecision(cid, pr, &plans[i], plans[i].local)
+	}
+	g.serveBatch(w, r, pr, cid, plans, start)
+}
+
+// checkStandardHeaders refuses a single request whose Mcp-Method or Mcp-Name
+// header (protocol 2026-07-28 standard headers) contradicts its body: a
+// downstream that routes on the header must not run something other than
+// what was authorized.
+func checkStandardHeaders(h http.Header, m *message) *rpcError {
+	if v := h.Values("Mcp-Method"); len(v) > 0 && (len(v) > 1 || !m.hasMethod || v[0] != m.method) {
+		return errInvalidRequest("Mcp-Method header does not match the body")
+	}
+	if v := h.Values("Mcp-Name"); len(v) > 0 && m.method == "tools/call" && (len(v) > 1 || v[0] != m.tool) {
+		return errInvalidParams("Mcp-Name header does not match params.name")
+	}
+	return nil
+}
+
+// decide authorizes one message. Only tools/call is subject to the policy;
+// other requests, notifications and client responses are forwarded.
+func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *message, start time.Time) plan {
+	p := plan{m: m}
+	if m.invalid != nil {
+		p.local = m.invalid
+		return p
+	}
+	if m.method == "tools/list" && g.filter {
+		p.filter = true
+	}
+	if m.method != "tools/call" {
+		return p
+	}
+	sess := r.Header.Get(hdrSession)
+	var args policy.Args
+	var ra *rawArgs
+	if g.pol.HasArgLimits(m.tool) || g.cost != nil {
+		ra = newRawArgs(m.args)
+		args = ra
+	}
+	d := g.pol.Decide(pr, m.tool, args)
+	class := ""
+	if d.Rule != nil {
+		class = d.Rule.Class.String()
+	}
+	if !d.Allowed() {
+		p.local = g.denial(pr, m.tool, d)
+		g.audit(r.Context(), pr, cid, sess, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, d.Reason, 0, start)
+		return p
+	}
+	c := &callState{g: g, pr: pr, cid: cid, sess: sess, tool: m.tool, class: class, args: m.args, start: start}
+	c.cost = d.Rule.Cost
+	if g.cost != nil {
+		c.cost = g.cost(m.tool, args)
+	}
+	if g.lim != nil {
+		ld := g.lim.AllowAt(r.Context(), g.now(), limiter.Request{
+			Session: sess, User: pr.Subject, Tool: m.tool,
+			Write: d.Rule.Class == policy.Write, Calls: 1, Cost: c.cost,
+		})
+		if !ld.Allowed {
+			g.lim.Release(ld)
+			p.local = limitError(ld)
+			g.audit(r.Context(), pr, cid, sess, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, "", c.cost, start)
+			return p
+		}
+		c.lim, c.hasLim = ld, true
+	}
+	if d.Rule.Class == policy.Write && g.sink != nil {
+		e := g.event(pr, cid, sess, m.tool, class, m.args, audit.PhaseIntent, true, "", "", c.cost, start)
+		if err := audit.WriteDurable(r.Context(), g.sink, e); err != nil {
+			c.finish("AUDIT_UNAVAILABLE")
+			p.local = &rpcError{code: CodeInternal, status: http.StatusServiceUnavailable, contract: "AUDIT_UNAVAILABLE", message: "Audit unavailable: the call was not forwarded"}
+			return p
+		}
+	}
+	p.call = c
+	return p
+}
+
+// denial builds the -32001 (or -32601) refusal of a policy decision.
+func (g *Gateway) denial(pr *policy.Principal, tool string, d policy.Decision) *rpcError {
+	shown := tool
+	if len(shown) > 128 {
+		shown = shown[:128] + "..."
+	}
+	if d.Code == policy.NotFound {
+		return &rpcError{code: CodeMethodNotFound, status: http.StatusNotFound, contract: d.Code.String(),
+			message: "Method not found: unknown tool '" + shown + "'", data: map[string]any{"tool": shown}}
+	}
+	var req []string
+	for _, set := range g.pol.RequiredRoles(tool) {
+		for _, r := range set {
+			if !slices.Contains(req, r) {
+				req = append(req, r)
+			}
+		}
+	}
+	data := map[string]any{"tool": shown, "roles": pr.Roles, "reason": d.Reason}
+	if len(req) > 0 {
+		data["required_roles"] = req
+	}
+	if len(pr.Roles) > 0 {
+		data["role"] = pr.Roles[0]
+	}
+	msg := "Unauthorized Tool Call: tool '" + shown + "': " + d.Reason
+	if d.Reason == "caller lacks a required role" && len(req) > 0 {
+		msg = "Unauthorized Tool Call: tool '" + shown + "' requires role " + strings.Join(req, " or ") +
+			", caller has role '" + strings.Join(pr.Roles, ",") + "'."
+	}
+	return &rpcError{code: CodeForbidden, status: http.StatusForbidden, contract: d.Code.String(), message: msg, data: data}
+}
+
+func limitError(d limiter.Decision) *rpcError {
+	if d.Err != nil && d.Limit.Kind == 0 {
+		return &rpcError{code: CodeLimitExceeded, status: http.StatusServiceUnavailable, contract: "RATE_LIMIT_EXCEEDED",
+			message: "Limiter unavailable: the call was not forwarded", retryAfter: time.Second}
+	}
+	contract, what := "RATE_LIMIT_EXCEEDED", "rate"
+	switch d.Limit.Kind {
+	case limiter.Spend:
+		contract, what = "SPEND_LIMIT_EXCEEDED", "spend"
+	case limiter.Concurrency:
+		contract, what = "CONCURRENCY_LIMIT_EXCEEDED", "in-flight"
+	}
+	ra := d.RetryAfter
+	if ra <= 0 {
+		ra = time.Second
+	}
+	return &rpcError{code: CodeLimitExceeded, status: http.StatusTooManyRequests, contract: contract,
+		message: "Too many requests: " + what + " limit exceeded (" + d.Limit.String() + ")", retryAfter: ra}
+}
+
+func (g *Gateway) logDecision(cid string, pr *policy.Principal, p *plan, e *rpcError) {
+	method := p.m.method
+	if p.m.response {
+		method = "(response)"
+	}
+	if e != nil {
+		p.outcome = "deny"
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", method, "tool", p.m.tool, "outcome", e.contract, "code", e.code)
+		return
+	}
+	p.outcome = "allow"
+	g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", method, "tool", p.m.tool)
+}
+
+// audit writes an outcome or intent event when a sink is configured.
+func (g *Gateway) audit(ctx context.Context, pr *policy.Principal, cid, sess, tool, class string, args []byte, phase audit.Phase, allowed bool, code, detail string, cost float64, start time.Time) {
+	if g.sink == nil {
+		return
+	}
+	e := g.event(pr, cid, sess, tool, class, args, phase, allowed, code, detail, cost, start)
+	if err := g.sink.Write(context.WithoutCancel(ctx), e); err != nil {
+		g.log.Error("audit write failed", "cid", cid, "err", err)
+	}
+}
+
+func (g *Gateway) event(pr *policy.Principal, cid, sess, tool, class string, args []byte, phase audit.Phase, allowed bool, code, detail string, cost float64, start time.Time) *audit.Event {
+	now := g.now()
+	e := &audit.Event{
+		Time: now.UTC(), CorrelationID: cid, SessionID: sess, Tool: tool, Class: class,
+		Phase: phase, Allowed: allowed, Code: code, Detail: detail, Cost: cost,
+		LatencyMS:  float64(now.Sub(start).Microseconds()) / 1000,
+		ArgsSHA256: audit.ArgsSHA256(args),
+	}
+	if pr != nil {
+		e.Subject, e.Roles = pr.Subject, pr.Roles
+	}
+	if e.LatencyMS < 0 {
+		e.LatencyMS = 0
+	}
+	return e
+}
