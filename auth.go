@@ -58,21 +58,30 @@ type Identity struct {
 	Credential Credential
 }
 
-// An Authenticator resolves the caller of a request. extra is the request's
-// [mcp.RequestExtra]: nil on stdio and in-memory transports. It returns an
-// error that unwraps to [ErrUnauthenticated] when there is no valid
-// identity; it never invents a default one. Implementations must be safe
-// for concurrent use.
+// An Authenticator resolves the caller of a request (a tools/call or a
+// tools/list). req.GetExtra() is nil on stdio and in-memory transports;
+// over HTTP it carries the headers and, behind auth.RequireBearerToken, the
+// verified TokenInfo. It returns an error that unwraps to
+// [ErrUnauthenticated] when there is no valid identity; it never invents a
+// default one, and it never reads tool arguments (the model writes those).
+// Implementations must be safe for concurrent use.
 type Authenticator interface {
-	Authenticate(ctx context.Context, extra *mcp.RequestExtra) (*Identity, error)
+	Authenticate(ctx context.Context, req mcp.Request) (*Identity, error)
 }
 
 // AuthenticatorFunc adapts a function to [Authenticator].
-type AuthenticatorFunc func(ctx context.Context, extra *mcp.RequestExtra) (*Identity, error)
+type AuthenticatorFunc func(ctx context.Context, req mcp.Request) (*Identity, error)
 
 // Authenticate calls f.
-func (f AuthenticatorFunc) Authenticate(ctx context.Context, extra *mcp.RequestExtra) (*Identity, error) {
-	return f(ctx, extra)
+func (f AuthenticatorFunc) Authenticate(ctx context.Context, req mcp.Request) (*Identity, error) {
+	return f(ctx, req)
+}
+
+func extraOf(req mcp.Request) *mcp.RequestExtra {
+	if req == nil {
+		return nil
+	}
+	return req.GetExtra()
 }
 
 func unauthenticated(msg string) error { return Deny(CodeUnauthenticated, msg) }
@@ -84,7 +93,8 @@ func unauthenticated(msg string) error { return Deny(CodeUnauthenticated, msg) }
 // Authorization header. A request without TokenInfo or without a UserID is
 // unauthenticated.
 func FromTokenInfo(roles func(*auth.TokenInfo) []string) Authenticator {
-	return AuthenticatorFunc(func(ctx context.Context, extra *mcp.RequestExtra) (*Identity, error) {
+	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
+		extra := extraOf(req)
 		if extra == nil || extra.TokenInfo == nil {
 			return nil, unauthenticated("no verified token")
 		}
@@ -176,7 +186,8 @@ func (s *TokenStore) Lookup(token string) *policy.Principal {
 // from the request's HTTP headers and looks it up in s. Requests without
 // headers (stdio, in-memory) are unauthenticated.
 func (s *TokenStore) Headers() Authenticator {
-	return AuthenticatorFunc(func(ctx context.Context, extra *mcp.RequestExtra) (*Identity, error) {
+	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
+		extra := extraOf(req)
 		if extra == nil || extra.Header == nil {
 			return nil, unauthenticated("no bearer token")
 		}
@@ -215,7 +226,8 @@ func fromToken(tok string, s *TokenStore, where string) Authenticator {
 	default:
 		id = &Identity{Principal: pr, Credential: NewCredential(tok)}
 	}
-	return AuthenticatorFunc(func(ctx context.Context, extra *mcp.RequestExtra) (*Identity, error) {
+	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
+		extra := extraOf(req)
 		if extra != nil && (extra.Header != nil || extra.TokenInfo != nil) {
 			return nil, unauthenticated("the launching identity is not available over HTTP")
 		}

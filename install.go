@@ -236,7 +236,7 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 
 // listTools filters a tools/list result down to what the caller may see.
 func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next func() (mcp.Result, error)) (mcp.Result, error) {
-	id, err := g.authn.Authenticate(ctx, req.Extra)
+	id, err := g.authn.Authenticate(ctx, req)
 	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 		return nil, Deny(CodeUnauthenticated, "authentication required").JSONRPCError(0)
 	}

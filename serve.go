@@ -63,8 +63,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	}
 
 	// 3. Authenticate.
-	var extra *mcp.RequestExtra = req.Extra
-	id, aerr := g.authn.Authenticate(ctx, extra)
+	id, aerr := g.authn.Authenticate(ctx, req)
 	if aerr != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 		msg := "authentication required"
 		var de *DenialError
