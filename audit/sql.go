@@ -13,6 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
+
+	_ "modernc.org/sqlite" // driver "sqlite", the embedded default
 )
 
 // Dialect names the SQL flavour of a [SQLSink]'s database.
@@ -168,11 +171,11 @@ func toRow(e *Event) (row, error) {
 		return row{}, fmt.Errorf("%w: NaN or infinite number", ErrInvalidEvent)
 	}
 	r := row{
-		timeNS: e.Time.UnixNano(), corr: e.CorrelationID, session: e.SessionID,
-		subject: e.Subject, tool: e.Tool, cls: e.Class, phase: string(e.Phase),
-		allowed: e.Allowed, dryRun: e.DryRun, code: e.Code, detail: e.Detail,
-		latency: e.LatencyMS, argsHash: e.ArgsSHA256, cost: e.Cost,
-		proto: e.ProtocolVersion, cli: e.ClientName,
+		timeNS: e.Time.UnixNano(), corr: text(e.CorrelationID), session: text(e.SessionID),
+		subject: text(e.Subject), tool: text(e.Tool), cls: text(e.Class), phase: string(e.Phase),
+		allowed: e.Allowed, dryRun: e.DryRun, code: text(e.Code), detail: text(e.Detail),
+		latency: e.LatencyMS, argsHash: text(e.ArgsSHA256), cost: e.Cost,
+		proto: text(e.ProtocolVersion), cli: text(e.ClientName),
 	}
 	if len(e.Roles) > 0 {
 		var b []byte
@@ -183,16 +186,25 @@ func toRow(e *Event) (row, error) {
 			}
 			b = appendString(b, role)
 		}
-		r.roles = string(append(b, ']'))
+		r.roles = text(string(append(b, ']')))
 	}
 	if len(e.Args) > 0 {
 		b, ok := appendAny(nil, e.Args, 0)
 		if !ok {
 			return row{}, fmt.Errorf("%w: args not encodable", ErrInvalidEvent)
 		}
-		r.args = sql.NullString{String: string(b), Valid: true}
+		r.args = sql.NullString{String: text(string(b)), Valid: true}
 	}
 	return r, nil
+}
+
+// text makes s storable in any TEXT column: invalid UTF-8 and NUL bytes
+// (which PostgreSQL refuses) become U+FFFD.
+func text(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func bad(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
@@ -373,27 +385,56 @@ func collect(rows []row, markers []chan error, it item) ([]row, []chan error) {
 	return append(rows, it.r), markers
 }
 
-// commit inserts rows in one transaction, retrying with backoff on failure;
-// while closing it gives up after a few attempts and counts the rows lost.
+// commit inserts rows in one transaction, retrying with backoff on failure.
+// After three failed attempts it inserts the rows one by one: a row that
+// fails while the database answers a ping is refused by the database itself
+// (it would block the queue forever) and is counted lost and reported; rows
+// are retried while the database is unreachable, except while closing, when
+// commit gives up after three attempts and counts the rows lost.
 func (s *SQLSink) commit(rows []row, args []any, closing bool) error {
 	backoff := 10 * time.Millisecond
+	var err error
 	for attempt := 1; ; attempt++ {
-		err := s.insertBatch(rows, args)
-		if err == nil {
+		if err = s.insertBatch(rows, args); err == nil {
 			s.rows.Add(uint64(len(rows)))
 			s.batches.Add(1)
 			return nil
 		}
 		err = fmt.Errorf("audit: sql batch of %d events (attempt %d): %w", len(rows), attempt, err)
-		s.lastErr.Store(&err)
-		s.onError(err)
-		if closing && attempt >= 3 {
-			s.lost.Add(uint64(len(rows)))
-			return err
+		s.fail(err)
+		if attempt >= 3 {
+			break
 		}
 		time.Sleep(backoff)
-		backoff = min(2*backoff, time.Second)
+		backoff *= 2
 	}
+	var last error
+	for i := range rows {
+		for attempt := 1; ; attempt++ {
+			err := s.insertBatch(rows[i:i+1], args)
+			if err == nil {
+				s.rows.Add(1)
+				s.batches.Add(1)
+				break
+			}
+			reachable := s.db.PingContext(context.Background()) == nil
+			if reachable || (closing && attempt >= 3) {
+				last = fmt.Errorf("audit: sql event %s not recorded: %w", rows[i].corr, err)
+				s.lost.Add(1)
+				s.fail(last)
+				break
+			}
+			s.fail(fmt.Errorf("audit: sql event %s (attempt %d): %w", rows[i].corr, attempt, err))
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+	return last
+}
+
+func (s *SQLSink) fail(err error) {
+	s.lastErr.Store(&err)
+	s.onError(err)
 }
 
 func (s *SQLSink) insertBatch(rows []row, args []any) error {

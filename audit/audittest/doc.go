@@ -1,0 +1,8 @@
+// Package audittest is a conformance kit for [audit.Sink] implementations, in
+// the spirit of testing/slogtest: a sink that passes [Run] records every
+// field of every event faithfully (unicode, control characters, HTML
+// characters, opted-in arguments), does not retain the events it is given,
+// loses nothing under concurrent writers, honours [audit.DurableWriter] when
+// it implements it, and refuses writes after Close when it is an io.Closer.
+// Every sink built into package audit passes it.
+package audittest

@@ -1,0 +1,217 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// tricky strings exercise every escaping rule of encoding/json.
+var tricky = []string{
+	"",
+	"plain ascii",
+	"<script>alert('x')</script> & more",
+	"quote \" backslash \\ slash /",
+	"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f",
+	"line\u2028sep\u2029para",
+	"é 日本語 🎉 \U0010FFFF",
+	"bad utf8 \xff\xfe mid \xc3 end \xe2\x82",
+	"\ufffd already",
+}
+
+func richEvent(s string) *Event {
+	return &Event{
+		Time:          time.Date(2026, 7, 28, 1, 2, 3, 4, time.FixedZone("", -(3*3600 + 30*60))),
+		CorrelationID: s, SessionID: s, Subject: s, Roles: []string{s, "admin"}, Tool: s, Class: s,
+		Phase: Phase(s), Allowed: true, DryRun: true, Code: s, Detail: s, LatencyMS: 12.5,
+		ArgsSHA256: s, Cost: 3, ProtocolVersion: s, ClientName: s,
+		Args: map[string]any{s: s, "n": 1.5, "i": 7, "i64": int64(-9), "u": uint64(1 << 63), "b": false,
+			"nil": nil, "list": []any{s, 1e21, map[string]any{"z": s, "a": []string{s}}}, "strs": []string{s},
+			"raw": json.RawMessage(`{"b": 1, "a":"<"}`), "num": json.Number("12.50"), "f32": float32(0.1)},
+	}
+}
+
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	var events []*Event
+	for _, s := range tricky {
+		events = append(events, richEvent(s))
+	}
+	floats := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1e-6, 9.99e-7, 1e-7, 123456789.125, 1e20, 1e21, 1.5e300, 5e-324, math.MaxFloat64}
+	for _, f := range floats {
+		events = append(events, &Event{Time: time.Unix(0, 0).UTC(), CorrelationID: "f", Phase: PhaseOutcome, LatencyMS: f, Cost: f})
+	}
+	events = append(events,
+		&Event{},
+		&Event{Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), Roles: []string{}, Args: map[string]any{}},
+		&Event{Time: time.Date(0, 1, 1, 0, 0, 0, 0, time.FixedZone("", 23*3600+59*60))},
+	)
+	for i, e := range events {
+		want, err := json.Marshal(plainEvent(*e))
+		if err != nil {
+			t.Fatalf("event %d: encoding/json: %v", i, err)
+		}
+		got, err := e.AppendJSON(nil)
+		if err != nil {
+			t.Fatalf("event %d: AppendJSON: %v", i, err)
+		}
+		if !bytes.Equal(want, got) {
+			t.Errorf("event %d: AppendJSON differs from encoding/json\nwant %s\ngot  %s", i, want, got)
+		}
+		viaMarshal, err := json.Marshal(e)
+		if err != nil || !bytes.Equal(viaMarshal, want) {
+			t.Errorf("event %d: json.Marshal(*Event) = %s, %v; want %s", i, viaMarshal, err, want)
+		}
+	}
+}
+
+func TestAppendJSONRejectsWhatEncodingJSONRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		e    Event
+	}{
+		{"nan_latency", Event{LatencyMS: math.NaN()}},
+		{"inf_cost", Event{Cost: math.Inf(1)}},
+		{"year_10000", Event{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{"year_negative", Event{Time: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{"offset_24h", Event{Time: time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600))}},
+		{"nan_in_args", Event{Args: map[string]any{"x": math.NaN()}}},
+		{"unencodable_args", Event{Args: map[string]any{"c": make(chan int)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := json.Marshal(plainEvent(tt.e)); err == nil {
+				t.Fatalf("encoding/json accepted the event; the test is wrong")
+			}
+			if _, err := tt.e.AppendJSON(nil); !errors.Is(err, ErrInvalidEvent) {
+				t.Errorf("AppendJSON error = %v, want ErrInvalidEvent", err)
+			}
+		})
+	}
+}
+
+func TestAppendJSONDoesNotAllocate(t *testing.T) {
+	e := richEvent("detail <with> \"escapes\" é")
+	e.Args = nil
+	buf := make([]byte, 0, 4096)
+	allocs := testing.AllocsPerRun(1000, func() {
+		var err error
+		buf, err = e.AppendJSON(buf[:0])
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("AppendJSON allocates %v times per event, want 0", allocs)
+	}
+}
+
+func TestReadJSONLRoundTripsEncoding(t *testing.T) {
+	for _, s := range tricky {
+		if strings.ContainsRune(s, 0xFFFD) || !isValidUTF8(s) {
+			continue // replaced on encoding; covered by the comparison with encoding/json
+		}
+		e := richEvent(s)
+		e.Phase = PhaseOutcome
+		e.CorrelationID = "c"
+		e.Args = map[string]any{"k": s, "n": 1.5, "l": []any{s, true, nil}}
+		line, err := e.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Event
+		for ev, err := range ReadJSONL(bytes.NewReader(append(line, '\n'))) {
+			if err != nil {
+				t.Fatalf("ReadJSONL(%q): %v", s, err)
+			}
+			got = append(got, ev)
+		}
+		if diff := cmp.Diff([]Event{*e}, got); diff != "" {
+			t.Errorf("round trip of %q (-want +got):\n%s", s, diff)
+		}
+	}
+}
+
+func isValidUTF8(s string) bool { return strings.ToValidUTF8(s, "?") == s }
+
+func TestArgsSHA256(t *testing.T) {
+	hash := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(sum[:])
+	}
+	tests := []struct {
+		name string
+		raw  string
+		want string
+	}{
+		{"empty", ``, ""},
+		{"null", ` null `, ""},
+		{"sorted_compact", `{"a":1,"b":[true,null]}`, hash(`{"a":1,"b":[true,null]}`)},
+		{"keys_sorted_whitespace_removed", " {\n \"b\" : [ true , null ] ,\t\"a\":1 }\n", hash(`{"a":1,"b":[true,null]}`)},
+		{"nested_objects_sorted", `{"z":{"y":1,"x":{"b":2,"a":3}},"a":[{"d":4,"c":5}]}`, hash(`{"a":[{"c":5,"d":4}],"z":{"x":{"a":3,"b":2},"y":1}}`)},
+		{"numbers_as_given", `{"amount":1.50,"e":1E+2,"neg":-0}`, hash(`{"amount":1.50,"e":1E+2,"neg":-0}`)},
+		{"escapes_normalised", `{"s":"\u0041\/\u00e9<\ud83c\udf89"}`, hash(`{"s":"A/é\u003c🎉"}`)},
+		{"escaped_key_sorts_decoded", `{"b":1,"\u0061":2}`, hash(`{"a":2,"b":1}`)},
+		{"lone_surrogate", `"\ud800x"`, hash(`"` + "\ufffd" + `x"`)},
+		{"invalid_json_hashes_raw", `{"a":`, hash(`{"a":`)},
+		{"trailing_garbage_hashes_raw", `{} {}`, hash(`{} {}`)},
+		{"bad_number_hashes_raw", `{"a":01}`, hash(`{"a":01}`)},
+		{"control_char_in_string_hashes_raw", "\"a\x01\"", hash("\"a\x01\"")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ArgsSHA256(json.RawMessage(tt.raw)); got != tt.want {
+				t.Errorf("ArgsSHA256(%q) = %q, want %q", tt.raw, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestArgsSHA256CanonicalIsValidJSON(t *testing.T) {
+	for _, raw := range []string{`{"b":{"d":[1,2,{"f":"<&>","e":"\n"}],"c":null},"a":"x"}`, `[]`, `{}`, `"s"`, `[[],{}]`} {
+		canon, ok := appendCanonical(nil, []byte(raw))
+		if !ok {
+			t.Fatalf("appendCanonical(%s) failed", raw)
+		}
+		var a, b any
+		if err := json.Unmarshal([]byte(raw), &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(canon, &b); err != nil {
+			t.Fatalf("canonical form %s is not JSON: %v", canon, err)
+		}
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Errorf("canonical form of %s changed the value (-want +got):\n%s", raw, diff)
+		}
+		// Canonical form of a decoded-and-re-encoded value (encoding/json sorts map keys).
+		reenc, _ := json.Marshal(a)
+		if !bytes.Equal(reenc, canon) {
+			t.Errorf("canonical %s, encoding/json %s", canon, reenc)
+		}
+	}
+}
+
+func FuzzAppendJSON(f *testing.F) {
+	for _, s := range tricky {
+		f.Add(s, 1.5)
+	}
+	f.Fuzz(func(t *testing.T, s string, x float64) {
+		e := richEvent(s)
+		e.LatencyMS = x
+		want, werr := json.Marshal(plainEvent(*e))
+		got, gerr := e.AppendJSON(nil)
+		if (werr != nil) != (gerr != nil) {
+			t.Fatalf("errors differ: encoding/json %v, AppendJSON %v", werr, gerr)
+		}
+		if werr == nil && !bytes.Equal(want, got) {
+			t.Fatalf("want %s\ngot  %s", want, got)
+		}
+	})
+}
