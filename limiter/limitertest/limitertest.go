@@ -175,11 +175,11 @@ func testDeniedConsumesNothing(t *testing.T, s limiter.Store) {
 		runSteps(t, l, []step{
 			{0, a, allowed}, {0, a, allowed}, {0, a, allowed},
 			// Denied by the session: the user's budget is untouched.
-			{0, a, denied(limiter.Rate, limiter.Session, 20 * time.Second)},
-			{0, a, denied(limiter.Rate, limiter.Session, 20 * time.Second)},
+			{0, a, denied(limiter.Rate, limiter.Session, 20*time.Second)},
+			{0, a, denied(limiter.Rate, limiter.Session, 20*time.Second)},
 			{0, b, allowed}, {0, b, allowed},
 			// The user's 5 are spent; session b still has one.
-			{0, b, denied(limiter.Rate, limiter.User, 12 * time.Second)},
+			{0, b, denied(limiter.Rate, limiter.User, 12*time.Second)},
 		})
 	})
 	t.Run("spend_across_scopes", func(t *testing.T) {
@@ -192,11 +192,11 @@ func testDeniedConsumesNothing(t *testing.T, s limiter.Store) {
 		runSteps(t, l, []step{
 			{0, a(8), allowed},
 			// 8+5 > 10: denied by the session, needs 3 units back (18s).
-			{0, a(5), denied(limiter.Spend, limiter.Session, 18 * time.Second)},
+			{0, a(5), denied(limiter.Spend, limiter.Session, 18*time.Second)},
 			// The user still has 7: a denied call took nothing.
 			{0, b(7), allowed},
-			{0, b(1), denied(limiter.Spend, limiter.User, 4 * time.Second)},
-			{0, a(2), denied(limiter.Spend, limiter.User, 8 * time.Second)},
+			{0, b(1), denied(limiter.Spend, limiter.User, 4*time.Second)},
+			{0, a(2), denied(limiter.Spend, limiter.User, 8*time.Second)},
 		})
 	})
 	t.Run("concurrency_denial_takes_no_rate", func(t *testing.T) {
@@ -220,7 +220,7 @@ func testDeniedConsumesNothing(t *testing.T, s limiter.Store) {
 		l.Release(first)
 		runSteps(t, l, []step{
 			{0, r, allowed},
-			{0, r, denied(limiter.Rate, limiter.Session, 30 * time.Second)},
+			{0, r, denied(limiter.Rate, limiter.Session, 30*time.Second)},
 		})
 	})
 }
@@ -237,17 +237,17 @@ func testRetryAfter(t *testing.T, s limiter.Store) {
 	runSteps(t, l, []step{
 		{0, r("ra-a", 0), allowed}, {0, r("ra-a", 0), allowed}, {0, r("ra-a", 0), allowed},
 		{0, r("ra-a", 0), allowed}, {0, r("ra-a", 0), allowed},
-		{0, r("ra-a", 0), denied(limiter.Rate, limiter.Session, 12 * time.Second)},
+		{0, r("ra-a", 0), denied(limiter.Rate, limiter.Session, 12*time.Second)},
 		{12*time.Second - time.Millisecond, r("ra-a", 0), denied(limiter.Rate, limiter.Session, time.Millisecond)},
 		{12 * time.Second, r("ra-a", 0), allowed},
-		{12 * time.Second, r("ra-a", 0), denied(limiter.Rate, limiter.Session, 12 * time.Second)},
+		{12 * time.Second, r("ra-a", 0), denied(limiter.Rate, limiter.Session, 12*time.Second)},
 		// Spend: 9.5 of 10 used; a cost of 3 needs 2.5 units back (25s).
 		{20 * time.Second, r("ra-b", 9.5), allowed},
-		{20 * time.Second, r("ra-b", 3), denied(limiter.Spend, limiter.User, 25 * time.Second)},
+		{20 * time.Second, r("ra-b", 3), denied(limiter.Spend, limiter.User, 25*time.Second)},
 		{45*time.Second - time.Millisecond, r("ra-b", 3), denied(limiter.Spend, limiter.User, time.Millisecond)},
 		{45 * time.Second, r("ra-b", 3), allowed},
 		// Two scopes deny: the wait is the longer one, after which both allow.
-		{45 * time.Second, r("ra-a", 1), denied(limiter.Spend, limiter.User, 10 * time.Second)},
+		{45 * time.Second, r("ra-a", 1), denied(limiter.Spend, limiter.User, 10*time.Second)},
 		{55 * time.Second, r("ra-a", 1), allowed},
 	})
 }
@@ -276,17 +276,17 @@ func testRefill(t *testing.T, s limiter.Store) {
 	r := limiter.Request{Session: "refill", Calls: 1}
 	runSteps(t, l, []step{
 		{0, r, allowed}, {0, r, allowed},
-		{0, r, denied(limiter.Rate, limiter.Session, 500 * time.Millisecond)},
+		{0, r, denied(limiter.Rate, limiter.Session, 500*time.Millisecond)},
 		{500 * time.Millisecond, r, allowed},
-		{500 * time.Millisecond, r, denied(limiter.Rate, limiter.Session, 500 * time.Millisecond)},
+		{500 * time.Millisecond, r, denied(limiter.Rate, limiter.Session, 500*time.Millisecond)},
 		// Idle far longer than the window: the burst is still only Max.
 		{time.Hour, r, allowed}, {time.Hour, r, allowed},
-		{time.Hour, r, denied(limiter.Rate, limiter.Session, 500 * time.Millisecond)},
+		{time.Hour, r, denied(limiter.Rate, limiter.Session, 500*time.Millisecond)},
 		// At an even pace, one call per 500ms passes forever.
 		{time.Hour + 500*time.Millisecond, r, allowed},
 		{time.Hour + 1000*time.Millisecond, r, allowed},
 		{time.Hour + 1500*time.Millisecond, r, allowed},
-		{time.Hour + 1500*time.Millisecond, r, denied(limiter.Rate, limiter.Session, 500 * time.Millisecond)},
+		{time.Hour + 1500*time.Millisecond, r, denied(limiter.Rate, limiter.Session, 500*time.Millisecond)},
 		// Calls: 0 (a retry already counted) passes even with no budget.
 		{time.Hour + 1500*time.Millisecond, limiter.Request{Session: "refill"}, allowed},
 	})
@@ -350,7 +350,7 @@ func testScopesAndTools(t *testing.T, s limiter.Store) {
 		{0, read("st-a"), allowed},
 		{0, refund("st-b"), allowed},
 		{0, read("st-b"), allowed},
-		{0, read("st-c"), denied(limiter.Rate, limiter.Global, 15 * time.Second)},
+		{0, read("st-c"), denied(limiter.Rate, limiter.Global, 15*time.Second)},
 	})
 }
 

@@ -1,0 +1,26 @@
+// Package redislimit is a [limiter.Store] on Redis, for limits shared by
+// many replicas of a server.
+//
+// Every decision is one Lua script, run with EVALSHA in one round trip: it
+// reads the time from the Redis server (TIME), evaluates every limit of the
+// call, and writes only if all of them allow it. Replicas therefore share
+// one clock and one state, and decide exactly as one in-memory limiter
+// would, with a resolution of one microsecond.
+//
+// Rate and spend state is one key per limit and bucket key holding the GCRA
+// theoretical arrival time, expiring when the bucket is full again, so idle
+// keys vanish by themselves. In-flight slots are leases: members of a sorted
+// set scored by their expiry. Releasing a slot removes its lease; a replica
+// that crashes with calls in flight loses them only until the leases expire
+// ([Options].Lease), after which the slots are free again. Set Lease above
+// the longest a tool call may run.
+//
+// Every call to Redis is bounded by [Options].Timeout (250ms by default),
+// whatever the client's own timeouts. When Redis cannot be reached in time,
+// [Store.Apply] returns an error and the [limiter.Limiter] applies its
+// fail-open or fail-closed policy. A decision that timed out may still have
+// been applied by Redis; its slots then come back when the lease expires.
+//
+// On Redis Cluster, all keys of one decision must live in one slot: the
+// default key prefix carries the hash tag {mcpguard-limiter} for that.
+package redislimit

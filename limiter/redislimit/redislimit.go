@@ -1,0 +1,148 @@
+package redislimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix is the key prefix used when [Options].Prefix is empty.
+const DefaultPrefix = "{mcpguard-limiter}:"
+
+// Options configures a [Store]. A nil *Options means the defaults.
+type Options struct {
+	// Prefix starts every key the store writes. The zero value means
+	// [DefaultPrefix].
+	Prefix string
+	// Timeout bounds every call to Redis. The zero value means 250ms.
+	Timeout time.Duration
+	// Lease is how long an in-flight slot stays taken when it is never
+	// released (its replica crashed). The zero value means 5 minutes.
+	Lease time.Duration
+	// ClientTime makes decisions at the time the limiter passes rather than
+	// at the Redis server's time. Replicas whose clocks differ then disagree;
+	// it is meant for tests that control time, such as limitertest. The
+	// zero value uses the server's time.
+	ClientTime bool
+}
+
+// A Store is a [limiter.Store] keeping its state in Redis. It is safe for
+// concurrent use, and several Stores (in several processes) on one Redis
+// share their limits exactly when they use the same Prefix.
+type Store struct {
+	client     redis.Scripter
+	prefix     string
+	timeout    time.Duration
+	leaseUS    int64
+	clientTime bool
+	instance   string
+}
+
+// New returns a Store using client, which may be a *redis.Client, a
+// *redis.ClusterClient (see the package documentation) or any other
+// [redis.Scripter], and options opts (nil means defaults).
+func New(client redis.Scripter, opts *Options) *Store {
+	if opts == nil {
+		opts = &Options{}
+	}
+	s := &Store{
+		client:     client,
+		prefix:     opts.Prefix,
+		timeout:    opts.Timeout,
+		leaseUS:    opts.Lease.Microseconds(),
+		clientTime: opts.ClientTime,
+	}
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	if s.timeout <= 0 {
+		s.timeout = 250 * time.Millisecond
+	}
+	if s.leaseUS <= 0 {
+		s.leaseUS = (5 * time.Minute).Microseconds()
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	s.instance = hex.EncodeToString(id[:])
+	return s
+}
+
+// Key returns the Redis key holding the state of check c.
+func (s *Store) Key(c limiter.Check) string {
+	return s.prefix + c.ID + ":" + c.Key
+}
+
+// Apply carries out b in one round trip; see [limiter.Store]. It returns an
+// error when Redis does not answer within the timeout, ctx is done, or the
+// script fails.
+func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) error {
+	keys := make([]string, len(b.Checks))
+	args := make([]any, 4, 4+4*len(b.Checks))
+	args[0] = ""
+	if s.clientTime {
+		args[0] = now.UnixMicro()
+	}
+	args[1] = "a"
+	if b.Release {
+		args[1] = "r"
+	}
+	args[2] = s.instance + ":" + strconv.FormatUint(b.Lease, 36)
+	args[3] = s.leaseUS
+	for i, c := range b.Checks {
+		keys[i] = s.Key(c)
+		var kind string
+		switch c.Kind {
+		case limiter.Rate:
+			kind = "r"
+		case limiter.Spend:
+			kind = "s"
+		case limiter.Concurrency:
+			kind = "c"
+		default:
+			return fmt.Errorf("redislimit: check %d has invalid kind %v", i, c.Kind)
+		}
+		args = append(args, kind, c.N, c.Max, c.Window.Microseconds())
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	type result struct {
+		v   []int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := script.Run(ctx, s.client, keys, args...).Int64Slice()
+		done <- result{v, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		// go-redis honours ctx only with ContextTimeoutEnabled; do not
+		// wait for its own, longer timeouts and retries.
+		r.err = ctx.Err()
+	}
+	if r.err != nil {
+		if errors.Is(r.err, context.DeadlineExceeded) {
+			return fmt.Errorf("redislimit: no answer from redis within %v (unreachable or too slow): %w", s.timeout, r.err)
+		}
+		return fmt.Errorf("redislimit: %w", r.err)
+	}
+	if b.Release {
+		return nil
+	}
+	if len(r.v) != 2 || r.v[0] < -1 || r.v[0] >= int64(len(b.Checks)) {
+		return fmt.Errorf("redislimit: unexpected script result %v", r.v)
+	}
+	b.Denied = int(r.v[0])
+	b.RetryAfter = time.Duration(r.v[1]) * time.Microsecond
+	return nil
+}

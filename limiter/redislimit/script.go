@@ -1,0 +1,78 @@
+package redislimit
+
+import "github.com/redis/go-redis/v9"
+
+// script decides or releases one batch. KEYS are the state keys of the
+// checks; ARGV are: now in microseconds or "" for the server's TIME, "a"
+// (acquire) or "r" (release), the lease token, the lease in microseconds,
+// then per check its kind ("r", "s", "c"), N, Max and window in
+// microseconds. It returns {denied, wait}: the 0-based index of the denying
+// check or -1, and the wait in microseconds (-1: never).
+//
+// Every check is evaluated before anything is written, so a denied batch
+// changes nothing. Rate and spend keys hold the GCRA theoretical arrival
+// time and expire when it has passed (the bucket is full: same as absent).
+// Concurrency keys are sorted sets of lease tokens scored by expiry.
+var script = redis.NewScript(`
+local function int(x) return string.format('%.0f', x) end
+local now = tonumber(ARGV[1])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local token = ARGV[3]
+if ARGV[2] == 'r' then
+  for i = 1, #KEYS do
+    if ARGV[1 + 4 * i] == 'c' then
+      redis.call('ZREM', KEYS[i], token)
+    end
+  end
+  return {-1, 0}
+end
+local lease = tonumber(ARGV[4])
+local denied, wait, never = -1, 0, false
+local tats = {}
+for i = 1, #KEYS do
+  local b = 1 + 4 * i
+  local kind, n, max, win = ARGV[b], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  if kind == 'c' then
+    local used = redis.call('ZCOUNT', KEYS[i], '(' .. int(now), '+inf')
+    if used + 1 > max and wait == 0 then
+      denied = i - 1
+    end
+  else
+    local inc = math.floor(win * n / max)
+    if inc > win then
+      if not never then
+        never, denied, wait = true, i - 1, -1
+      end
+    else
+      local tat = tonumber(redis.call('GET', KEYS[i])) or now
+      if tat < now then
+        tat = now
+      end
+      tats[i] = tat + inc
+      local w = tats[i] - win - now
+      if w > 0 and not never and w > wait then
+        denied, wait = i - 1, w
+      end
+    end
+  end
+end
+if denied >= 0 then
+  return {denied, wait}
+end
+for i = 1, #KEYS do
+  if ARGV[1 + 4 * i] == 'c' then
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', int(now))
+    redis.call('ZADD', KEYS[i], int(now + lease), token)
+    local ttl = math.ceil(lease / 1000) + 1
+    if redis.call('PTTL', KEYS[i]) < ttl then
+      redis.call('PEXPIRE', KEYS[i], int(ttl))
+    end
+  elseif tats[i] > now then
+    redis.call('SET', KEYS[i], int(tats[i]), 'PX', int(math.ceil((tats[i] - now) / 1000)))
+  end
+end
+return {-1, 0}
+`)
