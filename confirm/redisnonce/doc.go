@@ -1,0 +1,10 @@
+// Package redisnonce is a Redis-backed
+// [github.com/mcpguard/mcpguard/confirm.NonceStore], so that several server
+// replicas accept each confirmation once between them and nonces survive a
+// restart of any one replica.
+//
+// Each nonce is one key, written with SET key 1 PX ttl NX: one round trip,
+// atomic on the Redis server. The key lives until the confirmation's expiry
+// plus [Grace], which covers clock skew between replicas. Keys are prefixed,
+// so one Redis can serve several deployments.
+package redisnonce
