@@ -123,16 +123,14 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 7. Confirm (not for a dry run: nothing happens).
 	calls := 1
 	if c.rule.Confirm && !c.dryRun {
-		res, retry, done := g.confirmStep(ctx, req, c, topts)
+		res, done := g.confirmStep(ctx, req, c, topts)
 		if done {
 			return res, nil
 		}
-		if res != nil || c.denial != nil {
+		if c.denial != nil {
 			return g.deny(c, c.denial)
 		}
-		if retry {
-			calls = 0 // the first round already counted this logical call
-		}
+		calls = 0 // the first round counted this logical call against the rate
 	}
 
 	// 8. Limit.
@@ -141,14 +139,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		if c.dryRun {
 			spend = 0
 		}
-		ld := g.opts.Limiter.AllowAt(ctx, c.start, limiter.Request{
-			Session: g.sessionKey(req, id),
-			User:    id.Principal.Subject,
-			Tool:    c.name,
-			Write:   write,
-			Calls:   calls,
-			Cost:    spend,
-		})
+		ld := g.limit(ctx, req, c, calls, spend)
 		if !ld.Allowed {
 			return g.deny(c, limitDenial(ld))
 		}
@@ -223,6 +214,18 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		c.detail = "tool reported an error"
 	}
 	return res, nil
+}
+
+// limit asks the limiter about this call.
+func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int, spend float64) limiter.Decision {
+	return g.opts.Limiter.AllowAt(ctx, c.start, limiter.Request{
+		Session: g.sessionKey(req, c.id),
+		User:    c.id.Principal.Subject,
+		Tool:    c.name,
+		Write:   c.rule.Class == policy.Write,
+		Calls:   calls,
+		Cost:    spend,
+	})
 }
 
 // deny records d as the call's outcome and renders it in the configured mode.
@@ -305,57 +308,66 @@ func (g *Guard) describe(c *call, topts ToolOptions) string {
 
 // confirmStep runs step 7. It returns done with the result to send when the
 // call ends here (asking the human, or a decline); a denial is left in
-// c.denial; retry reports that this is the verified second round.
-func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions) (res *mcp.CallToolResult, retry, done bool) {
+// c.denial. The first round of a logical call counts once against the call
+// rate (and nothing against spend) before the human is asked, so a
+// rate-limited caller cannot flood the human with prompts; the confirmed
+// round then counts its spend only.
+func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions) (res *mcp.CallToolResult, done bool) {
 	s := g.opts.Confirmer
 	if s == nil {
 		c.denial = Deny(CodeConfirmationRequired, "this tool needs a confirmation the server cannot ask for")
-		return nil, false, false
+		return nil, false
 	}
 	hash, herr := confirm.ArgsSHA256(c.raw)
 	if herr != nil {
 		c.denial = Deny(CodeInvalidArguments, "arguments are not valid JSON")
-		return nil, false, false
+		return nil, false
 	}
 	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: c.name, ArgsSHA256: hash}
 	p := req.Params
 	state, responses := p.RequestState, p.InputResponses
 	if state == "" {
+		if g.opts.Limiter != nil {
+			ld := g.limit(ctx, req, c, 1, 0)
+			g.opts.Limiter.Release(ld)
+			if !ld.Allowed {
+				c.denial = limitDenial(ld)
+				return nil, false
+			}
+		}
 		st, err := s.Issue(c.start, claims)
 		if err != nil {
 			c.detail = "confirmation state: " + err.Error()
 			c.denial = Deny(CodeInternal, "the confirmation could not be prepared")
-			return nil, false, false
+			return nil, false
 		}
 		msg := "Confirm: " + g.confirmText(c, topts)
 		ask := confirm.Ask(msg, st)
 		if supportsMRTR(req.Session) {
 			c.denial = Deny(CodeConfirmationRequired, "waiting for the user's confirmation")
 			c.detail = "confirmation requested"
-			return inputRequired(ask), false, true
+			return inputRequired(ask), true
 		}
 		// An older client: ask it directly, as the go-sdk does for handlers.
 		er, err := req.Session.Elicit(ctx, ask.InputRequests[confirm.InputKey].(*mcp.ElicitParams))
 		if err != nil {
 			c.detail = "elicitation failed"
 			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm")
-			return nil, false, false
+			return nil, false
 		}
 		state, responses = st, mcp.InputResponseMap{confirm.InputKey: er}
-	} else {
-		retry = true
 	}
 	if err := s.Verify(ctx, c.start, state, claims); err != nil {
 		c.detail = "confirmation: " + err.Error()
 		c.denial = Deny(CodeConfirmationRequired, "the confirmation is missing, expired, already used or for another call; call the tool again to be asked")
-		return nil, false, false
+		return nil, false
 	}
 	action, _ := confirm.Answer(&mcp.CallToolParamsRaw{InputResponses: responses})
 	if action != "accept" {
 		c.detail = "user answered " + strconv.Quote(action)
 		if action == "" {
 			c.denial = Deny(CodeConfirmationRequired, "no confirmation answer")
-			return nil, false, false
+			return nil, false
 		}
 		d := Deny(CodeConfirmationRequired, "the user did not confirm; the tool was not run")
 		c.denial = d
@@ -363,11 +375,11 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		out.CorrelationID = c.corr
 		r := out.Result()
 		if g.opts.ProtocolErrors {
-			return nil, false, false
+			return nil, false
 		}
-		return r, false, true
+		return r, true
 	}
-	return nil, retry, false
+	return nil, false
 }
 
 func (g *Guard) confirmText(c *call, topts ToolOptions) string {
