@@ -144,7 +144,8 @@ const (
 	domainPrefix = "mcpguard/confirm\x00"
 )
 
-// Issue returns a state bound to c that expires at now plus the TTL. It
+// Issue returns a state bound to c that expires at now plus the TTL,
+// rounded down to the whole second (the state carries unix seconds). It
 // returns an error when a claim is empty, the claims are too long for a
 // state (over about 4 KiB), or the random source fails.
 func (s *Signer) Issue(now time.Time, c Claims) (string, error) {

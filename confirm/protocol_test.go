@@ -547,3 +547,49 @@ func TestExpiryWallClock(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRoundTrip compares a bare tools/call over in-memory transports
+// with a confirmed one (two rounds: ask, then the accepted retry) on the
+// default protocol.
+func BenchmarkRoundTrip(b *testing.B) {
+	accept := &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}}
+	for _, tc := range []struct {
+		name    string
+		confirm bool
+	}{{"bare", false}, {"confirmed", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			s, err := confirm.NewSigner([]confirm.Key{{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := &harness{signer: s, now: time.Now}
+			srv := mcp.NewServer(&mcp.Implementation{Name: "shop"}, nil)
+			handler := h.refund
+			if tc.confirm {
+				handler = h.guard("alice", h.refund)
+			}
+			srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}}, handler)
+			ctx := context.Background()
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(ctx, st, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, accept).Connect(ctx, ct, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { cs.Close(); ss.Wait() }()
+			p := &mcp.CallToolParams{Name: "refund", Arguments: order}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, p)
+				if err != nil || res.IsError {
+					b.Fatalf("CallTool: %v %v", err, text(res))
+				}
+			}
+		})
+	}
+}
