@@ -183,11 +183,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 
 	// Normalise what the handler returned.
 	if err != nil {
-		var we *jsonrpc.Error
-		if errors.As(err, &we) && errors.Is(err, we) && err == error(we) {
+		if we := wireError(err); we != nil {
+			// A protocol error from below (the go-sdk's own, or a handler's
+			// deliberate one): pass it on unwrapped, or the SDK sends code 0.
 			c.denial = &DenialError{Code: CodeInternal, Message: we.Message}
 			c.detail = "protocol error " + strconv.FormatInt(we.Code, 10)
-			return nil, err
+			return nil, we
 		}
 		c.detail = "handler error: " + err.Error()
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -216,6 +217,26 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	return res, nil
 }
 
+// notFoundWire is exactly what the go-sdk says about a tool it does not
+// have, so that a hidden tool cannot be told from a missing one.
+func notFoundWire(name string, code int64) *jsonrpc.Error {
+	if code == 0 {
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: "unknown tool " + strconv.Quote(name)}
+}
+
+// wireError returns the JSON-RPC error in err's chain, or nil.
+func wireError(err error) *jsonrpc.Error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	return nil
+}
+
+func nowFunc() time.Time { return time.Now() }
+
 // limit asks the limiter about this call.
 func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int, spend float64) limiter.Decision {
 	return g.opts.Limiter.AllowAt(ctx, c.start, limiter.Request{
@@ -232,12 +253,7 @@ func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, ca
 func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {
 	c.denial = d
 	if d.Code == CodeToolNotFound {
-		code := g.opts.NotFoundCode
-		if code == 0 {
-			code = jsonrpc.CodeInvalidParams
-		}
-		// Exactly what the go-sdk says about a tool it does not have.
-		return nil, &jsonrpc.Error{Code: code, Message: d.Message}
+		return nil, notFoundWire(c.name, g.opts.NotFoundCode)
 	}
 	out := *d
 	out.CorrelationID = c.corr

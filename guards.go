@@ -1,0 +1,183 @@
+package mcpguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The guards below are the pipeline's steps as stand-alone [Middleware],
+// for servers that compose their own chain. They report denials as tool
+// errors. [Guard] runs the same checks in one pass, in the order of the
+// package documentation, and is what most servers want.
+
+// Recover turns a panic in the wrapped handler into an INTERNAL tool error
+// (the go-sdk has no recover: a panic would end the process), and
+// normalises the two returns the go-sdk mishandles: (nil, nil) and a plain
+// error (which would reach the client as JSON-RPC code 0, text and all).
+// The panic value and stack go to log (nil means stderr), never to the
+// client.
+func Recover(log *slog.Logger) Middleware {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					log.Error("mcpguard: tool handler panicked", "tool", toolName(req), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+					res, err = Deny(CodeInternal, "the tool failed unexpectedly").Result(), nil
+				}
+			}()
+			res, err = next(ctx, req)
+			switch {
+			case err != nil:
+				var de *DenialError
+				if errors.As(err, &de) {
+					return de.Result(), nil
+				}
+				if we := wireError(err); we != nil {
+					return nil, we
+				}
+				log.Error("mcpguard: tool handler failed", "tool", toolName(req), "err", err)
+				return Deny(CodeInternal, "the tool failed").Result(), nil
+			case res == nil:
+				return Deny(CodeInternal, "the tool returned no result").Result(), nil
+			}
+			return res, nil
+		}
+	}
+}
+
+// Authenticate resolves the caller with a and puts the [Identity] in the
+// context for the handler ([FromContext]); a call without a valid identity
+// is refused with UNAUTHENTICATED and the handler does not run.
+func Authenticate(a Authenticator) Middleware {
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if a == nil {
+				return Deny(CodeUnauthenticated, "authentication required").Result(), nil
+			}
+			id, err := a.Authenticate(ctx, req)
+			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
+				return Deny(CodeUnauthenticated, "authentication required").Result(), nil
+			}
+			return next(NewContext(ctx, id), req)
+		}
+	}
+}
+
+// Authorize applies p to the principal in the context (see [Authenticate],
+// which must run first: without a principal every call is refused). Tools
+// the principal may not see are refused exactly as unknown tools are.
+// Argument limits are checked against the raw arguments.
+func Authorize(p *policy.Policy) Middleware {
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			pr := PrincipalFromContext(ctx)
+			if pr == nil {
+				return Deny(CodeUnauthenticated, "authentication required").Result(), nil
+			}
+			name := toolName(req)
+			d := p.Authorize(pr, name)
+			if d.Code == policy.NotFound {
+				return nil, notFoundWire(name, 0)
+			}
+			if d.Code != policy.Allowed {
+				return Deny(Code(d.Code.String()), d.Reason).Result(), nil
+			}
+			if len(d.Rule.ArgLimits) > 0 {
+				var args map[string]any
+				if req.Params != nil {
+					if doc, err := decodeStrict(orEmpty(req.Params.Arguments)); err == nil {
+						args, _ = doc.(map[string]any)
+					}
+				}
+				if d := p.CheckArgs(pr, d.Rule, policy.MapArgs(args)); !d.Allowed() {
+					return Deny(CodeForbidden, d.Reason).Result(), nil
+				}
+			}
+			return next(ctx, req)
+		}
+	}
+}
+
+// ValidateArguments checks the call's arguments with v (see [NewValidator])
+// and refuses invalid ones with INVALID_ARGUMENTS; the handler does not run.
+func ValidateArguments(v *Validator) Middleware {
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var raw []byte
+			if req.Params != nil {
+				raw = req.Params.Arguments
+			}
+			if _, err := v.Validate(raw); err != nil {
+				var de *DenialError
+				if errors.As(err, &de) {
+					return de.Result(), nil
+				}
+				return Deny(CodeInvalidArguments, "arguments failed validation").Result(), nil
+			}
+			return next(ctx, req)
+		}
+	}
+}
+
+// Audit writes one outcome event per call to sink: the tool, the caller
+// from the context (when [Authenticate] ran before it), whether the result
+// was an error and the mcpguard code of a denial. A failing sink is
+// reported to log (nil means slog.Default) and does not change the result.
+func Audit(sink audit.Sink, log *slog.Logger) Middleware {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			c := &call{start: nowFunc(), corr: newCorrelationID(), name: toolName(req), id: FromContext(ctx)}
+			if req != nil && req.Params != nil {
+				c.raw = req.Params.Arguments
+			}
+			res, err := next(ctx, req)
+			switch {
+			case err != nil:
+				c.denial = Deny(CodeInternal, "")
+				if wireError(err) != nil {
+					c.detail = "protocol error"
+				}
+			case res != nil && res.IsError:
+				var de *DenialError
+				if errors.As(res.GetError(), &de) {
+					c.denial = de
+				} else {
+					c.detail = "tool reported an error"
+				}
+			}
+			g := &Guard{now: nowFunc}
+			ev := g.event(req, c, audit.PhaseOutcome)
+			if werr := sink.Write(context.WithoutCancel(ctx), &ev); werr != nil {
+				log.Error("mcpguard: audit record not written", "tool", c.name, "err", werr)
+			}
+			return res, err
+		}
+	}
+}
+
+func toolName(req *mcp.CallToolRequest) string {
+	if req == nil || req.Params == nil {
+		return ""
+	}
+	return req.Params.Name
+}
+
+func orEmpty(raw []byte) []byte {
+	if len(raw) == 0 {
+		return []byte("{}")
+	}
+	return raw
+}
