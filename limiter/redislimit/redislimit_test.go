@@ -348,4 +348,3 @@ func BenchmarkRedis(b *testing.B) {
 		b.ReportMetric(float64(after["evalsha"]+after["eval"]-before["evalsha"]-before["eval"])/float64(b.N), "roundtrips/op")
 	})
 }
-
