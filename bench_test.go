@@ -1,0 +1,134 @@
+package mcpguard_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The benchmarks compare the guarded path with the bare one in the same
+// run; BENCHMARKS.md records the ratios. Run:
+//
+//	go test -run '^$' -bench 'Pipeline|RoundTrip' -benchmem -count 5 .
+
+var benchSchema = json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"customer_id": {"type": "string", "pattern": "^CUST-[A-Z0-9]{5}$"},
+		"amount":      {"type": "number", "exclusiveMinimum": 0},
+		"reason":      {"type": "string", "minLength": 10, "maxLength": 200}
+	},
+	"required": ["customer_id", "amount", "reason"],
+	"additionalProperties": false
+}`)
+
+var benchArgs = json.RawMessage(`{"customer_id":"CUST-00001","amount":12.5,"reason":"damaged on arrival"}`)
+
+func noop(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+}
+
+// benchGuard is the full guard of DESIGN.md's target: authentication,
+// policy, strict validation, a rate and a spend limit, and audit to a
+// buffered JSONL sink.
+func benchGuard(b *testing.B) *mcpguard.Guard {
+	b.Helper()
+	pol, err := policy.New(policy.Config{
+		Tools:          []policy.ToolRule{{Name: "trigger_refund", Class: policy.Read}},
+		RoleRules:      []policy.RoleRule{{Pattern: "admin_*", Roles: []string{"admin"}}},
+		WriteAllowlist: []string{},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lim, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.Session, Max: 1e12, Window: time.Second},
+		{Kind: limiter.Spend, Scope: limiter.User, Max: 1e15, Window: time.Second},
+	}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sink, err := audit.OpenJSONL(filepath.Join(b.TempDir(), "audit.jsonl"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sink.Close() })
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, Limiter: lim, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+func BenchmarkPipeline(b *testing.B) {
+	tool := &mcp.Tool{Name: "trigger_refund", InputSchema: benchSchema}
+	r := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "trigger_refund", Arguments: benchArgs}}
+	ctx := context.Background()
+	b.Run("bare", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			noop(ctx, r)
+		}
+	})
+	b.Run("guarded", func(b *testing.B) {
+		h, err := benchGuard(b).Wrap(tool, noop)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, _ := h(ctx, r); res.IsError {
+			b.Fatalf("guarded call refused: %s", mustJSON(res))
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			h(ctx, r)
+		}
+	})
+}
+
+func BenchmarkRoundTrip(b *testing.B) {
+	setup := func(b *testing.B, guarded bool) *mcp.ClientSession {
+		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "trigger_refund", InputSchema: benchSchema}, noop)
+		if guarded {
+			if err := benchGuard(b).Install(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := s.Connect(context.Background(), st, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close(); ss.Close() })
+		return cs
+	}
+	params := &mcp.CallToolParams{Name: "trigger_refund", Arguments: benchArgs}
+	for _, guarded := range []bool{false, true} {
+		name := "bare"
+		if guarded {
+			name = "guarded"
+		}
+		b.Run(name, func(b *testing.B) {
+			cs := setup(b, guarded)
+			if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+				b.Fatalf("call: %v %s", err, mustJSON(res))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				cs.CallTool(context.Background(), params)
+			}
+		})
+	}
+}

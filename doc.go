@@ -1,0 +1,85 @@
+// Package mcpguard puts guard rails around a Model Context Protocol server
+// built with the official Go SDK (github.com/modelcontextprotocol/go-sdk),
+// so that it is safe to hand to an AI agent: every call runs as the real
+// caller, tools a caller may not use are invisible, writes are off unless
+// allowlisted, dangerous writes need a signed human confirmation, calls are
+// capped, arguments and results are strictly validated, and every decision
+// is audited.
+//
+// A [Guard] assembles the pipeline. One line protects every tool of a
+// server, typed (mcp.AddTool) or raw (Server.AddTool), and filters
+// tools/list per caller:
+//
+//	pol, _ := policy.New(policy.Config{
+//		Tools: []policy.ToolRule{
+//			{Name: "get_customer_record", Class: policy.Read},
+//			{Name: "trigger_refund", Class: policy.Write},
+//		},
+//		RoleRules:      []policy.RoleRule{{Pattern: "admin_*", Roles: []string{"admin"}}},
+//		WriteAllowlist: []string{"trigger_refund"},
+//	})
+//	g, _ := mcpguard.New(pol, mcpguard.FromEnv("MY_TOKEN", tokens), &mcpguard.Options{Audit: sink})
+//	if err := g.Install(server); err != nil { // a tool without a rule is a start-up error
+//		log.Fatal(err)
+//	}
+//
+// # The pipeline
+//
+// For each tools/call, in this order: recover from panics; correlate (an id
+// and a start time; the audit record is written on every way out);
+// authenticate (an [Authenticator]: verified TokenInfo, HTTP headers, or the
+// launching environment of a stdio server; never a default identity, never
+// tool arguments); resolve and authorize with the [policy] (hidden and
+// unknown tools get byte-identical answers; write tools need the allowlist);
+// validate the arguments strictly ([Validator]); ask for confirmation
+// (package confirm); apply rate, spend and in-flight limits (package
+// limiter); answer dry-runs (package dryrun); record a durable write-ahead
+// intent for writes (package audit); run the handler with the caller's
+// [Identity] in its context; validate its output; audit the outcome.
+//
+// # Chaining
+//
+// Each step is also a stand-alone [Middleware] ([Recover], [Authenticate],
+// [Authorize], [ValidateArguments], [Audit]). [Chain] composes them with
+// the first listed outermost: Chain(a, b, c)(h) == a(b(c(h))). [When]
+// applies a middleware to some calls only. [Guard.Wrap] guards a single raw
+// handler; [Guard.Install] guards a whole server.
+//
+// # Errors
+//
+// A refusal is a [*DenialError] with a [Code] from the error contract; it
+// unwraps to a sentinel (errors.Is(err, ErrForbidden)). By default a refusal
+// is a tool-error result (isError true) whose structured content and text
+// are {"error":{"code","message","retryable","retry_after_seconds"?,
+// "correlation_id","details"?}}, so a model can read it and correct itself.
+// With [Options.ProtocolErrors] it is a JSON-RPC error instead:
+//
+//	UNAUTHENTICATED                                  -32000  HTTP 401
+//	FORBIDDEN, WRITE_NOT_ALLOWED, CONFIRMATION_REQUIRED  -32001  HTTP 403
+//	TOOL_NOT_FOUND                                   -32602 (or Options.NotFoundCode)  404
+//	INVALID_ARGUMENTS                                -32602  HTTP 400
+//	RATE_/SPEND_/CONCURRENCY_LIMIT_EXCEEDED          -32029  HTTP 429 + Retry-After
+//	INVALID_RESPONSE                                 -32603  HTTP 502
+//	UPSTREAM_UNAVAILABLE                             -32003  HTTP 502/504
+//	AUDIT_UNAVAILABLE                                -32603  HTTP 503
+//	INTERNAL                                         -32603  HTTP 500
+//
+// TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
+// tool, byte for byte, so a hidden tool cannot be probed. A handler that
+// returns (nil, nil) or a plain error never reaches the SDK as such: both
+// become INTERNAL (the SDK would crash on the first and send code 0 with the
+// error text for the second).
+//
+// # Security
+//
+// Messages never contain credentials, argument values or stack traces; the
+// caller's [Credential] prints as "[REDACTED]" everywhere. Token
+// comparison is constant-time. Validation refuses type coercion ("10.0" or
+// true for a number), unknown fields even where a schema forgot
+// "additionalProperties": false, malformed formats, overlong strings,
+// control characters and duplicate keys, and never loads a "$ref" from disk
+// or network. The guard fails closed: a missing identity, an unknown tool, a
+// tool whose schema does not compile, or a write whose audit intent cannot
+// be recorded is refused. ToolAnnotations.ReadOnlyHint is only cross-checked
+// against the configured class; it is never trusted.
+package mcpguard
