@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -104,4 +105,20 @@ func TestDescribe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDescribe checks that Describe never panics and never lets a control
+// or formatting character reach the human.
+func FuzzDescribe(f *testing.F) {
+	f.Add("refund", `{"a":"b\u202e","n":1}`)
+	f.Add("t\x00", `[1,{"x":"\u0000"}]`)
+	f.Add("", `"\ud800"`)
+	f.Fuzz(func(t *testing.T, tool, args string) {
+		got := Describe(tool, json.RawMessage(args))
+		for _, r := range got {
+			if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+				t.Fatalf("Describe(%q, %q) = %q contains %U", tool, args, got, r)
+			}
+		}
+	})
 }
