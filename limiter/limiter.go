@@ -164,16 +164,68 @@ func (l *Limiter) AllowAt(ctx context.Context, now time.Time, r Request) Decisio
 }
 
 func (l *Limiter) allowMemory(now time.Time, r Request) Decision {
-	var buf [stackChecks]Check
-	b := Batch{Checks: buf[:0]}
-	held := l.build(&b, r, false, 0)
-	l.mem.apply(now.UnixNano(), &b)
-	return l.decision(&b, r, held, 0)
+	var buf [stackChecks]memCheck
+	cs := buf[:0]
+	if len(l.limits) > stackChecks {
+		cs = make([]memCheck, 0, len(l.limits))
+	}
+	var held uint64
+	for i := range l.limits {
+		lim := &l.limits[i]
+		if lim.Tool != "" && lim.Tool != r.Tool {
+			continue
+		}
+		n := 1.0
+		switch lim.Kind {
+		case Rate:
+			n = float64(r.Calls)
+		case Spend:
+			n = r.Cost
+		case Concurrency:
+			held |= 1 << i
+		}
+		if n == 0 {
+			continue
+		}
+		cs = append(cs, memCheck{id: l.ids[i], key: r.key(lim.Scope), kind: lim.Kind, lim: uint8(i), max: lim.Max, n: n, window: int64(lim.Window)})
+	}
+	denied, wait := l.mem.apply(now.UnixNano(), cs, false)
+	if denied < 0 {
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, held: held}
+	}
+	return Decision{Limit: l.limits[cs[denied].lim], RetryAfter: max(wait, 0)}
+}
+
+func (l *Limiter) releaseMemory(d Decision) {
+	var buf [stackChecks]memCheck
+	cs := buf[:0]
+	if len(l.limits) > stackChecks {
+		cs = make([]memCheck, 0, len(l.limits))
+	}
+	r := Request{Session: d.session, User: d.user}
+	for i := range l.limits {
+		if d.held&(1<<i) != 0 {
+			lim := &l.limits[i]
+			cs = append(cs, memCheck{id: l.ids[i], key: r.key(lim.Scope), kind: Concurrency})
+		}
+	}
+	l.mem.apply(0, cs, true)
+}
+
+// key returns the bucket key of r within a limit of scope s.
+func (r *Request) key(s Scope) string {
+	switch s {
+	case Session:
+		return r.Session
+	case User:
+		return r.User
+	}
+	return ""
 }
 
 func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Decision {
-	b := &Batch{Checks: make([]Check, 0, len(l.limits))}
-	held := l.build(b, r, false, 0)
+	checks, held := l.build(make([]Check, 0, len(l.limits)), r, false, 0)
+	b := &Batch{Checks: checks}
 	var lease uint64
 	if held != 0 {
 		lease = l.lease.Add(1)
@@ -189,10 +241,10 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 	return l.decision(b, r, held, lease)
 }
 
-// build appends to b the checks of the limits that apply to r (only
+// build appends to dst the checks of the limits that apply to r (only
 // concurrency ones when release is set, and only those in held then) and
-// returns the set of concurrency limits among them.
-func (l *Limiter) build(b *Batch, r Request, release bool, held uint64) uint64 {
+// returns them with the set of concurrency limits among them.
+func (l *Limiter) build(dst []Check, r Request, release bool, held uint64) ([]Check, uint64) {
 	var conc uint64
 	for i := range l.limits {
 		lim := &l.limits[i]
@@ -220,9 +272,9 @@ func (l *Limiter) build(b *Batch, r Request, release bool, held uint64) uint64 {
 		if lim.Kind == Concurrency {
 			conc |= 1 << i
 		}
-		b.Checks = append(b.Checks, c)
+		dst = append(dst, c)
 	}
-	return conc
+	return dst, conc
 }
 
 func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
@@ -253,15 +305,12 @@ func (l *Limiter) Release(d Decision) {
 	if d.held == 0 {
 		return
 	}
-	r := Request{Session: d.session, User: d.user, Tool: d.tool}
 	if l.mem != nil {
-		var buf [stackChecks]Check
-		b := Batch{Release: true, Checks: buf[:0]}
-		l.build(&b, r, true, d.held)
-		l.mem.apply(0, &b)
+		l.releaseMemory(d)
 		return
 	}
-	b := &Batch{Release: true, Lease: d.lease, Checks: make([]Check, 0, len(l.limits))}
-	l.build(b, r, true, d.held)
+	r := Request{Session: d.session, User: d.user, Tool: d.tool}
+	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, true, d.held)
+	b := &Batch{Release: true, Lease: d.lease, Checks: checks}
 	_ = l.store.Apply(context.Background(), time.Now(), b)
 }

@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"hash/maphash"
+	"math/bits"
 	"math"
 	"sync"
 	"time"
@@ -13,7 +14,7 @@ const (
 	// minSweep is the size a shard must reach before it is swept.
 	minSweep = 512
 	// stackChecks is how many checks a decision handles without allocating.
-	stackChecks = 16
+	stackChecks = 8
 )
 
 // A MemoryStore is the in-memory [Store]: exact and cheap, for one process.
@@ -58,7 +59,7 @@ func NewMemoryStore() *MemoryStore {
 
 // Apply carries out b at time now; it never fails. See [Store].
 func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
-	s.apply(now.UnixNano(), b)
+	s.applyBatch(now.UnixNano(), b)
 	return nil
 }
 
@@ -107,142 +108,146 @@ func (sh *shard) sweep(now int64) {
 	sh.next = max(2*len(sh.m), minSweep)
 }
 
-func (s *MemoryStore) shardOf(key string) uint8 {
-	return uint8(maphash.String(s.seed, key))
+// memCheck is a [Check] as the memory store works on it, with its shard and
+// its evaluation.
+type memCheck struct {
+	id, key string
+	kind    Kind
+	shard   uint8
+	lim     uint8 // index of the limit in the Limiter (fast path only)
+	max, n  float64
+	window  int64
+	st      *memState // state found, nil if none
+	tat     int64     // new theoretical arrival time, if allowed
 }
 
-// pending is the outcome of evaluating one check.
-type pending struct {
-	st  *memState
-	tat int64
-}
-
-func (s *MemoryStore) apply(now int64, b *Batch) {
-	var shardBuf [stackChecks]uint8
-	var pendBuf [stackChecks]pending
-	shards, pend := shardBuf[:0], pendBuf[:0]
+// applyBatch carries out a public Batch.
+func (s *MemoryStore) applyBatch(now int64, b *Batch) {
+	var buf [stackChecks]memCheck
+	cs := buf[:0]
 	if len(b.Checks) > stackChecks {
-		shards = make([]uint8, 0, len(b.Checks))
-		pend = make([]pending, 0, len(b.Checks))
+		cs = make([]memCheck, 0, len(b.Checks))
 	}
+	for i := range b.Checks {
+		c := &b.Checks[i]
+		cs = append(cs, memCheck{id: c.ID, key: c.Key, kind: c.Kind, max: c.Max, n: c.N, window: int64(c.Window)})
+	}
+	b.Denied, b.RetryAfter = s.apply(now, cs, b.Release)
+}
+
+// apply decides or releases cs atomically and returns the index of the
+// denying check (or -1) and the wait, as in [Batch].
+func (s *MemoryStore) apply(now int64, cs []memCheck, release bool) (int, time.Duration) {
 	// Lock the shards involved in ascending order, each once: all scopes
 	// of one decision are decided under the same locks, and two decisions
 	// never wait on each other in a cycle.
-	for i := range b.Checks {
-		idx := s.shardOf(b.Checks[i].Key)
-		j := len(shards)
-		shards = append(shards, idx)
-		for j > 0 && shards[j-1] > idx {
-			shards[j] = shards[j-1]
-			j--
-		}
-		shards[j] = idx
+	var order [numShards / 64]uint64 // bit set of shards
+	for i := range cs {
+		idx := uint8(maphash.String(s.seed, cs[i].key))
+		cs[i].shard = idx
+		order[idx/64] |= 1 << (idx % 64)
 	}
-	prev := -1
-	for _, idx := range shards {
-		if int(idx) != prev {
+	for w, bits := range order {
+		for bits != 0 {
+			idx := w*64 + bits64TrailingZeros(bits)
+			bits &= bits - 1
 			sh := &s.shards[idx]
 			sh.mu.Lock()
 			if len(sh.m) >= sh.next {
 				sh.sweep(now)
 			}
-			prev = int(idx)
 		}
 	}
-	s.decide(now, b, pend)
-	prev = -1
-	for _, idx := range shards {
-		if int(idx) != prev {
+	denied, wait := -1, time.Duration(0)
+	if release {
+		s.release(cs)
+	} else {
+		denied, wait = s.decide(now, cs)
+	}
+	for w, bits := range order {
+		for bits != 0 {
+			idx := w*64 + bits64TrailingZeros(bits)
+			bits &= bits - 1
 			s.shards[idx].mu.Unlock()
-			prev = int(idx)
+		}
+	}
+	return denied, wait
+}
+
+func (s *MemoryStore) release(cs []memCheck) {
+	for i := range cs {
+		c := &cs[i]
+		if c.kind != Concurrency {
+			continue
+		}
+		if st := s.shards[c.shard].m[memKey{c.id, c.key}]; st != nil && st.inflight > 0 {
+			st.inflight-- // an entry left idle goes at the next sweep
 		}
 	}
 }
 
-// decide carries out b with the locks of its shards held; pend is scratch
-// space for len(b.Checks) entries.
-func (s *MemoryStore) decide(now int64, b *Batch, pend []pending) {
-	if b.Release {
-		for i := range b.Checks {
-			c := &b.Checks[i]
-			if c.Kind != Concurrency {
-				continue
-			}
-			sh := &s.shards[s.shardOf(c.Key)]
-			k := memKey{c.ID, c.Key}
-			if st := sh.m[k]; st != nil && st.inflight > 0 {
-				st.inflight--
-				if st.inflight == 0 && st.tat == 0 {
-					delete(sh.m, k)
-				}
-			}
-		}
-		return
-	}
-
-	// Evaluate every check against the current state.
-	b.Denied, b.RetryAfter = -1, 0
-	never := false
-	for i := range b.Checks {
-		c := &b.Checks[i]
-		st := s.shards[s.shardOf(c.Key)].m[memKey{c.ID, c.Key}]
-		p := pending{st: st}
-		switch c.Kind {
-		case Concurrency:
+// decide evaluates every check against the state at now and, only if all
+// allow, commits them all. The locks of the checks' shards are held.
+func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
+	denied, wait := -1, time.Duration(0)
+	for i := range cs {
+		c := &cs[i]
+		st := s.shards[c.shard].m[memKey{c.id, c.key}]
+		c.st = st
+		if c.kind == Concurrency {
 			var n int64
 			if st != nil {
 				n = st.inflight
 			}
-			if float64(n)+1 > c.Max && b.RetryAfter == 0 {
-				b.Denied = i
+			if float64(n)+1 > c.max && wait == 0 {
+				denied = i
 			}
-		default:
-			inc := increment(c.Window, c.N, c.Max)
-			if inc > int64(c.Window) {
-				if !never {
-					never = true
-					b.Denied, b.RetryAfter = i, -1
-				}
-				break
-			}
-			tat := now
-			if st != nil && st.tat > now {
-				tat = st.tat
-			}
-			p.tat = tat + inc
-			if wait := p.tat - int64(c.Window) - now; wait > 0 && !never && time.Duration(wait) > b.RetryAfter {
-				b.Denied, b.RetryAfter = i, time.Duration(wait)
-			}
+			continue
 		}
-		pend = append(pend, p)
+		inc := increment(c.window, c.n, c.max)
+		if inc > c.window {
+			if wait >= 0 {
+				denied, wait = i, -1
+			}
+			continue
+		}
+		tat := now
+		if st != nil && st.tat > now {
+			tat = st.tat
+		}
+		c.tat = tat + inc
+		if w := time.Duration(c.tat - c.window - now); w > 0 && wait >= 0 && w > wait {
+			denied, wait = i, w
+		}
 	}
-	if b.Denied >= 0 {
-		return
+	if denied >= 0 {
+		return denied, wait
 	}
-
-	// Allowed: commit every check.
-	for i := range b.Checks {
-		c, p := &b.Checks[i], &pend[i]
-		st := p.st
+	for i := range cs {
+		c := &cs[i]
+		st := c.st
 		if st == nil {
 			st = new(memState)
-			s.shards[s.shardOf(c.Key)].m[memKey{c.ID, c.Key}] = st
+			s.shards[c.shard].m[memKey{c.id, c.key}] = st
 		}
-		if c.Kind == Concurrency {
+		if c.kind == Concurrency {
 			st.inflight++
 		} else {
-			st.tat = p.tat
+			st.tat = c.tat
 		}
 	}
+	return -1, 0
 }
 
 // increment is the GCRA emission interval for n units of a limit of max
 // units per window, in nanoseconds, rounded down: a burst of exactly max
 // units then fits in the window whatever the rounding of each increment.
-func increment(window time.Duration, n, max float64) int64 {
+func increment(window int64, n, max float64) int64 {
 	x := math.Floor(float64(window) * n / max)
 	if x >= math.MaxInt64/4 {
 		return math.MaxInt64 / 4
 	}
 	return int64(x)
 }
+
+func bits64TrailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
