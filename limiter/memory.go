@@ -3,8 +3,8 @@ package limiter
 import (
 	"context"
 	"hash/maphash"
-	"math/bits"
 	"math"
+	"math/bits"
 	"sync"
 	"time"
 )
