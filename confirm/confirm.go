@@ -70,7 +70,8 @@ type Key struct {
 
 // Options configures a [Signer]. A nil *Options means all defaults.
 type Options struct {
-	// TTL is how long an issued state is valid. Zero means [DefaultTTL].
+	// TTL is how long an issued state is valid, at least one second. Zero
+	// means [DefaultTTL].
 	TTL time.Duration
 	// Nonces remembers used nonces. Nil means a new [MemoryNonceStore].
 	Nonces NonceStore
@@ -94,7 +95,7 @@ type Signer struct {
 // NewSigner returns a Signer that signs with keys[0] and verifies with any
 // of keys. It returns an error when keys is empty, a key id is empty, longer
 // than 64 bytes or repeated, a secret is shorter than [MinSecretLen], or the
-// TTL is negative. The keys and options are copied.
+// TTL is negative or under one second (states carry whole seconds). The keys and options are copied.
 func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("confirm: at least one key is required")
@@ -115,8 +116,8 @@ func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 	s.signKID = keys[0].ID
 	s.signKey = s.keys[s.signKID]
 	if opts != nil {
-		if opts.TTL < 0 {
-			return nil, errors.New("confirm: TTL must not be negative")
+		if opts.TTL < 0 || (opts.TTL > 0 && opts.TTL < time.Second) {
+			return nil, errors.New("confirm: TTL must be zero (default) or at least one second")
 		}
 		if opts.TTL > 0 {
 			s.ttl = opts.TTL

@@ -58,6 +58,7 @@ func TestNewSignerErrors(t *testing.T) {
 		{"short_secret", []Key{{ID: "k1", Secret: secretA[:31]}}, nil},
 		{"duplicate_id", []Key{{ID: "k1", Secret: secretA}, {ID: "k1", Secret: secretB}}, nil},
 		{"negative_ttl", []Key{{ID: "k1", Secret: secretA}}, &Options{TTL: -time.Second}},
+		{"sub_second_ttl", []Key{{ID: "k1", Secret: secretA}}, &Options{TTL: 500 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
