@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -147,6 +148,11 @@ func parseMessage(raw []byte, m *message) {
 		return
 	}
 	if m.method != "tools/call" {
+		if strings.EqualFold(m.method, "tools/call") {
+			// Method names are case-sensitive, but a lenient downstream
+			// must not be offered an unauthorized call.
+			m.invalid = errInvalidRequest("method " + strconv.Quote(m.method) + " differs from tools/call only in case")
+		}
 		return
 	}
 	if params == nil {
