@@ -31,6 +31,7 @@ type call struct {
 	rule    *policy.ToolRule
 	raw     json.RawMessage
 	args    map[string]any
+	decoded bool // args holds the decoded arguments (nil if they are not an object)
 	cost    float64
 	dryRun  bool
 	denial  *DenialError
@@ -38,10 +39,22 @@ type call struct {
 	written bool // a write's intent was recorded
 }
 
+// argsMap returns the decoded arguments, decoding them on first use (the
+// fast validation path does not build them).
+func (c *call) argsMap() map[string]any {
+	if !c.decoded {
+		c.decoded = true
+		if doc, err := decodeStrict(orEmpty(c.raw)); err == nil {
+			c.args, _ = doc.(map[string]any)
+		}
+	}
+	return c.args
+}
+
 // serve runs the pipeline of DESIGN.md for one call. e may be nil (Install
 // mode, unknown tool). next runs the tool.
 func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntry, next mcp.ToolHandler) (res *mcp.CallToolResult, err error) {
-	c := &call{start: g.now(), corr: newCorrelationID(), entry: e}
+	c := &call{start: g.now(), corr: g.nextCorrelationID(), entry: e}
 	if req != nil && req.Params != nil {
 		c.name = req.Params.Name
 		c.raw = req.Params.Arguments
@@ -92,7 +105,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	topts := g.opts.Tools[c.name]
 
 	// 6. Validate arguments.
-	doc, verr := e.in.Validate(c.raw)
+	doc, verr := e.in.check(c.raw)
 	if verr != nil {
 		var de *DenialError
 		if !errors.As(verr, &de) {
@@ -100,9 +113,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		}
 		return g.deny(c, de)
 	}
-	c.args, _ = doc.(map[string]any)
+	if doc != nil {
+		c.args, _ = doc.(map[string]any)
+		c.decoded = true
+	}
 	if len(c.rule.ArgLimits) > 0 {
-		if d := g.pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.args)); !d.Allowed() {
+		if d := g.pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
 			return g.deny(c, Deny(CodeForbidden, d.Reason))
 		}
 	}
@@ -112,7 +128,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// Cost of the call.
 	c.cost = c.rule.Cost
 	if topts.Cost != nil {
-		cost, cerr := topts.Cost(c.args)
+		cost, cerr := topts.Cost(c.argsMap())
 		if cerr != nil || limiter.CheckCost(cost) != nil {
 			c.detail = "cost function failed"
 			return g.deny(c, Deny(CodeInternal, "the cost of the call could not be computed"))
@@ -317,7 +333,7 @@ func (g *Guard) sessionKey(req *mcp.CallToolRequest, id *Identity) string {
 
 func (g *Guard) describe(c *call, topts ToolOptions) string {
 	if topts.Describe != nil {
-		return topts.Describe(c.name, c.args)
+		return topts.Describe(c.name, c.argsMap())
 	}
 	return dryrun.Summary(c.name, c.raw)
 }
@@ -400,7 +416,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 
 func (g *Guard) confirmText(c *call, topts ToolOptions) string {
 	if topts.Describe != nil {
-		return topts.Describe(c.name, c.args)
+		return topts.Describe(c.name, c.argsMap())
 	}
 	return confirm.Describe(c.name, c.raw)
 }
@@ -464,7 +480,7 @@ func (g *Guard) event(req *mcp.CallToolRequest, c *call, phase audit.Phase) audi
 		ev.Code = string(c.denial.Code)
 		ev.Allowed = false
 	}
-	if fields := g.opts.Tools[c.name].RecordArgs; len(fields) > 0 && c.args != nil {
+	if fields := g.opts.Tools[c.name].RecordArgs; len(fields) > 0 && c.argsMap() != nil {
 		ev.Args = make(map[string]any, len(fields))
 		for _, f := range fields {
 			if v, ok := c.args[f]; ok {
@@ -493,7 +509,8 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 		return true
 	}
 	ev := g.event(req, c, audit.PhaseOutcome)
-	if err := g.opts.Audit.Write(context.WithoutCancel(ctx), &ev); err != nil {
+	// The outcome is recorded even when the client has gone away.
+	if err := g.opts.Audit.Write(context.Background(), &ev); err != nil {
 		g.log.Error("mcpguard: audit record not written", "tool", c.name, "correlation_id", c.corr, "err", err)
 		return false
 	}

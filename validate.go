@@ -147,6 +147,12 @@ func (v *Validator) Validate(raw json.RawMessage) (any, error) {
 	return doc, nil
 }
 
+// check validates raw for the pipeline. It returns the decoded value when
+// it had to build it, else nil.
+func (v *Validator) check(raw json.RawMessage) (any, error) {
+	return v.Validate(raw)
+}
+
 // decodeStrict decodes one JSON value with json.Number numbers and refuses
 // trailing data and duplicate object keys (a duplicate is how a payload can
 // say one thing to a validator and another to a handler).
