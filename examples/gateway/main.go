@@ -1,0 +1,103 @@
+// Command gateway is the mcpguard HTTP JSON-RPC security gateway: it puts
+// mcpguard's policy in front of an MCP Streamable HTTP server written in any
+// language. It turns a bearer token into a principal (tokens from
+// MCP_GATEWAY_TOKENS; the demo tokens admin-token and viewer-token when
+// unset), refuses admin_* tools/call requests from callers without the role
+// admin before they reach the downstream, and forwards everything else.
+//
+//	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
+//	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8]
+//
+// Logs go to stderr. GET /healthz reports liveness and the upstream.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpguard/mcpguard/gateway"
+	"github.com/mcpguard/mcpguard/limiter"
+)
+
+func main() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(logger); err != nil {
+		logger.Error("gateway failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger) error {
+	host := flag.String("host", "127.0.0.1", "address to listen on (loopback by default)")
+	port := flag.Int("port", 8080, "port to listen on")
+	upstream := flag.String("upstream", "http://127.0.0.1:8081/mcp", "downstream MCP Streamable HTTP endpoint")
+	path := flag.String("path", "/mcp", "path the gateway serves MCP on")
+	timeout := flag.Float64("timeout", 30, "downstream timeout in seconds")
+	filter := flag.Bool("filter-tools-list", false, "remove tools the caller may not call from tools/list")
+	rate := flag.String("rate", "", `per-user call rate for tools/call, as "N/duration" (e.g. 60/1m); empty: none`)
+	inflight := flag.Int("inflight", 0, "per-user tools/call calls in flight; 0: no cap")
+	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
+	flag.Parse()
+
+	tokens, err := gateway.TokensFromEnv(logger)
+	if err != nil {
+		return err
+	}
+	var limits []limiter.Limit
+	if *rate != "" {
+		n, per, ok := strings.Cut(*rate, "/")
+		max, err1 := strconv.ParseFloat(n, 64)
+		window, err2 := time.ParseDuration(per)
+		if !ok || err1 != nil || err2 != nil {
+			return fmt.Errorf("--rate %q: want N/duration, e.g. 60/1m", *rate)
+		}
+		limits = append(limits, limiter.Limit{Kind: limiter.Rate, Scope: limiter.User, Max: max, Window: window})
+	}
+	if *inflight > 0 {
+		limits = append(limits, limiter.Limit{Kind: limiter.Concurrency, Scope: limiter.User, Max: float64(*inflight)})
+	}
+	opts := &gateway.Options{
+		Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
+		Timeout: time.Duration(*timeout * float64(time.Second)), Logger: logger,
+	}
+	if len(limits) > 0 {
+		lim, err := limiter.New(limits, nil)
+		if err != nil {
+			return err
+		}
+		opts.Limiter = lim
+	}
+	g, err := gateway.New(*upstream, tokens, opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", *upstream, "filter_tools_list", *filter)
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
