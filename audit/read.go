@@ -108,15 +108,8 @@ func ReadJSONL(r io.Reader) iter.Seq2[Event, error] {
 
 func decodeLine(data []byte) (Event, error) {
 	var p plainEvent
-	d := json.NewDecoder(bytes.NewReader(data))
-	if err := d.Decode(&p); err != nil {
+	if err := json.Unmarshal(data, &p); err != nil { // also rejects trailing data
 		return Event{}, err
-	}
-	if d.More() {
-		return Event{}, errors.New("trailing data after the record")
-	}
-	if _, err := d.Token(); !errors.Is(err, io.EOF) {
-		return Event{}, errors.New("trailing data after the record")
 	}
 	ev := Event(p)
 	if err := ev.validate(); err != nil {

@@ -1,0 +1,304 @@
+package audit_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/audit/audittest"
+)
+
+var t0 = time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
+
+// sessionEvents is one session of alice and one of bob, as the pipeline
+// records them: reads, a write denied by the allowlist, a dry-run write with
+// its intent, a rate-limit denial.
+func sessionEvents() []audit.Event {
+	ev := func(sec int, corr, sess, subj, tool, class string, ph audit.Phase, allowed, dry bool, code string) audit.Event {
+		return audit.Event{Time: t0.Add(time.Duration(sec) * time.Second), CorrelationID: corr, SessionID: sess,
+			Subject: subj, Roles: []string{"engineering"}, Tool: tool, Class: class, Phase: ph, Allowed: allowed,
+			DryRun: dry, Code: code, LatencyMS: float64(sec) / 10, ProtocolVersion: "2026-07-28", ClientName: "demo"}
+	}
+	o, i := audit.PhaseOutcome, audit.PhaseIntent
+	return []audit.Event{
+		ev(1, "c1", "s-alice", "alice", "search_docs", "read", o, true, false, ""),
+		ev(2, "c2", "s-alice", "alice", "create_ticket", "write", o, false, false, "WRITE_NOT_ALLOWED"),
+		ev(3, "c3", "s-alice", "alice", "create_ticket", "write", i, true, true, ""),
+		ev(4, "c3", "s-alice", "alice", "create_ticket", "write", o, true, true, ""),
+		ev(5, "c4", "s-bob", "bob", "search_docs", "read", o, true, false, ""),
+		ev(6, "c5", "s-bob", "bob", "search_docs", "read", o, false, false, "RATE_LIMIT_EXCEEDED"),
+		ev(7, "c6", "", "", "search_docs", "", o, false, false, "UNAUTHENTICATED"),
+	}
+}
+
+// testQueries checks the filters over sessionEvents, and that alice's session
+// reconstructs who did what, allowed or not, dry run or not.
+func testQueries(t *testing.T, query func(audit.Filter) ([]audit.Event, error)) {
+	t.Helper()
+	yes, no := true, false
+	tests := []struct {
+		name string
+		f    audit.Filter
+		want []string // correlation_id/phase
+	}{
+		{"all", audit.Filter{}, []string{"c1/outcome", "c2/outcome", "c3/intent", "c3/outcome", "c4/outcome", "c5/outcome", "c6/outcome"}},
+		{"by_session", audit.Filter{SessionID: "s-bob"}, []string{"c4/outcome", "c5/outcome"}},
+		{"by_subject", audit.Filter{Subject: "alice"}, []string{"c1/outcome", "c2/outcome", "c3/intent", "c3/outcome"}},
+		{"by_tool", audit.Filter{Tool: "create_ticket"}, []string{"c2/outcome", "c3/intent", "c3/outcome"}},
+		{"denied", audit.Filter{Allowed: &no}, []string{"c2/outcome", "c5/outcome", "c6/outcome"}},
+		{"allowed_by_bob", audit.Filter{Subject: "bob", Allowed: &yes}, []string{"c4/outcome"}},
+		{"by_code", audit.Filter{Code: "RATE_LIMIT_EXCEEDED"}, []string{"c5/outcome"}},
+		{"by_correlation", audit.Filter{CorrelationID: "c3"}, []string{"c3/intent", "c3/outcome"}},
+		{"intents", audit.Filter{Phase: audit.PhaseIntent}, []string{"c3/intent"}},
+		{"time_range", audit.Filter{Since: t0.Add(2 * time.Second), Until: t0.Add(4 * time.Second)}, []string{"c2/outcome", "c3/intent"}},
+		{"since_other_zone", audit.Filter{Since: t0.Add(6 * time.Second).In(time.FixedZone("", -7*3600))}, []string{"c5/outcome", "c6/outcome"}},
+		{"limit", audit.Filter{Tool: "search_docs", Limit: 2}, []string{"c1/outcome", "c4/outcome"}},
+		{"no_match", audit.Filter{Subject: "mallory"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := query(tt.f)
+			if err != nil {
+				t.Fatalf("Query(%+v): %v", tt.f, err)
+			}
+			var got []string
+			for _, e := range evs {
+				got = append(got, e.CorrelationID+"/"+string(e.Phase))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Query(%+v) (-want +got):\n%s", tt.f, diff)
+			}
+		})
+	}
+	t.Run("reconstruct_session", func(t *testing.T) {
+		evs, err := query(audit.Filter{SessionID: "s-alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, fmt.Sprintf("%s %s %s(%s) %s allowed=%v dry_run=%v code=%q at +%v",
+				e.CorrelationID, e.Subject, e.Tool, e.Class, e.Phase, e.Allowed, e.DryRun, e.Code, e.Time.Sub(t0)))
+		}
+		want := []string{
+			`c1 alice search_docs(read) outcome allowed=true dry_run=false code="" at +1s`,
+			`c2 alice create_ticket(write) outcome allowed=false dry_run=false code="WRITE_NOT_ALLOWED" at +2s`,
+			`c3 alice create_ticket(write) intent allowed=true dry_run=true code="" at +3s`,
+			`c3 alice create_ticket(write) outcome allowed=true dry_run=true code="" at +4s`,
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("session s-alice reconstructs as (-want +got):\n%s", diff)
+		}
+		want2 := sessionEvents()[:4]
+		if diff := cmp.Diff(want2, evs); diff != "" {
+			t.Errorf("session s-alice events (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func openSQLite(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := audit.OpenSQLite(filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func sqlHarness(db func(t *testing.T) *sql.DB, d audit.Dialect) func(t *testing.T) audittest.Harness {
+	return func(t *testing.T) audittest.Harness {
+		s, err := audit.NewSQL(context.Background(), db(t), d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return audittest.Harness{Sink: s, Read: func(ctx context.Context) ([]audit.Event, error) {
+			if err := s.Flush(ctx); err != nil {
+				return nil, err
+			}
+			return s.Query(ctx, audit.Filter{})
+		}}
+	}
+}
+
+func TestSQLiteConformance(t *testing.T) {
+	audittest.Run(t, sqlHarness(func(t *testing.T) *sql.DB { return openSQLite(t) }, audit.SQLite))
+}
+
+func TestSQLiteQuery(t *testing.T) {
+	db := openSQLite(t)
+	s, err := audit.NewSQL(context.Background(), db, audit.SQLite, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for i, e := range sessionEvents() {
+		write := s.Write
+		if i%2 == 0 {
+			write = s.WriteDurable
+		}
+		if err := write(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testQueries(t, func(f audit.Filter) ([]audit.Event, error) { return s.Query(ctx, f) })
+	var human string
+	if err := db.QueryRow(`SELECT time FROM audit_log WHERE correlation_id = 'c1'`).Scan(&human); err != nil {
+		t.Fatal(err)
+	}
+	if want := "2026-07-28T09:00:01.000Z"; human != want {
+		t.Errorf("generated column time = %q, want %q", human, want)
+	}
+}
+
+func TestSQLiteSchema(t *testing.T) {
+	db := openSQLite(t)
+	ctx := context.Background()
+	for range 2 { // the second open finds version 1 and changes nothing
+		s, err := audit.NewSQL(ctx, db, audit.SQLite, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	var n, v int
+	if err := db.QueryRow(`SELECT COUNT(*), MAX(version) FROM audit_schema_version`).Scan(&n, &v); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || v != audit.SchemaVersion {
+		t.Errorf("audit_schema_version has %d rows, max %d; want 1 row, %d", n, v, audit.SchemaVersion)
+	}
+	if _, err := db.Exec(`INSERT INTO audit_schema_version (version) VALUES (99)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.NewSQL(ctx, db, audit.SQLite, nil); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("NewSQL on a newer schema = %v, want an error", err)
+	}
+	if _, err := audit.NewSQL(ctx, db, "oracle", nil); err == nil {
+		t.Errorf("NewSQL with an unknown dialect succeeded")
+	}
+}
+
+func TestSQLiteStoresUnstorableText(t *testing.T) {
+	db := openSQLite(t)
+	s, err := audit.NewSQL(context.Background(), db, audit.SQLite, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e := event("nul", 1)
+	e.Detail = "a\x00b\xffc"
+	if err := s.WriteDurable(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Query(context.Background(), audit.Filter{CorrelationID: "nul"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Query = %v, %v", got, err)
+	}
+	if want := "a\uFFFDb\uFFFDc"; got[0].Detail != want {
+		t.Errorf("detail = %q, want %q", got[0].Detail, want)
+	}
+	if err := s.Write(context.Background(), &audit.Event{Time: t0, Phase: audit.PhaseOutcome}); !errors.Is(err, audit.ErrInvalidEvent) {
+		t.Errorf("Write without correlation id = %v, want ErrInvalidEvent", err)
+	}
+}
+
+// TestSQLiteConcurrentWriters: 16 goroutines, batched and durable writes
+// mixed, nothing lost.
+func TestSQLiteConcurrentWriters(t *testing.T) {
+	const writers, each = 16, 500
+	db := openSQLite(t)
+	s, err := audit.NewSQL(context.Background(), db, audit.SQLite, &audit.SQLOptions{QueueSize: 64, BatchSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				e := event(fmt.Sprintf("w%d-%d", w, i), i)
+				write := s.Write
+				if i%100 == 0 {
+					write = s.WriteDurable
+				}
+				if err := write(context.Background(), e); err != nil {
+					t.Errorf("Write: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var n, distinct int
+	if err := db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT correlation_id) FROM audit_log`).Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if n != writers*each || distinct != n {
+		t.Errorf("audit_log has %d rows (%d distinct), want %d", n, distinct, writers*each)
+	}
+	if st := s.Stats(); st.Rows != writers*each || st.Lost != 0 {
+		t.Errorf("Stats = %+v", st)
+	}
+}
+
+// TestSQLBlocksWhenFullAndHonoursContext: a full queue makes Write wait for
+// room and give up with the context, never drop.
+func TestSQLBlocksWhenFullAndHonoursContext(t *testing.T) {
+	db := openSQLite(t)
+	var errs []error
+	var mu sync.Mutex
+	s, err := audit.NewSQL(context.Background(), db, audit.SQLite, &audit.SQLOptions{QueueSize: 1, BatchSize: 1,
+		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hold the database's write lock so the background writer stalls.
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var accepted int
+	var werr error
+	for i := range 10 {
+		if werr = s.Write(ctx, event(fmt.Sprint(i), i)); werr != nil {
+			break
+		}
+		accepted++
+	}
+	if !errors.Is(werr, context.DeadlineExceeded) {
+		t.Fatalf("Write on a stalled sink = %v after %d events, want context.DeadlineExceeded", werr, accepted)
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	db.QueryRow(`SELECT COUNT(*) FROM audit_log`).Scan(&n)
+	if n != accepted {
+		t.Errorf("audit_log has %d rows, want the %d accepted events", n, accepted)
+	}
+}
