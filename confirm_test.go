@@ -193,3 +193,27 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
+
+// TestConfirmationSlowHumanExpires: on an older client the human answers
+// inside the call; an answer after the state's expiry must not run the tool.
+func TestConfirmationSlowHumanExpires(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	h := newHarness(t, basePolicy(false), &mcpguard.Options{Now: now})
+	slow := func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		clock.Add(int64(3 * time.Minute))
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}
+	cs := h.connect(bob, clientOpts{version: "2025-11-25", elicit: slow})
+	res, err := call(t, cs, "wipe", map[string]any{"target": "db-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := errorCode(t, res); got != "CONFIRMATION_REQUIRED" {
+		t.Errorf("late answer: code %q, want CONFIRMATION_REQUIRED", got)
+	}
+	if n := h.down.calls.Load(); n != 0 {
+		t.Errorf("tool ran %d times after a late confirmation", n)
+	}
+}

@@ -389,7 +389,9 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		}
 		state, responses = st, mcp.InputResponseMap{confirm.InputKey: er}
 	}
-	if err := s.Verify(ctx, c.start, state, claims); err != nil {
+	// The clock is read now, not at the call's start: on an older client the
+	// human answered inside this call, and an answer after expiry must fail.
+	if err := s.Verify(ctx, g.now(), state, claims); err != nil {
 		c.detail = "confirmation: " + err.Error()
 		c.denial = Deny(CodeConfirmationRequired, "the confirmation is missing, expired, already used or for another call; call the tool again to be asked")
 		return nil, false

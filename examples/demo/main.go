@@ -1,0 +1,302 @@
+// Command demo walks through what mcpguard does for an MCP server, end to
+// end and on embedded defaults: a refund server guarded by mcpguard, two
+// users connected over in-memory transports, every decision audited to an
+// SQLite file, and the audit trail queried at the end.
+//
+//	go run ./examples/demo
+//
+// Flags: -audit PATH keeps the SQLite audit database at PATH (default: a
+// temporary file, removed at exit).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/confirm"
+	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var customers = map[string]string{"CUST-00001": "Ada Lovelace", "CUST-00002": "Alan Turing"}
+
+type recordIn struct {
+	CustomerID string `json:"customer_id"`
+}
+
+type refundIn struct {
+	CustomerID string  `json:"customer_id"`
+	Amount     float64 `json:"amount"`
+	Reason     string  `json:"reason"`
+}
+
+const idSchema = `{"type":"string","pattern":"^CUST-[A-Z0-9]{5}$"}`
+
+func main() {
+	auditPath := flag.String("audit", "", "SQLite audit database (default: a temporary file)")
+	flag.Parse()
+	log.SetFlags(0)
+	if err := run(*auditPath, os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(auditPath string, out io.Writer) error {
+	ctx := context.Background()
+	if auditPath == "" {
+		dir, err := os.MkdirTemp("", "mcpguard-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		auditPath = filepath.Join(dir, "audit.db")
+	}
+
+	// The server: a read tool and a write tool, registered with the go-sdk
+	// as usual. The refund handler would call the payment API with the
+	// caller's own credential (auth passthrough).
+	refunds := 0
+	server := mcp.NewServer(&mcp.Implementation{Name: "refunds", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{
+		Name: "get_customer_record", Description: "Look up a customer",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"customer_id":` + idSchema + `},"required":["customer_id"]}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in recordIn) (*mcp.CallToolResult, map[string]any, error) {
+		name, ok := customers[in.CustomerID]
+		return nil, map[string]any{"found": ok, "customer_id": in.CustomerID, "name": name}, nil
+	})
+	mcp.AddTool(server, &mcp.Tool{
+		Name: "trigger_refund", Description: "Refund a customer",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"customer_id":` + idSchema + `,
+			"amount":{"type":"number","exclusiveMinimum":0},"reason":{"type":"string","minLength":10}},
+			"required":["customer_id","amount","reason"]}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in refundIn) (*mcp.CallToolResult, map[string]any, error) {
+		refunds++
+		return nil, map[string]any{"status": "refunded", "amount": in.Amount, "by": mcpguard.PrincipalFromContext(ctx).Subject}, nil
+	})
+	server.AddTool(&mcp.Tool{Name: "admin_reset_key", InputSchema: json.RawMessage(`{"type":"object","properties":{"key_id":{"type":"string"}},"required":["key_id"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "key reset"}}}, nil
+		})
+
+	// The policy is data.
+	pol, err := policy.New(policy.Config{
+		Tools: []policy.ToolRule{
+			{Name: "get_customer_record", Class: policy.Read},
+			{Name: "trigger_refund", Class: policy.Write, Confirm: true},
+			{Name: "admin_reset_key", Class: policy.Write},
+		},
+		RoleRules:      []policy.RoleRule{{Pattern: "admin_*", Roles: []string{"admin"}}},
+		WriteAllowlist: []string{"trigger_refund"},
+	})
+	if err != nil {
+		return err
+	}
+	db, err := audit.OpenSQLite(auditPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	sink, err := audit.NewSQL(ctx, db, audit.SQLite, nil)
+	if err != nil {
+		return err
+	}
+	lim, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.User, Max: 30, Window: time.Minute},
+		{Kind: limiter.Spend, Scope: limiter.User, Tool: "trigger_refund", Max: 100, Window: time.Hour},
+	}, nil)
+	if err != nil {
+		return err
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return err
+	}
+	signer, err := confirm.NewSigner([]confirm.Key{{ID: "demo", Secret: secret}}, nil)
+	if err != nil {
+		return err
+	}
+	tokens, err := mcpguard.NewTokenStore(map[string]*policy.Principal{
+		"tok-ada": {Subject: "ada@example.com", Roles: []string{"support", "admin"}},
+		"tok-bob": {Subject: "bob@example.com", Roles: []string{"support"}},
+	})
+	if err != nil {
+		return err
+	}
+	// In-memory sessions carry no HTTP headers, so the demo hands each
+	// session its user's token the way a stdio server gets it from its
+	// launching environment.
+	sessionTokens := map[*mcp.ServerSession]string{}
+	authn := mcpguard.AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*mcpguard.Identity, error) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		tok := sessionTokens[ss]
+		if p := tokens.Lookup(tok); p != nil {
+			return &mcpguard.Identity{Principal: p, Credential: mcpguard.NewCredential(tok)}, nil
+		}
+		return nil, mcpguard.Deny(mcpguard.CodeUnauthenticated, "no token")
+	})
+	g, err := mcpguard.New(pol, authn, &mcpguard.Options{
+		Audit:     sink,
+		Limiter:   lim,
+		Confirmer: signer,
+		Tools: map[string]mcpguard.ToolOptions{"trigger_refund": {
+			Cost: func(args map[string]any) (float64, error) { return args["amount"].(json.Number).Float64() },
+		}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	if err := g.Install(server); err != nil {
+		return err
+	}
+
+	connect := func(token string, approve bool) (*mcp.ClientSession, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := server.Connect(ctx, st, nil)
+		if err != nil {
+			return nil, err
+		}
+		sessionTokens[ss] = token
+		client := mcp.NewClient(&mcp.Implementation{Name: "demo-agent", Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				action := "decline"
+				if approve {
+					action = "accept"
+				}
+				fmt.Fprintf(out, "    human is asked: %q -> %s\n", req.Params.Message, action)
+				return &mcp.ElicitResult{Action: action}, nil
+			},
+		})
+		return client.Connect(ctx, ct, nil)
+	}
+	show := func(cs *mcp.ClientSession, label, tool string, args any, meta mcp.Meta) {
+		fmt.Fprintf(out, "  %s\n", label)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
+		switch {
+		case err != nil:
+			fmt.Fprintf(out, "    -> protocol error: %v\n", err)
+		case res.IsError:
+			fmt.Fprintf(out, "    -> refused: %s\n", briefError(res))
+		default:
+			fmt.Fprintf(out, "    -> ok: %s\n", brief(res))
+		}
+	}
+
+	fmt.Fprintln(out, "mcpguard demo: a refund server behind mcpguard")
+	ada, err := connect("tok-ada", true)
+	if err != nil {
+		return err
+	}
+	bob, err := connect("tok-bob", false)
+	if err != nil {
+		return err
+	}
+	anon, err := connect("", false)
+	if err != nil {
+		return err
+	}
+	for _, u := range []struct {
+		name string
+		cs   *mcp.ClientSession
+	}{{"ada (support, admin)", ada}, {"bob (support)", bob}} {
+		lt, err := u.cs.ListTools(ctx, nil)
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, t := range lt.Tools {
+			names = append(names, t.Name)
+		}
+		fmt.Fprintf(out, "\n%s sees: %s\n", u.name, strings.Join(names, ", "))
+	}
+
+	fmt.Fprintln(out, "\nAuthentication")
+	show(anon, "no token: get_customer_record", "get_customer_record", map[string]any{"customer_id": "CUST-00001"}, nil)
+	fmt.Fprintln(out, "\nReads, strictly validated")
+	show(bob, "bob: get_customer_record CUST-00001", "get_customer_record", map[string]any{"customer_id": "CUST-00001"}, nil)
+	show(bob, "bob: get_customer_record with a malformed id", "get_customer_record", map[string]any{"customer_id": "cust-1"}, nil)
+	show(bob, `bob: trigger_refund with amount "10.0" (a string)`, "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": "10.0", "reason": "damaged on arrival"}, nil)
+	show(bob, "bob: get_customer_record with an extra field admin=true", "get_customer_record", map[string]any{"customer_id": "CUST-00001", "admin": true}, nil)
+	fmt.Fprintln(out, "\nHidden and disallowed tools")
+	show(bob, "bob: admin_reset_key (hidden: looks exactly like a tool that does not exist)", "admin_reset_key", map[string]any{"key_id": "K1"}, nil)
+	show(bob, "bob: no_such_tool", "no_such_tool", map[string]any{}, nil)
+	show(ada, "ada: admin_reset_key (a write not on the allowlist)", "admin_reset_key", map[string]any{"key_id": "K1"}, nil)
+	fmt.Fprintln(out, "\nWrites: dry-run, then a signed one-time human confirmation")
+	show(bob, "bob: trigger_refund 40.00 as a dry-run preview", "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": 40, "reason": "damaged on arrival"}, mcp.Meta{dryrun.MetaKey: true})
+	show(bob, "bob: trigger_refund 40.00 (bob's human declines)", "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": 40, "reason": "damaged on arrival"}, nil)
+	show(ada, "ada: trigger_refund 60.00 (ada's human accepts)", "trigger_refund", map[string]any{"customer_id": "CUST-00002", "amount": 60, "reason": "late delivery, goodwill"}, nil)
+	fmt.Fprintln(out, "\nSpend cap: 100.00 refunded per user per hour")
+	show(ada, "ada: trigger_refund 50.00 more", "trigger_refund", map[string]any{"customer_id": "CUST-00002", "amount": 50, "reason": "second complaint, goodwill"}, nil)
+	fmt.Fprintf(out, "\nrefund handler ran %d time(s)\n", refunds)
+
+	for _, cs := range []*mcp.ClientSession{ada, bob, anon} {
+		cs.Close()
+	}
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	evs, err := audit.QuerySQL(ctx, db, audit.SQLite, audit.Filter{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nAudit trail (%d records in %s, table audit_log):\n", len(evs), filepath.Base(auditPath))
+	for _, e := range evs {
+		verdict := "ALLOW"
+		if !e.Allowed {
+			verdict = "DENY "
+		}
+		who := e.Subject
+		if who == "" {
+			who = "(anonymous)"
+		}
+		fmt.Fprintf(out, "  %-7s %s %-16s %-20s %-22s dry_run=%-5v %s\n", e.Phase, verdict, who, e.Tool, e.Code, e.DryRun, e.Detail)
+	}
+	return nil
+}
+
+func brief(res *mcp.CallToolResult) string {
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		return string(b)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func briefError(res *mcp.CallToolResult) string {
+	var body struct {
+		Error struct {
+			Code       string   `json:"code"`
+			Message    string   `json:"message"`
+			RetryAfter *float64 `json:"retry_after_seconds"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(brief(res)), &body); err != nil || body.Error.Code == "" {
+		return brief(res)
+	}
+	s := body.Error.Code + ": " + body.Error.Message
+	if body.Error.RetryAfter != nil {
+		s += fmt.Sprintf(" (retry after %.0fs)", *body.Error.RetryAfter)
+	}
+	return s
+}
