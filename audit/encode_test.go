@@ -29,7 +29,7 @@ var tricky = []string{
 
 func richEvent(s string) *Event {
 	return &Event{
-		Time:          time.Date(2026, 7, 28, 1, 2, 3, 4, time.FixedZone("", -(3*3600 + 30*60))),
+		Time:          time.Date(2026, 7, 28, 1, 2, 3, 4, time.FixedZone("", -(3*3600+30*60))),
 		CorrelationID: s, SessionID: s, Subject: s, Roles: []string{s, "admin"}, Tool: s, Class: s,
 		Phase: Phase(s), Allowed: true, DryRun: true, Code: s, Detail: s, LatencyMS: 12.5,
 		ArgsSHA256: s, Cost: 3, ProtocolVersion: s, ClientName: s,

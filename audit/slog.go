@@ -55,10 +55,10 @@ func appendStringAttr(as []slog.Attr, k, v string) []slog.Attr {
 type SlogSinkOptions struct {
 	// Message is the record message. Zero: "audit".
 	Message string
-	// Level is the level of allowed events. Zero: slog.LevelInfo.
-	Level slog.Level
-	// DeniedLevel is the level of events with Allowed false. Zero: slog.LevelWarn.
-	DeniedLevel slog.Level
+	// Level is the level of allowed events. Nil: slog.LevelInfo.
+	Level slog.Leveler
+	// DeniedLevel is the level of events with Allowed false. Nil: slog.LevelWarn.
+	DeniedLevel slog.Leveler
 }
 
 // SlogSink hands each event to a slog.Handler as one record whose time is the
@@ -79,7 +79,10 @@ func NewSlogSink(h slog.Handler, opts *SlogSinkOptions) *SlogSink {
 	if s.opts.Message == "" {
 		s.opts.Message = "audit"
 	}
-	if s.opts.DeniedLevel == 0 {
+	if s.opts.Level == nil {
+		s.opts.Level = slog.LevelInfo
+	}
+	if s.opts.DeniedLevel == nil {
 		s.opts.DeniedLevel = slog.LevelWarn
 	}
 	return s
@@ -91,9 +94,9 @@ func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 	if s.h == nil {
 		return errors.New("audit: slog sink without handler")
 	}
-	lvl := s.opts.Level
+	lvl := s.opts.Level.Level()
 	if !e.Allowed {
-		lvl = s.opts.DeniedLevel
+		lvl = s.opts.DeniedLevel.Level()
 	}
 	if !s.h.Enabled(ctx, lvl) {
 		return nil
