@@ -1,0 +1,33 @@
+// Package stdio keeps the standard output of a stdio MCP server for
+// JSON-RPC alone.
+//
+// A stdio MCP server speaks newline-delimited JSON-RPC on its standard
+// output. Any other byte written there (a debugging fmt.Println in a
+// handler, a library that logs to stdout, a child process that inherits the
+// descriptor) corrupts the channel, and the client drops the connection.
+// Logging to stderr is a convention; [Isolate] makes it a property of the
+// process:
+//
+//   - it duplicates the standard output descriptor and hands the copy to
+//     the returned transport, the only writer of JSON-RPC;
+//   - it points descriptor 1 (and so os.Stdout, fmt.Print* and child
+//     processes) at standard error, so a stray print lands in the log;
+//   - it does the same for standard input: the transport reads a private
+//     copy and descriptor 0 reads /dev/null, so a handler that reads
+//     os.Stdin gets end of file instead of stealing protocol bytes.
+//
+// Call Isolate once, first thing in main, before anything writes to stdout
+// or starts goroutines that might, and serve the returned transport instead
+// of [mcp.StdioTransport]:
+//
+//	t, err := stdio.Isolate(nil)
+//	if err != nil {
+//		log.Fatal(err) // log writes to stderr
+//	}
+//	err = server.Run(ctx, t)
+//
+// On Linux, macOS and the BSDs the redirection is done with dup/dup2 on the
+// descriptors themselves, so it also covers cgo code and child processes.
+// On other systems (Windows) Isolate falls back to swapping the os.Stdout
+// and os.Stdin variables, which covers Go code in the process only.
+package stdio
