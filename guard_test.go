@@ -410,3 +410,24 @@ func TestInstallStartupErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestToolAddedAfterInstall(t *testing.T) {
+	h := newHarness(t, basePolicy(false), nil)
+	cs := h.connect(bob, clientOpts{})
+	// "late" has no rule: refused as unknown, however it was registered.
+	h.srv.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return textResult("late"), nil
+	})
+	if _, err := call(t, cs, "late", map[string]any{}); wireError(err) == nil {
+		t.Errorf("tool without a rule added after Install was callable: %v", err)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name == "late" {
+			t.Error("tool without a rule is listed")
+		}
+	}
+}

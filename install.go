@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -69,9 +70,29 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 // keyed by name and remember the *mcp.Tool they were compiled from, so a
 // replaced tool is recompiled.
 type registry struct {
-	mu     sync.RWMutex
-	byName map[string]*toolEntry
-	stale  bool
+	mu      sync.RWMutex
+	byName  map[string]*toolEntry
+	stale   bool      // a tools/list_changed notification went out
+	refresh time.Time // last refresh caused by an unknown name
+}
+
+// minRefresh bounds how often calls to unknown tool names make the guard
+// re-list the server's tools, so probing names cannot amplify into work.
+const minRefresh = time.Second
+
+// shouldRefresh reports whether a call for an unknown (or stale) name
+// should re-list the tools now.
+func (r *registry) shouldRefresh(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stale {
+		return true
+	}
+	if now.Sub(r.refresh) < minRefresh {
+		return false
+	}
+	r.refresh = now
+	return true
 }
 
 func (r *registry) init() { r.byName = map[string]*toolEntry{} }
@@ -205,7 +226,7 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 				name = r.Params.Name
 			}
 			e, ok := g.reg.get(name)
-			if !ok {
+			if !ok && g.reg.shouldRefresh(time.Now()) {
 				// Unknown or stale: refresh from the server itself.
 				if tools, err := listAll(ctx, next, r.Session); err == nil {
 					g.update(tools)
