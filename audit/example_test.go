@@ -1,0 +1,64 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/mcpguard/mcpguard/audit"
+)
+
+// Record a write tool's intent durably, then its outcome, in a JSONL file,
+// and read the session back.
+func Example() {
+	dir, _ := os.MkdirTemp("", "audit-example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "audit.jsonl")
+	sink, err := audit.OpenJSONL(path, nil) // buffered; intents are made durable on demand
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	args := json.RawMessage(`{"title": "Broken build", "body": "CI red on main"}`)
+	e := audit.Event{
+		Time: time.Now(), CorrelationID: "c-42", SessionID: "demo-1", Subject: "alice",
+		Roles: []string{"engineering"}, Tool: "create_ticket", Class: "write",
+		Phase: audit.PhaseIntent, Allowed: true, DryRun: true, ArgsSHA256: audit.ArgsSHA256(args), Cost: 5,
+	}
+	if err := audit.WriteDurable(ctx, sink, &e); err != nil {
+		fmt.Println("AUDIT_UNAVAILABLE:", err) // the handler must not run
+		return
+	}
+	e.Phase, e.LatencyMS, e.Detail = audit.PhaseOutcome, 0.25, "DRYRUN-1f2e"
+	if err := sink.Write(ctx, &e); err != nil {
+		fmt.Println(err)
+	}
+	sink.Close()
+
+	events, err := audit.QueryJSONL(path, audit.Filter{SessionID: "demo-1"})
+	if err != nil {
+		fmt.Println(err)
+	}
+	stripTime := regexp.MustCompile(`"time":"[^"]*",`)
+	for _, ev := range events {
+		line, _ := ev.AppendJSON(nil)
+		fmt.Println(stripTime.ReplaceAllString(string(line), ""))
+	}
+	// Output:
+	// {"correlation_id":"c-42","session_id":"demo-1","subject":"alice","roles":["engineering"],"tool":"create_ticket","class":"write","phase":"intent","allowed":true,"dry_run":true,"latency_ms":0,"args_sha256":"a751ca17d55926c2e6039135c68fb6f18b3c40f98c1b2c6d6e4e91cab28fbef1","cost":5}
+	// {"correlation_id":"c-42","session_id":"demo-1","subject":"alice","roles":["engineering"],"tool":"create_ticket","class":"write","phase":"outcome","allowed":true,"dry_run":true,"detail":"DRYRUN-1f2e","latency_ms":0.25,"args_sha256":"a751ca17d55926c2e6039135c68fb6f18b3c40f98c1b2c6d6e4e91cab28fbef1","cost":5}
+}
+
+// ArgsSHA256 identifies arguments without recording them: key order and
+// whitespace do not change the hash.
+func ExampleArgsSHA256() {
+	a := audit.ArgsSHA256(json.RawMessage(`{"b": 2, "a": "x"}`))
+	b := audit.ArgsSHA256(json.RawMessage(`{"a":"x","b":2}`))
+	fmt.Println(a == b, len(a))
+	// Output: true 64
+}
