@@ -94,7 +94,8 @@ type Limiter struct {
 	limits    []Limit
 	ids       []string
 	store     Store
-	mem       *MemoryStore // store, when it is the in-memory one
+	memStore  *MemoryStore // store, when it is the in-memory one
+	mem       []memLimit   // limits as memStore needs them
 	failOpenR bool
 	failOpenW bool
 	lease     atomic.Uint64
@@ -132,7 +133,13 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 	if l.store == nil {
 		l.store = NewMemoryStore()
 	}
-	l.mem, _ = l.store.(*MemoryStore)
+	if ms, ok := l.store.(*MemoryStore); ok {
+		l.memStore = ms
+		l.mem = make([]memLimit, len(l.limits))
+		for i, lim := range l.limits {
+			l.mem[i] = memLimit{id: l.ids[i], kind: lim.Kind, max: lim.Max, window: int64(lim.Window)}
+		}
+	}
 	var seed [8]byte
 	rand.Read(seed[:])
 	l.lease.Store(binary.LittleEndian.Uint64(seed[:]))
@@ -157,13 +164,13 @@ func (l *Limiter) AllowAt(ctx context.Context, now time.Time, r Request) Decisio
 	if r.Calls < 0 {
 		return Decision{Err: fmt.Errorf("%w: %d calls", ErrInvalidRequest, r.Calls)}
 	}
-	if l.mem != nil {
-		return l.allowMemory(now, r)
+	if l.memStore != nil {
+		return l.allowMemory(now, &r)
 	}
 	return l.allowStore(ctx, now, r)
 }
 
-func (l *Limiter) allowMemory(now time.Time, r Request) Decision {
+func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 	var buf [stackChecks]memCheck
 	cs := buf[:0]
 	if len(l.limits) > stackChecks {
@@ -187,16 +194,18 @@ func (l *Limiter) allowMemory(now time.Time, r Request) Decision {
 		if n == 0 {
 			continue
 		}
-		cs = append(cs, memCheck{id: l.ids[i], key: r.key(lim.Scope), kind: lim.Kind, lim: uint8(i), max: lim.Max, n: n, window: int64(lim.Window)})
+		cs = cs[:len(cs)+1]
+		c := &cs[len(cs)-1]
+		c.lim, c.key, c.n, c.index = &l.mem[i], r.key(lim.Scope), n, uint8(i)
 	}
-	denied, wait := l.mem.apply(now.UnixNano(), cs, false)
+	denied, wait := l.memStore.apply(now.UnixNano(), cs, false)
 	if denied < 0 {
 		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, held: held}
 	}
-	return Decision{Limit: l.limits[cs[denied].lim], RetryAfter: max(wait, 0)}
+	return Decision{Limit: l.limits[cs[denied].index], RetryAfter: max(wait, 0)}
 }
 
-func (l *Limiter) releaseMemory(d Decision) {
+func (l *Limiter) releaseMemory(d *Decision) {
 	var buf [stackChecks]memCheck
 	cs := buf[:0]
 	if len(l.limits) > stackChecks {
@@ -205,11 +214,12 @@ func (l *Limiter) releaseMemory(d Decision) {
 	r := Request{Session: d.session, User: d.user}
 	for i := range l.limits {
 		if d.held&(1<<i) != 0 {
-			lim := &l.limits[i]
-			cs = append(cs, memCheck{id: l.ids[i], key: r.key(lim.Scope), kind: Concurrency})
+			cs = cs[:len(cs)+1]
+			c := &cs[len(cs)-1]
+			c.lim, c.key = &l.mem[i], r.key(l.limits[i].Scope)
 		}
 	}
-	l.mem.apply(0, cs, true)
+	l.memStore.apply(0, cs, true)
 }
 
 // key returns the bucket key of r within a limit of scope s.
@@ -305,8 +315,8 @@ func (l *Limiter) Release(d Decision) {
 	if d.held == 0 {
 		return
 	}
-	if l.mem != nil {
-		l.releaseMemory(d)
+	if l.memStore != nil {
+		l.releaseMemory(&d)
 		return
 	}
 	r := Request{Session: d.session, User: d.user, Tool: d.tool}

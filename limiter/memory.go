@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"math"
-	"math/bits"
 	"sync"
 	"time"
 )
@@ -108,29 +107,38 @@ func (sh *shard) sweep(now int64) {
 	sh.next = max(2*len(sh.m), minSweep)
 }
 
+// memLimit is what the memory store needs of a limit.
+type memLimit struct {
+	id     string
+	kind   Kind
+	max    float64
+	window int64
+}
+
 // memCheck is a [Check] as the memory store works on it, with its shard and
 // its evaluation.
 type memCheck struct {
-	id, key string
-	kind    Kind
-	shard   uint8
-	lim     uint8 // index of the limit in the Limiter (fast path only)
-	max, n  float64
-	window  int64
-	st      *memState // state found, nil if none
-	tat     int64     // new theoretical arrival time, if allowed
+	lim   *memLimit
+	key   string
+	n     float64
+	st    *memState // state found, nil if none
+	tat   int64     // new theoretical arrival time, if allowed
+	shard uint8
+	index uint8 // index of the limit in the Limiter (fast path only)
 }
 
 // applyBatch carries out a public Batch.
 func (s *MemoryStore) applyBatch(now int64, b *Batch) {
-	var buf [stackChecks]memCheck
-	cs := buf[:0]
+	var lbuf [stackChecks]memLimit
+	var cbuf [stackChecks]memCheck
+	ls, cs := lbuf[:0], cbuf[:0]
 	if len(b.Checks) > stackChecks {
-		cs = make([]memCheck, 0, len(b.Checks))
+		ls, cs = make([]memLimit, 0, len(b.Checks)), make([]memCheck, 0, len(b.Checks))
 	}
 	for i := range b.Checks {
 		c := &b.Checks[i]
-		cs = append(cs, memCheck{id: c.ID, key: c.Key, kind: c.Kind, max: c.Max, n: c.N, window: int64(c.Window)})
+		ls = append(ls, memLimit{id: c.ID, kind: c.Kind, max: c.Max, window: int64(c.Window)})
+		cs = append(cs, memCheck{lim: &ls[i], key: c.Key, n: c.N})
 	}
 	b.Denied, b.RetryAfter = s.apply(now, cs, b.Release)
 }
@@ -141,21 +149,30 @@ func (s *MemoryStore) apply(now int64, cs []memCheck, release bool) (int, time.D
 	// Lock the shards involved in ascending order, each once: all scopes
 	// of one decision are decided under the same locks, and two decisions
 	// never wait on each other in a cycle.
-	var order [numShards / 64]uint64 // bit set of shards
+	var obuf [stackChecks]uint8
+	order := obuf[:0]
+	if len(cs) > stackChecks {
+		order = make([]uint8, 0, len(cs))
+	}
 	for i := range cs {
 		idx := uint8(maphash.String(s.seed, cs[i].key))
 		cs[i].shard = idx
-		order[idx/64] |= 1 << (idx % 64)
+		j := len(order)
+		for j > 0 && order[j-1] > idx {
+			j--
+		}
+		if j > 0 && order[j-1] == idx {
+			continue
+		}
+		order = append(order, 0)
+		copy(order[j+1:], order[j:])
+		order[j] = idx
 	}
-	for w, bits := range order {
-		for bits != 0 {
-			idx := w*64 + bits64TrailingZeros(bits)
-			bits &= bits - 1
-			sh := &s.shards[idx]
-			sh.mu.Lock()
-			if len(sh.m) >= sh.next {
-				sh.sweep(now)
-			}
+	for _, idx := range order {
+		sh := &s.shards[idx]
+		sh.mu.Lock()
+		if len(sh.m) >= sh.next {
+			sh.sweep(now)
 		}
 	}
 	denied, wait := -1, time.Duration(0)
@@ -164,12 +181,8 @@ func (s *MemoryStore) apply(now int64, cs []memCheck, release bool) (int, time.D
 	} else {
 		denied, wait = s.decide(now, cs)
 	}
-	for w, bits := range order {
-		for bits != 0 {
-			idx := w*64 + bits64TrailingZeros(bits)
-			bits &= bits - 1
-			s.shards[idx].mu.Unlock()
-		}
+	for _, idx := range order {
+		s.shards[idx].mu.Unlock()
 	}
 	return denied, wait
 }
@@ -177,10 +190,10 @@ func (s *MemoryStore) apply(now int64, cs []memCheck, release bool) (int, time.D
 func (s *MemoryStore) release(cs []memCheck) {
 	for i := range cs {
 		c := &cs[i]
-		if c.kind != Concurrency {
+		if c.lim.kind != Concurrency {
 			continue
 		}
-		if st := s.shards[c.shard].m[memKey{c.id, c.key}]; st != nil && st.inflight > 0 {
+		if st := s.shards[c.shard].m[memKey{c.lim.id, c.key}]; st != nil && st.inflight > 0 {
 			st.inflight-- // an entry left idle goes at the next sweep
 		}
 	}
@@ -192,20 +205,21 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 	denied, wait := -1, time.Duration(0)
 	for i := range cs {
 		c := &cs[i]
-		st := s.shards[c.shard].m[memKey{c.id, c.key}]
+		st := s.shards[c.shard].m[memKey{c.lim.id, c.key}]
 		c.st = st
-		if c.kind == Concurrency {
+		lim := c.lim
+		if lim.kind == Concurrency {
 			var n int64
 			if st != nil {
 				n = st.inflight
 			}
-			if float64(n)+1 > c.max && wait == 0 {
+			if float64(n)+1 > lim.max && wait == 0 {
 				denied = i
 			}
 			continue
 		}
-		inc := increment(c.window, c.n, c.max)
-		if inc > c.window {
+		inc := increment(lim.window, c.n, lim.max)
+		if inc > lim.window {
 			if wait >= 0 {
 				denied, wait = i, -1
 			}
@@ -216,7 +230,7 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 			tat = st.tat
 		}
 		c.tat = tat + inc
-		if w := time.Duration(c.tat - c.window - now); w > 0 && wait >= 0 && w > wait {
+		if w := time.Duration(c.tat - lim.window - now); w > 0 && wait >= 0 && w > wait {
 			denied, wait = i, w
 		}
 	}
@@ -228,9 +242,9 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 		st := c.st
 		if st == nil {
 			st = new(memState)
-			s.shards[c.shard].m[memKey{c.id, c.key}] = st
+			s.shards[c.shard].m[memKey{c.lim.id, c.key}] = st
 		}
-		if c.kind == Concurrency {
+		if c.lim.kind == Concurrency {
 			st.inflight++
 		} else {
 			st.tat = c.tat
@@ -249,5 +263,3 @@ func increment(window int64, n, max float64) int64 {
 	}
 	return int64(x)
 }
-
-func bits64TrailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
