@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The headers the gateway sets on forwarded requests (and strips from its
+// clients', so they cannot be forged through it).
+const (
+	headerSubject   = "X-Mcp-Gateway-Subject"
+	headerRole      = "X-Mcp-Gateway-Role"
+	headerRequestID = "X-Mcp-Gateway-Request-Id"
+)
+
+// maxRecorded bounds what /_received and admin_list_audit_log remember.
+const maxRecorded = 1000
+
+// ring is a bounded, concurrency-safe list of the most recent items.
+type ring[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+func (r *ring[T]) add(v T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.items) == maxRecorded {
+		copy(r.items, r.items[1:])
+		r.items = r.items[:maxRecorded-1]
+	}
+	r.items = append(r.items, v)
+}
+
+func (r *ring[T]) list() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]T{}, r.items...)
+}
+
+func (r *ring[T]) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.items = nil
+}
+
+// adminTools are the privileged tools of the HTTP mode, there so that the
+// gateway in front has something worth guarding.
+func adminTools() []*mcp.Tool {
+	return []*mcp.Tool{
+		{
+			Name:        "admin_reset_key",
+			Description: "Rotate an API key (KEY-PRIMARY, KEY-SECONDARY). Privileged.",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"key_id": map[string]any{"type": "string", "pattern": "^KEY-[A-Z0-9_-]{1,32}$"},
+				},
+				"required":             []string{"key_id"},
+				"additionalProperties": false,
+			},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false},
+		},
+		{
+			Name:        "admin_list_audit_log",
+			Description: "List the most recent audit records of this server. Privileged.",
+			InputSchema: map[string]any{
+				"type":                 "object",
+				"properties":           map[string]any{},
+				"additionalProperties": false,
+			},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		},
+	}
+}
+
+// gatewayAuthenticator trusts whoever reaches the server: the principal
+// named by the gateway's headers when present, else "anonymous". It is only
+// sound behind a gateway that strips those headers from its clients.
+func gatewayAuthenticator() mcpguard.Authenticator {
+	return mcpguard.AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*mcpguard.Identity, error) {
+		extra := req.GetExtra()
+		if extra == nil || extra.Header.Get(headerSubject) == "" {
+			return &mcpguard.Identity{Principal: &policy.Principal{Subject: "anonymous"}}, nil
+		}
+		sub := extra.Header.Get(headerSubject)
+		role := extra.Header.Get(headerRole)
+		if !headerValueOK(sub) || !headerValueOK(role) {
+			return nil, mcpguard.Deny(mcpguard.CodeUnauthenticated, "malformed gateway identity headers")
+		}
+		var roles []string
+		for r := range strings.SplitSeq(role, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				roles = append(roles, r)
+			}
+		}
+		return &mcpguard.Identity{Principal: &policy.Principal{Subject: sub, Roles: roles}}, nil
+	})
+}
+
+func headerValueOK(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// receivedRequest is one JSON-RPC request that reached the server, as
+// listed by GET /_received.
+type receivedRequest struct {
+	Time      time.Time       `json:"time"`
+	Method    string          `json:"method"`
+	ID        json.RawMessage `json:"id,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	Subject   string          `json:"subject,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	RequestID string          `json:"request_id,omitempty"`
+}
+
+// maxBody bounds the request bodies the recorder reads.
+const maxBody = 4 << 20
+
+// recorder records every JSON-RPC message POSTed to next, then hands the
+// request on unchanged.
+func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		base := receivedRequest{
+			Time:      time.Now().UTC(),
+			Subject:   r.Header.Get(headerSubject),
+			Role:      r.Header.Get(headerRole),
+			RequestID: r.Header.Get(headerRequestID),
+		}
+		type message struct {
+			Method string          `json:"method"`
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		var msgs []message
+		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+			if json.Unmarshal(trimmed, &msgs) != nil {
+				msgs = []message{{Method: "(unparseable)"}}
+			}
+		} else {
+			var m message
+			if json.Unmarshal(body, &m) != nil {
+				m = message{Method: "(unparseable)"}
+			}
+			msgs = []message{m}
+		}
+		for _, m := range msgs {
+			e := base
+			e.Method, e.ID = m.Method, m.ID
+			if m.Method == "tools/call" {
+				e.Tool = m.Params.Name
+			}
+			rec.add(e)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serveHTTP serves server, with the admin tools added, on cfg.httpAddr.
+func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, opts *mcpguard.Options, log *slog.Logger) error {
+	addr, err := loopbackAddr(cfg.httpAddr, cfg.allowRemote)
+	if err != nil {
+		return err
+	}
+	recent := &ring[audit.Event]{}
+	opts.Audit = audit.Fanout(opts.Audit, audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
+		recent.add(*e)
+		return nil
+	}))
+	tools := adminTools()
+	server.AddTool(tools[0], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct {
+			KeyID string `json:"key_id"`
+		}
+		if err := decode(req, &in); err != nil {
+			return nil, err
+		}
+		n, ok := st.resetKey(in.KeyID)
+		if !ok {
+			return result(map[string]any{"found": false, "key_id": in.KeyID, "known_keys": st.keyIDs()})
+		}
+		return result(map[string]any{"found": true, "key_id": in.KeyID, "status": "key_reset", "rotation": n})
+	})
+	server.AddTool(tools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		evs := recent.list()
+		if len(evs) > 100 {
+			evs = evs[len(evs)-100:]
+		}
+		return result(map[string]any{"events": evs})
+	})
+
+	// Deliberately no role rules: the gateway in front has authorized.
+	pol, err := policy.New(policy.Config{
+		Tools: []policy.ToolRule{
+			{Name: "get_customer_record", Class: policy.Read},
+			{Name: "trigger_refund", Class: policy.Write},
+			{Name: "admin_reset_key", Class: policy.Write},
+			{Name: "admin_list_audit_log", Class: policy.Read},
+		},
+		WriteAllowlist: []string{"trigger_refund", "admin_reset_key"},
+	})
+	if err != nil {
+		return err
+	}
+	g, err := mcpguard.New(pol, gatewayAuthenticator(), opts)
+	if err != nil {
+		return err
+	}
+	if err := g.Install(server); err != nil {
+		return err
+	}
+
+	received := &ring[receivedRequest]{}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", recorder(received, mcp.NewStreamableHTTPHandler(
+		func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})))
+	mux.HandleFunc("GET /_received", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(received.list())
+	})
+	mux.HandleFunc("DELETE /_received", func(w http.ResponseWriter, r *http.Request) {
+		received.clear()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+	})
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	log.Warn("refund: serving MCP over HTTP WITHOUT authentication: it trusts whoever reaches it (the gateway demo's downstream)",
+		"url", "http://"+ln.Addr().String()+"/mcp")
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			return err
+		}
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}
+
+// loopbackAddr returns addr with an empty host replaced by 127.0.0.1, and
+// refuses a non-loopback host unless allowRemote.
+func loopbackAddr(addr string, allowRemote bool) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("-http %q: %v", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	if !loopback && !allowRemote {
+		return "", fmt.Errorf("-http %q is not a loopback address; the HTTP mode is unauthenticated (add -allow-remote to insist)", addr)
+	}
+	return net.JoinHostPort(host, port), nil
+}

@@ -1,0 +1,175 @@
+// Command refund is a strictly validated MCP server with two tools,
+// get_customer_record and trigger_refund, built on mcpguard.
+//
+// Over stdio (the default) the caller's identity is the token in the
+// REFUND_MCP_TOKEN environment variable, set by the MCP client that
+// launches the server; without a known token every call is refused as
+// unauthenticated. trigger_refund is a write tool on the allowlist, capped
+// per session and per caller (-session-cap, -user-cap, -cap-window), and
+// every decision is audited to -audit (a JSONL file) or to stderr. Standard
+// output carries JSON-RPC and nothing else: a stray print lands on stderr.
+//
+// With -http 127.0.0.1:PORT it serves the same tools plus admin_reset_key
+// and admin_list_audit_log over Streamable HTTP, deliberately without
+// authentication: it is the downstream of the gateway demo and trusts
+// whoever reaches it. GET /_received lists the requests that reached it.
+//
+// See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/stdio"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// config holds the command line.
+type config struct {
+	httpAddr    string
+	allowRemote bool
+	auditPath   string
+	sessionCap  float64
+	userCap     float64
+	capWindow   time.Duration
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// run is main without the exit; it returns the exit status.
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("refund", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	fs.StringVar(&cfg.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8081; port 0 picks one) instead of stdio; UNAUTHENTICATED, for the gateway demo")
+	fs.BoolVar(&cfg.allowRemote, "allow-remote", false, "let -http listen on a non-loopback address (the HTTP mode trusts whoever reaches it)")
+	fs.StringVar(&cfg.auditPath, "audit", "", "append the audit trail to this JSONL file; empty means stderr")
+	fs.Float64Var(&cfg.sessionCap, "session-cap", 500, "most refunded per session per -cap-window")
+	fs.Float64Var(&cfg.userCap, "user-cap", 500, "most refunded per caller per -cap-window")
+	fs.DurationVar(&cfg.capWindow, "cap-window", time.Hour, "window of the refund caps")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "refund: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+
+	// Stdio: take the JSON-RPC channel off fds 0 and 1 before anything else
+	// can print.
+	var transport mcp.Transport
+	if cfg.httpAddr == "" {
+		t, err := stdio.Isolate(nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "refund:", err)
+			return 1
+		}
+		transport = t
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg, transport, stderr, log); err != nil {
+		log.Error("refund: " + err.Error())
+		return 1
+	}
+	return 0
+}
+
+// serve builds the server and serves it until ctx ends or, on stdio, the
+// client closes stdin.
+func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.Writer, log *slog.Logger) error {
+	if cfg.sessionCap <= 0 || cfg.userCap <= 0 || cfg.capWindow <= 0 {
+		return errors.New("-session-cap, -user-cap and -cap-window must be positive")
+	}
+	st := newStore()
+
+	// The audit trail: a JSONL file, or JSON lines on stderr. Never stdout.
+	var sink audit.Sink
+	if cfg.auditPath != "" {
+		js, err := audit.OpenJSONL(cfg.auditPath, nil)
+		if err != nil {
+			return err
+		}
+		defer js.Close()
+		sink = js
+	} else {
+		sink = audit.NewSlogSink(slog.NewJSONHandler(stderr, nil), nil)
+	}
+
+	lim, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Spend, Scope: limiter.Session, Tool: "trigger_refund", Max: cfg.sessionCap, Window: cfg.capWindow},
+		{Kind: limiter.Spend, Scope: limiter.User, Tool: "trigger_refund", Max: cfg.userCap, Window: cfg.capWindow},
+	}, nil)
+	if err != nil {
+		return err
+	}
+	opts := &mcpguard.Options{
+		ProtocolErrors: true,
+		NotFoundCode:   -32601, // the refund server's contract: unknown tool is METHOD_NOT_FOUND
+		Audit:          sink,
+		Limiter:        lim,
+		Tools: map[string]mcpguard.ToolOptions{
+			"trigger_refund": {Cost: st.refundCost, RecordArgs: []string{"customer_id", "amount"}},
+		},
+		Logger: log,
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "refund", Version: "v1.0.0"}, &mcp.ServerOptions{
+		// The SDK's session chatter only from warnings up.
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	addCustomerTools(server, st)
+
+	if cfg.httpAddr != "" {
+		return serveHTTP(ctx, cfg, server, st, opts, log)
+	}
+
+	tokens, err := loadTokens(os.Getenv(tokensEnv), log)
+	if err != nil {
+		return err
+	}
+	pol, err := policy.New(policy.Config{
+		Tools: []policy.ToolRule{
+			{Name: "get_customer_record", Class: policy.Read},
+			{Name: "trigger_refund", Class: policy.Write},
+		},
+		WriteAllowlist: []string{"trigger_refund"},
+	})
+	if err != nil {
+		return err
+	}
+	if os.Getenv(tokenEnv) == "" {
+		log.Warn(tokenEnv + " is not set: every call will be refused as unauthenticated")
+	}
+	// One stdio process is one session: key the session cap on it.
+	opts.SessionKey = func(*mcp.CallToolRequest, *mcpguard.Identity) string { return "stdio" }
+	g, err := mcpguard.New(pol, mcpguard.FromEnv(tokenEnv, tokens), opts)
+	if err != nil {
+		return err
+	}
+	if err := g.Install(server); err != nil {
+		return err
+	}
+	log.Info("refund: serving MCP on stdio")
+	err = server.Run(ctx, transport)
+	if ctx.Err() != nil {
+		return nil // interrupted
+	}
+	return err
+}
