@@ -235,6 +235,9 @@ func (r *Request) key(s Scope) string {
 
 func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Decision {
 	checks, held := l.build(make([]Check, 0, len(l.limits)), r, false, 0)
+	if len(checks) == 0 {
+		return Decision{Allowed: true}
+	}
 	b := &Batch{Checks: checks}
 	var lease uint64
 	if held != 0 {

@@ -11,7 +11,7 @@ import (
 const (
 	numShards = 256
 	// minSweep is the size a shard must reach before it is swept.
-	minSweep = 512
+	minSweep = 256
 	// stackChecks is how many checks a decision handles without allocating.
 	stackChecks = 8
 )
@@ -22,8 +22,15 @@ const (
 // State is kept per limit and key in a sharded map. A key whose buckets have
 // refilled completely and that holds no in-flight slot is idle: keeping it
 // or dropping it makes no difference to any decision, so idle keys are
-// evicted as the map grows, and memory stays proportional to the keys active
-// within one window, however many distinct keys come and go.
+// evicted as the map grows: a shard of the map is swept whenever it has
+// doubled since its last sweep and holds at least 256 entries. Memory thus
+// stays under about twice the keys active within one window (and no more
+// than 65,536 entries when few are active), however many distinct keys come
+// and go.
+//
+// Decisions are made at the times callers pass; times that go backwards by
+// more than a little (between callers with skewed clocks) may see an idle
+// key evicted early, which admits at most that skew's worth of extra units.
 //
 // A MemoryStore is safe for concurrent use. Its zero value is not usable;
 // call [NewMemoryStore].
