@@ -234,6 +234,9 @@ func (r *Request) key(s Scope) string {
 }
 
 func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Decision {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	checks, held := l.build(make([]Check, 0, len(l.limits)), r, false, 0)
 	if len(checks) == 0 {
 		return Decision{Allowed: true}

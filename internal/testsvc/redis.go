@@ -71,9 +71,7 @@ func startRedis(t testing.TB, bin string) (*Redis, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if err := ping(r.Addr); err == nil {
-			// Reap the process in Stop through the exited channel.
-			r.cmd = cmd
-			go func() { <-exited }()
+			go func() { <-exited }() // reap the process once it ends
 			return r, nil
 		}
 		select {

@@ -19,7 +19,9 @@ const DefaultPrefix = "{mcpguard-limiter}:"
 // Options configures a [Store]. A nil *Options means the defaults.
 type Options struct {
 	// Prefix starts every key the store writes. The zero value means
-	// [DefaultPrefix].
+	// [DefaultPrefix]. On Redis Cluster it must contain a hash tag, as the
+	// default does, so that all keys of a decision share one slot;
+	// otherwise Redis refuses the script (CROSSSLOT) and decisions fail.
 	Prefix string
 	// Timeout bounds every call to Redis. The zero value means 250ms.
 	Timeout time.Duration
