@@ -1,0 +1,225 @@
+package fastschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// An oracle is the reference pipeline the fast path must agree with,
+// written out step by step from the brief (and mcpguard's validate.go).
+type oracle struct {
+	sch  *jsonschema.Schema
+	opts Options
+}
+
+func newOracle(t testing.TB, doc any, opts Options) *oracle {
+	t.Helper()
+	sch, err := v6Compile(doc)
+	if err != nil {
+		t.Fatalf("v6 does not compile the schema: %v", err)
+	}
+	return &oracle{sch: sch, opts: opts}
+}
+
+// verdict returns nil when raw is valid, else the step that refused it.
+// panicked reports that v6 panicked (counted as invalid: the guard's
+// recover turns it into a refused call).
+func (o *oracle) verdict(raw []byte) (reason error, panicked bool) {
+	// 1. empty or null is {}.
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		raw = []byte("{}")
+	}
+	// 2. duplicate keys, compared after unescaping.
+	if err := dupKeys(raw); err != nil {
+		return err, false
+	}
+	// 3. decode with UseNumber, nothing but white space after the value.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return fmt.Errorf("decode: %w", err), false
+	}
+	if rest := raw[dec.InputOffset():]; len(bytes.TrimLeft(rest, " \t\r\n")) != 0 {
+		return fmt.Errorf("trailing data"), false
+	}
+	// 4. an object at the top.
+	if _, ok := doc.(map[string]any); !ok {
+		return fmt.Errorf("not an object"), false
+	}
+	// 5. strings and keys: length and control characters.
+	if err := o.checkStrings(doc); err != nil {
+		return err, false
+	}
+	// 6. v6.
+	defer func() {
+		if r := recover(); r != nil {
+			reason, panicked = fmt.Errorf("v6 panicked: %v", r), true
+		}
+	}()
+	if err := o.sch.Validate(doc); err != nil {
+		return err, false
+	}
+	return nil, false
+}
+
+func (o *oracle) checkString(s string) error {
+	if len(s) > o.opts.MaxStringBytes {
+		return fmt.Errorf("string longer than %d bytes", o.opts.MaxStringBytes)
+	}
+	if !o.opts.AllowControlChars {
+		for _, r := range s {
+			if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || (r >= 0x7f && r <= 0x9f) {
+				return fmt.Errorf("control character %U", r)
+			}
+		}
+	}
+	return nil
+}
+
+func (o *oracle) checkStrings(v any) error {
+	switch x := v.(type) {
+	case string:
+		return o.checkString(x)
+	case map[string]any:
+		for k, sub := range x {
+			if err := o.checkString(k); err != nil {
+				return err
+			}
+			if err := o.checkStrings(sub); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, sub := range x {
+			if err := o.checkStrings(sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dupKeys walks the token stream of the first value in raw and refuses an
+// object with two equal (unescaped) keys. Syntax errors are left to the
+// decoder.
+func dupKeys(raw []byte) error {
+	type frame struct {
+		obj     bool
+		wantKey bool
+		keys    map[string]bool
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return nil
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.wantKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+			} else {
+				k := tok.(string)
+				if top.keys[k] {
+					return fmt.Errorf("duplicate key %q", k)
+				}
+				top.keys[k] = true
+				top.wantKey = false
+			}
+		} else {
+			if top != nil && top.obj {
+				top.wantKey = true
+			}
+			switch tok {
+			case json.Delim('{'):
+				stack = append(stack, &frame{obj: true, wantKey: true, keys: map[string]bool{}})
+			case json.Delim('['):
+				stack = append(stack, &frame{})
+			case json.Delim(']'):
+				stack = stack[:len(stack)-1]
+			}
+		}
+		if len(stack) == 0 {
+			return nil
+		}
+	}
+}
+
+// nestingDepth is the deepest container nesting in raw (outside strings).
+func nestingDepth(raw []byte) int {
+	depth, deepest, inStr := 0, 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inStr && c == '\\':
+			i++
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+func decodeSchema(t testing.TB, src string) any {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(src))
+	if err != nil {
+		t.Fatalf("schema %s: %v", src, err)
+	}
+	return doc
+}
+
+// agree checks the fast verdict against the oracle's for one input.
+func agree(t testing.TB, fast *Schema, o *oracle, raw []byte) {
+	t.Helper()
+	got := fast.Validate(raw)
+	want, panicked := o.verdict(raw)
+	if got != nil && got.kind == errDepth {
+		if d := nestingDepth(raw); d <= maxDepth {
+			t.Fatalf("Validate(%q) = too deep, but the depth is %d", raw, d)
+		}
+		return // the documented, stricter deviation
+	}
+	if (got == nil) != (want == nil) {
+		t.Fatalf("Validate(%q) = %v; oracle says %v (v6 panicked: %v)", raw, got, want, panicked)
+	}
+	if got != nil {
+		checkMessage(t, raw, got)
+	}
+}
+
+// checkMessage asserts that a message never quotes a string value of the
+// input (keys may be named).
+func checkMessage(t testing.TB, raw []byte, e *Error) {
+	t.Helper()
+	if e.Message == "" {
+		t.Fatalf("Validate(%q): empty message", raw)
+	}
+	if !utf8.ValidString(e.Message) || !utf8.ValidString(e.Pointer) {
+		// keys with invalid UTF-8 are shown after decoding (U+FFFD), so
+		// messages are always valid UTF-8
+		t.Fatalf("Validate(%q): message %q is not UTF-8", raw, e.Message)
+	}
+}
