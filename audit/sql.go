@@ -35,7 +35,9 @@ const SchemaVersion = 1
 
 // SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
 type SQLOptions struct {
-	// BatchSize is the most rows one INSERT carries. Zero: 256.
+	// BatchSize is the most rows one transaction of the background writer
+	// commits (on PostgreSQL, in one multi-row INSERT; on SQLite, in
+	// INSERTs of at most 8 rows). Zero: 256.
 	BatchSize int
 	// QueueSize is how many events Write queues before it blocks (until the
 	// queue has room or its context ends; events are never dropped to make
@@ -68,6 +70,7 @@ type SQLSink struct {
 	db      *sql.DB
 	d       Dialect
 	batch   int
+	perStmt int // most rows in one INSERT statement
 	onError func(error)
 	queue   chan item
 	done    chan struct{}
@@ -104,11 +107,14 @@ const columns = "time_ns, correlation_id, session_id, subject, roles, tool, clas
 
 const nColumns = 18
 
+// sqliteRowsPerStmt bounds the rows of one SQLite INSERT (see NewSQL).
+const sqliteRowsPerStmt = 8
+
 // OpenSQLite opens (creating if needed) the SQLite database at path with the
 // driver "sqlite" (modernc.org/sqlite) and the pragmas journal_mode=WAL,
 // synchronous=NORMAL, busy_timeout=10000 and immediate write transactions.
 func OpenSQLite(path string) (*sql.DB, error) {
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_txlock=immediate"
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=temp_store(memory)&_pragma=cache_size(-32768)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
@@ -151,10 +157,17 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 		db:      db,
 		d:       d,
 		batch:   o.BatchSize,
+		perStmt: o.BatchSize,
 		onError: o.OnError,
 		queue:   make(chan item, o.QueueSize),
 		done:    make(chan struct{}),
 		stmts:   map[int]*sql.Stmt{},
+	}
+	if d == SQLite {
+		// modernc.org/sqlite matches each parameter to its argument by a
+		// linear scan: binding is quadratic in the parameters of a
+		// statement. Short statements in one transaction are fastest.
+		s.perStmt = min(s.perStmt, sqliteRowsPerStmt)
 	}
 	go s.writer()
 	return s, nil
@@ -447,7 +460,7 @@ func (s *SQLSink) insertBatch(rows []row, args []any) error {
 	for len(rows) > 0 {
 		// Chunks of power-of-two sizes keep the set of prepared statements small.
 		n := 1
-		for n*2 <= len(rows) && n*2 <= s.batch {
+		for n*2 <= len(rows) && n*2 <= s.perStmt {
 			n *= 2
 		}
 		st, err := s.stmt(ctx, n)
