@@ -319,6 +319,9 @@ func TestIdleKeysExpire(t *testing.T) {
 	}
 }
 
+// BenchmarkRedis measures one decision with two scopes against the bare
+// round trips of a PING and of a trivial script, and reports the round trips
+// per decision counted by Redis (INFO commandstats).
 func BenchmarkRedis(b *testing.B) {
 	srv := testsvc.StartRedis(b)
 	c := newClient(b, srv.Addr)
@@ -333,6 +336,17 @@ func BenchmarkRedis(b *testing.B) {
 	b.Run("ping_baseline", func(b *testing.B) {
 		for b.Loop() {
 			if err := c.Ping(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("evalsha_return_1_baseline", func(b *testing.B) {
+		sha, err := c.ScriptLoad(ctx, "return 1").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if err := c.EvalSha(ctx, sha, nil).Err(); err != nil {
 				b.Fatal(err)
 			}
 		}
