@@ -33,7 +33,7 @@ func StartRedis(t testing.TB) *Redis {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if _, serr := os.Stat("/usr/bin/redis-server"); serr != nil {
-			t.Skip("redis-server not found: install the Debian package redis-server")
+			Missing(t, "redis-server not found: install the Debian package redis-server")
 		}
 		bin = "/usr/bin/redis-server"
 	}
