@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -55,6 +57,7 @@ type node struct {
 	names      []name // properties first, then required names that are not properties
 	index      map[string]int
 	required   uint64 // bit i: names[i] is required
+	reqOrder   []int  // indexes into names, in the order of "required"
 	additional bool   // unknown names allowed
 	minProps   int
 	maxProps   int
@@ -245,8 +248,8 @@ func (c *compiler) buildObject(m map[string]any, root bool) (*node, error) {
 			return nil, err
 		}
 	}
-	for pname, sub := range props {
-		sn, err := c.buildNode(sub, false)
+	for _, pname := range slices.Sorted(maps.Keys(props)) {
+		sn, err := c.buildNode(props[pname], false)
 		if err != nil {
 			return nil, err
 		}
@@ -262,6 +265,7 @@ func (c *compiler) buildObject(m map[string]any, root bool) (*node, error) {
 			return nil, errUnsupported
 		}
 		n.required |= 1 << uint(i)
+		n.reqOrder = append(n.reqOrder, i)
 	}
 	if len(n.names) > maxKnownNames {
 		return nil, errUnsupported

@@ -142,42 +142,58 @@ var valuePool = []string{
 
 var keyPool = []string{"admin", "a", "b", "x", "y", "z", `\u0061`, "é", `\u00e9`, "\u0085", `\u0000`, "SECRET-KEY-not", ""}
 
-func schemaKeys(t testing.TB, doc any) []string {
-	t.Helper()
-	m, ok := doc.(map[string]any)
-	if !ok {
-		return nil
-	}
-	props, _ := m["properties"].(map[string]any)
-	var keys []string
-	for k := range props {
-		keys = append(keys, k)
-	}
-	return keys
+
+// seedDocs are valid argument documents per schema, as key/value texts,
+// that genInput mutates.
+var seedDocs = map[string][][2]string{
+	"refund":  {{"customer_id", `"CUST-00001"`}, {"amount", `12.5`}, {"reason", `"damaged on arrival"`}},
+	"note":    {{"title", `"t"`}, {"meta", `{"due":"2024-02-29","at":"2024-02-29T12:00:00Z","priority":2}`}, {"tags", `["2024-01-01"]`}},
+	"enum":    {{"status", `"open"`}, {"level", `3.5`}, {"mode", `"dry"`}, {"n", `100`}},
+	"int":     {{"count", `10`}, {"offset", `0`}, {"big", `5`}, {"tiny", `0`}},
+	"unicode": {{"name", `"ééé"`}, {"emoji", `"😀"`}, {"any", `[1,{"a":null}]`}},
+	"format": {{"email", `"a@example.com"`}, {"id", `"123e4567-e89b-12d3-a456-426614174000"`}, {"site", `"https://example.com/"`},
+		{"ip4", `"1.2.3.4"`}, {"ip6", `"::1"`}, {"host", `"example.com"`}, {"t", `"10:00:00Z"`}},
+	"open":          {{"a", `1`}, {"b", `{"c":[true]}`}},
+	"union":         {{"v", `"x"`}, {"arr", `[{"k":"v"}]`}},
+	"false":         {{"y", `1`}, {"z", `2`}},
+	"required_only": {{"a", `"x"`}, {"b", `2`}},
+	"true":          {{"a", `1`}},
+	"matrix":        {{"matrix", `[[1,2],[3]]`}},
 }
 
-// genInput builds one argument document: a random object over the
-// schema's names and some others, often mutated at the byte level.
-func genInput(r *rand.Rand, keys []string) []byte {
+// genInput builds one argument document from a valid seed: some values
+// replaced from valuePool, members dropped or added (duplicates
+// included), and now and then a byte-level mutation.
+func genInput(r *rand.Rand, seed [][2]string) []byte {
+	members := append([][2]string(nil), seed...)
+	for range r.IntN(3) {
+		if len(members) > 0 {
+			members[r.IntN(len(members))][1] = valuePool[r.IntN(len(valuePool))]
+		}
+	}
+	if len(members) > 0 && r.IntN(5) == 0 {
+		i := r.IntN(len(members))
+		members = append(members[:i], members[i+1:]...)
+	}
+	if r.IntN(5) == 0 {
+		m := [2]string{keyPool[r.IntN(len(keyPool))], valuePool[r.IntN(len(valuePool))]}
+		if len(seed) > 0 && r.IntN(2) == 0 {
+			m[0] = seed[r.IntN(len(seed))][0]
+		}
+		members = append(members, m)
+	}
+	r.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
 	var b strings.Builder
 	b.WriteByte('{')
-	n := r.IntN(5)
-	for i := 0; i < n; i++ {
+	for i, m := range members {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		var k string
-		if len(keys) > 0 && r.IntN(4) != 0 {
-			k = keys[r.IntN(len(keys))]
-		} else {
-			k = keyPool[r.IntN(len(keyPool))]
-		}
-		b.WriteString(`"` + k + `":`)
-		b.WriteString(valuePool[r.IntN(len(valuePool))])
+		b.WriteString(`"` + m[0] + `":` + m[1])
 	}
 	b.WriteByte('}')
 	out := []byte(b.String())
-	switch r.IntN(12) {
+	switch r.IntN(16) {
 	case 0: // truncate
 		out = out[:r.IntN(len(out)+1)]
 	case 1: // trailing data
@@ -190,7 +206,7 @@ func genInput(r *rand.Rand, keys []string) []byte {
 		if len(out) > 0 {
 			out[r.IntN(len(out))] = "\"\\{}[],:0-e.\x00\xff a"[r.IntN(16)]
 		}
-	case 4: // whitespace around
+	case 4: // white space around
 		out = append(append([]byte(" \n\t"), out...), "\r\n "...)
 	}
 	return out
@@ -267,9 +283,8 @@ func TestDifferential(t *testing.T) {
 				agree(t, fast, o, []byte(in))
 			}
 			r := rand.New(rand.NewPCG(1, uint64(len(name))))
-			keys := schemaKeys(t, doc)
 			for range 600 {
-				in := genInput(r, keys)
+				in := genInput(r, seedDocs[name])
 				agree(t, fast, o, in)
 				if e := fast.Validate(in); e != nil && (strings.Contains(e.Message, "SECRET-V") || strings.Contains(e.Pointer, "SECRET-V")) {
 					t.Fatalf("Validate(%q) message %q quotes a value", in, e.Message)
@@ -282,7 +297,8 @@ func TestDifferential(t *testing.T) {
 // TestDifferentialAllowControl runs the probes with AllowControlChars.
 func TestDifferentialAllowControl(t *testing.T) {
 	opts := Options{MaxStringBytes: 20, AllowControlChars: true}
-	for _, src := range []string{refundSchema, unicodeSchema, openSchema} {
+	for _, name := range []string{"refund", "unicode", "open"} {
+		src := schemaNames[name]
 		fast, ok := Compile(decodeSchema(t, src), opts)
 		if !ok {
 			t.Fatal("Compile refused")
@@ -293,7 +309,7 @@ func TestDifferentialAllowControl(t *testing.T) {
 		}
 		r := rand.New(rand.NewPCG(7, 7))
 		for range 300 {
-			agree(t, fast, o, genInput(r, schemaKeys(t, decodeSchema(t, src))))
+			agree(t, fast, o, genInput(r, seedDocs[name]))
 		}
 	}
 }

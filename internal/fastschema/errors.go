@@ -2,7 +2,6 @@ package fastschema
 
 import (
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -46,104 +45,145 @@ const maxNameBytes = 64
 
 // fail builds the error for a problem at the first plen path segments
 // (plus key, the raw content of an object key, when not nil). n and b supply
-// the numbers and names some messages quote.
+// the numbers and names some messages quote. It allocates the Error and one
+// string holding both the pointer and the message.
 func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *bound) *failure {
-	var ptr, dotted strings.Builder
-	add := func(tok string) {
-		ptr.WriteByte('/')
-		ptr.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
-		if dotted.Len() > 0 {
-			dotted.WriteByte('.')
+	buf := make([]byte, 0, 256)   // pointer, then message
+	dotted := make([]byte, 0, 96) // the name, a.b.0
+	add := func(tok []byte) {
+		buf = append(buf, '/')
+		for _, c := range tok {
+			switch c {
+			case '~':
+				buf = append(buf, '~', '0')
+			case '/':
+				buf = append(buf, '~', '1')
+			default:
+				buf = append(buf, c)
+			}
 		}
-		dotted.WriteString(tok)
+		if len(dotted) > 0 {
+			dotted = append(dotted, '.')
+		}
+		dotted = append(dotted, tok...)
+	}
+	addKey := func(raw []byte, plain bool) {
+		if plain {
+			add(raw)
+			return
+		}
+		st.kbuf2 = decodeString(st.kbuf2[:0], raw)
+		add(st.kbuf2)
 	}
 	if k >= errDup {
 		for _, s := range st.path[:plen] {
 			if s.key == nil {
-				add(strconv.Itoa(s.index))
+				var num [20]byte
+				add(strconv.AppendInt(num[:0], int64(s.index), 10))
 			} else {
-				add(keyText(s.key, s.plain))
+				addKey(s.key, s.plain)
 			}
 		}
 		if key != nil {
-			add(keyText(key, plain))
+			addKey(key, plain)
 		}
 	}
-	name := "arguments"
-	if dotted.Len() > 0 {
-		d := dotted.String()
-		if len(d) > maxNameBytes {
+	plen = len(buf)
+	name := func() {
+		if len(dotted) == 0 {
+			buf = append(buf, "arguments"...)
+			return
+		}
+		if len(dotted) > maxNameBytes {
 			cut := maxNameBytes
-			for cut > 0 && !utf8.RuneStart(d[cut]) {
+			for cut > 0 && !utf8.RuneStart(dotted[cut]) {
 				cut--
 			}
-			d = d[:cut] + "…"
+			dotted = append(dotted[:cut], "…"...)
 		}
-		name = "argument " + strconv.Quote(d)
+		buf = append(buf, "argument "...)
+		buf = strconv.AppendQuote(buf, string(dotted))
 	}
-	var msg string
+	num := func(prefix string, v int, suffix string) {
+		name()
+		buf = append(buf, prefix...)
+		buf = strconv.AppendInt(buf, int64(v), 10)
+		buf = append(buf, suffix...)
+	}
 	switch k {
 	case errSyntax:
-		msg = "arguments are not valid JSON"
+		buf = append(buf, "arguments are not valid JSON"...)
 	case errTrailing:
-		msg = "arguments have trailing data"
+		buf = append(buf, "arguments have trailing data"...)
 	case errDepth:
-		msg = "arguments are nested too deeply"
+		buf = append(buf, "arguments are nested too deeply"...)
 	case errNotObject:
-		msg = "arguments must be a JSON object"
+		buf = append(buf, "arguments must be a JSON object"...)
 	case errDup:
-		msg = name + " appears twice"
+		name()
+		buf = append(buf, " appears twice"...)
 	case errKeyTooLong:
-		msg = "argument names must be at most " + strconv.Itoa(st.s.opts.MaxStringBytes) + " bytes long"
+		buf = append(buf, "argument names must be at most "...)
+		buf = strconv.AppendInt(buf, int64(st.s.opts.MaxStringBytes), 10)
+		buf = append(buf, " bytes long"...)
 	case errKeyControl:
-		msg = "argument names must not contain control characters"
+		buf = append(buf, "argument names must not contain control characters"...)
 	case errTooLong:
-		msg = name + " is longer than " + strconv.Itoa(st.s.opts.MaxStringBytes) + " bytes"
+		num(" is longer than ", st.s.opts.MaxStringBytes, " bytes")
 	case errControl:
-		msg = name + " contains control characters"
+		name()
+		buf = append(buf, " contains control characters"...)
 	case errNever:
-		msg = name + " is not allowed"
+		name()
+		buf = append(buf, " is not allowed"...)
 	case errType:
-		var want []string
+		name()
+		buf = append(buf, " must be"...)
+		sep := " "
 		for i := range numTypes {
 			if n.types&(1<<uint(i)) != 0 {
-				want = append(want, typeName(i))
+				buf = append(buf, sep...)
+				buf = append(buf, typeName(i)...)
+				sep = " or "
 			}
 		}
-		msg = name + " must be " + strings.Join(want, " or ")
 	case errEnum:
-		msg = name + " is not one of the allowed values"
+		name()
+		buf = append(buf, " is not one of the allowed values"...)
 	case errMinLen:
-		msg = name + " must be at least " + strconv.Itoa(n.minLen) + " characters"
+		num(" must be at least ", n.minLen, " characters")
 	case errMaxLen:
-		msg = name + " must be at most " + strconv.Itoa(n.maxLen) + " characters"
+		num(" must be at most ", n.maxLen, " characters")
 	case errPattern:
-		msg = name + " must match the pattern " + n.patternSrc
+		name()
+		buf = append(buf, " must match the pattern "...)
+		buf = append(buf, n.patternSrc...)
 	case errFormat:
-		msg = name + " must be a valid " + n.formatName
+		name()
+		buf = append(buf, " must be a valid "...)
+		buf = append(buf, n.formatName...)
 	case errBound:
-		op := [...]string{opMin: ">=", opMax: "<=", opExMin: ">", opExMax: "<"}[b.op]
-		msg = name + " must be " + op + " " + b.lit
+		name()
+		buf = append(buf, " must be "...)
+		buf = append(buf, [...]string{opMin: ">=", opMax: "<=", opExMin: ">", opExMax: "<"}[b.op]...)
+		buf = append(buf, ' ')
+		buf = append(buf, b.lit...)
 	case errRequired:
-		msg = "missing required " + name
+		buf = append(buf, "missing required "...)
+		name()
 	case errUnknown:
-		msg = "unknown " + name
+		buf = append(buf, "unknown "...)
+		name()
 	case errMinProps:
-		msg = name + " must have at least " + strconv.Itoa(n.minProps) + " properties"
+		num(" must have at least ", n.minProps, " properties")
 	case errMaxProps:
-		msg = name + " must have at most " + strconv.Itoa(n.maxProps) + " properties"
+		num(" must have at most ", n.maxProps, " properties")
 	case errMinItems:
-		msg = name + " must have at least " + strconv.Itoa(n.minItems) + " items"
+		num(" must have at least ", n.minItems, " items")
 	case errMaxItems:
-		msg = name + " must have at most " + strconv.Itoa(n.maxItems) + " items"
+		num(" must have at most ", n.maxItems, " items")
 	}
-	return &failure{Pointer: ptr.String(), Message: msg, kind: k}
+	all := string(buf)
+	return &failure{Pointer: all[:plen], Message: all[plen:], kind: k}
 }
 
-// keyText is the unescaped text of a raw key.
-func keyText(raw []byte, plain bool) string {
-	if plain {
-		return string(raw)
-	}
-	return string(decodeString(nil, raw))
-}

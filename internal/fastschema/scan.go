@@ -591,7 +591,7 @@ func (st *state) object(n *node) *failure {
 // objectEnd applies required, minProperties and maxProperties.
 func (st *state) objectEnd(n *node, seen uint64, count, plen int) *failure {
 	if missing := n.required &^ seen; missing != 0 {
-		for i := range n.names {
+		for _, i := range n.reqOrder {
 			if missing&(1<<uint(i)) != 0 {
 				return st.fail(errRequired, plen, []byte(n.names[i].name), true, n, nil)
 			}
