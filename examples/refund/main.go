@@ -45,6 +45,7 @@ type config struct {
 	sessionCap  float64
 	userCap     float64
 	capWindow   time.Duration
+	strayPrints bool
 }
 
 func main() {
@@ -62,6 +63,7 @@ func run(args []string, stderr io.Writer) int {
 	fs.Float64Var(&cfg.sessionCap, "session-cap", 500, "most refunded per session per -cap-window")
 	fs.Float64Var(&cfg.userCap, "user-cap", 500, "most refunded per caller per -cap-window")
 	fs.DurationVar(&cfg.capWindow, "cap-window", time.Hour, "window of the refund caps")
+	fs.BoolVar(&cfg.strayPrints, "demo-stray-prints", false, "make the tool handlers print a debugging line to stdout, to show that stdout isolation sends it to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -134,7 +136,7 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 		// The SDK's session chatter only from warnings up.
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
-	addCustomerTools(server, st)
+	addCustomerTools(server, st, cfg.strayPrints)
 
 	if cfg.httpAddr != "" {
 		return serveHTTP(ctx, cfg, server, st, opts, log)

@@ -50,8 +50,11 @@ func customerTools() []*mcp.Tool {
 				"type": "object",
 				"properties": map[string]any{
 					"customer_id": customerIDSchema(),
-					"amount":      map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "Amount to refund; a number greater than 0."},
-					"reason":      map[string]any{"type": "string", "minLength": 10, "maxLength": 1000, "description": "Why the refund is made; at least 10 characters."},
+					"amount": map[string]any{
+						"type": "number", "exclusiveMinimum": 0, "maximum": maxRefund, "multipleOf": 0.01,
+						"description": "Amount to refund: a number greater than 0, in whole cents, at most 1000000.",
+					},
+					"reason": map[string]any{"type": "string", "minLength": 10, "maxLength": 1000, "description": "Why the refund is made; at least 10 characters."},
 				},
 				"required":             []string{"customer_id", "amount", "reason"},
 				"additionalProperties": false,
@@ -73,6 +76,10 @@ func customerTools() []*mcp.Tool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// maxRefund bounds one refund, so that every valid amount is a finite
+// float64 (1e400 would not be) and a plausible one.
+const maxRefund = 1_000_000
 
 // customer is one in-memory record.
 type customer struct {
@@ -212,6 +219,9 @@ func (s *store) triggerRefund(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err := decode(req, &in); err != nil {
 		return nil, err
 	}
+	if !(in.Amount > 0 && in.Amount <= maxRefund) { // the schema guarantees it; never refund 0
+		return nil, fmt.Errorf("amount out of range after validation")
+	}
 	refundID, total, ok := s.refund(in.CustomerID, in.Amount)
 	if !ok {
 		return result(map[string]any{"found": false, "customer_id": in.CustomerID})
@@ -226,9 +236,21 @@ func (s *store) triggerRefund(ctx context.Context, req *mcp.CallToolRequest) (*m
 	})
 }
 
-// addCustomerTools registers the customer tools of s on server.
-func addCustomerTools(server *mcp.Server, s *store) {
+// addCustomerTools registers the customer tools of s on server. With
+// strayPrints, each handler also prints a debugging line to stdout, as a
+// careless handler would: stdout isolation sends it to stderr.
+func addCustomerTools(server *mcp.Server, s *store, strayPrints bool) {
 	tools := customerTools()
-	server.AddTool(tools[0], s.getCustomerRecord)
-	server.AddTool(tools[1], s.triggerRefund)
+	server.AddTool(tools[0], printing(strayPrints, s.getCustomerRecord))
+	server.AddTool(tools[1], printing(strayPrints, s.triggerRefund))
+}
+
+func printing(on bool, h mcp.ToolHandler) mcp.ToolHandler {
+	if !on {
+		return h
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Println("debug: stray print to stdout from the", req.Params.Name, "handler")
+		return h(ctx, req)
+	}
 }
