@@ -142,7 +142,6 @@ var valuePool = []string{
 
 var keyPool = []string{"admin", "a", "b", "x", "y", "z", `\u0061`, "é", `\u00e9`, "\u0085", `\u0000`, "SECRET-KEY-not", ""}
 
-
 // seedDocs are valid argument documents per schema, as key/value texts,
 // that genInput mutates.
 var seedDocs = map[string][][2]string{

@@ -186,4 +186,3 @@ func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *b
 	all := string(buf)
 	return &failure{Pointer: all[:plen], Message: all[plen:], kind: k}
 }
-
