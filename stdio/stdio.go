@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,6 +21,12 @@ type Options struct {
 	// Stderr receives everything written to Stdout's descriptor after
 	// Isolate. Nil means os.Stderr.
 	Stderr *os.File
+	// DrainTimeout is how long the transport holds back the end of its
+	// input while requests already read are still unanswered, so that a
+	// client that writes its requests and closes stdin at once still gets
+	// every answer (the go-sdk ends the session at end of input and drops
+	// answers in flight). Zero means 5 seconds; negative turns draining off.
+	DrainTimeout time.Duration
 }
 
 // Isolate moves the JSON-RPC channel of a stdio server off the standard
@@ -28,6 +35,8 @@ type Options struct {
 // and reads from the standard input descriptor see end of file; only the
 // returned transport reads and writes the channel. Closing the transport
 // closes the copies, so the client sees end of file on the server's output.
+// At end of input the transport waits (up to Options.DrainTimeout) for the
+// answers to requests already read, then reports end of file.
 //
 // Isolate must be called once, before other goroutines use the standard
 // streams. It returns an error, leaving the descriptors as they were, when a
@@ -61,5 +70,15 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stdio: %w", err)
 	}
-	return &mcp.IOTransport{Reader: in, Writer: out}, nil
+	if o.DrainTimeout < 0 {
+		return &mcp.IOTransport{Reader: in, Writer: out}, nil
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = 5 * time.Second
+	}
+	f := newInflight()
+	return &mcp.IOTransport{
+		Reader: &drainReader{r: in, f: f, timeout: o.DrainTimeout},
+		Writer: &countingWriter{w: out, f: f},
+	}, nil
 }

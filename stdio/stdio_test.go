@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -204,6 +205,38 @@ func TestIsolateRawStdout(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "junk: fmt.Println") {
 		t.Errorf("the handler's print did not reach stderr:\n%s", stderr)
+	}
+}
+
+// TestIsolateDrain writes every request and closes stdin at once, as
+// `printf ... | server` does: every request is still answered.
+func TestIsolateDrain(t *testing.T) {
+	cmd, stderr := child(t)
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"noisy","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"three","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`,
+	}, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v; stderr:\n%s", err, stderr)
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var msg struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &msg); err != nil || msg.JSONRPC != "2.0" {
+			t.Fatalf("stdout line is not JSON-RPC: %q", line)
+		}
+		ids = append(ids, string(msg.ID))
+	}
+	sort.Strings(ids) // answers may come in any order
+	if diff := cmp.Diff([]string{`"three"`, "1", "2", "4"}, ids); diff != "" {
+		t.Errorf("answered ids (-want +got):\n%s", diff)
 	}
 }
 
