@@ -14,7 +14,11 @@
 //     processes) at standard error, so a stray print lands in the log;
 //   - it does the same for standard input: the transport reads a private
 //     copy and descriptor 0 reads /dev/null, so a handler that reads
-//     os.Stdin gets end of file instead of stealing protocol bytes.
+//     os.Stdin gets end of file instead of stealing protocol bytes;
+//   - at end of input it waits for the answers to requests already read
+//     before reporting end of file, so `printf ... | server` gets every
+//     answer (the go-sdk ends the session at end of input and would drop
+//     them).
 //
 // Call Isolate once, first thing in main, before anything writes to stdout
 // or starts goroutines that might, and serve the returned transport instead
