@@ -81,6 +81,11 @@ func (s *Schema) Validate(raw []byte) *Error {
 	e := st.document(raw)
 	st.raw = nil
 	st.keys = st.keys[:0]
+	// Do not let one huge document pin its scratch space in the pool.
+	const keep = 64 << 10
+	if cap(st.buf) > keep || cap(st.kbuf) > keep || cap(st.kbuf2) > keep || cap(st.keys) > keep/32 {
+		*st = state{}
+	}
 	s.pool.Put(st)
 	return e
 }
