@@ -223,3 +223,55 @@ func checkMessage(t testing.TB, raw []byte, e *Error) {
 		t.Fatalf("Validate(%q): message %q is not UTF-8", raw, e.Message)
 	}
 }
+
+// TestOracle pins the reference pipeline itself, so that a permissive
+// oracle cannot make the differential tests pass vacuously.
+func TestOracle(t *testing.T) {
+	o := newOracle(t, decodeSchema(t, openSchema), testOpts)
+	for _, tc := range []struct {
+		in    string
+		valid bool
+	}{
+		{``, true}, {`null`, true}, {`{}`, true}, {`{"a":[1,{"b":"c"}]}`, true},
+		{`{"a":1,"a":2}`, false}, {`{"a":1,"\u0061":2}`, false}, {"{\"a\xff\":1,\"a\xfe\":2}", false},
+		{`{"x":{"a":1},"y":{"a":1}}`, true}, {`{"a":[{"b":1},{"b":1}]}`, true},
+		{`{} x`, false}, {`{}}`, false}, {`{} `, true}, {`[]`, false}, {`{"a":"\u0000"}`, false},
+		{`{"a\u007f":1}`, false}, {`{"a":"\t\n\r"}`, true}, {`{"a":1,}`, false},
+	} {
+		err, _ := o.verdict([]byte(tc.in))
+		if (err == nil) != tc.valid {
+			t.Errorf("oracle(%q) = %v, want valid=%v", tc.in, err, tc.valid)
+		}
+	}
+}
+
+// TestV6PanicsOnUnparsableNumbers documents why the fast path refuses a
+// number big.Rat cannot parse (|exponent| > 1e6) when a bound applies: v6
+// dereferences the nil *big.Rat and panics. Should v6 ever stop panicking,
+// this test fails and the choice can be revisited.
+func TestV6PanicsOnUnparsableNumbers(t *testing.T) {
+	o := newOracle(t, decodeSchema(t, `{"properties":{"n":{"minimum":0}}}`), testOpts)
+	_, panicked := o.verdict([]byte(`{"n":1e1000001}`))
+	if !panicked {
+		t.Fatal("v6 no longer panics on 1e1000001 with a minimum")
+	}
+	s := mustCompile(t, `{"properties":{"n":{"minimum":0}}}`, testOpts)
+	if e := s.Validate([]byte(`{"n":1e1000001}`)); e == nil {
+		t.Fatal("the fast path accepts what v6 cannot compare")
+	}
+	// Without a bound v6 accepts it as a number, but not as an integer.
+	for _, tc := range []struct {
+		schema string
+		valid  bool
+	}{
+		{`{"properties":{"n":{"type":"number"}}}`, true},
+		{`{"properties":{"n":{"type":"integer"}}}`, false},
+	} {
+		o := newOracle(t, decodeSchema(t, tc.schema), testOpts)
+		err, panicked := o.verdict([]byte(`{"n":1e1000001}`))
+		if panicked || (err == nil) != tc.valid {
+			t.Fatalf("oracle with %s = %v (panicked %v), want valid=%v", tc.schema, err, panicked, tc.valid)
+		}
+		agree(t, mustCompile(t, tc.schema, testOpts), o, []byte(`{"n":1e1000001}`))
+	}
+}
