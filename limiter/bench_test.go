@@ -37,29 +37,6 @@ func newBenchLimiter(b testing.TB, name string) *limiter.Limiter {
 	return l
 }
 
-// TestZeroAllocs checks the in-memory decision and release for an existing
-// key allocate nothing.
-func TestZeroAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector allocates")
-	}
-	ctx := context.Background()
-	for _, name := range benchOrder {
-		l := newBenchLimiter(t, name)
-		r := limiter.Request{Session: "s", User: "u", Tool: "t", Calls: 1, Cost: 1}
-		l.Release(l.AllowAt(ctx, t0, r))
-		allocs := testing.AllocsPerRun(1000, func() {
-			d := l.AllowAt(ctx, t0, r)
-			if !d.Allowed {
-				t.Fatal("denied")
-			}
-			l.Release(d)
-		})
-		if allocs != 0 {
-			t.Errorf("%s: %v allocations per decision and release, want 0", name, allocs)
-		}
-	}
-}
 
 // BenchmarkAllow measures one in-memory decision (and release) for an
 // existing key. baseline_xtime_rate is one golang.org/x/time/rate.Limiter

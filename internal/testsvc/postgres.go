@@ -48,13 +48,13 @@ func StartPostgres(t testing.TB) *Postgres {
 	initdb, ok1 := postgresBin("initdb")
 	server, ok2 := postgresBin("postgres")
 	if !ok1 || !ok2 {
-		t.Skip("PostgreSQL binaries initdb/postgres not found: install the Debian package postgresql")
+		Missing(t, "PostgreSQL binaries initdb/postgres not found: install the Debian package postgresql")
 	}
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			t.Skip("running as root and no postgres OS user to run PostgreSQL as: install the Debian package postgresql")
+			Missing(t, "running as root and no postgres OS user to run PostgreSQL as: install the Debian package postgresql")
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
