@@ -37,7 +37,6 @@ func newBenchLimiter(b testing.TB, name string) *limiter.Limiter {
 	return l
 }
 
-
 // BenchmarkAllow measures one in-memory decision (and release) for an
 // existing key. baseline_xtime_rate is one golang.org/x/time/rate.Limiter
 // AllowN call, the bare single-bucket path the others compare with.
