@@ -175,6 +175,9 @@ func TestCompileAcceptsAnnotations(t *testing.T) {
 }
 
 func TestValidateDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector (sync.Pool drops entries)")
+	}
 	tests := []struct{ name, schema, in string }{
 		{"refund", refundSchema, `{"customer_id":"CUST-00001","amount":12.5,"reason":"damaged on arrival"}`},
 		{"refund_escaped", refundSchema, `{"customer_id":"\u0043UST-00001","amount":1e2,"reason":"d\u00e9g\u00e2ts \ud83d\ude00 ok"}`},
@@ -200,11 +203,13 @@ func TestValidateDoesNotAllocate(t *testing.T) {
 }
 
 func TestValidateInvalidAllocatesLittle(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector (sync.Pool drops entries)")
+	}
 	s := mustCompile(t, refundSchema, testOpts)
 	raw := []byte(`{"customer_id":"CUST-00001","amount":0,"reason":"damaged on arrival"}`)
-	// The Error and one string for pointer and message; one more is
-	// tolerated for the race detector, under which sync.Pool drops entries.
-	if n := testing.AllocsPerRun(200, func() { s.Validate(raw) }); n > 3 {
+	// The Error and one string holding pointer and message.
+	if n := testing.AllocsPerRun(200, func() { s.Validate(raw) }); n > 2 {
 		t.Errorf("an invalid call allocates %v times", n)
 	}
 }

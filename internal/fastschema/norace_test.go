@@ -1,0 +1,5 @@
+//go:build !race
+
+package fastschema
+
+const raceEnabled = false
