@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -204,3 +205,5 @@ func newServer(t *testing.T, h http.Handler) *httptest.Server {
 	t.Cleanup(s.Close)
 	return s
 }
+
+func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

@@ -1,0 +1,142 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkGateway measures a go-sdk stateless JSON server on loopback,
+// directly and through the gateway (also on loopback), in the same run, at 1
+// and 32 concurrent clients. It reports both throughputs, their ratio
+// (gw/direct), both median latencies and the latency the gateway adds.
+//
+//	go test ./gateway -run '^$' -bench BenchmarkGateway -benchtime 20000x
+func BenchmarkGateway(b *testing.B) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
+		Msg string `json:"msg"`
+	}) (*mcp.CallToolResult, map[string]string, error) {
+		return nil, map[string]string{"msg": a.Msg}, nil
+	})
+	down := newBenchServer(b, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	g, err := New(down+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := newBenchServer(b, g)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	client := &http.Client{Transport: NewTransport()}
+	for _, clients := range []int{1, 32} {
+		b.Run("clients="+itoa(clients), func(b *testing.B) {
+			var direct, via result
+			// Alternate halves so that machine noise hits both paths alike.
+			for round := 0; round < 2; round++ {
+				direct.add(load(b, client, down+"/mcp", "", body, clients, b.N/2+1))
+				via.add(load(b, client, gw+"/mcp", "Bearer viewer-token", body, clients, b.N/2+1))
+			}
+			b.ReportMetric(direct.opsPerSec(), "direct_ops/s")
+			b.ReportMetric(via.opsPerSec(), "gw_ops/s")
+			b.ReportMetric(via.opsPerSec()/direct.opsPerSec(), "ratio")
+			b.ReportMetric(direct.p50(), "direct_p50_µs")
+			b.ReportMetric(via.p50(), "gw_p50_µs")
+			b.ReportMetric(via.p50()-direct.p50(), "added_p50_µs")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+type result struct {
+	n    int
+	d    time.Duration
+	lats []time.Duration
+}
+
+func (r *result) add(o result) {
+	r.n += o.n
+	r.d += o.d
+	r.lats = append(r.lats, o.lats...)
+}
+
+func (r *result) opsPerSec() float64 { return float64(r.n) / r.d.Seconds() }
+
+func (r *result) p50() float64 {
+	slices.Sort(r.lats)
+	return float64(r.lats[len(r.lats)/2].Nanoseconds()) / 1e3
+}
+
+// load sends n requests from clients goroutines and times each.
+func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) result {
+	b.Helper()
+	var next atomic.Int64
+	lats := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				t0 := time.Now()
+				resp, err := c.Do(req)
+				if err != nil {
+					failed.Store(err.Error())
+					return
+				}
+				out, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				lats[i] = time.Since(t0)
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), `hello`) {
+					failed.Store("status " + resp.Status + ": " + string(out))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f != nil {
+		b.Fatalf("%s: %v", url, f)
+	}
+	return result{n: n, d: time.Since(start), lats: lats}
+}
+
+func newBenchServer(b *testing.B, h http.Handler) string {
+	b.Helper()
+	s := &http.Server{Handler: h}
+	ln, err := netListen()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go s.Serve(ln)
+	b.Cleanup(func() { s.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
