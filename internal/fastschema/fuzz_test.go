@@ -25,7 +25,7 @@ func FuzzDifferential(f *testing.F) {
 		o    *oracle
 	}
 	var pairs []pair
-	for _, src := range []string{refundSchema, noteSchema, openSchema} {
+	for _, src := range []string{refundSchema, noteSchema, openSchema, intSchema, enumSchema, unicodeSchema} {
 		fast, ok := Compile(decodeSchema(f, src), testOpts)
 		if !ok {
 			f.Fatal("Compile refused")
