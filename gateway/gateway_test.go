@@ -316,9 +316,7 @@ func TestUpstreamFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := &rig{}
-	srv := newServer(t, g)
-	rg.gw = srv
+	rg := &rig{url: newServer(t, g).URL}
 	got := rg.post(t, viewer, call(`"u"`, "get_customer_record", ""))
 	if id, code, _ := rpcErr(t, got.body); got.status != http.StatusBadGateway || code != CodeUpstreamUnavailable || string(id) != `"u"` {
 		t.Errorf("unavailable: %d %s", got.status, got.body)

@@ -100,6 +100,7 @@ func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // rig is a gateway in front of a recording downstream, both on loopback.
 type rig struct {
+	url  string // the gateway's base URL
 	gw   *httptest.Server
 	down *downstream
 	dsrv *httptest.Server
@@ -124,7 +125,7 @@ func newRig(t *testing.T, opts *Options) *rig {
 	}
 	gw := httptest.NewServer(g)
 	t.Cleanup(gw.Close)
-	return &rig{gw: gw, down: d, dsrv: dsrv, logs: logs}
+	return &rig{url: gw.URL, gw: gw, down: d, dsrv: dsrv, logs: logs}
 }
 
 type lockedWriter struct {
@@ -148,7 +149,7 @@ type reply struct {
 // empty) and extra headers.
 func (rg *rig) post(t *testing.T, auth, body string, hdr ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, rg.gw.URL+"/mcp", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, rg.url+"/mcp", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
