@@ -1,0 +1,226 @@
+package fastschema
+
+import (
+	"bytes"
+	"hash/maphash"
+	"slices"
+)
+
+func (st *state) enter() *failure {
+	st.pos++
+	if st.depth >= maxDepth {
+		return st.fail(errDepth, 0, nil, false, nil, nil)
+	}
+	st.depth++
+	return nil
+}
+
+func (st *state) object(n *node) *failure {
+	plen := st.depth
+	if n != nil {
+		if e := st.checkNode(n, tObject, plen); e != nil {
+			return e
+		}
+		if len(n.enums) > 0 { // scalar values only: a container never matches
+			return st.fail(errEnum, plen, nil, false, n, nil)
+		}
+	}
+	if e := st.enter(); e != nil {
+		return e
+	}
+	keysStart := len(st.keys)
+	var seen uint64
+	count := 0
+	st.skipWS()
+	if st.pos < len(st.raw) && st.raw[st.pos] == '}' {
+		st.pos++
+	} else {
+		for {
+			st.skipWS()
+			if st.pos >= len(st.raw) || st.raw[st.pos] != '"' {
+				return st.syntax()
+			}
+			info, ok := st.scanString()
+			if !ok {
+				return st.syntax()
+			}
+			if e := st.checkStr(&info, plen, true); e != nil {
+				return e
+			}
+			rawKey := st.raw[info.start:info.end]
+			key := rawKey
+			if !info.plain {
+				st.kbuf = decodeString(st.kbuf[:0], rawKey)
+				key = st.kbuf
+			}
+			count++
+			var sub *node
+			known := -1
+			if n != nil {
+				known = n.lookup(key)
+			}
+			if known >= 0 {
+				bit := uint64(1) << uint(known)
+				if seen&bit != 0 {
+					return st.fail(errDup, plen, rawKey, info.plain, n, nil)
+				}
+				seen |= bit
+			} else {
+				st.keys = append(st.keys, keyEnt{hash: maphash.Bytes(st.s.seed, key), key: rawKey, plain: info.plain})
+			}
+			switch {
+			case known >= 0 && n.names[known].isProp:
+				sub = n.names[known].sub
+			case n != nil && !n.additional:
+				return st.fail(errUnknown, plen, rawKey, info.plain, n, nil)
+			}
+			st.skipWS()
+			if st.pos >= len(st.raw) || st.raw[st.pos] != ':' {
+				return st.syntax()
+			}
+			st.pos++
+			st.path[plen] = seg{key: rawKey, plain: info.plain}
+			if e := st.value(sub); e != nil {
+				return e
+			}
+			st.skipWS()
+			if st.pos >= len(st.raw) {
+				return st.syntax()
+			}
+			if c := st.raw[st.pos]; c == ',' {
+				st.pos++
+				continue
+			} else if c == '}' {
+				st.pos++
+				break
+			}
+			return st.syntax()
+		}
+	}
+	if e := st.dupCheck(keysStart, plen); e != nil {
+		return e
+	}
+	st.keys = st.keys[:keysStart]
+	st.depth--
+	if n == nil {
+		return nil
+	}
+	return st.objectEnd(n, seen, count, plen)
+}
+
+// objectEnd applies required, minProperties and maxProperties.
+func (st *state) objectEnd(n *node, seen uint64, count, plen int) *failure {
+	if missing := n.required &^ seen; missing != 0 {
+		for _, i := range n.reqOrder {
+			if missing&(1<<uint(i)) != 0 {
+				return st.fail(errRequired, plen, []byte(n.names[i].name), true, n, nil)
+			}
+		}
+	}
+	if n.minProps >= 0 && count < n.minProps {
+		return st.fail(errMinProps, plen, nil, false, n, nil)
+	}
+	if n.maxProps >= 0 && count > n.maxProps {
+		return st.fail(errMaxProps, plen, nil, false, n, nil)
+	}
+	return nil
+}
+
+// dupCheck looks for two equal keys among st.keys[start:].
+func (st *state) dupCheck(start, plen int) *failure {
+	ks := st.keys[start:]
+	if len(ks) < 2 {
+		return nil
+	}
+	if len(ks) > 16 {
+		slices.SortFunc(ks, func(a, b keyEnt) int {
+			switch {
+			case a.hash < b.hash:
+				return -1
+			case a.hash > b.hash:
+				return 1
+			}
+			return 0
+		})
+		for i := 1; i < len(ks); i++ {
+			if ks[i].hash == ks[i-1].hash && st.sameKey(&ks[i], &ks[i-1]) {
+				return st.fail(errDup, plen, ks[i].key, ks[i].plain, nil, nil)
+			}
+		}
+		return nil
+	}
+	for i := 1; i < len(ks); i++ {
+		for j := 0; j < i; j++ {
+			if ks[i].hash == ks[j].hash && st.sameKey(&ks[i], &ks[j]) {
+				return st.fail(errDup, plen, ks[i].key, ks[i].plain, nil, nil)
+			}
+		}
+	}
+	return nil
+}
+
+func (st *state) sameKey(a, b *keyEnt) bool {
+	ka, kb := a.key, b.key
+	if !a.plain {
+		st.kbuf = decodeString(st.kbuf[:0], ka)
+		ka = st.kbuf
+	}
+	if !b.plain {
+		st.kbuf2 = decodeString(st.kbuf2[:0], kb)
+		kb = st.kbuf2
+	}
+	return bytes.Equal(ka, kb)
+}
+
+func (st *state) array(n *node) *failure {
+	plen := st.depth
+	var items *node
+	if n != nil {
+		if e := st.checkNode(n, tArray, plen); e != nil {
+			return e
+		}
+		if len(n.enums) > 0 { // scalar values only: a container never matches
+			return st.fail(errEnum, plen, nil, false, n, nil)
+		}
+		items = n.items
+	}
+	if e := st.enter(); e != nil {
+		return e
+	}
+	count := 0
+	st.skipWS()
+	if st.pos < len(st.raw) && st.raw[st.pos] == ']' {
+		st.pos++
+	} else {
+		for {
+			st.path[plen] = seg{index: count}
+			if e := st.value(items); e != nil {
+				return e
+			}
+			count++
+			st.skipWS()
+			if st.pos >= len(st.raw) {
+				return st.syntax()
+			}
+			if c := st.raw[st.pos]; c == ',' {
+				st.pos++
+				continue
+			} else if c == ']' {
+				st.pos++
+				break
+			}
+			return st.syntax()
+		}
+	}
+	st.depth--
+	if n == nil {
+		return nil
+	}
+	if n.minItems >= 0 && count < n.minItems {
+		return st.fail(errMinItems, plen, nil, false, n, nil)
+	}
+	if n.maxItems >= 0 && count > n.maxItems {
+		return st.fail(errMaxItems, plen, nil, false, n, nil)
+	}
+	return nil
+}
