@@ -1,0 +1,58 @@
+// Package gateway puts mcpguard's policy in front of MCP servers written in
+// any language: a [Gateway] is an http.Handler, a reverse proxy in front of
+// one downstream MCP Streamable HTTP endpoint.
+//
+// For every request it turns the bearer token into a principal through an
+// [Authenticator] (a static [TokenStore] from MCP_GATEWAY_TOKENS, see
+// [TokensFromEnv]), parses the JSON-RPC envelope strictly, and authorizes
+// each tools/call with a policy (by default [DefaultPolicy]: admin_* needs
+// the role admin, one row of data). A refused call is answered by the
+// gateway and never reaches the downstream.
+//
+// # Forwarding
+//
+//   - A request allowed whole is forwarded byte for byte and the answer,
+//     JSON or an event stream, relayed as it arrives (an event stream is
+//     flushed event by event).
+//   - A batch is authorized member by member. Allowed members are sent as
+//     separate requests, concurrently, with the same session headers (the
+//     go-sdk refuses batches from protocol 2025-06-18 on); the answers are
+//     merged into one JSON array in the client's order, or, when the client
+//     accepts an event stream and the downstream answers with one, relayed
+//     as one merged stream as they arrive.
+//   - Notifications are honoured: a refused notification gets 204 and no body.
+//   - With Options.FilterToolsList, tools/list results lose the tools the
+//     caller may not call, also inside event streams.
+//   - Client headers in the x-mcp-gateway-* namespace (also spelled with
+//     underscores) are dropped; the gateway sets [HeaderSubject], [HeaderRole]
+//     and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
+//     Authorization header is not forwarded, and the downstream gets its own
+//     Host. Mcp-Session-Id and Mcp-Protocol-Version pass through.
+//
+// # Fail closed
+//
+// Anything the gateway cannot decide is refused locally: a body that is not
+// UTF-8 JSON (-32700), not an object or non-empty array, a missing or wrong
+// jsonrpc, a non-string method (-32600), non-object params, a tools/call
+// without a non-empty string name (-32602). Member names that occur twice,
+// or differ from jsonrpc, id, method, params, name or arguments only in case,
+// are refused too: decoders disagree about them (encoding/json matches names
+// case-insensitively, the go-sdk does not), and a gateway that reads another
+// value than its downstream is a bypass. Argument-aware rules
+// (policy.ArgLimit) read arguments with the same strictness.
+//
+// # Errors
+//
+// A single refusal carries a semantic HTTP status as well as the JSON-RPC
+// error: -32000 with 401 and WWW-Authenticate, -32001 with 403, -32602 /
+// -32600 / -32700 with 400, -32029 with 429 and Retry-After (limiter),
+// -32003 with 502, or 504 on a timeout. Batches are answered with 200.
+// Messages never contain tokens or arguments; every error's data carries
+// the error-contract code and the request's correlation id.
+//
+// # Logs and audit
+//
+// Each decision is logged (correlation id, principal, method, tool,
+// outcome; never arguments or tokens) and, with Options.Audit, recorded as
+// an audit.Event.
+package gateway
