@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -208,3 +209,12 @@ func newServer(t *testing.T, h http.Handler) *httptest.Server {
 }
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// unsetenv removes an environment variable for the rest of the test (after
+// t.Setenv has registered its restoration).
+func unsetenv(t *testing.T, name string) {
+	t.Helper()
+	if err := os.Unsetenv(name); err != nil {
+		t.Fatal(err)
+	}
+}
