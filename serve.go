@@ -32,6 +32,7 @@ type call struct {
 	raw     json.RawMessage
 	args    map[string]any
 	decoded bool // args holds the decoded arguments (nil if they are not an object)
+	valid   bool // the arguments passed validation
 	cost    float64
 	dryRun  bool
 	denial  *DenialError
@@ -113,6 +114,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		}
 		return g.deny(c, de)
 	}
+	c.valid = true
 	if doc != nil {
 		c.args, _ = doc.(map[string]any)
 		c.decoded = true
@@ -482,7 +484,9 @@ func (g *Guard) event(req *mcp.CallToolRequest, c *call, phase audit.Phase) audi
 		ev.Code = string(c.denial.Code)
 		ev.Allowed = false
 	}
-	if fields := g.opts.Tools[c.name].RecordArgs; len(fields) > 0 && c.argsMap() != nil {
+	// Opted-in fields are recorded only for arguments that passed
+	// validation: a refused call's values are the caller's, not the tool's.
+	if fields := g.opts.Tools[c.name].RecordArgs; len(fields) > 0 && c.valid && c.argsMap() != nil {
 		ev.Args = make(map[string]any, len(fields))
 		for _, f := range fields {
 			if v, ok := c.args[f]; ok {

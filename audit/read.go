@@ -106,12 +106,24 @@ func ReadJSONL(r io.Reader) iter.Seq2[Event, error] {
 	}
 }
 
+// decodeLine decodes one record. Numbers inside Args read back as float64
+// like encoding/json's, except those a float64 cannot hold (1e400), which
+// stay json.Number: a number a tool recorded never makes its whole record
+// unreadable.
 func decodeLine(data []byte) (Event, error) {
 	var p plainEvent
-	if err := json.Unmarshal(data, &p); err != nil { // also rejects trailing data
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
 		return Event{}, err
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Event{}, errors.New("trailing data after the record")
+	}
 	ev := Event(p)
+	for k, v := range ev.Args {
+		ev.Args[k] = plainNumbers(v)
+	}
 	if err := ev.validate(); err != nil {
 		return Event{}, err
 	}
@@ -189,4 +201,24 @@ func (f *Filter) Match(e *Event) bool {
 		return false
 	}
 	return true
+}
+
+// plainNumbers turns the json.Numbers of v into float64 where they fit.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return x
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+	}
+	return v
 }
