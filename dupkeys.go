@@ -40,11 +40,13 @@ func checkDuplicateKeys(raw []byte) error {
 			expectKey = len(frames) > 0 && frames[len(frames)-1].isObj
 		case '"':
 			j := i + 1
-			escaped := false
+			escaped := false // escapes or non-ASCII: compare the decoded key
 			for j < len(raw) && raw[j] != '"' {
 				if raw[j] == '\\' {
 					escaped = true
 					j++
+				} else if raw[j] >= 0x80 {
+					escaped = true // invalid UTF-8 decodes to U+FFFD
 				}
 				j++
 			}

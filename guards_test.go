@@ -403,3 +403,20 @@ func TestDenialErrorUnwraps(t *testing.T) {
 		t.Errorf("data = %v", data)
 	}
 }
+
+func TestStrictDecoding(t *testing.T) {
+	v, err := mcpguard.NewValidator(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"},"n":{"type":"number","maximum":10}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{`{} x`, `{}}`, `{},`, `{"a":"x"}]`, "{\"a\xff\":1,\"a\xfe\":2}", `{"a":"x","\u0061":"y"}`, `{"n":1e1000001}`} {
+		if _, err := v.Validate(json.RawMessage(raw)); !errors.Is(err, mcpguard.ErrInvalidArguments) {
+			t.Errorf("Validate(%q) = %v, want ErrInvalidArguments", raw, err)
+		}
+	}
+	for _, raw := range []string{`{}`, ` {"a":"x"} `, "{\"a\":\"x\"}\n", ``, `null`} {
+		if _, err := v.Validate(json.RawMessage(raw)); err != nil {
+			t.Errorf("Validate(%q) = %v, want nil", raw, err)
+		}
+	}
+}

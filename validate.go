@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcpguard/mcpguard/internal/fastschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
@@ -38,6 +39,7 @@ type ValidationOptions struct {
 // for concurrent use.
 type Validator struct {
 	sch     *jsonschema.Schema
+	fast    *fastschema.Schema // nil when the schema is outside the fast subset
 	maxStr  int
 	ctrlOK  bool
 	isInput bool
@@ -92,7 +94,16 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 	if err != nil {
 		return nil, fmt.Errorf("mcpguard: compiling schema: %w", err)
 	}
-	return &Validator{sch: sch, maxStr: o.MaxStringBytes, ctrlOK: o.AllowControlChars, isInput: input}, nil
+	v := &Validator{sch: sch, maxStr: o.MaxStringBytes, ctrlOK: o.AllowControlChars, isInput: input}
+	if input {
+		// The fast path validates the raw bytes without decoding them and
+		// gives exactly v6's verdict on the subset it accepts (proved by
+		// differential tests and fuzzing in internal/fastschema).
+		if f, ok := fastschema.Compile(doc, fastschema.Options{MaxStringBytes: o.MaxStringBytes, AllowControlChars: o.AllowControlChars}); ok {
+			v.fast = f
+		}
+	}
+	return v, nil
 }
 
 // closeObjects adds "additionalProperties": false to every object schema
@@ -150,6 +161,12 @@ func (v *Validator) Validate(raw json.RawMessage) (any, error) {
 // check validates raw for the pipeline. It returns the decoded value when
 // it had to build it, else nil.
 func (v *Validator) check(raw json.RawMessage) (any, error) {
+	if v.fast != nil {
+		if e := v.fast.Validate(raw); e != nil {
+			return nil, invalidArgs(e.Message, e.Pointer)
+		}
+		return nil, nil
+	}
 	return v.Validate(raw)
 }
 
@@ -166,7 +183,7 @@ func decodeStrict(raw []byte) (any, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, invalidArgs("arguments are not valid JSON", "")
 	}
-	if _, err := dec.Token(); err == nil {
+	if len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) != 0 {
 		return nil, invalidArgs("arguments have trailing data", "")
 	}
 	return doc, nil
@@ -182,7 +199,7 @@ func (v *Validator) ValidateValue(doc any) error {
 	if err := v.checkStrings(doc, nil); err != nil {
 		return err
 	}
-	err := v.sch.Validate(doc)
+	err := v.validateV6(doc)
 	if err == nil {
 		return nil
 	}
@@ -192,6 +209,18 @@ func (v *Validator) ValidateValue(doc any) error {
 	}
 	field, msg := describe(ve)
 	return invalidArgs(msg, field)
+}
+
+// validateV6 runs the reference validator. It panics on some numbers it
+// cannot parse (an exponent beyond 1e6 against a numeric bound); such a
+// document is invalid, not an internal error.
+func (v *Validator) validateV6(doc any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = invalidArgs("arguments contain a number that cannot be checked", "")
+		}
+	}()
+	return v.sch.Validate(doc)
 }
 
 func (v *Validator) checkStrings(doc any, path []string) error {
