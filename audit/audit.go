@@ -113,5 +113,7 @@ func ArgsSHA256(raw json.RawMessage) string {
 		return ""
 	}
 	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }

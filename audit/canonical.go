@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // appendCanonical appends the canonical form of the JSON text raw to dst:
@@ -13,7 +14,8 @@ import (
 // strings re-escaped by appendString, numbers as given. It reports false when
 // raw is not one valid JSON value.
 func appendCanonical(dst, raw []byte) ([]byte, bool) {
-	c := canon{src: raw}
+	var scratch [256]byte
+	c := canon{src: raw, scratch: scratch[:0]}
 	dst, ok := c.value(dst, 0)
 	if !ok {
 		return dst, false
@@ -25,6 +27,10 @@ func appendCanonical(dst, raw []byte) ([]byte, bool) {
 type canon struct {
 	src []byte
 	pos int
+	// scratch receives the output of values that are only being checked
+	// and skipped (object members, re-encoded after sorting); what lands
+	// there is never read, so nested uses may overwrite each other.
+	scratch []byte
 }
 
 type member struct {
@@ -87,7 +93,7 @@ func (c *canon) value(dst []byte, depth int) ([]byte, bool) {
 		if !ok {
 			return dst, false
 		}
-		return appendString(dst, string(s)), true
+		return appendString(dst, bytesString(s)), true
 	case b == 't':
 		return c.literal(dst, "true")
 	case b == 'f':
@@ -137,7 +143,7 @@ func (c *canon) object(dst []byte, depth int) ([]byte, bool) {
 		c.space()
 		start := c.pos
 		// Validate and skip the value; it is re-encoded after sorting.
-		if _, ok := c.value(nil, depth+1); !ok {
+		if _, ok := c.value(c.scratch[:0], depth+1); !ok {
 			return dst, false
 		}
 		ms = append(ms, member{key: key, val: c.src[start:c.pos]})
@@ -160,9 +166,9 @@ func (c *canon) object(dst []byte, depth int) ([]byte, bool) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, string(m.key))
+		dst = appendString(dst, bytesString(m.key))
 		dst = append(dst, ':')
-		sub := canon{src: m.val}
+		sub := canon{src: m.val, scratch: c.scratch}
 		var ok bool
 		if dst, ok = sub.value(dst, depth+1); !ok {
 			return dst, false
@@ -310,4 +316,13 @@ func (c *canon) number() bool {
 	}
 	c.pos = i
 	return true
+}
+
+// bytesString views b as a string without copying; appendString does not
+// keep its argument.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
