@@ -13,15 +13,20 @@ import (
 // replica whose clock lags by up to Grace still sees it as used.
 const Grace = time.Minute
 
-// Timeout bounds each call to Redis, on top of the caller's context: a hung
-// Redis refuses confirmations quickly instead of holding the request. Set
-// ContextTimeoutEnabled in the client's options so that the abandoned
-// command also frees its connection at the deadline.
-const Timeout = time.Second
+// DefaultTimeout bounds each call to Redis when [Store.Timeout] is zero, on
+// top of the caller's context: a hung Redis refuses confirmations quickly
+// instead of holding the request. Set ContextTimeoutEnabled in the client's
+// options so that the abandoned command also frees its connection at the
+// deadline.
+const DefaultTimeout = time.Second
 
 // Store is a [github.com/mcpguard/mcpguard/confirm.NonceStore] on Redis. It
 // is safe for concurrent use.
 type Store struct {
+	// Timeout bounds each call to Redis; zero means [DefaultTimeout]. Set
+	// it before first use.
+	Timeout time.Duration
+
 	client redis.UniversalClient
 	prefix string
 }
@@ -35,7 +40,7 @@ func New(client redis.UniversalClient, prefix string) *Store {
 // Consume records nonce until expires plus [Grace] and reports whether this
 // was its first use, with one atomic SET NX PX. A nonce whose expiry is not
 // after now is never first and is not written. Errors from Redis and the
-// [Timeout] are returned as is, and the caller refuses the confirmation; a
+// timeout are returned as is, and the caller refuses the confirmation; a
 // command that timed out may still have recorded the nonce, which only
 // makes the confirmation fail closed.
 func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Time) (bool, error) {
@@ -44,7 +49,11 @@ func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Tim
 	}
 	ttl := expires.Sub(now) + Grace
 	ms := (ttl + time.Millisecond - 1) / time.Millisecond
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// go-redis honours the context deadline on the socket only with
 	// ContextTimeoutEnabled; wait on the context too, so a hung server

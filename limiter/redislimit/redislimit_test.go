@@ -43,7 +43,7 @@ func TestConformance(t *testing.T) {
 	n := 0
 	limitertest.Run(t, func(t *testing.T) limiter.Store {
 		n++
-		return redislimit.New(c, &redislimit.Options{Prefix: "kit" + strconv.Itoa(n) + ":", ClientTime: true})
+		return redislimit.New(c, &redislimit.Options{Prefix: "kit" + strconv.Itoa(n) + ":", ClientTime: true, Timeout: testTimeout})
 	})
 }
 
@@ -59,7 +59,7 @@ func TestReplicasShareLimitsExactly(t *testing.T) {
 	}
 	var replicas [2]*limiter.Limiter
 	for i := range replicas {
-		replicas[i] = newLimiter(t, redislimit.New(newClient(t, srv.Addr), nil), nil, limits...)
+		replicas[i] = newLimiter(t, redislimit.New(newClient(t, srv.Addr), &redislimit.Options{Timeout: testTimeout}), nil, limits...)
 	}
 	const goroutines, calls = 8, 20
 	var ok atomic.Int64
@@ -120,7 +120,7 @@ func TestReplicasShareLimitsExactly(t *testing.T) {
 // retry after the given delay succeeds.
 func TestServerTimeRetryAfter(t *testing.T) {
 	srv := testsvc.StartRedis(t)
-	l := newLimiter(t, redislimit.New(newClient(t, srv.Addr), nil), nil,
+	l := newLimiter(t, redislimit.New(newClient(t, srv.Addr), &redislimit.Options{Timeout: testTimeout}), nil,
 		limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: 2, Window: 400 * time.Millisecond})
 	r := limiter.Request{Session: "a", Calls: 1}
 	ctx := context.Background()
@@ -147,7 +147,7 @@ func TestOneRoundTrip(t *testing.T) {
 	c := newClient(t, srv.Addr)
 	var sent atomic.Int64
 	c.AddHook(countHook{&sent})
-	l := newLimiter(t, redislimit.New(c, nil), nil,
+	l := newLimiter(t, redislimit.New(c, &redislimit.Options{Timeout: testTimeout}), nil,
 		limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: 1e6, Window: time.Minute},
 		limiter.Limit{Kind: limiter.Spend, Scope: limiter.User, Max: 1e6, Window: time.Minute},
 		limiter.Limit{Kind: limiter.Concurrency, Scope: limiter.Global, Max: 100},
@@ -282,7 +282,7 @@ func TestUnavailable(t *testing.T) {
 // back when their lease expires.
 func TestLeaseExpiry(t *testing.T) {
 	srv := testsvc.StartRedis(t)
-	s := redislimit.New(newClient(t, srv.Addr), &redislimit.Options{Lease: time.Minute, ClientTime: true})
+	s := redislimit.New(newClient(t, srv.Addr), &redislimit.Options{Lease: time.Minute, ClientTime: true, Timeout: testTimeout})
 	l := newLimiter(t, s, nil, limiter.Limit{Kind: limiter.Concurrency, Scope: limiter.Global, Max: 2})
 	t0 := time.Unix(1_700_000_000, 0)
 	ctx := context.Background()
@@ -300,7 +300,7 @@ func TestLeaseExpiry(t *testing.T) {
 func TestIdleKeysExpire(t *testing.T) {
 	srv := testsvc.StartRedis(t)
 	c := newClient(t, srv.Addr)
-	s := redislimit.New(c, nil)
+	s := redislimit.New(c, &redislimit.Options{Timeout: testTimeout})
 	lim := limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: 10, Window: 10 * time.Second}
 	l := newLimiter(t, s, nil, lim)
 	ctx := context.Background()
@@ -326,7 +326,7 @@ func BenchmarkRedis(b *testing.B) {
 	srv := testsvc.StartRedis(b)
 	c := newClient(b, srv.Addr)
 	info := newClient(b, srv.Addr)
-	l := newLimiter(b, redislimit.New(c, nil), nil,
+	l := newLimiter(b, redislimit.New(c, &redislimit.Options{Timeout: testTimeout}), nil,
 		limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: 1e12, Window: time.Minute},
 		limiter.Limit{Kind: limiter.Spend, Scope: limiter.User, Max: 1e12, Window: time.Minute},
 	)
@@ -362,3 +362,8 @@ func BenchmarkRedis(b *testing.B) {
 		b.ReportMetric(float64(after["evalsha"]+after["eval"]-before["evalsha"]-before["eval"])/float64(b.N), "roundtrips/op")
 	})
 }
+
+// testTimeout replaces the store's 250 ms default in tests that are not
+// about timeouts: CI runs packages in parallel under the race detector on
+// two cores, where a healthy Redis can take longer than that to answer.
+const testTimeout = 10 * time.Second
