@@ -3,7 +3,9 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,6 +93,67 @@ func BenchmarkPipeline(b *testing.B) {
 			h(ctx, r)
 		}
 	})
+}
+
+func roundTripSession(b *testing.B, guarded bool) *mcp.ClientSession {
+	b.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "trigger_refund", InputSchema: benchSchema}, noop)
+	if guarded {
+		if err := benchGuard(b).Install(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close(); ss.Close() })
+	return cs
+}
+
+// BenchmarkRoundTripInterleaved alternates a bare and a guarded call in
+// one loop, so that the drift of a shared, noisy machine hits both alike,
+// and reports the median of each and their ratio.
+func BenchmarkRoundTripInterleaved(b *testing.B) {
+	bare, guarded := roundTripSession(b, false), roundTripSession(b, true)
+	if os.Getenv("SWAP") != "" {
+		bare, guarded = guarded, bare
+	}
+	params := &mcp.CallToolParams{Name: "trigger_refund", Arguments: benchArgs}
+	ctx := context.Background()
+	for _, cs := range []*mcp.ClientSession{bare, guarded} {
+		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+			b.Fatalf("call: %v %s", err, mustJSON(res))
+		}
+	}
+	var tb, tg []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		bare.CallTool(ctx, params)
+		t1 := time.Now()
+		guarded.CallTool(ctx, params)
+		tb = append(tb, t1.Sub(t0))
+		tg = append(tg, time.Since(t1))
+	}
+	mb, mg := median(tb), median(tg)
+	b.ReportMetric(float64(mb.Nanoseconds()), "bare-p50-ns")
+	b.ReportMetric(float64(mg.Nanoseconds()), "guarded-p50-ns")
+	b.ReportMetric(float64(mg)/float64(mb), "guarded/bare")
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 func BenchmarkRoundTrip(b *testing.B) {
