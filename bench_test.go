@@ -3,7 +3,6 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -122,9 +121,6 @@ func roundTripSession(b *testing.B, guarded bool) *mcp.ClientSession {
 // and reports the median of each and their ratio.
 func BenchmarkRoundTripInterleaved(b *testing.B) {
 	bare, guarded := roundTripSession(b, false), roundTripSession(b, true)
-	if os.Getenv("SWAP") != "" {
-		bare, guarded = guarded, bare
-	}
 	params := &mcp.CallToolParams{Name: "trigger_refund", Arguments: benchArgs}
 	ctx := context.Background()
 	for _, cs := range []*mcp.ClientSession{bare, guarded} {
