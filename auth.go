@@ -2,17 +2,14 @@ package mcpguard
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -107,95 +104,28 @@ func FromTokenInfo(roles func(*auth.TokenInfo) []string) Authenticator {
 			r = roles(ti)
 		}
 		id := &Identity{Principal: &policy.Principal{Subject: ti.UserID, Roles: slices.Clone(r)}}
-		if tok, ok := bearer(extra.Header); ok {
+		if tok, ok := token.Bearer(extra.Header); ok {
 			id.Credential = NewCredential(tok)
 		}
 		return id, nil
 	})
 }
 
-// bearer extracts the token of an "Authorization: Bearer <token>" header.
-// The scheme is case-insensitive (RFC 7235); the token is case-sensitive.
-func bearer(h http.Header) (string, bool) {
-	v := h.Get("Authorization")
-	scheme, tok, ok := strings.Cut(v, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	tok = strings.TrimLeft(tok, " ")
-	if tok == "" || strings.ContainsAny(tok, " \t") {
-		return "", false
-	}
-	return tok, true
-}
-
-// A TokenStore maps static bearer tokens to principals, for demos and
-// small deployments. Lookup compares the SHA-256 of the presented token with
-// that of every stored token in constant time, without early exit, so the
-// response time does not reveal which token nearly matched. A TokenStore is
-// immutable and safe for concurrent use.
-type TokenStore struct {
-	entries []tokenEntry
-}
-
-type tokenEntry struct {
-	sum [sha256.Size]byte
-	pr  *policy.Principal
-}
-
-// NewTokenStore returns a store of tokens. It returns an error for an empty
-// token, a principal without a subject, or a duplicate token.
-func NewTokenStore(tokens map[string]*policy.Principal) (*TokenStore, error) {
-	s := &TokenStore{}
-	keys := make([]string, 0, len(tokens))
-	for k := range tokens {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, tok := range keys {
-		pr := tokens[tok]
-		if tok == "" {
-			return nil, errors.New("mcpguard: empty token in token store")
-		}
-		if pr == nil || pr.Subject == "" {
-			return nil, errors.New("mcpguard: token store entry without a subject")
-		}
-		cp := *pr
-		cp.Roles = slices.Clone(pr.Roles)
-		s.entries = append(s.entries, tokenEntry{sum: sha256.Sum256([]byte(tok)), pr: &cp})
-	}
-	return s, nil
-}
-
-// Lookup returns the principal of token, or nil.
-func (s *TokenStore) Lookup(token string) *policy.Principal {
-	if s == nil {
-		return nil
-	}
-	sum := sha256.Sum256([]byte(token))
-	var found *policy.Principal
-	for i := range s.entries {
-		if subtle.ConstantTimeCompare(sum[:], s.entries[i].sum[:]) == 1 {
-			found = s.entries[i].pr
-		}
-	}
-	return found
-}
-
-// Headers returns an Authenticator that reads "Authorization: Bearer <token>"
-// from the request's HTTP headers and looks it up in s. Requests without
+// BearerTokens returns an Authenticator that reads "Authorization: Bearer
+// <token>" from the request's HTTP headers (RFC 6750; the scheme is
+// case-insensitive) and looks it up in t in constant time. Requests without
 // headers (stdio, in-memory) are unauthenticated.
-func (s *TokenStore) Headers() Authenticator {
+func BearerTokens(t *token.Table) Authenticator {
 	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
 		extra := extraOf(req)
 		if extra == nil || extra.Header == nil {
 			return nil, unauthenticated("no bearer token")
 		}
-		tok, ok := bearer(extra.Header)
+		tok, ok := token.Bearer(extra.Header)
 		if !ok {
 			return nil, unauthenticated("no bearer token")
 		}
-		pr := s.Lookup(tok)
+		pr := t.Lookup(tok)
 		if pr == nil {
 			return nil, unauthenticated("invalid bearer token")
 		}
@@ -204,21 +134,28 @@ func (s *TokenStore) Headers() Authenticator {
 }
 
 // FromEnv returns the Authenticator of a stdio server: the identity is the
-// token in environment variable name, looked up in s once, now, at start.
+// token in environment variable name, looked up in t once, now, at start.
 // The MCP client's configuration sets the variable when it launches the
 // server, so every call runs as that user. When the variable is unset or
 // the token unknown, every call is refused as unauthenticated (there is no
 // default identity). Requests that arrive over HTTP (with headers) are
 // refused too: the launching user's identity is never lent to a network
 // caller.
-func FromEnv(name string, s *TokenStore) Authenticator {
-	return fromToken(os.Getenv(name), s, "environment variable "+name)
+func FromEnv(name string, t *token.Table) Authenticator {
+	return fromToken(os.Getenv(name), t, "environment variable "+name)
 }
 
-func fromToken(tok string, s *TokenStore, where string) Authenticator {
+// FromToken is [FromEnv] for a token obtained elsewhere (a flag, a file, a
+// secret manager): the identity of tok in t, resolved once, now. An empty
+// or unknown tok makes every call unauthenticated.
+func FromToken(tok string, t *token.Table) Authenticator {
+	return fromToken(tok, t, "the launching token")
+}
+
+func fromToken(tok string, t *token.Table, where string) Authenticator {
 	var id *Identity
 	var why error
-	switch pr := s.Lookup(tok); {
+	switch pr := t.Lookup(tok); {
 	case tok == "":
 		why = unauthenticated(where + " is not set")
 	case pr == nil:
@@ -236,6 +173,52 @@ func fromToken(tok string, s *TokenStore, where string) Authenticator {
 		}
 		return id, nil
 	})
+}
+
+// FromGatewayHeaders returns the Authenticator of a server that sits behind
+// the mcpguard gateway and trusts it: the principal is the one named by the
+// gateway's [token.HeaderSubject] and [token.HeaderRole] headers. A request
+// without them gets anonymous (nil: it is unauthenticated); malformed
+// values are refused. This is sound only where nothing but the gateway can
+// reach the server, since the gateway strips these headers from its clients
+// and nothing else does.
+func FromGatewayHeaders(anonymous *policy.Principal) Authenticator {
+	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
+		extra := extraOf(req)
+		var sub, role string
+		if extra != nil && extra.Header != nil {
+			sub, role = extra.Header.Get(token.HeaderSubject), extra.Header.Get(token.HeaderRole)
+		}
+		if sub == "" {
+			if anonymous == nil {
+				return nil, unauthenticated("no gateway identity")
+			}
+			return &Identity{Principal: anonymous}, nil
+		}
+		if !printable(sub) || !printable(role) {
+			return nil, unauthenticated("malformed gateway identity headers")
+		}
+		var roles []string
+		for r := range strings.SplitSeq(role, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				roles = append(roles, r)
+			}
+		}
+		return &Identity{Principal: &policy.Principal{Subject: sub, Roles: roles}}, nil
+	})
+}
+
+// printable reports whether s is at most 256 bytes of printable ASCII.
+func printable(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 type identityKey struct{}

@@ -65,7 +65,7 @@ func Example() {
 	})
 	// In-memory sessions carry no headers; this demo authenticator names
 	// the caller by the client's name. Real servers use FromTokenInfo,
-	// a TokenStore's Headers or FromEnv.
+	// BearerTokens, FromEnv or FromGatewayHeaders.
 	users := map[string]*policy.Principal{
 		"ann": {Subject: "ann", Roles: []string{"admin"}},
 		"bob": {Subject: "bob", Roles: []string{"staff"}},

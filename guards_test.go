@@ -15,6 +15,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -342,24 +343,10 @@ func TestCredentialRedacted(t *testing.T) {
 	}
 }
 
-func TestTokenStore(t *testing.T) {
-	ts, err := mcpguard.NewTokenStore(map[string]*policy.Principal{"tok-a": {Subject: "a"}, "tok-b": {Subject: "b", Roles: []string{"admin"}}})
+func TestTokenAuthenticators(t *testing.T) {
+	ts, err := token.New(map[string]*policy.Principal{"tok-a": {Subject: "a", Roles: []string{"user"}}, "tok-b": {Subject: "b", Roles: []string{"admin"}}})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if p := ts.Lookup("tok-b"); p == nil || p.Subject != "b" {
-		t.Errorf("Lookup(tok-b) = %v", p)
-	}
-	for _, bad := range []string{"", "tok-", "TOK-A", "tok-a "} {
-		if p := ts.Lookup(bad); p != nil {
-			t.Errorf("Lookup(%q) = %v, want nil", bad, p)
-		}
-	}
-	if _, err := mcpguard.NewTokenStore(map[string]*policy.Principal{"": {Subject: "x"}}); err == nil {
-		t.Error("empty token accepted")
-	}
-	if _, err := mcpguard.NewTokenStore(map[string]*policy.Principal{"t": {}}); err == nil {
-		t.Error("principal without subject accepted")
 	}
 	t.Setenv("MCPGUARD_TEST_TOKEN", "tok-a")
 	a := mcpguard.FromEnv("MCPGUARD_TEST_TOKEN", ts)
@@ -367,23 +354,57 @@ func TestTokenStore(t *testing.T) {
 	if err != nil || id.Principal.Subject != "a" || id.Credential.Reveal() != "tok-a" {
 		t.Errorf("FromEnv = %v, %v", id, err)
 	}
-	t.Setenv("MCPGUARD_TEST_TOKEN", "nope")
-	if _, err := mcpguard.FromEnv("MCPGUARD_TEST_TOKEN", ts).Authenticate(context.Background(), req("x", "{}")); !errors.Is(err, mcpguard.ErrUnauthenticated) {
-		t.Errorf("FromEnv with unknown token error = %v, want ErrUnauthenticated", err)
+	for _, bad := range []string{"", "nope"} {
+		if _, err := mcpguard.FromToken(bad, ts).Authenticate(context.Background(), req("x", "{}")); !errors.Is(err, mcpguard.ErrUnauthenticated) {
+			t.Errorf("FromToken(%q) error = %v, want ErrUnauthenticated", bad, err)
+		}
 	}
 	hr := req("x", "{}")
 	hr.Extra = &mcp.RequestExtra{Header: map[string][]string{"Authorization": {"bEaReR tok-b"}}}
-	id, err = ts.Headers().Authenticate(context.Background(), hr)
+	id, err = mcpguard.BearerTokens(ts).Authenticate(context.Background(), hr)
 	if err != nil || id.Principal.Subject != "b" {
-		t.Errorf("Headers() = %v, %v", id, err)
+		t.Errorf("BearerTokens = %v, %v", id, err)
 	}
 	hr.Extra.Header.Set("Authorization", "Basic tok-b")
-	if _, err := ts.Headers().Authenticate(context.Background(), hr); !errors.Is(err, mcpguard.ErrUnauthenticated) {
+	if _, err := mcpguard.BearerTokens(ts).Authenticate(context.Background(), hr); !errors.Is(err, mcpguard.ErrUnauthenticated) {
 		t.Errorf("Basic scheme accepted: %v", err)
 	}
 	// The launching identity is never lent to an HTTP caller.
 	if _, err := a.Authenticate(context.Background(), hr); !errors.Is(err, mcpguard.ErrUnauthenticated) {
 		t.Errorf("FromEnv over HTTP: %v, want ErrUnauthenticated", err)
+	}
+}
+
+func TestFromGatewayHeaders(t *testing.T) {
+	anon := &policy.Principal{Subject: "anonymous"}
+	tests := []struct {
+		name    string
+		header  map[string][]string
+		anon    *policy.Principal
+		want    string
+		wantErr bool
+	}{
+		{"gateway_identity", map[string][]string{token.HeaderSubject: {"ann"}, token.HeaderRole: {"admin, viewer"}}, nil, "ann admin,viewer", false},
+		{"no_headers_anonymous", nil, anon, "anonymous ", false},
+		{"no_headers_refused", nil, nil, "", true},
+		{"malformed", map[string][]string{token.HeaderSubject: {"ann\x7f"}}, anon, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := req("x", "{}")
+			if tt.header != nil {
+				r.Extra = &mcp.RequestExtra{Header: tt.header}
+			}
+			id, err := mcpguard.FromGatewayHeaders(tt.anon).Authenticate(context.Background(), r)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err == nil {
+				if got := id.Principal.Subject + " " + strings.Join(id.Principal.Roles, ","); got != tt.want {
+					t.Errorf("principal = %q, want %q", got, tt.want)
+				}
+			}
+		})
 	}
 }
 

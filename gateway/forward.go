@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/mcpguard/mcpguard/token"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -17,9 +18,9 @@ import (
 // Headers the gateway sets downstream. Any client header in this namespace
 // (also spelled with underscores) is dropped first.
 const (
-	HeaderSubject   = "X-Mcp-Gateway-Subject"
-	HeaderRole      = "X-Mcp-Gateway-Role"
-	HeaderRequestID = "X-Mcp-Gateway-Request-Id"
+	HeaderSubject   = token.HeaderSubject
+	HeaderRole      = token.HeaderRole
+	HeaderRequestID = token.HeaderRequestID
 )
 
 const hdrSession = "Mcp-Session-Id"

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 )
 
 // Options configures a [Gateway]. A nil *Options means all defaults. New
@@ -230,7 +231,7 @@ func (g *Gateway) authenticate(r *http.Request) (*policy.Principal, *rpcError) {
 		return nil, errUnauthenticated("Authorization scheme must be Bearer", true)
 	}
 	tok = strings.Trim(tok, " \t")
-	if !isToken68(tok) {
+	if !token.IsToken68(tok) {
 		return nil, errUnauthenticated("malformed bearer token", true)
 	}
 	pr, err := g.auth.Authenticate(r.Context(), tok)
@@ -238,32 +239,6 @@ func (g *Gateway) authenticate(r *http.Request) (*policy.Principal, *rpcError) {
 		return nil, errUnauthenticated("invalid bearer token", true)
 	}
 	return pr, nil
-}
-
-// isToken68 reports whether s matches RFC 7235's token68 (the b64token of
-// RFC 6750): 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
-func isToken68(s string) bool {
-	if s == "" {
-		return false
-	}
-	i := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' {
-			continue
-		}
-		break
-	}
-	if i == 0 {
-		return false
-	}
-	for ; i < len(s); i++ {
-		if s[i] != '=' {
-			return false
-		}
-	}
-	return true
 }
 
 // readBody reads at most g.maxBody bytes of r's body into a pooled buffer.

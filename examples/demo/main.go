@@ -29,6 +29,7 @@ import (
 	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -130,7 +131,7 @@ func run(auditPath string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tokens, err := mcpguard.NewTokenStore(map[string]*policy.Principal{
+	tokens, err := token.New(map[string]*policy.Principal{
 		"tok-ada": {Subject: "ada@example.com", Roles: []string{"support", "admin"}},
 		"tok-bob": {Subject: "bob@example.com", Roles: []string{"support"}},
 	})

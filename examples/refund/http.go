@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/token"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,9 +23,9 @@ import (
 // The headers the gateway sets on forwarded requests (and strips from its
 // clients', so they cannot be forged through it).
 const (
-	headerSubject   = "X-Mcp-Gateway-Subject"
-	headerRole      = "X-Mcp-Gateway-Role"
-	headerRequestID = "X-Mcp-Gateway-Request-Id"
+	headerSubject   = token.HeaderSubject
+	headerRole      = token.HeaderRole
+	headerRequestID = token.HeaderRequestID
 )
 
 // maxRecorded bounds what /_received and admin_list_audit_log remember.
@@ -87,42 +87,6 @@ func adminTools() []*mcp.Tool {
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		},
 	}
-}
-
-// gatewayAuthenticator trusts whoever reaches the server: the principal
-// named by the gateway's headers when present, else "anonymous". It is only
-// sound behind a gateway that strips those headers from its clients.
-func gatewayAuthenticator() mcpguard.Authenticator {
-	return mcpguard.AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*mcpguard.Identity, error) {
-		extra := req.GetExtra()
-		if extra == nil || extra.Header.Get(headerSubject) == "" {
-			return &mcpguard.Identity{Principal: &policy.Principal{Subject: "anonymous"}}, nil
-		}
-		sub := extra.Header.Get(headerSubject)
-		role := extra.Header.Get(headerRole)
-		if !headerValueOK(sub) || !headerValueOK(role) {
-			return nil, mcpguard.Deny(mcpguard.CodeUnauthenticated, "malformed gateway identity headers")
-		}
-		var roles []string
-		for r := range strings.SplitSeq(role, ",") {
-			if r = strings.TrimSpace(r); r != "" {
-				roles = append(roles, r)
-			}
-		}
-		return &mcpguard.Identity{Principal: &policy.Principal{Subject: sub, Roles: roles}}, nil
-	})
-}
-
-func headerValueOK(s string) bool {
-	if len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // receivedRequest is one JSON-RPC request that reached the server, as
@@ -237,7 +201,9 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	if err != nil {
 		return err
 	}
-	g, err := mcpguard.New(pol, gatewayAuthenticator(), opts)
+	// Deliberately trusts whoever reaches it: the gateway's identity headers,
+	// else "anonymous". Sound only behind the gateway (see -allow-remote).
+	g, err := mcpguard.New(pol, mcpguard.FromGatewayHeaders(&policy.Principal{Subject: "anonymous"}), opts)
 	if err != nil {
 		return err
 	}

@@ -408,7 +408,7 @@ func TestCustomTokens(t *testing.T) {
 		t.Fatalf("with a configured token: %v", we)
 	}
 
-	for _, bad := range []string{`not json`, `{}`, `{"tok":{"roles":["x"]}}`, `{"tok":{"sub":"a","extra":1}}`} {
+	for _, bad := range []string{`not json`, `{}`, `{"tok":[]}`, `{"tok":{"sub":"a","extra":1}}`, `{"":"admin"}`} {
 		cmd, stderr := command(nil, "REFUND_MCP_TOKENS="+bad, alice)
 		cmd.Stdin = strings.NewReader("")
 		err := cmd.Run()

@@ -1,23 +1,19 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"sort"
 
-	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 )
 
 const (
 	// tokenEnv holds the caller's own token; the MCP client's configuration
 	// sets it when it launches the server.
 	tokenEnv = "REFUND_MCP_TOKEN"
-	// tokensEnv holds the token table, a JSON object
-	// {"<token>": {"sub": "<subject>", "roles": ["<role>", ...]}}.
+	// tokensEnv holds the token table, a JSON object in the format of
+	// package token, e.g. {"<token>": {"sub": "<subject>", "roles": ["<role>"]}}.
 	tokensEnv = "REFUND_MCP_TOKENS"
 )
 
@@ -29,58 +25,17 @@ func demoTokens() map[string]*policy.Principal {
 	}
 }
 
-// parseTokens parses the token table of tokensEnv. Errors never quote a
-// token.
-func parseTokens(data string) (map[string]*policy.Principal, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(data), &raw); err != nil {
-		return nil, fmt.Errorf("%s: must be a JSON object of token to {\"sub\", \"roles\"}", tokensEnv)
-	}
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("%s: no tokens", tokensEnv)
-	}
-	toks := make([]string, 0, len(raw))
-	for t := range raw {
-		toks = append(toks, t)
-	}
-	sort.Strings(toks)
-	out := make(map[string]*policy.Principal, len(raw))
-	for i, tok := range toks {
-		var p struct {
-			Sub   string   `json:"sub"`
-			Role  string   `json:"role"`
-			Roles []string `json:"roles"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw[tok]))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&p); err != nil || p.Sub == "" || tok == "" {
-			return nil, fmt.Errorf("%s: entry %d: want a non-empty token and {\"sub\": \"...\", \"roles\": [...]}", tokensEnv, i+1)
-		}
-		roles := p.Roles
-		if p.Role != "" {
-			roles = append(roles, p.Role)
-		}
-		out[tok] = &policy.Principal{Subject: p.Sub, Roles: roles}
-	}
-	return out, nil
-}
-
-// loadTokens returns the token store of v, the value of tokensEnv: its
-// table, or the demo table (with a warning) when it is unset.
-func loadTokens(v string, log *slog.Logger) (*mcpguard.TokenStore, error) {
-	table := demoTokens()
-	if v != "" {
-		t, err := parseTokens(v)
-		if err != nil {
-			return nil, err
-		}
-		table = t
-	} else {
+// loadTokens returns the token table of v, the value of tokensEnv: its
+// table, or the demo table (with a warning) when it is unset. Errors never
+// quote a token.
+func loadTokens(v string, log *slog.Logger) (*token.Table, error) {
+	if v == "" {
 		log.Warn("using the built-in demo tokens; set " + tokensEnv + " for real ones")
+		return token.New(demoTokens())
 	}
-	s, err := mcpguard.NewTokenStore(table)
+	t, err := token.Parse([]byte(v))
 	if err != nil {
 		return nil, errors.New(tokensEnv + ": " + err.Error())
 	}
-	return s, nil
+	return t, nil
 }

@@ -1,0 +1,239 @@
+package token
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// A Table maps bearer tokens to principals. Lookup compares the SHA-256
+// digest of the presented token with the digest of every configured token
+// in constant time, without early exit, so timing does not reveal which
+// token or prefix was close. A Table is immutable and safe for concurrent
+// use; the zero Table holds no tokens.
+type Table struct {
+	entries []entry
+}
+
+type entry struct {
+	digest [sha256.Size]byte
+	pr     *policy.Principal
+}
+
+// New returns a table of tokens. It returns an error for an empty token, a
+// token or subject that cannot travel in an HTTP header, a principal
+// without a subject, or an empty or malformed role. The principals are
+// copied. Errors never quote a token.
+func New(tokens map[string]*policy.Principal) (*Table, error) {
+	keys := make([]string, 0, len(tokens))
+	for k := range tokens {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t := &Table{}
+	for n, tok := range keys {
+		if err := checkToken(tok); err != nil {
+			return nil, fmt.Errorf("token: entry %d: %v", n+1, err)
+		}
+		pr := tokens[tok]
+		if pr == nil || pr.Subject == "" {
+			return nil, fmt.Errorf("token: entry %d: principal without a subject", n+1)
+		}
+		cp := &policy.Principal{Subject: pr.Subject, Roles: slices.Clone(pr.Roles)}
+		if pr.Attrs != nil {
+			cp.Attrs = make(map[string]string, len(pr.Attrs))
+			for k, v := range pr.Attrs {
+				cp.Attrs[k] = v
+			}
+		}
+		if err := checkPrincipal(cp); err != nil {
+			return nil, fmt.Errorf("token: entry %d: %v", n+1, err)
+		}
+		t.entries = append(t.entries, entry{digest: sha256.Sum256([]byte(tok)), pr: cp})
+	}
+	return t, nil
+}
+
+// Parse parses a token table (see the package documentation). Empty
+// tables, empty tokens, entries with neither a subject nor a role, unknown
+// fields, and values
+// that cannot travel in an HTTP header are errors; errors never quote a
+// token.
+func Parse(data []byte) (*Table, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("token: invalid JSON at offset %d", se.Offset)
+		}
+		return nil, errors.New("token: must be a JSON object of token to principal")
+	}
+	if len(raw) == 0 {
+		return nil, errors.New("token: no tokens")
+	}
+	table := make(map[string]*policy.Principal, len(raw))
+	toks := make([]string, 0, len(raw))
+	for t := range raw {
+		toks = append(toks, t)
+	}
+	sort.Strings(toks)
+	for n, tok := range toks {
+		if err := checkToken(tok); err != nil {
+			return nil, fmt.Errorf("token: entry %d: %v", n+1, err)
+		}
+		pr, err := parsePrincipal(raw[tok])
+		if err != nil {
+			return nil, fmt.Errorf("token: entry %d: %v", n+1, err)
+		}
+		if pr.Subject == "" {
+			if len(pr.Roles) == 0 {
+				return nil, fmt.Errorf("token: entry %d: neither a subject nor a role", n+1)
+			}
+			d := sha256.Sum256([]byte(tok))
+			pr.Subject = fmt.Sprintf("token-%x", d[:4])
+		}
+		table[tok] = pr
+	}
+	return New(table)
+}
+
+func parsePrincipal(v json.RawMessage) (*policy.Principal, error) {
+	var role string
+	if json.Unmarshal(v, &role) == nil {
+		return &policy.Principal{Roles: []string{role}}, nil
+	}
+	var roles []string
+	if json.Unmarshal(v, &roles) == nil {
+		return &policy.Principal{Roles: roles}, nil
+	}
+	var obj struct {
+		Sub   string   `json:"sub"`
+		Role  string   `json:"role"`
+		Roles []string `json:"roles"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(v)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&obj); err != nil {
+		return nil, errors.New(`value must be a role, a list of roles, or {"sub", "role" | "roles"}`)
+	}
+	pr := &policy.Principal{Subject: obj.Sub, Roles: slices.Clone(obj.Roles)}
+	if obj.Role != "" {
+		pr.Roles = append(pr.Roles, obj.Role)
+	}
+	return pr, nil
+}
+
+func checkToken(tok string) error {
+	if strings.TrimSpace(tok) == "" || !headerSafe(tok) || strings.ContainsAny(tok, " \t") {
+		return errors.New("token must be non-empty printable ASCII without spaces")
+	}
+	return nil
+}
+
+func checkPrincipal(pr *policy.Principal) error {
+	if !headerSafe(pr.Subject) {
+		return errors.New("sub must be printable ASCII")
+	}
+	for _, r := range pr.Roles {
+		if r == "" || !headerSafe(r) || strings.ContainsAny(r, ", ") {
+			return errors.New("roles must be non-empty printable ASCII without commas or spaces")
+		}
+	}
+	return nil
+}
+
+// headerSafe reports whether s can be sent as an HTTP header value verbatim.
+func headerSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Lookup returns the principal of tok, or nil. The principal must not be
+// modified. A nil Table holds no tokens.
+func (t *Table) Lookup(tok string) *policy.Principal {
+	if t == nil {
+		return nil
+	}
+	d := sha256.Sum256([]byte(tok))
+	found := -1
+	for i := range t.entries {
+		if subtle.ConstantTimeCompare(d[:], t.entries[i].digest[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return nil
+	}
+	return t.entries[found].pr
+}
+
+// Len returns the number of tokens.
+func (t *Table) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.entries)
+}
+
+// Bearer extracts the token of an "Authorization: Bearer <token>" header:
+// the scheme is case-insensitive (RFC 7235), the token case-sensitive and a
+// single b64token (RFC 6750). It reports false for a missing header,
+// another scheme, several Authorization headers, or a malformed token.
+func Bearer(h http.Header) (string, bool) {
+	vs := h.Values("Authorization")
+	if len(vs) != 1 {
+		return "", false
+	}
+	scheme, tok, ok := strings.Cut(vs[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	if !IsToken68(tok) {
+		return "", false
+	}
+	return tok, true
+}
+
+// IsToken68 reports whether s matches RFC 7235's token68 (RFC 6750's
+// b64token): 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func IsToken68(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0 {
+			continue
+		}
+		break
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
+}
+
+// The headers by which the mcpguard gateway tells a downstream server who
+// the caller is. The gateway strips any client-supplied header in the
+// X-Mcp-Gateway- namespace before setting them.
+const (
+	HeaderSubject   = "X-Mcp-Gateway-Subject"
+	HeaderRole      = "X-Mcp-Gateway-Role" // comma-separated roles
+	HeaderRequestID = "X-Mcp-Gateway-Request-Id"
+)
