@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/mcpguard/mcpguard/token"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/textproto"
 	"strings"
@@ -212,8 +213,11 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 		code = "UPSTREAM_UNAVAILABLE"
 	}
 	call.finish(code)
-	g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "bytes", n, "sse", sse,
-		"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
+	if g.log.Enabled(r.Context(), slog.LevelInfo) {
+		g.log.LogAttrs(r.Context(), slog.LevelInfo, "upstream", slog.String("cid", cid), slog.Int("status", c.resp.StatusCode),
+			slog.Int64("bytes", n), slog.Bool("sse", sse),
+			slog.Float64("ms", float64(g.now().Sub(start).Microseconds())/1000), slog.String("err", errString(err)))
+	}
 }
 
 func errString(err error) string {

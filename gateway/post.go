@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -255,7 +256,10 @@ func (g *Gateway) logDecision(cid string, pr *policy.Principal, p *plan, e *rpcE
 		return
 	}
 	p.outcome = "allow"
-	g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", method, "tool", p.m.tool)
+	if g.log.Enabled(context.Background(), slog.LevelInfo) {
+		g.log.LogAttrs(context.Background(), slog.LevelInfo, "allow", slog.String("cid", cid), slog.String("subject", pr.Subject),
+			slog.String("roles", strings.Join(pr.Roles, ",")), slog.String("method", method), slog.String("tool", p.m.tool))
+	}
 }
 
 // audit writes an outcome or intent event when a sink is configured.
