@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/mcpguard/mcpguard/token"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 )
 
 // Headers the gateway sets downstream. Any client header in this namespace
@@ -122,6 +122,11 @@ type upstreamCall struct {
 
 // roundTrip sends one request downstream. body nil sends no body.
 func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
+	sid := header.Get(hdrSession)
+	if sid != "" && !g.sessions.admit(sid, pr.Subject) {
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal")
+		return nil, errSession()
+	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), ctxKey{}, pr))
 	c := &upstreamCall{cancel: cancel, timeout: g.timeout}
 	c.timer = time.AfterFunc(g.timeout, func() { c.timedOut.Store(true); cancel() })
@@ -152,6 +157,13 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	}
 	c.resp = resp
 	c.timer.Stop()
+	if resp.StatusCode < 300 {
+		if method == http.MethodDelete && sid != "" {
+			g.sessions.forget(sid)
+		} else if id := resp.Header.Get(hdrSession); id != "" {
+			g.sessions.bind(id, pr.Subject)
+		}
+	}
 	return c, nil
 }
 

@@ -91,6 +91,7 @@ type Gateway struct {
 	now          func() time.Time
 	bufs         sync.Pool
 	healthAnswer []byte
+	sessions     *sessions
 }
 
 // DefaultPolicy returns the gateway's default policy: tools of the
@@ -150,6 +151,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		path: o.Path, healthPath: o.HealthPath, filter: o.FilterToolsList,
 		timeout: o.Timeout, maxBody: o.MaxBodyBytes, rt: o.Transport,
 		lim: o.Limiter, cost: o.Cost, sink: o.Audit, log: o.Logger, now: o.Now,
+		sessions: newSessions(),
 	}
 	if g.pol == nil {
 		g.pol = DefaultPolicy()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -551,5 +552,66 @@ func TestDecisionLogs(t *testing.T) {
 		if strings.Contains(logs, bad) {
 			t.Errorf("logs contain %q:\n%s", bad, logs)
 		}
+	}
+}
+
+// TestSessionBoundToPrincipal: a session opened by one principal cannot be
+// used by another, even with a valid token of its own; the downstream, which
+// trusts the gateway, never sees the attempt.
+func TestSessionBoundToPrincipal(t *testing.T) {
+	rg := newRig(t, nil)
+	// The downstream answers with Mcp-Session-Id: sess-1, bound to viewer.
+	if got := rg.post(t, viewer, call(`1`, "get_customer_record", "")); got.status != http.StatusOK || got.header.Get("Mcp-Session-Id") != "sess-1" {
+		t.Fatalf("open: status %d session %q", got.status, got.header.Get("Mcp-Session-Id"))
+	}
+	before := len(rg.down.log())
+	got := rg.post(t, admin, call(`2`, "get_customer_record", ""), "Mcp-Session-Id", "sess-1")
+	if got.status != http.StatusNotFound {
+		t.Fatalf("other principal on sess-1: status %d body %s, want 404", got.status, got.body)
+	}
+	if _, code, _ := rpcErr(t, got.body); code != CodeForbidden {
+		t.Errorf("code %d, want %d", code, CodeForbidden)
+	}
+	if n := len(rg.down.log()); n != before {
+		t.Errorf("the hijack attempt reached the downstream (%d requests, want %d)", n, before)
+	}
+	// The owner keeps using it.
+	if got := rg.post(t, viewer, call(`3`, "get_customer_record", ""), "Mcp-Session-Id", "sess-1"); got.status != http.StatusOK {
+		t.Errorf("owner on sess-1: status %d", got.status)
+	}
+	// An id the gateway has not seen is bound on first use.
+	if got := rg.post(t, admin, call(`4`, "get_customer_record", ""), "Mcp-Session-Id", "sess-2"); got.status != http.StatusOK {
+		t.Errorf("admin on new sess-2: status %d", got.status)
+	}
+	if got := rg.post(t, viewer, call(`5`, "get_customer_record", ""), "Mcp-Session-Id", "sess-2"); got.status != http.StatusNotFound {
+		t.Errorf("viewer on admin's sess-2: status %d, want 404", got.status)
+	}
+	// DELETE by the owner ends the binding.
+	req, _ := http.NewRequest(http.MethodDelete, rg.url+"/mcp", nil)
+	req.Header.Set("Authorization", admin)
+	req.Header.Set("Mcp-Session-Id", "sess-2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: status %d", resp.StatusCode)
+	}
+	if got := rg.post(t, viewer, call(`6`, "get_customer_record", ""), "Mcp-Session-Id", "sess-2"); got.status != http.StatusOK {
+		t.Errorf("after DELETE, sess-2 is free again: status %d", got.status)
+	}
+}
+
+func TestSessionTableBounded(t *testing.T) {
+	s := newSessions()
+	for i := range maxSessions + 1000 {
+		s.bind(strconv.Itoa(i), "a")
+	}
+	if n := len(s.owner); n > maxSessions {
+		t.Errorf("%d bindings, want at most %d", n, maxSessions)
+	}
+	if !s.admit(strconv.Itoa(maxSessions+999), "a") || s.admit(strconv.Itoa(maxSessions+999), "b") {
+		t.Error("the newest binding was lost")
 	}
 }
