@@ -3,11 +3,13 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -613,5 +615,43 @@ func TestSessionTableBounded(t *testing.T) {
 	}
 	if !s.admit(strconv.Itoa(maxSessions+999), "a") || s.admit(strconv.Itoa(maxSessions+999), "b") {
 		t.Error("the newest binding was lost")
+	}
+}
+
+// TestWriteIntentUnavailable: a write whose write-ahead audit record cannot
+// be made is refused with 503 and never forwarded; reads still pass.
+func TestWriteIntentUnavailable(t *testing.T) {
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
+	cfg.WriteAllowlist = []string{"trigger_refund"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var intents, outcomes atomic.Int64
+	sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
+		if e.Phase == audit.PhaseIntent {
+			intents.Add(1)
+			return errors.New("disk full")
+		}
+		outcomes.Add(1)
+		return nil
+	})
+	rg := newRig(t, &Options{Policy: pol, Audit: sink})
+	got := rg.post(t, viewer, call(`1`, "trigger_refund", `{"amount":5}`))
+	if got.status != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503: %s", got.status, got.body)
+	}
+	if _, code, data := rpcErr(t, got.body); code != CodeInternal || data["code"] != "AUDIT_UNAVAILABLE" {
+		t.Errorf("answer %s", got.body)
+	}
+	if n := len(rg.down.log()); n != 0 {
+		t.Errorf("the write reached the downstream %d times without a durable intent", n)
+	}
+	if intents.Load() != 1 || outcomes.Load() != 1 {
+		t.Errorf("intents %d outcomes %d, want 1 and 1", intents.Load(), outcomes.Load())
+	}
+	if got := rg.post(t, viewer, call(`2`, "get_customer_record", "")); got.status != http.StatusOK {
+		t.Errorf("read refused: %d", got.status)
 	}
 }
