@@ -655,3 +655,24 @@ func TestWriteIntentUnavailable(t *testing.T) {
 		t.Errorf("read refused: %d", got.status)
 	}
 }
+
+func TestAuditRecordsProtocolAndSession(t *testing.T) {
+	var mu sync.Mutex
+	var events []audit.Event
+	sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, *e)
+		return nil
+	})
+	rg := newRig(t, &Options{Audit: sink})
+	rg.post(t, viewer, call(`1`, "admin_reset_key", ""), "Mcp-Protocol-Version", "2025-11-25", "Mcp-Session-Id", "sess-7")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 1 {
+		t.Fatalf("%d events, want 1", len(events))
+	}
+	if e := events[0]; e.ProtocolVersion != "2025-11-25" || e.SessionID != "sess-7" || e.Code != "FORBIDDEN" || e.Subject != "viewer" {
+		t.Errorf("event = %+v", e)
+	}
+}

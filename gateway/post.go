@@ -27,7 +27,7 @@ type callState struct {
 	g      *Gateway
 	pr     *policy.Principal
 	cid    string
-	sess   string
+	ri     reqInfo
 	tool   string
 	class  string
 	args   []byte
@@ -48,7 +48,7 @@ func (c *callState) finish(code string) {
 	if c.hasLim {
 		c.g.lim.Release(c.lim)
 	}
-	c.g.audit(context.Background(), c.pr, c.cid, c.sess, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, "", c.cost, c.start)
+	c.g.audit(context.Background(), c.pr, c.cid, c.ri, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, "", c.cost, c.start)
 }
 
 func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) {
@@ -70,7 +70,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 		}
 		for i := range msgs {
 			if msgs[i].tool != "" {
-				g.audit(r.Context(), nil, cid, r.Header.Get(hdrSession), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, aerr.contract, "", 0, start)
+				g.audit(r.Context(), nil, cid, infoOf(r), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, aerr.contract, "", 0, start)
 			}
 		}
 		g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
@@ -145,7 +145,8 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	if m.method != "tools/call" {
 		return p
 	}
-	sess := r.Header.Get(hdrSession)
+	ri := infoOf(r)
+	sess := ri.session
 	var args policy.Args
 	var ra *rawArgs
 	if g.pol.HasArgLimits(m.tool) || g.cost != nil {
@@ -159,10 +160,10 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	}
 	if !d.Allowed() {
 		p.local = g.denial(pr, m.tool, d)
-		g.audit(r.Context(), pr, cid, sess, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, d.Reason, 0, start)
+		g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, d.Reason, 0, start)
 		return p
 	}
-	c := &callState{g: g, pr: pr, cid: cid, sess: sess, tool: m.tool, class: class, args: m.args, start: start}
+	c := &callState{g: g, pr: pr, cid: cid, ri: ri, tool: m.tool, class: class, args: m.args, start: start}
 	c.cost = d.Rule.Cost
 	if g.cost != nil {
 		c.cost = g.cost(m.tool, args)
@@ -175,13 +176,13 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		if !ld.Allowed {
 			g.lim.Release(ld)
 			p.local = limitError(ld)
-			g.audit(r.Context(), pr, cid, sess, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, "", c.cost, start)
+			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, "", c.cost, start)
 			return p
 		}
 		c.lim, c.hasLim = ld, true
 	}
 	if d.Rule.Class == policy.Write && g.sink != nil {
-		e := g.event(pr, cid, sess, m.tool, class, m.args, audit.PhaseIntent, true, "", "", c.cost, start)
+		e := g.event(pr, cid, ri, m.tool, class, m.args, audit.PhaseIntent, true, "", "", c.cost, start)
 		if err := audit.WriteDurable(r.Context(), g.sink, e); err != nil {
 			c.finish("AUDIT_UNAVAILABLE")
 			p.local = &rpcError{code: CodeInternal, status: http.StatusServiceUnavailable, contract: "AUDIT_UNAVAILABLE", message: "Audit unavailable: the call was not forwarded"}
@@ -263,20 +264,20 @@ func (g *Gateway) logDecision(cid string, pr *policy.Principal, p *plan, e *rpcE
 }
 
 // audit writes an outcome or intent event when a sink is configured.
-func (g *Gateway) audit(ctx context.Context, pr *policy.Principal, cid, sess, tool, class string, args []byte, phase audit.Phase, allowed bool, code, detail string, cost float64, start time.Time) {
+func (g *Gateway) audit(ctx context.Context, pr *policy.Principal, cid string, ri reqInfo, tool, class string, args []byte, phase audit.Phase, allowed bool, code, detail string, cost float64, start time.Time) {
 	if g.sink == nil {
 		return
 	}
-	e := g.event(pr, cid, sess, tool, class, args, phase, allowed, code, detail, cost, start)
+	e := g.event(pr, cid, ri, tool, class, args, phase, allowed, code, detail, cost, start)
 	if err := g.sink.Write(context.WithoutCancel(ctx), e); err != nil {
 		g.log.Error("audit write failed", "cid", cid, "err", err)
 	}
 }
 
-func (g *Gateway) event(pr *policy.Principal, cid, sess, tool, class string, args []byte, phase audit.Phase, allowed bool, code, detail string, cost float64, start time.Time) *audit.Event {
+func (g *Gateway) event(pr *policy.Principal, cid string, ri reqInfo, tool, class string, args []byte, phase audit.Phase, allowed bool, code, detail string, cost float64, start time.Time) *audit.Event {
 	now := g.now()
 	e := &audit.Event{
-		Time: now.UTC(), CorrelationID: cid, SessionID: sess, Tool: tool, Class: class,
+		Time: now.UTC(), CorrelationID: cid, SessionID: ri.session, ProtocolVersion: ri.proto, Tool: tool, Class: class,
 		Phase: phase, Allowed: allowed, Code: code, Detail: detail, Cost: cost,
 		LatencyMS:  float64(now.Sub(start).Microseconds()) / 1000,
 		ArgsSHA256: audit.ArgsSHA256(args),
@@ -288,4 +289,11 @@ func (g *Gateway) event(pr *policy.Principal, cid, sess, tool, class string, arg
 		e.LatencyMS = 0
 	}
 	return e
+}
+
+// reqInfo is what the audit record takes from the HTTP request.
+type reqInfo struct{ session, proto string }
+
+func infoOf(r *http.Request) reqInfo {
+	return reqInfo{session: r.Header.Get(hdrSession), proto: r.Header.Get("Mcp-Protocol-Version")}
 }
