@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 )
 
 // LogValue implements slog.LogValuer: a group of the event's fields under
@@ -66,8 +67,9 @@ type SlogSinkOptions struct {
 // [Event.LogValue]). Its durability is the handler's: it does not implement
 // [DurableWriter]. Safe for concurrent use if the handler is.
 type SlogSink struct {
-	h    slog.Handler
-	opts SlogSinkOptions
+	h      slog.Handler
+	opts   SlogSinkOptions
+	closed atomic.Bool
 }
 
 // NewSlogSink returns a sink writing to h.
@@ -91,6 +93,9 @@ func NewSlogSink(h slog.Handler, opts *SlogSinkOptions) *SlogSink {
 // Write records e as one slog record. Records below the handler's level are
 // dropped by the handler, as slog does; Write then returns nil.
 func (s *SlogSink) Write(ctx context.Context, e *Event) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	if s.h == nil {
 		return errors.New("audit: slog sink without handler")
 	}
@@ -105,4 +110,11 @@ func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 	var arr [18]slog.Attr
 	r.AddAttrs(e.attrs(arr[:0], false)...)
 	return s.h.Handle(ctx, r)
+}
+
+// Close makes later writes fail with [ErrClosed], like every other sink; it
+// does not close the handler's destination, which the sink does not own.
+func (s *SlogSink) Close() error {
+	s.closed.Store(true)
+	return nil
 }
