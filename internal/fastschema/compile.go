@@ -130,7 +130,10 @@ func (c *compiler) buildObject(m map[string]any, root bool) (*node, error) {
 	n := &node{minLen: -1, maxLen: -1, minProps: -1, maxProps: -1, minItems: -1, maxItems: -1, additional: true}
 	var required []string
 	var props map[string]any
-	for k, v := range m {
+	// Keywords in sorted order, so that the order of checks (and so which
+	// of several failures a message names) is the same on every run.
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
 		var err error
 		switch k {
 		case "title", "description", "$comment":
