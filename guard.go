@@ -72,7 +72,11 @@ type Options struct {
 	// the go-sdk's own for an unknown tool.
 	ProtocolErrors bool
 	// NotFoundCode is the JSON-RPC code of TOOL_NOT_FOUND. 0 means -32602,
-	// as the go-sdk answers for an unknown tool.
+	// as the go-sdk answers for an unknown tool. Note that go-sdk v1.8.0
+	// rewrites the message of every -32601 error a handler returns to
+	// `method not found: "tools/call"`: with -32601 the code reaches the
+	// client but the message does not (hidden and unknown tools still look
+	// alike).
 	NotFoundCode int64
 	// Validation tunes argument validation. Nil means strict.
 	Validation *ValidationOptions

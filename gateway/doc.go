@@ -28,6 +28,11 @@
 //     and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
 //     Authorization header is not forwarded, and the downstream gets its own
 //     Host. Mcp-Session-Id and Mcp-Protocol-Version pass through.
+//   - Each downstream session is bound to the principal that opened it (or,
+//     for an id the gateway has not seen, that first used it): another
+//     principal presenting that Mcp-Session-Id gets 404 and is never
+//     forwarded, so a valid token of one's own does not buy a ride on
+//     someone else's session. A DELETE that ends the session unbinds it.
 //
 // # Fail closed
 //
@@ -54,5 +59,7 @@
 //
 // Each decision is logged (correlation id, principal, method, tool,
 // outcome; never arguments or tokens) and, with Options.Audit, recorded as
-// an audit.Event.
+// an audit.Event with the session id and protocol version. A write-class
+// tool gets a durable write-ahead intent first; if it cannot be made, the
+// call is refused with -32603 and 503 and not forwarded.
 package gateway
