@@ -6,7 +6,8 @@
 // admin before they reach the downstream, and forwards everything else.
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
-//	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8]
+//	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] \
+//	        [--audit audit.jsonl | audit.db]
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream.
 package main
@@ -26,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
 	"github.com/mcpguard/mcpguard/limiter"
 )
@@ -48,6 +50,7 @@ func run(logger *slog.Logger) error {
 	rate := flag.String("rate", "", `per-user call rate for tools/call, as "N/duration" (e.g. 60/1m); empty: none`)
 	inflight := flag.Int("inflight", 0, "per-user tools/call calls in flight; 0: no cap")
 	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
+	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
 	flag.Parse()
 
 	tokens, err := gateway.TokensFromEnv(logger)
@@ -78,6 +81,14 @@ func run(logger *slog.Logger) error {
 		}
 		opts.Limiter = lim
 	}
+	if *auditPath != "" {
+		sink, closeSink, err := openAudit(*auditPath)
+		if err != nil {
+			return err
+		}
+		defer closeSink()
+		opts.Audit = sink
+	}
 	g, err := gateway.New(*upstream, tokens, opts)
 	if err != nil {
 		return err
@@ -100,4 +111,26 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// openAudit opens the audit sink at path: SQLite for a .db file, JSONL
+// otherwise. The returned func closes it, flushing what it buffered.
+func openAudit(path string) (audit.Sink, func(), error) {
+	if strings.HasSuffix(path, ".db") {
+		db, err := audit.OpenSQLite(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		sink, err := audit.NewSQL(context.Background(), db, audit.SQLite, nil)
+		if err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		return sink, func() { sink.Close(); db.Close() }, nil
+	}
+	sink, err := audit.OpenJSONL(path, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sink, func() { sink.Close() }, nil
 }
