@@ -153,26 +153,6 @@ func median(d []time.Duration) time.Duration {
 }
 
 func BenchmarkRoundTrip(b *testing.B) {
-	setup := func(b *testing.B, guarded bool) *mcp.ClientSession {
-		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		s.AddTool(&mcp.Tool{Name: "trigger_refund", InputSchema: benchSchema}, noop)
-		if guarded {
-			if err := benchGuard(b).Install(s); err != nil {
-				b.Fatal(err)
-			}
-		}
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := s.Connect(context.Background(), st, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cs.Close(); ss.Close() })
-		return cs
-	}
 	params := &mcp.CallToolParams{Name: "trigger_refund", Arguments: benchArgs}
 	for _, guarded := range []bool{false, true} {
 		name := "bare"
@@ -180,7 +160,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			name = "guarded"
 		}
 		b.Run(name, func(b *testing.B) {
-			cs := setup(b, guarded)
+			cs := roundTripSession(b, guarded)
 			if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
 				b.Fatalf("call: %v %s", err, mustJSON(res))
 			}

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -159,22 +159,4 @@ func plain(s string) bool {
 
 // sanitize removes control and formatting characters and invalid UTF-8, and
 // truncates to maxDescribeRunes runes.
-func sanitize(s string) string {
-	var b strings.Builder
-	n := 0
-	for i, r := range s {
-		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
-			continue
-		}
-		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) {
-			continue
-		}
-		if n == maxDescribeRunes {
-			b.WriteString("…")
-			break
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
-}
+func sanitize(s string) string { return textsafe.Clean(s, maxDescribeRunes) }

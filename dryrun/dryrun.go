@@ -8,9 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -127,19 +126,4 @@ func Summary(tool string, args json.RawMessage) string {
 
 // clean removes control and formatting characters (including bidi overrides)
 // and truncates s to maxNameRunes runes.
-func clean(s string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
-			continue
-		}
-		if n == maxNameRunes {
-			b.WriteString("…")
-			break
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
-}
+func clean(s string) string { return textsafe.Clean(s, maxNameRunes) }

@@ -1,0 +1,34 @@
+// Package textsafe makes untrusted text safe to show a human or a model:
+// the dry-run summary and the confirmation prompt both print tool names and
+// argument keys (and, for the prompt, values) that a model wrote.
+package textsafe
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Clean returns s without invalid UTF-8, control characters (Cc), format
+// characters (Cf, which include the bidirectional overrides that can make
+// text read differently than it is) and line or paragraph separators, cut
+// to maxRunes runes with "…" appended when it was longer.
+func Clean(s string, maxRunes int) string {
+	var b strings.Builder
+	n := 0
+	for i, r := range s {
+		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
+			continue // an invalid byte, not a real U+FFFD
+		}
+		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+			continue
+		}
+		if n == maxRunes {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
