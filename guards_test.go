@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -440,4 +441,89 @@ func TestStrictDecoding(t *testing.T) {
 			t.Errorf("Validate(%q) = %v, want nil", raw, err)
 		}
 	}
+}
+
+// temporary is an error a read may be retried after.
+type temporary struct{}
+
+func (temporary) Error() string   { return "connection reset" }
+func (temporary) Temporary() bool { return true }
+
+func TestExecuteSemantics(t *testing.T) {
+	pol, err := policy.New(basePolicy(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newGuard := func(t *testing.T, o mcpguard.Options) *mcpguard.Guard {
+		t.Helper()
+		o.Audit, o.Confirmer, o.Logger = &memSink{}, testSigner(t, nil), quiet
+		g, err := mcpguard.New(pol, fixed(bob), &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	echo := &mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
+	note := &mcp.Tool{Name: "add_note", InputSchema: noteSchema}
+
+	t.Run("read_retried_once_on_transient_error", func(t *testing.T) {
+		g := newGuard(t, mcpguard.Options{RetryReads: true})
+		n := 0
+		h, _ := g.Wrap(echo, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n++
+			if n == 1 {
+				return nil, temporary{}
+			}
+			return textResult("ok"), nil
+		})
+		res, err := h(context.Background(), req("echo", `{"text":"x"}`))
+		if err != nil || res.IsError || n != 2 {
+			t.Errorf("result %s, err %v, handler ran %d times; want success after 2", mustJSON(res), err, n)
+		}
+	})
+	t.Run("write_never_retried", func(t *testing.T) {
+		g := newGuard(t, mcpguard.Options{RetryReads: true})
+		n := 0
+		h, _ := g.Wrap(note, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n++
+			return nil, temporary{}
+		})
+		h(context.Background(), req("add_note", `{"title":"x"}`))
+		if n != 1 {
+			t.Errorf("write ran %d times, want 1", n)
+		}
+	})
+	t.Run("started_write_not_cancelled_by_client", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGuard(t, mcpguard.Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			var sawCancel bool
+			h, _ := g.Wrap(note, func(hctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				cancel() // the client goes away mid-write
+				select {
+				case <-hctx.Done():
+					sawCancel = true
+				case <-time.After(50 * time.Millisecond):
+				}
+				return textResult("written"), nil
+			})
+			res, _ := h(ctx, req("add_note", `{"title":"x"}`))
+			if sawCancel || res.IsError {
+				t.Errorf("write saw cancellation %v, result %s", sawCancel, mustJSON(res))
+			}
+		})
+	})
+	t.Run("read_deadline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newGuard(t, mcpguard.Options{Timeout: 10 * time.Millisecond})
+			h, _ := g.Wrap(echo, func(hctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				<-hctx.Done()
+				return nil, hctx.Err()
+			})
+			res, err := h(context.Background(), req("echo", `{"text":"x"}`))
+			if got := codeOf(t, res, err); got != "UPSTREAM_UNAVAILABLE" {
+				t.Errorf("timed-out read: code %q, want UPSTREAM_UNAVAILABLE", got)
+			}
+		})
+	})
 }
