@@ -158,6 +158,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			spend = 0
 		}
 		ld := g.limit(ctx, req, c, calls, spend)
+		if ld.Err != nil {
+			g.log.Error("mcpguard: limiter failed", "tool", c.name, "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
+		}
 		if !ld.Allowed {
 			return g.deny(c, limitDenial(ld))
 		}
