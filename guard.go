@@ -96,7 +96,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// A Guard is the assembled pipeline. It is safe for concurrent use.
+// A Guard is the assembled pipeline. It is safe for concurrent use. Use
+// one way in per server: [Guard.Install] for the whole server, or
+// [Guard.Wrap] / [Guard.AddTool] per handler; both at once would run the
+// pipeline twice per call (and count it twice against the limits).
 type Guard struct {
 	pol   *policy.Policy
 	authn Authenticator

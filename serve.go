@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -27,7 +26,6 @@ type call struct {
 	corr    string
 	name    string
 	id      *Identity
-	entry   *toolEntry
 	rule    *policy.ToolRule
 	raw     json.RawMessage
 	args    map[string]any
@@ -37,7 +35,6 @@ type call struct {
 	dryRun  bool
 	denial  *DenialError
 	detail  string
-	written bool // a write's intent was recorded
 }
 
 // argsMap returns the decoded arguments, decoding them on first use (the
@@ -55,7 +52,7 @@ func (c *call) argsMap() map[string]any {
 // serve runs the pipeline of DESIGN.md for one call. e may be nil (Install
 // mode, unknown tool). next runs the tool.
 func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntry, next mcp.ToolHandler) (res *mcp.CallToolResult, err error) {
-	c := &call{start: g.now(), corr: g.nextCorrelationID(), entry: e}
+	c := &call{start: g.now(), corr: g.nextCorrelationID()}
 	if req != nil && req.Params != nil {
 		c.name = req.Params.Name
 		c.raw = req.Params.Arguments
@@ -508,7 +505,6 @@ func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	if err := audit.WriteDurable(context.WithoutCancel(ctx), g.opts.Audit, &ev); err != nil {
 		return err
 	}
-	c.written = true
 	return nil
 }
 
@@ -525,6 +521,3 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 	}
 	return true
 }
-
-// finite reports whether f is a usable number.
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
