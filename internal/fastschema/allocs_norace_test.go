@@ -41,4 +41,3 @@ func TestValidateInvalidAllocatesLittle(t *testing.T) {
 		t.Errorf("an invalid call allocates %v times", n)
 	}
 }
-
