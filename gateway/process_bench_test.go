@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// downstreamEnv makes the test binary serve the benchmark's downstream (see
+// TestDownstreamProcess) on the address it names.
+const downstreamEnv = "MCPGUARD_BENCH_DOWNSTREAM"
+
+// TestDownstreamProcess is not a test: run by BenchmarkProcessesVersusNginx
+// as a child process with downstreamEnv set, it serves a go-sdk stateless
+// JSON server with one echo tool until it is killed. Without the variable it
+// returns at once.
+func TestDownstreamProcess(t *testing.T) {
+	addr := os.Getenv(downstreamEnv)
+	if addr == "" {
+		return
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
+		Msg string `json:"msg"`
+	}) (*mcp.CallToolResult, map[string]string, error) {
+		return nil, map[string]string{"msg": a.Msg}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	if err := http.ListenAndServe(addr, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkProcessesVersusNginx is BenchmarkVersusNginx with every party in
+// its own process, as in a deployment: the downstream (this test binary
+// re-executed as a go-sdk stateless JSON server), the gateway (the
+// examples/gateway binary) and nginx (proxy_pass to a keepalive upstream);
+// this process only generates the load. A bare httputil.ReverseProxy
+// process (gateway/internal/stdproxy) runs beside them as the cost of any
+// Go reverse proxy process on the machine. Same run, alternating rounds, 1 and
+// 32 concurrent clients. Skips without nginx (Debian package nginx-light).
+//
+//	go test ./gateway -run '^$' -bench BenchmarkProcessesVersusNginx -benchtime 12000x -count 3
+func BenchmarkProcessesVersusNginx(b *testing.B) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
+			b.Skip("nginx not found: install the Debian package nginx-light")
+		}
+		bin = "/usr/sbin/nginx"
+	}
+	dir := b.TempDir()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	gwBin, stdBin := filepath.Join(dir, "gateway"), filepath.Join(dir, "stdproxy")
+	for bin, pkg := range map[string]string{gwBin: "./examples/gateway", stdBin: "./gateway/internal/stdproxy"} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+
+	downAddr := freeAddr(b)
+	child := exec.Command(os.Args[0], "-test.run=^TestDownstreamProcess$")
+	child.Env = append(os.Environ(), downstreamEnv+"="+downAddr)
+	startProcess(b, child)
+	down := "http://" + downAddr
+	waitListening(b, downAddr)
+
+	gwAddr := freeAddr(b)
+	host, port, _ := net.SplitHostPort(gwAddr)
+	gwCmd := exec.Command(gwBin, "--host", host, "--port", port, "--upstream", down+"/mcp")
+	gwCmd.Env = withoutEnv(os.Environ(), TokensEnv) // the demo tokens
+	startProcess(b, gwCmd)
+	gw := "http://" + gwAddr
+	waitListening(b, gwAddr)
+
+	stdAddr := freeAddr(b)
+	host, port, _ = net.SplitHostPort(stdAddr)
+	startProcess(b, exec.Command(stdBin, "--host", host, "--port", port, "--upstream", down))
+	std := "http://" + stdAddr
+	waitListening(b, stdAddr)
+
+	ngx := startNginx(b, bin, downAddr)
+
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	client := &http.Client{Transport: NewTransport()}
+	for _, clients := range []int{1, 32} {
+		b.Run("clients="+itoa(clients), func(b *testing.B) {
+			var direct, via, nginx, stdp result
+			for round := 0; round < 3; round++ {
+				n := b.N/3 + 1
+				direct.add(load(b, client, down+"/mcp", "", body, clients, n))
+				via.add(load(b, client, gw+"/mcp", "Bearer viewer-token", body, clients, n))
+				nginx.add(load(b, client, ngx+"/mcp", "", body, clients, n))
+				stdp.add(load(b, client, std+"/mcp", "", body, clients, n))
+			}
+			b.ReportMetric(stdp.opsPerSec()/direct.opsPerSec(), "stdproxy/direct")
+			b.ReportMetric(stdp.p50()-direct.p50(), "stdproxy_added_p50_µs")
+			b.ReportMetric(via.opsPerSec()/direct.opsPerSec(), "gw/direct")
+			b.ReportMetric(nginx.opsPerSec()/direct.opsPerSec(), "nginx/direct")
+			b.ReportMetric(via.opsPerSec()/nginx.opsPerSec(), "gw/nginx")
+			b.ReportMetric(via.p50()-direct.p50(), "gw_added_p50_µs")
+			b.ReportMetric(nginx.p50()-direct.p50(), "nginx_added_p50_µs")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+func freeAddr(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// startProcess starts cmd and kills it at cleanup.
+func startProcess(b *testing.B, cmd *exec.Cmd) {
+	b.Helper()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+}
+
+func waitListening(b *testing.B, addr string) {
+	b.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.Fatalf("nothing listens on %s", addr)
+}
