@@ -71,21 +71,28 @@ func schemaV1(d Dialect) []string {
 	}
 }
 
+// migrationLockKey is the PostgreSQL advisory lock that serializes schema
+// migrations of the audit tables ("mcpga" in ASCII).
+const migrationLockKey = "469908990817"
+
 // migrate creates or upgrades the schema to SchemaVersion in one transaction.
 func migrate(ctx context.Context, db *sql.DB, d Dialect) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS audit_schema_version (version INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("audit: create schema table: %w", err)
-	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("audit: migrate: %w", err)
 	}
 	defer tx.Rollback()
 	if d == Postgres {
-		// Serialize concurrent migrations.
-		if _, err := tx.ExecContext(ctx, `LOCK TABLE audit_schema_version IN EXCLUSIVE MODE`); err != nil {
+		// Serialize concurrent migrations, the creation of the version table
+		// included: two CREATE TABLE IF NOT EXISTS racing in PostgreSQL can
+		// fail on the catalog's unique index. (SQLite transactions here are
+		// BEGIN IMMEDIATE, which serializes them already.)
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(`+migrationLockKey+`)`); err != nil {
 			return fmt.Errorf("audit: migrate: %w", err)
 		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS audit_schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("audit: create schema table: %w", err)
 	}
 	var v int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM audit_schema_version`).Scan(&v); err != nil {
