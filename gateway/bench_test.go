@@ -22,14 +22,7 @@ import (
 //
 //	go test ./gateway -run '^$' -bench BenchmarkGateway -benchtime 20000x
 func BenchmarkGateway(b *testing.B) {
-	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
-		Msg string `json:"msg"`
-	}) (*mcp.CallToolResult, map[string]string, error) {
-		return nil, map[string]string{"msg": a.Msg}, nil
-	})
-	down := newBenchServer(b, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	down := newBenchServer(b, echoHandler())
 	g, err := New(down+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -54,6 +47,19 @@ func BenchmarkGateway(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// echoHandler is the benchmarks' downstream: a go-sdk stateless JSON server
+// with one tool, echo, that returns its msg argument.
+func echoHandler() http.Handler {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
+		Msg string `json:"msg"`
+	}) (*mcp.CallToolResult, map[string]string, error) {
+		return nil, map[string]string{"msg": a.Msg}, nil
+	})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 }
 
 type result struct {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // BenchmarkVersusNginx puts the gateway and nginx (proxy_pass to a
@@ -33,14 +30,7 @@ func BenchmarkVersusNginx(b *testing.B) {
 		}
 		bin = "/usr/sbin/nginx"
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
-		Msg string `json:"msg"`
-	}) (*mcp.CallToolResult, map[string]string, error) {
-		return nil, map[string]string{"msg": a.Msg}, nil
-	})
-	down := newBenchServer(b, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	down := newBenchServer(b, echoHandler())
 	g, err := New(down+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // downstreamEnv makes the test binary serve the benchmark's downstream (see
@@ -27,15 +24,7 @@ func TestDownstreamProcess(t *testing.T) {
 	if addr == "" {
 		return
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
-		Msg string `json:"msg"`
-	}) (*mcp.CallToolResult, map[string]string, error) {
-		return nil, map[string]string{"msg": a.Msg}, nil
-	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	if err := http.ListenAndServe(addr, h); err != nil {
+	if err := http.ListenAndServe(addr, echoHandler()); err != nil {
 		t.Fatal(err)
 	}
 }
