@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/policy"
@@ -139,7 +140,7 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 	}
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c := &call{start: nowFunc(), corr: newCorrelationID(), name: toolName(req), id: FromContext(ctx)}
+			c := &call{start: time.Now(), corr: newCorrelationID(), name: toolName(req), id: FromContext(ctx)}
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments
 			}
@@ -158,8 +159,7 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 					c.detail = "tool reported an error"
 				}
 			}
-			g := &Guard{now: nowFunc}
-			ev := g.event(req, c, audit.PhaseOutcome)
+			ev := buildEvent(time.Now(), nil, req, c, audit.PhaseOutcome)
 			if werr := sink.Write(context.WithoutCancel(ctx), &ev); werr != nil {
 				log.Error("mcpguard: audit record not written", "tool", c.name, "err", werr)
 			}

@@ -253,7 +253,6 @@ func wireError(err error) *jsonrpc.Error {
 	return nil
 }
 
-func nowFunc() time.Time { return time.Now() }
 
 // limit asks the limiter about this call.
 func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int, spend float64) limiter.Decision {
@@ -449,8 +448,14 @@ func inputRequired(res *mcp.CallToolResult) *mcp.CallToolResult {
 }
 
 func (g *Guard) event(req *mcp.CallToolRequest, c *call, phase audit.Phase) audit.Event {
+	return buildEvent(g.now(), g.opts.Tools[c.name].RecordArgs, req, c, phase)
+}
+
+// buildEvent makes the audit record of c at time now; record names the
+// argument fields the tool opted in to record verbatim.
+func buildEvent(now time.Time, record []string, req *mcp.CallToolRequest, c *call, phase audit.Phase) audit.Event {
 	ev := audit.Event{
-		Time:          g.now(),
+		Time:          now,
 		CorrelationID: c.corr,
 		Tool:          c.name,
 		Phase:         phase,
@@ -486,9 +491,9 @@ func (g *Guard) event(req *mcp.CallToolRequest, c *call, phase audit.Phase) audi
 	}
 	// Opted-in fields are recorded only for arguments that passed
 	// validation: a refused call's values are the caller's, not the tool's.
-	if fields := g.opts.Tools[c.name].RecordArgs; len(fields) > 0 && c.valid && c.argsMap() != nil {
-		ev.Args = make(map[string]any, len(fields))
-		for _, f := range fields {
+	if len(record) > 0 && c.valid && c.argsMap() != nil {
+		ev.Args = make(map[string]any, len(record))
+		for _, f := range record {
 			if v, ok := c.args[f]; ok {
 				ev.Args[f] = v
 			}
