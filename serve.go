@@ -253,7 +253,6 @@ func wireError(err error) *jsonrpc.Error {
 	return nil
 }
 
-
 // limit asks the limiter about this call.
 func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int, spend float64) limiter.Decision {
 	return g.opts.Limiter.AllowAt(ctx, c.start, limiter.Request{
