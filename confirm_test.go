@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/limiter"
@@ -217,5 +218,58 @@ func TestConfirmationSlowHumanExpires(t *testing.T) {
 	}
 	if n := h.down.calls.Load(); n != 0 {
 		t.Errorf("tool ran %d times after a late confirmation", n)
+	}
+}
+
+// TestDryRunAndConfirmationCharges: a dry run counts against the call rate
+// but not the spend cap; a confirmed call charges its spend once.
+func TestDryRunAndConfirmationCharges(t *testing.T) {
+	cost := map[string]mcpguard.ToolOptions{
+		"add_note": {Cost: func(map[string]any) (float64, error) { return 6, nil }},
+		"wipe":     {Cost: func(map[string]any) (float64, error) { return 6, nil }},
+	}
+	t.Run("dry_run_spends_nothing", func(t *testing.T) {
+		lim, err := limiter.New([]limiter.Limit{
+			{Kind: limiter.Rate, Scope: limiter.User, Max: 3, Window: time.Hour},
+			{Kind: limiter.Spend, Scope: limiter.User, Max: 10, Window: time.Hour},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHarness(t, basePolicy(false), &mcpguard.Options{Limiter: lim, DryRun: true, Tools: cost})
+		cs := h.connect(bob, clientOpts{})
+		var codes []string
+		for range 4 { // 4 dry runs of cost 6: spend would refuse the second, the rate refuses the fourth
+			res, err := call(t, cs, "add_note", map[string]any{"title": "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			codes = append(codes, errorCode(t, res))
+		}
+		if diff := cmp.Diff([]string{"", "", "", "RATE_LIMIT_EXCEEDED"}, codes); diff != "" {
+			t.Errorf("codes (-want +got):\n%s", diff)
+		}
+	})
+	for _, v := range protocolVersions {
+		t.Run("confirmed_call_spends_once/"+versionName(v), func(t *testing.T) {
+			lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Spend, Scope: limiter.User, Max: 10, Window: time.Hour}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, basePolicy(false), &mcpguard.Options{Limiter: lim, Tools: cost})
+			var asked atomic.Int64
+			cs := h.connect(bob, clientOpts{version: v, elicit: answer("accept", &asked)})
+			res, err := call(t, cs, "wipe", map[string]any{"target": "db-1"})
+			if err != nil || res.IsError {
+				t.Fatalf("first confirmed call (cost 6 of 10): %v %s", err, mustJSON(res))
+			}
+			res, _ = call(t, cs, "wipe", map[string]any{"target": "db-2"})
+			if got := errorCode(t, res); got != "SPEND_LIMIT_EXCEEDED" {
+				t.Errorf("second call (6 more) = %q, want SPEND_LIMIT_EXCEEDED", got)
+			}
+			if n := h.down.calls.Load(); n != 1 {
+				t.Errorf("tool ran %d times, want 1", n)
+			}
+		})
 	}
 }
