@@ -29,8 +29,9 @@ type call struct {
 	rule    *policy.ToolRule
 	raw     json.RawMessage
 	args    map[string]any
-	decoded bool // args holds the decoded arguments (nil if they are not an object)
-	valid   bool // the arguments passed validation
+	decoded bool     // args holds the decoded arguments (nil if they are not an object)
+	valid   bool     // the arguments passed validation
+	record  []string // argument fields the tool records verbatim
 	cost    float64
 	dryRun  bool
 	denial  *DenialError
@@ -101,6 +102,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		return g.deny(c, notFound(c.name))
 	}
 	topts := g.opts.Tools[c.name]
+	c.record = topts.RecordArgs
 
 	// 6. Validate arguments.
 	doc, verr := e.in.check(c.raw)
@@ -447,7 +449,7 @@ func inputRequired(res *mcp.CallToolResult) *mcp.CallToolResult {
 }
 
 func (g *Guard) event(req *mcp.CallToolRequest, c *call, phase audit.Phase) audit.Event {
-	return buildEvent(g.now(), g.opts.Tools[c.name].RecordArgs, req, c, phase)
+	return buildEvent(g.now(), c.record, req, c, phase)
 }
 
 // buildEvent makes the audit record of c at time now; record names the
