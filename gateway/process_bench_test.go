@@ -33,7 +33,9 @@ func TestDownstreamProcess(t *testing.T) {
 // its own process, as in a deployment: the downstream (this test binary
 // re-executed as a go-sdk stateless JSON server), the gateway (the
 // examples/gateway binary) and nginx (proxy_pass to a keepalive upstream);
-// this process only generates the load. A bare httputil.ReverseProxy
+// this process only generates the load. The gateway runs twice: with its
+// own upstream client (gw) and with net/http's Transport (gwstd,
+// --std-transport). A bare httputil.ReverseProxy
 // process (gateway/internal/stdproxy) runs beside them as the cost of any
 // Go reverse proxy process on the machine. Same run, alternating rounds, 1 and
 // 32 concurrent clients. Skips without nginx (Debian package nginx-light).
@@ -76,6 +78,15 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 	gw := "http://" + gwAddr
 	waitListening(b, gwAddr)
 
+	// The same gateway sending downstream through net/http's Transport.
+	gwStdAddr := freeAddr(b)
+	host, port, _ = net.SplitHostPort(gwStdAddr)
+	gwStdCmd := exec.Command(gwBin, "--host", host, "--port", port, "--upstream", down+"/mcp", "--std-transport")
+	gwStdCmd.Env = gwCmd.Env
+	startProcess(b, gwStdCmd)
+	gwStd := "http://" + gwStdAddr
+	waitListening(b, gwStdAddr)
+
 	stdAddr := freeAddr(b)
 	host, port, _ = net.SplitHostPort(stdAddr)
 	startProcess(b, exec.Command(stdBin, "--host", host, "--port", port, "--upstream", down))
@@ -88,16 +99,19 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 	client := &http.Client{Transport: NewTransport()}
 	for _, clients := range []int{1, 32} {
 		b.Run("clients="+itoa(clients), func(b *testing.B) {
-			var direct, via, nginx, stdp result
+			var direct, via, viaStd, nginx, stdp result
 			for round := 0; round < 3; round++ {
 				n := b.N/3 + 1
 				direct.add(load(b, client, down+"/mcp", "", body, clients, n))
 				via.add(load(b, client, gw+"/mcp", "Bearer viewer-token", body, clients, n))
+				viaStd.add(load(b, client, gwStd+"/mcp", "Bearer viewer-token", body, clients, n))
 				nginx.add(load(b, client, ngx+"/mcp", "", body, clients, n))
 				stdp.add(load(b, client, std+"/mcp", "", body, clients, n))
 			}
 			b.ReportMetric(stdp.opsPerSec()/direct.opsPerSec(), "stdproxy/direct")
 			b.ReportMetric(stdp.p50()-direct.p50(), "stdproxy_added_p50_µs")
+			b.ReportMetric(viaStd.opsPerSec()/direct.opsPerSec(), "gwstd/direct")
+			b.ReportMetric(viaStd.p50()-direct.p50(), "gwstd_added_p50_µs")
 			b.ReportMetric(via.opsPerSec()/direct.opsPerSec(), "gw/direct")
 			b.ReportMetric(nginx.opsPerSec()/direct.opsPerSec(), "nginx/direct")
 			b.ReportMetric(via.opsPerSec()/nginx.opsPerSec(), "gw/nginx")

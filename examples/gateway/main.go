@@ -7,7 +7,7 @@
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
 //	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] \
-//	        [--audit audit.jsonl | audit.db]
+//	        [--audit audit.jsonl | audit.db] [--std-transport]
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream.
 package main
@@ -50,6 +50,7 @@ func run(logger *slog.Logger) error {
 	rate := flag.String("rate", "", `per-user call rate for tools/call, as "N/duration" (e.g. 60/1m); empty: none`)
 	inflight := flag.Int("inflight", 0, "per-user tools/call calls in flight; 0: no cap")
 	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
+	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client")
 	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
 	flag.Parse()
 
@@ -73,6 +74,9 @@ func run(logger *slog.Logger) error {
 	opts := &gateway.Options{
 		Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
 		Timeout: time.Duration(*timeout * float64(time.Second)), Logger: logger,
+	}
+	if *stdTransport {
+		opts.Transport = gateway.NewTransport()
 	}
 	if len(limits) > 0 {
 		lim, err := limiter.New(limits, nil)

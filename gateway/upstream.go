@@ -1,0 +1,519 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// upstreamClient is the default transport to the downstream: an HTTP/1.1
+// client that writes each request and reads its response on the calling
+// goroutine, over a keep-alive pool of connections per host.
+//
+// net/http's Transport runs a writer and a reader goroutine per connection
+// and hands every request and response between them and the caller; in a
+// proxy process on a small virtual machine those handoffs (futex wakeups of
+// other OS threads) cost more than the proxying. Here a request costs one
+// write and the reads of its answer, on the handler's goroutine.
+//
+// A connection is reused only when its response was read to the end with
+// nothing left over, neither side asked to close, and the request's context
+// did not interrupt it; an idle connection that the peer closed or wrote to
+// is discarded when it is taken from the pool.
+type upstreamClient struct {
+	dialer      net.Dialer
+	tlsConfig   *tls.Config // nil: the zero configuration
+	maxIdle     int         // idle connections kept per host
+	idleTimeout time.Duration
+	maxHeader   int64 // bytes of response header read at most
+
+	mu    sync.Mutex
+	pools map[string][]*upConn // "scheme://host:port" -> idle, most recent last
+}
+
+func newUpstreamClient() *upstreamClient {
+	return &upstreamClient{
+		dialer:      net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		maxIdle:     256,
+		idleTimeout: 90 * time.Second,
+		maxHeader:   1 << 20,
+		pools:       map[string][]*upConn{},
+	}
+}
+
+// upConn is one connection to a downstream.
+type upConn struct {
+	key    string
+	nc     net.Conn
+	lr     limitedConn
+	wc     trackingWriter
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	idleAt time.Time
+	used   bool // carried a request before
+}
+
+// limitedConn reads from a connection at most n bytes while n >= 0 (the
+// response header phase); n < 0 means no limit.
+type limitedConn struct {
+	net.Conn
+	n int64
+}
+
+func (l *limitedConn) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return l.Conn.Read(p)
+	}
+	if l.n == 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	k, err := l.Conn.Read(p)
+	l.n -= int64(k)
+	return k, err
+}
+
+// trackingWriter records whether anything was written to a connection.
+type trackingWriter struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (t *trackingWriter) Write(p []byte) (int, error) {
+	t.wrote = true
+	return t.w.Write(p)
+}
+
+var (
+	errHeaderTooLarge = errors.New("gateway: downstream response header too large")
+	errUnsupported    = errors.New("gateway: downstream answered 101 Switching Protocols")
+)
+
+// aLongTimeAgo is a deadline in the past: it interrupts a blocked read or
+// write at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func hostKey(u *urlParts) string { return u.scheme + "://" + u.addr }
+
+type urlParts struct{ scheme, addr, host string }
+
+func splitURL(r *http.Request) (*urlParts, error) {
+	u := r.URL
+	if u == nil {
+		return nil, errors.New("gateway: request without URL")
+	}
+	p := &urlParts{scheme: u.Scheme, host: u.Hostname()}
+	port := u.Port()
+	switch u.Scheme {
+	case "http":
+		if port == "" {
+			port = "80"
+		}
+	case "https":
+		if port == "" {
+			port = "443"
+		}
+	default:
+		return nil, fmt.Errorf("gateway: unsupported scheme %q", u.Scheme)
+	}
+	if p.host == "" {
+		return nil, errors.New("gateway: request URL without host")
+	}
+	p.addr = net.JoinHostPort(p.host, port)
+	return p, nil
+}
+
+// get returns an idle connection to key that is still usable, or nil.
+func (c *upstreamClient) get(key string, now time.Time) *upConn {
+	for {
+		c.mu.Lock()
+		idle := c.pools[key]
+		if len(idle) == 0 {
+			c.mu.Unlock()
+			return nil
+		}
+		pc := idle[len(idle)-1]
+		idle[len(idle)-1] = nil
+		c.pools[key] = idle[:len(idle)-1]
+		c.mu.Unlock()
+		if now.Sub(pc.idleAt) < c.idleTimeout && idleConnUsable(pc.nc) {
+			return pc
+		}
+		pc.nc.Close()
+	}
+}
+
+// put returns a connection whose exchange completed cleanly to the pool.
+func (c *upstreamClient) put(pc *upConn) {
+	pc.idleAt = time.Now()
+	pc.used = true
+	c.mu.Lock()
+	idle := c.pools[pc.key]
+	if len(idle) >= c.maxIdle {
+		c.mu.Unlock()
+		pc.nc.Close()
+		return
+	}
+	c.pools[pc.key] = append(idle, pc)
+	c.mu.Unlock()
+}
+
+// CloseIdleConnections closes the connections kept idle.
+func (c *upstreamClient) CloseIdleConnections() {
+	c.mu.Lock()
+	pools := c.pools
+	c.pools = map[string][]*upConn{}
+	c.mu.Unlock()
+	for _, idle := range pools {
+		for _, pc := range idle {
+			pc.nc.Close()
+		}
+	}
+}
+
+func (c *upstreamClient) dial(ctx context.Context, u *urlParts, key string) (*upConn, error) {
+	var nc net.Conn
+	var err error
+	if u.scheme == "https" {
+		cfg := c.tlsConfig.Clone()
+		if cfg == nil {
+			cfg = &tls.Config{}
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = u.host
+		}
+		cfg.NextProtos = []string{"http/1.1"}
+		d := tls.Dialer{NetDialer: &c.dialer, Config: cfg}
+		nc, err = d.DialContext(ctx, "tcp", u.addr)
+	} else {
+		nc, err = c.dialer.DialContext(ctx, "tcp", u.addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pc := &upConn{key: key, nc: nc}
+	pc.lr = limitedConn{Conn: nc, n: -1}
+	pc.br = bufio.NewReaderSize(&pc.lr, 16<<10)
+	pc.wc = trackingWriter{w: nc}
+	pc.bw = bufio.NewWriterSize(&pc.wc, 16<<10)
+	return pc, nil
+}
+
+// RoundTrip implements http.RoundTripper for HTTP/1.1 requests to http and
+// https URLs.
+func (c *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	u, err := splitURL(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if strings.IndexFunc(req.Host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		closeBody(req)
+		return nil, fmt.Errorf("gateway: invalid Host %q", req.Host)
+	}
+	if err := checkHeader(req.Header); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	ctx := req.Context()
+	key := hostKey(u)
+	for attempt := 0; ; attempt++ {
+		pc := c.get(key, time.Now())
+		if pc == nil {
+			if pc, err = c.dial(ctx, u, key); err != nil {
+				closeBody(req)
+				return nil, err
+			}
+		}
+		resp, retry, err := c.exchange(ctx, pc, req)
+		if err == nil {
+			return resp, nil
+		}
+		if !retry || attempt > 0 || ctx.Err() != nil {
+			closeBody(req)
+			return nil, err
+		}
+		if req.Body != nil {
+			// Rewind the body for the new connection.
+			if req.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// exchange writes req on pc and reads its response header. On error pc is
+// closed; retry reports that the request may be sent again on a new
+// connection (pc was reused, and either nothing was written or the request
+// is replayable and the peer closed before answering).
+func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Request) (*http.Response, bool, error) {
+	var interrupted atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		interrupted.Store(true)
+		pc.nc.SetDeadline(aLongTimeAgo)
+	})
+	fail := func(err error, retry bool) (*http.Response, bool, error) {
+		stop()
+		pc.nc.Close()
+		if interrupted.Load() {
+			return nil, false, fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+		}
+		return nil, retry && pc.used, err
+	}
+	pc.wc.wrote = false
+	if err := writeRequest(pc.bw, req); err != nil {
+		return fail(err, !pc.wc.wrote && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil))
+	}
+	pc.lr.n = c.maxHeader
+	var resp *http.Response
+	var err error
+	for range 10 {
+		resp, err = http.ReadResponse(pc.br, req)
+		if err != nil || resp.StatusCode >= 200 || resp.StatusCode < 100 {
+			break
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			err = errUnsupported
+			break
+		}
+		// 1xx informational: skip, the final answer follows.
+	}
+	if err == nil && resp.StatusCode < 200 {
+		err = errors.New("gateway: too many informational responses")
+	}
+	if err != nil {
+		// The peer closed a reused connection without a byte of answer:
+		// it was going away, and a replayable request may be sent again.
+		noAnswer := (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) && pc.br.Buffered() == 0
+		return fail(err, noAnswer && replayable(req))
+	}
+	pc.lr.n = -1
+	keep := !resp.Close && !req.Close
+	resp.Body = &upBody{c: c, pc: pc, body: resp.Body, stop: stop, keep: keep, noBody: resp.Body == http.NoBody}
+	if resp.Body.(*upBody).noBody {
+		resp.Body.(*upBody).finish(true)
+	}
+	return resp, false, nil
+}
+
+// replayable is net/http's rule: a request without a body or with GetBody,
+// and an idempotent method or an idempotency key.
+func replayable(r *http.Request) bool {
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		return false
+	}
+	switch r.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, k1 := r.Header["Idempotency-Key"]
+	_, k2 := r.Header["X-Idempotency-Key"]
+	return k1 || k2
+}
+
+func isConnReset(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) && strings.Contains(ne.Err.Error(), "reset by peer")
+}
+
+// upBody is a response body; the connection goes back to the pool when it
+// is read to its end, and is closed when the body is closed before.
+type upBody struct {
+	c      *upstreamClient
+	pc     *upConn
+	body   io.ReadCloser
+	stop   func() bool
+	keep   bool
+	noBody bool
+	mu     sync.Mutex // Close may race Read (a client going away)
+	done   bool
+	err    error // returned after the end
+}
+
+var errBodyClosed = errors.New("gateway: read on closed response body")
+
+func (b *upBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if b.done {
+		err := b.err
+		b.mu.Unlock()
+		return 0, err
+	}
+	b.mu.Unlock()
+	n, err := b.body.Read(p)
+	if err != nil {
+		b.mu.Lock()
+		if !b.done {
+			b.finishLocked(err == io.EOF)
+			if err == io.EOF {
+				b.err = io.EOF
+			} else {
+				b.err = err
+			}
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *upBody) Close() error {
+	b.mu.Lock()
+	if !b.done {
+		b.finishLocked(false)
+		b.err = errBodyClosed
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *upBody) finish(ok bool) {
+	b.mu.Lock()
+	b.finishLocked(ok)
+	b.err = io.EOF
+	b.mu.Unlock()
+}
+
+// finishLocked ends the exchange: the connection is kept when the body was
+// read to its end, nothing follows it, both sides keep the connection and
+// the context did not interrupt it.
+func (b *upBody) finishLocked(ok bool) {
+	b.done = true
+	stopped := b.stop()
+	if ok && stopped && b.keep && b.pc.br.Buffered() == 0 {
+		b.c.put(b.pc)
+		return
+	}
+	b.pc.nc.Close()
+}
+
+// writeRequest writes req in HTTP/1.1 wire format: request line, Host,
+// Content-Length or chunked Transfer-Encoding, headers, body.
+func writeRequest(bw *bufio.Writer, req *http.Request) (err error) {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	bw.WriteString(method)
+	bw.WriteByte(' ')
+	bw.WriteString(req.URL.RequestURI())
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(host)
+	bw.WriteString("\r\n")
+	// As net/http: a zero ContentLength with a body means unknown.
+	body, n := req.Body, req.ContentLength
+	if body == http.NoBody {
+		body = nil
+	}
+	if body == nil {
+		n = 0
+	} else if n == 0 {
+		n = -1
+	}
+	switch {
+	case n > 0:
+		bw.WriteString("Content-Length: ")
+		bw.WriteString(strconv.FormatInt(n, 10))
+		bw.WriteString("\r\n")
+	case n < 0:
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	case method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch:
+		bw.WriteString("Content-Length: 0\r\n")
+	}
+	if req.Close {
+		bw.WriteString("Connection: close\r\n")
+	}
+	for k, vs := range req.Header {
+		switch k {
+		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Trailer":
+			continue
+		}
+		for _, v := range vs {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			bw.WriteString(strings.TrimSpace(v))
+			bw.WriteString("\r\n")
+		}
+	}
+	bw.WriteString("\r\n")
+	if body != nil {
+		if n > 0 {
+			var k int64
+			k, err = io.Copy(bw, io.LimitReader(body, n))
+			if err == nil && k != n {
+				err = fmt.Errorf("gateway: request body has %d bytes, Content-Length %d", k, n)
+			}
+		} else {
+			if _, err = io.Copy(chunkWriter{bw}, body); err == nil {
+				_, err = bw.WriteString("0\r\n\r\n")
+			}
+		}
+		body.Close()
+		if err != nil {
+			bw.Reset(nil) // never send an incomplete request
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+type chunkWriter struct{ bw *bufio.Writer }
+
+func (c chunkWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
+	c.bw.WriteString("\r\n")
+	c.bw.Write(p)
+	_, err := c.bw.WriteString("\r\n")
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// checkHeader refuses header names that are not HTTP tokens and values
+// with control characters other than tab, as net/http's Transport does: a
+// request must not smuggle another one.
+func checkHeader(h http.Header) error {
+	for k, vs := range h {
+		if k == "" || strings.IndexFunc(k, func(r rune) bool { return !isTokenRune(r) }) >= 0 {
+			return fmt.Errorf("gateway: invalid header field name %q", k)
+		}
+		for _, v := range vs {
+			if i := strings.IndexFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }); i >= 0 {
+				return fmt.Errorf("gateway: invalid header field value for %q", k)
+			}
+		}
+	}
+	return nil
+}
+
+func isTokenRune(r rune) bool {
+	if r >= 0x7f || r <= ' ' {
+		return false
+	}
+	return !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+}
