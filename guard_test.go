@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpguard/mcpguard"
@@ -431,3 +432,39 @@ func TestToolAddedAfterInstall(t *testing.T) {
 		}
 	}
 }
+
+// TestToolReplacedAfterInstall replaces a tool under the same name while no
+// session listens for tools/list_changed (the default protocol version gets
+// no such notification without subscriptions/listen): within a second the
+// guard enforces the new schema, and a replacement whose ReadOnlyHint
+// contradicts its rule is refused.
+func TestToolReplacedAfterInstall(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, basePolicy(false), nil)
+	cs := h.connect(bob, clientOpts{})
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return textResult("ok"), nil
+	}
+	if res, err := call(t, cs, "whoami", map[string]any{"n": 5}); err != nil || res.IsError {
+		t.Fatalf("before the replacement: %v %s", err, mustJSON(res))
+	}
+	h.srv.AddTool(&mcp.Tool{Name: "whoami", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":3}}}`)}, handler)
+	h.srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false}}, handler)
+	time.Sleep(relistWait)
+	res, err := call(t, cs, "whoami", map[string]any{"n": 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := errorCode(t, res); got != string(mcpguard.CodeInvalidArguments) {
+		t.Errorf("call against the replaced schema: code %q, want %s (%s)", got, mcpguard.CodeInvalidArguments, mustJSON(res))
+	}
+	if res, err := call(t, cs, "whoami", map[string]any{"n": 2}); err != nil || res.IsError {
+		t.Errorf("valid call after the replacement: %v %s", err, mustJSON(res))
+	}
+	if _, err := call(t, cs, "echo", map[string]any{}); wireError(err) == nil {
+		t.Errorf("a read tool replaced by one hinting a write was callable: %v", err)
+	}
+}
+
+// relistWait is how long a test waits for the guard to re-list the tools.
+const relistWait = 1100 * time.Millisecond

@@ -70,32 +70,46 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 // keyed by name and remember the *mcp.Tool they were compiled from, so a
 // replaced tool is recompiled.
 type registry struct {
-	mu      sync.RWMutex
-	byName  map[string]*toolEntry
-	stale   bool      // a tools/list_changed notification went out
-	refresh time.Time // last refresh caused by an unknown name
+	mu     sync.RWMutex
+	byName map[string]*toolEntry
+	stale  bool      // a tools/list_changed notification went out
+	listed time.Time // when the tools were last listed (or a listing was claimed)
 }
 
-// minRefresh bounds how often calls to unknown tool names make the guard
-// re-list the server's tools, so probing names cannot amplify into work.
-const minRefresh = time.Second
-
-// shouldRefresh reports whether a call for an unknown (or stale) name
-// should re-list the tools now.
-func (r *registry) shouldRefresh(now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stale {
-		return true
-	}
-	if now.Sub(r.refresh) < minRefresh {
-		return false
-	}
-	r.refresh = now
-	return true
-}
+// relist bounds how long the registry goes without listing the server's
+// tools again. The go-sdk announces a changed tool list only to sessions
+// that listen for it (older protocol versions, or a subscriptions/listen
+// stream), and to none when no session is connected, so a tool replaced
+// under the same name, or added under a new one, would otherwise go unseen.
+// It also bounds how often calls to unknown names make the guard re-list,
+// so probing names cannot amplify into work.
+const relist = time.Second
 
 func (r *registry) init() { r.byName = map[string]*toolEntry{} }
+
+// lookup returns the entry for name (nil if there is none or the registry
+// is stale) and whether the caller should re-list the tools first: after a
+// tools/list_changed notification, or once relist has passed since the last
+// listing, in which case one caller claims the listing.
+func (r *registry) lookup(name string, now time.Time) (*toolEntry, bool) {
+	r.mu.RLock()
+	e := r.byName[name]
+	stale, due := r.stale, now.Sub(r.listed) >= relist
+	r.mu.RUnlock()
+	if stale {
+		return nil, true
+	}
+	if !due {
+		return e, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now.Sub(r.listed) < relist {
+		return e, r.stale // another caller claimed this listing
+	}
+	r.listed = now
+	return e, true
+}
 
 func (r *registry) get(name string) (*toolEntry, bool) {
 	r.mu.RLock()
@@ -123,6 +137,7 @@ func (g *Guard) update(tools []*mcp.Tool) {
 	}
 	g.reg.byName = next
 	g.reg.stale = false
+	g.reg.listed = time.Now()
 }
 
 func sameTool(a, b *mcp.Tool) bool {
@@ -159,8 +174,11 @@ func listAll(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSession)
 // "private"). It first lists the server's tools and checks each against the
 // policy: a tool without a rule, with a ReadOnlyHint that contradicts its
 // class, or with a schema that does not compile is a start-up error. Tools
-// added later are checked when first seen; a bad one is refused at call
-// time as TOOL_NOT_FOUND and logged.
+// added or replaced later are checked when the guard next lists the server's
+// tools, at the first call a second or more after the previous listing (at
+// once after a tools/list_changed notification): until then a new name is
+// TOOL_NOT_FOUND and a replaced tool is guarded with its previous schema. A
+// bad one is refused at call time as TOOL_NOT_FOUND and logged.
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the
@@ -225,9 +243,11 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			if r.Params != nil {
 				name = r.Params.Name
 			}
-			e, ok := g.reg.get(name)
-			if !ok && g.reg.shouldRefresh(time.Now()) {
-				// Unknown or stale: refresh from the server itself.
+			e, refresh := g.reg.lookup(name, time.Now())
+			if refresh {
+				// Stale or due: re-list from the server itself. If that
+				// fails, a stale registry answers TOOL_NOT_FOUND and a due
+				// one keeps its entries.
 				if tools, err := listAll(ctx, next, r.Session); err == nil {
 					g.update(tools)
 					e, _ = g.reg.get(name)
