@@ -157,6 +157,17 @@ func appendFloat(dst []byte, f float64) ([]byte, bool) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return dst, false
 	}
+	// Fast path for a value with at most three decimals and fifteen
+	// significant digits (latencies in milliseconds, most costs): f is
+	// then the double nearest that decimal, no other decimal of fifteen
+	// digits or fewer has the same nearest double, so the decimal itself
+	// is the shortest representation that round-trips, which is what
+	// strconv would print.
+	if m := f * 1000; m > -1e15 && m < 1e15 {
+		if n := int64(math.Round(m)); float64(n)/1000 == f && (n != 0 || !math.Signbit(f)) {
+			return appendMilli(dst, n), true
+		}
+	}
 	abs := math.Abs(f)
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
@@ -171,6 +182,25 @@ func appendFloat(dst []byte, f float64) ([]byte, bool) {
 		}
 	}
 	return dst, true
+}
+
+// appendMilli appends n/1000 in decimal without trailing zeros.
+func appendMilli(dst []byte, n int64) []byte {
+	if n < 0 {
+		dst = append(dst, '-')
+		n = -n
+	}
+	dst = strconv.AppendInt(dst, n/1000, 10)
+	frac := n % 1000
+	if frac == 0 {
+		return dst
+	}
+	digits := [4]byte{'.', byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+	end := 4
+	for digits[end-1] == '0' {
+		end--
+	}
+	return append(dst, digits[:end]...)
 }
 
 const maxDepth = 1000

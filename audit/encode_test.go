@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +215,32 @@ func FuzzAppendJSON(f *testing.F) {
 			t.Fatalf("want %s\ngot  %s", want, got)
 		}
 	})
+}
+
+// TestAppendFloatMatchesEncodingJSON covers the fast path for values with
+// at most three decimals and its edges against encoding/json.
+func TestAppendFloatMatchesEncodingJSON(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 1, -1, 0.001, -0.001, 0.1, 0.3, 1.5, 12.5, 0.0005, 0.0015,
+		1e-6, 1e-7, 123456789012.345, 999999999999.999, 1e12, 1e15, 1e21, 1e20, -1e20, 0.1 + 0.2, 1.0 / 3,
+		float64(1<<53) / 1000, 4503599627370.497, math.MaxInt64, math.SmallestNonzeroFloat64, math.MaxFloat64}
+	for n := int64(-3000); n <= 3000; n++ {
+		vals = append(vals, float64(n)/1000, float64(n)/100, float64(n)*1.0001)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		vals = append(vals, float64(r.Int64N(2e15)-1e15)/1000, r.NormFloat64()*1e6, math.Float64frombits(r.Uint64()))
+	}
+	for _, f := range vals {
+		want, err := json.Marshal(f)
+		got, ok := appendFloat(nil, f)
+		if err != nil {
+			if ok {
+				t.Errorf("appendFloat(%v) = %s, encoding/json refuses it", f, got)
+			}
+			continue
+		}
+		if !ok || string(got) != string(want) {
+			t.Errorf("appendFloat(%v) = %s, %v; encoding/json: %s", f, got, ok, want)
+		}
+	}
 }
