@@ -137,6 +137,7 @@ func BenchmarkSQLite(b *testing.B) {
 		}
 		defer s.Close()
 		b.ReportAllocs()
+		cpu0, cpuOK := processCPU()
 		for b.Loop() {
 			if err := s.Write(ctx, e); err != nil {
 				b.Fatal(err)
@@ -147,6 +148,11 @@ func BenchmarkSQLite(b *testing.B) {
 		}
 		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 		b.ReportMetric(1e9/ns, "rows/s")
+		if cpu1, ok := processCPU(); ok && cpuOK {
+			// CPU time per row, all goroutines: steadier than rows/s on a
+			// loaded machine.
+			b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu_ns/row")
+		}
 		if baseNS > 0 {
 			b.ReportMetric(baseNS/ns, "x_baseline_throughput")
 		}

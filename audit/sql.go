@@ -37,7 +37,8 @@ const SchemaVersion = 1
 type SQLOptions struct {
 	// BatchSize is the most rows one transaction of the background writer
 	// commits (on PostgreSQL, in one multi-row INSERT; on SQLite, in
-	// INSERTs of at most 8 rows). Zero: 256.
+	// INSERTs of at most 32 rows). Zero: 256 on PostgreSQL, 1024 on SQLite.
+	// At most 1024.
 	BatchSize int
 	// QueueSize is how many events Write queues before it blocks (until the
 	// queue has room or its context ends; events are never dropped to make
@@ -82,6 +83,8 @@ type SQLSink struct {
 	stmts  map[int]*sql.Stmt // INSERT statements by row count (powers of two)
 
 	lastErr atomic.Pointer[error]
+
+	noNative atomic.Bool // the SQLite connections are not modernc.org/sqlite's
 
 	rows, batches, lost atomic.Uint64
 }
@@ -142,6 +145,12 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256
+		if d == SQLite {
+			// One SQLite transaction per 1024 rows rather than 256: each
+			// commit writes the last pages of the table and of its five
+			// indexes to the WAL again.
+			o.BatchSize = 1024
+		}
 	}
 	o.BatchSize = min(o.BatchSize, 1024) // PostgreSQL allows 65535 parameters
 	if o.QueueSize <= 0 {
@@ -452,6 +461,13 @@ func (s *SQLSink) fail(err error) {
 
 func (s *SQLSink) insertBatch(rows []row, args []any) error {
 	ctx := context.Background()
+	if s.d == SQLite && !s.noNative.Load() {
+		err := s.insertNative(ctx, rows)
+		if !errors.Is(err, errNoNative) {
+			return err
+		}
+		s.noNative.Store(true) // another driver: use database/sql from now on
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -496,7 +512,17 @@ func (s *SQLSink) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
 
 func insertSQL(d Dialect, n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO audit_log (" + columns + ") VALUES ")
+	if d == SQLite {
+		// OR FAIL instead of the default ABORT: on SQLite, an INSERT of
+		// several rows into a table with NOT NULL columns that may abort
+		// must keep a statement journal (a copy of each page it changes,
+		// to undo a half-done statement). A failed INSERT fails its whole
+		// transaction here anyway.
+		b.WriteString("INSERT OR FAIL")
+	} else {
+		b.WriteString("INSERT")
+	}
+	b.WriteString(" INTO audit_log (" + columns + ") VALUES ")
 	p := 1
 	for i := range n {
 		if i > 0 {

@@ -1,0 +1,325 @@
+package audit
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"unsafe"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// The SQLite batch writer below bypasses database/sql and the driver's
+// argument binding, which matches each parameter to its argument by a linear
+// scan (quadratic in the parameters of a statement) and copies every string
+// into a C allocation of its own. Inside (*sql.Conn).Raw, which gives it the
+// exclusive use of one pooled connection, it calls the SQLite C API of
+// modernc.org/sqlite/lib on that connection's own handle, so everything the
+// user configured on the connection (pragmas, busy timeout, hooks) applies.
+// It binds by index, copies the strings of a statement into one C buffer
+// bound without a further copy (SQLITE_STATIC), and inserts
+// sqliteNativeRowsPerStmt rows per statement: one statement keeps its
+// B-tree cursors positioned from row to row (the next key of each index
+// usually goes right after the last one), where single-row statements seek
+// from the root of the table and of every index for each row.
+//
+// The handle is read from the unexported fields db and tls of the driver's
+// connection type: sqliteNative checks their names and types and reports
+// false when they are not there (another driver, another version of
+// modernc.org/sqlite); the sink then writes through database/sql.
+// TestSQLiteNativePath fails when that happens with the pinned version.
+
+// sqliteNativeRowsPerStmt is the most rows of one INSERT of the native path;
+// smaller remainders use power-of-two sizes.
+const sqliteNativeRowsPerStmt = 32
+
+// errNoNative reports that a driver connection is not one the native path
+// can use; nothing was written.
+var errNoNative = errors.New("audit: not a modernc.org/sqlite connection")
+
+// sqliteNative returns the sqlite3* handle and the libc TLS of a
+// modernc.org/sqlite driver connection, or ok == false.
+func sqliteNative(dc any) (db uintptr, tls *libc.TLS, ok bool) {
+	v := reflect.ValueOf(dc)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return 0, nil, false
+	}
+	v = v.Elem()
+	t := v.Type()
+	if v.Kind() != reflect.Struct || t.PkgPath() != "modernc.org/sqlite" || t.Name() != "conn" {
+		return 0, nil, false
+	}
+	fdb, ok1 := t.FieldByName("db")
+	ftls, ok2 := t.FieldByName("tls")
+	if !ok1 || !ok2 || fdb.Type != reflect.TypeFor[uintptr]() || ftls.Type != reflect.TypeFor[*libc.TLS]() {
+		return 0, nil, false
+	}
+	db = uintptr(v.FieldByIndex(fdb.Index).Uint())
+	tls = (*libc.TLS)(v.FieldByIndex(ftls.Index).UnsafePointer())
+	if db == 0 || tls == nil {
+		return 0, nil, false
+	}
+	return db, tls, true
+}
+
+// insertNative inserts rows in one transaction through the native path. It
+// returns errNoNative, having written nothing, when the database's
+// connections are not modernc.org/sqlite's.
+func (s *SQLSink) insertNative(ctx context.Context, rows []row) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		db, tls, ok := sqliteNative(dc)
+		if !ok {
+			return errNoNative
+		}
+		return nativeConn{db: db, tls: tls}.insert(rows)
+	})
+}
+
+// nativeConn is the handle of one driver connection, used inside Raw only.
+type nativeConn struct {
+	db  uintptr
+	tls *libc.TLS
+}
+
+func (c nativeConn) err(op string, rc int32) error {
+	msg := libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db))
+	return fmt.Errorf("sqlite %s: %s (code %d)", op, msg, rc)
+}
+
+// exec runs a statement without parameters or results.
+func (c nativeConn) exec(q string) error {
+	p, err := libc.CString(q)
+	if err != nil {
+		return err
+	}
+	defer libc.Xfree(c.tls, p)
+	if rc := sqlite3.Xsqlite3_exec(c.tls, c.db, p, 0, 0, 0); rc != sqlite3.SQLITE_OK {
+		return c.err(q, rc)
+	}
+	return nil
+}
+
+func (c nativeConn) prepare(q string) (uintptr, error) {
+	p, err := libc.CString(q)
+	if err != nil {
+		return 0, err
+	}
+	defer libc.Xfree(c.tls, p)
+	pp := libc.Xcalloc(c.tls, 1, libc.Tsize_t(unsafe.Sizeof(uintptr(0))))
+	if pp == 0 {
+		return 0, errors.New("sqlite prepare: out of memory")
+	}
+	defer libc.Xfree(c.tls, pp)
+	if rc := sqlite3.Xsqlite3_prepare_v2(c.tls, c.db, p, -1, pp, 0); rc != sqlite3.SQLITE_OK {
+		return 0, c.err("prepare", rc)
+	}
+	return *(*uintptr)(cmem(pp)), nil
+}
+
+// insert inserts rows in one IMMEDIATE transaction, rolled back on error.
+func (c nativeConn) insert(rows []row) (err error) {
+	if sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) == 0 {
+		// A transaction left open on a pooled connection: not ours to end.
+		return driver.ErrBadConn
+	}
+	// Hold the connection's (recursive) mutex for the whole batch: every
+	// API call below takes it again, and taking a mutex this goroutine
+	// already holds is cheaper.
+	mu := sqlite3.Xsqlite3_db_mutex(c.tls, c.db)
+	if mu != 0 {
+		sqlite3.Xsqlite3_mutex_enter(c.tls, mu)
+		defer sqlite3.Xsqlite3_mutex_leave(c.tls, mu)
+	}
+	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	var buf cbuf
+	var stmts [8]uintptr // by log2 of the rows of the statement
+	defer func() {
+		for _, st := range stmts {
+			if st != 0 {
+				sqlite3.Xsqlite3_finalize(c.tls, st)
+			}
+		}
+		buf.free(c.tls)
+		if err != nil && sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) == 0 {
+			c.exec("ROLLBACK")
+		}
+	}()
+	for len(rows) > 0 {
+		k := 0
+		for 1<<(k+1) <= min(len(rows), sqliteNativeRowsPerStmt) {
+			k++
+		}
+		n := 1 << k
+		if stmts[k] == 0 {
+			if stmts[k], err = c.prepare(insertSQL(SQLite, n)); err != nil {
+				return err
+			}
+		}
+		if err := c.insertRows(stmts[k], &buf, rows[:n]); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return c.exec("COMMIT")
+}
+
+// insertRows binds rows to the INSERT st of len(rows) rows and steps it.
+func (c nativeConn) insertRows(st uintptr, buf *cbuf, rows []row) error {
+	n := 0
+	for i := range rows {
+		n += rows[i].textLen()
+	}
+	if n > math.MaxInt32 {
+		return errors.New("sqlite insert: rows too large")
+	}
+	if err := buf.reserve(c.tls, n); err != nil {
+		return err
+	}
+	b := binder{c: c, st: st, buf: buf}
+	for i := range rows {
+		r := &rows[i]
+		b.int64(r.timeNS)
+		b.text(r.corr)
+		b.text(r.session)
+		b.text(r.subject)
+		b.text(r.roles)
+		b.text(r.tool)
+		b.text(r.cls)
+		b.text(r.phase)
+		b.bool(r.allowed)
+		b.bool(r.dryRun)
+		b.text(r.code)
+		b.text(r.detail)
+		b.float64(r.latency)
+		b.text(r.argsHash)
+		b.float64(r.cost)
+		b.text(r.proto)
+		b.text(r.cli)
+		if r.args.Valid {
+			b.text(r.args.String)
+		} else {
+			b.null()
+		}
+	}
+	if b.rc != sqlite3.SQLITE_OK {
+		sqlite3.Xsqlite3_clear_bindings(c.tls, st)
+		return c.err("bind", b.rc)
+	}
+	rc := sqlite3.Xsqlite3_step(c.tls, st)
+	sqlite3.Xsqlite3_reset(c.tls, st)
+	if rc != sqlite3.SQLITE_DONE {
+		return c.err("insert", rc)
+	}
+	return nil
+}
+
+// textLen is the bytes of the text columns of r.
+func (r *row) textLen() int {
+	return len(r.corr) + len(r.session) + len(r.subject) + len(r.roles) + len(r.tool) +
+		len(r.cls) + len(r.phase) + len(r.code) + len(r.detail) + len(r.argsHash) +
+		len(r.proto) + len(r.cli) + len(r.args.String)
+}
+
+// binder binds successive parameters of a statement; the first error
+// sticks in rc and makes the later calls no-ops.
+type binder struct {
+	c   nativeConn
+	st  uintptr
+	buf *cbuf
+	off int   // bytes of buf used
+	i   int32 // parameters bound
+	rc  int32
+}
+
+func (b *binder) text(s string) {
+	b.i++
+	if b.rc != sqlite3.SQLITE_OK {
+		return
+	}
+	p := b.buf.p + uintptr(b.off)
+	copy(unsafe.Slice((*byte)(cmem(p)), len(s)), s)
+	b.off += len(s)
+	// SQLITE_STATIC (a nil destructor): buf outlives the statement's step.
+	b.rc = sqlite3.Xsqlite3_bind_text(b.c.tls, b.st, b.i, p, int32(len(s)), 0)
+}
+
+func (b *binder) int64(v int64) {
+	b.i++
+	if b.rc == sqlite3.SQLITE_OK {
+		b.rc = sqlite3.Xsqlite3_bind_int64(b.c.tls, b.st, b.i, v)
+	}
+}
+
+func (b *binder) bool(v bool) {
+	var i int64
+	if v {
+		i = 1
+	}
+	b.int64(i)
+}
+
+func (b *binder) float64(v float64) {
+	b.i++
+	if b.rc == sqlite3.SQLITE_OK {
+		b.rc = sqlite3.Xsqlite3_bind_double(b.c.tls, b.st, b.i, v)
+	}
+}
+
+func (b *binder) null() {
+	b.i++
+	if b.rc == sqlite3.SQLITE_OK {
+		b.rc = sqlite3.Xsqlite3_bind_null(b.c.tls, b.st, b.i)
+	}
+}
+
+// cmem converts the address of memory from the C allocator of
+// modernc.org/libc (outside the Go heap: never moved or collected) to a
+// pointer.
+func cmem(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
+
+// cbuf is a C buffer reused for the strings of successive statements. A
+// buffer it outgrows is kept until free: the bindings of a statement that
+// already ran may still point into it.
+type cbuf struct {
+	p   uintptr
+	n   int
+	old []uintptr
+}
+
+// reserve makes b.p hold at least n bytes (and never be a null pointer: a
+// null text pointer binds NULL).
+func (b *cbuf) reserve(tls *libc.TLS, n int) error {
+	if n <= b.n && b.p != 0 {
+		return nil
+	}
+	if b.p != 0 {
+		b.old = append(b.old, b.p)
+	}
+	size := max(n, 16<<10)
+	b.p = libc.Xmalloc(tls, libc.Tsize_t(size))
+	if b.p == 0 {
+		return fmt.Errorf("sqlite insert: cannot allocate %d bytes", size)
+	}
+	b.n = size
+	return nil
+}
+
+func (b *cbuf) free(tls *libc.TLS) {
+	for _, p := range append(b.old, b.p) {
+		if p != 0 {
+			libc.Xfree(tls, p)
+		}
+	}
+	*b = cbuf{}
+}
