@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/textproto"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -110,14 +111,57 @@ func copyResponseHeader(dst, src http.Header, keepType bool) {
 }
 
 // upstreamCall is one request to the downstream with the gateway's timeout:
-// the timer runs until the headers arrive and, for bodies read through
+// the clock runs until the headers arrive and, for bodies read through
 // [upstreamCall.body], again during every read.
+//
+// One timer serves the whole call: a read only notes when it started, and
+// the timer, when it fires early, re-arms itself for what is left. Resetting
+// a timer per read would wake another OS thread (the runtime's network
+// poller) each time.
 type upstreamCall struct {
 	resp     *http.Response
 	cancel   context.CancelFunc
-	timer    *time.Timer
+	timer    atomic.Pointer[time.Timer] // set just after it starts
 	timedOut atomic.Bool
 	timeout  time.Duration
+	origin   time.Time
+	// waitSince is when the current wait on the downstream began, in
+	// nanoseconds since origin plus one; 0 means no wait in progress.
+	waitSince atomic.Int64
+	closed    atomic.Bool
+}
+
+func (c *upstreamCall) mark() int64 { return int64(time.Since(c.origin)) + 1 }
+
+// expire runs when the timer fires: it cancels the call if the current wait
+// has lasted the timeout, else re-arms for the rest.
+func (c *upstreamCall) expire() {
+	if c.closed.Load() {
+		return
+	}
+	next := c.timeout
+	if s := c.waitSince.Load(); s != 0 {
+		waited := time.Duration(c.mark() - s)
+		if waited >= c.timeout {
+			c.timedOut.Store(true)
+			c.cancel()
+			return
+		}
+		next = c.timeout - waited
+	}
+	t := c.timer.Load()
+	for t == nil { // fired before roundTrip stored it
+		runtime.Gosched()
+		t = c.timer.Load()
+	}
+	t.Reset(next)
+}
+
+func (c *upstreamCall) stop() {
+	c.closed.Store(true)
+	if t := c.timer.Load(); t != nil {
+		t.Stop()
+	}
 }
 
 // roundTrip sends one request downstream. body nil sends no body.
@@ -128,8 +172,9 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		return nil, errSession()
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), ctxKey{}, pr))
-	c := &upstreamCall{cancel: cancel, timeout: g.timeout}
-	c.timer = time.AfterFunc(g.timeout, func() { c.timedOut.Store(true); cancel() })
+	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now()}
+	c.waitSince.Store(1)
+	c.timer.Store(time.AfterFunc(g.timeout, c.expire))
 	u := *g.upstream
 	if r.URL.RawQuery != "" {
 		u.RawQuery = r.URL.RawQuery
@@ -145,8 +190,9 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	resp, err := g.rt.RoundTrip(out)
+	c.waitSince.Store(0)
 	if err != nil {
-		c.timer.Stop()
+		c.stop()
 		cancel()
 		if r.Context().Err() != nil {
 			return nil, &rpcError{code: CodeUpstreamUnavailable, status: 499, contract: "UPSTREAM_UNAVAILABLE", message: "client went away"}
@@ -156,7 +202,6 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		return nil, errUpstream(timeout)
 	}
 	c.resp = resp
-	c.timer.Stop()
 	if resp.StatusCode < 300 {
 		if method == http.MethodDelete && sid != "" {
 			g.sessions.forget(sid)
@@ -167,11 +212,11 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	return c, nil
 }
 
-// Read reads the body with the idle timeout re-armed for the read.
+// Read reads the body with the idle timeout running during the read.
 func (c *upstreamCall) Read(p []byte) (int, error) {
-	c.timer.Reset(c.timeout)
+	c.waitSince.Store(c.mark())
 	n, err := c.resp.Body.Read(p)
-	c.timer.Stop()
+	c.waitSince.Store(0)
 	if err != nil && c.timedOut.Load() {
 		err = errTimeout
 	}
@@ -181,7 +226,7 @@ func (c *upstreamCall) Read(p []byte) (int, error) {
 var errTimeout = errors.New("gateway: upstream timed out")
 
 func (c *upstreamCall) close() {
-	c.timer.Stop()
+	c.stop()
 	c.resp.Body.Close()
 	c.cancel()
 }

@@ -426,3 +426,53 @@ func TestGatewayBothTransports(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleTimeoutBetweenPieces checks that Options.Timeout bounds every
+// silence of a POST's answer, not its whole length: a stream whose pieces
+// come closer than the timeout is relayed to its end however long it lasts,
+// and one that falls silent longer is cut.
+func TestIdleTimeoutBetweenPieces(t *testing.T) {
+	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		gap := 60 * time.Millisecond
+		if r.URL.Query().Get("stall") != "" {
+			gap = 600 * time.Millisecond
+		}
+		for i := range 5 {
+			if i > 0 {
+				select {
+				case <-time.After(gap):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			io.WriteString(w, "data: {\"piece\":"+string(rune('0'+i))+"}\n\n")
+			w.(http.Flusher).Flush()
+		}
+	}))
+	for _, tc := range []struct {
+		name   string
+		query  string
+		pieces int
+	}{
+		{"steady_stream_outlasts_timeout", "", 5},
+		{"silence_longer_than_timeout", "?stall=1", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := New(down.URL+"/mcp"+tc.query, DemoTokens(), &Options{Logger: discardLogger(), Timeout: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rg := &rig{url: newServer(t, g).URL}
+			start := time.Now()
+			got := rg.post(t, viewer, call(`1`, "echo", ""))
+			if n := strings.Count(got.body, "data: "); got.status != http.StatusOK || n != tc.pieces {
+				t.Errorf("%d pieces (status %d), want %d: %q", n, got.status, tc.pieces, got.body)
+			}
+			if d := time.Since(start); tc.pieces == 1 && d > 550*time.Millisecond {
+				t.Errorf("silence cut after %v", d)
+			}
+		})
+	}
+}
