@@ -33,9 +33,10 @@ func TestDownstreamProcess(t *testing.T) {
 // its own process, as in a deployment: the downstream (this test binary
 // re-executed as a go-sdk stateless JSON server), the gateway (the
 // examples/gateway binary) and nginx (proxy_pass to a keepalive upstream);
-// this process only generates the load. The gateway runs twice: with its
-// own upstream client (gw) and with net/http's Transport (gwstd,
-// --std-transport). A bare httputil.ReverseProxy
+// this process only generates the load. The gateway runs twice: as built
+// (gw: its own upstream client, quiet sysmon) and as it was (gwstd:
+// net/http's Transport with --std-transport, the runtime's default sysmon
+// with GODEBUG=schedtrace=0). A bare httputil.ReverseProxy
 // process (gateway/internal/stdproxy) runs beside them as the cost of any
 // Go reverse proxy process on the machine. Same run, alternating rounds, 1 and
 // 32 concurrent clients. Skips without nginx (Debian package nginx-light).
@@ -78,11 +79,12 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 	gw := "http://" + gwAddr
 	waitListening(b, gwAddr)
 
-	// The same gateway sending downstream through net/http's Transport.
+	// The same gateway as it was: sending downstream through net/http's
+	// Transport, with the Go runtime's default sysmon.
 	gwStdAddr := freeAddr(b)
 	host, port, _ = net.SplitHostPort(gwStdAddr)
 	gwStdCmd := exec.Command(gwBin, "--host", host, "--port", port, "--upstream", down+"/mcp", "--std-transport")
-	gwStdCmd.Env = gwCmd.Env
+	gwStdCmd.Env = append(withoutEnv(gwCmd.Env, "GODEBUG"), "GODEBUG=schedtrace=0")
 	startProcess(b, gwStdCmd)
 	gwStd := "http://" + gwStdAddr
 	waitListening(b, gwStdAddr)

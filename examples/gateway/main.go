@@ -10,6 +10,11 @@
 //	        [--audit audit.jsonl | audit.db] [--std-transport]
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream.
+//
+// At start the binary re-executes itself with GODEBUG=schedtrace set to its
+// largest interval, which keeps the Go runtime's monitor thread from being
+// woken by every proxied request (see sysmon_unix.go); GODEBUG=schedtrace=0
+// in the environment keeps the runtime's default.
 package main
 
 import (
@@ -33,6 +38,7 @@ import (
 )
 
 func main() {
+	execQuietSysmon()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(logger); err != nil {
 		logger.Error("gateway failed", "err", err)
