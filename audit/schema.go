@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 )
 
 // schemaV1 creates audit_log version 1. The column time is derived from
@@ -71,6 +72,36 @@ func schemaV1(d Dialect) []string {
 	}
 }
 
+// schemaV2 upgrades audit_log from version 1 to 2. On SQLite the column
+// time, generated from time_ns, becomes a column the sink writes with the
+// same text: computing a generated column costs every inserted row a
+// strftime call, and makes every multi-row INSERT keep a statement journal
+// (a copy of each page it changes). Rows already there get their value from
+// the former expression (this rewrites the table once). Nothing changes on
+// PostgreSQL.
+func schemaV2(d Dialect) []string {
+	if d == Postgres {
+		return nil
+	}
+	return []string{
+		`ALTER TABLE audit_log DROP COLUMN time`,
+		`ALTER TABLE audit_log ADD COLUMN time TEXT NOT NULL DEFAULT ''`,
+		`UPDATE audit_log SET time = strftime('%Y-%m-%dT%H:%M:%fZ', time_ns / 1000000 / 1000.0, 'unixepoch')`,
+	}
+}
+
+// migration returns the statements that upgrade audit_log to version to
+// from the version before (version 0: no table).
+func migration(to int, d Dialect) []string {
+	switch to {
+	case 1:
+		return schemaV1(d)
+	case 2:
+		return schemaV2(d)
+	}
+	return nil
+}
+
 // migrationLockKey is the PostgreSQL advisory lock that serializes schema
 // migrations of the audit tables ("mcpga" in ASCII).
 const migrationLockKey = "469908990817"
@@ -104,12 +135,14 @@ func migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 	case v > SchemaVersion:
 		return fmt.Errorf("audit: audit_log schema version %d is newer than this library's %d", v, SchemaVersion)
 	}
-	for _, q := range schemaV1(d) {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("audit: migrate to version 1: %w", err)
+	for to := v + 1; to <= SchemaVersion; to++ {
+		for _, q := range migration(to, d) {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("audit: migrate to version %d: %w", to, err)
+			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_schema_version (version) VALUES (1)`); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_schema_version (version) VALUES (`+strconv.Itoa(SchemaVersion)+`)`); err != nil {
 		return fmt.Errorf("audit: migrate: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

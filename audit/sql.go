@@ -30,8 +30,11 @@ const (
 )
 
 // SchemaVersion is the version of the audit_log table this package creates
-// and writes, recorded in the table audit_schema_version.
-const SchemaVersion = 1
+// and writes, recorded in the table audit_schema_version. NewSQL upgrades an
+// older table in place. Version 2 (SQLite only; nothing changes on
+// PostgreSQL) makes the column time, derived from time_ns, a column the sink
+// writes instead of a generated one.
+const SchemaVersion = 2
 
 // SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
 type SQLOptions struct {
@@ -104,11 +107,33 @@ type row struct {
 	allowed, dryRun                           bool
 	latency, cost                             float64
 	args                                      sql.NullString
+	timeText                                  [timeTextLen]byte // SQLite only: the column time
 }
 
 const columns = "time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args"
 
 const nColumns = 18
+
+// insertColumns returns the columns an INSERT of dialect d sets: on SQLite,
+// the sink also writes the column time (see schemaV2).
+func insertColumns(d Dialect) (names string, n int) {
+	if d == SQLite {
+		return columns + ", time", nColumns + 1
+	}
+	return columns, nColumns
+}
+
+// timeTextLen is the length of the column time: 2006-01-02T15:04:05.000Z
+// (years 1678 to 2261, four digits).
+const timeTextLen = 24
+
+// appendTimeText appends the column time of an event at timeNS: the UTC
+// time in milliseconds, truncated toward zero as SQLite's expression
+// strftime('%Y-%m-%dT%H:%M:%fZ', time_ns / 1000000 / 1000.0, 'unixepoch')
+// (the generated column of schema version 1) computes it.
+func appendTimeText(dst []byte, timeNS int64) []byte {
+	return append(time.UnixMilli(timeNS/1e6).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000"), 'Z')
+}
 
 // sqliteRowsPerStmt bounds the rows of one SQLite INSERT (see NewSQL).
 const sqliteRowsPerStmt = 8
@@ -182,7 +207,7 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 	return s, nil
 }
 
-func toRow(e *Event) (row, error) {
+func toRow(e *Event, d Dialect) (row, error) {
 	if err := e.validate(); err != nil {
 		return row{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
@@ -198,6 +223,10 @@ func toRow(e *Event) (row, error) {
 		allowed: e.Allowed, dryRun: e.DryRun, code: text(e.Code), detail: text(e.Detail),
 		latency: e.LatencyMS, argsHash: text(e.ArgsSHA256), cost: e.Cost,
 		proto: text(e.ProtocolVersion), cli: text(e.ClientName),
+	}
+	if d == SQLite {
+		var buf [64]byte // AppendFormat wants room to spare
+		copy(r.timeText[:], appendTimeText(buf[:0], r.timeNS))
 	}
 	if len(e.Roles) > 0 {
 		var b []byte
@@ -231,10 +260,14 @@ func text(s string) string {
 
 func bad(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
 
-func (r *row) appendArgs(dst []any) []any {
-	return append(dst, r.timeNS, r.corr, r.session, r.subject, r.roles, r.tool, r.cls,
+func (r *row) appendArgs(dst []any, d Dialect) []any {
+	dst = append(dst, r.timeNS, r.corr, r.session, r.subject, r.roles, r.tool, r.cls,
 		r.phase, r.allowed, r.dryRun, r.code, r.detail, r.latency, r.argsHash, r.cost,
 		r.proto, r.cli, r.args)
+	if d == SQLite {
+		dst = append(dst, string(r.timeText[:]))
+	}
+	return dst
 }
 
 // Write queues e for the background writer. It blocks while the queue is
@@ -244,7 +277,7 @@ func (r *row) appendArgs(dst []any) []any {
 // Close. A nil error means queued: use Flush, Close or WriteDurable to know
 // it is committed.
 func (s *SQLSink) Write(ctx context.Context, e *Event) error {
-	r, err := toRow(e)
+	r, err := toRow(e, s.d)
 	if err != nil {
 		return err
 	}
@@ -273,7 +306,7 @@ func (s *SQLSink) enqueue(ctx context.Context, it item) error {
 // WriteDurable inserts e in its own statement and returns once it is
 // committed (or the insert failed, or ctx ended).
 func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
-	r, err := toRow(e)
+	r, err := toRow(e, s.d)
 	if err != nil {
 		return err
 	}
@@ -287,8 +320,8 @@ func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 	if err != nil {
 		return err
 	}
-	var arr [nColumns]any
-	if _, err := st.ExecContext(ctx, r.appendArgs(arr[:0])...); err != nil {
+	var arr [nColumns + 1]any
+	if _, err := st.ExecContext(ctx, r.appendArgs(arr[:0], s.d)...); err != nil {
 		return fmt.Errorf("audit: sql insert: %w", err)
 	}
 	s.rows.Add(1)
@@ -485,7 +518,7 @@ func (s *SQLSink) insertBatch(rows []row, args []any) error {
 		}
 		args = args[:0]
 		for i := range rows[:n] {
-			args = rows[i].appendArgs(args)
+			args = rows[i].appendArgs(args, s.d)
 		}
 		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
 			return err
@@ -522,14 +555,15 @@ func insertSQL(d Dialect, n int) string {
 	} else {
 		b.WriteString("INSERT")
 	}
-	b.WriteString(" INTO audit_log (" + columns + ") VALUES ")
+	names, nCols := insertColumns(d)
+	b.WriteString(" INTO audit_log (" + names + ") VALUES ")
 	p := 1
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteByte('(')
-		for j := range nColumns {
+		for j := range nCols {
 			if j > 0 {
 				b.WriteByte(',')
 			}

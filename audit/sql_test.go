@@ -80,7 +80,7 @@ func TestSQLiteQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "2026-07-28T09:00:01.000Z"; human != want {
-		t.Errorf("generated column time = %q, want %q", human, want)
+		t.Errorf("column time = %q, want %q", human, want)
 	}
 }
 
