@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -258,8 +259,16 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	}
 	defer c.close()
 	copyResponseHeader(w.Header(), c.resp.Header, true)
-	w.WriteHeader(c.resp.StatusCode)
 	sse := isSSE(c.resp.Header)
+	// A POST answer of known length keeps its Content-Length: a client
+	// sees a short answer as short (net/http closes the connection) rather
+	// than as a complete one.
+	known := !sse && r.Method == http.MethodPost && c.resp.ContentLength >= 0 &&
+		c.resp.StatusCode != http.StatusNoContent && c.resp.StatusCode != http.StatusNotModified
+	if known {
+		w.Header()["Content-Length"] = []string{strconv.FormatInt(c.resp.ContentLength, 10)}
+	}
+	w.WriteHeader(c.resp.StatusCode)
 	var rd io.Reader = c.resp.Body
 	if r.Method != http.MethodGet {
 		rd = c

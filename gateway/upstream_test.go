@@ -476,3 +476,33 @@ func TestIdleTimeoutBetweenPieces(t *testing.T) {
 		})
 	}
 }
+
+// TestShortAnswerStaysShort checks that a downstream answer cut before its
+// Content-Length reaches the client as cut, not as a complete answer.
+func TestShortAnswerStaysShort(t *testing.T) {
+	url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.ReadAll(req.Body)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"jsonrpc\":\"2.0\",")
+	})
+	g, err := New(url+"/mcp", DemoTokens(), &Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := newServer(t, g)
+	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(call(`1`, "echo", "")))
+	req.Header.Set("Authorization", viewer)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Errorf("a cut answer read as complete: %q (Content-Length %d)", b, resp.ContentLength)
+	}
+}
