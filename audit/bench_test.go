@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
 )
@@ -130,18 +131,20 @@ func BenchmarkSQLite(b *testing.B) {
 		baseNS = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 		b.ReportMetric(1e9/baseNS, "rows/s")
 	})
-	b.Run("batched", func(b *testing.B) {
-		s, err := audit.NewSQL(ctx, openSQLite(b), audit.SQLite, nil)
+	batched := func(b *testing.B, opts *audit.SQLOptions, next func(i int) *audit.Event) {
+		s, err := audit.NewSQL(ctx, openSQLite(b), audit.SQLite, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer s.Close()
 		b.ReportAllocs()
 		cpu0, cpuOK := processCPU()
+		i := 0
 		for b.Loop() {
-			if err := s.Write(ctx, e); err != nil {
+			if err := s.Write(ctx, next(i)); err != nil {
 				b.Fatal(err)
 			}
+			i++
 		}
 		if err := s.Flush(ctx); err != nil {
 			b.Fatal(err)
@@ -156,5 +159,33 @@ func BenchmarkSQLite(b *testing.B) {
 		if baseNS > 0 {
 			b.ReportMetric(baseNS/ns, "x_baseline_throughput")
 		}
-	})
+	}
+	// The same event again and again.
+	b.Run("batched", func(b *testing.B) { batched(b, nil, func(int) *audit.Event { return e }) })
+	// Events as a guard writes them: correlation ids from a counter, time
+	// going forward, 64 sessions of 16 subjects calling 8 tools; with the
+	// default batches and with the largest.
+	varied := func(b *testing.B, opts *audit.SQLOptions) {
+		v := benchEvent()
+		t0 := v.Time
+		sessions, subjects, tools := make([]string, 64), make([]string, 16), make([]string, 8)
+		for i := range sessions {
+			sessions[i] = fmt.Sprintf("sess-%016x", uint64(i)*0x9e3779b97f4a7c15)
+		}
+		for i := range subjects {
+			subjects[i] = fmt.Sprintf("user%02d@example.com", i)
+		}
+		for i := range tools {
+			tools[i] = fmt.Sprintf("tool_%d", i)
+		}
+		batched(b, opts, func(i int) *audit.Event {
+			v.CorrelationID = fmt.Sprintf("5eed1234-%08x", i)
+			v.Time = t0.Add(time.Duration(i) * time.Microsecond)
+			v.SessionID, v.Subject, v.Tool = sessions[i%64], subjects[i/64%16], tools[i%8]
+			v.Allowed = i%10 != 0
+			return v
+		})
+	}
+	b.Run("batched_varied", func(b *testing.B) { varied(b, nil) })
+	b.Run("batched_varied_batch8192", func(b *testing.B) { varied(b, &audit.SQLOptions{BatchSize: 8192}) })
 }
