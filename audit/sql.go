@@ -71,6 +71,13 @@ type SQLStats struct {
 // crash but the last commits may be lost on power loss (open with
 // _pragma=synchronous(FULL) to prevent that).
 //
+// On SQLite through modernc.org/sqlite, the background writer inserts each
+// batch with the SQLite C API on one connection of db's pool (taken with
+// (*sql.Conn).Raw, so its pragmas and busy timeout apply), binding values by
+// index: database/sql and the driver's argument binding cost more than
+// SQLite's own inserts. With another SQLite driver it writes through
+// database/sql.
+//
 // SQLSink implements [Sink] and [DurableWriter] and is safe for concurrent
 // use. It does not close the *sql.DB.
 type SQLSink struct {

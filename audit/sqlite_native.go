@@ -42,7 +42,8 @@ const sqliteNativeRowsPerStmt = 32
 var errNoNative = errors.New("audit: not a modernc.org/sqlite connection")
 
 // sqliteNative returns the sqlite3* handle and the libc TLS of a
-// modernc.org/sqlite driver connection, or ok == false.
+// modernc.org/sqlite driver connection (zero for a closed one), or ok ==
+// false when dc is not one.
 func sqliteNative(dc any) (db uintptr, tls *libc.TLS, ok bool) {
 	v := reflect.ValueOf(dc)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -60,9 +61,6 @@ func sqliteNative(dc any) (db uintptr, tls *libc.TLS, ok bool) {
 	}
 	db = uintptr(v.FieldByIndex(fdb.Index).Uint())
 	tls = (*libc.TLS)(v.FieldByIndex(ftls.Index).UnsafePointer())
-	if db == 0 || tls == nil {
-		return 0, nil, false
-	}
 	return db, tls, true
 }
 
@@ -77,8 +75,11 @@ func (s *SQLSink) insertNative(ctx context.Context, rows []row) error {
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
 		db, tls, ok := sqliteNative(dc)
-		if !ok {
+		switch {
+		case !ok:
 			return errNoNative
+		case db == 0 || tls == nil:
+			return driver.ErrBadConn // closed: database/sql discards it
 		}
 		return nativeConn{db: db, tls: tls}.insert(rows)
 	})
