@@ -559,12 +559,13 @@ func (s *SQLSink) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
 
 func insertSQL(d Dialect, n int) string {
 	var b strings.Builder
-	if d == SQLite {
+	if d == SQLite && n > 1 {
 		// OR FAIL instead of the default ABORT: on SQLite, an INSERT of
 		// several rows into a table with NOT NULL columns that may abort
 		// must keep a statement journal (a copy of each page it changes,
-		// to undo a half-done statement). A failed INSERT fails its whole
-		// transaction here anyway.
+		// to undo a half-done statement). Multi-row INSERTs run only in
+		// the writer's transactions, which a failed INSERT rolls back
+		// whole.
 		b.WriteString("INSERT OR FAIL")
 	} else {
 		b.WriteString("INSERT")
