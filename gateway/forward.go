@@ -263,7 +263,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	// A POST answer of known length keeps its Content-Length: a client
 	// sees a short answer as short (net/http closes the connection) rather
 	// than as a complete one.
-	known := !sse && r.Method == http.MethodPost && c.resp.ContentLength >= 0 &&
+	known := !sse && r.Method == http.MethodPost && c.resp.ContentLength > 0 &&
 		c.resp.StatusCode != http.StatusNoContent && c.resp.StatusCode != http.StatusNotModified
 	if known {
 		w.Header()["Content-Length"] = []string{strconv.FormatInt(c.resp.ContentLength, 10)}

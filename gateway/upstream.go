@@ -216,47 +216,47 @@ func (c *upstreamClient) dial(ctx context.Context, u *urlParts, key string) (*up
 func (c *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	u, err := splitURL(req)
 	if err != nil {
-		closeBody(req)
+		closeReader(req.Body)
 		return nil, err
 	}
 	if strings.IndexFunc(req.Host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
-		closeBody(req)
+		closeReader(req.Body)
 		return nil, fmt.Errorf("gateway: invalid Host %q", req.Host)
 	}
 	if err := checkHeader(req.Header); err != nil {
-		closeBody(req)
+		closeReader(req.Body)
 		return nil, err
 	}
 	ctx := req.Context()
 	key := hostKey(u)
+	body := req.Body // the request is not modified: a retry rewinds this
 	for attempt := 0; ; attempt++ {
 		pc := c.get(key, time.Now())
 		if pc == nil {
 			if pc, err = c.dial(ctx, u, key); err != nil {
-				closeBody(req)
+				closeReader(body)
 				return nil, err
 			}
 		}
-		resp, retry, err := c.exchange(ctx, pc, req)
+		resp, retry, err := c.exchange(ctx, pc, req, body)
 		if err == nil {
 			return resp, nil
 		}
+		closeReader(body)
 		if !retry || attempt > 0 || ctx.Err() != nil {
-			closeBody(req)
 			return nil, err
 		}
-		if req.Body != nil {
-			// Rewind the body for the new connection.
-			if req.Body, err = req.GetBody(); err != nil {
+		if body != nil && body != http.NoBody {
+			if body, err = req.GetBody(); err != nil {
 				return nil, err
 			}
 		}
 	}
 }
 
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
+func closeReader(rc io.ReadCloser) {
+	if rc != nil {
+		rc.Close()
 	}
 }
 
@@ -264,7 +264,7 @@ func closeBody(req *http.Request) {
 // closed; retry reports that the request may be sent again on a new
 // connection (pc was reused, and either nothing was written or the request
 // is replayable and the peer closed before answering).
-func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Request) (*http.Response, bool, error) {
+func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Request, body io.ReadCloser) (*http.Response, bool, error) {
 	var interrupted atomic.Bool
 	stop := context.AfterFunc(ctx, func() {
 		interrupted.Store(true)
@@ -279,8 +279,8 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 		return nil, retry && pc.used, err
 	}
 	pc.wc.wrote = false
-	if err := writeRequest(pc.bw, req); err != nil {
-		return fail(err, !pc.wc.wrote && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil))
+	if err := writeRequest(pc.bw, req, body); err != nil {
+		return fail(err, !pc.wc.wrote && (body == nil || body == http.NoBody || req.GetBody != nil))
 	}
 	pc.lr.n = c.maxHeader
 	var resp *http.Response
@@ -404,9 +404,10 @@ func (b *upBody) finishLocked(ok bool) {
 	b.pc.nc.Close()
 }
 
-// writeRequest writes req in HTTP/1.1 wire format: request line, Host,
+// writeRequest writes req, with body in place of req.Body, in HTTP/1.1
+// wire format: request line, Host,
 // Content-Length or chunked Transfer-Encoding, headers, body.
-func writeRequest(bw *bufio.Writer, req *http.Request) (err error) {
+func writeRequest(bw *bufio.Writer, req *http.Request, body io.ReadCloser) (err error) {
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
@@ -422,7 +423,7 @@ func writeRequest(bw *bufio.Writer, req *http.Request) (err error) {
 	bw.WriteString(host)
 	bw.WriteString("\r\n")
 	// As net/http: a zero ContentLength with a body means unknown.
-	body, n := req.Body, req.ContentLength
+	n := req.ContentLength
 	if body == http.NoBody {
 		body = nil
 	}

@@ -186,7 +186,17 @@ func rawServer(t *testing.T, fn func(c net.Conn, br *bufio.Reader)) string {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close() // ends handlers waiting on a client's idle connection
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -195,6 +205,9 @@ func rawServer(t *testing.T, fn func(c net.Conn, br *bufio.Reader)) string {
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -504,5 +517,70 @@ func TestShortAnswerStaysShort(t *testing.T) {
 	b, err := io.ReadAll(resp.Body)
 	if err == nil {
 		t.Errorf("a cut answer read as complete: %q (Content-Length %d)", b, resp.ContentLength)
+	}
+}
+
+// TestUpstreamClientRetry checks what is sent again when a reused
+// connection closes before any answer: a replayable request (GET, or a POST
+// with an Idempotency-Key) once on a new connection, another POST never.
+func TestUpstreamClientRetry(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.ReadAll(req.Body)
+			mu.Lock()
+			seen = append(seen, req.Method+" "+req.URL.Path)
+			mu.Unlock()
+			if i == 1 {
+				return // the second request of a connection: closed unanswered
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		method string
+		key    bool
+		ok     bool
+		want   []string
+	}{
+		{"get_sent_again", "GET", false, true, []string{"GET /first", "GET /second", "GET /second"}},
+		{"post_with_key_sent_again", "POST", true, true, []string{"GET /first", "POST /second", "POST /second"}},
+		{"post_not_sent_again", "POST", false, false, []string{"GET /first", "POST /second"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			c := newUpstreamClient()
+			doGet(t, c, "GET", url+"/first", nil)
+			req, _ := http.NewRequest(tc.method, url+"/second", strings.NewReader("x"))
+			if tc.key {
+				req.Header.Set("Idempotency-Key", "k1")
+			}
+			resp, err := c.RoundTrip(req)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("not sent again: %v", err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(b) != "ok" {
+					t.Errorf("answer %q", b)
+				}
+			} else if err == nil {
+				t.Fatal("a POST was answered by a server that never answered it")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if diff := cmp.Diff(tc.want, seen); diff != "" {
+				t.Errorf("requests seen (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
