@@ -14,8 +14,7 @@ import (
 // strings re-escaped by appendString, numbers as given. It reports false when
 // raw is not one valid JSON value.
 func appendCanonical(dst, raw []byte) ([]byte, bool) {
-	var scratch [256]byte
-	c := canon{src: raw, scratch: scratch[:0]}
+	c := canon{src: raw}
 	dst, ok := c.value(dst, 0)
 	if !ok {
 		return dst, false
@@ -27,15 +26,11 @@ func appendCanonical(dst, raw []byte) ([]byte, bool) {
 type canon struct {
 	src []byte
 	pos int
-	// scratch receives the output of values that are only being checked
-	// and skipped (object members, re-encoded after sorting); what lands
-	// there is never read, so nested uses may overwrite each other.
-	scratch []byte
 }
 
 type member struct {
 	key []byte // decoded
-	val []byte // raw value span
+	val int    // offset of the raw value in src
 }
 
 func (c *canon) space() {
@@ -142,11 +137,13 @@ func (c *canon) object(dst []byte, depth int) ([]byte, bool) {
 		c.pos++
 		c.space()
 		start := c.pos
-		// Validate and skip the value; it is re-encoded after sorting.
-		if _, ok := c.value(c.scratch[:0], depth+1); !ok {
+		// Validate and skip the value; it is re-encoded after sorting. What
+		// the check writes lands past the end of dst, which is not part of
+		// the output (nested objects do the same further on).
+		if _, ok := c.value(dst[len(dst):], depth+1); !ok {
 			return dst, false
 		}
-		ms = append(ms, member{key: key, val: c.src[start:c.pos]})
+		ms = append(ms, member{key: key, val: start})
 		c.space()
 		if c.pos >= len(c.src) {
 			return dst, false
@@ -161,6 +158,7 @@ func (c *canon) object(dst []byte, depth int) ([]byte, bool) {
 		c.pos++
 	}
 	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	end := c.pos
 	dst = append(dst, '{')
 	for i, m := range ms {
 		if i > 0 {
@@ -168,12 +166,14 @@ func (c *canon) object(dst []byte, depth int) ([]byte, bool) {
 		}
 		dst = appendString(dst, bytesString(m.key))
 		dst = append(dst, ':')
-		sub := canon{src: m.val, scratch: c.scratch}
+		// Re-read the value, already validated, where it starts.
+		c.pos = m.val
 		var ok bool
-		if dst, ok = sub.value(dst, depth+1); !ok {
+		if dst, ok = c.value(dst, depth+1); !ok {
 			return dst, false
 		}
 	}
+	c.pos = end
 	return append(dst, '}'), true
 }
 

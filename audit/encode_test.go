@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -241,6 +242,86 @@ func TestAppendFloatMatchesEncodingJSON(t *testing.T) {
 		}
 		if !ok || string(got) != string(want) {
 			t.Errorf("appendFloat(%v) = %s, %v; encoding/json: %s", f, got, ok, want)
+		}
+	}
+}
+
+// FuzzCanonical checks the canonical form of arguments against
+// encoding/json: a JSON value without duplicate keys, decoded with UseNumber
+// and re-encoded (map keys sorted, numbers as given, strings re-escaped), is
+// byte-equal to appendCanonical's output (for valid UTF-8), which also
+// accepts exactly what json.Valid accepts.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{`{"b":{"d":[1,2,{"f":"<&>","e":"\n"}],"c":null},"a":"x"}`, `[]`, `{}`, `"s"`, `[[],{}]`,
+		" {\n \"b\" : [ true , null ] ,\t\"a\":1 }\n", `{"s":"\u0041\/\u00e9<\ud83c\udf89"}`, `{"b":1,"\u0061":2}`, `"\ud800x"`,
+		`{"a":`, `{} {}`, `{"a":01}`, `{"amount":1.50,"e":1E+2,"neg":-0}`, `{"a":{"a":{"a":[{"b":1,"a":2}]}}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, ok := appendCanonical(make([]byte, 0, 8), []byte(raw))
+		if valid := json.Valid([]byte(raw)); ok != valid {
+			t.Fatalf("appendCanonical(%q) ok = %v, json.Valid = %v", raw, ok, valid)
+		}
+		// Invalid UTF-8 is replaced by an escaped U+FFFD where encoding/json,
+		// decoding first, writes the character itself: both fine, not equal.
+		if !ok || hasDuplicateKeys(raw) || !utf8.ValidString(raw) {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("appendCanonical(%q)\n got %s\nwant %s", raw, got, want)
+		}
+	})
+}
+
+// hasDuplicateKeys reports whether an object of the valid JSON text raw
+// repeats a (decoded) key.
+func hasDuplicateKeys(raw string) bool {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	type frame struct {
+		keys   map[string]bool
+		object bool
+		key    bool // the next token of an object is a key
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if n := len(stack); n > 0 && stack[n-1].object {
+			top := &stack[n-1]
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:n-1]
+				continue
+			}
+			if top.key {
+				k := tok.(string)
+				if top.keys[k] {
+					return true
+				}
+				top.keys[k] = true
+				top.key = false
+				continue
+			}
+			top.key = true
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{keys: map[string]bool{}, object: true, key: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
 		}
 	}
 }
