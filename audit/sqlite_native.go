@@ -2,11 +2,14 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -81,8 +84,90 @@ func (s *SQLSink) insertNative(ctx context.Context, rows []row) error {
 		case db == 0 || tls == nil:
 			return driver.ErrBadConn // closed: database/sql discards it
 		}
-		return nativeConn{db: db, tls: tls}.insert(rows)
+		return nativeConn{db: db, tls: tls}.insert(rows, &s.ckpt)
 	})
+}
+
+// sqliteCkptSyncEvery is how many autocheckpoint intervals of WAL frames
+// the batch writer lets the background checkpointer handle before it runs
+// one checkpoint itself, between two transactions (see walCheckpointer).
+const sqliteCkptSyncEvery = 8
+
+// walCheckpointer moves the WAL checkpoints of the native batch writer off
+// its write path. SQLite's automatic checkpoint (after a commit leaves
+// wal_autocheckpoint frames or more in the WAL, default 1000) runs inside
+// the COMMIT of the connection that wrote: it copies the WAL's pages into
+// the database file and syncs both, while the writer holds its queue. The
+// native writer turns its connection's automatic checkpoint off for the
+// length of a batch (and restores the connection's setting after) and,
+// each time its commits have written that many frames, wakes a goroutine
+// that runs a PASSIVE checkpoint on another connection of the pool,
+// concurrently with the next batches: the same work and the same syncs as
+// the automatic checkpoint, on another core.
+//
+// A concurrent checkpoint cannot let the WAL start over (SQLite rewinds the
+// WAL when a write transaction begins after a checkpoint copied all of it),
+// so after sqliteCkptSyncEvery intervals of frames the writer runs one
+// PASSIVE checkpoint itself before its next BEGIN, which then rewinds the
+// WAL: the WAL stays below about sqliteCkptSyncEvery+1 intervals (plus one
+// batch) when no reader holds an old snapshot, instead of about one. A
+// connection whose wal_autocheckpoint is 0 or negative (turned off by the
+// user) is left alone: no checkpoint at all.
+type walCheckpointer struct {
+	mu      sync.Mutex    // one checkpoint of ours at a time
+	wake    chan struct{} // capacity 1: a checkpoint is wanted
+	pending atomic.Int64  // frames written since the last wake
+	unsync  atomic.Int64  // frames written since the writer's last checkpoint
+	runs    atomic.Uint64 // checkpoints run in the background
+}
+
+// run is the background goroutine: one PASSIVE checkpoint per wake-up, on
+// a pooled connection of db, until wake is closed.
+func (w *walCheckpointer) run(db interface {
+	Conn(context.Context) (*sql.Conn, error)
+}, onError func(error)) {
+	for range w.wake {
+		ctx := context.Background()
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			onError(fmt.Errorf("audit: sqlite checkpoint: %w", err))
+			continue
+		}
+		// The connection first, then the mutex: the writer takes the mutex
+		// while it holds its connection, so waiting for a connection with
+		// the mutex held could deadlock a pool of one connection.
+		err = conn.Raw(func(dc any) error {
+			h, tls, ok := sqliteNative(dc)
+			if !ok || h == 0 || tls == nil {
+				return nil
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			_, err := nativeConn{db: h, tls: tls}.checkpoint()
+			return err
+		})
+		conn.Close()
+		if err != nil {
+			onError(fmt.Errorf("audit: sqlite checkpoint: %w", err))
+			continue
+		}
+		w.runs.Add(1)
+	}
+}
+
+// wrote records frames written to the WAL by a connection whose automatic
+// checkpoint (every interval frames) was off, and wakes the background
+// checkpointer after each interval.
+func (w *walCheckpointer) wrote(frames, interval int64) {
+	w.unsync.Add(frames)
+	if w.pending.Add(frames) < interval {
+		return
+	}
+	w.pending.Store(0)
+	select {
+	case w.wake <- struct{}{}:
+	default: // one is running or wanted already
+	}
 }
 
 // nativeConn is the handle of one driver connection, used inside Raw only.
@@ -126,8 +211,49 @@ func (c nativeConn) prepare(q string) (uintptr, error) {
 	return *(*uintptr)(cmem(pp)), nil
 }
 
-// insert inserts rows in one IMMEDIATE transaction, rolled back on error.
-func (c nativeConn) insert(rows []row) (err error) {
+// queryInt returns the first column of the first row of q, an integer.
+func (c nativeConn) queryInt(q string) (int64, error) {
+	st, err := c.prepare(q)
+	if err != nil {
+		return 0, err
+	}
+	defer sqlite3.Xsqlite3_finalize(c.tls, st)
+	if rc := sqlite3.Xsqlite3_step(c.tls, st); rc != sqlite3.SQLITE_ROW {
+		return 0, c.err(q, rc)
+	}
+	return sqlite3.Xsqlite3_column_int64(c.tls, st, 0), nil
+}
+
+// checkpoint runs a PASSIVE checkpoint of every database of the connection
+// and reports whether it copied the whole WAL (also true outside WAL mode).
+func (c nativeConn) checkpoint() (complete bool, err error) {
+	p := c.tls.Alloc(8)
+	defer c.tls.Free(8)
+	pLog, pCkpt := p, p+4
+	*(*int32)(cmem(pLog)), *(*int32)(cmem(pCkpt)) = -1, -1
+	if rc := sqlite3.Xsqlite3_wal_checkpoint_v2(c.tls, c.db, 0, sqlite3.SQLITE_CHECKPOINT_PASSIVE, pLog, pCkpt); rc != sqlite3.SQLITE_OK {
+		if rc == sqlite3.SQLITE_BUSY {
+			return false, nil // another connection is checkpointing
+		}
+		return false, c.err("checkpoint", rc)
+	}
+	return *(*int32)(cmem(pLog)) == *(*int32)(cmem(pCkpt)), nil
+}
+
+// framesWritten returns the pages the connection wrote (to the WAL, in WAL
+// mode) since the last call.
+func (c nativeConn) framesWritten() int64 {
+	p := c.tls.Alloc(8)
+	defer c.tls.Free(8)
+	if sqlite3.Xsqlite3_db_status(c.tls, c.db, sqlite3.SQLITE_DBSTATUS_CACHE_WRITE, p, p+4, 1) != sqlite3.SQLITE_OK {
+		return 0
+	}
+	return int64(*(*int32)(cmem(p)))
+}
+
+// insert inserts rows in one IMMEDIATE transaction, rolled back on error,
+// leaving the checkpoints to w (see walCheckpointer).
+func (c nativeConn) insert(rows []row, w *walCheckpointer) (err error) {
 	if sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) == 0 {
 		// A transaction left open on a pooled connection: not ours to end.
 		return driver.ErrBadConn
@@ -139,6 +265,31 @@ func (c nativeConn) insert(rows []row) (err error) {
 	if mu != 0 {
 		sqlite3.Xsqlite3_mutex_enter(c.tls, mu)
 		defer sqlite3.Xsqlite3_mutex_leave(c.tls, mu)
+	}
+	interval, err := c.queryInt("PRAGMA wal_autocheckpoint")
+	if err != nil {
+		return err
+	}
+	if interval > 0 && interval <= math.MaxInt32 {
+		sqlite3.Xsqlite3_wal_autocheckpoint(c.tls, c.db, 0)
+		defer sqlite3.Xsqlite3_wal_autocheckpoint(c.tls, c.db, int32(interval))
+		c.framesWritten() // start counting here
+		if w.unsync.Load() >= sqliteCkptSyncEvery*interval {
+			w.mu.Lock()
+			complete, err := c.checkpoint()
+			w.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			if complete {
+				w.unsync.Store(0)
+			}
+		}
+		defer func() {
+			if err == nil {
+				w.wrote(c.framesWritten(), interval)
+			}
+		}()
 	}
 	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
 		return err
