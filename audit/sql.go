@@ -44,7 +44,8 @@ type SQLOptions struct {
 	// rows (zero: 1024). On SQLite, larger batches write more rows per
 	// second when the rows' sessions, subjects and tools are spread (each
 	// commit writes every index page it changed to the WAL again), and make
-	// a WriteDurable that arrives meanwhile wait longer for the write lock.
+	// a WriteDurable that arrives meanwhile wait longer (it is committed
+	// with the next batch).
 	BatchSize int
 	// QueueSize is how many events Write queues before it blocks (until the
 	// queue has room or its context ends; events are never dropped to make
@@ -98,6 +99,7 @@ type SQLSink struct {
 	perStmt int // most rows in one INSERT statement
 	onError func(error)
 	queue   chan item
+	durable chan item // SQLite: rows of WriteDurable, for the writer's next batch
 	done    chan struct{}
 
 	mu     sync.RWMutex // guards closed and sends on queue
@@ -120,6 +122,7 @@ type SQLSink struct {
 type item struct {
 	r       row
 	flushed chan error
+	durable chan error // a WriteDurable waiting for r's commit (SQLite)
 }
 
 // row is an event converted to column values; it retains nothing of the
@@ -226,6 +229,7 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 		stmts:   map[int]*sql.Stmt{},
 	}
 	if d == SQLite {
+		s.durable = make(chan item)
 		s.ckpt.wake = make(chan struct{}, 1)
 		s.ckptDone = make(chan struct{})
 		go func() {
@@ -319,30 +323,53 @@ func (s *SQLSink) Write(ctx context.Context, e *Event) error {
 }
 
 func (s *SQLSink) enqueue(ctx context.Context, it item) error {
+	return s.send(ctx, s.queue, it)
+}
+
+// send sends it on ch, one of the writer's channels, unless the sink is
+// closed or ctx ends first.
+func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
 	select {
-	case s.queue <- it:
+	case ch <- it:
 		return nil
 	default:
 	}
 	select {
-	case s.queue <- it:
+	case ch <- it:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// WriteDurable inserts e in its own statement and returns once it is
-// committed (or the insert failed, or ctx ended).
+// WriteDurable returns once e is committed (or the insert failed, or ctx
+// ended). On PostgreSQL it inserts e in its own statement. On SQLite, where
+// one connection writes at a time, the background writer puts e in its next
+// batch, ahead of the queued events, and commits it with them: a concurrent
+// insert would wait for the write lock, which the busy writer of a flood of
+// events may take again before the busy handler's next try; concurrent
+// WriteDurable calls share one commit.
 func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 	r, err := toRow(e, s.d)
 	if err != nil {
 		return err
+	}
+	if s.durable != nil {
+		done := make(chan error, 1)
+		if err := s.send(ctx, s.durable, item{r: r, durable: done}); err != nil {
+			return err
+		}
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	s.mu.RLock()
 	closed := s.closed
@@ -423,73 +450,112 @@ func (s *SQLSink) Stats() SQLStats {
 // BatchSize rows, and commits it in one transaction.
 func (s *SQLSink) writer() {
 	defer close(s.done)
-	rows := make([]row, 0, s.batch)
+	b := writerBatch{rows: make([]row, 0, s.batch)}
 	args := make([]any, 0, s.perStmt*(nColumns+1)) // database/sql path only
-	var markers []chan error
-	// failed is the error of the last batch that lost events since the
-	// last Flush marker was answered: the next marker reports it, even
-	// when the batch it arrives with (possibly none) commits.
-	var failed error
 	for {
-		it, ok := <-s.queue
+		var it item
+		ok := true
+		select {
+		case it, ok = <-s.queue:
+		case it = <-s.durable: // nil (never ready) on PostgreSQL
+		}
 		closing := !ok
 		if ok {
-			rows, markers = collect(rows[:0], markers[:0], it)
+			b.collect(it)
 		gather:
-			for len(rows) < s.batch {
+			for len(b.rows) < s.batch {
 				select {
+				case it = <-s.durable:
+					b.collect(it)
 				case it, ok = <-s.queue:
 					if !ok {
 						closing = true
 						break gather
 					}
-					rows, markers = collect(rows, markers, it)
+					b.collect(it)
 				default:
 					break gather
 				}
 			}
 		}
-		if len(rows) > 0 {
-			if err := s.commit(rows, args, closing); err != nil {
-				failed = err
-			}
-		}
-		if len(markers) > 0 {
-			for _, m := range markers {
-				m <- failed
-			}
-			failed = nil
-		}
-		rows, markers = rows[:0], markers[:0]
+		s.commitBatch(&b, args, closing, true)
 		if closing {
-			// Drain what remains after close.
+			// Drain what remains after close (Close has waited for
+			// every WriteDurable to be taken).
 			for it := range s.queue {
-				rows, markers = collect(rows, markers, it)
-				if len(rows) == s.batch {
-					if err := s.commit(rows, args, true); err != nil {
-						failed = err
-					}
-					rows = rows[:0]
+				b.collect(it)
+				if len(b.rows) == s.batch {
+					s.commitBatch(&b, args, true, false)
 				}
 			}
-			if len(rows) > 0 {
-				if err := s.commit(rows, args, true); err != nil {
-					failed = err
-				}
-			}
-			for _, m := range markers {
-				m <- failed
-			}
+			s.commitBatch(&b, args, true, true)
 			return
 		}
 	}
 }
 
-func collect(rows []row, markers []chan error, it item) ([]row, []chan error) {
-	if it.flushed != nil {
-		return rows, append(markers, it.flushed)
+// writerBatch is what the writer gathered: rows, the WriteDurable calls
+// waiting for some of them, and Flush markers.
+type writerBatch struct {
+	rows    []row
+	waiters []waiter
+	markers []chan error
+	// failed is the error of the last batch that lost events since the
+	// last Flush marker was answered: the next marker reports it, even
+	// when the batch it arrives with (possibly none) commits.
+	failed error
+}
+
+// waiter is a WriteDurable waiting for rows[i].
+type waiter struct {
+	i  int
+	ch chan error
+}
+
+func (b *writerBatch) collect(it item) {
+	switch {
+	case it.flushed != nil:
+		b.markers = append(b.markers, it.flushed)
+	case it.durable != nil:
+		b.waiters = append(b.waiters, waiter{i: len(b.rows), ch: it.durable})
+		b.rows = append(b.rows, it.r)
+	default:
+		b.rows = append(b.rows, it.r)
 	}
-	return append(rows, it.r), markers
+}
+
+// commitBatch commits b's rows, answers the WriteDurable calls waiting
+// for them and, when answer, the Flush markers, and empties b.
+func (s *SQLSink) commitBatch(b *writerBatch, args []any, closing, answer bool) {
+	if len(b.rows) > 0 {
+		lost, err := s.commit(b.rows, args, closing)
+		if err != nil {
+			b.failed = err
+		}
+		for _, w := range b.waiters {
+			var werr error
+			for _, l := range lost {
+				if l.i == w.i {
+					werr = l.err
+				}
+			}
+			w.ch <- werr
+		}
+	}
+	b.rows, b.waiters = b.rows[:0], b.waiters[:0]
+	if answer && len(b.markers) > 0 {
+		for _, m := range b.markers {
+			m <- b.failed
+		}
+		b.failed, b.markers = nil, b.markers[:0]
+	}
+}
+
+// lostRow is a row the database refused (or, when closing, could not be
+// reached for).
+type lostRow struct {
+	i   int
+	err error
 }
 
 // commit inserts rows in one transaction, retrying with backoff on failure.
@@ -498,14 +564,14 @@ func collect(rows []row, markers []chan error, it item) ([]row, []chan error) {
 // (it would block the queue forever) and is counted lost and reported; rows
 // are retried while the database is unreachable, except while closing, when
 // commit gives up after three attempts and counts the rows lost.
-func (s *SQLSink) commit(rows []row, args []any, closing bool) error {
+func (s *SQLSink) commit(rows []row, args []any, closing bool) (lost []lostRow, last error) {
 	backoff := 10 * time.Millisecond
 	var err error
 	for attempt := 1; ; attempt++ {
 		if err = s.insertBatch(rows, args); err == nil {
 			s.rows.Add(uint64(len(rows)))
 			s.batches.Add(1)
-			return nil
+			return nil, nil
 		}
 		err = fmt.Errorf("audit: sql batch of %d events (attempt %d): %w", len(rows), attempt, err)
 		s.fail(err)
@@ -515,7 +581,6 @@ func (s *SQLSink) commit(rows []row, args []any, closing bool) error {
 		time.Sleep(backoff)
 		backoff *= 2
 	}
-	var last error
 	for i := range rows {
 		for attempt := 1; ; attempt++ {
 			err := s.insertBatch(rows[i:i+1], args)
@@ -527,6 +592,7 @@ func (s *SQLSink) commit(rows []row, args []any, closing bool) error {
 			reachable := s.db.PingContext(context.Background()) == nil
 			if reachable || (closing && attempt >= 3) {
 				last = fmt.Errorf("audit: sql event %s not recorded: %w", rows[i].corr, err)
+				lost = append(lost, lostRow{i: i, err: last})
 				s.lost.Add(1)
 				s.fail(last)
 				break
@@ -536,7 +602,7 @@ func (s *SQLSink) commit(rows []row, args []any, closing bool) error {
 			backoff = min(2*backoff, time.Second)
 		}
 	}
-	return last
+	return lost, last
 }
 
 func (s *SQLSink) fail(err error) {
