@@ -62,7 +62,7 @@ func TestSQLiteBackgroundCheckpoint(t *testing.T) {
 		{name: "one_connection", single: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			const interval, rows = 20, 20000
+			const interval, rows = 20, 8000
 			ctx := context.Background()
 			db, path := openSQLiteAutockpt(t, interval, tc.single)
 			s, err := audit.NewSQL(ctx, db, audit.SQLite, &audit.SQLOptions{BatchSize: 256})
@@ -89,8 +89,8 @@ func TestSQLiteBackgroundCheckpoint(t *testing.T) {
 			}
 			// At most SQLiteCkptSyncEvery+1 intervals, plus the frames of
 			// a batch of 256 rows (table and five indexes, 64 sessions)
-			// and of the background checkpoint's lag: 2000 frames.
-			limit := (int64(audit.SQLiteCkptSyncEvery+1)*interval + 2000) * (pageSize + 24)
+			// and of the background checkpoint's lag: 600 frames.
+			limit := (int64(audit.SQLiteCkptSyncEvery+1)*interval + 600) * (pageSize + 24)
 			fi, err := os.Stat(path + "-wal")
 			if err != nil {
 				t.Fatal(err)
@@ -164,5 +164,65 @@ BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Errorf("second Flush = %v, want nil (reported once)", err)
+	}
+}
+
+// TestSQLiteWriteDurableThroughWriter: WriteDurable rows go into the
+// writer's batches among queued events; a row the database refuses fails
+// its own WriteDurable only, and the batch's other rows are recorded.
+func TestSQLiteWriteDurableThroughWriter(t *testing.T) {
+	ctx := context.Background()
+	db := openSQLite(t)
+	s, err := audit.NewSQL(ctx, db, audit.SQLite, &audit.SQLOptions{OnError: func(error) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.correlation_id = 'bad'
+BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
+		t.Fatal(err)
+	}
+	const queued = 3000
+	done := make(chan error, 1)
+	go func() {
+		e := benchEvent()
+		for i := range queued {
+			e.CorrelationID = fmt.Sprintf("q-%05d", i)
+			if err := s.Write(ctx, e); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range 20 {
+		id := fmt.Sprintf("d-%02d", i)
+		if i == 7 {
+			id = "bad"
+		}
+		err := s.WriteDurable(ctx, event(id, i))
+		if id == "bad" {
+			if err == nil || !strings.Contains(err.Error(), "refused by trigger") {
+				t.Errorf("WriteDurable(bad) = %v, want the trigger's error", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("WriteDurable(%s) = %v", id, err)
+		}
+		// Committed on return: readable now, without a Flush.
+		got, err := s.Query(ctx, audit.Filter{CorrelationID: id})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Query(%s) = %d events, %v; want 1", id, len(got), err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil && !strings.Contains(err.Error(), "refused by trigger") {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Rows != queued+19 || st.Lost != 1 {
+		t.Errorf("Stats = %+v, want %d rows and 1 lost", st, queued+19)
 	}
 }
