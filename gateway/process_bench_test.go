@@ -33,10 +33,11 @@ func TestDownstreamProcess(t *testing.T) {
 // its own process, as in a deployment: the downstream (this test binary
 // re-executed as a go-sdk stateless JSON server), the gateway (the
 // examples/gateway binary) and nginx (proxy_pass to a keepalive upstream);
-// this process only generates the load. The gateway runs twice: as built
-// (gw: its own upstream client, quiet sysmon) and as it was (gwstd:
-// net/http's Transport with --std-transport, the runtime's default sysmon
-// with GODEBUG=schedtrace=0). A bare httputil.ReverseProxy
+// this process only generates the load. The gateway runs three times: as
+// built (gw: its own upstream client, quiet sysmon), the same with
+// GOMAXPROCS=1 (gw1), and as it was (gwstd: net/http's Transport with
+// --std-transport, the runtime's default sysmon with GODEBUG=schedtrace=0).
+// A bare httputil.ReverseProxy
 // process (gateway/internal/stdproxy) runs beside them as the cost of any
 // Go reverse proxy process on the machine. Same run, alternating rounds, 1 and
 // 32 concurrent clients. Skips without nginx (Debian package nginx-light).
@@ -89,6 +90,16 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 	gwStd := "http://" + gwStdAddr
 	waitListening(b, gwStdAddr)
 
+	// The same gateway on one P (GOMAXPROCS=1): on a small machine shared
+	// with its downstream and clients, fewer handoffs between OS threads.
+	gw1Addr := freeAddr(b)
+	host, port, _ = net.SplitHostPort(gw1Addr)
+	gw1Cmd := exec.Command(gwBin, "--host", host, "--port", port, "--upstream", down+"/mcp")
+	gw1Cmd.Env = append(withoutEnv(gwCmd.Env, "GOMAXPROCS"), "GOMAXPROCS=1")
+	startProcess(b, gw1Cmd)
+	gw1 := "http://" + gw1Addr
+	waitListening(b, gw1Addr)
+
 	stdAddr := freeAddr(b)
 	host, port, _ = net.SplitHostPort(stdAddr)
 	startProcess(b, exec.Command(stdBin, "--host", host, "--port", port, "--upstream", down))
@@ -101,12 +112,13 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 	client := &http.Client{Transport: NewTransport()}
 	for _, clients := range []int{1, 32} {
 		b.Run("clients="+itoa(clients), func(b *testing.B) {
-			var direct, via, viaStd, nginx, stdp result
+			var direct, via, viaStd, via1, nginx, stdp result
 			for round := 0; round < 3; round++ {
 				n := b.N/3 + 1
 				direct.add(load(b, client, down+"/mcp", "", body, clients, n))
 				via.add(load(b, client, gw+"/mcp", "Bearer viewer-token", body, clients, n))
 				viaStd.add(load(b, client, gwStd+"/mcp", "Bearer viewer-token", body, clients, n))
+				via1.add(load(b, client, gw1+"/mcp", "Bearer viewer-token", body, clients, n))
 				nginx.add(load(b, client, ngx+"/mcp", "", body, clients, n))
 				stdp.add(load(b, client, std+"/mcp", "", body, clients, n))
 			}
@@ -114,6 +126,9 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 			b.ReportMetric(stdp.p50()-direct.p50(), "stdproxy_added_p50_µs")
 			b.ReportMetric(viaStd.opsPerSec()/direct.opsPerSec(), "gwstd/direct")
 			b.ReportMetric(viaStd.p50()-direct.p50(), "gwstd_added_p50_µs")
+			b.ReportMetric(via1.opsPerSec()/direct.opsPerSec(), "gw1/direct")
+			b.ReportMetric(via1.opsPerSec()/nginx.opsPerSec(), "gw1/nginx")
+			b.ReportMetric(via1.p50()-direct.p50(), "gw1_added_p50_µs")
 			b.ReportMetric(via.opsPerSec()/direct.opsPerSec(), "gw/direct")
 			b.ReportMetric(nginx.opsPerSec()/direct.opsPerSec(), "nginx/direct")
 			b.ReportMetric(via.opsPerSec()/nginx.opsPerSec(), "gw/nginx")
