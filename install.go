@@ -104,8 +104,11 @@ func (r *registry) lookup(name string, now time.Time) (*toolEntry, bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stale {
+		return nil, true // notified meanwhile
+	}
 	if now.Sub(r.listed) < relist {
-		return e, r.stale // another caller claimed this listing
+		return e, false // another caller claimed this listing
 	}
 	r.listed = now
 	return e, true
