@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,12 +81,8 @@ func TestBinariesEndToEnd(t *testing.T) {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	return port
 }
 
 func start(t *testing.T, bin string, stderr *bytes.Buffer, args ...string) {

@@ -23,13 +23,7 @@ import (
 //
 //	go test ./gateway -run '^$' -bench BenchmarkVersusNginx -benchtime 12000x -count 3
 func BenchmarkVersusNginx(b *testing.B) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
-			b.Skip("nginx not found: install the Debian package nginx-light")
-		}
-		bin = "/usr/sbin/nginx"
-	}
+	bin := nginxBinary(b)
 	down := newBenchServer(b, echoHandler())
 	g, err := New(down+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -129,4 +123,16 @@ http {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// nginxBinary returns the path of nginx, or skips b without it.
+func nginxBinary(b *testing.B) string {
+	b.Helper()
+	if bin, err := exec.LookPath("nginx"); err == nil {
+		return bin
+	}
+	if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
+		b.Skip("nginx not found: install the Debian package nginx-light")
+	}
+	return "/usr/sbin/nginx"
 }

@@ -44,13 +44,7 @@ func TestDownstreamProcess(t *testing.T) {
 //
 //	go test ./gateway -run '^$' -bench BenchmarkProcessesVersusNginx -benchtime 12000x -count 3
 func BenchmarkProcessesVersusNginx(b *testing.B) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
-			b.Skip("nginx not found: install the Debian package nginx-light")
-		}
-		bin = "/usr/sbin/nginx"
-	}
+	bin := nginxBinary(b)
 	dir := b.TempDir()
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -72,39 +66,15 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 	down := "http://" + downAddr
 	waitListening(b, downAddr)
 
-	gwAddr := freeAddr(b)
-	host, port, _ := net.SplitHostPort(gwAddr)
-	gwCmd := exec.Command(gwBin, "--host", host, "--port", port, "--upstream", down+"/mcp")
-	gwCmd.Env = withoutEnv(os.Environ(), TokensEnv) // the demo tokens
-	startProcess(b, gwCmd)
-	gw := "http://" + gwAddr
-	waitListening(b, gwAddr)
-
+	gwEnv := withoutEnv(os.Environ(), TokensEnv) // the demo tokens
+	gw := serveProcess(b, gwEnv, gwBin, "--upstream", down+"/mcp")
 	// The same gateway as it was: sending downstream through net/http's
 	// Transport, with the Go runtime's default sysmon.
-	gwStdAddr := freeAddr(b)
-	host, port, _ = net.SplitHostPort(gwStdAddr)
-	gwStdCmd := exec.Command(gwBin, "--host", host, "--port", port, "--upstream", down+"/mcp", "--std-transport")
-	gwStdCmd.Env = append(withoutEnv(gwCmd.Env, "GODEBUG"), "GODEBUG=schedtrace=0")
-	startProcess(b, gwStdCmd)
-	gwStd := "http://" + gwStdAddr
-	waitListening(b, gwStdAddr)
-
+	gwStd := serveProcess(b, append(withoutEnv(gwEnv, "GODEBUG"), "GODEBUG=schedtrace=0"), gwBin, "--upstream", down+"/mcp", "--std-transport")
 	// The same gateway on one P (GOMAXPROCS=1): on a small machine shared
 	// with its downstream and clients, fewer handoffs between OS threads.
-	gw1Addr := freeAddr(b)
-	host, port, _ = net.SplitHostPort(gw1Addr)
-	gw1Cmd := exec.Command(gwBin, "--host", host, "--port", port, "--upstream", down+"/mcp")
-	gw1Cmd.Env = append(withoutEnv(gwCmd.Env, "GOMAXPROCS"), "GOMAXPROCS=1")
-	startProcess(b, gw1Cmd)
-	gw1 := "http://" + gw1Addr
-	waitListening(b, gw1Addr)
-
-	stdAddr := freeAddr(b)
-	host, port, _ = net.SplitHostPort(stdAddr)
-	startProcess(b, exec.Command(stdBin, "--host", host, "--port", port, "--upstream", down))
-	std := "http://" + stdAddr
-	waitListening(b, stdAddr)
+	gw1 := serveProcess(b, append(withoutEnv(gwEnv, "GOMAXPROCS"), "GOMAXPROCS=1"), gwBin, "--upstream", down+"/mcp")
+	std := serveProcess(b, nil, stdBin, "--upstream", down)
 
 	ngx := startNginx(b, bin, downAddr)
 
@@ -139,14 +109,29 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 	}
 }
 
-func freeAddr(b *testing.B) string {
-	b.Helper()
+// freeAddr returns a loopback address with a port free at the time.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer ln.Close()
 	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// serveProcess starts bin with --host and --port of a free loopback address
+// followed by args, in env (nil: this process's), and returns its URL once
+// something listens there.
+func serveProcess(b *testing.B, env []string, bin string, args ...string) string {
+	b.Helper()
+	addr := freeAddr(b)
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, append([]string{"--host", host, "--port", port}, args...)...)
+	cmd.Env = env
+	startProcess(b, cmd)
+	waitListening(b, addr)
+	return "http://" + addr
 }
 
 // startProcess starts cmd and kills it at cleanup.
