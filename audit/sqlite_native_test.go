@@ -87,22 +87,7 @@ func TestSQLiteBatchShapes(t *testing.T) {
 	var want []audit.Event
 	for n := 1; n <= 70; n += 3 {
 		evs := variedEvents(fmt.Sprintf("b%02d", n), n)
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			t.Fatal(err)
-		}
-		for i := range evs {
-			if err := s.Write(ctx, &evs[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-			t.Fatal(err)
-		}
-		conn.Close()
+		writeUnderLock(t, db, s, evs)
 		if err := s.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -143,20 +128,7 @@ BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
 	}
 	evs := variedEvents("ok", 40)
 	evs[33].CorrelationID = "bad"
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	for i := range evs {
-		if err := s.Write(ctx, &evs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn.ExecContext(ctx, "ROLLBACK")
-	conn.Close()
+	writeUnderLock(t, db, s, evs)
 	if err := s.Flush(ctx); err == nil || !strings.Contains(err.Error(), "refused by trigger") {
 		t.Errorf("Flush = %v, want the trigger's error", err)
 	}
@@ -225,5 +197,29 @@ func TestSQLiteOtherDriverConformance(t *testing.T) {
 	}
 	if len(sinks) == 0 {
 		t.Fatal("no sink")
+	}
+}
+
+// writeUnderLock queues evs on s while another connection holds the
+// database's write lock, then releases it: the events are queued whole
+// before the writer's transaction can start.
+func writeUnderLock(t *testing.T, db *sql.DB, s *audit.SQLSink, evs []audit.Event) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		if err := s.Write(ctx, &evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
 	}
 }

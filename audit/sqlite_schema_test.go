@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -80,37 +81,14 @@ func TestSQLiteMigrateV1(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := db.Query(`SELECT time FROM audit_log ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		wantTimes = append(wantTimes, s)
-	}
-	rows.Close()
+	wantTimes = append(wantTimes, timeColumn(t, db)...)
 
 	s, err := audit.NewSQL(ctx, db, audit.SQLite, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var gotTimes []string
-	rows, err = db.Query(`SELECT time FROM audit_log ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		gotTimes = append(gotTimes, s)
-	}
-	rows.Close()
+	gotTimes := timeColumn(t, db)
 	if diff := cmp.Diff(wantTimes, gotTimes); diff != "" {
 		t.Errorf("column time of the rows of version 1 (-want +got):\n%s", diff)
 	}
@@ -156,4 +134,26 @@ func TestSQLiteMigrateV1(t *testing.T) {
 	if err != nil || len(got) != 2 {
 		t.Errorf("Query over the migrated table = %d events, %v; want 2", len(got), err)
 	}
+}
+
+// timeColumn returns the column time of audit_log's rows in id order.
+func timeColumn(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT time FROM audit_log ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
