@@ -94,10 +94,27 @@ func BenchmarkPipeline(b *testing.B) {
 	})
 }
 
-func roundTripSession(b *testing.B, guarded bool) *mcp.ClientSession {
+// refundArgs is benchArgs as a typed tool's input.
+type refundArgs struct {
+	CustomerID string  `json:"customer_id"`
+	Amount     float64 `json:"amount"`
+	Reason     string  `json:"reason"`
+}
+
+// roundTripSession connects a client to a server with one no-op tool,
+// raw (Server.AddTool) or typed (mcp.AddTool, whose wrapper decodes the
+// arguments into refundArgs), bare or with Guard.Install.
+func roundTripSession(b *testing.B, typed, guarded bool) *mcp.ClientSession {
 	b.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "trigger_refund", InputSchema: benchSchema}, noop)
+	tool := &mcp.Tool{Name: "trigger_refund", InputSchema: benchSchema}
+	if typed {
+		mcp.AddTool(s, tool, func(ctx context.Context, req *mcp.CallToolRequest, in refundArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil, nil
+		})
+	} else {
+		s.AddTool(tool, noop)
+	}
 	if guarded {
 		if err := benchGuard(b).Install(s); err != nil {
 			b.Fatal(err)
@@ -118,29 +135,38 @@ func roundTripSession(b *testing.B, guarded bool) *mcp.ClientSession {
 
 // BenchmarkRoundTripInterleaved alternates a bare and a guarded call in
 // one loop, so that the drift of a shared, noisy machine hits both alike,
-// and reports the median of each and their ratio.
+// and reports the median of each and their ratio, for a raw tool and for a
+// typed one.
 func BenchmarkRoundTripInterleaved(b *testing.B) {
-	bare, guarded := roundTripSession(b, false), roundTripSession(b, true)
-	params := &mcp.CallToolParams{Name: "trigger_refund", Arguments: benchArgs}
-	ctx := context.Background()
-	for _, cs := range []*mcp.ClientSession{bare, guarded} {
-		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
-			b.Fatalf("call: %v %s", err, mustJSON(res))
+	for _, typed := range []bool{false, true} {
+		name := "raw"
+		if typed {
+			name = "typed"
 		}
+		b.Run(name, func(b *testing.B) {
+			bare, guarded := roundTripSession(b, typed, false), roundTripSession(b, typed, true)
+			params := &mcp.CallToolParams{Name: "trigger_refund", Arguments: benchArgs}
+			ctx := context.Background()
+			for _, cs := range []*mcp.ClientSession{bare, guarded} {
+				if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+					b.Fatalf("call: %v %s", err, mustJSON(res))
+				}
+			}
+			var tb, tg []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				bare.CallTool(ctx, params)
+				t1 := time.Now()
+				guarded.CallTool(ctx, params)
+				tb = append(tb, t1.Sub(t0))
+				tg = append(tg, time.Since(t1))
+			}
+			mb, mg := median(tb), median(tg)
+			b.ReportMetric(float64(mb.Nanoseconds()), "bare-p50-ns")
+			b.ReportMetric(float64(mg.Nanoseconds()), "guarded-p50-ns")
+			b.ReportMetric(float64(mg)/float64(mb), "guarded/bare")
+		})
 	}
-	var tb, tg []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		bare.CallTool(ctx, params)
-		t1 := time.Now()
-		guarded.CallTool(ctx, params)
-		tb = append(tb, t1.Sub(t0))
-		tg = append(tg, time.Since(t1))
-	}
-	mb, mg := median(tb), median(tg)
-	b.ReportMetric(float64(mb.Nanoseconds()), "bare-p50-ns")
-	b.ReportMetric(float64(mg.Nanoseconds()), "guarded-p50-ns")
-	b.ReportMetric(float64(mg)/float64(mb), "guarded/bare")
 }
 
 func median(d []time.Duration) time.Duration {
@@ -160,7 +186,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			name = "guarded"
 		}
 		b.Run(name, func(b *testing.B) {
-			cs := roundTripSession(b, guarded)
+			cs := roundTripSession(b, false, guarded)
 			if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
 				b.Fatalf("call: %v %s", err, mustJSON(res))
 			}
