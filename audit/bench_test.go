@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -187,5 +188,47 @@ func BenchmarkSQLite(b *testing.B) {
 		})
 	}
 	b.Run("batched_varied", func(b *testing.B) { varied(b, nil) })
-	b.Run("batched_varied_batch8192", func(b *testing.B) { varied(b, &audit.SQLOptions{BatchSize: 8192}) })
+	b.Run("batched_varied_batch1024", func(b *testing.B) { varied(b, &audit.SQLOptions{BatchSize: 1024}) })
+	// WriteDurable while another goroutine floods the sink with Write:
+	// the latency of one durable event behind the writer's transactions.
+	b.Run("durable_during_flood", func(b *testing.B) {
+		s, err := audit.NewSQL(ctx, openSQLite(b), audit.SQLite, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			v := benchEvent()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				v.CorrelationID = fmt.Sprintf("flood-%08x", i)
+				v.SessionID = fmt.Sprintf("sess-%02d", i%64)
+				if err := s.Write(ctx, v); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		time.Sleep(100 * time.Millisecond) // the queue fills
+		var lat []time.Duration
+		d := benchEvent()
+		for b.Loop() {
+			t := time.Now()
+			if err := s.WriteDurable(ctx, d); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t))
+		}
+		close(stop)
+		wg.Wait()
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "p50_ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1e3, "p99_ms")
+	})
 }

@@ -40,12 +40,20 @@ const SchemaVersion = 2
 type SQLOptions struct {
 	// BatchSize is the most rows one transaction of the background writer
 	// commits: on PostgreSQL in one multi-row INSERT, at most 1024 rows
-	// (zero: 256); on SQLite in INSERTs of at most 32 rows, at most 8192
-	// rows (zero: 1024). On SQLite, larger batches write more rows per
-	// second when the rows' sessions, subjects and tools are spread (each
-	// commit writes every index page it changed to the WAL again), and make
-	// a WriteDurable that arrives meanwhile wait longer (it is committed
-	// with the next batch).
+	// (zero: 256); on SQLite in INSERTs of at most 32 rows, at most 65536
+	// rows (zero: 32768).
+	//
+	// On SQLite the writer takes at most 1024 queued rows at a time and
+	// inserts them into its open transaction; it commits when nothing more
+	// is queued, when a WriteDurable or a Flush waits for a row it
+	// inserted (so a WriteDurable waits for at most about 2048 rows, as
+	// with transactions of 1024), when the transaction holds BatchSize
+	// rows, or when its rows would take about half of the connection's
+	// page cache (cache_size). Transactions grow only while events are
+	// queued faster than they are inserted: each commit writes every index
+	// page it changed to the WAL again, and with spread sessions, subjects
+	// and tools that doubles the pages written per row at 1024 rows per
+	// commit.
 	BatchSize int
 	// QueueSize is how many events Write queues before it blocks (until the
 	// queue has room or its context ends; events are never dropped to make
@@ -95,7 +103,8 @@ type SQLStats struct {
 type SQLSink struct {
 	db      *sql.DB
 	d       Dialect
-	batch   int
+	batch   int // most rows in one transaction
+	round   int // most rows taken from the queue at a time (SQLite: sqliteRound)
 	perStmt int // most rows in one INSERT statement
 	onError func(error)
 	queue   chan item
@@ -162,6 +171,13 @@ func appendTimeText(dst []byte, timeNS int64) []byte {
 	return append(time.UnixMilli(timeNS/1e6).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000"), 'Z')
 }
 
+// sqliteRound is the most rows the SQLite writer takes from the queue at a
+// time, and sqliteMaxTx the largest BatchSize on SQLite (see BatchSize).
+const (
+	sqliteRound = 1024
+	sqliteMaxTx = 65536
+)
+
 // sqliteRowsPerStmt bounds the rows of one SQLite INSERT (see NewSQL).
 const sqliteRowsPerStmt = 8
 
@@ -198,14 +214,14 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256
 		if d == SQLite {
-			// One SQLite transaction per 1024 rows rather than 256: each
-			// commit writes the last pages of the table and of its five
-			// indexes to the WAL again.
-			o.BatchSize = 1024
+			// Transactions as large as the flow of events allows (see
+			// BatchSize): each commit writes the last pages of the table
+			// and of its five indexes to the WAL again.
+			o.BatchSize = sqliteMaxTx / 2
 		}
 	}
 	if d == SQLite {
-		o.BatchSize = min(o.BatchSize, 8192)
+		o.BatchSize = min(o.BatchSize, sqliteMaxTx)
 	} else {
 		o.BatchSize = min(o.BatchSize, 1024) // PostgreSQL allows 65535 parameters
 	}
@@ -222,6 +238,7 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 		db:      db,
 		d:       d,
 		batch:   o.BatchSize,
+		round:   o.BatchSize,
 		perStmt: o.BatchSize,
 		onError: o.OnError,
 		queue:   make(chan item, o.QueueSize),
@@ -240,6 +257,7 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 		// linear scan: binding is quadratic in the parameters of a
 		// statement. Short statements in one transaction are fastest.
 		s.perStmt = min(s.perStmt, sqliteRowsPerStmt)
+		s.round = min(s.round, sqliteRound)
 	}
 	go s.writer()
 	return s, nil
@@ -447,11 +465,31 @@ func (s *SQLSink) Stats() SQLStats {
 }
 
 // writer is the background goroutine: it takes what is queued, up to
-// BatchSize rows, and commits it in one transaction.
+// BatchSize rows, and commits it in one transaction. On SQLite it takes
+// at most sqliteRound rows at a time: the native writer inserts them and,
+// while the transaction stays open, takes the next ones (see grow).
 func (s *SQLSink) writer() {
 	defer close(s.done)
-	b := writerBatch{rows: make([]row, 0, s.batch)}
+	b := writerBatch{rows: make([]row, 0, s.round)}
 	args := make([]any, 0, s.perStmt*(nColumns+1)) // database/sql path only
+	closing := false
+	// grow, called by the native SQLite writer between two rounds of
+	// inserts into its open transaction, adds the rows queued meanwhile
+	// to b and reports whether it added any (they must then be inserted
+	// too). It adds none, so that the transaction commits, once a
+	// WriteDurable or a Flush waits for it, the queue was empty, the sink
+	// is closing or the transaction holds BatchSize rows.
+	grow := func() bool {
+		if closing || len(b.waiters) > 0 || len(b.markers) > 0 || len(b.rows) >= s.batch {
+			return false
+		}
+		n := len(b.rows)
+		closing = !s.gather(&b, min(n+s.round, s.batch))
+		return len(b.rows) > n
+	}
+	if s.d != SQLite {
+		grow = nil
+	}
 	for {
 		var it item
 		ok := true
@@ -459,39 +497,51 @@ func (s *SQLSink) writer() {
 		case it, ok = <-s.queue:
 		case it = <-s.durable: // nil (never ready) on PostgreSQL
 		}
-		closing := !ok
+		closing = !ok
 		if ok {
 			b.collect(it)
-		gather:
-			for len(b.rows) < s.batch {
-				select {
-				case it = <-s.durable:
-					b.collect(it)
-				case it, ok = <-s.queue:
-					if !ok {
-						closing = true
-						break gather
-					}
-					b.collect(it)
-				default:
-					break gather
-				}
-			}
+			closing = !s.gather(&b, s.round)
 		}
-		s.commitBatch(&b, args, closing, true)
+		s.commitBatch(&b, args, closing, true, grow)
 		if closing {
 			// Drain what remains after close (Close has waited for
 			// every WriteDurable to be taken).
 			for it := range s.queue {
 				b.collect(it)
 				if len(b.rows) == s.batch {
-					s.commitBatch(&b, args, true, false)
+					s.commitBatch(&b, args, true, false, nil)
 				}
 			}
-			s.commitBatch(&b, args, true, true)
+			s.commitBatch(&b, args, true, true, nil)
 			return
 		}
 	}
+}
+
+// gather adds to b what is queued, WriteDurable rows first, without
+// waiting, until b holds limit rows or nothing is queued. It returns false
+// if the queue is closed.
+func (s *SQLSink) gather(b *writerBatch, limit int) bool {
+	for len(b.rows) < limit {
+		select {
+		case it := <-s.durable:
+			b.collect(it)
+			continue
+		default:
+		}
+		select {
+		case it := <-s.durable:
+			b.collect(it)
+		case it, ok := <-s.queue:
+			if !ok {
+				return false
+			}
+			b.collect(it)
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // writerBatch is what the writer gathered: rows, the WriteDurable calls
@@ -524,11 +574,12 @@ func (b *writerBatch) collect(it item) {
 	}
 }
 
-// commitBatch commits b's rows, answers the WriteDurable calls waiting
-// for them and, when answer, the Flush markers, and empties b.
-func (s *SQLSink) commitBatch(b *writerBatch, args []any, closing, answer bool) {
+// commitBatch commits b's rows (and, with grow, those grow adds to b
+// meanwhile), answers the WriteDurable calls waiting for them and, when
+// answer, the Flush markers, and empties b.
+func (s *SQLSink) commitBatch(b *writerBatch, args []any, closing, answer bool, grow func() bool) {
 	if len(b.rows) > 0 {
-		lost, err := s.commit(b.rows, args, closing)
+		lost, err := s.commit(&b.rows, args, closing, grow)
 		if err != nil {
 			b.failed = err
 		}
@@ -558,22 +609,26 @@ type lostRow struct {
 	err error
 }
 
-// commit inserts rows in one transaction, retrying with backoff on failure.
-// After three failed attempts it inserts the rows one by one: a row that
+// commit inserts *rows in one transaction, retrying with backoff on
+// failure. grow (nil: none) may add rows to *rows during the first
+// attempt, to be committed in the same transaction (see writer); the
+// retries insert every row gathered. After three failed attempts it inserts the rows one by one: a row that
 // fails while the database answers a ping is refused by the database itself
 // (it would block the queue forever) and is counted lost and reported; rows
 // are retried while the database is unreachable, except while closing, when
 // commit gives up after three attempts and counts the rows lost.
-func (s *SQLSink) commit(rows []row, args []any, closing bool) (lost []lostRow, last error) {
+func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) (lost []lostRow, last error) {
 	backoff := 10 * time.Millisecond
 	var err error
 	for attempt := 1; ; attempt++ {
-		if err = s.insertBatch(rows, args); err == nil {
-			s.rows.Add(uint64(len(rows)))
+		err = s.insertBatch(pr, args, grow)
+		grow = nil
+		if err == nil {
+			s.rows.Add(uint64(len(*pr)))
 			s.batches.Add(1)
 			return nil, nil
 		}
-		err = fmt.Errorf("audit: sql batch of %d events (attempt %d): %w", len(rows), attempt, err)
+		err = fmt.Errorf("audit: sql batch of %d events (attempt %d): %w", len(*pr), attempt, err)
 		s.fail(err)
 		if attempt >= 3 {
 			break
@@ -581,9 +636,11 @@ func (s *SQLSink) commit(rows []row, args []any, closing bool) (lost []lostRow, 
 		time.Sleep(backoff)
 		backoff *= 2
 	}
+	rows := *pr
 	for i := range rows {
 		for attempt := 1; ; attempt++ {
-			err := s.insertBatch(rows[i:i+1], args)
+			one := rows[i : i+1]
+			err := s.insertBatch(&one, args, nil)
 			if err == nil {
 				s.rows.Add(1)
 				s.batches.Add(1)
@@ -610,15 +667,19 @@ func (s *SQLSink) fail(err error) {
 	s.onError(err)
 }
 
-func (s *SQLSink) insertBatch(rows []row, args []any) error {
+// insertBatch inserts *rows in one transaction. The native SQLite writer
+// also inserts the rows grow (when not nil) adds to *rows meanwhile; the
+// database/sql path does not call grow.
+func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
 	ctx := context.Background()
 	if s.d == SQLite && !s.noNative.Load() {
-		err := s.insertNative(ctx, rows)
+		err := s.insertNative(ctx, pr, grow)
 		if !errors.Is(err, errNoNative) {
 			return err
 		}
 		s.noNative.Store(true) // another driver: use database/sql from now on
 	}
+	rows := *pr
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -67,10 +67,12 @@ func sqliteNative(dc any) (db uintptr, tls *libc.TLS, ok bool) {
 	return db, tls, true
 }
 
-// insertNative inserts rows in one transaction through the native path. It
-// returns errNoNative, having written nothing, when the database's
-// connections are not modernc.org/sqlite's.
-func (s *SQLSink) insertNative(ctx context.Context, rows []row) error {
+// insertNative inserts *rows in one transaction through the native path,
+// with the rows grow (when not nil) adds to *rows meanwhile (see
+// nativeConn.insert). It returns errNoNative, having written nothing and
+// not called grow, when the database's connections are not
+// modernc.org/sqlite's.
+func (s *SQLSink) insertNative(ctx context.Context, rows *[]row, grow func() bool) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -84,7 +86,7 @@ func (s *SQLSink) insertNative(ctx context.Context, rows []row) error {
 		case db == 0 || tls == nil:
 			return driver.ErrBadConn // closed: database/sql discards it
 		}
-		return nativeConn{db: db, tls: tls}.insert(rows, &s.ckpt)
+		return nativeConn{db: db, tls: tls}.insert(rows, grow, &s.ckpt)
 	})
 }
 
@@ -251,9 +253,19 @@ func (c nativeConn) framesWritten() int64 {
 	return int64(*(*int32)(cmem(p)))
 }
 
-// insert inserts rows in one IMMEDIATE transaction, rolled back on error,
-// leaving the checkpoints to w (see walCheckpointer).
-func (c nativeConn) insert(rows []row, w *walCheckpointer) (err error) {
+// sqliteRowCacheBytes is what insert counts for a row in the page cache
+// besides its text: its numbers, record headers and the entries of the
+// indexes, in pages partly filled.
+const sqliteRowCacheBytes = 256
+
+// insert inserts *rows in one IMMEDIATE transaction, rolled back on error,
+// leaving the checkpoints to w (see walCheckpointer). After inserting the
+// rows it has, it calls grow (when not nil), which may add rows to *rows,
+// and inserts those in the same transaction, until grow adds none or the
+// rows inserted would take about half of the connection's page cache (a
+// transaction whose changed pages overflow the cache writes them to the
+// WAL before it commits, and again when it changes them again).
+func (c nativeConn) insert(rows *[]row, grow func() bool, w *walCheckpointer) (err error) {
 	if sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) == 0 {
 		// A transaction left open on a pooled connection: not ours to end.
 		return driver.ErrBadConn
@@ -291,6 +303,13 @@ func (c nativeConn) insert(rows []row, w *walCheckpointer) (err error) {
 			}
 		}()
 	}
+	budget := int64(math.MaxInt64)
+	if grow != nil {
+		if budget, err = c.cacheBytes(); err != nil {
+			return err
+		}
+		budget /= 2
+	}
 	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
@@ -307,23 +326,50 @@ func (c nativeConn) insert(rows []row, w *walCheckpointer) (err error) {
 			c.exec("ROLLBACK")
 		}
 	}()
-	for len(rows) > 0 {
-		k := 0
-		for 1<<(k+1) <= min(len(rows), sqliteNativeRowsPerStmt) {
-			k++
-		}
-		n := 1 << k
-		if stmts[k] == 0 {
-			if stmts[k], err = c.prepare(insertSQL(SQLite, n)); err != nil {
+	var used int64 // bytes of the rows inserted, as counted against budget
+	for done := 0; ; {
+		rs := (*rows)[done:]
+		done = len(*rows)
+		for len(rs) > 0 {
+			k := 0
+			for 1<<(k+1) <= min(len(rs), sqliteNativeRowsPerStmt) {
+				k++
+			}
+			n := 1 << k
+			if stmts[k] == 0 {
+				if stmts[k], err = c.prepare(insertSQL(SQLite, n)); err != nil {
+					return err
+				}
+			}
+			if err := c.insertRows(stmts[k], &buf, rs[:n]); err != nil {
 				return err
 			}
+			for i := range rs[:n] {
+				used += int64(rs[i].textLen() + sqliteRowCacheBytes)
+			}
+			rs = rs[n:]
 		}
-		if err := c.insertRows(stmts[k], &buf, rows[:n]); err != nil {
-			return err
+		if grow == nil || used >= budget || !grow() {
+			break
 		}
-		rows = rows[n:]
 	}
 	return c.exec("COMMIT")
+}
+
+// cacheBytes returns the size of the connection's page cache in bytes.
+func (c nativeConn) cacheBytes() (int64, error) {
+	n, err := c.queryInt("PRAGMA cache_size")
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return -n * 1024, nil // KiB
+	}
+	ps, err := c.queryInt("PRAGMA page_size")
+	if err != nil {
+		return 0, err
+	}
+	return n * ps, nil
 }
 
 // insertRows binds rows to the INSERT st of len(rows) rows and steps it.
