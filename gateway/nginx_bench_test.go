@@ -30,7 +30,7 @@ func BenchmarkVersusNginx(b *testing.B) {
 		b.Fatal(err)
 	}
 	gw := newBenchServer(b, g)
-	ngx := startNginx(b, bin, strings.TrimPrefix(down, "http://"))
+	ngx, _ := startNginx(b, bin, strings.TrimPrefix(down, "http://"))
 
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
 	client := &http.Client{Transport: NewTransport()}
@@ -55,8 +55,9 @@ func BenchmarkVersusNginx(b *testing.B) {
 
 // startNginx runs nginx in the foreground with a proxy_pass to upstream
 // (host:port) over keepalive connections, on a free loopback port, and
-// stops it at cleanup. It returns its base URL.
-func startNginx(b *testing.B, bin, upstream string) string {
+// stops it at cleanup. It returns its base URL and the master process id
+// (the workers are its children).
+func startNginx(b *testing.B, bin, upstream string) (string, int) {
 	b.Helper()
 	dir := b.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -115,7 +116,7 @@ http {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
-			return "http://" + addr
+			return "http://" + addr, cmd.Process.Pid
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
