@@ -140,6 +140,7 @@ func BenchmarkSQLite(b *testing.B) {
 		defer s.Close()
 		b.ReportAllocs()
 		cpu0, cpuOK := processCPU()
+		start := time.Now()
 		i := 0
 		for b.Loop() {
 			if err := s.Write(ctx, next(i)); err != nil {
@@ -150,7 +151,10 @@ func BenchmarkSQLite(b *testing.B) {
 		if err := s.Flush(ctx); err != nil {
 			b.Fatal(err)
 		}
-		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		// rows/s counts the time until every row is committed: b.Loop
+		// stops its timer (ns/op) when the last Write has queued its row,
+		// up to QueueSize rows earlier.
+		ns := float64(time.Since(start).Nanoseconds()) / float64(b.N)
 		b.ReportMetric(1e9/ns, "rows/s")
 		if cpu1, ok := processCPU(); ok && cpuOK {
 			// CPU time per row, all goroutines: steadier than rows/s on a
