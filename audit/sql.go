@@ -85,7 +85,10 @@ type SQLStats struct {
 // (*sql.Conn).Raw, so its pragmas and busy timeout apply), binding values by
 // index: database/sql and the driver's argument binding cost more than
 // SQLite's own inserts. With another SQLite driver it writes through
-// database/sql.
+// database/sql. While events keep coming faster than it inserts them, the
+// native writer keeps its transaction open for up to BatchSize rows (see
+// [SQLOptions]): events queued by Write become visible, and survive a
+// crash, at its commit, which a Flush or a WriteDurable brings forward.
 //
 // The native writer also keeps SQLite's WAL checkpoints out of its commits:
 // it turns the automatic checkpoint of its connection off for the length of
@@ -94,7 +97,8 @@ type SQLStats struct {
 // connection of db's pool run a PASSIVE checkpoint concurrently with the
 // next batches; every 8 such intervals it runs one itself between two
 // batches, so that the WAL starts over (the WAL file then grows to about 9
-// intervals instead of 1: 36 MB with the default of 1000 pages of 4 KB). A
+// intervals plus one transaction instead of 1: 36 MB with the default of
+// 1000 pages of 4 KB, plus at most half the page cache). A
 // checkpoint syncs as the automatic one does; durability is unchanged. With
 // wal_autocheckpoint set to 0 no checkpoint is run.
 //
