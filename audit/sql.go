@@ -773,6 +773,17 @@ func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
 // QuerySQL runs a [Filter] over the audit_log table of db, as [SQLSink.Query]
 // does, without a sink.
 func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, error) {
+	q, args := querySQL(d, f)
+	rs, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: query: %w", err)
+	}
+	defer rs.Close()
+	return scanEvents(rs)
+}
+
+// querySQL returns the SELECT of QuerySQL for f and its arguments.
+func querySQL(d Dialect, f Filter) (string, []any) {
 	var where []string
 	var args []any
 	add := func(cond string, v any) {
@@ -818,12 +829,11 @@ func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, er
 	if f.Limit > 0 {
 		q += " LIMIT " + strconv.Itoa(f.Limit)
 	}
-	rs, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("audit: query: %w", err)
-	}
-	defer rs.Close()
-	var out []Event
+	return q, args
+}
+
+// scanEvents reads the events of rs, a query of querySQL.
+func scanEvents(rs *sql.Rows) (out []Event, err error) {
 	for rs.Next() {
 		var r row
 		if err := rs.Scan(&r.timeNS, &r.corr, &r.session, &r.subject, &r.roles, &r.tool,

@@ -9,3 +9,6 @@ func SQLiteCheckpoints(s *SQLSink) uint64 { return s.ckpt.runs.Load() }
 
 // SQLiteCkptSyncEvery exports sqliteCkptSyncEvery.
 const SQLiteCkptSyncEvery = sqliteCkptSyncEvery
+
+// QuerySQLText returns the SELECT that QuerySQL runs for f, and its arguments.
+func QuerySQLText(d Dialect, f Filter) (string, []any) { return querySQL(d, f) }
