@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,13 +42,14 @@ func floodEvents(prefix string, n int) []audit.Event {
 // TestSQLiteTransactionGrows: events queued faster than the writer inserts
 // them (here: while another connection holds the write lock) go into
 // transactions larger than one round of 1024 rows, up to BatchSize, and
-// up to about half the page cache.
+// up to about half the page cache (past 1 MiB of rows).
 func TestSQLiteTransactionGrows(t *testing.T) {
 	const n = 5000
 	for _, tc := range []struct {
 		name       string
 		cacheKiB   int
 		batch      int
+		detail     int // bytes of each event's Detail
 		minBatches uint64
 		maxBatches uint64
 	}{
@@ -55,9 +57,10 @@ func TestSQLiteTransactionGrows(t *testing.T) {
 		// have taken before the rest was queued.
 		{name: "default", cacheKiB: 32 << 10, minBatches: 1, maxBatches: 2},
 		{name: "batch_size_2000", cacheKiB: 32 << 10, batch: 2000, minBatches: 3, maxBatches: 4},
-		// 512 KiB of cache: a transaction stops after the round that
-		// passes 256 KiB, one round of 1024 rows.
-		{name: "small_cache", cacheKiB: 512, minBatches: 5, maxBatches: 6},
+		// 4 MiB of cache and rows of about 1.3 KB (counted): a
+		// transaction stops after the round that passes 2 MiB, its
+		// second round of 1024 rows.
+		{name: "small_cache", cacheKiB: 4 << 10, detail: 1000, minBatches: 3, maxBatches: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -67,7 +70,11 @@ func TestSQLiteTransactionGrows(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			writeUnderLock(t, db, s, floodEvents("g", n))
+			evs := floodEvents("g", n)
+			for i := range evs {
+				evs[i].Detail = strings.Repeat("d", tc.detail)
+			}
+			writeUnderLock(t, db, s, evs)
 			if err := s.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}

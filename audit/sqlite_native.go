@@ -253,6 +253,12 @@ func (c nativeConn) framesWritten() int64 {
 	return int64(*(*int32)(cmem(p)))
 }
 
+// sqliteTxFloor is the bytes of rows below which insert does not read the
+// size of the page cache (two queries, which would double the cost of a
+// transaction of one row): a transaction smaller than that never stops
+// growing for the cache (SQLite's default cache is 2 MiB).
+const sqliteTxFloor = 1 << 20
+
 // sqliteRowCacheBytes is what insert counts for a row in the page cache
 // besides its text: its numbers, record headers and the entries of the
 // indexes, in pages partly filled.
@@ -262,9 +268,10 @@ const sqliteRowCacheBytes = 256
 // leaving the checkpoints to w (see walCheckpointer). After inserting the
 // rows it has, it calls grow (when not nil), which may add rows to *rows,
 // and inserts those in the same transaction, until grow adds none or the
-// rows inserted would take about half of the connection's page cache (a
-// transaction whose changed pages overflow the cache writes them to the
-// WAL before it commits, and again when it changes them again).
+// rows inserted would take about half of the connection's page cache, and
+// at least sqliteTxFloor (a transaction whose changed pages overflow the
+// cache writes them to the WAL before it commits, and again when it
+// changes them again).
 func (c nativeConn) insert(rows *[]row, grow func() bool, w *walCheckpointer) (err error) {
 	if sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) == 0 {
 		// A transaction left open on a pooled connection: not ours to end.
@@ -303,13 +310,6 @@ func (c nativeConn) insert(rows *[]row, grow func() bool, w *walCheckpointer) (e
 			}
 		}()
 	}
-	budget := int64(math.MaxInt64)
-	if grow != nil {
-		if budget, err = c.cacheBytes(); err != nil {
-			return err
-		}
-		budget /= 2
-	}
 	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
@@ -326,7 +326,8 @@ func (c nativeConn) insert(rows *[]row, grow func() bool, w *walCheckpointer) (e
 			c.exec("ROLLBACK")
 		}
 	}()
-	var used int64 // bytes of the rows inserted, as counted against budget
+	var used int64      // bytes of the rows inserted, as counted against budget
+	budget := int64(-1) // half the page cache, read once used passes sqliteTxFloor
 	for done := 0; ; {
 		rs := (*rows)[done:]
 		done = len(*rows)
@@ -349,7 +350,21 @@ func (c nativeConn) insert(rows *[]row, grow func() bool, w *walCheckpointer) (e
 			}
 			rs = rs[n:]
 		}
-		if grow == nil || used >= budget || !grow() {
+		if grow == nil {
+			break
+		}
+		if used >= sqliteTxFloor {
+			if budget < 0 {
+				if budget, err = c.cacheBytes(); err != nil {
+					return err
+				}
+				budget /= 2
+			}
+			if used >= budget {
+				break
+			}
+		}
+		if !grow() {
 			break
 		}
 	}
