@@ -616,7 +616,9 @@ type lostRow struct {
 // commit inserts *rows in one transaction, retrying with backoff on
 // failure. grow (nil: none) may add rows to *rows during the first
 // attempt, to be committed in the same transaction (see writer); the
-// retries insert every row gathered. After three failed attempts it inserts the rows one by one: a row that
+// retries insert every row gathered. After three failed attempts it
+// inserts each round of rows (see writer) in a transaction of its own and,
+// when that fails too, inserts that round's rows one by one: a row that
 // fails while the database answers a ping is refused by the database itself
 // (it would block the queue forever) and is counted lost and reported; rows
 // are retried while the database is unreachable, except while closing, when
@@ -641,7 +643,19 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) 
 		backoff *= 2
 	}
 	rows := *pr
-	for i := range rows {
+	for i := 0; i < len(rows); i++ {
+		if i%s.round == 0 && len(rows) > s.round {
+			// A transaction grown past one round: first each round in a
+			// transaction of its own, so that a refused row costs one
+			// round inserted row by row, not the whole transaction.
+			chunk := rows[i:min(i+s.round, len(rows))]
+			if s.insertBatch(&chunk, args, nil) == nil {
+				s.rows.Add(uint64(len(chunk)))
+				s.batches.Add(1)
+				i += len(chunk) - 1
+				continue
+			}
+		}
 		for attempt := 1; ; attempt++ {
 			one := rows[i : i+1]
 			err := s.insertBatch(&one, args, nil)

@@ -149,3 +149,41 @@ func TestSQLiteDurableCommitsEarly(t *testing.T) {
 		t.Errorf("Stats = %+v, want %d rows", st, n+1)
 	}
 }
+
+// TestSQLiteRefusedRowInGrownTransaction: a row the database refuses in a
+// transaction grown to 3000 rows costs its round of 1024 rows inserted one
+// by one, not the 3000: the other rounds commit in a transaction each, and
+// every row but the refused one is recorded.
+func TestSQLiteRefusedRowInGrownTransaction(t *testing.T) {
+	const n = 3000
+	ctx := context.Background()
+	db := openSQLite(t)
+	s, err := audit.NewSQL(ctx, db, audit.SQLite, &audit.SQLOptions{OnError: func(error) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.correlation_id = 'bad'
+BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
+		t.Fatal(err)
+	}
+	evs := floodEvents("r", n)
+	evs[1500].CorrelationID = "bad"
+	writeUnderLock(t, db, s, evs)
+	if err := s.Flush(ctx); err == nil || !strings.Contains(err.Error(), "refused by trigger") {
+		t.Errorf("Flush = %v, want the trigger's error", err)
+	}
+	st := s.Stats()
+	// One transaction per round that commits (at most 3, the first
+	// round possibly apart) and per row of the round that does not.
+	if st.Rows != n-1 || st.Lost != 1 || st.Batches > 3+1024 {
+		t.Errorf("Stats = %+v, want %d rows, 1 lost, at most %d transactions", st, n-1, 3+1024)
+	}
+	var count int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM audit_log WHERE correlation_id != 'bad'`).Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if count != n-1 {
+		t.Errorf("audit_log has %d rows, want %d", count, n-1)
+	}
+}
