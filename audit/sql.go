@@ -46,9 +46,10 @@ type SQLOptions struct {
 	// On SQLite the writer takes at most 1024 queued rows at a time and
 	// inserts them into its open transaction; it commits when nothing more
 	// is queued, when a WriteDurable or a Flush waits for a row it
-	// inserted (so a WriteDurable waits for at most about 2048 rows, as
-	// with transactions of 1024), when the transaction holds BatchSize
-	// rows, or when its rows would take about half of the connection's
+	// inserted (a WriteDurable waits for the insertion of the round under
+	// way and of its own, at most 2048 rows as with transactions of 1024,
+	// then for the commit), when the transaction holds BatchSize rows, or
+	// when its rows (past 1 MiB) would take about half of the connection's
 	// page cache (cache_size). Transactions grow only while events are
 	// queued faster than they are inserted: each commit writes every index
 	// page it changed to the WAL again, and with spread sessions, subjects
