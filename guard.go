@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/confirm"
+	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,8 +108,7 @@ type Guard struct {
 	log   *slog.Logger
 	reg   registry
 
-	idPrefix [8]byte
-	seq      atomic.Uint64
+	ids corrid.Source
 }
 
 // New returns a guard enforcing p, with callers resolved by authn. It
@@ -145,9 +144,7 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 		}
 	}
 	g.reg.init()
-	var r [4]byte
-	_, _ = rand.Read(r[:])
-	hex.Encode(g.idPrefix[:], r[:])
+	g.ids.Init()
 	return g, nil
 }
 
@@ -164,20 +161,8 @@ func newCorrelationID() string {
 }
 
 // nextCorrelationID returns a unique id for one call: a random per-guard
-// prefix and a counter, 8+1+8 hex characters, cheaper than 8 random bytes
-// per call and unique across replicas with overwhelming probability.
-func (g *Guard) nextCorrelationID() string {
-	n := g.seq.Add(1)
-	var b [17]byte
-	copy(b[:8], g.idPrefix[:])
-	b[8] = '-'
-	const digits = "0123456789abcdef"
-	for i := 16; i > 8; i-- {
-		b[i] = digits[n&0xf]
-		n >>= 4
-	}
-	return string(b[:])
-}
+// prefix and a counter (see package corrid).
+func (g *Guard) nextCorrelationID() string { return g.ids.Next() }
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint

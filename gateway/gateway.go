@@ -3,8 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
@@ -96,6 +95,7 @@ type Gateway struct {
 	bufs         sync.Pool
 	healthAnswer []byte
 	sessions     *sessions
+	ids          corrid.Source
 }
 
 // DefaultPolicy returns the gateway's default policy: tools of the
@@ -185,6 +185,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	}
 	g.bufs.New = func() any { return new(bytes.Buffer) }
 	g.healthAnswer = appendJSON(nil, map[string]string{"status": "ok", "upstream": g.upstreamStr})
+	g.ids.Init()
 	return g, nil
 }
 
@@ -205,7 +206,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	cid := newCorrelationID()
+	cid := g.ids.Next()
 	switch r.Method {
 	case http.MethodPost:
 		g.servePost(w, r, cid)
@@ -276,12 +277,6 @@ func (g *Gateway) putBuf(b *bytes.Buffer) {
 	if b.Cap() <= 1<<20 {
 		g.bufs.Put(b)
 	}
-}
-
-func newCorrelationID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // ctxKey is the key of the principal in a request context.
