@@ -134,7 +134,8 @@ func roundTripSession(b *testing.B, typed, guarded bool) *mcp.ClientSession {
 }
 
 // BenchmarkRoundTripInterleaved alternates a bare and a guarded call in
-// one loop, so that the drift of a shared, noisy machine hits both alike,
+// one loop (each first every other time), so that the drift of a shared,
+// noisy machine hits both alike,
 // and reports the median of each and their ratio, for a raw tool and for a
 // typed one.
 func BenchmarkRoundTripInterleaved(b *testing.B) {
@@ -153,13 +154,23 @@ func BenchmarkRoundTripInterleaved(b *testing.B) {
 				}
 			}
 			var tb, tg []time.Duration
-			for b.Loop() {
+			for i := 0; b.Loop(); i++ {
+				// Alternate which goes first, so that neither always
+				// runs in the wake of the other (its garbage, its cache).
+				first, second := bare, guarded
+				if i%2 == 1 {
+					first, second = guarded, bare
+				}
 				t0 := time.Now()
-				bare.CallTool(ctx, params)
+				first.CallTool(ctx, params)
 				t1 := time.Now()
-				guarded.CallTool(ctx, params)
-				tb = append(tb, t1.Sub(t0))
-				tg = append(tg, time.Since(t1))
+				second.CallTool(ctx, params)
+				d1, d2 := t1.Sub(t0), time.Since(t1)
+				if i%2 == 1 {
+					d1, d2 = d2, d1
+				}
+				tb = append(tb, d1)
+				tg = append(tg, d2)
 			}
 			mb, mg := median(tb), median(tg)
 			b.ReportMetric(float64(mb.Nanoseconds()), "bare-p50-ns")
