@@ -598,7 +598,15 @@ func (s *SQLSink) commitBatch(b *writerBatch, args []any, closing, answer bool, 
 			w.ch <- werr
 		}
 	}
+	// Drop the rows' strings, and once a flood is over (a transaction
+	// of one round at most) the memory its transactions grew to.
+	n := len(b.rows)
+	clear(b.rows)
+	clear(b.waiters)
 	b.rows, b.waiters = b.rows[:0], b.waiters[:0]
+	if n <= s.round && cap(b.rows) > 4*s.round {
+		b.rows = make([]row, 0, s.round)
+	}
 	if answer && len(b.markers) > 0 {
 		for _, m := range b.markers {
 			m <- b.failed

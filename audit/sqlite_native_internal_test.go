@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 type notSQLiteConn struct {
@@ -52,4 +53,45 @@ func TestSQLiteNativeHandle(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestSQLiteWriterReleasesFlood: after committing, the writer's batch
+// holds no row's strings, and once a transaction of at most one round
+// follows, not the memory a flood's transactions grew to.
+func TestSQLiteWriterReleasesFlood(t *testing.T) {
+	db, err := OpenSQLite(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := NewSQL(context.Background(), db, SQLite, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := toRow(&Event{Time: time.Unix(1, 0), CorrelationID: "c", Tool: "t", Phase: PhaseOutcome, Allowed: true}, SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := writerBatch{rows: make([]row, 0, 8*s.round)}
+	b.rows = append(b.rows, r, r, r)
+	big := b.rows[:3:3]
+	s.commitBatch(&b, nil, false, true, nil)
+	if len(b.rows) != 0 {
+		t.Fatalf("after a commit the batch holds %d rows, want 0", len(b.rows))
+	}
+	for i, r := range big {
+		if r.corr != "" || r.tool != "" {
+			t.Errorf("row %d of the committed batch still holds its strings: %+v", i, r)
+		}
+	}
+	if got := cap(b.rows); got > s.round {
+		t.Errorf("after a small transaction the batch keeps capacity %d, want at most one round (%d)", got, s.round)
+	}
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().Rows; n != 3 {
+		t.Errorf("rows committed = %d, want 3", n)
+	}
 }
