@@ -9,11 +9,11 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 )
 
-// TestSQLiteQueryPlans: every Filter field that selects rows by session,
-// subject, tool, correlation id, outcome or time range is served by an
-// index of audit_log (EXPLAIN QUERY PLAN), never by a full scan of the
-// table, and that the order (time_ns, id) needs no sort of the rows found
-// but for a correlation id (a handful of rows).
+// TestSQLiteQueryPlans: a Filter by session, subject, tool, correlation id
+// or time range searches an index of audit_log (EXPLAIN QUERY PLAN); one
+// by outcome alone (or none) reads the time index in order, stopping at
+// Limit, never the table in rowid order; and the order (time_ns, id) needs
+// no sort of the rows found but for a correlation id (a handful of rows).
 func TestSQLiteQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
