@@ -34,6 +34,30 @@ func openSQLite(t testing.TB) *sql.DB {
 	return db
 }
 
+// openSQLitePragmas opens a new SQLite file as OpenSQLite does, with the
+// pragmas extra (such as "&_pragma=cache_size(-4096)") added to its DSN, and
+// returns it and its path.
+func openSQLitePragmas(t testing.TB, extra string) (*sql.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_txlock=immediate"+extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
+
+// refuseBad makes the audit_log of db refuse, with the error "refused by
+// trigger", every row whose correlation id is "bad".
+func refuseBad(t testing.TB, db *sql.DB) {
+	t.Helper()
+	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.correlation_id = 'bad'
+BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func sqlHarness(db func(t *testing.T) *sql.DB, d audit.Dialect) func(t *testing.T) audittest.Harness {
 	return func(t *testing.T) audittest.Harness {
 		s, err := audit.NewSQL(context.Background(), db(t), d, nil)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +17,10 @@ import (
 // when single.
 func openSQLiteAutockpt(t *testing.T, interval int, single bool) (*sql.DB, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "audit.db")
-	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", path, interval))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, path := openSQLitePragmas(t, fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", interval))
 	if single {
 		db.SetMaxOpenConns(1)
 	}
-	t.Cleanup(func() { db.Close() })
 	return db, path
 }
 
@@ -145,10 +139,7 @@ func TestSQLiteFlushAfterLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.correlation_id = 'bad'
-BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
-		t.Fatal(err)
-	}
+	refuseBad(t, db)
 	if err := s.Write(ctx, event("bad", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +169,7 @@ func TestSQLiteWriteDurableThroughWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.correlation_id = 'bad'
-BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
-		t.Fatal(err)
-	}
+	refuseBad(t, db)
 	const queued = 3000
 	done := make(chan error, 1)
 	go func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +15,7 @@ import (
 // cacheKiB KiB.
 func openSQLiteCache(t *testing.T, cacheKiB int) *sql.DB {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "audit.db")
-	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=cache_size(-%d)&_txlock=immediate", path, cacheKiB))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := openSQLitePragmas(t, fmt.Sprintf("&_pragma=cache_size(-%d)", cacheKiB))
 	return db
 }
 
@@ -163,10 +157,7 @@ func TestSQLiteRefusedRowInGrownTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.correlation_id = 'bad'
-BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
-		t.Fatal(err)
-	}
+	refuseBad(t, db)
 	evs := floodEvents("r", n)
 	evs[1500].CorrelationID = "bad"
 	writeUnderLock(t, db, s, evs)

@@ -122,10 +122,7 @@ func TestSQLiteRefusedRowRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON audit_log WHEN NEW.correlation_id = 'bad'
-BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
-		t.Fatal(err)
-	}
+	refuseBad(t, db)
 	evs := variedEvents("ok", 40)
 	evs[33].CorrelationID = "bad"
 	writeUnderLock(t, db, s, evs)
