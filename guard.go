@@ -108,7 +108,7 @@ type Guard struct {
 	log   *slog.Logger
 	reg   registry
 
-	ids corrid.Source
+	ids corrid.Source // correlation ids of the pipeline's calls
 }
 
 // New returns a guard enforcing p, with callers resolved by authn. It
@@ -159,10 +159,6 @@ func newCorrelationID() string {
 	hex.Encode(h[:], b[:])
 	return string(h[:])
 }
-
-// nextCorrelationID returns a unique id for one call: a random per-guard
-// prefix and a counter (see package corrid).
-func (g *Guard) nextCorrelationID() string { return g.ids.Next() }
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint

@@ -53,7 +53,7 @@ func (c *call) argsMap() map[string]any {
 // serve runs the pipeline of DESIGN.md for one call. e may be nil (Install
 // mode, unknown tool). next runs the tool.
 func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntry, next mcp.ToolHandler) (res *mcp.CallToolResult, err error) {
-	c := &call{start: g.now(), corr: g.nextCorrelationID()}
+	c := &call{start: g.now(), corr: g.ids.Next()}
 	if req != nil && req.Params != nil {
 		c.name = req.Params.Name
 		c.raw = req.Params.Arguments
