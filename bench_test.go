@@ -135,9 +135,8 @@ func roundTripSession(b *testing.B, typed, guarded bool) *mcp.ClientSession {
 
 // BenchmarkRoundTripInterleaved alternates a bare and a guarded call in
 // one loop (each first every other time), so that the drift of a shared,
-// noisy machine hits both alike,
-// and reports the median of each and their ratio, for a raw tool and for a
-// typed one.
+// noisy machine hits both alike, and reports the median of each and their
+// ratio, for a raw tool and for a typed one.
 func BenchmarkRoundTripInterleaved(b *testing.B) {
 	for _, typed := range []bool{false, true} {
 		name := "raw"
