@@ -2,8 +2,6 @@ package mcpguard
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -150,15 +148,6 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 
 // Policy returns the guard's policy.
 func (g *Guard) Policy() *policy.Policy { return g.pol }
-
-// newCorrelationID returns 16 random hex characters.
-func newCorrelationID() string {
-	var b [8]byte
-	var h [16]byte
-	_, _ = rand.Read(b[:])
-	hex.Encode(h[:], b[:])
-	return string(h[:])
-}
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint

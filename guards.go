@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -138,9 +139,11 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
 	}
+	ids := new(corrid.Source)
+	ids.Init()
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c := &call{start: time.Now(), corr: newCorrelationID(), name: toolName(req), id: FromContext(ctx)}
+			c := &call{start: time.Now(), corr: ids.Next(), name: toolName(req), id: FromContext(ctx)}
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments
 			}
