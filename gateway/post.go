@@ -258,9 +258,20 @@ func (g *Gateway) logDecision(cid string, pr *policy.Principal, p *plan, e *rpcE
 	}
 	p.outcome = "allow"
 	if g.log.Enabled(context.Background(), slog.LevelInfo) {
-		g.log.LogAttrs(context.Background(), slog.LevelInfo, "allow", slog.String("cid", cid), slog.String("subject", pr.Subject),
+		g.infoAttrs(context.Background(), "allow", slog.String("cid", cid), slog.String("subject", pr.Subject),
 			slog.String("roles", strings.Join(pr.Roles, ",")), slog.String("method", method), slog.String("tool", p.m.tool))
 	}
+}
+
+// infoAttrs logs msg with attrs at Info once the caller has checked that
+// Info is enabled. It is g.log.LogAttrs without the caller's program
+// counter, which slog.Logger finds with runtime.Callers on every line: the
+// two lines of every forwarded request (the decision and the upstream's
+// answer) need no source location.
+func (g *Gateway) infoAttrs(ctx context.Context, msg string, attrs ...slog.Attr) {
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = g.log.Handler().Handle(ctx, r)
 }
 
 // audit writes an outcome or intent event when a sink is configured.
