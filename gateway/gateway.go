@@ -66,7 +66,9 @@ type Options struct {
 	// forwarded). Arguments are recorded only as their SHA-256.
 	Audit audit.Sink
 	// Logger receives the decision logs (correlation id, principal, method,
-	// tool, outcome; never arguments or tokens). Nil means slog.Default().
+	// tool, outcome; never arguments or tokens). The lines of allowed
+	// requests carry no source location (a handler's AddSource shows none).
+	// Nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for limits and audit times. Nil means time.Now.
 	Now func() time.Time
