@@ -160,7 +160,7 @@ func TestToolsCallAuthorization(t *testing.T) {
 }
 
 // requestID is the shape of the gateway's correlation ids.
-var requestID = regexp.MustCompile(`^[0-9a-f]{12}-[0-9a-f]{8}$`)
+var requestID = regexp.MustCompile(`^[0-9a-f]{12}-[0-9a-f]{12}$`)
 
 func TestHeadersSentDownstream(t *testing.T) {
 	rg := newRig(t, nil)
@@ -198,7 +198,7 @@ func TestHeadersSentDownstream(t *testing.T) {
 		}
 	}
 	if rid := h.Get(HeaderRequestID); !requestID.MatchString(rid) {
-		t.Errorf("request id = %q, want the gateway's own (12 hex digits, '-', 8 hex digits)", rid)
+		t.Errorf("request id = %q, want the gateway's own (12 hex digits, '-', 12 hex digits)", rid)
 	}
 	for _, k := range []string{"Authorization", "X_mcp_gateway_role", "X-Secret-Hop", "Keep-Alive", "Proxy-Authorization", "Te"} {
 		if v := h.Values(k); len(v) > 0 {

@@ -1,10 +1,11 @@
 // Package corrid makes correlation ids: a random prefix of 48 bits drawn
-// once per source and a counter, "1a2b3c4d5e6f-0000002a". Ids of one
-// source are unique until the counter wraps (2^32 ids) and increase as they
-// are made, so that an audit table's index on them grows at its end,
-// rather than at a random place per row; the prefix tells sources apart
-// (two of a thousand processes draw the same one with a probability of
-// about 2 in a billion). They identify a call; they are not secrets.
+// once per source and a 48-bit counter, "1a2b3c4d5e6f-00000000002a". Ids
+// of one source are unique until the counter wraps (2^48 ids: 89 years at
+// 100,000 a second) and increase as they are made, so that an audit
+// table's index on them grows at its end rather than at a random place
+// per row. The prefix tells sources apart: two of a thousand processes
+// draw the same one with a probability of about 2 in a billion. The ids
+// identify a call; they are not secrets.
 package corrid
 
 import (
@@ -27,11 +28,11 @@ func (s *Source) Init() {
 	hex.Encode(s.prefix[:], r[:])
 }
 
-// Next returns the next id of s: its prefix, '-', and the counter's low 32
-// bits as 8 lower-case hex digits.
+// Next returns the next id of s: its prefix, '-', and the counter's low 48
+// bits as 12 lower-case hex digits.
 func (s *Source) Next() string {
 	n := s.seq.Add(1)
-	var b [len(s.prefix) + 9]byte
+	var b [len(s.prefix) + 13]byte
 	copy(b[:], s.prefix[:])
 	b[len(s.prefix)] = '-'
 	const digits = "0123456789abcdef"

@@ -9,12 +9,12 @@ import (
 func TestNext(t *testing.T) {
 	var s Source
 	s.Init()
-	shape := regexp.MustCompile(`^[0-9a-f]{12}-[0-9a-f]{8}$`)
+	shape := regexp.MustCompile(`^[0-9a-f]{12}-[0-9a-f]{12}$`)
 	prev := ""
 	for range 1000 {
 		id := s.Next()
 		if !shape.MatchString(id) {
-			t.Fatalf("Next() = %q, want 12 hex digits, '-', 8 hex digits", id)
+			t.Fatalf("Next() = %q, want 12 hex digits, '-', 12 hex digits", id)
 		}
 		if id[:12] != s.Next()[:12] {
 			t.Fatalf("prefix changed within one source")
@@ -23,6 +23,21 @@ func TestNext(t *testing.T) {
 			t.Fatalf("Next() = %q after %q: ids must increase", id, prev)
 		}
 		prev = id
+	}
+}
+
+// TestNextPast32Bits: the counter does not wrap at 2^32 (4 billion ids, a
+// few days of a busy gateway).
+func TestNextPast32Bits(t *testing.T) {
+	var s Source
+	s.Init()
+	s.seq.Store(1<<32 - 2)
+	a, b := s.Next(), s.Next() // 2^32-1, 2^32
+	if a >= b {
+		t.Errorf("Next() = %q then %q: want increasing ids across 2^32", a, b)
+	}
+	if want := "-000100000000"; b[len(b)-len(want):] != want {
+		t.Errorf("Next() = %q, want it to end in %q", b, want)
 	}
 }
 
