@@ -167,9 +167,10 @@ func BenchmarkSQLite(b *testing.B) {
 	}
 	// The same event again and again.
 	b.Run("batched", func(b *testing.B) { batched(b, nil, func(int) *audit.Event { return e }) })
-	// Events as a guard writes them: correlation ids from a counter, time
-	// going forward, 64 sessions of 16 subjects calling 8 tools; with the
-	// default batches and with the largest.
+	// Events as a guard writes them: correlation ids from a counter (the
+	// shape of internal/corrid's), time going forward, 64 sessions of 16
+	// subjects calling 8 tools; with the default transactions and with
+	// transactions of at most 1024 rows.
 	varied := func(b *testing.B, opts *audit.SQLOptions) {
 		v := benchEvent()
 		t0 := v.Time
@@ -184,7 +185,7 @@ func BenchmarkSQLite(b *testing.B) {
 			tools[i] = fmt.Sprintf("tool_%d", i)
 		}
 		batched(b, opts, func(i int) *audit.Event {
-			v.CorrelationID = fmt.Sprintf("5eed1234-%08x", i)
+			v.CorrelationID = fmt.Sprintf("5eed12345678-%012x", i)
 			v.Time = t0.Add(time.Duration(i) * time.Microsecond)
 			v.SessionID, v.Subject, v.Tool = sessions[i%64], subjects[i/64%16], tools[i%8]
 			v.Allowed = i%10 != 0
