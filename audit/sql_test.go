@@ -48,6 +48,18 @@ func openSQLitePragmas(t testing.TB, extra string) (*sql.DB, string) {
 	return db, path
 }
 
+// newSQLiteSink returns a sink on the SQLite database db, closed at the
+// end of the test.
+func newSQLiteSink(t testing.TB, db *sql.DB, opts *audit.SQLOptions) *audit.SQLSink {
+	t.Helper()
+	s, err := audit.NewSQL(context.Background(), db, audit.SQLite, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // refuseBad makes the audit_log of db refuse, with the error "refused by
 // trigger", every row whose correlation id is "bad".
 func refuseBad(t testing.TB, db *sql.DB) {

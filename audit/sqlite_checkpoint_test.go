@@ -134,11 +134,7 @@ func TestSQLiteCheckpointOff(t *testing.T) {
 func TestSQLiteFlushAfterLoss(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
-	s, err := audit.NewSQL(ctx, db, audit.SQLite, &audit.SQLOptions{OnError: func(error) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSQLiteSink(t, db, &audit.SQLOptions{OnError: func(error) {}})
 	refuseBad(t, db)
 	if err := s.Write(ctx, event("bad", 1)); err != nil {
 		t.Fatal(err)
@@ -164,11 +160,7 @@ func TestSQLiteFlushAfterLoss(t *testing.T) {
 func TestSQLiteWriteDurableThroughWriter(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
-	s, err := audit.NewSQL(ctx, db, audit.SQLite, &audit.SQLOptions{OnError: func(error) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSQLiteSink(t, db, &audit.SQLOptions{OnError: func(error) {}})
 	refuseBad(t, db)
 	const queued = 3000
 	done := make(chan error, 1)

@@ -95,11 +95,7 @@ func TestSQLiteDurableCommitsEarly(t *testing.T) {
 	const n = 6000
 	ctx := context.Background()
 	db := openSQLite(t)
-	s, err := audit.NewSQL(ctx, db, audit.SQLite, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSQLiteSink(t, db, nil)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -152,11 +148,7 @@ func TestSQLiteRefusedRowInGrownTransaction(t *testing.T) {
 	const n = 3000
 	ctx := context.Background()
 	db := openSQLite(t)
-	s, err := audit.NewSQL(ctx, db, audit.SQLite, &audit.SQLOptions{OnError: func(error) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSQLiteSink(t, db, &audit.SQLOptions{OnError: func(error) {}})
 	refuseBad(t, db)
 	evs := floodEvents("r", n)
 	evs[1500].CorrelationID = "bad"

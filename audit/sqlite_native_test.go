@@ -22,11 +22,7 @@ import (
 // fields makes the sink fall back to database/sql, and this test fail).
 func TestSQLiteNativePath(t *testing.T) {
 	ctx := context.Background()
-	s, err := audit.NewSQL(ctx, openSQLite(t), audit.SQLite, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSQLiteSink(t, openSQLite(t), nil)
 	if err := s.Write(ctx, event("n1", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +73,7 @@ func variedEvents(prefix string, n int) []audit.Event {
 func TestSQLiteBatchShapes(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
-	s, err := audit.NewSQL(ctx, db, audit.SQLite, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSQLiteSink(t, db, nil)
 	// Hold the write lock so that each batch is queued whole before the
 	// writer's transaction can start, then release it.
 	var want []audit.Event

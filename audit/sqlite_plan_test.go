@@ -17,11 +17,7 @@ import (
 func TestSQLiteQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
-	s, err := audit.NewSQL(ctx, db, audit.SQLite, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSQLiteSink(t, db, nil)
 	for i, e := range floodEvents("p", 2000) {
 		e.Allowed = i%10 != 0
 		if err := s.Write(ctx, &e); err != nil {
