@@ -96,14 +96,7 @@ func TestSQLiteDurableCommitsEarly(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
 	s := newSQLiteSink(t, db, nil)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriteLock(t, db)
 	evs := floodEvents("q", n)
 	for i := range evs {
 		if err := s.Write(ctx, &evs[i]); err != nil {
@@ -120,9 +113,7 @@ func TestSQLiteDurableCommitsEarly(t *testing.T) {
 		done <- result{err, s.Stats().Rows}
 	}()
 	time.Sleep(50 * time.Millisecond) // WriteDurable waits for the writer
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	r := <-done
 	if r.err != nil {
 		t.Fatal(r.err)

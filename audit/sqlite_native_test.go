@@ -194,21 +194,33 @@ func TestSQLiteOtherDriverConformance(t *testing.T) {
 // before the writer's transaction can start.
 func writeUnderLock(t *testing.T, db *sql.DB, s *audit.SQLSink, evs []audit.Event) {
 	t.Helper()
+	release := holdWriteLock(t, db)
+	for i := range evs {
+		if err := s.Write(context.Background(), &evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release()
+}
+
+// holdWriteLock takes db's write lock on a connection of its own and
+// returns the function that releases it.
+func holdWriteLock(t *testing.T, db *sql.DB) (release func()) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		conn.Close()
 		t.Fatal(err)
 	}
-	for i := range evs {
-		if err := s.Write(ctx, &evs[i]); err != nil {
+	return func() {
+		t.Helper()
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
 	}
 }
