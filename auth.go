@@ -226,8 +226,24 @@ type identityKey struct{}
 // NewContext returns ctx carrying id. The guard does this before the
 // handler runs.
 func NewContext(ctx context.Context, id *Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
+	return &identityCtx{ctx, id}
 }
+
+// identityCtx is the context of [NewContext]: context.WithValue's, as a
+// type the pipeline can keep in a call's memory instead of allocating it.
+type identityCtx struct {
+	context.Context
+	id *Identity
+}
+
+func (c *identityCtx) Value(key any) any {
+	if key == (identityKey{}) {
+		return c.id
+	}
+	return c.Context.Value(key)
+}
+
+func (c *identityCtx) String() string { return fmt.Sprint(c.Context) + ".WithValue(mcpguard identity)" }
 
 // FromContext returns the caller's identity, or nil outside a guarded call.
 func FromContext(ctx context.Context) *Identity {

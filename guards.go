@@ -143,7 +143,8 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 	ids.Init()
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c := &call{start: time.Now(), corr: ids.Next(), name: toolName(req), id: FromContext(ctx)}
+			c := newCall(time.Now(), ids)
+			c.name, c.id = toolName(req), FromContext(ctx)
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments
 			}
@@ -162,8 +163,9 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 					c.detail = "tool reported an error"
 				}
 			}
-			ev := buildEvent(time.Now(), nil, req, c, audit.PhaseOutcome)
-			if werr := sink.Write(context.WithoutCancel(ctx), &ev); werr != nil {
+			ev := &c.outcome
+			buildEvent(ev, time.Now(), nil, req, c, audit.PhaseOutcome)
+			if werr := sink.Write(context.WithoutCancel(ctx), ev); werr != nil {
 				log.Error("mcpguard: audit record not written", "tool", c.name, "err", werr)
 			}
 			return res, err

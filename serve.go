@@ -13,6 +13,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,6 +37,37 @@ type call struct {
 	dryRun  bool
 	denial  *DenialError
 	detail  string
+
+	// Memory of the call's own, so that a call allocates once: the
+	// correlation id's and the argument hash's bytes (corr and sum point
+	// into the first bytes of each), the identity's context and the
+	// outcome record.
+	corrBuf [corrid.Len]byte
+	sumBuf  [256]byte // the hash, and room for small arguments' canonical form
+	sum     string
+	summed  bool
+	idCtx   identityCtx
+	outcome audit.Event
+}
+
+// newCall starts the state of a call, its correlation id drawn from ids.
+func newCall(start time.Time, ids *corrid.Source) *call {
+	c := &call{start: start}
+	ids.Put(&c.corrBuf)
+	c.corr = unsafe.String(&c.corrBuf[0], len(c.corrBuf)) // corrBuf is never written again
+	return c
+}
+
+// argsSHA256 returns audit.ArgsSHA256 of the call's arguments, computed
+// once for both records of a write.
+func (c *call) argsSHA256() string {
+	if !c.summed {
+		c.summed = true
+		if h := audit.AppendArgsSHA256(c.sumBuf[:0], c.raw); len(h) > 0 {
+			c.sum = unsafe.String(&c.sumBuf[0], len(h)) // sumBuf is never written again
+		}
+	}
+	return c.sum
 }
 
 // argsMap returns the decoded arguments, decoding them on first use (the
@@ -53,7 +85,7 @@ func (c *call) argsMap() map[string]any {
 // serve runs the pipeline of DESIGN.md for one call. e may be nil (Install
 // mode, unknown tool). next runs the tool.
 func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntry, next mcp.ToolHandler) (res *mcp.CallToolResult, err error) {
-	c := &call{start: g.now(), corr: g.ids.Next()}
+	c := newCall(g.now(), &g.ids)
 	if req != nil && req.Params != nil {
 		c.name = req.Params.Name
 		c.raw = req.Params.Arguments
@@ -182,7 +214,8 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
 		}
 	}
-	ctx = NewContext(ctx, id)
+	c.idCtx = identityCtx{ctx, id}
+	ctx = &c.idCtx
 	if write {
 		ctx = context.WithoutCancel(ctx) // a started write runs to completion
 	}
@@ -448,14 +481,10 @@ func inputRequired(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return &out
 }
 
-func (g *Guard) event(req *mcp.CallToolRequest, c *call, phase audit.Phase) audit.Event {
-	return buildEvent(g.now(), c.record, req, c, phase)
-}
-
-// buildEvent makes the audit record of c at time now; record names the
+// buildEvent makes ev the audit record of c at time now; record names the
 // argument fields the tool opted in to record verbatim.
-func buildEvent(now time.Time, record []string, req *mcp.CallToolRequest, c *call, phase audit.Phase) audit.Event {
-	ev := audit.Event{
+func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallToolRequest, c *call, phase audit.Phase) {
+	*ev = audit.Event{
 		Time:          now,
 		CorrelationID: c.corr,
 		Tool:          c.name,
@@ -463,7 +492,7 @@ func buildEvent(now time.Time, record []string, req *mcp.CallToolRequest, c *cal
 		DryRun:        c.dryRun,
 		Cost:          c.cost,
 		Detail:        c.detail,
-		ArgsSHA256:    audit.ArgsSHA256(c.raw),
+		ArgsSHA256:    c.argsSHA256(),
 	}
 	ev.LatencyMS = float64(ev.Time.Sub(c.start).Microseconds()) / 1000
 	if c.id != nil && c.id.Principal != nil {
@@ -500,14 +529,14 @@ func buildEvent(now time.Time, record []string, req *mcp.CallToolRequest, c *cal
 			}
 		}
 	}
-	return ev
 }
 
 func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *call) error {
 	if g.opts.Audit == nil {
 		return errors.New("no audit sink configured")
 	}
-	ev := g.event(req, c, audit.PhaseIntent)
+	var ev audit.Event
+	buildEvent(&ev, g.now(), c.record, req, c, audit.PhaseIntent)
 	if err := audit.WriteDurable(context.WithoutCancel(ctx), g.opts.Audit, &ev); err != nil {
 		return err
 	}
@@ -519,9 +548,12 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 	if g.opts.Audit == nil {
 		return true
 	}
-	ev := g.event(req, c, audit.PhaseOutcome)
+	// The call's own memory holds the record: a sink does not keep it
+	// past Write.
+	ev := &c.outcome
+	buildEvent(ev, g.now(), c.record, req, c, audit.PhaseOutcome)
 	// The outcome is recorded even when the client has gone away.
-	if err := g.opts.Audit.Write(context.Background(), &ev); err != nil {
+	if err := g.opts.Audit.Write(context.Background(), ev); err != nil {
 		g.log.Error("mcpguard: audit record not written", "tool", c.name, "correlation_id", c.corr, "err", err)
 		return false
 	}

@@ -101,19 +101,27 @@ var (
 // (or the JSON literal null), and the hash of the bytes as given when raw is
 // not valid JSON, so the record still identifies what was sent.
 func ArgsSHA256(raw json.RawMessage) string {
+	return string(AppendArgsSHA256(make([]byte, 0, 512), raw))
+}
+
+// AppendArgsSHA256 appends [ArgsSHA256] of raw to dst: 64 hex digits, or
+// nothing where ArgsSHA256 returns "". It builds the canonical form in
+// dst's spare capacity, so a caller whose dst has room for it (a few
+// hundred bytes for small arguments) makes the hash without allocating.
+func AppendArgsSHA256(dst []byte, raw json.RawMessage) []byte {
 	if len(raw) == 0 {
-		return ""
+		return dst
 	}
-	var buf [512]byte
-	canon, ok := appendCanonical(buf[:0], raw)
-	if !ok {
-		canon = raw
+	n := len(dst)
+	canon, ok := appendCanonical(dst, raw)
+	var sum [sha256.Size]byte
+	switch {
+	case !ok:
+		sum = sha256.Sum256(raw)
+	case string(canon[n:]) == "null":
+		return canon[:n]
+	default:
+		sum = sha256.Sum256(canon[n:])
 	}
-	if string(canon) == "null" {
-		return ""
-	}
-	sum := sha256.Sum256(canon)
-	var h [2 * sha256.Size]byte
-	hex.Encode(h[:], sum[:])
-	return string(h[:])
+	return hex.AppendEncode(canon[:n], sum[:])
 }

@@ -172,6 +172,9 @@ func TestArgsSHA256(t *testing.T) {
 			if got := ArgsSHA256(json.RawMessage(tt.raw)); got != tt.want {
 				t.Errorf("ArgsSHA256(%q) = %q, want %q", tt.raw, got, tt.want)
 			}
+			if got := AppendArgsSHA256([]byte("prefix:"), json.RawMessage(tt.raw)); string(got) != "prefix:"+tt.want {
+				t.Errorf("AppendArgsSHA256(prefix, %q) = %q, want the prefix and %q", tt.raw, got, tt.want)
+			}
 		})
 	}
 }

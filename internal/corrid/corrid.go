@@ -28,17 +28,26 @@ func (s *Source) Init() {
 	hex.Encode(s.prefix[:], r[:])
 }
 
+// Len is the length of an id.
+const Len = 25
+
 // Next returns the next id of s: its prefix, '-', and the counter's low 48
 // bits as 12 lower-case hex digits.
 func (s *Source) Next() string {
+	var b [Len]byte
+	s.Put(&b)
+	return string(b[:])
+}
+
+// Put writes the next id of s to b, for a caller that keeps it in memory
+// it has already allocated.
+func (s *Source) Put(b *[Len]byte) {
 	n := s.seq.Add(1)
-	var b [len(s.prefix) + 13]byte
 	copy(b[:], s.prefix[:])
 	b[len(s.prefix)] = '-'
 	const digits = "0123456789abcdef"
-	for i := len(b) - 1; i > len(s.prefix); i-- {
+	for i := Len - 1; i > len(s.prefix); i-- {
 		b[i] = digits[n&0xf]
 		n >>= 4
 	}
-	return string(b[:])
 }
