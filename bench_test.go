@@ -144,8 +144,11 @@ type refundArgs struct {
 
 // roundTripSession connects a client to a server with one no-op tool,
 // raw (Server.AddTool) or typed (mcp.AddTool, whose wrapper decodes the
-// arguments into refundArgs), bare or with Guard.Install.
-func roundTripSession(b *testing.B, typed, guarded bool) *mcp.ClientSession {
+// arguments into refundArgs), bare or with Guard.Install. When inside is
+// not nil, an outermost receiving middleware appends to it how long the
+// server spent in each tools/call, from the guard's start (if any) to the
+// result.
+func roundTripSession(b *testing.B, typed, guarded bool, inside *[]time.Duration) *mcp.ClientSession {
 	b.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	tool := &mcp.Tool{Name: "trigger_refund", InputSchema: benchSchema}
@@ -160,6 +163,19 @@ func roundTripSession(b *testing.B, typed, guarded bool) *mcp.ClientSession {
 		if err := benchGuard(b).Install(s); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if inside != nil {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "tools/call" {
+					return next(ctx, method, req)
+				}
+				t0 := time.Now()
+				res, err := next(ctx, method, req)
+				*inside = append(*inside, time.Since(t0))
+				return res, err
+			}
+		})
 	}
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(context.Background(), st, nil)
@@ -177,7 +193,10 @@ func roundTripSession(b *testing.B, typed, guarded bool) *mcp.ClientSession {
 // BenchmarkRoundTripInterleaved alternates a bare and a guarded call in
 // one loop (each first every other time), so that the drift of a shared,
 // noisy machine hits both alike, and reports the median of each and their
-// ratio, for a raw tool and for a typed one.
+// ratio, for a raw tool and for a typed one; and, from a timing
+// middleware around each server's tools/call, the guard's own time inside
+// the round trip (guard-inside-ns: the difference of the two servers'
+// medians).
 func BenchmarkRoundTripInterleaved(b *testing.B) {
 	for _, typed := range []bool{false, true} {
 		name := "raw"
@@ -185,7 +204,8 @@ func BenchmarkRoundTripInterleaved(b *testing.B) {
 			name = "typed"
 		}
 		b.Run(name, func(b *testing.B) {
-			bare, guarded := roundTripSession(b, typed, false), roundTripSession(b, typed, true)
+			var ib, ig []time.Duration
+			bare, guarded := roundTripSession(b, typed, false, &ib), roundTripSession(b, typed, true, &ig)
 			params := &mcp.CallToolParams{Name: "trigger_refund", Arguments: benchArgs}
 			ctx := context.Background()
 			for _, cs := range []*mcp.ClientSession{bare, guarded} {
@@ -216,6 +236,9 @@ func BenchmarkRoundTripInterleaved(b *testing.B) {
 			b.ReportMetric(float64(mb.Nanoseconds()), "bare-p50-ns")
 			b.ReportMetric(float64(mg.Nanoseconds()), "guarded-p50-ns")
 			b.ReportMetric(float64(mg)/float64(mb), "guarded/bare")
+			// The guard's own time inside the round trip: how much longer
+			// the guarded server took from receiving the call to its result.
+			b.ReportMetric(float64((median(ig) - median(ib)).Nanoseconds()), "guard-inside-ns")
 		})
 	}
 }
@@ -237,7 +260,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			name = "guarded"
 		}
 		b.Run(name, func(b *testing.B) {
-			cs := roundTripSession(b, false, guarded)
+			cs := roundTripSession(b, false, guarded, nil)
 			if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
 				b.Fatalf("call: %v %s", err, mustJSON(res))
 			}
