@@ -53,7 +53,6 @@ type JSONLSink struct {
 	f        *os.File
 	durable  bool
 	bufSize  int
-	pool     sync.Pool // *[]byte encode buffers
 	ioSem    chan struct{}
 	stop     chan struct{}
 	flusherD chan struct{}
@@ -115,7 +114,6 @@ func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 		buf:     make([]byte, 0, o.BufferSize+1024),
 		spare:   make([]byte, 0, o.BufferSize+1024),
 	}
-	s.pool.New = func() any { b := make([]byte, 0, 512); return &b }
 	if !o.Durable && o.FlushInterval > 0 {
 		s.flusherD = make(chan struct{})
 		go s.flusher(o.FlushInterval)
@@ -192,27 +190,25 @@ func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
 	if err := e.validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	bp := s.pool.Get().(*[]byte)
-	line, err := e.AppendJSON((*bp)[:0])
-	if err != nil {
-		s.pool.Put(bp)
-		return err
-	}
-	line = append(line, '\n')
+	// Encode straight into the buffer, under the lock: no scratch buffer
+	// to fetch and copy from, which is most of what a single write touches.
 	s.mu.Lock()
 	if err := s.unusable(); err != nil {
 		s.mu.Unlock()
-		*bp = line
-		s.pool.Put(bp)
 		return err
 	}
-	s.buf = append(s.buf, line...)
+	n := len(s.buf)
+	line, err := e.AppendJSON(s.buf)
+	if err != nil {
+		s.buf = line[:n]
+		s.mu.Unlock()
+		return err
+	}
+	s.buf = append(line, '\n')
 	s.appended++
 	seq := s.appended
 	full := len(s.buf) >= s.bufSize
 	s.mu.Unlock()
-	*bp = line
-	s.pool.Put(bp)
 	s.events.Add(1)
 	if durable {
 		return s.flush(ctx, true, seq)
