@@ -527,3 +527,52 @@ func TestExecuteSemantics(t *testing.T) {
 		})
 	})
 }
+
+// TestAuditRecordsOfOneCall checks the identifiers the pipeline writes into
+// its records, for arguments whose canonical form fits the call's own
+// buffer and for larger ones: the hash is audit.ArgsSHA256 of what was
+// sent, intent and outcome share it and one correlation id of the
+// library's shape, and two calls get different ids.
+func TestAuditRecordsOfOneCall(t *testing.T) {
+	pol, err := policy.New(basePolicy(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, Confirmer: testSigner(t, nil), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := g.Wrap(&mcp.Tool{Name: "add_note", InputSchema: noteSchema}, (&stub{}).handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 39)
+	for _, args := range []string{
+		`{"title":"short"}`,
+		`{ "priority": 3, "title": "` + long + `", "due": "2026-12-01", "amount": 12.5 }`,
+		`{"title":"` + long + `","due":"2026-12-01","priority":5,"amount":` + strings.Repeat("9", 300) + `}`,
+	} {
+		before := len(sink.all())
+		res, err := h(context.Background(), req("add_note", args))
+		if err != nil || res.IsError {
+			t.Fatalf("call with %s: %v %s", args, err, mustJSON(res))
+		}
+		evs := sink.all()[before:]
+		if len(evs) != 2 {
+			t.Fatalf("%d records for one write, want intent and outcome", len(evs))
+		}
+		want := audit.ArgsSHA256(json.RawMessage(args))
+		for _, e := range evs {
+			if e.ArgsSHA256 != want {
+				t.Errorf("%s record of %.40s...: args_sha256 = %q, want %q", e.Phase, args, e.ArgsSHA256, want)
+			}
+			if len(e.CorrelationID) != 25 || e.CorrelationID != evs[0].CorrelationID {
+				t.Errorf("%s record: correlation id %q, want the intent's (%q), 25 characters", e.Phase, e.CorrelationID, evs[0].CorrelationID)
+			}
+		}
+		if before > 0 && sink.all()[before-1].CorrelationID == evs[0].CorrelationID {
+			t.Errorf("two calls share the correlation id %q", evs[0].CorrelationID)
+		}
+	}
+}

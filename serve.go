@@ -39,9 +39,9 @@ type call struct {
 	detail  string
 
 	// Memory of the call's own, so that a call allocates once: the
-	// correlation id's and the argument hash's bytes (corr and sum point
-	// into the first bytes of each), the identity's context and the
-	// outcome record.
+	// correlation id's and the argument hash's bytes (corr and, unless the
+	// arguments' canonical form outgrows sumBuf, sum point into them), the
+	// identity's context and the outcome record.
 	corrBuf [corrid.Len]byte
 	sumBuf  [256]byte // the hash, and room for small arguments' canonical form
 	sum     string
@@ -63,8 +63,10 @@ func newCall(start time.Time, ids *corrid.Source) *call {
 func (c *call) argsSHA256() string {
 	if !c.summed {
 		c.summed = true
+		// h is in sumBuf unless the canonical form outgrew it; either way
+		// nothing writes to it again.
 		if h := audit.AppendArgsSHA256(c.sumBuf[:0], c.raw); len(h) > 0 {
-			c.sum = unsafe.String(&c.sumBuf[0], len(h)) // sumBuf is never written again
+			c.sum = unsafe.String(&h[0], len(h))
 		}
 	}
 	return c.sum
