@@ -226,6 +226,9 @@ type identityKey struct{}
 // NewContext returns ctx carrying id. The guard does this before the
 // handler runs.
 func NewContext(ctx context.Context, id *Identity) context.Context {
+	if ctx == nil {
+		panic("mcpguard: NewContext with a nil parent context") // as context.WithValue
+	}
 	return &identityCtx{ctx, id}
 }
 
