@@ -261,6 +261,15 @@ func FuzzCanonical(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		// AppendArgsSHA256 builds the canonical form in dst's spare
+		// capacity: whether it fits or not, the hash is ArgsSHA256's.
+		sum := ArgsSHA256(json.RawMessage(raw))
+		for _, capacity := range []int{2, 70, 300} {
+			dst := append(make([]byte, 0, capacity), "ab"...)
+			if got := AppendArgsSHA256(dst, json.RawMessage(raw)); string(got) != "ab"+sum {
+				t.Fatalf("AppendArgsSHA256(cap %d, %q) = %q, want \"ab\" and %q", capacity, raw, got, sum)
+			}
+		}
 		got, ok := appendCanonical(make([]byte, 0, 8), []byte(raw))
 		if valid := json.Valid([]byte(raw)); ok != valid {
 			t.Fatalf("appendCanonical(%q) ok = %v, json.Valid = %v", raw, ok, valid)
