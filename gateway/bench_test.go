@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -20,18 +21,27 @@ import (
 // and 32 concurrent clients. It reports both throughputs, their ratio
 // (gw/direct), both median latencies and the latency the gateway adds.
 //
+// The goroutines of the downstream's server, the gateway's server and the
+// load generator carry the pprof label "party" (down, gw, client), so that
+// a CPU profile tells their shares apart:
+//
+//	go test ./gateway -run '^$' -bench 'BenchmarkGateway$/clients=32' -benchtime 10000x -cpuprofile cpu.out
+//	go tool pprof -tags cpu.out
+//
 //	go test ./gateway -run '^$' -bench BenchmarkGateway -benchtime 10000x -count 4
 func BenchmarkGateway(b *testing.B) {
-	down := newBenchServer(b, echoHandler())
+	down := labelled("down", func() string { return newBenchServer(b, echoHandler()) })
 	g, err := New(down+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := newBenchServer(b, g)
+	gw := labelled("gw", func() string { return newBenchServer(b, g) })
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
 	client := &http.Client{Transport: NewTransport()}
 	for _, clients := range []int{1, 32} {
 		b.Run("clients="+itoa(clients), func(b *testing.B) {
+			defer pprof.SetGoroutineLabels(context.Background())
+			pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("party", "client")))
 			var direct, via result
 			// Alternate short rounds, each path first every other round,
 			// so that the drift of a shared machine hits both alike.
@@ -135,6 +145,13 @@ func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) 
 		b.Fatalf("%s: %v", url, f)
 	}
 	return result{n: n, d: time.Since(start), lats: lats}
+}
+
+// labelled runs start with the pprof label party=name, which the goroutines
+// it starts (a server's, and those of its connections) inherit.
+func labelled(name string, start func() string) (url string) {
+	pprof.Do(context.Background(), pprof.Labels("party", name), func(context.Context) { url = start() })
+	return url
 }
 
 func newBenchServer(b *testing.B, h http.Handler) string {
