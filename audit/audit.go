@@ -63,9 +63,10 @@ func (f SinkFunc) Write(ctx context.Context, e *Event) error { return f(ctx, e) 
 
 // DurableWriter is implemented by sinks whose plain Write may return before
 // the event is on stable storage (buffered sinks). WriteDurable returns nil
-// only once e, and every event written before it, is durable: for a file,
-// written and fsynced; for SQL, committed. The pipeline uses it for the
-// write-ahead intent of a write tool.
+// only once e is durable: for a file, written and fsynced, with every event
+// written before it; for SQL, committed, possibly ahead of events queued
+// by Write that are not committed yet (see [SQLSink.WriteDurable]). The
+// pipeline uses it for the write-ahead intent of a write tool.
 type DurableWriter interface {
 	WriteDurable(ctx context.Context, e *Event) error
 }

@@ -190,25 +190,10 @@ func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
 	if err := e.validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	// Encode straight into the buffer, under the lock: no scratch buffer
-	// to fetch and copy from, which is most of what a single write touches.
-	s.mu.Lock()
-	if err := s.unusable(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	n := len(s.buf)
-	line, err := e.AppendJSON(s.buf)
+	seq, full, err := s.append(e)
 	if err != nil {
-		s.buf = line[:n]
-		s.mu.Unlock()
 		return err
 	}
-	s.buf = append(line, '\n')
-	s.appended++
-	seq := s.appended
-	full := len(s.buf) >= s.bufSize
-	s.mu.Unlock()
 	s.events.Add(1)
 	if durable {
 		return s.flush(ctx, true, seq)
@@ -217,6 +202,35 @@ func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
 		return s.flush(ctx, false, 0)
 	}
 	return nil
+}
+
+// append encodes e as a line at the end of the buffer and returns its
+// sequence number and whether the buffer is now full. It encodes straight
+// into the buffer, under the lock: no scratch buffer to fetch and copy
+// from, which is most of what a single write touches. A panic while
+// encoding (a MarshalJSON of a value in e.Args) leaves the buffer as it
+// was and the lock released.
+func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
+	s.mu.Lock()
+	n := len(s.buf)
+	done := false
+	defer func() {
+		if !done {
+			s.buf = s.buf[:n]
+		}
+		s.mu.Unlock()
+	}()
+	if err := s.unusable(); err != nil {
+		return 0, false, err
+	}
+	line, err := e.AppendJSON(s.buf)
+	if err != nil {
+		return 0, false, err
+	}
+	s.buf = append(line, '\n')
+	done = true
+	s.appended++
+	return s.appended, len(s.buf) >= s.bufSize, nil
 }
 
 // unusable returns the error that refuses a write; s.mu is held.

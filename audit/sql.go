@@ -118,6 +118,10 @@ type SQLSink struct {
 
 	mu     sync.RWMutex // guards closed and sends on queue
 	closed bool
+	// closing is set by Close before it closes the queue: a writer that
+	// is already retrying a row against an unreachable database gives up
+	// instead of retrying for as long as the database is down.
+	closing atomic.Bool
 
 	stmtMu sync.Mutex
 	stmts  map[int]*sql.Stmt // INSERT statements by row count (powers of two)
@@ -371,7 +375,8 @@ func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 }
 
 // WriteDurable returns once e is committed (or the insert failed, or ctx
-// ended). On PostgreSQL it inserts e in its own statement. On SQLite, where
+// ended). Events queued by Write before it may still be uncommitted then:
+// e goes ahead of them. On PostgreSQL it inserts e in its own statement. On SQLite, where
 // one connection writes at a time, the background writer puts e in its next
 // batch, ahead of the queued events, and commits it with them: a concurrent
 // insert would wait for the write lock, which the busy writer of a flood of
@@ -439,6 +444,7 @@ func (s *SQLSink) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
+	s.closing.Store(true)
 	close(s.queue)
 	s.mu.Unlock()
 	<-s.done
@@ -630,8 +636,9 @@ type lostRow struct {
 // when that fails too, inserts that round's rows one by one: a row that
 // fails while the database answers a ping is refused by the database itself
 // (it would block the queue forever) and is counted lost and reported; rows
-// are retried while the database is unreachable, except while closing, when
-// commit gives up after three attempts and counts the rows lost.
+// are retried while the database is unreachable, except once the sink is
+// closing (closing, or Close called meanwhile), when commit gives up on a
+// row after three attempts and counts it and the rest of *rows lost.
 func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) (lost []lostRow, last error) {
 	backoff := 10 * time.Millisecond
 	var err error
@@ -652,7 +659,14 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) 
 		backoff *= 2
 	}
 	rows := *pr
+	unreachable := false // while closing, the database was not reachable for a row: give up the rest
 	for i := 0; i < len(rows); i++ {
+		if unreachable {
+			last = fmt.Errorf("audit: sql event %s not recorded: the sink closed while the database was unreachable: %w", rows[i].corr, err)
+			lost = append(lost, lostRow{i: i, err: last})
+			s.lost.Add(1)
+			continue
+		}
 		if i%s.round == 0 && len(rows) > s.round {
 			// A transaction grown past one round: first each round in a
 			// transaction of its own, so that a refused row costs one
@@ -673,12 +687,15 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) 
 				s.batches.Add(1)
 				break
 			}
-			reachable := s.db.PingContext(context.Background()) == nil
-			if reachable || (closing && attempt >= 3) {
+			// A failure of the moment is retried as if the database were
+			// unreachable: only a row the database refuses is dropped.
+			reachable := !s.transient(err) && s.db.PingContext(context.Background()) == nil
+			if reachable || ((closing || s.closing.Load()) && attempt >= 3) {
 				last = fmt.Errorf("audit: sql event %s not recorded: %w", rows[i].corr, err)
 				lost = append(lost, lostRow{i: i, err: last})
 				s.lost.Add(1)
 				s.fail(last)
+				unreachable = !reachable
 				break
 			}
 			s.fail(fmt.Errorf("audit: sql event %s (attempt %d): %w", rows[i].corr, attempt, err))
@@ -687,6 +704,39 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) 
 		}
 	}
 	return lost, last
+}
+
+// transient reports whether err is a failure of the moment rather than the
+// database refusing the row: a lock another connection holds past the busy
+// timeout, a full disk or an I/O error, a transaction the database rolled
+// back to break a deadlock or a serialization conflict, a statement or lock
+// timeout, a lost connection.
+func (s *SQLSink) transient(err error) bool {
+	switch s.d {
+	case SQLite:
+		// modernc.org/sqlite's *Error and the native writer's nativeError.
+		var coded interface{ Code() int }
+		if errors.As(err, &coded) {
+			switch coded.Code() & 0xff { // the primary result code
+			case 5, 6, 7, 10, 13, 14: // BUSY, LOCKED, NOMEM, IOERR, FULL, CANTOPEN
+				return true
+			}
+		}
+	case Postgres:
+		// pgx's *pgconn.PgError.
+		var coded interface{ SQLState() string }
+		if errors.As(err, &coded) {
+			switch st := coded.SQLState(); {
+			case strings.HasPrefix(st, "08"), // connection exception
+				strings.HasPrefix(st, "40"), // transaction rollback: serialization failure, deadlock
+				strings.HasPrefix(st, "53"), // insufficient resources: disk full, out of memory, too many connections
+				strings.HasPrefix(st, "57"), // operator intervention: statement timeout, shutdown
+				st == "55P03":               // lock not available
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *SQLSink) fail(err error) {

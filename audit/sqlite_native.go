@@ -180,8 +180,18 @@ type nativeConn struct {
 
 func (c nativeConn) err(op string, rc int32) error {
 	msg := libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db))
-	return fmt.Errorf("sqlite %s: %s (code %d)", op, msg, rc)
+	return &nativeError{msg: fmt.Sprintf("sqlite %s: %s (code %d)", op, msg, rc), code: int(rc)}
 }
+
+// nativeError is an error of the native writer. Code returns SQLite's
+// result code, as modernc.org/sqlite's *Error does.
+type nativeError struct {
+	msg  string
+	code int
+}
+
+func (e *nativeError) Error() string { return e.msg }
+func (e *nativeError) Code() int     { return e.code }
 
 // exec runs a statement without parameters or results.
 func (c nativeConn) exec(q string) error {
