@@ -122,7 +122,9 @@ func (g *Gateway) collect(pr *policy.Principal, m *member) [][]byte {
 	}
 	if m.p.filter {
 		for i := range out {
-			out[i] = g.filterTools(pr, m.p.m.id, out[i])
+			if out[i] = g.filterTools(pr, m.p.m.id, out[i]); out[i] == nil {
+				return g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
+			}
 		}
 	}
 	m.p.call.finish("")

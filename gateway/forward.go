@@ -167,6 +167,10 @@ func (c *upstreamCall) stop() {
 
 // roundTrip sends one request downstream. body nil sends no body.
 func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
+	if len(header.Values(hdrSession)) > 1 {
+		// Only one could be checked; a downstream might read another.
+		return nil, errInvalidRequest("more than one " + hdrSession + " header")
+	}
 	sid := header.Get(hdrSession)
 	if sid != "" && !g.sessions.admit(sid, pr.Subject) {
 		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal")
@@ -177,7 +181,9 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	c.waitSince.Store(1)
 	c.timer.Store(time.AfterFunc(g.timeout, c.expire))
 	u := *g.upstream
-	if r.URL.RawQuery != "" {
+	if g.upstream.RawQuery == "" {
+		// The operator's query, when the upstream URL has one, is sent
+		// as configured: a client's never replaces or extends it.
 		u.RawQuery = r.URL.RawQuery
 	}
 	out := &http.Request{

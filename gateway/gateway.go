@@ -33,7 +33,9 @@ type Options struct {
 	// Empty means "/healthz"; "-" disables it.
 	HealthPath string
 	// FilterToolsList removes from tools/list results the tools the caller
-	// may not call. False (the default) relays tools/list unchanged.
+	// may not call; an answer the gateway cannot read as JSON becomes an
+	// upstream error (502) instead of being relayed unfiltered. False (the
+	// default) relays tools/list unchanged.
 	FilterToolsList bool
 	// Timeout bounds the wait for the downstream's response headers and,
 	// for a POST, every silence between two pieces of its body. Zero means
@@ -141,7 +143,9 @@ func NewTransport() *http.Transport {
 
 // New returns a Gateway forwarding to upstream, an absolute http or https
 // URL of the downstream's MCP endpoint, and authenticating with auth. It
-// returns an error for a bad URL or a nil auth.
+// returns an error for a bad URL or a nil auth. A query in upstream is sent
+// with every request as configured, and a client's query is then dropped;
+// without one, the client's query is passed on.
 func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -41,9 +41,14 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		writeError(w, errUpstream(err == errTimeout), p.m.id, cid)
 		return
 	}
+	out := tf(body)
+	if out == nil {
+		writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
+		return
+	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
 	w.WriteHeader(c.resp.StatusCode)
-	w.Write(tf(body))
+	w.Write(out)
 	g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "filtered", true, "ms", float64(g.now().Sub(start).Microseconds())/1000)
 }
 
@@ -51,10 +56,16 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 const maxUpstreamBody = 64 << 20
 
 // filterTools rewrites msg, the answer to the tools/list with id, keeping only
-// the tools pr may call. Any other message is returned unchanged; a result
-// whose tools cannot be read loses all of them (fail closed).
+// the tools pr may call. Any other JSON-RPC message is returned unchanged; a
+// result whose tools cannot be read loses all of them; and a msg that is not
+// JSON at all (cut at the size limit, say) gives nil, which the callers turn
+// into an error or drop (fail closed).
 func (g *Gateway) filterTools(pr *policy.Principal, id []byte, msg []byte) []byte {
-	if len(msg) == 0 || msg[0] != '{' || !json.Valid(msg) {
+	msg = bytes.TrimSpace(msg)
+	if !json.Valid(msg) {
+		return nil
+	}
+	if msg[0] != '{' {
 		return msg
 	}
 	var gotID, result []byte
@@ -205,6 +216,9 @@ func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 	rewrite := false
 	if tf != nil && ev.hasData {
 		nd := tf(data)
+		if nd == nil {
+			return // not JSON: dropped rather than relayed unfiltered
+		}
 		rewrite = !bytes.Equal(nd, data)
 		data = nd
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,18 +157,36 @@ func (c *upstreamClient) get(key string, now time.Time) *upConn {
 }
 
 // put returns a connection whose exchange completed cleanly to the pool.
+// It also closes the connections idle for longer than idleTimeout: get takes
+// the most recent, so under steady traffic the older ones, at the bottom,
+// would never be taken, checked and closed.
 func (c *upstreamClient) put(pc *upConn) {
 	pc.idleAt = time.Now()
 	pc.used = true
 	c.mu.Lock()
 	idle := c.pools[pc.key]
-	if len(idle) >= c.maxIdle {
-		c.mu.Unlock()
-		pc.nc.Close()
-		return
+	n := 0
+	for n < len(idle) && pc.idleAt.Sub(idle[n].idleAt) >= c.idleTimeout {
+		n++
 	}
-	c.pools[pc.key] = append(idle, pc)
+	var expired []*upConn
+	if n > 0 {
+		expired = slices.Clone(idle[:n])
+		idle = append(idle[:0], idle[n:]...)
+		clear(idle[len(idle) : len(idle)+n])
+	}
+	full := len(idle) >= c.maxIdle
+	if !full {
+		idle = append(idle, pc)
+	}
+	c.pools[pc.key] = idle
 	c.mu.Unlock()
+	for _, e := range expired {
+		e.nc.Close()
+	}
+	if full {
+		pc.nc.Close()
+	}
 }
 
 // CloseIdleConnections closes the connections kept idle.
@@ -314,8 +333,12 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 	return resp, false, nil
 }
 
-// replayable is net/http's rule: a request without a body or with GetBody,
-// and an idempotent method or an idempotency key.
+// replayable reports whether r may be sent again on a fresh connection
+// after a reused one failed once it was written: a request without a body
+// or with GetBody, and an idempotent method. Unlike net/http, an
+// Idempotency-Key header does not make a POST replayable: the client sets
+// it, and an MCP server does not deduplicate on it, so a tools/call that
+// writes could run twice.
 func replayable(r *http.Request) bool {
 	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
 		return false
@@ -324,9 +347,7 @@ func replayable(r *http.Request) bool {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
-	_, k1 := r.Header["Idempotency-Key"]
-	_, k2 := r.Header["X-Idempotency-Key"]
-	return k1 || k2
+	return false
 }
 
 func isConnReset(err error) bool {
