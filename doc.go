@@ -68,7 +68,12 @@
 // tool, byte for byte, so a hidden tool cannot be probed. A handler that
 // returns (nil, nil) or a plain error never reaches the SDK as such: both
 // become INTERNAL (the SDK would crash on the first and send code 0 with the
-// error text for the second).
+// error text for the second). So does the error of a typed tool
+// ([mcp.AddTool]), which the go-sdk's wrapper puts in a tool-error result
+// with SetError, and any result carrying an error set that way; arguments
+// the wrapper's own validation refuses are INVALID_ARGUMENTS and an output
+// it refuses is INVALID_RESPONSE. A tool that wants the model to read its
+// error message returns a result with IsError and Content instead.
 //
 // # Security
 //

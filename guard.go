@@ -50,9 +50,11 @@ type Options struct {
 	// NoWriteAhead skips the write-ahead intent event of write tools. False
 	// (the default) requires a durable intent before any write runs.
 	NoWriteAhead bool
-	// AuditFailClosed refuses a read whose outcome event cannot be written.
-	// False (the default) lets the read proceed and reports the failure to
-	// Logger.
+	// AuditFailClosed refuses a read (or a dry run) whose outcome event
+	// cannot be written. A write that ran keeps its result: its durable
+	// intent event stands for it, and a retryable refusal would invite the
+	// caller to write again. False (the default) lets the read proceed and
+	// reports the failure to Logger.
 	AuditFailClosed bool
 	// Limiter applies rate, spend and in-flight caps. Nil means none.
 	Limiter *limiter.Limiter

@@ -148,6 +148,22 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments
 			}
+			write := func() {
+				ev := &c.outcome
+				buildEvent(ev, time.Now(), nil, req, c, audit.PhaseOutcome)
+				if werr := sink.Write(context.WithoutCancel(ctx), ev); werr != nil {
+					log.Error("mcpguard: audit record not written", "tool", c.name, "err", werr)
+				}
+			}
+			// A panic below is recorded too, then goes on up to the
+			// Recover outside (the order of DESIGN.md's pipeline).
+			defer func() {
+				if r := recover(); r != nil {
+					c.denial, c.detail = Deny(CodeInternal, ""), "panic"
+					write()
+					panic(r)
+				}
+			}()
 			res, err := next(ctx, req)
 			switch {
 			case err != nil:
@@ -163,11 +179,7 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 					c.detail = "tool reported an error"
 				}
 			}
-			ev := &c.outcome
-			buildEvent(ev, time.Now(), nil, req, c, audit.PhaseOutcome)
-			if werr := sink.Write(context.WithoutCancel(ctx), ev); werr != nil {
-				log.Error("mcpguard: audit record not written", "tool", c.name, "err", werr)
-			}
+			write()
 			return res, err
 		}
 	}

@@ -74,6 +74,10 @@ type registry struct {
 	byName map[string]*toolEntry
 	stale  bool      // a tools/list_changed notification went out
 	listed time.Time // when the tools were last listed (or a listing was claimed)
+	// gen counts tools/list_changed notifications. A listing is installed
+	// only if none went out since it started: a listing that read the
+	// tools before a change must not replace one that read them after.
+	gen uint64
 }
 
 // relist bounds how long the registry goes without listing the server's
@@ -90,28 +94,35 @@ func (r *registry) init() { r.byName = map[string]*toolEntry{} }
 // lookup returns the entry for name (nil if there is none or the registry
 // is stale) and whether the caller should re-list the tools first: after a
 // tools/list_changed notification, or once relist has passed since the last
-// listing, in which case one caller claims the listing.
-func (r *registry) lookup(name string, now time.Time) (*toolEntry, bool) {
+// listing, in which case one caller claims the listing; and the generation
+// a listing made now starts from (see updateSince).
+func (r *registry) lookup(name string, now time.Time) (e *toolEntry, refresh bool, gen uint64) {
 	r.mu.RLock()
-	e := r.byName[name]
-	stale, due := r.stale, now.Sub(r.listed) >= relist
+	e = r.byName[name]
+	stale, due, gen := r.stale, now.Sub(r.listed) >= relist, r.gen
 	r.mu.RUnlock()
 	if stale {
-		return nil, true
+		return nil, true, gen
 	}
 	if !due {
-		return e, false
+		return e, false, gen
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stale {
-		return nil, true // notified meanwhile
+		return nil, true, r.gen // notified meanwhile
 	}
 	if now.Sub(r.listed) < relist {
-		return e, false // another caller claimed this listing
+		return e, false, r.gen // another caller claimed this listing
 	}
 	r.listed = now
-	return e, true
+	return e, true, r.gen
+}
+
+func (r *registry) generation() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
 }
 
 func (r *registry) get(name string) (*toolEntry, bool) {
@@ -125,6 +136,24 @@ func (r *registry) get(name string) (*toolEntry, bool) {
 func (g *Guard) update(tools []*mcp.Tool) {
 	g.reg.mu.Lock()
 	defer g.reg.mu.Unlock()
+	g.install(tools)
+}
+
+// updateSince is update for a listing that started at generation gen: it
+// installs tools and reports true only if no tools/list_changed
+// notification went out since.
+func (g *Guard) updateSince(tools []*mcp.Tool, gen uint64) bool {
+	g.reg.mu.Lock()
+	defer g.reg.mu.Unlock()
+	if g.reg.gen != gen {
+		return false
+	}
+	g.install(tools)
+	return true
+}
+
+// install replaces the registry with tools; g.reg.mu is held.
+func (g *Guard) install(tools []*mcp.Tool) {
 	next := make(map[string]*toolEntry, len(tools))
 	for _, t := range tools {
 		if old, ok := g.reg.byName[t.Name]; ok && (old.tool == t || sameTool(old.tool, t)) {
@@ -232,6 +261,7 @@ func (g *Guard) sending(next mcp.MethodHandler) mcp.MethodHandler {
 		if method == "notifications/tools/list_changed" {
 			g.reg.mu.Lock()
 			g.reg.stale = true
+			g.reg.gen++
 			g.reg.mu.Unlock()
 		}
 		return next(ctx, method, req)
@@ -246,15 +276,22 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			if r.Params != nil {
 				name = r.Params.Name
 			}
-			e, refresh := g.reg.lookup(name, time.Now())
-			if refresh {
-				// Stale or due: re-list from the server itself. If that
-				// fails, a stale registry answers TOOL_NOT_FOUND and a due
-				// one keeps its entries.
-				if tools, err := listAll(ctx, next, r.Session); err == nil {
-					g.update(tools)
-					e, _ = g.reg.get(name)
+			e, refresh, gen := g.reg.lookup(name, time.Now())
+			// Stale or due: re-list from the server itself. If that fails,
+			// a stale registry answers TOOL_NOT_FOUND and a due one keeps
+			// its entries. A listing overtaken by a tools/list_changed
+			// notification is not installed, and is made again (a few
+			// times at most: the tools are changing under it).
+			for try := 0; refresh && try < 3; try++ {
+				tools, err := listAll(ctx, next, r.Session)
+				if err != nil {
+					break
 				}
+				if g.updateSince(tools, gen) {
+					e, _ = g.reg.get(name)
+					break
+				}
+				e, gen = nil, g.reg.generation()
 			}
 			res, err := g.serve(ctx, r, e, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				out, err := next(ctx, method, req)

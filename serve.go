@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -99,7 +100,11 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			c.detail = "panic"
 			res, err = g.deny(c, Deny(CodeInternal, "the tool failed unexpectedly"))
 		}
-		if !g.auditOutcome(ctx, req, c) && g.opts.AuditFailClosed && c.denial == nil {
+		// A write that ran keeps its result even when its outcome cannot
+		// be recorded: its durable intent stands for it, and a retryable
+		// refusal would invite the caller to write again.
+		ran := c.rule != nil && c.rule.Class == policy.Write && !c.dryRun
+		if !g.auditOutcome(ctx, req, c) && g.opts.AuditFailClosed && c.denial == nil && !ran {
 			c.denial = Deny(CodeAuditUnavailable, "the audit trail is unavailable")
 			res, err = g.deny(c, c.denial)
 		}
@@ -231,9 +236,10 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		defer cancel()
 	}
 	res, err = next(ctx, req)
+	res, err = sdkToolError(res, err)
 	if !write && g.opts.RetryReads && transient(res, err) {
 		c.detail = "retried once after a transient error"
-		res, err = next(ctx, req)
+		res, err = sdkToolError(next(ctx, req))
 	}
 
 	// Normalise what the handler returned.
@@ -246,6 +252,14 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return nil, we
 		}
 		c.detail = "handler error: " + err.Error()
+		var sc *sdkCheck
+		if errors.As(err, &sc) {
+			c.detail = "go-sdk: " + sc.err.Error()
+			if sc.code == CodeInvalidArguments {
+				return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
+			}
+			return g.deny(c, Deny(CodeInvalidResponse, "the tool returned a malformed result"))
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return g.deny(c, Deny(CodeUpstreamUnavailable, "the tool timed out"))
 		}
@@ -271,6 +285,46 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	}
 	return res, nil
 }
+
+// sdkToolError turns a tool-error result that carries a Go error (set with
+// CallToolResult.SetError: the go-sdk's wrapper of a typed tool does so for
+// the handler's error and for arguments it cannot decode) back into that
+// error, so that it is handled like a raw handler's: its text, which may
+// hold internals or argument values, does not reach the caller. The
+// wrapper's own checks keep their meaning: arguments its schema validation
+// refuses are INVALID_ARGUMENTS, an output its validation refuses is
+// INVALID_RESPONSE (go-sdk v1.8.0 tells them apart only by the message). A
+// tool that wants the model to read its error returns a result with IsError
+// and Content, without SetError.
+func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "validating tool output") {
+			return nil, &sdkCheck{code: CodeInvalidResponse, err: err}
+		}
+		return res, err
+	}
+	if res == nil || !res.IsError {
+		return res, nil
+	}
+	herr := res.GetError()
+	var de *DenialError
+	if herr == nil || errors.As(herr, &de) {
+		return res, nil
+	}
+	if strings.HasPrefix(herr.Error(), `validating "arguments"`) {
+		return nil, &sdkCheck{code: CodeInvalidArguments, err: herr}
+	}
+	return nil, herr
+}
+
+// sdkCheck is a refusal of the go-sdk's typed-tool wrapper.
+type sdkCheck struct {
+	code Code
+	err  error
+}
+
+func (e *sdkCheck) Error() string { return e.err.Error() }
+func (e *sdkCheck) Unwrap() error { return e.err }
 
 // notFoundWire is exactly what the go-sdk says about a tool it does not
 // have, so that a hidden tool cannot be told from a missing one.

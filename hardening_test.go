@@ -1,0 +1,292 @@
+package mcpguard_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// phaseSink records intents and fails every outcome.
+type phaseSink struct{ memSink }
+
+func (s *phaseSink) Write(ctx context.Context, e *audit.Event) error {
+	if e.Phase == audit.PhaseOutcome {
+		return errors.New("outcome sink down")
+	}
+	return s.memSink.Write(ctx, e)
+}
+
+// TestAuditFailClosedKeepsWriteThatRan: AuditFailClosed refuses a read
+// whose outcome cannot be recorded, but a write whose handler ran keeps its
+// result: AUDIT_UNAVAILABLE is retryable, and a model that retried would
+// repeat a write that was done.
+func TestAuditFailClosedKeepsWriteThatRan(t *testing.T) {
+	pol, err := policy.New(basePolicy(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &phaseSink{}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, AuditFailClosed: true, Confirmer: testSigner(t, nil), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stub{}
+	h, err := g.Wrap(&mcp.Tool{Name: "add_note", InputSchema: noteSchema}, s.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h(context.Background(), req("add_note", `{"title":"x"}`))
+	if s.ran != 1 {
+		t.Fatalf("write handler ran %d times, want 1", s.ran)
+	}
+	if got := codeOf(t, res, err); got != "" {
+		t.Errorf("write that ran (intent recorded, outcome sink down): code %q, want the handler's success; result %s", got, mustJSON(res))
+	}
+	// A read is refused.
+	read, err := g.Wrap(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, s.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = read(context.Background(), req("echo", `{}`))
+	if got := codeOf(t, res, err); got != "AUDIT_UNAVAILABLE" {
+		t.Errorf("read with the outcome sink down: code %q, want AUDIT_UNAVAILABLE", got)
+	}
+}
+
+// TestTypedToolPlainErrorIsInternal: a typed tool's (mcp.AddTool) plain
+// error, which the go-sdk's wrapper puts in a tool-error result, becomes
+// INTERNAL without its text, as a raw tool's does.
+func TestTypedToolPlainErrorIsInternal(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "typed", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			return nil, echoOut{}, errors.New("db password=hunter2 refused")
+		})
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "echo", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Install(srv); err != nil {
+		t.Fatal(err)
+	}
+	cs := connectPlain(t, srv, nil)
+	res, err := call(t, cs, "echo", map[string]any{"text": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := mustJSON(res)
+	if strings.Contains(out, "hunter2") || errorCode(t, res) != string(mcpguard.CodeInternal) {
+		t.Errorf("typed tool's plain error: result %s, want an INTERNAL denial without the error text", out)
+	}
+}
+
+// TestAuditMiddlewareRecordsPanic: Audit writes one outcome event per call,
+// also when the handler panics and Recover is outside it (the pipeline
+// order of the docs).
+func TestAuditMiddlewareRecordsPanic(t *testing.T) {
+	sink := &memSink{}
+	s := &stub{boom: true}
+	h := mcpguard.Chain(mcpguard.Recover(quiet), mcpguard.Authenticate(fixed(bob)), mcpguard.Audit(sink, quiet))(s.handle)
+	res, err := h(context.Background(), req("echo", `{"text":"hi"}`))
+	if got := codeOf(t, res, err); got != "INTERNAL" {
+		t.Fatalf("code %q, want INTERNAL", got)
+	}
+	if evs := sink.all(); len(evs) != 1 {
+		t.Errorf("%d audit events for a call whose handler panicked, want 1", len(evs))
+	}
+}
+
+func connectPlain(t *testing.T, srv *mcp.Server, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	return connectVersion(t, srv, copts, "")
+}
+
+func connectVersion(t *testing.T, srv *mcp.Server, copts *mcp.ClientOptions, v string) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "review", Version: "1"}, copts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
+	return cs
+}
+
+// TestStaleListingDoesNotOverwriteNewer: a re-listing started before a tool
+// was replaced can finish after one made after the tools/list_changed
+// notification; it must not be installed, or the replaced tool would be
+// guarded with the schema it no longer has.
+func TestStaleListingDoesNotOverwriteNewer(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "relist", Version: "1"}, nil)
+	var got atomic.Int64
+	handler := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ N int64 }
+		_ = json.Unmarshal(req.Params.Arguments, &in)
+		got.Store(in.N)
+		return textResult("ok"), nil
+	}
+	srv.AddTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)}, handler)
+
+	// A receiving middleware added before Install runs below the guard and
+	// sees its re-listings: it can hold one after it read the tools.
+	var armed atomic.Bool
+	gotOld, release := make(chan struct{}), make(chan struct{})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, r mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && armed.CompareAndSwap(true, false) {
+				res, err := next(ctx, method, r)
+				close(gotOld)
+				<-release
+				return res, err
+			}
+			return next(ctx, method, r)
+		}
+	})
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}, {Name: "x", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Install(srv); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 16)
+	cs := connectVersion(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}}, "2025-11-25")
+	waitChanged := func() {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no tools/list_changed notification")
+		}
+	}
+
+	// 1. An unrelated tool is added: the registry is stale.
+	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)}, handler)
+	waitChanged()
+	// 2. Call A re-lists and is held after reading the tools (old "t").
+	armed.Store(true)
+	aDone := make(chan error, 1)
+	go func() {
+		_, err := call(t, cs, "t", map[string]any{"n": 1})
+		aDone <- err
+	}()
+	select {
+	case <-gotOld:
+	case <-time.After(5 * time.Second):
+		t.Fatal("call A did not re-list")
+	}
+	// 3. "t" is replaced with a stricter schema; the guard is notified.
+	srv.AddTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":10}}}`)}, handler)
+	waitChanged()
+	// 4. Call B re-lists (new "t") and is checked against the new schema.
+	if res, err := call(t, cs, "t", map[string]any{"n": 50}); err != nil || errorCode(t, res) != string(mcpguard.CodeInvalidArguments) {
+		t.Fatalf("call B against the new schema: %v %s, want INVALID_ARGUMENTS", err, mustJSON(res))
+	}
+	// 5. A's older listing completes after B's.
+	close(release)
+	if err := <-aDone; err != nil {
+		t.Fatalf("call A: %v", err)
+	}
+	// 6. The new schema must still be enforced.
+	res, err := call(t, cs, "t", map[string]any{"n": 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := errorCode(t, res); code != string(mcpguard.CodeInvalidArguments) {
+		t.Errorf("after a stale re-listing finished last: code %q (handler got n=%d), want INVALID_ARGUMENTS from the replaced tool's schema", code, got.Load())
+	}
+}
+
+type countIn struct {
+	N int `json:"n"`
+}
+type countOut struct {
+	N int `json:"n"`
+}
+
+// TestTypedToolOutputSchema: an output that fails the tool's output schema
+// is INVALID_RESPONSE for a typed tool too, whose go-sdk wrapper checks it
+// first and returns a plain error.
+func TestTypedToolOutputSchema(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "typed", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "count", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","minimum":0}},"required":["n"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest, in countIn) (*mcp.CallToolResult, countOut, error) {
+			return nil, countOut{N: -1}, nil
+		})
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "count", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Install(srv); err != nil {
+		t.Fatal(err)
+	}
+	cs := connectPlain(t, srv, nil)
+	res, err := call(t, cs, "count", map[string]any{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := errorCode(t, res); code != string(mcpguard.CodeInvalidResponse) {
+		t.Errorf("typed tool whose output fails its schema: code %q, want INVALID_RESPONSE (%s)", code, mustJSON(res))
+	}
+}
+
+// TestTypedToolArgsGuardAcceptsSDKRejects: an integer beyond the Go
+// field's range passes the guard's validation (the schema says "integer")
+// and fails the go-sdk's decoding, whose message echoes the value: the
+// caller gets a contract error without it.
+func TestTypedToolArgsGuardAcceptsSDKRejects(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "typed", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "count", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in countIn) (*mcp.CallToolResult, countOut, error) {
+			return nil, countOut{N: in.N}, nil
+		})
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "count", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Install(srv); err != nil {
+		t.Fatal(err)
+	}
+	cs := connectPlain(t, srv, nil)
+	res, err := call(t, cs, "count", json.RawMessage(`{"n":123456789012345678901234567890}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := mustJSON(res)
+	if strings.Contains(out, "1.2345678901234568e+29") || !strings.Contains(out, `"code":"`) {
+		t.Errorf("out-of-range integer for a typed tool: %s, want a contract error that does not echo the value", out)
+	}
+}
