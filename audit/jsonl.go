@@ -199,7 +199,12 @@ func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
 		return s.flush(ctx, true, seq)
 	}
 	if full {
-		return s.flush(ctx, false, 0)
+		// The event is buffered: a flush that ctx cut short is left to the
+		// next one, and must not read as a failed write (a caller that
+		// retried would record the event twice).
+		if err := s.flush(ctx, false, 0); err != nil && ctx.Err() == nil {
+			return err
+		}
 	}
 	return nil
 }

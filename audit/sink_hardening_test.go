@@ -6,7 +6,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -202,5 +204,35 @@ func TestSQLiteBusyIsNotRefusal(t *testing.T) {
 	if count != n || s.Stats().Lost != 0 {
 		t.Errorf("after the write lock was held ~1s: audit_log has %d rows, Stats = %+v, Flush = %v; want all %d events recorded and none lost",
 			count, s.Stats(), flushErr, n)
+	}
+}
+
+// TestJSONLWriteBufferedDespiteEndedContext: a buffered Write whose event
+// fills the buffer flushes it; if its context ends while another flush
+// holds the file, the event is still buffered and is written later, so the
+// Write must succeed (a caller that retried a failure would record the
+// event twice).
+func TestJSONLWriteBufferedDespiteEndedContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	s, err := OpenJSONL(path, &JSONLOptions{FlushInterval: -1, BufferSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ioSem <- struct{}{} // another flush is writing
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Write(ctx, rvEvent("once", 1)); err != nil {
+		t.Errorf("buffered Write with an ended context while a flush runs = %v, want nil (the event is buffered)", err)
+	}
+	<-s.ioSem
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"correlation_id":"once"`); n != 1 {
+		t.Errorf("the event is in the file %d times, want 1:\n%s", n, b)
 	}
 }
