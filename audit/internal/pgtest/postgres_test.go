@@ -179,6 +179,56 @@ func TestPostgres(t *testing.T) {
 			t.Errorf("audit_log: %d rows (%d distinct), want %d", n, distinct, writers*each)
 		}
 	})
+
+	// A lock held past lock_timeout (55P03: a migration, a VACUUM FULL) is
+	// a failure of the moment: the events wait for it, none is dropped as
+	// if the database had refused it.
+	t.Run("lock_timeout_is_retried", func(t *testing.T) {
+		ctx := context.Background()
+		plain := srv.db(t)
+		var name string
+		if err := plain.QueryRow(`SELECT current_database()`).Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&lock_timeout=50", srv.pg.Port, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		s, err := audit.NewSQL(ctx, db, audit.Postgres, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		locker, err := plain.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := locker.Exec(`LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		const n = 5
+		for i := range n {
+			e := audit.Event{Time: time.Now(), CorrelationID: fmt.Sprintf("locked-%d", i), Phase: audit.PhaseOutcome}
+			if err := s.Write(ctx, &e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(1500 * time.Millisecond) // past the batch's attempts, into row by row
+		if err := locker.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Errorf("Flush after the lock was released: %v", err)
+		}
+		var got int
+		if err := plain.QueryRow(`SELECT COUNT(*) FROM audit_log`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.Stats(); got != n || st.Lost != 0 {
+			t.Errorf("%d rows committed, %d counted lost; want %d and 0", got, st.Lost, n)
+		}
+	})
 }
 
 // BenchmarkPostgres: batched rows/s through Write+Flush against one durable
