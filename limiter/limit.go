@@ -68,6 +68,11 @@ func (s Scope) String() string {
 // MinWindow is the shortest Window a rate or spend [Limit] may have.
 const MinWindow = time.Millisecond
 
+// MaxWindow is the longest Window a rate or spend [Limit] may have: fifty
+// years, far within the stores' arithmetic on nanosecond and microsecond
+// times.
+const MaxWindow = 50 * 365 * 24 * time.Hour
+
 // A Limit is one cap. Several limits of different kinds and scopes apply to
 // one call at once; the call is allowed only if every applicable limit
 // allows it.
@@ -97,7 +102,8 @@ type Limit struct {
 	// positive), or slots (Concurrency, a whole number at least 1).
 	Max float64
 	// Window is the time over which Max refills, for Rate and Spend limits
-	// (at least [MinWindow]). It must be zero for Concurrency limits.
+	// (at least [MinWindow], at most [MaxWindow]). It must be zero for
+	// Concurrency limits.
 	Window time.Duration
 }
 
@@ -160,6 +166,9 @@ func (l Limit) validate() error {
 	}
 	if l.Window < MinWindow {
 		return fmt.Errorf("window %v is shorter than %v", l.Window, MinWindow)
+	}
+	if l.Window > MaxWindow {
+		return fmt.Errorf("window %v is longer than %v", l.Window, MaxWindow)
 	}
 	return nil
 }

@@ -313,7 +313,10 @@ func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
 
 // Release frees the in-flight slots d holds. Call it exactly once for every
 // allowed Decision, whether the call returned, failed, panicked or was
-// cancelled; releasing a Decision that holds no slot does nothing. Release
+// cancelled; releasing a Decision that holds no slot does nothing. A second
+// Release of the same Decision is a caller's bug with different effects per
+// store: the Redis store ignores it (its slots are leases), the memory
+// store frees a slot another call holds. Release
 // does not depend on any request context: a store that needs one gets a
 // fresh context and bounds the wait itself. If a shared store cannot be
 // reached, its slots come back when their lease expires.

@@ -178,7 +178,9 @@ func (s *MemoryStore) apply(now int64, cs []memCheck, release bool) (int, time.D
 	for _, idx := range order {
 		sh := &s.shards[idx]
 		sh.mu.Lock()
-		if len(sh.m) >= sh.next {
+		// Not on release: its now is zero, at which no rate or spend entry
+		// is idle, and the sweep would only double the threshold.
+		if !release && len(sh.m) >= sh.next {
 			sh.sweep(now)
 		}
 	}
