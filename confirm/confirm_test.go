@@ -323,17 +323,23 @@ func TestMemoryNonceStore(t *testing.T) {
 		t.Errorf("Consume of a nonce already expired = true, want false")
 	}
 	for i := range 1000 {
-		consume(string(rune('a'+i%26))+strings.Repeat("x", i), t0, t0.Add(time.Duration(i+1)*time.Millisecond))
+		consume(string(rune('a'+i%26))+strings.Repeat("x", i), t0, exp.Add(time.Duration(i+1)*time.Millisecond))
 	}
 	if got := m.Len(); got != 1001 {
 		t.Errorf("Len() = %d, want 1001", got)
 	}
+	// A call whose now was read earlier than another's (or before the
+	// clock stepped back) gets no nonce that expired by the latest now seen.
+	if consume("n4", t0, t0.Add(30*time.Second)) {
+		t.Errorf("Consume(n4) expiring before the latest now seen = true, want false")
+	}
 	// Later calls evict everything that has expired.
-	consume("n3", exp, exp.Add(time.Minute))
+	later := exp.Add(2 * time.Second)
+	consume("n3", later, later.Add(time.Minute))
 	if got := m.Len(); got != 1 {
 		t.Errorf("Len() after expiry = %d, want 1 (only n3)", got)
 	}
-	if !consume("n1", exp, exp.Add(time.Minute)) {
+	if !consume("n1", later, later.Add(time.Minute)) {
 		t.Errorf("Consume(n1) after its expiry = false, want true (forgotten)")
 	}
 }

@@ -2,6 +2,7 @@ package confirm
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,7 +111,7 @@ func Describe(tool string, args json.RawMessage) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(sanitize(k))
+		b.WriteString(text(k))
 		b.WriteByte('=')
 		b.WriteString(value(obj[k]))
 	}
@@ -121,11 +122,7 @@ func Describe(tool string, args json.RawMessage) string {
 func value(v any) string {
 	switch x := v.(type) {
 	case string:
-		s := sanitize(x)
-		if plain(s) {
-			return s
-		}
-		return strconv.Quote(s)
+		return text(x)
 	case json.Number:
 		return sanitize(string(x))
 	case nil:
@@ -145,6 +142,21 @@ func value(v any) string {
 // plain reports whether s can be shown without quotes: non-empty, letters,
 // digits and a few punctuation characters that cannot be confused with the
 // separators of Describe.
+// text renders a key or a string value: bare when plain, else quoted, and
+// cut when long. When cleaning would remove characters (controls, invisible
+// formatting), it is quoted with everything but printable ASCII escaped, so
+// that two different texts never read the same.
+func text(s string) string {
+	if textsafe.Clean(s, math.MaxInt) != s {
+		return sanitize(strconv.QuoteToASCII(s))
+	}
+	c := sanitize(s) // cut when long
+	if plain(c) {
+		return c
+	}
+	return strconv.Quote(c)
+}
+
 func plain(s string) bool {
 	if s == "" {
 		return false

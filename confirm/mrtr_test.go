@@ -92,7 +92,7 @@ func TestDescribe(t *testing.T) {
 		{"empty_object", "ping", `{}`, "Run ping with no arguments"},
 		{"array_args", "t", `[1,"a"]`, `Run t with arguments [1,"a"]`},
 		{"invalid", "t", `{"a":`, "Run t with unreadable arguments"},
-		{"control_chars", "re\x1b[31mfund", `{"no\nte":"a\u0007b\u202ec\u2028d"}`, "Run re[31mfund with note=abcd"},
+		{"control_chars", "re\x1b[31mfund", `{"no\nte":"a\u0007b\u202ec\u2028d"}`, `Run re[31mfund with "no\nte"="a\ab\u202ec\u2028d"`},
 		{"long_value", "t", `{"v":"` + strings.Repeat("x", 100) + `"}`, "Run t with v=" + strings.Repeat("x", 80) + "…"},
 		{"long_quoted", "t", `{"v":"` + strings.Repeat("x y", 40) + `"}`, `Run t with v="` + strings.Repeat("x y", 40)[:80] + `…"`},
 		{"many_keys", "t", string(manyJSON),

@@ -27,7 +27,8 @@ func (f NonceStoreFunc) Consume(ctx context.Context, nonce string, now, expires 
 }
 
 // MemoryNonceStore is an in-process [NonceStore]. It forgets each nonce once
-// its expiry has passed (expired entries are evicted on later calls), so its
+// its expiry has passed (expired entries are evicted on later calls, and a
+// nonce is never first once any call's now has passed its expiry), so its
 // size is bounded by the number of confirmations issued per TTL. It suits a
 // single server process; nonces are lost on restart, which is safe only
 // while every outstanding state expires no later than the restart completes.
@@ -37,6 +38,11 @@ type MemoryNonceStore struct {
 	mu    sync.Mutex
 	seen  map[string]time.Time
 	queue expiryHeap
+	// horizon is the latest now any call passed. Nonces expiring by then
+	// are forgotten, so a call whose now is earlier (read before a
+	// concurrent call's, or before the clock stepped back) must not
+	// count one of them as a first use.
+	horizon time.Time
 }
 
 // NewMemoryNonceStore returns an empty [MemoryNonceStore].
@@ -48,6 +54,10 @@ func NewMemoryNonceStore() *MemoryNonceStore {
 func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if now.After(m.horizon) {
+		m.horizon = now
+	}
+	now = m.horizon
 	for len(m.queue) > 0 && !m.queue[0].expires.After(now) {
 		e := heap.Pop(&m.queue).(entry)
 		if exp, ok := m.seen[e.nonce]; ok && exp.Equal(e.expires) {
