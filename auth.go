@@ -19,17 +19,32 @@ import (
 // passthrough, never a shared service account. Its String, GoString,
 // Format and LogValue all print "[REDACTED]"; only [Credential.Reveal]
 // returns the secret.
-type Credential struct{ secret string }
+//
+// The secret is held by a function: fmt cannot call the methods of a value
+// it reaches through an unexported field (a Credential kept in a struct of
+// the caller's), and walks it instead; of a function it prints only the
+// address, whatever the verb.
+type Credential struct{ reveal func() string }
 
 // NewCredential wraps secret.
-func NewCredential(secret string) Credential { return Credential{secret: secret} }
+func NewCredential(secret string) Credential {
+	if secret == "" {
+		return Credential{}
+	}
+	return Credential{func() string { return secret }}
+}
 
 // Reveal returns the secret, for the one place that needs it: the
 // Authorization header of the downstream call.
-func (c Credential) Reveal() string { return c.secret }
+func (c Credential) Reveal() string {
+	if c.reveal == nil {
+		return ""
+	}
+	return c.reveal()
+}
 
 // IsZero reports whether c holds no secret.
-func (c Credential) IsZero() bool { return c.secret == "" }
+func (c Credential) IsZero() bool { return c.reveal == nil }
 
 const redacted = "[REDACTED]"
 

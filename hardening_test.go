@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -288,5 +290,34 @@ func TestTypedToolArgsGuardAcceptsSDKRejects(t *testing.T) {
 	out := mustJSON(res)
 	if strings.Contains(out, "1.2345678901234568e+29") || !strings.Contains(out, `"code":"`) {
 		t.Errorf("out-of-range integer for a typed tool: %s, want a contract error that does not echo the value", out)
+	}
+}
+
+// TestCredentialInUnexportedFieldRedacted: a Credential prints as
+// [REDACTED] everywhere, also where fmt cannot call its methods: in an
+// unexported field of the caller's struct (type client struct{ cred
+// mcpguard.Credential }), which fmt and slog's TextHandler walk instead.
+func TestCredentialInUnexportedFieldRedacted(t *testing.T) {
+	const secret = "tok-super-secret-123"
+	type downstreamClient struct {
+		url  string
+		cred mcpguard.Credential
+	}
+	type callState struct {
+		id mcpguard.Identity
+	}
+	c := downstreamClient{url: "https://api.example", cred: mcpguard.NewCredential(secret)}
+	st := callState{id: mcpguard.Identity{Principal: &policy.Principal{Subject: "ann"}, Credential: mcpguard.NewCredential(secret)}}
+	var outs []string
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		outs = append(outs, verb+" client: "+fmt.Sprintf(verb, c), verb+" &client: "+fmt.Sprintf(verb, &c), verb+" state: "+fmt.Sprintf(verb, st))
+	}
+	var sb strings.Builder
+	slog.New(slog.NewTextHandler(&sb, nil)).Info("calling downstream", "client", c, "state", st)
+	outs = append(outs, "slog text: "+sb.String())
+	for _, o := range outs {
+		if strings.Contains(o, secret) || strings.Contains(o, fmt.Sprintf("%x", secret)) {
+			t.Errorf("credential leaked: %s", o)
+		}
 	}
 }
