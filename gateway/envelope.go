@@ -22,8 +22,12 @@ type message struct {
 	invalid   *rpcError
 }
 
-// notification reports whether m is a request that must not be answered.
-func (m *message) notification() bool { return m.hasMethod && m.id == nil && m.invalid == nil }
+// notification reports whether m is a request that must not be answered:
+// one with a method and no id, including one refused for its params (a
+// malformed envelope is answered, with a null id, as JSON-RPC asks).
+func (m *message) notification() bool {
+	return m.hasMethod && m.id == nil && (m.invalid == nil || m.invalid.code == CodeInvalidParams)
+}
 
 // Known member names. Keys that equal one of these case-insensitively but not
 // exactly are refused: decoders disagree about them (encoding/json matches
@@ -363,7 +367,9 @@ func newRawArgs(args []byte) *rawArgs {
 	_ = forEachField(args, func(key, val []byte) *rpcError {
 		k := string(key)
 		for other := range a.fields {
-			if len(other) == len(k) && bytes.EqualFold([]byte(other), key) {
+			// EqualFold's folding can change the length ("\u017feats"
+			// folds to "seats"), so no length test first.
+			if bytes.EqualFold([]byte(other), key) {
 				a.broken = true
 			}
 		}

@@ -86,7 +86,7 @@ func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Heade
 	out := make(http.Header, len(in)+3)
 	for k, v := range in {
 		switch {
-		case isHopByHop(k), listed[k], isGatewayHeader(k),
+		case isHopByHop(k), listed[k], isGatewayHeader(k), isMCPHeaderVariant(k),
 			k == "Authorization", k == "Accept-Encoding", k == "Content-Length", k == "Host",
 			k == "Forwarded", k == "X-Forwarded-For", k == "X-Forwarded-Host", k == "X-Forwarded-Proto":
 			continue
@@ -97,6 +97,14 @@ func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Heade
 	out[HeaderRole] = []string{strings.Join(pr.Roles, ",")}
 	out[HeaderRequestID] = []string{cid}
 	return out
+}
+
+// isMCPHeaderVariant reports whether k spells an Mcp-* header (Mcp-Session-Id,
+// Mcp-Method, Mcp-Name, Mcp-Param-*) with underscores: servers that map
+// "_" to "-" (CGI, WSGI) would read it as the header the gateway checked
+// under its real name, so it is not forwarded.
+func isMCPHeaderVariant(k string) bool {
+	return strings.Contains(k, "_") && len(k) >= 4 && strings.EqualFold(strings.ReplaceAll(k[:4], "_", "-"), "mcp-")
 }
 
 // copyResponseHeader copies a downstream response header to the client,

@@ -141,6 +141,14 @@ func NewTransport() *http.Transport {
 	return t
 }
 
+// shownURL is u as logs and the health answer show it: without its
+// password or query, either of which may hold a secret.
+func shownURL(u *url.URL) string {
+	v := *u
+	v.RawQuery, v.ForceQuery = "", false
+	return v.Redacted()
+}
+
 // New returns a Gateway forwarding to upstream, an absolute http or https
 // URL of the downstream's MCP endpoint, and authenticating with auth. It
 // returns an error for a bad URL or a nil auth. A query in upstream is sent
@@ -159,7 +167,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		o = *opts
 	}
 	g := &Gateway{
-		upstream: u, upstreamStr: u.String(), auth: auth, pol: o.Policy,
+		upstream: u, upstreamStr: shownURL(u), auth: auth, pol: o.Policy,
 		path: o.Path, healthPath: o.HealthPath, filter: o.FilterToolsList,
 		timeout: o.Timeout, maxBody: o.MaxBodyBytes, rt: o.Transport,
 		lim: o.Limiter, cost: o.Cost, sink: o.Audit, log: o.Logger, now: o.Now,

@@ -82,18 +82,38 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 		writeError(w, perr, nil, cid)
 		return
 	}
+	// Refusals that concern the whole request come before any decision,
+	// so that they charge no limit: the session's owner (a refused attempt
+	// on another's session must not use up that session's budget) and, for
+	// a single message, the standard headers.
+	if e := g.checkSession(r, pr, cid); e != nil {
+		for i := range msgs {
+			if msgs[i].method == "tools/call" {
+				g.audit(r.Context(), pr, cid, infoOf(r), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
+			}
+		}
+		var id []byte
+		if !batch {
+			id = msgs[0].id
+		}
+		writeError(w, e, id, cid)
+		return
+	}
 	plans := make([]plan, len(msgs))
 	for i := range msgs {
+		if !batch && msgs[i].invalid == nil {
+			if e := checkStandardHeaders(r.Header, &msgs[i]); e != nil {
+				plans[i] = plan{m: &msgs[i], local: e}
+				if msgs[i].method == "tools/call" {
+					g.audit(r.Context(), pr, cid, infoOf(r), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
+				}
+				continue
+			}
+		}
 		plans[i] = g.decide(r, pr, cid, &msgs[i], start)
 	}
 	if !batch {
 		p := &plans[0]
-		if p.local == nil {
-			if e := checkStandardHeaders(r.Header, p.m); e != nil {
-				p.call.finish(e.contract)
-				p.local = e
-			}
-		}
 		if p.local != nil {
 			g.logDecision(cid, pr, p, p.local)
 			if p.m.notification() {
@@ -117,6 +137,22 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	g.serveBatch(w, r, pr, cid, plans, start)
 }
 
+// checkSession refuses a request that carries more than one Mcp-Session-Id
+// (only one could be checked; a downstream might read another) or the id of
+// a session another principal owns.
+func (g *Gateway) checkSession(r *http.Request, pr *policy.Principal, cid string) *rpcError {
+	ids := r.Header.Values(hdrSession)
+	if len(ids) > 1 {
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "more than one session id")
+		return errInvalidRequest("more than one " + hdrSession + " header")
+	}
+	if len(ids) == 1 && ids[0] != "" && !g.sessions.admit(ids[0], pr.Subject) {
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal")
+		return errSession()
+	}
+	return nil
+}
+
 // checkStandardHeaders refuses a single request whose Mcp-Method or Mcp-Name
 // header (protocol 2026-07-28 standard headers) contradicts its body: a
 // downstream that routes on the header must not run something other than
@@ -137,6 +173,11 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	p := plan{m: m}
 	if m.invalid != nil {
 		p.local = m.invalid
+		if m.method == "tools/call" {
+			// A refused tools/call is recorded like any other denial
+			// (without its arguments, which were not understood).
+			g.audit(r.Context(), pr, cid, infoOf(r), m.tool, "", nil, audit.PhaseOutcome, false, m.invalid.contract, m.invalid.message, 0, start)
+		}
 		return p
 	}
 	if m.method == "tools/list" && g.filter {
@@ -147,6 +188,11 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	}
 	ri := infoOf(r)
 	sess := ri.session
+	if sess == "" {
+		// No session (stateless HTTP): the caller's own, as in the
+		// library's pipeline, never one key shared by every caller.
+		sess = "user:" + pr.Subject
+	}
 	var args policy.Args
 	var ra *rawArgs
 	if g.pol.HasArgLimits(m.tool) || g.cost != nil {

@@ -66,6 +66,19 @@ func (s *sessions) bindLocked(id, subject string) {
 	}
 	s.owner[id] = subject
 	s.fifo = append(s.fifo, id)
+	// Ids forgotten by a DELETE stay in fifo until evicted, which a table
+	// that never fills never does: drop them once they outnumber the live.
+	if n := len(s.fifo) - s.head; n > 2*len(s.owner)+1024 {
+		live := make([]string, 0, len(s.owner))
+		seen := make(map[string]bool, len(s.owner))
+		for _, old := range s.fifo[s.head:] {
+			if _, ok := s.owner[old]; ok && !seen[old] {
+				seen[old] = true
+				live = append(live, old)
+			}
+		}
+		s.fifo, s.head = live, 0
+	}
 }
 
 // forget drops the binding of id.

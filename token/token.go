@@ -1,6 +1,7 @@
 package token
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -68,6 +69,9 @@ func New(tokens map[string]*policy.Principal) (*Table, error) {
 // that cannot travel in an HTTP header are errors; errors never quote a
 // token.
 func Parse(data []byte) (*Table, error) {
+	if err := duplicateKeys(data); err != nil {
+		return nil, err
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		var se *json.SyntaxError
@@ -132,8 +136,8 @@ func parsePrincipal(v json.RawMessage) (*policy.Principal, error) {
 }
 
 func checkToken(tok string) error {
-	if strings.TrimSpace(tok) == "" || !headerSafe(tok) || strings.ContainsAny(tok, " \t") {
-		return errors.New("token must be non-empty printable ASCII without spaces")
+	if !IsToken68(tok) {
+		return errors.New("token must be a bearer token (RFC 6750 b64token: letters, digits, -._~+/ and trailing =)")
 	}
 	return nil
 }
@@ -141,6 +145,11 @@ func checkToken(tok string) error {
 func checkPrincipal(pr *policy.Principal) error {
 	if !headerSafe(pr.Subject) {
 		return errors.New("sub must be printable ASCII")
+	}
+	// HTTP trims header values: a downstream would see another subject
+	// than the one the gateway keys sessions and limits by.
+	if strings.TrimSpace(pr.Subject) != pr.Subject {
+		return errors.New("sub must not begin or end with spaces")
 	}
 	for _, r := range pr.Roles {
 		if r == "" || !headerSafe(r) || strings.ContainsAny(r, ", ") {
@@ -237,3 +246,60 @@ const (
 	HeaderRole      = "X-Mcp-Gateway-Role" // comma-separated roles
 	HeaderRequestID = "X-Mcp-Gateway-Request-Id"
 )
+
+// duplicateKeys refuses a table in which an object names a member twice
+// (the same token, or "role" twice in an entry): encoding/json would keep
+// the last without a word. Malformed JSON is left to the decoding after.
+func duplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		keys   map[string]bool // nil for an array
+		expect bool            // an object's next token is a key
+	}
+	var stack []frame
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if d, ok := t.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].keys != nil {
+				stack[len(stack)-1].expect = true
+			}
+			continue
+		}
+		if top != nil && top.keys != nil && top.expect {
+			k, _ := t.(string)
+			if top.keys[k] {
+				if len(stack) == 1 {
+					return errors.New("token: a token is listed twice")
+				}
+				return fmt.Errorf("token: an entry names %q twice", k)
+			}
+			top.keys[k], top.expect = true, false
+			continue
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, frame{keys: map[string]bool{}, expect: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		default: // a scalar value
+			if top != nil && top.keys != nil {
+				top.expect = true
+			}
+		}
+	}
+}
+
+// String describes t without its tokens or their digests.
+func (t *Table) String() string { return fmt.Sprintf("token.Table(%d tokens)", t.Len()) }
+
+// Format prints [Table.String] for every verb, so that no digest of a token
+// (which would let a guess be checked offline) is ever printed.
+func (t *Table) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(t.String())) }
