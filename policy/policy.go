@@ -170,6 +170,9 @@ func New(cfg Config) (*Policy, error) {
 		}
 		r.Roles = slices.Clone(r.Roles)
 		r.ArgLimits = slices.Clone(r.ArgLimits)
+		for i := range r.ArgLimits {
+			r.ArgLimits[i].ExemptRoles = slices.Clone(r.ArgLimits[i].ExemptRoles)
+		}
 		return &r, nil
 	}
 	for _, r := range cfg.Tools {

@@ -119,6 +119,14 @@ func (l *lines) feed(p []byte, fn func([]byte)) {
 	}
 }
 
+// flush calls fn for a last line that had no newline, if any.
+func (l *lines) flush(fn func([]byte)) {
+	if !l.skip && len(l.partial) > 0 {
+		fn(l.partial)
+	}
+	l.partial, l.skip = l.partial[:0], false
+}
+
 // drainReader counts the requests it reads and, at end of input, holds the
 // end of file back until they are answered (or a timeout), so that a client
 // that writes its requests and closes stdin still gets every answer.
@@ -137,6 +145,13 @@ func (d *drainReader) Read(p []byte) (int, error) {
 		}
 	})
 	if err == io.EOF {
+		// The last line may have no newline: the go-sdk's decoder still
+		// takes its message, so count it before waiting for the answers.
+		d.lines.flush(func(line []byte) {
+			if req, _ := count(line); req > 0 {
+				d.f.add(req)
+			}
+		})
 		d.f.wait(d.timeout)
 	}
 	return n, err
