@@ -321,3 +321,43 @@ func TestCredentialInUnexportedFieldRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberLiteralBounds: where arguments are checked with the reference
+// validator (here for multipleOf, outside the fast path), a number literal
+// longer than 128 characters or with an exponent beyond ±400 is refused at
+// once: the validator's exact rationals would take seconds on a megabyte
+// of digits, and tens of milliseconds per exponent near a million.
+func TestNumberLiteralBounds(t *testing.T) {
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "pay", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := g.Wrap(&mcp.Tool{Name: "pay", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","multipleOf":0.01}}}`)}, (&stub{}).handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		n    string
+		want string
+	}{
+		{"12.5", ""},
+		{"1e400", ""}, // at the bound, and a multiple of 0.01
+		{"1e-999999", "INVALID_ARGUMENTS"},
+		{"1E+401", "INVALID_ARGUMENTS"},
+		{"1" + strings.Repeat("0", 200000) + "e-200000", "INVALID_ARGUMENTS"},
+		{"1" + strings.Repeat("0", 1800000), "INVALID_ARGUMENTS"},
+	} {
+		start := time.Now()
+		res, err := h(context.Background(), req("pay", `{"n":`+tc.n+`}`))
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%.20s... took %v", tc.n, d)
+		}
+		if got := codeOf(t, res, err); got != tc.want {
+			t.Errorf("n=%.20s...: code %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -241,6 +242,10 @@ func (v *Validator) checkStrings(doc any, path []string) error {
 				return err
 			}
 		}
+	case json.Number:
+		if !numberInRange(string(x)) {
+			return invalidArgs(fmt.Sprintf("%s is a number of more than %d characters or with an exponent beyond ±%d", fieldName(path), maxNumberLen, maxNumberExp), pointer(path))
+		}
 	case []any:
 		for i, sub := range x {
 			if err := v.checkStrings(sub, append(path, fmt.Sprint(i))); err != nil {
@@ -249,6 +254,31 @@ func (v *Validator) checkStrings(doc any, path []string) error {
 		}
 	}
 	return nil
+}
+
+// Bounds on a number literal in the arguments, where they are checked with
+// the reference validator: it parses each number into an exact rational,
+// in time quadratic in the literal's length (seconds for a megabyte of
+// digits) and tens of milliseconds for an exponent near a million. Far
+// beyond any float64 (17 significant digits, exponents within ±324).
+const (
+	maxNumberLen = 128
+	maxNumberExp = 400
+)
+
+// numberInRange reports whether the JSON number literal n is within
+// maxNumberLen characters and its exponent within ±maxNumberExp.
+func numberInRange(n string) bool {
+	if len(n) > maxNumberLen {
+		return false
+	}
+	i := strings.IndexAny(n, "eE")
+	if i < 0 {
+		return true
+	}
+	e := strings.TrimLeft(n[i+1:], "+-")
+	e = strings.TrimLeft(e, "0")
+	return len(e) < 4 && (len(e) < 3 || e <= strconv.Itoa(maxNumberExp))
 }
 
 func hasControl(s string) bool {
