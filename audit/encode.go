@@ -19,7 +19,13 @@ import (
 func (e *Event) AppendJSON(dst []byte) ([]byte, error) {
 	dst = append(dst, `{"time":"`...)
 	n0 := len(dst)
-	dst = e.Time.AppendFormat(dst, time.RFC3339Nano)
+	t := e.Time
+	if _, off := t.Zone(); off%60 != 0 {
+		// RFC 3339 offsets have no seconds: time would drop them and
+		// shift the instant (a historical local mean time, say).
+		t = t.UTC()
+	}
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
 	if !strictRFC3339(dst[n0:]) {
 		return dst, ErrInvalidEvent
 	}

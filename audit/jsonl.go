@@ -232,6 +232,11 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
+	if len(line)-n+1 > MaxLineSize {
+		// ReadJSONL would refuse the line: refuse the event instead of
+		// acknowledging a record that can never be read back.
+		return 0, false, fmt.Errorf("%w: the record is longer than %d bytes", ErrInvalidEvent, MaxLineSize)
+	}
 	s.buf = append(line, '\n')
 	done = true
 	s.appended++

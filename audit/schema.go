@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // schemaV1 creates audit_log version 1. The column time is derived from
@@ -106,8 +107,27 @@ func migration(to int, d Dialect) []string {
 // migrations of the audit tables ("mcpga" in ASCII).
 const migrationLockKey = "469908990817"
 
-// migrate creates or upgrades the schema to SchemaVersion in one transaction.
+// migrate creates or upgrades the schema to SchemaVersion in one
+// transaction. A database busy with a concurrent opener's migration (on
+// SQLite opened without OpenSQLite's immediate transactions, a deferred
+// transaction cannot take the write lock it needs) is retried for a while.
 func migrate(ctx context.Context, db *sql.DB, d Dialect) error {
+	wait := 10 * time.Millisecond
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err := migrateOnce(ctx, db, d)
+		if err == nil || !transientErr(d, err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+func migrateOnce(ctx context.Context, db *sql.DB, d Dialect) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("audit: migrate: %w", err)

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 )
@@ -105,6 +106,16 @@ func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 	}
 	if !s.h.Enabled(ctx, lvl) {
 		return nil
+	}
+	// Refuse what the other sinks refuse (no correlation id, a year
+	// outside 0-9999, NaN, an argument that cannot be encoded) instead of
+	// letting the handler print "!ERROR" values.
+	if err := e.validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	var scratch [512]byte
+	if _, err := e.AppendJSON(scratch[:0]); err != nil {
+		return err
 	}
 	r := slog.NewRecord(e.Time, lvl, s.opts.Message, 0)
 	var arr [18]slog.Attr

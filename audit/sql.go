@@ -190,11 +190,33 @@ const (
 // sqliteRowsPerStmt bounds the rows of one SQLite INSERT (see NewSQL).
 const sqliteRowsPerStmt = 8
 
+// sqliteURIPath escapes path for a "file:" URI: the driver cuts the query
+// at the first '?', and SQLite reads '#' as a fragment and decodes %xx.
+// Absolute paths keep their leading slash ("file:/a/b"), relative ones
+// stay relative; a path beginning "//" would name a URI host, so it is
+// made "/" once the escaping is done.
+func sqliteURIPath(path string) string {
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; c {
+		case '%', '?', '#':
+			fmt.Fprintf(&b, "%%%02x", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	p := b.String()
+	for strings.HasPrefix(p, "//") {
+		p = p[1:]
+	}
+	return p
+}
+
 // OpenSQLite opens (creating if needed) the SQLite database at path with the
 // driver "sqlite" (modernc.org/sqlite) and the pragmas journal_mode=WAL,
 // synchronous=NORMAL, busy_timeout=10000 and immediate write transactions.
 func OpenSQLite(path string) (*sql.DB, error) {
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=temp_store(memory)&_pragma=cache_size(-32768)&_txlock=immediate"
+	dsn := "file:" + sqliteURIPath(path) + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=temp_store(memory)&_pragma=cache_size(-32768)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
@@ -711,8 +733,11 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) 
 // timeout, a full disk or an I/O error, a transaction the database rolled
 // back to break a deadlock or a serialization conflict, a statement or lock
 // timeout, a lost connection.
-func (s *SQLSink) transient(err error) bool {
-	switch s.d {
+func (s *SQLSink) transient(err error) bool { return transientErr(s.d, err) }
+
+// transientErr is [SQLSink.transient] for dialect d.
+func transientErr(d Dialect, err error) bool {
+	switch d {
 	case SQLite:
 		// modernc.org/sqlite's *Error and the native writer's nativeError.
 		var coded interface{ Code() int }
@@ -868,22 +893,22 @@ func querySQL(d Dialect, f Filter) (string, []any) {
 		where = append(where, strings.Replace(cond, "?", ph, 1))
 	}
 	if f.SessionID != "" {
-		add("session_id = ?", f.SessionID)
+		add("session_id = ?", text(f.SessionID))
 	}
 	if f.Subject != "" {
-		add("subject = ?", f.Subject)
+		add("subject = ?", text(f.Subject))
 	}
 	if f.Tool != "" {
-		add("tool = ?", f.Tool)
+		add("tool = ?", text(f.Tool))
 	}
 	if f.CorrelationID != "" {
-		add("correlation_id = ?", f.CorrelationID)
+		add("correlation_id = ?", text(f.CorrelationID))
 	}
 	if f.Phase != "" {
-		add("phase = ?", string(f.Phase))
+		add("phase = ?", text(string(f.Phase)))
 	}
 	if f.Code != "" {
-		add("code = ?", f.Code)
+		add("code = ?", text(f.Code))
 	}
 	if f.Allowed != nil {
 		add("allowed = ?", *f.Allowed)
@@ -927,8 +952,15 @@ func scanEvents(rs *sql.Rows) (out []Event, err error) {
 			}
 		}
 		if r.args.Valid {
-			if err := json.Unmarshal([]byte(r.args.String), &e.Args); err != nil {
+			// As the JSONL reader does: numbers beyond float64 (a client can
+			// send 1e400) stay json.Number instead of failing the query.
+			dec := json.NewDecoder(strings.NewReader(r.args.String))
+			dec.UseNumber()
+			if err := dec.Decode(&e.Args); err != nil {
 				return out, fmt.Errorf("audit: query: args of %s: %w", r.corr, err)
+			}
+			for k, v := range e.Args {
+				e.Args[k] = plainNumbers(v)
 			}
 		}
 		out = append(out, e)

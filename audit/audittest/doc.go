@@ -3,6 +3,7 @@
 // field of every event faithfully (unicode, control characters, HTML
 // characters, opted-in arguments), does not retain the events it is given,
 // loses nothing under concurrent writers, honours [audit.DurableWriter] when
-// it implements it, and refuses writes after Close when it is an io.Closer.
+// it implements it, and is an io.Closer whose Close flushes what it
+// buffers and makes later writes fail.
 // Every sink built into package audit passes it.
 package audittest
