@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -31,7 +32,9 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		copyResponseHeader(w.Header(), c.resp.Header, true)
 		w.WriteHeader(c.resp.StatusCode)
 		ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
-		err := readEvents(c, func(ev *event) { ew.write(ev, tf, false) })
+		// Without ids: a client that resumed the stream with a GET would
+		// get the replayed answer through passThrough, unfiltered.
+		err := readEvents(c, func(ev *event) { ew.write(ev, tf, true) })
 		g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "sse", true, "filtered", true,
 			"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
 		return
@@ -64,6 +67,26 @@ func (g *Gateway) filterTools(pr *policy.Principal, id []byte, msg []byte) []byt
 	msg = bytes.TrimSpace(msg)
 	if !json.Valid(msg) {
 		return nil
+	}
+	if msg[0] == '[' {
+		// An array of messages (some clients accept one for a single
+		// request): each is filtered.
+		out := []byte{'['}
+		bad := false
+		forEachElement(msg, 0, func(m []byte) {
+			f := g.filterTools(pr, id, m)
+			if f == nil {
+				bad = true
+			}
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, f...)
+		})
+		if bad {
+			return nil
+		}
+		return append(out, ']')
 	}
 	if msg[0] != '{' {
 		return msg
@@ -162,14 +185,29 @@ type event struct {
 	hasData bool
 }
 
+// errBareCR refuses an event stream that ends a line with a lone CR, which
+// the SSE grammar allows and readEvents does not split on: a client would
+// see other events than the gateway checked.
+var errBareCR = errors.New("gateway: event stream with a bare CR line ending")
+
 // readEvents parses an event stream, calling fn for every complete event.
+// As the SSE specification asks, a leading byte order mark is dropped and
+// an event that the stream's end cuts off before its blank line is not
+// dispatched.
 func readEvents(r io.Reader, fn func(*event)) error {
 	br := bufio.NewReaderSize(r, 16<<10)
 	ev := &event{}
+	first := true
 	for {
 		line, err := br.ReadBytes('\n')
+		if first {
+			line, first = bytes.TrimPrefix(line, []byte("\ufeff")), false
+		}
 		if len(line) > 0 {
 			trimmed := bytes.TrimRight(line, "\r\n")
+			if bytes.IndexByte(trimmed, '\r') >= 0 || (err != nil && bytes.HasSuffix(line, []byte("\r"))) {
+				return errBareCR
+			}
 			if len(trimmed) == 0 && err == nil {
 				if len(ev.lines) > 0 {
 					fn(ev)
@@ -188,10 +226,7 @@ func readEvents(r io.Reader, fn func(*event)) error {
 			}
 		}
 		if err == io.EOF {
-			if len(ev.lines) > 0 {
-				fn(ev)
-			}
-			return nil
+			return nil // an event not ended by a blank line is incomplete
 		}
 		if err != nil {
 			return err
@@ -229,9 +264,13 @@ func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 		}
 		if rewrite && bytes.HasPrefix(l, []byte("data")) {
 			if !wroteData {
-				buf = append(buf, "data: "...)
-				buf = append(buf, data...)
-				buf = append(buf, '\n')
+				// One data line per line of the new data: a newline
+				// inside a data line would end it.
+				for d := range bytes.SplitSeq(data, []byte("\n")) {
+					buf = append(buf, "data: "...)
+					buf = append(buf, bytes.TrimSuffix(d, []byte("\r"))...)
+					buf = append(buf, '\n')
+				}
 				wroteData = true
 			}
 			continue

@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -60,6 +61,18 @@ func run(logger *slog.Logger) error {
 	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
 	flag.Parse()
 
+	switch {
+	case math.IsNaN(*timeout) || *timeout <= 0 || *timeout > float64(math.MaxInt64/int64(time.Second)):
+		return fmt.Errorf("--timeout %v: want a positive number of seconds", *timeout)
+	case *maxBody <= 0:
+		return fmt.Errorf("--max-body %d: want a positive number of bytes", *maxBody)
+	case *inflight < 0:
+		return fmt.Errorf("--inflight %d: want 0 (no cap) or more", *inflight)
+	case !strings.HasPrefix(*path, "/"):
+		return fmt.Errorf("--path %q: want a path beginning with /", *path)
+	case *port < 0 || *port > 65535:
+		return fmt.Errorf("--port %d: want 0 to 65535", *port)
+	}
 	tokens, err := gateway.TokensFromEnv(logger)
 	if err != nil {
 		return err
@@ -110,7 +123,9 @@ func run(logger *slog.Logger) error {
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	shut := make(chan struct{})
 	go func() {
+		defer close(shut)
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -120,6 +135,10 @@ func run(logger *slog.Logger) error {
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// Serve returns as soon as Shutdown starts: wait for the calls in
+	// flight to end (and record their outcome) before the audit sink is
+	// closed and the process exits.
+	<-shut
 	return nil
 }
 
