@@ -13,7 +13,8 @@ import (
 func checkDuplicateKeys(raw []byte) error {
 	type frame struct {
 		isObj bool
-		start int // index into keys of this object's first key
+		start int                 // index into keys of this object's first key
+		set   map[string]struct{} // this object's keys, once it has many
 	}
 	var frameBuf [16]frame
 	var keyBuf [32][]byte
@@ -62,9 +63,26 @@ func checkDuplicateKeys(raw []byte) error {
 					}
 					k = []byte(s)
 				}
-				for _, prev := range keys[frames[len(frames)-1].start:] {
-					if bytes.Equal(prev, k) {
+				f := &frames[len(frames)-1]
+				if f.set == nil && len(keys)-f.start >= manyKeys {
+					// Past a few keys, a set: comparing each key with all
+					// before it would be quadratic (seconds for a large
+					// object, before any schema could refuse it).
+					f.set = make(map[string]struct{}, 2*manyKeys)
+					for _, prev := range keys[f.start:] {
+						f.set[string(prev)] = struct{}{}
+					}
+				}
+				if f.set != nil {
+					if _, dup := f.set[string(k)]; dup {
 						return invalidArgs("argument "+quoteKey(k)+" appears twice", "")
+					}
+					f.set[string(k)] = struct{}{}
+				} else {
+					for _, prev := range keys[f.start:] {
+						if bytes.Equal(prev, k) {
+							return invalidArgs("argument "+quoteKey(k)+" appears twice", "")
+						}
 					}
 				}
 				keys = append(keys, k)
@@ -75,6 +93,10 @@ func checkDuplicateKeys(raw []byte) error {
 	}
 	return nil
 }
+
+// manyKeys is the number of keys of one object past which
+// checkDuplicateKeys keeps them in a set.
+const manyKeys = 16
 
 func quoteKey(k []byte) string {
 	b, _ := json.Marshal(string(k))

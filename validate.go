@@ -81,7 +81,7 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 		}
 	}
 	if input && !o.Lenient {
-		doc = closeObjects(doc, false)
+		doc = closeObjects(doc)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -107,38 +107,88 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 	return v, nil
 }
 
-// closeObjects adds "additionalProperties": false to every object schema
-// with "properties" that says nothing about extra fields. Members of allOf
-// are left open, since closing them would reject the fields of their
-// siblings.
-func closeObjects(v any, inAllOf bool) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, sub := range x {
-			switch k {
-			case "enum", "const", "default", "examples":
-				continue // values, not schemas
-			case "allOf":
-				x[k] = closeObjects(sub, true)
-			default:
-				x[k] = closeObjects(sub, false)
+// closeObjects makes strict mode: every object schema that applies to an
+// instance (the root, a property's value, an array's items, the values of
+// additionalProperties or patternProperties) and declares fields, directly
+// or through in-place applicators, refuses the fields it does not declare,
+// unless it already says what to do with them. Where it declares them only
+// directly, it gains "additionalProperties": false; where in-place
+// applicators ($ref, allOf, anyOf, oneOf, if/then/else,
+// dependentSchemas) may declare some, "unevaluatedProperties": false,
+// which sees the fields they evaluate (a draft older than 2019-09 lacks it:
+// there additionalProperties is used, which refuses such fields rather
+// than let unknown ones through). The subschemas of those applicators, of
+// not, and of $defs are never closed themselves: closing an if, a not or a
+// oneOf branch would change what it matches, and closing an allOf member
+// would refuse its siblings' fields.
+func closeObjects(doc any) any {
+	old := false
+	if m, ok := doc.(map[string]any); ok {
+		if id, ok := m["$schema"].(string); ok {
+			for _, d := range []string{"draft-04", "draft-06", "draft-07"} {
+				old = old || strings.Contains(id, d)
 			}
 		}
-		_, props := x["properties"]
-		_, ap := x["additionalProperties"]
-		_, up := x["unevaluatedProperties"]
-		_, pp := x["patternProperties"]
-		if props && !ap && !up && !pp && !inAllOf {
-			x["additionalProperties"] = false
-		}
-		return x
-	case []any:
-		for i, sub := range x {
-			x[i] = closeObjects(sub, inAllOf)
-		}
-		return x
 	}
-	return v
+	return closeSchema(doc, true, old)
+}
+
+// closeSchema walks the schema v, closing it when it applies to an
+// instance (apply) and, always, the instance positions within it.
+func closeSchema(v any, apply, old bool) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v // a boolean schema
+	}
+	each := func(sub any, apply bool) any {
+		if list, ok := sub.([]any); ok {
+			for i := range list {
+				list[i] = closeSchema(list[i], apply, old)
+			}
+			return list
+		}
+		return closeSchema(sub, apply, old)
+	}
+	inPlace := false
+	for k, sub := range m {
+		switch k {
+		case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+			named, ok := sub.(map[string]any)
+			if !ok {
+				continue
+			}
+			child := k == "properties" || k == "patternProperties"
+			for name, s := range named {
+				named[name] = closeSchema(s, child, old)
+			}
+			inPlace = inPlace || k == "dependentSchemas"
+		case "items", "prefixItems", "additionalItems", "unevaluatedItems", "contains",
+			"additionalProperties", "unevaluatedProperties", "propertyNames":
+			m[k] = each(sub, true)
+		case "allOf", "anyOf", "oneOf", "if", "then", "else":
+			m[k] = each(sub, false)
+			inPlace = true
+		case "not":
+			m[k] = each(sub, false)
+		case "$ref", "$dynamicRef":
+			inPlace = true
+		}
+	}
+	if !apply {
+		return m
+	}
+	_, props := m["properties"]
+	_, pp := m["patternProperties"]
+	_, ap := m["additionalProperties"]
+	_, up := m["unevaluatedProperties"]
+	switch {
+	case ap || up || (!props && !pp && !inPlace):
+	case inPlace && !old:
+		m["unevaluatedProperties"] = false
+	default:
+		m["additionalProperties"] = false
+	}
+	return m
 }
 
 // Validate decodes raw (numbers kept exact, never coerced) and checks it.

@@ -223,4 +223,3 @@ func TestBatchSSETruncatedMemberStream(t *testing.T) {
 		t.Errorf("answers for ids %v, want 1 (an upstream error) and 2; stream:\n%q", ids, got.body)
 	}
 }
-
