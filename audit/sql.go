@@ -743,7 +743,7 @@ func transientErr(d Dialect, err error) bool {
 		var coded interface{ Code() int }
 		if errors.As(err, &coded) {
 			switch coded.Code() & 0xff { // the primary result code
-			case 5, 6, 7, 10, 13, 14: // BUSY, LOCKED, NOMEM, IOERR, FULL, CANTOPEN
+			case 5, 6, 7, 10, 13: // BUSY, LOCKED, NOMEM, IOERR, FULL
 				return true
 			}
 		}

@@ -46,8 +46,15 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	}
 	out := tf(body)
 	if out == nil {
-		writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
-		return
+		if c.resp.StatusCode < 200 || c.resp.StatusCode > 299 {
+			// An error answer in plain text (404 for an ended session,
+			// which a client needs to see to start a new one) has no
+			// tools to hide.
+			out = body
+		} else {
+			writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
+			return
+		}
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
 	w.WriteHeader(c.resp.StatusCode)
@@ -204,8 +211,11 @@ func readEvents(r io.Reader, fn func(*event)) error {
 			line, first = bytes.TrimPrefix(line, []byte("\ufeff")), false
 		}
 		if len(line) > 0 {
-			trimmed := bytes.TrimRight(line, "\r\n")
-			if bytes.IndexByte(trimmed, '\r') >= 0 || (err != nil && bytes.HasSuffix(line, []byte("\r"))) {
+			// One line ending: LF or CRLF. Any other CR ends a line for a
+			// client (a bare CR, or the first of "\r\r\n") where it does
+			// not here.
+			trimmed := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+			if bytes.IndexByte(trimmed, '\r') >= 0 {
 				return errBareCR
 			}
 			if len(trimmed) == 0 && err == nil {
@@ -226,7 +236,13 @@ func readEvents(r io.Reader, fn func(*event)) error {
 			}
 		}
 		if err == io.EOF {
-			return nil // an event not ended by a blank line is incomplete
+			// The stream ended without the event's blank line. As the
+			// go-sdk client does, an event whose lines are whole is
+			// dispatched; one whose last line was cut off is not.
+			if len(ev.lines) > 0 && bytes.HasSuffix(ev.lines[len(ev.lines)-1], []byte("\n")) {
+				fn(ev)
+			}
+			return nil
 		}
 		if err != nil {
 			return err

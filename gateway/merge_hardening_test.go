@@ -9,14 +9,14 @@ import (
 	"time"
 )
 
-// reviewSSEData parses an event stream as the WHATWG server-sent events
+// clientSSEData parses an event stream as the WHATWG server-sent events
 // algorithm does (what a browser, eventsource-parser in the TypeScript MCP
 // SDK, and other conforming clients do): one leading BOM ignored; lines end
 // in CRLF, LF or CR; "field: value" with one optional space; consecutive data
 // fields joined by "\n"; a blank line dispatches; an event not terminated by
 // a blank line at the end of the stream is discarded. It returns the data of
 // every dispatched event.
-func reviewSSEData(stream string) []string {
+func clientSSEData(stream string) []string {
 	stream = strings.TrimPrefix(stream, "\ufeff")
 	var out []string
 	var data []string
@@ -81,7 +81,7 @@ func TestFilteredSSEMultiLineData(t *testing.T) {
 		io.WriteString(w, b.String())
 	})
 	got := (&rig{url: url}).post(t, viewer, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	events := reviewSSEData(got.body)
+	events := clientSSEData(got.body)
 	if len(events) != 1 {
 		t.Fatalf("client sees %d events, want 1; stream:\n%q", len(events), got.body)
 	}
@@ -115,7 +115,7 @@ func TestFilteredSSEParsedLikeClients(t *testing.T) {
 				io.WriteString(w, tc.stream)
 			})
 			got := (&rig{url: url}).post(t, viewer, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-			for _, d := range reviewSSEData(got.body) {
+			for _, d := range clientSSEData(got.body) {
 				if strings.Contains(d, "admin_reset_key") {
 					t.Errorf("an SSE client reads the unfiltered list (forbidden tool shown to viewer): %q", d)
 				}
@@ -209,7 +209,7 @@ func TestBatchSSETruncatedMemberStream(t *testing.T) {
 	rg := &rig{url: newServer(t, g).URL}
 	got := rg.post(t, viewer, `[`+call(`1`, "cut", "")+`,`+call(`2`, "whole", "")+`]`)
 	ids := map[string]bool{}
-	for _, d := range reviewSSEData(got.body) {
+	for _, d := range clientSSEData(got.body) {
 		var m struct {
 			ID json.RawMessage `json:"id"`
 		}

@@ -187,10 +187,12 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		return p
 	}
 	ri := infoOf(r)
-	sess := ri.session
-	if sess == "" {
-		// No session (stateless HTTP): the caller's own, as in the
-		// library's pipeline, never one key shared by every caller.
+	// The limiter's session key: the session id, or with none (stateless
+	// HTTP) the caller's own, as in the library's pipeline, never one key
+	// shared by every caller. Both are prefixed: a client chooses its
+	// session id freely and could otherwise name another caller's key.
+	sess := "sid:" + ri.session
+	if ri.session == "" {
 		sess = "user:" + pr.Subject
 	}
 	var args policy.Args
