@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"crypto/subtle"
 	"context"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,13 @@ func (c Credential) Reveal() string {
 		return ""
 	}
 	return c.reveal()
+}
+
+// Equal reports whether c and o hold the same secret. A Credential is not
+// comparable with == (nor, so, is an [Identity]): its secret is held by a
+// function, which fmt never prints. go-cmp uses this method.
+func (c Credential) Equal(o Credential) bool {
+	return subtle.ConstantTimeCompare([]byte(c.Reveal()), []byte(o.Reveal())) == 1
 }
 
 // IsZero reports whether c holds no secret.

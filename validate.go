@@ -109,33 +109,42 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 
 // closeObjects makes strict mode: every object schema that applies to an
 // instance (the root, a property's value, an array's items, the values of
-// additionalProperties or patternProperties) and declares fields, directly
-// or through in-place applicators, refuses the fields it does not declare,
-// unless it already says what to do with them. Where it declares them only
-// directly, it gains "additionalProperties": false; where in-place
-// applicators ($ref, allOf, anyOf, oneOf, if/then/else,
-// dependentSchemas) may declare some, "unevaluatedProperties": false,
-// which sees the fields they evaluate (a draft older than 2019-09 lacks it:
-// there additionalProperties is used, which refuses such fields rather
-// than let unknown ones through). The subschemas of those applicators, of
-// not, and of $defs are never closed themselves: closing an if, a not or a
-// oneOf branch would change what it matches, and closing an allOf member
-// would refuse its siblings' fields.
+// additionalProperties or patternProperties) and declares fields refuses
+// the fields it does not declare, unless it already says what to do with
+// them. Where it declares them only directly, it gains
+// "additionalProperties": false; where in-place applicators (allOf,
+// anyOf, oneOf, if/then/else, dependentSchemas, a local $ref) declare
+// some, "unevaluatedProperties": false, which sees the fields they
+// evaluate. A schema that declares no field anywhere (a free-form object)
+// stays open. The subschemas of those applicators, of not, contains and
+// propertyNames, and of $defs are never closed themselves: closing an if,
+// a not, a contains or a oneOf branch would change what it matches, and
+// closing an allOf member or a $ref target would refuse its siblings'
+// fields. Drafts before 2019-09 lack unevaluatedProperties and ignore the
+// siblings of $ref: there the definitions are closed themselves and a
+// composed schema with properties of its own gets additionalProperties,
+// which refuses fields declared only in its branches rather than let
+// unknown ones through.
 func closeObjects(doc any) any {
+	root, _ := doc.(map[string]any)
 	old := false
-	if m, ok := doc.(map[string]any); ok {
-		if id, ok := m["$schema"].(string); ok {
-			for _, d := range []string{"draft-04", "draft-06", "draft-07"} {
-				old = old || strings.Contains(id, d)
-			}
+	if id, ok := root["$schema"].(string); ok {
+		for _, d := range []string{"draft-04", "draft-06", "draft-07"} {
+			old = old || strings.Contains(id, d)
 		}
 	}
-	return closeSchema(doc, true, old)
+	c := closer{root: root, old: old}
+	return c.close(doc, true)
 }
 
-// closeSchema walks the schema v, closing it when it applies to an
-// instance (apply) and, always, the instance positions within it.
-func closeSchema(v any, apply, old bool) any {
+type closer struct {
+	root map[string]any
+	old  bool
+}
+
+// close walks the schema v, closing it when it applies to an instance
+// (apply) and, always, the instance positions within it.
+func (c *closer) close(v any, apply bool) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v // a boolean schema
@@ -143,13 +152,13 @@ func closeSchema(v any, apply, old bool) any {
 	each := func(sub any, apply bool) any {
 		if list, ok := sub.([]any); ok {
 			for i := range list {
-				list[i] = closeSchema(list[i], apply, old)
+				list[i] = c.close(list[i], apply)
 			}
 			return list
 		}
-		return closeSchema(sub, apply, old)
+		return c.close(sub, apply)
 	}
-	inPlace := false
+	viaInPlace := !c.old && c.declaresInPlace(m, 0)
 	for k, sub := range m {
 		switch k {
 		case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
@@ -157,21 +166,16 @@ func closeSchema(v any, apply, old bool) any {
 			if !ok {
 				continue
 			}
-			child := k == "properties" || k == "patternProperties"
+			child := k == "properties" || k == "patternProperties" ||
+				(c.old && (k == "$defs" || k == "definitions"))
 			for name, s := range named {
-				named[name] = closeSchema(s, child, old)
+				named[name] = c.close(s, child)
 			}
-			inPlace = inPlace || k == "dependentSchemas"
-		case "items", "prefixItems", "additionalItems", "unevaluatedItems", "contains",
-			"additionalProperties", "unevaluatedProperties", "propertyNames":
+		case "items", "prefixItems", "additionalItems", "unevaluatedItems",
+			"additionalProperties", "unevaluatedProperties":
 			m[k] = each(sub, true)
-		case "allOf", "anyOf", "oneOf", "if", "then", "else":
+		case "allOf", "anyOf", "oneOf", "if", "then", "else", "not", "contains", "propertyNames":
 			m[k] = each(sub, false)
-			inPlace = true
-		case "not":
-			m[k] = each(sub, false)
-		case "$ref", "$dynamicRef":
-			inPlace = true
 		}
 	}
 	if !apply {
@@ -182,13 +186,85 @@ func closeSchema(v any, apply, old bool) any {
 	_, ap := m["additionalProperties"]
 	_, up := m["unevaluatedProperties"]
 	switch {
-	case ap || up || (!props && !pp && !inPlace):
-	case inPlace && !old:
+	case ap || up:
+	case viaInPlace:
 		m["unevaluatedProperties"] = false
-	default:
+	case props || pp:
 		m["additionalProperties"] = false
 	}
 	return m
+}
+
+// declaresInPlace reports whether an in-place applicator of m (allOf,
+// anyOf, oneOf, if/then/else, dependentSchemas, a local $ref) declares
+// properties, itself or through its own in-place applicators.
+func (c *closer) declaresInPlace(m map[string]any, depth int) bool {
+	if depth > 32 {
+		return false // a $ref cycle: nothing more to find
+	}
+	declares := func(v any) bool {
+		s, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		_, props := s["properties"]
+		_, pp := s["patternProperties"]
+		return props || pp || c.declaresInPlace(s, depth+1)
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+		if list, ok := m[k].([]any); ok {
+			for _, s := range list {
+				if declares(s) {
+					return true
+				}
+			}
+		}
+	}
+	for _, k := range []string{"if", "then", "else"} {
+		if declares(m[k]) {
+			return true
+		}
+	}
+	if ds, ok := m["dependentSchemas"].(map[string]any); ok {
+		for _, s := range ds {
+			if declares(s) {
+				return true
+			}
+		}
+	}
+	if ref, ok := m["$ref"].(string); ok {
+		return declares(c.resolve(ref))
+	}
+	return false
+}
+
+// resolve returns the schema a local $ref ("#", "#/$defs/x",
+// "#/definitions/x", any JSON pointer into the document) names, or nil.
+func (c *closer) resolve(ref string) any {
+	if ref == "#" {
+		return c.root
+	}
+	p, ok := strings.CutPrefix(ref, "#/")
+	if !ok {
+		return nil
+	}
+	var cur any = c.root
+	for _, tok := range strings.Split(p, "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := cur.(type) {
+		case map[string]any:
+			cur = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			cur = x[i]
+		default:
+			return nil
+		}
+	}
+	return cur
 }
 
 // Validate decodes raw (numbers kept exact, never coerced) and checks it.
