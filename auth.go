@@ -1,8 +1,8 @@
 package mcpguard
 
 import (
-	"crypto/subtle"
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"os"

@@ -2,11 +2,13 @@ package confirm
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -136,12 +138,33 @@ func value(v any) string {
 	if err := enc.Encode(v); err != nil {
 		return "?"
 	}
-	return sanitize(strings.TrimSuffix(buf.String(), "\n"))
+	js := strings.TrimSuffix(buf.String(), "\n")
+	if textsafe.Clean(js, math.MaxInt) != js {
+		// Strings inside hold characters cleaning would remove: show
+		// them escaped, as text does for a top-level string.
+		js = asciiJSON(js)
+	}
+	return sanitize(js)
 }
 
-// plain reports whether s can be shown without quotes: non-empty, letters,
-// digits and a few punctuation characters that cannot be confused with the
-// separators of Describe.
+// asciiJSON escapes every character of the JSON text js outside printable
+// ASCII as \uXXXX (a surrogate pair beyond U+FFFF).
+func asciiJSON(js string) string {
+	var b strings.Builder
+	for _, r := range js {
+		switch {
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
 // text renders a key or a string value: bare when plain, else quoted, and
 // cut when long. When cleaning would remove characters (controls, invisible
 // formatting), it is quoted with everything but printable ASCII escaped, so
@@ -157,6 +180,9 @@ func text(s string) string {
 	return strconv.Quote(c)
 }
 
+// plain reports whether s can be shown without quotes: non-empty, letters,
+// digits and a few punctuation characters that cannot be confused with the
+// separators of Describe.
 func plain(s string) bool {
 	if s == "" {
 		return false

@@ -41,9 +41,14 @@ type MemoryNonceStore struct {
 	// horizon is the latest now any call passed. Nonces expiring by then
 	// are forgotten, so a call whose now is earlier (read before a
 	// concurrent call's, or before the clock stepped back) must not
-	// count one of them as a first use.
+	// count one of them as a first use: calls use the horizon as their
+	// now, but never more than nonceGrace past their own.
 	horizon time.Time
 }
+
+// nonceGrace bounds how far past a call's own now the memory store's
+// horizon can move its idea of the time.
+const nonceGrace = time.Minute
 
 // NewMemoryNonceStore returns an empty [MemoryNonceStore].
 func NewMemoryNonceStore() *MemoryNonceStore {
@@ -57,7 +62,13 @@ func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires
 	if now.After(m.horizon) {
 		m.horizon = now
 	}
-	now = m.horizon
+	// At most nonceGrace past the caller's own now: one far-ahead clock
+	// reading must not make every later confirmation look expired.
+	if lim := now.Add(nonceGrace); m.horizon.After(lim) {
+		now = lim
+	} else {
+		now = m.horizon
+	}
 	for len(m.queue) > 0 && !m.queue[0].expires.After(now) {
 		e := heap.Pop(&m.queue).(entry)
 		if exp, ok := m.seen[e.nonce]; ok && exp.Equal(e.expires) {

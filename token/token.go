@@ -275,11 +275,19 @@ func duplicateKeys(data []byte) error {
 		}
 		if top != nil && top.keys != nil && top.expect {
 			k, _ := t.(string)
-			if top.keys[k] {
-				if len(stack) == 1 {
+			if len(stack) == 1 {
+				if top.keys[k] { // tokens are case-sensitive
 					return errors.New("token: a token is listed twice")
 				}
-				return fmt.Errorf("token: an entry names %q twice", k)
+			} else {
+				// An entry's members are decoded into a struct, whose
+				// field names encoding/json matches case-insensitively
+				// (and under Unicode folding: "ſub" is "sub").
+				for prev := range top.keys {
+					if strings.EqualFold(prev, k) {
+						return fmt.Errorf("token: an entry names %q twice", k)
+					}
+				}
 			}
 			top.keys[k], top.expect = true, false
 			continue
