@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/url"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,10 +42,29 @@ type ValidationOptions struct {
 // for concurrent use.
 type Validator struct {
 	sch     *jsonschema.Schema
+	base    *jsonschema.Schema // strict mode: the schema as written, checked first
 	fast    *fastschema.Schema // nil when the schema is outside the fast subset
 	maxStr  int
 	ctrlOK  bool
 	isInput bool
+}
+
+// compileSchema compiles doc (draft 2020-12 unless it says otherwise,
+// formats asserted, no loading from anywhere).
+func compileSchema(doc any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(refusingLoader{})
+	const loc = "mcpguard:///schema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("mcpguard: schema: %w", err)
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("mcpguard: compiling schema: %w", err)
+	}
+	return sch, nil
 }
 
 type refusingLoader struct{}
@@ -80,22 +101,24 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 			return nil, errors.New("mcpguard: schema must be a JSON object")
 		}
 	}
+	var base *jsonschema.Schema
 	if input && !o.Lenient {
+		// Strict mode: the closed schema, checked together with the schema
+		// as written, so that strict mode can only ever refuse more.
+		asWritten, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("mcpguard: schema is not JSON: %w", err)
+		}
+		if base, err = compileSchema(asWritten); err != nil {
+			return nil, err
+		}
 		doc = closeObjects(doc)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	c.UseLoader(refusingLoader{})
-	const loc = "mcpguard:///schema.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("mcpguard: schema: %w", err)
-	}
-	sch, err := c.Compile(loc)
+	sch, err := compileSchema(doc)
 	if err != nil {
-		return nil, fmt.Errorf("mcpguard: compiling schema: %w", err)
+		return nil, err
 	}
-	v := &Validator{sch: sch, maxStr: o.MaxStringBytes, ctrlOK: o.AllowControlChars, isInput: input}
+	v := &Validator{sch: sch, base: base, maxStr: o.MaxStringBytes, ctrlOK: o.AllowControlChars, isInput: input}
 	if input {
 		// The fast path validates the raw bytes without decoding them and
 		// gives exactly v6's verdict on the subset it accepts (proved by
@@ -107,24 +130,26 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 	return v, nil
 }
 
-// closeObjects makes strict mode: every object schema that applies to an
+// closeObjects makes strict mode: the object schemas that apply to an
 // instance (the root, a property's value, an array's items, the values of
-// additionalProperties or patternProperties) and declares fields refuses
-// the fields it does not declare, unless it already says what to do with
-// them. Where it declares them only directly, it gains
-// "additionalProperties": false; where in-place applicators (allOf,
-// anyOf, oneOf, if/then/else, dependentSchemas, a local $ref) declare
-// some, "unevaluatedProperties": false, which sees the fields they
-// evaluate. A schema that declares no field anywhere (a free-form object)
-// stays open. The subschemas of those applicators, of not, contains and
-// propertyNames, and of $defs are never closed themselves: closing an if,
-// a not, a contains or a oneOf branch would change what it matches, and
-// closing an allOf member or a $ref target would refuse its siblings'
-// fields. Drafts before 2019-09 lack unevaluatedProperties and ignore the
-// siblings of $ref: there the definitions are closed themselves and a
-// composed schema with properties of its own gets additionalProperties,
-// which refuses fields declared only in its branches rather than let
-// unknown ones through.
+// additionalProperties or patternProperties, the definitions such
+// positions name) and declare fields refuse the fields they do not
+// declare, unless they already say what to do with them. Where a schema
+// declares its fields only directly, it gains "additionalProperties":
+// false; where in-place applicators (allOf, anyOf, oneOf, if/then/else,
+// dependentSchemas, a $ref) declare some, or a $ref cannot be followed
+// here, "unevaluatedProperties": false, which sees the fields they
+// evaluate. A schema that declares no field stays open. Nothing below an
+// in-place applicator or a filter (not, contains, propertyNames) is
+// closed: closing there would change what a branch matches. Strict mode
+// is checked together with the schema as written (see newValidator), so
+// that whatever the closing does, it can only refuse more.
+//
+// Drafts before 2019-09 lack unevaluatedProperties and ignore the
+// siblings of $ref: there the definitions are closed themselves, a
+// composed schema with properties of its own gets additionalProperties
+// (refusing fields declared only in its branches), and one without stays
+// open.
 func closeObjects(doc any) any {
 	root, _ := doc.(map[string]any)
 	old := false
@@ -133,49 +158,85 @@ func closeObjects(doc any) any {
 			old = old || strings.Contains(id, d)
 		}
 	}
-	c := closer{root: root, old: old}
+	c := closer{root: root, old: old, memo: map[uintptr]int8{}, walked: map[uintptr]bool{}}
+	// A resource embedded with its own $id resolves its references against
+	// itself: rather than follow them, treat every reference as one that
+	// cannot be followed (strict mode then fails closed).
+	c.embedded = hasNestedID(root, true)
 	return c.close(doc, true)
 }
 
+// hasNestedID reports whether v holds a "$id" below its top level.
+func hasNestedID(v any, top bool) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["$id"]; ok && !top {
+			return true
+		}
+		for _, sub := range x {
+			if hasNestedID(sub, false) {
+				return true
+			}
+		}
+	case []any:
+		for _, sub := range x {
+			if hasNestedID(sub, false) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 type closer struct {
-	root map[string]any
-	old  bool
+	root     map[string]any
+	old      bool
+	embedded bool             // the document embeds resources with their own $id
+	memo     map[uintptr]int8 // declaresInPlace per schema: 1 in progress, 2 no, 3 yes
+	walked   map[uintptr]bool // $ref targets walked for their instance positions
 }
 
 // close walks the schema v, closing it when it applies to an instance
-// (apply) and, always, the instance positions within it.
+// (apply) and the instance positions within it.
 func (c *closer) close(v any, apply bool) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v // a boolean schema
 	}
-	each := func(sub any, apply bool) any {
+	each := func(sub any) any {
 		if list, ok := sub.([]any); ok {
 			for i := range list {
-				list[i] = c.close(list[i], apply)
+				list[i] = c.close(list[i], true)
 			}
 			return list
 		}
-		return c.close(sub, apply)
+		return c.close(sub, true)
 	}
-	viaInPlace := !c.old && c.declaresInPlace(m, 0)
+	composed := !c.old && c.declaresInPlace(m)
 	for k, sub := range m {
 		switch k {
-		case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+		case "properties", "patternProperties", "$defs", "definitions":
 			named, ok := sub.(map[string]any)
 			if !ok {
 				continue
 			}
-			child := k == "properties" || k == "patternProperties" ||
-				(c.old && (k == "$defs" || k == "definitions"))
+			child := k == "properties" || k == "patternProperties" || c.old
 			for name, s := range named {
 				named[name] = c.close(s, child)
 			}
 		case "items", "prefixItems", "additionalItems", "unevaluatedItems",
 			"additionalProperties", "unevaluatedProperties":
-			m[k] = each(sub, true)
-		case "allOf", "anyOf", "oneOf", "if", "then", "else", "not", "contains", "propertyNames":
-			m[k] = each(sub, false)
+			m[k] = each(sub)
+		case "$ref":
+			// The target applies here: its own instance positions are
+			// closed wherever in the document it sits (not only in $defs).
+			ref, _ := sub.(string)
+			if t, ok := c.resolve(ref).(map[string]any); ok {
+				if key := reflect.ValueOf(t).Pointer(); !c.walked[key] {
+					c.walked[key] = true
+					c.close(t, c.old)
+				}
+			}
 		}
 	}
 	if !apply {
@@ -187,7 +248,7 @@ func (c *closer) close(v any, apply bool) any {
 	_, up := m["unevaluatedProperties"]
 	switch {
 	case ap || up:
-	case viaInPlace:
+	case composed:
 		m["unevaluatedProperties"] = false
 	case props || pp:
 		m["additionalProperties"] = false
@@ -196,12 +257,28 @@ func (c *closer) close(v any, apply bool) any {
 }
 
 // declaresInPlace reports whether an in-place applicator of m (allOf,
-// anyOf, oneOf, if/then/else, dependentSchemas, a local $ref) declares
-// properties, itself or through its own in-place applicators.
-func (c *closer) declaresInPlace(m map[string]any, depth int) bool {
-	if depth > 32 {
-		return false // a $ref cycle: nothing more to find
+// anyOf, oneOf, if/then/else, dependentSchemas, a $ref) declares
+// properties, itself or through its own in-place applicators; a reference
+// it cannot follow ($dynamicRef, an anchor, another document) counts as
+// declaring, so that strict mode fails closed.
+func (c *closer) declaresInPlace(m map[string]any) bool {
+	key := reflect.ValueOf(m).Pointer()
+	switch c.memo[key] {
+	case 1, 2:
+		return false // in progress (a cycle), or known
+	case 3:
+		return true
 	}
+	c.memo[key] = 1
+	yes := c.findInPlace(m)
+	c.memo[key] = 2
+	if yes {
+		c.memo[key] = 3
+	}
+	return yes
+}
+
+func (c *closer) findInPlace(m map[string]any) bool {
 	declares := func(v any) bool {
 		s, ok := v.(map[string]any)
 		if !ok {
@@ -209,7 +286,7 @@ func (c *closer) declaresInPlace(m map[string]any, depth int) bool {
 		}
 		_, props := s["properties"]
 		_, pp := s["patternProperties"]
-		return props || pp || c.declaresInPlace(s, depth+1)
+		return props || pp || c.declaresInPlace(s)
 	}
 	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
 		if list, ok := m[k].([]any); ok {
@@ -232,20 +309,34 @@ func (c *closer) declaresInPlace(m map[string]any, depth int) bool {
 			}
 		}
 	}
+	_, dyn := m["$dynamicRef"]
+	_, rec := m["$recursiveRef"]
+	if dyn || rec {
+		return true
+	}
 	if ref, ok := m["$ref"].(string); ok {
-		return declares(c.resolve(ref))
+		t := c.resolve(ref)
+		return t == nil || declares(t)
 	}
 	return false
 }
 
-// resolve returns the schema a local $ref ("#", "#/$defs/x",
-// "#/definitions/x", any JSON pointer into the document) names, or nil.
+// resolve returns the schema a local $ref ("#", or a JSON pointer in the
+// URI fragment: "#/$defs/x", percent-encoded or not) names, or nil for a
+// reference it cannot follow (an anchor, another resource, a bad pointer).
 func (c *closer) resolve(ref string) any {
+	if c.embedded {
+		return nil
+	}
 	if ref == "#" {
 		return c.root
 	}
 	p, ok := strings.CutPrefix(ref, "#/")
 	if !ok {
+		return nil
+	}
+	p, err := url.PathUnescape(p)
+	if err != nil {
 		return nil
 	}
 	var cur any = c.root
@@ -347,6 +438,11 @@ func (v *Validator) validateV6(doc any) (err error) {
 			err = invalidArgs("arguments contain a number that cannot be checked", "")
 		}
 	}()
+	if v.base != nil {
+		if err := v.base.Validate(doc); err != nil {
+			return err
+		}
+	}
 	return v.sch.Validate(doc)
 }
 

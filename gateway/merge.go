@@ -65,8 +65,9 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 // maxUpstreamBody bounds a downstream JSON answer the gateway must parse.
 const maxUpstreamBody = 64 << 20
 
-// filterTools rewrites msg, the answer to the tools/list with id, keeping only
-// the tools pr may call. Any other JSON-RPC message is returned unchanged; a
+// filterTools rewrites msg, an answer in the body or stream of a tools/list
+// (whatever its id), keeping only the tools pr may call. A message without
+// a result object is returned unchanged; a
 // result whose tools cannot be read loses all of them; and a msg that is not
 // JSON at all (cut at the size limit, say) gives nil, which the callers turn
 // into an error or drop (fail closed).
@@ -98,17 +99,18 @@ func (g *Gateway) filterTools(pr *policy.Principal, id []byte, msg []byte) []byt
 	if msg[0] != '{' {
 		return msg
 	}
-	var gotID, result []byte
+	var result []byte
 	forEachField(msg, func(k, v []byte) *rpcError {
-		switch string(k) {
-		case "id":
-			gotID = v
-		case "result":
+		if string(k) == "result" {
 			result = v
 		}
 		return nil
 	})
-	if result == nil || result[0] != '{' || !idEqual(id, gotID) {
+	// Every answer in the body or stream of a filtered tools/list is
+	// filtered, whatever its id: the downstream may rewrite the id it was
+	// given (the go-sdk answers 1.5 with 1), and only the answer to this
+	// request travels there.
+	if result == nil || result[0] != '{' {
 		return msg
 	}
 	newResult := rewriteObject(result, func(k, v []byte) []byte {

@@ -180,7 +180,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		}
 		return p
 	}
-	if m.method == "tools/list" && g.filter {
+	if strings.EqualFold(m.method, "tools/list") && g.filter {
 		p.filter = true
 	}
 	if m.method != "tools/call" {
