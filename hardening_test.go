@@ -73,18 +73,7 @@ func TestTypedToolPlainErrorIsInternal(t *testing.T) {
 		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 			return nil, echoOut{}, errors.New("db password=hunter2 refused")
 		})
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "echo", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	cs := connectPlain(t, srv, nil)
+	cs := installReadTool(t, srv, "echo")
 	res, err := call(t, cs, "echo", map[string]any{"text": "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -240,18 +229,7 @@ func TestTypedToolOutputSchema(t *testing.T) {
 		func(ctx context.Context, req *mcp.CallToolRequest, in countIn) (*mcp.CallToolResult, countOut, error) {
 			return nil, countOut{N: -1}, nil
 		})
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "count", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	cs := connectPlain(t, srv, nil)
+	cs := installReadTool(t, srv, "count")
 	res, err := call(t, cs, "count", map[string]any{"n": 1})
 	if err != nil {
 		t.Fatal(err)
@@ -271,18 +249,7 @@ func TestTypedToolArgsGuardAcceptsSDKRejects(t *testing.T) {
 		func(ctx context.Context, req *mcp.CallToolRequest, in countIn) (*mcp.CallToolResult, countOut, error) {
 			return nil, countOut{N: in.N}, nil
 		})
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "count", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	cs := connectPlain(t, srv, nil)
+	cs := installReadTool(t, srv, "count")
 	res, err := call(t, cs, "count", json.RawMessage(`{"n":123456789012345678901234567890}`))
 	if err != nil {
 		t.Fatal(err)
@@ -360,4 +327,22 @@ func TestNumberLiteralBounds(t *testing.T) {
 			t.Errorf("n=%.20s...: code %q, want %q", tc.n, got, tc.want)
 		}
 	}
+}
+
+// installReadTool guards srv with a policy in which tool is a read that
+// bob may call, and connects a client.
+func installReadTool(t *testing.T, srv *mcp.Server, tool string) *mcp.ClientSession {
+	t.Helper()
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: tool, Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Install(srv); err != nil {
+		t.Fatal(err)
+	}
+	return connectPlain(t, srv, nil)
 }
