@@ -49,28 +49,14 @@ type Validator struct {
 	isInput bool
 }
 
-// compileSchema compiles doc (draft 2020-12 unless it says otherwise,
-// formats asserted, no loading from anywhere).
+// compileSchema compiles doc as the fast path's reference does (see
+// fastschema.CompileReference).
 func compileSchema(doc any) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	c.UseLoader(refusingLoader{})
-	const loc = "mcpguard:///schema.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("mcpguard: schema: %w", err)
-	}
-	sch, err := c.Compile(loc)
+	sch, err := fastschema.CompileReference(doc)
 	if err != nil {
 		return nil, fmt.Errorf("mcpguard: compiling schema: %w", err)
 	}
 	return sch, nil
-}
-
-type refusingLoader struct{}
-
-func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("loading %q refused: schemas may only reference themselves", url)
 }
 
 // NewValidator compiles schema, which may be any value that marshals to a

@@ -423,7 +423,7 @@ func parseScalar(v any) (scalar, error) {
 func (s *scalar) equalString(b []byte) bool { return s.kind == sString && bytes.Equal(s.str, b) }
 
 // v6Compile compiles doc exactly as the reference pipeline does.
-func v6Compile(doc any) (*jsonschema.Schema, error) {
+func CompileReference(doc any) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
@@ -438,12 +438,12 @@ func v6Compile(doc any) (*jsonschema.Schema, error) {
 type refusingLoader struct{}
 
 func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("loading %q refused", url)
+	return nil, fmt.Errorf("loading %q refused: schemas may only reference themselves", url)
 }
 
 // uriFormat returns v6's own "uri" format function.
 func uriFormat() func(any) error {
-	sch, err := v6Compile(map[string]any{"format": "uri"})
+	sch, err := CompileReference(map[string]any{"format": "uri"})
 	if err != nil || sch.Format == nil {
 		return nil
 	}

@@ -47,7 +47,7 @@ func Compile(doc any, opts Options) (s *Schema, ok bool) {
 	if opts.MaxStringBytes <= 0 {
 		return nil, false
 	}
-	if _, err := v6Compile(doc); err != nil {
+	if _, err := CompileReference(doc); err != nil {
 		return nil, false
 	}
 	var c compiler

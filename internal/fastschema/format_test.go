@@ -37,7 +37,7 @@ func v6Formats(t testing.TB) map[string]func(any) error {
 	t.Helper()
 	m := map[string]func(any) error{}
 	for _, name := range formatNames {
-		sch, err := v6Compile(map[string]any{"format": name})
+		sch, err := CompileReference(map[string]any{"format": name})
 		if err != nil || sch.Format == nil {
 			t.Fatalf("v6 format %s: %v", name, err)
 		}

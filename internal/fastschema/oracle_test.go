@@ -21,7 +21,7 @@ type oracle struct {
 
 func newOracle(t testing.TB, doc any, opts Options) *oracle {
 	t.Helper()
-	sch, err := v6Compile(doc)
+	sch, err := CompileReference(doc)
 	if err != nil {
 		t.Fatalf("v6 does not compile the schema: %v", err)
 	}
