@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -167,24 +166,6 @@ func rewriteObject(obj []byte, f func(k, v []byte) []byte) []byte {
 		return nil
 	})
 	return append(out, '}')
-}
-
-// idEqual reports whether two raw JSON-RPC ids denote the same id.
-func idEqual(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	if len(a) == 0 || len(b) == 0 {
-		return false
-	}
-	if a[0] == '"' && b[0] == '"' {
-		sa, ok1 := jsonString(a)
-		sb, ok2 := jsonString(b)
-		return ok1 && ok2 && sa == sb
-	}
-	fa, err1 := strconv.ParseFloat(string(a), 64)
-	fb, err2 := strconv.ParseFloat(string(b), 64)
-	return err1 == nil && err2 == nil && fa == fb
 }
 
 // An event is one server-sent event: its raw lines and its data.
