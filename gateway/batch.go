@@ -122,7 +122,7 @@ func (g *Gateway) collect(pr *policy.Principal, m *member) [][]byte {
 	}
 	if m.p.filter {
 		for i := range out {
-			if out[i] = g.filterTools(pr, m.p.m.id, out[i]); out[i] == nil {
+			if out[i] = g.filterTools(pr, out[i]); out[i] == nil {
 				return g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
 			}
 		}
@@ -264,7 +264,7 @@ func (g *Gateway) batchSSE(w http.ResponseWriter, pr *policy.Principal, cid stri
 			}
 			var tf func([]byte) []byte
 			if m.p.filter {
-				tf = func(msg []byte) []byte { return g.filterTools(pr, m.p.m.id, msg) }
+				tf = func(msg []byte) []byte { return g.filterTools(pr, msg) }
 			}
 			answered := false
 			err := readEvents(m.c, func(ev *event) {

@@ -26,7 +26,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		return
 	}
 	defer c.close()
-	tf := func(msg []byte) []byte { return g.filterTools(pr, p.m.id, msg) }
+	tf := func(msg []byte) []byte { return g.filterTools(pr, msg) }
 	if isSSE(c.resp.Header) {
 		copyResponseHeader(w.Header(), c.resp.Header, true)
 		w.WriteHeader(c.resp.StatusCode)
@@ -66,11 +66,11 @@ const maxUpstreamBody = 64 << 20
 
 // filterTools rewrites msg, an answer in the body or stream of a tools/list
 // (whatever its id), keeping only the tools pr may call. A message without
-// a result object is returned unchanged; a
-// result whose tools cannot be read loses all of them; and a msg that is not
-// JSON at all (cut at the size limit, say) gives nil, which the callers turn
-// into an error or drop (fail closed).
-func (g *Gateway) filterTools(pr *policy.Principal, id []byte, msg []byte) []byte {
+// a result object is returned unchanged; a result whose tools cannot be
+// read loses all of them; and a msg that is not JSON at all (cut at the
+// size limit, say) gives nil, which the callers turn into an error or drop
+// (fail closed).
+func (g *Gateway) filterTools(pr *policy.Principal, msg []byte) []byte {
 	msg = bytes.TrimSpace(msg)
 	if !json.Valid(msg) {
 		return nil
@@ -81,7 +81,7 @@ func (g *Gateway) filterTools(pr *policy.Principal, id []byte, msg []byte) []byt
 		out := []byte{'['}
 		bad := false
 		forEachElement(msg, 0, func(m []byte) {
-			f := g.filterTools(pr, id, m)
+			f := g.filterTools(pr, m)
 			if f == nil {
 				bad = true
 			}
@@ -181,9 +181,10 @@ type event struct {
 var errBareCR = errors.New("gateway: event stream with a bare CR line ending")
 
 // readEvents parses an event stream, calling fn for every complete event.
-// As the SSE specification asks, a leading byte order mark is dropped and
-// an event that the stream's end cuts off before its blank line is not
-// dispatched.
+// As the SSE specification asks, a leading byte order mark is dropped. At
+// the end of the stream, an event without its blank line is dispatched if
+// its lines are whole (as the go-sdk client does) and dropped if its last
+// line was cut off.
 func readEvents(r io.Reader, fn func(*event)) error {
 	br := bufio.NewReaderSize(r, 16<<10)
 	ev := &event{}
