@@ -398,12 +398,12 @@ func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 
 // WriteDurable returns once e is committed (or the insert failed, or ctx
 // ended). Events queued by Write before it may still be uncommitted then:
-// e goes ahead of them. On PostgreSQL it inserts e in its own statement. On SQLite, where
-// one connection writes at a time, the background writer puts e in its next
-// batch, ahead of the queued events, and commits it with them: a concurrent
-// insert would wait for the write lock, which the busy writer of a flood of
-// events may take again before the busy handler's next try; concurrent
-// WriteDurable calls share one commit.
+// e goes ahead of them. On PostgreSQL it inserts e in its own statement.
+// On SQLite, where one connection writes at a time, the background writer
+// puts e in its next batch, ahead of the queued events, and commits it
+// with them: a concurrent insert would wait for the write lock, which the
+// busy writer of a flood of events may take again before the busy
+// handler's next try; concurrent WriteDurable calls share one commit.
 func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 	r, err := toRow(e, s.d)
 	if err != nil {
