@@ -108,7 +108,11 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 	if input {
 		// The fast path validates the raw bytes without decoding them and
 		// gives exactly v6's verdict on the subset it accepts (proved by
-		// differential tests and fuzzing in internal/fastschema).
+		// differential tests and fuzzing in internal/fastschema). In
+		// strict mode it checks the closed schema alone: the subset has no
+		// in-place applicators or filters, so closing only added
+		// additionalProperties false, which refuses at least what the
+		// schema as written refuses.
 		if f, ok := fastschema.Compile(doc, fastschema.Options{MaxStringBytes: o.MaxStringBytes, AllowControlChars: o.AllowControlChars}); ok {
 			v.fast = f
 		}
