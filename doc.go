@@ -83,10 +83,12 @@
 // true for a number), unknown fields even where a schema forgot
 // "additionalProperties": false, malformed formats, overlong strings,
 // control characters and duplicate keys, and never loads a "$ref" from disk
-// or network. Where a schema needs the reference validator (a keyword
-// outside the fast path, such as multipleOf), a number literal longer than
-// 128 characters or with an exponent beyond ±400 is refused too: exact
-// arithmetic on it would cost seconds. The guard fails closed: a missing identity, an unknown tool, a
+// or network. Strict mode only ever refuses more than the schema as
+// written: it is checked together with it. Where a schema needs the
+// reference validator (a keyword outside the fast path, such as
+// multipleOf), a number literal longer than 128 characters or with an
+// exponent beyond ±400 is refused too: exact arithmetic on it would cost
+// seconds. The guard fails closed: a missing identity, an unknown tool, a
 // tool whose schema does not compile, or a write whose audit intent cannot
 // be recorded is refused. ToolAnnotations.ReadOnlyHint is only cross-checked
 // against the configured class; it is never trusted.
