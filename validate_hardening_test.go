@@ -199,7 +199,7 @@ func TestDuplicateKeyScanIsNotQuadratic(t *testing.T) {
 	if _, err := v.Validate(raw); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("validating %d bytes with 60000 distinct keys took %v (decoding plus v6 take well under 100ms)", len(raw), d)
 	}
 }
