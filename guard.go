@@ -143,6 +143,11 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 			return nil, fmt.Errorf("mcpguard: tool %q needs confirmation but Options.Confirmer is nil", name)
 		}
 	}
+	// The default rule, which any other name resolves to: a name no rule
+	// of its own can take (the policy's names are tool names).
+	if r, ok := p.Resolve("\x00"); ok && r.Confirm && g.opts.Confirmer == nil {
+		return nil, errors.New("mcpguard: the policy's default rule needs confirmation but Options.Confirmer is nil")
+	}
 	g.reg.init()
 	g.ids.Init()
 	return g, nil

@@ -180,24 +180,31 @@ func sameTool(a, b *mcp.Tool) bool {
 
 // listAll pages through tools/list below the guard.
 func listAll(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSession) ([]*mcp.Tool, error) {
+	tools, _, err := listPages(ctx, next, ss)
+	return tools, err
+}
+
+// listPages is listAll that also returns the last page's result, whose
+// other fields (result type, _meta) an answer of the guard's keeps.
+func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSession) ([]*mcp.Tool, *mcp.ListToolsResult, error) {
 	var out []*mcp.Tool
 	cursor := ""
 	for range 1000 {
 		res, err := next(ctx, "tools/list", &mcp.ListToolsRequest{Session: ss, Params: &mcp.ListToolsParams{Cursor: cursor}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		lr, ok := res.(*mcp.ListToolsResult)
 		if !ok {
-			return nil, errors.New("tools/list returned an unexpected result")
+			return nil, nil, errors.New("tools/list returned an unexpected result")
 		}
 		out = append(out, lr.Tools...)
 		if lr.NextCursor == "" {
-			return out, nil
+			return out, lr, nil
 		}
 		cursor = lr.NextCursor
 	}
-	return nil, errors.New("tools/list did not terminate")
+	return nil, nil, errors.New("tools/list did not terminate")
 }
 
 // Install guards every tool of s, whether added with mcp.AddTool or
@@ -309,37 +316,53 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return res, nil
 		case *mcp.ListToolsRequest:
-			return g.listTools(ctx, r, func() (mcp.Result, error) { return next(ctx, method, req) })
+			return g.listTools(ctx, r, next)
 		}
 		return next(ctx, method, req)
 	}
 }
 
-// listTools filters a tools/list result down to what the caller may see.
-func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next func() (mcp.Result, error)) (mcp.Result, error) {
+// listTools answers tools/list with what the caller may see, in one page:
+// it lists every tool below the guard, which also refreshes the registry,
+// and gives no cursor (the go-sdk's cursors name the last tool of a page,
+// which may be one the caller must not learn of). A cursor, which the
+// guard never gives, lists nothing. A tool refused at registration is not
+// listed, whether the registry knows it yet or not.
+func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authn.Authenticate(ctx, req)
 	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 		return nil, Deny(CodeUnauthenticated, "authentication required").JSONRPCError(0)
 	}
-	res, err := next()
+	gen := g.reg.generation()
+	tools, last, err := listPages(ctx, next, req.Session)
 	if err != nil {
 		return nil, err
 	}
-	lr, ok := res.(*mcp.ListToolsResult)
-	if !ok {
-		return res, nil
+	g.updateSince(tools, gen)
+	out := *last
+	out.NextCursor, out.CacheScope = "", "private"
+	out.Tools = []*mcp.Tool{}
+	if req.Params != nil && req.Params.Cursor != "" {
+		return &out, nil
 	}
-	out := *lr
-	out.Tools = make([]*mcp.Tool, 0, len(lr.Tools))
-	for _, t := range lr.Tools {
-		if !g.pol.Visible(id.Principal, t.Name) {
-			continue
+	for _, t := range tools {
+		if g.pol.Visible(id.Principal, t.Name) && !g.refused(t) {
+			out.Tools = append(out.Tools, t)
 		}
-		if e, ok := g.reg.get(t.Name); ok && e.err != nil {
-			continue
-		}
-		out.Tools = append(out.Tools, t)
 	}
-	out.CacheScope = "private"
 	return &out, nil
+}
+
+// refused reports whether t is a tool the guard refuses (every call to it
+// answers TOOL_NOT_FOUND): from its registry entry for t, or, where the
+// registry holds none (a listing overtaken by a change), by compiling it.
+func (g *Guard) refused(t *mcp.Tool) bool {
+	g.reg.mu.RLock()
+	e := g.reg.byName[t.Name]
+	g.reg.mu.RUnlock()
+	if e != nil && (e.tool == t || sameTool(e.tool, t)) {
+		return e.err != nil
+	}
+	_, err := g.compile(t)
+	return err != nil
 }
