@@ -6,8 +6,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A Middleware wraps a tool handler. Every guard of this package is usable
-// alone as a Middleware; [Guard] assembles them into the full pipeline.
+// A Middleware wraps a tool handler. [Recover], [Authenticate],
+// [Authorize], [ValidateArguments] and [Audit] are guards usable alone as a
+// Middleware; [Guard] assembles the full pipeline, with confirmation,
+// limits and dry-run, which exist only there.
 type Middleware func(mcp.ToolHandler) mcp.ToolHandler
 
 // Chain composes middleware: Chain(a, b, c)(h) == a(b(c(h))). The first

@@ -251,10 +251,13 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			c.detail = "protocol error " + strconv.FormatInt(we.Code, 10)
 			return nil, we
 		}
-		c.detail = "handler error: " + err.Error()
+		// The error's text may hold argument values or secrets: it goes
+		// to the log, and the audit record gets its kind only.
+		g.log.Warn("mcpguard: tool handler failed", "tool", c.name, "correlation_id", c.corr, "err", err)
+		c.detail = "handler error"
 		var sc *sdkCheck
 		if errors.As(err, &sc) {
-			c.detail = "go-sdk: " + sc.err.Error()
+			c.detail = "refused by the go-sdk's typed-tool wrapper"
 			if sc.code == CodeInvalidArguments {
 				return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
 			}
