@@ -189,8 +189,13 @@ func readEvents(r io.Reader, fn func(*event)) error {
 	br := bufio.NewReaderSize(r, 16<<10)
 	ev := &event{}
 	first := true
+	size := 0 // bytes of the current event
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br, maxUpstreamBody-size)
+		if err == errEventTooLarge {
+			return err
+		}
+		size += len(line)
 		if first {
 			line, first = bytes.TrimPrefix(line, []byte("\ufeff")), false
 		}
@@ -206,7 +211,7 @@ func readEvents(r io.Reader, fn func(*event)) error {
 				if len(ev.lines) > 0 {
 					fn(ev)
 				}
-				ev = &event{}
+				ev, size = &event{}, 0
 				continue
 			}
 			ev.lines = append(ev.lines, line)
@@ -230,6 +235,26 @@ func readEvents(r io.Reader, fn func(*event)) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// errEventTooLarge refuses an event longer than maxUpstreamBody, the bound
+// a JSON answer has too.
+var errEventTooLarge = errors.New("gateway: downstream event larger than the limit")
+
+// readLine is bufio.Reader.ReadBytes('\n') that gives up with
+// errEventTooLarge past max bytes, instead of buffering a line without end.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > max {
+			return nil, errEventTooLarge
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return line, err
 		}
 	}
 }

@@ -98,3 +98,25 @@ func TestBatchLastEventWithoutBlankLine(t *testing.T) {
 		t.Errorf("batch answer: status %d %s; want both results (the go-sdk client reads an event the stream's end leaves without a blank line)", resp.StatusCode, b)
 	}
 }
+
+// endlessLine is a stream of one line that never ends.
+type endlessLine struct{}
+
+func (endlessLine) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
+}
+
+// TestReadEventsBoundsEventSize: an event stream whose line never ends is
+// refused at the bound of a JSON answer, instead of being buffered without
+// end.
+func TestReadEventsBoundsEventSize(t *testing.T) {
+	err := readEvents(io.MultiReader(strings.NewReader("data: "), endlessLine{}), func(*event) {
+		t.Error("an event was dispatched")
+	})
+	if err != errEventTooLarge {
+		t.Fatalf("readEvents of an endless line = %v, want errEventTooLarge", err)
+	}
+}
