@@ -3,6 +3,8 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"strings"
 	"testing"
 	"time"
@@ -181,8 +183,13 @@ func TestToolsListFilteredPerRole(t *testing.T) {
 				t.Errorf("user sees (-want +got):\n%s", diff)
 			}
 			cs := h.connect(nil, clientOpts{version: v})
-			if _, err := cs.ListTools(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "authentication") {
+			_, err := cs.ListTools(context.Background(), nil)
+			if err == nil || !strings.Contains(err.Error(), "authentication") {
 				t.Errorf("unauthenticated tools/list error = %v, want an authentication error", err)
+			}
+			var we *jsonrpc.Error
+			if !errors.As(err, &we) || !strings.Contains(string(we.Data), `"correlation_id":"`) {
+				t.Errorf("unauthenticated tools/list error = %#v, want a correlation_id in its data", err)
 			}
 		})
 	}

@@ -331,7 +331,10 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authn.Authenticate(ctx, req)
 	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
-		return nil, Deny(CodeUnauthenticated, "authentication required").JSONRPCError(0)
+		d := Deny(CodeUnauthenticated, "authentication required")
+		d.CorrelationID = g.ids.Next() // as every refusal of the guard has one
+		g.log.Warn("mcpguard: tools/list refused: authentication required", "correlation_id", d.CorrelationID)
+		return nil, d.JSONRPCError(0)
 	}
 	gen := g.reg.generation()
 	tools, last, err := listPages(ctx, next, req.Session)
