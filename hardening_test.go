@@ -151,29 +151,8 @@ func TestStaleListingDoesNotOverwriteNewer(t *testing.T) {
 			return next(ctx, method, r)
 		}
 	})
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}, {Name: "x", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	changed := make(chan struct{}, 16)
-	cs := connectVersion(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-		changed <- struct{}{}
-	}}, "2025-11-25")
-	waitChanged := func() {
-		t.Helper()
-		select {
-		case <-changed:
-		case <-time.After(5 * time.Second):
-			t.Fatal("no tools/list_changed notification")
-		}
-	}
+	guardWithPolicy(t, srv, policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}, {Name: "x", Class: policy.Read}}})
+	cs, waitChanged := connectWatchingChanges(t, srv)
 
 	// 1. An unrelated tool is added: the registry is stale.
 	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)}, handler)
@@ -333,7 +312,15 @@ func TestNumberLiteralBounds(t *testing.T) {
 // bob may call, and connects a client.
 func installReadTool(t *testing.T, srv *mcp.Server, tool string) *mcp.ClientSession {
 	t.Helper()
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: tool, Class: policy.Read}}})
+	guardWithPolicy(t, srv, policy.Config{Tools: []policy.ToolRule{{Name: tool, Class: policy.Read}}})
+	return connectPlain(t, srv, nil)
+}
+
+// guardWithPolicy installs on srv a guard enforcing cfg, with bob as the
+// caller.
+func guardWithPolicy(t *testing.T, srv *mcp.Server, cfg policy.Config) {
+	t.Helper()
+	pol, err := policy.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,5 +331,22 @@ func installReadTool(t *testing.T, srv *mcp.Server, tool string) *mcp.ClientSess
 	if err := g.Install(srv); err != nil {
 		t.Fatal(err)
 	}
-	return connectPlain(t, srv, nil)
+}
+
+// connectWatchingChanges connects a client on protocol 2025-11-25, which
+// hears tools/list_changed, and returns a func that waits for the next one.
+func connectWatchingChanges(t *testing.T, srv *mcp.Server) (*mcp.ClientSession, func()) {
+	t.Helper()
+	changed := make(chan struct{}, 16)
+	cs := connectVersion(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}}, "2025-11-25")
+	return cs, func() {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no tools/list_changed notification")
+		}
+	}
 }

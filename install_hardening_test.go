@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/policy"
@@ -26,23 +25,13 @@ func TestListCursorHidesHiddenTool(t *testing.T) {
 	obj := json.RawMessage(`{"type":"object"}`)
 	srv.AddTool(&mcp.Tool{Name: "admin_secret_export", InputSchema: obj}, reviewOK)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj}, reviewOK)
-	pol, err := policy.New(policy.Config{
+	guardWithPolicy(t, srv, policy.Config{
 		Tools: []policy.ToolRule{
 			{Name: "admin_secret_export", Class: policy.Read},
 			{Name: "echo", Class: policy.Read},
 		},
 		RoleRules: []policy.RoleRule{{Pattern: "admin_*", Roles: []string{"admin"}}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
 	cs := connectPlain(t, srv, nil)
 	// The hidden tool is indeed hidden from the call path.
 	if _, err := call(t, cs, "admin_secret_export", map[string]any{}); wireError(err) == nil {
@@ -81,21 +70,11 @@ func TestRefusedToolNotListed(t *testing.T) {
 	newServer := func(t *testing.T) *mcp.Server {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, nil)
 		srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj}, reviewOK)
-		pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{
+		guardWithPolicy(t, srv, policy.Config{Tools: []policy.ToolRule{
 			{Name: "echo", Class: policy.Read},
 			{Name: "bad", Class: policy.Read},
 			{Name: "other", Class: policy.Read},
 		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Install(srv); err != nil {
-			t.Fatal(err)
-		}
 		return srv
 	}
 	listed := func(t *testing.T, cs *mcp.ClientSession, name string) bool {
@@ -128,18 +107,7 @@ func TestRefusedToolNotListed(t *testing.T) {
 
 	t.Run("registry_stale", func(t *testing.T) {
 		srv := newServer(t)
-		changed := make(chan struct{}, 16)
-		cs := connectVersion(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			changed <- struct{}{}
-		}}, "2025-11-25")
-		waitChanged := func() {
-			t.Helper()
-			select {
-			case <-changed:
-			case <-time.After(5 * time.Second):
-				t.Fatal("no tools/list_changed notification")
-			}
-		}
+		cs, waitChanged := connectWatchingChanges(t, srv)
 		srv.AddTool(badTool, reviewOK)
 		waitChanged()
 		// The call re-lists (the registry is stale) and refuses "bad".
