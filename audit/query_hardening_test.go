@@ -19,8 +19,8 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 )
 
-// zzEvent is a valid event with correlation id id.
-func zzEvent(id string) *audit.Event {
+// queryEvent is a valid event with correlation id id.
+func queryEvent(id string) *audit.Event {
 	return &audit.Event{
 		Time: time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC), CorrelationID: id, SessionID: "s-" + id,
 		Subject: "alice", Tool: "search_docs", Class: "read", Phase: audit.PhaseOutcome, Allowed: true,
@@ -34,11 +34,11 @@ func zzEvent(id string) *audit.Event {
 func TestSQLQueryArgsNumberBeyondFloat64(t *testing.T) {
 	ctx := context.Background()
 	s := newSQLiteSink(t, openSQLite(t), nil)
-	other := zzEvent("other-session")
+	other := queryEvent("other-session")
 	if err := s.WriteDurable(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	e := zzEvent("huge")
+	e := queryEvent("huge")
 	e.Args = map[string]any{"amount": json.Number("1e400")}
 	if err := s.WriteDurable(ctx, e); err != nil {
 		t.Fatalf("WriteDurable: %v", err)
@@ -52,15 +52,7 @@ func TestSQLQueryArgsNumberBeyondFloat64(t *testing.T) {
 	}
 
 	// The JSONL sink reads the same event back.
-	path := filepath.Join(t.TempDir(), "a.jsonl")
-	j, err := audit.OpenJSONL(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.WriteDurable(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	j.Close()
+	path := jsonlHolding(t, e)
 	if evs, err := audit.QueryJSONL(path, audit.Filter{}); err != nil || len(evs) != 1 {
 		t.Errorf("QueryJSONL = %d events, %v", len(evs), err)
 	}
@@ -71,7 +63,7 @@ func TestSQLQueryArgsNumberBeyondFloat64(t *testing.T) {
 func TestSQLFilterFindsWhatWasWritten(t *testing.T) {
 	ctx := context.Background()
 	s := newSQLiteSink(t, openSQLite(t), nil)
-	e := zzEvent("nul-tool")
+	e := queryEvent("nul-tool")
 	e.Tool = "delete\x00_all"
 	if err := s.WriteDurable(ctx, e); err != nil {
 		t.Fatal(err)
@@ -84,15 +76,7 @@ func TestSQLFilterFindsWhatWasWritten(t *testing.T) {
 		t.Errorf("SQL Query(Filter{Tool: %q}) = %d events, want 1 (the event written with that tool)", e.Tool, len(got))
 	}
 
-	path := filepath.Join(t.TempDir(), "a.jsonl")
-	j, err := audit.OpenJSONL(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.WriteDurable(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	j.Close()
+	path := jsonlHolding(t, e)
 	if evs, err := audit.QueryJSONL(path, audit.Filter{Tool: e.Tool}); err != nil || len(evs) != 1 {
 		t.Errorf("QueryJSONL(Filter{Tool: %q}) = %d events, %v; want 1", e.Tool, len(evs), err)
 	}
@@ -128,7 +112,7 @@ func TestOpenSQLiteAwkwardPaths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.WriteDurable(context.Background(), zzEvent("c")); err != nil {
+			if err := s.WriteDurable(context.Background(), queryEvent("c")); err != nil {
 				t.Fatal(err)
 			}
 			s.Close()
@@ -153,7 +137,7 @@ func TestJSONLRecordLongerThanMaxLineSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := zzEvent("long")
+	e := queryEvent("long")
 	e.Args = map[string]any{"body": strings.Repeat("x", audit.MaxLineSize)}
 	werr := j.WriteDurable(ctx, e)
 	j.Close()
@@ -166,7 +150,7 @@ func TestJSONLRecordLongerThanMaxLineSize(t *testing.T) {
 // TestAppendJSONOffsetWithSeconds: a time whose zone offset has seconds (a
 // historical local mean time) is encoded as the same instant.
 func TestAppendJSONOffsetWithSeconds(t *testing.T) {
-	e := zzEvent("lmt")
+	e := queryEvent("lmt")
 	e.Time = time.Date(2026, 7, 28, 10, 0, 0, 0, time.FixedZone("LMT", 3600+30))
 	b, err := e.AppendJSON(nil)
 	if err != nil {
@@ -243,7 +227,7 @@ func TestSQLiteConcurrentOpeners(t *testing.T) {
 						t.Errorf("NewSQL %d: %v", i, err)
 						return
 					}
-					if err := s.WriteDurable(context.Background(), zzEvent(fmt.Sprint("new", i))); err != nil {
+					if err := s.WriteDurable(context.Background(), queryEvent(fmt.Sprint("new", i))); err != nil {
 						t.Errorf("WriteDurable %d: %v", i, err)
 					}
 					s.Close()
@@ -285,7 +269,7 @@ func TestSQLRoundTripOddFields(t *testing.T) {
 	}
 	evs := []*audit.Event{}
 	add := func(id string, f func(e *audit.Event)) {
-		e := zzEvent(id)
+		e := queryEvent(id)
 		f(e)
 		evs = append(evs, e)
 	}
@@ -345,7 +329,7 @@ func TestSlogSinkRefusesUnencodableEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			s := audit.NewSlogSink(slog.NewJSONHandler(&buf, nil), nil)
-			e := zzEvent("c")
+			e := queryEvent("c")
 			tc.mod(e)
 			_, encErr := e.AppendJSON(nil)
 			jsonlErr := func() error {
@@ -362,4 +346,21 @@ func TestSlogSinkRefusesUnencodableEvent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsonlHolding writes e durably to a new JSONL file and returns its path.
+func jsonlHolding(t *testing.T, e *audit.Event) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	j, err := audit.OpenJSONL(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.WriteDurable(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
