@@ -187,14 +187,6 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		return p
 	}
 	ri := infoOf(r)
-	// The limiter's session key: the session id, or with none (stateless
-	// HTTP) the caller's own, as in the library's pipeline, never one key
-	// shared by every caller. Both are prefixed: a client chooses its
-	// session id freely and could otherwise name another caller's key.
-	sess := "sid:" + ri.session
-	if ri.session == "" {
-		sess = "user:" + pr.Subject
-	}
 	var args policy.Args
 	var ra *rawArgs
 	if g.pol.HasArgLimits(m.tool) || g.cost != nil {
@@ -217,6 +209,14 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		c.cost = g.cost(m.tool, args)
 	}
 	if g.lim != nil {
+		// The session key: the session id, or with none (stateless HTTP)
+		// the caller's own, as in the library's pipeline, never one key
+		// shared by every caller. Both are prefixed: a client chooses its
+		// session id freely and could otherwise name another caller's key.
+		sess := "sid:" + ri.session
+		if ri.session == "" {
+			sess = "user:" + pr.Subject
+		}
 		ld := g.lim.AllowAt(r.Context(), g.now(), limiter.Request{
 			Session: sess, User: pr.Subject, Tool: m.tool,
 			Write: d.Rule.Class == policy.Write, Calls: 1, Cost: c.cost,
