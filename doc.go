@@ -40,7 +40,8 @@
 // # Chaining
 //
 // Each step is also a stand-alone [Middleware] ([Recover], [Authenticate],
-// [Authorize], [ValidateArguments], [Audit]). [Chain] composes them with
+// [Authorize], [ValidateArguments], [Confirm], [Limit], [DryRun], [Audit]).
+// [Chain] composes them with
 // the first listed outermost: Chain(a, b, c)(h) == a(b(c(h))). [When]
 // applies a middleware to some calls only. [Guard.Wrap] guards a single raw
 // handler; [Guard.Install] guards a whole server.

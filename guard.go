@@ -111,10 +111,9 @@ type Guard struct {
 	ids corrid.Source // correlation ids of the pipeline's calls
 }
 
-// New returns a guard enforcing p, with callers resolved by authn. It
-// returns an error for a nil policy or authenticator, or for per-tool
-// options of tools the policy does not know.
-func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
+// newGuard is [New] without the check that tools needing confirmation have
+// a Confirmer: the stand-alone steps use it too.
+func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	if p == nil {
 		return nil, errors.New("mcpguard: nil policy")
 	}
@@ -138,6 +137,20 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 			return nil, fmt.Errorf("mcpguard: options for tool %q, which has no policy rule", name)
 		}
 	}
+	g.reg.init()
+	g.ids.Init()
+	return g, nil
+}
+
+// New returns a guard enforcing p, with callers resolved by authn. It
+// returns an error for a nil policy or authenticator, for per-tool options
+// of tools the policy does not know, or for tools that need confirmation
+// while Options.Confirmer is nil.
+func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
+	g, err := newGuard(p, authn, opts)
+	if err != nil {
+		return nil, err
+	}
 	for _, name := range p.Tools() {
 		if r, _ := p.Resolve(name); r.Confirm && g.opts.Confirmer == nil {
 			return nil, fmt.Errorf("mcpguard: tool %q needs confirmation but Options.Confirmer is nil", name)
@@ -148,8 +161,6 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	if r, ok := p.Resolve("\x00"); ok && r.Confirm && g.opts.Confirmer == nil {
 		return nil, errors.New("mcpguard: the policy's default rule needs confirmation but Options.Confirmer is nil")
 	}
-	g.reg.init()
-	g.ids.Init()
 	return g, nil
 }
 

@@ -15,7 +15,8 @@ import (
 )
 
 // The guards below are the pipeline's steps as stand-alone [Middleware],
-// for servers that compose their own chain. They report denials as tool
+// for servers that compose their own chain (the write-path steps, which
+// take a Guard's [Options], are in steps.go). They report denials as tool
 // errors. [Guard] runs the same checks in one pass, in the order of the
 // package documentation, and is what most servers want.
 

@@ -6,10 +6,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A Middleware wraps a tool handler. [Recover], [Authenticate],
-// [Authorize], [ValidateArguments] and [Audit] are guards usable alone as a
-// Middleware; [Guard] assembles the full pipeline, with confirmation,
-// limits and dry-run, which exist only there.
+// A Middleware wraps a tool handler. Each step of the pipeline is a guard
+// usable alone as a Middleware: [Recover], [Authenticate], [Authorize],
+// [ValidateArguments], [Confirm], [Limit], [DryRun] and [Audit]. [Guard]
+// assembles the full pipeline in one pass.
 type Middleware func(mcp.ToolHandler) mcp.ToolHandler
 
 // Chain composes middleware: Chain(a, b, c)(h) == a(b(c(h))). The first

@@ -163,17 +163,8 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		}
 	}
 	write := c.rule.Class == policy.Write
-	c.dryRun = write && (g.opts.DryRun || topts.DryRun || dryrun.Requested(req.Params.Meta))
-
-	// Cost of the call.
-	c.cost = c.rule.Cost
-	if topts.Cost != nil {
-		cost, cerr := topts.Cost(c.argsMap())
-		if cerr != nil || limiter.CheckCost(cost) != nil {
-			c.detail = "cost function failed"
-			return g.deny(c, Deny(CodeInternal, "the cost of the call could not be computed"))
-		}
-		c.cost = cost
+	if d := g.plan(c, req, &topts); d != nil {
+		return g.deny(c, d)
 	}
 
 	// 7. Confirm (not for a dry run: nothing happens).
@@ -191,16 +182,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 
 	// 8. Limit.
 	if g.opts.Limiter != nil {
-		spend := c.cost
-		if c.dryRun {
-			spend = 0
-		}
-		ld := g.limit(ctx, req, c, calls, spend)
-		if ld.Err != nil {
-			g.log.Error("mcpguard: limiter failed", "tool", c.name, "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
-		}
-		if !ld.Allowed {
-			return g.deny(c, limitDenial(ld))
+		ld, d := g.charge(ctx, req, c, calls)
+		if d != nil {
+			return g.deny(c, d)
 		}
 		defer g.opts.Limiter.Release(ld)
 	}
@@ -345,6 +329,42 @@ func wireError(err error) *jsonrpc.Error {
 		return we
 	}
 	return nil
+}
+
+// plan decides whether the call is a dry run and what it costs (a cost
+// function reads the arguments, so plan runs after validation). It returns
+// the refusal of a call whose cost cannot be computed.
+func (g *Guard) plan(c *call, req *mcp.CallToolRequest, topts *ToolOptions) *DenialError {
+	c.dryRun = c.rule.Class == policy.Write && (g.opts.DryRun || topts.DryRun || dryrun.Requested(req.Params.Meta))
+	c.cost = c.rule.Cost
+	if topts.Cost != nil {
+		cost, err := topts.Cost(c.argsMap())
+		if err != nil || limiter.CheckCost(cost) != nil {
+			c.detail = "cost function failed"
+			return Deny(CodeInternal, "the cost of the call could not be computed")
+		}
+		c.cost = cost
+	}
+	return nil
+}
+
+// charge counts the call against the limiter (step 8): calls against the
+// call rate, and its cost against spend unless it is a dry run. It returns
+// the refusal, or the decision whose in-flight slot the caller releases
+// when the call ends.
+func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (limiter.Decision, *DenialError) {
+	spend := c.cost
+	if c.dryRun {
+		spend = 0
+	}
+	ld := g.limit(ctx, req, c, calls, spend)
+	if ld.Err != nil {
+		g.log.Error("mcpguard: limiter failed", "tool", c.name, "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
+	}
+	if !ld.Allowed {
+		return ld, limitDenial(ld)
+	}
+	return ld, nil
 }
 
 // limit asks the limiter about this call.

@@ -1,0 +1,197 @@
+package mcpguard
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mcpguard/mcpguard/confirm"
+	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The pipeline's write-path steps as stand-alone [Middleware]: [Confirm],
+// [Limit] and [DryRun]. They take the settings of a [Guard] ([Options]:
+// Tools, DryRun, SessionKey, Now, Logger, ProtocolErrors and NotFoundCode
+// for how a refusal is rendered) and behave as the Guard's steps 7, 8 and
+// 9 do, with two differences: each step resolves the caller from the
+// context, so [Authenticate] must run outside them (without an identity
+// every call is refused), and each draws its own correlation ids. The
+// signer given to Confirm and the limiter given to Limit are theirs,
+// whatever opts' Confirmer and Limiter say. In a chain they go in the pipeline's
+// order, inside Authenticate, [Authorize] and [ValidateArguments]:
+//
+//	Chain(Recover(log), Audit(sink, log), Authenticate(a), Authorize(p),
+//		ValidateArguments(v), confirmStep, limitStep, dryRunStep)
+//
+// Each step also applies the policy again and refuses what it would refuse
+// (a tool the caller may not see is unknown to it), so a step used alone
+// never acts on a call the policy forbids.
+
+// Confirm asks the human to confirm each call of a tool whose rule in p
+// has Confirm, as the Guard's step 7 does: the first call of such a tool
+// ends with a confirmation request (an input request on protocol
+// 2026-07-28 and later; an elicitation inside the call on older clients)
+// carrying a state signed by s and bound to the caller's subject, the tool
+// and its arguments; the handler runs only for the call that returns the
+// accepted answer with that state, once. Dry runs are not confirmed
+// (nothing happens in them).
+//
+// With opts.Limiter set, the round that asks counts once against the call
+// rate, and the confirmed round then counts nothing against it, as in the
+// Guard: a [Limit] inside Confirm sees that and charges the confirmed
+// round its spend only. Without it, asking is not counted.
+//
+// Confirm returns an error for a nil signer or policy, or for per-tool
+// options of tools p does not know.
+func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, error) {
+	if s == nil {
+		return nil, errors.New("mcpguard: nil confirmation signer")
+	}
+	g, err := stepGuard(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.opts.Confirmer = s
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			c, topts, d := g.begin(ctx, req)
+			if d != nil {
+				return g.deny(c, d)
+			}
+			if !c.rule.Confirm || c.dryRun {
+				return next(ctx, req)
+			}
+			res, done := g.confirmStep(ctx, req, c, topts)
+			if done {
+				return res, nil
+			}
+			if c.denial != nil {
+				return g.deny(c, c.denial)
+			}
+			if g.opts.Limiter != nil {
+				ctx = context.WithValue(ctx, countedKey{}, true)
+			}
+			return next(ctx, req)
+		}
+	}, nil
+}
+
+// countedKey marks in a context a confirmed call whose logical call was
+// already counted against the call rate when the human was asked.
+type countedKey struct{}
+
+// Limit applies l's rate, spend and in-flight caps to each call, as the
+// Guard's step 8 does: a call counts once against the call rate (not when
+// a [Confirm] outside it already counted it) and its cost against spend
+// (the rule's Cost, or opts.Tools' Cost function of the arguments; nothing
+// for a dry run), in the scopes of the caller's session (opts.SessionKey),
+// subject and the whole server. An in-flight slot is held until the handler
+// returns. A refusal is RATE_LIMIT_EXCEEDED, SPEND_LIMIT_EXCEEDED or
+// CONCURRENCY_LIMIT_EXCEEDED with the time to wait before retrying.
+//
+// Limit returns an error for a nil limiter or policy, or for per-tool
+// options of tools p does not know.
+func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, error) {
+	if l == nil {
+		return nil, errors.New("mcpguard: nil limiter")
+	}
+	g, err := stepGuard(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.opts.Limiter = l
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			c, _, d := g.begin(ctx, req)
+			if d != nil {
+				return g.deny(c, d)
+			}
+			calls := 1
+			if counted, _ := ctx.Value(countedKey{}).(bool); counted && c.rule.Confirm && !c.dryRun {
+				calls = 0
+			}
+			ld, d := g.charge(ctx, req, c, calls)
+			if d != nil {
+				return g.deny(c, d)
+			}
+			defer l.Release(ld)
+			return next(ctx, req)
+		}
+	}, nil
+}
+
+// DryRun answers the dry runs of write tools, as the Guard's step 9 does. A
+// call of a write tool is a dry run when the client asks for one (the
+// dryrun.MetaKey _meta key), when opts.DryRun is set, or when the tool's
+// options set DryRun. A dry run of a tool whose options declare
+// DryRunAware runs the handler with a dry-run context (dryrun.FromContext);
+// any other gets a simulated result (dryrun.Result, described by the tool's
+// Describe option or dryrun.Summary) and its handler does not run. Reads and
+// other calls pass through unchanged.
+//
+// DryRun returns an error for a nil policy, or for per-tool options of
+// tools p does not know.
+func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
+	g, err := stepGuard(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			c, topts, d := g.begin(ctx, req)
+			if d != nil {
+				return g.deny(c, d)
+			}
+			if !c.dryRun {
+				return next(ctx, req)
+			}
+			if !topts.DryRunAware {
+				return dryrun.Result(c.name, g.describe(c, topts)), nil
+			}
+			return next(dryrun.NewContext(ctx), req)
+		}
+	}, nil
+}
+
+// stepGuard returns the guard that runs a stand-alone step: the caller
+// comes from the context ([Authenticate] outside), the settings from opts.
+func stepGuard(p *policy.Policy, opts *Options) (*Guard, error) {
+	return newGuard(p, AuthenticatorFunc(identityOnly), opts)
+}
+
+// identityOnly authenticates a call by the identity already in its context.
+func identityOnly(ctx context.Context, _ mcp.Request) (*Identity, error) {
+	if id := FromContext(ctx); id != nil {
+		return id, nil
+	}
+	return nil, ErrUnauthenticated
+}
+
+// begin starts a stand-alone step's call: the caller from the context, the
+// tool's rule from the policy (refusing what the policy refuses), whether
+// the call is a dry run and its cost. A refusal comes with the call state
+// to render it with.
+func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, ToolOptions, *DenialError) {
+	c := newCall(g.now(), &g.ids)
+	if req == nil || req.Params == nil {
+		return c, ToolOptions{}, Deny(CodeInvalidArguments, "missing call parameters")
+	}
+	c.name, c.raw = req.Params.Name, req.Params.Arguments
+	id, _ := g.authn.Authenticate(ctx, req)
+	if id == nil || id.Principal == nil || id.Principal.Subject == "" {
+		return c, ToolOptions{}, Deny(CodeUnauthenticated, "authentication required")
+	}
+	c.id = id
+	d := g.pol.Authorize(id.Principal, c.name)
+	if d.Code == policy.NotFound {
+		return c, ToolOptions{}, notFound(c.name)
+	}
+	c.rule = d.Rule
+	if d.Code != policy.Allowed {
+		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
+	}
+	topts := g.opts.Tools[c.name]
+	return c, topts, g.plan(c, req, &topts)
+}
