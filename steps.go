@@ -35,8 +35,10 @@ import (
 // 2026-07-28 and later; an elicitation inside the call on older clients)
 // carrying a state signed by s and bound to the caller's subject, the tool
 // and its arguments; the handler runs only for the call that returns the
-// accepted answer with that state, once. Dry runs are not confirmed
-// (nothing happens in them).
+// accepted answer with that state, once. A dry run of such a tool is not
+// confirmed but answered by Confirm itself, as [DryRun] would (counted once
+// against the call rate when opts.Limiter is set): the handler inside
+// never runs for real without a confirmation.
 //
 // With opts.Limiter set, the round that asks counts once against the call
 // rate, and the confirmed round then counts nothing against it, as in the
@@ -60,8 +62,20 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 			if d != nil {
 				return g.deny(c, d)
 			}
-			if !c.rule.Confirm || c.dryRun {
+			if !c.rule.Confirm {
 				return next(ctx, req)
+			}
+			if c.dryRun {
+				// Not confirmed, so answered here: a handler inside that
+				// does not know of dry runs would really write.
+				if g.opts.Limiter != nil {
+					ld, d := g.charge(ctx, req, c, 1)
+					if d != nil {
+						return g.deny(c, d)
+					}
+					defer g.opts.Limiter.Release(ld)
+				}
+				return g.answerDryRun(ctx, req, c, topts, next)
 			}
 			res, done := g.confirmStep(ctx, req, c, topts)
 			if done {
@@ -86,7 +100,8 @@ type countedKey struct{}
 // Guard's step 8 does: a call counts once against the call rate (not when
 // a [Confirm] outside it already counted it) and its cost against spend
 // (the rule's Cost, or opts.Tools' Cost function of the arguments; nothing
-// for a dry run), in the scopes of the caller's session (opts.SessionKey),
+// for a dry run, which Limit then answers itself, as [DryRun] would, so
+// that a handler inside never writes for free), in the scopes of the caller's session (opts.SessionKey),
 // subject and the whole server. An in-flight slot is held until the handler
 // returns. A refusal is RATE_LIMIT_EXCEEDED, SPEND_LIMIT_EXCEEDED or
 // CONCURRENCY_LIMIT_EXCEEDED with the time to wait before retrying.
@@ -104,7 +119,7 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 	g.opts.Limiter = l
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c, _, d := g.begin(ctx, req)
+			c, topts, d := g.begin(ctx, req)
 			if d != nil {
 				return g.deny(c, d)
 			}
@@ -117,6 +132,11 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 				return g.deny(c, d)
 			}
 			defer l.Release(ld)
+			if c.dryRun {
+				// It spent nothing, so it is answered here: a handler
+				// inside that does not know of dry runs would really write.
+				return g.answerDryRun(ctx, req, c, topts, next)
+			}
 			return next(ctx, req)
 		}
 	}, nil
@@ -147,12 +167,20 @@ func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 			if !c.dryRun {
 				return next(ctx, req)
 			}
-			if !topts.DryRunAware {
-				return dryrun.Result(c.name, g.describe(c, topts)), nil
-			}
-			return next(dryrun.NewContext(ctx), req)
+			return g.answerDryRun(ctx, req, c, topts, next)
 		}
 	}, nil
+}
+
+// answerDryRun answers c, a dry run, as step 9 does: the handler runs with a
+// dry-run context if it is DryRunAware, else a simulated result stands for
+// it. Every step that treats a call as a dry run (spends nothing on it, asks
+// no confirmation) answers it so, whatever runs inside the step.
+func (g *Guard) answerDryRun(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions, next mcp.ToolHandler) (*mcp.CallToolResult, error) {
+	if !topts.DryRunAware {
+		return dryrun.Result(c.name, g.describe(c, topts)), nil
+	}
+	return next(dryrun.NewContext(ctx), req)
 }
 
 // stepGuard returns the guard that runs a stand-alone step: the caller

@@ -284,12 +284,14 @@ func TestConfirmStep(t *testing.T) {
 			t.Errorf("%s after a decline: %q, handler ran %d times", action, got, s.ran)
 		}
 	}
-	// Tools without Confirm, and dry runs, pass through.
+	// Tools without Confirm pass through; a dry run is answered without
+	// running the handler (it is not confirmed).
 	if got := codeOfCall(t, h, req("add_note", `{"text":"x"}`)); got != "" || s.ran != 2 {
 		t.Errorf("a write without Confirm: %q, handler ran %d times", got, s.ran)
 	}
-	if got := codeOfCall(t, h, dryReq("wipe", args)); got != "" || s.ran != 3 {
-		t.Errorf("a dry run: %q, handler ran %d times", got, s.ran)
+	res, err := h(context.Background(), dryReq("wipe", args))
+	if err != nil || res.IsError || res.StructuredContent == nil || s.ran != 2 {
+		t.Errorf("a dry run: %v %s, handler ran %d times; want a simulated result", err, mustJSON(res), s.ran)
 	}
 }
 
@@ -322,5 +324,38 @@ func TestConfirmAndLimitCountOnce(t *testing.T) {
 	res, err := h(context.Background(), req("wipe", `{"target":"db-1"}`))
 	if got := codeOf(t, res, err); got != "RATE_LIMIT_EXCEEDED" {
 		t.Errorf("third call: %q, want RATE_LIMIT_EXCEEDED: %s", got, mustJSON(res))
+	}
+}
+
+// TestStepsAnswerTheDryRunsTheyTrust checks that a step that treats a call
+// as a dry run (Confirm asks no confirmation for it, Limit charges it no
+// spend) answers it as one, whatever runs inside: with the dry-run _meta
+// key alone a client would otherwise get a real write past the human or
+// the spend cap.
+func TestStepsAnswerTheDryRunsTheyTrust(t *testing.T) {
+	p := stepPolicy(t)
+	m := must(t)
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Spend, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, step := range map[string]mcpguard.Middleware{
+		"confirm": m(mcpguard.Confirm(testSigner(t, nil), p, &mcpguard.Options{Logger: quiet})),
+		"limit":   m(mcpguard.Limit(lim, p, &mcpguard.Options{Logger: quiet})),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var s stub
+			h := mcpguard.Authenticate(fixed(bob))(step(s.handle))
+			tool := map[string]string{"confirm": "wipe", "limit": "add_note"}[name]
+			for range 3 {
+				res, err := h(context.Background(), dryReq(tool, `{"target":"db-1"}`))
+				if err != nil || res.IsError || res.StructuredContent == nil {
+					t.Fatalf("dry run: %v %s; want a simulated result", err, mustJSON(res))
+				}
+			}
+			if s.ran != 0 {
+				t.Errorf("the handler ran %d times for calls marked as dry runs", s.ran)
+			}
+		})
 	}
 }
