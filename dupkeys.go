@@ -3,18 +3,23 @@ package mcpguard
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 )
 
 // checkDuplicateKeys refuses a JSON document in which some object has the
-// same key twice. Validators and handlers disagree about which duplicate
-// wins, so a duplicate is a way to smuggle a value past validation. It
-// assumes raw is otherwise valid JSON (the decoder checks that) and does not
-// allocate for documents with up to 32 keys per object and unescaped keys.
+// same key twice, or two keys that differ only in letter case (under
+// Unicode simple folding: "seats", "SEATS" and "\u017feats"), which
+// encoding/json matches to one struct field. Validators and handlers
+// disagree about which duplicate wins, so a duplicate is a way to smuggle a
+// value past validation. It assumes raw is otherwise valid JSON (the
+// decoder checks that) and does not allocate for documents with up to 32
+// keys per object and unescaped keys.
 func checkDuplicateKeys(raw []byte) error {
 	type frame struct {
 		isObj bool
-		start int                 // index into keys of this object's first key
-		set   map[string]struct{} // this object's keys, once it has many
+		start int               // index into keys of this object's first key
+		set   map[string][]byte // this object's keys by folded form, once it has many
 	}
 	var frameBuf [16]frame
 	var keyBuf [32][]byte
@@ -68,20 +73,21 @@ func checkDuplicateKeys(raw []byte) error {
 					// Past a few keys, a set: comparing each key with all
 					// before it would be quadratic (seconds for a large
 					// object, before any schema could refuse it).
-					f.set = make(map[string]struct{}, 2*manyKeys)
+					f.set = make(map[string][]byte, 2*manyKeys)
 					for _, prev := range keys[f.start:] {
-						f.set[string(prev)] = struct{}{}
+						f.set[string(foldkey.Append(nil, prev))] = prev
 					}
 				}
 				if f.set != nil {
-					if _, dup := f.set[string(k)]; dup {
-						return invalidArgs("argument "+quoteKey(k)+" appears twice", "")
+					folded := string(foldkey.Append(nil, k))
+					if prev, dup := f.set[folded]; dup {
+						return duplicateKey(prev, k)
 					}
-					f.set[string(k)] = struct{}{}
+					f.set[folded] = k
 				} else {
 					for _, prev := range keys[f.start:] {
-						if bytes.Equal(prev, k) {
-							return invalidArgs("argument "+quoteKey(k)+" appears twice", "")
+						if bytes.EqualFold(prev, k) {
+							return duplicateKey(prev, k)
 						}
 					}
 				}
@@ -97,6 +103,12 @@ func checkDuplicateKeys(raw []byte) error {
 // manyKeys is the number of keys of one object past which
 // checkDuplicateKeys keeps them in a set.
 const manyKeys = 16
+
+// duplicateKey is the refusal of key k, which repeats prev (maybe in
+// another letter case: the fast path cannot say which, so neither says).
+func duplicateKey(prev, k []byte) error {
+	return invalidArgs("argument "+quoteKey(k)+" appears twice", "")
+}
 
 func quoteKey(k []byte) string {
 	b, _ := json.Marshal(string(k))

@@ -38,6 +38,7 @@ type call struct {
 	dryRun  bool
 	denial  *DenialError
 	detail  string
+	running bool // the handler was called and has not returned
 
 	// Memory of the call's own, so that a call allocates once: the
 	// correlation id's and the argument hash's bytes (corr and, unless the
@@ -99,6 +100,13 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			g.log.Error("mcpguard: tool handler panicked", "tool", c.name, "correlation_id", c.corr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			c.detail = "panic"
 			res, err = g.deny(c, Deny(CodeInternal, "the tool failed unexpectedly"))
+		} else if c.running {
+			// The handler left by runtime.Goexit (t.FailNow, log.Fatal's
+			// kin in a test helper): nothing was returned, so nothing is
+			// recorded as allowed.
+			c.running = false
+			c.detail = "handler exited without returning (runtime.Goexit)"
+			c.denial = Deny(CodeInternal, "the tool failed unexpectedly")
 		}
 		// A write that ran keeps its result even when its outcome cannot
 		// be recorded: its durable intent stands for it, and a retryable
@@ -219,12 +227,14 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	c.running = true
 	res, err = next(ctx, req)
 	res, err = sdkToolError(res, err)
 	if !write && g.opts.RetryReads && transient(res, err) {
 		c.detail = "retried once after a transient error"
 		res, err = sdkToolError(next(ctx, req))
 	}
+	c.running = false
 
 	// Normalise what the handler returned.
 	if err != nil {

@@ -346,7 +346,15 @@ type MapArgs map[string]any
 
 // Number implements [Args]. Only float64 values (as encoding/json decodes
 // numbers) and json.Number count as numbers; booleans and strings do not.
+// A field is read only under its exact name, and not at all when another
+// key equals it but for letter case ("Seats", "\u017feats" for "seats"):
+// encoding/json would give a handler's struct field that key's value.
 func (m MapArgs) Number(field string) (float64, bool) {
+	for k := range m {
+		if k != field && strings.EqualFold(k, field) {
+			return 0, false
+		}
+	}
 	switch v := m[field].(type) {
 	case float64:
 		return v, true

@@ -189,3 +189,23 @@ func BenchmarkDecide(b *testing.B) {
 		p.Decide(pr, "admin_reset_key", nil)
 	}
 }
+
+// TestMapArgsCaseVariants checks that a field another key equals but for
+// letter case is unreadable: encoding/json gives a handler's field the
+// value of either key.
+func TestMapArgsCaseVariants(t *testing.T) {
+	for _, tc := range []struct {
+		args MapArgs
+		want bool
+	}{
+		{MapArgs{"seats": 1.0}, true},
+		{MapArgs{"seats": 1.0, "Seats": 500.0}, false},
+		{MapArgs{"seats": 1.0, "\u017feats": 500.0}, false},
+		{MapArgs{"Seats": 500.0}, false},
+		{MapArgs{"seats": 1.0, "other": 2.0}, true},
+	} {
+		if _, ok := tc.args.Number("seats"); ok != tc.want {
+			t.Errorf("%v: Number(\"seats\") ok = %v, want %v", tc.args, ok, tc.want)
+		}
+	}
+}

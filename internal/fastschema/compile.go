@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"maps"
 	"math"
 	"regexp"
@@ -56,9 +57,11 @@ type node struct {
 	// objects
 	names      []name // properties first, then required names that are not properties
 	index      map[string]int
-	required   uint64 // bit i: names[i] is required
-	reqOrder   []int  // indexes into names, in the order of "required"
-	additional bool   // unknown names allowed
+	folds      map[string]uint64 // folded name -> the names folding to it (bit i: names[i])
+	twins      []uint64          // twins[i]: the other names folding like names[i]
+	required   uint64            // bit i: names[i] is required
+	reqOrder   []int             // indexes into names, in the order of "required"
+	additional bool              // unknown names allowed
 	minProps   int
 	maxProps   int
 
@@ -277,6 +280,18 @@ func (c *compiler) buildObject(m map[string]any, root bool) (*node, error) {
 		n.index = make(map[string]int, len(n.names))
 		for i, nm := range n.names {
 			n.index[nm.name] = i
+		}
+	}
+	if len(n.names) > 0 {
+		// Names that differ only in letter case are one name to
+		// encoding/json: an instance may hold only one of each group.
+		n.folds = make(map[string]uint64, len(n.names))
+		for i, nm := range n.names {
+			n.folds[string(foldkey.Append(nil, []byte(nm.name)))] |= 1 << uint(i)
+		}
+		n.twins = make([]uint64, len(n.names))
+		for i, nm := range n.names {
+			n.twins[i] = n.folds[string(foldkey.Append(nil, []byte(nm.name)))] &^ (1 << uint(i))
 		}
 	}
 	return n, nil

@@ -236,6 +236,12 @@ var handInputs = []string{
 	`{"title":"t","tags":[]}`,
 	`{"title":"t","tags":["2024-01-01","2024-01-01","2024-01-01","2024-01-01"]}`,
 	`{"title":"","meta":{"due":"2024-01-01","due":"2024-01-02"}}`,
+	// Names equal but for letter case are one name to encoding/json.
+	`{"customer_id":"CUST-00001","amount":12.5,"reason":"damaged on arrival","AMOUNT":13}`,
+	`{"customer_id":"CUST-00001","Amount":13,"amount":12.5,"reason":"damaged on arrival"}`,
+	`{"customer_id":"CUST-00001","amount":12.5,"reason":"damaged on arrival","reſon":"x"}`,
+	`{"title":"t","x":1,"X":2}`, `{"title":"t","K":1,"k":2}`, `{"title":"t","TITLE":"u"}`,
+	`{"title":"t","meta":{"due":"2024-01-01","Due":"2024-01-02"}}`, `{"a":1,"A":2}`, `{"é":1,"É":2}`,
 	`{"x":` + strings.Repeat(`[`, 64) + strings.Repeat(`]`, 64) + `}`,
 	`{"x":` + strings.Repeat(`[`, 63) + strings.Repeat(`]`, 63) + `}`,
 	`{"x":` + strings.Repeat(`{"a":`, 70) + `1` + strings.Repeat(`}`, 70) + `}`,

@@ -2,6 +2,7 @@ package fastschema
 
 import (
 	"bytes"
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"hash/maphash"
 	"slices"
 )
@@ -61,12 +62,17 @@ func (st *state) object(n *node) *failure {
 			}
 			if known >= 0 {
 				bit := uint64(1) << uint(known)
-				if seen&bit != 0 {
+				if seen&(bit|n.twins[known]) != 0 {
 					return st.fail(errDup, plen, rawKey, info.plain, n, nil)
 				}
 				seen |= bit
 			} else {
-				st.keys = append(st.keys, keyEnt{hash: maphash.Bytes(st.s.seed, key), key: rawKey, plain: info.plain})
+				st.fbuf = foldkey.Append(st.fbuf[:0], key)
+				var twins uint64
+				if n != nil && n.folds != nil {
+					twins = n.folds[string(st.fbuf)]
+				}
+				st.keys = append(st.keys, keyEnt{hash: maphash.Bytes(st.s.seed, st.fbuf), key: rawKey, plain: info.plain, twins: twins})
 			}
 			switch {
 			case known >= 0 && n.names[known].isProp:
@@ -97,7 +103,7 @@ func (st *state) object(n *node) *failure {
 			return st.syntax()
 		}
 	}
-	if e := st.dupCheck(keysStart, plen); e != nil {
+	if e := st.dupCheck(keysStart, plen, seen); e != nil {
 		return e
 	}
 	st.keys = st.keys[:keysStart]
@@ -126,9 +132,16 @@ func (st *state) objectEnd(n *node, seen uint64, count, plen int) *failure {
 	return nil
 }
 
-// dupCheck looks for two equal keys among st.keys[start:].
-func (st *state) dupCheck(start, plen int) *failure {
+// dupCheck looks for two keys among st.keys[start:] (the object's unknown
+// names) that fold alike, and for one that folds like a known name the
+// object has (seen); folding alike, two names are one to encoding/json.
+func (st *state) dupCheck(start, plen int, seen uint64) *failure {
 	ks := st.keys[start:]
+	for i := range ks {
+		if ks[i].twins&seen != 0 {
+			return st.fail(errDup, plen, ks[i].key, ks[i].plain, nil, nil)
+		}
+	}
 	if len(ks) < 2 {
 		return nil
 	}
@@ -169,7 +182,7 @@ func (st *state) sameKey(a, b *keyEnt) bool {
 		st.kbuf2 = decodeString(st.kbuf2[:0], kb)
 		kb = st.kbuf2
 	}
-	return bytes.Equal(ka, kb)
+	return bytes.EqualFold(ka, kb)
 }
 
 func (st *state) array(n *node) *failure {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"io"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func (o *oracle) checkStrings(v any) error {
 }
 
 // dupKeys walks the token stream of the first value in raw and refuses an
-// object with two equal (unescaped) keys. Syntax errors are left to the
+// object with two (unescaped) keys equal but for letter case. Syntax errors are left to the
 // decoder.
 func dupKeys(raw []byte) error {
 	type frame struct {
@@ -136,10 +137,11 @@ func dupKeys(raw []byte) error {
 				stack = stack[:len(stack)-1]
 			} else {
 				k := tok.(string)
-				if top.keys[k] {
+				fk := string(foldkey.Append(nil, []byte(k))) // letter case aside
+				if top.keys[fk] {
 					return fmt.Errorf("duplicate key %q", k)
 				}
-				top.keys[k] = true
+				top.keys[fk] = true
 				top.wantKey = false
 			}
 		} else {

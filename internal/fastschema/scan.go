@@ -16,9 +16,10 @@ type seg struct {
 
 // A keyEnt is an object key kept for the duplicate check.
 type keyEnt struct {
-	hash  uint64
+	hash  uint64 // of the folded key (see foldkey)
 	key   []byte // raw content
 	plain bool
+	twins uint64 // the object's known names that fold like the key
 }
 
 // state is the per-call scratch space, pooled by the Schema.
@@ -32,6 +33,7 @@ type state struct {
 	buf   []byte // decoded string values
 	kbuf  []byte // decoded keys
 	kbuf2 []byte
+	fbuf  []byte // a folded key
 }
 
 func (st *state) document(raw []byte) *Error {

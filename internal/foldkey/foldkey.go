@@ -1,0 +1,61 @@
+// Package foldkey compares JSON object keys as encoding/json matches them to
+// struct fields: equal under Unicode simple case folding, so "seats",
+// "SEATS" and "\u017feats" (with the long s) are one name. Two keys that
+// fold alike in one object reach a Go handler as one field, the last one
+// winning, while a validator that compares bytes sees two: a way to smuggle
+// a value past validation.
+package foldkey
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Append appends to dst the folded form of key: every rune replaced by the
+// smallest rune of its simple-folding orbit, and every byte of invalid UTF-8
+// by U+FFFD (as encoding/json decodes it). Two keys fold alike
+// (bytes.EqualFold) exactly when their folded forms are equal.
+func Append(dst, key []byte) []byte {
+	for i := 0; i < len(key); {
+		c := key[i]
+		if c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(key[i:])
+		dst = utf8.AppendRune(dst, Rune(r))
+		i += n
+	}
+	return dst
+}
+
+// Rune returns the smallest rune of r's simple-folding orbit.
+func Rune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'a' <= r && r <= 'z' {
+			r -= 'a' - 'A'
+		}
+		return r
+	}
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	return m
+}
+
+// Plain reports whether key is ASCII without letters that fold to
+// non-ASCII runes ('k' and 's', whose orbits hold the Kelvin sign and the
+// long s): such a key folds alike with another ASCII key only.
+func Plain(key []byte) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
