@@ -124,6 +124,10 @@ func Describe(tool string, args json.RawMessage) string {
 func value(v any) string {
 	switch x := v.(type) {
 	case string:
+		if literal(x) {
+			// Quoted, or it would read as the number or literal it spells.
+			return strconv.Quote(sanitize(x))
+		}
 		return text(x)
 	case json.Number:
 		return sanitize(string(x))
@@ -145,6 +149,16 @@ func value(v any) string {
 		js = asciiJSON(js)
 	}
 	return sanitize(js)
+}
+
+// literal reports whether s, shown bare, would read as a JSON literal or
+// number: "null", "true", "false", "12.5".
+func literal(s string) bool {
+	switch s {
+	case "null", "true", "false":
+		return true
+	}
+	return s != "" && strings.IndexByte("-0123456789", s[0]) >= 0 && json.Valid([]byte(s))
 }
 
 // asciiJSON escapes every character of the JSON text js outside printable

@@ -27,9 +27,10 @@ func (f NonceStoreFunc) Consume(ctx context.Context, nonce string, now, expires 
 }
 
 // MemoryNonceStore is an in-process [NonceStore]. It forgets each nonce once
-// its expiry has passed (expired entries are evicted on later calls, and a
-// nonce is never first once any call's now has passed its expiry), so its
-// size is bounded by the number of confirmations issued per TTL. It suits a
+// its expiry has passed (expired entries are evicted on later calls), so its
+// size is bounded by the number of confirmations issued per TTL; a nonce that
+// expires no later than one it forgot is never first, whatever a later
+// call's clock says. It suits a
 // single server process; nonces are lost on restart, which is safe only
 // while every outstanding state expires no later than the restart completes.
 // The zero value is not usable; call [NewMemoryNonceStore]. It is safe for
@@ -44,6 +45,11 @@ type MemoryNonceStore struct {
 	// count one of them as a first use: calls use the horizon as their
 	// now, but never more than nonceGrace past their own.
 	horizon time.Time
+	// forgotten is the latest expiry of a nonce forgotten so far: a nonce
+	// expiring no later may have been used and forgotten, so it is never
+	// first, whatever the clock of the call says (a step back of more
+	// than nonceGrace included).
+	forgotten time.Time
 }
 
 // nonceGrace bounds how far past a call's own now the memory store's
@@ -74,11 +80,14 @@ func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires
 		if exp, ok := m.seen[e.nonce]; ok && exp.Equal(e.expires) {
 			delete(m.seen, e.nonce)
 		}
+		if e.expires.After(m.forgotten) {
+			m.forgotten = e.expires
+		}
 	}
 	if c := cap(m.queue); c > 1024 && len(m.queue) < c/4 {
 		m.queue = append(make(expiryHeap, 0, c/2), m.queue...)
 	}
-	if !expires.After(now) {
+	if !expires.After(now) || !expires.After(m.forgotten) {
 		return false, nil
 	}
 	if _, used := m.seen[nonce]; used {
