@@ -743,7 +743,7 @@ func transientErr(d Dialect, err error) bool {
 		var coded interface{ Code() int }
 		if errors.As(err, &coded) {
 			switch coded.Code() & 0xff { // the primary result code
-			case 5, 6, 7, 10, 13: // BUSY, LOCKED, NOMEM, IOERR, FULL
+			case 5, 6, 7, 8, 10, 13: // BUSY, LOCKED, NOMEM, READONLY (a read-only mount, remounted), IOERR, FULL
 				return true
 			}
 		}
@@ -756,7 +756,8 @@ func transientErr(d Dialect, err error) bool {
 				strings.HasPrefix(st, "40"), // transaction rollback: serialization failure, deadlock
 				strings.HasPrefix(st, "53"), // insufficient resources: disk full, out of memory, too many connections
 				strings.HasPrefix(st, "57"), // operator intervention: statement timeout, shutdown
-				st == "55P03":               // lock not available
+				st == "55P03",               // lock not available
+				st == "25006":               // read-only transaction: a hot standby, a demoted primary, maintenance
 				return true
 			}
 		}

@@ -87,7 +87,10 @@ const MaxWindow = 50 * 365 * 24 * time.Hour
 // cannot be allowed is told exactly how long to wait until enough units have
 // refilled. Time resolution is one nanosecond in memory and one microsecond
 // on Redis; the time a call takes from a bucket (Window*n/Max) is rounded
-// down to it, so a burst of exactly Max units always fits.
+// down to it, so a burst of exactly Max units always fits, but never to
+// zero: a call with a positive cost takes at least one tick, so a limit
+// finer than the resolution (more than Max units per Window/Max of a tick)
+// is stricter than configured, never unlimited.
 //
 // Concurrency limits count calls in flight: at most Max at once.
 type Limit struct {

@@ -248,6 +248,11 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		b.Lease = lease
 	}
 	if err := l.store.Apply(ctx, now, b); err != nil {
+		if lease != 0 {
+			// The reservation may have been carried out, or may still
+			// arrive, with slots nobody would release.
+			go l.abandon(r, held, lease)
+		}
 		allow := l.failOpenR
 		if r.Write {
 			allow = l.failOpenW
@@ -255,6 +260,23 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		return Decision{Allowed: allow, Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
 	}
 	return l.decision(b, r, held, lease)
+}
+
+// abandon releases, in the background, the in-flight slots that a
+// reservation whose Apply failed may have taken, telling the store to make a
+// late arrival of it take nothing. It retries with growing pauses (about 13
+// seconds in all), then leaves the slots to the expiry of their lease.
+func (l *Limiter) abandon(r Request, held, lease uint64) {
+	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, true, held)
+	wait := 50 * time.Millisecond
+	for range 8 {
+		b := &Batch{Release: true, Abandon: true, Lease: lease, Checks: checks}
+		if l.store.Apply(context.Background(), time.Now(), b) == nil {
+			return
+		}
+		time.Sleep(wait)
+		wait *= 2
+	}
 }
 
 // build appends to dst the checks of the limits that apply to r (only

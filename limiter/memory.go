@@ -267,6 +267,9 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 // units then fits in the window whatever the rounding of each increment.
 func increment(window int64, n, max float64) int64 {
 	x := math.Floor(float64(window) * n / max)
+	if x < 1 {
+		return 1 // a positive cost is never free (see Limit)
+	}
 	if x >= math.MaxInt64/4 {
 		return math.MaxInt64 / 4
 	}

@@ -58,10 +58,17 @@ type Check struct {
 // RetryAfter.
 //
 // When Release is true, the store frees the in-flight slots that Lease holds
-// under the (Concurrency) checks and reports nothing.
+// under the (Concurrency) checks and reports nothing. With Abandon too, the
+// reservation of Lease failed on the caller's side (its Apply returned an
+// error, a timeout say) although it may have been carried out, or may still
+// arrive: the store frees what it took and, if it can, makes sure that a
+// reservation of Lease arriving later takes nothing.
 type Batch struct {
 	// Release selects a release instead of a reservation.
 	Release bool
+	// Abandon marks a release of a reservation whose outcome the caller
+	// never learned (only with Release).
+	Abandon bool
 	// Lease identifies the in-flight slots of one decision; unique within
 	// the [Limiter] that made it. A store shared by several processes
 	// makes it unique across them.

@@ -94,6 +94,9 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 	args[1] = "a"
 	if b.Release {
 		args[1] = "r"
+		if b.Abandon {
+			args[1] = "x"
+		}
 	}
 	args[2] = s.instance + ":" + strconv.FormatUint(b.Lease, 36)
 	args[3] = s.leaseUS

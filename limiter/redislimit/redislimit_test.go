@@ -183,7 +183,7 @@ func TestOneRoundTrip(t *testing.T) {
 	}
 	for cmd := range got {
 		switch cmd {
-		case "evalsha", "time", "get", "set", "zcount", "zremrangebyscore", "zadd", "pttl", "pexpire", "zrem":
+		case "evalsha", "time", "get", "set", "zcount", "zscore", "zremrangebyscore", "zadd", "pttl", "pexpire", "zrem":
 		default:
 			t.Errorf("unexpected command %q ran (%d times)", cmd, got[cmd])
 		}

@@ -4,10 +4,13 @@ import "github.com/redis/go-redis/v9"
 
 // script decides or releases one batch. KEYS are the state keys of the
 // checks; ARGV are: now in microseconds or "" for the server's TIME, "a"
-// (acquire) or "r" (release), the lease token, the lease in microseconds,
+// (acquire), "r" (release) or "x" (abandon: release, and make a late
+// acquire of the token take nothing), the lease token, the lease in
+// microseconds,
 // then per check its kind ("r", "s", "c"), N, Max and window in
 // microseconds. It returns {denied, wait}: the 0-based index of the denying
-// check or -1, and the wait in microseconds (-1: never).
+// check or -1 (-2: the lease was abandoned, nothing taken), and the wait in
+// microseconds (-1: never).
 //
 // Every check is evaluated before anything is written, so a denied batch
 // changes nothing. Rate and spend keys hold the GCRA theoretical arrival
@@ -21,6 +24,7 @@ if not now then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local token = ARGV[3]
+local lease = tonumber(ARGV[4])
 if ARGV[2] == 'r' then
   for i = 1, #KEYS do
     if ARGV[1 + 4 * i] == 'c' then
@@ -29,7 +33,30 @@ if ARGV[2] == 'r' then
   end
   return {-1, 0}
 end
-local lease = tonumber(ARGV[4])
+if ARGV[2] == 'x' then
+  -- An abandoned lease: its acquire failed on the client's side (a
+  -- timeout) but may have run, or may still arrive. Its slot becomes a
+  -- tombstone, scored by minus its expiry (a negative score is not a slot),
+  -- which a late acquire of the token finds.
+  for i = 1, #KEYS do
+    if ARGV[1 + 4 * i] == 'c' then
+      redis.call('ZADD', KEYS[i], int(-(now + lease)), token)
+      local ttl = math.ceil(lease / 1000) + 1
+      if redis.call('PTTL', KEYS[i]) < ttl then
+        redis.call('PEXPIRE', KEYS[i], int(ttl))
+      end
+    end
+  end
+  return {-1, 0}
+end
+for i = 1, #KEYS do
+  if ARGV[1 + 4 * i] == 'c' then
+    local sc = redis.call('ZSCORE', KEYS[i], token)
+    if sc and tonumber(sc) < 0 then
+      return {-2, 0} -- the acquire of an abandoned lease: take nothing
+    end
+  end
+end
 local denied, wait, never = -1, 0, false
 local tats = {}
 for i = 1, #KEYS do
@@ -42,6 +69,9 @@ for i = 1, #KEYS do
     end
   else
     local inc = math.floor(win * n / max)
+    if inc < 1 then
+      inc = 1 -- a positive cost is never free (see limiter.Limit)
+    end
     if inc > win then
       if not never then
         never, denied, wait = true, i - 1, -1
@@ -64,7 +94,8 @@ if denied >= 0 then
 end
 for i = 1, #KEYS do
   if ARGV[1 + 4 * i] == 'c' then
-    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', int(now))
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], 0, int(now)) -- expired leases
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '(' .. int(-now), '(0') -- expired tombstones
     redis.call('ZADD', KEYS[i], int(now + lease), token)
     local ttl = math.ceil(lease / 1000) + 1
     if redis.call('PTTL', KEYS[i]) < ttl then
