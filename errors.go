@@ -143,6 +143,8 @@ type DenialError struct {
 	// Message is a short, safe explanation.
 	Message string
 	// RetryAfter is set for limit denials: a retry after it can succeed.
+	// Negative means that no wait can make this call succeed (it costs more
+	// than a limit allows in all): such a denial is not retryable.
 	RetryAfter time.Duration
 	// CorrelationID ties the denial to its audit record; set by the guard.
 	CorrelationID string
@@ -168,7 +170,10 @@ func (e *DenialError) Unwrap() error { return e.Code.Sentinel() }
 // retryAfterSeconds rounds up, so that a retry after the stated number of
 // whole seconds is never early.
 func (e *DenialError) retryAfterSeconds() (int64, bool) {
-	if e.RetryAfter <= 0 {
+	if e.RetryAfter < 0 {
+		return 0, false
+	}
+	if e.RetryAfter == 0 {
 		if e.Code == CodeRateLimitExceeded || e.Code == CodeSpendLimitExceeded || e.Code == CodeConcurrencyLimitExceeded {
 			return 1, true
 		}
@@ -195,7 +200,7 @@ func (e *DenialError) object() errorObject {
 	o := errorObject{
 		Code:          e.Code,
 		Message:       e.Message,
-		Retryable:     e.Code.Retryable(),
+		Retryable:     e.Code.Retryable() && e.RetryAfter >= 0,
 		CorrelationID: e.CorrelationID,
 		Details:       e.Details,
 	}

@@ -423,8 +423,13 @@ func limitDenial(d limiter.Decision) *DenialError {
 	}
 	e := Deny(code, fmt.Sprintf("%s limit per %s reached", d.Limit.Kind, d.Limit.Scope))
 	e.RetryAfter = d.RetryAfter
-	if code == CodeSpendLimitExceeded && d.RetryAfter == 0 {
-		e.Message = "this call costs more than the spend limit allows"
+	if code != CodeConcurrencyLimitExceeded && d.RetryAfter == 0 {
+		// The limiter found no wait that helps: the call takes more than
+		// the limit holds. A retry would be refused forever.
+		e.RetryAfter = -1
+		if code == CodeSpendLimitExceeded {
+			e.Message = "this call costs more than the spend limit allows"
+		}
 	}
 	e.Details = map[string]any{"scope": d.Limit.Scope.String(), "limit": d.Limit.Kind.String()}
 	return e
