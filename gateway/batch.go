@@ -12,68 +12,214 @@ import (
 	"github.com/mcpguard/mcpguard/policy"
 )
 
+// Bounds of one batch.
+const (
+	// maxBatchMembers bounds the messages of one batch: a larger batch is
+	// refused whole with -32600 before anything is decided or forwarded.
+	maxBatchMembers = 256
+	// maxBatchInFlight bounds the members of one batch that are downstream
+	// at once: a member holds its place from its request until its answer
+	// has been read, so one request never opens more than this many
+	// downstream requests and connections.
+	maxBatchInFlight = 16
+)
+
 // A member is one forwarded message of a batch.
 type member struct {
-	p     *plan
-	cid   string
-	c     *upstreamCall
-	err   *rpcError
-	ready chan struct{}
+	p   *plan
+	cid string
+	c   *upstreamCall // set under batchOut.mu
+	err *rpcError
 }
 
 // serveBatch answers a batch member by member. Refused members are answered
-// here; the others are sent downstream as separate requests, concurrently
-// (a downstream speaking protocol 2025-06-18 or later refuses batches), and
-// their answers merged: as one JSON array in the client's order, or, when
-// the client accepts an event stream and a downstream answer is one, as an
-// event stream relaying every answer as it arrives.
+// here; the others are sent downstream as separate requests (a downstream
+// speaking protocol 2025-06-18 or later refuses batches), at most
+// maxBatchInFlight at a time in the client's order, and their answers
+// merged: as one JSON array in the client's order, or, when the client
+// accepts an event stream and a downstream answer is one, as an event
+// stream relaying every answer as it arrives (those read before the first
+// stream began come first).
 func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, plans []plan, start time.Time) {
 	var members []*member
 	for i := range plans {
 		if plans[i].local == nil {
-			members = append(members, &member{p: &plans[i], cid: cid, ready: make(chan struct{})})
+			members = append(members, &member{p: &plans[i], cid: cid})
 		}
 	}
+	b := &batchOut{g: g, w: w, pr: pr, cid: cid, plans: plans, members: members,
+		acceptSSE: acceptsSSE(r.Header), answers: make(map[*plan][][]byte, len(members))}
+	slots := make(chan struct{}, maxBatchInFlight)
+	var wg sync.WaitGroup
 	for _, m := range members {
+		slots <- struct{}{}
+		wg.Add(1)
 		go func() {
-			defer close(m.ready)
-			h := outboundHeader(r.Header, pr, cid)
-			memberHeaders(h, m.p.m)
-			m.c, m.err = g.roundTrip(r, pr, cid, http.MethodPost, h, m.p.m.raw)
+			defer func() {
+				<-slots
+				wg.Done()
+			}()
+			b.run(r, m)
 		}()
 	}
-	sseMode := false
-	var first *upstreamCall
-	for _, m := range members {
-		<-m.ready
-		if m.c != nil {
-			if first == nil {
-				first = m.c
-			}
-			if isSSE(m.c.resp.Header) {
-				sseMode = true
-			}
-		}
-	}
-	defer func() {
-		for _, m := range members {
-			if m.c != nil {
-				m.c.close()
-			}
-		}
-	}()
-	sseMode = sseMode && acceptsSSE(r.Header)
-	if first != nil {
-		copyResponseHeader(w.Header(), first.resp.Header, false)
-	}
-	if sseMode {
-		g.batchSSE(w, pr, cid, plans, members)
-	} else {
-		g.batchJSON(w, pr, cid, plans, members)
+	wg.Wait()
+	sseMode := b.ew != nil
+	if !sseMode {
+		b.writeJSON()
 	}
 	intercepted := len(plans) - len(members)
 	g.log.Info("upstream", "cid", cid, "upstream", g.upstreamStr, "forwarded", len(members), "intercepted", intercepted,
 		"sse", sseMode, "ms", float64(g.now().Sub(start).Microseconds())/1000)
+}
+
+// batchOut merges the answers of one batch's members into the client's
+// response. Its methods are safe for concurrent use.
+type batchOut struct {
+	g         *Gateway
+	w         http.ResponseWriter
+	pr        *policy.Principal
+	cid       string
+	plans     []plan
+	members   []*member
+	acceptSSE bool
+
+	mu      sync.Mutex
+	answers map[*plan][][]byte // answers read, until the response is a stream
+	ew      *eventWriter       // non-nil once the response is an event stream
+}
+
+// run forwards m and reads its answer to the end.
+func (b *batchOut) run(r *http.Request, m *member) {
+	h := outboundHeader(r.Header, b.pr, b.cid)
+	memberHeaders(h, m.p.m)
+	c, err := b.g.roundTrip(r, b.pr, b.cid, http.MethodPost, h, m.p.m.raw)
+	b.mu.Lock()
+	m.c, m.err = c, err
+	b.mu.Unlock()
+	if c != nil {
+		defer c.close()
+		if b.acceptSSE && isSSE(c.resp.Header) {
+			b.relay(m)
+			return
+		}
+	}
+	msgs := b.g.collect(b.pr, m)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ew == nil {
+		b.answers[m.p] = msgs
+		return
+	}
+	for _, msg := range msgs {
+		b.ew.writeMessage(msg)
+	}
+}
+
+// copyHeaderLocked copies to the client the header of the first member, in
+// the client's order, that has a downstream answer.
+func (b *batchOut) copyHeaderLocked() {
+	for _, m := range b.members {
+		if m.c != nil {
+			copyResponseHeader(b.w.Header(), m.c.resp.Header, false)
+			return
+		}
+	}
+}
+
+// stream turns the response into an event stream, the first time it is
+// called: it writes the local refusals and the answers read so far, which
+// later answers follow as they arrive.
+func (b *batchOut) stream() *eventWriter {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ew != nil {
+		return b.ew
+	}
+	b.copyHeaderLocked()
+	b.w.Header().Set("Content-Type", "text/event-stream")
+	b.w.Header().Set("Cache-Control", "no-cache, no-transform")
+	b.w.WriteHeader(http.StatusOK)
+	b.ew = &eventWriter{w: b.w, rc: http.NewResponseController(b.w)}
+	for i := range b.plans {
+		if p := &b.plans[i]; p.local != nil && !p.m.notification() {
+			b.ew.writeMessage(p.local.appendResponse(nil, p.m.id, b.cid))
+		}
+	}
+	for i := range b.plans {
+		for _, msg := range b.answers[&b.plans[i]] {
+			b.ew.writeMessage(msg)
+		}
+	}
+	b.answers = nil
+	return b.ew
+}
+
+// relay relays m's event stream into the merged one, event by event.
+func (b *batchOut) relay(m *member) {
+	ew := b.stream()
+	var tf func([]byte) []byte
+	if m.p.filter {
+		tf = func(msg []byte) []byte { return b.g.filterTools(b.pr, msg) }
+	}
+	answered := false
+	err := readEvents(m.c, func(ev *event) {
+		if ev.hasData && isResponse(ev.data) {
+			answered = true
+		}
+		ew.write(ev, tf, true)
+	})
+	var msgs [][]byte
+	switch {
+	case answered:
+		m.p.call.finish("")
+	case err != nil:
+		msgs = b.g.synth(m, errUpstream(err == errTimeout), "UPSTREAM_UNAVAILABLE")
+	default:
+		msgs = b.g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
+	}
+	for _, msg := range msgs {
+		ew.writeMessage(msg)
+	}
+}
+
+// writeJSON answers with one JSON array in the client's order, once every
+// member's answer has been read.
+func (b *batchOut) writeJSON() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.copyHeaderLocked()
+	out := []byte{'['}
+	for i := range b.plans {
+		p := &b.plans[i]
+		var msgs [][]byte
+		if p.local != nil {
+			if p.m.notification() {
+				continue
+			}
+			msgs = [][]byte{p.local.appendResponse(nil, p.m.id, b.cid)}
+		} else {
+			msgs = b.answers[p]
+		}
+		for _, msg := range msgs {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, msg...)
+		}
+	}
+	w := b.w
+	if len(out) == 1 {
+		if len(b.members) > 0 {
+			w.WriteHeader(http.StatusAccepted)
+		} else {
+			w.WriteHeader(http.StatusNoContent)
+		}
+		return
+	}
+	out = append(out, ']')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
 }
 
 // memberHeaders fixes the protocol 2026-07-28 standard headers for a member
@@ -191,101 +337,4 @@ func splitMessages(body []byte) [][]byte {
 		return out
 	}
 	return nil
-}
-
-func (g *Gateway) batchJSON(w http.ResponseWriter, pr *policy.Principal, cid string, plans []plan, members []*member) {
-	answers := make(map[*plan][][]byte, len(members))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, m := range members {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a := g.collect(pr, m)
-			mu.Lock()
-			answers[m.p] = a
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	out := []byte{'['}
-	for i := range plans {
-		p := &plans[i]
-		var msgs [][]byte
-		if p.local != nil {
-			if p.m.notification() {
-				continue
-			}
-			msgs = [][]byte{p.local.appendResponse(nil, p.m.id, cid)}
-		} else {
-			msgs = answers[p]
-		}
-		for _, msg := range msgs {
-			if len(out) > 1 {
-				out = append(out, ',')
-			}
-			out = append(out, msg...)
-		}
-	}
-	if len(out) == 1 {
-		if len(members) > 0 {
-			w.WriteHeader(http.StatusAccepted)
-		} else {
-			w.WriteHeader(http.StatusNoContent)
-		}
-		return
-	}
-	out = append(out, ']')
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	w.Write(out)
-}
-
-func (g *Gateway) batchSSE(w http.ResponseWriter, pr *policy.Principal, cid string, plans []plan, members []*member) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache, no-transform")
-	w.WriteHeader(http.StatusOK)
-	ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
-	for i := range plans {
-		if p := &plans[i]; p.local != nil && !p.m.notification() {
-			ew.writeMessage(p.local.appendResponse(nil, p.m.id, cid))
-		}
-	}
-	var wg sync.WaitGroup
-	for _, m := range members {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if m.err != nil || !isSSE(m.c.resp.Header) {
-				for _, msg := range g.collect(pr, m) {
-					ew.writeMessage(msg)
-				}
-				return
-			}
-			var tf func([]byte) []byte
-			if m.p.filter {
-				tf = func(msg []byte) []byte { return g.filterTools(pr, msg) }
-			}
-			answered := false
-			err := readEvents(m.c, func(ev *event) {
-				if ev.hasData && isResponse(ev.data) {
-					answered = true
-				}
-				ew.write(ev, tf, true)
-			})
-			switch {
-			case answered:
-				m.p.call.finish("")
-			case err != nil:
-				for _, msg := range g.synth(m, errUpstream(err == errTimeout), "UPSTREAM_UNAVAILABLE") {
-					ew.writeMessage(msg)
-				}
-			default:
-				for _, msg := range g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE") {
-					ew.writeMessage(msg)
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -15,11 +15,13 @@
 //     JSON or an event stream, relayed as it arrives (an event stream is
 //     flushed event by event).
 //   - A batch is authorized member by member. Allowed members are sent as
-//     separate requests, concurrently, with the same session headers (the
-//     go-sdk refuses batches from protocol 2025-06-18 on); the answers are
-//     merged into one JSON array in the client's order, or, when the client
-//     accepts an event stream and the downstream answers with one, relayed
-//     as one merged stream as they arrive.
+//     separate requests, concurrently but at most 16 of one batch at a
+//     time, each until its answer has been read, with the same session
+//     headers (the go-sdk refuses batches from protocol 2025-06-18 on); the
+//     answers are merged into one JSON array in the client's order, or,
+//     when the client accepts an event stream and the downstream answers
+//     with one, relayed as one merged stream as they arrive. A batch of
+//     more than 256 messages is refused whole (-32600).
 //   - Notifications are honoured: a refused notification gets 204 and no body.
 //   - With Options.FilterToolsList, tools/list results lose the tools the
 //     caller may not call, also inside event streams.
@@ -28,23 +30,33 @@
 //     and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
 //     Authorization header is not forwarded, and the downstream gets its own
 //     Host. Mcp-Session-Id and Mcp-Protocol-Version pass through.
-//   - Each downstream session is bound to the principal that opened it (or,
-//     for an id the gateway has not seen, that first used it): another
-//     principal presenting that Mcp-Session-Id gets 404 and is never
-//     forwarded, so a valid token of one's own does not buy a ride on
-//     someone else's session. A DELETE that ends the session unbinds it.
+//   - Each downstream session is bound to the principal that opened it:
+//     another principal presenting that Mcp-Session-Id gets 404 and is
+//     never forwarded, so a valid token of one's own does not buy a ride on
+//     someone else's session. A binding is confirmed by the downstream (its
+//     2xx answer naming the id, as to initialize, or to a request carrying
+//     it); an id the gateway has not seen (a session opened before a
+//     restart) is held for the principal that first uses it until the
+//     downstream answers, and dropped unless that answer is a 2xx. Ids a
+//     client makes up never displace a confirmed binding: the gateway keeps
+//     up to 65,536, and in a full table a principal's new session takes the
+//     place of its own oldest one, while a principal holding none is
+//     refused (404) until room is made. A DELETE that ends the session
+//     unbinds it.
 //
 // # Fail closed
 //
 // Anything the gateway cannot decide is refused locally: a body that is not
-// UTF-8 JSON (-32700), not an object or non-empty array, a missing or wrong
-// jsonrpc, a non-string method (-32600), non-object params, a tools/call
-// without a non-empty string name (-32602). Member names that occur twice,
-// or differ from jsonrpc, id, method, params, name or arguments only in case,
-// are refused too: decoders disagree about them (encoding/json matches names
-// case-insensitively, the go-sdk does not), and a gateway that reads another
-// value than its downstream is a bypass. Argument-aware rules
-// (policy.ArgLimit) read arguments with the same strictness.
+// UTF-8 JSON (-32700), not an object or non-empty array of at most 256
+// messages, a missing or wrong jsonrpc, a non-string method (-32600),
+// non-object params, a tools/call without a non-empty string name
+// (-32602). Member names that occur twice, or differ from jsonrpc, id,
+// method, params, name or arguments only in case, are refused too: decoders
+// disagree about them (encoding/json matches names case-insensitively, the
+// go-sdk does not), and a gateway that reads another value than its
+// downstream is a bypass. Argument-aware rules (policy.ArgLimit) read
+// arguments with the same strictness: two argument names equal under
+// Unicode case folding make every argument unreadable.
 //
 // # Errors
 //

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 )
 
 // A message is one JSON-RPC message of a request body (the body itself, or one
@@ -39,8 +41,9 @@ var (
 )
 
 // parseBody parses a request body. A non-nil error refuses the whole body
-// (not JSON, not an object or array, empty batch). Otherwise each message
-// carries its own verdict in invalid.
+// (not JSON, not an object or array, an empty batch or one of more than
+// maxBatchMembers members). Otherwise each message carries its own verdict
+// in invalid.
 func parseBody(body []byte) (msgs []message, batch bool, err *rpcError) {
 	if !utf8.Valid(body) || !json.Valid(body) {
 		return nil, false, errParse()
@@ -52,7 +55,11 @@ func parseBody(body []byte) (msgs []message, batch bool, err *rpcError) {
 		parseMessage(body[i:skipValue(body, i)], &m)
 		return []message{m}, false, nil
 	case '[':
+		n := 0
 		err := forEachElement(body, i, func(v []byte) {
+			if n++; n > maxBatchMembers {
+				return // refused whole below; the rest is not parsed
+			}
 			var m message
 			if v[0] != '{' {
 				m.raw = v
@@ -64,6 +71,9 @@ func parseBody(body []byte) (msgs []message, batch bool, err *rpcError) {
 		})
 		if err != nil {
 			return nil, true, err
+		}
+		if n > maxBatchMembers {
+			return nil, true, errInvalidRequest("batch has more than " + strconv.Itoa(maxBatchMembers) + " members")
 		}
 		if len(msgs) == 0 {
 			return nil, true, errInvalidRequest("empty batch")
@@ -352,28 +362,34 @@ func skipString(b []byte, i int) int {
 }
 
 // rawArgs gives the policy strict access to a tools/call's arguments: an
-// argument named twice, or two names equal but for case, make every field
-// unreadable (the call is then refused by any argument limit).
+// argument named twice, or two names equal under Unicode case folding, make
+// every field unreadable (the call is then refused by any argument limit).
 type rawArgs struct {
 	fields map[string][]byte
 	broken bool
 }
 
+// newRawArgs reads the members of args, the raw arguments of a tools/call
+// (nil or not an object: no fields), in time linear in their number.
 func newRawArgs(args []byte) *rawArgs {
 	a := &rawArgs{fields: map[string][]byte{}}
 	if args == nil || args[0] != '{' {
 		return a
 	}
+	// Names are compared by their folded forms (equal exactly when
+	// bytes.EqualFold holds), one map look-up each: comparing every name
+	// with every other made one request's work grow with the square of its
+	// argument count.
+	folded := map[string]struct{}{}
+	var buf []byte
 	_ = forEachField(args, func(key, val []byte) *rpcError {
-		k := string(key)
-		for other := range a.fields {
-			// EqualFold's folding can change the length ("\u017feats"
-			// folds to "seats"), so no length test first.
-			if bytes.EqualFold([]byte(other), key) {
-				a.broken = true
-			}
+		buf = foldkey.Append(buf[:0], key)
+		if _, dup := folded[string(buf)]; dup {
+			a.broken = true
+		} else {
+			folded[string(buf)] = struct{}{}
 		}
-		a.fields[k] = val
+		a.fields[string(key)] = val
 		return nil
 	})
 	return a

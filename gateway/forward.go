@@ -173,7 +173,11 @@ func (c *upstreamCall) stop() {
 	}
 }
 
-// roundTrip sends one request downstream. body nil sends no body.
+// roundTrip sends one request downstream. body nil sends no body. The
+// request's Mcp-Session-Id must be one the caller may use, and the answer
+// settles its binding (see [sessions]): a 2xx confirms it, anything else
+// drops it if unconfirmed, a 2xx to a DELETE forgets it, and an id a 2xx
+// answer names is bound to the caller.
 func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
 	if len(header.Values(hdrSession)) > 1 {
 		// Only one could be checked; a downstream might read another.
@@ -207,6 +211,9 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	resp, err := g.rt.RoundTrip(out)
 	c.waitSince.Store(0)
 	if err != nil {
+		if sid != "" {
+			g.sessions.settle(sid, pr.Subject, false)
+		}
 		c.stop()
 		cancel()
 		if r.Context().Err() != nil {
@@ -217,12 +224,16 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		return nil, errUpstream(timeout)
 	}
 	c.resp = resp
-	if resp.StatusCode < 300 {
-		if method == http.MethodDelete && sid != "" {
-			g.sessions.forget(sid)
-		} else if id := resp.Header.Get(hdrSession); id != "" {
-			g.sessions.bind(id, pr.Subject)
-		}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	switch {
+	case method == http.MethodDelete && sid != "" && ok:
+		g.sessions.forget(sid)
+		return c, nil
+	case sid != "":
+		g.sessions.settle(sid, pr.Subject, ok)
+	}
+	if id := resp.Header.Get(hdrSession); id != "" && ok {
+		g.sessions.bind(id, pr.Subject)
 	}
 	return c, nil
 }

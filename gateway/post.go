@@ -288,6 +288,13 @@ func limitError(d limiter.Decision) *rpcError {
 	}
 	ra := d.RetryAfter
 	if ra <= 0 {
+		if d.Limit.Kind != limiter.Concurrency {
+			// The limiter found no wait that helps: the call takes more
+			// than the limit holds, and a retry would be refused forever.
+			return &rpcError{code: CodeLimitExceeded, status: http.StatusTooManyRequests, contract: contract,
+				message: "Too many requests: the call takes more than the " + what + " limit allows (" + d.Limit.String() + ")",
+				data:    map[string]any{"retryable": false}}
+		}
 		ra = time.Second
 	}
 	return &rpcError{code: CodeLimitExceeded, status: http.StatusTooManyRequests, contract: contract,
