@@ -60,6 +60,12 @@ type Options struct {
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.
+	// It also seals the request state of a handler that asks the user for
+	// input (the multi round-trip), so that the call's next round counts
+	// nothing more against the limits and is not asked to confirm again;
+	// with a nil Confirmer those states are sealed with a key of this
+	// process's, and a next round that reaches another replica is refused
+	// as INVALID_ARGUMENTS (call again).
 	Confirmer *confirm.Signer
 	// DryRun turns dry-run on for every write tool. A client can also ask
 	// for a preview per call with the dryrun.MetaKey _meta key; it can never
@@ -107,6 +113,7 @@ type Guard struct {
 	now   func() time.Time
 	log   *slog.Logger
 	reg   registry
+	mrtr  *confirm.Signer // seals handlers' RequestState (see mrtr.go)
 
 	ids corrid.Source // correlation ids of the pipeline's calls
 }
@@ -135,6 +142,13 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	for name := range g.opts.Tools {
 		if _, ok := p.Resolve(name); !ok {
 			return nil, fmt.Errorf("mcpguard: options for tool %q, which has no policy rule", name)
+		}
+	}
+	g.mrtr = g.opts.Confirmer
+	if g.mrtr == nil {
+		var err error
+		if g.mrtr, err = newMRTRSigner(); err != nil {
+			return nil, fmt.Errorf("mcpguard: request state key: %w", err)
 		}
 	}
 	g.reg.init()

@@ -39,6 +39,8 @@ type call struct {
 	denial  *DenialError
 	detail  string
 	running bool // the handler was called and has not returned
+	retry   bool // the call returns a sealed RequestState: a logical call's next round
+	sealedC bool // ... of a call that was confirmed
 
 	// Memory of the call's own, so that a call allocates once: the
 	// correlation id's and the argument hash's bytes (corr and, unless the
@@ -176,8 +178,21 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	}
 
 	// 7. Confirm (not for a dry run: nothing happens).
+	// A retry of a handler's multi round-trip (mrtr.go).
+	if strings.HasPrefix(req.Params.RequestState, mrtrPrefix) {
+		confirmed, oerr := g.openState(ctx, req, c)
+		if oerr != nil {
+			c.detail = "sealed request state: " + oerr.Error()
+			return g.deny(c, sealedStateDenial())
+		}
+		c.retry, c.sealedC = true, confirmed
+		c.detail = "next round of a multi round-trip call"
+	}
 	calls := 1
-	if c.rule.Confirm && !c.dryRun {
+	if c.retry {
+		calls = 0 // the first round counted the logical call
+	}
+	if c.rule.Confirm && !c.dryRun && !(c.retry && c.sealedC) {
 		res, done := g.confirmStep(ctx, req, c, topts)
 		if done {
 			return res, nil
@@ -268,6 +283,14 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if res == nil {
 		c.detail = "handler returned no result"
 		return g.deny(c, Deny(CodeInternal, "the tool returned no result"))
+	}
+	if res.RequestState != "" {
+		// The handler asks for more input: its next round comes back
+		// through the guard with this state, sealed.
+		if serr := g.sealState(c, res); serr != nil {
+			c.detail = "sealing the request state: " + serr.Error()
+			return g.deny(c, Deny(CodeInternal, "the tool's request for input could not be prepared"))
+		}
 	}
 
 	// 11. Validate output.
@@ -364,7 +387,7 @@ func (g *Guard) plan(c *call, req *mcp.CallToolRequest, topts *ToolOptions) *Den
 // when the call ends.
 func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (limiter.Decision, *DenialError) {
 	spend := c.cost
-	if c.dryRun {
+	if c.dryRun || c.retry {
 		spend = 0
 	}
 	ld := g.limit(ctx, req, c, calls, spend)
