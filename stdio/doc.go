@@ -15,10 +15,16 @@
 //   - it does the same for standard input: the transport reads a private
 //     copy and descriptor 0 reads /dev/null, so a handler that reads
 //     os.Stdin gets end of file instead of stealing protocol bytes;
-//   - at end of input it waits for the answers to requests already read
-//     before reporting end of file, so `printf ... | server` gets every
-//     answer (the go-sdk ends the session at end of input and would drop
-//     them).
+//   - it hands the server only the input lines that the go-sdk takes as a
+//     JSON-RPC message: the SDK ends the session at the first line it
+//     cannot decode, dropping the answers in flight. Any other line (not
+//     JSON, not a JSON-RPC 2.0 object, an empty or forbidden batch, longer
+//     than 16 MiB) is answered on the channel with a JSON-RPC error, -32700
+//     or -32600, logged on standard error, and the session goes on;
+//   - at end of input, or a read error, it waits for the answers to
+//     requests already read before reporting it, so `printf ... | server`
+//     gets every answer (the go-sdk ends the session at end of input and
+//     would drop them).
 //
 // Call Isolate once, first thing in main, before anything writes to stdout
 // or starts goroutines that might, and serve the returned transport instead

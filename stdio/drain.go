@@ -8,175 +8,258 @@ import (
 	"time"
 )
 
-// maxTrackedLine bounds the bytes of one incoming line kept to see whether
-// it is a request; a longer line is not tracked.
+// maxTrackedLine bounds the bytes of one outgoing line kept to see whether
+// it is a response; a longer line is not tracked.
 const maxTrackedLine = 16 << 20
 
-// inflight counts the requests read but not yet answered.
-type inflight struct {
+// noBatchVersion is the first MCP protocol version without JSON-RPC
+// batching; the go-sdk ends the session on a batch once it is negotiated.
+const noBatchVersion = "2025-06-18"
+
+// session is what the reader and the writer of one transport share: the
+// requests passed to the go-sdk and not yet answered, and what the SDK
+// keeps of the session that decides whether it takes a batch. It is safe
+// for concurrent use.
+type session struct {
 	mu      sync.Mutex
-	n       int
+	n       int           // requests passed, not yet answered
 	changed chan struct{} // closed and replaced whenever n goes down
+	closed  chan struct{} // closed by close: stop waiting
+
+	initSeen   bool   // an initialize request was passed
+	initID     idKey  // its id
+	requested  string // its protocolVersion
+	negotiated string // the protocolVersion of its result
+
+	batchIDs  map[idKey]bool // ids of batch members the SDK still tracks
+	closeOnce sync.Once
 }
 
-func newInflight() *inflight { return &inflight{changed: make(chan struct{})} }
-
-func (f *inflight) add(n int) {
-	f.mu.Lock()
-	f.n += n
-	f.mu.Unlock()
+func newSession() *session {
+	return &session{changed: make(chan struct{}), closed: make(chan struct{}), batchIDs: map[idKey]bool{}}
 }
 
-func (f *inflight) done(n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n = max(f.n-n, 0)
-	close(f.changed)
-	f.changed = make(chan struct{})
+func (s *session) close() { s.closeOnce.Do(func() { close(s.closed) }) }
+
+// batchesAllowed reports whether the go-sdk takes a batch now: until a
+// protocol version from 2025-06-18 on is negotiated. While the answer to
+// initialize is not out yet, the version asked for decides (the SDK may
+// already have negotiated it).
+func (s *session) batchesAllowed() bool {
+	switch {
+	case s.negotiated != "":
+		return s.negotiated < noBatchVersion
+	case !s.initSeen:
+		return true
+	}
+	return s.requested == "2024-11-05" || s.requested == "2025-03-26"
 }
 
-// wait returns when every request read has been answered, or after timeout.
-func (f *inflight) wait(timeout time.Duration) {
+// admit applies the rules of the go-sdk that depend on the session to the
+// messages of a line that passed [checkLine] and, when it passes, records
+// them.
+func (s *session) admit(msgs []info, batch bool) *lineError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if batch {
+		if !s.batchesAllowed() {
+			return invalid("JSON-RPC batches are not supported from protocol version " + noBatchVersion + " on")
+		}
+		// The SDK tracks every batch member with a method by id, a
+		// notification as the empty id, and refuses a batch that repeats
+		// an id or reuses one it still tracks.
+		seen := map[idKey]bool{}
+		for _, m := range msgs {
+			if !m.request {
+				continue
+			}
+			if seen[m.id] || s.batchIDs[m.id] {
+				return invalid("a batch repeats the id of a request in flight (a notification counts as an empty id)")
+			}
+			seen[m.id] = true
+		}
+		for id := range seen {
+			s.batchIDs[id] = true
+		}
+	}
+	for _, m := range msgs {
+		if !m.request || !m.id.set {
+			continue
+		}
+		s.n++
+		if m.method == "initialize" && !s.initSeen {
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			_ = json.Unmarshal(m.params, &p)
+			s.initSeen, s.initID, s.requested = true, m.id, p.ProtocolVersion
+		}
+	}
+	return nil
+}
+
+// outgoing is what the session needs of a message the go-sdk writes.
+type outgoing struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result *struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	} `json:"result"`
+}
+
+// sent records a line the go-sdk wrote: its responses answer requests.
+func (s *session) sent(line []byte) {
+	line = bytes.TrimSpace(line)
+	var msgs []outgoing
+	if len(line) > 0 && line[0] == '[' {
+		if json.Unmarshal(line, &msgs) != nil {
+			return
+		}
+	} else {
+		var m outgoing
+		if json.Unmarshal(line, &m) != nil {
+			return
+		}
+		msgs = []outgoing{m}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	answered := 0
+	for _, m := range msgs {
+		id, ok := parseID(m.ID)
+		if !ok || !id.set || m.Method != "" {
+			continue
+		}
+		answered++
+		delete(s.batchIDs, id)
+		if s.initSeen && s.negotiated == "" && id == s.initID {
+			if m.Result != nil && m.Result.ProtocolVersion != "" {
+				s.negotiated = m.Result.ProtocolVersion
+			} else {
+				s.initSeen = false // refused: the SDK keeps no version
+			}
+		}
+	}
+	if answered > 0 {
+		s.n = max(s.n-answered, 0)
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+}
+
+// wait returns when every request passed has been answered, when the
+// transport is closed, or after timeout.
+func (s *session) wait(timeout time.Duration) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
-		f.mu.Lock()
-		n, ch := f.n, f.changed
-		f.mu.Unlock()
+		s.mu.Lock()
+		n, ch := s.n, s.changed
+		s.mu.Unlock()
 		if n == 0 {
 			return
 		}
 		select {
 		case <-ch:
+		case <-s.closed:
+			return
 		case <-t.C:
 			return
 		}
 	}
 }
 
-// message is what the drain needs to know of a JSON-RPC message.
-type message struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-}
-
-func (m *message) hasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
-
-// count returns the requests (with method and id) and the responses (id,
-// no method) in one line: a message or a batch.
-func count(line []byte) (requests, responses int) {
-	line = bytes.TrimSpace(line)
-	var msgs []message
-	if len(line) > 0 && line[0] == '[' {
-		if json.Unmarshal(line, &msgs) != nil {
-			return 0, 0
-		}
-	} else {
-		var m message
-		if json.Unmarshal(line, &m) != nil {
-			return 0, 0
-		}
-		msgs = []message{m}
-	}
-	for i := range msgs {
-		switch {
-		case !msgs[i].hasID():
-		case msgs[i].Method != "":
-			requests++
-		default:
-			responses++
-		}
-	}
-	return requests, responses
-}
-
-// lines splits a byte stream into lines and calls fn for each.
+// lines splits a byte stream into lines of at most max bytes.
 type lines struct {
+	max     int
 	partial []byte
-	skip    bool // the current line outgrew maxTrackedLine
+	over    bool // the current line outgrew max; its bytes are dropped
 }
 
-func (l *lines) feed(p []byte, fn func([]byte)) {
+// feed calls fn for each line that p completes, without its newline; a
+// line longer than max is reported as fn(nil, true).
+func (l *lines) feed(p []byte, fn func(line []byte, tooLong bool)) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if !l.skip && len(l.partial)+len(p) <= maxTrackedLine {
+			if !l.over && len(l.partial)+len(p) <= l.max {
 				l.partial = append(l.partial, p...)
 			} else {
-				l.skip, l.partial = true, l.partial[:0]
+				l.over, l.partial = true, l.partial[:0]
 			}
 			return
 		}
-		if !l.skip && len(l.partial)+i <= maxTrackedLine {
-			if len(l.partial) == 0 {
-				fn(p[:i])
-			} else {
-				fn(append(l.partial, p[:i]...))
-			}
+		switch {
+		case l.over || len(l.partial)+i > l.max:
+			fn(nil, true)
+		case len(l.partial) == 0:
+			fn(p[:i], false)
+		default:
+			fn(append(l.partial, p[:i]...), false)
 		}
-		l.partial, l.skip = l.partial[:0], false
+		l.partial, l.over = l.partial[:0], false
 		p = p[i+1:]
 	}
 }
 
 // flush calls fn for a last line that had no newline, if any.
-func (l *lines) flush(fn func([]byte)) {
-	if !l.skip && len(l.partial) > 0 {
-		fn(l.partial)
+func (l *lines) flush(fn func(line []byte, tooLong bool)) {
+	switch {
+	case l.over:
+		fn(nil, true)
+	case len(l.partial) > 0:
+		fn(l.partial, false)
 	}
-	l.partial, l.skip = l.partial[:0], false
+	l.partial, l.over = l.partial[:0], false
 }
 
-// drainReader counts the requests it reads and, at end of input, holds the
-// end of file back until they are answered (or a timeout), so that a client
-// that writes its requests and closes stdin still gets every answer.
-type drainReader struct {
-	r       io.ReadCloser
-	f       *inflight
-	timeout time.Duration
-	lines   lines
+// midLine reports whether the stream is inside a line.
+func (l *lines) midLine() bool { return l.over || len(l.partial) > 0 }
+
+// writer is the one writer of the JSON-RPC output: the go-sdk's messages
+// and the transport's answers to refused lines, each a whole line. It
+// tells the session which requests the SDK answered. It is safe for
+// concurrent use.
+type writer struct {
+	mu     sync.Mutex
+	w      io.WriteCloser
+	s      *session
+	lines  lines
+	queued [][]byte // answers held back while the SDK is mid-line
 }
 
-func (d *drainReader) Read(p []byte) (int, error) {
-	n, err := d.r.Read(p)
-	d.lines.feed(p[:n], func(line []byte) {
-		if req, _ := count(line); req > 0 {
-			d.f.add(req)
+func newWriter(w io.WriteCloser, s *session) *writer {
+	return &writer{w: w, s: s, lines: lines{max: maxTrackedLine}}
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.w.Write(p)
+	w.lines.feed(p[:n], func(line []byte, tooLong bool) {
+		if !tooLong {
+			w.s.sent(line)
 		}
 	})
-	if err == io.EOF {
-		// The last line may have no newline: the go-sdk's decoder still
-		// takes its message, so count it before waiting for the answers.
-		d.lines.flush(func(line []byte) {
-			if req, _ := count(line); req > 0 {
-				d.f.add(req)
-			}
-		})
-		d.f.wait(d.timeout)
+	if err == nil && !w.lines.midLine() {
+		for _, b := range w.queued {
+			_, _ = w.w.Write(b)
+		}
+		w.queued = nil
 	}
 	return n, err
 }
 
-func (d *drainReader) Close() error { return d.r.Close() }
-
-// countingWriter counts the responses written through it.
-type countingWriter struct {
-	w     io.WriteCloser
-	f     *inflight
-	mu    sync.Mutex
-	lines lines
+// answer writes line, a whole line of the transport's own, between the
+// go-sdk's lines.
+func (w *writer) answer(line []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lines.midLine() {
+		w.queued = append(w.queued, line)
+		return
+	}
+	_, _ = w.w.Write(line)
 }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lines.feed(p[:n], func(line []byte) {
-		if _, res := count(line); res > 0 {
-			c.f.done(res)
-		}
-	})
-	return n, err
-}
-
-func (c *countingWriter) Close() error { return c.w.Close() }
+func (w *writer) Close() error { return w.w.Close() }

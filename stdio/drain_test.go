@@ -8,36 +8,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestCount(t *testing.T) {
-	tests := []struct {
-		name          string
-		line          string
-		req, response int
-	}{
-		{"request", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, 1, 0},
-		{"string_id_request", `{"jsonrpc":"2.0","id":"a","method":"ping"}`, 1, 0},
-		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 0, 0},
-		{"null_id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, 0, 0},
-		{"result", `{"jsonrpc":"2.0","id":1,"result":{}}`, 0, 1},
-		{"error", `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}`, 0, 1},
-		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":2,"result":{}}]`, 1, 1},
-		{"not_json", `{not json`, 0, 0},
-		{"blank", `  `, 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, res := count([]byte(tt.line))
-			if req != tt.req || res != tt.response {
-				t.Errorf("count(%s) = %d, %d; want %d, %d", tt.line, req, res, tt.req, tt.response)
-			}
-		})
-	}
-}
-
 func TestLinesFeed(t *testing.T) {
-	var l lines
+	l := lines{max: 8}
 	var got []string
-	fn := func(b []byte) { got = append(got, string(b)) }
+	fn := func(b []byte, tooLong bool) {
+		if tooLong {
+			got = append(got, "<too long>")
+			return
+		}
+		got = append(got, string(b))
+	}
 	for _, chunk := range []string{"ab", "c\nde", "f\n\ng", "h\n"} {
 		l.feed([]byte(chunk), fn)
 	}
@@ -46,30 +26,143 @@ func TestLinesFeed(t *testing.T) {
 	}
 
 	got = nil
-	l.feed([]byte(strings.Repeat("x", maxTrackedLine)), fn)
-	l.feed([]byte("yy\nok\n"), fn)
-	if diff := cmp.Diff([]string{"ok"}, got); diff != "" {
+	l.feed([]byte(strings.Repeat("x", 8)), fn)
+	if l.midLine() != true {
+		t.Error("midLine() = false inside a line")
+	}
+	l.feed([]byte("yy\nok\nlast"), fn)
+	l.flush(fn)
+	if diff := cmp.Diff([]string{"<too long>", "ok", "last"}, got); diff != "" {
 		t.Errorf("after an overlong line (-want +got):\n%s", diff)
+	}
+	if l.midLine() {
+		t.Error("midLine() = true after flush")
 	}
 }
 
-func TestInflightWait(t *testing.T) {
-	f := newInflight()
-	f.add(2)
+func TestSessionWait(t *testing.T) {
+	s := newSession()
+	if e := s.admit([]info{{request: true, id: idKey{set: true, n: 1}}, {request: true, id: idKey{set: true, n: 2}}}, false); e != nil {
+		t.Fatal(e.reason)
+	}
 	go func() {
-		f.done(1)
-		f.done(1)
+		s.sent([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		s.sent([]byte(`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"x"}}`))
 	}()
 	start := time.Now()
-	f.wait(10 * time.Second)
+	s.wait(10 * time.Second)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("wait returned after %v although every request was answered", d)
 	}
 
-	f.add(1)
+	if e := s.admit([]info{{request: true, id: idKey{set: true, n: 3}}}, false); e != nil {
+		t.Fatal(e.reason)
+	}
 	start = time.Now()
-	f.wait(50 * time.Millisecond)
+	s.wait(50 * time.Millisecond)
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Errorf("wait with an unanswered request returned after %v, before its timeout", d)
+	}
+
+	s.close()
+	start = time.Now()
+	s.wait(10 * time.Second)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("wait on a closed session returned after %v", d)
+	}
+}
+
+// TestSessionSentCounts: only responses with an id answer requests; a
+// notification, a request to the client and a batch count as they should.
+func TestSessionSentCounts(t *testing.T) {
+	tests := []struct {
+		name string
+		line string
+		want int // answered
+	}{
+		{"result", `{"jsonrpc":"2.0","id":1,"result":{}}`, 1},
+		{"string_id_error", `{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"x"}}`, 1},
+		{"null_id_error", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}`, 0},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/message"}`, 0},
+		{"request_to_client", `{"jsonrpc":"2.0","id":7,"method":"roots/list"}`, 0},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]`, 2},
+		{"not_json", `{not json`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSession()
+			s.n = 10
+			s.sent([]byte(tt.line))
+			if got := 10 - s.n; got != tt.want {
+				t.Errorf("sent(%s) answered %d requests, want %d", tt.line, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSessionBatches: batches pass until a protocol version without them
+// is asked for or negotiated, and never repeat an id the go-sdk tracks.
+func TestSessionBatches(t *testing.T) {
+	req := func(id int64) info { return info{request: true, id: idKey{set: true, n: id}} }
+	notification := info{request: true}
+	initialize := func(version string) info {
+		return info{request: true, id: idKey{set: true, n: 1}, method: "initialize", params: []byte(`{"protocolVersion":"` + version + `"}`)}
+	}
+	type step struct {
+		admit []info // a batch to admit, or
+		init  string // an initialize request asking for this version, or
+		sent  string // a line the server writes
+		ok    bool   // for admit: want it admitted
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"before_initialize", []step{{admit: []info{req(1), req(2)}, ok: true}}},
+		{"duplicate_id", []step{{admit: []info{req(1), req(1)}}}},
+		{"two_notifications", []step{{admit: []info{notification, notification}}}},
+		{"id_in_flight", []step{{admit: []info{req(1)}, ok: true}, {admit: []info{req(1)}}}},
+		{"id_answered", []step{
+			{admit: []info{req(1)}, ok: true},
+			{sent: `[{"jsonrpc":"2.0","id":1,"result":{}}]`},
+			{admit: []info{req(1)}, ok: true},
+		}},
+		{"notification_tracked_forever", []step{
+			{admit: []info{req(1), notification}, ok: true},
+			{sent: `[{"jsonrpc":"2.0","id":1,"result":{}}]`},
+			{admit: []info{notification}},
+		}},
+		{"asked_2025_11_25", []step{{init: "2025-11-25"}, {admit: []info{req(2)}}}},
+		{"asked_2025_03_26", []step{{init: "2025-03-26"}, {admit: []info{req(2)}, ok: true}}},
+		{"negotiated_down", []step{
+			{init: "2025-03-26"},
+			{sent: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`},
+			{admit: []info{req(2)}},
+		}},
+		{"initialize_refused", []step{
+			{init: "2025-11-25"},
+			{sent: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}`},
+			{admit: []info{req(2)}, ok: true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSession()
+			for i, st := range tt.steps {
+				switch {
+				case st.init != "":
+					if e := s.admit([]info{initialize(st.init)}, false); e != nil {
+						t.Fatalf("step %d: initialize refused: %s", i, e.reason)
+					}
+				case st.sent != "":
+					s.sent([]byte(st.sent))
+				default:
+					e := s.admit(st.admit, true)
+					if (e == nil) != st.ok {
+						t.Errorf("step %d: admit(batch %+v) = %v, want admitted %t", i, st.admit, e, st.ok)
+					}
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package stdio
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -22,11 +23,16 @@ type Options struct {
 	// Isolate. Nil means os.Stderr.
 	Stderr *os.File
 	// DrainTimeout is how long the transport holds back the end of its
-	// input while requests already read are still unanswered, so that a
-	// client that writes its requests and closes stdin at once still gets
-	// every answer (the go-sdk ends the session at end of input and drops
-	// answers in flight). Zero means 5 seconds; negative turns draining off.
+	// input (or a read error) while requests already read are still
+	// unanswered, so that a client that writes its requests and closes
+	// stdin at once still gets every answer (the go-sdk ends the session at
+	// end of input and drops answers in flight). Zero means 5 seconds;
+	// negative turns draining off.
 	DrainTimeout time.Duration
+	// Logger receives a warning for each input line refused as not a
+	// JSON-RPC message (its number, length and the reason, never its
+	// bytes). Nil means a text logger on Stderr.
+	Logger *slog.Logger
 }
 
 // Isolate moves the JSON-RPC channel of a stdio server off the standard
@@ -37,6 +43,17 @@ type Options struct {
 // closes the copies, so the client sees end of file on the server's output.
 // At end of input the transport waits (up to Options.DrainTimeout) for the
 // answers to requests already read, then reports end of file.
+//
+// The transport reads its input line by line and hands the server only the
+// lines that the go-sdk takes as a JSON-RPC message or batch; the SDK would
+// end the session at the first other line. It answers such a line itself,
+// on the same output and one line long, with a JSON-RPC error: -32700
+// (parse error, id null) for a line that is not one JSON value, -32600
+// (invalid request, with the request's id when it can be read, else null)
+// for any other (not an object, "jsonrpc" not "2.0", an id of the wrong
+// type, an empty batch, a batch where the negotiated protocol version has
+// none, a line longer than 16 MiB); it logs it, and goes on serving.
+// Messages must not span lines, as the MCP stdio transport requires.
 //
 // Isolate must be called once, before other goroutines use the standard
 // streams. It returns an error, leaving the descriptors as they were, when a
@@ -70,15 +87,16 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stdio: %w", err)
 	}
-	if o.DrainTimeout < 0 {
-		return &mcp.IOTransport{Reader: in, Writer: out}, nil
-	}
 	if o.DrainTimeout == 0 {
 		o.DrainTimeout = 5 * time.Second
 	}
-	f := newInflight()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(o.Stderr, nil))
+	}
+	s := newSession()
+	w := newWriter(out, s)
 	return &mcp.IOTransport{
-		Reader: &drainReader{r: in, f: f, timeout: o.DrainTimeout},
-		Writer: &countingWriter{w: out, f: f},
+		Reader: newReader(in, w, s, o.Logger, o.DrainTimeout),
+		Writer: w,
 	}, nil
 }

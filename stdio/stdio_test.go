@@ -251,3 +251,46 @@ func TestIsolateSameDescriptor(t *testing.T) {
 		t.Error("Isolate with Stdout == Stderr: got nil error, want one")
 	}
 }
+
+// TestIsolateBadLines: lines that are not JSON-RPC messages are answered
+// with JSON-RPC errors on stdout and logged on stderr; the server serves
+// the lines after them and exits 0 at end of input.
+func TestIsolateBadLines(t *testing.T) {
+	cmd, stderr := child(t)
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{not json`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`,
+		`[]`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"noisy","arguments":{}}}`,
+	}, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v; stderr:\n%s", err, stderr)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var msg struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &msg); err != nil || msg.JSONRPC != "2.0" {
+			t.Fatalf("stdout line is not JSON-RPC: %q", line)
+		}
+		code := 0
+		if msg.Error != nil {
+			code = msg.Error.Code
+		}
+		got = append(got, fmt.Sprintf("%s %d", msg.ID, code))
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff([]string{"1 0", "2 0", "null -32600", "null -32700"}, got); diff != "" {
+		t.Errorf("answers (-want +got):\n%s\nstderr:\n%s", diff, stderr)
+	}
+	if n := strings.Count(stderr.String(), "refused an input line"); n != 2 {
+		t.Errorf("stderr has %d refusals, want 2:\n%s", n, stderr)
+	}
+}

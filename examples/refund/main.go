@@ -4,8 +4,9 @@
 // Over stdio (the default) the caller's identity is the token in the
 // REFUND_MCP_TOKEN environment variable, set by the MCP client that
 // launches the server; without a known token every call is refused as
-// unauthenticated. trigger_refund is a write tool on the allowlist, capped
-// per session and per caller (-session-cap, -user-cap, -cap-window), and
+// unauthenticated. trigger_refund is a write tool on the allowlist, with a
+// refund budget per session and per caller that refills continuously
+// (-session-cap, -user-cap, -cap-window), and
 // every decision is audited to -audit (a JSONL file) or to stderr. Standard
 // output carries JSON-RPC and nothing else: a stray print lands on stderr.
 //
@@ -60,9 +61,9 @@ func run(args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8081; port 0 picks one) instead of stdio; UNAUTHENTICATED, for the gateway demo")
 	fs.BoolVar(&cfg.allowRemote, "allow-remote", false, "let -http listen on a non-loopback address (the HTTP mode trusts whoever reaches it)")
 	fs.StringVar(&cfg.auditPath, "audit", "", "append the audit trail to this JSONL file; empty means stderr")
-	fs.Float64Var(&cfg.sessionCap, "session-cap", 500, "most refunded per session per -cap-window")
-	fs.Float64Var(&cfg.userCap, "user-cap", 500, "most refunded per caller per -cap-window")
-	fs.DurationVar(&cfg.capWindow, "cap-window", time.Hour, "window of the refund caps")
+	fs.Float64Var(&cfg.sessionCap, "session-cap", 500, "refund budget of a session: a bucket of this amount, refilling continuously at this amount per -cap-window (so over any span d at most cap + cap*d/window is refunded)")
+	fs.Float64Var(&cfg.userCap, "user-cap", 500, "refund budget of a caller: a bucket of this amount, refilling continuously at this amount per -cap-window (so over any span d at most cap + cap*d/window is refunded)")
+	fs.DurationVar(&cfg.capWindow, "cap-window", time.Hour, "time an empty refund budget takes to refill completely")
 	fs.BoolVar(&cfg.strayPrints, "demo-stray-prints", false, "make the tool handlers print a debugging line to stdout, to show that stdout isolation sends it to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -72,18 +73,18 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 
+	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// Stdio: take the JSON-RPC channel off fds 0 and 1 before anything else
 	// can print.
 	var transport mcp.Transport
 	if cfg.httpAddr == "" {
-		t, err := stdio.Isolate(nil)
+		t, err := stdio.Isolate(&stdio.Options{Logger: log})
 		if err != nil {
 			fmt.Fprintln(stderr, "refund:", err)
 			return 1
 		}
 		transport = t
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

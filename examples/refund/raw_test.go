@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -237,15 +236,23 @@ func TestAuditSurvivesHostileNumbers(t *testing.T) {
 	}
 }
 
-// A line that is not JSON ends the session (the go-sdk's behaviour): the
-// server exits, and still writes nothing but JSON-RPC to stdout.
+// TestRawMalformedLine: a line that is not JSON is answered with -32700
+// (id null) and the session goes on: the next request is served, stdout
+// carries nothing but JSON-RPC, and the server exits 0 when stdin closes.
 func TestRawMalformedLine(t *testing.T) {
 	s := startRaw(t, nil, alice)
 	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, true)
-	s.send(t, `{not json`, false)
-	err := s.finish(t)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		t.Errorf("exit after a malformed line: %v, want a non-zero exit", err)
+	r := s.send(t, `{not json`, true)
+	if r.Error == nil || r.Error.Code != -32700 || string(r.ID) != "null" {
+		t.Errorf("malformed line: %+v, want error -32700 with id null", r)
+	}
+	if r := s.send(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, true); r.Error != nil || string(r.ID) != "2" {
+		t.Errorf("ping after a malformed line: %+v, want a result", r)
+	}
+	if err := s.finish(t); err != nil {
+		t.Errorf("exit after stdin closed: %v; stderr:\n%s", err, s.stderr)
+	}
+	if !strings.Contains(s.stderr.String(), "refused an input line") {
+		t.Errorf("the malformed line is not logged on stderr:\n%s", s.stderr)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 
@@ -81,14 +82,25 @@ func ptr[T any](v T) *T { return &v }
 // float64 (1e400 would not be) and a plausible one.
 const maxRefund = 1_000_000
 
-// customer is one in-memory record.
+// customer is one in-memory record. Money is kept in whole cents (the
+// schema allows amounts in cents only, up to maxRefund), so that totals add
+// up exactly; RefundedTotal is filled from refundedCents for output.
 type customer struct {
 	ID            string  `json:"customer_id"`
 	Name          string  `json:"name"`
 	Email         string  `json:"email"`
 	Plan          string  `json:"plan"`
 	RefundedTotal float64 `json:"refunded_total"`
+
+	refundedCents int64
 }
+
+// toCents converts a validated amount (a multiple of 0.01, at most
+// maxRefund) to whole cents.
+func toCents(amount float64) int64 { return int64(math.Round(amount * 100)) }
+
+// fromCents converts cents to the amount shown, the float64 nearest to it.
+func fromCents(cents int64) float64 { return float64(cents) / 100 }
 
 // store holds the demo's state. It is safe for concurrent use.
 type store struct {
@@ -124,7 +136,9 @@ func (s *store) get(id string) (customer, bool) {
 	if !ok {
 		return customer{}, false
 	}
-	return *c, true
+	out := *c
+	out.RefundedTotal = fromCents(c.refundedCents)
+	return out, true
 }
 
 func (s *store) refund(id string, amount float64) (refundID string, total float64, ok bool) {
@@ -135,8 +149,8 @@ func (s *store) refund(id string, amount float64) (refundID string, total float6
 		return "", 0, false
 	}
 	s.refunds++
-	c.RefundedTotal += amount
-	return fmt.Sprintf("RF-%06d", s.refunds), c.RefundedTotal, true
+	c.refundedCents += toCents(amount)
+	return fmt.Sprintf("RF-%06d", s.refunds), fromCents(c.refundedCents), true
 }
 
 func (s *store) resetKey(id string) (int, bool) {

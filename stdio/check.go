@@ -1,0 +1,266 @@
+package stdio
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The JSON-RPC 2.0 error codes of a refused line.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+)
+
+// maxLine is the longest input line passed to the go-sdk: its newline too
+// must fit in the SDK's frame limit. A longer line is refused.
+const maxLine = mcp.DefaultMaxLineLength - 1
+
+// maxDepth is the go-sdk's nesting limit for one message.
+const maxDepth = 1000
+
+// idKey is a JSON-RPC id as the go-sdk compares ids: a string, or a number
+// truncated to an int64. The zero idKey is no id (absent or null).
+type idKey struct {
+	set   bool
+	isStr bool
+	s     string
+	n     int64
+}
+
+// parseID reads raw, the value of an "id" member, as the go-sdk does; ok
+// is false for a type the SDK refuses (bool, object, array, a number out of
+// float64 range).
+func parseID(raw json.RawMessage) (k idKey, ok bool) {
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return idKey{}, true
+	case raw[0] == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return idKey{}, false
+		}
+		return idKey{set: true, isStr: true, s: s}, true
+	case raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9':
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return idKey{}, false
+		}
+		return idKey{set: true, n: int64(f)}, true
+	}
+	return idKey{}, false
+}
+
+// info is what the transport needs to know of one message that passed.
+type info struct {
+	request bool // it has a method: a request or a notification
+	id      idKey
+	method  string
+	params  json.RawMessage
+}
+
+// lineError is the answer to a refused line.
+type lineError struct {
+	code   int
+	reason string          // never quotes the line
+	id     json.RawMessage // nil means null
+}
+
+func parseError(reason string) *lineError {
+	return &lineError{code: codeParseError, reason: reason}
+}
+
+func invalid(reason string) *lineError {
+	return &lineError{code: codeInvalidRequest, reason: reason}
+}
+
+// isSpace reports the blanks the go-sdk's decoder skips within a line.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
+
+// checkLine decides whether the go-sdk's stdio connection (go-sdk v1.8.0,
+// mcp.ioConn) takes line, one input line without its newline, as one
+// JSON-RPC message or batch, where a line it refuses would end the session.
+// It returns the bytes to pass on (line itself, or line without the
+// trailing blanks that the SDK would take for trailing data; nil for a
+// blank line, which carries nothing) and the messages, or the error to
+// answer the line with. The rules that depend on the session (whether
+// batches are allowed, ids of batches in flight) are [session.admit]'s.
+func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineError) {
+	start := 0
+	for start < len(line) && isSpace(line[start]) {
+		start++
+	}
+	if start == len(line) {
+		return nil, nil, false, nil
+	}
+	end := len(line)
+	for isSpace(line[end-1]) {
+		end--
+	}
+	value := line[start:end]
+	if !json.Valid(value) {
+		return nil, nil, false, parseError("the line is not one JSON value")
+	}
+	if depth(value) > maxDepth {
+		return nil, nil, false, invalid("the message nests deeper than 1000 levels")
+	}
+	// The SDK takes a value followed by the newline or by '\r': pass the
+	// line unchanged then, and without its trailing blanks otherwise.
+	pass = line
+	if end < len(line) && line[end] != '\r' {
+		pass = line[:end]
+	}
+	switch value[0] {
+	case '{':
+		m, lerr := checkMessage(value)
+		if lerr != nil {
+			return nil, nil, false, lerr
+		}
+		return pass, []info{m}, false, nil
+	case '[':
+		var elems []json.RawMessage
+		if json.Unmarshal(value, &elems) != nil {
+			return nil, nil, false, parseError("the line is not one JSON value")
+		}
+		if len(elems) == 0 {
+			return nil, nil, true, invalid("empty batch")
+		}
+		msgs = make([]info, 0, len(elems))
+		for _, e := range elems {
+			m, lerr := checkMessage(e)
+			if lerr != nil {
+				lerr.id = nil // a batch has no one id
+				lerr.reason = "batch member: " + lerr.reason
+				return nil, nil, true, lerr
+			}
+			msgs = append(msgs, m)
+		}
+		return pass, msgs, true, nil
+	}
+	return nil, nil, false, invalid("a message must be a JSON object (or an array of them)")
+}
+
+// checkMessage checks one JSON value as jsonrpc2.DecodeMessage of the
+// go-sdk does: member names match exactly, the last of duplicate members
+// counts, and unknown members are ignored.
+func checkMessage(raw json.RawMessage) (info, *lineError) {
+	var fields map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
+		return info{}, invalid("a message must be a JSON object")
+	}
+	var m info
+	id, idOK := parseID(fields["id"])
+	method, hasMethod := fields["method"]
+	m.request = hasMethod
+	// Answer a request with its id when the id can be read; never answer
+	// a response (no method) with its id, which the client would take for
+	// the answer to one of its own requests.
+	var echo json.RawMessage
+	if idOK && id.set && hasMethod {
+		echo = fields["id"]
+		if id.isStr {
+			echo, _ = json.Marshal(id.s) // valid UTF-8
+		}
+	}
+	fail := func(reason string) (info, *lineError) {
+		return info{}, &lineError{code: codeInvalidRequest, reason: reason, id: echo}
+	}
+	var version string
+	if v, ok := fields["jsonrpc"]; !ok || v[0] != '"' || json.Unmarshal(v, &version) != nil || version != "2.0" {
+		return fail(`"jsonrpc" must be "2.0"`)
+	}
+	if !idOK {
+		return fail(`"id" must be a string, a number or null`)
+	}
+	m.id = id
+	if hasMethod {
+		if string(method) != "null" && (method[0] != '"' || json.Unmarshal(method, &m.method) != nil) {
+			return fail(`"method" must be a string`)
+		}
+	}
+	if e, ok := fields["error"]; ok && string(e) != "null" {
+		if !validWireError(e) {
+			return fail(`"error" must be an object with an integer "code" and a string "message"`)
+		}
+	}
+	if !hasMethod && !id.set {
+		return fail(`a message without "method" is a response and needs an "id"`)
+	}
+	m.params = fields["params"]
+	return m, nil
+}
+
+// validWireError reports whether raw decodes into the go-sdk's error
+// object: {"code": int64, "message": string, "data": any}, each optional.
+func validWireError(raw json.RawMessage) bool {
+	var f map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &f) != nil {
+		return false
+	}
+	if c, ok := f["code"]; ok && string(c) != "null" {
+		if _, err := strconv.ParseInt(string(c), 10, 64); err != nil {
+			return false
+		}
+	}
+	if msg, ok := f["message"]; ok && string(msg) != "null" && msg[0] != '"' {
+		return false
+	}
+	return true
+}
+
+// depth returns the nesting depth of a valid JSON value, counted as the
+// go-sdk counts it.
+func depth(v []byte) int {
+	d, most := 0, 0
+	inString, escaped := false, false
+	for _, b := range v {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			d++
+			most = max(most, d)
+		case '}', ']':
+			d--
+		}
+	}
+	return most
+}
+
+// errorLine is the JSON-RPC error response to a refused line, with its
+// newline.
+func errorLine(e *lineError) []byte {
+	id := e.id
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	prefix := "invalid request: "
+	if e.code == codeParseError {
+		prefix = "parse error: "
+	}
+	type wireError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   wireError       `json:"error"`
+	}{"2.0", id, wireError{e.code, prefix + e.reason}})
+	if err != nil { // cannot happen: id is a valid JSON string or number
+		b = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}`)
+	}
+	return append(b, '\n')
+}
