@@ -16,12 +16,11 @@ import (
 
 const reviewReason = "goodwill gesture for delay"
 
-// TestReviewOversizedRefundNotRetryable: a refund larger than the whole
-// spend cap can never be allowed, however long the caller waits (the
-// limiter itself reports RetryAfter 0 for "waiting alone cannot help"). The
-// error still says retryable: true with retry_after_seconds: 1, inviting a
-// model to retry the same refund forever.
-func TestReviewOversizedRefundNotRetryable(t *testing.T) {
+// TestOversizedRefundNotRetryable checks that a refund larger than the
+// whole spend cap, which no wait can let through, is refused as not
+// retryable and without retry_after_seconds: a model told to retry would
+// retry the same refund for ever.
+func TestOversizedRefundNotRetryable(t *testing.T) {
 	cs, _ := connect(t, "", []string{"-session-cap", "1000", "-user-cap", "100"}, alice)
 	_, we := call(t, cs, "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": 150, "reason": reviewReason})
 	if we == nil {
