@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
+	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -116,4 +119,62 @@ func Example() {
 	//   bob added milk
 	//   INVALID_ARGUMENTS unknown argument "admin"
 	//   admin_purge error: calling "tools/call": unknown tool "admin_purge"
+}
+
+// ExampleLimit composes stand-alone steps into a chain of one's own, around
+// one raw handler on a real server: the caller from a fixed token, a policy,
+// and a rate limit of two calls per user. The third call is refused.
+func ExampleLimit() {
+	ctx := context.Background()
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "echo", Class: policy.Read}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 2, Window: time.Hour}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	limit, err := mcpguard.Limit(lim, pol, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	alice := &mcpguard.Identity{Principal: &policy.Principal{Subject: "alice"}}
+	chain := mcpguard.Chain(
+		mcpguard.Recover(nil),
+		mcpguard.Authenticate(mcpguard.AuthenticatorFunc(func(context.Context, mcp.Request) (*mcpguard.Identity, error) { return alice, nil })),
+		mcpguard.Authorize(pol),
+		limit,
+	)
+	server := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		chain(func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello, " + mcpguard.PrincipalFromContext(ctx).Subject}}}, nil
+		}))
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := server.Connect(ctx, st, nil); err != nil {
+		log.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	for range 3 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if res.IsError { // {"error":{"code":...}}, for the model to read
+			var body struct{ Error struct{ Code string } }
+			b, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(b, &body)
+			fmt.Println("refused:", body.Error.Code)
+			continue
+		}
+		fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	}
+	// Output:
+	// hello, alice
+	// hello, alice
+	// refused: RATE_LIMIT_EXCEEDED
 }
