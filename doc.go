@@ -84,7 +84,12 @@
 // true for a number), unknown fields even where a schema forgot
 // "additionalProperties": false, malformed formats, overlong strings,
 // control characters and duplicate keys, and never loads a "$ref" from disk
-// or network. Strict mode only ever refuses more than the schema as
+// or network. Two keys of one object that differ only in letter case
+// (under Unicode simple folding: "seats", "SEATS", "\u017feats") are
+// duplicates too, in every object: encoding/json gives a handler's struct
+// field the value of either, whichever comes last. (A tool whose arguments
+// hold case-sensitive names as keys, environment variables say, takes them
+// as an array of name and value pairs.) Strict mode only ever refuses more than the schema as
 // written: it is checked together with it. Where a schema needs the
 // reference validator (a keyword outside the fast path, such as
 // multipleOf), a number literal longer than 128 characters or with an

@@ -25,18 +25,16 @@ import (
 // as it is, in a call counted as a new one (a handler checks its own
 // states).
 //
-// A sealed state reads mrtrPrefix, a flag ('c' for a confirmed call, '-'
-// else), '~', the signed state (base64url and '.'), '~', the handler's
-// state.
+// A sealed state reads mrtrPrefix, a flag, '~', the signed state (base64url
+// and '.'), '~', the handler's state. The flag says what the round that
+// issued it was: 'c' a real call whose confirmation passed, 'd' a dry run,
+// '-' any other real call. The flag is part of the signed claims.
 const mrtrPrefix = "mcpguard.mrtr1"
 
 // mrtrTool is the tool claim of a sealed state: no tool name starts with a
 // NUL, so it is never a confirmation's.
-func mrtrTool(name string, confirmed bool) string {
-	if confirmed {
-		return "\x00mrtr-confirmed\x00" + name
-	}
-	return "\x00mrtr\x00" + name
+func mrtrTool(name string, flag byte) string {
+	return "\x00mrtr-" + string(flag) + "\x00" + name
 }
 
 // mrtrHash binds the arguments' hash and the handler's state.
@@ -72,39 +70,74 @@ func (g *Guard) sealState(c *call, res *mcp.CallToolResult) error {
 	if err != nil {
 		return err
 	}
-	confirmed := c.rule.Confirm
-	st, err := g.mrtr.Issue(g.now(), confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c.name, confirmed), ArgsSHA256: mrtrHash(args, res.RequestState)})
+	flag := byte('-')
+	switch {
+	case c.dryRun:
+		flag = 'd'
+	case c.confirmed:
+		flag = 'c'
+	}
+	st, err := g.mrtr.Issue(g.now(), confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c.name, flag), ArgsSHA256: mrtrHash(args, res.RequestState)})
 	if err != nil {
 		return err
 	}
-	flag := "-"
-	if confirmed {
-		flag = "c"
-	}
-	res.RequestState = mrtrPrefix + flag + "~" + st + "~" + res.RequestState
+	res.RequestState = mrtrPrefix + string(flag) + "~" + st + "~" + res.RequestState
 	return nil
 }
 
 // openState checks the sealed state of a retry and gives the handler its
-// own state back in req. It reports whether the call was confirmed.
-func (g *Guard) openState(ctx context.Context, req *mcp.CallToolRequest, c *call) (confirmed bool, err error) {
+// own state back in req. It sets c.retry, and c.confirmed when the round
+// that sealed it was confirmed. The state of a dry run opens only for a dry
+// run: its round spent nothing and asked no confirmation.
+func (g *Guard) openState(ctx context.Context, req *mcp.CallToolRequest, c *call) error {
 	rest := strings.TrimPrefix(req.Params.RequestState, mrtrPrefix)
-	if len(rest) < 2 || rest[1] != '~' || (rest[0] != 'c' && rest[0] != '-') {
-		return false, errors.New("malformed sealed state")
+	if len(rest) < 2 || rest[1] != '~' || !strings.ContainsRune("cd-", rune(rest[0])) {
+		return errors.New("malformed sealed state")
 	}
-	confirmed = rest[0] == 'c'
+	flag := rest[0]
 	st, inner, ok := strings.Cut(rest[2:], "~")
 	if !ok {
-		return false, errors.New("malformed sealed state")
+		return errors.New("malformed sealed state")
+	}
+	if flag == 'd' && !c.dryRun {
+		return errors.New("the state of a dry run, on a call that is not one")
 	}
 	args, err := confirm.ArgsSHA256(c.raw)
 	if err != nil {
-		return false, err
+		return err
 	}
-	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c.name, confirmed), ArgsSHA256: mrtrHash(args, inner)}
+	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c.name, flag), ArgsSHA256: mrtrHash(args, inner)}
 	if err := g.mrtr.Verify(ctx, g.now(), st, claims); err != nil {
-		return false, err
+		return err
 	}
 	req.Params.RequestState = inner
-	return confirmed, nil
+	c.retry, c.confirmed = true, flag == 'c'
+	return nil
+}
+
+// openRetry opens the sealed state a call carries, if any (see openState),
+// and returns the refusal of one that does not open.
+func (g *Guard) openRetry(ctx context.Context, req *mcp.CallToolRequest, c *call) *DenialError {
+	if !strings.HasPrefix(req.Params.RequestState, mrtrPrefix) {
+		return nil
+	}
+	if err := g.openState(ctx, req, c); err != nil {
+		c.detail = "sealed request state: " + err.Error()
+		return sealedStateDenial()
+	}
+	c.detail = "next round of a multi round-trip call"
+	return nil
+}
+
+// sealRetry seals the RequestState of a handler's result that asks for
+// more input, and returns the refusal of a result it cannot seal.
+func (g *Guard) sealRetry(c *call, res *mcp.CallToolResult) *DenialError {
+	if res == nil || res.RequestState == "" {
+		return nil
+	}
+	if err := g.sealState(c, res); err != nil {
+		c.detail = "sealing the request state: " + err.Error()
+		return Deny(CodeInternal, "the tool's request for input could not be prepared")
+	}
+	return nil
 }

@@ -24,23 +24,23 @@ import (
 // call is the state of one guarded tools/call, from which the audit record
 // is built on every way out.
 type call struct {
-	start   time.Time
-	corr    string
-	name    string
-	id      *Identity
-	rule    *policy.ToolRule
-	raw     json.RawMessage
-	args    map[string]any
-	decoded bool     // args holds the decoded arguments (nil if they are not an object)
-	valid   bool     // the arguments passed validation
-	record  []string // argument fields the tool records verbatim
-	cost    float64
-	dryRun  bool
-	denial  *DenialError
-	detail  string
-	running bool // the handler was called and has not returned
-	retry   bool // the call returns a sealed RequestState: a logical call's next round
-	sealedC bool // ... of a call that was confirmed
+	start     time.Time
+	corr      string
+	name      string
+	id        *Identity
+	rule      *policy.ToolRule
+	raw       json.RawMessage
+	args      map[string]any
+	decoded   bool     // args holds the decoded arguments (nil if they are not an object)
+	valid     bool     // the arguments passed validation
+	record    []string // argument fields the tool records verbatim
+	cost      float64
+	dryRun    bool
+	denial    *DenialError
+	detail    string
+	running   bool // the handler was called and has not returned
+	retry     bool // the call returns a sealed RequestState: a logical call's next round
+	confirmed bool // a confirmation passed in this logical call
 
 	// Memory of the call's own, so that a call allocates once: the
 	// correlation id's and the argument hash's bytes (corr and, unless the
@@ -179,20 +179,14 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 
 	// 7. Confirm (not for a dry run: nothing happens).
 	// A retry of a handler's multi round-trip (mrtr.go).
-	if strings.HasPrefix(req.Params.RequestState, mrtrPrefix) {
-		confirmed, oerr := g.openState(ctx, req, c)
-		if oerr != nil {
-			c.detail = "sealed request state: " + oerr.Error()
-			return g.deny(c, sealedStateDenial())
-		}
-		c.retry, c.sealedC = true, confirmed
-		c.detail = "next round of a multi round-trip call"
+	if d := g.openRetry(ctx, req, c); d != nil {
+		return g.deny(c, d)
 	}
 	calls := 1
 	if c.retry {
 		calls = 0 // the first round counted the logical call
 	}
-	if c.rule.Confirm && !c.dryRun && !(c.retry && c.sealedC) {
+	if c.rule.Confirm && !c.dryRun && !c.confirmed {
 		res, done := g.confirmStep(ctx, req, c, topts)
 		if done {
 			return res, nil
@@ -200,6 +194,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		if c.denial != nil {
 			return g.deny(c, c.denial)
 		}
+		c.confirmed = true
 		calls = 0 // the first round counted this logical call against the rate
 	}
 
@@ -284,13 +279,10 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		c.detail = "handler returned no result"
 		return g.deny(c, Deny(CodeInternal, "the tool returned no result"))
 	}
-	if res.RequestState != "" {
-		// The handler asks for more input: its next round comes back
-		// through the guard with this state, sealed.
-		if serr := g.sealState(c, res); serr != nil {
-			c.detail = "sealing the request state: " + serr.Error()
-			return g.deny(c, Deny(CodeInternal, "the tool's request for input could not be prepared"))
-		}
+	// The handler asks for more input: its next round comes back through
+	// the guard with this state, sealed.
+	if d := g.sealRetry(c, res); d != nil {
+		return g.deny(c, d)
 	}
 
 	// 11. Validate output.

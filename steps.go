@@ -25,9 +25,13 @@ import (
 //	Chain(Recover(log), Audit(sink, log), Authenticate(a), Authorize(p),
 //		ValidateArguments(v), confirmStep, limitStep, dryRunStep)
 //
-// Each step also applies the policy again and refuses what it would refuse
-// (a tool the caller may not see is unknown to it), so a step used alone
-// never acts on a call the policy forbids.
+// Each step also applies the policy again, argument limits included, and
+// refuses what it would refuse (a tool the caller may not see is unknown to
+// it), so a step used alone never acts on a call the policy forbids.
+// Confirm and Limit seal a handler's request for more input as the Guard
+// does (see [Options].Confirmer), each its own in a chain: the next round
+// of that logical call counts nothing more and is not asked to confirm
+// again.
 
 // Confirm asks the human to confirm each call of a tool whose rule in p
 // has Confirm, as the Guard's step 7 does: the first call of such a tool
@@ -62,32 +66,38 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 			if d != nil {
 				return g.deny(c, d)
 			}
+			if d := g.openRetry(ctx, req, c); d != nil {
+				return g.deny(c, d)
+			}
 			if !c.rule.Confirm {
-				return next(ctx, req)
+				return g.sealed(c)(next(ctx, req))
 			}
 			if c.dryRun {
 				// Not confirmed, so answered here: a handler inside that
 				// does not know of dry runs would really write.
-				if g.opts.Limiter != nil {
+				if g.opts.Limiter != nil && !c.retry {
 					ld, d := g.charge(ctx, req, c, 1)
 					if d != nil {
 						return g.deny(c, d)
 					}
 					defer g.opts.Limiter.Release(ld)
 				}
-				return g.answerDryRun(ctx, req, c, topts, next)
+				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
 			}
-			res, done := g.confirmStep(ctx, req, c, topts)
-			if done {
-				return res, nil
-			}
-			if c.denial != nil {
-				return g.deny(c, c.denial)
+			if !c.confirmed { // not the next round of a confirmed call
+				res, done := g.confirmStep(ctx, req, c, topts)
+				if done {
+					return res, nil
+				}
+				if c.denial != nil {
+					return g.deny(c, c.denial)
+				}
+				c.confirmed = true
 			}
 			if g.opts.Limiter != nil {
 				ctx = context.WithValue(ctx, countedKey{}, true)
 			}
-			return next(ctx, req)
+			return g.sealed(c)(next(ctx, req))
 		}
 	}, nil
 }
@@ -123,8 +133,11 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 			if d != nil {
 				return g.deny(c, d)
 			}
+			if d := g.openRetry(ctx, req, c); d != nil {
+				return g.deny(c, d)
+			}
 			calls := 1
-			if counted, _ := ctx.Value(countedKey{}).(bool); counted && c.rule.Confirm && !c.dryRun {
+			if counted, _ := ctx.Value(countedKey{}).(bool); c.retry || counted && c.rule.Confirm && !c.dryRun {
 				calls = 0
 			}
 			ld, d := g.charge(ctx, req, c, calls)
@@ -135,9 +148,9 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 			if c.dryRun {
 				// It spent nothing, so it is answered here: a handler
 				// inside that does not know of dry runs would really write.
-				return g.answerDryRun(ctx, req, c, topts, next)
+				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
 			}
-			return next(ctx, req)
+			return g.sealed(c)(next(ctx, req))
 		}
 	}, nil
 }
@@ -170,6 +183,21 @@ func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 			return g.answerDryRun(ctx, req, c, topts, next)
 		}
 	}, nil
+}
+
+// sealed returns a function that passes a handler's answer on with its
+// RequestState sealed for the next round (see mrtr.go): Confirm and Limit
+// seal every answer that asks for input, and open every call that carries
+// a sealed state, so that in a chain each opens its own.
+func (g *Guard) sealed(c *call) func(*mcp.CallToolResult, error) (*mcp.CallToolResult, error) {
+	return func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+		if err == nil {
+			if d := g.sealRetry(c, res); d != nil {
+				return g.deny(c, d)
+			}
+		}
+		return res, err
+	}
 }
 
 // answerDryRun answers c, a dry run, as step 9 does: the handler runs with a
@@ -219,6 +247,11 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 	c.rule = d.Rule
 	if d.Code != policy.Allowed {
 		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
+	}
+	if len(c.rule.ArgLimits) > 0 {
+		if d := g.pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
+			return c, ToolOptions{}, Deny(CodeForbidden, d.Reason)
+		}
 	}
 	topts := g.opts.Tools[c.name]
 	return c, topts, g.plan(c, req, &topts)

@@ -379,8 +379,9 @@ func (v *Validator) check(raw json.RawMessage) (any, error) {
 }
 
 // decodeStrict decodes one JSON value with json.Number numbers and refuses
-// trailing data and duplicate object keys (a duplicate is how a payload can
-// say one thing to a validator and another to a handler).
+// trailing data and duplicate object keys, equal or differing only in
+// letter case (a duplicate is how a payload can say one thing to a
+// validator and another to a handler).
 func decodeStrict(raw []byte) (any, error) {
 	if err := checkDuplicateKeys(raw); err != nil {
 		return nil, err
