@@ -1,7 +1,7 @@
 // Package mcpguard puts guard rails around a Model Context Protocol server
 // built with the official Go SDK (github.com/modelcontextprotocol/go-sdk),
 // so that it is safe to hand to an AI agent: every call runs as the real
-// caller, tools a caller may not use are invisible, writes are off unless
+// caller, tools a caller lacks the roles for are invisible, writes are off unless
 // allowlisted, dangerous writes need a signed human confirmation, calls are
 // capped, arguments and results are strictly validated, and every decision
 // is audited.
@@ -19,7 +19,7 @@
 //		WriteAllowlist: []string{"trigger_refund"},
 //	})
 //	g, _ := mcpguard.New(pol, mcpguard.FromEnv("MY_TOKEN", tokens), &mcpguard.Options{Audit: sink})
-//	if err := g.Install(server); err != nil { // a tool without a rule is a start-up error
+//	if err := g.Install(server); err != nil { // a tool without a rule (and no Default rule) is a start-up error
 //		log.Fatal(err)
 //	}
 //
@@ -28,7 +28,8 @@
 // For each tools/call, in this order: recover from panics; correlate (an id
 // and a start time; the audit record is written on every way out);
 // authenticate (an [Authenticator]: verified TokenInfo, HTTP headers, or the
-// launching environment of a stdio server; never a default identity, never
+// launching environment of a stdio server; never a default identity unless
+// the server names one, as [FromGatewayHeaders]' anonymous principal; never
 // tool arguments); resolve and authorize with the [policy] (hidden and
 // unknown tools get byte-identical answers; write tools need the allowlist);
 // validate the arguments strictly ([Validator]); ask for confirmation
@@ -52,7 +53,8 @@
 // unwraps to a sentinel (errors.Is(err, ErrForbidden)). By default a refusal
 // is a tool-error result (isError true) whose structured content and text
 // are {"error":{"code","message","retryable","retry_after_seconds"?,
-// "correlation_id","details"?}}, so a model can read it and correct itself.
+// "correlation_id"?,"details"?}} (the correlation id is set by the Guard and
+// by Confirm, Limit and DryRun), so a model can read it and correct itself.
 // With [Options.ProtocolErrors] it is a JSON-RPC error instead:
 //
 //	UNAUTHENTICATED                                  -32000  HTTP 401
@@ -69,7 +71,9 @@
 // tool, byte for byte, so a hidden tool cannot be probed. A handler that
 // returns (nil, nil) or a plain error never reaches the SDK as such: both
 // become INTERNAL (the SDK would crash on the first and send code 0 with the
-// error text for the second). So does the error of a typed tool
+// error text for the second), except that an error wrapping
+// context.DeadlineExceeded or [ErrUpstreamUnavailable] becomes
+// UPSTREAM_UNAVAILABLE and a *jsonrpc.Error is passed on unchanged. So does the error of a typed tool
 // ([mcp.AddTool]), which the go-sdk's wrapper puts in a tool-error result
 // with SetError, and any result carrying an error set that way; arguments
 // the wrapper's own validation refuses are INVALID_ARGUMENTS and an output

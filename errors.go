@@ -215,7 +215,7 @@ func (e *DenialError) object() errorObject {
 
 // Result returns e as a tool-error result: IsError set, StructuredContent
 // and a text content both holding {"error":{"code","message","retryable",
-// "retry_after_seconds"?,"correlation_id","details"?}}. The result's
+// "retry_after_seconds"?,"correlation_id"?,"details"?}}. The result's
 // GetError returns e.
 func (e *DenialError) Result() *mcp.CallToolResult {
 	body := errorBody{Error: e.object()}
@@ -234,8 +234,8 @@ func (e *DenialError) Result() *mcp.CallToolResult {
 
 // JSONRPCError returns e as a JSON-RPC error object: the code of the
 // contract table (or notFoundCode for TOOL_NOT_FOUND when non-zero), the
-// message, and data {"code","retryable","retry_after_seconds"?,
-// "correlation_id","details"?}.
+// message, and data {"code","message","retryable","retry_after_seconds"?,
+// "correlation_id"?,"details"?}.
 func (e *DenialError) JSONRPCError(notFoundCode int64) *jsonrpc.Error {
 	code := e.Code.JSONRPC()
 	if e.Code == CodeToolNotFound && notFoundCode != 0 {
