@@ -36,13 +36,24 @@
 //     someone else's session. A binding is confirmed by the downstream (its
 //     2xx answer naming the id, as to initialize, or to a request carrying
 //     it); an id the gateway has not seen (a session opened before a
-//     restart) is held for the principal that first uses it until the
-//     downstream answers, and dropped unless that answer is a 2xx. Ids a
-//     client makes up never displace a confirmed binding: the gateway keeps
-//     up to 65,536, and in a full table a principal's new session takes the
-//     place of its own oldest one, while a principal holding none is
-//     refused (404) until room is made. A DELETE that ends the session
-//     unbinds it.
+//     restart) is held for the principal whose request carrying it is sent
+//     downstream, until the downstream answers, and dropped unless that
+//     answer is a 2xx. A request the gateway refuses itself holds nothing,
+//     and of two principals' concurrent first uses only the first is
+//     forwarded. Ids a client makes up never displace a confirmed binding.
+//     The gateway keeps up to 1,024 confirmed bindings per principal, so
+//     that one principal cannot lock the others out, and 65,536 in all: a
+//     principal's new session past its share, or in a full table, takes the
+//     place of its own oldest one, while in a full table a principal holding
+//     none is refused (404) until room is made. A displaced session may
+//     still be live downstream, so its id keeps a tombstone: only the
+//     principal that held it may use it again. Tombstones are bounded alike
+//     (1,024 per principal, 65,536 in all, the oldest dropped first, which
+//     leaves its id bound to no one). A
+//     DELETE that ends the session unbinds it and leaves no tombstone.
+//     Known limit: bindings do not expire when a session goes idle, so a
+//     session abandoned without a DELETE keeps its binding until a newer
+//     session of its principal displaces it.
 //
 // # Fail closed
 //

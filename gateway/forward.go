@@ -174,10 +174,13 @@ func (c *upstreamCall) stop() {
 }
 
 // roundTrip sends one request downstream. body nil sends no body. The
-// request's Mcp-Session-Id must be one the caller may use, and the answer
-// settles its binding (see [sessions]): a 2xx confirms it, anything else
-// drops it if unconfirmed, a 2xx to a DELETE forgets it, and an id a 2xx
-// answer names is bound to the caller.
+// request's Mcp-Session-Id must be one the caller may use; an id bound to
+// no one is bound to the caller, unconfirmed, just before the request is
+// sent, so that of two principals' concurrent first uses only the first
+// is forwarded and the other is refused (404). The answer settles the
+// binding (see [sessions]): a 2xx confirms it, anything else drops it if
+// unconfirmed, a 2xx to a DELETE forgets it and its tombstone, and an id a
+// 2xx answer names is bound to the caller as [sessions.bind] allows.
 func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
 	if len(header.Values(hdrSession)) > 1 {
 		// Only one could be checked; a downstream might read another.

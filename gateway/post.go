@@ -139,14 +139,17 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 
 // checkSession refuses a request that carries more than one Mcp-Session-Id
 // (only one could be checked; a downstream might read another) or the id of
-// a session another principal owns.
+// a session the caller may not use (see [sessions.allows]). It binds
+// nothing: an unseen id is bound when a request carrying it is sent
+// downstream ([Gateway.roundTrip]), so a request refused here or by a later
+// decision leaves it bound to no one.
 func (g *Gateway) checkSession(r *http.Request, pr *policy.Principal, cid string) *rpcError {
 	ids := r.Header.Values(hdrSession)
 	if len(ids) > 1 {
 		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "more than one session id")
 		return errInvalidRequest("more than one " + hdrSession + " header")
 	}
-	if len(ids) == 1 && ids[0] != "" && !g.sessions.admit(ids[0], pr.Subject) {
+	if len(ids) == 1 && ids[0] != "" && !g.sessions.allows(ids[0], pr.Subject) {
 		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal")
 		return errSession()
 	}

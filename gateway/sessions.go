@@ -7,14 +7,23 @@ import (
 
 // Bounds of the session table.
 const (
-	// maxSessions bounds the confirmed bindings. In a full table a new
-	// confirmed binding takes the place of the oldest one of its own
-	// subject; a subject that holds none gets none, and its requests on
-	// the new session are refused until a DELETE makes room.
+	// maxSessions bounds the confirmed bindings, the last resort after
+	// maxSessionsPerSubject. In a full table a new confirmed binding takes
+	// the place of the oldest one of its own subject; a subject that holds
+	// none gets none, and its requests on the new session are refused
+	// until a DELETE makes room.
 	maxSessions = 1 << 16
+	// maxSessionsPerSubject bounds the confirmed bindings of one subject, so
+	// that one principal cannot fill the table and lock every other out: a
+	// subject's new confirmed binding beyond it takes the place of that
+	// subject's own oldest one.
+	maxSessionsPerSubject = 1 << 10
 	// maxPendingSessions bounds the unconfirmed bindings; the oldest goes
 	// first.
 	maxPendingSessions = 1 << 10
+	// maxTombstones bounds the tombstones, the last resort after each
+	// subject's share of maxSessionsPerSubject; the oldest goes first.
+	maxTombstones = maxSessions
 )
 
 // sessions binds each downstream MCP session to the subject that opened it,
@@ -26,12 +35,27 @@ const (
 // to a subject's request names the id in Mcp-Session-Id (the answer to
 // initialize), or answers a request of that subject carrying the id. An id
 // the gateway has not seen (a session opened before a restart) is bound
-// unconfirmed to the first subject that presents it, while that request is
-// forwarded: a 2xx answer confirms it, any other answer (404 for an unknown
+// unconfirmed to a subject when a request of that subject carrying it is
+// sent downstream ([sessions.admit]), never before: a request the gateway
+// refuses itself binds nothing ([sessions.allows] only checks). The first
+// such request holds the id; another subject's is refused until the answer
+// settles it: a 2xx confirms it, any other answer (404 for an unknown
 // session) or a failed request drops it. Unconfirmed bindings have a small
 // table of their own, so ids a client makes up never displace a confirmed
-// binding, and a confirmed binding is only ever displaced by a newer one of
-// the same subject. A binding is forgotten when a DELETE ends the session.
+// binding.
+//
+// A confirmed binding is displaced only for a newer one of the same subject:
+// past maxSessionsPerSubject, or in a full table (maxSessions). The
+// displaced session may still be live downstream, so its id keeps a
+// tombstone naming its former subject: no other subject may use it, while
+// the former subject may (its 2xx answer confirms the binding again and
+// removes the tombstone). Tombstones have a bounded table of their own, each
+// subject's share as large as maxSessionsPerSubject, so that one principal's
+// sessions never push out another's tombstones; past a share, or in a full
+// table, the oldest goes first. A 2xx answer to a DELETE that ends the
+// session removes its binding and tombstone. Bindings do not expire: a
+// session abandoned without a DELETE is held until displaced.
+//
 // Safe for concurrent use.
 type sessions struct {
 	mu      sync.Mutex
@@ -39,38 +63,65 @@ type sessions struct {
 	held    map[string]*holding // subject -> its confirmed bindings
 	queue                       // unconfirmed bindings, oldest first
 	pending int                 // unconfirmed bindings in owner
-	seq     uint64              // stamp of the latest binding
+	tombs   map[string]binding  // displaced session id -> former subject
+	buried  map[string]*holding // subject -> its tombstones
+	graves  queue               // tombstones, oldest first
+	seq     uint64              // stamp of the latest binding or tombstone
 }
 
-// A binding is a session's owner. Its seq tells it from an earlier binding
-// of the same id in the queues.
+// A binding is a session's owner, or in a tombstone its former owner. Its
+// seq tells it from an earlier binding of the same id in the queues.
 type binding struct {
 	subject   string
 	seq       uint64
 	confirmed bool
 }
 
-// holding is one subject's confirmed bindings: n of them, oldest first.
+// holding is one subject's confirmed bindings or tombstones: n of them,
+// oldest first.
 type holding struct {
 	queue
 	n int
 }
 
 func newSessions() *sessions {
-	return &sessions{owner: make(map[string]binding), held: make(map[string]*holding)}
+	return &sessions{
+		owner: make(map[string]binding), held: make(map[string]*holding),
+		tombs: make(map[string]binding), buried: make(map[string]*holding),
+	}
 }
 
-// admit reports whether subject may use session id. An unseen id is bound
-// to subject unconfirmed, unless subject could not keep it once confirmed
-// (the table is full and holds none of subject's).
-func (s *sessions) admit(id, subject string) bool {
+// allows reports whether subject may use session id, and binds nothing: the
+// id is bound to subject or to no one, its tombstone (if any) names subject,
+// and a confirmed binding could be kept (the table has room, or holds one of
+// subject's).
+func (s *sessions) allows(id, subject string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.allowsLocked(id, subject)
+}
+
+func (s *sessions) allowsLocked(id, subject string) bool {
 	if b, ok := s.owner[id]; ok {
 		return b.subject == subject
 	}
-	if len(s.owner)-s.pending >= maxSessions && s.held[subject] == nil {
+	if t, ok := s.tombs[id]; ok && t.subject != subject {
 		return false
+	}
+	return len(s.owner)-s.pending < maxSessions || s.held[subject] != nil
+}
+
+// admit reports whether subject may use session id, as allows does, for a
+// request about to be sent downstream: an id bound to no one is then bound
+// to subject unconfirmed, until the answer settles it.
+func (s *sessions) admit(id, subject string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.allowsLocked(id, subject) {
+		return false
+	}
+	if _, ok := s.owner[id]; ok {
+		return true
 	}
 	if s.pending >= maxPendingSessions {
 		if old, ok := s.queue.pop(s.live); ok {
@@ -87,7 +138,8 @@ func (s *sessions) admit(id, subject string) bool {
 // settle records the downstream's answer to subject's request carrying
 // session id: a 2xx answer (ok) confirms subject's unconfirmed binding, or
 // binds an id that has none; any other answer drops subject's unconfirmed
-// binding. A binding of another subject, or a confirmed one, is left alone.
+// binding. A binding of another subject, a confirmed one, or a tombstone of
+// another subject is left alone.
 func (s *sessions) settle(id, subject string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,38 +147,48 @@ func (s *sessions) settle(id, subject string, ok bool) {
 	switch {
 	case found && (b.confirmed || b.subject != subject):
 	case ok:
-		s.confirmLocked(id, subject)
+		if t, dead := s.tombs[id]; !dead || t.subject == subject {
+			s.confirmLocked(id, subject)
+		}
 	case found:
 		s.removeLocked(id, b)
 	}
 }
 
 // bind records that the downstream's 2xx answer to subject's request named
-// session id: subject owns it, unless it is confirmed as someone's already.
+// session id: subject owns it, unless it is confirmed as someone's already
+// or its tombstone names another subject.
 func (s *sessions) bind(id, subject string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b, ok := s.owner[id]; !ok || !b.confirmed {
-		s.confirmLocked(id, subject)
+	if b, ok := s.owner[id]; ok && b.confirmed {
+		return
 	}
+	if t, ok := s.tombs[id]; ok && t.subject != subject {
+		return
+	}
+	s.confirmLocked(id, subject)
 }
 
 // confirmLocked binds id, unbound or bound unconfirmed, to subject,
-// confirmed. In a full table it takes the place of subject's oldest
-// confirmed binding; with none, id stays unbound.
+// confirmed, and removes its tombstone. Past maxSessionsPerSubject, or in a
+// full table, it takes the place of subject's oldest confirmed binding,
+// which leaves a tombstone; in a full table holding none of subject's, id
+// is left unbound (its tombstone, if any, stays).
 func (s *sessions) confirmLocked(id, subject string) {
 	if b, ok := s.owner[id]; ok {
 		s.removeLocked(id, b)
 	}
-	if len(s.owner)-s.pending >= maxSessions {
-		h := s.held[subject]
-		if h == nil {
-			return
-		}
-		old, _ := h.pop(s.live)
-		s.removeLocked(old.id, s.owner[old.id])
-	}
 	h := s.held[subject]
+	if h != nil && (h.n >= maxSessionsPerSubject || len(s.owner)-s.pending >= maxSessions) {
+		if old, ok := h.pop(s.live); ok {
+			s.displaceLocked(old.id)
+		}
+	} else if len(s.owner)-s.pending >= maxSessions {
+		return
+	}
+	s.unburyLocked(id)
+	h = s.held[subject] // displaceLocked drops a holding it empties
 	if h == nil {
 		h = &holding{}
 		s.held[subject] = h
@@ -137,13 +199,42 @@ func (s *sessions) confirmLocked(id, subject string) {
 	h.push(slot{id, s.seq}, h.n, s.live)
 }
 
-// forget drops the binding of id.
+// displaceLocked drops the confirmed binding of id and leaves a tombstone
+// naming its subject. Past the subject's share, or in a full table, the
+// oldest tombstone of the subject, or of all, goes first.
+func (s *sessions) displaceLocked(id string) {
+	b := s.owner[id]
+	s.removeLocked(id, b)
+	if t := s.buried[b.subject]; t != nil && t.n >= maxSessionsPerSubject {
+		if old, ok := t.pop(s.dead); ok {
+			s.unburyLocked(old.id)
+		}
+	}
+	if len(s.tombs) >= maxTombstones {
+		if old, ok := s.graves.pop(s.dead); ok {
+			s.unburyLocked(old.id)
+		}
+	}
+	t := s.buried[b.subject]
+	if t == nil {
+		t = &holding{}
+		s.buried[b.subject] = t
+	}
+	s.seq++
+	s.tombs[id] = binding{subject: b.subject, seq: s.seq}
+	t.n++
+	t.push(slot{id, s.seq}, t.n, s.dead)
+	s.graves.push(slot{id, s.seq}, len(s.tombs), s.dead)
+}
+
+// forget drops the binding and the tombstone of id.
 func (s *sessions) forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b, ok := s.owner[id]; ok {
 		s.removeLocked(id, b)
 	}
+	s.unburyLocked(id)
 }
 
 // removeLocked drops b, the binding of id. Its slot stays in its queue,
@@ -161,10 +252,31 @@ func (s *sessions) removeLocked(id string, b binding) {
 	}
 }
 
+// unburyLocked drops the tombstone of id, if any. Its slots stay in their
+// queues, stale, until popped or compacted away.
+func (s *sessions) unburyLocked(id string) {
+	t, ok := s.tombs[id]
+	if !ok {
+		return
+	}
+	delete(s.tombs, id)
+	if h := s.buried[t.subject]; h != nil {
+		if h.n--; h.n == 0 {
+			delete(s.buried, t.subject)
+		}
+	}
+}
+
 // live reports whether sl is the current binding of its id.
 func (s *sessions) live(sl slot) bool {
 	b, ok := s.owner[sl.id]
 	return ok && b.seq == sl.seq
+}
+
+// dead reports whether sl is the current tombstone of its id.
+func (s *sessions) dead(sl slot) bool {
+	t, ok := s.tombs[sl.id]
+	return ok && t.seq == sl.seq
 }
 
 // A slot is one binding in a queue.
@@ -213,7 +325,8 @@ func (q *queue) pop(live func(slot) bool) (slot, bool) {
 }
 
 // errSession refuses a request for a session another principal owns, or
-// one the session table has no room for. It reads as the downstream's own
+// held before its binding was displaced (a tombstone), or one the session
+// table has no room for. It reads as the downstream's own
 // answer for an unknown session (404), so it reveals nothing about whose
 // session it is.
 func errSession() *rpcError {
