@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -65,6 +66,7 @@ type lineError struct {
 	code   int
 	reason string          // never quotes the line
 	id     json.RawMessage // nil means null
+	key    idKey           // id as the go-sdk compares it, when id is set
 }
 
 func parseError(reason string) *lineError {
@@ -81,11 +83,16 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 // checkLine decides whether the go-sdk's stdio connection (go-sdk v1.8.0,
 // mcp.ioConn) takes line, one input line without its newline, as one
 // JSON-RPC message or batch, where a line it refuses would end the session.
-// It returns the bytes to pass on (line itself, or line without the
-// trailing blanks that the SDK would take for trailing data; nil for a
-// blank line, which carries nothing) and the messages, or the error to
-// answer the line with. The rules that depend on the session (whether
-// batches are allowed, ids of batches in flight) are [session.admit]'s.
+// It returns the bytes to pass on (the JSON value alone, without the blanks
+// around it; nil for a blank line, which carries nothing) and the messages,
+// or the error to answer the line with. The rules that depend on the
+// session (whether batches are allowed, ids in flight) are
+// [session.admit]'s.
+//
+// Passing the value alone, followed by the newline the reader adds, keeps
+// the SDK's frame count exact: its decoder counts against the next frame
+// every byte it reads after a value, so a blank or '\r' left after one
+// value would count against the line after it.
 func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineError) {
 	start := 0
 	for start < len(line) && isSpace(line[start]) {
@@ -105,19 +112,13 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 	if depth(value) > maxDepth {
 		return nil, nil, false, invalid("the message nests deeper than 1000 levels")
 	}
-	// The SDK takes a value followed by the newline or by '\r': pass the
-	// line unchanged then, and without its trailing blanks otherwise.
-	pass = line
-	if end < len(line) && line[end] != '\r' {
-		pass = line[:end]
-	}
 	switch value[0] {
 	case '{':
 		m, lerr := checkMessage(value)
 		if lerr != nil {
 			return nil, nil, false, lerr
 		}
-		return pass, []info{m}, false, nil
+		return value, []info{m}, false, nil
 	case '[':
 		var elems []json.RawMessage
 		if json.Unmarshal(value, &elems) != nil {
@@ -130,44 +131,112 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 		for _, e := range elems {
 			m, lerr := checkMessage(e)
 			if lerr != nil {
-				lerr.id = nil // a batch has no one id
+				lerr.id, lerr.key = nil, idKey{} // a batch has no one id
 				lerr.reason = "batch member: " + lerr.reason
 				return nil, nil, true, lerr
 			}
 			msgs = append(msgs, m)
 		}
-		return pass, msgs, true, nil
+		return value, msgs, true, nil
 	}
 	return nil, nil, false, invalid("a message must be a JSON object (or an array of them)")
 }
 
+// members calls fn with the name and the value of each member of obj, a
+// valid JSON object, in order, repeated names included.
+func members(obj []byte, fn func(name string, value json.RawMessage)) bool {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return false
+		}
+		fn(name, v)
+	}
+	return true
+}
+
 // checkMessage checks one JSON value as jsonrpc2.DecodeMessage of the
-// go-sdk does: member names match exactly, the last of duplicate members
-// counts, and unknown members are ignored.
+// go-sdk does: it decodes the object into a struct whose member names match
+// exactly, decoding every occurrence of a repeated member in turn, so that
+// an occurrence of the wrong type fails the message while the last one
+// gives the value (null leaves a string as it was); unknown members are
+// ignored. The members it decodes into typed fields are "jsonrpc"
+// (string), "id" (any JSON value, then a string, number or null), "method"
+// (raw, then a string) and "error" (the error object); "params" and
+// "result" are kept raw.
 func checkMessage(raw json.RawMessage) (info, *lineError) {
-	var fields map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
+	if raw[0] != '{' {
 		return info{}, invalid("a message must be a JSON object")
 	}
-	var m info
-	id, idOK := parseID(fields["id"])
-	method, hasMethod := fields["method"]
+	var (
+		m                 info
+		version           string
+		versionOK         = true
+		idRaw, method     json.RawMessage
+		idDecodes         = true
+		errorOK, hasError = true, false
+	)
+	ok := members(raw, func(name string, v json.RawMessage) {
+		switch name {
+		case "jsonrpc":
+			switch {
+			case string(v) == "null":
+			case v[0] == '"':
+				_ = json.Unmarshal(v, &version) // valid JSON string
+			default:
+				versionOK = false
+			}
+		case "id":
+			var x any
+			if json.Unmarshal(v, &x) != nil { // a number out of range
+				idDecodes = false
+			}
+			idRaw = v
+		case "method":
+			method = v
+		case "params":
+			m.params = v
+		case "error":
+			hasError = true
+			if string(v) != "null" && !validWireError(v) {
+				errorOK = false
+			}
+		}
+	})
+	if !ok {
+		return info{}, invalid("a message must be a JSON object")
+	}
+	id, idOK := parseID(idRaw)
+	idOK = idOK && idDecodes
+	hasMethod := method != nil
 	m.request = hasMethod
 	// Answer a request with its id when the id can be read; never answer
 	// a response (no method) with its id, which the client would take for
 	// the answer to one of its own requests.
 	var echo json.RawMessage
 	if idOK && id.set && hasMethod {
-		echo = fields["id"]
+		echo = idRaw
 		if id.isStr {
 			echo, _ = json.Marshal(id.s) // valid UTF-8
 		}
 	}
 	fail := func(reason string) (info, *lineError) {
-		return info{}, &lineError{code: codeInvalidRequest, reason: reason, id: echo}
+		lerr := &lineError{code: codeInvalidRequest, reason: reason, id: echo}
+		if echo != nil {
+			lerr.key = id
+		}
+		return info{}, lerr
 	}
-	var version string
-	if v, ok := fields["jsonrpc"]; !ok || v[0] != '"' || json.Unmarshal(v, &version) != nil || version != "2.0" {
+	if !versionOK || version != "2.0" {
 		return fail(`"jsonrpc" must be "2.0"`)
 	}
 	if !idOK {
@@ -179,34 +248,39 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 			return fail(`"method" must be a string`)
 		}
 	}
-	if e, ok := fields["error"]; ok && string(e) != "null" {
-		if !validWireError(e) {
-			return fail(`"error" must be an object with an integer "code" and a string "message"`)
-		}
+	if hasError && !errorOK {
+		return fail(`"error" must be an object with an integer "code" and a string "message"`)
 	}
 	if !hasMethod && !id.set {
 		return fail(`a message without "method" is a response and needs an "id"`)
 	}
-	m.params = fields["params"]
 	return m, nil
 }
 
 // validWireError reports whether raw decodes into the go-sdk's error
-// object: {"code": int64, "message": string, "data": any}, each optional.
+// object, {"code": int64, "message": string, "data": any}, each optional
+// and each occurrence of a repeated member decoded in turn.
 func validWireError(raw json.RawMessage) bool {
-	var f map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &f) != nil {
+	if raw[0] != '{' {
 		return false
 	}
-	if c, ok := f["code"]; ok && string(c) != "null" {
-		if _, err := strconv.ParseInt(string(c), 10, 64); err != nil {
-			return false
+	valid := true
+	ok := members(raw, func(name string, v json.RawMessage) {
+		if string(v) == "null" {
+			return
 		}
-	}
-	if msg, ok := f["message"]; ok && string(msg) != "null" && msg[0] != '"' {
-		return false
-	}
-	return true
+		switch name {
+		case "code":
+			if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+				valid = false
+			}
+		case "message":
+			if v[0] != '"' {
+				valid = false
+			}
+		}
+	})
+	return ok && valid
 }
 
 // depth returns the nesting depth of a valid JSON value, counted as the

@@ -68,6 +68,29 @@ var checkLineCases = []struct {
 	{"batch_bad_member", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"1.0","id":2,"method":"ping"}]`, codeInvalidRequest, ""},
 	{"batch_duplicate_id", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1.2,"method":"ping"}]`, codeInvalidRequest, ""},
 	{"batch_two_notifications", `[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]`, codeInvalidRequest, ""},
+	{"batch_request_and_notification", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"}]`, codeInvalidRequest, ""},
+
+	// Repeated members: every occurrence is decoded, the last one counts.
+	{"dup_version_null_last", `{"jsonrpc":"2.0","jsonrpc":null,"id":1,"method":"ping"}`, 0, ""},
+	{"dup_version_null_first", `{"jsonrpc":null,"jsonrpc":"2.0","id":1,"method":"ping"}`, 0, ""},
+	{"dup_id_object_then_number", `{"jsonrpc":"2.0","id":{},"id":2,"method":"ping"}`, 0, ""},
+	{"dup_id_null_last", `{"jsonrpc":"2.0","id":1,"id":null,"method":"n"}`, 0, ""},
+	{"dup_method_number_first", `{"jsonrpc":"2.0","id":1,"method":5,"method":"ping"}`, 0, ""},
+	{"dup_method_null_last", `{"jsonrpc":"2.0","id":1,"method":"ping","method":null}`, 0, ""},
+	{"dup_error_null_first", `{"jsonrpc":"2.0","id":1,"error":null,"error":{"code":1}}`, 0, ""},
+	{"dup_error_null_last", `{"jsonrpc":"2.0","id":1,"error":{"code":1},"error":null}`, 0, ""},
+	{"escaped_member_name", `{"json\u0072pc":"2.0","id":1,"method":"ping"}`, 0, ""},
+	{"dup_version_number_first", `{"jsonrpc":5,"jsonrpc":"2.0","id":1,"method":"ping"}`, codeInvalidRequest, "1"},
+	{"dup_version_bool_last", `{"jsonrpc":"2.0","jsonrpc":true,"id":1,"method":"ping"}`, codeInvalidRequest, "1"},
+	{"dup_id_out_of_range_first", `{"jsonrpc":"2.0","id":1e400,"id":1,"method":"ping"}`, codeInvalidRequest, ""},
+	{"dup_id_nested_out_of_range", `{"jsonrpc":"2.0","id":[1e400],"id":1,"method":"ping"}`, codeInvalidRequest, ""},
+	{"dup_id_bool_last", `{"jsonrpc":"2.0","id":1,"id":true,"method":"ping"}`, codeInvalidRequest, ""},
+	{"dup_method_number_last", `{"jsonrpc":"2.0","id":1,"method":"ping","method":5}`, codeInvalidRequest, "1"},
+	{"dup_error_number_first", `{"jsonrpc":"2.0","id":1,"error":5,"error":null}`, codeInvalidRequest, ""},
+	{"dup_error_bad_code_first", `{"jsonrpc":"2.0","id":1,"error":{"code":"x"},"error":{}}`, codeInvalidRequest, ""},
+	{"dup_error_code", `{"jsonrpc":"2.0","id":1,"error":{"code":"x","code":1}}`, codeInvalidRequest, ""},
+	{"dup_error_message", `{"jsonrpc":"2.0","id":1,"error":{"message":5,"message":"x"}}`, codeInvalidRequest, ""},
+	{"batch_dup_member", `[{"jsonrpc":5,"jsonrpc":"2.0","id":1,"method":"ping"}]`, codeInvalidRequest, ""},
 	{"too_deep", `{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`, codeInvalidRequest, ""},
 }
 
@@ -130,6 +153,11 @@ func agreeWithSDK(t testing.TB, line []byte) {
 	pass, infos, lerr := check(line)
 	if lerr != nil {
 		msgs, err := sdkRead(t, append(bytes.Clone(line), '\n'))
+		if err == nil && mixedBatch(msgs) {
+			// The SDK reads a batch of requests and notifications but
+			// never answers it: refused on purpose.
+			return
+		}
 		if err == nil && bytes.IndexByte(line, '\r') >= 0 && lerr.code == codeParseError {
 			// Values separated by a carriage return: the SDK reads them as
 			// messages on one line, the check refuses the line. Known.
@@ -146,10 +174,8 @@ func agreeWithSDK(t testing.TB, line []byte) {
 		}
 		return
 	}
-	if !bytes.Equal(pass, line) {
-		if !bytes.HasPrefix(line, pass) || len(bytes.Trim(line[len(pass):], " \t\r")) != 0 {
-			t.Errorf("check passes %q for %q: more than trailing blanks cut", pass, line)
-		}
+	if !bytes.Equal(pass, bytes.Trim(line, " \t\r")) {
+		t.Errorf("check passes %q for %q, want the line without the blanks around it", pass, line)
 	}
 	msgs, err := sdkRead(t, append(bytes.Clone(pass), '\n'))
 	if err != nil {
@@ -172,6 +198,19 @@ func agreeWithSDK(t testing.TB, line []byte) {
 			t.Errorf("message %d of %q: check sees %+v, the go-sdk %+v", i, pass, got, want)
 		}
 	}
+}
+
+// mixedBatch reports whether msgs hold both a request with an id and a
+// notification.
+func mixedBatch(msgs []jsonrpc.Message) bool {
+	calls, notifications := false, false
+	for _, m := range msgs {
+		if r, ok := m.(*jsonrpc.Request); ok {
+			calls = calls || r.ID.IsValid()
+			notifications = notifications || !r.ID.IsValid()
+		}
+	}
+	return calls && notifications
 }
 
 func keyOf(id jsonrpc.ID) idKey {

@@ -21,6 +21,10 @@
 //     JSON, not a JSON-RPC 2.0 object, an empty or forbidden batch, longer
 //     than 16 MiB) is answered on the channel with a JSON-RPC error, -32700
 //     or -32600, logged on standard error, and the session goes on;
+//   - it refuses the same way the batches that the go-sdk v1.8.0 reads but
+//     never answers: a batch that mixes requests and notifications (the
+//     SDK waits for an answer to the notification too), or one that reuses
+//     the id of a request in flight;
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`
 //     gets every answer (the go-sdk ends the session at end of input and
@@ -35,6 +39,12 @@
 //		log.Fatal(err) // log writes to stderr
 //	}
 //	err = server.Run(ctx, t)
+//
+// The line limit is the go-sdk's default, 16 MiB
+// ([mcp.DefaultMaxLineLength]), whatever the MaxLineLength of the returned
+// transport: leave that field zero. A lower value would let the SDK end the
+// session on a line the transport passed; a higher one changes nothing,
+// as the transport refuses longer lines.
 //
 // On Linux, macOS and the BSDs the redirection is done with dup/dup2 on the
 // descriptors themselves, so it also covers cgo code and child processes.

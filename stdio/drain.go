@@ -8,23 +8,19 @@ import (
 	"time"
 )
 
-// maxTrackedLine bounds the bytes of one outgoing line kept to see whether
-// it is a response; a longer line is not tracked.
-const maxTrackedLine = 16 << 20
-
 // noBatchVersion is the first MCP protocol version without JSON-RPC
 // batching; the go-sdk ends the session on a batch once it is negotiated.
 const noBatchVersion = "2025-06-18"
 
 // session is what the reader and the writer of one transport share: the
-// requests passed to the go-sdk and not yet answered, and what the SDK
-// keeps of the session that decides whether it takes a batch. It is safe
-// for concurrent use.
+// ids of the requests passed to the go-sdk and not yet answered, and what
+// the SDK keeps of the session that decides whether it takes a batch. It is
+// safe for concurrent use.
 type session struct {
 	mu      sync.Mutex
-	n       int           // requests passed, not yet answered
-	changed chan struct{} // closed and replaced whenever n goes down
-	closed  chan struct{} // closed by close: stop waiting
+	pending map[idKey]bool // ids of requests passed, not yet answered
+	changed chan struct{}  // closed and replaced whenever pending shrinks
+	closed  chan struct{}  // closed by close: stop waiting
 
 	initSeen   bool   // an initialize request was passed
 	initID     idKey  // its id
@@ -36,7 +32,12 @@ type session struct {
 }
 
 func newSession() *session {
-	return &session{changed: make(chan struct{}), closed: make(chan struct{}), batchIDs: map[idKey]bool{}}
+	return &session{
+		pending:  map[idKey]bool{},
+		changed:  make(chan struct{}),
+		closed:   make(chan struct{}),
+		batchIDs: map[idKey]bool{},
+	}
 }
 
 func (s *session) close() { s.closeOnce.Do(func() { close(s.closed) }) }
@@ -67,16 +68,29 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		}
 		// The SDK tracks every batch member with a method by id, a
 		// notification as the empty id, and refuses a batch that repeats
-		// an id or reuses one it still tracks.
+		// an id or reuses one it still tracks. It answers a batch once
+		// every id it tracks is answered: never when a notification is
+		// among its requests (go-sdk v1.8.0), nor when a member reuses the
+		// id of a request in flight outside the batch, which jsonrpc2
+		// answers with a null id.
 		seen := map[idKey]bool{}
+		calls, notifications := 0, 0
 		for _, m := range msgs {
 			if !m.request {
 				continue
 			}
-			if seen[m.id] || s.batchIDs[m.id] {
+			if seen[m.id] || s.batchIDs[m.id] || s.pending[m.id] {
 				return invalid("a batch repeats the id of a request in flight (a notification counts as an empty id)")
 			}
 			seen[m.id] = true
+			if m.id.set {
+				calls++
+			} else {
+				notifications++
+			}
+		}
+		if calls > 0 && notifications > 0 {
+			return invalid("a batch that mixes requests and notifications is never answered by the go-sdk v1.8.0")
 		}
 		for id := range seen {
 			s.batchIDs[id] = true
@@ -86,7 +100,7 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		if !m.request || !m.id.set {
 			continue
 		}
-		s.n++
+		s.pending[m.id] = true
 		if m.method == "initialize" && !s.initSeen {
 			var p struct {
 				ProtocolVersion string `json:"protocolVersion"`
@@ -124,13 +138,16 @@ func (s *session) sent(line []byte) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	answered := 0
+	answered := false
 	for _, m := range msgs {
 		id, ok := parseID(m.ID)
 		if !ok || !id.set || m.Method != "" {
 			continue
 		}
-		answered++
+		if s.pending[id] {
+			delete(s.pending, id)
+			answered = true
+		}
 		delete(s.batchIDs, id)
 		if s.initSeen && s.negotiated == "" && id == s.initID {
 			if m.Result != nil && m.Result.ProtocolVersion != "" {
@@ -140,11 +157,18 @@ func (s *session) sent(line []byte) {
 			}
 		}
 	}
-	if answered > 0 {
-		s.n = max(s.n-answered, 0)
+	if answered {
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
+}
+
+// inFlight reports whether a request with id was passed and is not yet
+// answered.
+func (s *session) inFlight(id idKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending[id]
 }
 
 // wait returns when every request passed has been answered, when the
@@ -154,7 +178,7 @@ func (s *session) wait(timeout time.Duration) {
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		n, ch := s.n, s.changed
+		n, ch := len(s.pending), s.changed
 		s.mu.Unlock()
 		if n == 0 {
 			return
@@ -169,7 +193,8 @@ func (s *session) wait(timeout time.Duration) {
 	}
 }
 
-// lines splits a byte stream into lines of at most max bytes.
+// lines splits a byte stream into lines of at most max bytes; zero max
+// means no limit.
 type lines struct {
 	max     int
 	partial []byte
@@ -182,7 +207,7 @@ func (l *lines) feed(p []byte, fn func(line []byte, tooLong bool)) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if !l.over && len(l.partial)+len(p) <= l.max {
+			if !l.over && !l.exceeds(len(l.partial)+len(p)) {
 				l.partial = append(l.partial, p...)
 			} else {
 				l.over, l.partial = true, l.partial[:0]
@@ -190,7 +215,7 @@ func (l *lines) feed(p []byte, fn func(line []byte, tooLong bool)) {
 			return
 		}
 		switch {
-		case l.over || len(l.partial)+i > l.max:
+		case l.over || l.exceeds(len(l.partial)+i):
 			fn(nil, true)
 		case len(l.partial) == 0:
 			fn(p[:i], false)
@@ -201,6 +226,8 @@ func (l *lines) feed(p []byte, fn func(line []byte, tooLong bool)) {
 		p = p[i+1:]
 	}
 }
+
+func (l *lines) exceeds(n int) bool { return l.max > 0 && n > l.max }
 
 // flush calls fn for a last line that had no newline, if any.
 func (l *lines) flush(fn func(line []byte, tooLong bool)) {
@@ -218,7 +245,9 @@ func (l *lines) midLine() bool { return l.over || len(l.partial) > 0 }
 
 // writer is the one writer of the JSON-RPC output: the go-sdk's messages
 // and the transport's answers to refused lines, each a whole line. It
-// tells the session which requests the SDK answered. It is safe for
+// tells the session which requests the SDK answered, from lines of any
+// size: the SDK writes each line in one call, which the writer reads in
+// place, and a line written in parts is gathered whole. It is safe for
 // concurrent use.
 type writer struct {
 	mu     sync.Mutex
@@ -229,7 +258,7 @@ type writer struct {
 }
 
 func newWriter(w io.WriteCloser, s *session) *writer {
-	return &writer{w: w, s: s, lines: lines{max: maxTrackedLine}}
+	return &writer{w: w, s: s}
 }
 
 func (w *writer) Write(p []byte) (int, error) {

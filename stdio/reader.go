@@ -83,6 +83,12 @@ func (r *reader) line(line []byte, tooLong bool) {
 			return
 		}
 		lerr = e
+		if lerr.id != nil && r.s.inFlight(lerr.key) {
+			// A request with this id is in flight: an answer with the id
+			// would be taken for its answer. jsonrpc2 answers a request
+			// that reuses an id in flight with a null id too.
+			lerr.id = nil
+		}
 	}
 	r.log.Warn("stdio: refused an input line that is not a JSON-RPC message",
 		"line", r.n, "bytes", size, "code", lerr.code, "reason", lerr.reason)

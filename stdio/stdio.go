@@ -49,11 +49,23 @@ type Options struct {
 // end the session at the first other line. It answers such a line itself,
 // on the same output and one line long, with a JSON-RPC error: -32700
 // (parse error, id null) for a line that is not one JSON value, -32600
-// (invalid request, with the request's id when it can be read, else null)
-// for any other (not an object, "jsonrpc" not "2.0", an id of the wrong
-// type, an empty batch, a batch where the negotiated protocol version has
-// none, a line longer than 16 MiB); it logs it, and goes on serving.
-// Messages must not span lines, as the MCP stdio transport requires.
+// (invalid request) for any other (not an object, "jsonrpc" not "2.0", an
+// id of the wrong type, a member given twice with an occurrence of the
+// wrong type, an empty batch, a batch where the negotiated protocol version
+// has none, a line longer than 16 MiB); it logs it, and goes on serving.
+// The -32600 answer carries the request's id when it can be read and no
+// request with that id is in flight, else null. Messages must not span
+// lines, as the MCP stdio transport requires.
+//
+// It refuses too, with -32600 and a null id, the batches that the go-sdk
+// v1.8.0 reads but never answers: one that mixes requests and
+// notifications, or one that reuses the id of a request in flight.
+//
+// The line limit is fixed at the go-sdk's default, 16 MiB
+// ([mcp.DefaultMaxLineLength]): leave the MaxLineLength of the returned
+// transport zero. The SDK reads that field, the transport does not: a
+// lower value would let the SDK end the session on a line the transport
+// passed, and a higher one changes nothing.
 //
 // Isolate must be called once, before other goroutines use the standard
 // streams. It returns an error, leaving the descriptors as they were, when a
