@@ -62,11 +62,8 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 	g.opts.Confirmer = s
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c, topts, d := g.begin(ctx, req)
+			c, topts, d := g.beginRound(ctx, req)
 			if d != nil {
-				return g.deny(c, d)
-			}
-			if d := g.openRetry(ctx, req, c); d != nil {
 				return g.deny(c, d)
 			}
 			if !c.rule.Confirm {
@@ -129,11 +126,8 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 	g.opts.Limiter = l
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c, topts, d := g.begin(ctx, req)
+			c, topts, d := g.beginRound(ctx, req)
 			if d != nil {
-				return g.deny(c, d)
-			}
-			if d := g.openRetry(ctx, req, c); d != nil {
 				return g.deny(c, d)
 			}
 			calls := 1
@@ -223,6 +217,16 @@ func identityOnly(ctx context.Context, _ mcp.Request) (*Identity, error) {
 		return id, nil
 	}
 	return nil, ErrUnauthenticated
+}
+
+// beginRound is begin for Confirm and Limit, which also open the sealed
+// state of a multi round-trip's next round (see mrtr.go).
+func (g *Guard) beginRound(ctx context.Context, req *mcp.CallToolRequest) (*call, ToolOptions, *DenialError) {
+	c, topts, d := g.begin(ctx, req)
+	if d == nil {
+		d = g.openRetry(ctx, req, c)
+	}
+	return c, topts, d
 }
 
 // begin starts a stand-alone step's call: the caller from the context, the
