@@ -107,11 +107,14 @@ func (g *Guard) openState(ctx context.Context, req *mcp.CallToolRequest, c *call
 		return err
 	}
 	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c.name, flag), ArgsSHA256: mrtrHash(args, inner)}
-	if err := g.mrtr.Verify(ctx, g.now(), st, claims); err != nil {
+	t, err := g.mrtr.Check(g.now(), st, claims)
+	if err != nil {
 		return err
 	}
+	c.ticket = &t // used up when the call is admitted (consume)
 	req.Params.RequestState = inner
 	c.retry, c.confirmed = true, flag == 'c'
+	c.cost = 0 // the first round was charged the logical call's cost; so says its audit record
 	return nil
 }
 

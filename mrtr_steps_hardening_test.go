@@ -148,12 +148,12 @@ func TestDryRunSealedStateNotFree(t *testing.T) {
 	}
 }
 
-// zzAsker is a handler that asks the user for input itself on its first
+// asker is a handler that asks the user for input itself on its first
 // round (state "zz-own") and finishes on the next one; ran counts the
 // finished rounds.
-type zzAsker struct{ ran atomic.Int64 }
+type asker struct{ ran atomic.Int64 }
 
-func (a *zzAsker) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (a *asker) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if r, ok := req.Params.InputResponses[sealAskKey].(*mcp.ElicitResult); ok && r.Action == "accept" && req.Params.RequestState == "zz-own" {
 		a.ran.Add(1)
 		return textResult("done"), nil
@@ -185,7 +185,7 @@ func TestStandaloneLimitCountsHandlerRetryOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a zzAsker
+	var a asker
 	h := mcpguard.Chain(mcpguard.Authenticate(fixed(bob)), must(t)(mcpguard.Limit(lim, p, &mcpguard.Options{Logger: quiet})))(a.handle)
 	first, err := h(context.Background(), req("echo", `{"text":"x"}`))
 	if err != nil || first.InputRequests == nil {
@@ -203,7 +203,7 @@ func TestStandaloneLimitCountsHandlerRetryOnce(t *testing.T) {
 // sealed as confirmed, and is not taken for a confirmation state.
 func TestStandaloneConfirmLetsHandlerAsk(t *testing.T) {
 	p := stepPolicy(t)
-	var a zzAsker
+	var a asker
 	h := mcpguard.Chain(mcpguard.Authenticate(fixed(bob)), must(t)(mcpguard.Confirm(testSigner(t, nil), p, &mcpguard.Options{Logger: quiet})))(a.handle)
 	args := `{"target":"db-1"}`
 	ask, err := h(context.Background(), req("wipe", args))

@@ -38,9 +38,10 @@ type call struct {
 	dryRun    bool
 	denial    *DenialError
 	detail    string
-	running   bool // the handler was called and has not returned
-	retry     bool // the call returns a sealed RequestState: a logical call's next round
-	confirmed bool // a confirmation passed in this logical call
+	running   bool            // the handler was called and has not returned
+	retry     bool            // the call returns a sealed RequestState: a logical call's next round
+	confirmed bool            // a confirmation passed in this logical call
+	ticket    *confirm.Ticket // the state the call came with, checked, used up when admitted
 
 	// Memory of the call's own, so that a call allocates once: the
 	// correlation id's and the argument hash's bytes (corr and, unless the
@@ -209,6 +210,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 
 	// 9. Dry-run.
 	if c.dryRun {
+		if d := g.consume(ctx, c); d != nil {
+			return g.deny(c, d)
+		}
 		if !topts.DryRunAware {
 			return dryrun.Result(c.name, g.describe(c, topts)), nil
 		}
@@ -222,6 +226,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			c.detail = "write-ahead intent not recorded"
 			return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
 		}
+	}
+	if d := g.consume(ctx, c); d != nil {
+		return g.deny(c, d)
 	}
 	c.idCtx = identityCtx{ctx, id}
 	ctx = &c.idCtx
@@ -535,16 +542,27 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	}
 	// The clock is read now, not at the call's start: on an older client the
 	// human answered inside this call, and an answer after expiry must fail.
-	if err := s.Verify(ctx, g.now(), state, claims); err != nil {
+	// Checked only: the state is used up when the call is admitted
+	// (consume), so a refusal by a limit or the audit trail leaves it to a
+	// retry.
+	t, err := s.Check(g.now(), state, claims)
+	if err != nil {
 		c.detail = "confirmation: " + err.Error()
-		c.denial = Deny(CodeConfirmationRequired, "the confirmation is missing, expired, already used or for another call; call the tool again to be asked")
+		c.denial = confirmationDenial()
 		return nil, false
 	}
+	c.ticket = &t
 	action, _ := confirm.Answer(&mcp.CallToolParamsRaw{InputResponses: responses})
 	if action != "accept" {
 		c.detail = "user answered " + strconv.Quote(action)
 		if action == "" {
 			c.denial = Deny(CodeConfirmationRequired, "no confirmation answer")
+			return nil, false
+		}
+		// A decline uses the confirmation up: accepting it later runs
+		// nothing.
+		if d := g.consume(ctx, c); d != nil {
+			c.denial = d
 			return nil, false
 		}
 		d := Deny(CodeConfirmationRequired, "the user did not confirm; the tool was not run")
@@ -558,6 +576,33 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		return r, true
 	}
 	return nil, false
+}
+
+// confirmationDenial is the refusal of a confirmation state that does not
+// verify.
+func confirmationDenial() *DenialError {
+	return Deny(CodeConfirmationRequired, "the confirmation is missing, expired, already used or for another call; call the tool again to be asked")
+}
+
+// consume uses up the state the call came with (a confirmation, or the
+// sealed state of a multi round-trip's next round), now that the call is
+// admitted: a refusal before this point (a limit, the audit trail) leaves
+// the client's state for a retry. It returns the refusal of a state used
+// meanwhile by another call.
+func (g *Guard) consume(ctx context.Context, c *call) *DenialError {
+	t := c.ticket
+	if t == nil {
+		return nil
+	}
+	c.ticket = nil
+	if err := t.Consume(ctx, g.now()); err != nil {
+		c.detail = "state: " + err.Error()
+		if c.retry {
+			return sealedStateDenial()
+		}
+		return confirmationDenial()
+	}
+	return nil
 }
 
 func (g *Guard) confirmText(c *call, topts ToolOptions) string {

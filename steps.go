@@ -47,7 +47,10 @@ import (
 // With opts.Limiter set, the round that asks counts once against the call
 // rate, and the confirmed round then counts nothing against it, as in the
 // Guard: a [Limit] inside Confirm sees that and charges the confirmed
-// round its spend only. Without it, asking is not counted.
+// round its spend only. Without it, asking is not counted. Confirm uses the
+// confirmation up when it passes the call on, so a refusal further in (by
+// a Limit inside it) needs a new confirmation; the Guard, which checks the
+// limits first, leaves the confirmation to a retry.
 //
 // Confirm returns an error for a nil signer or policy, or for per-tool
 // options of tools p does not know.
@@ -67,6 +70,9 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 				return g.deny(c, d)
 			}
 			if !c.rule.Confirm {
+				if d := g.consume(ctx, c); d != nil {
+					return g.deny(c, d)
+				}
 				return g.sealed(c)(next(ctx, req))
 			}
 			if c.dryRun {
@@ -78,6 +84,9 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 						return g.deny(c, d)
 					}
 					defer g.opts.Limiter.Release(ld)
+				}
+				if d := g.consume(ctx, c); d != nil {
+					return g.deny(c, d)
 				}
 				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
 			}
@@ -93,6 +102,9 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 			}
 			if g.opts.Limiter != nil {
 				ctx = context.WithValue(ctx, countedKey{}, true)
+			}
+			if d := g.consume(ctx, c); d != nil {
+				return g.deny(c, d)
 			}
 			return g.sealed(c)(next(ctx, req))
 		}
@@ -142,7 +154,13 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 			if c.dryRun {
 				// It spent nothing, so it is answered here: a handler
 				// inside that does not know of dry runs would really write.
+				if d := g.consume(ctx, c); d != nil {
+					return g.deny(c, d)
+				}
 				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
+			}
+			if d := g.consume(ctx, c); d != nil {
+				return g.deny(c, d)
 			}
 			return g.sealed(c)(next(ctx, req))
 		}

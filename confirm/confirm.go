@@ -214,41 +214,33 @@ type payload struct {
 // attempt by another caller, or with other arguments, leaves the owner's
 // confirmation usable.
 func (s *Signer) Verify(ctx context.Context, now time.Time, state string, c Claims) error {
-	if len(state) > maxStateLen {
-		return ErrMalformed
-	}
-	p64, m64, ok := strings.Cut(state, ".")
-	if !ok {
-		return ErrMalformed
-	}
-	enc := base64.RawURLEncoding
-	raw, err := enc.Strict().DecodeString(p64)
+	t, err := s.Check(now, state, c)
 	if err != nil {
+		return err
+	}
+	return t.Consume(ctx, now)
+}
+
+// A Ticket is a state that passed [Signer.Check]: it can still be used up,
+// once, with Consume. The zero Ticket consumes nothing and reports
+// [ErrMalformed].
+type Ticket struct {
+	s       *Signer
+	nonce   string
+	expires time.Time
+}
+
+// Consume uses the checked state up: it reports [ErrReplayed] if it was used
+// already, [ErrExpired] if it expired by now, and [ErrStore] if the nonce
+// store fails.
+func (t Ticket) Consume(ctx context.Context, now time.Time) error {
+	if t.s == nil {
 		return ErrMalformed
 	}
-	sig, err := enc.Strict().DecodeString(m64)
-	if err != nil || len(sig) != macLen {
-		return ErrMalformed
-	}
-	pl, ok := parse(raw)
-	if !ok {
-		return ErrMalformed
-	}
-	key, ok := s.keys[pl.kid]
-	if !ok {
-		return ErrUnknownKey
-	}
-	if !hmac.Equal(sig, mac(key, raw)) {
-		return ErrBadSignature
-	}
-	exp := time.Unix(pl.expires, 0)
-	if !now.Before(exp) {
+	if !now.Before(t.expires) {
 		return ErrExpired
 	}
-	if pl.claims != c {
-		return ErrMismatch
-	}
-	first, err := s.nonces.Consume(ctx, hex.EncodeToString(pl.nonce), now, exp)
+	first, err := t.s.nonces.Consume(ctx, t.nonce, now, t.expires)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
@@ -256,6 +248,49 @@ func (s *Signer) Verify(ctx context.Context, now time.Time, state string, c Clai
 		return ErrReplayed
 	}
 	return nil
+}
+
+// Check runs the checks of [Signer.Verify] but the last: the state is not
+// consumed. It returns the state's [Ticket], for a caller that acts on the
+// state only if other checks pass too (limits, a write-ahead record) and
+// would otherwise burn a state the client may retry with. Consume the
+// ticket before acting: a state that passed Check may still have been used.
+func (s *Signer) Check(now time.Time, state string, c Claims) (Ticket, error) {
+	if len(state) > maxStateLen {
+		return Ticket{}, ErrMalformed
+	}
+	p64, m64, ok := strings.Cut(state, ".")
+	if !ok {
+		return Ticket{}, ErrMalformed
+	}
+	enc := base64.RawURLEncoding
+	raw, err := enc.Strict().DecodeString(p64)
+	if err != nil {
+		return Ticket{}, ErrMalformed
+	}
+	sig, err := enc.Strict().DecodeString(m64)
+	if err != nil || len(sig) != macLen {
+		return Ticket{}, ErrMalformed
+	}
+	pl, ok := parse(raw)
+	if !ok {
+		return Ticket{}, ErrMalformed
+	}
+	key, ok := s.keys[pl.kid]
+	if !ok {
+		return Ticket{}, ErrUnknownKey
+	}
+	if !hmac.Equal(sig, mac(key, raw)) {
+		return Ticket{}, ErrBadSignature
+	}
+	exp := time.Unix(pl.expires, 0)
+	if !now.Before(exp) {
+		return Ticket{}, ErrExpired
+	}
+	if pl.claims != c {
+		return Ticket{}, ErrMismatch
+	}
+	return Ticket{s: s, nonce: hex.EncodeToString(pl.nonce), expires: exp}, nil
 }
 
 // parse decodes a payload, reporting false for any deviation from the
