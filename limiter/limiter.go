@@ -99,7 +99,13 @@ type Limiter struct {
 	failOpenR bool
 	failOpenW bool
 	lease     atomic.Uint64
+	abandons  chan struct{} // a token per abandon running; nil: the store leases no slots
 }
+
+// maxAbandons bounds the abandons a Limiter runs at once: when a store is
+// down, every failed reservation would start one. Past it, a failed
+// reservation's slots come back when their lease expires.
+const maxAbandons = 64
 
 // New returns a Limiter applying limits, with options opts (nil means
 // defaults). It returns an error if a limit is invalid, two limits have the
@@ -139,6 +145,9 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 		for i, lim := range l.limits {
 			l.mem[i] = memLimit{id: l.ids[i], kind: lim.Kind, max: lim.Max, window: int64(lim.Window)}
 		}
+	}
+	if ls, ok := l.store.(LeaseStore); ok && ls.LeasesSlots() {
+		l.abandons = make(chan struct{}, maxAbandons)
 	}
 	var seed [8]byte
 	rand.Read(seed[:])
@@ -248,10 +257,14 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		b.Lease = lease
 	}
 	if err := l.store.Apply(ctx, now, b); err != nil {
-		if lease != 0 {
+		if lease != 0 && l.abandons != nil {
 			// The reservation may have been carried out, or may still
 			// arrive, with slots nobody would release.
-			go l.abandon(r, held, lease)
+			select {
+			case l.abandons <- struct{}{}:
+				go l.abandon(r, held, lease, now)
+			default: // too many running: the lease expires
+			}
 		}
 		allow := l.failOpenR
 		if r.Write {
@@ -265,13 +278,17 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 // abandon releases, in the background, the in-flight slots that a
 // reservation whose Apply failed may have taken, telling the store to make a
 // late arrival of it take nothing. It retries with growing pauses (about 13
-// seconds in all), then leaves the slots to the expiry of their lease.
-func (l *Limiter) abandon(r Request, held, lease uint64) {
+// seconds in all), then leaves the slots to the expiry of their lease. Its
+// clock is the decision's now, moved on by the time since, so that a store
+// told the caller's time measures the lease as the reservation did.
+func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
+	defer func() { <-l.abandons }()
+	start := time.Now()
 	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, true, held)
 	wait := 50 * time.Millisecond
 	for range 8 {
 		b := &Batch{Release: true, Abandon: true, Lease: lease, Checks: checks}
-		if l.store.Apply(context.Background(), time.Now(), b) == nil {
+		if l.store.Apply(context.Background(), now.Add(time.Since(start)), b) == nil {
 			return
 		}
 		time.Sleep(wait)

@@ -136,6 +136,12 @@ type memCheck struct {
 
 // applyBatch carries out a public Batch.
 func (s *MemoryStore) applyBatch(now int64, b *Batch) {
+	if b.Release && b.Abandon {
+		// Slots here are counts, not leases: a failed reservation cannot
+		// be told apart from a successful one, so there is nothing to free.
+		b.Denied = -1
+		return
+	}
 	var lbuf [stackChecks]memLimit
 	var cbuf [stackChecks]memCheck
 	ls, cs := lbuf[:0], cbuf[:0]

@@ -48,6 +48,16 @@ type Check struct {
 	N float64
 }
 
+// A LeaseStore is a [Store] whose in-flight slots are leases named by
+// [Batch].Lease, so that it can free the slot of a reservation whose Apply
+// failed on the caller's side without touching any other: the [Limiter]
+// then sends it an Abandon batch (the Redis store is one).
+type LeaseStore interface {
+	Store
+	// LeasesSlots reports that the store's slots are leases.
+	LeasesSlots() bool
+}
+
 // A Batch is one atomic operation on a [Store].
 //
 // When Release is false, the store reserves: it evaluates every check
@@ -67,7 +77,9 @@ type Batch struct {
 	// Release selects a release instead of a reservation.
 	Release bool
 	// Abandon marks a release of a reservation whose outcome the caller
-	// never learned (only with Release).
+	// never learned (only with Release). The [Limiter] sends it only to a
+	// [LeaseStore]; a store that counts slots must ignore it (it cannot
+	// tell whether the failed reservation took one).
 	Abandon bool
 	// Lease identifies the in-flight slots of one decision; unique within
 	// the [Limiter] that made it. A store shared by several processes

@@ -19,7 +19,13 @@
 // whatever the client's own timeouts. When Redis cannot be reached in time,
 // [Store.Apply] returns an error and the [limiter.Limiter] applies its
 // fail-open or fail-closed policy. A decision that timed out may still have
-// been applied by Redis; its slots then come back when the lease expires.
+// been applied by Redis: the limiter then abandons its lease in the
+// background, which frees its in-flight slots within seconds (or, should the
+// reservation arrive later, makes it take nothing); what it took from rate
+// and spend stays taken. An acquire that the client retries after a lost
+// reply is carried out once when the decision holds an in-flight slot;
+// without one, its rate and spend are taken twice, so a client for the
+// limiter is best set not to retry (MaxRetries -1 in go-redis).
 //
 // On Redis Cluster, all keys of one decision must live in one slot: the
 // default key prefix carries the hash tag {mcpguard-limiter} for that.

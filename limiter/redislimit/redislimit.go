@@ -76,6 +76,10 @@ func New(client redis.Scripter, opts *Options) *Store {
 	return s
 }
 
+// LeasesSlots implements [limiter.LeaseStore]: in-flight slots are leases
+// named by their token, so a failed reservation's slot can be abandoned.
+func (s *Store) LeasesSlots() bool { return true }
+
 // Key returns the Redis key holding the state of check c.
 func (s *Store) Key(c limiter.Check) string {
 	return s.prefix + c.ID + ":" + c.Key

@@ -55,6 +55,11 @@ for i = 1, #KEYS do
     if sc and tonumber(sc) < 0 then
       return {-2, 0} -- the acquire of an abandoned lease: take nothing
     end
+    if sc then
+      -- The same acquire again (a client's retry after a lost reply): it
+      -- was carried out, atomically, the first time.
+      return {-1, 0}
+    end
   end
 end
 local denied, wait, never = -1, 0, false
