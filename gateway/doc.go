@@ -30,6 +30,18 @@
 //     and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
 //     Authorization header is not forwarded, and the downstream gets its own
 //     Host. Mcp-Session-Id and Mcp-Protocol-Version pass through.
+//   - Header values are read once: spaces and tabs around a value (which
+//     RFC 9110 excludes from it; an HTTP/2 client can send them) are
+//     dropped as the request arrives, before any check, and the values the
+//     gateway checked are forwarded verbatim. The gateway's own client
+//     never trims or rewrites a value: one it cannot send as it is (a
+//     control character, outer spaces) fails the request (502) instead. In
+//     a batch sent with Mcp-Method, a member whose method or tool name
+//     cannot be sent as its Mcp-Method or Mcp-Name header is refused
+//     (-32600 or -32602).
+//   - An Mcp-Session-Id that is not one or more visible ASCII characters
+//     (0x21 to 0x7E, as the MCP specification requires) is refused with
+//     400 before any session check, on POST, GET and DELETE alike.
 //   - Each downstream session is bound to the principal that opened it:
 //     another principal presenting that Mcp-Session-Id gets 404 and is
 //     never forwarded, so a valid token of one's own does not buy a ride on
@@ -37,23 +49,29 @@
 //     2xx answer naming the id, as to initialize, or to a request carrying
 //     it); an id the gateway has not seen (a session opened before a
 //     restart) is held for the principal whose request carrying it is sent
-//     downstream, until the downstream answers, and dropped unless that
-//     answer is a 2xx. A request the gateway refuses itself holds nothing,
+//     downstream, for as long as any of that principal's requests carrying
+//     it is downstream, and dropped when the last is answered unless one
+//     answer was a 2xx. A request the gateway refuses itself holds nothing,
 //     and of two principals' concurrent first uses only the first is
-//     forwarded. Ids a client makes up never displace a confirmed binding.
-//     The gateway keeps up to 1,024 confirmed bindings per principal, so
-//     that one principal cannot lock the others out, and 65,536 in all: a
+//     forwarded. Ids a client makes up never displace a confirmed binding,
+//     nor a hold: up to 4,096 ids are held at once, 256 per principal, and
+//     past that a request on an unseen id is refused (404). The gateway
+//     keeps up to 1,024 confirmed bindings per principal, so that one
+//     principal cannot lock the others out, and 65,536 in all: a
 //     principal's new session past its share, or in a full table, takes the
 //     place of its own oldest one, while in a full table a principal holding
 //     none is refused (404) until room is made. A displaced session may
 //     still be live downstream, so its id keeps a tombstone: only the
-//     principal that held it may use it again. Tombstones are bounded alike
-//     (1,024 per principal, 65,536 in all, the oldest dropped first, which
-//     leaves its id bound to no one). A
-//     DELETE that ends the session unbinds it and leaves no tombstone.
-//     Known limit: bindings do not expire when a session goes idle, so a
-//     session abandoned without a DELETE keeps its binding until a newer
-//     session of its principal displaces it.
+//     principal that held it may use it again. So does a session the
+//     downstream opens for a principal holding none in a full table (its
+//     initialize carries no id and is forwarded): it is not bound, and only
+//     that principal may use it once room is made. Tombstones are bounded
+//     alike (1,024 per principal, 65,536 in all, the oldest dropped first,
+//     which leaves its id bound to no one). A DELETE that ends the session
+//     unbinds it and leaves no tombstone. Known limit: bindings do not
+//     expire when a session goes idle, so a session abandoned without a
+//     DELETE keeps its binding until a newer session of its principal
+//     displaces it.
 //
 // # Fail closed
 //

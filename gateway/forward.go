@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -78,6 +79,40 @@ func connectionListed(h http.Header) map[string]bool {
 		}
 	}
 	return out
+}
+
+// withTrimmedHeader returns r, or when a header value of r has leading or
+// trailing spaces or tabs, a shallow copy of r with a header of its own
+// whose values have none. RFC 9110 §5.5 excludes that whitespace from a
+// field value; net/http's HTTP/1 server drops it, its HTTP/2 server does
+// not. The gateway trims it once, before any check, and then checks the
+// very values it forwards: the upstream writer sends them verbatim and
+// refuses, rather than trims, a value it could not.
+func withTrimmedHeader(r *http.Request) *http.Request {
+	trim := false
+	for _, vs := range r.Header {
+		if slices.ContainsFunc(vs, hasOuterSpace) {
+			trim = true
+			break
+		}
+	}
+	if !trim {
+		return r
+	}
+	h := r.Header.Clone()
+	for _, vs := range h {
+		for i, v := range vs {
+			vs[i] = strings.Trim(v, " \t")
+		}
+	}
+	r2 := *r
+	r2.Header = h
+	return &r2
+}
+
+// hasOuterSpace reports whether v begins or ends with a space or a tab.
+func hasOuterSpace(v string) bool {
+	return v != "" && (v[0] == ' ' || v[0] == '\t' || v[len(v)-1] == ' ' || v[len(v)-1] == '\t')
 }
 
 // outboundHeader builds the header of a downstream request from the client's.
@@ -174,22 +209,32 @@ func (c *upstreamCall) stop() {
 }
 
 // roundTrip sends one request downstream. body nil sends no body. The
-// request's Mcp-Session-Id must be one the caller may use; an id bound to
-// no one is bound to the caller, unconfirmed, just before the request is
-// sent, so that of two principals' concurrent first uses only the first
-// is forwarded and the other is refused (404). The answer settles the
-// binding (see [sessions]): a 2xx confirms it, anything else drops it if
-// unconfirmed, a 2xx to a DELETE forgets it and its tombstone, and an id a
-// 2xx answer names is bound to the caller as [sessions.bind] allows.
+// request's Mcp-Session-Id, if any, must be a valid session id (else 400)
+// that the caller may use (else 404); an id bound to no one is bound to the
+// caller, unconfirmed, just before the request is sent, so that of two
+// principals' concurrent first uses only the first is forwarded and the
+// other is refused. The answer settles the binding (see [sessions]): a 2xx
+// confirms it, anything else drops it if unconfirmed and none of the
+// caller's requests on it is still downstream, a 2xx to a DELETE ends it
+// and its tombstone, and an id a 2xx answer names is bound to the caller as
+// [sessions.bind] allows.
 func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
-	if len(header.Values(hdrSession)) > 1 {
+	ids := header.Values(hdrSession)
+	if len(ids) > 1 {
 		// Only one could be checked; a downstream might read another.
 		return nil, errInvalidRequest("more than one " + hdrSession + " header")
 	}
-	sid := header.Get(hdrSession)
-	if sid != "" && !g.sessions.admit(sid, pr.Subject) {
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal")
-		return nil, errSession()
+	sid := ""
+	if len(ids) == 1 {
+		sid = ids[0]
+		if !validSessionID(sid) {
+			g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "invalid session id")
+			return nil, errSessionID()
+		}
+		if !g.sessions.admit(sid, pr.Subject) {
+			g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal or no room")
+			return nil, errSession()
+		}
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), ctxKey{}, pr))
 	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now()}
@@ -230,12 +275,13 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	switch {
 	case method == http.MethodDelete && sid != "" && ok:
-		g.sessions.forget(sid)
+		g.sessions.end(sid, pr.Subject)
 		return c, nil
 	case sid != "":
 		g.sessions.settle(sid, pr.Subject, ok)
 	}
-	if id := resp.Header.Get(hdrSession); id != "" && ok {
+	// An id no client could present (validSessionID) is not worth a place.
+	if id := resp.Header.Get(hdrSession); ok && validSessionID(id) {
 		g.sessions.bind(id, pr.Subject)
 	}
 	return c, nil

@@ -220,6 +220,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	r = withTrimmedHeader(r)
 	cid := g.ids.Next()
 	switch r.Method {
 	case http.MethodPost:

@@ -101,8 +101,12 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	}
 	plans := make([]plan, len(msgs))
 	for i := range msgs {
-		if !batch && msgs[i].invalid == nil {
-			if e := checkStandardHeaders(r.Header, &msgs[i]); e != nil {
+		if msgs[i].invalid == nil {
+			check := checkStandardHeaders
+			if batch {
+				check = checkMemberHeaders
+			}
+			if e := check(r.Header, &msgs[i]); e != nil {
 				plans[i] = plan{m: &msgs[i], local: e}
 				if msgs[i].method == "tools/call" {
 					g.audit(r.Context(), pr, cid, infoOf(r), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
@@ -138,9 +142,10 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 }
 
 // checkSession refuses a request that carries more than one Mcp-Session-Id
-// (only one could be checked; a downstream might read another) or the id of
-// a session the caller may not use (see [sessions.allows]). It binds
-// nothing: an unseen id is bound when a request carrying it is sent
+// (only one could be checked; a downstream might read another) or one that
+// is not a valid session id ([validSessionID]), with 400, or the id of a
+// session the caller may not use (see [sessions.allows]), with 404. It
+// binds nothing: an unseen id is bound when a request carrying it is sent
 // downstream ([Gateway.roundTrip]), so a request refused here or by a later
 // decision leaves it bound to no one.
 func (g *Gateway) checkSession(r *http.Request, pr *policy.Principal, cid string) *rpcError {
@@ -149,8 +154,15 @@ func (g *Gateway) checkSession(r *http.Request, pr *policy.Principal, cid string
 		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "more than one session id")
 		return errInvalidRequest("more than one " + hdrSession + " header")
 	}
-	if len(ids) == 1 && ids[0] != "" && !g.sessions.allows(ids[0], pr.Subject) {
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal")
+	if len(ids) == 0 {
+		return nil
+	}
+	if !validSessionID(ids[0]) {
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "invalid session id")
+		return errSessionID()
+	}
+	if !g.sessions.allows(ids[0], pr.Subject) {
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal or no room")
 		return errSession()
 	}
 	return nil
@@ -166,6 +178,24 @@ func checkStandardHeaders(h http.Header, m *message) *rpcError {
 	}
 	if v := h.Values("Mcp-Name"); len(v) > 0 && m.method == "tools/call" && (len(v) > 1 || v[0] != m.tool) {
 		return errInvalidParams("Mcp-Name header does not match params.name")
+	}
+	return nil
+}
+
+// checkMemberHeaders refuses a batch member whose method or tool name,
+// which the gateway sends as its Mcp-Method and Mcp-Name headers when the
+// client sent Mcp-Method ([memberHeaders]), cannot be sent as a header
+// value exactly as it is ([validFieldValue]): a downstream that routes on
+// the header would read another name than the one authorized.
+func checkMemberHeaders(h http.Header, m *message) *rpcError {
+	if h.Get("Mcp-Method") == "" || !m.hasMethod {
+		return nil
+	}
+	if !validFieldValue(m.method) {
+		return errInvalidRequest("method cannot be sent as the Mcp-Method header")
+	}
+	if !validFieldValue(m.tool) {
+		return errInvalidParams("params.name cannot be sent as the Mcp-Name header")
 	}
 	return nil
 }

@@ -10,17 +10,21 @@ const (
 	// maxSessions bounds the confirmed bindings, the last resort after
 	// maxSessionsPerSubject. In a full table a new confirmed binding takes
 	// the place of the oldest one of its own subject; a subject that holds
-	// none gets none, and its requests on the new session are refused
-	// until a DELETE makes room.
+	// none gets none (its session keeps a tombstone naming it), and its
+	// requests on the new session are refused until a DELETE makes room.
 	maxSessions = 1 << 16
 	// maxSessionsPerSubject bounds the confirmed bindings of one subject, so
 	// that one principal cannot fill the table and lock every other out: a
 	// subject's new confirmed binding beyond it takes the place of that
 	// subject's own oldest one.
 	maxSessionsPerSubject = 1 << 10
-	// maxPendingSessions bounds the unconfirmed bindings; the oldest goes
-	// first.
-	maxPendingSessions = 1 << 10
+	// maxPendingSessions bounds the unconfirmed bindings. Each has a
+	// request in flight, so none is dropped to make room: in a full table a
+	// request on an unseen id is refused.
+	maxPendingSessions = 1 << 12
+	// maxPendingPerSubject bounds the unconfirmed bindings of one subject,
+	// so that one principal cannot fill their table.
+	maxPendingPerSubject = 1 << 8
 	// maxTombstones bounds the tombstones, the last resort after each
 	// subject's share of maxSessionsPerSubject; the oldest goes first.
 	maxTombstones = maxSessions
@@ -38,44 +42,63 @@ const (
 // unconfirmed to a subject when a request of that subject carrying it is
 // sent downstream ([sessions.admit]), never before: a request the gateway
 // refuses itself binds nothing ([sessions.allows] only checks). The first
-// such request holds the id; another subject's is refused until the answer
-// settles it: a 2xx confirms it, any other answer (404 for an unknown
-// session) or a failed request drops it. Unconfirmed bindings have a small
-// table of their own, so ids a client makes up never displace a confirmed
-// binding.
+// such request holds the id, and so may the same subject's further
+// requests; another subject's is refused while the hold lasts. The table
+// counts each subject's requests downstream on each id: a 2xx answer to any
+// of them confirms the binding; the hold is dropped when the last of them
+// is answered otherwise (404 for an unknown session) or fails, never while
+// one is still downstream. Unconfirmed bindings have a table of their own
+// (maxPendingSessions, each subject's share maxPendingPerSubject), so ids a
+// client makes up never displace a confirmed binding; as every hold has a
+// request downstream, none is dropped to make room, and a full table, or
+// share, refuses a request on an unseen id.
 //
 // A confirmed binding is displaced only for a newer one of the same subject:
 // past maxSessionsPerSubject, or in a full table (maxSessions). The
 // displaced session may still be live downstream, so its id keeps a
 // tombstone naming its former subject: no other subject may use it, while
 // the former subject may (its 2xx answer confirms the binding again and
-// removes the tombstone). Tombstones have a bounded table of their own, each
-// subject's share as large as maxSessionsPerSubject, so that one principal's
-// sessions never push out another's tombstones; past a share, or in a full
-// table, the oldest goes first. A 2xx answer to a DELETE that ends the
-// session removes its binding and tombstone. Bindings do not expire: a
-// session abandoned without a DELETE is held until displaced.
+// removes the tombstone). A session the downstream vouches for in a full
+// table holding none of its subject's (an initialize forwarded because it
+// carries no id) is not bound but gets such a tombstone too, so that no one
+// else may claim it once room is made. Tombstones have a bounded table of
+// their own, each subject's share as large as maxSessionsPerSubject, so
+// that one principal's sessions never push out another's tombstones; past a
+// share, or in a full table, the oldest goes first. A 2xx answer to a
+// DELETE that ends the session removes its binding and tombstone. Bindings
+// do not expire: a session abandoned without a DELETE is held until
+// displaced.
 //
 // Safe for concurrent use.
 type sessions struct {
-	mu      sync.Mutex
-	owner   map[string]binding  // session id -> binding, confirmed or not
-	held    map[string]*holding // subject -> its confirmed bindings
-	queue                       // unconfirmed bindings, oldest first
-	pending int                 // unconfirmed bindings in owner
-	tombs   map[string]binding  // displaced session id -> former subject
-	buried  map[string]*holding // subject -> its tombstones
-	graves  queue               // tombstones, oldest first
-	seq     uint64              // stamp of the latest binding or tombstone
+	mu        sync.Mutex
+	owner     map[string]binding  // session id -> binding, confirmed or not
+	held      map[string]*holding // subject -> its confirmed bindings
+	pending   int                 // unconfirmed bindings in owner
+	pendingBy map[string]int      // subject -> its unconfirmed bindings
+	inflight  map[use]int         // requests admitted and not yet answered
+	tombs     map[string]binding  // displaced session id -> former subject
+	buried    map[string]*holding // subject -> its tombstones
+	graves                        // tombstones, oldest first
+	seq       uint64              // stamp of the latest binding or tombstone
 }
 
 // A binding is a session's owner, or in a tombstone its former owner. Its
-// seq tells it from an earlier binding of the same id in the queues.
+// seq (zero for an unconfirmed binding, which is in no queue) tells it from
+// an earlier binding of the same id in the queues.
 type binding struct {
 	subject   string
 	seq       uint64
 	confirmed bool
 }
+
+// A use is one subject's use of one session id, the key of the count of its
+// requests downstream.
+type use struct{ id, subject string }
+
+// graves is the queue of every tombstone, the order in which their table
+// drops them.
+type graves = queue
 
 // holding is one subject's confirmed bindings or tombstones: n of them,
 // oldest first.
@@ -87,14 +110,17 @@ type holding struct {
 func newSessions() *sessions {
 	return &sessions{
 		owner: make(map[string]binding), held: make(map[string]*holding),
+		pendingBy: make(map[string]int), inflight: make(map[use]int),
 		tombs: make(map[string]binding), buried: make(map[string]*holding),
 	}
 }
 
 // allows reports whether subject may use session id, and binds nothing: the
 // id is bound to subject or to no one, its tombstone (if any) names subject,
-// and a confirmed binding could be kept (the table has room, or holds one of
-// subject's).
+// and for an id bound to no one, a confirmed binding could be kept (the
+// table has room, or holds one of subject's) and an unconfirmed one made
+// (neither the table of unconfirmed bindings nor subject's share of it is
+// full).
 func (s *sessions) allows(id, subject string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -108,41 +134,41 @@ func (s *sessions) allowsLocked(id, subject string) bool {
 	if t, ok := s.tombs[id]; ok && t.subject != subject {
 		return false
 	}
-	return len(s.owner)-s.pending < maxSessions || s.held[subject] != nil
+	if len(s.owner)-s.pending >= maxSessions && s.held[subject] == nil {
+		return false
+	}
+	return s.pending < maxPendingSessions && s.pendingBy[subject] < maxPendingPerSubject
 }
 
 // admit reports whether subject may use session id, as allows does, for a
-// request about to be sent downstream: an id bound to no one is then bound
-// to subject unconfirmed, until the answer settles it.
+// request about to be sent downstream, and counts the request until
+// [sessions.settle] or [sessions.end] records its answer: an id bound to no
+// one is then bound to subject unconfirmed, until an answer settles it.
 func (s *sessions) admit(id, subject string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.allowsLocked(id, subject) {
 		return false
 	}
-	if _, ok := s.owner[id]; ok {
-		return true
+	s.inflight[use{id, subject}]++
+	if _, ok := s.owner[id]; !ok {
+		s.owner[id] = binding{subject: subject}
+		s.pending++
+		s.pendingBy[subject]++
 	}
-	if s.pending >= maxPendingSessions {
-		if old, ok := s.queue.pop(s.live); ok {
-			s.removeLocked(old.id, s.owner[old.id])
-		}
-	}
-	s.seq++
-	s.owner[id] = binding{subject: subject, seq: s.seq}
-	s.pending++
-	s.queue.push(slot{id, s.seq}, s.pending, s.live)
 	return true
 }
 
 // settle records the downstream's answer to subject's request carrying
-// session id: a 2xx answer (ok) confirms subject's unconfirmed binding, or
-// binds an id that has none; any other answer drops subject's unconfirmed
-// binding. A binding of another subject, a confirmed one, or a tombstone of
-// another subject is left alone.
+// session id, admitted before: a 2xx answer (ok) confirms subject's
+// unconfirmed binding, or binds an id that has none; any other answer drops
+// subject's unconfirmed binding once none of subject's requests on it is
+// downstream any more. A binding of another subject, a confirmed one, or a
+// tombstone of another subject is left alone.
 func (s *sessions) settle(id, subject string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	left := s.answeredLocked(id, subject)
 	b, found := s.owner[id]
 	switch {
 	case found && (b.confirmed || b.subject != subject):
@@ -150,9 +176,32 @@ func (s *sessions) settle(id, subject string, ok bool) {
 		if t, dead := s.tombs[id]; !dead || t.subject == subject {
 			s.confirmLocked(id, subject)
 		}
-	case found:
+	case found && left == 0:
 		s.removeLocked(id, b)
 	}
+}
+
+// end records the downstream's 2xx answer to subject's DELETE of session
+// id, admitted before: the session is over, and its binding and tombstone
+// go, whoever held them.
+func (s *sessions) end(id, subject string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answeredLocked(id, subject)
+	s.forgetLocked(id)
+}
+
+// answeredLocked uncounts one of subject's requests on id and returns how
+// many are still downstream.
+func (s *sessions) answeredLocked(id, subject string) int {
+	u := use{id, subject}
+	n := s.inflight[u] - 1
+	if n > 0 {
+		s.inflight[u] = n
+		return n
+	}
+	delete(s.inflight, u)
+	return 0
 }
 
 // bind records that the downstream's 2xx answer to subject's request named
@@ -174,18 +223,22 @@ func (s *sessions) bind(id, subject string) {
 // confirmed, and removes its tombstone. Past maxSessionsPerSubject, or in a
 // full table, it takes the place of subject's oldest confirmed binding,
 // which leaves a tombstone; in a full table holding none of subject's, id
-// is left unbound (its tombstone, if any, stays).
+// is left unbound with a tombstone naming subject, so that no other subject
+// may use it.
 func (s *sessions) confirmLocked(id, subject string) {
 	if b, ok := s.owner[id]; ok {
 		s.removeLocked(id, b)
 	}
+	full := len(s.owner)-s.pending >= maxSessions
 	h := s.held[subject]
-	if h != nil && (h.n >= maxSessionsPerSubject || len(s.owner)-s.pending >= maxSessions) {
+	if h == nil && full {
+		s.buryLocked(id, subject)
+		return
+	}
+	if h != nil && (h.n >= maxSessionsPerSubject || full) {
 		if old, ok := h.pop(s.live); ok {
 			s.displaceLocked(old.id)
 		}
-	} else if len(s.owner)-s.pending >= maxSessions {
-		return
 	}
 	s.unburyLocked(id)
 	h = s.held[subject] // displaceLocked drops a holding it empties
@@ -200,12 +253,19 @@ func (s *sessions) confirmLocked(id, subject string) {
 }
 
 // displaceLocked drops the confirmed binding of id and leaves a tombstone
-// naming its subject. Past the subject's share, or in a full table, the
-// oldest tombstone of the subject, or of all, goes first.
+// naming its subject.
 func (s *sessions) displaceLocked(id string) {
 	b := s.owner[id]
 	s.removeLocked(id, b)
-	if t := s.buried[b.subject]; t != nil && t.n >= maxSessionsPerSubject {
+	s.buryLocked(id, b.subject)
+}
+
+// buryLocked leaves a tombstone of id, which is bound to no one, naming
+// subject, in place of any it had. Past the subject's share, or in a full
+// table, the oldest tombstone of the subject, or of all, goes first.
+func (s *sessions) buryLocked(id, subject string) {
+	s.unburyLocked(id)
+	if t := s.buried[subject]; t != nil && t.n >= maxSessionsPerSubject {
 		if old, ok := t.pop(s.dead); ok {
 			s.unburyLocked(old.id)
 		}
@@ -215,13 +275,13 @@ func (s *sessions) displaceLocked(id string) {
 			s.unburyLocked(old.id)
 		}
 	}
-	t := s.buried[b.subject]
+	t := s.buried[subject]
 	if t == nil {
 		t = &holding{}
-		s.buried[b.subject] = t
+		s.buried[subject] = t
 	}
 	s.seq++
-	s.tombs[id] = binding{subject: b.subject, seq: s.seq}
+	s.tombs[id] = binding{subject: subject, seq: s.seq}
 	t.n++
 	t.push(slot{id, s.seq}, t.n, s.dead)
 	s.graves.push(slot{id, s.seq}, len(s.tombs), s.dead)
@@ -231,6 +291,10 @@ func (s *sessions) displaceLocked(id string) {
 func (s *sessions) forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.forgetLocked(id)
+}
+
+func (s *sessions) forgetLocked(id string) {
 	if b, ok := s.owner[id]; ok {
 		s.removeLocked(id, b)
 	}
@@ -243,6 +307,9 @@ func (s *sessions) removeLocked(id string, b binding) {
 	delete(s.owner, id)
 	if !b.confirmed {
 		s.pending--
+		if s.pendingBy[b.subject]--; s.pendingBy[b.subject] == 0 {
+			delete(s.pendingBy, b.subject)
+		}
 		return
 	}
 	if h := s.held[b.subject]; h != nil {
@@ -324,11 +391,34 @@ func (q *queue) pop(live func(slot) bool) (slot, bool) {
 	return slot{}, false
 }
 
-// errSession refuses a request for a session another principal owns, or
-// held before its binding was displaced (a tombstone), or one the session
-// table has no room for. It reads as the downstream's own
-// answer for an unknown session (404), so it reveals nothing about whose
-// session it is.
+// errSession refuses a request for a session another principal owns or
+// holds (a tombstone), or one the session table has no room for (confirmed
+// or unconfirmed). It reads as the downstream's own answer for an unknown
+// session (404), so it reveals nothing about whose session it is.
 func errSession() *rpcError {
 	return &rpcError{code: CodeForbidden, status: http.StatusNotFound, contract: "FORBIDDEN", message: "Session not found"}
+}
+
+// validSessionID reports whether id is a session id as the MCP
+// specification defines them: one or more visible ASCII characters (0x21
+// to 0x7E). Any other is refused before it is checked against the table:
+// the gateway compares ids byte for byte, and a downstream that read the
+// id otherwise (trimmed, or decoded) would serve another session than the
+// one checked.
+func validSessionID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// errSessionID refuses a request whose Mcp-Session-Id is not a valid
+// session id ([validSessionID]).
+func errSessionID() *rpcError {
+	return errInvalidRequest(hdrSession + " must be one or more visible ASCII characters")
 }

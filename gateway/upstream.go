@@ -474,7 +474,7 @@ func writeRequest(bw *bufio.Writer, req *http.Request, body io.ReadCloser) (err 
 		for _, v := range vs {
 			bw.WriteString(k)
 			bw.WriteString(": ")
-			bw.WriteString(strings.TrimSpace(v))
+			bw.WriteString(v) // checkHeader: nothing to trim or escape
 			bw.WriteString("\r\n")
 		}
 	}
@@ -517,20 +517,39 @@ func (c chunkWriter) Write(p []byte) (int, error) {
 }
 
 // checkHeader refuses header names that are not HTTP tokens and values
-// with control characters other than tab, as net/http's Transport does: a
-// request must not smuggle another one.
+// with control characters other than tab, as net/http's Transport does (a
+// request must not smuggle another one), or with leading or trailing
+// spaces or tabs, which RFC 9110 §5.5 excludes from a field value: the
+// downstream would read the value without them, and writeRequest sends
+// every value as it is, never one other than the gateway checked.
 func checkHeader(h http.Header) error {
 	for k, vs := range h {
 		if k == "" || strings.IndexFunc(k, func(r rune) bool { return !isTokenRune(r) }) >= 0 {
 			return fmt.Errorf("gateway: invalid header field name %q", k)
 		}
 		for _, v := range vs {
-			if i := strings.IndexFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }); i >= 0 {
+			if !validFieldValue(v) {
 				return fmt.Errorf("gateway: invalid header field value for %q", k)
 			}
 		}
 	}
 	return nil
+}
+
+// validFieldValue reports whether v can be sent as an HTTP field value
+// exactly as it is: no control characters other than tab, and no leading
+// or trailing space or tab. Bytes from 0x80 up (obs-text, as UTF-8 is
+// sent) are allowed.
+func validFieldValue(v string) bool {
+	if hasOuterSpace(v) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func isTokenRune(r rune) bool {
