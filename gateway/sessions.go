@@ -79,7 +79,7 @@ type sessions struct {
 	inflight  map[use]int         // requests admitted and not yet answered
 	tombs     map[string]binding  // displaced session id -> former subject
 	buried    map[string]*holding // subject -> its tombstones
-	graves                        // tombstones, oldest first
+	graves    queue               // tombstones, oldest first
 	seq       uint64              // stamp of the latest binding or tombstone
 }
 
@@ -95,10 +95,6 @@ type binding struct {
 // A use is one subject's use of one session id, the key of the count of its
 // requests downstream.
 type use struct{ id, subject string }
-
-// graves is the queue of every tombstone, the order in which their table
-// drops them.
-type graves = queue
 
 // holding is one subject's confirmed bindings or tombstones: n of them,
 // oldest first.
