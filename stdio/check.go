@@ -14,9 +14,16 @@ const (
 	codeInvalidRequest = -32600
 )
 
-// maxLine is the longest input line passed to the go-sdk: its newline too
-// must fit in the SDK's frame limit. A longer line is refused.
+// maxLine is the longest JSON value of an input line passed to the go-sdk:
+// its newline too must fit in the SDK's frame limit. A line whose value is
+// longer is refused.
 const maxLine = mcp.DefaultMaxLineLength - 1
+
+// lineSlack is how many bytes of blanks (a CRLF line's '\r' among them) an
+// input line may carry beyond maxLine. They are not passed on, so they do
+// not count against the go-sdk's frame limit; a line longer than
+// maxLine+lineSlack is refused unread.
+const lineSlack = 64
 
 // maxDepth is the go-sdk's nesting limit for one message.
 const maxDepth = 1000
@@ -85,9 +92,10 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 // JSON-RPC message or batch, where a line it refuses would end the session.
 // It returns the bytes to pass on (the JSON value alone, without the blanks
 // around it; nil for a blank line, which carries nothing) and the messages,
-// or the error to answer the line with. The rules that depend on the
-// session (whether batches are allowed, ids in flight) are
-// [session.admit]'s.
+// or the error to answer the line with. A value longer than maxLine is
+// refused: with its newline it would not fit in the SDK's frame limit. The
+// rules that depend on the session (whether batches are allowed, ids in
+// flight) are [session.admit]'s.
 //
 // Passing the value alone, followed by the newline the reader adds, keeps
 // the SDK's frame count exact: its decoder counts against the next frame
@@ -106,6 +114,9 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 		end--
 	}
 	value := line[start:end]
+	if len(value) > maxLine {
+		return nil, nil, false, invalid("the line is longer than 16 MiB")
+	}
 	if !json.Valid(value) {
 		return nil, nil, false, parseError("the line is not one JSON value")
 	}

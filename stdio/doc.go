@@ -20,7 +20,9 @@
 //     cannot decode, dropping the answers in flight. Any other line (not
 //     JSON, not a JSON-RPC 2.0 object, an empty or forbidden batch, longer
 //     than 16 MiB) is answered on the channel with a JSON-RPC error, -32700
-//     or -32600, logged on standard error, and the session goes on;
+//     or -32600, logged on standard error, and the session goes on. Batches
+//     are refused from protocol version 2025-06-18 on, and while the answer
+//     to an initialize request is not out (the version is not known yet);
 //   - it refuses the same way the batches that the go-sdk v1.8.0 reads but
 //     never answers: a batch that mixes requests and notifications (the
 //     SDK waits for an answer to the notification too), or one that reuses
@@ -41,10 +43,11 @@
 //	err = server.Run(ctx, t)
 //
 // The line limit is the go-sdk's default, 16 MiB
-// ([mcp.DefaultMaxLineLength]), whatever the MaxLineLength of the returned
-// transport: leave that field zero. A lower value would let the SDK end the
-// session on a line the transport passed; a higher one changes nothing,
-// as the transport refuses longer lines.
+// ([mcp.DefaultMaxLineLength]) for the JSON value and its newline (blanks
+// around the value, as the '\r' of CRLF, do not count), whatever the
+// MaxLineLength of the returned transport: leave that field zero. A lower
+// value would let the SDK end the session on a line the transport passed;
+// a higher one changes nothing, as the transport refuses longer lines.
 //
 // On Linux, macOS and the BSDs the redirection is done with dup/dup2 on the
 // descriptors themselves, so it also covers cgo code and child processes.

@@ -22,10 +22,8 @@ type session struct {
 	changed chan struct{}  // closed and replaced whenever pending shrinks
 	closed  chan struct{}  // closed by close: stop waiting
 
-	initSeen   bool   // an initialize request was passed
-	initID     idKey  // its id
-	requested  string // its protocolVersion
-	negotiated string // the protocolVersion of its result
+	inits      map[idKey]bool // ids of initialize requests passed, not yet answered
+	negotiated string         // the protocolVersion of the first successful answer to one
 
 	batchIDs  map[idKey]bool // ids of batch members the SDK still tracks
 	closeOnce sync.Once
@@ -36,24 +34,34 @@ func newSession() *session {
 		pending:  map[idKey]bool{},
 		changed:  make(chan struct{}),
 		closed:   make(chan struct{}),
+		inits:    map[idKey]bool{},
 		batchIDs: map[idKey]bool{},
 	}
 }
 
 func (s *session) close() { s.closeOnce.Do(func() { close(s.closed) }) }
 
-// batchesAllowed reports whether the go-sdk takes a batch now: until a
-// protocol version from 2025-06-18 on is negotiated. While the answer to
-// initialize is not out yet, the version asked for decides (the SDK may
-// already have negotiated it).
-func (s *session) batchesAllowed() bool {
+// batchRefusal returns why the go-sdk may not take a batch now, or "" when
+// it surely does: until an initialize request is passed, and once one is
+// answered with a protocol version before 2025-06-18. While the answer to an
+// initialize is not out yet, the SDK may already have negotiated a version
+// without batches, and which one the transport cannot tell: the server may
+// not support the version asked for
+// (ServerOptions.SupportedProtocolVersions), and the SDK reads the
+// request's members by their exact names. The SDK
+// negotiates once, on the first initialize it takes; a refused one leaves
+// no version, and when every initialize passed was refused the session is
+// as before the first.
+func (s *session) batchRefusal() string {
 	switch {
 	case s.negotiated != "":
-		return s.negotiated < noBatchVersion
-	case !s.initSeen:
-		return true
+		if s.negotiated >= noBatchVersion {
+			return "JSON-RPC batches are not supported from protocol version " + noBatchVersion + " on"
+		}
+	case len(s.inits) > 0:
+		return "a JSON-RPC batch must wait for the answer to initialize (the protocol version is not known yet)"
 	}
-	return s.requested == "2024-11-05" || s.requested == "2025-03-26"
+	return ""
 }
 
 // admit applies the rules of the go-sdk that depend on the session to the
@@ -63,8 +71,8 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if batch {
-		if !s.batchesAllowed() {
-			return invalid("JSON-RPC batches are not supported from protocol version " + noBatchVersion + " on")
+		if reason := s.batchRefusal(); reason != "" {
+			return invalid(reason)
 		}
 		// The SDK tracks every batch member with a method by id, a
 		// notification as the empty id, and refuses a batch that repeats
@@ -101,12 +109,8 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			continue
 		}
 		s.pending[m.id] = true
-		if m.method == "initialize" && !s.initSeen {
-			var p struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			_ = json.Unmarshal(m.params, &p)
-			s.initSeen, s.initID, s.requested = true, m.id, p.ProtocolVersion
+		if m.method == "initialize" && s.negotiated == "" {
+			s.inits[m.id] = true
 		}
 	}
 	return nil
@@ -149,11 +153,12 @@ func (s *session) sent(line []byte) {
 			answered = true
 		}
 		delete(s.batchIDs, id)
-		if s.initSeen && s.negotiated == "" && id == s.initID {
-			if m.Result != nil && m.Result.ProtocolVersion != "" {
+		if s.inits[id] {
+			// The first successful answer carries the version the SDK
+			// negotiated; a refused initialize leaves none.
+			delete(s.inits, id)
+			if s.negotiated == "" && m.Result != nil && m.Result.ProtocolVersion != "" {
 				s.negotiated = m.Result.ProtocolVersion
-			} else {
-				s.initSeen = false // refused: the SDK keeps no version
 			}
 		}
 	}

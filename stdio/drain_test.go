@@ -103,8 +103,9 @@ func TestSessionSentCounts(t *testing.T) {
 	}
 }
 
-// TestSessionBatches: batches pass until a protocol version without them
-// is asked for or negotiated, and never repeat an id the go-sdk tracks.
+// TestSessionBatches: batches pass until an initialize is passed, then
+// once its answer gives a protocol version that has them; they never repeat
+// an id the go-sdk tracks.
 func TestSessionBatches(t *testing.T) {
 	req := func(id int64) info { return info{request: true, id: idKey{set: true, n: id}} }
 	notification := info{request: true}
@@ -136,7 +137,12 @@ func TestSessionBatches(t *testing.T) {
 			{admit: []info{notification}},
 		}},
 		{"asked_2025_11_25", []step{{init: "2025-11-25"}, {admit: []info{req(2)}}}},
-		{"asked_2025_03_26", []step{{init: "2025-03-26"}, {admit: []info{req(2)}, ok: true}}},
+		{"asked_2025_03_26_unanswered", []step{{init: "2025-03-26"}, {admit: []info{req(2)}}}},
+		{"answered_2025_03_26", []step{
+			{init: "2025-03-26"},
+			{sent: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26"}}`},
+			{admit: []info{req(2)}, ok: true},
+		}},
 		{"negotiated_down", []step{
 			{init: "2025-03-26"},
 			{sent: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`},

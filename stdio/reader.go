@@ -29,7 +29,7 @@ type reader struct {
 }
 
 func newReader(r io.ReadCloser, w *writer, s *session, log *slog.Logger, timeout time.Duration) *reader {
-	return &reader{r: r, w: w, s: s, log: log, timeout: timeout, lines: lines{max: maxLine}}
+	return &reader{r: r, w: w, s: s, log: log, timeout: timeout, lines: lines{max: maxLine + lineSlack}}
 }
 
 func (r *reader) Read(p []byte) (int, error) {
@@ -69,7 +69,7 @@ func (r *reader) line(line []byte, tooLong bool) {
 	var lerr *lineError
 	size := len(line)
 	if tooLong {
-		lerr, size = invalid("the line is longer than 16 MiB"), maxLine+1
+		lerr, size = invalid("the line is longer than 16 MiB"), r.lines.max+1
 	} else {
 		pass, msgs, batch, e := checkLine(line)
 		if e == nil && pass != nil {

@@ -52,17 +52,20 @@ type Options struct {
 // (invalid request) for any other (not an object, "jsonrpc" not "2.0", an
 // id of the wrong type, a member given twice with an occurrence of the
 // wrong type, an empty batch, a batch where the negotiated protocol version
-// has none, a line longer than 16 MiB); it logs it, and goes on serving.
-// The -32600 answer carries the request's id when it can be read and no
-// request with that id is in flight, else null. Messages must not span
-// lines, as the MCP stdio transport requires.
+// has none or sent before the answer to initialize is out, a JSON value
+// that with its newline is longer than 16 MiB); it logs it, and goes on
+// serving. The -32600 answer carries the request's id when it can be read
+// and no request with that id is in flight, else null. Messages must not
+// span lines, as the MCP stdio transport requires.
 //
 // It refuses too, with -32600 and a null id, the batches that the go-sdk
 // v1.8.0 reads but never answers: one that mixes requests and
 // notifications, or one that reuses the id of a request in flight.
 //
 // The line limit is fixed at the go-sdk's default, 16 MiB
-// ([mcp.DefaultMaxLineLength]): leave the MaxLineLength of the returned
+// ([mcp.DefaultMaxLineLength]), counted on the JSON value and its newline:
+// the blanks around the value (a CRLF line's '\r') are not passed on and do
+// not count, up to 64 bytes of them. Leave the MaxLineLength of the returned
 // transport zero. The SDK reads that field, the transport does not: a
 // lower value would let the SDK end the session on a line the transport
 // passed, and a higher one changes nothing.
