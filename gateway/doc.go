@@ -39,7 +39,7 @@
 //     a batch sent with Mcp-Method, a member whose method or tool name
 //     cannot be sent as its Mcp-Method or Mcp-Name header is refused
 //     (-32600 or -32602).
-//   - An Mcp-Session-Id that is not one or more visible ASCII characters
+//   - An Mcp-Session-Id that is not 1 to 256 visible ASCII characters
 //     (0x21 to 0x7E, as the MCP specification requires) is refused with
 //     400 before any session check, on POST, GET and DELETE alike.
 //   - Each downstream session is bound to the principal that opened it:

@@ -402,7 +402,7 @@ func errSession() *rpcError {
 // id otherwise (trimmed, or decoded) would serve another session than the
 // one checked.
 func validSessionID(id string) bool {
-	if id == "" {
+	if id == "" || len(id) > maxSessionIDLen {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
@@ -412,6 +412,10 @@ func validSessionID(id string) bool {
 	}
 	return true
 }
+
+// maxSessionIDLen bounds a session id (the go-sdk's are about 30
+// characters): the table keeps ids, so their size bounds its memory.
+const maxSessionIDLen = 256
 
 // errSessionID refuses a request whose Mcp-Session-Id is not a valid
 // session id ([validSessionID]).
