@@ -262,6 +262,12 @@ func (g *Gateway) authenticate(r *http.Request) (*policy.Principal, *rpcError) {
 	if err != nil || pr == nil || pr.Subject == "" {
 		return nil, errUnauthenticated("invalid bearer token", true)
 	}
+	if err := token.CheckPrincipal(pr); err != nil {
+		// The authenticator's fault, not the client's: say so in the log,
+		// and send nothing on under an identity the headers would change.
+		g.log.Error("gateway: the authenticator returned a principal that cannot be sent downstream; refused", "err", err)
+		return nil, errUnauthenticated("invalid bearer token", true)
+	}
 	return pr, nil
 }
 

@@ -55,7 +55,7 @@ func New(tokens map[string]*policy.Principal) (*Table, error) {
 				cp.Attrs[k] = v
 			}
 		}
-		if err := checkPrincipal(cp); err != nil {
+		if err := CheckPrincipal(cp); err != nil {
 			return nil, fmt.Errorf("token: entry %d: %v", n+1, err)
 		}
 		t.entries = append(t.entries, entry{digest: sha256.Sum256([]byte(tok)), pr: cp})
@@ -142,7 +142,13 @@ func checkToken(tok string) error {
 	return nil
 }
 
-func checkPrincipal(pr *policy.Principal) error {
+// CheckPrincipal reports whether pr can travel in identity headers (the
+// gateway's X-Mcp-Gateway-Subject and -Role) and be read back as the same
+// principal: a subject of printable ASCII without leading or trailing
+// spaces, and roles of printable ASCII without commas or spaces. A
+// principal from anywhere but a [Table] (a custom authenticator) must pass
+// it before its identity is sent on.
+func CheckPrincipal(pr *policy.Principal) error {
 	if !headerSafe(pr.Subject) {
 		return errors.New("sub must be printable ASCII")
 	}
