@@ -85,6 +85,21 @@ func WriteDurable(ctx context.Context, s Sink, e *Event) error {
 	return s.Write(ctx, e)
 }
 
+// A Keeper is a [Sink] that can take an event over instead of encoding it
+// before it returns, and so put the encoding (and the hash of the call's
+// arguments) off to when it writes its buffer, where the work runs in
+// batches, off the caller's path. The guard pipeline uses Keep for its
+// outcome records when its sink is a Keeper.
+type Keeper interface {
+	Sink
+	// Keep records e as Write does, with the same durability and the same
+	// errors. e, args and everything e references become the sink's: the
+	// caller must not read or modify them after Keep returns. When
+	// e.ArgsSHA256 is empty, the sink records [ArgsSHA256] of args in it
+	// (nothing for empty args).
+	Keep(ctx context.Context, e *Event, args json.RawMessage) error
+}
+
 // Errors returned by sinks in this package.
 var (
 	// ErrClosed is returned by a write to a closed sink.

@@ -2,14 +2,17 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // JSONLOptions configures a [JSONLSink]. A nil *JSONLOptions means defaults.
@@ -47,8 +50,13 @@ type JSONLStats struct {
 // After a failed write to the file the sink refuses further writes (the
 // file's tail is unknown) and returns that error.
 //
-// JSONLSink implements [Sink] and [DurableWriter] and is safe for concurrent
-// use.
+// A buffered sink's [JSONLSink.Keep] holds the event itself and encodes it
+// later, in a batch with others: on the background flusher (woken when
+// keptWake events wait), on every flush, and on the caller when
+// maxKept wait.
+//
+// JSONLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for
+// concurrent use.
 type JSONLSink struct {
 	f        *os.File
 	durable  bool
@@ -56,11 +64,14 @@ type JSONLSink struct {
 	ioSem    chan struct{}
 	stop     chan struct{}
 	flusherD chan struct{}
+	wake     chan struct{} // asks the flusher to encode the kept events
 
 	mu       sync.Mutex // guards the fields below; taken after ioSem
 	buf      []byte
 	spare    []byte
-	appended uint64 // sequence number of the last event in buf or the file
+	kept     []kept // events taken by Keep, not yet encoded into buf
+	scratch  []byte // room for a kept event's argument hash
+	appended uint64 // sequence number of the last event in buf, kept or in the file
 	synced   uint64 // sequence number of the last event on stable storage
 	err      error  // sticky write error
 	closed   bool
@@ -113,6 +124,7 @@ func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 		stop:    make(chan struct{}),
 		buf:     make([]byte, 0, o.BufferSize+1024),
 		spare:   make([]byte, 0, o.BufferSize+1024),
+		wake:    make(chan struct{}, 1),
 	}
 	if !o.Durable && o.FlushInterval > 0 {
 		s.flusherD = make(chan struct{})
@@ -158,9 +170,19 @@ func (s *JSONLSink) flusher(every time.Duration) {
 		select {
 		case <-s.stop:
 			return
+		case <-s.wake:
+			// Encode what Keep handed over, off the callers' path; write
+			// the buffer only once it is full, as Write would.
+			s.mu.Lock()
+			s.encodeKept()
+			full := len(s.buf) >= s.bufSize
+			s.mu.Unlock()
+			if full {
+				_ = s.flush(context.Background(), false, 0)
+			}
 		case <-t.C:
 			s.mu.Lock()
-			empty := len(s.buf) == 0
+			empty := len(s.buf) == 0 && len(s.kept) == 0
 			s.mu.Unlock()
 			if !empty {
 				_ = s.flush(context.Background(), false, 0) // a failure is sticky; the next Write reports it
@@ -217,6 +239,9 @@ func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
 // was and the lock released.
 func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 	s.mu.Lock()
+	if s.unusable() == nil {
+		s.encodeKept() // they came first
+	}
 	n := len(s.buf)
 	done := false
 	defer func() {
@@ -241,6 +266,119 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 	done = true
 	s.appended++
 	return s.appended, len(s.buf) >= s.bufSize, nil
+}
+
+// Keep implements [Keeper]. A buffered sink holds e and encodes it later
+// (see [JSONLSink]), unless e has Args, args are longer than 4 KiB, or e
+// could fail to encode (a NaN, a time near the ends of years 0-9999, strings
+// near [MaxLineSize]): those are written at once, as by Write, so that every
+// error Write would return is returned here. A durable sink writes e at once.
+func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
+	if s.durable || !keepable(e, args) {
+		if e.ArgsSHA256 == "" && len(args) > 0 {
+			e.ArgsSHA256 = ArgsSHA256(args)
+		}
+		return s.write(ctx, e, s.durable)
+	}
+	if err := e.validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	s.mu.Lock()
+	if err := s.unusable(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.kept = append(s.kept, kept{e, args})
+	s.appended++
+	n := len(s.kept)
+	s.mu.Unlock()
+	s.events.Add(1)
+	switch {
+	case n >= maxKept:
+		// The flusher is behind (or there is none): the caller encodes,
+		// and writes the buffer once it is full, as Write does.
+		s.mu.Lock()
+		s.encodeKept()
+		full := len(s.buf) >= s.bufSize
+		s.mu.Unlock()
+		if full {
+			if err := s.flush(ctx, false, 0); err != nil && ctx.Err() == nil {
+				return err
+			}
+		}
+	case n == keptWake && s.flusherD != nil:
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// kept is an event taken over by Keep, and the arguments to hash into it.
+type kept struct {
+	e    *Event
+	args json.RawMessage
+}
+
+// keptWake kept events wake the flusher to encode them; at maxKept the
+// caller encodes them itself. Each holds its event (and what references
+// it) until then.
+const (
+	keptWake = 64
+	maxKept  = 512
+)
+
+// keepable reports whether e, with the hash of args, cannot fail to encode,
+// so that Keep may put its encoding off.
+func keepable(e *Event, args json.RawMessage) bool {
+	if len(e.Args) > 0 || len(args) > 4<<10 {
+		return false
+	}
+	if math.IsNaN(e.LatencyMS) || math.IsInf(e.LatencyMS, 0) || math.IsNaN(e.Cost) || math.IsInf(e.Cost, 0) {
+		return false
+	}
+	// AppendJSON writes the time in its own zone (whole minutes) or in
+	// UTC: a year one away from either end, and an offset under a day,
+	// always fit RFC 3339.
+	if y := e.Time.Year(); y < 1 || y > 9998 {
+		return false
+	}
+	if _, off := e.Time.Zone(); off <= -86400 || off >= 86400 {
+		return false
+	}
+	// At most six bytes of JSON per byte of a string (\u00XX).
+	n := len(e.CorrelationID) + len(e.SessionID) + len(e.Subject) + len(e.Tool) + len(e.Class) +
+		len(e.Phase) + len(e.Code) + len(e.Detail) + len(e.ArgsSHA256) + len(e.ProtocolVersion) + len(e.ClientName)
+	for _, r := range e.Roles {
+		n += len(r) + 1
+	}
+	return n < (MaxLineSize-4096)/6
+}
+
+// encodeKept encodes the kept events into the buffer, in the order Keep
+// took them; s.mu is held. keepable made sure none can fail.
+func (s *JSONLSink) encodeKept() {
+	for i := range s.kept {
+		k := &s.kept[i]
+		ev := *k.e
+		if ev.ArgsSHA256 == "" && len(k.args) > 0 {
+			h := AppendArgsSHA256(s.scratch[:0], k.args)
+			s.scratch = h[:0]
+			if len(h) > 0 {
+				ev.ArgsSHA256 = unsafe.String(&h[0], len(h)) // ev does not outlive h
+			}
+		}
+		n := len(s.buf)
+		line, err := ev.AppendJSON(s.buf)
+		if err != nil {
+			s.buf = s.buf[:n] // cannot happen: keepable checked e
+			continue
+		}
+		s.buf = append(line, '\n')
+		*k = kept{}
+	}
+	s.kept = s.kept[:0]
 }
 
 // unusable returns the error that refuses a write; s.mu is held.
@@ -270,6 +408,7 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 		s.mu.Unlock()
 		return nil // a concurrent writer's fsync covered this event
 	}
+	s.encodeKept()
 	b := s.buf
 	s.buf = s.spare[:0]
 	target := s.appended
