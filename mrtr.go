@@ -85,10 +85,11 @@ func (g *Guard) sealState(c *call, res *mcp.CallToolResult) error {
 	return nil
 }
 
-// openState checks the sealed state of a retry and gives the handler its
-// own state back in req. It sets c.retry, and c.confirmed when the round
-// that sealed it was confirmed. The state of a dry run opens only for a dry
-// run: its round spent nothing and asked no confirmation.
+// openState checks the sealed state of a retry, refusing one used already,
+// and gives the handler its own state back in req. It sets c.retry, and
+// c.confirmed when the round that sealed it was confirmed. The state of a
+// dry run opens only for a dry run: its round spent nothing and asked no
+// confirmation.
 func (g *Guard) openState(ctx context.Context, req *mcp.CallToolRequest, c *call) error {
 	rest := strings.TrimPrefix(req.Params.RequestState, mrtrPrefix)
 	if len(rest) < 2 || rest[1] != '~' || !strings.ContainsRune("cd-", rune(rest[0])) {
@@ -107,11 +108,18 @@ func (g *Guard) openState(ctx context.Context, req *mcp.CallToolRequest, c *call
 		return err
 	}
 	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c.name, flag), ArgsSHA256: mrtrHash(args, inner)}
-	t, err := g.mrtr.Check(g.now(), st, claims)
+	now := g.now()
+	t, err := g.mrtr.Check(now, st, claims)
 	if err != nil {
 		return err
 	}
-	c.ticket = &t // used up when the call is admitted (consume)
+	// A state used already is refused now, before the round is charged or
+	// gets a write-ahead intent; an unused one is used up when the call is
+	// admitted (consume).
+	if err := t.Used(ctx, now); err != nil {
+		return err
+	}
+	c.ticket = &t
 	req.Params.RequestState = inner
 	c.retry, c.confirmed = true, flag == 'c'
 	c.cost = 0 // the first round was charged the logical call's cost; so says its audit record

@@ -509,7 +509,8 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: c.name, ArgsSHA256: hash}
 	p := req.Params
 	state, responses := p.RequestState, p.InputResponses
-	if state == "" {
+	issued := state == "" // a state this call issues cannot have been used
+	if issued {
 		if g.opts.Limiter != nil {
 			ld := g.limit(ctx, req, c, 1, 0)
 			g.opts.Limiter.Release(ld)
@@ -544,8 +545,13 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	// human answered inside this call, and an answer after expiry must fail.
 	// Checked only: the state is used up when the call is admitted
 	// (consume), so a refusal by a limit or the audit trail leaves it to a
-	// retry.
-	t, err := s.Check(g.now(), state, claims)
+	// retry. But a state used already is refused here, before it is
+	// charged or gets a write-ahead intent.
+	now := g.now()
+	t, err := s.Check(now, state, claims)
+	if err == nil && !issued {
+		err = t.Used(ctx, now)
+	}
 	if err != nil {
 		c.detail = "confirmation: " + err.Error()
 		c.denial = confirmationDenial()
@@ -589,6 +595,15 @@ func confirmationDenial() *DenialError {
 // admitted: a refusal before this point (a limit, the audit trail) leaves
 // the client's state for a retry. It returns the refusal of a state used
 // meanwhile by another call.
+//
+// A state used already is refused at step 7 (confirmStep and openState ask
+// confirm.Ticket.Used), so a replay is charged nothing and gets no
+// write-ahead intent. That check records nothing, so it leaves a race that
+// only consume closes: two concurrent rounds with the same unused state
+// both pass step 7 and are both charged against the limits (and, for a
+// write, both get an intent), but only one passes consume and runs; the
+// other is refused here. The same holds for every use of a state when the
+// signer's nonce store does not implement confirm.NonceChecker.
 func (g *Guard) consume(ctx context.Context, c *call) *DenialError {
 	t := c.ticket
 	if t == nil {

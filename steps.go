@@ -31,7 +31,9 @@ import (
 // Confirm and Limit seal a handler's request for more input as the Guard
 // does (see [Options].Confirmer), each its own in a chain: the next round
 // of that logical call counts nothing more and is not asked to confirm
-// again.
+// again. As in the Guard, a confirmation or sealed state that was used
+// already is refused when it is opened, before anything is charged; it is
+// used up only when the step passes the call on.
 
 // Confirm asks the human to confirm each call of a tool whose rule in p
 // has Confirm, as the Guard's step 7 does: the first call of such a tool

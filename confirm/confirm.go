@@ -74,6 +74,8 @@ type Options struct {
 	// means [DefaultTTL].
 	TTL time.Duration
 	// Nonces remembers used nonces. Nil means a new [MemoryNonceStore].
+	// [Ticket.Used] tells a used state only if it implements
+	// [NonceChecker].
 	Nonces NonceStore
 	// Rand is the source of nonces. Nil means crypto/rand. Reads are
 	// serialized, so it need not be safe for concurrent use.
@@ -250,11 +252,45 @@ func (t Ticket) Consume(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// Used reports, without using the checked state up, whether Consume would
+// refuse it at now: [ErrReplayed] if it was used already, [ErrExpired] if
+// it expired by now, an error that unwraps to [ErrStore] (and to the
+// store's error) if the nonce store fails, and nil otherwise. A caller that
+// charges limits or writes records before it consumes the ticket calls Used
+// first, so that a replayed state is refused before it costs anything.
+//
+// Used records nothing, so nil is no promise: a concurrent call may
+// consume the state first, and only Consume decides. When the nonce store
+// does not implement [NonceChecker], Used checks the expiry only and
+// returns nil for a used state: then too only Consume refuses it.
+func (t Ticket) Used(ctx context.Context, now time.Time) error {
+	if t.s == nil {
+		return ErrMalformed
+	}
+	if !now.Before(t.expires) {
+		return ErrExpired
+	}
+	nc, ok := t.s.nonces.(NonceChecker)
+	if !ok {
+		return nil
+	}
+	used, err := nc.Used(ctx, t.nonce, now, t.expires)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	if used {
+		return ErrReplayed
+	}
+	return nil
+}
+
 // Check runs the checks of [Signer.Verify] but the last: the state is not
 // consumed. It returns the state's [Ticket], for a caller that acts on the
 // state only if other checks pass too (limits, a write-ahead record) and
-// would otherwise burn a state the client may retry with. Consume the
-// ticket before acting: a state that passed Check may still have been used.
+// would otherwise burn a state the client may retry with. Check does not
+// look at the nonce store, so a state that passed Check may have been used
+// already: ask [Ticket.Used] before those other checks, so that a replay is
+// refused before it costs anything, and Consume the ticket before acting.
 func (s *Signer) Check(now time.Time, state string, c Claims) (Ticket, error) {
 	if len(state) > maxStateLen {
 		return Ticket{}, ErrMalformed

@@ -16,6 +16,17 @@
 //     and "cancel" do not. Because Verify has already consumed the nonce, a
 //     declined state cannot later be replayed with an accepting answer.
 //
+// A guard that checks more after the confirmation (limits, a write-ahead
+// audit record) and must leave the state to a retry when one of those
+// refuses splits Verify in three: [Signer.Check] verifies everything but
+// the nonce and returns a [Ticket]; [Ticket.Used] then refuses a state used
+// already, without recording anything, so that a replay is refused before
+// it is charged or recorded; and [Ticket.Consume], once the call is
+// admitted, uses the state up. Only Consume is authoritative: two
+// concurrent calls with the same unused state can both pass Used, and only
+// one of them passes Consume. Used tells a used state only with a nonce
+// store that implements [NonceChecker] (the built-in ones do).
+//
 // On protocol 2026-07-28 the client performs the retry itself. For clients
 // on older protocol versions (2025-11-25) the go-sdk's server middleware turns
 // the input request into an elicitation/create round trip and re-invokes the

@@ -18,6 +18,24 @@ type NonceStore interface {
 	Consume(ctx context.Context, nonce string, now, expires time.Time) (first bool, err error)
 }
 
+// A NonceChecker is a [NonceStore] that can also tell whether a nonce was
+// used, without recording anything. [Ticket.Used] asks it, so that a caller
+// can refuse a replayed state before it acts on the state (charges limits,
+// writes an audit intent) and consume it only afterwards. A store that does
+// not implement it leaves the decision to Consume alone. [MemoryNonceStore]
+// and the Redis store of package redisnonce implement it.
+type NonceChecker interface {
+	NonceStore
+	// Used reports whether a Consume of nonce with the same now and
+	// expires would not be first: the nonce was consumed already, may
+	// have been (a store that forgets expired nonces counts the ones it
+	// can no longer tell apart as used), or expires is not after now. It
+	// records nothing, so a false answer is no promise: a concurrent
+	// Consume may still use the nonce first. A store that cannot decide
+	// returns an error.
+	Used(ctx context.Context, nonce string, now, expires time.Time) (bool, error)
+}
+
 // NonceStoreFunc adapts a function to a [NonceStore].
 type NonceStoreFunc func(ctx context.Context, nonce string, now, expires time.Time) (bool, error)
 
@@ -68,13 +86,7 @@ func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires
 	if now.After(m.horizon) {
 		m.horizon = now
 	}
-	// At most nonceGrace past the caller's own now: one far-ahead clock
-	// reading must not make every later confirmation look expired.
-	if lim := now.Add(nonceGrace); m.horizon.After(lim) {
-		now = lim
-	} else {
-		now = m.horizon
-	}
+	now = actingNow(m.horizon, now)
 	for len(m.queue) > 0 && !m.queue[0].expires.After(now) {
 		e := heap.Pop(&m.queue).(entry)
 		if exp, ok := m.seen[e.nonce]; ok && exp.Equal(e.expires) {
@@ -96,6 +108,36 @@ func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires
 	m.seen[nonce] = expires
 	heap.Push(&m.queue, entry{nonce: nonce, expires: expires})
 	return true, nil
+}
+
+// Used implements [NonceChecker]. It answers as Consume would, by the same
+// horizon and forgotten expiry, and changes neither.
+func (m *MemoryNonceStore) Used(_ context.Context, nonce string, now, expires time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now = actingNow(m.horizon, now)
+	if !expires.After(now) || !expires.After(m.forgotten) {
+		return true, nil
+	}
+	// An entry Consume would evict at now expires by now; so does this
+	// nonce if it is that entry (a nonce comes with one expiry), and it
+	// was answered above.
+	_, used := m.seen[nonce]
+	return used, nil
+}
+
+// actingNow returns the time a call whose own clock reads now acts at: the
+// later of now and horizon, but at most nonceGrace past now, so that one
+// far-ahead clock reading cannot make every later confirmation look
+// expired.
+func actingNow(horizon, now time.Time) time.Time {
+	if lim := now.Add(nonceGrace); horizon.After(lim) {
+		return lim
+	}
+	if now.After(horizon) {
+		return now
+	}
+	return horizon
 }
 
 // Len reports how many nonces are currently remembered.

@@ -6,4 +6,8 @@
 //	func TestStore(t *testing.T) {
 //		noncetest.Run(t, func(t *testing.T) confirm.NonceStore { return newStore(t) })
 //	}
+//
+// A store that also implements
+// [github.com/mcpguard/mcpguard/confirm.NonceChecker] gets its Used checked
+// too: it records nothing, and agrees with Consume.
 package noncetest

@@ -14,7 +14,9 @@ import (
 // Run runs the conformance checks as subtests. newStore is called once per
 // subtest and returns a store to check; nonces are random, so stores may
 // share state between subtests. The checks pass the real clock as now,
-// since stores such as Redis expire keys on the server's clock.
+// since stores such as Redis expire keys on the server's clock. The checks
+// of Used run for a store that implements [confirm.NonceChecker] and are
+// skipped for one that does not.
 func Run(t *testing.T, newStore func(t *testing.T) confirm.NonceStore) {
 	t.Helper()
 	ctx := context.Background()
@@ -92,6 +94,87 @@ func Run(t *testing.T, newStore func(t *testing.T) confirm.NonceStore) {
 		wg.Wait()
 		if firsts != 1 {
 			t.Errorf("16 concurrent Consume calls: %d first, want 1", firsts)
+		}
+	})
+	runUsed(t, newStore)
+}
+
+// runUsed checks a [confirm.NonceChecker]'s Used.
+func runUsed(t *testing.T, newStore func(t *testing.T) confirm.NonceStore) {
+	t.Helper()
+	ctx := context.Background()
+	checker := func(t *testing.T) confirm.NonceChecker {
+		t.Helper()
+		c, ok := newStore(t).(confirm.NonceChecker)
+		if !ok {
+			t.Skip("the store does not implement confirm.NonceChecker")
+		}
+		return c
+	}
+	t.Run("used_records_nothing", func(t *testing.T) {
+		s := checker(t)
+		now := time.Now()
+		n := Nonce()
+		exp := now.Add(time.Minute)
+		for i := range 2 {
+			if used, err := s.Used(ctx, n, now, exp); err != nil || used {
+				t.Fatalf("Used #%d of a fresh nonce = %v, %v; want false, nil", i+1, used, err)
+			}
+		}
+		if first, err := s.Consume(ctx, n, now, exp); err != nil || !first {
+			t.Errorf("Consume after Used = %v, %v; want true, nil", first, err)
+		}
+	})
+	t.Run("used_after_consume", func(t *testing.T) {
+		s := checker(t)
+		now := time.Now()
+		n, other := Nonce(), Nonce()
+		exp := now.Add(time.Minute)
+		if first, err := s.Consume(ctx, n, now, exp); err != nil || !first {
+			t.Fatalf("Consume = %v, %v; want true, nil", first, err)
+		}
+		for _, at := range []time.Duration{0, 59 * time.Second} {
+			if used, err := s.Used(ctx, n, now.Add(at), exp); err != nil || !used {
+				t.Errorf("Used %v after Consume = %v, %v; want true, nil", at, used, err)
+			}
+		}
+		if used, err := s.Used(ctx, other, now, exp); err != nil || used {
+			t.Errorf("Used of another nonce = %v, %v; want false, nil", used, err)
+		}
+	})
+	t.Run("used_when_expired", func(t *testing.T) {
+		s := checker(t)
+		now := time.Now()
+		for _, exp := range []time.Time{now, now.Add(-time.Second)} {
+			used, err := s.Used(ctx, Nonce(), now, exp)
+			if err != nil {
+				t.Fatalf("Used(expires=now%+v): %v", exp.Sub(now), err)
+			}
+			if !used {
+				t.Errorf("Used(expires=now%+v) = false, want true", exp.Sub(now))
+			}
+		}
+	})
+	t.Run("used_agrees_with_concurrent_consume", func(t *testing.T) {
+		s := checker(t)
+		now := time.Now()
+		n := Nonce()
+		exp := now.Add(time.Minute)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if _, err := s.Used(ctx, n, now, exp); err != nil {
+					t.Errorf("Used: %v", err)
+				}
+			})
+		}
+		first, err := s.Consume(ctx, n, now, exp)
+		wg.Wait()
+		if err != nil || !first {
+			t.Fatalf("Consume alongside Used = %v, %v; want true, nil", first, err)
+		}
+		if used, err := s.Used(ctx, n, now, exp); err != nil || !used {
+			t.Errorf("Used after Consume = %v, %v; want true, nil", used, err)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package redisnonce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -20,8 +21,9 @@ const Grace = time.Minute
 // deadline.
 const DefaultTimeout = time.Second
 
-// Store is a [github.com/mcpguard/mcpguard/confirm.NonceStore] on Redis. It
-// is safe for concurrent use.
+// Store is a [github.com/mcpguard/mcpguard/confirm.NonceStore] on Redis,
+// and a [github.com/mcpguard/mcpguard/confirm.NonceChecker]. It is safe for
+// concurrent use.
 type Store struct {
 	// Timeout bounds each call to Redis; zero means [DefaultTimeout]. Set
 	// it before first use.
@@ -49,6 +51,39 @@ func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Tim
 	}
 	ttl := expires.Sub(now) + Grace
 	ms := (ttl + time.Millisecond - 1) / time.Millisecond
+	_, err := s.do(ctx, "SET", s.prefix+nonce, "1", "PX", strconv.FormatInt(int64(ms), 10), "NX")
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// Used implements [github.com/mcpguard/mcpguard/confirm.NonceChecker]: it
+// reports whether nonce's key exists, with one EXISTS, bounded by the same
+// timeout as Consume, and writes nothing. A nonce whose expiry is not after
+// now counts as used without asking Redis. Errors from Redis and the
+// timeout are returned as is.
+func (s *Store) Used(ctx context.Context, nonce string, now, expires time.Time) (bool, error) {
+	if !expires.After(now) {
+		return true, nil
+	}
+	v, err := s.do(ctx, "EXISTS", s.prefix+nonce)
+	if err != nil {
+		return false, err
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return false, fmt.Errorf("redisnonce: EXISTS replied %T", v)
+	}
+	return n > 0, nil
+}
+
+// do runs one command, bounded by the Timeout on top of ctx.
+func (s *Store) do(ctx context.Context, args ...any) (any, error) {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -58,22 +93,19 @@ func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Tim
 	// go-redis honours the context deadline on the socket only with
 	// ContextTimeoutEnabled; wait on the context too, so a hung server
 	// cannot hold the request whatever the client's configuration.
-	done := make(chan error, 1)
-	go func() {
-		done <- s.client.Do(ctx, "SET", s.prefix+nonce, "1", "PX", strconv.FormatInt(int64(ms), 10), "NX").Err()
-	}()
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
+	type reply struct {
+		v   any
+		err error
 	}
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.Nil):
-		return false, nil
-	default:
-		return false, err
+	done := make(chan reply, 1)
+	go func() {
+		v, err := s.client.Do(ctx, args...).Result()
+		done <- reply{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
