@@ -114,6 +114,9 @@ type Guard struct {
 	log   *slog.Logger
 	reg   registry
 	mrtr  *confirm.Signer // seals handlers' RequestState (see mrtr.go)
+	// keeper is opts.Audit when it can take outcome records over
+	// (audit.Keeper), which it then encodes in batches.
+	keeper audit.Keeper
 
 	ids corrid.Source // correlation ids of the pipeline's calls
 }
@@ -131,6 +134,7 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	if opts != nil {
 		g.opts = *opts
 	}
+	g.keeper, _ = g.opts.Audit.(audit.Keeper)
 	g.now = g.opts.Now
 	if g.now == nil {
 		g.now = time.Now

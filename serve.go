@@ -720,6 +720,24 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 	// The call's own memory holds the record: a sink does not keep it
 	// past Write.
 	ev := &c.outcome
+	if g.keeper != nil {
+		// A Keeper takes the record over, and encodes it (and hashes the
+		// arguments) later in a batch, off this call's path: the call's
+		// memory is never reused, and nothing here reads the record or
+		// sumBuf again. The arguments are copied into sumBuf, since the
+		// request's bytes are not the guard's to give.
+		var args json.RawMessage
+		if !c.summed && len(c.raw) <= len(c.sumBuf) {
+			args = c.sumBuf[:copy(c.sumBuf[:], c.raw)]
+			c.summed = true // c.sum stays empty: the sink fills the record's
+		}
+		buildEvent(ev, g.now(), c.record, req, c, audit.PhaseOutcome)
+		if err := g.keeper.Keep(context.Background(), ev, args); err != nil {
+			g.log.Error("mcpguard: audit record not written", "tool", c.name, "correlation_id", c.corr, "err", err)
+			return false
+		}
+		return true
+	}
 	buildEvent(ev, g.now(), c.record, req, c, audit.PhaseOutcome)
 	// The outcome is recorded even when the client has gone away.
 	if err := g.opts.Audit.Write(context.Background(), ev); err != nil {
