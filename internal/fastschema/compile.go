@@ -8,7 +8,6 @@ import (
 	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 
@@ -43,7 +42,7 @@ type node struct {
 
 	// strings
 	minLen, maxLen int // -1: absent
-	pattern        *regexp.Regexp
+	pattern        *matcher
 	patternSrc     string
 	format         formatFunc
 	formatName     string
@@ -215,7 +214,7 @@ func (c *compiler) buildObject(m map[string]any, root bool) (*node, error) {
 				return nil, errUnsupported
 			}
 			// v6's default engine: regexp.Compile, matched unanchored.
-			if n.pattern, err = regexp.Compile(s); err != nil {
+			if n.pattern, err = compileMatcher(s); err != nil {
 				return nil, errUnsupported
 			}
 			n.patternSrc = s

@@ -242,7 +242,7 @@ func (st *state) str(n *node) *failure {
 	if n.format != nil && !n.format(b) {
 		return st.fail(errFormat, st.depth, nil, false, n, nil)
 	}
-	if n.pattern != nil && !n.pattern.Match(b) {
+	if n.pattern != nil && !n.pattern.match(b) {
 		return st.fail(errPattern, st.depth, nil, false, n, nil)
 	}
 	return nil
