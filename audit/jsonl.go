@@ -52,8 +52,10 @@ type JSONLStats struct {
 //
 // A buffered sink's [JSONLSink.Keep] holds the event itself and encodes it
 // later, in a batch with others: on the background flusher (woken when
-// keptWake events wait), on every flush, and on the caller when
-// maxKept wait.
+// keptWake events wait), on every flush, and on the caller when maxKept
+// wait. Kept events count towards BufferSize at their estimated length, so
+// Keep writes the buffer through, and reports a failed write, when Write
+// would.
 //
 // JSONLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for
 // concurrent use.
@@ -70,6 +72,7 @@ type JSONLSink struct {
 	buf      []byte
 	spare    []byte
 	kept     []kept // events taken by Keep, not yet encoded into buf
+	keptSize int    // their estimated encoded size
 	scratch  []byte // room for a kept event's argument hash
 	appended uint64 // sequence number of the last event in buf, kept or in the file
 	synced   uint64 // sequence number of the last event on stable storage
@@ -274,7 +277,8 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 // near [MaxLineSize]): those are written at once, as by Write, so that every
 // error Write would return is returned here. A durable sink writes e at once.
 func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
-	if s.durable || !keepable(e, args) {
+	size, ok := keepable(e, args)
+	if s.durable || !ok {
 		if e.ArgsSHA256 == "" && len(args) > 0 {
 			e.ArgsSHA256 = ArgsSHA256(args)
 		}
@@ -289,11 +293,21 @@ func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) er
 		return err
 	}
 	s.kept = append(s.kept, kept{e, args})
+	s.keptSize += size
 	s.appended++
 	n := len(s.kept)
+	// Write writes the buffer through once it holds BufferSize bytes and
+	// returns what that write returns; so does Keep, counting the kept
+	// events at their estimated size: a failing file is reported as soon
+	// as Write would report it.
+	full := len(s.buf)+s.keptSize >= s.bufSize
 	s.mu.Unlock()
 	s.events.Add(1)
 	switch {
+	case full:
+		if err := s.flush(ctx, false, 0); err != nil && ctx.Err() == nil {
+			return err
+		}
 	case n >= maxKept:
 		// The flusher is behind (or there is none): the caller encodes,
 		// and writes the buffer once it is full, as Write does.
@@ -330,22 +344,22 @@ const (
 )
 
 // keepable reports whether e, with the hash of args, cannot fail to encode,
-// so that Keep may put its encoding off.
-func keepable(e *Event, args json.RawMessage) bool {
+// so that Keep may put its encoding off, and estimates its line's length.
+func keepable(e *Event, args json.RawMessage) (size int, ok bool) {
 	if len(e.Args) > 0 || len(args) > 4<<10 {
-		return false
+		return 0, false
 	}
 	if math.IsNaN(e.LatencyMS) || math.IsInf(e.LatencyMS, 0) || math.IsNaN(e.Cost) || math.IsInf(e.Cost, 0) {
-		return false
+		return 0, false
 	}
 	// AppendJSON writes the time in its own zone (whole minutes) or in
 	// UTC: a year one away from either end, and an offset under a day,
 	// always fit RFC 3339.
 	if y := e.Time.Year(); y < 1 || y > 9998 {
-		return false
+		return 0, false
 	}
 	if _, off := e.Time.Zone(); off <= -86400 || off >= 86400 {
-		return false
+		return 0, false
 	}
 	// At most six bytes of JSON per byte of a string (\u00XX).
 	n := len(e.CorrelationID) + len(e.SessionID) + len(e.Subject) + len(e.Tool) + len(e.Class) +
@@ -353,7 +367,12 @@ func keepable(e *Event, args json.RawMessage) bool {
 	for _, r := range e.Roles {
 		n += len(r) + 1
 	}
-	return n < (MaxLineSize-4096)/6
+	if n >= (MaxLineSize-4096)/6 {
+		return 0, false
+	}
+	// The field names, time, numbers and the hash, then the strings
+	// (escapes aside).
+	return 320 + n, true
 }
 
 // encodeKept encodes the kept events into the buffer, in the order Keep
@@ -379,6 +398,7 @@ func (s *JSONLSink) encodeKept() {
 		*k = kept{}
 	}
 	s.kept = s.kept[:0]
+	s.keptSize = 0
 }
 
 // unusable returns the error that refuses a write; s.mu is held.
