@@ -65,11 +65,11 @@ func Authenticate(a Authenticator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if a == nil {
-				return Deny(CodeUnauthenticated, "authentication required").Result(), nil
+				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
 			}
 			id, err := a.Authenticate(ctx, req)
 			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
-				return Deny(CodeUnauthenticated, "authentication required").Result(), nil
+				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
 			}
 			return next(NewContext(ctx, id), req)
 		}
@@ -85,7 +85,7 @@ func Authorize(p *policy.Policy) Middleware {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			pr := PrincipalFromContext(ctx)
 			if pr == nil {
-				return Deny(CodeUnauthenticated, "authentication required").Result(), nil
+				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
 			}
 			name := toolName(req)
 			d := p.Authorize(pr, name)
@@ -93,7 +93,7 @@ func Authorize(p *policy.Policy) Middleware {
 				return nil, notFoundWire(name, 0)
 			}
 			if d.Code != policy.Allowed {
-				return Deny(Code(d.Code.String()), d.Reason).Result(), nil
+				return denied(ctx, Deny(Code(d.Code.String()), d.Reason)), nil
 			}
 			if len(d.Rule.ArgLimits) > 0 {
 				var args map[string]any
@@ -103,7 +103,7 @@ func Authorize(p *policy.Policy) Middleware {
 					}
 				}
 				if d := p.CheckArgs(pr, d.Rule, policy.MapArgs(args)); !d.Allowed() {
-					return Deny(CodeForbidden, d.Reason).Result(), nil
+					return denied(ctx, Deny(CodeForbidden, d.Reason)), nil
 				}
 			}
 			return next(ctx, req)
@@ -123,9 +123,9 @@ func ValidateArguments(v *Validator) Middleware {
 			if _, err := v.Validate(raw); err != nil {
 				var de *DenialError
 				if errors.As(err, &de) {
-					return de.Result(), nil
+					return denied(ctx, de), nil
 				}
-				return Deny(CodeInvalidArguments, "arguments failed validation").Result(), nil
+				return denied(ctx, Deny(CodeInvalidArguments, "arguments failed validation")), nil
 			}
 			return next(ctx, req)
 		}
@@ -136,6 +136,10 @@ func ValidateArguments(v *Validator) Middleware {
 // from the context (when [Authenticate] ran before it), whether the result
 // was an error and the mcpguard code of a denial. A failing sink is
 // reported to log (nil means slog.Default) and does not change the result.
+// The call's correlation id goes into the context, and the guards inside
+// Audit ([Authenticate], [Authorize], [ValidateArguments], [Confirm],
+// [Limit], [DryRun]) put it in their refusals, so that a client's error
+// names its audit record.
 func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -149,6 +153,7 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments
 			}
+			ctx = context.WithValue(ctx, corrKey{}, c.corr)
 			write := func() {
 				ev := &c.outcome
 				buildEvent(ev, time.Now(), nil, req, c, audit.PhaseOutcome)
@@ -184,6 +189,27 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 			return res, err
 		}
 	}
+}
+
+// corrKey is the context key of the correlation id of the [Audit]
+// middleware's call.
+type corrKey struct{}
+
+// correlationFrom returns the correlation id Audit put in ctx, or "".
+func correlationFrom(ctx context.Context) string {
+	id, _ := ctx.Value(corrKey{}).(string)
+	return id
+}
+
+// denied renders d as a tool error carrying the correlation id of ctx's
+// audit record, if any.
+func denied(ctx context.Context, d *DenialError) *mcp.CallToolResult {
+	if id := correlationFrom(ctx); id != "" && d.CorrelationID == "" {
+		out := *d
+		out.CorrelationID = id
+		return out.Result()
+	}
+	return d.Result()
 }
 
 func toolName(req *mcp.CallToolRequest) string {

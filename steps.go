@@ -17,7 +17,8 @@ import (
 // for how a refusal is rendered) and behave as the Guard's steps 7, 8 and
 // 9 do, with two differences: each step resolves the caller from the
 // context, so [Authenticate] must run outside them (without an identity
-// every call is refused), and each draws its own correlation ids. The
+// every call is refused), and each takes the correlation id of the [Audit]
+// middleware outside it (or draws its own without one). The
 // signer given to Confirm and the limiter given to Limit are theirs,
 // whatever opts' Confirmer and Limiter say. In a chain they go in the pipeline's
 // order, inside Authenticate, [Authorize] and [ValidateArguments]:
@@ -255,6 +256,9 @@ func (g *Guard) beginRound(ctx context.Context, req *mcp.CallToolRequest) (*call
 // to render it with.
 func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, ToolOptions, *DenialError) {
 	c := newCall(g.now(), &g.ids)
+	if id := correlationFrom(ctx); id != "" {
+		c.corr = id // the Audit middleware's record is this call's
+	}
 	if req == nil || req.Params == nil {
 		return c, ToolOptions{}, Deny(CodeInvalidArguments, "missing call parameters")
 	}
