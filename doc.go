@@ -53,8 +53,10 @@
 // unwraps to a sentinel (errors.Is(err, ErrForbidden)). By default a refusal
 // is a tool-error result (isError true) whose structured content and text
 // are {"error":{"code","message","retryable","retry_after_seconds"?,
-// "correlation_id"?,"details"?}} (the correlation id is set by the Guard and
-// by Confirm, Limit and DryRun), so a model can read it and correct itself.
+// "correlation_id"?,"details"?}} (the correlation id is set by the Guard,
+// by Confirm, Limit and DryRun, and by the stand-alone guards inside an
+// [Audit] middleware, to the id of its record), so a model can read it and
+// correct itself.
 // With [Options.ProtocolErrors] it is a JSON-RPC error instead:
 //
 //	UNAUTHENTICATED                                  -32000  HTTP 401
