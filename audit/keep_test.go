@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -266,3 +267,17 @@ func TestJSONLKeepReachesFileOnTicks(t *testing.T) {
 }
 
 var _ io.Closer = keepSink{}
+
+func TestJSONLKeeper(t *testing.T) {
+	for name, opts := range map[string]*audit.JSONLOptions{
+		"buffered":    nil,
+		"durable":     {Durable: true},
+		"tiny_buffer": {BufferSize: 1, FlushInterval: -1},
+	} {
+		t.Run(name, func(t *testing.T) { audittest.RunKeeper(t, jsonlHarness(opts)) })
+	}
+}
+
+func TestSQLiteKeeper(t *testing.T) {
+	audittest.RunKeeper(t, sqlHarness(func(t *testing.T) *sql.DB { return openSQLite(t) }, audit.SQLite))
+}

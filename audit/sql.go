@@ -103,7 +103,7 @@ type SQLStats struct {
 // checkpoint syncs as the automatic one does; durability is unchanged. With
 // wal_autocheckpoint set to 0 no checkpoint is run.
 //
-// SQLSink implements [Sink] and [DurableWriter] and is safe for concurrent
+// SQLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for concurrent
 // use. It does not close the *sql.DB.
 type SQLSink struct {
 	db      *sql.DB
@@ -139,6 +139,7 @@ type SQLSink struct {
 // item is a queued row, or (when flushed != nil) a Flush marker.
 type item struct {
 	r       row
+	args    json.RawMessage // a kept event's arguments, hashed by the writer
 	flushed chan error
 	durable chan error // a WriteDurable waiting for r's commit (SQLite)
 }
@@ -369,6 +370,21 @@ func (s *SQLSink) Write(ctx context.Context, e *Event) error {
 		return err
 	}
 	return s.enqueue(ctx, item{r: r})
+}
+
+// Keep implements [Keeper]: e is converted at once, as by Write (so Keep
+// returns every error Write returns), and only the hash of args, when
+// e.ArgsSHA256 is empty, is put off to the background writer.
+func (s *SQLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
+	r, err := toRow(e, s.d)
+	if err != nil {
+		return err
+	}
+	it := item{r: r}
+	if r.argsHash == "" && len(args) > 0 {
+		it.args = args
+	}
+	return s.enqueue(ctx, it)
 }
 
 func (s *SQLSink) enqueue(ctx context.Context, it item) error {
@@ -603,6 +619,9 @@ func (b *writerBatch) collect(it item) {
 		b.waiters = append(b.waiters, waiter{i: len(b.rows), ch: it.durable})
 		b.rows = append(b.rows, it.r)
 	default:
+		if it.args != nil {
+			it.r.argsHash = ArgsSHA256(it.args)
+		}
 		b.rows = append(b.rows, it.r)
 	}
 }

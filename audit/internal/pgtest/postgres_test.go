@@ -56,21 +56,21 @@ func TestPostgres(t *testing.T) {
 	var srv server
 	srv.once.Do(func() { srv.pg = testsvc.StartPostgres(t) })
 
-	t.Run("conformance", func(t *testing.T) {
-		audittest.Run(t, func(t *testing.T) audittest.Harness {
-			s, err := audit.NewSQL(context.Background(), srv.db(t), audit.Postgres, nil)
-			if err != nil {
-				t.Fatal(err)
+	harness := func(t *testing.T) audittest.Harness {
+		s, err := audit.NewSQL(context.Background(), srv.db(t), audit.Postgres, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return audittest.Harness{Sink: s, Read: func(ctx context.Context) ([]audit.Event, error) {
+			if err := s.Flush(ctx); err != nil {
+				return nil, err
 			}
-			t.Cleanup(func() { s.Close() })
-			return audittest.Harness{Sink: s, Read: func(ctx context.Context) ([]audit.Event, error) {
-				if err := s.Flush(ctx); err != nil {
-					return nil, err
-				}
-				return s.Query(ctx, audit.Filter{})
-			}}
-		})
-	})
+			return s.Query(ctx, audit.Filter{})
+		}}
+	}
+	t.Run("conformance", func(t *testing.T) { audittest.Run(t, harness) })
+	t.Run("keeper", func(t *testing.T) { audittest.RunKeeper(t, harness) })
 
 	t.Run("query", func(t *testing.T) {
 		db := srv.db(t)
