@@ -46,6 +46,9 @@ type Options struct {
 	// Audit receives one outcome event per call (and an intent event before
 	// a write runs). Nil discards events; a write then cannot get a durable
 	// intent and is refused with AUDIT_UNAVAILABLE unless NoWriteAhead is set.
+	// A sink that is an [audit.Keeper] (the package's JSONL and SQL sinks)
+	// is handed each outcome event with Keep, and hashes its arguments (and,
+	// for JSONL, encodes it) off the call's path.
 	Audit audit.Sink
 	// NoWriteAhead skips the write-ahead intent event of write tools. False
 	// (the default) requires a durable intent before any write runs.
