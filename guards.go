@@ -2,10 +2,12 @@ package mcpguard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -35,7 +37,7 @@ func Recover(log *slog.Logger) Middleware {
 			defer func() {
 				if r := recover(); r != nil {
 					log.Error("mcpguard: tool handler panicked", "tool", toolName(req), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-					res, err = Deny(CodeInternal, "the tool failed unexpectedly").Result(), nil
+					res, err = denied(ctx, Deny(CodeInternal, "the tool failed unexpectedly")), nil
 				}
 			}()
 			res, err = next(ctx, req)
@@ -43,15 +45,15 @@ func Recover(log *slog.Logger) Middleware {
 			case err != nil:
 				var de *DenialError
 				if errors.As(err, &de) {
-					return de.Result(), nil
+					return denied(ctx, de), nil
 				}
 				if we := wireError(err); we != nil {
 					return nil, we
 				}
 				log.Error("mcpguard: tool handler failed", "tool", toolName(req), "err", err)
-				return Deny(CodeInternal, "the tool failed").Result(), nil
+				return denied(ctx, Deny(CodeInternal, "the tool failed")), nil
 			case res == nil:
-				return Deny(CodeInternal, "the tool returned no result").Result(), nil
+				return denied(ctx, Deny(CodeInternal, "the tool returned no result")), nil
 			}
 			return res, nil
 		}
@@ -137,9 +139,12 @@ func ValidateArguments(v *Validator) Middleware {
 // was an error and the mcpguard code of a denial. A failing sink is
 // reported to log (nil means slog.Default) and does not change the result.
 // The call's correlation id goes into the context, and the guards inside
-// Audit ([Authenticate], [Authorize], [ValidateArguments], [Confirm],
-// [Limit], [DryRun]) put it in their refusals, so that a client's error
-// names its audit record.
+// Audit ([Recover], [Authenticate], [Authorize], [ValidateArguments],
+// [Confirm], [Limit], [DryRun]) put it in their refusals, so that a
+// client's error names its audit record; a Recover outside Audit (the
+// pipeline's order) does not see it. A JSON-RPC error from a step in
+// protocol-error mode is recorded with the code in its data, and an
+// unknown tool's as TOOL_NOT_FOUND.
 func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -173,10 +178,7 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 			res, err := next(ctx, req)
 			switch {
 			case err != nil:
-				c.denial = Deny(CodeInternal, "")
-				if wireError(err) != nil {
-					c.detail = "protocol error"
-				}
+				c.denial, c.detail = wireDenial(err)
 			case res != nil && res.IsError:
 				var de *DenialError
 				if errors.As(res.GetError(), &de) {
@@ -189,6 +191,30 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 			return res, err
 		}
 	}
+}
+
+// wireDenial is the denial an error from below stands for in an audit
+// record: a *DenialError itself; a JSON-RPC error of a step in
+// protocol-error mode, by the code in its data; an unknown tool's error (of
+// Authorize, or the go-sdk's own) as TOOL_NOT_FOUND; anything else as
+// INTERNAL, with detail saying so for a protocol error.
+func wireDenial(err error) (d *DenialError, detail string) {
+	var de *DenialError
+	if errors.As(err, &de) {
+		return de, ""
+	}
+	we := wireError(err)
+	if we == nil {
+		return Deny(CodeInternal, ""), ""
+	}
+	var o errorObject
+	if len(we.Data) > 0 && json.Unmarshal(we.Data, &o) == nil && o.Code.Sentinel() != nil {
+		return Deny(o.Code, o.Message), ""
+	}
+	if strings.HasPrefix(we.Message, "unknown tool ") {
+		return Deny(CodeToolNotFound, we.Message), ""
+	}
+	return Deny(CodeInternal, ""), "protocol error"
 }
 
 // corrKey is the context key of the correlation id of the [Audit]
