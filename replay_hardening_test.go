@@ -157,27 +157,8 @@ func TestReplayedStateWritesNoIntent(t *testing.T) {
 // TestReplayRefusalIsRecorded checks the audit record of a replay refused
 // at step 7: CONFIRMATION_REQUIRED, with a detail saying the state was used.
 func TestReplayRefusalIsRecorded(t *testing.T) {
-	pol, err := policy.New(policy.Config{
-		Tools:          []policy.ToolRule{{Name: "wipe", Class: policy.Write, Confirm: true}},
-		WriteAllowlist: []string{"wipe"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &memSink{}
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Confirmer: testSigner(t, nil), Logger: quiet, Audit: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s stub
-	h, err := g.Wrap(&mcp.Tool{Name: "wipe", InputSchema: json.RawMessage(`{"type":"object"}`)}, s.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ask, err := h(context.Background(), req("wipe", `{}`))
-	if err != nil || ask.RequestState == "" {
-		t.Fatalf("asking round: %v %s", err, mustJSON(ask))
-	}
+	h, ask, _ := askWipe(t, testSigner(t, nil), sink)
 	for i, want := range []string{"", "CONFIRMATION_REQUIRED"} {
 		res, err := confirmRound(h, "wipe", `{}`, ask.RequestState, "accept")
 		if got := codeOf(t, res, err); got != want {
@@ -196,28 +177,9 @@ func TestReplayRefusalIsRecorded(t *testing.T) {
 // step 7 lets the replay through and the Consume after the limits still
 // refuses it, so it never runs.
 func TestReplayWithoutNonceChecker(t *testing.T) {
-	pol, err := policy.New(policy.Config{
-		Tools:          []policy.ToolRule{{Name: "wipe", Class: policy.Write, Confirm: true}},
-		WriteAllowlist: []string{"wipe"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mem := confirm.NewMemoryNonceStore()
 	signer := testSigner(t, &confirm.Options{Nonces: confirm.NonceStoreFunc(mem.Consume)})
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Confirmer: signer, Logger: quiet, Audit: &memSink{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s stub
-	h, err := g.Wrap(&mcp.Tool{Name: "wipe", InputSchema: json.RawMessage(`{"type":"object"}`)}, s.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ask, err := h(context.Background(), req("wipe", `{}`))
-	if err != nil || ask.RequestState == "" {
-		t.Fatalf("asking round: %v %s", err, mustJSON(ask))
-	}
+	h, ask, s := askWipe(t, signer, &memSink{})
 	for i, want := range []string{"", "CONFIRMATION_REQUIRED", "CONFIRMATION_REQUIRED"} {
 		res, err := confirmRound(h, "wipe", `{}`, ask.RequestState, "accept")
 		if got := codeOf(t, res, err); got != want {
@@ -330,4 +292,32 @@ func TestMemoryNonceStoreUsedClock(t *testing.T) {
 	if n := m.Len(); n != 2 {
 		t.Errorf("Len = %d, want 2 (b, e): Used records nothing", n)
 	}
+}
+
+// askWipe wraps a stub as the write tool "wipe", which needs confirmation,
+// in a Guard with signer and sink, and makes the asking round of a call.
+// It returns the wrapped handler, the asking round's result and the stub.
+func askWipe(t *testing.T, signer *confirm.Signer, sink *memSink) (mcp.ToolHandler, *mcp.CallToolResult, *stub) {
+	t.Helper()
+	pol, err := policy.New(policy.Config{
+		Tools:          []policy.ToolRule{{Name: "wipe", Class: policy.Write, Confirm: true}},
+		WriteAllowlist: []string{"wipe"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Confirmer: signer, Logger: quiet, Audit: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stub{}
+	h, err := g.Wrap(&mcp.Tool{Name: "wipe", InputSchema: json.RawMessage(`{"type":"object"}`)}, s.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask, err := h(context.Background(), req("wipe", `{}`))
+	if err != nil || ask.RequestState == "" {
+		t.Fatalf("asking round: %v %s", err, mustJSON(ask))
+	}
+	return h, ask, s
 }

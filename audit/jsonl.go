@@ -51,9 +51,8 @@ type JSONLStats struct {
 // file's tail is unknown) and returns that error.
 //
 // A buffered sink's [JSONLSink.Keep] holds the event itself and encodes it
-// later, in a batch with others: on the background flusher (woken when
-// keptWake events wait), on every flush, and on the caller when maxKept
-// wait. Kept events count towards BufferSize at their estimated length, so
+// later, in a batch with others: on the background flusher (woken when 64
+// events wait), on every flush, and on the caller when 512 wait. Kept events count towards BufferSize at their estimated length, so
 // Keep writes the buffer through, and reports a failed write, when Write
 // would.
 //
@@ -174,15 +173,9 @@ func (s *JSONLSink) flusher(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-s.wake:
-			// Encode what Keep handed over, off the callers' path; write
-			// the buffer only once it is full, as Write would.
-			s.mu.Lock()
-			s.encodeKept()
-			full := len(s.buf) >= s.bufSize
-			s.mu.Unlock()
-			if full {
-				_ = s.flush(context.Background(), false, 0)
-			}
+			// Encode what Keep handed over, off the callers' path.
+			_ = s.encodeKeptFlushFull(context.Background()) // a failure is sticky
+
 		case <-t.C:
 			s.mu.Lock()
 			empty := len(s.buf) == 0 && len(s.kept) == 0
@@ -309,16 +302,9 @@ func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) er
 			return err
 		}
 	case n >= maxKept:
-		// The flusher is behind (or there is none): the caller encodes,
-		// and writes the buffer once it is full, as Write does.
-		s.mu.Lock()
-		s.encodeKept()
-		full := len(s.buf) >= s.bufSize
-		s.mu.Unlock()
-		if full {
-			if err := s.flush(ctx, false, 0); err != nil && ctx.Err() == nil {
-				return err
-			}
+		// The flusher is behind (or there is none): the caller encodes.
+		if err := s.encodeKeptFlushFull(ctx); err != nil && ctx.Err() == nil {
+			return err
 		}
 	case n == keptWake && s.flusherD != nil:
 		select {
@@ -373,6 +359,19 @@ func keepable(e *Event, args json.RawMessage) (size int, ok bool) {
 	// The field names, time, numbers and the hash, then the strings
 	// (escapes aside).
 	return 320 + n, true
+}
+
+// encodeKeptFlushFull encodes the kept events and writes the buffer once it
+// is full, as Write does.
+func (s *JSONLSink) encodeKeptFlushFull(ctx context.Context) error {
+	s.mu.Lock()
+	s.encodeKept()
+	full := len(s.buf) >= s.bufSize
+	s.mu.Unlock()
+	if !full {
+		return nil
+	}
+	return s.flush(ctx, false, 0)
 }
 
 // encodeKept encodes the kept events into the buffer, in the order Keep
