@@ -2,12 +2,13 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 )
 
 // FanoutSink writes each event to several sinks. Safe for concurrent use if
-// its sinks are.
+// its sinks are. It implements [Keeper]: see [FanoutSink.Keep].
 type FanoutSink struct {
 	sinks []Sink
 }
@@ -30,6 +31,48 @@ func (f *FanoutSink) Write(ctx context.Context, e *Event) error {
 	var errs []error
 	for _, s := range f.sinks {
 		if err := s.Write(ctx, e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Keep implements [Keeper]. The sinks that are not Keepers get e by Write
+// first, then the Keepers by Keep, each its own copy of e (the last one e
+// itself; the copies share args and what e references, which no sink
+// modifies). When every sink is a Keeper, the hash of args is put off to
+// them; otherwise it is computed here, once, for all. Keep returns the
+// errors of the sinks that failed, joined; the other sinks still record e.
+func (f *FanoutSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
+	keepers := 0
+	for _, s := range f.sinks {
+		if _, ok := s.(Keeper); ok {
+			keepers++
+		}
+	}
+	if keepers < len(f.sinks) && e.ArgsSHA256 == "" && len(args) > 0 {
+		e.ArgsSHA256 = ArgsSHA256(args)
+	}
+	var errs []error
+	for _, s := range f.sinks {
+		if _, ok := s.(Keeper); ok {
+			continue
+		}
+		if err := s.Write(ctx, e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range f.sinks {
+		k, ok := s.(Keeper)
+		if !ok {
+			continue
+		}
+		ev := e
+		if keepers--; keepers > 0 {
+			c := *e
+			ev = &c
+		}
+		if err := k.Keep(ctx, ev, args); err != nil {
 			errs = append(errs, err)
 		}
 	}
