@@ -58,20 +58,22 @@
 //     past that a request on an unseen id is refused (404). The gateway
 //     keeps up to 1,024 confirmed bindings per principal, so that one
 //     principal cannot lock the others out, and 65,536 in all: a
-//     principal's new session past its share, or in a full table, takes the
-//     place of its own oldest one, while in a full table a principal holding
-//     none is refused (404) until room is made. A displaced session may
-//     still be live downstream, so its id keeps a tombstone: only the
-//     principal that held it may use it again. So does a session the
-//     downstream opens for a principal holding none in a full table (its
-//     initialize carries no id and is forwarded): it is not bound, and only
-//     that principal may use it once room is made. Tombstones are bounded
-//     alike (1,024 per principal, 65,536 in all, the oldest dropped first,
-//     which leaves its id bound to no one). A DELETE that ends the session
-//     unbinds it and leaves no tombstone. Known limit: bindings do not
-//     expire when a session goes idle, so a session abandoned without a
-//     DELETE keeps its binding until a newer session of its principal
-//     displaces it.
+//     principal's new session past its share takes the place of its own
+//     oldest one; in a full table, of the oldest one of the principal
+//     holding the most, when that one holds at least two more, else of its
+//     own oldest. So principals who filled the table cannot lock a newcomer
+//     out; only when every binding is its principal's only one is a
+//     principal holding none refused (404) until room is made. A displaced
+//     session may still be live downstream, so its id keeps a tombstone:
+//     only the principal that held it may use it again. So does a session
+//     the downstream opens for a principal holding none in such a table
+//     (its initialize carries no id and is forwarded): it is not bound, and
+//     only that principal may use it once room is made. Tombstones are
+//     bounded alike (1,024 per principal, 65,536 in all, the oldest dropped
+//     first, which leaves its id bound to no one). A DELETE that ends the
+//     session unbinds it and leaves no tombstone. Known limit: bindings do
+//     not expire when a session goes idle, so a session abandoned without a
+//     DELETE keeps its binding until it is displaced.
 //
 // # Fail closed
 //

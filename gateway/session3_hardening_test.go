@@ -260,14 +260,17 @@ func TestPendingHoldSurvivesFlood(t *testing.T) {
 }
 
 // TestFullTableInitializeSessionNotClaimable checks that a session the
-// downstream opens for a principal holding none in a full table (its
-// initialize carries no id, so it is forwarded) is not anyone's for the
-// asking once room is made: the viewer presenting it is refused (404) and
-// never forwarded, while the admin, whose session it is, is served and
-// bound to it.
+// downstream opens for a principal holding none in a full table where no
+// one holds more than one (its initialize carries no id, so it is
+// forwarded) is not anyone's for the asking once room is made: the viewer
+// presenting it is refused (404) and never forwarded, while the admin,
+// whose session it is, is served and bound to it.
 func TestFullTableInitializeSessionNotClaimable(t *testing.T) {
 	g, rt := newIssuingGateway(t)
-	bindMany(g, "filler", maxSessions)
+	for i := range maxSessions {
+		id := "filler-" + strconv.Itoa(i)
+		g.sessions.bind(id, id) // one session per subject: no fair share to take
+	}
 	w := serveOne(g, http.MethodPost, admin, initBody)
 	sid := w.Header().Get("Mcp-Session-Id")
 	if w.Code != http.StatusOK || sid == "" {
@@ -331,9 +334,22 @@ func checkSessionInvariants(t *testing.T, s *sessions, want map[use]int, step in
 	if total > maxSessions {
 		t.Fatalf("step %d: %d confirmed bindings", step, total)
 	}
+	ranked := 0
+	for k, r := range s.ranks {
+		ranked += len(r)
+		if len(r) > 0 && k > s.top {
+			t.Fatalf("step %d: a holding of %d bindings above the top rank %d", step, k, s.top)
+		}
+	}
+	if ranked != len(s.held) {
+		t.Fatalf("step %d: %d holdings ranked, %d held", step, ranked, len(s.held))
+	}
 	for sub, h := range s.held {
 		if confirmed[sub] == 0 || h.n <= 0 {
 			t.Fatalf("step %d: empty holding of %s (n=%d)", step, sub, h.n)
+		}
+		if r := s.ranks[h.n]; h.place >= len(r) || r[h.place] != h {
+			t.Fatalf("step %d: %s's holding of %d is not at its place %d in its rank", step, sub, h.n, h.place)
 		}
 		if got := len(h.fifo) - h.head; got > 2*maxSessionsPerSubject+65 {
 			t.Fatalf("step %d: %s's queue has %d slots for %d bindings", step, sub, got, h.n)
@@ -699,5 +715,59 @@ func TestUpstreamWriterNeverTrims(t *testing.T) {
 		if _, err := c.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "invalid header field value") {
 			t.Errorf("RoundTrip with header value %q: err %v, want an invalid header field value", v, err)
 		}
+	}
+}
+
+// TestFullTableFairShare checks that principals who filled the session
+// table cannot lock a newcomer out: in a table of 64 subjects at their full
+// share, every new session of another principal is bound to it (the oldest
+// binding of a subject holding the most makes room), the displaced session
+// keeps a tombstone naming its subject (no one else may use it, its
+// subject still may), and a request on an unseen id is admitted. Over
+// HTTP, the admin's initialize in such a table gets a session it is served
+// on, which the viewer cannot ride.
+func TestFullTableFairShare(t *testing.T) {
+	g, rt := newIssuingGateway(t)
+	bindMany(g, "filler", maxSessions)
+	s := g.sessions
+	for i := range 200 {
+		sub, id := "new-"+strconv.Itoa(i%7), "n-"+strconv.Itoa(i)
+		s.bind(id, sub)
+		if b := s.owner[id]; b.subject != sub || !b.confirmed {
+			t.Fatalf("new session %d of %s in a full table: bound to %+v, want %s, confirmed", i, sub, b, sub)
+		}
+	}
+	for i := range 7 {
+		if h := s.held["new-"+strconv.Itoa(i)]; h == nil || h.n < 28 {
+			t.Errorf("new-%d holds %+v, want all its 28 or 29 sessions", i, h)
+		}
+	}
+	// The first to make room is the oldest session of the first subject
+	// at the top rank: filler-0 of subject filler-0 (see bindMany).
+	displaced, sub := "filler-0", "filler-0"
+	if _, ok := s.owner[displaced]; ok {
+		t.Fatalf("%s, the oldest session of the first largest holder, is still bound", displaced)
+	}
+	if tb, ok := s.tombs[displaced]; !ok || tb.subject != sub {
+		t.Fatalf("%s's tombstone %+v, want one naming %s", displaced, tb, sub)
+	}
+	if s.allows(displaced, "new-0") || !s.allows(displaced, sub) {
+		t.Errorf("displaced %s: another subject allowed %v, its own %v; want false, true", displaced, s.allows(displaced, "new-0"), s.allows(displaced, sub))
+	}
+	if !s.allows("never-seen", "stranger") {
+		t.Error("a stranger holding none is refused an unseen id in a table where others hold many")
+	}
+	checkSessionInvariants(t, s, map[use]int{}, -1)
+
+	w := serveOne(g, http.MethodPost, admin, initBody)
+	sid := w.Header().Get("Mcp-Session-Id")
+	if w.Code != http.StatusOK || sid == "" {
+		t.Fatalf("admin's initialize in a full table: status %d session %q", w.Code, sid)
+	}
+	if w := serveOne(g, http.MethodPost, admin, pingBody, "Mcp-Session-Id", sid); w.Code != http.StatusOK {
+		t.Errorf("admin on its new session in a table others filled: status %d, want 200", w.Code)
+	}
+	if w := serveOne(g, http.MethodPost, viewer, pingBody, "Mcp-Session-Id", sid); w.Code != http.StatusNotFound || slices.Contains(rt.servedTo(sid), "viewer") {
+		t.Errorf("viewer on the admin's session: status %d, downstream served it to %q; want 404 and never the viewer", w.Code, rt.servedTo(sid))
 	}
 }

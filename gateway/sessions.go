@@ -9,9 +9,12 @@ import (
 const (
 	// maxSessions bounds the confirmed bindings, the last resort after
 	// maxSessionsPerSubject. In a full table a new confirmed binding takes
-	// the place of the oldest one of its own subject; a subject that holds
-	// none gets none (its session keeps a tombstone naming it), and its
-	// requests on the new session are refused until a DELETE makes room.
+	// the place of the oldest one of the subject holding the most, when
+	// that subject holds at least two more than the new one's; otherwise
+	// of the new one's own oldest. A subject that holds none when no
+	// subject holds two or more (every binding is another subject's only
+	// one) gets none: its session keeps a tombstone naming it, and its
+	// requests on it are refused until room is made.
 	maxSessions = 1 << 16
 	// maxSessionsPerSubject bounds the confirmed bindings of one subject, so
 	// that one principal cannot fill the table and lock every other out: a
@@ -53,9 +56,12 @@ const (
 // request downstream, none is dropped to make room, and a full table, or
 // share, refuses a request on an unseen id.
 //
-// A confirmed binding is displaced only for a newer one of the same subject:
-// past maxSessionsPerSubject, or in a full table (maxSessions). The
-// displaced session may still be live downstream, so its id keeps a
+// A confirmed binding is displaced only for a newer one: of the same
+// subject past maxSessionsPerSubject; in a full table (maxSessions), of a
+// subject holding at least two fewer bindings than the subject holding the
+// most, whose oldest goes (fair shares: principals that filled the table
+// cannot lock a newcomer out), else of the same subject. The displaced
+// session may still be live downstream, so its id keeps a
 // tombstone naming its former subject: no other subject may use it, while
 // the former subject may (its 2xx answer confirms the binding again and
 // removes the tombstone). A session the downstream vouches for in a full
@@ -67,7 +73,7 @@ const (
 // share, or in a full table, the oldest goes first. A 2xx answer to a
 // DELETE that ends the session removes its binding and tombstone. Bindings
 // do not expire: a session abandoned without a DELETE is held until
-// displaced.
+// displaced, which in a full table happens to the largest holder's first.
 //
 // Safe for concurrent use.
 type sessions struct {
@@ -81,6 +87,11 @@ type sessions struct {
 	buried    map[string]*holding // subject -> its tombstones
 	graves    queue               // tombstones, oldest first
 	seq       uint64              // stamp of the latest binding or tombstone
+	// ranks[k] lists the holdings in held with k confirmed bindings, in
+	// any order (each knows its place), so that the largest is found in
+	// constant time; top is at least the largest k with a holding.
+	ranks [maxSessionsPerSubject + 1][]*holding
+	top   int
 }
 
 // A binding is a session's owner, or in a tombstone its former owner. Its
@@ -97,10 +108,12 @@ type binding struct {
 type use struct{ id, subject string }
 
 // holding is one subject's confirmed bindings or tombstones: n of them,
-// oldest first.
+// oldest first. A holding of confirmed bindings is listed in ranks[n] at
+// place.
 type holding struct {
 	queue
-	n int
+	n     int
+	place int
 }
 
 func newSessions() *sessions {
@@ -130,7 +143,7 @@ func (s *sessions) allowsLocked(id, subject string) bool {
 	if t, ok := s.tombs[id]; ok && t.subject != subject {
 		return false
 	}
-	if len(s.owner)-s.pending >= maxSessions && s.held[subject] == nil {
+	if len(s.owner)-s.pending >= maxSessions && s.held[subject] == nil && s.largestLocked() < 2 {
 		return false
 	}
 	return s.pending < maxPendingSessions && s.pendingBy[subject] < maxPendingPerSubject
@@ -227,12 +240,25 @@ func (s *sessions) confirmLocked(id, subject string) {
 	}
 	full := len(s.owner)-s.pending >= maxSessions
 	h := s.held[subject]
-	if h == nil && full {
+	own := 0
+	if h != nil {
+		own = h.n
+	}
+	var from *holding // whose oldest binding makes room
+	switch {
+	case own >= maxSessionsPerSubject:
+		from = h
+	case !full:
+	case s.largestLocked() >= own+2:
+		from = s.ranks[s.top][0]
+	case h != nil:
+		from = h
+	default:
 		s.buryLocked(id, subject)
 		return
 	}
-	if h != nil && (h.n >= maxSessionsPerSubject || full) {
-		if old, ok := h.pop(s.live); ok {
+	if from != nil {
+		if old, ok := from.pop(s.live); ok {
 			s.displaceLocked(old.id)
 		}
 	}
@@ -244,8 +270,35 @@ func (s *sessions) confirmLocked(id, subject string) {
 	}
 	s.seq++
 	s.owner[id] = binding{subject: subject, seq: s.seq, confirmed: true}
-	h.n++
+	s.rerankLocked(h, h.n+1)
 	h.push(slot{id, s.seq}, h.n, s.live)
+}
+
+// largestLocked returns the number of confirmed bindings of the subject
+// holding the most (0 for none); that subject's holding is s.ranks[s.top][0].
+func (s *sessions) largestLocked() int {
+	for s.top > 0 && len(s.ranks[s.top]) == 0 {
+		s.top--
+	}
+	return s.top
+}
+
+// rerankLocked sets h.n, the count of a holding of confirmed bindings, to
+// n, and moves it to its rank.
+func (s *sessions) rerankLocked(h *holding, n int) {
+	if h.n > 0 {
+		r := s.ranks[h.n]
+		last := r[len(r)-1]
+		r[h.place], last.place = last, h.place
+		r[len(r)-1] = nil
+		s.ranks[h.n] = r[:len(r)-1]
+	}
+	h.n = n
+	if n > 0 {
+		h.place = len(s.ranks[n])
+		s.ranks[n] = append(s.ranks[n], h)
+		s.top = max(s.top, n)
+	}
 }
 
 // displaceLocked drops the confirmed binding of id and leaves a tombstone
@@ -309,7 +362,7 @@ func (s *sessions) removeLocked(id string, b binding) {
 		return
 	}
 	if h := s.held[b.subject]; h != nil {
-		if h.n--; h.n == 0 {
+		if s.rerankLocked(h, h.n-1); h.n == 0 {
 			delete(s.held, b.subject)
 		}
 	}
