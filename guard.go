@@ -95,8 +95,11 @@ type Options struct {
 	// error that unwraps to [ErrUpstreamUnavailable] or reports
 	// Temporary() == true. Writes are never retried.
 	RetryReads bool
-	// SessionKey derives the limiter key of the session. Nil means the
-	// session id; where there is none, the subject; else the session object.
+	// SessionKey derives the limiter key of the session of an
+	// authenticated call. Nil means the session id; where there is none,
+	// the subject; else the session object. Where the MCP session has no
+	// id (stdio, in memory, a direct call), SessionKey's key is also the
+	// audit records' session_id.
 	SessionKey func(req *mcp.CallToolRequest, id *Identity) string
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time

@@ -35,6 +35,8 @@ type call struct {
 	valid     bool     // the arguments passed validation
 	record    []string // argument fields the tool records verbatim
 	cost      float64
+	charged   float64 // the spend the call was charged (or, with no limiter, would have been)
+	session   string  // Options.SessionKey's key of the call's session, once authenticated
 	dryRun    bool
 	denial    *DenialError
 	detail    string
@@ -135,6 +137,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		return g.deny(c, Deny(CodeUnauthenticated, msg))
 	}
 	c.id = id
+	if g.opts.SessionKey != nil {
+		c.session = g.opts.SessionKey(req, id)
+	}
 
 	// 4. Resolve, 5. authorize.
 	d := g.pol.Authorize(id.Principal, c.name)
@@ -206,6 +211,8 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return g.deny(c, d)
 		}
 		defer g.opts.Limiter.Release(ld)
+	} else {
+		c.charged = c.spend()
 	}
 
 	// 9. Dry-run.
@@ -385,10 +392,7 @@ func (g *Guard) plan(c *call, req *mcp.CallToolRequest, topts *ToolOptions) *Den
 // the refusal, or the decision whose in-flight slot the caller releases
 // when the call ends.
 func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (limiter.Decision, *DenialError) {
-	spend := c.cost
-	if c.dryRun || c.retry {
-		spend = 0
-	}
+	spend := c.spend()
 	ld := g.limit(ctx, req, c, calls, spend)
 	if ld.Err != nil {
 		g.log.Error("mcpguard: limiter failed", "tool", c.name, "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
@@ -396,13 +400,27 @@ func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, c
 	if !ld.Allowed {
 		return ld, limitDenial(ld)
 	}
+	c.charged = spend
 	return ld, nil
+}
+
+// spend is what the call costs against the spend caps: its cost, but
+// nothing for a dry run or a later round of a logical call.
+func (c *call) spend() float64 {
+	if c.dryRun || c.retry {
+		return 0
+	}
+	return c.cost
 }
 
 // limit asks the limiter about this call.
 func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int, spend float64) limiter.Decision {
+	key := c.session
+	if key == "" {
+		key = g.sessionKey(req, c.id)
+	}
 	return g.opts.Limiter.AllowAt(ctx, c.start, limiter.Request{
-		Session: g.sessionKey(req, c.id),
+		Session: key,
 		User:    c.id.Principal.Subject,
 		Tool:    c.name,
 		Write:   c.rule.Class == policy.Write,
@@ -659,7 +677,7 @@ func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallTo
 		Tool:          c.name,
 		Phase:         phase,
 		DryRun:        c.dryRun,
-		Cost:          c.cost,
+		Cost:          c.charged,
 		Detail:        c.detail,
 		ArgsSHA256:    c.argsSHA256(),
 	}
@@ -671,8 +689,13 @@ func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallTo
 	if c.rule != nil {
 		ev.Class = c.rule.Class.String()
 	}
+	if c.session != "" {
+		ev.SessionID = c.session // replaced by the MCP session's id, if it has one
+	}
 	if req != nil && req.Session != nil {
-		ev.SessionID = req.Session.ID()
+		if sid := req.Session.ID(); sid != "" {
+			ev.SessionID = sid
+		}
 		if ip := req.Session.InitializeParams(); ip != nil {
 			ev.ProtocolVersion = ip.ProtocolVersion
 			if ip.ClientInfo != nil {

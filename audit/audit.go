@@ -16,20 +16,24 @@ import (
 // only in Args, and only the fields a tool opted in to record; otherwise
 // ArgsSHA256 identifies the arguments.
 type Event struct {
-	Time            time.Time      `json:"time"`
-	CorrelationID   string         `json:"correlation_id"`
-	SessionID       string         `json:"session_id,omitempty"`
-	Subject         string         `json:"subject,omitempty"`
-	Roles           []string       `json:"roles,omitempty"`
-	Tool            string         `json:"tool,omitempty"`
-	Class           string         `json:"class,omitempty"` // "read" | "write"
-	Phase           Phase          `json:"phase"`           // "intent" | "outcome"
-	Allowed         bool           `json:"allowed"`
-	DryRun          bool           `json:"dry_run"`
-	Code            string         `json:"code,omitempty"`   // "" when allowed and succeeded, else e.g. "FORBIDDEN"
-	Detail          string         `json:"detail,omitempty"` // never secrets or raw args
-	LatencyMS       float64        `json:"latency_ms"`
-	ArgsSHA256      string         `json:"args_sha256,omitempty"`
+	Time          time.Time `json:"time"`
+	CorrelationID string    `json:"correlation_id"`
+	SessionID     string    `json:"session_id,omitempty"`
+	Subject       string    `json:"subject,omitempty"`
+	Roles         []string  `json:"roles,omitempty"`
+	Tool          string    `json:"tool,omitempty"`
+	Class         string    `json:"class,omitempty"` // "read" | "write"
+	Phase         Phase     `json:"phase"`           // "intent" | "outcome"
+	Allowed       bool      `json:"allowed"`
+	DryRun        bool      `json:"dry_run"`
+	Code          string    `json:"code,omitempty"`   // "" when allowed and succeeded, else e.g. "FORBIDDEN"
+	Detail        string    `json:"detail,omitempty"` // never secrets or raw args
+	LatencyMS     float64   `json:"latency_ms"`
+	ArgsSHA256    string    `json:"args_sha256,omitempty"`
+	// Cost is what the call was charged against the spend caps: its cost
+	// once the limiter admitted it (or, with none, once it got that far);
+	// 0 for a call refused before, for a dry run and for a round that asks
+	// for a confirmation, so that the costs of a trail add up to the spend.
 	Cost            float64        `json:"cost,omitempty"`
 	ProtocolVersion string         `json:"protocol_version,omitempty"`
 	ClientName      string         `json:"client_name,omitempty"`

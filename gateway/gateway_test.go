@@ -531,14 +531,15 @@ func TestArgumentRulesAndLimits(t *testing.T) {
 	defer mu.Unlock()
 	var got []string
 	for _, e := range events {
-		got = append(got, e.Subject+" "+string(e.Phase)+" "+e.Code)
+		got = append(got, e.Subject+" "+string(e.Phase)+" "+e.Code+" cost="+strconv.FormatFloat(e.Cost, 'g', -1, 64))
 		if e.Args != nil || e.ArgsSHA256 == "" || e.CorrelationID == "" || e.Tool != "trigger_refund" {
 			t.Errorf("event %+v", e)
 		}
 	}
-	want := []string{"viewer outcome FORBIDDEN", "viewer outcome FORBIDDEN", "viewer outcome FORBIDDEN",
-		"viewer outcome FORBIDDEN", "viewer outcome FORBIDDEN", "viewer outcome ", "admin outcome ",
-		"viewer outcome ", "viewer outcome RATE_LIMIT_EXCEEDED"}
+	// The cost is what was charged: nothing for a refusal (audit.Event.Cost).
+	want := []string{"viewer outcome FORBIDDEN cost=0", "viewer outcome FORBIDDEN cost=0", "viewer outcome FORBIDDEN cost=0",
+		"viewer outcome FORBIDDEN cost=0", "viewer outcome FORBIDDEN cost=0", "viewer outcome  cost=1", "admin outcome  cost=1",
+		"viewer outcome  cost=1", "viewer outcome RATE_LIMIT_EXCEEDED cost=0"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit events (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,124 @@
+package mcpguard_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestAuditCostIsCharged checks that an outcome record's cost is what the
+// call was charged against the spend caps: the tool's cost for a call the
+// limiter admitted (or, without a limiter, one that got that far), and
+// nothing for a call refused before or by the limiter, or for a dry run.
+// Adding up the trail's costs must not count refused calls.
+func TestAuditCostIsCharged(t *testing.T) {
+	pol, err := policy.New(policy.Config{
+		Tools: []policy.ToolRule{
+			{Name: "search", Class: policy.Read, Cost: 2},
+			{Name: "create", Class: policy.Write, Cost: 5},
+			{Name: "drop", Class: policy.Write, Cost: 7},
+		},
+		WriteAllowlist: []string{"create"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, lim *limiter.Limiter, calls []*mcp.CallToolRequest) []audit.Event {
+		t.Helper()
+		sink := &memSink{}
+		g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, Limiter: lim, NoWriteAhead: true, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handlers := map[string]mcp.ToolHandler{}
+		for _, name := range []string{"search", "create", "drop"} {
+			h, err := g.Wrap(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			handlers[name] = h
+		}
+		for _, r := range calls {
+			handlers[r.Params.Name](context.Background(), r)
+		}
+		return sink.all()
+	}
+	req := func(name string, meta mcp.Meta) *mcp.CallToolRequest {
+		return &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(`{}`), Meta: meta}}
+	}
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 2, Window: time.Hour}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := run(t, lim, []*mcp.CallToolRequest{
+		req("search", nil),
+		req("create", mcp.Meta{dryrun.MetaKey: true}),
+		req("search", nil), // the third call: refused by the rate limit
+	})
+	type rec struct {
+		code string
+		cost float64
+	}
+	var got []rec
+	for _, e := range evs {
+		got = append(got, rec{e.Code, e.Cost})
+	}
+	want := []rec{{"", 2}, {"", 0}, {string(mcpguard.CodeRateLimitExceeded), 0}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("records (code, cost) %v, want %v", got, want)
+	}
+
+	// Without a limiter: the cost of a call that got past step 8, and
+	// nothing for a write refused before it.
+	evs = run(t, nil, []*mcp.CallToolRequest{req("create", nil), req("drop", nil)})
+	got = got[:0]
+	for _, e := range evs {
+		got = append(got, rec{e.Code, e.Cost})
+	}
+	want = []rec{{"", 5}, {string(mcpguard.CodeWriteNotAllowed), 0}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("without a limiter: records (code, cost) %v, want %v", got, want)
+	}
+}
+
+// TestAuditSessionFromSessionKey checks that where the MCP session has no
+// id (stdio, in memory, a direct call), the audit records carry the session
+// key of Options.SessionKey, the limiter's, so that the trail can be
+// queried by the session the limiter counted; without SessionKey they carry
+// none (the default key, a subject or a pointer, is no session id).
+func TestAuditSessionFromSessionKey(t *testing.T) {
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "search", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "search", Arguments: json.RawMessage(`{}`)}}
+	for _, tc := range []struct {
+		key  func(*mcp.CallToolRequest, *mcpguard.Identity) string
+		want string
+	}{
+		{func(_ *mcp.CallToolRequest, id *mcpguard.Identity) string { return "term-" + id.Principal.Subject }, "term-bob"},
+		{nil, ""},
+	} {
+		sink := &memSink{}
+		g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, SessionKey: tc.key, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := g.Wrap(&mcp.Tool{Name: "search", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h(context.Background(), r)
+		if evs := sink.all(); len(evs) != 1 || evs[0].SessionID != tc.want {
+			t.Errorf("SessionKey set %v: records %+v, want one with session %q", tc.key != nil, evs, tc.want)
+		}
+	}
+}
