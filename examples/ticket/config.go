@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"go.yaml.in/yaml/v3"
+)
+
+// defaultConfig is the server.yaml shipped next to this file, so that
+// `go run ./examples/ticket demo` works from anywhere.
+//
+//go:embed server.yaml
+var defaultConfig []byte
+
+// defaultConfigName names the embedded configuration in messages.
+const defaultConfigName = "server.yaml (embedded)"
+
+// config is server.yaml.
+type config struct {
+	DryRun            bool                  `yaml:"dry_run"`
+	AllowedWriteTools []string              `yaml:"allowed_write_tools"`
+	RateLimit         rateLimit             `yaml:"rate_limit"`
+	Tools             map[string]toolConfig `yaml:"tools"`
+}
+
+// rateLimit is the per-session budget: both refill over Window.
+type rateLimit struct {
+	CallsPerMin    int     `yaml:"calls_per_min"`
+	CostPerSession float64 `yaml:"cost_per_session"`
+	WindowSeconds  float64 `yaml:"window_seconds"`
+}
+
+// toolConfig is the registry entry of one tool. ReadOnly is a pointer so
+// that a missing classification is an error, never a default.
+type toolConfig struct {
+	ReadOnly    *bool   `yaml:"read_only"`
+	CostUnits   float64 `yaml:"cost_units"`
+	Description string  `yaml:"description"`
+}
+
+// window returns the limiter window.
+func (r rateLimit) window() time.Duration {
+	return time.Duration(r.WindowSeconds * float64(time.Second))
+}
+
+// loadConfig reads the configuration at path, or the embedded default when
+// path is empty.
+func loadConfig(path string) (*config, string, error) {
+	if path == "" {
+		c, err := parseConfig(defaultConfigName, defaultConfig)
+		return c, defaultConfigName, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, path, err
+	}
+	c, err := parseConfig(path, data)
+	return c, path, err
+}
+
+// parseConfig parses and checks server.yaml strictly: unknown keys, a
+// second document, missing or malformed values are errors naming the file
+// (and, from the YAML decoder, the line).
+func parseConfig(name string, data []byte) (*config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c config
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty configuration", name)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: more than one YAML document", name)
+	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &c, nil
+}
+
+func (c *config) check() error {
+	r := c.RateLimit
+	if r.CallsPerMin < 1 {
+		return errors.New("rate_limit.calls_per_min must be at least 1")
+	}
+	if !(r.CostPerSession > 0) || math.IsInf(r.CostPerSession, 0) {
+		return errors.New("rate_limit.cost_per_session must be a positive number")
+	}
+	if w := r.window(); w < limiter.MinWindow || w > limiter.MaxWindow || math.IsNaN(r.WindowSeconds) {
+		return errors.New("rate_limit.window_seconds must be between 0.001 and 50 years")
+	}
+	if len(c.Tools) == 0 {
+		return errors.New("tools: no tool configured")
+	}
+	for _, name := range c.toolNames() {
+		t := c.Tools[name]
+		if t.ReadOnly == nil {
+			return fmt.Errorf("tools.%s.read_only is required (true or false)", name)
+		}
+		if !(t.CostUnits >= 0) || math.IsInf(t.CostUnits, 0) {
+			return fmt.Errorf("tools.%s.cost_units must be a non-negative number", name)
+		}
+	}
+	for _, name := range c.AllowedWriteTools {
+		t, ok := c.Tools[name]
+		switch {
+		case !ok:
+			return fmt.Errorf("allowed_write_tools: %q is not a configured tool", name)
+		case *t.ReadOnly:
+			return fmt.Errorf("allowed_write_tools: %q is a read-only tool", name)
+		}
+	}
+	return nil
+}
+
+// toolNames returns the configured tool names, sorted.
+func (c *config) toolNames() []string {
+	names := make([]string, 0, len(c.Tools))
+	for n := range c.Tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// writeEnabled reports whether the write tool name is allowlisted.
+func (c *config) writeEnabled(name string) bool {
+	return slices.Contains(c.AllowedWriteTools, name)
+}
+
+// policyConfig maps the registry onto the guard's policy: each tool's class
+// and cost, and the write allowlist.
+func (c *config) policyConfig() policy.Config {
+	var pc policy.Config
+	for _, name := range c.toolNames() {
+		t := c.Tools[name]
+		class := policy.Write
+		if *t.ReadOnly {
+			class = policy.Read
+		}
+		pc.Tools = append(pc.Tools, policy.ToolRule{Name: name, Class: class, Cost: t.CostUnits})
+	}
+	pc.WriteAllowlist = append([]string(nil), c.AllowedWriteTools...)
+	return pc
+}
+
+// limits maps rate_limit onto the limiter: per session, calls and cost
+// units per window.
+func (c *config) limits() []limiter.Limit {
+	w := c.RateLimit.window()
+	return []limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.Session, Max: float64(c.RateLimit.CallsPerMin), Window: w},
+		{Kind: limiter.Spend, Scope: limiter.Session, Max: c.RateLimit.CostPerSession, Window: w},
+	}
+}
+
+// checkRegistry is the start-up cross-check of the tools in code against
+// the configuration: a tool in code without a configuration entry, or
+// whose read/write classification differs from it, and a configured tool
+// with no code, all refuse to start.
+func checkRegistry(name string, c *config, tools []*toolDef) error {
+	pol, err := policy.New(c.policyConfig())
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	var errs []error
+	code := map[string]bool{}
+	for _, t := range tools {
+		code[t.tool.Name] = true
+		if _, ok := c.Tools[t.tool.Name]; !ok {
+			errs = append(errs, fmt.Errorf("tool %q is implemented but missing from the tools section", t.tool.Name))
+			continue
+		}
+		ro := t.tool.Annotations.ReadOnlyHint
+		if err := pol.CheckTool(t.tool.Name, &ro); err != nil {
+			errs = append(errs, fmt.Errorf("tool %q: code declares read_only: %v, configuration disagrees (%v)", t.tool.Name, ro, err))
+		}
+	}
+	for _, n := range c.toolNames() {
+		if !code[n] {
+			errs = append(errs, fmt.Errorf("tool %q is configured but has no implementation", n))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: registry check failed: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxRESTBody bounds a REST request body.
+const maxRESTBody = 1 << 20
+
+// sessionName is what X-Session-Id may hold.
+var sessionName = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// registryEntry is one line of the registry, as `tools` and GET /tools show it.
+type registryEntry struct {
+	Name        string  `json:"name"`
+	ReadOnly    bool    `json:"read_only"`
+	Enabled     bool    `json:"enabled"`
+	CostUnits   float64 `json:"cost_units"`
+	Description string  `json:"description"`
+}
+
+// registry returns the configured tools, sorted by name. Write tools are
+// listed whether enabled or not, so a reviewer sees the whole surface.
+func (c *config) registry() []registryEntry {
+	var out []registryEntry
+	for _, n := range c.toolNames() {
+		t := c.Tools[n]
+		out = append(out, registryEntry{
+			Name: n, ReadOnly: *t.ReadOnly, Enabled: *t.ReadOnly || c.writeEnabled(n),
+			CostUnits: t.CostUnits, Description: t.Description,
+		})
+	}
+	return out
+}
+
+// httpHandler serves the app over HTTP: MCP Streamable HTTP at /mcp
+// (Authorization: Bearer per request; the MCP session is the limiter's
+// session) and the REST endpoints GET /tools and POST /tools/{name}/call
+// (Authorization: Bearer and X-Session-Id). Both reach the same server and
+// so the same guard.
+func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(
+		func(*http.Request) *mcp.Server { return a.server },
+		&mcp.StreamableHTTPOptions{Logger: log}))
+	mux.HandleFunc("GET /tools", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"tools": a.cfg.registry()})
+	})
+	mux.HandleFunc("POST /tools/{name}/call", func(w http.ResponseWriter, r *http.Request) {
+		restCall(w, r, rest, log)
+	})
+	return mux
+}
+
+// restCall handles POST /tools/{name}/call with {"arguments": {...}}.
+func restCall(w http.ResponseWriter, r *http.Request, rest *restSessions, log *slog.Logger) {
+	sid := r.Header.Get("X-Session-Id")
+	if !sessionName.MatchString(sid) {
+		writeDenial(w, mcpguard.Deny(mcpguard.CodeInvalidArguments, "X-Session-Id header required: 1 to 128 letters, digits or ._:-"))
+		return
+	}
+	var body struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRESTBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+		writeDenial(w, mcpguard.Deny(mcpguard.CodeInvalidArguments, `body must be a JSON object {"arguments": {...}} of at most 1 MiB`))
+		return
+	}
+	if dec.More() {
+		writeDenial(w, mcpguard.Deny(mcpguard.CodeInvalidArguments, "trailing data after the JSON body"))
+		return
+	}
+	args := bytes.TrimSpace(body.Arguments)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		args = []byte("{}")
+	}
+	res, err := rest.call(r.Context(), r.Header, sid, r.PathValue("name"), args)
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(err, &we) && we.Code == mcpguard.CodeToolNotFound.JSONRPC():
+		// The guard answers an unknown tool (and only that: its other
+		// refusals are tool results) with the go-sdk's own JSON-RPC error.
+		writeDenial(w, mcpguard.Deny(mcpguard.CodeToolNotFound, we.Message))
+	case err != nil:
+		log.Error("ticket: REST call failed", "err", err)
+		writeDenial(w, mcpguard.Deny(mcpguard.CodeInternal, "the call failed"))
+	case res.IsError:
+		writeErrorResult(w, res)
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"result": res.StructuredContent})
+	}
+}
+
+// writeErrorResult writes the guard's tool-error result with the HTTP
+// status of its code, and Retry-After / WWW-Authenticate where they apply.
+func writeErrorResult(w http.ResponseWriter, res *mcp.CallToolResult) {
+	var body struct {
+		Error struct {
+			Code              mcpguard.Code `json:"code"`
+			RetryAfterSeconds float64       `json:"retry_after_seconds"`
+		} `json:"error"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if json.Unmarshal(raw, &body) != nil || body.Error.Code == "" {
+		writeDenial(w, mcpguard.Deny(mcpguard.CodeInternal, "the tool failed"))
+		return
+	}
+	status := body.Error.Code.HTTPStatus()
+	if body.Error.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(body.Error.RetryAfterSeconds))))
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ticket"`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(raw, '\n'))
+}
+
+// writeDenial writes d, refused before or outside the guard, in the
+// guard's error shape.
+func writeDenial(w http.ResponseWriter, d *mcpguard.DenialError) {
+	writeErrorResult(w, d.Result())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// checkLoopback refuses a non-loopback host unless allowRemote.
+func checkLoopback(host string, allowRemote bool) error {
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	if host == "localhost" || (ip != nil && ip.IsLoopback()) || allowRemote {
+		return nil
+	}
+	return fmt.Errorf("--host %q is not a loopback address (add --allow-remote to insist; the dev token table would then be reachable from the network)", host)
+}
+
+// serveHTTP serves a on ln until ctx ends.
+func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) error {
+	rest := newRESTSessions(a.server)
+	defer rest.Close()
+	srv := &http.Server{Handler: httpHandler(a, rest, log), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}

@@ -1,0 +1,202 @@
+// Command ticket is the MCP starter-template server built on mcpguard: two
+// tools, search_docs (read-only, filtered to the caller's team) and
+// create_ticket (a write, allowlist-gated, dry-run by default), behind one
+// guard that authenticates every call as the real caller, enforces the
+// write allowlist, caps calls and cost per session, and audits every
+// decision to a JSONL file and an SQLite database.
+//
+// Usage:
+//
+//	ticket [--config server.yaml] tools
+//	ticket [--config server.yaml] demo [--allow-writes]
+//	ticket [--config server.yaml] serve-http [--host 127.0.0.1] [--port 8000] [--audit-dir DIR]
+//	ticket [--config server.yaml] serve-stdio [--audit-dir DIR]
+//
+// server.yaml holds the tool registry (read_only, cost_units, description),
+// allowed_write_tools, dry_run and rate_limit; it is parsed strictly and
+// cross-checked against the tools in code at start. Without --config the
+// copy of examples/ticket/server.yaml embedded in the binary is used.
+//
+// serve-stdio takes the caller's identity from the TICKET_MCP_TOKEN
+// environment variable (never from tool arguments); serve-http takes it
+// from each request's Authorization: Bearer header. The token table is a
+// development-only static one (token-alice, token-bob, token-admin).
+//
+// See README.md.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/stdio"
+	"github.com/mcpguard/mcpguard/token"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tokenEnv holds the stdio caller's token; the MCP client sets it when it
+// launches the server.
+const tokenEnv = "TICKET_MCP_TOKEN"
+
+const usage = `usage: ticket [--config server.yaml] <command> [flags]
+
+commands:
+  tools                     print the tool registry (classification, allowlist, cost)
+  demo [--allow-writes]     run the four guard-rail scenes in-process
+  serve-http                serve MCP Streamable HTTP at /mcp and REST at /tools
+  serve-stdio               serve MCP over stdio as the user of $` + tokenEnv + `
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the exit: the servers stop when ctx ends. It returns
+// the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var configPath string
+	global := flag.NewFlagSet("ticket", flag.ContinueOnError)
+	global.SetOutput(stderr)
+	global.Usage = func() { fmt.Fprint(stderr, usage) }
+	global.StringVar(&configPath, "config", "", "server.yaml to use (default: the embedded copy of examples/ticket/server.yaml)")
+	if err := global.Parse(args); err != nil {
+		return 2
+	}
+	if global.NArg() == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := global.Arg(0), global.Args()[1:]
+	fs := flag.NewFlagSet("ticket "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&configPath, "config", configPath, "server.yaml to use")
+	var (
+		allowWrites bool
+		host        = "127.0.0.1"
+		port        = 8000
+		allowRemote bool
+		auditDir    = "ticket-audit"
+	)
+	switch cmd {
+	case "tools", "serve-stdio":
+	case "demo":
+		fs.BoolVar(&allowWrites, "allow-writes", false, "put create_ticket on the write allowlist for the demo (dry_run still applies)")
+		auditDir = ""
+		fs.StringVar(&auditDir, "audit-dir", "", "keep the demo's audit trail here (default: a temporary directory, removed after)")
+	case "serve-http":
+		fs.StringVar(&host, "host", host, "address to listen on (loopback unless --allow-remote)")
+		fs.IntVar(&port, "port", port, "port to listen on (0 picks a free one)")
+		fs.BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --host")
+	default:
+		fmt.Fprintf(stderr, "ticket: unknown command %q\n", cmd)
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if cmd == "serve-http" || cmd == "serve-stdio" {
+		fs.StringVar(&auditDir, "audit-dir", auditDir, "directory for audit.jsonl and audit.db")
+	}
+	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ticket %s: unexpected arguments %q\n", cmd, fs.Args())
+		return 2
+	}
+
+	// Stdio: take the JSON-RPC channel off fds 0 and 1 before anything
+	// else can print.
+	var isolated mcp.Transport
+	if cmd == "serve-stdio" {
+		t, err := stdio.Isolate(nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "ticket:", err)
+			return 1
+		}
+		isolated = t
+	}
+
+	cfg, name, err := loadConfig(configPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "ticket:", err)
+		return 1
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	switch cmd {
+	case "tools":
+		if err := checkRegistry(name, cfg, tools(&TicketSystem{})); err != nil {
+			fmt.Fprintln(stderr, "ticket:", err)
+			return 1
+		}
+		printRegistry(stdout, cfg)
+		return 0
+	case "demo":
+		if err := runDemo(stdout, name, cfg, allowWrites, auditDir); err != nil {
+			fmt.Fprintln(stderr, "ticket demo:", err)
+			return 1
+		}
+		return 0
+	}
+
+	if err := os.MkdirAll(auditDir, 0o700); err != nil {
+		fmt.Fprintln(stderr, "ticket:", err)
+		return 1
+	}
+	opts := appOptions{ConfigName: name, Config: cfg, AuditDir: auditDir, Log: log,
+		Marks: slog.New(slog.NewTextHandler(stderr, nil))}
+	if cmd == "serve-stdio" {
+		opts.Authn = func(t *token.Table) mcpguard.Authenticator { return mcpguard.FromEnv(tokenEnv, t) }
+	}
+	a, err := newApp(opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "ticket:", err)
+		return 1
+	}
+	defer a.Close()
+
+	if cmd == "serve-stdio" {
+		if os.Getenv(tokenEnv) == "" {
+			log.Warn(tokenEnv + " is not set: every call will be refused as UNAUTHENTICATED")
+		}
+		// One stdio process is one MCP session; name it, so the limiter
+		// and the audit trail key on it.
+		sid := "stdio-" + rand.Text()[:12]
+		fmt.Fprintln(stderr, "ticket: serving MCP on stdio, session", sid)
+		err = a.server.Run(ctx, &sessionTransport{t: isolated, id: sid})
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(stderr, "ticket:", err)
+			return 1
+		}
+		return 0
+	}
+
+	if err := checkLoopback(host, allowRemote); err != nil {
+		fmt.Fprintln(stderr, "ticket:", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		fmt.Fprintln(stderr, "ticket:", err)
+		return 1
+	}
+	// The first line on stdout is the address, for scripts and tests.
+	fmt.Fprintf(stdout, "ticket: serving http://%s (MCP at /mcp, REST at /tools)\n", ln.Addr())
+	if err := serveHTTP(ctx, a, ln, log); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "ticket:", err)
+		return 1
+	}
+	return 0
+}

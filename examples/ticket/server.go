@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The audit trail's files inside the audit directory.
+const (
+	auditJSONL  = "audit.jsonl"
+	auditSQLite = "audit.db"
+)
+
+// appOptions assemble an app.
+type appOptions struct {
+	// ConfigName names the configuration in errors.
+	ConfigName string
+	Config     *config
+	// AuditDir receives audit.jsonl and audit.db. Required.
+	AuditDir string
+	// Tickets is the downstream ticket system. Nil means a new one.
+	Tickets *TicketSystem
+	// Authn picks the authenticator from the token table. Nil means
+	// mcpguard.BearerTokens (HTTP).
+	Authn func(*token.Table) mcpguard.Authenticator
+	// Now is the guard's (and so the limiter's) clock. Nil means time.Now.
+	Now func() time.Time
+	// Log receives operational messages. Nil discards them.
+	Log *slog.Logger
+	// Marks receives the [DRY RUN] lines. Nil means Log.
+	Marks *slog.Logger
+}
+
+// app is one guarded ticket server: the MCP server with the guard
+// installed, and its audit trail. Every transport serves this one server,
+// so every call passes the same guard.
+type app struct {
+	cfg     *config
+	server  *mcp.Server
+	guard   *mcpguard.Guard
+	tickets *TicketSystem
+	jsonl   *audit.JSONLSink
+	sqlSink *audit.SQLSink
+	db      *sql.DB
+	dir     string
+}
+
+// newApp checks the registry, builds the policy, limiter and audit sinks
+// from the configuration, adds the tools and installs the guard.
+func newApp(o appOptions) (a *app, err error) {
+	if o.Tickets == nil {
+		o.Tickets = &TicketSystem{}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Marks == nil {
+		o.Marks = o.Log
+	}
+	defs := tools(o.Tickets)
+	if err := checkRegistry(o.ConfigName, o.Config, defs); err != nil {
+		return nil, err
+	}
+	pol, err := policy.New(o.Config.policyConfig())
+	if err != nil {
+		return nil, err
+	}
+	lim, err := limiter.New(o.Config.limits(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rate_limit: %w", o.ConfigName, err)
+	}
+	tokens, err := devTokens()
+	if err != nil {
+		return nil, err
+	}
+	authn := mcpguard.BearerTokens(tokens)
+	if o.Authn != nil {
+		authn = o.Authn(tokens)
+	}
+
+	a = &app{cfg: o.Config, tickets: o.Tickets, dir: o.AuditDir}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	if a.jsonl, err = audit.OpenJSONL(filepath.Join(o.AuditDir, auditJSONL), nil); err != nil {
+		return nil, err
+	}
+	if a.db, err = audit.OpenSQLite(filepath.Join(o.AuditDir, auditSQLite)); err != nil {
+		return nil, err
+	}
+	if a.sqlSink, err = audit.NewSQL(context.Background(), a.db, audit.SQLite, &audit.SQLOptions{
+		OnError: func(err error) { o.Log.Error("audit: sqlite batch failed", "err", err) },
+	}); err != nil {
+		return nil, err
+	}
+	sink := audit.Fanout(a.jsonl, a.sqlSink, dryRunLog(o.Marks))
+
+	a.guard, err = mcpguard.New(pol, authn, &mcpguard.Options{
+		Audit:   sink,
+		Limiter: lim,
+		DryRun:  o.Config.DryRun,
+		Tools: map[string]mcpguard.ToolOptions{
+			"create_ticket": {DryRunAware: true},
+		},
+		Now:    o.Now,
+		Logger: o.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.server = mcp.NewServer(&mcp.Implementation{Name: "ticket", Version: "v1.0.0"}, &mcp.ServerOptions{Logger: o.Log})
+	for _, d := range defs {
+		d.add(a.server, d.tool)
+	}
+	if err := a.guard.Install(a.server); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.ConfigName, err)
+	}
+	return a, nil
+}
+
+// dryRunLog is the audit sink that marks dry runs in the log: one
+// "[DRY RUN]" line per simulated write, with who, what and where.
+func dryRunLog(log *slog.Logger) audit.Sink {
+	return audit.SinkFunc(func(ctx context.Context, e *audit.Event) error {
+		if e.DryRun && e.Phase == audit.PhaseOutcome {
+			log.Info("[DRY RUN] "+e.Tool+" simulated, downstream not called",
+				"subject", e.Subject, "session_id", e.SessionID, "allowed", e.Allowed, "correlation_id", e.CorrelationID)
+		}
+		return nil
+	})
+}
+
+// query returns the audit records that match f, from SQLite, after making
+// sure every queued record is committed.
+func (a *app) query(ctx context.Context, f audit.Filter) ([]audit.Event, error) {
+	if err := a.sqlSink.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return a.sqlSink.Query(ctx, f)
+}
+
+// flush writes the JSONL buffer to its file.
+func (a *app) flush() error { return a.jsonl.Flush() }
+
+// jsonlPath is the JSONL trail's file.
+func (a *app) jsonlPath() string { return filepath.Join(a.dir, auditJSONL) }
+
+// Close drains and closes the audit trail.
+func (a *app) Close() error {
+	var errs []error
+	if a.sqlSink != nil {
+		errs = append(errs, a.sqlSink.Close())
+	}
+	if a.db != nil {
+		errs = append(errs, a.db.Close())
+	}
+	if a.jsonl != nil {
+		errs = append(errs, a.jsonl.Close())
+	}
+	return errors.Join(errs...)
+}
