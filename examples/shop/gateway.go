@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// gatewayClient calls the RoboShop gateway as the caller. Only these
+// headers leave the server: accept, origin and content-type for bodies,
+// and the caller's own session as the rs_auth cookie. Never client
+// headers, never a credential of the server's (it has none). It does not
+// follow redirects, keeps no cookie jar and uses no proxy, so the session
+// goes to the gateway and nowhere else.
+type gatewayClient struct {
+	base   *url.URL
+	origin string
+	hc     *http.Client
+}
+
+// maxGatewayBody bounds what the shop reads of a gateway answer.
+const maxGatewayBody = 4 << 20
+
+func newGatewayClient(base, origin string) (*gatewayClient, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--gateway %q: want an http or https URL", base)
+	}
+	if origin == "" {
+		origin = u.Scheme + "://" + u.Host
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy, tr.DisableCompression = nil, true
+	return &gatewayClient{base: u, origin: origin, hc: &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}, nil
+}
+
+// gatewayResponse is a gateway answer: its status and body.
+type gatewayResponse struct {
+	status int
+	body   []byte
+}
+
+// do sends r with session as the caller's cookie.
+func (c *gatewayClient) do(ctx context.Context, session string, r gatewayRequest) (*gatewayResponse, error) {
+	u := c.base.JoinPath(r.path)
+	u.RawQuery = r.query.Encode()
+	var body io.Reader
+	if r.body != nil {
+		b, err := json.Marshal(r.body)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	// A fresh header: nothing of the MCP client's request is in it.
+	req.Header = http.Header{"Accept": {"application/json"}, "User-Agent": {""}}
+	if r.body != nil {
+		req.Header.Set("Origin", c.origin) // the gateway's CSRF check for state changes
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if session != "" {
+		req.Header.Set("Cookie", "rs_auth="+session)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxGatewayBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxGatewayBody {
+		return nil, errors.New("gateway answer too large")
+	}
+	return &gatewayResponse{status: resp.StatusCode, body: b}, nil
+}
+
+// transientStatus reports whether a gateway status may pass on a retry.
+func transientStatus(s int) bool {
+	return s == http.StatusBadGateway || s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout
+}
+
+// handler returns the tool handler of spec: it builds the gateway request
+// from the validated arguments, sends it as the caller (the credential the
+// guard's authenticator put in the context), and shapes the answer. The
+// guard around it has validated the arguments, checked the session and
+// limits, confirmed admin writes, set the deadline (10 s in all, retries
+// included) and, for a write, detached the context from the client's
+// cancellation; it retries a read once when this returns an error that
+// unwraps to mcpguard.ErrUpstreamUnavailable, and never retries a write.
+func (s *shop) handler(spec *toolSpec) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		id := mcpguard.FromContext(ctx)
+		if id == nil || id.Credential.IsZero() {
+			return nil, errors.New("no caller session in the context")
+		}
+		args := map[string]any{}
+		if len(req.Params.Arguments) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(req.Params.Arguments))
+			dec.UseNumber()
+			if err := dec.Decode(&args); err != nil {
+				return nil, err
+			}
+		}
+		start := time.Now()
+		resp, err := s.gw.do(ctx, id.Credential.Reveal(), spec.request(args))
+		if err != nil || transientStatus(resp.status) {
+			why := "no answer"
+			if err == nil {
+				why = http.StatusText(resp.status)
+			} else if errors.Is(err, context.DeadlineExceeded) {
+				why = "deadline exceeded"
+			}
+			corr := newCorrelationID()
+			s.log.Warn("shop: gateway unavailable", "tool", spec.name, "why", why, "write", spec.write,
+				"duration_ms", time.Since(start).Milliseconds(), "correlation_id", corr)
+			if spec.write {
+				// Never retried, never reported retryable: the change may
+				// have been made.
+				d := mcpguard.Deny(mcpguard.CodeUpstreamUnavailable,
+					"the gateway did not answer; the change may or may not have been made: check before repeating it")
+				d.RetryAfter, d.CorrelationID = -1, corr
+				return d.Result(), nil
+			}
+			return nil, fmt.Errorf("%w: %s", mcpguard.ErrUpstreamUnavailable, why)
+		}
+		if resp.status >= 200 && resp.status < 300 {
+			var doc any // nil when the body is not JSON: the schema refuses the view
+			dec := json.NewDecoder(bytes.NewReader(resp.body))
+			dec.UseNumber()
+			if dec.Decode(&doc) != nil {
+				doc = nil
+			}
+			return jsonResult(spec.shape(args, doc))
+		}
+		corr := newCorrelationID()
+		s.log.Info("shop: gateway refused", "tool", spec.name, "status", resp.status, "correlation_id", corr)
+		return gatewayError(resp, spec.write, corr), nil
+	}
+}
+
+// jsonResult returns v as structured content and as its JSON text.
+func jsonResult(v any) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
+}
+
+// toolError is the safe structure of a gateway's refusal, as the seed
+// reports it: {"error":{"code","message","retryable","detail"?,
+// "correlationId"}}.
+type toolError struct {
+	Code          string `json:"code"`
+	Message       string `json:"message"`
+	Retryable     bool   `json:"retryable"`
+	Detail        string `json:"detail,omitempty"`
+	CorrelationID string `json:"correlationId"`
+}
+
+// maxDetail bounds the gateway's public message in a tool error.
+const maxDetail = 300
+
+// gatewayError turns a gateway's non-2xx answer into a tool-error result.
+// detail is only ever the gateway's own public message for a 400, 404 or
+// 409; retryable is never true for a write.
+func gatewayError(resp *gatewayResponse, write bool, corr string) *mcp.CallToolResult {
+	e := toolError{CorrelationID: corr}
+	switch resp.status {
+	case http.StatusBadRequest:
+		e.Code, e.Message = "bad_request", "The gateway refused the request as invalid."
+	case http.StatusNotFound:
+		e.Code, e.Message = "not_found", "The requested record was not found."
+	case http.StatusConflict:
+		e.Code, e.Message = "conflict", "The change conflicts with the current state; nothing was changed."
+	case http.StatusUnauthorized:
+		e.Code, e.Message = "unauthenticated", "The RoboShop session is no longer valid; sign in again."
+	case http.StatusForbidden:
+		e.Code, e.Message = "forbidden", "The RoboShop account may not do this."
+	case http.StatusTooManyRequests:
+		e.Code, e.Message, e.Retryable = "rate_limited", "The gateway is busy; try again later.", !write
+	default:
+		e.Code, e.Message = "upstream_error", "The gateway failed to answer this request."
+	}
+	switch resp.status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict:
+		e.Detail = publicMessage(resp.body)
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
+}
+
+// publicMessage returns the gateway's message from its error body
+// ({"error":{"message"}} or {"message"}), without control characters and
+// cut to maxDetail characters, or "".
+func publicMessage(body []byte) string {
+	var v struct {
+		Error   struct{ Message string } `json:"error"`
+		Message string                   `json:"message"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	msg := v.Error.Message
+	if msg == "" {
+		msg = v.Message
+	}
+	msg = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, msg)
+	if r := []rune(msg); len(r) > maxDetail {
+		msg = string(r[:maxDetail])
+	}
+	return msg
+}
+
+func newCorrelationID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// logger returns l, or a logger that discards.
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// httpOptions are the Streamable HTTP settings.
+type httpOptions struct {
+	allowedHosts   []string // Host header values, "host:port" or "host:*"
+	allowedOrigins []string // Origin header values, exact or "scheme://host:*"
+}
+
+// defaultHosts are the Host values accepted by default: loopback names on
+// any port.
+func defaultHosts() []string { return []string{"127.0.0.1:*", "localhost:*", "[::1]:*"} }
+
+// mcpHandler serves server at /mcp: Streamable HTTP, stateless, with JSON
+// responses, behind Host and Origin protection. The go-sdk's own DNS
+// rebinding check (a loopback connection with a non-loopback Host) stays
+// on; hostOrigin adds the allowlists.
+func mcpHandler(server *mcp.Server, o httpOptions, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", hostOrigin(o, mcp.NewStreamableHTTPHandler(
+		func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})))
+	return mux
+}
+
+// hostOrigin refuses with 403 a request whose Host is not allowed (DNS
+// rebinding: a page on another name that resolves here), or that carries
+// an Origin (a browser page) that is not allowed. Requests without an
+// Origin, as non-browser MCP clients send, pass.
+func hostOrigin(o httpOptions, next http.Handler) http.Handler {
+	hosts := o.allowedHosts
+	if len(hosts) == 0 {
+		hosts = defaultHosts()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !matchAny(hosts, strings.ToLower(r.Host)) {
+			http.Error(w, "forbidden: host not allowed", http.StatusForbidden)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !matchAny(o.allowedOrigins, strings.ToLower(origin)) {
+			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// matchAny reports whether v equals a pattern, where a pattern ending in
+// ":*" matches any port (and no port).
+func matchAny(patterns []string, v string) bool {
+	for _, p := range patterns {
+		p = strings.ToLower(p)
+		if p == v {
+			return true
+		}
+		if base, ok := strings.CutSuffix(p, ":*"); ok {
+			if v == base {
+				return true
+			}
+			if rest, ok := strings.CutPrefix(v, base+":"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// listenAddr checks addr: a non-loopback host needs allowRemote, since the
+// session passthrough is not an OAuth profile and must not face the
+// internet.
+func listenAddr(addr string, allowRemote bool) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ip := net.ParseIP(host)
+	if host != "localhost" && (ip == nil || !ip.IsLoopback()) && !allowRemote {
+		return "", fmt.Errorf("--addr %q is not a loopback address; /mcp must not be exposed publicly without OAuth (add --allow-remote to insist)", addr)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// serveHTTP serves h on ln until ctx ends.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			return err
+		}
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}

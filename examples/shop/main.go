@@ -1,0 +1,184 @@
+// Command shop is the RoboShop MCP server built on mcpguard: it lets an
+// AI client search the catalogue, compare products and manage the
+// signed-in shopper's own cart, and lets admins read (and, when enabled,
+// change) the shop, all by forwarding each call to the RoboShop HTTP
+// gateway as the caller. It holds no business data and no privileged
+// credential, so it can do only what the caller could already do.
+//
+// Usage:
+//
+//	shop --gateway http://127.0.0.1:4110                     # stdio; session in SHOP_MCP_SESSION
+//	shop --gateway http://127.0.0.1:4110 --transport http    # Streamable HTTP at 127.0.0.1:4107/mcp; session as bearer
+//	shop fake-gateway --port 4110                            # a synthetic gateway for manual trials
+//	shop demo                                                # everything in-process, printed
+//
+// Every call checks the caller's RoboShop session with GET /api/auth/me
+// (no cache, 3 s), which names the user and roles. Customers see eight
+// tools, admins more; a hidden tool answers exactly like an unknown one.
+// Arguments are validated strictly and results against an output schema;
+// calls are capped at 60 a minute per user and 32 in flight; each has 10
+// s, a read is retried once on a transient failure and a write never, nor
+// cancelled by the client. The admin writes are registered only with
+// MCP_ENABLE_ADMIN_WRITES=true and each needs a signed one-time
+// confirmation of its exact arguments (nonces in memory, or in Redis with
+// --redis). Every call is audited without its arguments. See README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mcpguard/mcpguard/stdio"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the exit; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(args) > 0 {
+		switch args[0] {
+		case "demo":
+			if err := demo(ctx, stdout); err != nil {
+				fmt.Fprintln(stderr, "shop demo:", err)
+				return 1
+			}
+			return 0
+		case "fake-gateway":
+			return runFakeGateway(ctx, args[1:], stderr)
+		}
+	}
+	return runServer(ctx, args, stderr)
+}
+
+func runServer(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := defaultConfig()
+	transport := os.Getenv("MCP_TRANSPORT")
+	if transport == "" {
+		transport = "stdio"
+	}
+	var addr, hosts, origins string
+	var allowRemote bool
+	fs.StringVar(&cfg.gateway, "gateway", os.Getenv("SHOP_GATEWAY_URL"), "base URL of the RoboShop gateway (default $SHOP_GATEWAY_URL)")
+	fs.StringVar(&cfg.origin, "origin", "", "Origin header sent with state changes, for the gateway's CSRF check (default: the gateway's own origin)")
+	fs.StringVar(&transport, "transport", transport, "stdio or http (default $MCP_TRANSPORT, else stdio)")
+	fs.StringVar(&addr, "addr", "127.0.0.1:4107", "HTTP listen address (loopback unless --allow-remote)")
+	fs.BoolVar(&allowRemote, "allow-remote", false, "let --addr be a non-loopback address (do not: the session is not an OAuth token)")
+	fs.StringVar(&hosts, "allowed-hosts", strings.Join(defaultHosts(), ","), "comma-separated Host values accepted over HTTP; host:* allows any port")
+	fs.StringVar(&origins, "allowed-origins", "", "comma-separated Origin values accepted over HTTP (default none: browser pages are refused)")
+	fs.StringVar(&cfg.redisAddr, "redis", "", "Redis address (host:port) for the confirmation nonce store shared by replicas; needs "+confirmKeyEnv)
+	fs.StringVar(&cfg.auditPath, "audit", "", "append the audit trail to this JSONL file (default: JSON lines on stderr)")
+	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user")
+	fs.IntVar(&cfg.inFlight, "max-in-flight", cfg.inFlight, "calls in flight across the process")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 || cfg.gateway == "" || (transport != "stdio" && transport != "http") {
+		fmt.Fprintln(stderr, "usage: shop --gateway URL [--transport stdio|http] [flags] | shop fake-gateway [--port N] | shop demo")
+		return 2
+	}
+	cfg.adminWrites = os.Getenv(adminWritesEnv) == "true"
+	if v := os.Getenv(confirmKeyEnv); v != "" {
+		k, err := parseKey(v)
+		if err != nil {
+			fmt.Fprintln(stderr, "shop:", err)
+			return 2
+		}
+		cfg.confirmKey = k
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	if transport == "stdio" {
+		// Take the JSON-RPC channel off fds 0 and 1 before anything can print.
+		t, err := stdio.Isolate(&stdio.Options{Logger: log})
+		if err != nil {
+			fmt.Fprintln(stderr, "shop:", err)
+			return 1
+		}
+		cfg.stdio, cfg.launch = true, os.Getenv(sessionEnv)
+		if cfg.launch == "" {
+			log.Warn("shop: " + sessionEnv + " is not set: every call will be refused as unauthenticated")
+		}
+		s, err := newShop(cfg, stderr, log)
+		if err != nil {
+			log.Error("shop: " + err.Error())
+			return 1
+		}
+		defer s.Close()
+		log.Info("shop: serving MCP on stdio", "gateway", cfg.gateway, "admin_writes", cfg.adminWrites)
+		if err := s.server.Run(ctx, t); err != nil && ctx.Err() == nil {
+			log.Error("shop: " + err.Error())
+			return 1
+		}
+		return 0
+	}
+
+	hostport, err := listenAddr(addr, allowRemote)
+	if err != nil {
+		fmt.Fprintln(stderr, "shop:", err)
+		return 2
+	}
+	s, err := newShop(cfg, stderr, log)
+	if err != nil {
+		log.Error("shop: " + err.Error())
+		return 1
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", hostport)
+	if err != nil {
+		log.Error("shop: " + err.Error())
+		return 1
+	}
+	log.Info("shop: serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "gateway", cfg.gateway, "admin_writes", cfg.adminWrites)
+	h := mcpHandler(s.server, httpOptions{allowedHosts: splitList(hosts), allowedOrigins: splitList(origins)}, log)
+	if err := serveHTTP(ctx, ln, h); err != nil {
+		log.Error("shop: " + err.Error())
+		return 1
+	}
+	return 0
+}
+
+func runFakeGateway(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shop fake-gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.Int("port", 4110, "port to listen on, on 127.0.0.1 (0 picks one)")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return 2
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	if err != nil {
+		fmt.Fprintln(stderr, "shop fake-gateway:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "synthetic RoboShop gateway on http://%s\nsessions: %s (customer), %s (customer), %s (admin), %s (super admin)\n",
+		ln.Addr(), sessionCustomer, sessionCustomer2, sessionAdmin, sessionSuper)
+	if err := serveHTTP(ctx, ln, http.Handler(newFakeGateway())); err != nil {
+		fmt.Fprintln(stderr, "shop fake-gateway:", err)
+		return 1
+	}
+	return 0
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

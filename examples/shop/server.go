@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/confirm"
+	"github.com/mcpguard/mcpguard/confirm/redisnonce"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
+)
+
+// Environment variables read at start.
+const (
+	// adminWritesEnv registers the admin writes when "true".
+	adminWritesEnv = "MCP_ENABLE_ADMIN_WRITES"
+	// confirmKeyEnv holds the confirmation signing key (hex or base64, at
+	// least 32 bytes). Unset means a random key of this process's.
+	confirmKeyEnv = "SHOP_MCP_CONFIRM_KEY"
+)
+
+// config is what a shop server is built from.
+type config struct {
+	gateway     string        // the RoboShop gateway's base URL
+	origin      string        // Origin sent with state changes; "" means the gateway's own
+	adminWrites bool          // register the admin writes
+	redisAddr   string        // shared nonce store; "" means memory
+	confirmKey  []byte        // nil means random
+	auditPath   string        // JSONL audit file; "" means the log
+	rate        int           // calls per minute per user (60)
+	inFlight    int           // calls in flight in the process (32)
+	timeout     time.Duration // per call, retries included (10 s)
+	stdio       bool          // identity from launch, not from bearer tokens
+	launch      string        // the launching session (stdio)
+	now         func() time.Time
+}
+
+func defaultConfig() config {
+	return config{rate: 60, inFlight: 32, timeout: 10 * time.Second}
+}
+
+// shop is one assembled server: the go-sdk server with its fifteen (or
+// twelve) tools, guarded by one mcpguard pipeline.
+type shop struct {
+	server *mcp.Server
+	gw     *gatewayClient
+	log    *slog.Logger
+	specs  []*toolSpec
+	closes []func() error
+}
+
+// Close releases what the shop opened (the audit file, the Redis client).
+func (s *shop) Close() error {
+	var errs []error
+	for i := len(s.closes) - 1; i >= 0; i-- {
+		errs = append(errs, s.closes[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// newShop builds the server: the tools from their specs, the policy from
+// their roles and classes, and the guard (session authenticator, strict
+// validation, confirmation of admin writes, 60 calls a minute per user and
+// 32 in flight, 10 s per call, one retry of a read, an audit record of
+// every call and a write-ahead one of every write).
+func newShop(cfg config, stderr io.Writer, log *slog.Logger) (*shop, error) {
+	log = logger(log)
+	gw, err := newGatewayClient(cfg.gateway, cfg.origin)
+	if err != nil {
+		return nil, err
+	}
+	s := &shop{gw: gw, log: log, specs: toolSpecs(cfg.adminWrites)}
+	if err := s.build(cfg, stderr); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// build assembles the policy, the guard and the server of s.
+func (s *shop) build(cfg config, stderr io.Writer) error {
+	var rules []policy.ToolRule
+	var writes []string
+	for _, sp := range s.specs {
+		rules = append(rules, sp.rule())
+		if sp.write {
+			writes = append(writes, sp.name)
+		}
+	}
+	pol, err := policy.New(policy.Config{
+		Tools:          rules,
+		RoleRules:      []policy.RoleRule{{Pattern: "admin_*", Roles: []string{"admin", "super_admin"}}},
+		WriteAllowlist: writes,
+	})
+	if err != nil {
+		return err
+	}
+	lim, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.User, Max: float64(cfg.rate), Window: time.Minute},
+		{Kind: limiter.Concurrency, Scope: limiter.Global, Max: float64(cfg.inFlight)},
+	}, nil)
+	if err != nil {
+		return err
+	}
+	signer, err := s.signer(cfg)
+	if err != nil {
+		return err
+	}
+	sink, err := s.auditSink(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	tools := map[string]mcpguard.ToolOptions{}
+	for _, sp := range s.specs {
+		if sp.confirm {
+			tools[sp.name] = mcpguard.ToolOptions{Describe: describe}
+		}
+	}
+	g, err := mcpguard.New(pol, &sessionAuth{gw: s.gw, stdio: cfg.stdio, launch: cfg.launch}, &mcpguard.Options{
+		Audit:      sink,
+		Limiter:    lim,
+		Confirmer:  signer,
+		Tools:      tools,
+		Validation: &mcpguard.ValidationOptions{MaxStringBytes: 1024},
+		Timeout:    cfg.timeout,
+		RetryReads: true,
+		Now:        cfg.now,
+		Logger:     s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.server = mcp.NewServer(&mcp.Implementation{Name: "roboshop", Title: "RoboShop", Version: "v1.0.0"}, &mcp.ServerOptions{
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	for _, sp := range s.specs {
+		s.server.AddTool(sp.mcpTool(), s.handler(sp))
+	}
+	return g.Install(s.server)
+}
+
+// signer returns the confirmation signer: the configured key or a random
+// one, with nonces in memory or, with a Redis address, in Redis, shared by
+// every replica and kept across restarts.
+func (s *shop) signer(cfg config) (*confirm.Signer, error) {
+	key := cfg.confirmKey
+	if key == nil {
+		if cfg.redisAddr != "" {
+			return nil, fmt.Errorf("--redis needs %s, so that every replica verifies the same confirmations", confirmKeyEnv)
+		}
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+	}
+	opts := &confirm.Options{TTL: 2 * time.Minute}
+	if cfg.redisAddr != "" {
+		rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, ContextTimeoutEnabled: true})
+		s.closes = append(s.closes, rdb.Close)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return nil, fmt.Errorf("--redis %s: %w", cfg.redisAddr, err)
+		}
+		opts.Nonces = redisnonce.New(rdb, "roboshop:confirm:")
+	}
+	return confirm.NewSigner([]confirm.Key{{ID: "shop-1", Secret: key}}, opts)
+}
+
+// auditSink returns the audit trail: a JSONL file, or JSON lines in the
+// log stream (stderr). Records name the tool, the caller, the outcome and
+// the latency, and hash the arguments: never their values.
+func (s *shop) auditSink(cfg config, stderr io.Writer) (audit.Sink, error) {
+	if cfg.auditPath == "" {
+		return audit.NewSlogSink(slog.NewJSONHandler(stderr, nil), nil), nil
+	}
+	js, err := audit.OpenJSONL(cfg.auditPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.closes = append(s.closes, js.Close)
+	return js, nil
+}
+
+// describe states an admin write for the human asked to confirm it.
+func describe(tool string, args map[string]any) string {
+	switch tool {
+	case "admin_set_price":
+		return fmt.Sprintf("set the price of %v to %v EUR", args["sku"], args["price"])
+	case "admin_set_stock":
+		return fmt.Sprintf("set the stock of %v to %v units", args["sku"], args["stock"])
+	case "admin_disable_user":
+		return fmt.Sprintf("disable the account %v", args["userId"])
+	}
+	return "run " + tool
+}
+
+// parseKey reads a confirmation key in hex or base64.
+func parseKey(v string) ([]byte, error) {
+	v = strings.TrimSpace(v)
+	if b, err := hex.DecodeString(v); err == nil && len(b) >= confirm.MinSecretLen {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(v); err == nil && len(b) >= confirm.MinSecretLen {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: want at least %d bytes in hex or base64", confirmKeyEnv, confirm.MinSecretLen)
+}

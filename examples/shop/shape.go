@@ -1,0 +1,213 @@
+package main
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// The projections turn a gateway answer (decoded with json.Number) into the
+// stable view a tool returns. They only pick and rename: a fact the gateway
+// did not report stays null (inStock null: nobody said; inStock 0: sold
+// out), and a value of the wrong type is passed on as it came, so that the
+// output schema, which the guard checks before anything returns, refuses
+// it as INVALID_RESPONSE. A projection never invents a value.
+
+// maxDescription bounds product descriptions in results, in characters.
+const maxDescription = 1000
+
+func obj(d any) map[string]any { m, _ := d.(map[string]any); return m }
+
+// list projects each element of an array with f; anything else is passed
+// on for the schema to refuse.
+func list(d any, f func(any) any) any {
+	a, ok := d.([]any)
+	if !ok {
+		return d
+	}
+	out := make([]any, len(a))
+	for i, v := range a {
+		out[i] = f(v)
+	}
+	return out
+}
+
+func asSlice(d any) []any { a, _ := d.([]any); return a }
+
+func truncate(v any) any {
+	s, ok := v.(string)
+	if !ok || utf8.RuneCountInString(s) <= maxDescription {
+		return v
+	}
+	return string([]rune(s)[:maxDescription])
+}
+
+func shapeProduct(d any) any {
+	m := obj(d)
+	return map[string]any{
+		"sku": m["sku"], "name": m["name"], "description": truncate(m["description"]),
+		"price": m["price"], "currency": m["currency"], "category": m["category"],
+		"inStock": m["stock"], "source": m["source"],
+	}
+}
+
+func shapeSearch(_ map[string]any, d any) any {
+	m := obj(d)
+	return map[string]any{"strategy": m["strategy"], "products": list(m["items"], shapeProduct)}
+}
+
+func shapeCompare(args map[string]any, d any) any {
+	products := list(obj(d)["products"], shapeProduct)
+	found := map[any]bool{}
+	for _, p := range asSlice(products) {
+		found[obj(p)["sku"]] = true
+	}
+	missing := []any{}
+	for _, s := range asSlice(args["skus"]) {
+		if !found[s] {
+			missing = append(missing, s)
+		}
+	}
+	return map[string]any{"products": products, "missing": missing}
+}
+
+func shapeCategories(_ map[string]any, d any) any {
+	return map[string]any{"categories": list(obj(d)["categories"], func(v any) any {
+		m := obj(v)
+		return map[string]any{"id": m["id"], "name": m["name"], "productCount": m["productCount"]}
+	})}
+}
+
+func shapeStock(_ map[string]any, d any) any {
+	m := obj(d)
+	status := "unknown"
+	if n, ok := m["available"].(json.Number); ok {
+		status = "in_stock"
+		if n.String() == "0" {
+			status = "sold_out"
+		}
+	}
+	return map[string]any{"sku": m["sku"], "inStock": m["available"], "status": status}
+}
+
+func shapeCart(d any) any {
+	m := obj(d)
+	return map[string]any{
+		"items": list(m["items"], func(v any) any {
+			i := obj(v)
+			return map[string]any{"sku": i["sku"], "name": i["name"], "quantity": i["quantity"], "unitPrice": i["unitPrice"]}
+		}),
+		"total": m["total"], "paymentPending": m["paymentPending"],
+	}
+}
+
+// shapeOrders projects an order list; the admin view names each order's
+// user too.
+func shapeOrders(admin bool) func(map[string]any, any) any {
+	return func(_ map[string]any, d any) any {
+		return map[string]any{"orders": list(obj(d)["orders"], func(v any) any {
+			o := obj(v)
+			out := map[string]any{"id": o["id"], "status": o["status"], "total": o["total"], "placedAt": o["placedAt"], "itemCount": o["itemCount"]}
+			if admin {
+				out["userId"] = o["userId"]
+			}
+			return out
+		})}
+	}
+}
+
+func shapeUser(d any) any {
+	m := obj(d)
+	return map[string]any{"id": m["id"], "email": m["email"], "roles": m["roles"], "disabled": m["disabled"]}
+}
+
+func shapeUsers(_ map[string]any, d any) any {
+	return map[string]any{"users": list(obj(d)["users"], shapeUser)}
+}
+
+func shapeInventory(_ map[string]any, d any) any {
+	return map[string]any{"items": list(obj(d)["items"], func(v any) any {
+		m := obj(v)
+		return map[string]any{"sku": m["sku"], "name": m["name"], "inStock": m["available"]}
+	})}
+}
+
+// Output schemas. Every field is required, so a missing fact shows as
+// null, never as absent; nullable ones say so in their type.
+
+func object(props map[string]any) map[string]any {
+	req := make([]string, 0, len(props))
+	for _, k := range sortedKeys(props) {
+		req = append(req, k)
+	}
+	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+}
+
+func nullable(t string) map[string]any { return map[string]any{"type": []any{t, "null"}} }
+
+func arrayOf(items any) map[string]any { return map[string]any{"type": "array", "items": items} }
+
+func typ(t string) map[string]any { return map[string]any{"type": t} }
+
+func productSchema() map[string]any {
+	desc := nullable("string")
+	desc["maxLength"] = maxDescription
+	price, stock := nullable("number"), nullable("integer")
+	price["minimum"], stock["minimum"] = 0, 0
+	return object(map[string]any{
+		"sku": typ("string"), "name": typ("string"), "description": desc, "price": price,
+		"currency": nullable("string"), "category": nullable("string"), "inStock": stock, "source": nullable("string"),
+	})
+}
+
+func searchOutput() map[string]any {
+	return object(map[string]any{"strategy": nullable("string"), "products": arrayOf(productSchema())})
+}
+
+func compareOutput() map[string]any {
+	return object(map[string]any{"products": arrayOf(productSchema()), "missing": arrayOf(typ("string"))})
+}
+
+func categoriesOutput() map[string]any {
+	return object(map[string]any{"categories": arrayOf(object(map[string]any{
+		"id": typ("string"), "name": nullable("string"), "productCount": nullable("integer"),
+	}))})
+}
+
+func stockOutput() map[string]any {
+	stock := nullable("integer")
+	stock["minimum"] = 0
+	return object(map[string]any{"sku": typ("string"), "inStock": stock,
+		"status": map[string]any{"enum": []any{"in_stock", "sold_out", "unknown"}}})
+}
+
+func cartOutput() map[string]any {
+	return object(map[string]any{
+		"items": arrayOf(object(map[string]any{
+			"sku": typ("string"), "name": nullable("string"), "quantity": map[string]any{"type": "integer", "minimum": 0},
+			"unitPrice": nullable("number"),
+		})),
+		"total": nullable("number"), "paymentPending": nullable("boolean"),
+	})
+}
+
+func ordersOutput(admin bool) map[string]any {
+	props := map[string]any{"id": typ("string"), "status": nullable("string"), "total": nullable("number"),
+		"placedAt": nullable("string"), "itemCount": nullable("integer")}
+	if admin {
+		props["userId"] = nullable("string")
+	}
+	return object(map[string]any{"orders": arrayOf(object(props))})
+}
+
+func userSchema() map[string]any {
+	return object(map[string]any{"id": typ("string"), "email": nullable("string"),
+		"roles": arrayOf(typ("string")), "disabled": nullable("boolean")})
+}
+
+func usersOutput() map[string]any { return object(map[string]any{"users": arrayOf(userSchema())}) }
+
+func inventoryOutput() map[string]any {
+	return object(map[string]any{"items": arrayOf(object(map[string]any{
+		"sku": typ("string"), "name": nullable("string"), "inStock": nullable("integer"),
+	}))})
+}
