@@ -122,3 +122,97 @@ func TestAuditSessionFromSessionKey(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedWriteNotRetryable checks that a write whose handler started and
+// then failed (its upstream unavailable, or the call timed out) is reported
+// as not retryable: it may have written, and a model told to retry would
+// write twice. The same failure of a read stays retryable.
+func TestFailedWriteNotRetryable(t *testing.T) {
+	pol, err := policy.New(policy.Config{
+		Tools: []policy.ToolRule{
+			{Name: "search", Class: policy.Read},
+			{Name: "create", Class: policy.Write},
+		},
+		WriteAllowlist: []string{"create"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{NoWriteAhead: true, Timeout: 20 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failures := map[string]mcp.ToolHandler{
+		"upstream": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, mcpguard.ErrUpstreamUnavailable
+		},
+		"timeout": func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}
+	for how, fail := range failures {
+		for tool, want := range map[string]bool{"search": true, "create": false} {
+			h, err := g.Wrap(&mcp.Tool{Name: tool, InputSchema: json.RawMessage(`{"type":"object"}`)}, fail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, _ := h(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tool, Arguments: json.RawMessage(`{}`)}})
+			var body struct {
+				Error struct {
+					Code      string `json:"code"`
+					Retryable bool   `json:"retryable"`
+				} `json:"error"`
+			}
+			raw, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(raw, &body); err != nil || !res.IsError {
+				t.Fatalf("%s %s: %s", how, tool, raw)
+			}
+			if body.Error.Code != string(mcpguard.CodeUpstreamUnavailable) || body.Error.Retryable != want {
+				t.Errorf("%s failure of %s: %s, want UPSTREAM_UNAVAILABLE with retryable %v", how, tool, raw, want)
+			}
+		}
+	}
+}
+
+// TestHandlerSeesCorrelationID checks that a handler can name the audit
+// record of its call: CorrelationID of its context is the id the guard
+// puts in the record (and in its refusals), in the pipeline and inside the
+// stand-alone Audit middleware; outside both it is "".
+func TestHandlerSeesCorrelationID(t *testing.T) {
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "search", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen string
+	handler := func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		seen = mcpguard.CorrelationID(ctx)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}
+	r := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "search", Arguments: json.RawMessage(`{}`)}}
+
+	sink := &memSink{}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := g.Wrap(&mcp.Tool{Name: "search", InputSchema: json.RawMessage(`{"type":"object"}`)}, handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h(context.Background(), r)
+	if evs := sink.all(); len(evs) != 1 || seen == "" || evs[0].CorrelationID != seen {
+		t.Errorf("pipeline: the handler saw %q, the record %+v", seen, evs)
+	}
+
+	sink = &memSink{}
+	seen = "unset"
+	mcpguard.Chain(mcpguard.Audit(sink, quiet))(handler)(context.Background(), r)
+	if evs := sink.all(); len(evs) != 1 || seen == "" || evs[0].CorrelationID != seen {
+		t.Errorf("Audit middleware: the handler saw %q, the record %+v", seen, evs)
+	}
+
+	if id := mcpguard.CorrelationID(mcpguard.NewContext(context.Background(), bob)); id != "" {
+		t.Errorf("a context of neither: %q", id)
+	}
+}

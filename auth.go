@@ -252,19 +252,25 @@ func NewContext(ctx context.Context, id *Identity) context.Context {
 	if ctx == nil {
 		panic("mcpguard: NewContext with a nil parent context") // as context.WithValue
 	}
-	return &identityCtx{ctx, id}
+	return &identityCtx{Context: ctx, id: id}
 }
 
 // identityCtx is the context of [NewContext]: context.WithValue's, as a
 // type the pipeline can keep in a call's memory instead of allocating it.
 type identityCtx struct {
 	context.Context
-	id *Identity
+	id   *Identity
+	corr string // the call's correlation id (the pipeline's), or ""
 }
 
 func (c *identityCtx) Value(key any) any {
-	if key == (identityKey{}) {
+	switch key {
+	case identityKey{}:
 		return c.id
+	case corrKey{}:
+		if c.corr != "" {
+			return c.corr
+		}
 	}
 	return c.Context.Value(key)
 }

@@ -143,8 +143,10 @@ type DenialError struct {
 	// Message is a short, safe explanation.
 	Message string
 	// RetryAfter is set for limit denials: a retry after it can succeed.
-	// Negative means that no wait can make this call succeed (it costs more
-	// than a limit allows in all): such a denial is not retryable.
+	// Negative means that the call must not simply be retried: no wait can
+	// make it succeed (it costs more than a limit allows in all), or it is
+	// a write whose handler failed after it started (it may have written).
+	// Such a denial is not retryable.
 	RetryAfter time.Duration
 	// CorrelationID ties the denial to its audit record; set by the guard.
 	CorrelationID string

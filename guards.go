@@ -227,6 +227,13 @@ func correlationFrom(ctx context.Context) string {
 	return id
 }
 
+// CorrelationID returns the correlation id of the audit record of the call
+// whose handler ctx belongs to: the guard pipeline's (see [Guard]), or the
+// [Audit] middleware's around a chain. A handler puts it in its own errors
+// and logs, so that they name the record; a refusal of the guard carries it
+// already. It returns "" for a context of neither.
+func CorrelationID(ctx context.Context) string { return correlationFrom(ctx) }
+
 // denied renders d as a tool error carrying the correlation id of ctx's
 // audit record, if any.
 func denied(ctx context.Context, d *DenialError) *mcp.CallToolResult {

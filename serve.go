@@ -237,7 +237,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if d := g.consume(ctx, c); d != nil {
 		return g.deny(c, d)
 	}
-	c.idCtx = identityCtx{ctx, id}
+	c.idCtx = identityCtx{Context: ctx, id: id, corr: c.corr}
 	ctx = &c.idCtx
 	if write {
 		ctx = context.WithoutCancel(ctx) // a started write runs to completion
@@ -282,10 +282,10 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return g.deny(c, Deny(CodeInvalidResponse, "the tool returned a malformed result"))
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return g.deny(c, Deny(CodeUpstreamUnavailable, "the tool timed out"))
+			return g.deny(c, c.failedWrite(Deny(CodeUpstreamUnavailable, "the tool timed out")))
 		}
 		if errors.Is(err, ErrUpstreamUnavailable) {
-			return g.deny(c, Deny(CodeUpstreamUnavailable, "the tool's upstream is unavailable"))
+			return g.deny(c, c.failedWrite(Deny(CodeUpstreamUnavailable, "the tool's upstream is unavailable")))
 		}
 		return g.deny(c, Deny(CodeInternal, "the tool failed"))
 	}
@@ -402,6 +402,17 @@ func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, c
 	}
 	c.charged = spend
 	return ld, nil
+}
+
+// failedWrite marks d, the refusal of a call whose handler ran and failed,
+// as not retryable when the call is a write: the write may have been made,
+// and a retry could make it twice.
+func (c *call) failedWrite(d *DenialError) *DenialError {
+	if c.rule.Class == policy.Write {
+		d.RetryAfter = -1
+		d.Message += "; the write may have been made: check before repeating it"
+	}
+	return d
 }
 
 // spend is what the call costs against the spend caps: its cost, but
