@@ -3,6 +3,7 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -214,5 +215,51 @@ func TestHandlerSeesCorrelationID(t *testing.T) {
 
 	if id := mcpguard.CorrelationID(mcpguard.NewContext(context.Background(), bob)); id != "" {
 		t.Errorf("a context of neither: %q", id)
+	}
+}
+
+// TestAuthenticatorUpstreamUnavailable checks that an authenticator that
+// could not reach its identity provider can say so: its UPSTREAM_UNAVAILABLE
+// refusal reaches the caller as such (retryable), in the pipeline and in
+// the stand-alone Authenticate; any other error, whatever its text, is
+// UNAUTHENTICATED with the guard's own message.
+func TestAuthenticatorUpstreamUnavailable(t *testing.T) {
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "search", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "search", Arguments: json.RawMessage(`{}`)}}
+	for _, tc := range []struct {
+		err       error
+		code, msg string
+		retryable bool
+	}{
+		{mcpguard.Deny(mcpguard.CodeUpstreamUnavailable, "the identity provider did not answer"), "UPSTREAM_UNAVAILABLE", "the identity provider did not answer", true},
+		{mcpguard.Deny(mcpguard.CodeUnauthenticated, "session expired"), "UNAUTHENTICATED", "session expired", false},
+		{errors.New("lookup of token sk-secret failed"), "UNAUTHENTICATED", "authentication required", false},
+	} {
+		authn := mcpguard.AuthenticatorFunc(func(context.Context, mcp.Request) (*mcpguard.Identity, error) { return nil, tc.err })
+		g, err := mcpguard.New(pol, authn, &mcpguard.Options{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		guarded, err := g.Wrap(&mcp.Tool{Name: "search", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, h := range map[string]mcp.ToolHandler{"pipeline": guarded, "Authenticate": mcpguard.Authenticate(authn)(noop)} {
+			res, _ := h(context.Background(), r)
+			var body struct {
+				Error struct {
+					Code      string `json:"code"`
+					Message   string `json:"message"`
+					Retryable bool   `json:"retryable"`
+				} `json:"error"`
+			}
+			raw, _ := json.Marshal(res.StructuredContent)
+			if json.Unmarshal(raw, &body) != nil || body.Error.Code != tc.code || body.Error.Message != tc.msg || body.Error.Retryable != tc.retryable {
+				t.Errorf("%s, authenticator error %v: %s; want %s %q retryable %v", name, tc.err, raw, tc.code, tc.msg, tc.retryable)
+			}
+		}
 	}
 }

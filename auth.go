@@ -84,6 +84,11 @@ type Identity struct {
 // verified TokenInfo. It returns an error that unwraps to
 // [ErrUnauthenticated] when there is no valid identity; it never invents a
 // default one, and it never reads tool arguments (the model writes those).
+// The call is refused with the error's code and message when the error is
+// a [*DenialError] with code UNAUTHENTICATED or UPSTREAM_UNAVAILABLE (the
+// identity provider could not be asked: retryable), so its message must be
+// safe to show; any other error is refused as UNAUTHENTICATED with a
+// message of the guard's.
 // Implementations must be safe for concurrent use.
 type Authenticator interface {
 	Authenticate(ctx context.Context, req mcp.Request) (*Identity, error)

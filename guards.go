@@ -62,7 +62,8 @@ func Recover(log *slog.Logger) Middleware {
 
 // Authenticate resolves the caller with a and puts the [Identity] in the
 // context for the handler ([FromContext]); a call without a valid identity
-// is refused with UNAUTHENTICATED and the handler does not run.
+// is refused as [Guard] refuses it (see [Authenticator]) and the handler
+// does not run.
 func Authenticate(a Authenticator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -71,11 +72,29 @@ func Authenticate(a Authenticator) Middleware {
 			}
 			id, err := a.Authenticate(ctx, req)
 			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
-				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
+				return denied(ctx, authDenial(err)), nil
 			}
 			return next(NewContext(ctx, id), req)
 		}
 	}
+}
+
+// authDenial is the refusal of a call whose caller could not be
+// authenticated (err from the Authenticator, or nil for no identity): an
+// UNAUTHENTICATED or UPSTREAM_UNAVAILABLE *DenialError of the
+// authenticator as it is, anything else UNAUTHENTICATED with a message of
+// the guard's (an error's text may hold a credential).
+func authDenial(err error) *DenialError {
+	var de *DenialError
+	if errors.As(err, &de) {
+		switch de.Code {
+		case CodeUnauthenticated:
+			return Deny(CodeUnauthenticated, de.Message)
+		case CodeUpstreamUnavailable:
+			return Deny(CodeUpstreamUnavailable, de.Message)
+		}
+	}
+	return Deny(CodeUnauthenticated, "authentication required")
 }
 
 // Authorize applies p to the principal in the context (see [Authenticate],

@@ -129,12 +129,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 3. Authenticate.
 	id, aerr := g.authn.Authenticate(ctx, req)
 	if aerr != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
-		msg := "authentication required"
-		var de *DenialError
-		if errors.As(aerr, &de) && de.Code == CodeUnauthenticated {
-			msg = de.Message
-		}
-		return g.deny(c, Deny(CodeUnauthenticated, msg))
+		return g.deny(c, authDenial(aerr))
 	}
 	c.id = id
 	if g.opts.SessionKey != nil {
