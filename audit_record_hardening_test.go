@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -261,5 +262,56 @@ func TestAuthenticatorUpstreamUnavailable(t *testing.T) {
 				t.Errorf("%s, authenticator error %v: %s; want %s %q retryable %v", name, tc.err, raw, tc.code, tc.msg, tc.retryable)
 			}
 		}
+	}
+}
+
+// TestArgsKeyHidesArguments checks Options.ArgsKey: the records' hash is
+// the keyed one (audit.ArgsHMAC), not the plain hash anyone can compute
+// from a guess of the arguments, both with a plain sink and with a Keeper
+// (which otherwise hashes in its batches, unkeyed); a key shorter than 16
+// bytes is refused.
+func TestArgsKeyHidesArguments(t *testing.T) {
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "lookup", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("a key of thirty-two bytes, okay!")
+	args := json.RawMessage(`{"userId":"u-1002"}`)
+	r := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "lookup", Arguments: args}}
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	jsonl, err := audit.OpenJSONL(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jsonl.Close()
+	mem := &memSink{}
+	for name, sink := range map[string]audit.Sink{"plain": mem, "keeper": jsonl} {
+		g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, ArgsKey: key, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := g.Wrap(&mcp.Tool{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h(context.Background(), r)
+		var evs []audit.Event
+		if name == "plain" {
+			evs = mem.all()
+		} else {
+			if err := jsonl.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			evs, err = audit.QueryJSONL(path, audit.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(evs) != 1 || evs[0].ArgsSHA256 != audit.ArgsHMAC(key, args) {
+			t.Errorf("%s sink: records %+v, want one with hash %s (plain hash %s)", name, evs, audit.ArgsHMAC(key, args), audit.ArgsSHA256(args))
+		}
+	}
+	if _, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{ArgsKey: []byte("short")}); err == nil {
+		t.Error("a 5-byte ArgsKey was accepted")
 	}
 }

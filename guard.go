@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -50,6 +51,15 @@ type Options struct {
 	// is handed each outcome event with Keep, and hashes its arguments (and,
 	// for JSONL, encodes it) off the call's path.
 	Audit audit.Sink
+	// ArgsKey, when set, makes the audit records' args_sha256 an
+	// HMAC-SHA256 of the arguments' canonical JSON under this key
+	// ([audit.ArgsHMAC]) instead of their plain SHA-256, which anyone who
+	// reads the trail can reverse for arguments with few possible values
+	// (an account id, a quantity) by hashing guesses. Records made under
+	// one key stay comparable with each other. At least 16 bytes; nil
+	// means the plain hash. With a key, the hash is made on the call's
+	// path, also for an [audit.Keeper] sink.
+	ArgsKey []byte
 	// NoWriteAhead skips the write-ahead intent event of write tools. False
 	// (the default) requires a durable intent before any write runs.
 	NoWriteAhead bool
@@ -140,6 +150,10 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	if opts != nil {
 		g.opts = *opts
 	}
+	if n := len(g.opts.ArgsKey); n > 0 && n < 16 {
+		return nil, fmt.Errorf("mcpguard: ArgsKey of %d bytes, want at least 16", n)
+	}
+	g.opts.ArgsKey = slices.Clone(g.opts.ArgsKey)
 	g.keeper, _ = g.opts.Audit.(audit.Keeper)
 	g.now = g.opts.Now
 	if g.now == nil {
@@ -168,8 +182,8 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 
 // New returns a guard enforcing p, with callers resolved by authn. It
 // returns an error for a nil policy or authenticator, for per-tool options
-// of tools the policy does not know, or for tools that need confirmation
-// while Options.Confirmer is nil.
+// of tools the policy does not know, for an Options.ArgsKey shorter than 16
+// bytes, or for tools that need confirmation while Options.Confirmer is nil.
 func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	g, err := newGuard(p, authn, opts)
 	if err != nil {

@@ -53,6 +53,7 @@ type call struct {
 	sumBuf  [256]byte // the hash, and room for small arguments' canonical form
 	sum     string
 	summed  bool
+	hashKey []byte // Options.ArgsKey: the records' hash is keyed
 	idCtx   identityCtx
 	outcome audit.Event
 }
@@ -65,14 +66,14 @@ func newCall(start time.Time, ids *corrid.Source) *call {
 	return c
 }
 
-// argsSHA256 returns audit.ArgsSHA256 of the call's arguments, computed
+// argsSHA256 returns audit.ArgsSHA256 (audit.ArgsHMAC under Options.ArgsKey) of the call's arguments, computed
 // once for both records of a write.
 func (c *call) argsSHA256() string {
 	if !c.summed {
 		c.summed = true
 		// h is in sumBuf unless the canonical form outgrew it; either way
 		// nothing writes to it again.
-		if h := audit.AppendArgsSHA256(c.sumBuf[:0], c.raw); len(h) > 0 {
+		if h := audit.AppendArgsHMAC(c.sumBuf[:0], c.hashKey, c.raw); len(h) > 0 {
 			c.sum = unsafe.String(&h[0], len(h))
 		}
 	}
@@ -95,6 +96,7 @@ func (c *call) argsMap() map[string]any {
 // mode, unknown tool). next runs the tool.
 func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntry, next mcp.ToolHandler) (res *mcp.CallToolResult, err error) {
 	c := newCall(g.now(), &g.ids)
+	c.hashKey = g.opts.ArgsKey
 	if req != nil && req.Params != nil {
 		c.name = req.Params.Name
 		c.raw = req.Params.Arguments
@@ -756,7 +758,7 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 		// sumBuf again. The arguments are copied into sumBuf, since the
 		// request's bytes are not the guard's to give.
 		var args json.RawMessage
-		if !c.summed && len(c.raw) <= len(c.sumBuf) {
+		if !c.summed && c.hashKey == nil && len(c.raw) <= len(c.sumBuf) {
 			args = c.sumBuf[:copy(c.sumBuf[:], c.raw)]
 			c.summed = true // c.sum stays empty: the sink fills the record's
 		}

@@ -256,6 +256,7 @@ func (g *Guard) beginRound(ctx context.Context, req *mcp.CallToolRequest) (*call
 // to render it with.
 func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, ToolOptions, *DenialError) {
 	c := newCall(g.now(), &g.ids)
+	c.hashKey = g.opts.ArgsKey
 	if id := correlationFrom(ctx); id != "" {
 		c.corr = id // the Audit middleware's record is this call's
 	}

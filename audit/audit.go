@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -129,19 +130,47 @@ func ArgsSHA256(raw json.RawMessage) string {
 // dst's spare capacity, so a caller whose dst has room for it (a few
 // hundred bytes for small arguments) makes the hash without allocating.
 func AppendArgsSHA256(dst []byte, raw json.RawMessage) []byte {
+	return appendArgsHash(dst, nil, raw)
+}
+
+// ArgsHMAC returns the lowercase hex HMAC-SHA256 under key of the same
+// canonical JSON of raw as [ArgsSHA256] hashes, or "" where ArgsSHA256
+// returns "". Unlike a plain hash, it cannot be reversed by hashing guesses
+// (an account id, a quantity of 0 to 20) without the key: a guard or gateway
+// given a key records it in Event.ArgsSHA256 instead.
+func ArgsHMAC(key []byte, raw json.RawMessage) string {
+	return string(AppendArgsHMAC(make([]byte, 0, 512), key, raw))
+}
+
+// AppendArgsHMAC appends [ArgsHMAC] of raw under key to dst, as
+// [AppendArgsSHA256] appends the plain hash. An empty key appends the plain
+// hash.
+func AppendArgsHMAC(dst, key []byte, raw json.RawMessage) []byte {
+	return appendArgsHash(dst, key, raw)
+}
+
+// appendArgsHash appends the hash of raw's canonical form: HMAC-SHA256
+// under key, or SHA-256 for an empty key.
+func appendArgsHash(dst, key []byte, raw json.RawMessage) []byte {
 	if len(raw) == 0 {
 		return dst
 	}
 	n := len(dst)
 	canon, ok := appendCanonical(dst, raw)
-	var sum [sha256.Size]byte
+	in := canon[n:]
 	switch {
 	case !ok:
-		sum = sha256.Sum256(raw)
-	case string(canon[n:]) == "null":
+		in = raw
+	case string(in) == "null":
 		return canon[:n]
-	default:
-		sum = sha256.Sum256(canon[n:])
+	}
+	var sum [sha256.Size]byte
+	if len(key) == 0 {
+		sum = sha256.Sum256(in)
+	} else {
+		m := hmac.New(sha256.New, key)
+		m.Write(in)
+		m.Sum(sum[:0])
 	}
 	return hex.AppendEncode(canon[:n], sum[:])
 }

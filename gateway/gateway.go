@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,8 +66,14 @@ type Options struct {
 	// Audit, if non-nil, receives one outcome event for every tools/call
 	// decision, denials included, and a durable intent event before a write
 	// tool's call is forwarded (no durable intent: -32603, HTTP 503, not
-	// forwarded). Arguments are recorded only as their SHA-256.
+	// forwarded). Arguments are recorded only as their SHA-256, or with
+	// ArgsKey as their HMAC-SHA256.
 	Audit audit.Sink
+	// ArgsKey, when set, makes the audit events' args_sha256 an HMAC-SHA256
+	// under this key ([audit.ArgsHMAC]): a plain hash of arguments with few
+	// possible values (an account id, an amount) is reversed by hashing
+	// guesses. At least 16 bytes; nil means the plain hash.
+	ArgsKey []byte
 	// Logger receives the decision logs (correlation id, principal, method,
 	// tool, outcome; never arguments or tokens). The lines of allowed
 	// requests carry no source location (a handler's AddSource shows none).
@@ -94,6 +101,7 @@ type Gateway struct {
 	lim          *limiter.Limiter
 	cost         func(string, policy.Args) float64
 	sink         audit.Sink
+	argsKey      []byte
 	log          *slog.Logger
 	now          func() time.Time
 	bufs         sync.Pool
@@ -151,9 +159,10 @@ func shownURL(u *url.URL) string {
 
 // New returns a Gateway forwarding to upstream, an absolute http or https
 // URL of the downstream's MCP endpoint, and authenticating with auth. It
-// returns an error for a bad URL or a nil auth. A query in upstream is sent
-// with every request as configured, and a client's query is then dropped;
-// without one, the client's query is passed on.
+// returns an error for a bad URL, a nil auth or an ArgsKey shorter than 16
+// bytes. A query in upstream is sent with every request as configured, and
+// a client's query is then dropped; without one, the client's query is
+// passed on.
 func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -166,11 +175,14 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	if opts != nil {
 		o = *opts
 	}
+	if n := len(o.ArgsKey); n > 0 && n < 16 {
+		return nil, fmt.Errorf("gateway: ArgsKey of %d bytes, want at least 16", n)
+	}
 	g := &Gateway{
 		upstream: u, upstreamStr: shownURL(u), auth: auth, pol: o.Policy,
 		path: o.Path, healthPath: o.HealthPath, filter: o.FilterToolsList,
 		timeout: o.Timeout, maxBody: o.MaxBodyBytes, rt: o.Transport,
-		lim: o.Limiter, cost: o.Cost, sink: o.Audit, log: o.Logger, now: o.Now,
+		lim: o.Limiter, cost: o.Cost, sink: o.Audit, argsKey: slices.Clone(o.ArgsKey), log: o.Logger, now: o.Now,
 		sessions: newSessions(),
 	}
 	if g.pol == nil {

@@ -380,7 +380,7 @@ func (g *Gateway) event(pr *policy.Principal, cid string, ri reqInfo, tool, clas
 		Time: now.UTC(), CorrelationID: cid, SessionID: ri.session, ProtocolVersion: ri.proto, Tool: tool, Class: class,
 		Phase: phase, Allowed: allowed, Code: code, Detail: detail, Cost: cost,
 		LatencyMS:  float64(now.Sub(start).Microseconds()) / 1000,
-		ArgsSHA256: audit.ArgsSHA256(args),
+		ArgsSHA256: string(audit.AppendArgsHMAC(make([]byte, 0, 512), g.argsKey, args)),
 	}
 	if pr != nil {
 		e.Subject, e.Roles = pr.Subject, pr.Roles
