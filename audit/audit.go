@@ -164,13 +164,16 @@ func appendArgsHash(dst, key []byte, raw json.RawMessage) []byte {
 	case string(in) == "null":
 		return canon[:n]
 	}
-	var sum [sha256.Size]byte
-	if len(key) == 0 {
-		sum = sha256.Sum256(in)
-	} else {
-		m := hmac.New(sha256.New, key)
-		m.Write(in)
-		m.Sum(sum[:0])
+	if len(key) > 0 {
+		return hex.AppendEncode(canon[:n], keyedSum(key, in))
 	}
+	sum := sha256.Sum256(in) // stays on the stack: the unkeyed path allocates nothing
 	return hex.AppendEncode(canon[:n], sum[:])
+}
+
+// keyedSum returns the HMAC-SHA256 of in under key.
+func keyedSum(key, in []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(in)
+	return m.Sum(nil)
 }
