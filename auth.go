@@ -142,7 +142,10 @@ func FromTokenInfo(roles func(*auth.TokenInfo) []string) Authenticator {
 // BearerTokens returns an Authenticator that reads "Authorization: Bearer
 // <token>" from the request's HTTP headers (RFC 6750; the scheme is
 // case-insensitive) and looks it up in t in constant time. Requests without
-// headers (stdio, in-memory) are unauthenticated.
+// headers (stdio, in-memory) are unauthenticated. It authenticates each
+// call, not the MCP session it arrives on: over stateful Streamable HTTP,
+// wrap the handler with [token.Table.BindSessions], so that no principal
+// can use (or end) a session another opened.
 func BearerTokens(t *token.Table) Authenticator {
 	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
 		extra := extraOf(req)

@@ -12,4 +12,7 @@
 //
 // A token without "sub" gets a subject derived from a digest of the token,
 // never the token itself.
+//
+// Over stateful Streamable HTTP, [Table.BindSessions] wraps the go-sdk's
+// handler so that each MCP session belongs to the principal that opened it.
 package token
