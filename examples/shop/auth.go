@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,9 +34,26 @@ type sessionAuth struct {
 	// caller). Otherwise it is the request's bearer token.
 	stdio  bool
 	launch string
+	// lim is the shop's limiter: each session check takes a slot of its
+	// global in-flight cap while it asks the gateway, so that the checks
+	// (of calls refused later, of hidden tools, of tools/list) count
+	// against the cap that protects the shared gateway. Nil means none.
+	lim *limiter.Limiter
+	now func() time.Time // nil means time.Now
 }
 
+// sessionCheck is the limiter's tool name for a session check; no tool has
+// it, so only limits for every tool apply, and it counts no call against
+// rate limits (the call it checks is counted by the guard).
+const sessionCheck = "GET /api/auth/me"
+
 func unauthenticated(msg string) error { return mcpguard.Deny(mcpguard.CodeUnauthenticated, msg) }
+
+// unavailable is the refusal of a call whose session could not be checked
+// (the gateway did not answer, failed, or the server is at its in-flight
+// cap): UPSTREAM_UNAVAILABLE, which the caller may retry; not
+// UNAUTHENTICATED, which would tell it to sign in again.
+func unavailable(msg string) error { return mcpguard.Deny(mcpguard.CodeUpstreamUnavailable, msg) }
 
 // Authenticate implements [mcpguard.Authenticator].
 func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpguard.Identity, error) {
@@ -65,6 +83,17 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 	if !token.IsToken68(session) {
 		return nil, unauthenticated("malformed session")
 	}
+	if a.lim != nil {
+		now := time.Now
+		if a.now != nil {
+			now = a.now
+		}
+		d := a.lim.AllowAt(ctx, now(), limiter.Request{Tool: sessionCheck, Calls: 0})
+		if !d.Allowed {
+			return nil, unavailable("the server has too many calls in flight; try again shortly")
+		}
+		defer a.lim.Release(d)
+	}
 	pr, err := a.me(ctx, session)
 	if err != nil {
 		return nil, err
@@ -73,7 +102,9 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 }
 
 // me asks the gateway who session belongs to, within authDeadline,
-// retrying once on a transient failure.
+// retrying once on a transient failure. A session the gateway refuses (401,
+// 403) is UNAUTHENTICATED; a check that could not be completed (no answer,
+// timeout, 5xx, 429) is UPSTREAM_UNAVAILABLE.
 func (a *sessionAuth) me(ctx context.Context, session string) (*policy.Principal, error) {
 	ctx, cancel := context.WithTimeout(ctx, authDeadline)
 	defer cancel()
@@ -85,8 +116,8 @@ func (a *sessionAuth) me(ctx context.Context, session string) (*policy.Principal
 			break
 		}
 	}
-	if err != nil || transientStatus(resp.status) {
-		return nil, unauthenticated("the session could not be checked: the gateway is unavailable; try again")
+	if err != nil || resp.status >= 500 || resp.status == http.StatusTooManyRequests {
+		return nil, unavailable("the session could not be checked: the gateway is unavailable; try again")
 	}
 	if resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden {
 		return nil, unauthenticated("the RoboShop session is invalid, expired or revoked")

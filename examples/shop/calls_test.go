@@ -113,12 +113,13 @@ func TestMalformedUpstream(t *testing.T) {
 // structure; detail is the gateway's public message for 400, 404 and 409
 // only, at most 300 characters; retryable is never true for a write.
 func TestGatewayErrors(t *testing.T) {
-	st := newStack(t, nil, nil)
+	path := t.TempDir() + "/audit.jsonl"
+	st := newStack(t, func(c *config) { c.auditPath = path }, nil)
 	ada := connect(t, st, sessionCustomer, nil)
 
 	e := toolErr(t, ada, "get_product", map[string]any{"sku": "RB-999"})
 	corr, _ := e["correlationId"].(string)
-	if len(corr) != 16 {
+	if corr == "" {
 		t.Errorf("correlationId %q", corr)
 	}
 	want := map[string]any{"code": "not_found", "message": "The requested record was not found.", "retryable": false,
@@ -158,6 +159,22 @@ func TestGatewayErrors(t *testing.T) {
 	st.gw.fail("POST", "/api/cart", 429, `{}`, 1)
 	if e := toolErr(t, ada, "update_cart", map[string]any{"sku": "RB-100", "quantity": 1}); e["retryable"] != false {
 		t.Errorf("write answered 429: %v, want retryable false", e)
+	}
+	// The correlationId names the call's audit record (mcpguard.CorrelationID).
+	st.stop()
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, path)), "\n") {
+		var ev struct {
+			Tool string
+			Corr string `json:"correlation_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		found = found || (ev.Tool == "get_product" && ev.Corr == corr)
+	}
+	if !found {
+		t.Errorf("no get_product audit record has the correlationId %q of its gateway error", corr)
 	}
 }
 

@@ -51,10 +51,13 @@ func newGatewayClient(base, origin string) (*gatewayClient, error) {
 	}}, nil
 }
 
-// gatewayResponse is a gateway answer: its status and body.
+// gatewayResponse is a gateway answer: its status and body. An answer
+// over maxGatewayBody has tooLarge set and no body: it is malformed, not a
+// sign that the gateway is unavailable, so it is never retried.
 type gatewayResponse struct {
-	status int
-	body   []byte
+	status   int
+	body     []byte
+	tooLarge bool
 }
 
 // do sends r with session as the caller's cookie.
@@ -92,7 +95,7 @@ func (c *gatewayClient) do(ctx context.Context, session string, r gatewayRequest
 		return nil, err
 	}
 	if len(b) > maxGatewayBody {
-		return nil, errors.New("gateway answer too large")
+		return &gatewayResponse{status: resp.StatusCode, tooLarge: true}, nil
 	}
 	return &gatewayResponse{status: resp.StatusCode, body: b}, nil
 }
@@ -133,12 +136,14 @@ func (s *shop) handler(spec *toolSpec) mcp.ToolHandler {
 			} else if errors.Is(err, context.DeadlineExceeded) {
 				why = "deadline exceeded"
 			}
-			corr := newCorrelationID()
+			corr := correlationID(ctx)
 			s.log.Warn("shop: gateway unavailable", "tool", spec.name, "why", why, "write", spec.write,
 				"duration_ms", time.Since(start).Milliseconds(), "correlation_id", corr)
 			if spec.write {
 				// Never retried, never reported retryable: the change may
-				// have been made.
+				// have been made. The guard would refuse a write failing
+				// with ErrUpstreamUnavailable as non-retryable too; this
+				// message says what to do.
 				d := mcpguard.Deny(mcpguard.CodeUpstreamUnavailable,
 					"the gateway did not answer; the change may or may not have been made: check before repeating it")
 				d.RetryAfter, d.CorrelationID = -1, corr
@@ -147,18 +152,38 @@ func (s *shop) handler(spec *toolSpec) mcp.ToolHandler {
 			return nil, fmt.Errorf("%w: %s", mcpguard.ErrUpstreamUnavailable, why)
 		}
 		if resp.status >= 200 && resp.status < 300 {
-			var doc any // nil when the body is not JSON: the schema refuses the view
-			dec := json.NewDecoder(bytes.NewReader(resp.body))
-			dec.UseNumber()
-			if dec.Decode(&doc) != nil {
-				doc = nil
+			doc := decodeAnswer(resp)
+			if doc == nil {
+				s.log.Warn("shop: malformed gateway answer", "tool", spec.name, "too_large", resp.tooLarge,
+					"correlation_id", correlationID(ctx))
 			}
 			return jsonResult(spec.shape(args, doc))
 		}
-		corr := newCorrelationID()
+		corr := correlationID(ctx)
 		s.log.Info("shop: gateway refused", "tool", spec.name, "status", resp.status, "correlation_id", corr)
 		return gatewayError(resp, spec.write, corr), nil
 	}
+}
+
+// decodeAnswer decodes a 2xx gateway body, with json.Number for numbers.
+// It returns nil when the body is not exactly one JSON value (not JSON,
+// a value followed by more data, over the size cap): every output schema
+// refuses the view of nil, so the guard answers INVALID_RESPONSE, and does
+// not retry (a malformed answer is not an unavailable gateway).
+func decodeAnswer(resp *gatewayResponse) any {
+	if resp.tooLarge {
+		return nil
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(resp.body))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		return nil
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil // trailing data after the first value
+	}
+	return doc
 }
 
 // jsonResult returns v as structured content and as its JSON text.
@@ -240,7 +265,14 @@ func publicMessage(body []byte) string {
 	return msg
 }
 
-func newCorrelationID() string {
+// correlationID returns the correlation id of the audit record of the
+// call ctx belongs to ([mcpguard.CorrelationID]), so that the shop's
+// errors and log lines name that record; a random one outside a guarded
+// call (never the case for a registered tool).
+func correlationID(ctx context.Context) string {
+	if id := mcpguard.CorrelationID(ctx); id != "" {
+		return id
+	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

@@ -21,7 +21,8 @@
 // cancelled by the client. The admin writes are registered only with
 // MCP_ENABLE_ADMIN_WRITES=true and each needs a signed one-time
 // confirmation of its exact arguments (nonces in memory, or in Redis with
-// --redis). Every call is audited without its arguments. See README.md.
+// --redis). Every call is audited without its arguments (their HMAC under
+// SHOP_MCP_AUDIT_KEY, or a random key of the process). See README.md.
 package main
 
 import (
@@ -99,6 +100,14 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 			return 2
 		}
 		cfg.confirmKey = k
+	}
+	if v := os.Getenv(auditKeyEnv); v != "" {
+		k, err := parseAuditKey(v)
+		if err != nil {
+			fmt.Fprintln(stderr, "shop:", err)
+			return 2
+		}
+		cfg.auditKey = k
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 

@@ -29,6 +29,9 @@ const (
 	// confirmKeyEnv holds the confirmation signing key (hex or base64, at
 	// least 32 bytes). Unset means a random key of this process's.
 	confirmKeyEnv = "SHOP_MCP_CONFIRM_KEY"
+	// auditKeyEnv holds the key of the audit records' argument hash (hex,
+	// at least 32 hex digits). Unset means a random key of this process's.
+	auditKeyEnv = "SHOP_MCP_AUDIT_KEY"
 )
 
 // config is what a shop server is built from.
@@ -38,6 +41,7 @@ type config struct {
 	adminWrites bool          // register the admin writes
 	redisAddr   string        // shared nonce store; "" means memory
 	confirmKey  []byte        // nil means random
+	auditKey    []byte        // args_sha256 HMAC key; nil means random
 	auditPath   string        // JSONL audit file; "" means the log
 	rate        int           // calls per minute per user (60)
 	inFlight    int           // calls in flight in the process (32)
@@ -128,8 +132,16 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 			tools[sp.name] = mcpguard.ToolOptions{Describe: describe}
 		}
 	}
-	g, err := mcpguard.New(pol, &sessionAuth{gw: s.gw, stdio: cfg.stdio, launch: cfg.launch}, &mcpguard.Options{
+	argsKey := cfg.auditKey
+	if argsKey == nil {
+		argsKey = make([]byte, 32)
+		if _, err := rand.Read(argsKey); err != nil {
+			return err
+		}
+	}
+	g, err := mcpguard.New(pol, &sessionAuth{gw: s.gw, stdio: cfg.stdio, launch: cfg.launch, lim: lim, now: cfg.now}, &mcpguard.Options{
 		Audit:      sink,
+		ArgsKey:    argsKey,
 		Limiter:    lim,
 		Confirmer:  signer,
 		Tools:      tools,
@@ -181,7 +193,9 @@ func (s *shop) signer(cfg config) (*confirm.Signer, error) {
 
 // auditSink returns the audit trail: a JSONL file, or JSON lines in the
 // log stream (stderr). Records name the tool, the caller, the outcome and
-// the latency, and hash the arguments: never their values.
+// the latency, and carry a keyed hash of the arguments (HMAC-SHA256 under
+// the audit key, Options.ArgsKey): never their values, and not a plain
+// hash that a reader could reverse by hashing the few possible values.
 func (s *shop) auditSink(cfg config, stderr io.Writer) (audit.Sink, error) {
 	if cfg.auditPath == "" {
 		return audit.NewSlogSink(slog.NewJSONHandler(stderr, nil), nil), nil
@@ -205,6 +219,15 @@ func describe(tool string, args map[string]any) string {
 		return fmt.Sprintf("disable the account %v", args["userId"])
 	}
 	return "run " + tool
+}
+
+// parseAuditKey reads the audit key: hex, at least 32 hex digits.
+func parseAuditKey(v string) ([]byte, error) {
+	b, err := hex.DecodeString(strings.TrimSpace(v))
+	if err != nil || len(b) < 16 {
+		return nil, fmt.Errorf("%s: want at least 32 hex digits", auditKeyEnv)
+	}
+	return b, nil
 }
 
 // parseKey reads a confirmation key in hex or base64.

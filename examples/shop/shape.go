@@ -12,8 +12,13 @@ import (
 // output schema, which the guard checks before anything returns, refuses
 // it as INVALID_RESPONSE. A projection never invents a value.
 
-// maxDescription bounds product descriptions in results, in characters.
-const maxDescription = 1000
+// maxDescription and maxName bound the catalogue's free text in results,
+// in characters: product descriptions, and the names of products and
+// categories. Longer text is cut; the output schemas say the bounds.
+const (
+	maxDescription = 1000
+	maxName        = 200
+)
 
 func obj(d any) map[string]any { m, _ := d.(map[string]any); return m }
 
@@ -33,18 +38,19 @@ func list(d any, f func(any) any) any {
 
 func asSlice(d any) []any { a, _ := d.([]any); return a }
 
-func truncate(v any) any {
+// cut returns the string v cut to n characters; anything else as it came.
+func cut(v any, n int) any {
 	s, ok := v.(string)
-	if !ok || utf8.RuneCountInString(s) <= maxDescription {
+	if !ok || utf8.RuneCountInString(s) <= n {
 		return v
 	}
-	return string([]rune(s)[:maxDescription])
+	return string([]rune(s)[:n])
 }
 
 func shapeProduct(d any) any {
 	m := obj(d)
 	return map[string]any{
-		"sku": m["sku"], "name": m["name"], "description": truncate(m["description"]),
+		"sku": m["sku"], "name": cut(m["name"], maxName), "description": cut(m["description"], maxDescription),
 		"price": m["price"], "currency": m["currency"], "category": m["category"],
 		"inStock": m["stock"], "source": m["source"],
 	}
@@ -73,20 +79,23 @@ func shapeCompare(args map[string]any, d any) any {
 func shapeCategories(_ map[string]any, d any) any {
 	return map[string]any{"categories": list(obj(d)["categories"], func(v any) any {
 		m := obj(v)
-		return map[string]any{"id": m["id"], "name": m["name"], "productCount": m["productCount"]}
+		return map[string]any{"id": m["id"], "name": cut(m["name"], maxName), "productCount": m["productCount"]}
 	})}
 }
 
+// shapeStock reports the stock with its status, by value: 0, 0.0, -0 and
+// 0e0 are all zero, reported as inStock 0 and sold_out. A value that is
+// not a number stays as it came, for the schema to refuse.
 func shapeStock(_ map[string]any, d any) any {
 	m := obj(d)
-	status := "unknown"
-	if n, ok := m["available"].(json.Number); ok {
+	status, stock := "unknown", m["available"]
+	if n, ok := stock.(json.Number); ok {
 		status = "in_stock"
-		if n.String() == "0" {
-			status = "sold_out"
+		if f, err := n.Float64(); err == nil && f == 0 {
+			status, stock = "sold_out", json.Number("0")
 		}
 	}
-	return map[string]any{"sku": m["sku"], "inStock": m["available"], "status": status}
+	return map[string]any{"sku": m["sku"], "inStock": stock, "status": status}
 }
 
 func shapeCart(d any) any {
@@ -94,7 +103,7 @@ func shapeCart(d any) any {
 	return map[string]any{
 		"items": list(m["items"], func(v any) any {
 			i := obj(v)
-			return map[string]any{"sku": i["sku"], "name": i["name"], "quantity": i["quantity"], "unitPrice": i["unitPrice"]}
+			return map[string]any{"sku": i["sku"], "name": cut(i["name"], maxName), "quantity": i["quantity"], "unitPrice": i["unitPrice"]}
 		}),
 		"total": m["total"], "paymentPending": m["paymentPending"],
 	}
@@ -127,7 +136,7 @@ func shapeUsers(_ map[string]any, d any) any {
 func shapeInventory(_ map[string]any, d any) any {
 	return map[string]any{"items": list(obj(d)["items"], func(v any) any {
 		m := obj(v)
-		return map[string]any{"sku": m["sku"], "name": m["name"], "inStock": m["available"]}
+		return map[string]any{"sku": m["sku"], "name": cut(m["name"], maxName), "inStock": m["available"]}
 	})}
 }
 
@@ -144,6 +153,17 @@ func object(props map[string]any) map[string]any {
 
 func nullable(t string) map[string]any { return map[string]any{"type": []any{t, "null"}} }
 
+// nameSchema is a catalogue name: a string of at most maxName characters,
+// or null where nullable.
+func nameSchema(null bool) map[string]any {
+	s := typ("string")
+	if null {
+		s = nullable("string")
+	}
+	s["maxLength"] = maxName
+	return s
+}
+
 func arrayOf(items any) map[string]any { return map[string]any{"type": "array", "items": items} }
 
 func typ(t string) map[string]any { return map[string]any{"type": t} }
@@ -154,7 +174,7 @@ func productSchema() map[string]any {
 	price, stock := nullable("number"), nullable("integer")
 	price["minimum"], stock["minimum"] = 0, 0
 	return object(map[string]any{
-		"sku": typ("string"), "name": typ("string"), "description": desc, "price": price,
+		"sku": typ("string"), "name": nameSchema(false), "description": desc, "price": price,
 		"currency": nullable("string"), "category": nullable("string"), "inStock": stock, "source": nullable("string"),
 	})
 }
@@ -169,7 +189,7 @@ func compareOutput() map[string]any {
 
 func categoriesOutput() map[string]any {
 	return object(map[string]any{"categories": arrayOf(object(map[string]any{
-		"id": typ("string"), "name": nullable("string"), "productCount": nullable("integer"),
+		"id": typ("string"), "name": nameSchema(true), "productCount": nullable("integer"),
 	}))})
 }
 
@@ -183,7 +203,7 @@ func stockOutput() map[string]any {
 func cartOutput() map[string]any {
 	return object(map[string]any{
 		"items": arrayOf(object(map[string]any{
-			"sku": typ("string"), "name": nullable("string"), "quantity": map[string]any{"type": "integer", "minimum": 0},
+			"sku": typ("string"), "name": nameSchema(true), "quantity": map[string]any{"type": "integer", "minimum": 0},
 			"unitPrice": nullable("number"),
 		})),
 		"total": nullable("number"), "paymentPending": nullable("boolean"),
@@ -208,6 +228,6 @@ func usersOutput() map[string]any { return object(map[string]any{"users": arrayO
 
 func inventoryOutput() map[string]any {
 	return object(map[string]any{"items": arrayOf(object(map[string]any{
-		"sku": typ("string"), "name": nullable("string"), "inStock": nullable("integer"),
+		"sku": typ("string"), "name": nameSchema(true), "inStock": nullable("integer"),
 	}))})
 }

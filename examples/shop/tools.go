@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mcpguard/mcpguard/policy"
@@ -40,8 +41,10 @@ type gatewayRequest struct {
 func customerRoles() []string { return []string{"customer"} }
 
 // Argument schemas. Strings are bounded and refuse control characters
-// (the guard refuses C0/C1 controls; the patterns refuse tab and newlines
-// too, which it would allow).
+// (the guard refuses C0/C1 controls; the free-text pattern also refuses
+// tab and newlines, which it would allow, the Unicode line and paragraph
+// separators U+2028/U+2029, and every format character (Cf: bidi
+// overrides such as U+202E, zero-width characters, U+FEFF)).
 func skuSchema() map[string]any {
 	return map[string]any{"type": "string", "pattern": "^[A-Z0-9][A-Z0-9-]{2,31}$", "maxLength": 32,
 		"description": "Product SKU, e.g. RB-100."}
@@ -52,11 +55,42 @@ func userIDSchema() map[string]any {
 }
 
 func textSchema(min, max int, desc string) map[string]any {
-	return map[string]any{"type": "string", "minLength": min, "maxLength": max, "pattern": "^[^\\t\\n\\r]*$", "description": desc}
+	return map[string]any{"type": "string", "minLength": min, "maxLength": max, "pattern": textPattern, "description": desc}
 }
 
 func intSchema(min, max int, desc string) map[string]any {
 	return map[string]any{"type": "integer", "minimum": min, "maximum": max, "description": desc}
+}
+
+// textPattern is the pattern of free-text arguments: no tab, CR, LF, line
+// or paragraph separator, nor format character.
+const textPattern = `^[^\t\n\r\p{Zl}\p{Zp}\p{Cf}]*$`
+
+// integer returns a validated integer argument as an int64, whatever its
+// JSON spelling: the guard's validator accepts 10, 10.0 and 1e1 alike as
+// the integer 10 (a JSON Schema integer is a value), and the gateway gets
+// the plain integer. ok is false when the argument is absent.
+func integer(args map[string]any, k string) (n int64, ok bool) {
+	v, ok := args[k].(json.Number)
+	if !ok {
+		return 0, false
+	}
+	if i, err := v.Int64(); err == nil {
+		return i, true
+	}
+	f, err := v.Float64()
+	if err != nil {
+		return 0, false
+	}
+	return int64(f), true // integral and bounded by the schema
+}
+
+// intArg returns the required integer argument k as an int64 (see integer).
+func intArg(args map[string]any, k string) any {
+	if n, ok := integer(args, k); ok {
+		return n
+	}
+	return args[k]
 }
 
 // str returns a validated string argument.
@@ -89,8 +123,8 @@ func toolSpecs(adminWrites bool) []*toolSpec {
 			output:   searchOutput(),
 			request: func(a map[string]any) gatewayRequest {
 				q := url.Values{"q": {str(a, "query")}}
-				if n, ok := a["limit"].(json.Number); ok {
-					q.Set("limit", n.String())
+				if n, ok := integer(a, "limit"); ok {
+					q.Set("limit", strconv.FormatInt(n, 10))
 				}
 				return gatewayRequest{method: "GET", path: "/api/recommendations", query: q}
 			},
@@ -145,7 +179,7 @@ func toolSpecs(adminWrites bool) []*toolSpec {
 			input:    map[string]any{"sku": skuSchema(), "quantity": intSchema(0, 20, "Absolute quantity, 0 to 20; 0 removes the item.")},
 			required: []string{"sku", "quantity"}, output: cartOutput(),
 			request: func(a map[string]any) gatewayRequest {
-				return gatewayRequest{method: "POST", path: "/api/cart", body: map[string]any{"sku": a["sku"], "quantity": a["quantity"]}}
+				return gatewayRequest{method: "POST", path: "/api/cart", body: map[string]any{"sku": a["sku"], "quantity": intArg(a, "quantity")}}
 			},
 			shape: func(_ map[string]any, d any) any { return shapeCart(d) },
 			roles: customerRoles(), write: true, destructive: true, idempotent: true,
@@ -210,7 +244,7 @@ func toolSpecs(adminWrites bool) []*toolSpec {
 			input:    map[string]any{"sku": skuSchema(), "stock": intSchema(0, 100000, "Units available, absolute.")},
 			required: []string{"sku", "stock"}, output: productSchema(),
 			request: func(a map[string]any) gatewayRequest {
-				return gatewayRequest{method: "PUT", path: "/api/admin/products/" + url.PathEscape(str(a, "sku")) + "/stock", body: map[string]any{"stock": a["stock"]}}
+				return gatewayRequest{method: "PUT", path: "/api/admin/products/" + url.PathEscape(str(a, "sku")) + "/stock", body: map[string]any{"stock": intArg(a, "stock")}}
 			},
 			shape: func(_ map[string]any, d any) any { return shapeProduct(d) },
 			write: true, destructive: true, idempotent: true, confirm: true,
