@@ -78,11 +78,19 @@ type testApp struct {
 
 func newTestApp(t *testing.T, mutate func(*config)) *testApp {
 	t.Helper()
+	return newKeyedTestApp(t, mutate, nil)
+}
+
+// newKeyedTestApp is newTestApp with the audit argument-hash key key (nil:
+// a random one).
+func newKeyedTestApp(t *testing.T, mutate func(*config), key []byte) *testApp {
+	t.Helper()
 	ta := &testApp{clock: newClock(), tickets: &TicketSystem{}, marks: &syncBuffer{}}
 	a, err := newApp(appOptions{
 		ConfigName: "server.yaml", Config: testConfig(t, mutate), AuditDir: t.TempDir(),
 		Tickets: ta.tickets, Now: ta.clock.Now,
-		Marks: slog.New(slog.NewTextHandler(ta.marks, nil)),
+		Marks:   slog.New(slog.NewTextHandler(ta.marks, nil)),
+		ArgsKey: key,
 	})
 	if err != nil {
 		t.Fatal(err)

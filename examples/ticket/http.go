@@ -52,48 +52,81 @@ func (c *config) registry() []registryEntry {
 
 // httpHandler serves the app over HTTP: MCP Streamable HTTP at /mcp
 // (Authorization: Bearer per request; the MCP session is the limiter's
-// session) and the REST endpoints GET /tools and POST /tools/{name}/call
-// (Authorization: Bearer and X-Session-Id). Both reach the same server and
-// so the same guard.
+// session, bound to the user who opened it) and the REST endpoints GET
+// /tools and POST /tools/{name}/call (Authorization: Bearer and
+// X-Session-Id). Both reach the same server and so the same guard.
 func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(
+	// BindSessions: a request with a valid token goes through the go-sdk's
+	// auth.RequireBearerToken, so the session it opens is its user's and
+	// another user's requests on it (calls, streams, DELETE) get 403
+	// "session user mismatch"; one without passes on to the guard, which
+	// refuses and audits its calls.
+	mux.Handle("/mcp", a.tokens.BindSessions(mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return a.server },
-		&mcp.StreamableHTTPOptions{Logger: log}))
+		&mcp.StreamableHTTPOptions{Logger: log})))
 	mux.HandleFunc("GET /tools", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"tools": a.cfg.registry()})
 	})
 	mux.HandleFunc("POST /tools/{name}/call", func(w http.ResponseWriter, r *http.Request) {
-		restCall(w, r, rest, log)
+		restCall(w, r, a, rest, log)
 	})
 	return mux
 }
 
-// restCall handles POST /tools/{name}/call with {"arguments": {...}}.
-func restCall(w http.ResponseWriter, r *http.Request, rest *restSessions, log *slog.Logger) {
-	sid := r.Header.Get("X-Session-Id")
-	if !sessionName.MatchString(sid) {
-		writeDenial(w, mcpguard.Deny(mcpguard.CodeInvalidArguments, "X-Session-Id header required: 1 to 128 letters, digits or ._:-"))
+// envelope is the schema of a REST body, {"arguments": {...}}, checked by
+// the library's strict validator: no other member, no duplicate or
+// case-folded duplicate key ("arguments" twice, "ARGUMENTS"), nothing after
+// the value. The arguments themselves are the guard's to validate.
+var envelope = func() *mcpguard.Validator {
+	v, err := mcpguard.NewValidator(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"arguments": map[string]any{"type": []string{"object", "null"}, "additionalProperties": true},
+		},
+		"additionalProperties": false,
+	}, nil)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}()
+
+// restCall handles POST /tools/{name}/call with {"arguments": {...}}. A
+// caller without a valid token, a missing or malformed X-Session-Id and a
+// malformed body are refused before any session is opened, in that order,
+// and audited like the guard's own refusals (restRefuse).
+func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions, log *slog.Logger) {
+	tool := r.PathValue("name")
+	if id, err := a.authn.Authenticate(r.Context(), restRequest(r.Header, tool)); err != nil || id == nil {
+		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, nil))
 		return
 	}
+	sid := r.Header.Get("X-Session-Id")
+	if !sessionName.MatchString(sid) {
+		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool,
+			mcpguard.Deny(mcpguard.CodeInvalidArguments, "X-Session-Id header required: 1 to 128 letters, digits or ._:-")))
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRESTBody))
 	var body struct {
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRESTBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		writeDenial(w, mcpguard.Deny(mcpguard.CodeInvalidArguments, `body must be a JSON object {"arguments": {...}} of at most 1 MiB`))
-		return
+	if err == nil {
+		if _, err = envelope.Validate(raw); err == nil {
+			err = json.Unmarshal(orEmptyObject(raw), &body)
+		}
 	}
-	if dec.More() {
-		writeDenial(w, mcpguard.Deny(mcpguard.CodeInvalidArguments, "trailing data after the JSON body"))
+	if err != nil {
+		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool,
+			mcpguard.Deny(mcpguard.CodeInvalidArguments, `body must be a JSON object {"arguments": {...}} of at most 1 MiB`)))
 		return
 	}
 	args := bytes.TrimSpace(body.Arguments)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = []byte("{}")
 	}
-	res, err := rest.call(r.Context(), r.Header, sid, r.PathValue("name"), args)
+	res, err := rest.call(r.Context(), r.Header, sid, tool, args)
 	var we *jsonrpc.Error
 	switch {
 	case errors.As(err, &we) && we.Code == mcpguard.CodeToolNotFound.JSONRPC():
@@ -108,6 +141,45 @@ func restCall(w http.ResponseWriter, r *http.Request, rest *restSessions, log *s
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"result": res.StructuredContent})
 	}
+}
+
+// orEmptyObject is raw, or {} for an empty body.
+func orEmptyObject(raw []byte) []byte {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return []byte("{}")
+	}
+	return raw
+}
+
+// restRequest is the call a REST request stands for, as the authenticator
+// and the audit record see it: the tool and the request's headers.
+func restRequest(h http.Header, tool string) *mcp.CallToolRequest {
+	return &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: tool},
+		Extra:  &mcp.RequestExtra{Header: h},
+	}
+}
+
+// restRefuse refuses a REST call before the guard with d (nil: the caller
+// is not authenticated) through the app's stand-alone audit chain, and
+// returns the refusal result: the guard's error shape, with the
+// correlation id of its outcome record. The record names the caller when
+// the token is valid; the arguments of a refused body are not recorded.
+func restRefuse(ctx context.Context, a *app, h http.Header, tool string, d *mcpguard.DenialError) *mcp.CallToolResult {
+	req := restRequest(h, tool)
+	if id, err := a.authn.Authenticate(ctx, req); err == nil && id != nil {
+		ctx = mcpguard.NewContext(ctx, id) // for the record's subject and roles
+	}
+	res, err := a.refuse(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if d == nil {
+			d = mcpguard.Deny(mcpguard.CodeUnauthenticated, "authentication required")
+		}
+		return nil, d
+	})(ctx, req)
+	if err != nil || res == nil {
+		return mcpguard.Deny(mcpguard.CodeInternal, "the call failed").Result()
+	}
+	return res
 }
 
 // writeErrorResult writes the guard's tool-error result with the HTTP

@@ -21,6 +21,8 @@
 // environment variable (never from tool arguments); serve-http takes it
 // from each request's Authorization: Bearer header. The token table is a
 // development-only static one (token-alice, token-bob, token-admin).
+// TICKET_MCP_AUDIT_KEY (hex, at least 16 bytes) keys the audit records'
+// argument hashes; without it each process uses a random key.
 //
 // See README.md.
 package main
@@ -28,6 +30,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +51,24 @@ import (
 // tokenEnv holds the stdio caller's token; the MCP client sets it when it
 // launches the server.
 const tokenEnv = "TICKET_MCP_TOKEN"
+
+// auditKeyEnv holds the hex key of the audit records' argument hashes
+// (HMAC-SHA256, at least 16 bytes); without it each process draws 32
+// random bytes, and its hashes compare only with each other.
+const auditKeyEnv = "TICKET_MCP_AUDIT_KEY"
+
+// auditKey returns the key of auditKeyEnv's value v, nil for "" (a random
+// key per process).
+func auditKey(v string) ([]byte, error) {
+	if v == "" {
+		return nil, nil
+	}
+	k, err := hex.DecodeString(v)
+	if err != nil || len(k) < 16 {
+		return nil, fmt.Errorf("%s must be at least 16 bytes in hex (32 hex digits)", auditKeyEnv)
+	}
+	return k, nil
+}
 
 const usage = `usage: ticket [--config server.yaml] <command> [flags]
 
@@ -155,8 +176,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ticket:", err)
 		return 1
 	}
+	key, err := auditKey(os.Getenv(auditKeyEnv))
+	if err != nil {
+		fmt.Fprintln(stderr, "ticket:", err)
+		return 1
+	}
 	opts := appOptions{ConfigName: name, Config: cfg, AuditDir: auditDir, Log: log,
-		Marks: slog.New(slog.NewTextHandler(stderr, nil))}
+		Marks: slog.New(slog.NewTextHandler(stderr, nil)), ArgsKey: key}
 	if cmd == "serve-stdio" {
 		opts.Authn = func(t *token.Table) mcpguard.Authenticator { return mcpguard.FromEnv(tokenEnv, t) }
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -42,6 +43,10 @@ type appOptions struct {
 	Log *slog.Logger
 	// Marks receives the [DRY RUN] lines. Nil means Log.
 	Marks *slog.Logger
+	// ArgsKey keys the audit records' args_sha256 (an HMAC-SHA256 of the
+	// arguments' canonical JSON, mcpguard.Options.ArgsKey): at least 16
+	// bytes. Nil means 32 random bytes of this app's.
+	ArgsKey []byte
 }
 
 // app is one guarded ticket server: the MCP server with the guard
@@ -52,6 +57,11 @@ type app struct {
 	server  *mcp.Server
 	guard   *mcpguard.Guard
 	tickets *TicketSystem
+	tokens  *token.Table
+	authn   mcpguard.Authenticator
+	// refuse audits a REST refusal decided before the guard (see
+	// preGuard).
+	refuse  mcpguard.Middleware
 	jsonl   *audit.JSONLSink
 	sqlSink *audit.SQLSink
 	db      *sql.DB
@@ -91,7 +101,12 @@ func newApp(o appOptions) (a *app, err error) {
 		authn = o.Authn(tokens)
 	}
 
-	a = &app{cfg: o.Config, tickets: o.Tickets, dir: o.AuditDir}
+	if o.ArgsKey == nil {
+		o.ArgsKey = make([]byte, 32)
+		_, _ = rand.Read(o.ArgsKey) // crypto/rand.Read never fails
+	}
+
+	a = &app{cfg: o.Config, tickets: o.Tickets, tokens: tokens, authn: authn, dir: o.AuditDir}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -110,8 +125,16 @@ func newApp(o appOptions) (a *app, err error) {
 	}
 	sink := audit.Fanout(a.jsonl, a.sqlSink, dryRunLog(o.Marks))
 
+	// A REST refusal decided before the guard goes through the library's
+	// stand-alone steps: Authenticate refuses a caller without a valid
+	// token first (401 before 400), Recover turns the refusal into the
+	// guard's error result with the correlation id of the record that
+	// Audit writes to the same trail.
+	a.refuse = mcpguard.Chain(mcpguard.Audit(sink, o.Log), mcpguard.Recover(o.Log), mcpguard.Authenticate(authn))
+
 	a.guard, err = mcpguard.New(pol, authn, &mcpguard.Options{
 		Audit:   sink,
+		ArgsKey: o.ArgsKey,
 		Limiter: lim,
 		DryRun:  o.Config.DryRun,
 		Tools: map[string]mcpguard.ToolOptions{
@@ -134,12 +157,14 @@ func newApp(o appOptions) (a *app, err error) {
 }
 
 // dryRunLog is the audit sink that marks dry runs in the log: one
-// "[DRY RUN]" line per simulated write, with who, what and where.
+// "[DRY RUN]" line per simulated write, with who, what and where. A dry
+// run the guard refused (a limit, say) simulated nothing: it has no line,
+// only its audit record.
 func dryRunLog(log *slog.Logger) audit.Sink {
 	return audit.SinkFunc(func(ctx context.Context, e *audit.Event) error {
-		if e.DryRun && e.Phase == audit.PhaseOutcome {
+		if e.DryRun && e.Allowed && e.Phase == audit.PhaseOutcome {
 			log.Info("[DRY RUN] "+e.Tool+" simulated, downstream not called",
-				"subject", e.Subject, "session_id", e.SessionID, "allowed", e.Allowed, "correlation_id", e.CorrelationID)
+				"subject", e.Subject, "session_id", e.SessionID, "correlation_id", e.CorrelationID)
 		}
 		return nil
 	})

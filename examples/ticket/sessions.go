@@ -117,10 +117,15 @@ func newRESTSessions(s *mcp.Server) *restSessions {
 // never equals the id of a Streamable HTTP session.
 func restSessionID(name string) string { return "rest-" + name }
 
+// get returns REST session name, opening it if needed. The session is
+// opened, and the oldest one beyond maxRESTSessions closed, outside r.mu:
+// closing a session waits for its calls in flight, and a slow one must not
+// stall the calls of every other session.
 func (r *restSessions) get(ctx context.Context, name string) (*mcp.ClientSession, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s, ok := r.sessions[name]; ok {
+	s, ok := r.sessions[name]
+	r.mu.Unlock()
+	if ok {
 		return s.cs, nil
 	}
 	hdrs := &sync.Map{}
@@ -135,15 +140,29 @@ func (r *restSessions) get(ctx context.Context, name string) (*mcp.ClientSession
 		ss.Close()
 		return nil, err
 	}
-	if len(r.order) >= maxRESTSessions {
-		old := r.order[0]
-		r.order = r.order[1:]
-		r.sessions[old].close()
-		delete(r.sessions, old)
+	s = &restSession{cs: cs, ss: ss}
+
+	var closing []*restSession
+	r.mu.Lock()
+	if cur, ok := r.sessions[name]; ok {
+		// Opened meanwhile by another call: use that one.
+		closing = append(closing, s)
+		s = cur
+	} else {
+		for len(r.order) >= maxRESTSessions {
+			old := r.order[0]
+			r.order = r.order[1:]
+			closing = append(closing, r.sessions[old])
+			delete(r.sessions, old)
+		}
+		r.sessions[name] = s
+		r.order = append(r.order, name)
 	}
-	r.sessions[name] = &restSession{cs: cs, ss: ss}
-	r.order = append(r.order, name)
-	return cs, nil
+	r.mu.Unlock()
+	for _, c := range closing {
+		c.close()
+	}
+	return s.cs, nil
 }
 
 func (s *restSession) close() {
@@ -165,9 +184,10 @@ func (r *restSessions) call(ctx context.Context, h http.Header, name, tool strin
 // Close closes every REST session.
 func (r *restSessions) Close() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, s := range r.sessions {
+	open := r.sessions
+	r.sessions, r.order = map[string]*restSession{}, nil
+	r.mu.Unlock()
+	for _, s := range open {
 		s.close()
 	}
-	r.sessions, r.order = map[string]*restSession{}, nil
 }

@@ -139,12 +139,20 @@ func TestStdioServer(t *testing.T) {
 
 	t.Run("missing_or_unknown_token_rejected", func(t *testing.T) {
 		for _, tok := range []string{"", "token-mallory"} {
-			cs, _ := connectStdio(t, tok, t.TempDir(), nil)
+			dir := t.TempDir()
+			cs, stderr := connectStdio(t, tok, dir, nil)
 			res, err := cs.CallTool(t.Context(), search)
 			if c := toolCode(t, res, err); c != "UNAUTHENTICATED" {
 				t.Errorf("token %q: %q", tok, c)
 			}
 			cs.Close()
+			// The refusal is in the trail under the process's session
+			// (which a SessionKey, consulted only once a caller is
+			// authenticated, would not give it).
+			evs, err := audit.QueryJSONL(filepath.Join(dir, auditJSONL), audit.Filter{Phase: audit.PhaseOutcome})
+			if err != nil || len(evs) != 1 || evs[0].Code != "UNAUTHENTICATED" || !strings.HasPrefix(evs[0].SessionID, "stdio-") {
+				t.Errorf("token %q: records %+v, %v; want one UNAUTHENTICATED refusal in a stdio- session; stderr:\n%s", tok, evs, err, stderr)
+			}
 		}
 	})
 
