@@ -405,7 +405,7 @@ func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, c
 // as not retryable when the call is a write: the write may have been made,
 // and a retry could make it twice.
 func (c *call) failedWrite(d *DenialError) *DenialError {
-	if c.rule.Class == policy.Write {
+	if c.rule.Class == policy.Write && !c.dryRun {
 		d.RetryAfter = -1
 		d.Message += "; the write may have been made: check before repeating it"
 	}
@@ -712,6 +712,7 @@ func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallTo
 		}
 	}
 	if phase == audit.PhaseIntent {
+		ev.Cost = 0 // the outcome record carries the charge, once
 		ev.Allowed = true
 	} else if c.denial == nil {
 		ev.Allowed = true

@@ -33,8 +33,10 @@ type Event struct {
 	ArgsSHA256    string    `json:"args_sha256,omitempty"`
 	// Cost is what the call was charged against the spend caps: its cost
 	// once the limiter admitted it (or, with none, once it got that far);
-	// 0 for a call refused before, for a dry run and for a round that asks
-	// for a confirmation, so that the costs of a trail add up to the spend.
+	// 0 for a call refused before, for a dry run, for a round that asks
+	// for a confirmation and for a write's intent record (its outcome
+	// carries the charge), so that the costs of a trail add up to the
+	// spend.
 	Cost            float64        `json:"cost,omitempty"`
 	ProtocolVersion string         `json:"protocol_version,omitempty"`
 	ClientName      string         `json:"client_name,omitempty"`
@@ -98,10 +100,12 @@ func WriteDurable(ctx context.Context, s Sink, e *Event) error {
 type Keeper interface {
 	Sink
 	// Keep records e as Write does, with the same durability and the same
-	// errors. e, args and everything e references become the sink's: the
-	// caller must not read or modify them after Keep returns. When
-	// e.ArgsSHA256 is empty, the sink records [ArgsSHA256] of args in it
-	// (nothing for empty args).
+	// errors. e and args become the sink's: the caller must not read or
+	// modify them after Keep returns. The sink may set e's own fields, but
+	// must not modify args or the slices and maps e references (Roles,
+	// Args): they may be shared, with the caller's principal and with the
+	// other sinks of a [FanoutSink]. When e.ArgsSHA256 is empty, the sink
+	// records [ArgsSHA256] of args in it (nothing for empty args).
 	Keep(ctx context.Context, e *Event, args json.RawMessage) error
 }
 

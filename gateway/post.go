@@ -264,7 +264,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		c.lim, c.hasLim = ld, true
 	}
 	if d.Rule.Class == policy.Write && g.sink != nil {
-		e := g.event(pr, cid, ri, m.tool, class, m.args, audit.PhaseIntent, true, "", "", c.cost, start)
+		e := g.event(pr, cid, ri, m.tool, class, m.args, audit.PhaseIntent, true, "", "", 0, start) // the outcome carries the charge, once
 		if err := audit.WriteDurable(r.Context(), g.sink, e); err != nil {
 			c.finish("AUDIT_UNAVAILABLE")
 			p.local = &rpcError{code: CodeInternal, status: http.StatusServiceUnavailable, contract: "AUDIT_UNAVAILABLE", message: "Audit unavailable: the call was not forwarded"}
