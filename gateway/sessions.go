@@ -65,7 +65,8 @@ const (
 // tombstone naming its former subject: no other subject may use it, while
 // the former subject may (its 2xx answer confirms the binding again and
 // removes the tombstone). A session the downstream vouches for in a full
-// table holding none of its subject's (an initialize forwarded because it
+// table holding none of its subject's and no fair share to take (every
+// binding its subject's only one; an initialize forwarded because it
 // carries no id) is not bound but gets such a tombstone too, so that no one
 // else may claim it once room is made. Tombstones have a bounded table of
 // their own, each subject's share as large as maxSessionsPerSubject, so
@@ -229,11 +230,13 @@ func (s *sessions) bind(id, subject string) {
 }
 
 // confirmLocked binds id, unbound or bound unconfirmed, to subject,
-// confirmed, and removes its tombstone. Past maxSessionsPerSubject, or in a
-// full table, it takes the place of subject's oldest confirmed binding,
-// which leaves a tombstone; in a full table holding none of subject's, id
-// is left unbound with a tombstone naming subject, so that no other subject
-// may use it.
+// confirmed, and removes its tombstone. Past maxSessionsPerSubject it takes
+// the place of subject's oldest confirmed binding; in a full table, of the
+// oldest of the subject holding the most when that one holds at least two
+// more than subject, else of subject's own oldest (a displaced binding
+// leaves a tombstone). In a full table where subject holds none and no one
+// holds two, id is left unbound with a tombstone naming subject, so that no
+// other subject may use it.
 func (s *sessions) confirmLocked(id, subject string) {
 	if b, ok := s.owner[id]; ok {
 		s.removeLocked(id, b)
