@@ -209,7 +209,7 @@ func TestHandlerSeesCorrelationID(t *testing.T) {
 
 	sink = &memSink{}
 	seen = "unset"
-	mcpguard.Chain(mcpguard.Audit(sink, quiet))(handler)(context.Background(), r)
+	mcpguard.Chain(mustAudit(t, sink, &mcpguard.Options{Logger: quiet}))(handler)(context.Background(), r)
 	if evs := sink.all(); len(evs) != 1 || seen == "" || evs[0].CorrelationID != seen {
 		t.Errorf("Audit middleware: the handler saw %q, the record %+v", seen, evs)
 	}

@@ -57,7 +57,7 @@ func TestStandAloneRefusalsNameTheAuditRecord(t *testing.T) {
 			var s stub
 			h := mcpguard.Chain(
 				mcpguard.Recover(quiet),
-				mcpguard.Audit(sink, quiet),
+				mustAudit(t, sink, &mcpguard.Options{Logger: quiet}),
 				mcpguard.Authenticate(fixed(tc.id)),
 				mcpguard.Authorize(pol),
 				mcpguard.ValidateArguments(v),
@@ -119,7 +119,7 @@ func TestRecoverInsideAuditNamesTheRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &memSink{}
-			h := mcpguard.Chain(mcpguard.Authenticate(fixed(bob)), mcpguard.Audit(sink, quiet), mcpguard.Recover(quiet))(tc.handler)
+			h := mcpguard.Chain(mcpguard.Authenticate(fixed(bob)), mustAudit(t, sink, &mcpguard.Options{Logger: quiet}), mcpguard.Recover(quiet))(tc.handler)
 			res, err := h(context.Background(), req("echo", `{"text":"hi"}`))
 			if err != nil || res == nil || !res.IsError {
 				t.Fatalf("got %v, %v; want a tool error", mustJSON(res), err)
@@ -153,7 +153,7 @@ func TestProtocolErrorRefusalNamesARecordOfItsCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &memSink{}
-	h := mcpguard.Chain(mcpguard.Audit(sink, quiet), mcpguard.Authenticate(fixed(bob)), limit)((&stub{}).handle)
+	h := mcpguard.Chain(mustAudit(t, sink, &mcpguard.Options{Logger: quiet}), mcpguard.Authenticate(fixed(bob)), limit)((&stub{}).handle)
 	if res, err := h(context.Background(), req("echo", `{"text":"a"}`)); err != nil || res.IsError {
 		t.Fatalf("first call: %s %v", mustJSON(res), err)
 	}
@@ -183,7 +183,7 @@ func TestProtocolErrorRefusalNamesARecordOfItsCode(t *testing.T) {
 
 	// An unknown tool, refused by Authorize with the go-sdk's own error.
 	sink = &memSink{}
-	h = mcpguard.Chain(mcpguard.Audit(sink, quiet), mcpguard.Authenticate(fixed(bob)), mcpguard.Authorize(pol))((&stub{}).handle)
+	h = mcpguard.Chain(mustAudit(t, sink, &mcpguard.Options{Logger: quiet}), mcpguard.Authenticate(fixed(bob)), mcpguard.Authorize(pol))((&stub{}).handle)
 	if _, err := h(context.Background(), req("nope", `{}`)); !errors.As(err, &we) {
 		t.Fatalf("unknown tool: %v, want a JSON-RPC error", err)
 	}

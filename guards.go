@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,6 +76,9 @@ func Authenticate(a Authenticator) Middleware {
 			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 				return denied(ctx, authDenial(err)), nil
 			}
+			if ac := auditCall(ctx); ac != nil {
+				ac.id = id
+			}
 			return next(NewContext(ctx, id), req)
 		}
 	}
@@ -113,6 +118,9 @@ func Authorize(p *policy.Policy) Middleware {
 			if d.Code == policy.NotFound {
 				return nil, notFoundWire(name, 0)
 			}
+			if ac := auditCall(ctx); ac != nil {
+				ac.rule = d.Rule
+			}
 			if d.Code != policy.Allowed {
 				return denied(ctx, Deny(Code(d.Code.String()), d.Reason)), nil
 			}
@@ -148,41 +156,78 @@ func ValidateArguments(v *Validator) Middleware {
 				}
 				return denied(ctx, Deny(CodeInvalidArguments, "arguments failed validation")), nil
 			}
+			if ac := auditCall(ctx); ac != nil {
+				ac.valid = true
+			}
 			return next(ctx, req)
 		}
 	}
 }
 
-// Audit writes one outcome event per call to sink: the tool, the caller
-// from the context (when [Authenticate] ran before it), whether the result
-// was an error and the mcpguard code of a denial. A failing sink is
-// reported to log (nil means slog.Default) and does not change the result.
-// The call's correlation id goes into the context, and the guards inside
-// Audit ([Recover], [Authenticate], [Authorize], [ValidateArguments],
-// [Confirm], [Limit], [DryRun]) put it in their refusals, so that a
-// client's error names its audit record; a Recover outside Audit (the
-// pipeline's order) does not see it. A JSON-RPC error from a step in
-// protocol-error mode is recorded with the code in its data, and an
-// unknown tool's as TOOL_NOT_FOUND.
-func Audit(sink audit.Sink, log *slog.Logger) Middleware {
+// Audit writes one outcome event per call to sink: the tool, the caller,
+// whether the call was allowed and the mcpguard code of a denial. The call's
+// correlation id goes into the context, and the guards inside Audit
+// ([Recover], [Authenticate], [Authorize], [ValidateArguments], [Confirm],
+// [Limit], [DryRun]) put it in their refusals, so that a client's error
+// names its audit record; a Recover outside Audit (the pipeline's order)
+// does not see it. The guards inside also tell Audit what they learn, so
+// that its record is the one a [Guard] would write: the caller
+// ([Authenticate]), the tool's class ([Authorize] and the write-path
+// steps), that the arguments passed validation ([ValidateArguments]), that
+// the call is a dry run, and the spend [Limit] charged. A JSON-RPC error
+// from a step in protocol-error mode is recorded with the code in its data,
+// and an unknown tool's as TOOL_NOT_FOUND. A failing sink is reported to
+// the log and does not change the result.
+//
+// Audit takes the settings of opts (nil means defaults) that a [Guard]
+// uses for its records: ArgsKey (args_sha256 is then keyed, see
+// [Options].ArgsKey), Logger (nil means slog.Default), Now, SessionKey
+// (the session_id of a call whose MCP session has no id) and the
+// RecordArgs of Tools (fields recorded verbatim, only for arguments that a
+// ValidateArguments inside Audit passed). It ignores the others.
+//
+// Audit returns an error for a nil sink or an ArgsKey shorter than 16
+// bytes.
+func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
+	if sink == nil {
+		return nil, errors.New("mcpguard: nil audit sink")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if n := len(o.ArgsKey); n > 0 && n < 16 {
+		return nil, fmt.Errorf("mcpguard: ArgsKey of %d bytes, want at least 16", n)
+	}
+	key := slices.Clone(o.ArgsKey)
+	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	tools, sessionKey := maps.Clone(o.Tools), o.SessionKey
 	ids := new(corrid.Source)
 	ids.Init()
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c := newCall(time.Now(), ids)
+			c := newCall(now(), ids)
+			c.hashKey = key
 			c.name, c.id = toolName(req), FromContext(ctx)
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments
 			}
-			ctx = context.WithValue(ctx, corrKey{}, c.corr)
+			ctx = &auditCtx{Context: ctx, c: c, corr: c.corr}
 			write := func() {
+				if c.session == "" && sessionKey != nil && c.id != nil && c.id.Principal != nil {
+					c.session = sessionKey(req, c.id)
+				}
 				ev := &c.outcome
-				buildEvent(ev, time.Now(), nil, req, c, audit.PhaseOutcome)
+				buildEvent(ev, now(), tools[c.name].RecordArgs, req, c, audit.PhaseOutcome)
 				if werr := sink.Write(context.WithoutCancel(ctx), ev); werr != nil {
-					log.Error("mcpguard: audit record not written", "tool", c.name, "err", werr)
+					log.Error("mcpguard: audit record not written", "tool", c.name, "correlation_id", c.corr, "err", werr)
 				}
 			}
 			// A panic below is recorded too, then goes on up to the
@@ -209,7 +254,39 @@ func Audit(sink audit.Sink, log *slog.Logger) Middleware {
 			write()
 			return res, err
 		}
+	}, nil
+}
+
+// auditCtx is the context the [Audit] middleware gives the call: it
+// carries the correlation id, and the call whose record Audit writes, for
+// the guards inside to fill in (see [auditCall]).
+type auditCtx struct {
+	context.Context
+	c    *call
+	corr any // c.corr, boxed once
+}
+
+// auditKey is the context key of the [Audit] middleware's call.
+type auditKey struct{}
+
+func (a *auditCtx) Value(key any) any {
+	switch key {
+	case corrKey{}:
+		return a.corr
+	case auditKey{}:
+		return a.c
 	}
+	return a.Context.Value(key)
+}
+
+func (a *auditCtx) String() string { return fmt.Sprint(a.Context) + ".WithValue(mcpguard audit)" }
+
+// auditCall returns the call of the [Audit] middleware around ctx's call,
+// or nil. The guards inside Audit record in it what they learn; they run
+// before Audit writes its record, on the call's goroutine.
+func auditCall(ctx context.Context) *call {
+	c, _ := ctx.Value(auditKey{}).(*call)
+	return c
 }
 
 // wireDenial is the denial an error from below stands for in an audit

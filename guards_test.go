@@ -199,7 +199,7 @@ func TestValidateArgumentsGuard(t *testing.T) {
 func TestAuditGuard(t *testing.T) {
 	sink := &memSink{}
 	s := &stub{err: errors.New("x")}
-	h := mcpguard.Chain(mcpguard.Authenticate(fixed(bob)), mcpguard.Audit(sink, quiet), mcpguard.Recover(quiet))(s.handle)
+	h := mcpguard.Chain(mcpguard.Authenticate(fixed(bob)), mustAudit(t, sink, &mcpguard.Options{Logger: quiet}), mcpguard.Recover(quiet))(s.handle)
 	h(context.Background(), req("echo", `{"text":"hi"}`))
 	evs := sink.all()
 	if len(evs) != 1 {

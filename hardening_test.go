@@ -90,7 +90,7 @@ func TestTypedToolPlainErrorIsInternal(t *testing.T) {
 func TestAuditMiddlewareRecordsPanic(t *testing.T) {
 	sink := &memSink{}
 	s := &stub{boom: true}
-	h := mcpguard.Chain(mcpguard.Recover(quiet), mcpguard.Authenticate(fixed(bob)), mcpguard.Audit(sink, quiet))(s.handle)
+	h := mcpguard.Chain(mcpguard.Recover(quiet), mcpguard.Authenticate(fixed(bob)), mustAudit(t, sink, &mcpguard.Options{Logger: quiet}))(s.handle)
 	res, err := h(context.Background(), req("echo", `{"text":"hi"}`))
 	if got := codeOf(t, res, err); got != "INTERNAL" {
 		t.Fatalf("code %q, want INTERNAL", got)

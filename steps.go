@@ -21,9 +21,11 @@ import (
 // middleware outside it (or draws its own without one). The
 // signer given to Confirm and the limiter given to Limit are theirs,
 // whatever opts' Confirmer and Limiter say. In a chain they go in the pipeline's
-// order, inside Authenticate, [Authorize] and [ValidateArguments]:
+// order, inside Authenticate, [Authorize] and [ValidateArguments], with
+// auditStep the [Audit] middleware (given the same opts, its records are
+// the Guard's):
 //
-//	Chain(Recover(log), Audit(sink, log), Authenticate(a), Authorize(p),
+//	Chain(Recover(log), auditStep, Authenticate(a), Authorize(p),
 //		ValidateArguments(v), confirmStep, limitStep, dryRunStep)
 //
 // Each step also applies the policy again, argument limits included, and
@@ -154,6 +156,9 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 				return g.deny(c, d)
 			}
 			defer l.Release(ld)
+			if ac := auditCall(ctx); ac != nil {
+				ac.charged = c.charged
+			}
 			if c.dryRun {
 				// It spent nothing, so it is answered here: a handler
 				// inside that does not know of dry runs would really write.
@@ -274,6 +279,10 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 		return c, ToolOptions{}, notFound(c.name)
 	}
 	c.rule = d.Rule
+	ac := auditCall(ctx)
+	if ac != nil {
+		ac.rule = c.rule
+	}
 	if d.Code != policy.Allowed {
 		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
 	}
@@ -283,5 +292,9 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 		}
 	}
 	topts := g.opts.Tools[c.name]
-	return c, topts, g.plan(c, req, &topts)
+	pd := g.plan(c, req, &topts)
+	if ac != nil {
+		ac.dryRun = c.dryRun
+	}
+	return c, topts, pd
 }

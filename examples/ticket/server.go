@@ -130,7 +130,11 @@ func newApp(o appOptions) (a *app, err error) {
 	// token first (401 before 400), Recover turns the refusal into the
 	// guard's error result with the correlation id of the record that
 	// Audit writes to the same trail.
-	a.refuse = mcpguard.Chain(mcpguard.Audit(sink, o.Log), mcpguard.Recover(o.Log), mcpguard.Authenticate(authn))
+	auditStep, err := mcpguard.Audit(sink, &mcpguard.Options{ArgsKey: o.ArgsKey, Now: o.Now, Logger: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	a.refuse = mcpguard.Chain(auditStep, mcpguard.Recover(o.Log), mcpguard.Authenticate(authn))
 
 	a.guard, err = mcpguard.New(pol, authn, &mcpguard.Options{
 		Audit:   sink,
