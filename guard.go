@@ -25,8 +25,15 @@ type ToolOptions struct {
 	// configuration is wrong, not the caller).
 	Cost func(args map[string]any) (float64, error)
 	// DryRunAware declares that the handler honours dryrun.FromContext and
-	// touches nothing in dry-run. False means the guard never calls the
-	// handler in dry-run and answers with a simulated result.
+	// touches nothing in dry-run; its answer to a dry run is checked
+	// against the tool's output schema like any other. False means the
+	// guard never calls the handler in dry-run and answers with a
+	// simulated result ([dryrun.Result]). When the tool has an output
+	// schema that the simulated result does not fit (a typed tool's
+	// usually), the simulated result is a tool error (isError), which
+	// clients do not check against the schema, so that no client is handed
+	// a result that breaks the tool's contract; a DryRunAware handler can
+	// answer in the tool's own shape instead.
 	DryRunAware bool
 	// DryRun forces dry-run for every call of this tool.
 	DryRun bool

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,6 +20,9 @@ type toolEntry struct {
 	in   *Validator
 	out  *Validator
 	err  error // the tool failed its registration check: fail closed
+	// simRefused says that out refuses a simulated dry-run result
+	// (dryrun.Result), which is then answered as a tool error.
+	simRefused bool
 }
 
 func (e *toolEntry) checkOutput(res *mcp.CallToolResult) error {
@@ -62,6 +67,12 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 			return nil, fmt.Errorf("mcpguard: tool %q output schema: %w", t.Name, err)
 		}
 		e.out = out
+		// Step 9 answers the dry runs of a write tool that is not
+		// DryRunAware with a simulated result, which a client checks
+		// against the output schema like any other result.
+		if r, _ := g.pol.Resolve(t.Name); r.Class == policy.Write {
+			e.simRefused = e.checkOutput(dryrun.Result(t.Name, "Would run "+t.Name)) != nil
+		}
 	}
 	return e, nil
 }

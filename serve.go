@@ -218,7 +218,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return g.deny(c, d)
 		}
 		if !topts.DryRunAware {
-			return dryrun.Result(c.name, g.describe(c, topts)), nil
+			res := dryrun.Result(c.name, g.describe(c, topts))
+			// A result the output schema refuses would break a client
+			// that checks it (the MCP specification has them do so); the
+			// results of tool errors are not checked.
+			res.IsError = e.simRefused
+			return res, nil
 		}
 		ctx = dryrun.NewContext(ctx)
 	}

@@ -182,7 +182,11 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 // DryRunAware runs the handler with a dry-run context (dryrun.FromContext);
 // any other gets a simulated result (dryrun.Result, described by the tool's
 // Describe option or dryrun.Summary) and its handler does not run. Reads and
-// other calls pass through unchanged.
+// other calls pass through unchanged. Unlike a Guard, DryRun does not know
+// the tool's output schema, so its simulated result is always a success,
+// which a client may check against that schema and refuse: a tool with an
+// output schema (every typed tool) is best declared DryRunAware, with a
+// handler that answers dry runs in its own shape.
 //
 // DryRun returns an error for a nil policy, or for per-tool options of
 // tools p does not know.

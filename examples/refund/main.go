@@ -129,7 +129,8 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 		Audit:          sink,
 		Limiter:        lim,
 		Tools: map[string]mcpguard.ToolOptions{
-			"trigger_refund": {Cost: st.refundCost, RecordArgs: []string{"customer_id", "amount"}},
+			// Its dry runs answer in its own output shape (see triggerRefund).
+			"trigger_refund": {Cost: st.refundCost, RecordArgs: []string{"customer_id", "amount"}, DryRunAware: true},
 		},
 		Logger: log,
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -420,4 +422,58 @@ func TestCustomTokens(t *testing.T) {
 			t.Errorf("REFUND_MCP_TOKENS=%s: stderr does not name the variable:\n%s", bad, stderr)
 		}
 	}
+}
+
+// TestDryRun: a dry run of trigger_refund (asked for in the request's
+// _meta) answers in the tool's own output shape, which a client that checks
+// results against the output schema accepts, and refunds nothing.
+func TestDryRun(t *testing.T) {
+	cs, _ := connect(t, "", nil, alice)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+		Name:      "trigger_refund",
+		Arguments: map[string]any{"customer_id": "CUST-00001", "amount": 40, "reason": "a dry run of a refund"},
+		Meta:      mcp.Meta{dryrun.MetaKey: true},
+	})
+	if err != nil || res.IsError {
+		t.Fatalf("dry run: %v, %+v", err, res)
+	}
+	got := toMap(t, res.StructuredContent)
+	id, _ := got["refund_id"].(string)
+	if got["status"] != "dry_run" || got["found"] != true || got["amount"] != 40.0 || !strings.HasPrefix(id, dryrun.IDPrefix) {
+		t.Errorf("dry run result %v, want status dry_run, found, amount 40 and a %s id", got, dryrun.IDPrefix)
+	}
+	var schema *mcp.Tool
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tool.Name == "trigger_refund" {
+			schema = tool
+		}
+	}
+	if schema == nil {
+		t.Fatal("trigger_refund not listed")
+	}
+	v, err := mcpguard.NewValidator(toMap(t, schema.OutputSchema), &mcpguard.ValidationOptions{Lenient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Validate(mustMarshal(t, res.StructuredContent)); err != nil {
+		t.Errorf("dry run result does not fit the output schema: %v", err)
+	}
+	rec, _ := call(t, cs, "get_customer_record", map[string]any{"customer_id": "CUST-00001"})
+	if total := rec["customer"].(map[string]any)["refunded_total"]; total != 0.0 {
+		t.Errorf("refunded_total after a dry run = %v, want 0", total)
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -235,6 +236,20 @@ func (s *store) triggerRefund(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 	if !(in.Amount > 0 && in.Amount <= maxRefund) { // the schema guarantees it; never refund 0
 		return nil, fmt.Errorf("amount out of range after validation")
+	}
+	if dryrun.FromContext(ctx) {
+		// A dry run (the guard asked for one): what the refund would do,
+		// in the tool's output shape, with nothing refunded.
+		if _, ok := s.get(in.CustomerID); !ok {
+			return result(map[string]any{"found": false, "customer_id": in.CustomerID})
+		}
+		return result(map[string]any{
+			"found":       true,
+			"customer_id": in.CustomerID,
+			"refund_id":   dryrun.NewID(),
+			"amount":      in.Amount,
+			"status":      "dry_run",
+		})
 	}
 	refundID, total, ok := s.refund(in.CustomerID, in.Amount)
 	if !ok {
