@@ -238,6 +238,10 @@ func TestAuthenticatorUpstreamUnavailable(t *testing.T) {
 		{mcpguard.Deny(mcpguard.CodeUpstreamUnavailable, "the identity provider did not answer"), "UPSTREAM_UNAVAILABLE", "the identity provider did not answer", true},
 		{mcpguard.Deny(mcpguard.CodeUnauthenticated, "session expired"), "UNAUTHENTICATED", "session expired", false},
 		{errors.New("lookup of token sk-secret failed"), "UNAUTHENTICATED", "authentication required", false},
+		{mcpguard.Deny(mcpguard.CodeConcurrencyLimitExceeded, "too many session checks in flight"), "CONCURRENCY_LIMIT_EXCEEDED", "too many session checks in flight", true},
+		{retryIn(mcpguard.Deny(mcpguard.CodeRateLimitExceeded, "too many session checks"), 3*time.Second), "RATE_LIMIT_EXCEEDED", "too many session checks", true},
+		// A code an authenticator may not report: it knows nothing of tools.
+		{mcpguard.Deny(mcpguard.CodeForbidden, "admins only"), "UNAUTHENTICATED", "authentication required", false},
 	} {
 		authn := mcpguard.AuthenticatorFunc(func(context.Context, mcp.Request) (*mcpguard.Identity, error) { return nil, tc.err })
 		g, err := mcpguard.New(pol, authn, &mcpguard.Options{Logger: quiet})
@@ -260,6 +264,13 @@ func TestAuthenticatorUpstreamUnavailable(t *testing.T) {
 			raw, _ := json.Marshal(res.StructuredContent)
 			if json.Unmarshal(raw, &body) != nil || body.Error.Code != tc.code || body.Error.Message != tc.msg || body.Error.Retryable != tc.retryable {
 				t.Errorf("%s, authenticator error %v: %s; want %s %q retryable %v", name, tc.err, raw, tc.code, tc.msg, tc.retryable)
+			}
+			var de *mcpguard.DenialError
+			if errors.As(tc.err, &de) && tc.code == string(de.Code) {
+				var got *mcpguard.DenialError
+				if !errors.As(res.GetError(), &got) || got.RetryAfter != de.RetryAfter {
+					t.Errorf("%s, authenticator error %v: refusal %v, want its RetryAfter %v", name, tc.err, got, de.RetryAfter)
+				}
 			}
 		}
 	}
@@ -314,4 +325,9 @@ func TestArgsKeyHidesArguments(t *testing.T) {
 	if _, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{ArgsKey: []byte("short")}); err == nil {
 		t.Error("a 5-byte ArgsKey was accepted")
 	}
+}
+
+func retryIn(d *mcpguard.DenialError, after time.Duration) *mcpguard.DenialError {
+	d.RetryAfter = after
+	return d
 }

@@ -85,10 +85,12 @@ type Identity struct {
 // [ErrUnauthenticated] when there is no valid identity; it never invents a
 // default one, and it never reads tool arguments (the model writes those).
 // The call is refused with the error's code and message when the error is
-// a [*DenialError] with code UNAUTHENTICATED or UPSTREAM_UNAVAILABLE (the
-// identity provider could not be asked: retryable), so its message must be
-// safe to show; any other error is refused as UNAUTHENTICATED with a
-// message of the guard's.
+// a [*DenialError] with code UNAUTHENTICATED, UPSTREAM_UNAVAILABLE (the
+// identity provider could not be asked: retryable), RATE_LIMIT_EXCEEDED or
+// CONCURRENCY_LIMIT_EXCEEDED (the authenticator's own cap, such as one on
+// the calls it makes to the identity provider; with its RetryAfter), so its
+// message must be safe to show; any other error is refused as
+// UNAUTHENTICATED with a message of the guard's.
 // Implementations must be safe for concurrent use.
 type Authenticator interface {
 	Authenticate(ctx context.Context, req mcp.Request) (*Identity, error)

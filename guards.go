@@ -85,18 +85,21 @@ func Authenticate(a Authenticator) Middleware {
 }
 
 // authDenial is the refusal of a call whose caller could not be
-// authenticated (err from the Authenticator, or nil for no identity): an
-// UNAUTHENTICATED or UPSTREAM_UNAVAILABLE *DenialError of the
-// authenticator as it is, anything else UNAUTHENTICATED with a message of
-// the guard's (an error's text may hold a credential).
+// authenticated (err from the Authenticator, or nil for no identity): a
+// *DenialError of the authenticator with one of the codes an
+// [Authenticator] may report, as it is (its message, and for a cap its
+// wait), anything else UNAUTHENTICATED with a message of the guard's (an
+// error's text may hold a credential).
 func authDenial(err error) *DenialError {
 	var de *DenialError
 	if errors.As(err, &de) {
 		switch de.Code {
-		case CodeUnauthenticated:
-			return Deny(CodeUnauthenticated, de.Message)
-		case CodeUpstreamUnavailable:
-			return Deny(CodeUpstreamUnavailable, de.Message)
+		case CodeUnauthenticated, CodeUpstreamUnavailable:
+			return Deny(de.Code, de.Message)
+		case CodeRateLimitExceeded, CodeConcurrencyLimitExceeded:
+			d := Deny(de.Code, de.Message)
+			d.RetryAfter = de.RetryAfter
+			return d
 		}
 	}
 	return Deny(CodeUnauthenticated, "authentication required")

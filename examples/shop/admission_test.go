@@ -101,8 +101,8 @@ func TestPerUserRate(t *testing.T) {
 // TestGlobalInFlight: at most 32 calls (2 here) in flight across the
 // process, whoever makes them. A call that comes while the cap is taken is
 // refused at its session check, which takes a slot of the same cap, so it
-// never reaches the gateway: UPSTREAM_UNAVAILABLE, retryable (an
-// authenticator cannot answer CONCURRENCY_LIMIT_EXCEEDED).
+// never reaches the gateway: CONCURRENCY_LIMIT_EXCEEDED, retryable, as the
+// guard's own limit step would answer.
 func TestGlobalInFlight(t *testing.T) {
 	st := newStack(t, func(c *config) { c.inFlight = 2 }, nil)
 	h := st.gw.hold("GET", "/api/cart")
@@ -122,8 +122,8 @@ func TestGlobalInFlight(t *testing.T) {
 	grace := connect(t, st, sessionAdmin, nil)
 	before := len(st.gw.recorded())
 	e := toolErr(t, grace, "list_categories", map[string]any{})
-	if e["code"] != "UPSTREAM_UNAVAILABLE" || e["retryable"] != true || !strings.Contains(e["message"].(string), "in flight") {
-		t.Errorf("third call in flight: %v, want UPSTREAM_UNAVAILABLE (too many calls in flight), retryable", e)
+	if e["code"] != "CONCURRENCY_LIMIT_EXCEEDED" || e["retryable"] != true || !strings.Contains(e["message"].(string), "in flight") {
+		t.Errorf("third call in flight: %v, want CONCURRENCY_LIMIT_EXCEEDED (too many calls in flight), retryable", e)
 	}
 	if n := len(st.gw.recorded()) - before; n != 0 {
 		t.Errorf("third call in flight: %d gateway requests, want none (not even its session check)", n)

@@ -50,9 +50,9 @@ const sessionCheck = "GET /api/auth/me"
 func unauthenticated(msg string) error { return mcpguard.Deny(mcpguard.CodeUnauthenticated, msg) }
 
 // unavailable is the refusal of a call whose session could not be checked
-// (the gateway did not answer, failed, or the server is at its in-flight
-// cap): UPSTREAM_UNAVAILABLE, which the caller may retry; not
-// UNAUTHENTICATED, which would tell it to sign in again.
+// (the gateway did not answer or failed): UPSTREAM_UNAVAILABLE, which the
+// caller may retry; not UNAUTHENTICATED, which would tell it to sign in
+// again.
 func unavailable(msg string) error { return mcpguard.Deny(mcpguard.CodeUpstreamUnavailable, msg) }
 
 // Authenticate implements [mcpguard.Authenticator].
@@ -90,7 +90,12 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 		}
 		d := a.lim.AllowAt(ctx, now(), limiter.Request{Tool: sessionCheck, Calls: 0})
 		if !d.Allowed {
-			return nil, unavailable("the server has too many calls in flight; try again shortly")
+			if d.Err != nil && d.Limit.Kind == 0 { // the limiter failed, no limit refused
+				return nil, unavailable("the server could not admit the call; try again shortly")
+			}
+			// The server's in-flight cap, as the guard's own limit step
+			// would refuse it.
+			return nil, mcpguard.Deny(mcpguard.CodeConcurrencyLimitExceeded, "the server has too many calls in flight; try again shortly")
 		}
 		defer a.lim.Release(d)
 	}
