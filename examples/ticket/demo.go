@@ -108,7 +108,7 @@ func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir s
 		return err
 	}
 	defer a.Close()
-	rest := newRESTSessions(a.server)
+	rest := newRESTSessions(a.server, a.authn)
 	defer rest.Close()
 	d := &demoCaller{rest: rest}
 	ctx := context.Background()

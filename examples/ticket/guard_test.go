@@ -359,14 +359,16 @@ func TestAuditJSONLAndSQLiteReconstructASession(t *testing.T) {
 	ta.call(t, "token-alice", "s1", "create_ticket", ticketArgs())
 	ta.call(t, "", "s1", "search_docs", map[string]any{"query": ""})
 	ta.call(t, "token-bob", "s2", "search_docs", map[string]any{"query": ""})
-	ta.call(t, "token-bob", "s1", "search_docs", map[string]any{"query": ""})
+	// alice's session is hers: bob's call in it never reaches it.
+	if o := ta.call(t, "token-bob", "s1", "search_docs", map[string]any{"query": ""}); o.code != "FORBIDDEN" {
+		t.Errorf("bob in alice's session: %+v, want FORBIDDEN", o)
+	}
 
 	sid := restSessionID("s1")
 	want := []row{
 		{sid, "alice", "search_docs", "read", "", true, false},
 		{sid, "alice", "create_ticket", "write", "", true, true},
 		{sid, "", "search_docs", "", "UNAUTHENTICATED", false, false},
-		{sid, "bob", "search_docs", "read", "", true, false},
 	}
 	f := audit.Filter{SessionID: sid, Phase: audit.PhaseOutcome}
 	if diff := cmp.Diff(want, rows(ta.events(t, f))); diff != "" {

@@ -129,6 +129,9 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 	res, err := rest.call(r.Context(), r.Header, sid, tool, args)
 	var we *jsonrpc.Error
 	switch {
+	case errors.Is(err, errSessionOwned):
+		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool,
+			mcpguard.Deny(mcpguard.CodeForbidden, "X-Session-Id names a session another caller opened; choose another")))
 	case errors.As(err, &we) && we.Code == mcpguard.CodeToolNotFound.JSONRPC():
 		// The guard answers an unknown tool (and only that: its other
 		// refusals are tool results) with the go-sdk's own JSON-RPC error.
@@ -231,7 +234,7 @@ func checkLoopback(host string, allowRemote bool) error {
 
 // serveHTTP serves a on ln until ctx ends.
 func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) error {
-	rest := newRESTSessions(a.server)
+	rest := newRESTSessions(a.server, a.authn)
 	defer rest.Close()
 	srv := &http.Server{Handler: httpHandler(a, rest, log), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

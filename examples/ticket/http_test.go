@@ -161,6 +161,47 @@ func TestHTTPRateLimitReturns429(t *testing.T) {
 	}
 }
 
+// TestHTTPSessionsBelongToTheirFirstCaller: a REST session (X-Session-Id)
+// is the first authenticated caller's. Another caller naming it is refused
+// with 403 FORBIDDEN, audited, and spends none of its budget (the seed
+// let anyone who named a session share, and use up, its budget); a caller
+// without a valid token is refused as UNAUTHENTICATED as before.
+func TestHTTPSessionsBelongToTheirFirstCaller(t *testing.T) {
+	ta := newTestApp(t, nil) // 5 calls per session and window
+	base := startHTTP(t, ta)
+	call := func(tok string) restReply {
+		return restPost(t, base, "search_docs", tok, "mine", `{"arguments": {"query": ""}}`)
+	}
+	if r := call("token-alice"); r.status != 200 {
+		t.Fatalf("alice opens her session: %d %v", r.status, r.body)
+	}
+	for range 10 {
+		if r := call("token-bob"); r.status != 403 || r.code() != "FORBIDDEN" {
+			t.Fatalf("bob in alice's session: %d %v, want 403 FORBIDDEN", r.status, r.body)
+		}
+	}
+	if r := call(""); r.status != 401 {
+		t.Errorf("no token: %d %v, want 401", r.status, r.body)
+	}
+	for i := 2; i <= 5; i++ {
+		if r := call("token-alice"); r.status != 200 {
+			t.Fatalf("alice's call %d: %d %v; bob's refusals spent her budget", i, r.status, r.body)
+		}
+	}
+	if r := call("token-alice"); r.status != 429 {
+		t.Errorf("alice's sixth call: %d, want 429", r.status)
+	}
+	refused := 0
+	for _, e := range ta.events(t, audit.Filter{Subject: "bob"}) {
+		if e.Code == "FORBIDDEN" && !e.Allowed {
+			refused++
+		}
+	}
+	if refused != 10 {
+		t.Errorf("%d audited refusals of bob, want 10", refused)
+	}
+}
+
 // bearer adds an Authorization header to every request.
 type bearer struct {
 	tok  string

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 
+	"github.com/mcpguard/mcpguard"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -93,6 +95,7 @@ const maxRESTSessions = 1024
 // choke point. Safe for concurrent use.
 type restSessions struct {
 	server *mcp.Server
+	authn  mcpguard.Authenticator // the guard's, to tell whose a session is
 	client *mcp.Client
 
 	mu       sync.Mutex
@@ -101,13 +104,20 @@ type restSessions struct {
 }
 
 type restSession struct {
-	cs *mcp.ClientSession
-	ss *mcp.ServerSession
+	cs    *mcp.ClientSession
+	ss    *mcp.ServerSession
+	owner string // the first subject that used it; r.mu guards it
 }
 
-func newRESTSessions(s *mcp.Server) *restSessions {
+// errSessionOwned refuses a caller that names a REST session another
+// caller opened: sessions carry budgets, and one caller must not spend, or
+// use up, another's.
+var errSessionOwned = errors.New("the REST session belongs to another caller")
+
+func newRESTSessions(s *mcp.Server, authn mcpguard.Authenticator) *restSessions {
 	return &restSessions{
 		server:   s,
+		authn:    authn,
 		client:   mcp.NewClient(&mcp.Implementation{Name: "ticket-rest", Version: "v1.0.0"}, nil),
 		sessions: map[string]*restSession{},
 	}
@@ -117,15 +127,22 @@ func newRESTSessions(s *mcp.Server) *restSessions {
 // never equals the id of a Streamable HTTP session.
 func restSessionID(name string) string { return "rest-" + name }
 
-// get returns REST session name, opening it if needed. The session is
+// get returns REST session name for subject ("" for a caller without a
+// valid identity), opening it if needed, or errSessionOwned when another
+// subject used it first. A caller without an identity may use any session:
+// the guard refuses its calls before they cost anything. The session is
 // opened, and the oldest one beyond maxRESTSessions closed, outside r.mu:
 // closing a session waits for its calls in flight, and a slow one must not
 // stall the calls of every other session.
-func (r *restSessions) get(ctx context.Context, name string) (*mcp.ClientSession, error) {
+func (r *restSessions) get(ctx context.Context, name, subject string) (*mcp.ClientSession, error) {
 	r.mu.Lock()
 	s, ok := r.sessions[name]
+	admitted := ok && s.admitLocked(subject)
 	r.mu.Unlock()
 	if ok {
+		if !admitted {
+			return nil, errSessionOwned
+		}
 		return s.cs, nil
 	}
 	hdrs := &sync.Map{}
@@ -140,14 +157,16 @@ func (r *restSessions) get(ctx context.Context, name string) (*mcp.ClientSession
 		ss.Close()
 		return nil, err
 	}
-	s = &restSession{cs: cs, ss: ss}
+	s = &restSession{cs: cs, ss: ss, owner: subject}
 
 	var closing []*restSession
 	r.mu.Lock()
+	admitted = true
 	if cur, ok := r.sessions[name]; ok {
 		// Opened meanwhile by another call: use that one.
 		closing = append(closing, s)
 		s = cur
+		admitted = s.admitLocked(subject)
 	} else {
 		for len(r.order) >= maxRESTSessions {
 			old := r.order[0]
@@ -162,7 +181,23 @@ func (r *restSessions) get(ctx context.Context, name string) (*mcp.ClientSession
 	for _, c := range closing {
 		c.close()
 	}
+	if !admitted {
+		return nil, errSessionOwned
+	}
 	return s.cs, nil
+}
+
+// admitLocked reports whether subject may use s, which it then owns if no
+// one did; r.mu is held.
+func (s *restSession) admitLocked(subject string) bool {
+	switch {
+	case subject == "" || s.owner == subject:
+		return true
+	case s.owner == "":
+		s.owner = subject
+		return true
+	}
+	return false
 }
 
 func (s *restSession) close() {
@@ -171,9 +206,14 @@ func (s *restSession) close() {
 }
 
 // call calls tool with args in REST session name, as the caller that h
-// (the HTTP request's headers) authenticates.
+// (the HTTP request's headers) authenticates. It returns errSessionOwned
+// when another caller used the session first.
 func (r *restSessions) call(ctx context.Context, h http.Header, name, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	cs, err := r.get(ctx, name)
+	subject := ""
+	if id, err := r.authn.Authenticate(ctx, restRequest(h, tool)); err == nil && id != nil && id.Principal != nil {
+		subject = id.Principal.Subject
+	}
+	cs, err := r.get(ctx, name, subject)
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,7 @@ func TestReviewRESTEvictionDoesNotBlockOtherSessions(t *testing.T) {
 	}
 	// 3. Fill up to the cap with other sessions.
 	for i := 2; i < maxRESTSessions; i++ {
-		if _, err := ta.rest.get(ctx, fmt.Sprint("fill-", i)); err != nil {
+		if _, err := ta.rest.get(ctx, fmt.Sprint("fill-", i), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
