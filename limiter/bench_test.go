@@ -68,6 +68,31 @@ func BenchmarkAllow(b *testing.B) {
 	}
 }
 
+// BenchmarkRefund measures an in-memory decision, its refund and its
+// release for an existing key: the path of a call refused after it was
+// allowed. Compare with BenchmarkAllow.
+func BenchmarkRefund(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range benchOrder {
+		b.Run(name, func(b *testing.B) {
+			l := newBenchLimiter(b, name)
+			r := limiter.Request{Session: "s", User: "u", Tool: "t", Calls: 1, Cost: 1}
+			l.Release(l.AllowAt(ctx, t0, r))
+			b.ReportAllocs()
+			for b.Loop() {
+				d := l.AllowAt(ctx, t0, r)
+				if !d.Allowed {
+					b.Fatal("denied")
+				}
+				if err := l.Refund(ctx, t0, d); err != nil {
+					b.Fatal(err)
+				}
+				l.Release(d)
+			}
+		})
+	}
+}
+
 // BenchmarkAllowParallel is BenchmarkAllow under b.RunParallel. In the
 // _key_per_goroutine variants every goroutine has its own session and user
 // (many clients); otherwise all share one key, which serializes by design.

@@ -15,6 +15,21 @@
 // [Limiter.Release], which the caller defers so that the slots come back on
 // every way out: return, error, panic or cancellation.
 //
+// # Refunds
+//
+// A call can still be refused after it was allowed and charged, before its
+// handler runs: a write whose audit record cannot be made, a confirmation
+// already used. [Limiter.Refund] gives back the calls and cost such a
+// Decision took, so that a call that never ran consumes nothing and its
+// retry is not refused for a budget it never used. Each Rate and Spend
+// bucket moves back by exactly what the reservation moved it forward,
+// never past full: a refund right after the decision restores the state
+// before it, and a later one gives back at most what was taken. A refund
+// frees no in-flight slot (Release still does, exactly once), and it is
+// not idempotent: refund a Decision at most once. Refunds are opt-in for
+// stores (a [RefundStore]); both built-in stores refund, and on another
+// store Refund returns an error that unwraps to [ErrRefundUnsupported].
+//
 // # Semantics
 //
 // Rate and spend limits use GCRA, a token bucket measured in time: a bucket

@@ -72,6 +72,50 @@ func ExampleLimiter_Release() {
 	// recovered: the handler crashed
 }
 
+// A write is allowed and charged, then refused before it runs because its
+// audit record cannot be written. Refund gives its call and cost back, so
+// that the client's retry is not refused for a budget the failed call never
+// used; without the refund, the third call would be denied.
+func ExampleLimiter_Refund() {
+	l, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.Session, Max: 2, Window: time.Minute},
+		{Kind: limiter.Spend, Scope: limiter.Session, Max: 10, Window: time.Minute},
+	}, nil)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	auditUp := false
+	call := func(i int) {
+		d := l.AllowAt(ctx, now, limiter.Request{Session: "s", Tool: "refund_order", Write: true, Calls: 1, Cost: 5})
+		defer l.Release(d)
+		if !d.Allowed {
+			fmt.Printf("call %d: denied by %v, retry after %v\n", i, d.Limit, d.RetryAfter)
+			return
+		}
+		if !auditUp {
+			if err := l.Refund(ctx, now, d); err != nil {
+				fmt.Printf("call %d: refund failed: %v\n", i, err)
+				return
+			}
+			fmt.Printf("call %d: audit unavailable, refused and refunded\n", i)
+			return
+		}
+		fmt.Printf("call %d: ran\n", i)
+	}
+	call(1)
+	auditUp = true
+	for i := 2; i <= 4; i++ {
+		call(i)
+	}
+	// Output:
+	// call 1: audit unavailable, refused and refunded
+	// call 2: ran
+	// call 3: ran
+	// call 4: denied by rate 2/1m0s per session, retry after 30s
+}
+
 func ExampleCheckCost() {
 	for _, cost := range []float64{2.5, -1} {
 		fmt.Println(limiter.CheckCost(cost))

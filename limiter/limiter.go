@@ -20,6 +20,9 @@ var (
 	// ErrStoreUnavailable reports a [Store] that could not decide (Redis
 	// unreachable or too slow, for instance).
 	ErrStoreUnavailable = errors.New("limiter: store unavailable")
+	// ErrRefundUnsupported reports a [Limiter.Refund] on a store that does
+	// not refund (it is not a [RefundStore] whose Refunds reports true).
+	ErrRefundUnsupported = errors.New("limiter: store cannot refund")
 )
 
 // maxLimits is the most limits a Limiter takes (the bits of Decision.held).
@@ -63,8 +66,10 @@ type Request struct {
 
 // A Decision is the outcome of [Limiter.AllowAt]. When Allowed, the call
 // holds an in-flight slot under every Concurrency limit that applies, until
-// it is handed back to [Limiter.Release]. A Decision is a small value; it
-// holds no allocation.
+// it is handed back to [Limiter.Release]. An allowed Decision also
+// remembers the calls and cost it took from the Rate and Spend limits, so
+// that [Limiter.Refund] can give them back should the call be refused
+// before it runs. A Decision is a small value; it holds no allocation.
 type Decision struct {
 	// Allowed says whether the call may proceed.
 	Allowed bool
@@ -84,6 +89,8 @@ type Decision struct {
 	Err error
 
 	session, user, tool string
+	calls               int     // Request.Calls taken, if allowed by the store
+	cost                float64 // Request.Cost taken, if allowed by the store
 	lease               uint64
 	held                uint64 // bit i: holds a slot of limits[i]
 }
@@ -100,6 +107,7 @@ type Limiter struct {
 	failOpenW bool
 	lease     atomic.Uint64
 	abandons  chan struct{} // a token per abandon running; nil: the store leases no slots
+	refunds   bool          // the store carries out Refund batches
 }
 
 // maxAbandons bounds the abandons a Limiter runs at once: when a store is
@@ -149,6 +157,9 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 	if ls, ok := l.store.(LeaseStore); ok && ls.LeasesSlots() {
 		l.abandons = make(chan struct{}, maxAbandons)
 	}
+	if rs, ok := l.store.(RefundStore); ok && rs.Refunds() {
+		l.refunds = true
+	}
 	var seed [8]byte
 	rand.Read(seed[:])
 	l.lease.Store(binary.LittleEndian.Uint64(seed[:]))
@@ -165,7 +176,8 @@ func (l *Limiter) Limits() []Limit { return append([]Limit(nil), l.limits...) }
 //
 // Every allowed Decision must be passed to [Limiter.Release] exactly once
 // when the call ends, on every way out (use defer); a Decision that holds
-// no slot may be released too, at no cost.
+// no slot may be released too, at no cost. An allowed call that is refused
+// before it runs may give its calls and cost back with [Limiter.Refund].
 func (l *Limiter) AllowAt(ctx context.Context, now time.Time, r Request) Decision {
 	if err := CheckCost(r.Cost); err != nil {
 		return Decision{Err: err}
@@ -207,9 +219,9 @@ func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 		c := &cs[len(cs)-1]
 		c.lim, c.key, c.n, c.index = &l.mem[i], r.key(lim.Scope), n, uint8(i)
 	}
-	denied, wait := l.memStore.apply(now.UnixNano(), cs, false)
+	denied, wait := l.memStore.apply(now.UnixNano(), cs, opReserve)
 	if denied < 0 {
-		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, held: held}
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, held: held}
 	}
 	return Decision{Limit: l.limits[cs[denied].index], RetryAfter: max(wait, 0)}
 }
@@ -228,7 +240,7 @@ func (l *Limiter) releaseMemory(d *Decision) {
 			c.lim, c.key = &l.mem[i], r.key(l.limits[i].Scope)
 		}
 	}
-	l.memStore.apply(0, cs, true)
+	l.memStore.apply(0, cs, opRelease)
 }
 
 // key returns the bucket key of r within a limit of scope s.
@@ -246,7 +258,7 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	checks, held := l.build(make([]Check, 0, len(l.limits)), r, false, 0)
+	checks, held := l.build(make([]Check, 0, len(l.limits)), r, opReserve, 0)
 	if len(checks) == 0 {
 		return Decision{Allowed: true}
 	}
@@ -284,7 +296,7 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 	defer func() { <-l.abandons }()
 	start := time.Now()
-	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, true, held)
+	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, opRelease, held)
 	wait := 50 * time.Millisecond
 	for range 8 {
 		b := &Batch{Release: true, Abandon: true, Lease: lease, Checks: checks}
@@ -296,10 +308,11 @@ func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 	}
 }
 
-// build appends to dst the checks of the limits that apply to r (only
-// concurrency ones when release is set, and only those in held then) and
-// returns them with the set of concurrency limits among them.
-func (l *Limiter) build(dst []Check, r Request, release bool, held uint64) ([]Check, uint64) {
+// build appends to dst the checks of the limits that apply to r for o (for
+// a release, only the concurrency ones in held; for a refund, only the rate
+// and spend ones) and returns them with the set of concurrency limits among
+// them.
+func (l *Limiter) build(dst []Check, r Request, o op, held uint64) ([]Check, uint64) {
 	var conc uint64
 	for i := range l.limits {
 		lim := &l.limits[i]
@@ -315,7 +328,9 @@ func (l *Limiter) build(dst []Check, r Request, release bool, held uint64) ([]Ch
 		case Concurrency:
 			c.N = 1
 		}
-		if c.N == 0 || release && (lim.Kind != Concurrency || held&(1<<i) == 0) {
+		if c.N == 0 ||
+			o == opRelease && (lim.Kind != Concurrency || held&(1<<i) == 0) ||
+			o == opRefund && lim.Kind == Concurrency {
 			continue
 		}
 		switch lim.Scope {
@@ -334,7 +349,7 @@ func (l *Limiter) build(dst []Check, r Request, release bool, held uint64) ([]Ch
 
 func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
 	if b.Denied < 0 {
-		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, lease: lease, held: held}
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, lease: lease, held: held}
 	}
 	if b.Denied >= len(b.Checks) {
 		return Decision{Err: fmt.Errorf("%w: store reported check %d of %d", ErrStoreUnavailable, b.Denied, len(b.Checks))}
@@ -352,13 +367,14 @@ func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
 
 // Release frees the in-flight slots d holds. Call it exactly once for every
 // allowed Decision, whether the call returned, failed, panicked or was
-// cancelled; releasing a Decision that holds no slot does nothing. A second
-// Release of the same Decision is a caller's bug with different effects per
-// store: the Redis store ignores it (its slots are leases), the memory
-// store frees a slot another call holds. Release
-// does not depend on any request context: a store that needs one gets a
-// fresh context and bounds the wait itself. If a shared store cannot be
-// reached, its slots come back when their lease expires.
+// cancelled, and whether or not d was refunded ([Limiter.Refund] frees no
+// slot, and Release gives back no calls or cost); releasing a Decision that
+// holds no slot does nothing. A second Release of the same Decision is a
+// caller's bug with different effects per store: the Redis store ignores it
+// (its slots are leases), the memory store frees a slot another call holds.
+// Release does not depend on any request context: a store that needs one
+// gets a fresh context and bounds the wait itself. If a shared store cannot
+// be reached, its slots come back when their lease expires.
 func (l *Limiter) Release(d Decision) {
 	if d.held == 0 {
 		return
@@ -368,7 +384,7 @@ func (l *Limiter) Release(d Decision) {
 		return
 	}
 	r := Request{Session: d.session, User: d.user, Tool: d.tool}
-	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, true, d.held)
+	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, opRelease, d.held)
 	b := &Batch{Release: true, Lease: d.lease, Checks: checks}
 	_ = l.store.Apply(context.Background(), time.Now(), b)
 }

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -63,11 +64,33 @@ func NewMemoryStore() *MemoryStore {
 	return s
 }
 
-// Apply carries out b at time now; it never fails. See [Store].
+// Apply carries out b at time now; see [Store] and [Batch]. It fails only
+// for a batch that is not valid (Release and Refund both set), and then
+// changes nothing.
 func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
-	s.applyBatch(now.UnixNano(), b)
-	return nil
+	return s.applyBatch(now.UnixNano(), b)
 }
+
+// Refunds implements [RefundStore]: the store carries out Refund batches. A
+// refund moves a bucket's theoretical arrival time back by what the
+// reservation added; a bucket that is then full is kept as a full one (so
+// that the next call on the key need not allocate) and goes at the next
+// sweep. Refunding the same reservation twice gives back its units twice,
+// units other calls took, never past a full bucket.
+func (s *MemoryStore) Refunds() bool { return true }
+
+// op is what the store does with a set of checks.
+type op uint8
+
+const (
+	opReserve op = iota // take units and slots, if every check allows
+	opRelease           // free in-flight slots
+	opRefund            // give back rate and spend units
+)
+
+// fullTAT is the theoretical arrival time of a refunded bucket that is
+// full: the same as no entry at any time.
+const fullTAT = math.MinInt64
 
 // Len returns the number of (limit, key) entries held, idle ones not yet
 // evicted included.
@@ -135,12 +158,20 @@ type memCheck struct {
 }
 
 // applyBatch carries out a public Batch.
-func (s *MemoryStore) applyBatch(now int64, b *Batch) {
-	if b.Release && b.Abandon {
+func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
+	o := opReserve
+	switch {
+	case b.Release && b.Refund:
+		return errors.New("limiter: a batch cannot both release and refund")
+	case b.Release && b.Abandon:
 		// Slots here are counts, not leases: a failed reservation cannot
 		// be told apart from a successful one, so there is nothing to free.
 		b.Denied = -1
-		return
+		return nil
+	case b.Release:
+		o = opRelease
+	case b.Refund:
+		o = opRefund
 	}
 	var lbuf [stackChecks]memLimit
 	var cbuf [stackChecks]memCheck
@@ -153,12 +184,13 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) {
 		ls = append(ls, memLimit{id: c.ID, kind: c.Kind, max: c.Max, window: int64(c.Window)})
 		cs = append(cs, memCheck{lim: &ls[i], key: c.Key, n: c.N})
 	}
-	b.Denied, b.RetryAfter = s.apply(now, cs, b.Release)
+	b.Denied, b.RetryAfter = s.apply(now, cs, o)
+	return nil
 }
 
-// apply decides or releases cs atomically and returns the index of the
-// denying check (or -1) and the wait, as in [Batch].
-func (s *MemoryStore) apply(now int64, cs []memCheck, release bool) (int, time.Duration) {
+// apply decides, releases or refunds cs atomically, as o says, and returns
+// the index of the denying check (or -1) and the wait, as in [Batch].
+func (s *MemoryStore) apply(now int64, cs []memCheck, o op) (int, time.Duration) {
 	// Lock the shards involved in ascending order, each once: all scopes
 	// of one decision are decided under the same locks, and two decisions
 	// never wait on each other in a cycle.
@@ -184,16 +216,20 @@ func (s *MemoryStore) apply(now int64, cs []memCheck, release bool) (int, time.D
 	for _, idx := range order {
 		sh := &s.shards[idx]
 		sh.mu.Lock()
-		// Not on release: its now is zero, at which no rate or spend entry
-		// is idle, and the sweep would only double the threshold.
-		if !release && len(sh.m) >= sh.next {
+		// Only on reserve: a release's now is zero, at which no rate or
+		// spend entry is idle, and the sweep would only double the
+		// threshold; a refund adds no entry.
+		if o == opReserve && len(sh.m) >= sh.next {
 			sh.sweep(now)
 		}
 	}
 	denied, wait := -1, time.Duration(0)
-	if release {
+	switch o {
+	case opRelease:
 		s.release(cs)
-	} else {
+	case opRefund:
+		s.refund(now, cs)
+	default:
 		denied, wait = s.decide(now, cs)
 	}
 	for _, idx := range order {
@@ -210,6 +246,27 @@ func (s *MemoryStore) release(cs []memCheck) {
 		}
 		if st := s.shards[c.shard].m[memKey{c.lim.id, c.key}]; st != nil && st.inflight > 0 {
 			st.inflight-- // an entry left idle goes at the next sweep
+		}
+	}
+}
+
+// refund moves the theoretical arrival time of every rate and spend check
+// back by the increment a reservation of its n adds. A bucket full at now,
+// or absent, stays so; one that the refund fills is marked full. The locks
+// of the checks' shards are held.
+func (s *MemoryStore) refund(now int64, cs []memCheck) {
+	for i := range cs {
+		c := &cs[i]
+		if c.lim.kind == Concurrency {
+			continue
+		}
+		st := s.shards[c.shard].m[memKey{c.lim.id, c.key}]
+		if st == nil || st.tat <= now {
+			continue
+		}
+		st.tat -= increment(c.lim.window, c.n, c.lim.max)
+		if st.tat <= now {
+			st.tat = fullTAT
 		}
 	}
 }

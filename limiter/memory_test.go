@@ -23,6 +23,19 @@ func TestMemoryStoreThroughInterface(t *testing.T) {
 	})
 }
 
+// TestMemoryStoreRefundsThroughInterface runs the kit, refund cases
+// included, with the MemoryStore behind another type that keeps its Refunds
+// method, so the limiter sends it Refund batches through Apply.
+func TestMemoryStoreRefundsThroughInterface(t *testing.T) {
+	limitertest.Run(t, func(t *testing.T) limiter.Store {
+		return memoryBehind{limiter.NewMemoryStore()}
+	})
+}
+
+// memoryBehind hides a MemoryStore's type from the limiter, which then
+// takes its generic path, keeping its methods.
+type memoryBehind struct{ *limiter.MemoryStore }
+
 // TestManyLimits applies more limits to one call than the limiter handles
 // without allocating, on both paths.
 func TestManyLimits(t *testing.T) {

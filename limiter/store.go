@@ -14,12 +14,14 @@ import (
 type Store interface {
 	// Apply carries out b at time now: it reserves the units of every
 	// check or, when b.Release is set, frees the in-flight slots held
-	// under b.Lease. See [Batch] for the contract. A store with its own
-	// clock (a Redis server's TIME) may use that instead of now.
+	// under b.Lease, or, when b.Refund is set (a [RefundStore] only), gives
+	// back the units a reservation took. See [Batch] for the contract. A
+	// store with its own clock (a Redis server's TIME) may use that instead
+	// of now.
 	//
-	// Apply returns an error only when the decision could not be made (the
-	// store is unreachable, ctx is done); then it must not have changed any
-	// state, as far as it can tell.
+	// Apply returns an error only when the batch could not be carried out
+	// (the store is unreachable, ctx is done, the batch is not valid); then
+	// it must not have changed any state, as far as it can tell.
 	Apply(ctx context.Context, now time.Time, b *Batch) error
 }
 
@@ -58,6 +60,21 @@ type LeaseStore interface {
 	LeasesSlots() bool
 }
 
+// A RefundStore is a [Store] that can give back what a reservation took
+// from its Rate and Spend buckets, for a call that was allowed but never
+// ran: [Limiter.Refund] sends it a batch with Refund set. Refunds are opt-in:
+// the [Limiter] sends refund batches only to a RefundStore whose Refunds
+// reports true, and a store that is not one keeps working unchanged (its
+// Limiter's Refund returns an error that unwraps to [ErrRefundUnsupported]).
+// The [MemoryStore] and the Redis store in limiter/redislimit are
+// RefundStores.
+type RefundStore interface {
+	Store
+	// Refunds reports that the store carries out Refund batches as
+	// [Batch] describes.
+	Refunds() bool
+}
+
 // A Batch is one atomic operation on a [Store].
 //
 // When Release is false, the store reserves: it evaluates every check
@@ -73,9 +90,30 @@ type LeaseStore interface {
 // error, a timeout say) although it may have been carried out, or may still
 // arrive: the store frees what it took and, if it can, makes sure that a
 // reservation of Lease arriving later takes nothing.
+//
+// When Refund is true (and Release false), the store gives back what an
+// allowed reservation of the same Rate and Spend checks took, for a call
+// that never ran: for every Rate and Spend check it moves the bucket's
+// theoretical arrival time (TAT) back by the increment a reservation of N
+// units adds (Window*N/Max, rounded exactly as for the reservation). A TAT
+// that ends at or before now is a full bucket, which the store may keep or
+// drop. A bucket already full at now, or a key the store does not have
+// (evicted or expired: full), is left as it is, so a refund never fills a
+// bucket past Max and never creates state. A refund right after the
+// reservation thus restores exactly the state before it, and a later one
+// gives back at most what the reservation took. Concurrency checks are
+// ignored: a refund frees no slot (a release does). A refund is not
+// idempotent: every refund batch gives back its units again, whether or not
+// they were refunded before. It is never denied and reports nothing; Lease
+// is zero.
 type Batch struct {
 	// Release selects a release instead of a reservation.
 	Release bool
+	// Refund selects a refund instead of a reservation (only with Release
+	// false: a batch with both is not valid, and a store returns an error
+	// for it and changes nothing). The [Limiter] sends it only to a
+	// [RefundStore] whose Refunds reports true.
+	Refund bool
 	// Abandon marks a release of a reservation whose outcome the caller
 	// never learned (only with Release). The [Limiter] sends it only to a
 	// [LeaseStore]; a store that counts slots must ignore it (it cannot
@@ -88,10 +126,11 @@ type Batch struct {
 	// Checks are the limits that apply to the call.
 	Checks []Check
 
-	// Denied is set by the store: the index in Checks of the check that
-	// denied the call, or -1 when it was allowed. When several checks deny,
-	// it is the Rate or Spend check with the longest wait, or a check that
-	// can never allow the call, or else a Concurrency check.
+	// Denied is set by the store for a reservation: the index in Checks of
+	// the check that denied the call, or -1 when it was allowed. When
+	// several checks deny, it is the Rate or Spend check with the longest
+	// wait, or a check that can never allow the call, or else a Concurrency
+	// check.
 	Denied int
 	// RetryAfter is set by the store on denial: how long from now until
 	// every Rate and Spend check would allow the call if nothing else took

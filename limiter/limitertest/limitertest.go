@@ -17,7 +17,10 @@ var t0 = time.Unix(1_700_000_000, 0)
 
 // Run runs the conformance tests as subtests of t. newStore returns a store
 // with no state for the limits and keys a subtest uses (a fresh store, or
-// one under a fresh key prefix); it is called once per subtest.
+// one under a fresh key prefix); it is called once per subtest. The refund
+// subtests (named refund_*) run only for a store that is a
+// [limiter.RefundStore] whose Refunds reports true, and are skipped for
+// any other.
 func Run(t *testing.T, newStore func(t *testing.T) limiter.Store) {
 	t.Helper()
 	tests := []struct {
@@ -32,6 +35,11 @@ func Run(t *testing.T, newStore func(t *testing.T) limiter.Store) {
 		{"concurrency_slots_released", testConcurrency},
 		{"scopes_and_tools", testScopesAndTools},
 		{"cost_above_max_never_fits", testNever},
+		{"refund_restores_units", testRefundRestores},
+		{"refund_of_denied_gives_nothing", testRefundDenied},
+		{"refund_only_its_tool_and_keys", testRefundScopes},
+		{"refund_later_stays_within_limit", testRefundLater},
+		{"refund_keeps_slots", testRefundKeepsSlots},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,8 +59,43 @@ func brokenStores() map[string]func(t *testing.T) limiter.Store {
 				return err
 			})
 		},
+		"ignores_refunds": func(*testing.T) limiter.Store {
+			// Says it refunds, and gives nothing back.
+			m := limiter.NewMemoryStore()
+			return refunder{func(ctx context.Context, now time.Time, b *limiter.Batch) error {
+				if b.Refund {
+					return nil
+				}
+				return m.Apply(ctx, now, b)
+			}}
+		},
+		"refunds_twice": func(*testing.T) limiter.Store {
+			// Gives back twice what a decision took (a refund retried
+			// after a lost reply, say).
+			m := limiter.NewMemoryStore()
+			return refunder{func(ctx context.Context, now time.Time, b *limiter.Batch) error {
+				if b.Refund {
+					if err := m.Apply(ctx, now, b); err != nil {
+						return err
+					}
+				}
+				return m.Apply(ctx, now, b)
+			}}
+		},
 	}
 }
+
+// mustFail names, for some broken stores, a subtest of the kit that must
+// be among those that fail for it.
+var mustFail = map[string]string{
+	"ignores_refunds": "refund_restores_units",
+	"refunds_twice":   "refund_restores_units",
+}
+
+// refunder is a store function that says it refunds.
+type refunder struct{ limiter.StoreFunc }
+
+func (refunder) Refunds() bool { return true }
 
 // TestKitCatchesBrokenStores runs the kit, in a child process, against
 // stores that break the contract, and expects it to fail for each.
@@ -86,6 +122,9 @@ func TestKitCatchesBrokenStores(t *testing.T) {
 				}
 			}
 			t.Logf("store %s failed %v", name, failed)
+			if want, ok := mustFail[name]; ok && !slices.Contains(failed, want) {
+				t.Errorf("store %s failed %v, want %s among them", name, failed, want)
+			}
 		})
 	}
 }

@@ -46,9 +46,9 @@ func agreeOutcome(d limiter.Decision) string {
 	return fmt.Sprintf("denied by %v, retry %v", d.Limit, d.RetryAfter)
 }
 
-// TestMemoryAndRedisAgree runs one random sequence of calls, releases and
-// times (forwards and sometimes backwards) against the in-memory store and
-// the Redis store and compares every decision. Limits and costs are chosen
+// TestMemoryAndRedisAgree runs one random sequence of calls, refunds,
+// releases and times (forwards and sometimes backwards) against the
+// in-memory store and the Redis store and compares every decision. Limits and costs are chosen
 // so that every increment is a whole number of microseconds.
 func TestMemoryAndRedisAgree(t *testing.T) {
 	c := agreeClient(t)
@@ -63,7 +63,13 @@ func TestMemoryAndRedisAgree(t *testing.T) {
 	mem, red := agreePair(t, c, "agree:", limits...)
 	rng := rand.New(rand.NewPCG(agreeSeed, 2))
 	ctx := context.Background()
-	type pair struct{ m, r limiter.Decision }
+	type pair struct {
+		m, r     limiter.Decision
+		refunded bool
+	}
+	// Refunds draw from their own source, so that the sequence of calls
+	// stays the one it was before refunds existed.
+	refunds := rand.New(rand.NewPCG(agreeSeed, 3))
 	var held []pair
 	at := time.Duration(0)
 	costs := []float64{0, 0.5, 1, 2, 5, 11, 25}
@@ -73,6 +79,18 @@ func TestMemoryAndRedisAgree(t *testing.T) {
 			at += time.Duration(rng.IntN(400)) * time.Millisecond
 		case x == 5:
 			at -= time.Duration(rng.IntN(300)) * time.Millisecond
+		}
+		if len(held) > 0 && refunds.IntN(4) == 0 {
+			// Refund an allowed call not refunded yet, at the current time.
+			j := refunds.IntN(len(held))
+			if !held[j].refunded {
+				now := agreeT0.Add(at)
+				em, er := mem.Refund(ctx, now, held[j].m), red.Refund(ctx, now, held[j].r)
+				if em != nil || er != nil {
+					t.Fatalf("step %d at t0%+v: refund: memory %v, redis %v", i, at, em, er)
+				}
+				held[j].refunded = true
+			}
 		}
 		if len(held) > 0 && rng.IntN(3) == 0 {
 			j := rng.IntN(len(held))
@@ -97,7 +115,7 @@ func TestMemoryAndRedisAgree(t *testing.T) {
 			t.Fatalf("step %d at t0%+v, %+v: memory %s, redis %s", i, at, r, om, or)
 		}
 		if dm.Allowed {
-			held = append(held, pair{dm, dr})
+			held = append(held, pair{m: dm, r: dr})
 		}
 	}
 }

@@ -27,6 +27,14 @@
 // without one, its rate and spend are taken twice, so a client for the
 // limiter is best set not to retry (MaxRetries -1 in go-redis).
 //
+// The store refunds ([limiter.RefundStore]): [limiter.Limiter.Refund] is one
+// script round trip, at the server's time, that moves each rate and spend
+// bucket back by what the decision took, never past full (a bucket the
+// refund fills is deleted). A refund that times out may still be applied
+// by Redis later; the limiter reports it failed. Refunds are not
+// idempotent: one that the client retries after a lost reply gives back
+// twice, another reason to set the client not to retry.
+//
 // On Redis Cluster, all keys of one decision must live in one slot: the
 // default key prefix carries the hash tag {mcpguard-limiter} for that.
 package redislimit

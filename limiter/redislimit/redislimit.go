@@ -80,6 +80,14 @@ func New(client redis.Scripter, opts *Options) *Store {
 // named by their token, so a failed reservation's slot can be abandoned.
 func (s *Store) LeasesSlots() bool { return true }
 
+// Refunds implements [limiter.RefundStore]: a refund is one script round
+// trip that moves every rate and spend bucket back by what the reservation
+// took, at the Redis server's time (at the limiter's time with
+// [Options].ClientTime), never past full: a bucket that the refund fills is
+// deleted, and one already full or absent is left as it is. A second
+// refund of the same reservation gives back its units again.
+func (s *Store) Refunds() bool { return true }
+
 // Key returns the Redis key holding the state of check c.
 func (s *Store) Key(c limiter.Check) string {
 	return s.prefix + c.ID + ":" + c.Key
@@ -87,8 +95,12 @@ func (s *Store) Key(c limiter.Check) string {
 
 // Apply carries out b in one round trip; see [limiter.Store]. It returns an
 // error when Redis does not answer within the timeout, ctx is done, or the
-// script fails.
+// script fails, and, without a round trip, for a batch that is not valid
+// (Release and Refund both set, a check of an invalid kind).
 func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) error {
+	if b.Release && b.Refund {
+		return errors.New("redislimit: a batch cannot both release and refund")
+	}
 	keys := make([]string, len(b.Checks))
 	args := make([]any, 4, 4+4*len(b.Checks))
 	args[0] = ""
@@ -96,11 +108,13 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		args[0] = now.UnixMicro()
 	}
 	args[1] = "a"
-	if b.Release {
+	switch {
+	case b.Release && b.Abandon:
+		args[1] = "x"
+	case b.Release:
 		args[1] = "r"
-		if b.Abandon {
-			args[1] = "x"
-		}
+	case b.Refund:
+		args[1] = "f"
 	}
 	args[2] = s.instance + ":" + strconv.FormatUint(b.Lease, 36)
 	args[3] = s.leaseUS
@@ -145,7 +159,7 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		}
 		return fmt.Errorf("redislimit: %w", r.err)
 	}
-	if b.Release {
+	if b.Release || b.Refund {
 		return nil
 	}
 	if len(r.v) != 2 || r.v[0] < -1 || r.v[0] >= int64(len(b.Checks)) {

@@ -2,22 +2,37 @@ package redislimit
 
 import "github.com/redis/go-redis/v9"
 
-// script decides or releases one batch. KEYS are the state keys of the
-// checks; ARGV are: now in microseconds or "" for the server's TIME, "a"
-// (acquire), "r" (release) or "x" (abandon: release, and make a late
-// acquire of the token take nothing), the lease token, the lease in
-// microseconds,
-// then per check its kind ("r", "s", "c"), N, Max and window in
-// microseconds. It returns {denied, wait}: the 0-based index of the denying
-// check or -1 (-2: the lease was abandoned, nothing taken), and the wait in
-// microseconds (-1: never).
+// script decides, releases or refunds one batch. KEYS are the state keys of
+// the checks; ARGV are: now in microseconds or "" for the server's TIME, "a"
+// (acquire), "r" (release), "x" (abandon: release, and make a late acquire
+// of the token take nothing) or "f" (refund: give back the rate and spend
+// units an acquire of the same checks took), the lease token, the lease in
+// microseconds, then per check its kind ("r", "s", "c"), N, Max and window
+// in microseconds. It returns {denied, wait}: the 0-based index of the
+// denying check or -1 (-2: the lease was abandoned, nothing taken), and the
+// wait in microseconds (-1: never); a release, abandon or refund returns
+// {-1, 0}.
 //
 // Every check is evaluated before anything is written, so a denied batch
 // changes nothing. Rate and spend keys hold the GCRA theoretical arrival
 // time and expire when it has passed (the bucket is full: same as absent).
 // Concurrency keys are sorted sets of lease tokens scored by expiry.
+//
+// A refund moves a TAT back by the increment the acquire added, computed
+// the same way, and sets the key's expiry to the new TAT; a TAT that ends
+// at or before now is a full bucket, and its key is deleted. A key absent,
+// or whose TAT is already at or before now, is left as it is.
 var script = redis.NewScript(`
 local function int(x) return string.format('%.0f', x) end
+-- increment is the GCRA emission interval of n units of max per win
+-- microseconds, rounded down, and never zero (see limiter.Limit).
+local function increment(n, max, win)
+  local inc = math.floor(win * n / max)
+  if inc < 1 then
+    inc = 1
+  end
+  return inc
+end
 local now = tonumber(ARGV[1])
 if not now then
   local t = redis.call('TIME')
@@ -49,6 +64,25 @@ if ARGV[2] == 'x' then
   end
   return {-1, 0}
 end
+if ARGV[2] == 'f' then
+  -- A refund: every rate and spend bucket gets back what the acquire took,
+  -- never past full. It frees no slot.
+  for i = 1, #KEYS do
+    local b = 1 + 4 * i
+    if ARGV[b] ~= 'c' then
+      local tat = tonumber(redis.call('GET', KEYS[i]))
+      if tat and tat > now then
+        tat = tat - increment(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]))
+        if tat > now then
+          redis.call('SET', KEYS[i], int(tat), 'PX', int(math.ceil((tat - now) / 1000)))
+        else
+          redis.call('DEL', KEYS[i])
+        end
+      end
+    end
+  end
+  return {-1, 0}
+end
 for i = 1, #KEYS do
   if ARGV[1 + 4 * i] == 'c' then
     local sc = redis.call('ZSCORE', KEYS[i], token)
@@ -73,10 +107,7 @@ for i = 1, #KEYS do
       denied = i - 1
     end
   else
-    local inc = math.floor(win * n / max)
-    if inc < 1 then
-      inc = 1 -- a positive cost is never free (see limiter.Limit)
-    end
+    local inc = increment(n, max, win)
     if inc > win then
       if not never then
         never, denied, wait = true, i - 1, -1

@@ -1,0 +1,98 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Refund gives back to every Rate and Spend limit the units that the
+// allowed Decision d took from it (d's calls to Rate limits, its cost to
+// Spend limits, under d's session and user keys, and only to the limits
+// that applied to d's tool), for a call that was admitted but never ran:
+// one refused after AllowAt by a later step, such as a write whose audit
+// record could not be made. d must come from l.
+//
+// Each bucket moves back by exactly what the reservation moved it forward,
+// and never past full: a refund right after AllowAt restores the state
+// before it, and a later one gives back at most what d took (a bucket that
+// has meanwhile refilled completely gets nothing). Stores with their own
+// clock (Redis) refund at their own time rather than now.
+//
+// Refund does not free d's in-flight slots: [Limiter.Release] still does
+// that, exactly once, whether or not d was refunded.
+//
+// A Decision that was not allowed, that took nothing (no calls and no cost,
+// or no Rate or Spend limit applied to its tool), or that was allowed only
+// because the store failed (fail open: its Err is set and nothing is known
+// to have been taken) gives back nothing, and Refund returns nil.
+//
+// Call Refund at most once per Decision. Refunds are not idempotent: a
+// second Refund of the same Decision gives back its units again, units that
+// other calls took, in both built-in stores: the [MemoryStore] and the
+// Redis store each move the buckets back once more, never past full.
+//
+// When l's store is not a [RefundStore] whose Refunds reports true, Refund
+// changes nothing and returns an error that unwraps to
+// [ErrRefundUnsupported]. When the store fails (unreachable, too slow, or
+// ctx is done), Refund returns an error that unwraps to
+// [ErrStoreUnavailable]; the store then has given back nothing, as far as
+// it can tell. On the in-memory store it never fails and, like AllowAt,
+// does not allocate.
+func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
+	if !d.Allowed || d.calls == 0 && d.cost == 0 {
+		return nil
+	}
+	if l.memStore != nil {
+		l.refundMemory(now, &d)
+		return nil
+	}
+	r := Request{Session: d.session, User: d.user, Tool: d.tool, Calls: d.calls, Cost: d.cost}
+	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, opRefund, 0)
+	if len(checks) == 0 {
+		return nil
+	}
+	if !l.refunds {
+		return fmt.Errorf("%w: %T is not a RefundStore whose Refunds reports true", ErrRefundUnsupported, l.store)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := l.store.Apply(ctx, now, &Batch{Refund: true, Checks: checks}); err != nil {
+		return fmt.Errorf("%w: refund: %w", ErrStoreUnavailable, err)
+	}
+	return nil
+}
+
+// refundMemory is Refund on the in-memory store, without allocating for up
+// to stackChecks limits.
+func (l *Limiter) refundMemory(now time.Time, d *Decision) {
+	var buf [stackChecks]memCheck
+	cs := buf[:0]
+	if len(l.limits) > stackChecks {
+		cs = make([]memCheck, 0, len(l.limits))
+	}
+	r := Request{Session: d.session, User: d.user}
+	for i := range l.limits {
+		lim := &l.limits[i]
+		if lim.Tool != "" && lim.Tool != d.tool {
+			continue
+		}
+		var n float64
+		switch lim.Kind {
+		case Rate:
+			n = float64(d.calls)
+		case Spend:
+			n = d.cost
+		}
+		if n == 0 {
+			continue
+		}
+		cs = cs[:len(cs)+1]
+		c := &cs[len(cs)-1]
+		c.lim, c.key, c.n = &l.mem[i], r.key(lim.Scope), n
+	}
+	if len(cs) > 0 {
+		l.memStore.apply(now.UnixNano(), cs, opRefund)
+	}
+}
