@@ -76,7 +76,11 @@ type Options struct {
 	// caller to write again. False (the default) lets the read proceed and
 	// reports the failure to Logger.
 	AuditFailClosed bool
-	// Limiter applies rate, spend and in-flight caps. Nil means none.
+	// Limiter applies rate, spend and in-flight caps. Nil means none. A
+	// call the limiter admitted and that is refused before its handler runs
+	// (a write without a durable intent, a confirmation found used) is given
+	// back its calls and cost ([limiter.Limiter.Refund]): a refused call
+	// consumes nothing.
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.

@@ -201,10 +201,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		calls = 0 // the first round counted this logical call against the rate
 	}
 
-	// 8. Limit.
+	// 8. Limit. A call refused from here on before it runs is given back
+	// what it was charged: a refused call consumes nothing.
+	var ld limiter.Decision
 	if g.opts.Limiter != nil {
-		ld, d := g.charge(ctx, req, c, calls)
-		if d != nil {
+		var d *DenialError
+		if ld, d = g.charge(ctx, req, c, calls); d != nil {
 			return g.deny(c, d)
 		}
 		defer g.opts.Limiter.Release(ld)
@@ -215,6 +217,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 9. Dry-run.
 	if c.dryRun {
 		if d := g.consume(ctx, c); d != nil {
+			g.refund(ctx, c, ld)
 			return g.deny(c, d)
 		}
 		if !topts.DryRunAware {
@@ -233,10 +236,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		if aerr := g.auditIntent(ctx, req, c); aerr != nil {
 			g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", c.name, "correlation_id", c.corr, "err", aerr)
 			c.detail = "write-ahead intent not recorded"
+			g.refund(ctx, c, ld)
 			return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
 		}
 	}
 	if d := g.consume(ctx, c); d != nil {
+		g.refund(ctx, c, ld)
 		return g.deny(c, d)
 	}
 	c.idCtx = identityCtx{Context: ctx, id: id, corr: c.corr}
@@ -404,6 +409,20 @@ func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, c
 	}
 	c.charged = spend
 	return ld, nil
+}
+
+// refund gives back what step 8 charged c, whose decision was ld (the zero
+// Decision without a limiter), for a call refused before it ran. A refund
+// the limiter could not make is logged, and the record's cost stays what
+// was charged.
+func (g *Guard) refund(ctx context.Context, c *call, ld limiter.Decision) {
+	if l := g.opts.Limiter; l != nil {
+		if err := l.Refund(context.WithoutCancel(ctx), g.now(), ld); err != nil {
+			g.log.Error("mcpguard: the charge of a refused call was not given back", "tool", c.name, "correlation_id", c.corr, "err", err)
+			return
+		}
+	}
+	c.charged = 0
 }
 
 // failedWrite marks d, the refusal of a call whose handler ran and failed,

@@ -156,19 +156,17 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 				return g.deny(c, d)
 			}
 			defer l.Release(ld)
+			if d := g.consume(ctx, c); d != nil {
+				g.refund(ctx, c, ld) // refused: it consumes nothing
+				return g.deny(c, d)
+			}
 			if ac := auditCall(ctx); ac != nil {
 				ac.charged = c.charged
 			}
 			if c.dryRun {
 				// It spent nothing, so it is answered here: a handler
 				// inside that does not know of dry runs would really write.
-				if d := g.consume(ctx, c); d != nil {
-					return g.deny(c, d)
-				}
 				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
-			}
-			if d := g.consume(ctx, c); d != nil {
-				return g.deny(c, d)
 			}
 			return g.sealed(c)(next(ctx, req))
 		}

@@ -56,8 +56,10 @@ type Options struct {
 	// Limiter, if non-nil, applies rate, spend and in-flight caps to every
 	// allowed tools/call before it is forwarded, keyed by the Mcp-Session-Id
 	// header (session scope) and the principal's subject (user scope). A
-	// refused call gets -32029 and HTTP 429 with Retry-After. Nil means no
-	// caps.
+	// refused call gets -32029 and HTTP 429 with Retry-After. A call it
+	// admitted that is then refused without being forwarded (a write
+	// without a durable intent) is given back its calls and cost. Nil means
+	// no caps.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. args reads the call's top-level numeric

@@ -661,6 +661,63 @@ func TestWriteIntentUnavailable(t *testing.T) {
 	}
 }
 
+// TestWriteIntentUnavailableChargesNothing: a write refused because its
+// intent could not be made was never forwarded, so the limiter gives back
+// what it charged: the retry, once the trail is back, passes a spend and a
+// rate cap that the first attempt alone would have used up, and the
+// refusal's record has cost 0.
+func TestWriteIntentUnavailableChargesNothing(t *testing.T) {
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write, Cost: 5}}
+	cfg.WriteAllowlist = []string{"trigger_refund"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Spend, Scope: limiter.User, Max: 5, Window: time.Hour},
+		{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	down.Store(true)
+	var mu sync.Mutex
+	var costs []float64
+	sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
+		if e.Phase == audit.PhaseIntent {
+			if down.Load() {
+				return errors.New("disk full")
+			}
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		costs = append(costs, e.Cost)
+		return nil
+	})
+	rg := newRig(t, &Options{Policy: pol, Audit: sink, Limiter: lim})
+	if got := rg.post(t, viewer, call(`1`, "trigger_refund", `{"amount":5}`)); got.status != http.StatusServiceUnavailable {
+		t.Fatalf("with the trail down: status %d, want 503: %s", got.status, got.body)
+	}
+	down.Store(false)
+	if got := rg.post(t, viewer, call(`2`, "trigger_refund", `{"amount":5}`)); got.status != http.StatusOK {
+		t.Fatalf("the retry with the trail back: status %d, want 200: %s", got.status, got.body)
+	}
+	if got := rg.post(t, viewer, call(`3`, "trigger_refund", `{"amount":5}`)); got.status != http.StatusTooManyRequests {
+		t.Errorf("a third call: status %d, want 429 (the retry was charged): %s", got.status, got.body)
+	}
+	if n := len(rg.down.log()); n != 1 {
+		t.Errorf("%d calls forwarded, want 1", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(costs) != 3 || costs[0] != 0 || costs[1] != 5 || costs[2] != 0 {
+		t.Errorf("outcome costs %v, want [0 5 0]", costs)
+	}
+}
+
 func TestAuditRecordsProtocolAndSession(t *testing.T) {
 	var mu sync.Mutex
 	var events []audit.Event

@@ -38,6 +38,20 @@ type callState struct {
 	done   bool
 }
 
+// refund gives back the calls and cost the limiter charged the call, which
+// is refused before it is forwarded, and makes its record's cost 0. A
+// refund the limiter could not make is logged, and the record keeps the
+// charge.
+func (c *callState) refund() {
+	if c.hasLim {
+		if err := c.g.lim.Refund(context.Background(), c.g.now(), c.lim); err != nil {
+			c.g.log.Error("the charge of a refused call was not given back", "cid", c.cid, "tool", c.tool, "err", err)
+			return
+		}
+	}
+	c.cost = 0
+}
+
 // finish releases the call's in-flight slot and writes its outcome event.
 // code is "" for a relayed answer, else the error-contract name.
 func (c *callState) finish(code string) {
@@ -266,6 +280,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	if d.Rule.Class == policy.Write && g.sink != nil {
 		e := g.event(pr, cid, ri, m.tool, class, m.args, audit.PhaseIntent, true, "", "", 0, start) // the outcome carries the charge, once
 		if err := audit.WriteDurable(r.Context(), g.sink, e); err != nil {
+			c.refund() // never forwarded: it consumes nothing
 			c.finish("AUDIT_UNAVAILABLE")
 			p.local = &rpcError{code: CodeInternal, status: http.StatusServiceUnavailable, contract: "AUDIT_UNAVAILABLE", message: "Audit unavailable: the call was not forwarded"}
 			return p
