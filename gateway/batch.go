@@ -244,6 +244,9 @@ func memberHeaders(h http.Header, m *message) {
 // dropped: the client did not accept a stream).
 func (g *Gateway) collect(pr *policy.Principal, m *member) [][]byte {
 	if m.err != nil {
+		if m.err.unsent {
+			m.p.call.refund()
+		}
 		return g.synth(m, m.err, "")
 	}
 	var out [][]byte

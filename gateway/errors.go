@@ -39,6 +39,9 @@ type rpcError struct {
 	data       map[string]any
 	retryAfter time.Duration
 	challenge  string // WWW-Authenticate value of a 401
+	// unsent says the request was refused before anything of it was sent
+	// downstream, so a tools/call it carried is given back its charge.
+	unsent bool
 }
 
 func errParse() *rpcError {

@@ -222,18 +222,26 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	ids := header.Values(hdrSession)
 	if len(ids) > 1 {
 		// Only one could be checked; a downstream might read another.
-		return nil, errInvalidRequest("more than one " + hdrSession + " header")
+		e := errInvalidRequest("more than one " + hdrSession + " header")
+		e.unsent = true
+		return nil, e
 	}
 	sid := ""
 	if len(ids) == 1 {
 		sid = ids[0]
 		if !validSessionID(sid) {
 			g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "invalid session id")
-			return nil, errSessionID()
+			e := errSessionID()
+			e.unsent = true
+			return nil, e
 		}
 		if !g.sessions.admit(sid, pr.Subject) {
+			// checkSession allowed it, but the id was bound to another
+			// principal since, or the table filled up.
 			g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal or no room")
-			return nil, errSession()
+			e := errSession()
+			e.unsent = true
+			return nil, e
 		}
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), ctxKey{}, pr))
@@ -318,6 +326,9 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	start := g.now()
 	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body)
 	if uerr != nil {
+		if uerr.unsent {
+			call.refund()
+		}
 		call.finish(uerr.contract)
 		if uerr.status == 499 {
 			return

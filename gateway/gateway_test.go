@@ -738,3 +738,67 @@ func TestAuditRecordsProtocolAndSession(t *testing.T) {
 		t.Errorf("event = %+v", e)
 	}
 }
+
+// hookStore is a MemoryStore that runs hook before each reservation.
+type hookStore struct {
+	*limiter.MemoryStore
+	hook func()
+}
+
+func (s *hookStore) Apply(ctx context.Context, now time.Time, b *limiter.Batch) error {
+	if !b.Release && !b.Refund && s.hook != nil {
+		s.hook()
+	}
+	return s.MemoryStore.Apply(ctx, now, b)
+}
+
+// TestSessionLostAfterChargeChargesNothing: a call whose session id another
+// principal took between the session check and the forwarding (here, while
+// the limiter decides) is refused without being forwarded, and the limiter
+// gives back what it charged: the caller's next call passes a rate cap of
+// one call.
+func TestSessionLostAfterChargeChargesNothing(t *testing.T) {
+	store := &hookStore{MemoryStore: limiter.NewMemoryStore()}
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}},
+		&limiter.Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var costs []float64
+	var mu sync.Mutex
+	sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		costs = append(costs, e.Cost)
+		return nil
+	})
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = append(cfg.Tools, policy.ToolRule{Name: "lookup", Class: policy.Read, Cost: 2})
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := newRig(t, &Options{Policy: pol, Limiter: lim, Audit: sink})
+	g := rg.gw.Config.Handler.(*Gateway)
+	store.hook = func() {
+		store.hook = nil
+		if !g.sessions.admit("taken-meanwhile", "admin") {
+			t.Error("admin could not take the session")
+		}
+	}
+	got := rg.post(t, viewer, call(`1`, "lookup", ""), "Mcp-Session-Id", "taken-meanwhile")
+	if got.status != http.StatusNotFound {
+		t.Fatalf("status %d, want 404 (session not found): %s", got.status, got.body)
+	}
+	if n := len(rg.down.log()); n != 0 {
+		t.Fatalf("%d requests forwarded, want none", n)
+	}
+	if got := rg.post(t, viewer, call(`2`, "lookup", "")); got.status != http.StatusOK {
+		t.Errorf("the next call: status %d, want 200 (the refused one was charged): %s", got.status, got.body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(costs) != 2 || costs[0] != 0 || costs[1] != 2 {
+		t.Errorf("outcome costs %v, want [0 2]", costs)
+	}
+}

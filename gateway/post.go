@@ -24,25 +24,30 @@ type plan struct {
 
 // callState follows one allowed tools/call until its response is relayed.
 type callState struct {
-	g      *Gateway
-	pr     *policy.Principal
-	cid    string
-	ri     reqInfo
-	tool   string
-	class  string
-	args   []byte
-	cost   float64
-	start  time.Time
-	lim    limiter.Decision
-	hasLim bool
-	done   bool
+	g        *Gateway
+	pr       *policy.Principal
+	cid      string
+	ri       reqInfo
+	tool     string
+	class    string
+	args     []byte
+	cost     float64
+	start    time.Time
+	lim      limiter.Decision
+	hasLim   bool
+	done     bool
+	refunded bool
 }
 
 // refund gives back the calls and cost the limiter charged the call, which
-// is refused before it is forwarded, and makes its record's cost 0. A
-// refund the limiter could not make is logged, and the record keeps the
-// charge.
+// is refused before it is forwarded, and makes its record's cost 0; call
+// it before finish, at most once. A refund the limiter could not make is
+// logged, and the record keeps the charge.
 func (c *callState) refund() {
+	if c == nil || c.done || c.refunded {
+		return
+	}
+	c.refunded = true
 	if c.hasLim {
 		if err := c.g.lim.Refund(context.Background(), c.g.now(), c.lim); err != nil {
 			c.g.log.Error("the charge of a refused call was not given back", "cid", c.cid, "tool", c.tool, "err", err)
