@@ -106,14 +106,18 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		if r := recover(); r != nil {
 			g.log.Error("mcpguard: tool handler panicked", "tool", c.name, "correlation_id", c.corr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			c.detail = "panic"
-			res, err = g.deny(c, Deny(CodeInternal, "the tool failed unexpectedly"))
+			d := Deny(CodeInternal, "the tool failed unexpectedly")
+			if c.running { // the handler panicked: it may have written
+				d = c.failedWrite(d)
+			}
+			res, err = g.deny(c, d)
 		} else if c.running {
 			// The handler left by runtime.Goexit (t.FailNow, log.Fatal's
 			// kin in a test helper): nothing was returned, so nothing is
 			// recorded as allowed.
 			c.running = false
 			c.detail = "handler exited without returning (runtime.Goexit)"
-			c.denial = Deny(CodeInternal, "the tool failed unexpectedly")
+			c.denial = c.failedWrite(Deny(CodeInternal, "the tool failed unexpectedly"))
 		}
 		// A write that ran keeps its result even when its outcome cannot
 		// be recorded: its durable intent stands for it, and a retryable
@@ -286,7 +290,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			if sc.code == CodeInvalidArguments {
 				return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
 			}
-			return g.deny(c, Deny(CodeInvalidResponse, "the tool returned a malformed result"))
+			return g.deny(c, c.failedWrite(Deny(CodeInvalidResponse, "the tool returned a malformed result")))
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return g.deny(c, c.failedWrite(Deny(CodeUpstreamUnavailable, "the tool timed out")))
@@ -294,11 +298,11 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		if errors.Is(err, ErrUpstreamUnavailable) {
 			return g.deny(c, c.failedWrite(Deny(CodeUpstreamUnavailable, "the tool's upstream is unavailable")))
 		}
-		return g.deny(c, Deny(CodeInternal, "the tool failed"))
+		return g.deny(c, c.failedWrite(Deny(CodeInternal, "the tool failed")))
 	}
 	if res == nil {
 		c.detail = "handler returned no result"
-		return g.deny(c, Deny(CodeInternal, "the tool returned no result"))
+		return g.deny(c, c.failedWrite(Deny(CodeInternal, "the tool returned no result")))
 	}
 	// The handler asks for more input: its next round comes back through
 	// the guard with this state, sealed.
@@ -310,7 +314,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if e.out != nil && !res.IsError && res.InputRequests == nil {
 		if oerr := e.checkOutput(res); oerr != nil {
 			c.detail = "output: " + oerr.Error()
-			return g.deny(c, Deny(CodeInvalidResponse, "the tool returned a malformed result"))
+			return g.deny(c, c.failedWrite(Deny(CodeInvalidResponse, "the tool returned a malformed result")))
 		}
 	}
 	if res.IsError {
@@ -425,9 +429,10 @@ func (g *Guard) refund(ctx context.Context, c *call, ld limiter.Decision) {
 	c.charged = 0
 }
 
-// failedWrite marks d, the refusal of a call whose handler ran and failed,
-// as not retryable when the call is a write: the write may have been made,
-// and a retry could make it twice.
+// failedWrite marks d, the refusal of a call whose handler ran and failed
+// (an error, a panic, no result, a malformed one), as not retryable when
+// the call is a write, and says why: the write may have been made, and a
+// retry could make it twice.
 func (c *call) failedWrite(d *DenialError) *DenialError {
 	if c.rule.Class == policy.Write && !c.dryRun {
 		d.RetryAfter = -1
