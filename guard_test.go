@@ -184,10 +184,10 @@ func TestToolsListFilteredPerRole(t *testing.T) {
 			}
 			cs := h.connect(nil, clientOpts{version: v})
 			_, err := cs.ListTools(context.Background(), nil)
-			if err == nil || !strings.Contains(err.Error(), "authentication") {
-				t.Errorf("unauthenticated tools/list error = %v, want an authentication error", err)
-			}
 			var we *jsonrpc.Error
+			if !errors.As(err, &we) || !strings.Contains(string(we.Data), `"code":"UNAUTHENTICATED"`) {
+				t.Errorf("unauthenticated tools/list error = %v, want an UNAUTHENTICATED error", err)
+			}
 			if !errors.As(err, &we) || !strings.Contains(string(we.Data), `"correlation_id":"`) {
 				t.Errorf("unauthenticated tools/list error = %#v, want a correlation_id in its data", err)
 			}

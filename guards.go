@@ -76,7 +76,7 @@ func Authenticate(a Authenticator) Middleware {
 			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 				return denied(ctx, authDenial(err)), nil
 			}
-			if ac := auditCall(ctx); ac != nil {
+			if ac := auditCall(ctx, req); ac != nil {
 				ac.id = id
 			}
 			return next(NewContext(ctx, id), req)
@@ -121,7 +121,7 @@ func Authorize(p *policy.Policy) Middleware {
 			if d.Code == policy.NotFound {
 				return nil, notFoundWire(name, 0)
 			}
-			if ac := auditCall(ctx); ac != nil {
+			if ac := auditCall(ctx, req); ac != nil {
 				ac.rule = d.Rule
 			}
 			if d.Code != policy.Allowed {
@@ -159,7 +159,7 @@ func ValidateArguments(v *Validator) Middleware {
 				}
 				return denied(ctx, Deny(CodeInvalidArguments, "arguments failed validation")), nil
 			}
-			if ac := auditCall(ctx); ac != nil {
+			if ac := auditCall(ctx, req); ac != nil {
 				ac.valid = true
 			}
 			return next(ctx, req)
@@ -217,7 +217,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c := newCall(now(), ids)
-			c.hashKey = key
+			c.hashKey, c.req = key, req
 			c.name, c.id = toolName(req), FromContext(ctx)
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments
@@ -284,11 +284,17 @@ func (a *auditCtx) Value(key any) any {
 
 func (a *auditCtx) String() string { return fmt.Sprint(a.Context) + ".WithValue(mcpguard audit)" }
 
-// auditCall returns the call of the [Audit] middleware around ctx's call,
-// or nil. The guards inside Audit record in it what they learn; they run
-// before Audit writes its record, on the call's goroutine.
-func auditCall(ctx context.Context) *call {
+// auditCall returns the call of the [Audit] middleware around ctx's call
+// of req, or nil. The guards inside Audit record in it what they learn;
+// they run before Audit writes its record, on the call's goroutine. A
+// handler inside Audit that runs another guarded call with its context
+// (a dispatcher) passes another request, whose guards must not rewrite
+// this record: the call is returned only for the request Audit saw.
+func auditCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 	c, _ := ctx.Value(auditKey{}).(*call)
+	if c == nil || c.req != req {
+		return nil
+	}
 	return c
 }
 

@@ -342,9 +342,9 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authn.Authenticate(ctx, req)
 	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
-		d := Deny(CodeUnauthenticated, "authentication required")
+		d := authDenial(err)           // as a tools/call's: a cap or a provider down is not "sign in again"
 		d.CorrelationID = g.ids.Next() // as every refusal of the guard has one
-		g.log.Warn("mcpguard: tools/list refused: authentication required", "correlation_id", d.CorrelationID)
+		g.log.Warn("mcpguard: tools/list refused", "code", d.Code, "correlation_id", d.CorrelationID)
 		return nil, d.JSONRPCError(0)
 	}
 	gen := g.reg.generation()

@@ -53,7 +53,8 @@ type call struct {
 	sumBuf  [256]byte // the hash, and room for small arguments' canonical form
 	sum     string
 	summed  bool
-	hashKey []byte // Options.ArgsKey: the records' hash is keyed
+	hashKey []byte               // Options.ArgsKey: the records' hash is keyed
+	req     *mcp.CallToolRequest // the request of an Audit middleware's call (auditCall)
 	idCtx   identityCtx
 	outcome audit.Event
 }

@@ -160,7 +160,7 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 				g.refund(ctx, c, ld) // refused: it consumes nothing
 				return g.deny(c, d)
 			}
-			if ac := auditCall(ctx); ac != nil {
+			if ac := auditCall(ctx, req); ac != nil {
 				ac.charged = c.charged
 			}
 			if c.dryRun {
@@ -281,7 +281,7 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 		return c, ToolOptions{}, notFound(c.name)
 	}
 	c.rule = d.Rule
-	ac := auditCall(ctx)
+	ac := auditCall(ctx, req)
 	if ac != nil {
 		ac.rule = c.rule
 	}
