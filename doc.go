@@ -41,7 +41,8 @@
 // # Chaining
 //
 // Each step is also a stand-alone [Middleware] ([Recover], [Authenticate],
-// [Authorize], [ValidateArguments], [Confirm], [Limit], [DryRun], [Audit]).
+// [Authorize], [ValidateArguments], [Confirm], [Limit], [DryRun],
+// [WriteAhead], [ValidateOutput], [Audit]).
 // [Chain] composes them with
 // the first listed outermost: Chain(a, b, c)(h) == a(b(c(h))). [When]
 // applies a middleware to some calls only. [Guard.Wrap] guards a single raw

@@ -62,7 +62,7 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 	}
 	e := &toolEntry{tool: t, in: in}
 	if t.OutputSchema != nil {
-		out, err := newValidator(t.OutputSchema, &ValidationOptions{Lenient: true, AllowControlChars: true, MaxStringBytes: 1 << 30}, false)
+		out, err := newValidator(t.OutputSchema, outputValidation, false)
 		if err != nil {
 			return nil, fmt.Errorf("mcpguard: tool %q output schema: %w", t.Name, err)
 		}

@@ -26,7 +26,8 @@ import (
 // the Guard's):
 //
 //	Chain(Recover(log), auditStep, Authenticate(a), Authorize(p),
-//		ValidateArguments(v), confirmStep, limitStep, dryRunStep)
+//		ValidateArguments(v), confirmStep, limitStep, dryRunStep,
+//		writeAheadStep, ValidateOutput(out))
 //
 // Each step also applies the policy again, argument limits included, and
 // refuses what it would refuse (a tool the caller may not see is unknown to
@@ -168,7 +169,9 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 				// inside that does not know of dry runs would really write.
 				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
 			}
-			return g.sealed(c)(next(ctx, req))
+			// A WriteAhead inside that refuses the call gives its charge
+			// back through the context.
+			return g.sealed(c)(next(&limitCtx{Context: ctx, g: g, c: c, ld: ld, req: req}, req))
 		}
 	}, nil
 }

@@ -1,0 +1,168 @@
+package mcpguard
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The execution steps of the pipeline as stand-alone [Middleware]: the
+// write-ahead intent of step 10 ([WriteAhead]) and the output validation of
+// step 11 ([ValidateOutput]). With the other steps they make a chain whose
+// records and refusals are the Guard's:
+//
+//	Chain(Recover(log), auditStep, Authenticate(a), Authorize(p),
+//		ValidateArguments(in), confirmStep, limitStep, dryRunStep,
+//		writeAheadStep, ValidateOutput(out))
+
+// WriteAhead records a write's intent before its handler runs, as the
+// Guard's step 10 does: a call of a tool whose rule in p is a write, and
+// that is not a dry run, first gets a durable intent record in sink
+// ([audit.WriteDurable]) under the correlation id of the [Audit] middleware
+// outside it, so that the trail shows the write was attempted even if the
+// process dies before its outcome is recorded. When the record cannot be
+// made the call is refused with AUDIT_UNAVAILABLE, its handler does not
+// run, and a [Limit] step outside it gives back what it charged. Reads and
+// dry runs pass through unrecorded.
+//
+// It takes the settings of opts that a Guard's intent records use (ArgsKey,
+// SessionKey, Now, Logger, the RecordArgs of Tools, which are recorded only
+// for arguments a [ValidateArguments] inside the Audit middleware passed)
+// and those that render a refusal (ProtocolErrors, NotFoundCode). It
+// resolves the caller from the context, so [Authenticate] must run outside
+// it, and refuses what p refuses, as the other steps do. It goes after
+// [DryRun], innermost but for [ValidateOutput]: a step after it that
+// refused the call would leave an intent with no write.
+//
+// WriteAhead returns an error for a nil sink or policy, an ArgsKey shorter
+// than 16 bytes, or per-tool options of tools p does not know.
+func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, error) {
+	if sink == nil {
+		return nil, errors.New("mcpguard: nil audit sink")
+	}
+	g, err := stepGuard(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.opts.Audit = sink
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			c, topts, d := g.begin(ctx, req)
+			if d != nil {
+				return g.deny(c, d)
+			}
+			if c.rule.Class != policy.Write || c.dryRun {
+				return next(ctx, req)
+			}
+			c.record = topts.RecordArgs
+			if ac := auditCall(ctx, req); ac != nil {
+				c.valid = ac.valid
+				c.session = ac.session
+			}
+			if c.session == "" && g.opts.SessionKey != nil {
+				c.session = g.opts.SessionKey(req, c.id)
+			}
+			if err := g.auditIntent(ctx, req, c); err != nil {
+				g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", c.name, "correlation_id", c.corr, "err", err)
+				if lc := limitCall(ctx, req); lc != nil {
+					lc.refund(ctx)
+				}
+				if ac := auditCall(ctx, req); ac != nil {
+					ac.detail = "write-ahead intent not recorded"
+				}
+				return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
+			}
+			return next(ctx, req)
+		}
+	}, nil
+}
+
+// NewOutputValidator compiles a tool's output schema for [ValidateOutput],
+// with the checks a Guard applies to output (see [Guard.Install]): the
+// schema's own rules, without strict mode's refusal of fields the schema
+// does not name, of control characters and of long strings, which bound
+// what a model may send rather than what a tool may answer.
+func NewOutputValidator(schema any) (*Validator, error) {
+	return newValidator(schema, outputValidation, false)
+}
+
+// outputValidation is how a Guard checks a tool's output.
+var outputValidation = &ValidationOptions{Lenient: true, AllowControlChars: true, MaxStringBytes: 1 << 30}
+
+// ValidateOutput checks the structured content of the handler's successful
+// results with v (the tool's output schema, see [NewOutputValidator]), as
+// the Guard's step 11 does: a result without structured content, or whose
+// structured content v refuses, is replaced by an INVALID_RESPONSE refusal,
+// so that a model is never handed malformed data; for a write (as an
+// [Authorize] or a write-path step inside an [Audit] middleware tells it),
+// the refusal says the write may have been made. Tool errors, and results
+// that ask for more input, pass through unchecked.
+func ValidateOutput(v *Validator) Middleware {
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := next(ctx, req)
+			if err != nil || res == nil || res.IsError || res.InputRequests != nil {
+				return res, err
+			}
+			e := toolEntry{out: v}
+			if oerr := e.checkOutput(res); oerr != nil {
+				d := Deny(CodeInvalidResponse, "the tool returned a malformed result")
+				if ac := auditCall(ctx, req); ac != nil {
+					ac.detail = "output: " + oerr.Error()
+					if ac.rule != nil {
+						d = ac.failedWrite(d)
+					}
+				}
+				return denied(ctx, d), nil
+			}
+			return res, nil
+		}
+	}
+}
+
+// limitCtx is the context a [Limit] step gives the call it admitted, for a
+// step inside it ([WriteAhead]) that refuses the call before it runs to
+// give back its charge.
+type limitCtx struct {
+	context.Context
+	g        *Guard
+	c        *call
+	ld       limiter.Decision
+	req      *mcp.CallToolRequest
+	refunded bool
+}
+
+type limitKey struct{}
+
+func (l *limitCtx) Value(key any) any {
+	if key == (limitKey{}) {
+		return l
+	}
+	return l.Context.Value(key)
+}
+
+// limitCall returns the Limit step's admission of ctx's call of req, or nil.
+func limitCall(ctx context.Context, req *mcp.CallToolRequest) *limitCtx {
+	l, _ := ctx.Value(limitKey{}).(*limitCtx)
+	if l == nil || l.req != req {
+		return nil
+	}
+	return l
+}
+
+// refund gives back what the Limit step charged, once, and tells the Audit
+// middleware outside it that nothing was.
+func (l *limitCtx) refund(ctx context.Context) {
+	if l.refunded {
+		return
+	}
+	l.refunded = true
+	l.g.refund(ctx, l.c, l.ld)
+	if ac := auditCall(ctx, l.req); ac != nil {
+		ac.charged = l.c.charged
+	}
+}
