@@ -49,10 +49,12 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 		return nil, err
 	}
 	g.opts.Audit = sink
+	g.opts.Tools = withoutCost(g.opts.Tools) // an intent records no cost
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c, topts, d := g.begin(ctx, req)
 			if d != nil {
+				refundAdmissions(ctx, req) // refused before it ran
 				return g.deny(c, d)
 			}
 			if c.rule.Class != policy.Write || c.dryRun {
@@ -68,9 +70,7 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 			}
 			if err := g.auditIntent(ctx, req, c); err != nil {
 				g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", c.name, "correlation_id", c.corr, "err", err)
-				if lc := limitCall(ctx, req); lc != nil {
-					lc.refund(ctx)
-				}
+				refundAdmissions(ctx, req)
 				if ac := auditCall(ctx, req); ac != nil {
 					ac.detail = "write-ahead intent not recorded"
 				}
@@ -101,8 +101,14 @@ var outputValidation = &ValidationOptions{Lenient: true, AllowControlChars: true
 // [Authorize] or a write-path step inside an [Audit] middleware tells it),
 // the refusal says the write may have been made. Tool errors, and results
 // that ask for more input, pass through unchecked.
+//
+// A nil v stands for a tool without an output schema: ValidateOutput then
+// passes every result through, as a Guard does for such a tool.
 func ValidateOutput(v *Validator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		if v == nil {
+			return next
+		}
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			res, err := next(ctx, req)
 			if err != nil || res == nil || res.IsError || res.InputRequests != nil {
@@ -125,14 +131,16 @@ func ValidateOutput(v *Validator) Middleware {
 }
 
 // limitCtx is the context a [Limit] step gives the call it admitted, for a
-// step inside it ([WriteAhead]) that refuses the call before it runs to
-// give back its charge.
+// step inside it ([WriteAhead], [DryRun]) that refuses the call before it
+// runs to give back its charge.
 type limitCtx struct {
 	context.Context
 	g        *Guard
 	c        *call
 	ld       limiter.Decision
 	req      *mcp.CallToolRequest
+	ac       *call     // the Audit middleware's call around the Limit step, or nil
+	outer    *limitCtx // the admission of a Limit step outside this one, for the same call
 	refunded bool
 }
 
@@ -145,7 +153,14 @@ func (l *limitCtx) Value(key any) any {
 	return l.Context.Value(key)
 }
 
-// limitCall returns the Limit step's admission of ctx's call of req, or nil.
+// newLimitCtx returns the context of a call of req that a Limit step of g
+// admitted with ld, c being the step's state of the call.
+func newLimitCtx(ctx context.Context, g *Guard, c *call, ld limiter.Decision, req *mcp.CallToolRequest) *limitCtx {
+	return &limitCtx{Context: ctx, g: g, c: c, ld: ld, req: req, ac: auditCall(ctx, req), outer: limitCall(ctx, req)}
+}
+
+// limitCall returns the innermost Limit step's admission of ctx's call of
+// req, or nil.
 func limitCall(ctx context.Context, req *mcp.CallToolRequest) *limitCtx {
 	l, _ := ctx.Value(limitKey{}).(*limitCtx)
 	if l == nil || l.req != req {
@@ -154,15 +169,41 @@ func limitCall(ctx context.Context, req *mcp.CallToolRequest) *limitCtx {
 	return l
 }
 
+// refundAdmissions gives back what every Limit step around ctx's call of
+// req charged it, for a call refused before it ran. Only the Limit steps
+// within the same Audit middleware as the refusing step count: a handler
+// that passes its own call on to another guarded chain (with an Audit of its
+// own) has run, and its call keeps its charge.
+func refundAdmissions(ctx context.Context, req *mcp.CallToolRequest) {
+	ac := auditCall(ctx, req)
+	for l := limitCall(ctx, req); l != nil; l = l.outer {
+		if l.ac == ac {
+			l.refund(ctx)
+		}
+	}
+}
+
 // refund gives back what the Limit step charged, once, and tells the Audit
-// middleware outside it that nothing was.
+// middleware around the step what is left charged.
 func (l *limitCtx) refund(ctx context.Context) {
 	if l.refunded {
 		return
 	}
 	l.refunded = true
 	l.g.refund(ctx, l.c, l.ld)
-	if ac := auditCall(ctx, l.req); ac != nil {
-		ac.charged = l.c.charged
+	if l.ac != nil {
+		l.ac.charged = l.c.charged
 	}
+}
+
+// withoutCost returns a copy of tools without their Cost functions, for a
+// step that charges nothing: a Cost function is then not called again (it
+// may look a price up, and fail) for a call another step has charged.
+func withoutCost(tools map[string]ToolOptions) map[string]ToolOptions {
+	out := make(map[string]ToolOptions, len(tools))
+	for name, o := range tools {
+		o.Cost = nil
+		out[name] = o
+	}
+	return out
 }

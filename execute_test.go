@@ -162,3 +162,63 @@ func TestWriteAheadRefusesBadSettings(t *testing.T) {
 		t.Error("short ArgsKey: no error")
 	}
 }
+
+// TestWriteAheadRefusalGivesBackTheCharge: WriteAhead and DryRun apply
+// their own policy; a call one of them refuses has not run, so every Limit
+// step outside it (two here, as with a shared and a local limiter) gives
+// back what it charged: the same limiters then admit another call.
+func TestWriteAheadRefusalGivesBackTheCharge(t *testing.T) {
+	open, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "pay", Class: policy.Write}}, WriteAllowlist: []string{"pay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shut, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "pay", Class: policy.Write, Roles: []string{"admin"}}}, WriteAllowlist: []string{"pay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newLimit := func() (*limiter.Limiter, mcpguard.Middleware) {
+		l, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := mcpguard.Limit(l, open, &mcpguard.Options{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, m
+	}
+	ahead, err := mcpguard.WriteAhead(&memSink{}, shut, &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := mcpguard.DryRun(shut, &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, refuser := range map[string]mcpguard.Middleware{"WriteAhead": ahead, "DryRun": dry} {
+		_, outer := newLimit()
+		_, inner := newLimit()
+		ran := 0
+		handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ran++
+			return textResult("paid"), nil
+		}
+		sink := &memSink{}
+		refusing := mcpguard.Chain(mustAudit(t, sink, &mcpguard.Options{Logger: quiet}), mcpguard.Authenticate(fixed(bob)), outer, inner, refuser)(handler)
+		res, err := refusing(context.Background(), req("pay", `{}`))
+		if got := codeOf(t, res, err); got != "jsonrpc:unknown tool \"pay\"" && got != "FORBIDDEN" {
+			t.Fatalf("%s: %q, want the call refused by its policy", name, got)
+		}
+		if ran != 0 {
+			t.Fatalf("%s: the handler ran", name)
+		}
+		admitting := mcpguard.Chain(mcpguard.Authenticate(fixed(bob)), outer, inner)(handler)
+		res, err = admitting(context.Background(), req("pay", `{}`))
+		if got := codeOf(t, res, err); got != "" {
+			t.Errorf("%s: the next call through the same limiters: %q, want it allowed (the refused one was given back its charge)", name, got)
+		}
+		if evs := sink.all(); len(evs) != 1 || evs[0].Cost != 0 {
+			t.Errorf("%s: records %+v, want one with cost 0", name, evs)
+		}
+	}
+}

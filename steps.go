@@ -171,7 +171,7 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 			}
 			// A WriteAhead inside that refuses the call gives its charge
 			// back through the context.
-			return g.sealed(c)(next(&limitCtx{Context: ctx, g: g, c: c, ld: ld, req: req}, req))
+			return g.sealed(c)(next(newLimitCtx(ctx, g, c, ld, req), req))
 		}
 	}, nil
 }
@@ -196,10 +196,12 @@ func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.opts.Tools = withoutCost(g.opts.Tools) // a dry run spends nothing
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c, topts, d := g.begin(ctx, req)
 			if d != nil {
+				refundAdmissions(ctx, req) // refused before it ran
 				return g.deny(c, d)
 			}
 			if !c.dryRun {
