@@ -72,6 +72,13 @@
 //	AUDIT_UNAVAILABLE                                -32603  HTTP 503
 //	INTERNAL                                         -32603  HTTP 500
 //
+// The go-sdk v1.8.0 client reads a JSON-RPC error with code -32003 as its
+// own "client is closing" error and reports it as mcp.ErrConnectionClosed,
+// with the guard's message in the text (the session stays open): a go-sdk
+// client that needs to tell UPSTREAM_UNAVAILABLE apart uses tool errors (the
+// default) or matches the text. The code is the error contract's, shared
+// with the gateway.
+//
 // TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
 // tool, byte for byte, so a hidden tool cannot be probed. A handler that
 // returns (nil, nil) or a plain error never reaches the SDK as such: both

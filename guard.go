@@ -38,7 +38,8 @@ type ToolOptions struct {
 	// DryRun forces dry-run for every call of this tool.
 	DryRun bool
 	// RecordArgs names top-level argument fields recorded verbatim in the
-	// audit trail. Nil means none: only the arguments' SHA-256 is recorded.
+	// audit trail. Nil means none: only args_sha256 is recorded (the
+	// arguments' SHA-256, or their HMAC-SHA256 under [Options].ArgsKey).
 	RecordArgs []string
 	// Describe renders the action in words for the dry-run summary and the
 	// confirmation prompt. Nil means a generic description listing the

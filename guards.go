@@ -171,7 +171,8 @@ func ValidateArguments(v *Validator) Middleware {
 // whether the call was allowed and the mcpguard code of a denial. The call's
 // correlation id goes into the context, and the guards inside Audit
 // ([Recover], [Authenticate], [Authorize], [ValidateArguments], [Confirm],
-// [Limit], [DryRun]) put it in their refusals, so that a client's error
+// [Limit], [DryRun], [WriteAhead], [ValidateOutput]) put it in their
+// refusals, so that a client's error
 // names its audit record; a Recover outside Audit (the pipeline's order)
 // does not see it. The guards inside also tell Audit what they learn, so
 // that its record is the one a [Guard] would write: the caller

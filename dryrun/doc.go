@@ -23,8 +23,12 @@
 // aware. An aware handler is called with a context made by [NewContext]; it
 // sees [FromContext] report true and must describe what it would do without
 // touching its downstream. For any other write tool the guard returns
-// [Result]: a simulated, non-error result carrying a [NewID] identifier, the
-// tool name and a [Summary] of what would have happened. Read tools are
+// [Result]: a simulated result carrying a [NewID] identifier, the tool name
+// and a [Summary] of what would have happened. It is a success, unless the
+// tool's output schema refuses it (a typed tool's usually): a Guard then
+// makes it a tool error (isError), which clients do not check against the
+// schema; the stand-alone DryRun step, which does not know the schema,
+// always answers a success. Read tools are
 // unaffected. Dry-run calls count against the call rate but not the spend
 // cap, and are audited with dry_run: true.
 //
