@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -177,4 +178,63 @@ func ExampleLimit() {
 	// hello, alice
 	// hello, alice
 	// refused: RATE_LIMIT_EXCEEDED
+}
+
+// ExampleWriteAhead composes a chain of the stand-alone steps for a write
+// tool: its audit trail gets a durable intent before the handler runs and
+// the outcome after, under one correlation id, and an answer that does not
+// fit the tool's output schema never reaches the model.
+func ExampleWriteAhead() {
+	pol, err := policy.New(policy.Config{
+		Tools:          []policy.ToolRule{{Name: "refund", Class: policy.Write}},
+		WriteAllowlist: []string{"refund"}, // writes are off unless allowlisted
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	trail := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
+		line := fmt.Sprint("audit: ", e.Phase, " ", e.Subject, " ", e.Tool, " allowed=", e.Allowed)
+		if e.Code != "" {
+			line += " code=" + e.Code
+		}
+		fmt.Println(line)
+		return nil
+	})
+	opts := &mcpguard.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	auditStep, err := mcpguard.Audit(trail, opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	writeAhead, err := mcpguard.WriteAhead(trail, pol, opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := mcpguard.NewOutputValidator(json.RawMessage(`{"type":"object","properties":{"refund_id":{"type":"string"}},"required":["refund_id"]}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	alice := &mcpguard.Identity{Principal: &policy.Principal{Subject: "alice"}}
+	handler := mcpguard.Chain(
+		mcpguard.Recover(opts.Logger),
+		auditStep,
+		mcpguard.Authenticate(mcpguard.AuthenticatorFunc(func(context.Context, mcp.Request) (*mcpguard.Identity, error) { return alice, nil })),
+		mcpguard.Authorize(pol),
+		writeAhead,
+		mcpguard.ValidateOutput(out),
+	)(func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Println("handler: refunding")
+		return &mcp.CallToolResult{StructuredContent: map[string]any{"refund_id": 42}}, nil // a number: malformed
+	})
+	res, _ := handler(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "refund", Arguments: json.RawMessage(`{}`)}})
+	var body struct {
+		Error struct{ Code, Message string }
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &body)
+	fmt.Println("answer:", body.Error.Code+":", body.Error.Message)
+	// Output:
+	// audit: intent alice refund allowed=true
+	// handler: refunding
+	// audit: outcome alice refund allowed=false code=INVALID_RESPONSE
+	// answer: INVALID_RESPONSE: the tool returned a malformed result; the write may have been made: check before repeating it
 }
