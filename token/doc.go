@@ -1,7 +1,8 @@
-// Package token holds static bearer-token tables: the parsing of a token
-// table from JSON, constant-time lookup, and RFC 6750 bearer extraction. The
-// root package's authenticators, the gateway and the example servers share
-// it, so the one piece of code that compares secrets exists once.
+// Package token holds bearer-token verification: static token tables (the
+// parsing of a token table from JSON, constant-time lookup), signed JWTs,
+// and RFC 6750 bearer extraction. The root package's authenticators, the
+// gateway and the example servers share it, so the one piece of code that
+// checks credentials exists once.
 //
 // A token table is a JSON object from token to one of:
 //
@@ -15,4 +16,17 @@
 //
 // Over stateful Streamable HTTP, [Table.BindSessions] wraps the go-sdk's
 // handler so that each MCP session belongs to the principal that opened it.
+//
+// # JWTs
+//
+// A [JWT] verifies signed bearer JWTs (RFC 7519) from one issuer for one
+// audience: asymmetric algorithms only (RS*, PS*, ES*, EdDSA; never "none"
+// or HMAC), each matched to the type of the key the token's "kid" selects;
+// "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact. The
+// subject is "sub", the roles a configurable claim (an array of strings or
+// a space-separated string). [ParseJWKS] loads an issuer's JWK Set and
+// [ParsePublicKeyPEM] a single PKIX public key. [JWT.Verifier] plugs it
+// into the go-sdk's auth.RequireBearerToken, and a *JWT is itself a
+// gateway.Authenticator. Refusals unwrap to [ErrInvalidJWT] and never quote
+// the token.
 package token

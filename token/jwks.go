@@ -1,0 +1,274 @@
+package token
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+)
+
+// ParseJWKS parses an RFC 7517 JWK Set, {"keys": [...]}, of public keys and
+// returns them by key id, for [JWTConfig.Keys]. It reads keys of kty "RSA"
+// (n, e), "EC" (crv P-256, P-384 or P-521; x, y: a point on the curve) and
+// "OKP" (crv Ed25519; x); members are base64url without padding, strictly
+// decoded. A key whose "use" is present and not "sig", or whose "key_ops"
+// is present and lacks "verify", is skipped. A key's "alg", when present,
+// must be one that [JWT] accepts for that key.
+//
+// It returns an error for malformed JSON, a set without "keys", any key
+// with a private member ("d", "p", "q", "dp", "dq", "qi", "oth", "k"),
+// skipped or not, and, among the keys it keeps: a key without a "kid", two
+// keys with the same "kid", an unknown kty or crv, a malformed member, or
+// a key that [NewJWT] would refuse (such as an RSA key under 2048 bits);
+// and when no key is kept. Errors name the key by its kid, or by its
+// position when it has none.
+func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, errors.New(`token: JWK Set: not a JSON object {"keys": [...]}`)
+	}
+	if set.Keys == nil {
+		return nil, errors.New(`token: JWK Set: no "keys" array`)
+	}
+	keys := make(map[string]crypto.PublicKey, len(set.Keys))
+	for n, raw := range set.Keys {
+		var members map[string]json.RawMessage
+		var jwk struct {
+			Kty    string   `json:"kty"`
+			Kid    string   `json:"kid"`
+			Use    string   `json:"use"`
+			KeyOps []string `json:"key_ops"`
+			Alg    string   `json:"alg"`
+			N      string   `json:"n"`
+			E      string   `json:"e"`
+			Crv    string   `json:"crv"`
+			X      string   `json:"x"`
+			Y      string   `json:"y"`
+		}
+		if json.Unmarshal(raw, &members) != nil || json.Unmarshal(raw, &jwk) != nil {
+			return nil, fmt.Errorf("token: JWK %d: not an object of string members", n+1)
+		}
+		name := fmt.Sprintf("JWK %d", n+1)
+		if jwk.Kid != "" {
+			name = fmt.Sprintf("JWK %q", jwk.Kid)
+		}
+		// Members of private or secret key material (RFC 7518, sections
+		// 6.2.2, 6.3.2 and 6.4; RFC 8037).
+		for _, m := range []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"} {
+			if _, ok := members[m]; ok {
+				return nil, fmt.Errorf("token: %s: has private member %q: a JWK Set for verification holds public keys only", name, m)
+			}
+		}
+		if _, ok := members["use"]; ok && jwk.Use != "sig" {
+			continue
+		}
+		if _, ok := members["key_ops"]; ok && !slices.Contains(jwk.KeyOps, "verify") {
+			continue
+		}
+		if jwk.Kid == "" {
+			return nil, fmt.Errorf("token: %s: no kid", name)
+		}
+		if _, dup := keys[jwk.Kid]; dup {
+			return nil, fmt.Errorf("token: %s: kid listed twice", name)
+		}
+		var k crypto.PublicKey
+		var err error
+		switch jwk.Kty {
+		case "RSA":
+			k, err = rsaJWK(jwk.N, jwk.E)
+		case "EC":
+			k, err = ecJWK(jwk.Crv, jwk.X, jwk.Y)
+		case "OKP":
+			if jwk.Crv != "Ed25519" {
+				err = errors.New(`crv must be "Ed25519"`)
+				break
+			}
+			var x []byte
+			if x, err = b64("x", jwk.X); err == nil {
+				k = ed25519.PublicKey(x)
+			}
+		default:
+			err = errors.New(`kty must be "RSA", "EC" or "OKP"`)
+		}
+		if err == nil {
+			err = checkKey(k)
+		}
+		if err == nil && jwk.Alg != "" && !slices.Contains(keyAlgs(k), jwk.Alg) {
+			err = errors.New("alg does not match the key")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("token: %s: %v", name, err)
+		}
+		keys[jwk.Kid] = k
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("token: JWK Set: no signature verification keys")
+	}
+	return keys, nil
+}
+
+// b64 decodes member name of a JWK: base64url without padding, strict.
+func b64(name, s string) ([]byte, error) {
+	if s == "" {
+		return nil, fmt.Errorf("missing %s", name)
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not base64url without padding", name)
+	}
+	return b, nil
+}
+
+func rsaJWK(n64, e64 string) (*rsa.PublicKey, error) {
+	n, err := b64("n", n64)
+	if err != nil {
+		return nil, err
+	}
+	e, err := b64("e", e64)
+	if err != nil {
+		return nil, err
+	}
+	if len(e) > 4 {
+		return nil, errors.New("e is too large")
+	}
+	var ei int
+	for _, c := range e {
+		ei = ei<<8 | int(c)
+	}
+	return &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: ei}, nil
+}
+
+func ecJWK(crv, x64, y64 string) (*ecdsa.PublicKey, error) {
+	var c elliptic.Curve
+	switch crv {
+	case "P-256":
+		c = elliptic.P256()
+	case "P-384":
+		c = elliptic.P384()
+	case "P-521":
+		c = elliptic.P521()
+	default:
+		return nil, errors.New(`crv must be "P-256", "P-384" or "P-521"`)
+	}
+	x, err := b64("x", x64)
+	if err != nil {
+		return nil, err
+	}
+	y, err := b64("y", y64)
+	if err != nil {
+		return nil, err
+	}
+	size := (c.Params().BitSize + 7) / 8
+	if len(x) != size || len(y) != size {
+		return nil, fmt.Errorf("x and y must be %d bytes each", size)
+	}
+	k, err := ecdsa.ParseUncompressedPublicKey(c, slices.Concat([]byte{4}, x, y))
+	if err != nil {
+		return nil, errors.New("x, y is not a point on the curve")
+	}
+	return k, nil
+}
+
+// ParsePublicKeyPEM parses one PEM block of type "PUBLIC KEY" (a PKIX,
+// SubjectPublicKeyInfo, public key, as "openssl pkey -pubout" writes it)
+// for [JWTConfig.Keys]. It returns an error when data holds no PEM block,
+// a block of another type (a private key or a certificate among them),
+// anything but white space after the block, a key that does not parse, or
+// a key that [NewJWT] would refuse.
+func ParsePublicKeyPEM(data []byte) (crypto.PublicKey, error) {
+	block, rest := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("token: no PEM block")
+	}
+	if block.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf(`token: PEM block of type %q, want "PUBLIC KEY"`, block.Type)
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, errors.New("token: data after the PEM block")
+	}
+	k, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, errors.New("token: PEM block is not a PKIX public key")
+	}
+	if err := checkKey(k); err != nil {
+		return nil, fmt.Errorf("token: PEM public key: %v", err)
+	}
+	return k, nil
+}
+
+// minRSABits is the smallest RSA modulus a [JWT] accepts.
+const minRSABits = 2048
+
+// checkKey reports whether k is a public key a JWT accepts.
+func checkKey(k crypto.PublicKey) error {
+	switch k := k.(type) {
+	case *rsa.PublicKey:
+		if k == nil || k.N == nil {
+			return errors.New("nil RSA key")
+		}
+		if k.N.BitLen() < minRSABits {
+			return fmt.Errorf("RSA key of %d bits, under %d", k.N.BitLen(), minRSABits)
+		}
+		if k.E < 3 || k.E%2 == 0 || k.E > 1<<31-1 {
+			return errors.New("RSA key with an invalid exponent")
+		}
+	case *ecdsa.PublicKey:
+		if k == nil || k.Curve == nil {
+			return errors.New("nil ECDSA key")
+		}
+		if ecAlg(k.Curve) == "" {
+			return errors.New("ECDSA key not on P-256, P-384 or P-521")
+		}
+		if _, err := k.ECDH(); err != nil {
+			return errors.New("ECDSA key is not a valid point of its curve")
+		}
+	case ed25519.PublicKey:
+		if len(k) != ed25519.PublicKeySize {
+			return errors.New("Ed25519 key of the wrong size")
+		}
+	case nil:
+		return errors.New("nil key")
+	default:
+		return fmt.Errorf("unsupported key type %T (want *rsa.PublicKey, *ecdsa.PublicKey or ed25519.PublicKey)", k)
+	}
+	return nil
+}
+
+// ecAlg returns the JWS algorithm of an ECDSA curve, or "".
+func ecAlg(c elliptic.Curve) string {
+	switch c {
+	case elliptic.P256():
+		return "ES256"
+	case elliptic.P384():
+		return "ES384"
+	case elliptic.P521():
+		return "ES512"
+	}
+	return ""
+}
+
+// keyAlgs returns the JWS algorithms that may be verified with k, a key
+// that passed checkKey.
+func keyAlgs(k crypto.PublicKey) []string {
+	switch k := k.(type) {
+	case *rsa.PublicKey:
+		return []string{"PS256", "PS384", "PS512", "RS256", "RS384", "RS512"}
+	case *ecdsa.PublicKey:
+		return []string{ecAlg(k.Curve)}
+	case ed25519.PublicKey:
+		return []string{"EdDSA"}
+	}
+	return nil
+}
