@@ -1,13 +1,16 @@
 // Command gateway is the mcpguard HTTP JSON-RPC security gateway: it puts
 // mcpguard's policy in front of an MCP Streamable HTTP server written in any
 // language. It turns a bearer token into a principal (tokens from
-// MCP_GATEWAY_TOKENS; the demo tokens admin-token and viewer-token when
-// unset), refuses admin_* tools/call requests from callers without the role
-// admin before they reach the downstream, and forwards everything else.
+// MCP_GATEWAY_TOKENS, the demo tokens admin-token and viewer-token when
+// unset; or, with --jwt-jwks, signed JWTs verified against a JWK Set, the
+// roles from a claim), refuses admin_* tools/call requests from callers
+// without the role admin before they reach the downstream, and forwards
+// everything else.
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
 //	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] \
-//	        [--audit audit.jsonl | audit.db] [--std-transport]
+//	        [--audit audit.jsonl | audit.db] [--std-transport] \
+//	        [--jwt-jwks keys.json --jwt-issuer URL --jwt-audience NAME [--jwt-roles-claim roles] [--jwt-leeway 30s]]
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream.
 //
@@ -36,6 +39,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
 	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/token"
 )
 
 func main() {
@@ -59,6 +63,11 @@ func run(logger *slog.Logger) error {
 	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
 	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client")
 	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
+	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set file, instead of MCP_GATEWAY_TOKENS")
+	issuer := flag.String("jwt-issuer", "", `the JWTs' required "iss" (with --jwt-jwks)`)
+	audience := flag.String("jwt-audience", "", `the audience the JWTs' "aud" must hold (with --jwt-jwks)`)
+	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string")
+	leeway := flag.Duration("jwt-leeway", 0, `clock skew allowed for the JWTs' "exp", "nbf" and "iat"`)
 	flag.Parse()
 
 	switch {
@@ -73,7 +82,7 @@ func run(logger *slog.Logger) error {
 	case *port < 0 || *port > 65535:
 		return fmt.Errorf("--port %d: want 0 to 65535", *port)
 	}
-	tokens, err := gateway.TokensFromEnv(logger)
+	auth, err := authenticator(logger, *jwks, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
 	if err != nil {
 		return err
 	}
@@ -112,7 +121,7 @@ func run(logger *slog.Logger) error {
 		defer closeSink()
 		opts.Audit = sink
 	}
-	g, err := gateway.New(*upstream, tokens, opts)
+	g, err := gateway.New(*upstream, auth, opts)
 	if err != nil {
 		return err
 	}
@@ -140,6 +149,35 @@ func run(logger *slog.Logger) error {
 	// closed and the process exits.
 	<-shut
 	return nil
+}
+
+// authenticator returns the gateway's authenticator: JWTs verified with the
+// keys of the JWK Set file jwks and cfg, or, without one, the token table
+// of MCP_GATEWAY_TOKENS (the demo tokens when it is unset). Both at once is
+// an error: an operator who set both meant one of them.
+func authenticator(logger *slog.Logger, jwks string, cfg token.JWTConfig) (gateway.Authenticator, error) {
+	if jwks == "" {
+		if cfg.Issuer != "" || cfg.Audience != "" {
+			return nil, errors.New("--jwt-issuer and --jwt-audience need --jwt-jwks")
+		}
+		return gateway.TokensFromEnv(logger)
+	}
+	if _, set := os.LookupEnv(gateway.TokensEnv); set {
+		return nil, fmt.Errorf("--jwt-jwks and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
+	}
+	data, err := os.ReadFile(jwks)
+	if err != nil {
+		return nil, fmt.Errorf("--jwt-jwks: %w", err)
+	}
+	if cfg.Keys, err = token.ParseJWKS(data); err != nil {
+		return nil, fmt.Errorf("--jwt-jwks %s: %w", jwks, err)
+	}
+	v, err := token.NewJWT(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--jwt-jwks: %w", err)
+	}
+	logger.Info("verifying bearer tokens as JWTs", "keys", len(cfg.Keys), "issuer", cfg.Issuer, "audience", cfg.Audience, "roles_claim", cfg.RolesClaim)
+	return v, nil
 }
 
 // openAudit opens the audit sink at path: SQLite for a .db file, JSONL

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/mcpguard/mcpguard/gateway"
+	"github.com/mcpguard/mcpguard/token"
+)
+
+// TestJWTTokens runs the binary with --jwt-jwks against a recording
+// downstream: a JWT signed by the set's key, for the right issuer and
+// audience, is the principal its claims name (an admin's call of an admin_*
+// tool is forwarded with the subject and role headers); a viewer's is
+// refused there; an expired token, a token signed by another key and the
+// demo static tokens are 401 and never forwarded.
+func TestJWTTokens(t *testing.T) {
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := filepath.Join(t.TempDir(), "keys.json")
+	set := `{"keys":[{"kty":"OKP","crv":"Ed25519","use":"sig","kid":"k1","x":"` + base64.RawURLEncoding.EncodeToString(pub) + `"}]}`
+	if err := os.WriteFile(jwks, []byte(set), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sign := func(key ed25519.PrivateKey, sub string, roles []string, exp time.Time) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
+			"iss": "https://idp.example", "aud": "mcp-gateway", "sub": sub, "roles": roles,
+			"iat": time.Now().Add(-time.Minute).Unix(), "exp": exp.Unix(),
+		})
+		tok.Header["kid"] = "k1"
+		s, err := tok.SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	var mu sync.Mutex
+	var seen []http.Header
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		seen = append(seen, r.Header.Clone())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	}))
+	defer down.Close()
+
+	url, runErr, stop, logs := startRun(t, "--host", "127.0.0.1", "--port", "0", "--upstream", down.URL+"/mcp",
+		"--jwt-jwks", jwks, "--jwt-issuer", "https://idp.example", "--jwt-audience", "mcp-gateway")
+	if url == "" {
+		t.Fatalf("gateway did not start: %v; logs:\n%s", runErr, logs)
+	}
+	defer stop()
+
+	post := func(tok string) int {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"admin_reset_key","arguments":{}}}`
+		req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	forwarded := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+
+	hour := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name, tok string
+		status    int
+		forwarded bool
+	}{
+		{"admin", sign(priv, "ann", []string{"admin"}, hour), http.StatusOK, true},
+		{"viewer", sign(priv, "vic", []string{"viewer"}, hour), http.StatusForbidden, false},
+		{"expired", sign(priv, "ann", []string{"admin"}, time.Now().Add(-time.Minute)), http.StatusUnauthorized, false},
+		{"other_key", sign(otherPriv, "ann", []string{"admin"}, hour), http.StatusUnauthorized, false},
+		{"demo_static_token", "admin-token", http.StatusUnauthorized, false},
+	} {
+		before := forwarded()
+		if got := post(tc.tok); got != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.name, got, tc.status)
+		}
+		if got := forwarded() > before; got != tc.forwarded {
+			t.Errorf("%s: forwarded %v, want %v", tc.name, got, tc.forwarded)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Fatalf("downstream saw %d requests, want 1", len(seen))
+	}
+	if seen[0].Get(token.HeaderSubject) != "ann" || !strings.Contains(strings.Join(seen[0].Values(token.HeaderRole), ","), "admin") {
+		t.Errorf("downstream saw subject %q roles %q, want ann and admin", seen[0].Get(token.HeaderSubject), seen[0].Values(token.HeaderRole))
+	}
+}
+
+// TestJWTFlagsRefused: JWT flags that cannot work as written stop the
+// binary at start: an issuer or audience without a key set, a key set
+// without an issuer or audience, an unreadable or invalid key set, and a key
+// set together with MCP_GATEWAY_TOKENS (two ways to verify tokens).
+func TestJWTFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "keys.json")
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(good, []byte(`{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"k1","x":"`+base64.RawURLEncoding.EncodeToString(pub)+`"}]}`), 0o600)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"keys":[{"kty":"oct","kid":"k1","k":"c2VjcmV0"}]}`), 0o600)
+	cfg := token.JWTConfig{Issuer: "https://idp.example", Audience: "mcp-gateway"}
+	for _, tc := range []struct {
+		name string
+		jwks string
+		cfg  token.JWTConfig
+	}{
+		{"issuer_without_keys", "", token.JWTConfig{Issuer: "https://idp.example"}},
+		{"no_issuer", good, token.JWTConfig{Audience: "mcp-gateway"}},
+		{"no_audience", good, token.JWTConfig{Issuer: "https://idp.example"}},
+		{"missing_file", filepath.Join(dir, "none.json"), cfg},
+		{"secret_key", bad, cfg},
+	} {
+		if _, err := authenticator(quietLogger(), tc.jwks, tc.cfg); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	t.Setenv(gateway.TokensEnv, `{"tok":"admin"}`)
+	if _, err := authenticator(quietLogger(), good, cfg); err == nil || !strings.Contains(err.Error(), "choose one") {
+		t.Errorf("keys and MCP_GATEWAY_TOKENS: err %v, want a refusal", err)
+	}
+	if a, err := authenticator(quietLogger(), "", token.JWTConfig{}); err != nil || a == nil {
+		t.Errorf("MCP_GATEWAY_TOKENS alone: %v, %v", a, err)
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
