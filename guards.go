@@ -172,9 +172,9 @@ func ValidateArguments(v *Validator) Middleware {
 // correlation id goes into the context, and the guards inside Audit
 // ([Recover], [Authenticate], [Authorize], [ValidateArguments], [Confirm],
 // [Limit], [DryRun], [WriteAhead], [ValidateOutput]) put it in their
-// refusals, so that a client's error
-// names its audit record; a Recover outside Audit (the pipeline's order)
-// does not see it. The guards inside also tell Audit what they learn, so
+// refusals, so that a client's error names its audit record; a Recover
+// outside Audit (the pipeline's order) does not see it. The guards inside
+// also tell Audit what they learn, so
 // that its record is the one a [Guard] would write: the caller
 // ([Authenticate]), the tool's class ([Authorize] and the write-path
 // steps), that the arguments passed validation ([ValidateArguments]), that
