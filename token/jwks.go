@@ -225,8 +225,8 @@ func checkKey(k crypto.PublicKey) error {
 			return errors.New("RSA key with an invalid exponent")
 		}
 	case *ecdsa.PublicKey:
-		if k == nil || k.Curve == nil {
-			return errors.New("nil ECDSA key")
+		if k == nil || k.Curve == nil || k.X == nil || k.Y == nil {
+			return errors.New("nil ECDSA key, curve or point")
 		}
 		if ecAlg(k.Curve) == "" {
 			return errors.New("ECDSA key not on P-256, P-384 or P-521")

@@ -192,6 +192,10 @@ func (v *JWT) key(t *jwt.Token) (any, error) {
 	return k, nil
 }
 
+// maxJWTTime is the latest time claim a token may carry, in seconds since
+// 1970: the end of the year 9999.
+const maxJWTTime = 253402300799
+
 // Verify checks tok (see [JWT] for every check) and returns its principal,
 // whose Subject is "sub" and Roles the roles claim (nil without one), and
 // the time of its "exp". The principal has no Attrs. Every refusal is an
@@ -208,6 +212,16 @@ func (v *JWT) Verify(tok string) (*policy.Principal, time.Time, error) {
 	t, err := jwt.ParseWithClaims(tok, claims, v.key, v.opts...)
 	if err != nil {
 		return nil, time.Time{}, v.reason(t, claims, err)
+	}
+	// The parser turns a time claim into a time.Time that wraps around for
+	// huge values (an "nbf" of 9.2e18 s reads as long past): check the
+	// range of every time claim it relied on.
+	for _, name := range [...]string{"exp", "nbf", "iat"} {
+		if x, present := claims[name]; present {
+			if f, ok := x.(float64); !ok || !(f >= 0 && f <= maxJWTTime) {
+				return nil, time.Time{}, invalid("%s claim out of range", name)
+			}
+		}
 	}
 	sub, ok := claims["sub"].(string)
 	if _, present := claims["sub"]; present && !ok {

@@ -169,3 +169,21 @@ func TestJWTFlagsRefused(t *testing.T) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestJWTFlagsWithoutKeysRefused: a --jwt-* flag without --jwt-jwks would
+// be ignored (the gateway would verify static tokens): the binary refuses
+// to start instead.
+func TestJWTFlagsWithoutKeysRefused(t *testing.T) {
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+	for _, f := range [][]string{{"--jwt-leeway", "30s"}, {"--jwt-roles-claim", "scope"}, {"--jwt-issuer", "https://idp.example"}} {
+		args := append([]string{"--host", "127.0.0.1", "--port", "0", "--upstream", "http://127.0.0.1:1/mcp"}, f...)
+		url, err, stop, _ := startRun(t, args...)
+		if url != "" {
+			stop()
+			t.Errorf("%v without --jwt-jwks: the gateway started", f)
+		} else if err == nil || !strings.Contains(err.Error(), "only with --jwt-jwks") {
+			t.Errorf("%v without --jwt-jwks: err %v", f, err)
+		}
+	}
+}

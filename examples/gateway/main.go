@@ -82,6 +82,17 @@ func run(logger *slog.Logger) error {
 	case *port < 0 || *port > 65535:
 		return fmt.Errorf("--port %d: want 0 to 65535", *port)
 	}
+	if *jwks == "" {
+		var stray []string
+		flag.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, "jwt-") {
+				stray = append(stray, "--"+f.Name)
+			}
+		})
+		if len(stray) > 0 {
+			return fmt.Errorf("%s: only with --jwt-jwks", strings.Join(stray, ", "))
+		}
+	}
 	auth, err := authenticator(logger, *jwks, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
 	if err != nil {
 		return err
