@@ -72,7 +72,8 @@ type JWTConfig struct {
 //     understood);
 //   - its signature verifies with that key;
 //   - "exp" is present and in the future, "nbf" and "iat", when present,
-//     are not in the future (each within [JWTConfig.Leeway]);
+//     are not in the future (each within [JWTConfig.Leeway]), and each of
+//     them is a number of seconds from 1970 to the end of the year 9999;
 //   - "iss" equals [JWTConfig.Issuer] and "aud" contains
 //     [JWTConfig.Audience];
 //   - "sub" is a non-empty string, the roles claim is absent, an array of
