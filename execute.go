@@ -63,9 +63,8 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 			c.record = topts.RecordArgs
 			if ac := auditCall(ctx, req); ac != nil {
 				c.valid = ac.valid
-				c.session = ac.session
 			}
-			if c.session == "" && g.opts.SessionKey != nil {
+			if g.opts.SessionKey != nil {
 				c.session = g.opts.SessionKey(req, c.id)
 			}
 			if err := g.auditIntent(ctx, req, c); err != nil {

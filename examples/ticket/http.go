@@ -169,10 +169,9 @@ func restRequest(h http.Header, tool string) *mcp.CallToolRequest {
 // correlation id of its outcome record. The record names the caller when
 // the token is valid; the arguments of a refused body are not recorded.
 func restRefuse(ctx context.Context, a *app, h http.Header, tool string, d *mcpguard.DenialError) *mcp.CallToolResult {
+	// The chain's Authenticate tells Audit the caller, for the record's
+	// subject and roles.
 	req := restRequest(h, tool)
-	if id, err := a.authn.Authenticate(ctx, req); err == nil && id != nil {
-		ctx = mcpguard.NewContext(ctx, id) // for the record's subject and roles
-	}
 	res, err := a.refuse(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if d == nil {
 			d = mcpguard.Deny(mcpguard.CodeUnauthenticated, "authentication required")
