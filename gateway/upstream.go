@@ -524,7 +524,7 @@ func (c chunkWriter) Write(p []byte) (int, error) {
 // every value as it is, never one other than the gateway checked.
 func checkHeader(h http.Header) error {
 	for k, vs := range h {
-		if k == "" || strings.IndexFunc(k, func(r rune) bool { return !isTokenRune(r) }) >= 0 {
+		if !validFieldName(k) {
 			return fmt.Errorf("gateway: invalid header field name %q", k)
 		}
 		for _, v := range vs {
@@ -552,9 +552,24 @@ func validFieldValue(v string) bool {
 	return true
 }
 
-func isTokenRune(r rune) bool {
-	if r >= 0x7f || r <= ' ' {
+// validFieldName reports whether k is an HTTP token (RFC 9110 §5.6.2), as
+// a field name must be.
+func validFieldName(k string) bool {
+	if k == "" {
 		return false
 	}
-	return !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+	for i := 0; i < len(k); i++ {
+		if !tokenChars[k[i]] {
+			return false
+		}
+	}
+	return true
 }
+
+// tokenChars marks the bytes of a token: visible ASCII but the delimiters.
+var tokenChars = func() (t [256]bool) {
+	for c := '!'; c <= '~'; c++ {
+		t[c] = !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	}
+	return t
+}()

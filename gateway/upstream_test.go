@@ -586,3 +586,27 @@ func TestUpstreamClientRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamRefusesInvalidFieldNames checks that the gateway's own client
+// sends only field names that are tokens (RFC 9110 §5.6.2): every byte of
+// a name is checked, and a name with a space, a delimiter, a control or a
+// non-ASCII byte is refused before anything is sent.
+func TestUpstreamRefusesInvalidFieldNames(t *testing.T) {
+	const delimiters = `"(),/:;<=>?@[\]{}`
+	for b := 0; b < 256; b++ {
+		want := b > ' ' && b < 0x7f && !strings.ContainsRune(delimiters, rune(b))
+		for _, name := range []string{string([]byte{byte(b)}), "X-" + string([]byte{byte(b)}) + "-Y"} {
+			if got := validFieldName(name); got != want {
+				t.Errorf("validFieldName(%q) = %v, want %v", name, got, want)
+			}
+		}
+	}
+	c := newUpstreamClient()
+	for _, name := range []string{"", "X Name", "X-\u00e9", "X:Y", "X\r\nY"} {
+		req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/mcp", nil)
+		req.Header[name] = []string{"v"}
+		if _, err := c.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "invalid header field name") {
+			t.Errorf("RoundTrip with header name %q: err %v, want an invalid header field name", name, err)
+		}
+	}
+}
