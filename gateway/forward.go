@@ -29,6 +29,18 @@ const (
 
 const hdrSession = "Mcp-Session-Id"
 
+// headerValue is h.Get(k) for a key k already in canonical form
+// (textproto.CanonicalMIMEHeaderKey), without canonicalizing it again:
+// the keys of a header net/http parsed are canonical, and every k the
+// gateway looks up is a constant spelled so. The same holds for h[k] in
+// place of h.Values(k).
+func headerValue(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // hopByHop are the RFC 9110 §7.6.1 (RFC 7230 §6.1) connection-specific
 // headers, plus Proxy-Connection.
 var hopByHop = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
@@ -219,7 +231,7 @@ func (c *upstreamCall) stop() {
 // and its tombstone, and an id a 2xx answer names is bound to the caller as
 // [sessions.bind] allows.
 func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
-	ids := header.Values(hdrSession)
+	ids := header[hdrSession]
 	if len(ids) > 1 {
 		// Only one could be checked; a downstream might read another.
 		e := errInvalidRequest("more than one " + hdrSession + " header")
@@ -289,7 +301,7 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		g.sessions.settle(sid, pr.Subject, ok)
 	}
 	// An id no client could present (validSessionID) is not worth a place.
-	if id := resp.Header.Get(hdrSession); ok && validSessionID(id) {
+	if id := headerValue(resp.Header, hdrSession); ok && validSessionID(id) {
 		g.sessions.bind(id, pr.Subject)
 	}
 	return c, nil
@@ -315,7 +327,7 @@ func (c *upstreamCall) close() {
 }
 
 func isSSE(h http.Header) bool {
-	ct := h.Get("Content-Type")
+	ct := headerValue(h, "Content-Type")
 	return len(ct) >= 17 && strings.EqualFold(ct[:17], "text/event-stream")
 }
 

@@ -257,7 +257,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authenticate parses the Authorization header (RFC 6750 / 7235: the scheme
 // is case-insensitive, the token is case-sensitive) and resolves it.
 func (g *Gateway) authenticate(r *http.Request) (*policy.Principal, *rpcError) {
-	vals := r.Header.Values("Authorization")
+	vals := r.Header["Authorization"]
 	if len(vals) == 0 {
 		return nil, errUnauthenticated("missing bearer token", false)
 	}

@@ -168,7 +168,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 // downstream ([Gateway.roundTrip]), so a request refused here or by a later
 // decision leaves it bound to no one.
 func (g *Gateway) checkSession(r *http.Request, pr *policy.Principal, cid string) *rpcError {
-	ids := r.Header.Values(hdrSession)
+	ids := r.Header[hdrSession]
 	if len(ids) > 1 {
 		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "more than one session id")
 		return errInvalidRequest("more than one " + hdrSession + " header")
@@ -192,10 +192,10 @@ func (g *Gateway) checkSession(r *http.Request, pr *policy.Principal, cid string
 // downstream that routes on the header must not run something other than
 // what was authorized.
 func checkStandardHeaders(h http.Header, m *message) *rpcError {
-	if v := h.Values("Mcp-Method"); len(v) > 0 && (len(v) > 1 || !m.hasMethod || v[0] != m.method) {
+	if v := h["Mcp-Method"]; len(v) > 0 && (len(v) > 1 || !m.hasMethod || v[0] != m.method) {
 		return errInvalidRequest("Mcp-Method header does not match the body")
 	}
-	if v := h.Values("Mcp-Name"); len(v) > 0 && m.method == "tools/call" && (len(v) > 1 || v[0] != m.tool) {
+	if v := h["Mcp-Name"]; len(v) > 0 && m.method == "tools/call" && (len(v) > 1 || v[0] != m.tool) {
 		return errInvalidParams("Mcp-Name header does not match params.name")
 	}
 	return nil
@@ -207,7 +207,7 @@ func checkStandardHeaders(h http.Header, m *message) *rpcError {
 // value exactly as it is ([validFieldValue]): a downstream that routes on
 // the header would read another name than the one authorized.
 func checkMemberHeaders(h http.Header, m *message) *rpcError {
-	if h.Get("Mcp-Method") == "" || !m.hasMethod {
+	if headerValue(h, "Mcp-Method") == "" || !m.hasMethod {
 		return nil
 	}
 	if !validFieldValue(m.method) {
@@ -415,5 +415,5 @@ func (g *Gateway) event(pr *policy.Principal, cid string, ri reqInfo, tool, clas
 type reqInfo struct{ session, proto string }
 
 func infoOf(r *http.Request) reqInfo {
-	return reqInfo{session: r.Header.Get(hdrSession), proto: r.Header.Get("Mcp-Protocol-Version")}
+	return reqInfo{session: headerValue(r.Header, hdrSession), proto: headerValue(r.Header, "Mcp-Protocol-Version")}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -607,6 +608,18 @@ func TestUpstreamRefusesInvalidFieldNames(t *testing.T) {
 		req.Header[name] = []string{"v"}
 		if _, err := c.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "invalid header field name") {
 			t.Errorf("RoundTrip with header name %q: err %v, want an invalid header field name", name, err)
+		}
+	}
+}
+
+// TestLookedUpHeadersCanonical checks that every header name the gateway
+// looks up in a map directly (headerValue, h[k]) is in canonical form: a
+// key spelled otherwise would never match a header net/http parsed, and a
+// header the gateway checks would go unseen.
+func TestLookedUpHeadersCanonical(t *testing.T) {
+	for _, k := range []string{hdrSession, "Content-Type", "Mcp-Method", "Mcp-Name", "Mcp-Protocol-Version", "Authorization", "Connection"} {
+		if c := textproto.CanonicalMIMEHeaderKey(k); c != k {
+			t.Errorf("%q is looked up directly but its canonical form is %q", k, c)
 		}
 	}
 }
