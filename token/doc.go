@@ -24,9 +24,15 @@
 // or HMAC), each matched to the type of the key the token's "kid" selects;
 // "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact. The
 // subject is "sub", the roles a configurable claim (an array of strings or
-// a space-separated string). [ParseJWKS] loads an issuer's JWK Set and
-// [ParsePublicKeyPEM] a single PKIX public key. [JWT.Verifier] plugs it
-// into the go-sdk's auth.RequireBearerToken, and a *JWT is itself a
-// gateway.Authenticator. Refusals unwrap to [ErrInvalidJWT] and never quote
-// the token.
+// a space-separated string). A header "typ", when present, must be "JWT"
+// or "at+jwt" (RFC 9068 access tokens; configurable), so that another kind
+// of JWT from the same issuer, such as a DPoP proof or a logout token, is
+// not taken for an access token. [ParseJWKS] loads an issuer's JWK Set and
+// [ParsePublicKeyPEM] a single PKIX public key, for fixed keys; a
+// [RemoteKeySet] fetches the JWK Set from the issuer's "jwks_uri", caches
+// it, and fetches it again when a token names a new key (at most once a
+// minute by default) or when it is an hour old, keeping the last good set
+// when a fetch fails. [JWT.Verifier] plugs a JWT into the go-sdk's
+// auth.RequireBearerToken, and a *JWT is itself a gateway.Authenticator.
+// Refusals unwrap to [ErrInvalidJWT] and never quote the token.
 package token

@@ -25,16 +25,24 @@ var ErrInvalidJWT = errors.New("token: invalid JWT")
 // maxJWTLen bounds the length of a token before it is parsed.
 const maxJWTLen = 8 << 10
 
-// A JWTConfig configures [NewJWT]. Keys, Issuer and Audience are required;
-// every other field has a documented zero value.
+// A JWTConfig configures [NewJWT]. Issuer, Audience and exactly one of
+// Keys and KeySet are required; every other field has a documented zero
+// value.
 type JWTConfig struct {
 	// Keys are the issuer's public keys by key id ("kid"): *rsa.PublicKey
 	// (at least 2048 bits), *ecdsa.PublicKey on P-256, P-384 or P-521, or
 	// ed25519.PublicKey, as [ParseJWKS] and [ParsePublicKeyPEM] return them.
 	// A token names its key in its header's "kid"; a token without a "kid"
-	// may use the only key when Keys holds exactly one. Required; the map
-	// is copied, the keys must not be modified afterwards.
+	// may use the only key when Keys holds exactly one. The map is copied,
+	// the keys must not be modified afterwards. Set either Keys or KeySet.
 	Keys map[string]crypto.PublicKey
+	// KeySet is the issuer's JWK Set fetched from its URL, for keys that
+	// the issuer rotates: a token's "kid" is looked up in the set's
+	// current keys, and a kid it lacks makes it fetch the set again (see
+	// [RemoteKeySet] for how often). A token without a "kid" may use the
+	// only key when the current set holds exactly one. Set either Keys or
+	// KeySet.
+	KeySet *RemoteKeySet
 	// Issuer is the exact "iss" a token must carry. Required.
 	Issuer string
 	// Audience is the identifier of this server: a token's "aud" (a string
@@ -50,13 +58,29 @@ type JWTConfig struct {
 	// token's own "exp": give auth.RequireBearerTokenOptions.ClockSkew the
 	// same value, or the go-sdk refuses a token within the leeway anyway.
 	Leeway time.Duration
+	// Types are the header "typ" values accepted (RFC 8725, section
+	// 3.11), compared without regard to case and to an "application/"
+	// prefix (RFC 7515, section 4.1.9). A token without "typ" is accepted
+	// whatever Types holds. Empty means "JWT" and "at+jwt" (RFC 9068's
+	// access tokens), which covers "application/at+jwt" too.
+	Types []string
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 }
 
+// defaultTypes returns the "typ" values accepted when JWTConfig.Types is
+// empty.
+func defaultTypes() []string { return []string{"JWT", "at+jwt"} }
+
+// allAlgs returns the algorithms a JWT may accept: those of every key type.
+func allAlgs() []string {
+	return []string{"EdDSA", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512"}
+}
+
 // A JWT verifies signed JSON Web Tokens (RFC 7519) issued by one issuer
-// for one audience, and turns them into principals. A JWT is immutable and
-// safe for concurrent use.
+// for one audience, and turns them into principals. A JWT is safe for
+// concurrent use; its configuration is immutable, its keys change only
+// with its [JWTConfig.KeySet].
 //
 // A token is accepted only if all of the following hold, and refused with
 // an error that unwraps to [ErrInvalidJWT] otherwise:
@@ -66,10 +90,14 @@ type JWTConfig struct {
 //     keys), ES256, ES384, ES512 (ECDSA keys on P-256, P-384, P-521
 //     respectively) or EdDSA (Ed25519 keys), and matches the type of the
 //     key it selects: "none" and HMAC algorithms are never accepted;
-//   - its header's "kid" names a configured key (see [JWTConfig.Keys]);
-//     "jku", "jwk", "x5u" and "x5c" are ignored, keys are never fetched
-//     from a token; a header with "crit" is refused (no extension is
-//     understood);
+//   - its header's "kid" names a configured key (see [JWTConfig.Keys] and
+//     [JWTConfig.KeySet]); "jku", "jwk", "x5u" and "x5c" are ignored, keys
+//     are never fetched from a URL a token names; a header with "crit" is
+//     refused (no extension is understood);
+//   - its header's "typ", when present, is one of [JWTConfig.Types]
+//     ("JWT" or "at+jwt" by default): a token of another type, such as a
+//     DPoP proof ("dpop+jwt") or a logout token ("logout+jwt") signed by
+//     the same issuer, is refused;
 //   - its signature verifies with that key;
 //   - "exp" is present and in the future, "nbf" and "iat", when present,
 //     are not in the future (each within [JWTConfig.Leeway]), and each of
@@ -80,19 +108,25 @@ type JWTConfig struct {
 //     strings or a string, and the resulting principal passes
 //     [CheckPrincipal].
 type JWT struct {
-	keys       map[string]crypto.PublicKey
+	keys       map[string]crypto.PublicKey // nil with keySet
+	keySet     *RemoteKeySet
+	algs       []string // the algorithms accepted
+	types      []string // the "typ" values accepted, normalised
 	rolesClaim string
 	opts       []jwt.ParserOption
 }
 
-// NewJWT returns a verifier for cfg. It returns an error when Keys is
-// empty, when a key is nil, of another type, an RSA key shorter than 2048
-// bits, an ECDSA key on another curve or off its curve, or an Ed25519 key
-// of the wrong size, when Issuer or Audience is empty, or when Leeway is
-// negative.
+// NewJWT returns a verifier for cfg. It returns an error when both or
+// neither of Keys and KeySet are set, when a key is nil, of another type,
+// an RSA key shorter than 2048 bits, an ECDSA key on another curve or off
+// its curve, or an Ed25519 key of the wrong size, when Issuer or Audience
+// is empty, when a Types entry is empty, or when Leeway is negative.
 func NewJWT(cfg JWTConfig) (*JWT, error) {
-	if len(cfg.Keys) == 0 {
+	if len(cfg.Keys) == 0 && cfg.KeySet == nil {
 		return nil, errors.New("token: JWT: no keys")
+	}
+	if len(cfg.Keys) != 0 && cfg.KeySet != nil {
+		return nil, errors.New("token: JWT: both Keys and KeySet: set one")
 	}
 	if cfg.Issuer == "" {
 		return nil, errors.New("token: JWT: no issuer")
@@ -103,34 +137,47 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if cfg.Leeway < 0 {
 		return nil, errors.New("token: JWT: negative leeway")
 	}
-	v := &JWT{
-		keys:       make(map[string]crypto.PublicKey, len(cfg.Keys)),
-		rolesClaim: cfg.RolesClaim,
-	}
+	v := &JWT{keySet: cfg.KeySet, rolesClaim: cfg.RolesClaim}
 	if v.rolesClaim == "" {
 		v.rolesClaim = "roles"
 	}
-	algs := map[string]bool{}
-	for kid, k := range cfg.Keys {
-		if err := checkKey(k); err != nil {
-			return nil, fmt.Errorf("token: JWT: key %q: %v", kid, err)
-		}
-		v.keys[kid] = k
-		for _, a := range keyAlgs(k) {
-			algs[a] = true
-		}
+	types := cfg.Types
+	if len(types) == 0 {
+		types = defaultTypes()
 	}
-	methods := make([]string, 0, len(algs))
-	for a := range algs {
-		methods = append(methods, a)
+	for _, t := range types {
+		if t == "" {
+			return nil, errors.New("token: JWT: empty type in Types")
+		}
+		v.types = append(v.types, normalType(t))
 	}
-	sort.Strings(methods)
+	if cfg.KeySet != nil {
+		// The keys change: accept every algorithm here, and match each
+		// token's to the type of the key its kid selects in key.
+		v.algs = allAlgs()
+	} else {
+		v.keys = make(map[string]crypto.PublicKey, len(cfg.Keys))
+		algs := map[string]bool{}
+		for kid, k := range cfg.Keys {
+			if err := checkKey(k); err != nil {
+				return nil, fmt.Errorf("token: JWT: key %q: %v", kid, err)
+			}
+			v.keys[kid] = k
+			for _, a := range keyAlgs(k) {
+				algs[a] = true
+			}
+		}
+		for a := range algs {
+			v.algs = append(v.algs, a)
+		}
+		sort.Strings(v.algs)
+	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
 	v.opts = []jwt.ParserOption{
-		jwt.WithValidMethods(methods),
+		jwt.WithValidMethods(v.algs),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithIssuer(cfg.Issuer),
@@ -162,30 +209,54 @@ func invalid(format string, args ...any) error {
 	return &jwtError{reason: fmt.Sprintf(format, args...)}
 }
 
-// key is the jwt.Keyfunc: it selects the key by "kid" and checks that its
-// type matches "alg" (which the parser has already checked against the
-// algorithms of all configured keys).
-func (v *JWT) key(t *jwt.Token) (any, error) {
+// normalType returns a "typ" value in the form that is compared: lower
+// case, without an "application/" prefix.
+func normalType(t string) string {
+	t = strings.ToLower(t)
+	return strings.TrimPrefix(t, "application/")
+}
+
+// keyfunc returns the jwt.Keyfunc of a verification within ctx: it checks
+// the header's "typ", selects the key by "kid" and checks that its type
+// matches "alg" (which the parser has already checked against v.algs).
+func (v *JWT) keyfunc(ctx context.Context) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) { return v.key(ctx, t) }
+}
+
+func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
 	if _, ok := t.Header["crit"]; ok {
 		return nil, invalid(`header has "crit" (no extension is supported)`)
 	}
-	var k crypto.PublicKey
-	switch kid, ok := t.Header["kid"]; {
-	case !ok:
-		if len(v.keys) != 1 {
-			return nil, invalid("no kid and several keys configured")
-		}
-		for _, only := range v.keys {
-			k = only
-		}
-	default:
-		s, isString := kid.(string)
+	if typ, ok := t.Header["typ"]; ok {
+		s, isString := typ.(string)
 		if !isString {
-			return nil, invalid("kid is not a string")
+			return nil, invalid("typ is not a string")
 		}
-		if k, ok = v.keys[s]; !ok {
-			return nil, invalid("unknown kid")
+		if !slices.Contains(v.types, normalType(s)) {
+			// The token's typ is not quoted; the accepted ones are ours.
+			return nil, invalid("typ not accepted (want %s)", strings.Join(v.types, ", "))
 		}
+	}
+	kid, hasKid := t.Header["kid"]
+	s, isString := kid.(string)
+	if hasKid && !isString {
+		return nil, invalid("kid is not a string")
+	}
+	var k crypto.PublicKey
+	var ok bool
+	if v.keySet != nil {
+		var err error
+		if k, ok, err = v.keySet.lookup(ctx, s, hasKid); err != nil {
+			return nil, invalid("key lookup ended: %v", err)
+		}
+	} else {
+		k, ok = find(v.keys, s, hasKid)
+	}
+	switch {
+	case !ok && !hasKid:
+		return nil, invalid("no kid and several keys configured")
+	case !ok:
+		return nil, invalid("unknown kid")
 	}
 	if !slices.Contains(keyAlgs(k), t.Method.Alg()) {
 		return nil, invalid("algorithm %s does not match the key's type", t.Method.Alg())
@@ -202,7 +273,15 @@ const maxJWTTime = 253402300799
 // the time of its "exp". The principal has no Attrs. Every refusal is an
 // error that unwraps to [ErrInvalidJWT] and says why without quoting the
 // token.
+//
+// With a [JWTConfig.KeySet], a lookup that fetches the set is bounded by
+// the set's fetch timeout; [JWT.Authenticate] and [JWT.Verifier] also end
+// it with their context.
 func (v *JWT) Verify(tok string) (*policy.Principal, time.Time, error) {
+	return v.verify(context.Background(), tok)
+}
+
+func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.Time, error) {
 	if tok == "" {
 		return nil, time.Time{}, invalid("empty token")
 	}
@@ -210,7 +289,7 @@ func (v *JWT) Verify(tok string) (*policy.Principal, time.Time, error) {
 		return nil, time.Time{}, invalid("longer than %d bytes", maxJWTLen)
 	}
 	claims := jwt.MapClaims{}
-	t, err := jwt.ParseWithClaims(tok, claims, v.key, v.opts...)
+	t, err := jwt.ParseWithClaims(tok, claims, v.keyfunc(ctx), v.opts...)
 	if err != nil {
 		return nil, time.Time{}, v.reason(t, claims, err)
 	}
@@ -286,7 +365,7 @@ func (v *JWT) reason(t *jwt.Token, claims jwt.MapClaims, err error) error {
 		return invalid("malformed (want a compact JWS: three base64url segments)")
 	case t != nil && t.Method == nil:
 		return invalid("missing or unsupported algorithm")
-	case t != nil && !slices.Contains(v.methods(), t.Method.Alg()):
+	case t != nil && !slices.Contains(v.algs, t.Method.Alg()):
 		// t.Method comes from the jwt registry, so Alg is one of its
 		// names, never text of the token's.
 		return invalid("algorithm %s not accepted", t.Method.Alg())
@@ -316,19 +395,10 @@ func (v *JWT) reason(t *jwt.Token, claims jwt.MapClaims, err error) error {
 	return invalid("cannot be verified")
 }
 
-// methods returns the algorithms the configured keys accept.
-func (v *JWT) methods() []string {
-	var m []string
-	for _, k := range v.keys {
-		m = append(m, keyAlgs(k)...)
-	}
-	return m
-}
-
 // Authenticate returns the principal of tok, as [JWT.Verify] does: *JWT is
-// a gateway.Authenticator. ctx is not used.
-func (v *JWT) Authenticate(_ context.Context, tok string) (*policy.Principal, error) {
-	pr, _, err := v.Verify(tok)
+// a gateway.Authenticator. ctx bounds a fetch of the [JWTConfig.KeySet].
+func (v *JWT) Authenticate(ctx context.Context, tok string) (*policy.Principal, error) {
+	pr, _, err := v.verify(ctx, tok)
 	return pr, err
 }
 
@@ -340,8 +410,8 @@ func (v *JWT) Authenticate(_ context.Context, tok string) (*policy.Principal, er
 // auth.ErrInvalidToken (the go-sdk answers 401 with the error's text) and
 // [ErrInvalidJWT].
 func (v *JWT) Verifier() auth.TokenVerifier {
-	return func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
-		pr, exp, err := v.Verify(tok)
+	return func(ctx context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		pr, exp, err := v.verify(ctx, tok)
 		if err != nil {
 			var je *jwtError
 			if errors.As(err, &je) {

@@ -2,15 +2,17 @@
 // mcpguard's policy in front of an MCP Streamable HTTP server written in any
 // language. It turns a bearer token into a principal (tokens from
 // MCP_GATEWAY_TOKENS, the demo tokens admin-token and viewer-token when
-// unset; or, with --jwt-jwks, signed JWTs verified against a JWK Set, the
-// roles from a claim), refuses admin_* tools/call requests from callers
-// without the role admin before they reach the downstream, and forwards
-// everything else.
+// unset; or, with --jwt-jwks, signed JWTs verified against a JWK Set, read
+// from a file or fetched from the provider's URL and fetched again when the
+// provider rotates its keys, the roles from a claim), refuses admin_*
+// tools/call requests from callers without the role admin before they reach
+// the downstream, and forwards everything else.
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
 //	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] \
 //	        [--audit audit.jsonl | audit.db] [--std-transport] \
-//	        [--jwt-jwks keys.json --jwt-issuer URL --jwt-audience NAME [--jwt-roles-claim roles] [--jwt-leeway 30s]]
+//	        [--jwt-jwks keys.json|https://idp.example/jwks.json --jwt-issuer URL --jwt-audience NAME
+//	         [--jwt-roles-claim roles] [--jwt-leeway 30s] [--jwt-jwks-min-refresh 1m]]
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream.
 //
@@ -29,6 +31,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -63,11 +66,12 @@ func run(logger *slog.Logger) error {
 	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
 	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client")
 	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
-	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set file, instead of MCP_GATEWAY_TOKENS")
+	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set, a file or an https:// URL (the provider's jwks_uri), instead of MCP_GATEWAY_TOKENS")
 	issuer := flag.String("jwt-issuer", "", `the JWTs' required "iss" (with --jwt-jwks)`)
 	audience := flag.String("jwt-audience", "", `the audience the JWTs' "aud" must hold (with --jwt-jwks)`)
 	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string")
 	leeway := flag.Duration("jwt-leeway", 0, `clock skew allowed for the JWTs' "exp", "nbf" and "iat"`)
+	minRefresh := flag.Duration("jwt-jwks-min-refresh", time.Minute, "with a --jwt-jwks URL: least time between two fetches of the set caused by tokens naming unknown keys")
 	flag.Parse()
 
 	switch {
@@ -93,7 +97,15 @@ func run(logger *slog.Logger) error {
 			return fmt.Errorf("%s: only with --jwt-jwks", strings.Join(stray, ", "))
 		}
 	}
-	auth, err := authenticator(logger, *jwks, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
+	refreshSet := false
+	flag.Visit(func(f *flag.Flag) { refreshSet = refreshSet || f.Name == "jwt-jwks-min-refresh" })
+	switch {
+	case *minRefresh <= 0:
+		return fmt.Errorf("--jwt-jwks-min-refresh %v: want a positive duration", *minRefresh)
+	case refreshSet && *jwks != "" && !isURL(*jwks):
+		return errors.New("--jwt-jwks-min-refresh: only with a --jwt-jwks URL (a file is read once)")
+	}
+	auth, err := authenticator(logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
 	if err != nil {
 		return err
 	}
@@ -162,11 +174,19 @@ func run(logger *slog.Logger) error {
 	return nil
 }
 
-// authenticator returns the gateway's authenticator: JWTs verified with the
-// keys of the JWK Set file jwks and cfg, or, without one, the token table
-// of MCP_GATEWAY_TOKENS (the demo tokens when it is unset). Both at once is
-// an error: an operator who set both meant one of them.
-func authenticator(logger *slog.Logger, jwks string, cfg token.JWTConfig) (gateway.Authenticator, error) {
+// isURL reports whether --jwt-jwks names a URL rather than a file.
+func isURL(jwks string) bool {
+	return strings.HasPrefix(jwks, "https://") || strings.HasPrefix(jwks, "http://")
+}
+
+// authenticator returns the gateway's authenticator: JWTs verified with cfg
+// and the keys of the JWK Set jwks, or, without one, the token table of
+// MCP_GATEWAY_TOKENS (the demo tokens when it is unset). Both at once is an
+// error: an operator who set both meant one of them. A jwks that is an
+// http(s) URL is fetched now and refreshed as token.RemoteKeySet does, its
+// fetches caused by unknown kids at least minRefresh apart; any other is a
+// file, read once.
+func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, cfg token.JWTConfig) (gateway.Authenticator, error) {
 	if jwks == "" {
 		if cfg.Issuer != "" || cfg.Audience != "" {
 			return nil, errors.New("--jwt-issuer and --jwt-audience need --jwt-jwks")
@@ -176,18 +196,35 @@ func authenticator(logger *slog.Logger, jwks string, cfg token.JWTConfig) (gatew
 	if _, set := os.LookupEnv(gateway.TokensEnv); set {
 		return nil, fmt.Errorf("--jwt-jwks and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
 	}
-	data, err := os.ReadFile(jwks)
-	if err != nil {
-		return nil, fmt.Errorf("--jwt-jwks: %w", err)
-	}
-	if cfg.Keys, err = token.ParseJWKS(data); err != nil {
-		return nil, fmt.Errorf("--jwt-jwks %s: %w", jwks, err)
+	if isURL(jwks) {
+		set, err := token.NewRemoteKeySet(context.Background(), jwks, &token.RemoteKeySetOptions{
+			MinRefreshInterval: minRefresh,
+			ErrorHandler: func(err error) {
+				logger.Warn("JWK Set refresh failed; keeping the last good set", "err", err)
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("--jwt-jwks: %w", err)
+		}
+		cfg.KeySet = set
+	} else {
+		data, err := os.ReadFile(jwks)
+		if err != nil {
+			return nil, fmt.Errorf("--jwt-jwks: %w", err)
+		}
+		if cfg.Keys, err = token.ParseJWKS(data); err != nil {
+			return nil, fmt.Errorf("--jwt-jwks %s: %w", jwks, err)
+		}
 	}
 	v, err := token.NewJWT(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--jwt-jwks: %w", err)
 	}
-	logger.Info("verifying bearer tokens as JWTs", "keys", len(cfg.Keys), "issuer", cfg.Issuer, "audience", cfg.Audience, "roles_claim", cfg.RolesClaim)
+	shown := jwks
+	if u, err := url.Parse(jwks); err == nil && isURL(jwks) {
+		shown = u.Redacted()
+	}
+	logger.Info("verifying bearer tokens as JWTs", "jwks", shown, "issuer", cfg.Issuer, "audience", cfg.Audience, "roles_claim", cfg.RolesClaim)
 	return v, nil
 }
 

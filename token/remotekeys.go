@@ -1,0 +1,332 @@
+package token
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of [RemoteKeySetOptions].
+const (
+	defaultFetchTimeout       = 10 * time.Second
+	defaultMinRefreshInterval = time.Minute
+	defaultMaxAge             = time.Hour
+	// maxJWKSBytes bounds the body of a JWK Set response.
+	maxJWKSBytes = 1 << 20
+)
+
+// RemoteKeySetOptions configures [NewRemoteKeySet]. Nil means all the
+// defaults; the zero value of each field is documented.
+type RemoteKeySetOptions struct {
+	// Client sends the requests. Nil means a client of its own. Either
+	// way, a redirect is followed only to a URL that NewRemoteKeySet
+	// would accept (https, or http to a loopback host).
+	Client *http.Client
+	// Timeout bounds each fetch, from the request to the end of the body.
+	// Zero means 10 seconds.
+	Timeout time.Duration
+	// MinRefreshInterval is the least time between the starts of two
+	// fetches: a token whose kid is not in the set triggers a fetch (the
+	// provider may have rotated its keys) only when the last one started
+	// at least this long ago; otherwise it is refused at once. Zero means
+	// one minute.
+	MinRefreshInterval time.Duration
+	// MaxAge is how long a fetched set is used before it is fetched again.
+	// A response's Cache-Control max-age shortens it, but not below
+	// MinRefreshInterval. Zero means one hour.
+	MaxAge time.Duration
+	// ErrorHandler receives the error of every failed refresh (the last
+	// good set stays in use). It is called before the lookups waiting for
+	// that refresh go on: it should return quickly. Nil means a warning on
+	// slog.Default().
+	ErrorHandler func(error)
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+}
+
+// A RemoteKeySet is an issuer's JWK Set fetched from its URL (the
+// provider's "jwks_uri") for [JWTConfig.KeySet]: the keys are looked up by
+// kid and refreshed when the provider rotates them. It is safe for
+// concurrent use, and holds no goroutine between lookups: it needs no
+// closing.
+//
+// Every response is parsed by [ParseJWKS], and a set it refuses is never
+// used. A response must have status 200 and a body of at most 1 MiB.
+//
+// Refreshing is lazy, on lookups. The set is fetched again when a lookup
+// finds it older than [RemoteKeySetOptions.MaxAge], or when a token names
+// a kid the set lacks; never more than once per
+// [RemoteKeySetOptions.MinRefreshInterval], so a flood of tokens with
+// made-up kids cannot make it hammer the provider: a miss inside the
+// interval is refused at once, and concurrent misses share one fetch. The
+// lookup that starts a fetch waits for it (at most
+// [RemoteKeySetOptions.Timeout], or until its context ends); concurrent
+// lookups whose kid is in the current set do not wait.
+//
+// A failed fetch (network error, timeout, another status, a larger body,
+// a set ParseJWKS refuses) is reported to
+// [RemoteKeySetOptions.ErrorHandler] and changes nothing: the last good
+// set stays in use, however old, until a fetch succeeds; a key the
+// provider removed is refused from the first successful fetch without it.
+type RemoteKeySet struct {
+	url         string
+	shown       string // url without a password, for errors
+	client      *http.Client
+	timeout     time.Duration
+	minInterval time.Duration
+	maxAge      time.Duration
+	report      func(error)
+	now         func() time.Time
+
+	mu        sync.Mutex
+	keys      map[string]crypto.PublicKey // the last good set
+	expires   time.Time                   // when keys are due for a refresh
+	attempted time.Time                   // start of the last fetch
+	flight    *flight                     // the fetch under way, or nil
+}
+
+// A flight is one fetch that concurrent lookups share; done is closed
+// when it ends.
+type flight struct {
+	done chan struct{}
+}
+
+// NewRemoteKeySet fetches the JWK Set at rawURL, within ctx and the
+// options' Timeout, and returns it as a RemoteKeySet. The URL must be
+// https, or http to a loopback host (127.0.0.0/8, ::1, "localhost") for
+// tests and sidecars. It returns an error for any other URL, negative
+// durations, or when the first fetch fails: a key set that never held a
+// key is of no use.
+func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptions) (*RemoteKeySet, error) {
+	if err := checkKeySetURL(rawURL); err != nil {
+		return nil, fmt.Errorf("token: JWK Set URL: %w", err)
+	}
+	var o RemoteKeySetOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout < 0 || o.MinRefreshInterval < 0 || o.MaxAge < 0 {
+		return nil, errors.New("token: JWK Set: negative Timeout, MinRefreshInterval or MaxAge")
+	}
+	s := &RemoteKeySet{
+		url:         rawURL,
+		shown:       redactURL(rawURL),
+		timeout:     cmpOr(o.Timeout, defaultFetchTimeout),
+		minInterval: cmpOr(o.MinRefreshInterval, defaultMinRefreshInterval),
+		maxAge:      cmpOr(o.MaxAge, defaultMaxAge),
+		report:      o.ErrorHandler,
+		now:         o.Now,
+	}
+	if s.report == nil {
+		s.report = func(err error) {
+			slog.Default().Warn("token: JWK Set refresh failed; keeping the last good set", "err", err)
+		}
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	c := &http.Client{}
+	if o.Client != nil {
+		*c = *o.Client
+	}
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if err := checkKeySetURL(req.URL.String()); err != nil {
+			return fmt.Errorf("redirect refused: %w", err)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	s.client = c
+	s.attempted = s.now()
+	keys, ttl, err := s.fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.keys, s.expires = keys, s.now().Add(ttl)
+	return s, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// redactURL returns raw with the password of its user info, if any,
+// replaced by "xxxxx" (url.URL.Redacted).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// checkKeySetURL accepts https URLs, and http URLs to a loopback host.
+func checkKeySetURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return errors.New("no host")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		h := u.Hostname()
+		if ip := net.ParseIP(h); h == "localhost" || ip != nil && ip.IsLoopback() {
+			return nil
+		}
+		return errors.New("http is accepted only to a loopback host (127.0.0.1, ::1, localhost): use https")
+	}
+	return errors.New("scheme must be https")
+}
+
+// fetch GETs and parses the set, and returns how long it may be used.
+func (s *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	fail := func(format string, args ...any) (map[string]crypto.PublicKey, time.Duration, error) {
+		return nil, 0, fmt.Errorf("token: JWK Set %s: "+format, append([]any{s.shown}, args...)...)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return fail("%v", err)
+	}
+	req.Header.Set("Accept", "application/jwk-set+json, application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fail("status %d, want 200", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if err != nil {
+		return fail("reading the body: %v", err)
+	}
+	if len(data) > maxJWKSBytes {
+		return fail("body larger than %d bytes", maxJWKSBytes)
+	}
+	keys, err := ParseJWKS(data)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ttl := s.maxAge
+	if age, ok := maxAge(resp.Header.Values("Cache-Control")); ok && age < ttl {
+		ttl = max(age, s.minInterval)
+	}
+	return keys, ttl, nil
+}
+
+// maxAge returns the max-age directive of Cache-Control header values.
+func maxAge(values []string) (time.Duration, bool) {
+	for _, v := range values {
+		for _, d := range strings.Split(v, ",") {
+			name, arg, _ := strings.Cut(strings.TrimSpace(d), "=")
+			if !strings.EqualFold(name, "max-age") {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.Trim(arg, `"`), 10, 64)
+			if err != nil || n < 0 {
+				return 0, false
+			}
+			if n > int64(time.Duration(1<<63-1)/time.Second) {
+				return 0, false
+			}
+			return time.Duration(n) * time.Second, true
+		}
+	}
+	return 0, false
+}
+
+// lookup returns the key named kid, or without a kid (hasKid false) the
+// only key of a set of one. It refreshes the set first when it is due, or
+// when the kid is missing (see [RemoteKeySet]); ok is false when there is
+// no such key.
+func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k crypto.PublicKey, ok bool, err error) {
+	s.mu.Lock()
+	now := s.now()
+	k, ok = find(s.keys, kid, hasKid)
+	due := !now.Before(s.expires)
+	f := s.flight
+	switch {
+	case !due && (ok || !hasKid):
+		// Nothing to refresh.
+		s.mu.Unlock()
+		return k, ok, nil
+	case f != nil && (ok || !hasKid):
+		// A refresh is under way: the current set answers meanwhile.
+		s.mu.Unlock()
+		return k, ok, nil
+	case f == nil && now.Sub(s.attempted) < s.minInterval:
+		// Too soon after the last fetch to try again.
+		s.mu.Unlock()
+		return k, ok, nil
+	case f == nil:
+		f = &flight{done: make(chan struct{})}
+		s.flight, s.attempted = f, now
+		go s.refresh(context.WithoutCancel(ctx), f)
+	}
+	s.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	s.mu.Lock()
+	k, ok = find(s.keys, kid, hasKid)
+	s.mu.Unlock()
+	return k, ok, nil
+}
+
+// refresh runs flight f: it fetches the set and keeps it if it is good.
+// It ends within the fetch timeout.
+func (s *RemoteKeySet) refresh(ctx context.Context, f *flight) {
+	keys, ttl, err := s.fetch(ctx)
+	s.mu.Lock()
+	if err == nil {
+		s.keys, s.expires = keys, s.now().Add(ttl)
+	}
+	s.flight = nil
+	s.mu.Unlock()
+	if err != nil {
+		s.report(err)
+	}
+	close(f.done)
+}
+
+// find looks kid up in keys, or the only key without a kid.
+func find(keys map[string]crypto.PublicKey, kid string, hasKid bool) (crypto.PublicKey, bool) {
+	if hasKid {
+		k, ok := keys[kid]
+		return k, ok
+	}
+	if len(keys) != 1 {
+		return nil, false
+	}
+	for _, k := range keys {
+		return k, true
+	}
+	return nil, false
+}
