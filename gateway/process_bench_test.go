@@ -49,19 +49,7 @@ func TestDownstreamProcess(t *testing.T) {
 //	go test ./gateway -run '^$' -bench BenchmarkProcessesVersusNginx -benchtime 12000x -count 3
 func BenchmarkProcessesVersusNginx(b *testing.B) {
 	bin := nginxBinary(b)
-	dir := b.TempDir()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		b.Fatal(err)
-	}
-	gwBin, stdBin := filepath.Join(dir, "gateway"), filepath.Join(dir, "stdproxy")
-	for bin, pkg := range map[string]string{gwBin: "./examples/gateway", stdBin: "./gateway/internal/stdproxy"} {
-		build := exec.Command("go", "build", "-o", bin, pkg)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
+	gwBin, stdBin := buildProxies(b)
 
 	downAddr := freeAddr(b)
 	child := exec.Command(os.Args[0], "-test.run=^TestDownstreamProcess$")

@@ -1,0 +1,155 @@
+package gateway
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkInstructions counts, with valgrind's callgrind, the machine
+// instructions a proxy process executes per forwarded request: the
+// examples/gateway binary (gw, as deployed but for GOMAXPROCS=1, which
+// makes the count repeatable) against a bare httputil.ReverseProxy binary
+// that authorizes nothing (stdproxy, gateway/internal/stdproxy), in the
+// same run, both in front of the go-sdk stateless JSON server of
+// BenchmarkProcessesVersusNginx. Each proxy is warmed up with 200
+// sequential requests, its counters are zeroed, and b.N more are counted.
+//
+// Unlike times, instruction counts do not depend on what else the machine
+// does: two runs agree to a fraction of a percent, so they tell small
+// changes of the gateway's own work apart where timings cannot. They do
+// not count the kernel's work, cache misses or waiting. Skips without
+// valgrind (Debian package valgrind).
+//
+//	go test ./gateway -run '^$' -bench BenchmarkInstructions -benchtime 2000x
+func BenchmarkInstructions(b *testing.B) {
+	vg, err := exec.LookPath("valgrind")
+	if err != nil {
+		b.Skip("valgrind not found (Debian package valgrind)")
+	}
+	ctl, err := exec.LookPath("callgrind_control")
+	if err != nil {
+		b.Skip("callgrind_control not found (Debian package valgrind)")
+	}
+	gwBin, stdBin := buildProxies(b)
+	downAddr := freeAddr(b)
+	child := exec.Command(os.Args[0], "-test.run=^TestDownstreamProcess$")
+	child.Env = append(os.Environ(), downstreamEnv+"="+downAddr)
+	startProcess(b, child)
+	waitListening(b, downAddr)
+	down := "http://" + downAddr
+
+	// GODEBUG as the binary sets it for itself (examples/gateway's
+	// sysmon_unix.go): given here, it does not re-execute itself, which
+	// callgrind would not follow.
+	gwEnv := append(withoutEnv(withoutEnv(os.Environ(), TokensEnv), "GODEBUG"), "GODEBUG=schedtrace=2147483647")
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	gw := countInstructions(b, vg, ctl, gwEnv, "Bearer viewer-token", body, gwBin, "--upstream", down+"/mcp")
+	std := countInstructions(b, vg, ctl, os.Environ(), "", body, stdBin, "--upstream", down)
+	b.ReportMetric(gw, "gw_instr/req")
+	b.ReportMetric(std, "stdproxy_instr/req")
+	b.ReportMetric(gw/std, "gw/stdproxy")
+	b.ReportMetric(0, "ns/op")
+}
+
+// buildProxies builds the examples/gateway and stdproxy binaries into a
+// temporary directory.
+func buildProxies(b *testing.B) (gw, std string) {
+	b.Helper()
+	dir := b.TempDir()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw, std = filepath.Join(dir, "gateway"), filepath.Join(dir, "stdproxy")
+	for bin, pkg := range map[string]string{gw: "./examples/gateway", std: "./gateway/internal/stdproxy"} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return gw, std
+}
+
+// countInstructions runs bin with args under callgrind (GOMAXPROCS=1, a
+// free loopback port), sends it 200 requests, zeroes its counters, sends
+// b.N more, dumps the counters and returns the instructions per request.
+func countInstructions(b *testing.B, vg, ctl string, env []string, auth, body, bin string, args ...string) float64 {
+	b.Helper()
+	addr := freeAddr(b)
+	host, port, _ := net.SplitHostPort(addr)
+	out := filepath.Join(b.TempDir(), "callgrind.out")
+	cmd := exec.Command(vg, append([]string{"--tool=callgrind", "--callgrind-out-file=" + out, bin,
+		"--host", host, "--port", port}, args...)...)
+	cmd.Env = append(withoutEnv(env, "GOMAXPROCS"), "GOMAXPROCS=1")
+	startProcess(b, cmd)
+	deadline := time.Now().Add(60 * time.Second) // valgrind starts slowly
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s under valgrind: nothing listens on %s", bin, addr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	url := "http://" + addr + "/mcp"
+	client := &http.Client{Transport: &http.Transport{}}
+	send := func(n int) {
+		for range n {
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), "hello") {
+				b.Fatalf("%s: status %s: %s", bin, resp.Status, got)
+			}
+		}
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	callgrind := func(arg string) {
+		if o, err := exec.Command(ctl, arg, pid).CombinedOutput(); err != nil {
+			b.Fatalf("callgrind_control %s: %v\n%s", arg, err, o)
+		}
+	}
+	send(200)
+	callgrind("--zero")
+	b.ResetTimer()
+	send(b.N)
+	callgrind("--dump")
+	b.StopTimer()
+	data, err := os.ReadFile(out + ".1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "summary: "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				b.Fatalf("callgrind summary %q: %v", v, err)
+			}
+			return n / float64(b.N)
+		}
+	}
+	b.Fatalf("no summary line in %s.1", out)
+	return 0
+}
