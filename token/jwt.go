@@ -51,6 +51,10 @@ type JWTConfig struct {
 	// RolesClaim names the claim that holds the caller's roles: a JSON
 	// array of strings, or a string of space-separated roles (like OAuth's
 	// "scope"). A token without the claim has no roles. Zero means "roles".
+	// A name with dots that is not a claim of the token's is read as a path
+	// into nested objects: "realm_access.roles" reads Keycloak's realm roles
+	// from {"realm_access": {"roles": [...]}}; a claim named with the dots
+	// (such as "https://example.com/roles") is read first.
 	RolesClaim string
 	// Leeway is the clock skew allowed when checking "exp", "nbf" and
 	// "iat". Zero means none: a token is refused from the second it
@@ -328,6 +332,12 @@ func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.T
 // roles reads the roles claim.
 func (v *JWT) roles(claims jwt.MapClaims) ([]string, error) {
 	raw, ok := claims[v.rolesClaim]
+	if !ok && strings.Contains(v.rolesClaim, ".") {
+		var err error
+		if raw, ok, err = v.nestedRoles(claims); err != nil {
+			return nil, err
+		}
+	}
 	if !ok {
 		return nil, nil
 	}
@@ -352,6 +362,25 @@ func (v *JWT) roles(claims jwt.MapClaims) ([]string, error) {
 		return roles, nil
 	}
 	return nil, invalid("%s claim is neither a string nor an array of strings", v.rolesClaim)
+}
+
+// nestedRoles reads the roles claim as a path of member names separated
+// by dots ("realm_access.roles" is claims["realm_access"]["roles"]). A
+// member missing on the way means no roles; a step into something that is
+// not a JSON object is a refusal.
+func (v *JWT) nestedRoles(claims jwt.MapClaims) (any, bool, error) {
+	var cur any = map[string]any(claims)
+	for name := range strings.SplitSeq(v.rolesClaim, ".") {
+		obj, isObject := cur.(map[string]any)
+		if !isObject {
+			return nil, false, invalid("%s claim: a member on its path is not an object", v.rolesClaim)
+		}
+		var present bool
+		if cur, present = obj[name]; !present {
+			return nil, false, nil
+		}
+	}
+	return cur, true, nil
 }
 
 // reason turns an error of the jwt parser into a refusal. It never uses

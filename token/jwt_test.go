@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -635,6 +636,68 @@ func TestParsePublicKeyPEM(t *testing.T) {
 			got, err := token.ParsePublicKeyPEM(tt.data)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("ParsePublicKeyPEM = %T, %v; want error containing %q", got, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestJWTNestedRolesClaim: a RolesClaim with dots reads the roles from
+// nested objects when the token has no claim of that very name (Keycloak's
+// "realm_access.roles"); a claim named with the dots is read first (Auth0's
+// namespaced claims); a missing member means no roles; a member on the path
+// that is not an object, or roles of the wrong type, refuse the token.
+func TestJWTNestedRolesClaim(t *testing.T) {
+	k := newTestKeys(t)
+	keycloak := newJWT(t, token.JWTConfig{Keys: k.public(), RolesClaim: "realm_access.roles"})
+	auth0 := newJWT(t, token.JWTConfig{Keys: k.public(), RolesClaim: "https://example.com/roles"})
+	rs := func(edit func(jwt.MapClaims)) string {
+		return sign(t, jwt.SigningMethodRS256, k.rsa, "rsa", claims(func(c jwt.MapClaims) {
+			delete(c, "roles")
+			edit(c)
+		}))
+	}
+	for _, tc := range []struct {
+		name    string
+		v       *token.JWT
+		tok     string
+		want    []string
+		wantErr string
+	}{
+		{name: "nested", v: keycloak, tok: rs(func(c jwt.MapClaims) {
+			c["realm_access"] = map[string]any{"roles": []string{"support", "admin"}}
+		}), want: []string{"support", "admin"}},
+		{name: "nested_space_separated", v: keycloak, tok: rs(func(c jwt.MapClaims) {
+			c["realm_access"] = map[string]any{"roles": "support admin"}
+		}), want: []string{"support", "admin"}},
+		{name: "dotted_name_first", v: keycloak, tok: rs(func(c jwt.MapClaims) {
+			c["realm_access.roles"] = []string{"viewer"}
+			c["realm_access"] = map[string]any{"roles": []string{"admin"}}
+		}), want: []string{"viewer"}},
+		{name: "namespaced_claim", v: auth0, tok: rs(func(c jwt.MapClaims) {
+			c["https://example.com/roles"] = []string{"admin"}
+		}), want: []string{"admin"}},
+		{name: "no_parent", v: keycloak, tok: rs(func(jwt.MapClaims) {}), want: nil},
+		{name: "no_member", v: keycloak, tok: rs(func(c jwt.MapClaims) {
+			c["realm_access"] = map[string]any{"other": 1}
+		}), want: nil},
+		{name: "parent_not_object", v: keycloak, tok: rs(func(c jwt.MapClaims) {
+			c["realm_access"] = []string{"admin"}
+		}), wantErr: "realm_access.roles claim: a member on its path is not an object"},
+		{name: "nested_wrong_type", v: keycloak, tok: rs(func(c jwt.MapClaims) {
+			c["realm_access"] = map[string]any{"roles": map[string]any{"admin": true}}
+		}), wantErr: "realm_access.roles claim is neither a string nor an array of strings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, _, err := tc.v.Verify(tc.tok)
+			if tc.wantErr != "" {
+				checkRefusal(t, err, tc.tok, tc.wantErr)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			if !slices.Equal(pr.Roles, tc.want) {
+				t.Errorf("roles %q, want %q", pr.Roles, tc.want)
 			}
 		})
 	}

@@ -69,7 +69,7 @@ func run(logger *slog.Logger) error {
 	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set, a file or an https:// URL (the provider's jwks_uri), instead of MCP_GATEWAY_TOKENS")
 	issuer := flag.String("jwt-issuer", "", `the JWTs' required "iss" (with --jwt-jwks)`)
 	audience := flag.String("jwt-audience", "", `the audience the JWTs' "aud" must hold (with --jwt-jwks)`)
-	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string")
+	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string; a dotted path (realm_access.roles) reads nested objects")
 	leeway := flag.Duration("jwt-leeway", 0, `clock skew allowed for the JWTs' "exp", "nbf" and "iat"`)
 	minRefresh := flag.Duration("jwt-jwks-min-refresh", time.Minute, "with a --jwt-jwks URL: least time between two fetches of the set caused by tokens naming unknown keys")
 	flag.Parse()
