@@ -79,9 +79,10 @@ type Options struct {
 	AuditFailClosed bool
 	// Limiter applies rate, spend and in-flight caps. Nil means none. A
 	// call the limiter admitted and that is refused before its handler runs
-	// (a write without a durable intent, a confirmation found used) is given
-	// back its calls and cost ([limiter.Limiter.Refund]): a refused call
-	// consumes nothing.
+	// (a write without a durable intent, a confirmation found used, a
+	// confirmation state that could not be made) is given back its calls
+	// and cost ([limiter.Limiter.Refund]): a refused call consumes nothing,
+	// as long as it is refused sooner than its units refill (see Refund).
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.

@@ -567,8 +567,9 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	state, responses := p.RequestState, p.InputResponses
 	issued := state == "" // a state this call issues cannot have been used
 	if issued {
+		var ld limiter.Decision
 		if g.opts.Limiter != nil {
-			ld := g.limit(ctx, req, c, 1, 0)
+			ld = g.limit(ctx, req, c, 1, 0)
 			g.opts.Limiter.Release(ld)
 			if !ld.Allowed {
 				c.denial = limitDenial(ld)
@@ -577,6 +578,8 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		}
 		st, err := s.Issue(c.start, claims)
 		if err != nil {
+			// No one was asked: the call consumes nothing.
+			g.refund(ctx, c, ld)
 			c.detail = "confirmation state: " + err.Error()
 			c.denial = Deny(CodeInternal, "the confirmation could not be prepared")
 			return nil, false

@@ -146,6 +146,7 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c, topts, d := g.beginRound(ctx, req)
 			if d != nil {
+				refundAdmissions(ctx, req) // of Limit steps outside this one
 				return g.deny(c, d)
 			}
 			calls := 1
@@ -154,11 +155,13 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 			}
 			ld, d := g.charge(ctx, req, c, calls)
 			if d != nil {
+				refundAdmissions(ctx, req)
 				return g.deny(c, d)
 			}
 			defer l.Release(ld)
 			if d := g.consume(ctx, c); d != nil {
 				g.refund(ctx, c, ld) // refused: it consumes nothing
+				refundAdmissions(ctx, req)
 				return g.deny(c, d)
 			}
 			if ac := auditCall(ctx, req); ac != nil {

@@ -23,8 +23,11 @@
 // Decision took, so that a call that never ran consumes nothing and its
 // retry is not refused for a budget it never used. Each Rate and Spend
 // bucket moves back by exactly what the reservation moved it forward,
-// never past full: a refund right after the decision restores the state
-// before it, and a later one gives back at most what was taken. A refund
+// never past full, when the refund comes sooner than that amount refills
+// (Window × N / Max after the decision): a refund right after the decision
+// restores the state before it. A later refund gives that bucket nothing,
+// since it may have refilled and been drawn on by other calls, whose units
+// are never given back. A refund
 // frees no in-flight slot (Release still does, exactly once), and it is
 // not idempotent: refund a Decision at most once. Refunds are opt-in for
 // stores (a [RefundStore]); both built-in stores refund, and on another

@@ -93,6 +93,7 @@ type Decision struct {
 	cost                float64 // Request.Cost taken, if allowed by the store
 	lease               uint64
 	held                uint64 // bit i: holds a slot of limits[i]
+	at                  int64  // AllowAt's now, ns since 1970 (for Refund)
 }
 
 // A Limiter applies a set of limits to tool calls. It is safe for
@@ -221,7 +222,7 @@ func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 	}
 	denied, wait := l.memStore.apply(now.UnixNano(), cs, opReserve)
 	if denied < 0 {
-		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, held: held}
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, held: held, at: now.UnixNano()}
 	}
 	return Decision{Limit: l.limits[cs[denied].index], RetryAfter: max(wait, 0)}
 }
@@ -284,7 +285,9 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		}
 		return Decision{Allowed: allow, Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
 	}
-	return l.decision(b, r, held, lease)
+	d := l.decision(b, r, held, lease)
+	d.at = now.UnixNano()
+	return d
 }
 
 // abandon releases, in the background, the in-flight slots that a

@@ -152,7 +152,7 @@ type memCheck struct {
 	key   string
 	n     float64
 	st    *memState // state found, nil if none
-	tat   int64     // new theoretical arrival time, if allowed
+	tat   int64     // new theoretical arrival time, if allowed; for a refund, the reservation's time
 	shard uint8
 	index uint8 // index of the limit in the Limiter (fast path only)
 }
@@ -183,6 +183,9 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 		c := &b.Checks[i]
 		ls = append(ls, memLimit{id: c.ID, kind: c.Kind, max: c.Max, window: int64(c.Window)})
 		cs = append(cs, memCheck{lim: &ls[i], key: c.Key, n: c.N})
+		if o == opRefund {
+			cs[i].tat = now - int64(max(b.Elapsed, 0))
+		}
 	}
 	b.Denied, b.RetryAfter = s.apply(now, cs, o)
 	return nil
@@ -251,20 +254,27 @@ func (s *MemoryStore) release(cs []memCheck) {
 }
 
 // refund moves the theoretical arrival time of every rate and spend check
-// back by the increment a reservation of its n adds. A bucket full at now,
-// or absent, stays so; one that the refund fills is marked full. The locks
-// of the checks' shards are held.
+// back by the increment a reservation of its n adds, if the reservation
+// (at c.tat) was less than that increment ago: until then the bucket cannot
+// have refilled since, so the units given back are the reservation's own;
+// a later refund gives nothing back. A bucket full at now, or absent, stays
+// so; one that the refund fills is marked full. The locks of the checks'
+// shards are held.
 func (s *MemoryStore) refund(now int64, cs []memCheck) {
 	for i := range cs {
 		c := &cs[i]
 		if c.lim.kind == Concurrency {
 			continue
 		}
+		inc := increment(c.lim.window, c.n, c.lim.max)
+		if now-c.tat >= inc {
+			continue
+		}
 		st := s.shards[c.shard].m[memKey{c.lim.id, c.key}]
 		if st == nil || st.tat <= now {
 			continue
 		}
-		st.tat -= increment(c.lim.window, c.n, c.lim.max)
+		st.tat -= inc
 		if st.tat <= now {
 			st.tat = fullTAT
 		}

@@ -13,11 +13,17 @@ import (
 // one refused after AllowAt by a later step, such as a write whose audit
 // record could not be made. d must come from l.
 //
-// Each bucket moves back by exactly what the reservation moved it forward,
-// and never past full: a refund right after AllowAt restores the state
-// before it, and a later one gives back at most what d took (a bucket that
-// has meanwhile refilled completely gets nothing). Stores with their own
-// clock (Redis) refund at their own time rather than now.
+// Each bucket moves back by exactly what the reservation moved it forward
+// (the limit's Window × N / Max, N being d's calls or cost), never past
+// full, when the refund comes sooner than that after d: from AllowAt's now
+// to Refund's now, the bucket cannot have refilled since d, so what it
+// gets back is d's own. A refund right after AllowAt restores the state
+// before it. A refund that comes later gives that bucket nothing: it may
+// have refilled since and been drawn on by other calls, whose units the
+// refund must not give back, so d's units stay taken. A refunded call thus
+// never lets more calls through than a limiter that never saw it would.
+// Stores with their own clock (Redis) refund at their own time rather
+// than now; the time since d is measured on the caller's clock.
 //
 // Refund does not free d's in-flight slots: [Limiter.Release] still does
 // that, exactly once, whether or not d was refunded.
@@ -58,7 +64,8 @@ func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := l.store.Apply(ctx, now, &Batch{Refund: true, Checks: checks}); err != nil {
+	elapsed := max(now.Sub(time.Unix(0, d.at)), 0)
+	if err := l.store.Apply(ctx, now, &Batch{Refund: true, Checks: checks, Elapsed: elapsed}); err != nil {
 		return fmt.Errorf("%w: refund: %w", ErrStoreUnavailable, err)
 	}
 	return nil
@@ -90,7 +97,7 @@ func (l *Limiter) refundMemory(now time.Time, d *Decision) {
 		}
 		cs = cs[:len(cs)+1]
 		c := &cs[len(cs)-1]
-		c.lim, c.key, c.n = &l.mem[i], r.key(lim.Scope), n
+		c.lim, c.key, c.n, c.tat = &l.mem[i], r.key(lim.Scope), n, d.at
 	}
 	if len(cs) > 0 {
 		l.memStore.apply(now.UnixNano(), cs, opRefund)

@@ -95,13 +95,18 @@ type RefundStore interface {
 // allowed reservation of the same Rate and Spend checks took, for a call
 // that never ran: for every Rate and Spend check it moves the bucket's
 // theoretical arrival time (TAT) back by the increment a reservation of N
-// units adds (Window*N/Max, rounded exactly as for the reservation). A TAT
-// that ends at or before now is a full bucket, which the store may keep or
+// units adds (Window*N/Max, rounded exactly as for the reservation), but
+// only when Elapsed, the time since the reservation, is shorter than that
+// increment: until then the bucket cannot have refilled since the
+// reservation, so the units it gets back are the reservation's own; a
+// check whose increment is not longer than Elapsed is left as it is (the
+// bucket may have refilled and been drawn on by other calls). A TAT that
+// ends at or before now is a full bucket, which the store may keep or
 // drop. A bucket already full at now, or a key the store does not have
 // (evicted or expired: full), is left as it is, so a refund never fills a
 // bucket past Max and never creates state. A refund right after the
 // reservation thus restores exactly the state before it, and a later one
-// gives back at most what the reservation took. Concurrency checks are
+// never gives back units other calls took. Concurrency checks are
 // ignored: a refund frees no slot (a release does). A refund is not
 // idempotent: every refund batch gives back its units again, whether or not
 // they were refunded before. It is never denied and reports nothing; Lease
@@ -114,6 +119,9 @@ type Batch struct {
 	// for it and changes nothing). The [Limiter] sends it only to a
 	// [RefundStore] whose Refunds reports true.
 	Refund bool
+	// Elapsed is, for a refund, the time since the reservation it undoes,
+	// on the [Limiter]'s clock (see Refund above); zero otherwise.
+	Elapsed time.Duration
 	// Abandon marks a release of a reservation whose outcome the caller
 	// never learned (only with Release). The [Limiter] sends it only to a
 	// [LeaseStore]; a store that counts slots must ignore it (it cannot

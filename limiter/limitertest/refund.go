@@ -135,16 +135,20 @@ func testRefundScopes(t *testing.T, s limiter.Store) {
 	allowAt(t, l, 0, pay("rs-6", "rs-u8"), denied(limiter.Spend, limiter.Global, 30*time.Second))
 }
 
-// testRefundLater checks refunds made after the bucket has partly or fully
-// refilled: they never let more calls run, counting a refunded call as not
-// run, than the limit allows in total, and give nothing to a full bucket.
+// testRefundLater checks refunds made some time after the decision: sooner
+// than the decision's increment (Window × calls / Max) after it, the
+// bucket cannot have refilled since, and the decision's units come back,
+// even after other calls; later, the bucket may have refilled and been
+// drawn on by other calls, and nothing comes back, so that a refund never
+// gives back another call's units: counting a refunded call as not run,
+// no more calls run than the limit allows.
 func testRefundLater(t *testing.T, s limiter.Store) {
 	needRefunds(t, s)
 	const max, window = 4, 4 * time.Minute // one call per minute
 	l := newLimiter(t, s, limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: max, Window: window})
 	r := limiter.Request{Session: "rl", Calls: 1}
 	ran := 0
-	call := func(at time.Duration, want outcome) limiter.Decision {
+	call := func(r limiter.Request, at time.Duration, want outcome) limiter.Decision {
 		t.Helper()
 		d := allowAt(t, l, at, r, want)
 		if d.Allowed {
@@ -154,19 +158,24 @@ func testRefundLater(t *testing.T, s limiter.Store) {
 	}
 	var first [max]limiter.Decision
 	for i := range first {
-		first[i] = call(0, allowed)
+		first[i] = call(r, 0, allowed)
 	}
-	call(0, denied(limiter.Rate, limiter.Session, time.Minute))
+	call(r, 0, denied(limiter.Rate, limiter.Session, time.Minute))
+	// 30 s later, inside the increment of a minute: the units come back.
+	refundAt(t, l, 30*time.Second, first[3])
+	ran--
+	call(r, 30*time.Second, allowed)
+	call(r, 30*time.Second, denied(limiter.Rate, limiter.Session, 30*time.Second))
 	// 2.5 minutes later, 2.5 calls have refilled.
 	const later = 150 * time.Second
-	call(later, allowed)
-	call(later, allowed)
-	call(later, denied(limiter.Rate, limiter.Session, 30*time.Second))
-	// A call taken at t0 is refunded: one call more, not two or more.
+	call(r, later, allowed)
+	call(r, later, allowed)
+	call(r, later, denied(limiter.Rate, limiter.Session, 30*time.Second))
+	// A call taken at t0 and refunded now, later than its increment: the
+	// limiter cannot tell whether the bucket refilled since, so nothing
+	// comes back and the call counts as run.
 	refundAt(t, l, later, first[0])
-	ran--
-	call(later, allowed)
-	call(later, denied(limiter.Rate, limiter.Session, 30*time.Second))
+	call(r, later, denied(limiter.Rate, limiter.Session, 30*time.Second))
 	// Over 2.5 minutes the limit allows max + max*2.5m/window calls.
 	if limit := max + max*later.Seconds()/window.Seconds(); float64(ran) > limit {
 		t.Errorf("%d calls ran (allowed and not refunded) from t0 to t0+%v, the limit allows %v", ran, later, limit)
@@ -174,9 +183,17 @@ func testRefundLater(t *testing.T, s limiter.Store) {
 	// An hour later the bucket is full: a refund gives it nothing more.
 	refundAt(t, l, time.Hour, first[1])
 	for range max {
-		call(time.Hour, allowed)
+		call(r, time.Hour, allowed)
 	}
-	call(time.Hour, denied(limiter.Rate, limiter.Session, time.Minute))
+	call(r, time.Hour, denied(limiter.Rate, limiter.Session, time.Minute))
+
+	// A bucket that refilled completely and was drawn on again: a late
+	// refund of the first call must not give back the second's units.
+	r2 := limiter.Request{Session: "rl-refilled", Calls: max}
+	d1 := call(r2, 0, allowed)
+	call(r2, window+time.Minute, allowed) // full again since t0+4m
+	refundAt(t, l, window+time.Minute, d1)
+	call(r2, window+time.Minute, denied(limiter.Rate, limiter.Session, window))
 }
 
 // testRefundKeepsSlots checks that a refund gives back calls but no

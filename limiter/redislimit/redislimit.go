@@ -82,7 +82,8 @@ func (s *Store) LeasesSlots() bool { return true }
 
 // Refunds implements [limiter.RefundStore]: a refund is one script round
 // trip that moves every rate and spend bucket back by what the reservation
-// took, at the Redis server's time (at the limiter's time with
+// took, when [limiter.Batch].Elapsed is shorter than that (see
+// [limiter.Batch]), at the Redis server's time (at the limiter's time with
 // [Options].ClientTime), never past full: a bucket that the refund fills is
 // deleted, and one already full or absent is left as it is. A second
 // refund of the same reservation gives back its units again.
@@ -118,6 +119,9 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 	}
 	args[2] = s.instance + ":" + strconv.FormatUint(b.Lease, 36)
 	args[3] = s.leaseUS
+	if b.Refund {
+		args[3] = max(b.Elapsed, 0).Microseconds()
+	}
 	for i, c := range b.Checks {
 		keys[i] = s.Key(c)
 		var kind string

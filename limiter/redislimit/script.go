@@ -7,7 +7,8 @@ import "github.com/redis/go-redis/v9"
 // (acquire), "r" (release), "x" (abandon: release, and make a late acquire
 // of the token take nothing) or "f" (refund: give back the rate and spend
 // units an acquire of the same checks took), the lease token, the lease in
-// microseconds, then per check its kind ("r", "s", "c"), N, Max and window
+// microseconds (for a refund: the time since the acquire, in microseconds),
+// then per check its kind ("r", "s", "c"), N, Max and window
 // in microseconds. It returns {denied, wait}: the 0-based index of the
 // denying check or -1 (-2: the lease was abandoned, nothing taken), and the
 // wait in microseconds (-1: never); a release, abandon or refund returns
@@ -19,7 +20,9 @@ import "github.com/redis/go-redis/v9"
 // Concurrency keys are sorted sets of lease tokens scored by expiry.
 //
 // A refund moves a TAT back by the increment the acquire added, computed
-// the same way, and sets the key's expiry to the new TAT; a TAT that ends
+// the same way, if the acquire was less than that increment ago (else the
+// bucket may have refilled and been drawn on since: it is left as it is),
+// and sets the key's expiry to the new TAT; a TAT that ends
 // at or before now is a full bucket, and its key is deleted. A key absent,
 // or whose TAT is already at or before now, is left as it is.
 var script = redis.NewScript(`
@@ -69,10 +72,11 @@ if ARGV[2] == 'f' then
   -- never past full. It frees no slot.
   for i = 1, #KEYS do
     local b = 1 + 4 * i
-    if ARGV[b] ~= 'c' then
+    local inc = increment(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]))
+    if ARGV[b] ~= 'c' and lease < inc then
       local tat = tonumber(redis.call('GET', KEYS[i]))
       if tat and tat > now then
-        tat = tat - increment(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]))
+        tat = tat - inc
         if tat > now then
           redis.call('SET', KEYS[i], int(tat), 'PX', int(math.ceil((tat - now) / 1000)))
         else
