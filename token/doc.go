@@ -24,7 +24,8 @@
 // or HMAC), each matched to the type of the key the token's "kid" selects;
 // "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact. The
 // subject is "sub", the roles a configurable claim (an array of strings or
-// a space-separated string). A header "typ", when present, must be "JWT"
+// a space-separated string; a dotted name such as "realm_access.roles"
+// reaches into nested objects). A header "typ", when present, must be "JWT"
 // or "at+jwt" (RFC 9068 access tokens; configurable), so that another kind
 // of JWT from the same issuer, such as a DPoP proof or a logout token, is
 // not taken for an access token. [ParseJWKS] loads an issuer's JWK Set and
