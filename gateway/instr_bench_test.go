@@ -26,9 +26,12 @@ import (
 // does: two runs agree to a fraction of a percent, so they tell small
 // changes of the gateway's own work apart where timings cannot. They do
 // not count the kernel's work, cache misses or waiting. Skips without
-// valgrind (Debian package valgrind).
+// valgrind (Debian package valgrind). With MCPGUARD_CALLGRIND_DIR set, the
+// counts are kept there (gw.out, stdproxy.out) for callgrind_annotate.
 //
 //	go test ./gateway -run '^$' -bench BenchmarkInstructions -benchtime 2000x
+//	MCPGUARD_CALLGRIND_DIR=/tmp/cg go test ./gateway -run '^$' -bench BenchmarkInstructions -benchtime 1000x
+//	callgrind_annotate --inclusive=yes /tmp/cg/gw.out | grep mcpguard
 func BenchmarkInstructions(b *testing.B) {
 	vg, err := exec.LookPath("valgrind")
 	if err != nil {
@@ -51,8 +54,8 @@ func BenchmarkInstructions(b *testing.B) {
 	// callgrind would not follow.
 	gwEnv := append(withoutEnv(withoutEnv(os.Environ(), TokensEnv), "GODEBUG"), "GODEBUG=schedtrace=2147483647")
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
-	gw := countInstructions(b, vg, ctl, gwEnv, "Bearer viewer-token", body, gwBin, "--upstream", down+"/mcp")
-	std := countInstructions(b, vg, ctl, os.Environ(), "", body, stdBin, "--upstream", down)
+	gw := countInstructions(b, vg, ctl, "gw", gwEnv, "Bearer viewer-token", body, gwBin, "--upstream", down+"/mcp")
+	std := countInstructions(b, vg, ctl, "stdproxy", os.Environ(), "", body, stdBin, "--upstream", down)
 	b.ReportMetric(gw, "gw_instr/req")
 	b.ReportMetric(std, "stdproxy_instr/req")
 	b.ReportMetric(gw/std, "gw/stdproxy")
@@ -82,7 +85,8 @@ func buildProxies(b *testing.B) (gw, std string) {
 // countInstructions runs bin with args under callgrind (GOMAXPROCS=1, a
 // free loopback port), sends it 200 requests, zeroes its counters, sends
 // b.N more, dumps the counters and returns the instructions per request.
-func countInstructions(b *testing.B, vg, ctl string, env []string, auth, body, bin string, args ...string) float64 {
+// With MCPGUARD_CALLGRIND_DIR set, it keeps the dump there as name.out.
+func countInstructions(b *testing.B, vg, ctl, name string, env []string, auth, body, bin string, args ...string) float64 {
 	b.Helper()
 	addr := freeAddr(b)
 	host, port, _ := net.SplitHostPort(addr)
@@ -140,6 +144,14 @@ func countInstructions(b *testing.B, vg, ctl string, env []string, auth, body, b
 	data, err := os.ReadFile(out + ".1")
 	if err != nil {
 		b.Fatal(err)
+	}
+	if dir := os.Getenv("MCPGUARD_CALLGRIND_DIR"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".out"), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, "summary: "); ok {
