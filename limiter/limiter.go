@@ -286,7 +286,7 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		return Decision{Allowed: allow, Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
 	}
 	d := l.decision(b, r, held, lease)
-	d.at = now.UnixNano()
+	d.at = clockNano(now)
 	return d
 }
 

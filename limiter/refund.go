@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -64,12 +65,30 @@ func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	elapsed := max(now.Sub(time.Unix(0, d.at)), 0)
+	elapsed := max(time.Duration(clockNano(now)-d.at), 0)
 	if err := l.store.Apply(ctx, now, &Batch{Refund: true, Checks: checks, Elapsed: elapsed}); err != nil {
 		return fmt.Errorf("%w: refund: %w", ErrStoreUnavailable, err)
 	}
 	return nil
 }
+
+// clockNano returns t in nanoseconds since 1970, for the time between a
+// decision and its refund on a store with its own clock: a caller of such a
+// store may pass any now, the zero time say, which the store ignores. A t
+// outside the range of int64 nanoseconds (the zero time among them) reads
+// the wall clock instead. The in-memory store keeps the caller's now
+// throughout: its buckets are in that clock.
+func clockNano(t time.Time) int64 {
+	if t.Before(minNano) || t.After(maxNano) {
+		t = time.Now()
+	}
+	return t.UnixNano()
+}
+
+var (
+	minNano = time.Unix(0, math.MinInt64)
+	maxNano = time.Unix(0, math.MaxInt64)
+)
 
 // refundMemory is Refund on the in-memory store, without allocating for up
 // to stackChecks limits.
