@@ -81,8 +81,9 @@ type Options struct {
 	// call the limiter admitted and that is refused before its handler runs
 	// (a write without a durable intent, a confirmation found used, a
 	// confirmation state that could not be made) is given back its calls
-	// and cost ([limiter.Limiter.Refund]): a refused call consumes nothing,
-	// as long as it is refused sooner than its units refill (see Refund).
+	// and cost ([limiter.Limiter.Refund]): a call refused at once consumes
+	// nothing; one refused later keeps the part that may have refilled
+	// meanwhile, which its audit record's cost shows.
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.

@@ -417,15 +417,20 @@ func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, c
 }
 
 // refund gives back what step 8 charged c, whose decision was ld (the zero
-// Decision without a limiter), for a call refused before it ran. A refund
-// the limiter could not make is logged, and the record's cost stays what
-// was charged.
+// Decision without a limiter), for a call refused before it ran. The
+// record's cost becomes what stays charged: nothing after a refund right
+// after the decision, part or all of it after a later one
+// ([limiter.Limiter.Kept]). A refund the limiter could not make is logged,
+// and the record's cost stays what was charged.
 func (g *Guard) refund(ctx context.Context, c *call, ld limiter.Decision) {
 	if l := g.opts.Limiter; l != nil {
-		if err := l.Refund(context.WithoutCancel(ctx), g.now(), ld); err != nil {
+		now := g.now()
+		if err := l.Refund(context.WithoutCancel(ctx), now, ld); err != nil {
 			g.log.Error("mcpguard: the charge of a refused call was not given back", "tool", c.name, "correlation_id", c.corr, "err", err)
 			return
 		}
+		c.charged *= l.Kept(now, ld)
+		return
 	}
 	c.charged = 0
 }
@@ -457,7 +462,10 @@ func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, ca
 	if key == "" {
 		key = g.sessionKey(req, c.id)
 	}
-	return g.opts.Limiter.AllowAt(ctx, c.start, limiter.Request{
+	// At the time of the decision, not of the call's start: an older
+	// client's human answers a confirmation inside the call, and a charge
+	// dated back to its start would be refilled by the time the call runs.
+	return g.opts.Limiter.AllowAt(ctx, g.now(), limiter.Request{
 		Session: key,
 		User:    c.id.Principal.Subject,
 		Tool:    c.name,
@@ -567,6 +575,12 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	state, responses := p.RequestState, p.InputResponses
 	issued := state == "" // a state this call issues cannot have been used
 	if issued {
+		if !supportsMRTR(req.Session) && !canElicit(req.Session) {
+			// No one can be asked: refused before anything is charged.
+			c.detail = "the client does not support elicitation"
+			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm: the client does not support elicitation")
+			return nil, false
+		}
 		var ld limiter.Decision
 		if g.opts.Limiter != nil {
 			ld = g.limit(ctx, req, c, 1, 0)
@@ -694,6 +708,18 @@ func supportsMRTR(ss *mcp.ServerSession) bool {
 	}
 	ip := ss.InitializeParams()
 	return ip == nil || ip.ProtocolVersion >= "2026-07-28"
+}
+
+// canElicit reports whether the go-sdk will send ss's client a form
+// elicitation: it refuses to, without sending anything, when the client
+// declared no elicitation capability, or one for URL mode only.
+func canElicit(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return false
+	}
+	e := ip.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
 }
 
 // inputRequired returns res marked with resultType "input_required", which

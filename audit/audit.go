@@ -36,7 +36,9 @@ type Event struct {
 	// 0 for a call refused before, for a dry run, for a round that asks
 	// for a confirmation and for a write's intent record (its outcome
 	// carries the charge), so that the costs of a trail add up to the
-	// spend.
+	// spend. A call refused after it was charged and given its charge back
+	// has the part that stays charged: 0 when it was refused at once, more
+	// when the refund came later (limiter.Limiter.Kept).
 	Cost            float64        `json:"cost,omitempty"`
 	ProtocolVersion string         `json:"protocol_version,omitempty"`
 	ClientName      string         `json:"client_name,omitempty"`

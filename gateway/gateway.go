@@ -58,8 +58,9 @@ type Options struct {
 	// header (session scope) and the principal's subject (user scope). A
 	// refused call gets -32029 and HTTP 429 with Retry-After. A call it
 	// admitted that is then refused without being forwarded (a write
-	// without a durable intent) is given back its calls and cost. Nil means
-	// no caps.
+	// without a durable intent) is given back its calls and cost
+	// (limiter.Limiter.Refund: less what may have refilled meanwhile). Nil
+	// means no caps.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. args reads the call's top-level numeric

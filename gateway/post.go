@@ -40,19 +40,23 @@ type callState struct {
 }
 
 // refund gives back the calls and cost the limiter charged the call, which
-// is refused before it is forwarded, and makes its record's cost 0; call
-// it before finish, at most once. A refund the limiter could not make is
-// logged, and the record keeps the charge.
+// is refused before it is forwarded, and makes its record's cost what
+// stays charged (nothing after a refund right after the decision; see
+// limiter.Limiter.Kept); call it before finish, at most once. A refund the
+// limiter could not make is logged, and the record keeps the charge.
 func (c *callState) refund() {
 	if c == nil || c.done || c.refunded {
 		return
 	}
 	c.refunded = true
 	if c.hasLim {
-		if err := c.g.lim.Refund(context.Background(), c.g.now(), c.lim); err != nil {
+		now := c.g.now()
+		if err := c.g.lim.Refund(context.Background(), now, c.lim); err != nil {
 			c.g.log.Error("the charge of a refused call was not given back", "cid", c.cid, "tool", c.tool, "err", err)
 			return
 		}
+		c.cost *= c.g.lim.Kept(now, c.lim)
+		return
 	}
 	c.cost = 0
 }

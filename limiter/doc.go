@@ -22,12 +22,12 @@
 // already used. [Limiter.Refund] gives back the calls and cost such a
 // Decision took, so that a call that never ran consumes nothing and its
 // retry is not refused for a budget it never used. Each Rate and Spend
-// bucket moves back by exactly what the reservation moved it forward,
-// never past full, when the refund comes sooner than that amount refills
-// (Window × N / Max after the decision): a refund right after the decision
-// restores the state before it. A later refund gives that bucket nothing,
-// since it may have refilled and been drawn on by other calls, whose units
-// are never given back. A refund
+// bucket moves back by what the reservation moved it forward (Window × N /
+// Max) less the time since the decision, never past full: a refund right
+// after the decision restores the state before it, and a later one gives
+// back less, or nothing, since meanwhile the bucket may have lost refill or
+// been drawn on by other calls, whose units are never given back
+// ([Limiter.Kept] tells what stays taken). A refund
 // frees no in-flight slot (Release still does, exactly once), and it is
 // not idempotent: refund a Decision at most once. Refunds are opt-in for
 // stores (a [RefundStore]); both built-in stores refund, and on another

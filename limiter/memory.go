@@ -254,27 +254,26 @@ func (s *MemoryStore) release(cs []memCheck) {
 }
 
 // refund moves the theoretical arrival time of every rate and spend check
-// back by the increment a reservation of its n adds, if the reservation
-// (at c.tat) was less than that increment ago: until then the bucket cannot
-// have refilled since, so the units given back are the reservation's own;
-// a later refund gives nothing back. A bucket full at now, or absent, stays
-// so; one that the refund fills is marked full. The locks of the checks'
-// shards are held.
+// back by the increment a reservation of its n adds, less the time since
+// the reservation (at c.tat), during which the bucket may have refilled
+// (see Limiter.Refund); nothing when that is no less than the increment. A
+// bucket full at now, or absent, stays so; one that the refund fills is
+// marked full. The locks of the checks' shards are held.
 func (s *MemoryStore) refund(now int64, cs []memCheck) {
 	for i := range cs {
 		c := &cs[i]
 		if c.lim.kind == Concurrency {
 			continue
 		}
-		inc := increment(c.lim.window, c.n, c.lim.max)
-		if now-c.tat >= inc {
+		back := increment(c.lim.window, c.n, c.lim.max) - max(now-c.tat, 0)
+		if back <= 0 {
 			continue
 		}
 		st := s.shards[c.shard].m[memKey{c.lim.id, c.key}]
 		if st == nil || st.tat <= now {
 			continue
 		}
-		st.tat -= inc
+		st.tat -= back
 		if st.tat <= now {
 			st.tat = fullTAT
 		}

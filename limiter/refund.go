@@ -14,17 +14,18 @@ import (
 // one refused after AllowAt by a later step, such as a write whose audit
 // record could not be made. d must come from l.
 //
-// Each bucket moves back by exactly what the reservation moved it forward
-// (the limit's Window × N / Max, N being d's calls or cost), never past
-// full, when the refund comes sooner than that after d: from AllowAt's now
-// to Refund's now, the bucket cannot have refilled since d, so what it
-// gets back is d's own. A refund right after AllowAt restores the state
-// before it. A refund that comes later gives that bucket nothing: it may
-// have refilled since and been drawn on by other calls, whose units the
-// refund must not give back, so d's units stay taken. A refunded call thus
-// never lets more calls through than a limiter that never saw it would.
-// Stores with their own clock (Redis) refund at their own time rather
-// than now; the time since d is measured on the caller's clock.
+// Each bucket moves back by what the reservation moved it forward (the
+// limit's Window × N / Max, N being d's calls or cost) less the time from
+// AllowAt's now to Refund's now, never past full, and not at all when that
+// time is as long as the increment or longer. A refund right after AllowAt
+// thus restores the state before it. The time is kept because, without d,
+// the bucket may have been full meanwhile, its refill lost, or have
+// refilled and been drawn on by other calls, whose units a refund must
+// not give back: a refunded call never lets more calls through than a
+// limiter that never saw it would, and one refunded late keeps part of its
+// units, or all of them ([Limiter.Kept] tells how much). Stores with their
+// own clock (Redis) refund at their own time rather than now; the time
+// since d is measured on the caller's clock.
 //
 // Refund does not free d's in-flight slots: [Limiter.Release] still does
 // that, exactly once, whether or not d was refunded.
@@ -70,6 +71,41 @@ func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
 		return fmt.Errorf("%w: refund: %w", ErrStoreUnavailable, err)
 	}
 	return nil
+}
+
+// Kept returns the share of d's cost, from 0 to 1, that a Refund of d at
+// now leaves taken from the Spend limit that keeps the most of it: 0 when
+// d took no cost or a refund at now gives all of it back, 1 when it gives
+// nothing back (see Refund). It is rounded to the nearest thousandth, so
+// that the moments between a decision and a refund right after it read as
+// nothing kept. A caller recording a refunded call's cost records d's cost
+// times Kept.
+func (l *Limiter) Kept(now time.Time, d Decision) float64 {
+	if !d.Allowed || d.cost == 0 {
+		return 0
+	}
+	var elapsed int64
+	if l.memStore != nil {
+		elapsed = now.UnixNano() - d.at
+	} else {
+		elapsed = clockNano(now) - d.at
+	}
+	if elapsed <= 0 {
+		return 0
+	}
+	kept := 0.0
+	for i := range l.limits {
+		lim := &l.limits[i]
+		if lim.Kind != Spend || lim.Tool != "" && lim.Tool != d.tool {
+			continue
+		}
+		share := 1.0
+		if inc := float64(lim.Window) * d.cost / lim.Max; inc > float64(elapsed) {
+			share = float64(elapsed) / inc
+		}
+		kept = max(kept, share)
+	}
+	return math.Round(kept*1000) / 1000
 }
 
 // clockNano returns t in nanoseconds since 1970, for the time between a

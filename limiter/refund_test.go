@@ -311,3 +311,52 @@ func TestMemoryStoreRejectsReleaseAndRefund(t *testing.T) {
 		t.Errorf("next reservation: err %v, denied %d; want denied 0 (nothing given back)", err, b.Denied)
 	}
 }
+
+// TestKept checks the share of a call's cost that a refund leaves taken:
+// none right after the decision, the time since the decision over the
+// increment after that, all of it from a full increment on; the Spend
+// limit keeping the most counts; Rate limits, denied decisions and calls
+// without cost keep nothing.
+func TestKept(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	l, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.Session, Max: 1, Window: time.Hour},
+		{Kind: limiter.Spend, Scope: limiter.Session, Max: 10, Window: 10 * time.Minute}, // 1 unit a minute
+		{Kind: limiter.Spend, Scope: limiter.User, Max: 10, Window: 20 * time.Minute},    // 1 unit in 2 minutes
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d := l.AllowAt(ctx, t0, limiter.Request{Session: "s", User: "u", Calls: 1, Cost: 2})
+	if !d.Allowed {
+		t.Fatalf("denied: %+v", d)
+	}
+	// The user limit's increment is 4 minutes, the session limit's 2.
+	for _, tc := range []struct {
+		after time.Duration
+		want  float64
+	}{
+		{0, 0},
+		{time.Millisecond, 0},
+		{time.Minute, 0.5},
+		{2 * time.Minute, 1},
+		{time.Hour, 1},
+		{-time.Minute, 0},
+	} {
+		if got := l.Kept(t0.Add(tc.after), d); got != tc.want {
+			t.Errorf("Kept %v after the decision = %v, want %v", tc.after, got, tc.want)
+		}
+	}
+	free := l.AllowAt(ctx, t0, limiter.Request{Session: "s2", User: "u2", Calls: 1})
+	if got := l.Kept(t0.Add(time.Hour), free); got != 0 {
+		t.Errorf("Kept of a call without cost = %v, want 0", got)
+	}
+	denied := l.AllowAt(ctx, t0, limiter.Request{Session: "s", User: "u", Calls: 1, Cost: 2})
+	if denied.Allowed {
+		t.Fatal("second call allowed under 1 call an hour")
+	}
+	if got := l.Kept(t0.Add(time.Hour), denied); got != 0 {
+		t.Errorf("Kept of a denied decision = %v, want 0", got)
+	}
+}

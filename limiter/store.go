@@ -95,12 +95,11 @@ type RefundStore interface {
 // allowed reservation of the same Rate and Spend checks took, for a call
 // that never ran: for every Rate and Spend check it moves the bucket's
 // theoretical arrival time (TAT) back by the increment a reservation of N
-// units adds (Window*N/Max, rounded exactly as for the reservation), but
-// only when Elapsed, the time since the reservation, is shorter than that
-// increment: until then the bucket cannot have refilled since the
-// reservation, so the units it gets back are the reservation's own; a
-// check whose increment is not longer than Elapsed is left as it is (the
-// bucket may have refilled and been drawn on by other calls). A TAT that
+// units adds (Window*N/Max, rounded exactly as for the reservation), less
+// Elapsed, the time since the reservation, and not at all when that leaves
+// nothing: during Elapsed the bucket may have been full without the
+// reservation, its refill lost, and the refill of a full bucket drawn on by
+// other calls, which a refund must not give back. A TAT that
 // ends at or before now is a full bucket, which the store may keep or
 // drop. A bucket already full at now, or a key the store does not have
 // (evicted or expired: full), is left as it is, so a refund never fills a

@@ -135,20 +135,20 @@ func testRefundScopes(t *testing.T, s limiter.Store) {
 	allowAt(t, l, 0, pay("rs-6", "rs-u8"), denied(limiter.Spend, limiter.Global, 30*time.Second))
 }
 
-// testRefundLater checks refunds made some time after the decision: sooner
-// than the decision's increment (Window × calls / Max) after it, the
-// bucket cannot have refilled since, and the decision's units come back,
-// even after other calls; later, the bucket may have refilled and been
-// drawn on by other calls, and nothing comes back, so that a refund never
-// gives back another call's units: counting a refunded call as not run,
-// no more calls run than the limit allows.
+// testRefundLater checks refunds made some time after the decision: the
+// decision's increment (Window × calls / Max) comes back less the time
+// since the decision, or nothing when that time is as long, so that a
+// refund never gives back refill the bucket lost while it would have been
+// full without the decision, nor units that other calls took: counting a
+// refunded call as not run, no more calls run than the limit allows, and no
+// more than a limiter that never saw the refunded call lets through.
 func testRefundLater(t *testing.T, s limiter.Store) {
 	needRefunds(t, s)
 	const max, window = 4, 4 * time.Minute // one call per minute
 	l := newLimiter(t, s, limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: max, Window: window})
 	r := limiter.Request{Session: "rl", Calls: 1}
 	ran := 0
-	call := func(r limiter.Request, at time.Duration, want outcome) limiter.Decision {
+	call := func(l *limiter.Limiter, r limiter.Request, at time.Duration, want outcome) limiter.Decision {
 		t.Helper()
 		d := allowAt(t, l, at, r, want)
 		if d.Allowed {
@@ -158,24 +158,24 @@ func testRefundLater(t *testing.T, s limiter.Store) {
 	}
 	var first [max]limiter.Decision
 	for i := range first {
-		first[i] = call(r, 0, allowed)
+		first[i] = call(l, r, 0, allowed)
 	}
-	call(r, 0, denied(limiter.Rate, limiter.Session, time.Minute))
-	// 30 s later, inside the increment of a minute: the units come back.
+	call(l, r, 0, denied(limiter.Rate, limiter.Session, time.Minute))
+	// 30 s later, half of a call's minute comes back: the bucket, full again
+	// half a minute sooner, takes one call and then waits a minute.
 	refundAt(t, l, 30*time.Second, first[3])
 	ran--
-	call(r, 30*time.Second, allowed)
-	call(r, 30*time.Second, denied(limiter.Rate, limiter.Session, 30*time.Second))
-	// 2.5 minutes later, 2.5 calls have refilled.
+	call(l, r, 30*time.Second, allowed)
+	call(l, r, 30*time.Second, denied(limiter.Rate, limiter.Session, time.Minute))
+	// 2.5 minutes after t0, two more calls have refilled.
 	const later = 150 * time.Second
-	call(r, later, allowed)
-	call(r, later, allowed)
-	call(r, later, denied(limiter.Rate, limiter.Session, 30*time.Second))
-	// A call taken at t0 and refunded now, later than its increment: the
-	// limiter cannot tell whether the bucket refilled since, so nothing
-	// comes back and the call counts as run.
+	call(l, r, later, allowed)
+	call(l, r, later, allowed)
+	call(l, r, later, denied(limiter.Rate, limiter.Session, time.Minute))
+	// A call taken at t0 and refunded now, later than its increment:
+	// nothing comes back and the call counts as run.
 	refundAt(t, l, later, first[0])
-	call(r, later, denied(limiter.Rate, limiter.Session, 30*time.Second))
+	call(l, r, later, denied(limiter.Rate, limiter.Session, time.Minute))
 	// Over 2.5 minutes the limit allows max + max*2.5m/window calls.
 	if limit := max + max*later.Seconds()/window.Seconds(); float64(ran) > limit {
 		t.Errorf("%d calls ran (allowed and not refunded) from t0 to t0+%v, the limit allows %v", ran, later, limit)
@@ -183,17 +183,30 @@ func testRefundLater(t *testing.T, s limiter.Store) {
 	// An hour later the bucket is full: a refund gives it nothing more.
 	refundAt(t, l, time.Hour, first[1])
 	for range max {
-		call(r, time.Hour, allowed)
+		call(l, r, time.Hour, allowed)
 	}
-	call(r, time.Hour, denied(limiter.Rate, limiter.Session, time.Minute))
+	call(l, r, time.Hour, denied(limiter.Rate, limiter.Session, time.Minute))
 
 	// A bucket that refilled completely and was drawn on again: a late
 	// refund of the first call must not give back the second's units.
 	r2 := limiter.Request{Session: "rl-refilled", Calls: max}
-	d1 := call(r2, 0, allowed)
-	call(r2, window+time.Minute, allowed) // full again since t0+4m
+	d1 := call(l, r2, 0, allowed)
+	call(l, r2, window+time.Minute, allowed) // full again since t0+4m
 	refundAt(t, l, window+time.Minute, d1)
-	call(r2, window+time.Minute, denied(limiter.Rate, limiter.Session, window))
+	call(l, r2, window+time.Minute, denied(limiter.Rate, limiter.Session, window))
+
+	// A call on a full bucket refunded 30 s later, after another call:
+	// without it the bucket would have stayed full those 30 s, its refill
+	// lost, so only the other 30 s of its minute come back, and the bucket
+	// ends as a limiter that never saw it has it: 2 per 2 minutes, the
+	// other call at 30 s, one more then, and nothing until 1m30s.
+	l2 := newLimiter(t, s, limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: 2, Window: 2 * time.Minute})
+	r3 := limiter.Request{Session: "rl-lost", Calls: 1}
+	d := call(l2, r3, 0, allowed)
+	call(l2, r3, 30*time.Second, allowed)
+	refundAt(t, l2, 30*time.Second, d)
+	call(l2, r3, 30*time.Second, allowed)
+	call(l2, r3, time.Minute, denied(limiter.Rate, limiter.Session, 30*time.Second))
 }
 
 // testRefundKeepsSlots checks that a refund gives back calls but no

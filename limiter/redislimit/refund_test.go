@@ -59,9 +59,9 @@ func TestRefundServerTime(t *testing.T) {
 }
 
 // TestRefundClientTime checks the state a refund writes, at the limiter's
-// time: sooner than one increment after the decision, the TAT moved back by
-// exactly one increment and an expiry at it; later, the TAT left as it is;
-// and a key Redis no longer has staying absent.
+// time: the TAT moved back by one increment less the time since the
+// decision, and an expiry at it; a full increment after the decision, the
+// TAT left as it is; and a key Redis no longer has staying absent.
 func TestRefundClientTime(t *testing.T) {
 	srv := testsvc.StartRedis(t)
 	c := newClient(t, srv.Addr)
@@ -82,19 +82,19 @@ func TestRefundClientTime(t *testing.T) {
 		t.Fatalf("Refund: %v", err)
 	}
 	tat, err := c.Get(ctx, key).Int64()
-	if want := t0.Add(2 * time.Hour).UnixMicro(); err != nil || tat != want {
-		t.Errorf("GET %s after refunding one of 3 calls = %d, %v; want %d (t0+2h)", key, tat, err, want)
+	if want := t0.Add(150 * time.Minute).UnixMicro(); err != nil || tat != want {
+		t.Errorf("GET %s after refunding one of 3 calls 30 minutes later = %d, %v; want %d (t0+2h30m: half an hour of its hour back)", key, tat, err, want)
 	}
-	if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl <= 89*time.Minute || ttl > 90*time.Minute {
-		t.Errorf("PTTL %s = %v, %v; want in (89m, 90m]: the TAT is 90 minutes after the refund", key, ttl, err)
+	if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl <= 119*time.Minute || ttl > 120*time.Minute {
+		t.Errorf("PTTL %s = %v, %v; want in (119m, 120m]: the TAT is two hours after the refund", key, ttl, err)
 	}
 	// An hour after the decision, its increment, the bucket may have
 	// refilled since: a refund gives nothing back.
 	if err := l.Refund(ctx, t0.Add(time.Hour), d); err != nil {
 		t.Fatalf("Refund: %v", err)
 	}
-	if tat, err := c.Get(ctx, key).Int64(); err != nil || tat != t0.Add(2*time.Hour).UnixMicro() {
-		t.Errorf("GET %s after a refund an increment after the decision = %d, %v; want it unchanged (t0+2h)", key, tat, err)
+	if tat, err := c.Get(ctx, key).Int64(); err != nil || tat != t0.Add(150*time.Minute).UnixMicro() {
+		t.Errorf("GET %s after a refund an increment after the decision = %d, %v; want it unchanged (t0+2h30m)", key, tat, err)
 	}
 
 	// A key evicted or expired is a full bucket: a refund leaves it absent.

@@ -20,9 +20,9 @@ import "github.com/redis/go-redis/v9"
 // Concurrency keys are sorted sets of lease tokens scored by expiry.
 //
 // A refund moves a TAT back by the increment the acquire added, computed
-// the same way, if the acquire was less than that increment ago (else the
-// bucket may have refilled and been drawn on since: it is left as it is),
-// and sets the key's expiry to the new TAT; a TAT that ends
+// the same way, less the time since the acquire (during which the bucket
+// may have refilled: see limiter.Batch), if anything is left, and sets the
+// key's expiry to the new TAT; a TAT that ends
 // at or before now is a full bucket, and its key is deleted. A key absent,
 // or whose TAT is already at or before now, is left as it is.
 var script = redis.NewScript(`
@@ -72,11 +72,11 @@ if ARGV[2] == 'f' then
   -- never past full. It frees no slot.
   for i = 1, #KEYS do
     local b = 1 + 4 * i
-    local inc = increment(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]))
-    if ARGV[b] ~= 'c' and lease < inc then
+    local back = increment(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])) - math.max(lease, 0)
+    if ARGV[b] ~= 'c' and back > 0 then
       local tat = tonumber(redis.call('GET', KEYS[i]))
       if tat and tat > now then
-        tat = tat - inc
+        tat = tat - back
         if tat > now then
           redis.call('SET', KEYS[i], int(tat), 'PX', int(math.ceil((tat - now) / 1000)))
         else
