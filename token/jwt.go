@@ -121,16 +121,21 @@ type JWT struct {
 }
 
 // NewJWT returns a verifier for cfg. It returns an error when both or
-// neither of Keys and KeySet are set, when a key is nil, of another type,
-// an RSA key shorter than 2048 bits, an ECDSA key on another curve or off
-// its curve, or an Ed25519 key of the wrong size, when Issuer or Audience
-// is empty, when a Types entry is empty, or when Leeway is negative.
+// neither of Keys and KeySet are set, when KeySet was not made by
+// [NewRemoteKeySet], when a key is nil, of another type, an RSA key
+// shorter than 2048 bits, an ECDSA key on another curve or off its curve,
+// or an Ed25519 key of the wrong size, when Issuer or Audience is empty,
+// when a Types entry is empty (or "application/" alone), or when Leeway is
+// negative.
 func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if len(cfg.Keys) == 0 && cfg.KeySet == nil {
 		return nil, errors.New("token: JWT: no keys")
 	}
 	if len(cfg.Keys) != 0 && cfg.KeySet != nil {
 		return nil, errors.New("token: JWT: both Keys and KeySet: set one")
+	}
+	if cfg.KeySet != nil && cfg.KeySet.client == nil {
+		return nil, errors.New("token: JWT: a KeySet not made by NewRemoteKeySet")
 	}
 	if cfg.Issuer == "" {
 		return nil, errors.New("token: JWT: no issuer")
@@ -150,10 +155,11 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 		types = defaultTypes()
 	}
 	for _, t := range types {
-		if t == "" {
-			return nil, errors.New("token: JWT: empty type in Types")
+		n := normalType(t)
+		if n == "" {
+			return nil, fmt.Errorf("token: JWT: empty type %q in Types", t)
 		}
-		v.types = append(v.types, normalType(t))
+		v.types = append(v.types, n)
 	}
 	if cfg.KeySet != nil {
 		// The keys change: accept every algorithm here, and match each

@@ -57,8 +57,10 @@ type RemoteKeySetOptions struct {
 // A RemoteKeySet is an issuer's JWK Set fetched from its URL (the
 // provider's "jwks_uri") for [JWTConfig.KeySet]: the keys are looked up by
 // kid and refreshed when the provider rotates them. It is safe for
-// concurrent use, and holds no goroutine between lookups: it needs no
-// closing.
+// concurrent use, and runs no goroutine of its own between lookups (its
+// HTTP client may keep an idle connection to the provider): it needs no
+// closing. Its errors, and String, show its URL without user info, query
+// or fragment, where a credential may be.
 //
 // Every response is parsed by [ParseJWKS], and a set it refuses is never
 // used. A response must have status 200 and a body of at most 1 MiB.
@@ -80,7 +82,7 @@ type RemoteKeySetOptions struct {
 // provider removed is refused from the first successful fetch without it.
 type RemoteKeySet struct {
 	url         string
-	shown       string // url without a password, for errors
+	shown       string // url without user info or query, for errors and logs
 	client      *http.Client
 	timeout     time.Duration
 	minInterval time.Duration
@@ -169,15 +171,25 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return d
 }
 
-// redactURL returns raw with the password of its user info, if any,
-// replaced by "xxxxx" (url.URL.Redacted).
+// redactURL returns raw without its user info, query and fragment, where a
+// credential may be (a password, an API token as the user name, an
+// "?api_key="), a query being shown as "?…".
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return raw
+		return "(an invalid URL)"
 	}
-	return u.Redacted()
+	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	s := shown.String()
+	if u.RawQuery != "" || u.ForceQuery {
+		s += "?…"
+	}
+	return s
 }
+
+// String returns the set's URL without its user info, query and fragment,
+// which may hold a credential: the form its errors show, for logs.
+func (s *RemoteKeySet) String() string { return s.shown }
 
 // checkKeySetURL accepts https URLs, and http URLs to a loopback host.
 func checkKeySetURL(raw string) error {
@@ -215,6 +227,12 @@ func (s *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, 
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
+		// net/http's error quotes the URL, whole: the message names it
+		// already, shown without what may be a credential.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fail("%v", err)
 	}
 	defer resp.Body.Close()

@@ -2,6 +2,7 @@ package token_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -574,5 +575,21 @@ func TestRemoteKeySetErrorsHidePassword(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cret-pass") || !strings.Contains(err.Error(), "status 500") {
 		t.Errorf("error %q: want the status and no password", err)
+	}
+}
+
+// TestNewJWTRefusesUnusableConfig: a RemoteKeySet not made by
+// NewRemoteKeySet (its zero value) and a Types entry that is empty once
+// normalised ("application/") are refused by NewJWT, not found out on the
+// first token (a panic under the set's lock; a typ "" accepted).
+func TestNewJWTRefusesUnusableConfig(t *testing.T) {
+	for name, cfg := range map[string]token.JWTConfig{
+		"zero KeySet":          {KeySet: &token.RemoteKeySet{}},
+		`Types "application/"`: {Keys: map[string]crypto.PublicKey{"a": edKey(t).Public()}, Types: []string{"application/"}},
+	} {
+		cfg.Issuer, cfg.Audience = testIssuer, testAudience
+		if _, err := token.NewJWT(cfg); err == nil {
+			t.Errorf("NewJWT with %s: no error", name)
+		}
 	}
 }

@@ -31,7 +31,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -221,8 +220,8 @@ func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, c
 		return nil, fmt.Errorf("--jwt-jwks: %w", err)
 	}
 	shown := jwks
-	if u, err := url.Parse(jwks); err == nil && isURL(jwks) {
-		shown = u.Redacted()
+	if cfg.KeySet != nil {
+		shown = cfg.KeySet.String() // without what may be a credential
 	}
 	logger.Info("verifying bearer tokens as JWTs", "jwks", shown, "issuer", cfg.Issuer, "audience", cfg.Audience, "roles_claim", cfg.RolesClaim)
 	return v, nil
