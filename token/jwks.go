@@ -33,6 +33,44 @@ import (
 // and when no key is kept. Errors name the key by its kid, or by its
 // position when it has none.
 func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
+	keys, _, err := parseJWKS(data, false)
+	return keys, err
+}
+
+// parseJWKS is ParseJWKS; when lenient, a key that ParseJWKS would refuse
+// the set for (a private member, no kid, an unknown kty or crv, a
+// malformed member, a key NewJWT would refuse) is left out instead, and so
+// are both keys of a kid listed twice: their errors are returned in
+// skipped. A set left with no key is still an error.
+func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error, error) {
+	var skipped []error
+	dups := map[string]bool{}
+	keys, err := parseJWKSKeys(data, func(err error, dupKid string) error {
+		if !lenient {
+			return err
+		}
+		skipped = append(skipped, err)
+		if dupKid != "" {
+			dups[dupKid] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for kid := range dups {
+		delete(keys, kid)
+	}
+	if len(keys) == 0 {
+		return nil, skipped, errors.New("token: JWK Set: no signature verification keys")
+	}
+	return keys, skipped, nil
+}
+
+// parseJWKSKeys reads the keys of a JWK Set. A key in error is passed to
+// bad, with its kid when the error is that the kid is listed twice: when
+// bad returns an error, parsing stops with it, else the key is left out.
+func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[string]crypto.PublicKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
@@ -43,6 +81,7 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 		return nil, errors.New(`token: JWK Set: no "keys" array`)
 	}
 	keys := make(map[string]crypto.PublicKey, len(set.Keys))
+	seen := map[string]bool{} // the kids of the signature keys, kept or not
 	for n, raw := range set.Keys {
 		var members map[string]json.RawMessage
 		var jwk struct {
@@ -58,7 +97,10 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 			Y      string   `json:"y"`
 		}
 		if json.Unmarshal(raw, &members) != nil || json.Unmarshal(raw, &jwk) != nil {
-			return nil, fmt.Errorf("token: JWK %d: not an object of string members", n+1)
+			if err := bad(fmt.Errorf("token: JWK %d: not an object of string members", n+1), ""); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		name := fmt.Sprintf("JWK %d", n+1)
 		if jwk.Kid != "" {
@@ -66,10 +108,17 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 		}
 		// Members of private or secret key material (RFC 7518, sections
 		// 6.2.2, 6.3.2 and 6.4; RFC 8037).
+		private := ""
 		for _, m := range []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"} {
-			if _, ok := members[m]; ok {
-				return nil, fmt.Errorf("token: %s: has private member %q: a JWK Set for verification holds public keys only", name, m)
+			if _, ok := members[m]; ok && private == "" {
+				private = m
 			}
+		}
+		if private != "" {
+			if err := bad(fmt.Errorf("token: %s: has private member %q: a JWK Set for verification holds public keys only", name, private), ""); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if _, ok := members["use"]; ok && jwk.Use != "sig" {
 			continue
@@ -78,11 +127,18 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 			continue
 		}
 		if jwk.Kid == "" {
-			return nil, fmt.Errorf("token: %s: no kid", name)
+			if err := bad(fmt.Errorf("token: %s: no kid", name), ""); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if _, dup := keys[jwk.Kid]; dup {
-			return nil, fmt.Errorf("token: %s: kid listed twice", name)
+		if seen[jwk.Kid] {
+			if err := bad(fmt.Errorf("token: %s: kid listed twice", name), jwk.Kid); err != nil {
+				return nil, err
+			}
+			continue
 		}
+		seen[jwk.Kid] = true
 		var k crypto.PublicKey
 		var err error
 		switch jwk.Kty {
@@ -109,12 +165,12 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 			err = errors.New("alg does not match the key")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("token: %s: %v", name, err)
+			if err := bad(fmt.Errorf("token: %s: %v", name, err), ""); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		keys[jwk.Kid] = k
-	}
-	if len(keys) == 0 {
-		return nil, errors.New("token: JWK Set: no signature verification keys")
 	}
 	return keys, nil
 }

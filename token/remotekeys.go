@@ -46,7 +46,8 @@ type RemoteKeySetOptions struct {
 	// MinRefreshInterval. Zero means one hour.
 	MaxAge time.Duration
 	// ErrorHandler receives the error of every failed refresh (the last
-	// good set stays in use). It is called before the lookups waiting for
+	// good set stays in use), and of every fetched set that had keys left
+	// out (see [RemoteKeySet]). It is called before the lookups waiting for
 	// that refresh go on: it should return quickly. Nil means a warning on
 	// slog.Default().
 	ErrorHandler func(error)
@@ -62,8 +63,15 @@ type RemoteKeySetOptions struct {
 // closing. Its errors, and String, show its URL without user info, query
 // or fragment, where a credential may be.
 //
-// Every response is parsed by [ParseJWKS], and a set it refuses is never
-// used. A response must have status 200 and a body of at most 1 MiB.
+// Every response is read as [ParseJWKS] reads a set, with one difference:
+// a key for which ParseJWKS refuses the whole set (an unknown kty or crv,
+// such as a new algorithm's, no kid, a malformed member, a weak key, a
+// private member) is left out, and so are both keys of a kid listed twice,
+// and what was left out is reported to
+// [RemoteKeySetOptions.ErrorHandler]: one key the package cannot use does
+// not stop the provider's rotation. A set left with no usable key is a
+// failed fetch. A response must have status 200 and a body of at most 1
+// MiB.
 //
 // Refreshing is lazy, on lookups. The set is fetched again when a lookup
 // finds it older than [RemoteKeySetOptions.MaxAge], or when a token names
@@ -76,7 +84,7 @@ type RemoteKeySetOptions struct {
 // lookups whose kid is in the current set do not wait.
 //
 // A failed fetch (network error, timeout, another status, a larger body,
-// a set ParseJWKS refuses) is reported to
+// a set that is not a JWK Set or holds no usable key) is reported to
 // [RemoteKeySetOptions.ErrorHandler] and changes nothing: the last good
 // set stays in use, however old, until a fetch succeeds; a key the
 // provider removed is refused from the first successful fetch without it.
@@ -246,9 +254,15 @@ func (s *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, 
 	if len(data) > maxJWKSBytes {
 		return fail("body larger than %d bytes", maxJWKSBytes)
 	}
-	keys, err := ParseJWKS(data)
+	keys, skipped, err := parseJWKS(data, true)
 	if err != nil {
+		if len(skipped) > 0 {
+			err = errors.Join(append([]error{err}, skipped...)...)
+		}
 		return fail("%v", err)
+	}
+	if len(skipped) > 0 {
+		s.report(fmt.Errorf("token: JWK Set %s: %d keys left out, %d kept: %w", s.shown, len(skipped), len(keys), errors.Join(skipped...)))
 	}
 	ttl := s.maxAge
 	if age, ok := maxAge(resp.Header.Values("Cache-Control")); ok && age < ttl {

@@ -593,3 +593,53 @@ func TestNewJWTRefusesUnusableConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteKeySetLeavesOutUnusableKeys: a provider's set may hold keys
+// the package cannot use beside those it can (a newer algorithm, a key
+// without a kid, one published by mistake with its private part, a kid
+// listed twice). A RemoteKeySet keeps the usable keys, leaves the others
+// out (both keys of a duplicated kid: either may be meant) and reports
+// them, rather than failing every fetch and stopping rotation; ParseJWKS
+// still refuses such a set.
+func TestRemoteKeySetLeavesOutUnusableKeys(t *testing.T) {
+	a, b, d1, d2, p := edKey(t), edKey(t), edKey(t), edKey(t), edKey(t)
+	x448 := map[string]any{"kty": "OKP", "crv": "Ed448", "kid": "x448", "use": "sig", "x": strings.Repeat("A", 76)}
+	noKid := jwk(t, "", edKey(t).Public())
+	delete(noKid, "kid")
+	private := jwk(t, "p", p.Public())
+	private["d"] = "AAAA"
+	unusable := []map[string]any{x448, noKid, private, jwk(t, "d", d1.Public()), jwk(t, "d", d2.Public())}
+	set := jwks(t, append([]map[string]any{jwk(t, "a", a.Public())}, unusable...)...)
+	if _, err := token.ParseJWKS(set); err == nil {
+		t.Fatal("ParseJWKS accepted a set with unusable keys")
+	}
+
+	f := newRemote(t, set, token.RemoteKeySetOptions{})
+	f.ok(t, "key a", edToken(t, a, "a"))
+	f.refused(t, "a key published with its private part", edToken(t, p, "p"), "unknown kid")
+	f.refused(t, "a kid listed twice, first key", edToken(t, d1, "d"), "unknown kid")
+	errs := f.errs.all()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "4 keys left out, 1 kept") {
+		t.Fatalf("reported %v, want one report of 4 keys left out", errs)
+	}
+	for _, want := range []string{`JWK "x448"`, "JWK 3: no kid", `JWK "p": has private member "d"`, `JWK "d": kid listed twice`} {
+		if !strings.Contains(errs[0].Error(), want) {
+			t.Errorf("report %q lacks %q", errs[0], want)
+		}
+	}
+
+	// The provider adds b and keeps publishing the others: rotation goes on.
+	f.srv.serve(jwks(t, append([]map[string]any{jwk(t, "a", a.Public()), jwk(t, "b", b.Public())}, unusable...)...), "")
+	f.clock.advance(2 * time.Minute)
+	f.ok(t, "key b after the rotation", edToken(t, b, "b"))
+	f.fetches(t, "after b", 2)
+
+	// A set with no usable key at all is a failed fetch: the last good set
+	// stays.
+	f.srv.serve(jwks(t, unusable...), "")
+	f.clock.advance(2 * time.Hour)
+	f.ok(t, "key b, the provider's set now unusable", edToken(t, b, "b"))
+	if errs := f.errs.all(); len(errs) != 3 || !strings.Contains(errs[2].Error(), "no signature verification keys") {
+		t.Errorf("reported %v, want a third report: no signature verification keys", errs)
+	}
+}
