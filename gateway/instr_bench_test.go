@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -94,6 +95,17 @@ func countInstructions(b *testing.B, vg, ctl, name string, env []string, auth, b
 	cmd := exec.Command(vg, append([]string{"--tool=callgrind", "--callgrind-out-file=" + out, bin,
 		"--host", host, "--port", port}, args...)...)
 	cmd.Env = append(withoutEnv(env, "GOMAXPROCS"), "GOMAXPROCS=1")
+	// The end of what valgrind and the proxy print, for a failure's report.
+	var mu sync.Mutex
+	var stderr tailWriter
+	cmd.Stderr = lockedWriter{&mu, &stderr}
+	failed := func(format string, args ...any) {
+		b.Helper()
+		mu.Lock()
+		tail := string(stderr.b)
+		mu.Unlock()
+		b.Fatalf("%s under callgrind: "+format+"\nthe end of its stderr:\n%s", append(append([]any{name}, args...), tail)...)
+	}
 	startProcess(b, cmd)
 	deadline := time.Now().Add(60 * time.Second) // valgrind starts slowly
 	for {
@@ -103,7 +115,7 @@ func countInstructions(b *testing.B, vg, ctl, name string, env []string, auth, b
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%s under valgrind: nothing listens on %s", bin, addr)
+			failed("nothing listens on %s", addr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -120,19 +132,19 @@ func countInstructions(b *testing.B, vg, ctl, name string, env []string, auth, b
 			}
 			resp, err := client.Do(req)
 			if err != nil {
-				b.Fatal(err)
+				failed("%v", err)
 			}
 			got, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), "hello") {
-				b.Fatalf("%s: status %s: %s", bin, resp.Status, got)
+				failed("status %s: %s", resp.Status, got)
 			}
 		}
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
 	callgrind := func(arg string) {
 		if o, err := exec.Command(ctl, arg, pid).CombinedOutput(); err != nil {
-			b.Fatalf("callgrind_control %s: %v\n%s", arg, err, o)
+			failed("callgrind_control %s: %v\n%s", arg, err, o)
 		}
 	}
 	send(200)
@@ -164,4 +176,16 @@ func countInstructions(b *testing.B, vg, ctl, name string, env []string, auth, b
 	}
 	b.Fatalf("no summary line in %s.1", out)
 	return 0
+}
+
+// tailWriter keeps the last 8 KiB written to it.
+type tailWriter struct{ b []byte }
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	const keep = 8 << 10
+	w.b = append(w.b, p...)
+	if len(w.b) > keep {
+		w.b = append(w.b[:0], w.b[len(w.b)-keep:]...)
+	}
+	return len(p), nil
 }
