@@ -27,10 +27,14 @@ type Event struct {
 	Phase         Phase     `json:"phase"`           // "intent" | "outcome"
 	Allowed       bool      `json:"allowed"`
 	DryRun        bool      `json:"dry_run"`
-	Code          string    `json:"code,omitempty"`   // "" when allowed and succeeded, else e.g. "FORBIDDEN"
-	Detail        string    `json:"detail,omitempty"` // never secrets or raw args
-	LatencyMS     float64   `json:"latency_ms"`
-	ArgsSHA256    string    `json:"args_sha256,omitempty"`
+	// Code is "" for an allowed call, else the refusal's code, e.g.
+	// "FORBIDDEN". A call the guard allowed whose tool answered with a
+	// tool error (isError, a result for the model to read) is allowed
+	// with Code "" and Detail "tool reported an error".
+	Code       string  `json:"code,omitempty"`
+	Detail     string  `json:"detail,omitempty"` // never secrets or raw args
+	LatencyMS  float64 `json:"latency_ms"`
+	ArgsSHA256 string  `json:"args_sha256,omitempty"`
 	// Cost is what the call was charged against the spend caps: its cost
 	// once the limiter admitted it (or, with none, once it got that far);
 	// 0 for a call refused before, for a dry run, for a round that asks
