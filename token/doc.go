@@ -21,7 +21,9 @@
 //
 // A [JWT] verifies signed bearer JWTs (RFC 7519) from one issuer for one
 // audience: asymmetric algorithms only (RS*, PS*, ES*, EdDSA; never "none"
-// or HMAC), each matched to the type of the key the token's "kid" selects;
+// or HMAC), each matched to the type of the key the token's "kid" selects,
+// and to the key's one algorithm when it has one (an [AlgKey]: a JWK with
+// "alg", RFC 8725 section 3.1);
 // "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact. The
 // subject is "sub", the roles a configurable claim (an array of strings or
 // a space-separated string; a dotted name such as "realm_access.roles"

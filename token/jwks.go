@@ -25,6 +25,14 @@ import (
 // is present and lacks "verify", is skipped. A key's "alg", when present,
 // must be one that [JWT] accepts for that key.
 //
+// A key without "alg" is returned bare: an *rsa.PublicKey,
+// *ecdsa.PublicKey or ed25519.PublicKey, which verifies every algorithm
+// of its type. A key with "alg" is returned as an [AlgKey] holding that
+// key and its "alg", which verifies that algorithm only (RFC 8725,
+// section 3.1): an RSA key published for RS256 does not verify a PS256 or
+// RS512 token. Callers that type-switch on the returned values must handle
+// AlgKey.
+//
 // It returns an error for malformed JSON, a set without "keys", any key
 // with a private member ("d", "p", "q", "dp", "dq", "qi", "oth", "k"),
 // skipped or not, and, among the keys it keeps: a key without a "kid", two
@@ -67,7 +75,8 @@ func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error,
 	return keys, skipped, nil
 }
 
-// parseJWKSKeys reads the keys of a JWK Set. A key in error is passed to
+// parseJWKSKeys reads the keys of a JWK Set, as ParseJWKS returns them (an
+// AlgKey for a JWK with "alg"). A key in error is passed to
 // bad, with its kid when the error is that the kid is listed twice: when
 // bad returns an error, parsing stops with it, else the key is left out.
 func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[string]crypto.PublicKey, error) {
@@ -169,6 +178,9 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 				return nil, err
 			}
 			continue
+		}
+		if jwk.Alg != "" {
+			k = AlgKey{Key: k, Alg: jwk.Alg}
 		}
 		keys[jwk.Kid] = k
 	}

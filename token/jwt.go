@@ -29,12 +29,15 @@ const maxJWTLen = 8 << 10
 // Keys and KeySet are required; every other field has a documented zero
 // value.
 type JWTConfig struct {
-	// Keys are the issuer's public keys by key id ("kid"): *rsa.PublicKey
-	// (at least 2048 bits), *ecdsa.PublicKey on P-256, P-384 or P-521, or
-	// ed25519.PublicKey, as [ParseJWKS] and [ParsePublicKeyPEM] return them.
-	// A token names its key in its header's "kid"; a token without a "kid"
-	// may use the only key when Keys holds exactly one. The map is copied,
-	// the keys must not be modified afterwards. Set either Keys or KeySet.
+	// Keys are the issuer's public keys by key id ("kid"), as [ParseJWKS]
+	// and [ParsePublicKeyPEM] return them: an *rsa.PublicKey (at least 2048
+	// bits), *ecdsa.PublicKey on P-256, P-384 or P-521, or
+	// ed25519.PublicKey, which verifies every algorithm of its type, or an
+	// [AlgKey] holding one of them, which verifies its Alg only (ParseJWKS
+	// returns one for a JWK with "alg"). A token names its key in its
+	// header's "kid"; a token without a "kid" may use the only key when
+	// Keys holds exactly one. The map is copied, the keys must not be
+	// modified afterwards. Set either Keys or KeySet.
 	Keys map[string]crypto.PublicKey
 	// KeySet is the issuer's JWK Set fetched from its URL, for keys that
 	// the issuer rotates: a token's "kid" is looked up in the set's
@@ -72,6 +75,22 @@ type JWTConfig struct {
 	Now func() time.Time
 }
 
+// An AlgKey is a public key bound to the one JWS algorithm it may verify
+// (RFC 8725, section 3.1), as a value of [JWTConfig.Keys]: a token that
+// selects it is refused unless its header's "alg" is Alg. [ParseJWKS]
+// returns one, and a [RemoteKeySet] keeps one, for a JWK that has an "alg"
+// member. Key is an *rsa.PublicKey, *ecdsa.PublicKey or ed25519.PublicKey
+// that [NewJWT] accepts, and Alg one of the algorithms of its type:
+// "RS256", "RS384", "RS512", "PS256", "PS384" or "PS512" for an RSA key,
+// "ES256", "ES384" or "ES512" for an ECDSA key on P-256, P-384 or P-521
+// respectively, "EdDSA" for an Ed25519 key. NewJWT refuses any other
+// AlgKey, among them one with an empty Alg and one whose Key is itself an
+// AlgKey, and an *AlgKey: use the value.
+type AlgKey struct {
+	Key crypto.PublicKey
+	Alg string
+}
+
 // defaultTypes returns the "typ" values accepted when JWTConfig.Types is
 // empty.
 func defaultTypes() []string { return []string{"JWT", "at+jwt"} }
@@ -93,7 +112,8 @@ func allAlgs() []string {
 //   - its header's "alg" is RS256, RS384, RS512, PS256, PS384, PS512 (RSA
 //     keys), ES256, ES384, ES512 (ECDSA keys on P-256, P-384, P-521
 //     respectively) or EdDSA (Ed25519 keys), and matches the type of the
-//     key it selects: "none" and HMAC algorithms are never accepted;
+//     key it selects, and, when that key is an [AlgKey] (a JWK with "alg"),
+//     equals its Alg: "none" and HMAC algorithms are never accepted;
 //   - its header's "kid" names a configured key (see [JWTConfig.Keys] and
 //     [JWTConfig.KeySet]); "jku", "jwk", "x5u" and "x5c" are ignored, keys
 //     are never fetched from a URL a token names; a header with "crit" is
@@ -112,9 +132,9 @@ func allAlgs() []string {
 //     strings or a string, and the resulting principal passes
 //     [CheckPrincipal].
 type JWT struct {
-	keys       map[string]crypto.PublicKey // nil with keySet
+	keys       map[string]crypto.PublicKey // nil with keySet; values as checked by configKey
 	keySet     *RemoteKeySet
-	algs       []string // the algorithms accepted
+	algs       []string // the algorithms the parser accepts before key selects a key
 	types      []string // the "typ" values accepted, normalised
 	rolesClaim string
 	opts       []jwt.ParserOption
@@ -124,7 +144,9 @@ type JWT struct {
 // neither of Keys and KeySet are set, when KeySet was not made by
 // [NewRemoteKeySet], when a key is nil, of another type, an RSA key
 // shorter than 2048 bits, an ECDSA key on another curve or off its curve,
-// or an Ed25519 key of the wrong size, when Issuer or Audience is empty,
+// or an Ed25519 key of the wrong size, when an [AlgKey]'s Key is any of
+// these or itself an AlgKey, or its Alg is not an algorithm of its Key's
+// type (see [AlgKey]), when Issuer or Audience is empty,
 // when a Types entry is empty (or "application/" alone), or when Leeway is
 // negative.
 func NewJWT(cfg JWTConfig) (*JWT, error) {
@@ -163,17 +185,18 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	}
 	if cfg.KeySet != nil {
 		// The keys change: accept every algorithm here, and match each
-		// token's to the type of the key its kid selects in key.
+		// token's to the key its kid selects in key.
 		v.algs = allAlgs()
 	} else {
 		v.keys = make(map[string]crypto.PublicKey, len(cfg.Keys))
 		algs := map[string]bool{}
 		for kid, k := range cfg.Keys {
-			if err := checkKey(k); err != nil {
+			ka, err := configKey(k)
+			if err != nil {
 				return nil, fmt.Errorf("token: JWT: key %q: %v", kid, err)
 			}
 			v.keys[kid] = k
-			for _, a := range keyAlgs(k) {
+			for _, a := range ka {
 				algs[a] = true
 			}
 		}
@@ -197,6 +220,28 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 		jwt.WithStrictDecoding(),
 	}
 	return v, nil
+}
+
+// configKey checks k, a value of JWTConfig.Keys (a key or an AlgKey),
+// and returns the algorithms it may verify.
+func configKey(k crypto.PublicKey) ([]string, error) {
+	ak, ok := k.(AlgKey)
+	if !ok {
+		if err := checkKey(k); err != nil {
+			return nil, err
+		}
+		return keyAlgs(k), nil
+	}
+	if _, nested := ak.Key.(AlgKey); nested {
+		return nil, errors.New("AlgKey whose Key is an AlgKey")
+	}
+	if err := checkKey(ak.Key); err != nil {
+		return nil, fmt.Errorf("AlgKey: %v", err)
+	}
+	if algs := keyAlgs(ak.Key); !slices.Contains(algs, ak.Alg) {
+		return nil, fmt.Errorf("AlgKey: Alg %q is not an algorithm of its %T key (want one of %s)", ak.Alg, ak.Key, strings.Join(algs, ", "))
+	}
+	return []string{ak.Alg}, nil
 }
 
 // jwtError is a refusal. It unwraps to ErrInvalidJWT and, when sdk is
@@ -228,7 +273,8 @@ func normalType(t string) string {
 
 // keyfunc returns the jwt.Keyfunc of a verification within ctx: it checks
 // the header's "typ", selects the key by "kid" and checks that its type
-// matches "alg" (which the parser has already checked against v.algs).
+// matches "alg" (which the parser has already checked against v.algs) and,
+// for an AlgKey, that "alg" is its Alg.
 func (v *JWT) keyfunc(ctx context.Context) jwt.Keyfunc {
 	return func(t *jwt.Token) (any, error) { return v.key(ctx, t) }
 }
@@ -268,8 +314,17 @@ func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
 	case !ok:
 		return nil, invalid("unknown kid")
 	}
-	if !slices.Contains(keyAlgs(k), t.Method.Alg()) {
-		return nil, invalid("algorithm %s does not match the key's type", t.Method.Alg())
+	// t.Method comes from the jwt registry, so Alg is one of its names,
+	// never text of the token's.
+	alg := t.Method.Alg()
+	if ak, isAlgKey := k.(AlgKey); isAlgKey {
+		if alg != ak.Alg {
+			return nil, invalid("algorithm %s does not match the key's alg %s", alg, ak.Alg)
+		}
+		k = ak.Key
+	}
+	if !slices.Contains(keyAlgs(k), alg) {
+		return nil, invalid("algorithm %s does not match the key's type", alg)
 	}
 	return k, nil
 }

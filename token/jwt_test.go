@@ -478,14 +478,15 @@ func TestParseJWKS(t *testing.T) {
 	}
 	want := map[string]crypto.PublicKey{
 		"rsa": &k.rsa.PublicKey, "ec": &k.ec.PublicKey, "ed": k.ed.Public(),
-		"p384": &p384.PublicKey, "p521": &p521.PublicKey, "ps": &k.rsa.PublicKey,
+		"p384": &p384.PublicKey, "p521": &p521.PublicKey,
+		"ps": token.AlgKey{Key: &k.rsa.PublicKey, Alg: "PS256"}, // a JWK with "alg"
 	}
 	if len(got) != len(want) {
 		t.Errorf("ParseJWKS: kids %v, want %v (enc-1 and wrap-1 skipped)", keysOf(got), keysOf(want))
 	}
 	for kid, w := range want {
 		g, ok := got[kid]
-		if !ok || !w.(interface{ Equal(crypto.PublicKey) bool }).Equal(g) {
+		if !ok || !equalKey(w, g) {
 			t.Errorf("ParseJWKS: key %q = %v, want %v", kid, g, w)
 		}
 	}
@@ -501,6 +502,16 @@ func TestParseJWKS(t *testing.T) {
 			t.Errorf("Verify with parsed keys: %v", err)
 		}
 	}
+}
+
+// equalKey reports whether got is want: the same public key, and for an
+// AlgKey the same Alg too.
+func equalKey(want, got crypto.PublicKey) bool {
+	if w, ok := want.(token.AlgKey); ok {
+		g, ok := got.(token.AlgKey)
+		return ok && g.Alg == w.Alg && equalKey(w.Key, g.Key)
+	}
+	return want.(interface{ Equal(crypto.PublicKey) bool }).Equal(got)
 }
 
 func keysOf(m map[string]crypto.PublicKey) []string {

@@ -71,7 +71,8 @@ type RemoteKeySetOptions struct {
 // [RemoteKeySetOptions.ErrorHandler]: one key the package cannot use does
 // not stop the provider's rotation. A set left with no usable key is a
 // failed fetch. A response must have status 200 and a body of at most 1
-// MiB.
+// MiB. As with ParseJWKS, a key with "alg" verifies that algorithm only
+// (see [AlgKey]).
 //
 // Refreshing is lazy, on lookups. The set is fetched again when a lookup
 // finds it older than [RemoteKeySetOptions.MaxAge], or when a token names
