@@ -102,6 +102,14 @@
 // client reports -32003 as mcp.ErrConnectionClosed (its own "client is
 // closing" code), with the gateway's message in the text.
 //
+// # Discovery
+//
+// With Options.ResourceMetadata the gateway is an OAuth 2.0 protected
+// resource as the MCP authorization specification asks (RFC 9728): it
+// serves the metadata at its well-known URI without a token, and every 401
+// challenge names that URI (resource_metadata) and the scopes, so that an
+// MCP client can find the authorization server that issues its tokens.
+//
 // # Logs and audit
 //
 // Each decision is logged (correlation id, principal, method, tool,

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // Options configures a [Gateway]. A nil *Options means all defaults. New
@@ -84,6 +85,27 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for limits and audit times. Nil means time.Now.
 	Now func() time.Time
+	// ResourceMetadata, if non-nil, makes the gateway an OAuth 2.0
+	// protected resource that MCP clients can discover, as the MCP
+	// authorization specification asks (RFC 9728): the gateway serves this
+	// document, without authentication, at the well-known URI of its
+	// Resource ("/.well-known/oauth-protected-resource" followed by the
+	// Resource's path), and every 401 challenge it sends names that URI in
+	// its resource_metadata parameter (and ScopesSupported, if any, in its
+	// scope parameter), so that a client can find the authorization server
+	// that issues the tokens the gateway accepts.
+	//
+	// Resource is required: the URL clients use for the gateway's MCP
+	// endpoint (the audience its tokens should carry), absolute, https or
+	// http on a loopback host, without user information, query or
+	// fragment. The gateway serves the well-known path itself, so a proxy
+	// in front of it must pass that path through unchanged.
+	// AuthorizationServers must hold at least one issuer URL, each as
+	// Resource but for the query. BearerMethodsSupported, when set, must be
+	// ["header"] (the only way the gateway reads a token); empty means
+	// that. ScopesSupported entries must be OAuth scope tokens. The other
+	// fields are served as given. The struct is copied by New.
+	ResourceMetadata *oauthex.ProtectedResourceMetadata
 }
 
 // A Gateway is an http.Handler that authenticates each request with a
@@ -111,6 +133,7 @@ type Gateway struct {
 	healthAnswer []byte
 	sessions     *sessions
 	ids          corrid.Source
+	resource     *resourceMetadata // nil without Options.ResourceMetadata
 }
 
 // DefaultPolicy returns the gateway's default policy: tools of the
@@ -197,6 +220,12 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	if g.healthPath == "" {
 		g.healthPath = "/healthz"
 	}
+	if g.resource, err = newResourceMetadata(o.ResourceMetadata); err != nil {
+		return nil, err
+	}
+	if g.resource != nil && (g.resource.path == g.path || g.resource.path == g.healthPath) {
+		return nil, fmt.Errorf("gateway: ResourceMetadata's well-known path %q is also the gateway's Path or HealthPath", g.resource.path)
+	}
 	if g.timeout <= 0 {
 		g.timeout = 30 * time.Second
 	}
@@ -232,6 +261,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path != g.path {
+		if g.resource != nil && r.URL.Path == g.resource.path {
+			g.serveResourceMetadata(w, r)
+			return
+		}
 		http.NotFound(w, r)
 		return
 	}
@@ -258,6 +291,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authenticate parses the Authorization header (RFC 6750 / 7235: the scheme
 // is case-insensitive, the token is case-sensitive) and resolves it.
 func (g *Gateway) authenticate(r *http.Request) (*policy.Principal, *rpcError) {
+	pr, e := g.authenticateBearer(r)
+	if e != nil && g.resource != nil {
+		e.challenge += g.resource.challenge
+	}
+	return pr, e
+}
+
+func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcError) {
 	vals := r.Header["Authorization"]
 	if len(vals) == 0 {
 		return nil, errUnauthenticated("missing bearer token", false)

@@ -11,10 +11,14 @@
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
 //	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] \
 //	        [--audit audit.jsonl | audit.db] [--std-transport] \
-//	        [--jwt-jwks keys.json|https://idp.example/jwks.json --jwt-issuer URL --jwt-audience NAME
+//	        [--jwt-jwks keys.json|https://idp.example/jwks.json --jwt-issuer URL
+//	         (--jwt-audience NAME | --jwt-resource https://gw.example/mcp | both)
 //	         [--jwt-roles-claim roles] [--jwt-leeway 30s] [--jwt-jwks-min-refresh 1m]]
 //
-// Logs go to stderr. GET /healthz reports liveness and the upstream.
+// Logs go to stderr. GET /healthz reports liveness and the upstream. With
+// --jwt-resource, the gateway serves its OAuth protected resource metadata
+// (RFC 9728) for MCP clients to discover --jwt-issuer, and names it in
+// every 401.
 //
 // At start the binary re-executes itself with GODEBUG=schedtrace set to its
 // largest interval, which keeps the Go runtime's monitor thread from being
@@ -42,6 +46,7 @@ import (
 	"github.com/mcpguard/mcpguard/gateway"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/token"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 func main() {
@@ -71,6 +76,7 @@ func run(logger *slog.Logger) error {
 	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string; a dotted path (realm_access.roles) reads nested objects")
 	leeway := flag.Duration("jwt-leeway", 0, `clock skew allowed for the JWTs' "exp", "nbf" and "iat"`)
 	minRefresh := flag.Duration("jwt-jwks-min-refresh", time.Minute, "with a --jwt-jwks URL: least time between two fetches of the set caused by tokens naming unknown keys")
+	resource := flag.String("jwt-resource", "", "the URL clients use for this gateway's MCP endpoint: serve its OAuth protected resource metadata (RFC 9728) naming --jwt-issuer as the authorization server, name it in every 401, and require it as the audience when --jwt-audience is unset")
 	flag.Parse()
 
 	switch {
@@ -104,6 +110,11 @@ func run(logger *slog.Logger) error {
 	case refreshSet && *jwks != "" && !isURL(*jwks):
 		return errors.New("--jwt-jwks-min-refresh: only with a --jwt-jwks URL (a file is read once)")
 	}
+	if *audience == "" {
+		// The MCP authorization specification binds tokens to the
+		// resource's URL (RFC 8707).
+		*audience = *resource
+	}
 	auth, err := authenticator(logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
 	if err != nil {
 		return err
@@ -128,6 +139,13 @@ func run(logger *slog.Logger) error {
 	if *stdTransport {
 		opts.Transport = gateway.NewTransport()
 	}
+	if *resource != "" {
+		opts.ResourceMetadata = &oauthex.ProtectedResourceMetadata{
+			Resource:             *resource,
+			AuthorizationServers: []string{*issuer},
+			ResourceName:         "mcpguard gateway",
+		}
+	}
 	if len(limits) > 0 {
 		lim, err := limiter.New(limits, nil)
 		if err != nil {
@@ -145,6 +163,9 @@ func run(logger *slog.Logger) error {
 	}
 	g, err := gateway.New(*upstream, auth, opts)
 	if err != nil {
+		if *resource != "" && strings.Contains(err.Error(), "ResourceMetadata") {
+			return fmt.Errorf("--jwt-resource %q, --jwt-issuer %q: %w", *resource, *issuer, err)
+		}
 		return err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
