@@ -84,8 +84,8 @@ func newResourceMetadata(m *oauthex.ProtectedResourceMetadata) (*resourceMetadat
 }
 
 // checkMetadataURL parses s, a URL of protected resource metadata: absolute,
-// https, or http on a loopback host (for development), with a host and
-// without user information or fragment.
+// https, or http on a loopback host (for development), with a host, of
+// printable ASCII, without user information or fragment.
 func checkMetadataURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	switch {
@@ -93,6 +93,10 @@ func checkMetadataURL(s string) (*url.URL, error) {
 		return nil, errors.New("empty; want an absolute https URL")
 	case err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "":
 		return nil, fmt.Errorf("%q: want an absolute https URL", s)
+	case !isScopeToken(s):
+		// The challenge quotes the URL as it is: printable ASCII, no
+		// space, quote or backslash (a punycode host, an escaped path).
+		return nil, fmt.Errorf("%q: want a URL of printable ASCII (a punycode host, a percent-escaped path)", s)
 	case u.User != nil:
 		return nil, fmt.Errorf("%q: want no user information", s)
 	case u.Fragment != "" || strings.Contains(s, "#"):
@@ -115,8 +119,9 @@ func isLoopbackHost(host string) bool {
 }
 
 // isScopeToken reports whether s is a scope-token of RFC 6749, section
-// 3.3: one or more of %x21 / %x23-5B / %x5D-7E (no space, quote or
-// backslash), so it needs no escaping in a quoted challenge parameter.
+// 3.3: one or more of %x21 / %x23-5B / %x5D-7E (printable ASCII but space,
+// quote and backslash), so it needs no escaping in a quoted challenge
+// parameter.
 func isScopeToken(s string) bool {
 	if s == "" {
 		return false
