@@ -210,7 +210,9 @@ func TestResourceMetadataRefused(t *testing.T) {
 		{"empty_query", func(m *oauthex.ProtectedResourceMetadata) { m.Resource = "https://gw.example.com/mcp?" }, Options{}, "no query"},
 		{"odd_escaping", func(m *oauthex.ProtectedResourceMetadata) { m.Resource = "https://gw.example.com/a%2Fb" }, Options{}, "plain escaping"},
 		{"unicode_host", func(m *oauthex.ProtectedResourceMetadata) { m.Resource = "https://gätewäy.example/mcp" }, Options{}, "printable ASCII"},
-		{"space", func(m *oauthex.ProtectedResourceMetadata) { m.AuthorizationServers = []string{"https://idp.example/a b"} }, Options{}, "printable ASCII"},
+		{"space", func(m *oauthex.ProtectedResourceMetadata) {
+			m.AuthorizationServers = []string{"https://idp.example/a b"}
+		}, Options{}, "printable ASCII"},
 		{"no_issuer", func(m *oauthex.ProtectedResourceMetadata) { m.AuthorizationServers = nil }, Options{}, "at least one"},
 		{"script_issuer", func(m *oauthex.ProtectedResourceMetadata) { m.AuthorizationServers = []string{"javascript:alert(1)"} }, Options{}, "AuthorizationServers[0]"},
 		{"http_issuer", func(m *oauthex.ProtectedResourceMetadata) {
