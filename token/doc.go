@@ -35,7 +35,10 @@
 // [RemoteKeySet] fetches the JWK Set from the issuer's "jwks_uri", caches
 // it, and fetches it again when a token names a new key (at most once a
 // minute by default) or when it is an hour old, keeping the last good set
-// when a fetch fails. [JWT.Verifier] plugs a JWT into the go-sdk's
+// when a fetch fails. [DiscoverKeySet] finds the jwks_uri in the issuer's
+// metadata (its OpenID Connect discovery document, or its RFC 8414
+// authorization server metadata), read once, whose "issuer" must be the
+// issuer exactly. [JWT.Verifier] plugs a JWT into the go-sdk's
 // auth.RequireBearerToken, and a *JWT is itself a gateway.Authenticator.
 // Refusals unwrap to [ErrInvalidJWT] and never quote the token.
 package token

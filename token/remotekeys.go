@@ -21,8 +21,8 @@ const (
 	defaultFetchTimeout       = 10 * time.Second
 	defaultMinRefreshInterval = time.Minute
 	defaultMaxAge             = time.Hour
-	// maxJWKSBytes bounds the body of a JWK Set response.
-	maxJWKSBytes = 1 << 20
+	// maxBodyBytes bounds the body of a JWK Set or a discovery document.
+	maxBodyBytes = 1 << 20
 )
 
 // RemoteKeySetOptions configures [NewRemoteKeySet]. Nil means all the
@@ -122,12 +122,9 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 	if err := checkKeySetURL(rawURL); err != nil {
 		return nil, fmt.Errorf("token: JWK Set URL: %w", err)
 	}
-	var o RemoteKeySetOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Timeout < 0 || o.MinRefreshInterval < 0 || o.MaxAge < 0 {
-		return nil, errors.New("token: JWK Set: negative Timeout, MinRefreshInterval or MaxAge")
+	o, err := checkOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	s := &RemoteKeySet{
 		url:         rawURL,
@@ -146,9 +143,36 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.client = newClient(o.Client)
+	s.attempted = s.now()
+	keys, ttl, err := s.fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.keys, s.expires = keys, s.now().Add(ttl)
+	return s, nil
+}
+
+// checkOptions returns *opts, or the zero options for nil, and an error
+// for a negative duration.
+func checkOptions(opts *RemoteKeySetOptions) (RemoteKeySetOptions, error) {
+	var o RemoteKeySetOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout < 0 || o.MinRefreshInterval < 0 || o.MaxAge < 0 {
+		return o, errors.New("token: JWK Set: negative Timeout, MinRefreshInterval or MaxAge")
+	}
+	return o, nil
+}
+
+// newClient returns a copy of client (a new client for nil) that follows
+// a redirect only to a URL checkKeySetURL accepts, and then as client
+// would, or at most 10 times when client has no CheckRedirect.
+func newClient(client *http.Client) *http.Client {
 	c := &http.Client{}
-	if o.Client != nil {
-		*c = *o.Client
+	if client != nil {
+		*c = *client
 	}
 	next := c.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -163,14 +187,7 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 		}
 		return nil
 	}
-	s.client = c
-	s.attempted = s.now()
-	keys, ttl, err := s.fetch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.keys, s.expires = keys, s.now().Add(ttl)
-	return s, nil
+	return c
 }
 
 func cmpOr(d, def time.Duration) time.Duration {
@@ -224,36 +241,12 @@ func checkKeySetURL(raw string) error {
 
 // fetch GETs and parses the set, and returns how long it may be used.
 func (s *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
 	fail := func(format string, args ...any) (map[string]crypto.PublicKey, time.Duration, error) {
 		return nil, 0, fmt.Errorf("token: JWK Set %s: "+format, append([]any{s.shown}, args...)...)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	data, header, err := get(ctx, s.client, s.timeout, s.url, "application/jwk-set+json, application/json")
 	if err != nil {
 		return fail("%v", err)
-	}
-	req.Header.Set("Accept", "application/jwk-set+json, application/json")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		// net/http's error quotes the URL, whole: the message names it
-		// already, shown without what may be a credential.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fail("%v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fail("status %d, want 200", resp.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
-	if err != nil {
-		return fail("reading the body: %v", err)
-	}
-	if len(data) > maxJWKSBytes {
-		return fail("body larger than %d bytes", maxJWKSBytes)
 	}
 	keys, skipped, err := parseJWKS(data, true)
 	if err != nil {
@@ -266,10 +259,51 @@ func (s *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, 
 		s.report(fmt.Errorf("token: JWK Set %s: %d keys left out, %d kept: %w", s.shown, len(skipped), len(keys), errors.Join(skipped...)))
 	}
 	ttl := s.maxAge
-	if age, ok := maxAge(resp.Header.Values("Cache-Control")); ok && age < ttl {
+	if age, ok := maxAge(header.Values("Cache-Control")); ok && age < ttl {
 		ttl = max(age, s.minInterval)
 	}
 	return keys, ttl, nil
+}
+
+// A statusError is the status of a response other than 200.
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("status %d, want 200", e.code) }
+
+// get GETs rawURL with client, within ctx and timeout (from the request to
+// the end of the body), and returns the body and header of the response.
+// It returns a *statusError for a status other than 200, and an error for
+// a body larger than maxBodyBytes. Its errors do not name the URL, which
+// may hold a credential: the caller's message names it, redacted.
+func get(ctx context.Context, client *http.Client, timeout time.Duration, rawURL, accept string) ([]byte, http.Header, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := client.Do(req)
+	if err != nil {
+		// net/http's error quotes the URL, whole.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, &statusError{resp.StatusCode}
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the body: %v", err)
+	}
+	if len(data) > maxBodyBytes {
+		return nil, nil, fmt.Errorf("body larger than %d bytes", maxBodyBytes)
+	}
+	return data, resp.Header, nil
 }
 
 // maxAge returns the max-age directive of Cache-Control header values.

@@ -130,7 +130,7 @@ func TestJWTTokens(t *testing.T) {
 }
 
 // TestJWTFlagsRefused: JWT flags that cannot work as written stop the
-// binary at start: an issuer or audience without a key set, a key set
+// binary at start: an audience without a key set or an issuer, a key set
 // without an issuer or audience, an unreadable or invalid key set, a key
 // set URL in plain http to another host than loopback or that cannot be
 // fetched, and a key set together with MCP_GATEWAY_TOKENS (two ways to
@@ -151,7 +151,7 @@ func TestJWTFlagsRefused(t *testing.T) {
 		jwks string
 		cfg  token.JWTConfig
 	}{
-		{"issuer_without_keys", "", token.JWTConfig{Issuer: "https://idp.example"}},
+		{"audience_without_keys_or_issuer", "", token.JWTConfig{Audience: "mcp-gateway"}},
 		{"no_issuer", good, token.JWTConfig{Audience: "mcp-gateway"}},
 		{"no_audience", good, token.JWTConfig{Issuer: "https://idp.example"}},
 		{"missing_file", filepath.Join(dir, "none.json"), cfg},
@@ -174,19 +174,19 @@ func TestJWTFlagsRefused(t *testing.T) {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// TestJWTFlagsWithoutKeysRefused: a --jwt-* flag without --jwt-jwks would
-// be ignored (the gateway would verify static tokens): the binary refuses
-// to start instead.
+// TestJWTFlagsWithoutKeysRefused: a --jwt-* flag without --jwt-jwks or
+// --jwt-issuer (which discovers the key set) would be ignored (the gateway
+// would verify static tokens): the binary refuses to start instead.
 func TestJWTFlagsWithoutKeysRefused(t *testing.T) {
 	oldArgs, oldFlags := os.Args, flag.CommandLine
 	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
-	for _, f := range [][]string{{"--jwt-leeway", "30s"}, {"--jwt-roles-claim", "scope"}, {"--jwt-issuer", "https://idp.example"}, {"--jwt-jwks-min-refresh", "1s"}} {
+	for _, f := range [][]string{{"--jwt-leeway", "30s"}, {"--jwt-roles-claim", "scope"}, {"--jwt-audience", "mcp-gateway"}, {"--jwt-jwks-min-refresh", "1s"}} {
 		args := append([]string{"--host", "127.0.0.1", "--port", "0", "--upstream", "http://127.0.0.1:1/mcp"}, f...)
 		url, err, stop, _ := startRun(t, args...)
 		if url != "" {
 			stop()
 			t.Errorf("%v without --jwt-jwks: the gateway started", f)
-		} else if err == nil || !strings.Contains(err.Error(), "only with --jwt-jwks") {
+		} else if err == nil || !strings.Contains(err.Error(), "only with --jwt-jwks or --jwt-issuer") {
 			t.Errorf("%v without --jwt-jwks: err %v", f, err)
 		}
 	}

@@ -4,16 +4,24 @@
 // MCP_GATEWAY_TOKENS, the demo tokens admin-token and viewer-token when
 // unset; or, with --jwt-jwks, signed JWTs verified against a JWK Set, read
 // from a file or fetched from the provider's URL and fetched again when the
-// provider rotates its keys, the roles from a claim), refuses admin_*
+// provider rotates its keys, the roles from a claim; or, with --jwt-issuer
+// alone, the same with the JWK Set URL found at start in the issuer's
+// discovery document), refuses admin_*
 // tools/call requests from callers without the role admin before they reach
 // the downstream, and forwards everything else.
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
 //	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] \
 //	        [--audit audit.jsonl | audit.db] [--std-transport] \
-//	        [--jwt-jwks keys.json|https://idp.example/jwks.json --jwt-issuer URL
+//	        [[--jwt-jwks keys.json|https://idp.example/jwks.json] --jwt-issuer URL
 //	         (--jwt-audience NAME | --jwt-resource https://gw.example/mcp | both)
 //	         [--jwt-roles-claim roles] [--jwt-leeway 30s] [--jwt-jwks-min-refresh 1m]]
+//
+// Without --jwt-jwks, --jwt-issuer must be an https URL (http only to a
+// loopback host): the gateway reads its OpenID Connect discovery document,
+// or its RFC 8414 metadata when that answers 404, once at start (a changed
+// jwks_uri needs a restart), and uses the "jwks_uri" it names; the
+// document's "issuer" must be --jwt-issuer exactly.
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
@@ -71,11 +79,11 @@ func run(logger *slog.Logger) error {
 	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client")
 	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
 	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set, a file or an https:// URL (the provider's jwks_uri), instead of MCP_GATEWAY_TOKENS")
-	issuer := flag.String("jwt-issuer", "", `the JWTs' required "iss" (with --jwt-jwks)`)
-	audience := flag.String("jwt-audience", "", `the audience the JWTs' "aud" must hold (with --jwt-jwks)`)
+	issuer := flag.String("jwt-issuer", "", `the JWTs' required "iss"; without --jwt-jwks, an https URL whose discovery document (OpenID Connect, or RFC 8414) names the JWK Set, read at start`)
+	audience := flag.String("jwt-audience", "", `the audience the JWTs' "aud" must hold (with --jwt-jwks or --jwt-issuer)`)
 	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string; a dotted path (realm_access.roles) reads nested objects")
 	leeway := flag.Duration("jwt-leeway", 0, `clock skew allowed for the JWTs' "exp", "nbf" and "iat"`)
-	minRefresh := flag.Duration("jwt-jwks-min-refresh", time.Minute, "with a --jwt-jwks URL: least time between two fetches of the set caused by tokens naming unknown keys")
+	minRefresh := flag.Duration("jwt-jwks-min-refresh", time.Minute, "with a --jwt-jwks URL or a discovered JWK Set: least time between two fetches of the set caused by tokens naming unknown keys")
 	resource := flag.String("jwt-resource", "", "the URL clients use for this gateway's MCP endpoint: serve its OAuth protected resource metadata (RFC 9728) naming --jwt-issuer as the authorization server, name it in every 401, and require it as the audience when --jwt-audience is unset")
 	flag.Parse()
 
@@ -91,7 +99,7 @@ func run(logger *slog.Logger) error {
 	case *port < 0 || *port > 65535:
 		return fmt.Errorf("--port %d: want 0 to 65535", *port)
 	}
-	if *jwks == "" {
+	if *jwks == "" && *issuer == "" {
 		var stray []string
 		flag.Visit(func(f *flag.Flag) {
 			if strings.HasPrefix(f.Name, "jwt-") {
@@ -99,7 +107,7 @@ func run(logger *slog.Logger) error {
 			}
 		})
 		if len(stray) > 0 {
-			return fmt.Errorf("%s: only with --jwt-jwks", strings.Join(stray, ", "))
+			return fmt.Errorf("%s: only with --jwt-jwks or --jwt-issuer", strings.Join(stray, ", "))
 		}
 	}
 	refreshSet := false
@@ -108,7 +116,7 @@ func run(logger *slog.Logger) error {
 	case *minRefresh <= 0:
 		return fmt.Errorf("--jwt-jwks-min-refresh %v: want a positive duration", *minRefresh)
 	case refreshSet && *jwks != "" && !isURL(*jwks):
-		return errors.New("--jwt-jwks-min-refresh: only with a --jwt-jwks URL (a file is read once)")
+		return errors.New("--jwt-jwks-min-refresh: only with a --jwt-jwks URL or a discovered JWK Set (a file is read once)")
 	}
 	if *audience == "" {
 		// The MCP authorization specification binds tokens to the
@@ -200,34 +208,52 @@ func isURL(jwks string) bool {
 }
 
 // authenticator returns the gateway's authenticator: JWTs verified with cfg
-// and the keys of the JWK Set jwks, or, without one, the token table of
-// MCP_GATEWAY_TOKENS (the demo tokens when it is unset). Both at once is an
-// error: an operator who set both meant one of them. A jwks that is an
-// http(s) URL is fetched now and refreshed as token.RemoteKeySet does, its
-// fetches caused by unknown kids at least minRefresh apart; any other is a
-// file, read once.
+// and the keys of the JWK Set jwks, or, without one, of the JWK Set that
+// the discovery document of cfg.Issuer names; or, without either, the
+// token table of MCP_GATEWAY_TOKENS (the demo tokens when it is unset).
+// JWTs and MCP_GATEWAY_TOKENS at once is an error: an operator who set
+// both meant one of them. A jwks that is an http(s) URL, like a discovered
+// one, is fetched now and refreshed as token.RemoteKeySet does, its fetches
+// caused by unknown kids at least minRefresh apart; any other is a file,
+// read once. The issuer and audience are checked before anything is
+// fetched.
 func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, cfg token.JWTConfig) (gateway.Authenticator, error) {
-	if jwks == "" {
-		if cfg.Issuer != "" || cfg.Audience != "" {
-			return nil, errors.New("--jwt-issuer and --jwt-audience need --jwt-jwks")
+	if jwks == "" && cfg.Issuer == "" {
+		if cfg.Audience != "" {
+			return nil, errors.New("--jwt-audience needs --jwt-jwks or --jwt-issuer")
 		}
 		return gateway.TokensFromEnv(logger)
 	}
 	if _, set := os.LookupEnv(gateway.TokensEnv); set {
-		return nil, fmt.Errorf("--jwt-jwks and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
+		return nil, fmt.Errorf("JWTs (--jwt-jwks or --jwt-issuer) and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
 	}
-	if isURL(jwks) {
-		set, err := token.NewRemoteKeySet(context.Background(), jwks, &token.RemoteKeySetOptions{
-			MinRefreshInterval: minRefresh,
-			ErrorHandler: func(err error) {
-				logger.Warn("JWK Set refresh failed; keeping the last good set", "err", err)
-			},
-		})
+	switch {
+	case cfg.Issuer == "":
+		return nil, errors.New("--jwt-jwks needs --jwt-issuer")
+	case cfg.Audience == "":
+		return nil, errors.New("JWTs need an audience: give --jwt-audience or --jwt-resource")
+	}
+	keySetOpts := &token.RemoteKeySetOptions{
+		MinRefreshInterval: minRefresh,
+		ErrorHandler: func(err error) {
+			logger.Warn("JWK Set refresh failed; keeping the last good set", "err", err)
+		},
+	}
+	switch {
+	case jwks == "":
+		set, err := token.DiscoverKeySet(context.Background(), cfg.Issuer, keySetOpts)
+		if err != nil {
+			return nil, fmt.Errorf("--jwt-issuer without --jwt-jwks: finding the JWK Set from the issuer's discovery document (or give --jwt-jwks): %w", err)
+		}
+		logger.Info("found the JWK Set in the issuer's discovery document; a changed jwks_uri needs a restart", "issuer", cfg.Issuer, "jwks_uri", set.String())
+		cfg.KeySet = set
+	case isURL(jwks):
+		set, err := token.NewRemoteKeySet(context.Background(), jwks, keySetOpts)
 		if err != nil {
 			return nil, fmt.Errorf("--jwt-jwks: %w", err)
 		}
 		cfg.KeySet = set
-	} else {
+	default:
 		data, err := os.ReadFile(jwks)
 		if err != nil {
 			return nil, fmt.Errorf("--jwt-jwks: %w", err)
@@ -238,7 +264,7 @@ func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, c
 	}
 	v, err := token.NewJWT(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--jwt-jwks: %w", err)
+		return nil, fmt.Errorf("--jwt-* flags: %w", err)
 	}
 	shown := jwks
 	if cfg.KeySet != nil {
