@@ -67,7 +67,8 @@ func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
 		ctx = context.Background()
 	}
 	elapsed := max(time.Duration(clockNano(now)-d.at), 0)
-	if err := l.store.Apply(ctx, now, &Batch{Refund: true, Checks: checks, Elapsed: elapsed}); err != nil {
+	b := &Batch{Refund: true, Lease: l.lease.Add(1), Checks: checks, Elapsed: elapsed}
+	if err := l.store.Apply(ctx, now, b); err != nil {
 		return fmt.Errorf("%w: refund: %w", ErrStoreUnavailable, err)
 	}
 	return nil

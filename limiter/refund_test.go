@@ -70,7 +70,9 @@ func newRefundLimiter(t *testing.T, s limiter.Store, opts *limiter.Options, limi
 
 // TestRefundBatch checks the batch a refund sends a store: the Rate and
 // Spend checks of the decision's tool, under its keys, with its calls and
-// cost; no Concurrency check, no lease. The slot is still released once.
+// cost; no Concurrency check; a Lease of its own (not the reservation's,
+// another for each refund), which a store whose client may resend uses to
+// refund once. The slot is still released once.
 func TestRefundBatch(t *testing.T) {
 	rec := newRecorder(true)
 	limits := []limiter.Limit{
@@ -95,7 +97,26 @@ func TestRefundBatch(t *testing.T) {
 			{ID: limits[1].ID(), Key: "u", Kind: limiter.Spend, Max: 100, Window: time.Hour, N: 2.5},
 		},
 	}}
-	if diff := cmp.Diff(want, rec.refundBatches()); diff != "" {
+	got := rec.refundBatches()
+	if err := l.Refund(ctx, t0, d); err != nil { // a second refund: another lease
+		t.Fatalf("Refund: %v", err)
+	}
+	leases := map[uint64]bool{0: true}
+	for _, b := range rec.batches {
+		if !b.Refund && !b.Release {
+			leases[b.Lease] = true // the reservation's
+		}
+	}
+	for _, b := range rec.refundBatches() {
+		if leases[b.Lease] {
+			t.Errorf("refund lease %d: zero, the reservation's or another refund's", b.Lease)
+		}
+		leases[b.Lease] = true
+	}
+	for i := range got {
+		got[i].Lease = 0
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("refund batches mismatch (-want +got):\n%s", diff)
 	}
 	// The slot is still held: Release frees it.

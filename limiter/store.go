@@ -108,8 +108,10 @@ type RefundStore interface {
 // never gives back units other calls took. Concurrency checks are
 // ignored: a refund frees no slot (a release does). A refund is not
 // idempotent: every refund batch gives back its units again, whether or not
-// they were refunded before. It is never denied and reports nothing; Lease
-// is zero.
+// they were refunded before. It is never denied and reports nothing. Its
+// Lease numbers the refund, unique as a reservation's is, so that a store
+// whose client may send a request twice (after a lost reply) can carry the
+// refund out once; a store may ignore it.
 type Batch struct {
 	// Release selects a release instead of a reservation.
 	Release bool
@@ -126,9 +128,9 @@ type Batch struct {
 	// [LeaseStore]; a store that counts slots must ignore it (it cannot
 	// tell whether the failed reservation took one).
 	Abandon bool
-	// Lease identifies the in-flight slots of one decision; unique within
-	// the [Limiter] that made it. A store shared by several processes
-	// makes it unique across them.
+	// Lease identifies the in-flight slots of one decision, or one refund;
+	// unique within the [Limiter] that made it. A store shared by several
+	// processes makes it unique across them.
 	Lease uint64
 	// Checks are the limits that apply to the call.
 	Checks []Check

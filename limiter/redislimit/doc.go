@@ -31,9 +31,9 @@
 // script round trip, at the server's time, that moves each rate and spend
 // bucket back by what the decision took, never past full (a bucket the
 // refund fills is deleted). A refund that times out may still be applied
-// by Redis later; the limiter reports it failed. Refunds are not
-// idempotent: one that the client retries after a lost reply gives back
-// twice, another reason to set the client not to retry.
+// by Redis later; the limiter reports it failed. A refund that the client
+// retries after a lost reply is carried out once: the script marks each
+// refund done (a key under the prefix, kept five minutes).
 //
 // On Redis Cluster, all keys of one decision must live in one slot: the
 // default key prefix carries the hash tag {mcpguard-limiter} for that.

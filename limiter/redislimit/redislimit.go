@@ -85,8 +85,12 @@ func (s *Store) LeasesSlots() bool { return true }
 // took, when [limiter.Batch].Elapsed is shorter than that (see
 // [limiter.Batch]), at the Redis server's time (at the limiter's time with
 // [Options].ClientTime), never past full: a bucket that the refund fills is
-// deleted, and one already full or absent is left as it is. A second
-// refund of the same reservation gives back its units again.
+// deleted, and one already full or absent is left as it is. A refund
+// batch with a Lease (the [limiter.Limiter] numbers each refund) is carried
+// out once even when the client sends it again, as go-redis does after a
+// lost reply: the script marks it done, under the key prefix, for five
+// minutes. A second refund of the same reservation (another batch, another
+// Lease) gives back its units again.
 func (s *Store) Refunds() bool { return true }
 
 // Key returns the Redis key holding the state of check c.
@@ -136,6 +140,11 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 			return fmt.Errorf("redislimit: check %d has invalid kind %v", i, c.Kind)
 		}
 		args = append(args, kind, c.N, c.Max, c.Window.Microseconds())
+	}
+
+	if b.Refund && b.Lease != 0 {
+		// The refund's marker: see Refunds.
+		keys = append(keys, s.prefix+"refund:"+args[2].(string))
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)

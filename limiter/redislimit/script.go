@@ -24,7 +24,10 @@ import "github.com/redis/go-redis/v9"
 // may have refilled: see limiter.Batch), if anything is left, and sets the
 // key's expiry to the new TAT; a TAT that ends
 // at or before now is a full bucket, and its key is deleted. A key absent,
-// or whose TAT is already at or before now, is left as it is.
+// or whose TAT is already at or before now, is left as it is. A refund may
+// have one more key than checks: its marker, set for five minutes when the
+// refund is carried out; a refund that finds it set (the same refund sent
+// again) changes nothing.
 var script = redis.NewScript(`
 local function int(x) return string.format('%.0f', x) end
 -- increment is the GCRA emission interval of n units of max per win
@@ -69,8 +72,14 @@ if ARGV[2] == 'x' then
 end
 if ARGV[2] == 'f' then
   -- A refund: every rate and spend bucket gets back what the acquire took,
-  -- never past full. It frees no slot.
-  for i = 1, #KEYS do
+  -- never past full. It frees no slot. A key after the checks' keys marks
+  -- the refund done, for five minutes, so that the client's retry of it
+  -- (after a lost reply) gives back nothing more.
+  local n = (#ARGV - 4) / 4
+  if #KEYS > n and not redis.call('SET', KEYS[n + 1], '1', 'NX', 'PX', 300000) then
+    return {-1, 0}
+  end
+  for i = 1, n do
     local b = 1 + 4 * i
     local back = increment(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])) - math.max(lease, 0)
     if ARGV[b] ~= 'c' and back > 0 then
