@@ -1,8 +1,8 @@
 // Package token holds bearer-token verification: static token tables (the
 // parsing of a token table from JSON, constant-time lookup), signed JWTs,
-// and RFC 6750 bearer extraction. The root package's authenticators, the
-// gateway and the example servers share it, so the one piece of code that
-// checks credentials exists once.
+// token introspection, and RFC 6750 bearer extraction. The root package's
+// authenticators, the gateway and the example servers share it, so the one
+// piece of code that checks credentials exists once.
 //
 // A token table is a JSON object from token to one of:
 //
@@ -41,4 +41,23 @@
 // issuer exactly. [JWT.Verifier] plugs a JWT into the go-sdk's
 // auth.RequireBearerToken, and a *JWT is itself a gateway.Authenticator.
 // Refusals unwrap to [ErrInvalidJWT] and never quote the token.
+//
+// # Introspection
+//
+// An [Introspector] verifies tokens that the server cannot read itself,
+// such as the opaque access tokens of many identity providers, by asking
+// the authorization server's token introspection endpoint (RFC 7662),
+// authenticated with the client's credentials (HTTP Basic), and reads the
+// answer as a JWT's claims are read: "active" must be true, "aud" must
+// hold the audience, "iss" must be the issuer when one is configured,
+// "exp" and "nbf" are checked, the subject is "sub" and the roles
+// "scope" (or a configured member). Answers are cached under the token's
+// digest (acceptances for a minute, never past "exp"; refusals for 10
+// seconds), concurrent lookups of one token share one request, and at
+// most 64 requests are under way at once (MaxInFlight). It
+// plugs in where a JWT does: [Introspector.Verifier] for the go-sdk, the
+// *Introspector itself as a gateway.Authenticator. Refusals unwrap to
+// [ErrInvalidToken]; an endpoint that cannot answer, which judged nothing,
+// to [ErrIntrospectionFailed]. Neither quotes the token, the client's
+// secret or the answer.
 package token

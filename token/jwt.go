@@ -392,10 +392,25 @@ func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.T
 
 // roles reads the roles claim.
 func (v *JWT) roles(claims jwt.MapClaims) ([]string, error) {
-	raw, ok := claims[v.rolesClaim]
-	if !ok && strings.Contains(v.rolesClaim, ".") {
+	roles, err := readRoles(claims, v.rolesClaim)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	return roles, nil
+}
+
+// readRoles reads the roles claim name of claims (a JWT's, or an
+// introspection answer's): an array of strings, or a string of
+// space-separated roles; nil when it is absent. A name with dots that is
+// not a member of claims is read as a path of member names separated by
+// dots ("realm_access.roles" is claims["realm_access"]["roles"]): a member
+// missing on the way means no roles, a step into something that is not a
+// JSON object is an error. Errors give the reason without quoting a value.
+func readRoles(claims map[string]any, name string) ([]string, error) {
+	raw, ok := claims[name]
+	if !ok && strings.Contains(name, ".") {
 		var err error
-		if raw, ok, err = v.nestedRoles(claims); err != nil {
+		if raw, ok, err = nestedClaim(claims, name); err != nil {
 			return nil, err
 		}
 	}
@@ -416,25 +431,22 @@ func (v *JWT) roles(claims jwt.MapClaims) ([]string, error) {
 		for _, x := range r {
 			s, ok := x.(string)
 			if !ok {
-				return nil, invalid("%s claim holds a value that is not a string", v.rolesClaim)
+				return nil, fmt.Errorf("%s claim holds a value that is not a string", name)
 			}
 			roles = append(roles, s)
 		}
 		return roles, nil
 	}
-	return nil, invalid("%s claim is neither a string nor an array of strings", v.rolesClaim)
+	return nil, fmt.Errorf("%s claim is neither a string nor an array of strings", name)
 }
 
-// nestedRoles reads the roles claim as a path of member names separated
-// by dots ("realm_access.roles" is claims["realm_access"]["roles"]). A
-// member missing on the way means no roles; a step into something that is
-// not a JSON object is a refusal.
-func (v *JWT) nestedRoles(claims jwt.MapClaims) (any, bool, error) {
-	var cur any = map[string]any(claims)
-	for name := range strings.SplitSeq(v.rolesClaim, ".") {
+// nestedClaim reads the claim path, member names separated by dots.
+func nestedClaim(claims map[string]any, path string) (any, bool, error) {
+	var cur any = claims
+	for name := range strings.SplitSeq(path, ".") {
 		obj, isObject := cur.(map[string]any)
 		if !isObject {
-			return nil, false, invalid("%s claim: a member on its path is not an object", v.rolesClaim)
+			return nil, false, fmt.Errorf("%s claim: a member on its path is not an object", path)
 		}
 		var present bool
 		if cur, present = obj[name]; !present {

@@ -257,6 +257,28 @@ const (
 // (the same token, or "role" twice in an entry): encoding/json would keep
 // the last without a word. Malformed JSON is left to the decoding after.
 func duplicateKeys(data []byte) error {
+	// An entry's members are decoded into a struct, whose field names
+	// encoding/json matches case-insensitively (and under Unicode folding:
+	// "ſub" is "sub"); tokens, the members of the table itself, are
+	// case-sensitive.
+	name, depth, found := duplicateMember(data, func(depth int) bool { return depth > 1 })
+	switch {
+	case !found:
+		return nil
+	case depth == 1:
+		return errors.New("token: a token is listed twice")
+	}
+	return fmt.Errorf("token: an entry names %q twice", name)
+}
+
+// duplicateMember reports the first member name that an object of the JSON
+// text data names twice, and the depth of that object (1 for the
+// outermost value). Names are compared exactly, or under Unicode case
+// folding (strings.EqualFold, as encoding/json matches struct fields) in
+// the objects at a depth for which fold, when not nil, returns true.
+// Malformed JSON is left to the decoding after: nothing past the error is
+// looked at.
+func duplicateMember(data []byte, fold func(depth int) bool) (name string, depth int, found bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type frame struct {
 		keys   map[string]bool // nil for an array
@@ -266,7 +288,7 @@ func duplicateKeys(data []byte) error {
 	for {
 		t, err := dec.Token()
 		if err != nil {
-			return nil
+			return "", 0, false
 		}
 		var top *frame
 		if len(stack) > 0 {
@@ -281,17 +303,13 @@ func duplicateKeys(data []byte) error {
 		}
 		if top != nil && top.keys != nil && top.expect {
 			k, _ := t.(string)
-			if len(stack) == 1 {
-				if top.keys[k] { // tokens are case-sensitive
-					return errors.New("token: a token is listed twice")
-				}
-			} else {
-				// An entry's members are decoded into a struct, whose
-				// field names encoding/json matches case-insensitively
-				// (and under Unicode folding: "ſub" is "sub").
+			if top.keys[k] {
+				return k, len(stack), true
+			}
+			if fold != nil && fold(len(stack)) {
 				for prev := range top.keys {
 					if strings.EqualFold(prev, k) {
-						return fmt.Errorf("token: an entry names %q twice", k)
+						return k, len(stack), true
 					}
 				}
 			}

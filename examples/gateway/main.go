@@ -6,7 +6,9 @@
 // from a file or fetched from the provider's URL and fetched again when the
 // provider rotates its keys, the roles from a claim; or, with --jwt-issuer
 // alone, the same with the JWK Set URL found at start in the issuer's
-// discovery document), refuses admin_*
+// discovery document; or, with --introspect, any token, opaque ones
+// included, judged by the authorization server's token introspection
+// endpoint), refuses admin_*
 // tools/call requests from callers without the role admin before they reach
 // the downstream, and forwards everything else.
 //
@@ -16,6 +18,10 @@
 //	        [[--jwt-jwks keys.json|https://idp.example/jwks.json] --jwt-issuer URL
 //	         (--jwt-audience NAME | --jwt-resource https://gw.example/mcp | both)
 //	         [--jwt-roles-claim roles] [--jwt-leeway 30s] [--jwt-jwks-min-refresh 1m]]
+//	        [--introspect https://idp.example/oauth2/introspect
+//	         (--introspect-audience NAME | --jwt-resource URL --introspect-issuer URL | both)
+//	         [--introspect-issuer URL] [--introspect-roles-claim scope]
+//	         [--introspect-leeway 30s] [--introspect-cache-ttl 1m]]
 //
 // Without --jwt-jwks, --jwt-issuer must be an https URL (http only to a
 // loopback host): the gateway reads its OpenID Connect discovery document,
@@ -23,10 +29,24 @@
 // jwks_uri needs a restart), and uses the "jwks_uri" it names; the
 // document's "issuer" must be --jwt-issuer exactly.
 //
+// With --introspect (RFC 7662; token.Introspector in the library), every
+// token not in the cache is POSTed to the endpoint, with HTTP Basic client
+// credentials from MCP_GATEWAY_INTROSPECT_CLIENT_ID and
+// MCP_GATEWAY_INTROSPECT_CLIENT_SECRET (never flags, which ps shows); the
+// answer must say "active": true, hold --introspect-audience in "aud"
+// (and --introspect-issuer in "iss", when given), and name the subject in
+// "sub"; the roles are its "scope" unless --introspect-roles-claim says
+// otherwise. Answers are cached (acceptances for --introspect-cache-ttl,
+// refusals for 10 s); an endpoint that fails refuses the token (401) and
+// logs a warning, and is asked again at the next request. At start the
+// gateway asks the endpoint about a made-up token: a wrong URL or wrong
+// credentials stop it there. --introspect excludes the other --jwt-*
+// flags but --jwt-resource, and MCP_GATEWAY_TOKENS.
+//
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
-// (RFC 9728) for MCP clients to discover --jwt-issuer, and names it in
-// every 401.
+// (RFC 9728) for MCP clients to discover --jwt-issuer (with --introspect,
+// --introspect-issuer), and names it in every 401.
 //
 // At start the binary re-executes itself with GODEBUG=schedtrace set to its
 // largest interval, which keeps the Go runtime's monitor thread from being
@@ -84,7 +104,13 @@ func run(logger *slog.Logger) error {
 	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string; a dotted path (realm_access.roles) reads nested objects")
 	leeway := flag.Duration("jwt-leeway", 0, `clock skew allowed for the JWTs' "exp", "nbf" and "iat"`)
 	minRefresh := flag.Duration("jwt-jwks-min-refresh", time.Minute, "with a --jwt-jwks URL or a discovered JWK Set: least time between two fetches of the set caused by tokens naming unknown keys")
-	resource := flag.String("jwt-resource", "", "the URL clients use for this gateway's MCP endpoint: serve its OAuth protected resource metadata (RFC 9728) naming --jwt-issuer as the authorization server, name it in every 401, and require it as the audience when --jwt-audience is unset")
+	resource := flag.String("jwt-resource", "", "the URL clients use for this gateway's MCP endpoint: serve its OAuth protected resource metadata (RFC 9728) naming --jwt-issuer (with --introspect, --introspect-issuer) as the authorization server, name it in every 401, and require it as the audience when --jwt-audience (--introspect-audience) is unset")
+	introspect := flag.String("introspect", "", "verify bearer tokens (opaque ones included) by asking this OAuth 2.0 token introspection endpoint (RFC 7662), an https URL, instead of MCP_GATEWAY_TOKENS or JWTs; client credentials from "+introspectIDEnv+" and "+introspectSecretEnv)
+	inAudience := flag.String("introspect-audience", "", `with --introspect: the audience the answer's "aud" must hold (default --jwt-resource)`)
+	inIssuer := flag.String("introspect-issuer", "", `with --introspect: the answer's required "iss", not checked when empty; the authorization server the --jwt-resource metadata names (required then)`)
+	inRoles := flag.String("introspect-roles-claim", "scope", "with --introspect: the member of the answer holding the roles: a space-separated string or an array of strings; a dotted path reads nested objects")
+	inLeeway := flag.Duration("introspect-leeway", 0, `with --introspect: clock skew allowed for the answer's "exp" and "nbf"`)
+	inCacheTTL := flag.Duration("introspect-cache-ttl", time.Minute, `with --introspect: how long an answer accepting a token is reused (never past its "exp"); a revoked token is accepted for up to this long; 0: ask every time`)
 	flag.Parse()
 
 	switch {
@@ -99,16 +125,8 @@ func run(logger *slog.Logger) error {
 	case *port < 0 || *port > 65535:
 		return fmt.Errorf("--port %d: want 0 to 65535", *port)
 	}
-	if *jwks == "" && *issuer == "" {
-		var stray []string
-		flag.Visit(func(f *flag.Flag) {
-			if strings.HasPrefix(f.Name, "jwt-") {
-				stray = append(stray, "--"+f.Name)
-			}
-		})
-		if len(stray) > 0 {
-			return fmt.Errorf("%s: only with --jwt-jwks or --jwt-issuer", strings.Join(stray, ", "))
-		}
+	if err := checkTokenFlags(*jwks != "" || *issuer != "", *introspect != ""); err != nil {
+		return err
 	}
 	refreshSet := false
 	flag.Visit(func(f *flag.Flag) { refreshSet = refreshSet || f.Name == "jwt-jwks-min-refresh" })
@@ -123,7 +141,32 @@ func run(logger *slog.Logger) error {
 		// resource's URL (RFC 8707).
 		*audience = *resource
 	}
-	auth, err := authenticator(logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
+	if *inAudience == "" {
+		*inAudience = *resource
+	}
+	// The authorization server that the resource metadata names.
+	asFlag, asURL := "--jwt-issuer", *issuer
+	var auth gateway.Authenticator
+	var err error
+	if *introspect != "" {
+		asFlag, asURL = "--introspect-issuer", *inIssuer
+		switch {
+		case *inCacheTTL < 0:
+			return fmt.Errorf("--introspect-cache-ttl %v: want 0 (no caching) or more", *inCacheTTL)
+		case *resource != "" && *inIssuer == "":
+			return errors.New("--jwt-resource with --introspect needs --introspect-issuer: the authorization server its metadata names")
+		}
+		cacheTTL := *inCacheTTL
+		if cacheTTL == 0 {
+			cacheTTL = -1 // token.IntrospectionConfig: not cached
+		}
+		auth, err = introspector(logger, token.IntrospectionConfig{
+			Endpoint: *introspect, Issuer: *inIssuer, Audience: *inAudience,
+			RolesClaim: *inRoles, Leeway: *inLeeway, CacheTTL: cacheTTL,
+		})
+	} else {
+		auth, err = authenticator(logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
+	}
 	if err != nil {
 		return err
 	}
@@ -150,7 +193,7 @@ func run(logger *slog.Logger) error {
 	if *resource != "" {
 		opts.ResourceMetadata = &oauthex.ProtectedResourceMetadata{
 			Resource:             *resource,
-			AuthorizationServers: []string{*issuer},
+			AuthorizationServers: []string{asURL},
 			ResourceName:         "mcpguard gateway",
 		}
 	}
@@ -172,7 +215,7 @@ func run(logger *slog.Logger) error {
 	g, err := gateway.New(*upstream, auth, opts)
 	if err != nil {
 		if *resource != "" && strings.Contains(err.Error(), "ResourceMetadata") {
-			return fmt.Errorf("--jwt-resource %q, --jwt-issuer %q: %w", *resource, *issuer, err)
+			return fmt.Errorf("--jwt-resource %q, %s %q: %w", *resource, asFlag, asURL, err)
 		}
 		return err
 	}
@@ -200,6 +243,101 @@ func run(logger *slog.Logger) error {
 	// closed and the process exits.
 	<-shut
 	return nil
+}
+
+// checkTokenFlags refuses flags that the way tokens are verified would
+// ignore, and two ways at once: the --jwt-* flags but --jwt-resource
+// without JWTs (jwt: --jwt-jwks or --jwt-issuer) or with --introspect;
+// --jwt-resource without either; the --introspect-* flags and the
+// introspection client's credentials without --introspect. Flags are
+// named in the order flag.Visit gives (sorted).
+func checkTokenFlags(jwt, introspect bool) error {
+	var jwtFlags, inFlags []string
+	resource := false
+	flag.Visit(func(f *flag.Flag) {
+		switch {
+		case f.Name == "jwt-resource":
+			resource = true
+		case strings.HasPrefix(f.Name, "jwt-"):
+			jwtFlags = append(jwtFlags, "--"+f.Name)
+		case strings.HasPrefix(f.Name, "introspect-"):
+			inFlags = append(inFlags, "--"+f.Name)
+		}
+	})
+	var creds []string
+	for _, env := range []string{introspectIDEnv, introspectSecretEnv} {
+		if _, set := os.LookupEnv(env); set {
+			creds = append(creds, env)
+		}
+	}
+	switch {
+	case introspect && len(jwtFlags) > 0:
+		return fmt.Errorf("%s with --introspect: JWTs and introspection are two ways to verify tokens: choose one (with --introspect, use --introspect-audience, --introspect-issuer, --introspect-roles-claim, --introspect-leeway)", strings.Join(jwtFlags, ", "))
+	case !introspect && len(inFlags) > 0:
+		return fmt.Errorf("%s: only with --introspect", strings.Join(inFlags, ", "))
+	case !introspect && len(creds) > 0:
+		return fmt.Errorf("%s: only with --introspect (the introspection client's credentials)", strings.Join(creds, ", "))
+	case !jwt && !introspect && len(jwtFlags) > 0:
+		return fmt.Errorf("%s: only with --jwt-jwks or --jwt-issuer", strings.Join(jwtFlags, ", "))
+	case !jwt && !introspect && resource:
+		return errors.New("--jwt-resource: only with --jwt-jwks or --jwt-issuer, or with --introspect")
+	}
+	return nil
+}
+
+// The environment variables holding the introspection client's
+// credentials: never flags, which any user sees in ps.
+const (
+	introspectIDEnv     = "MCP_GATEWAY_INTROSPECT_CLIENT_ID"
+	introspectSecretEnv = "MCP_GATEWAY_INTROSPECT_CLIENT_SECRET"
+)
+
+// introspectProbe is the made-up token the gateway asks the endpoint
+// about at start.
+const introspectProbe = "mcpguard-gateway-start-probe"
+
+// introspector returns the gateway's authenticator for --introspect: a
+// token.Introspector of cfg, with the client's credentials from
+// MCP_GATEWAY_INTROSPECT_CLIENT_ID and _SECRET (both, or neither for an
+// endpoint that needs no client authentication), its failures logged as
+// warnings. --introspect and MCP_GATEWAY_TOKENS at once is an error. At
+// start it asks the endpoint about a made-up token, so that a wrong URL
+// or wrong credentials stop the start rather than refuse every token
+// later; the endpoint must answer it.
+func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.Authenticator, error) {
+	if _, set := os.LookupEnv(gateway.TokensEnv); set {
+		return nil, fmt.Errorf("--introspect and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
+	}
+	if cfg.Audience == "" {
+		return nil, errors.New("--introspect needs an audience: give --introspect-audience or --jwt-resource")
+	}
+	id, idSet := os.LookupEnv(introspectIDEnv)
+	secret, secretSet := os.LookupEnv(introspectSecretEnv)
+	switch {
+	case idSet != secretSet:
+		return nil, fmt.Errorf("--introspect: set both %s and %s, or neither (an endpoint that needs no client authentication)", introspectIDEnv, introspectSecretEnv)
+	case idSet && (id == "" || secret == ""):
+		return nil, fmt.Errorf("--introspect: %s or %s is empty", introspectIDEnv, introspectSecretEnv)
+	}
+	cfg.ClientID, cfg.ClientSecret = id, secret
+	cfg.ErrorHandler = func(err error) {
+		logger.Warn("token introspection failed; the token is refused (401)", "err", err)
+	}
+	v, err := token.NewIntrospector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--introspect: %w", err)
+	}
+	if _, _, err := v.Introspect(context.Background(), introspectProbe); errors.Is(err, token.ErrIntrospectionFailed) {
+		return nil, fmt.Errorf("--introspect: asking the endpoint about a made-up token at start: %w", err)
+	}
+	clientAuth := "basic"
+	if id == "" {
+		clientAuth = "none"
+		logger.Warn("no client credentials for the introspection endpoint (" + introspectIDEnv + ", " + introspectSecretEnv + "); it answered without")
+	}
+	logger.Info("verifying bearer tokens by introspection", "endpoint", v.String(), "client_auth", clientAuth, "client_id", id,
+		"issuer", cfg.Issuer, "audience", cfg.Audience, "roles_claim", cfg.RolesClaim, "cache_ttl", max(cfg.CacheTTL, 0))
+	return v, nil
 }
 
 // isURL reports whether --jwt-jwks names a URL rather than a file.
