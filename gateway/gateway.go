@@ -97,9 +97,10 @@ type Options struct {
 	//
 	// Resource is required: the URL clients use for the gateway's MCP
 	// endpoint (the audience its tokens should carry), absolute, https or
-	// http on a loopback host, without user information, query or
-	// fragment. The gateway serves the well-known path itself, so a proxy
-	// in front of it must pass that path through unchanged.
+	// http on a loopback host, without user information, query, fragment
+	// or a dot segment ("." or ".." in its path). The gateway serves the
+	// well-known path itself, so a proxy in front of it must pass that
+	// path through unchanged.
 	// AuthorizationServers must hold at least one issuer URL, each as
 	// Resource but for the query. BearerMethodsSupported, when set, must be
 	// ["header"] (the only way the gateway reads a token); empty means

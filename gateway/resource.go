@@ -44,6 +44,14 @@ func newResourceMetadata(m *oauthex.ProtectedResourceMetadata) (*resourceMetadat
 		// an escaping url.URL would not reproduce is refused.
 		return nil, fmt.Errorf("gateway: ResourceMetadata.Resource %q: want a path in its plain escaping", md.Resource)
 	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			// A client resolving the URL (RFC 3986, section 5.2.4)
+			// would ask for a well-known URI without it, which is not
+			// the one served.
+			return nil, fmt.Errorf("gateway: ResourceMetadata.Resource %q: want a path without a dot segment (. or ..)", md.Resource)
+		}
+	}
 	if len(md.AuthorizationServers) == 0 {
 		return nil, errors.New("gateway: ResourceMetadata.AuthorizationServers: want at least one, the issuers of the tokens the gateway accepts")
 	}

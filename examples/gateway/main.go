@@ -39,9 +39,10 @@
 // otherwise. Answers are cached (acceptances for --introspect-cache-ttl,
 // refusals for 10 s); an endpoint that fails refuses the token (401) and
 // logs a warning, and is asked again at the next request. At start the
-// gateway asks the endpoint about a made-up token: a wrong URL or wrong
-// credentials stop it there. --introspect excludes the other --jwt-*
-// flags but --jwt-resource, and MCP_GATEWAY_TOKENS.
+// gateway asks the endpoint about a made-up token: a wrong URL, wrong
+// credentials, or an endpoint that accepts that token stop it there.
+// --introspect excludes the other --jwt-* flags but --jwt-resource, and
+// MCP_GATEWAY_TOKENS.
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
@@ -63,6 +64,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -114,8 +116,15 @@ func run(logger *slog.Logger) error {
 	flag.Parse()
 
 	switch {
-	case math.IsNaN(*timeout) || *timeout <= 0 || *timeout > float64(math.MaxInt64/int64(time.Second)):
+	case math.IsNaN(*timeout) || *timeout <= 0 || *timeout > float64(math.MaxInt64/int64(time.Second)) ||
+		time.Duration(*timeout*float64(time.Second)) <= 0: // under a nanosecond: gateway.New's 30 s
 		return fmt.Errorf("--timeout %v: want a positive number of seconds", *timeout)
+	case *rolesClaim == "":
+		// token.JWTConfig would read "roles" instead.
+		return errors.New(`--jwt-roles-claim "": want a claim name`)
+	case *inRoles == "":
+		// token.IntrospectionConfig would read "scope" instead.
+		return errors.New(`--introspect-roles-claim "": want a member name`)
 	case *maxBody <= 0:
 		return fmt.Errorf("--max-body %d: want a positive number of bytes", *maxBody)
 	case *inflight < 0:
@@ -234,7 +243,7 @@ func run(logger *slog.Logger) error {
 		defer cancel()
 		srv.Shutdown(shutdown)
 	}()
-	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", *upstream, "filter_tools_list", *filter)
+	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -303,7 +312,8 @@ const introspectProbe = "mcpguard-gateway-start-probe"
 // warnings. --introspect and MCP_GATEWAY_TOKENS at once is an error. At
 // start it asks the endpoint about a made-up token, so that a wrong URL
 // or wrong credentials stop the start rather than refuse every token
-// later; the endpoint must answer it.
+// later; the endpoint must answer it, and refuse it: an endpoint that
+// accepts a token nobody issued would accept any.
 func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.Authenticator, error) {
 	if _, set := os.LookupEnv(gateway.TokensEnv); set {
 		return nil, fmt.Errorf("--introspect and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
@@ -327,8 +337,13 @@ func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.A
 	if err != nil {
 		return nil, fmt.Errorf("--introspect: %w", err)
 	}
-	if _, _, err := v.Introspect(context.Background(), introspectProbe); errors.Is(err, token.ErrIntrospectionFailed) {
+	switch _, _, err := v.Introspect(context.Background(), introspectProbe); {
+	case errors.Is(err, token.ErrIntrospectionFailed):
 		return nil, fmt.Errorf("--introspect: asking the endpoint about a made-up token at start: %w", err)
+	case err == nil:
+		// An endpoint that accepts a token nobody issued accepts any:
+		// it does not check tokens, or it is not the endpoint meant.
+		return nil, errors.New("--introspect: the endpoint accepted the made-up token the gateway asked about at start (active, for this audience, with a subject): it would accept any token")
 	}
 	clientAuth := "basic"
 	if id == "" {
@@ -338,6 +353,17 @@ func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.A
 	logger.Info("verifying bearer tokens by introspection", "endpoint", v.String(), "client_auth", clientAuth, "client_id", id,
 		"issuer", cfg.Issuer, "audience", cfg.Audience, "roles_claim", cfg.RolesClaim, "cache_ttl", max(cfg.CacheTTL, 0))
 	return v, nil
+}
+
+// shownUpstream returns --upstream as the gateway's health answer shows
+// it: without its password or query, either of which may hold a secret.
+func shownUpstream(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an invalid URL)"
+	}
+	u.RawQuery, u.ForceQuery = "", false
+	return u.Redacted()
 }
 
 // isURL reports whether --jwt-jwks names a URL rather than a file.
