@@ -95,7 +95,8 @@
 // error: -32000 with 401 and WWW-Authenticate, -32001 with 403, -32602 /
 // -32600 / -32700 with 400 (-32600 with 413 for a body over MaxBodyBytes),
 // -32029 with 429 and Retry-After (limiter), -32003 with 502, or 504 on a
-// timeout. Batches are answered with 200. Messages never contain tokens or
+// timeout (also when the authenticator could not judge the token: see
+// [ErrAuthenticatorUnavailable]). Batches are answered with 200. Messages never contain tokens or
 // arguments; every error's data carries the error-contract code
 // (INVALID_REQUEST, the gateway's own, for a body or envelope it cannot
 // read: -32700 and -32600) and the request's correlation id. A go-sdk

@@ -74,6 +74,17 @@ func errUpstream(timeout bool) *rpcError {
 	return &rpcError{code: CodeUpstreamUnavailable, status: http.StatusBadGateway, contract: "UPSTREAM_UNAVAILABLE", message: "Upstream unavailable"}
 }
 
+// errAuthUnavailable is the refusal of a request whose token the
+// authenticator could not judge (see ErrAuthenticatorUnavailable).
+func errAuthUnavailable(timeout bool) *rpcError {
+	e := errUpstream(timeout)
+	e.message = "Authorization server unavailable: the token could not be checked"
+	if timeout {
+		e.message = "Authorization server timed out: the token could not be checked"
+	}
+	return e
+}
+
 func errTooLarge(limit int64) *rpcError {
 	return &rpcError{code: CodeInvalidRequest, status: http.StatusRequestEntityTooLarge, contract: "INVALID_REQUEST", message: "Invalid Request: body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
 }

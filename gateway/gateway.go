@@ -293,7 +293,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // is case-insensitive, the token is case-sensitive) and resolves it.
 func (g *Gateway) authenticate(r *http.Request) (*policy.Principal, *rpcError) {
 	pr, e := g.authenticateBearer(r)
-	if e != nil && g.resource != nil {
+	if e != nil && e.challenge != "" && g.resource != nil {
 		e.challenge += g.resource.challenge
 	}
 	return pr, e
@@ -316,6 +316,10 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 		return nil, errUnauthenticated("malformed bearer token", true)
 	}
 	pr, err := g.auth.Authenticate(r.Context(), tok)
+	if errors.Is(err, ErrAuthenticatorUnavailable) || errors.Is(err, token.ErrIntrospectionFailed) {
+		g.log.Warn("the authenticator could not judge a token; answered as the upstream's failure, not 401", "err", err)
+		return nil, errAuthUnavailable(errors.Is(err, context.DeadlineExceeded))
+	}
 	if err != nil || pr == nil || pr.Subject == "" {
 		return nil, errUnauthenticated("invalid bearer token", true)
 	}

@@ -35,7 +35,9 @@ var ErrInvalidToken = errors.New("token: invalid token")
 // it refuses the client's credentials, a redirect, which is not followed),
 // or with a body that is not one JSON object of at most 64 KiB without a
 // member named twice. Such a failure is never cached, and is not a
-// refusal: it does not unwrap to [ErrInvalidToken].
+// refusal: it does not unwrap to [ErrInvalidToken]. A timeout, of the
+// request or of the caller's context, also unwraps to
+// context.DeadlineExceeded.
 var ErrIntrospectionFailed = errors.New("token: introspection failed")
 
 // Defaults and bounds of an [Introspector].
@@ -434,7 +436,7 @@ func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) 
 func (i *Introspector) ask(ctx context.Context, key [sha256.Size]byte, tok string, f *introspection) {
 	a, err := i.request(ctx, tok)
 	if err != nil {
-		err = fmt.Errorf("%w: endpoint %s: %v", ErrIntrospectionFailed, i.shown, err)
+		err = fmt.Errorf("%w: endpoint %s: %w", ErrIntrospectionFailed, i.shown, err)
 		i.report(err)
 	}
 	i.mu.Lock()

@@ -448,6 +448,9 @@ func TestIntrospectorEndpointFailures(t *testing.T) {
 		for n := 1; n <= 2; n++ {
 			_, _, err := i.Introspect(context.Background(), tokAnn)
 			checkIntroFailure(t, err, "deadline exceeded")
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err %v: want one that unwraps to context.DeadlineExceeded (a gateway answers 504)", err)
+			}
 			if got := e.count(tokAnn); got != n {
 				t.Errorf("after %d lookups the endpoint was asked %d times, want %d (a timeout is not cached)", n, got, n)
 			}

@@ -37,8 +37,9 @@
 // (and --introspect-issuer in "iss", when given), and name the subject in
 // "sub"; the roles are its "scope" unless --introspect-roles-claim says
 // otherwise. Answers are cached (acceptances for --introspect-cache-ttl,
-// refusals for 10 s); an endpoint that fails refuses the token (401) and
-// logs a warning, and is asked again at the next request. At start the
+// refusals for 10 s); an endpoint that fails leaves the token unjudged:
+// the request gets 502 (504 on a timeout), not 401, a warning is logged,
+// and the endpoint is asked again at the next request. At start the
 // gateway asks the endpoint about a made-up token: a wrong URL, wrong
 // credentials, or an endpoint that accepts that token stop it there.
 // --introspect excludes the other --jwt-* flags but --jwt-resource, and
@@ -331,7 +332,7 @@ func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.A
 	}
 	cfg.ClientID, cfg.ClientSecret = id, secret
 	cfg.ErrorHandler = func(err error) {
-		logger.Warn("token introspection failed; the token is refused (401)", "err", err)
+		logger.Warn("token introspection failed; the request is refused (502, or 504 on a timeout)", "err", err)
 	}
 	v, err := token.NewIntrospector(cfg)
 	if err != nil {

@@ -163,10 +163,11 @@ func callTool(t *testing.T, base, tool, tok string) int {
 // introspection endpoint, the client's credentials from the environment:
 // at start it asks about a made-up token; an admin's active token is
 // forwarded with the subject and role headers (and asked about once, then
-// cached); a viewer's is refused by the policy; an inactive token, one for
-// another audience, and one that the endpoint cannot judge (500) are 401
-// and never forwarded, the last logged as a warning; the logs never hold a
-// token or the secret.
+// cached); a viewer's is refused by the policy; an inactive token and one
+// for another audience are 401 and never forwarded; one that the endpoint
+// cannot judge (500) is 502 (not judged: not 401, which would send the
+// client to authorize again), never forwarded and logged as a warning; the
+// logs never hold a token or the secret.
 func TestIntrospection(t *testing.T) {
 	oldArgs, oldFlags := os.Args, flag.CommandLine
 	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
@@ -222,8 +223,8 @@ func TestIntrospection(t *testing.T) {
 	e.setStatus(http.StatusInternalServerError)
 	e.activate("opq-new-Nw55", "ann", "admin", "mcp-gateway")
 	before := down.len()
-	if got := callTool(t, base, "admin_reset_key", "opq-new-Nw55"); got != http.StatusUnauthorized || down.len() != before {
-		t.Errorf("endpoint failing: status %d, forwarded %d, want 401 and nothing", got, down.len()-before)
+	if got := callTool(t, base, "admin_reset_key", "opq-new-Nw55"); got != http.StatusBadGateway || down.len() != before {
+		t.Errorf("endpoint failing: status %d, forwarded %d, want 502 (the token was not judged: not 401) and nothing", got, down.len()-before)
 	}
 	e.setStatus(0)
 	if got := callTool(t, base, "admin_reset_key", "opq-new-Nw55"); got != http.StatusOK {
