@@ -176,12 +176,13 @@ func NewTransport() *http.Transport {
 	return t
 }
 
-// shownURL is u as logs and the health answer show it: without its
-// password or query, either of which may hold a secret.
+// shownURL is u as logs and the health answer show it: without its user
+// information or query, any of which may hold a secret (a user name may be
+// a token: https://TOKEN@host).
 func shownURL(u *url.URL) string {
 	v := *u
-	v.RawQuery, v.ForceQuery = "", false
-	return v.Redacted()
+	v.User, v.RawQuery, v.ForceQuery = nil, "", false
+	return v.String()
 }
 
 // New returns a Gateway forwarding to upstream, an absolute http or https

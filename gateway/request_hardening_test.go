@@ -142,6 +142,22 @@ func TestHealthHidesUpstreamCredentials(t *testing.T) {
 	if strings.Contains(string(b), "s3cr3t-pass") {
 		t.Errorf("unauthenticated /healthz reveals the upstream password: %s", b)
 	}
+
+	// A user name alone may be the credential (https://TOKEN@host).
+	g, err = New("http://tok-Upstream-4rQ@127.0.0.1:1/mcp", DemoTokens(), &Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = newServer(t, g)
+	resp, err = http.Get(srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(b), "tok-Upstream-4rQ") || !strings.Contains(string(b), "127.0.0.1:1/mcp") {
+		t.Errorf("unauthenticated /healthz shows the upstream's user name, or no upstream: %s", b)
+	}
 }
 
 // TestUnderscoreSessionHeaderNotForwarded: a client's "Mcp_Session_Id" is not forwarded: servers that fold "_" into

@@ -357,14 +357,15 @@ func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.A
 }
 
 // shownUpstream returns --upstream as the gateway's health answer shows
-// it: without its password or query, either of which may hold a secret.
+// it: without its user information or query, any of which may hold a
+// secret.
 func shownUpstream(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(an invalid URL)"
 	}
-	u.RawQuery, u.ForceQuery = "", false
-	return u.Redacted()
+	u.User, u.RawQuery, u.ForceQuery = nil, "", false
+	return u.String()
 }
 
 // isURL reports whether --jwt-jwks names a URL rather than a file.
