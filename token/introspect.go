@@ -413,6 +413,11 @@ func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) 
 		i.drop(a)
 	}
 	f, ok := i.flights[key]
+	if !ok && ctx.Err() != nil {
+		// Nobody would wait for a new request.
+		i.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrIntrospectionFailed, ctx.Err())
+	}
 	if !ok && len(i.flights) >= i.maxFlights {
 		i.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d requests to the endpoint under way, the most allowed (MaxInFlight)", ErrIntrospectionFailed, i.maxFlights)

@@ -959,3 +959,28 @@ func TestIntrospectorMaxInFlight(t *testing.T) {
 		t.Error("NewIntrospector accepted a negative MaxInFlight")
 	}
 }
+
+// TestIntrospectorDoneContextAsksNothing: a lookup whose context has
+// already ended fails (not judged, unwrapping to the context's error)
+// without starting a request nobody would wait for; a cached answer still
+// serves it.
+func TestIntrospectorDoneContextAsksNothing(t *testing.T) {
+	e := newIntroEndpoint(t)
+	i, _ := newIntrospector(t, e, &clock{now: testNow}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := i.Introspect(ctx, tokAnn)
+	checkIntroFailure(t, err, "canceled")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want one that unwraps to context.Canceled", err)
+	}
+	if n := e.count(tokAnn); n != 0 {
+		t.Errorf("the endpoint was asked %d times for a lookup nobody waits for", n)
+	}
+	if _, _, err := i.Introspect(context.Background(), tokAnn); err != nil {
+		t.Fatal(err)
+	}
+	if pr, _, err := i.Introspect(ctx, tokAnn); err != nil || pr.Subject != "ann" {
+		t.Errorf("a cached answer with an ended context: %v, %v", pr, err)
+	}
+}
