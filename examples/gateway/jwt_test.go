@@ -45,16 +45,10 @@ func TestJWTTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	sign := func(key ed25519.PrivateKey, sub string, roles []string, exp time.Time) string {
-		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
+		return signEdDSA(t, key, "k1", jwt.MapClaims{
 			"iss": "https://idp.example", "aud": "mcp-gateway", "sub": sub, "roles": roles,
 			"iat": time.Now().Add(-time.Minute).Unix(), "exp": exp.Unix(),
 		})
-		tok.Header["kid"] = "k1"
-		s, err := tok.SignedString(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
 	}
 
 	var mu sync.Mutex
@@ -76,23 +70,7 @@ func TestJWTTokens(t *testing.T) {
 	}
 	defer stop()
 
-	post := func(tok string) int {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"admin_reset_key","arguments":{}}}`
-		req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := func(tok string) int { return callTool(t, url, "admin_reset_key", tok) }
 	forwarded := func() int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -260,34 +238,12 @@ func TestJWTRemoteKeySetRotation(t *testing.T) {
 	}
 
 	sign := func(key ed25519.PrivateKey, kid, sub string) string {
-		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
+		return signEdDSA(t, key, kid, jwt.MapClaims{
 			"iss": "https://idp.example", "aud": "mcp-gateway", "sub": sub, "roles": []string{"admin"},
 			"exp": time.Now().Add(time.Hour).Unix(),
 		})
-		tok.Header["kid"] = kid
-		s, err := tok.SignedString(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
 	}
-	post := func(tok string) int {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"admin_reset_key","arguments":{}}}`
-		req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := func(tok string) int { return callTool(t, url, "admin_reset_key", tok) }
 
 	for _, step := range []struct {
 		name   string

@@ -142,34 +142,12 @@ func TestJWTDiscovery(t *testing.T) {
 	}
 
 	sign := func(key ed25519.PrivateKey, kid, iss, sub string) string {
-		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
+		return signEdDSA(t, key, kid, jwt.MapClaims{
 			"iss": iss, "aud": "mcp-gateway", "sub": sub, "roles": []string{"admin"},
 			"exp": time.Now().Add(time.Hour).Unix(),
 		})
-		tok.Header["kid"] = kid
-		s, err := tok.SignedString(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
 	}
-	post := func(tok string) int {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"admin_reset_key","arguments":{}}}`
-		req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := func(tok string) int { return callTool(t, url, "admin_reset_key", tok) }
 
 	for _, step := range []struct {
 		name   string

@@ -136,29 +136,6 @@ func (d *recorder) len() int {
 	return len(d.seen)
 }
 
-// callTool POSTs a tools/call of tool with tok to the gateway at base, and
-// returns the status.
-func callTool(t *testing.T, base, tool, tok string) int {
-	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
-	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // TestIntrospection runs the binary with --introspect against a real
 // introspection endpoint, the client's credentials from the environment:
 // at start it asks about a made-up token; an admin's active token is

@@ -68,35 +68,11 @@ func TestJWTResource(t *testing.T) {
 	}
 	defer stop()
 
-	post := func(tok string) *http.Response {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_customer_record","arguments":{}}}`
-		req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
+	post := func(tok string) *http.Response { return callResponse(t, url, "get_customer_record", tok) }
 	sign := func(aud string) string {
-		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
+		return signEdDSA(t, priv, "k1", jwt.MapClaims{
 			"iss": issuer, "aud": aud, "sub": "ann", "exp": time.Now().Add(time.Hour).Unix(),
 		})
-		tok.Header["kid"] = "k1"
-		s, err := tok.SignedString(priv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
 	}
 
 	resp := post("")
