@@ -75,6 +75,13 @@
 //     not expire when a session goes idle, so a session abandoned without a
 //     DELETE keeps its binding until it is displaced.
 //
+// # Web pages
+//
+// A request to the MCP path whose Origin header is neither its own nor in
+// Options.AllowedOrigins, or that came to a loopback address under another
+// name (DNS rebinding; see Options.DisableLocalhostProtection), is refused
+// with -32001 and 403 before its token is read.
+//
 // # Fail closed
 //
 // Anything the gateway cannot decide is refused locally: a body that is not

@@ -107,6 +107,26 @@ type Options struct {
 	// that. ScopesSupported entries must be OAuth scope tokens. The other
 	// fields are served as given. The struct is copied by New.
 	ResourceMetadata *oauthex.ProtectedResourceMetadata
+	// AllowedOrigins are the web origins ("https://app.example.com", a
+	// scheme, a host and an optional port; "*" for any) whose pages may
+	// call the gateway. The MCP Streamable HTTP transport has servers
+	// validate the Origin header: a request to the MCP path with an Origin
+	// that is neither listed nor the request's own (its host and port
+	// those of the Host header) is refused with -32001 and 403 before its
+	// token is read. Requests without an Origin (clients that are not
+	// browsers) are not affected. Nil means the request's own origin only.
+	AllowedOrigins []string
+	// DisableLocalhostProtection turns off the gateway's DNS rebinding
+	// protection, which, as the go-sdk's StreamableHTTPHandler does,
+	// refuses with -32001 and 403 a request to the MCP path that came to a
+	// loopback address with a Host header naming something else (a page
+	// of evil.example whose name was rebound to 127.0.0.1 sends Host
+	// evil.example, and could otherwise use a token it knows, such as a
+	// demo token, against a gateway on the user's machine). The gateway
+	// sends its downstream the downstream's own Host, so the downstream's
+	// protection cannot see the client's. Set it only behind a proxy on
+	// the same machine that passes on the public Host.
+	DisableLocalhostProtection bool
 }
 
 // A Gateway is an http.Handler that authenticates each request with a
@@ -135,6 +155,9 @@ type Gateway struct {
 	sessions     *sessions
 	ids          corrid.Source
 	resource     *resourceMetadata // nil without Options.ResourceMetadata
+	origins      origins
+	// noLocalhostGuard is Options.DisableLocalhostProtection.
+	noLocalhostGuard bool
 }
 
 // DefaultPolicy returns the gateway's default policy: tools of the
@@ -225,6 +248,10 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	if g.resource, err = newResourceMetadata(o.ResourceMetadata); err != nil {
 		return nil, err
 	}
+	if g.origins, err = newOrigins(o.AllowedOrigins); err != nil {
+		return nil, err
+	}
+	g.noLocalhostGuard = o.DisableLocalhostProtection
 	if g.resource != nil && (g.resource.path == g.path || g.resource.path == g.healthPath) {
 		return nil, fmt.Errorf("gateway: ResourceMetadata's well-known path %q is also the gateway's Path or HealthPath", g.resource.path)
 	}
@@ -272,6 +299,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = withTrimmedHeader(r)
 	cid := g.ids.Next()
+	if e := g.checkOrigin(r); e != nil {
+		g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", e.contract, "reason", e.message)
+		writeError(w, e, nil, cid)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		g.servePost(w, r, cid)

@@ -14,7 +14,7 @@
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
 //	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] \
-//	        [--audit audit.jsonl | audit.db] [--std-transport] \
+//	        [--audit audit.jsonl | audit.db] [--std-transport] [--allowed-origins URL,...] \
 //	        [[--jwt-jwks keys.json|https://idp.example/jwks.json] --jwt-issuer URL
 //	         (--jwt-audience NAME | --jwt-resource https://gw.example/mcp | both)
 //	         [--jwt-roles-claim roles] [--jwt-leeway 30s] [--jwt-jwks-min-refresh 1m]]
@@ -44,6 +44,10 @@
 // credentials, or an endpoint that accepts that token stop it there.
 // --introspect excludes the other --jwt-* flags but --jwt-resource, and
 // MCP_GATEWAY_TOKENS.
+//
+// Requests to the MCP path with an Origin header other than their own or
+// one of --allowed-origins are refused (403), and so are requests that
+// came to a loopback address under another name (DNS rebinding).
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
@@ -113,6 +117,7 @@ func run(logger *slog.Logger) error {
 	inIssuer := flag.String("introspect-issuer", "", `with --introspect: the answer's required "iss", not checked when empty; the authorization server the --jwt-resource metadata names (required then)`)
 	inRoles := flag.String("introspect-roles-claim", "scope", "with --introspect: the member of the answer holding the roles: a space-separated string or an array of strings; a dotted path reads nested objects")
 	inLeeway := flag.Duration("introspect-leeway", 0, `with --introspect: clock skew allowed for the answer's "exp" and "nbf"`)
+	allowedOrigins := flag.String("allowed-origins", "", `comma-separated web origins (https://app.example.com) whose pages may call the gateway, or "*"; a request with another Origin than its own is refused (403)`)
 	inCacheTTL := flag.Duration("introspect-cache-ttl", time.Minute, `with --introspect: how long an answer accepting a token is reused (never past its "exp"); a revoked token is accepted for up to this long; 0: ask every time`)
 	flag.Parse()
 
@@ -196,6 +201,11 @@ func run(logger *slog.Logger) error {
 	opts := &gateway.Options{
 		Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
 		Timeout: time.Duration(*timeout * float64(time.Second)), Logger: logger,
+	}
+	if *allowedOrigins != "" {
+		for o := range strings.SplitSeq(*allowedOrigins, ",") {
+			opts.AllowedOrigins = append(opts.AllowedOrigins, strings.TrimSpace(o))
+		}
 	}
 	if *stdTransport {
 		opts.Transport = gateway.NewTransport()
