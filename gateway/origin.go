@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/loopback"
 )
 
 // origins is Options.AllowedOrigins as the gateway checks them.
@@ -38,10 +38,8 @@ func newOrigins(list []string) (origins, error) {
 // transport: servers must validate Origin, against DNS rebinding): see
 // Options.AllowedOrigins and Options.DisableLocalhostProtection.
 func (g *Gateway) checkOrigin(r *http.Request) *rpcError {
-	if !g.noLocalhostGuard && !isLoopbackHostPort(r.Host) {
-		if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && a.IP.IsLoopback() {
-			return errOrigin("Host not allowed: the request came to a loopback address under another name (DNS rebinding)")
-		}
+	if !g.noLocalhostGuard && loopback.Rebound(r) {
+		return errOrigin("Host not allowed: the request came to a loopback address under another name (DNS rebinding)")
 	}
 	vals, ok := r.Header["Origin"]
 	if !ok || g.origins.any {
@@ -64,20 +62,4 @@ func (g *Gateway) checkOrigin(r *http.Request) *rpcError {
 
 func errOrigin(why string) *rpcError {
 	return &rpcError{code: CodeForbidden, status: http.StatusForbidden, contract: "FORBIDDEN", message: "Forbidden: " + why}
-}
-
-// isLoopbackHostPort reports whether hostport, a Host header, names
-// localhost or a loopback address, with or without a port.
-func isLoopbackHostPort(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }

@@ -6,18 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcpguard/mcpguard/token"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -236,11 +236,10 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	}
 	log.Warn("refund: serving MCP over HTTP WITHOUT authentication: it trusts whoever reaches it (the gateway demo's downstream)",
 		"url", "http://"+ln.Addr().String()+"/mcp")
-	var handler http.Handler = mux
-	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
-		handler = loopbackHostOnly(mux)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// A web page on another name that resolves to 127.0.0.1 (DNS
+	// rebinding) must not read or clear /_received; the go-sdk checks /mcp
+	// the same way.
+	srv := &http.Server{Handler: loopback.Guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -275,23 +274,4 @@ func loopbackAddr(addr string, allowRemote bool) (string, error) {
 		return "", fmt.Errorf("-http %q is not a loopback address; the HTTP mode is unauthenticated (add -allow-remote to insist)", addr)
 	}
 	return net.JoinHostPort(host, port), nil
-}
-
-// loopbackHostOnly refuses, for a server listening on loopback, a request
-// whose Host is not a loopback name: a web page on another name that
-// resolves to 127.0.0.1 (DNS rebinding) must not read or clear /_received.
-// The go-sdk checks /mcp the same way.
-func loopbackHostOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.Host)
-		if err != nil {
-			host = r.Host
-		}
-		host = strings.Trim(host, "[]")
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			http.Error(w, "forbidden: not a loopback host", http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -235,7 +236,10 @@ func checkLoopback(host string, allowRemote bool) error {
 func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) error {
 	rest := newRESTSessions(a.server, a.authn)
 	defer rest.Close()
-	srv := &http.Server{Handler: httpHandler(a, rest, log), ReadHeaderTimeout: 10 * time.Second}
+	// The REST endpoints get the DNS rebinding protection that the
+	// go-sdk gives /mcp: a web page of another name rebound to 127.0.0.1
+	// must not call tools with a token it knows (the dev token table).
+	srv := &http.Server{Handler: loopback.Guard(httpHandler(a, rest, log)), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

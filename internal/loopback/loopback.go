@@ -1,0 +1,54 @@
+// Package loopback guards servers on the user's machine against DNS
+// rebinding: a web page of evil.example whose name is rebound to 127.0.0.1
+// reaches a server listening there, but its requests carry Host
+// evil.example.
+package loopback
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// IsHost reports whether hostport, a Host header (a host with or without a
+// port, an IPv6 address in brackets), names localhost or a loopback
+// address.
+func IsHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// Rebound reports whether r came to a loopback address under a Host that
+// does not name one: the mark of DNS rebinding, which the go-sdk's
+// StreamableHTTPHandler refuses the same way. A request that came to
+// another address (a server listening on a public interface) is never
+// rebound.
+func Rebound(r *http.Request) bool {
+	if IsHost(r.Host) {
+		return false
+	}
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
+}
+
+// Guard returns h behind a check that refuses a rebound request (see
+// [Rebound]) with 403.
+func Guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if Rebound(r) {
+			http.Error(w, "forbidden: the request came to a loopback address under another name (DNS rebinding)", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
