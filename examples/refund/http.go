@@ -268,9 +268,7 @@ func loopbackAddr(addr string, allowRemote bool) (string, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	ip := net.ParseIP(host)
-	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-	if !loopback && !allowRemote {
+	if !loopback.IsHost(host) && !allowRemote {
 		return "", fmt.Errorf("-http %q is not a loopback address; the HTTP mode is unauthenticated (add -allow-remote to insist)", addr)
 	}
 	return net.JoinHostPort(host, port), nil

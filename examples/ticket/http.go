@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard"
@@ -225,8 +224,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // checkLoopback refuses a non-loopback host unless allowRemote.
 func checkLoopback(host string, allowRemote bool) error {
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	if host == "localhost" || (ip != nil && ip.IsLoopback()) || allowRemote {
+	if loopback.IsHost(host) || allowRemote {
 		return nil
 	}
 	return fmt.Errorf("--host %q is not a loopback address (add --allow-remote to insist; the dev token table would then be reachable from the network)", host)
