@@ -80,7 +80,9 @@
 // A request to the MCP path whose Origin header is neither its own nor in
 // Options.AllowedOrigins, or that came to a loopback address under another
 // name (DNS rebinding; see Options.DisableLocalhostProtection), is refused
-// with -32001 and 403 before its token is read.
+// with -32001 and 403 before its token is read. A listed origin gets CORS
+// (a preflight answered without a token, its answers readable by its
+// pages).
 //
 // # Fail closed
 //

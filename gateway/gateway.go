@@ -113,8 +113,14 @@ type Options struct {
 	// validate the Origin header: a request to the MCP path with an Origin
 	// that is neither listed nor the request's own (its host and port
 	// those of the Host header) is refused with -32001 and 403 before its
-	// token is read. Requests without an Origin (clients that are not
-	// browsers) are not affected. Nil means the request's own origin only.
+	// token is read. A listed origin gets CORS: its preflight (OPTIONS) is
+	// answered without a token, and every answer to it names it in
+	// Access-Control-Allow-Origin (replacing any CORS header of the
+	// downstream's) and exposes Mcp-Session-Id, Mcp-Protocol-Version,
+	// WWW-Authenticate and Retry-After; credentials are the Authorization
+	// header, never cookies, so no Access-Control-Allow-Credentials.
+	// Requests without an Origin (clients that are not browsers) are not
+	// affected. Nil means the request's own origin only.
 	AllowedOrigins []string
 	// DisableLocalhostProtection turns off the gateway's DNS rebinding
 	// protection, which, as the go-sdk's StreamableHTTPHandler does,
@@ -299,10 +305,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = withTrimmedHeader(r)
 	cid := g.ids.Next()
-	if e := g.checkOrigin(r); e != nil {
+	cors, e := g.checkOrigin(r)
+	if e != nil {
 		g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", e.contract, "reason", e.message)
 		writeError(w, e, nil, cid)
 		return
+	}
+	if cors != "" {
+		if r.Method == http.MethodOptions {
+			preflight(w, cors)
+			return
+		}
+		w = &corsWriter{ResponseWriter: w, origin: cors}
 	}
 	switch r.Method {
 	case http.MethodPost:

@@ -163,3 +163,138 @@ func TestAllowedOriginsRefused(t *testing.T) {
 		t.Errorf("good origins refused: %v", err)
 	}
 }
+
+// TestCORSForAllowedOrigins: a page of a listed origin can use the gateway
+// from a browser: its preflight is answered (204, no token, not
+// forwarded) with the methods and headers an MCP client sends; every
+// answer to it, a 401 and an event stream included (still streamed),
+// names the origin, replacing the downstream's own CORS headers, and
+// exposes Mcp-Session-Id and WWW-Authenticate; no credentials mode. An
+// unlisted origin's preflight is 403; requests without Origin or from the
+// gateway's own origin get no CORS headers.
+func TestCORSForAllowedOrigins(t *testing.T) {
+	const app = "https://app.example.com"
+	rg := newRig(t, &Options{AllowedOrigins: []string{app}})
+	do := func(t *testing.T, method, origin, auth, body string, hdr ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, rg.url+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+
+	pre := do(t, http.MethodOptions, app, "", "", "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type, mcp-session-id")
+	h := pre.Header
+	if pre.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != app ||
+		!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(h.Get("Access-Control-Allow-Headers"), "Authorization") ||
+		!strings.Contains(h.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id") ||
+		h.Get("Access-Control-Allow-Credentials") != "" {
+		t.Errorf("preflight: %d %v", pre.StatusCode, h)
+	}
+	if n := len(rg.down.log()); n != 0 {
+		t.Errorf("the preflight was forwarded (%d requests)", n)
+	}
+	if r := do(t, http.MethodOptions, "https://evil.example", "", "", "Access-Control-Request-Method", "POST"); r.StatusCode != http.StatusForbidden || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("unlisted origin's preflight: %d, ACAO %q", r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+	if r := do(t, http.MethodOptions, "", "", ""); r.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("OPTIONS without Origin: %d, want 405 as before", r.StatusCode)
+	}
+
+	checkCORS := func(t *testing.T, what string, r *http.Response) {
+		t.Helper()
+		if got := r.Header.Values("Access-Control-Allow-Origin"); len(got) != 1 || got[0] != app {
+			t.Errorf("%s: Access-Control-Allow-Origin %q, want [%s]", what, got, app)
+		}
+		if !strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") ||
+			!strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "WWW-Authenticate") ||
+			!strings.Contains(strings.Join(r.Header.Values("Vary"), ","), "Origin") {
+			t.Errorf("%s: CORS headers %v", what, r.Header)
+		}
+	}
+	ok := do(t, http.MethodPost, app, viewer, call("1", "get_customer_record", ""))
+	if ok.StatusCode != http.StatusOK || ok.Header.Get("Mcp-Session-Id") != "sess-1" {
+		t.Errorf("allowed origin's call: %d, session %q", ok.StatusCode, ok.Header.Get("Mcp-Session-Id"))
+	}
+	checkCORS(t, "200", ok)
+	unauth := do(t, http.MethodPost, app, "", call("1", "get_customer_record", ""))
+	if unauth.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: %d", unauth.StatusCode)
+	}
+	checkCORS(t, "401", unauth)
+
+	// An event stream through the CORS writer is still streamed: the
+	// first event arrives while the downstream is blocked.
+	rg.down.release = make(chan struct{})
+	sse := do(t, http.MethodPost, app, viewer, call("5", "stream", ""))
+	checkCORS(t, "event stream", sse)
+	var seen int
+	if err := readEvents(sse.Body, func(ev *event) {
+		seen++
+		if strings.Contains(string(ev.data), "notifications/progress") {
+			close(rg.down.release)
+		}
+	}); err != nil || seen != 2 {
+		t.Errorf("event stream: %d events, %v", seen, err)
+	}
+
+	for _, origin := range []string{"", rg.url} {
+		if r := do(t, http.MethodPost, origin, viewer, call("1", "get_customer_record", "")); r.StatusCode != http.StatusOK || r.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("Origin %q: %d, ACAO %q; want 200 and none", origin, r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+}
+
+// TestCORSReplacesDownstreams: the downstream's own CORS headers never
+// reach a page: the gateway decides which origins may call it.
+func TestCORSReplacesDownstreams(t *testing.T) {
+	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Access-Control-Allow-Credentials", "true")
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}))
+	g, err := New(down.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), AllowedOrigins: []string{"https://app.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := newServer(t, g)
+	for _, origin := range []string{"https://app.example.com", ""} {
+		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(call("1", "get_customer_record", "")))
+		req.Header.Set("Authorization", viewer)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if origin != "" && (resp.Header.Get("Access-Control-Allow-Origin") != origin || resp.Header.Get("Access-Control-Allow-Credentials") != "") {
+			t.Errorf("allowed origin: ACAO %q, credentials %q; want the origin and none", resp.Header.Get("Access-Control-Allow-Origin"), resp.Header.Get("Access-Control-Allow-Credentials"))
+		}
+		if origin == "" && resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("no Origin: the downstream's headers are relayed as before, got ACAO %q", resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+}
