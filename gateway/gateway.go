@@ -109,12 +109,18 @@ type Options struct {
 	ResourceMetadata *oauthex.ProtectedResourceMetadata
 	// AllowedOrigins are the web origins ("https://app.example.com", a
 	// scheme, a host and an optional port; "*" for any) whose pages may
-	// call the gateway. The MCP Streamable HTTP transport has servers
-	// validate the Origin header: a request to the MCP path with an Origin
-	// that is neither listed nor the request's own (its host and port
-	// those of the Host header) is refused with -32001 and 403 before its
-	// token is read. A listed origin gets CORS: its preflight (OPTIONS) is
-	// answered without a token, and every answer to it names it in
+	// call the gateway. Write them as browsers send them: the host in
+	// ASCII (an internationalized name in its xn-- form); a port equal to
+	// the scheme's default (443, 80) may be given or not. The MCP
+	// Streamable HTTP transport has servers validate the Origin header: a
+	// request to the MCP path with an Origin that is neither listed nor the
+	// request's own (its host and port those of the Host header, the
+	// default port written or not) is refused with -32001 and 403 before
+	// its token is read. A listed origin gets CORS: its preflight (OPTIONS)
+	// is answered without a token, allowing the headers MCP clients send
+	// (Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID,
+	// protocol 2026-07-28's Mcp-Method and Mcp-Name, and the Mcp-Param-*
+	// ones it asks for), and every answer to it names it in
 	// Access-Control-Allow-Origin (replacing any CORS header of the
 	// downstream's) and exposes Mcp-Session-Id, Mcp-Protocol-Version,
 	// WWW-Authenticate and Retry-After; credentials are the Authorization
@@ -313,7 +319,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if cors != "" {
 		if r.Method == http.MethodOptions {
-			preflight(w, cors)
+			preflight(w, r, cors)
 			return
 		}
 		w = &corsWriter{ResponseWriter: w, origin: cors}

@@ -30,15 +30,24 @@ func IsHost(hostport string) bool {
 
 // Rebound reports whether r came to a loopback address under a Host that
 // does not name one: the mark of DNS rebinding, which the go-sdk's
-// StreamableHTTPHandler refuses the same way. A request that came to
-// another address (a server listening on a public interface) is never
-// rebound.
+// StreamableHTTPHandler refuses the same way. The local address is read
+// from its String (an "ip:port"), whatever its type: a *net.TCPAddr, an
+// HTTP/3 server's *net.UDPAddr, a listener wrapper's own. A request that
+// came to another address (a server listening on a public interface) or
+// to a unix socket is never rebound.
 func Rebound(r *http.Request) bool {
 	if IsHost(r.Host) {
 		return false
 	}
-	a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
-	return ok && a.IP.IsLoopback()
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || a == nil {
+		return false
+	}
+	if tcp, ok := a.(*net.TCPAddr); ok && tcp != nil {
+		return tcp.IP.IsLoopback() // what String would say, without its allocations
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	return err == nil && ap.Addr().IsLoopback()
 }
 
 // Guard returns h behind a check that refuses a rebound request (see
