@@ -79,6 +79,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
+	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -180,6 +181,11 @@ func run(logger *slog.Logger) error {
 			RolesClaim: *inRoles, Leeway: *inLeeway, CacheTTL: cacheTTL,
 		})
 	} else {
+		if _, set := os.LookupEnv(gateway.TokensEnv); !set && *jwks == "" && *issuer == "" && !loopback.IsHost(*host) {
+			// The demo tokens are in the source: on an address others
+			// reach, anyone would be admin.
+			return fmt.Errorf("--host %s is not a loopback address, and the built-in demo tokens (admin-token, viewer-token) are public: set %s, or verify JWTs or use --introspect", *host, gateway.TokensEnv)
+		}
 		auth, err = authenticator(logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
 	}
 	if err != nil {

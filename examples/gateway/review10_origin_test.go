@@ -61,3 +61,25 @@ func TestAllowedOriginsFlag(t *testing.T) {
 		t.Errorf("--allowed-origins app.example.com: err %v", err)
 	}
 }
+
+// TestDemoTokensOnlyOnLoopback: the built-in demo tokens are public, so
+// the binary refuses to serve them on an address others can reach (a
+// rebound page or anyone on the network would be admin); with
+// MCP_GATEWAY_TOKENS set it starts there.
+func TestDemoTokensOnlyOnLoopback(t *testing.T) {
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+	url, err, stop, _ := startRun(t, "--host", "0.0.0.0", "--port", "0", "--upstream", "http://127.0.0.1:1/mcp")
+	if url != "" {
+		stop()
+		t.Fatal("the gateway served the demo tokens on 0.0.0.0")
+	}
+	if err == nil || !strings.Contains(err.Error(), "demo tokens") {
+		t.Errorf("err %v, want the demo tokens named", err)
+	}
+	if url, err, stop, _ := startRun(t, "--host", "localhost", "--port", "0", "--upstream", "http://127.0.0.1:1/mcp"); url == "" && err != nil {
+		t.Errorf("--host localhost with the demo tokens: %v", err)
+	} else if url != "" {
+		stop()
+	}
+}
