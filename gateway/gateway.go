@@ -96,15 +96,18 @@ type Options struct {
 	// that issues the tokens the gateway accepts.
 	//
 	// Resource is required: the URL clients use for the gateway's MCP
-	// endpoint (the audience its tokens should carry), absolute, https or
-	// http on a loopback host, without user information, query, fragment
-	// or a dot segment ("." or ".." in its path). The gateway serves the
-	// well-known path itself, so a proxy in front of it must pass that
-	// path through unchanged.
-	// AuthorizationServers must hold at least one issuer URL, each as
-	// Resource but for the query. BearerMethodsSupported, when set, must be
-	// ["header"] (the only way the gateway reads a token); empty means
-	// that. ScopesSupported entries must be OAuth scope tokens. The other
+	// endpoint (the audience its tokens should carry), absolute, of
+	// printable ASCII (a punycode host, the path percent-escaped as
+	// net/url escapes it), https or http on a loopback host, without user
+	// information, query, fragment or a dot segment ("." or ".." in its
+	// path), and its well-known path neither Path nor HealthPath. The
+	// gateway serves the well-known path itself, so a proxy in front of it
+	// must pass that path through unchanged.
+	// AuthorizationServers must hold at least one issuer URL, each
+	// absolute, of printable ASCII, https or http on a loopback host,
+	// without user information or fragment. BearerMethodsSupported, when
+	// set, must be ["header"] (the only way the gateway reads a token);
+	// empty means that. ScopesSupported entries must be OAuth scope tokens. The other
 	// fields are served as given. The struct is copied by New.
 	ResourceMetadata *oauthex.ProtectedResourceMetadata
 	// AllowedOrigins are the web origins ("https://app.example.com", a

@@ -20,13 +20,14 @@ var ErrUnknownToken = errors.New("gateway: unknown token")
 
 // ErrAuthenticatorUnavailable is an error an [Authenticator] wraps when it
 // could not judge a token because a service it depends on failed (the
-// authorization server's introspection endpoint, say), as
-// token.ErrIntrospectionFailed is. The gateway then answers -32003
-// (UPSTREAM_UNAVAILABLE) with 502, or 504 when the error also wraps
-// context.DeadlineExceeded, rather than 401: the client's token may well be
-// good, and a 401 with error="invalid_token" (RFC 6750) would send the
-// client to authorize again, against an authorization server that is
-// already failing. The request is not forwarded either way.
+// authorization server's introspection endpoint, say); the gateway
+// treats token.ErrIntrospectionFailed, which does not wrap it, the same
+// way. The gateway then answers -32003 (UPSTREAM_UNAVAILABLE) with 502, or
+// 504 when the error also wraps context.DeadlineExceeded, rather than
+// 401: the client's token may well be good, and a 401 with
+// error="invalid_token" (RFC 6750) would send the client to authorize
+// again, against an authorization server that is already failing. The
+// request is not forwarded either way.
 var ErrAuthenticatorUnavailable = errors.New("gateway: the authenticator could not judge the token")
 
 // An Authenticator turns a bearer token into the principal it stands for. It

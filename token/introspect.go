@@ -134,7 +134,9 @@ type IntrospectionConfig struct {
 // is to signed ones, and plugs in at the same places (a *Introspector is a
 // gateway.Authenticator, and [Introspector.Verifier] serves the go-sdk's
 // auth.RequireBearerToken). It is safe for concurrent use and runs no
-// goroutine between lookups; it needs no closing.
+// goroutine but one for each request to the endpoint, which ends within
+// the timeout (after the lookups waiting for it, when their contexts end
+// first); it needs no closing.
 //
 // Each lookup not answered from the cache POSTs the token to the endpoint
 // (RFC 7662, section 2.1: "token" and token_type_hint "access_token",
@@ -494,7 +496,7 @@ func (i *Introspector) request(ctx context.Context, tok string) (*answer, error)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading the answer: %v", err)
+		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
 	if len(data) > maxAnswerBytes {
 		return nil, fmt.Errorf("answer larger than %d bytes", maxAnswerBytes)

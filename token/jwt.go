@@ -87,7 +87,9 @@ type JWTConfig struct {
 // AlgKey, among them one with an empty Alg and one whose Key is itself an
 // AlgKey, and an *AlgKey: use the value.
 type AlgKey struct {
+	// Key is the public key.
 	Key crypto.PublicKey
+	// Alg is the one JWS algorithm ("alg") that Key may verify.
 	Alg string
 }
 

@@ -119,7 +119,7 @@ func run(logger *slog.Logger) error {
 	inRoles := flag.String("introspect-roles-claim", "scope", "with --introspect: the member of the answer holding the roles: a space-separated string or an array of strings; a dotted path reads nested objects")
 	inLeeway := flag.Duration("introspect-leeway", 0, `with --introspect: clock skew allowed for the answer's "exp" and "nbf"`)
 	allowedOrigins := flag.String("allowed-origins", "", `comma-separated web origins (https://app.example.com) whose pages may call the gateway, with CORS, or "*"; a request with another Origin than its own is refused (403)`)
-	inCacheTTL := flag.Duration("introspect-cache-ttl", time.Minute, `with --introspect: how long an answer accepting a token is reused (never past its "exp"); a revoked token is accepted for up to this long; 0: ask every time`)
+	inCacheTTL := flag.Duration("introspect-cache-ttl", time.Minute, `with --introspect: how long an answer accepting a token is reused (never past its "exp"); a revoked token is accepted for up to this long; 0: not reused (refusals are still reused for 10 s)`)
 	flag.Parse()
 
 	switch {
