@@ -130,6 +130,9 @@ func allAlgs() []string {
 //     them is a number of seconds from 1970 to the end of the year 9999;
 //   - "iss" equals [JWTConfig.Issuer] and "aud" contains
 //     [JWTConfig.Audience];
+//   - it has no "cnf" claim: a token bound to a key or a certificate
+//     (RFC 8705, RFC 9449) is valid only with a proof of that key, which
+//     this verifier cannot check;
 //   - "sub" is a non-empty string, the roles claim is absent, an array of
 //     strings or a string, and the resulting principal passes
 //     [CheckPrincipal].
@@ -369,6 +372,12 @@ func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.T
 				return nil, time.Time{}, invalid("%s claim out of range", name)
 			}
 		}
+	}
+	if _, present := claims["cnf"]; present {
+		// A sender-constrained token (RFC 8705 mTLS, RFC 9449 DPoP) is only
+		// valid with a proof of its key, which a bearer verifier cannot
+		// check: accepting it would make a stolen one usable.
+		return nil, time.Time{}, invalid("bound to a key or a certificate (cnf), which is not checked")
 	}
 	sub, ok := claims["sub"].(string)
 	if _, present := claims["sub"]; present && !ok {
