@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -110,20 +110,11 @@ func checkMetadataURL(s string) (*url.URL, error) {
 	case u.Fragment != "" || strings.Contains(s, "#"):
 		return nil, fmt.Errorf("%q: want no fragment", s)
 	case u.Scheme == "https":
-	case u.Scheme == "http" && isLoopbackHost(u.Hostname()):
+	case u.Scheme == "http" && loopback.IsHost(u.Host):
 	default:
 		return nil, fmt.Errorf("%q: want https (http only on a loopback host)", s)
 	}
 	return u, nil
-}
-
-// isLoopbackHost reports whether host is localhost or a loopback address.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // isScopeToken reports whether s is a scope-token of RFC 6749, section

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -54,7 +53,7 @@ const (
 // the jwks_uri. Its errors show URLs without user info, query or fragment,
 // and never the document's body.
 func DiscoverKeySet(ctx context.Context, issuer string, opts *RemoteKeySetOptions) (*RemoteKeySet, error) {
-	u, err := checkIssuerURL(issuer)
+	u, err := checkServerURL(issuer, "an issuer", false)
 	if err != nil {
 		return nil, fmt.Errorf("token: issuer %s: discovery needs an https URL (http only to a loopback host): %w", redactURL(issuer), err)
 	}
@@ -80,26 +79,6 @@ func DiscoverKeySet(ctx context.Context, issuer string, opts *RemoteKeySetOption
 		return nil, fmt.Errorf("token: discovery document %s: %w", where, err)
 	}
 	return NewRemoteKeySet(ctx, jwksURI, opts)
-}
-
-// checkIssuerURL returns the parsed issuer if checkKeySetURL accepts it and
-// it has no user info, query or fragment.
-func checkIssuerURL(issuer string) (*url.URL, error) {
-	if err := checkKeySetURL(issuer); err != nil {
-		return nil, err
-	}
-	u, err := url.Parse(issuer)
-	switch {
-	case err != nil:
-		return nil, errors.New("not a URL")
-	case u.User != nil:
-		return nil, errors.New("user info in an issuer")
-	case u.RawQuery != "" || u.ForceQuery:
-		return nil, errors.New("a query in an issuer")
-	case strings.Contains(issuer, "#"):
-		return nil, errors.New("a fragment in an issuer")
-	}
-	return u, nil
 }
 
 // readMetadata returns the "jwks_uri" of the metadata document data, after

@@ -229,7 +229,7 @@ type introspection struct {
 // Leeway, MaxCacheEntries or MaxInFlight is negative. Its errors never contain the
 // client's secret.
 func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
-	if err := checkEndpoint(cfg.Endpoint); err != nil {
+	if _, err := checkServerURL(cfg.Endpoint, "the endpoint (give credentials as ClientID and ClientSecret)", true); err != nil {
 		return nil, fmt.Errorf("token: introspection endpoint %s: %w", redactURL(cfg.Endpoint), err)
 	}
 	switch {
@@ -282,24 +282,6 @@ func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 		i.now = time.Now
 	}
 	return i, nil
-}
-
-// checkEndpoint accepts what checkKeySetURL accepts, without user info or
-// a fragment.
-func checkEndpoint(raw string) error {
-	if err := checkKeySetURL(raw); err != nil {
-		return err
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return errors.New("not a URL")
-	case u.User != nil:
-		return errors.New("user info in the URL: give the credentials as ClientID and ClientSecret")
-	case strings.Contains(raw, "#"):
-		return errors.New("a fragment in the URL")
-	}
-	return nil
 }
 
 // noRedirects returns a copy of client (a new client for nil) that never

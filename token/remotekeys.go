@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/loopback"
 )
 
 // Defaults of [RemoteKeySetOptions].
@@ -230,13 +231,34 @@ func checkKeySetURL(raw string) error {
 	case "https":
 		return nil
 	case "http":
-		h := u.Hostname()
-		if ip := net.ParseIP(h); h == "localhost" || ip != nil && ip.IsLoopback() {
+		if loopback.IsHost(u.Host) {
 			return nil
 		}
 		return errors.New("http is accepted only to a loopback host (127.0.0.1, ::1, localhost): use https")
 	}
 	return errors.New("scheme must be https")
+}
+
+// checkServerURL parses raw, the URL of a server this package asks about
+// tokens (an issuer, an introspection endpoint): one checkKeySetURL
+// accepts, without user info or a fragment, nor a query unless
+// allowQuery. what names it in errors.
+func checkServerURL(raw, what string, allowQuery bool) (*url.URL, error) {
+	if err := checkKeySetURL(raw); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return nil, errors.New("not a URL")
+	case u.User != nil:
+		return nil, fmt.Errorf("user info in %s", what)
+	case !allowQuery && (u.RawQuery != "" || u.ForceQuery):
+		return nil, fmt.Errorf("a query in %s", what)
+	case strings.Contains(raw, "#"):
+		return nil, fmt.Errorf("a fragment in %s", what)
+	}
+	return u, nil
 }
 
 // fetch GETs and parses the set, and returns how long it may be used.
