@@ -13,24 +13,109 @@ import (
 // object members sorted by (decoded) key, no insignificant whitespace,
 // strings re-escaped by appendString, numbers as given. It reports false when
 // raw is not one valid JSON value.
+//
+// It works in two passes, each linear in the size of raw: scan validates
+// raw and records each object's members, sorted, with where their values
+// start; emit then writes every value once, the members of an object in
+// their recorded order. (Sorting members by re-reading each value after
+// validating it made every level of nesting double the work of the levels
+// inside it; reordering encoded output at each level would make the work
+// grow with depth times size.)
 func appendCanonical(dst, raw []byte) ([]byte, bool) {
 	c := canon{src: raw}
-	dst, ok := c.value(dst, 0)
-	if !ok {
+	if !c.scan(0) {
 		return dst, false
 	}
 	c.space()
-	return dst, c.pos == len(c.src)
+	if c.pos != len(c.src) {
+		return dst, false
+	}
+	c.pos = 0
+	c.space()
+	return c.emit(dst), true
 }
 
 type canon struct {
 	src []byte
 	pos int
+	// What scan records: the objects of src in the order they start, the
+	// members of each, sorted, and the keys that had escapes, decoded. The
+	// objects and members are in the arrays below until they outgrow them
+	// (then all of them in objs or mems), so that a small document
+	// allocates nothing.
+	nobj, nmem int
+	objs       []object
+	mems       []member
+	keys       []byte
+	objArr     [8]object
+	memArr     [16]member
 }
 
+// object is an object of src: it starts at pos, ends before end, and its
+// members are the recorded members first to first+n, sorted by key.
+type object struct {
+	pos, end, first, n int
+}
+
+// member is a member of an object: its decoded key is src[ks:ke], or
+// canon.keys[ks:ke] when it had escapes; its raw value starts at val in
+// src.
 type member struct {
-	key []byte // decoded
-	val int    // offset of the raw value in src
+	ks, ke, val int
+	escaped     bool
+}
+
+// key returns m's decoded key, in src or in keys (canon.keys).
+func (m member) key(src, keys []byte) []byte {
+	if m.escaped {
+		return keys[m.ks:m.ke]
+	}
+	return src[m.ks:m.ke]
+}
+
+// addObject records o and returns its index.
+func (c *canon) addObject(o object) int {
+	if c.objs == nil && c.nobj < len(c.objArr) {
+		c.objArr[c.nobj] = o
+	} else {
+		if c.objs == nil {
+			c.objs = append(make([]object, 0, 4*len(c.objArr)), c.objArr[:c.nobj]...)
+		}
+		c.objs = append(c.objs, o)
+	}
+	c.nobj++
+	return c.nobj - 1
+}
+
+// objects returns the objects recorded.
+func (c *canon) objects() []object {
+	if c.objs != nil {
+		return c.objs
+	}
+	return c.objArr[:c.nobj]
+}
+
+// addMembers records ms and returns the index of the first.
+func (c *canon) addMembers(ms []member) int {
+	first := c.nmem
+	if c.mems == nil && c.nmem+len(ms) <= len(c.memArr) {
+		copy(c.memArr[c.nmem:], ms)
+	} else {
+		if c.mems == nil {
+			c.mems = append(make([]member, 0, max(4*len(c.memArr), 2*(c.nmem+len(ms)))), c.memArr[:c.nmem]...)
+		}
+		c.mems = append(c.mems, ms...)
+	}
+	c.nmem += len(ms)
+	return first
+}
+
+// members returns n recorded members from the first.
+func (c *canon) members(first, n int) []member {
+	if c.mems != nil {
+		return c.mems[first : first+n]
+	}
+	return c.memArr[first : first+n]
 }
 
 func (c *canon) space() {
@@ -44,137 +129,215 @@ func (c *canon) space() {
 	}
 }
 
-func (c *canon) value(dst []byte, depth int) ([]byte, bool) {
+// scan validates the value at c.pos, records its objects and advances
+// past it.
+func (c *canon) scan(depth int) bool {
 	if depth > maxDepth {
-		return dst, false
+		return false
 	}
 	c.space()
 	if c.pos >= len(c.src) {
-		return dst, false
+		return false
 	}
 	switch b := c.src[c.pos]; {
 	case b == '{':
-		return c.object(dst, depth)
+		return c.scanObject(depth)
 	case b == '[':
 		c.pos++
-		dst = append(dst, '[')
 		c.space()
 		if c.pos < len(c.src) && c.src[c.pos] == ']' {
 			c.pos++
-			return append(dst, ']'), true
+			return true
 		}
 		for {
-			var ok bool
-			if dst, ok = c.value(dst, depth+1); !ok {
-				return dst, false
+			if !c.scan(depth + 1) {
+				return false
 			}
 			c.space()
 			if c.pos >= len(c.src) {
-				return dst, false
+				return false
 			}
 			switch c.src[c.pos] {
 			case ',':
 				c.pos++
-				dst = append(dst, ',')
 			case ']':
 				c.pos++
-				return append(dst, ']'), true
+				return true
 			default:
-				return dst, false
+				return false
 			}
 		}
 	case b == '"':
-		s, ok := c.str(nil)
-		if !ok {
-			return dst, false
-		}
-		return appendString(dst, bytesString(s)), true
+		return c.skipStr()
 	case b == 't':
-		return c.literal(dst, "true")
+		return c.skipLiteral("true")
 	case b == 'f':
-		return c.literal(dst, "false")
+		return c.skipLiteral("false")
 	case b == 'n':
-		return c.literal(dst, "null")
+		return c.skipLiteral("null")
 	default:
-		start := c.pos
-		if !c.number() {
-			return dst, false
-		}
-		return append(dst, c.src[start:c.pos]...), true
+		return c.number()
 	}
 }
 
-func (c *canon) literal(dst []byte, lit string) ([]byte, bool) {
-	if !bytes.HasPrefix(c.src[c.pos:], []byte(lit)) {
-		return dst, false
-	}
-	c.pos += len(lit)
-	return append(dst, lit...), true
-}
-
-func (c *canon) object(dst []byte, depth int) ([]byte, bool) {
+func (c *canon) scanObject(depth int) bool {
+	oi := c.addObject(object{pos: c.pos})
 	c.pos++ // '{'
-	var arr [16]member
-	ms := arr[:0]
 	c.space()
 	if c.pos < len(c.src) && c.src[c.pos] == '}' {
 		c.pos++
-		return append(dst, '{', '}'), true
+		c.objects()[oi].end = c.pos
+		return true
 	}
+	var arr [16]member
+	ms := arr[:0]
 	for {
 		c.space()
 		if c.pos >= len(c.src) || c.src[c.pos] != '"' {
-			return dst, false
+			return false
 		}
-		key, ok := c.str(nil)
+		q := c.pos
+		n := len(c.keys)
+		key, ok := c.str(c.keys)
 		if !ok {
-			return dst, false
+			return false
+		}
+		m := member{ks: q + 1, ke: q + 1 + len(key)}
+		if bytes.IndexByte(c.src[q:c.pos], '\\') >= 0 {
+			// Decoded after the keys decoded before it.
+			c.keys = key
+			m.ks, m.ke, m.escaped = n, len(key), true
 		}
 		c.space()
 		if c.pos >= len(c.src) || c.src[c.pos] != ':' {
-			return dst, false
+			return false
 		}
 		c.pos++
 		c.space()
-		start := c.pos
-		// Validate and skip the value; it is re-encoded after sorting. What
-		// the check writes lands past the end of dst, which is not part of
-		// the output (nested objects do the same further on).
-		if _, ok := c.value(dst[len(dst):], depth+1); !ok {
-			return dst, false
+		m.val = c.pos
+		if !c.scan(depth + 1) {
+			return false
 		}
-		ms = append(ms, member{key: key, val: start})
+		ms = append(ms, m)
 		c.space()
 		if c.pos >= len(c.src) {
-			return dst, false
+			return false
 		}
 		if c.src[c.pos] == '}' {
 			c.pos++
 			break
 		}
 		if c.src[c.pos] != ',' {
-			return dst, false
+			return false
 		}
 		c.pos++
 	}
-	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
-	end := c.pos
-	dst = append(dst, '{')
-	for i, m := range ms {
-		if i > 0 {
+	// Stable: members with equal keys keep their order.
+	src, keys := c.src, c.keys
+	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key(src, keys), b.key(src, keys)) })
+	first := c.addMembers(ms)
+	o := &c.objects()[oi]
+	o.end, o.first, o.n = c.pos, first, len(ms)
+	return true
+}
+
+// emit appends the canonical form of the value at c.pos, which scan
+// validated and recorded, and advances past it.
+func (c *canon) emit(dst []byte) []byte {
+	switch b := c.src[c.pos]; {
+	case b == '{':
+		objs := c.objects()
+		i, _ := slices.BinarySearchFunc(objs, c.pos, func(o object, pos int) int { return o.pos - pos })
+		o := objs[i]
+		dst = append(dst, '{')
+		for j, m := range c.members(o.first, o.n) {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, bytesString(m.key(c.src, c.keys)))
+			dst = append(dst, ':')
+			c.pos = m.val
+			dst = c.emit(dst)
+		}
+		c.pos = o.end
+		return append(dst, '}')
+	case b == '[':
+		c.pos++
+		dst = append(dst, '[')
+		c.space()
+		if c.src[c.pos] == ']' {
+			c.pos++
+			return append(dst, ']')
+		}
+		for {
+			c.space()
+			dst = c.emit(dst)
+			c.space()
+			if c.src[c.pos] == ']' {
+				c.pos++
+				return append(dst, ']')
+			}
+			c.pos++ // ','
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, bytesString(m.key))
-		dst = append(dst, ':')
-		// Re-read the value, already validated, where it starts.
-		c.pos = m.val
-		var ok bool
-		if dst, ok = c.value(dst, depth+1); !ok {
-			return dst, false
+	case b == '"':
+		s, _ := c.str(nil)
+		return appendString(dst, bytesString(s))
+	case b == 't':
+		c.pos += len("true")
+		return append(dst, "true"...)
+	case b == 'f':
+		c.pos += len("false")
+		return append(dst, "false"...)
+	case b == 'n':
+		c.pos += len("null")
+		return append(dst, "null"...)
+	default:
+		start := c.pos
+		c.number()
+		return append(dst, c.src[start:c.pos]...)
+	}
+}
+
+func (c *canon) skipLiteral(lit string) bool {
+	if !bytes.HasPrefix(c.src[c.pos:], []byte(lit)) {
+		return false
+	}
+	c.pos += len(lit)
+	return true
+}
+
+// skipStr validates the JSON string at c.pos, as str does, without
+// decoding it, and advances past it.
+func (c *canon) skipStr() bool {
+	c.pos++ // opening quote
+	for c.pos < len(c.src) {
+		switch b := c.src[c.pos]; {
+		case b == '"':
+			c.pos++
+			return true
+		case b < 0x20:
+			return false
+		case b != '\\':
+			c.pos++
+			continue
+		}
+		if c.pos+1 >= len(c.src) {
+			return false
+		}
+		switch c.src[c.pos+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			c.pos += 2
+		case 'u':
+			c.pos += 2
+			if _, ok := c.hex4(); !ok {
+				return false
+			}
+		default:
+			return false
 		}
 	}
-	c.pos = end
-	return append(dst, '}'), true
+	return false
 }
 
 // str parses a JSON string at c.pos and returns its decoded bytes. When the

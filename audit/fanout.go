@@ -5,17 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync/atomic"
 )
 
 // FanoutSink writes each event to several sinks. Safe for concurrent use if
 // its sinks are. It implements [Keeper]: see [FanoutSink.Keep].
 type FanoutSink struct {
-	sinks []Sink
+	sinks  []Sink
+	closed atomic.Bool
 }
 
 // Fanout returns a sink that writes each event to every non-nil sink, in
 // order. Write returns the errors of the sinks that failed, joined; the other
-// sinks still record the event.
+// sinks still record the event. A fanout of no sinks refuses every event
+// with [ErrNoSink]; after Close, every write returns [ErrClosed].
 func Fanout(sinks ...Sink) *FanoutSink {
 	f := &FanoutSink{}
 	for _, s := range sinks {
@@ -28,6 +31,9 @@ func Fanout(sinks ...Sink) *FanoutSink {
 
 // Write writes e to every sink.
 func (f *FanoutSink) Write(ctx context.Context, e *Event) error {
+	if err := f.usable(); err != nil {
+		return err
+	}
 	var errs []error
 	for _, s := range f.sinks {
 		if err := s.Write(ctx, e); err != nil {
@@ -44,6 +50,12 @@ func (f *FanoutSink) Write(ctx context.Context, e *Event) error {
 // them; otherwise it is computed here, once, for all. Keep returns the
 // errors of the sinks that failed, joined; the other sinks still record e.
 func (f *FanoutSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
+	if err := f.usable(); err != nil {
+		return err
+	}
+	if e == nil {
+		return f.Write(ctx, e) // each sink refuses it
+	}
 	keepers := 0
 	for _, s := range f.sinks {
 		if _, ok := s.(Keeper); ok {
@@ -84,8 +96,8 @@ func (f *FanoutSink) Keep(ctx context.Context, e *Event, args json.RawMessage) e
 // on every configured trail before its handler runs. A fanout of no sinks
 // returns [ErrNoSink].
 func (f *FanoutSink) WriteDurable(ctx context.Context, e *Event) error {
-	if len(f.sinks) == 0 {
-		return ErrNoSink
+	if err := f.usable(); err != nil {
+		return err
 	}
 	var errs []error
 	for _, s := range f.sinks {
@@ -96,9 +108,24 @@ func (f *FanoutSink) WriteDurable(ctx context.Context, e *Event) error {
 	return errors.Join(errs...)
 }
 
+// usable returns the error that refuses a write: [ErrClosed] after Close,
+// [ErrNoSink] for a fanout of no sinks.
+func (f *FanoutSink) usable() error {
+	switch {
+	case f.closed.Load():
+		return ErrClosed
+	case len(f.sinks) == 0:
+		return ErrNoSink
+	}
+	return nil
+}
+
 // Close closes every sink that implements io.Closer and returns their errors,
-// joined.
+// joined; later writes return [ErrClosed], and so does a second Close.
 func (f *FanoutSink) Close() error {
+	if f.closed.Swap(true) {
+		return ErrClosed
+	}
 	var errs []error
 	for _, s := range f.sinks {
 		if c, ok := s.(io.Closer); ok {

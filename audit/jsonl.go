@@ -270,15 +270,15 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 // near [MaxLineSize]): those are written at once, as by Write, so that every
 // error Write would return is returned here. A durable sink writes e at once.
 func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
+	if err := e.validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
 	size, ok := keepable(e, args)
 	if s.durable || !ok {
 		if e.ArgsSHA256 == "" && len(args) > 0 {
 			e.ArgsSHA256 = ArgsSHA256(args)
 		}
 		return s.write(ctx, e, s.durable)
-	}
-	if err := e.validate(); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
 	s.mu.Lock()
 	if err := s.unusable(); err != nil {
@@ -420,6 +420,12 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.err
+		if err == ErrClosed && (!sync || s.synced >= seq) {
+			// Close wrote and synced every event appended before it:
+			// a writer that appended one, then lost the race to Close,
+			// has its event recorded.
+			err = nil
+		}
 		s.mu.Unlock()
 		return err
 	}
@@ -454,14 +460,27 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 	return err
 }
 
-// Flush writes buffered lines to the file (without fsync).
-func (s *JSONLSink) Flush() error { return s.flush(context.Background(), false, 0) }
+// Flush writes buffered lines to the file (without fsync). After Close it
+// returns [ErrClosed].
+func (s *JSONLSink) Flush() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return s.flush(context.Background(), false, 0)
+}
 
-// Sync writes buffered lines to the file and fsyncs it.
+// Sync writes buffered lines to the file and fsyncs it. After Close it
+// returns [ErrClosed].
 func (s *JSONLSink) Sync() error {
 	s.mu.Lock()
-	seq := s.appended
+	seq, closed := s.appended, s.closed
 	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	if seq == 0 {
 		seq = 1 // force an fsync even when nothing was written through this sink
 	}
@@ -492,7 +511,17 @@ func (s *JSONLSink) Close() error {
 	seq := s.appended + 1
 	s.mu.Unlock()
 	err := s.flush(context.Background(), true, seq)
-	return errors.Join(err, s.f.Close())
+	// A Flush or Sync that found the sink open and runs only now finds
+	// ErrClosed rather than a closed file.
+	s.ioSem <- struct{}{}
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = ErrClosed
+	}
+	s.mu.Unlock()
+	cerr := s.f.Close()
+	<-s.ioSem
+	return errors.Join(err, cerr)
 }
 
 var _ io.Closer = (*JSONLSink)(nil)

@@ -59,7 +59,10 @@ func ReadJSONL(r io.Reader) iter.Seq2[Event, error] {
 				}
 				continue
 			}
-			if len(chunk) == 0 && err != nil {
+			if len(chunk) == 0 && len(long) == 0 && !tooLong && err != nil {
+				// Nothing of a line is pending. (A long torn line whose
+				// length is a whole number of buffers ends here with an
+				// empty chunk: it is reported below.)
 				if !errors.Is(err, io.EOF) {
 					yield(Event{}, fmt.Errorf("audit: jsonl read: %w", err))
 				}
@@ -130,9 +133,12 @@ func decodeLine(data []byte) (Event, error) {
 	return ev, nil
 }
 
-// validate checks what every record has.
+// validate checks what every record has (and that there is one: e may be
+// nil).
 func (e *Event) validate() error {
 	switch {
+	case e == nil:
+		return errors.New("nil event")
 	case e.CorrelationID == "":
 		return errors.New("missing correlation_id")
 	case e.Phase != PhaseIntent && e.Phase != PhaseOutcome:

@@ -91,6 +91,35 @@ func schemaV2(d Dialect) []string {
 	}
 }
 
+// indexPrefix is how many characters of session_id, subject, tool and
+// correlation_id the PostgreSQL indexes of schema version 3 hold (at most
+// four bytes each: 1 KiB, well under the 2704 bytes of a B-tree entry).
+const indexPrefix = 256
+
+// schemaV3 upgrades audit_log from version 2 to 3. On PostgreSQL the
+// indexes of the text columns a [Filter] selects by hold the first
+// indexPrefix characters of the value instead of all of it: a B-tree entry
+// is at most 2704 bytes, and PostgreSQL refused a row whose value was
+// longer (a 3 kB tool name or session id sent by a client), so its event
+// was lost. Queries compare the prefix (through the index) and the whole
+// value. Nothing changes on SQLite, whose index entries have no such bound.
+func schemaV3(d Dialect) []string {
+	if d != Postgres {
+		return nil
+	}
+	var qs []string
+	for _, ix := range []struct{ name, col, tail string }{
+		{"audit_log_session", "session_id", ", time_ns"},
+		{"audit_log_subject", "subject", ", time_ns"},
+		{"audit_log_tool", "tool", ", time_ns"},
+		{"audit_log_correlation", "correlation_id", ""},
+	} {
+		qs = append(qs, `DROP INDEX `+ix.name,
+			`CREATE INDEX `+ix.name+` ON audit_log (left(`+ix.col+`, `+strconv.Itoa(indexPrefix)+`)`+ix.tail+`)`)
+	}
+	return qs
+}
+
 // migration returns the statements that upgrade audit_log to version to
 // from the version before (version 0: no table).
 func migration(to int, d Dialect) []string {
@@ -99,6 +128,8 @@ func migration(to int, d Dialect) []string {
 		return schemaV1(d)
 	case 2:
 		return schemaV2(d)
+	case 3:
+		return schemaV3(d)
 	}
 	return nil
 }

@@ -97,6 +97,9 @@ func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if e == nil {
+		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
+	}
 	if s.h == nil {
 		return errors.New("audit: slog sink without handler")
 	}

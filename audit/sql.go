@@ -33,8 +33,11 @@ const (
 // and writes, recorded in the table audit_schema_version. NewSQL upgrades an
 // older table in place. Version 2 (SQLite only; nothing changes on
 // PostgreSQL) makes the column time, derived from time_ns, a column the sink
-// writes instead of a generated one.
-const SchemaVersion = 2
+// writes instead of a generated one. Version 3 (PostgreSQL only) indexes the
+// first 256 characters of session_id, subject, tool and correlation_id
+// instead of the whole value, which PostgreSQL refuses to index past about
+// 2.7 kB (the row, and its event, were lost).
+const SchemaVersion = 3
 
 // SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
 type SQLOptions struct {
@@ -69,7 +72,7 @@ type SQLOptions struct {
 type SQLStats struct {
 	Rows    uint64 // rows committed
 	Batches uint64 // transactions committed by the background writer
-	Lost    uint64 // queued events abandoned at Close because the database kept failing
+	Lost    uint64 // events not recorded: rows the database refused, and rows given up at Close while it kept failing
 }
 
 // SQLSink records events in the table audit_log of a SQLite or PostgreSQL
@@ -420,6 +423,11 @@ func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 // with them: a concurrent insert would wait for the write lock, which the
 // busy writer of a flood of events may take again before the busy
 // handler's next try; concurrent WriteDurable calls share one commit.
+// When the database cannot take rows for the moment (its disk full, its
+// write lock held past the busy timeout), WriteDurable returns the error
+// once the writer's first attempts have failed, rather than wait for as
+// long as that lasts: the writer goes on retrying e with the queued events,
+// so e may still be recorded.
 func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 	r, err := toRow(e, s.d)
 	if err != nil {
@@ -473,8 +481,10 @@ func (s *SQLSink) Flush(ctx context.Context) error {
 }
 
 // Close stops accepting events, commits every queued event and returns. If
-// the database keeps failing, Close gives up after a few attempts and
-// returns an error counting the events lost. It does not close the *sql.DB.
+// the database keeps failing, Close gives up after a few attempts. It
+// returns an error when events were lost ([SQLStats].Lost: given up at
+// Close, or refused by the database earlier), counting them. It does not
+// close the *sql.DB.
 func (s *SQLSink) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -631,7 +641,23 @@ func (b *writerBatch) collect(it item) {
 // answer, the Flush markers, and empties b.
 func (s *SQLSink) commitBatch(b *writerBatch, args []any, closing, answer bool, grow func() bool) {
 	if len(b.rows) > 0 {
-		lost, err := s.commit(&b.rows, args, closing, grow)
+		// While the database cannot take rows for the moment (a full disk,
+		// a lock held past the busy timeout), commit retries them for as
+		// long as that lasts; a WriteDurable waiting for a row not yet
+		// committed is told at the first such failure instead.
+		stalled := func(i int, err error) {
+			kept := b.waiters[:0]
+			for _, w := range b.waiters {
+				if w.i < i {
+					kept = append(kept, w)
+					continue
+				}
+				w.ch <- fmt.Errorf("audit: sql insert: %w", err)
+			}
+			clear(b.waiters[len(kept):])
+			b.waiters = kept
+		}
+		lost, err := s.commit(&b.rows, args, closing, grow, stalled)
 		if err != nil {
 			b.failed = err
 		}
@@ -679,8 +705,11 @@ type lostRow struct {
 // (it would block the queue forever) and is counted lost and reported; rows
 // are retried while the database is unreachable, except once the sink is
 // closing (closing, or Close called meanwhile), when commit gives up on a
-// row after three attempts and counts it and the rest of *rows lost.
-func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) (lost []lostRow, last error) {
+// row after three attempts and counts it and the rest of *rows lost. The
+// first time a row fails while the database is unreachable, before that
+// row is retried, commit calls stalled (when not nil) with the row's index
+// and error: the rows from that index on are not committed yet.
+func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, stalled func(i int, err error)) (lost []lostRow, last error) {
 	backoff := 10 * time.Millisecond
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -740,6 +769,10 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool) 
 				break
 			}
 			s.fail(fmt.Errorf("audit: sql event %s (attempt %d): %w", rows[i].corr, attempt, err))
+			if stalled != nil {
+				stalled(i, err)
+				stalled = nil
+			}
 			time.Sleep(backoff)
 			backoff = min(2*backoff, time.Second)
 		}
@@ -910,19 +943,29 @@ func querySQL(d Dialect, f Filter) (string, []any) {
 		if d == Postgres {
 			ph = "$" + strconv.Itoa(len(args))
 		}
-		where = append(where, strings.Replace(cond, "?", ph, 1))
+		where = append(where, strings.ReplaceAll(cond, "?", ph))
+	}
+	// indexed is the condition col = ? on a column PostgreSQL indexes by
+	// its first indexPrefix characters (see schemaV3): the prefix selects
+	// through the index, the whole value decides.
+	indexed := func(col string) string {
+		if d != Postgres {
+			return col + " = ?"
+		}
+		n := strconv.Itoa(indexPrefix)
+		return "left(" + col + ", " + n + ") = left(?, " + n + ") AND " + col + " = ?"
 	}
 	if f.SessionID != "" {
-		add("session_id = ?", text(f.SessionID))
+		add(indexed("session_id"), text(f.SessionID))
 	}
 	if f.Subject != "" {
-		add("subject = ?", text(f.Subject))
+		add(indexed("subject"), text(f.Subject))
 	}
 	if f.Tool != "" {
-		add("tool = ?", text(f.Tool))
+		add(indexed("tool"), text(f.Tool))
 	}
 	if f.CorrelationID != "" {
-		add("correlation_id = ?", text(f.CorrelationID))
+		add(indexed("correlation_id"), text(f.CorrelationID))
 	}
 	if f.Phase != "" {
 		add("phase = ?", text(string(f.Phase)))
