@@ -79,7 +79,8 @@ type Identity struct {
 }
 
 // An Authenticator resolves the caller of a request (a tools/call or a
-// tools/list). req.GetExtra() is nil on stdio and in-memory transports;
+// tools/list, or, under [Guard.Install], a request for the server's
+// prompts or resources). req.GetExtra() is nil on stdio and in-memory transports;
 // over HTTP it carries the headers and, behind auth.RequireBearerToken, the
 // verified TokenInfo. It returns an error that unwraps to
 // [ErrUnauthenticated] when there is no valid identity; it never invents a

@@ -15,7 +15,11 @@ import (
 // value past validation. It assumes raw is otherwise valid JSON (the
 // decoder checks that) and does not allocate for documents with up to 32
 // keys per object and unescaped keys.
-func checkDuplicateKeys(raw []byte) error {
+func checkDuplicateKeys(raw []byte) error { return checkKeys(raw, true) }
+
+// checkKeys is checkDuplicateKeys, comparing keys under simple folding when
+// fold is set and byte for byte (once decoded) when not.
+func checkKeys(raw []byte, fold bool) error {
 	type frame struct {
 		isObj bool
 		start int               // index into keys of this object's first key
@@ -75,18 +79,18 @@ func checkDuplicateKeys(raw []byte) error {
 					// object, before any schema could refuse it).
 					f.set = make(map[string][]byte, 2*manyKeys)
 					for _, prev := range keys[f.start:] {
-						f.set[string(foldkey.Append(nil, prev))] = prev
+						f.set[setKey(prev, fold)] = prev
 					}
 				}
 				if f.set != nil {
-					folded := string(foldkey.Append(nil, k))
-					if prev, dup := f.set[folded]; dup {
+					sk := setKey(k, fold)
+					if prev, dup := f.set[sk]; dup {
 						return duplicateKey(prev, k)
 					}
-					f.set[folded] = k
+					f.set[sk] = k
 				} else {
 					for _, prev := range keys[f.start:] {
-						if bytes.EqualFold(prev, k) {
+						if fold && bytes.EqualFold(prev, k) || !fold && bytes.Equal(prev, k) {
 							return duplicateKey(prev, k)
 						}
 					}
@@ -98,6 +102,14 @@ func checkDuplicateKeys(raw []byte) error {
 		}
 	}
 	return nil
+}
+
+// setKey is the form of key k that checkKeys's set compares.
+func setKey(k []byte, fold bool) string {
+	if fold {
+		return string(foldkey.Append(nil, k))
+	}
+	return string(k)
 }
 
 // manyKeys is the number of keys of one object past which

@@ -117,7 +117,8 @@ type Options struct {
 	Timeout time.Duration
 	// RetryReads retries a read tool once when its handler fails with an
 	// error that unwraps to [ErrUpstreamUnavailable] or reports
-	// Temporary() == true. Writes are never retried.
+	// Temporary() == true, unless the call's deadline has passed or its
+	// client has gone away. Writes are never retried.
 	RetryReads bool
 	// SessionKey derives the limiter key of the session of an
 	// authenticated call. Nil means the session id; where there is none,
@@ -221,10 +222,14 @@ func (g *Guard) Policy() *policy.Policy { return g.pol }
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint
-// contradicts its class, is an error, as is a schema that does not compile.
+// contradicts its class, is an error, as is a schema that does not compile
+// or a nil h.
 // Wrap protects one raw handler; to protect every tool of a server,
 // including typed ones, and filter tools/list, use [Guard.Install].
 func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
+	if h == nil {
+		return nil, errors.New("mcpguard: nil handler")
+	}
 	e, err := g.compile(t)
 	if err != nil {
 		return nil, err
@@ -240,6 +245,9 @@ func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 
 // AddTool wraps h with [Guard.Wrap] and registers it on s.
 func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
+	if s == nil {
+		return errors.New("mcpguard: nil server")
+	}
 	wh, err := g.Wrap(t, h)
 	if err != nil {
 		return err

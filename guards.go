@@ -108,10 +108,14 @@ func authDenial(err error) *DenialError {
 // Authorize applies p to the principal in the context (see [Authenticate],
 // which must run first: without a principal every call is refused). Tools
 // the principal may not see are refused exactly as unknown tools are.
-// Argument limits are checked against the raw arguments.
+// Argument limits are checked against the raw arguments. A nil p refuses
+// every call as INTERNAL (fail closed).
 func Authorize(p *policy.Policy) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if p == nil {
+				return denied(ctx, Deny(CodeInternal, "the call cannot be authorized: no policy")), nil
+			}
 			pr := PrincipalFromContext(ctx)
 			if pr == nil {
 				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
@@ -145,9 +149,13 @@ func Authorize(p *policy.Policy) Middleware {
 
 // ValidateArguments checks the call's arguments with v (see [NewValidator])
 // and refuses invalid ones with INVALID_ARGUMENTS; the handler does not run.
+// A nil v refuses every call as INTERNAL (fail closed).
 func ValidateArguments(v *Validator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if v == nil {
+				return denied(ctx, Deny(CodeInternal, "the arguments cannot be validated: no schema")), nil
+			}
 			var raw []byte
 			if req.Params != nil {
 				raw = req.Params.Arguments

@@ -33,7 +33,7 @@ func (e *toolEntry) checkOutput(res *mcp.CallToolResult) error {
 	if err != nil {
 		return errors.New("structured content does not marshal")
 	}
-	doc, err := decodeStrict(raw)
+	doc, err := decodeResult(raw)
 	if err != nil {
 		return err
 	}
@@ -230,10 +230,19 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // TOOL_NOT_FOUND and a replaced tool is guarded with its previous schema. A
 // bad one is refused at call time as TOOL_NOT_FOUND and logged.
 //
+// The server's prompts and resources (their lists, prompts/get,
+// resources/read, subscriptions and completions) are served to
+// authenticated callers only, as their own: a handler finds the caller's
+// [Identity] in its context. The policy's roles, limits and audit apply to
+// tools only.
+//
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the
 // go-sdk looks the tool up or validates its arguments.
 func (g *Guard) Install(s *mcp.Server) error {
+	if s == nil {
+		return errors.New("mcpguard: nil server")
+	}
 	tools, err := serverTools(s)
 	if err != nil {
 		return fmt.Errorf("mcpguard: listing the server's tools: %w", err)
@@ -328,9 +337,45 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, nil
 		case *mcp.ListToolsRequest:
 			return g.listTools(ctx, r, next)
+		case *mcp.ListPromptsRequest, *mcp.GetPromptRequest, *mcp.CompleteRequest,
+			*mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest, *mcp.ReadResourceRequest,
+			*mcp.SubscribeRequest, *mcp.UnsubscribeRequest:
+			return g.asCaller(ctx, method, req, next)
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// asCaller runs a request for the server's prompts or resources as its
+// authenticated caller: a caller the guard cannot authenticate is refused,
+// as at tools/list, and the handler finds the caller's [Identity] in its
+// context. A resource's contents may be the caller's own, so a read's
+// result is marked CacheScope "private".
+func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	id, werr := g.authenticateList(ctx, req, method)
+	if werr != nil {
+		return nil, werr
+	}
+	res, err := next(NewContext(ctx, id), method, req)
+	if rr, ok := res.(*mcp.ReadResourceResult); ok && rr != nil && err == nil {
+		out := *rr
+		out.CacheScope = "private"
+		return &out, nil
+	}
+	return res, err
+}
+
+// authenticateList authenticates a request other than tools/call, which
+// is refused with a JSON-RPC error (there is no tool result to carry it).
+func (g *Guard) authenticateList(ctx context.Context, req mcp.Request, method string) (*Identity, error) {
+	id, err := g.authn.Authenticate(ctx, req)
+	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
+		d := authDenial(err)           // as a tools/call's: a cap or a provider down is not "sign in again"
+		d.CorrelationID = g.ids.Next() // as every refusal of the guard has one
+		g.log.Warn("mcpguard: request refused", "method", method, "code", d.Code, "correlation_id", d.CorrelationID)
+		return nil, d.JSONRPCError(0)
+	}
+	return id, nil
 }
 
 // listTools answers tools/list with what the caller may see, in one page:
@@ -340,12 +385,9 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 // guard never gives, lists nothing. A tool refused at registration is not
 // listed, whether the registry knows it yet or not.
 func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next mcp.MethodHandler) (mcp.Result, error) {
-	id, err := g.authn.Authenticate(ctx, req)
-	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
-		d := authDenial(err)           // as a tools/call's: a cap or a provider down is not "sign in again"
-		d.CorrelationID = g.ids.Next() // as every refusal of the guard has one
-		g.log.Warn("mcpguard: tools/list refused", "code", d.Code, "correlation_id", d.CorrelationID)
-		return nil, d.JSONRPCError(0)
+	id, err := g.authenticateList(ctx, req, "tools/list")
+	if err != nil {
+		return nil, err
 	}
 	gen := g.reg.generation()
 	tools, last, err := listPages(ctx, next, req.Session)

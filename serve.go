@@ -143,9 +143,13 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		c.session = g.opts.SessionKey(req, id)
 	}
 
-	// 4. Resolve, 5. authorize.
+	// 4. Resolve, 5. authorize. A tool the server does not have (e is
+	// nil: Install mode, a name not in the registry) is unknown before
+	// any rule applies, even one of its own or the policy's Default: a
+	// rule's refusal (WRITE_NOT_ALLOWED, FORBIDDEN) would tell a missing
+	// name from a hidden tool.
 	d := g.pol.Authorize(id.Principal, c.name)
-	if d.Code == policy.NotFound || (e != nil && e.err != nil) {
+	if d.Code == policy.NotFound || e == nil || e.err != nil {
 		if e != nil && e.err != nil {
 			c.detail = "tool misconfigured: " + e.err.Error()
 		}
@@ -154,9 +158,6 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	c.rule = d.Rule
 	if d.Code != policy.Allowed {
 		return g.deny(c, Deny(Code(d.Code.String()), d.Reason))
-	}
-	if e == nil {
-		return g.deny(c, notFound(c.name))
 	}
 	topts := g.opts.Tools[c.name]
 	c.record = topts.RecordArgs
@@ -266,7 +267,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	c.running = true
 	res, err = next(ctx, req)
 	res, err = sdkToolError(res, err)
-	if !write && g.opts.RetryReads && transient(res, err) {
+	if !write && g.opts.RetryReads && transient(res, err) && ctx.Err() == nil {
+		// Not once the call's context has ended (a timeout is
+		// Temporary too): the retry would run past the deadline.
 		c.detail = "retried once after a transient error"
 		res, err = sdkToolError(next(ctx, req))
 	}

@@ -382,8 +382,15 @@ func (v *Validator) check(raw json.RawMessage) (any, error) {
 // trailing data and duplicate object keys, equal or differing only in
 // letter case (a duplicate is how a payload can say one thing to a
 // validator and another to a handler).
-func decodeStrict(raw []byte) (any, error) {
-	if err := checkDuplicateKeys(raw); err != nil {
+func decodeStrict(raw []byte) (any, error) { return decodeJSON(raw, true) }
+
+// decodeResult is decodeStrict for a tool's structured output: keys that
+// differ only in letter case are distinct there (nothing decodes a result
+// into the handler's struct fields), exact duplicates are refused.
+func decodeResult(raw []byte) (any, error) { return decodeJSON(raw, false) }
+
+func decodeJSON(raw []byte, fold bool) (any, error) {
+	if err := checkKeys(raw, fold); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
