@@ -15,7 +15,10 @@ import (
 // JSON arguments: objects with sorted keys, no insignificant whitespace,
 // numbers kept exactly as written (so 12.5 and 12.50 differ), and strings
 // re-encoded without HTML escaping. Empty arguments hash as null. It returns
-// an error for invalid JSON or trailing data.
+// an error for invalid JSON, trailing data, or an object that names a member
+// twice: parsers disagree on which occurrence wins, so the canonical form
+// (which keeps one) would bind the hash to arguments a downstream may read
+// otherwise.
 func ArgsSHA256(args json.RawMessage) (string, error) {
 	c, err := canonical(args)
 	if err != nil {
@@ -39,6 +42,9 @@ func canonical(args json.RawMessage) ([]byte, error) {
 	if !utf8.Valid(args) || loneSurrogate(args) {
 		return nil, errors.New("confirm: arguments hold invalid UTF-8 or a lone UTF-16 surrogate")
 	}
+	if repeatsMember(args) {
+		return nil, errors.New("confirm: arguments name an object member twice")
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -60,6 +66,52 @@ func decode(args json.RawMessage) (any, error) {
 		return nil, errors.New("confirm: arguments have trailing data")
 	}
 	return v, nil
+}
+
+// repeatsMember reports whether some object of the valid JSON text b names
+// a member twice (compared once decoded, so "a" and "\u0061" are the same
+// name).
+func repeatsMember(b []byte) bool {
+	type frame struct {
+		names   map[string]bool // nil for an array
+		wantKey bool
+	}
+	var stack []frame
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return false // io.EOF: b is valid, decode checked it
+		}
+		top := len(stack) - 1
+		if t == json.Delim('}') || t == json.Delim(']') {
+			stack = stack[:top]
+			if top > 0 && stack[top-1].names != nil {
+				stack[top-1].wantKey = true
+			}
+			continue
+		}
+		if top >= 0 && stack[top].wantKey {
+			name, _ := t.(string)
+			if stack[top].names[name] {
+				return true
+			}
+			stack[top].names[name] = true
+			stack[top].wantKey = false
+			continue
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, frame{names: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		default:
+			if top >= 0 && stack[top].names != nil {
+				stack[top].wantKey = true
+			}
+		}
+	}
 }
 
 // loneSurrogate reports whether the valid JSON text b escapes a UTF-16

@@ -78,7 +78,8 @@ type ToolRule struct {
 	// Class is Read or Write. Required.
 	Class Class
 	// Roles, if non-empty, lists roles any one of which the caller needs.
-	// Role rules matching the name apply in addition.
+	// Role rules matching the name apply in addition. No role name may be
+	// empty.
 	Roles []string
 	// Cost is the fixed cost of one call in spend units; 0 means free. Must be
 	// finite and non-negative. A cost computed from arguments is configured
@@ -95,7 +96,8 @@ type RoleRule struct {
 	// Pattern is an exact tool name, or a prefix followed by "*" such as
 	// "admin_*". A lone "*" matches every tool.
 	Pattern string
-	// Roles lists roles any one of which the caller needs. Must be non-empty.
+	// Roles lists roles any one of which the caller needs. Must be
+	// non-empty, and no role name in it may be empty.
 	Roles []string
 }
 
@@ -108,7 +110,7 @@ type ArgLimit struct {
 	// Max is the largest allowed value (inclusive).
 	Max float64
 	// ExemptRoles lists roles to which the limit does not apply. Empty means
-	// the limit applies to everyone.
+	// the limit applies to everyone. No role name in it may be empty.
 	ExemptRoles []string
 }
 
@@ -145,7 +147,8 @@ type Policy struct {
 
 // New validates cfg and compiles it. It returns an error naming the first
 // bad rule: a duplicate or empty name, a missing class, a negative or
-// non-finite cost, an empty role list in a role rule, a malformed pattern.
+// non-finite cost, an empty role list in a role rule, an empty role name in
+// any role list, a malformed pattern.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
@@ -160,12 +163,18 @@ func New(cfg Config) (*Policy, error) {
 		if r.Cost < 0 || math.IsNaN(r.Cost) || math.IsInf(r.Cost, 0) {
 			return nil, fmt.Errorf("policy: %s: cost %v must be finite and non-negative", what, r.Cost)
 		}
+		if slices.Contains(r.Roles, "") {
+			return nil, fmt.Errorf("policy: %s: empty role name in roles", what)
+		}
 		for _, l := range r.ArgLimits {
 			if l.Field == "" {
 				return nil, fmt.Errorf("policy: %s: argument limit with empty field", what)
 			}
 			if math.IsNaN(l.Max) {
 				return nil, fmt.Errorf("policy: %s: argument limit on %q has NaN max", what, l.Field)
+			}
+			if slices.Contains(l.ExemptRoles, "") {
+				return nil, fmt.Errorf("policy: %s: argument limit on %q: empty role name in exempt roles", what, l.Field)
 			}
 		}
 		r.Roles = slices.Clone(r.Roles)
@@ -199,6 +208,9 @@ func New(cfg Config) (*Policy, error) {
 	for _, rr := range cfg.RoleRules {
 		if len(rr.Roles) == 0 {
 			return nil, fmt.Errorf("policy: role rule %q lists no roles", rr.Pattern)
+		}
+		if slices.Contains(rr.Roles, "") {
+			return nil, fmt.Errorf("policy: role rule %q: empty role name in roles", rr.Pattern)
 		}
 		pat := rr.Pattern
 		switch {
@@ -243,16 +255,19 @@ func (p *Policy) Resolve(tool string) (rule *ToolRule, ok bool) {
 
 // RequiredRoles returns the role sets the tool demands: each inner slice is
 // satisfied by any one of its roles, and all must be satisfied. Nil means
-// anyone may call it (subject to the write allowlist).
+// anyone may call it (subject to the write allowlist). The slices are the
+// caller's: changing them does not change p.
 func (p *Policy) RequiredRoles(tool string) [][]string {
 	var out [][]string
 	if r, ok := p.Resolve(tool); ok && len(r.Roles) > 0 {
-		out = append(out, r.Roles)
+		out = append(out, slices.Clone(r.Roles))
 	}
-	out = append(out, p.exactRoles[tool]...)
+	for _, roles := range p.exactRoles[tool] {
+		out = append(out, slices.Clone(roles))
+	}
 	for _, rr := range p.prefixRoles {
 		if strings.HasPrefix(tool, rr.Pattern) {
-			out = append(out, rr.Roles)
+			out = append(out, slices.Clone(rr.Roles))
 		}
 	}
 	return out

@@ -72,9 +72,11 @@ type Options struct {
 //
 // Isolate must be called once, before other goroutines use the standard
 // streams. It returns an error, leaving the descriptors as they were, when a
-// descriptor cannot be duplicated or redirected. See the package
-// documentation for the platforms where the redirection is done on the
-// descriptors and where it falls back to the os variables.
+// descriptor cannot be duplicated or redirected, or when standard output and
+// standard error are one pipe or socket (as after 2>&1): writes to standard
+// error would then reach the channel, and nothing could keep it clean. See
+// the package documentation for the platforms where the redirection is done
+// on the descriptors and where it falls back to the os variables.
 func Isolate(opts *Options) (*mcp.IOTransport, error) {
 	var o Options
 	if opts != nil {
@@ -92,6 +94,9 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 	}
 	if o.Stdout.Fd() == o.Stderr.Fd() {
 		return nil, errors.New("stdio: stdout and stderr are the same descriptor")
+	}
+	if sameChannel(o.Stdout, o.Stderr) {
+		return nil, errors.New("stdio: standard output and standard error are the same pipe or socket (2>&1?): stray output would still reach the JSON-RPC channel; give standard error its own destination")
 	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
@@ -114,4 +119,17 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 		Reader: newReader(in, w, s, o.Logger, o.DrainTimeout),
 		Writer: w,
 	}, nil
+}
+
+// sameChannel reports whether out and errf are descriptors of one pipe or
+// socket, so that redirecting out to errf would leave it on the channel. A
+// terminal or a file shared by both is no channel a client reads, and a
+// file that cannot be examined is given the benefit of the doubt.
+func sameChannel(out, errf *os.File) bool {
+	oi, err := out.Stat()
+	if err != nil || oi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return false
+	}
+	ei, err := errf.Stat()
+	return err == nil && os.SameFile(oi, ei)
 }
