@@ -6,7 +6,8 @@
 //	go run ./examples/demo
 //
 // Flags: -audit PATH keeps the SQLite audit database at PATH (default: a
-// temporary file, removed at exit).
+// temporary file, removed at exit); a kept database collects every run,
+// and the demo prints the records of its own run.
 package main
 
 import (
@@ -58,6 +59,8 @@ func main() {
 
 func run(auditPath string, out io.Writer) error {
 	ctx := context.Background()
+	// A kept database (-audit) holds earlier runs too: list this run's.
+	start := time.Now()
 	if auditPath == "" {
 		dir, err := os.MkdirTemp("", "mcpguard-demo-")
 		if err != nil {
@@ -251,7 +254,7 @@ func run(auditPath string, out io.Writer) error {
 	if err := sink.Close(); err != nil {
 		return err
 	}
-	evs, err := audit.QuerySQL(ctx, db, audit.SQLite, audit.Filter{})
+	evs, err := audit.QuerySQL(ctx, db, audit.SQLite, audit.Filter{Since: start})
 	if err != nil {
 		return err
 	}

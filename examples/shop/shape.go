@@ -63,13 +63,17 @@ func shapeSearch(_ map[string]any, d any) any {
 
 func shapeCompare(args map[string]any, d any) any {
 	products := list(obj(d)["products"], shapeProduct)
-	found := map[any]bool{}
+	// Only string SKUs count as found: a map key of another type (an
+	// object, an array) would panic, and the schema refuses it anyway.
+	found := map[string]bool{}
 	for _, p := range asSlice(products) {
-		found[obj(p)["sku"]] = true
+		if s, ok := obj(p)["sku"].(string); ok {
+			found[s] = true
+		}
 	}
 	missing := []any{}
 	for _, s := range asSlice(args["skus"]) {
-		if !found[s] {
+		if sku, _ := s.(string); !found[sku] {
 			missing = append(missing, s)
 		}
 	}

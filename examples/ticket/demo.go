@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
 )
@@ -155,6 +156,9 @@ func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir s
 	fmt.Fprintf(w, "  tickets really created downstream: %d\n", len(tickets.Created()))
 
 	n := cfg.RateLimit.CallsPerMin + 1
+	// The trail may be a kept one (--audit-dir) with earlier runs' records
+	// of the same session name: show this run's only.
+	start := time.Now()
 	fmt.Fprintf(w, "\n=== 4. Rate limit: burst of calls past the cap ===\n")
 	const burst = "demo-burst-session"
 	for i := 1; i <= n; i++ {
@@ -169,7 +173,7 @@ func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir s
 		}
 	}
 
-	evs, err := a.query(ctx, audit.Filter{SessionID: restSessionID(burst)})
+	evs, err := a.query(ctx, audit.Filter{SessionID: restSessionID(burst), Since: start})
 	if err != nil {
 		return err
 	}
