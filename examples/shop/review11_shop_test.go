@@ -125,3 +125,20 @@ func TestReview11ConfirmationExpiresAfterTwoMinutes(t *testing.T) {
 		t.Errorf("the write confirmed in time ran %d times, want once", n)
 	}
 }
+
+// TestReview11DisablePromptShowsReason: the human asked to confirm
+// admin_disable_user sees the reason too. It is bound into the signed
+// arguments, so a prompt without it had the human approve text they never
+// saw. It is quoted, so that it reads as the caller's text.
+func TestReview11DisablePromptShowsReason(t *testing.T) {
+	st := newStack(t, func(c *config) { c.adminWrites = true }, nil)
+	var msg string
+	cs := connect(t, st, sessionAdmin, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		msg = r.Params.Message
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}})
+	toolErr(t, cs, "admin_disable_user", map[string]any{"userId": "u-1002", "reason": "chargeback fraud"})
+	if !strings.Contains(msg, "u-1002") || !strings.Contains(msg, `"chargeback fraud"`) {
+		t.Errorf("prompt %q does not show the quoted reason", msg)
+	}
+}

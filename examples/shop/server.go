@@ -216,7 +216,7 @@ func describe(tool string, args map[string]any) string {
 	case "admin_set_stock":
 		return fmt.Sprintf("set the stock of %v to %v units", args["sku"], args["stock"])
 	case "admin_disable_user":
-		return fmt.Sprintf("disable the account %v", args["userId"])
+		return fmt.Sprintf("disable the account %v, reason %q", args["userId"], fmt.Sprint(args["reason"]))
 	}
 	return "run " + tool
 }
