@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/mcpguard/mcpguard/internal/jsondup"
 )
 
 // ArgsSHA256 returns the hex SHA-256 of the canonical form of a tool call's
@@ -42,7 +44,7 @@ func canonical(args json.RawMessage) ([]byte, error) {
 	if !utf8.Valid(args) || loneSurrogate(args) {
 		return nil, errors.New("confirm: arguments hold invalid UTF-8 or a lone UTF-16 surrogate")
 	}
-	if repeatsMember(args) {
+	if _, _, dup := jsondup.Member(args, nil); dup {
 		return nil, errors.New("confirm: arguments name an object member twice")
 	}
 	var buf bytes.Buffer
@@ -66,52 +68,6 @@ func decode(args json.RawMessage) (any, error) {
 		return nil, errors.New("confirm: arguments have trailing data")
 	}
 	return v, nil
-}
-
-// repeatsMember reports whether some object of the valid JSON text b names
-// a member twice (compared once decoded, so "a" and "\u0061" are the same
-// name).
-func repeatsMember(b []byte) bool {
-	type frame struct {
-		names   map[string]bool // nil for an array
-		wantKey bool
-	}
-	var stack []frame
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	for {
-		t, err := d.Token()
-		if err != nil {
-			return false // io.EOF: b is valid, decode checked it
-		}
-		top := len(stack) - 1
-		if t == json.Delim('}') || t == json.Delim(']') {
-			stack = stack[:top]
-			if top > 0 && stack[top-1].names != nil {
-				stack[top-1].wantKey = true
-			}
-			continue
-		}
-		if top >= 0 && stack[top].wantKey {
-			name, _ := t.(string)
-			if stack[top].names[name] {
-				return true
-			}
-			stack[top].names[name] = true
-			stack[top].wantKey = false
-			continue
-		}
-		switch t {
-		case json.Delim('{'):
-			stack = append(stack, frame{names: map[string]bool{}, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, frame{})
-		default:
-			if top >= 0 && stack[top].names != nil {
-				stack[top].wantKey = true
-			}
-		}
-	}
 }
 
 // loneSurrogate reports whether the valid JSON text b escapes a UTF-16

@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/mcpguard/mcpguard/internal/jsondup"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -495,7 +496,7 @@ func (i *Introspector) read(data []byte) (*answer, error) {
 	}
 	// A member named twice is read as its last occurrence by encoding/json
 	// and as its first by some other parsers: the answer is ambiguous.
-	if _, _, dup := duplicateMember(data, nil); dup {
+	if _, _, dup := jsondup.Member(data, nil); dup {
 		return nil, errors.New("the answer names a member twice")
 	}
 	refuse := func(reason string) (*answer, error) { return &answer{reason: reason}, nil }

@@ -1,7 +1,6 @@
 package token
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpguard/mcpguard/internal/jsondup"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -261,7 +261,7 @@ func duplicateKeys(data []byte) error {
 	// encoding/json matches case-insensitively (and under Unicode folding:
 	// "ſub" is "sub"); tokens, the members of the table itself, are
 	// case-sensitive.
-	name, depth, found := duplicateMember(data, func(depth int) bool { return depth > 1 })
+	name, depth, found := jsondup.Member(data, func(depth int) bool { return depth > 1 })
 	switch {
 	case !found:
 		return nil
@@ -269,64 +269,6 @@ func duplicateKeys(data []byte) error {
 		return errors.New("token: a token is listed twice")
 	}
 	return fmt.Errorf("token: an entry names %q twice", name)
-}
-
-// duplicateMember reports the first member name that an object of the JSON
-// text data names twice, and the depth of that object (1 for the
-// outermost value). Names are compared exactly, or under Unicode case
-// folding (strings.EqualFold, as encoding/json matches struct fields) in
-// the objects at a depth for which fold, when not nil, returns true.
-// Malformed JSON is left to the decoding after: nothing past the error is
-// looked at.
-func duplicateMember(data []byte, fold func(depth int) bool) (name string, depth int, found bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	type frame struct {
-		keys   map[string]bool // nil for an array
-		expect bool            // an object's next token is a key
-	}
-	var stack []frame
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return "", 0, false
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if d, ok := t.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].keys != nil {
-				stack[len(stack)-1].expect = true
-			}
-			continue
-		}
-		if top != nil && top.keys != nil && top.expect {
-			k, _ := t.(string)
-			if top.keys[k] {
-				return k, len(stack), true
-			}
-			if fold != nil && fold(len(stack)) {
-				for prev := range top.keys {
-					if strings.EqualFold(prev, k) {
-						return k, len(stack), true
-					}
-				}
-			}
-			top.keys[k], top.expect = true, false
-			continue
-		}
-		switch t {
-		case json.Delim('{'):
-			stack = append(stack, frame{keys: map[string]bool{}, expect: true})
-		case json.Delim('['):
-			stack = append(stack, frame{})
-		default: // a scalar value
-			if top != nil && top.keys != nil {
-				top.expect = true
-			}
-		}
-	}
 }
 
 // String describes t without its tokens or their digests.

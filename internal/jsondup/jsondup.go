@@ -1,0 +1,68 @@
+// Package jsondup finds an object member that a JSON text names twice.
+// Parsers disagree on which of two same-named members wins, so a duplicate
+// lets a document say one thing to a checker and another to its reader.
+package jsondup
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// Member reports the first member name that an object of the JSON
+// text data names twice, and the depth of that object (1 for the
+// outermost value; arrays count). Names are compared exactly, or under Unicode case
+// folding (strings.EqualFold, as encoding/json matches struct fields) in
+// the objects at a depth for which fold, when not nil, returns true.
+// Malformed JSON is left to the decoding after: nothing past the error is
+// looked at.
+func Member(data []byte, fold func(depth int) bool) (name string, depth int, found bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		keys   map[string]bool // nil for an array
+		expect bool            // an object's next token is a key
+	}
+	var stack []frame
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return "", 0, false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if d, ok := t.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].keys != nil {
+				stack[len(stack)-1].expect = true
+			}
+			continue
+		}
+		if top != nil && top.keys != nil && top.expect {
+			k, _ := t.(string)
+			if top.keys[k] {
+				return k, len(stack), true
+			}
+			if fold != nil && fold(len(stack)) {
+				for prev := range top.keys {
+					if strings.EqualFold(prev, k) {
+						return k, len(stack), true
+					}
+				}
+			}
+			top.keys[k], top.expect = true, false
+			continue
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, frame{keys: map[string]bool{}, expect: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		default: // a scalar value
+			if top != nil && top.keys != nil {
+				top.expect = true
+			}
+		}
+	}
+}
