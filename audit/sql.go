@@ -445,10 +445,11 @@ func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 			return ctx.Err()
 		}
 	}
+	// Held until the row is in: Close, which takes s.mu, waits for the
+	// inserts under way before it closes the statements they use.
 	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
+	defer s.mu.RUnlock()
+	if s.closed {
 		return ErrClosed
 	}
 	st, err := s.stmt(ctx, 1)
@@ -480,7 +481,8 @@ func (s *SQLSink) Flush(ctx context.Context) error {
 	}
 }
 
-// Close stops accepting events, commits every queued event and returns. If
+// Close stops accepting events, waits for the WriteDurable calls under way,
+// commits every queued event and returns. If
 // the database keeps failing, Close gives up after a few attempts. It
 // returns an error when events were lost ([SQLStats].Lost: given up at
 // Close, or refused by the database earlier), counting them. It does not
