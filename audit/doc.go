@@ -18,8 +18,8 @@
 // # Reading back
 //
 // [ReadJSONL] streams a JSONL file as (Event, error) pairs: a torn or corrupt
-// line is an error carrying its line number, never an event (a line that
-// lost only its newline is whole, and is read), and iteration
+// line is an error carrying its line number, never an event (but see
+// [JSONLSink] on a line that lost only its newline), and iteration
 // can continue past it. [QueryJSONL] and [SQLSink.Query] select events by
 // session, subject, tool, outcome and time range with one [Filter].
 package audit

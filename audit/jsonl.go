@@ -43,11 +43,11 @@ type JSONLStats struct {
 // JSONLSink appends events to a file, one JSON object per line, encoded by
 // [Event.AppendJSON]. A line reaches the file in one write call, so lines of
 // concurrent writers never interleave; a crash can leave at most a torn last
-// line, which [ReadJSONL] reports as an error and never as an event. (A
-// line cut just before its newline holds a whole record, and reads back as
-// one; its writer may have been told the write failed.) When reopened, a
-// file whose last line is torn gets a newline so that the torn line stays
-// separate from new records.
+// line, which [ReadJSONL] reports as an error and never as an event. When
+// reopened, a file whose last line is torn gets a newline so that the torn
+// line stays separate from new records. (A line cut just before its
+// newline holds a whole record: once the reopened sink has ended it, it
+// reads back as one, though its writer may have been told it failed.)
 //
 // After a failed write to the file the sink refuses further writes (the
 // file's tail is unknown) and returns that error.
