@@ -66,18 +66,7 @@ func TestReview11OutputKeysDifferingInCase(t *testing.T) {
 	if err := g.Install(srv); err != nil {
 		t.Fatal(err)
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	res, err := call(t, cs, "env", map[string]any{})
+	res, err := call(t, connectPlain(t, srv, nil), "env", map[string]any{})
 	if err != nil || res.IsError {
 		t.Fatalf("typed tool with keys differing in case: %+v, %v (code %q), want its result", res, err, errorCode(t, res))
 	}
