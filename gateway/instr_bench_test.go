@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -101,9 +102,20 @@ func countInstructions(b *testing.B, vg, ctl, name string, env []string, auth, b
 	cmd.Stderr = lockedWriter{&mu, &stderr}
 	failed := func(format string, args ...any) {
 		b.Helper()
+		// Wait returns once all of stderr is copied.
+		cmd.Process.Kill()
+		cmd.Wait()
 		mu.Lock()
-		tail := string(stderr.b)
+		tail, unknown := string(stderr.b), stderr.unknown
 		mu.Unlock()
+		if unknown {
+			// Go's runtime uses RDTSCP where the CPU has it, which
+			// valgrind 3.19 (Debian 12) does not decode: the proxy
+			// dies of SIGILL when it first spins on a lock, or
+			// callgrind fails an assertion handling that signal.
+			b.Skipf("%s under callgrind: valgrind met an instruction it does not recognise "+
+				"(on this CPU, Go's runtime.cputicks uses RDTSCP); counting needs a newer valgrind", name)
+		}
 		b.Fatalf("%s under callgrind: "+format+"\nthe end of its stderr:\n%s", append(append([]any{name}, args...), tail)...)
 	}
 	startProcess(b, cmd)
@@ -179,10 +191,18 @@ func countInstructions(b *testing.B, vg, ctl, name string, env []string, auth, b
 }
 
 // tailWriter keeps the last 8 KiB written to it.
-type tailWriter struct{ b []byte }
+// tailWriter keeps the end of what is written to it, and whether valgrind
+// said it met an instruction it does not know.
+type tailWriter struct {
+	b       []byte
+	unknown bool
+}
 
 func (w *tailWriter) Write(p []byte) (int, error) {
 	const keep = 8 << 10
+	if bytes.Contains(p, []byte("Unrecognised instruction")) || bytes.Contains(p, []byte("vgCallgrind_post_signal")) {
+		w.unknown = true
+	}
 	w.b = append(w.b, p...)
 	if len(w.b) > keep {
 		w.b = append(w.b[:0], w.b[len(w.b)-keep:]...)
