@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // The well-known paths of an authorization server's metadata.
@@ -45,13 +46,25 @@ const (
 // 8414, section 3.3); and whose "jwks_uri" is a string that
 // NewRemoteKeySet accepts. Its other members are ignored.
 //
-// The document is read once, here: the returned set fetches its keys again
-// from the jwks_uri found now, and a provider that moves its jwks_uri needs
-// a new call (for a server, a restart). It returns an error for an issuer
-// or options that NewRemoteKeySet would refuse, a failed fetch, a document
-// that does not pass these checks, and whatever NewRemoteKeySet returns for
-// the jwks_uri. Its errors show URLs without user info, query or fragment,
-// and never the document's body.
+// The returned set fetches its keys again from the jwks_uri found now, and
+// follows a provider that moves its jwks_uri: when a refresh of the set
+// fails (the old URL answers 404 or 410, say), or succeeds without the kid
+// of the token that caused it, the set reads the document again, at the
+// URL it was found at now, at most once per
+// [RemoteKeySetOptions.MinRefreshInterval] however many tokens arrive (so
+// a flood of made-up kids adds at most one read of the document to each
+// fetch of the set). The document read again is checked as here; when it
+// names another jwks_uri whose set can be fetched, the set uses that URL
+// (shown by String) and those keys from then on. A document that fails,
+// or a new jwks_uri whose set cannot be fetched, is reported to
+// [RemoteKeySetOptions.ErrorHandler] and changes nothing: the set's URL
+// and last good keys stay in use.
+//
+// It returns an error for an issuer or options that NewRemoteKeySet would
+// refuse, a failed fetch, a document that does not pass these checks, and
+// whatever NewRemoteKeySet returns for the jwks_uri. Its errors, and those
+// it reports later, show URLs without user info, query or fragment, and
+// never the document's body.
 func DiscoverKeySet(ctx context.Context, issuer string, opts *RemoteKeySetOptions) (*RemoteKeySet, error) {
 	u, err := checkServerURL(issuer, "an issuer", false)
 	if err != nil {
@@ -78,7 +91,52 @@ func DiscoverKeySet(ctx context.Context, issuer string, opts *RemoteKeySetOption
 	if err != nil {
 		return nil, fmt.Errorf("token: discovery document %s: %w", where, err)
 	}
-	return NewRemoteKeySet(ctx, jwksURI, opts)
+	s, err := NewRemoteKeySet(ctx, jwksURI, opts)
+	if err != nil {
+		return nil, err
+	}
+	// No lookup has the set yet: its fields need no lock here.
+	s.disc = &discovery{issuer: issuer, where: where, read: s.attempted}
+	return s, nil
+}
+
+// A discovery is the issuer's metadata document that a RemoteKeySet's URL
+// was found in.
+type discovery struct {
+	issuer string
+	where  string    // the document's URL: no user info, query or fragment
+	read   time.Time // start of the last read; guarded by the set's mu
+}
+
+// rediscover reads the set's metadata document again, at the URL it was
+// found at, and checks it as DiscoverKeySet does. When it names a jwks_uri
+// other than from, the URL the set was just fetched from, and the set
+// there can be fetched, the set uses that URL and those keys from then on.
+// Otherwise nothing changes, and a failure is returned.
+func (s *RemoteKeySet) rediscover(ctx context.Context, from string) error {
+	d := s.disc
+	fail := func(err error) error {
+		return fmt.Errorf("token: JWK Set %s: reading the discovery document %s again: %w; the set's URL and keys are kept", redactURL(from), d.where, err)
+	}
+	data, _, err := get(ctx, s.client, s.timeout, d.where, "application/json")
+	if err != nil {
+		return fail(err)
+	}
+	jwksURI, err := readMetadata(data, d.issuer)
+	if err != nil {
+		return fail(err)
+	}
+	if jwksURI == from {
+		return nil
+	}
+	keys, ttl, err := s.fetch(ctx, jwksURI)
+	if err != nil {
+		return fail(fmt.Errorf(`the set at its new "jwks_uri": %w`, err))
+	}
+	s.mu.Lock()
+	s.url, s.shown, s.keys, s.expires = jwksURI, redactURL(jwksURI), keys, s.now().Add(ttl)
+	s.mu.Unlock()
+	return nil
 }
 
 // readMetadata returns the "jwks_uri" of the metadata document data, after

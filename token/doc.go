@@ -35,10 +35,14 @@
 // [RemoteKeySet] fetches the JWK Set from the issuer's "jwks_uri", caches
 // it, and fetches it again when a token names a new key (at most once a
 // minute by default) or when it is an hour old, keeping the last good set
-// when a fetch fails. [DiscoverKeySet] finds the jwks_uri in the issuer's
-// metadata (its OpenID Connect discovery document, or its RFC 8414
-// authorization server metadata), read once, whose "issuer" must be the
-// issuer exactly. [JWT.Verifier] plugs a JWT into the go-sdk's
+// when a fetch fails; a response's Cache-Control max-age, no-store or
+// no-cache shortens the hour, never below that minimum. [DiscoverKeySet]
+// finds the jwks_uri in the issuer's metadata (its OpenID Connect
+// discovery document, or its RFC 8414 authorization server metadata),
+// whose "issuer" must be the issuer exactly, and reads it again when the
+// set cannot be fetched or lacks a token's kid after a refresh (as rarely
+// as the set itself is fetched), so that a provider that moves its
+// jwks_uri is followed. [JWT.Verifier] plugs a JWT into the go-sdk's
 // auth.RequireBearerToken, and a *JWT is itself a gateway.Authenticator.
 // Refusals unwrap to [ErrInvalidJWT] and never quote the token.
 //

@@ -345,8 +345,9 @@ const maxJWTTime = 253402300799
 // token.
 //
 // With a [JWTConfig.KeySet], a lookup that fetches the set is bounded by
-// the set's fetch timeout; [JWT.Authenticate] and [JWT.Verifier] also end
-// it with their context.
+// the set's fetch timeout (three of them when a discovered set reads its
+// discovery document again: see [RemoteKeySet]); [JWT.Authenticate] and
+// [JWT.Verifier] also end it with their context.
 func (v *JWT) Verify(tok string) (*policy.Principal, time.Time, error) {
 	return v.verify(context.Background(), tok)
 }

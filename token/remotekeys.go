@@ -39,12 +39,15 @@ type RemoteKeySetOptions struct {
 	// MinRefreshInterval is the least time between the starts of two
 	// fetches: a token whose kid is not in the set triggers a fetch (the
 	// provider may have rotated its keys) only when the last one started
-	// at least this long ago; otherwise it is refused at once. Zero means
-	// one minute.
+	// at least this long ago; otherwise it is refused at once. It spaces
+	// the reads of the discovery document of a set made by
+	// [DiscoverKeySet] in the same way. Zero means one minute.
 	MinRefreshInterval time.Duration
 	// MaxAge is how long a fetched set is used before it is fetched again.
 	// A response's Cache-Control max-age shortens it, but not below
-	// MinRefreshInterval. Zero means one hour.
+	// MinRefreshInterval; so do no-store and no-cache, which make it
+	// MinRefreshInterval (never a fetch per lookup, which tokens could
+	// then force). Zero means one hour.
 	MaxAge time.Duration
 	// ErrorHandler receives the error of every failed refresh (the last
 	// good set stays in use), and of every fetched set that had keys left
@@ -85,22 +88,30 @@ type RemoteKeySetOptions struct {
 // [RemoteKeySetOptions.Timeout], or until its context ends); concurrent
 // lookups whose kid is in the current set do not wait.
 //
+// A set made by [DiscoverKeySet] also reads the issuer's discovery
+// document again when a refresh fails or leaves the kid that caused it
+// missing, at most once per MinRefreshInterval, and moves to the jwks_uri
+// it names if that changed (see DiscoverKeySet). Such a refresh makes up
+// to three fetches (the set, the document, the set at its new URL), each
+// within Timeout, and the lookup that started it waits for all of them.
+//
 // A failed fetch (network error, timeout, another status, a larger body,
 // a set that is not a JWK Set or holds no usable key) is reported to
 // [RemoteKeySetOptions.ErrorHandler] and changes nothing: the last good
 // set stays in use, however old, until a fetch succeeds; a key the
 // provider removed is refused from the first successful fetch without it.
 type RemoteKeySet struct {
-	url         string
-	shown       string // url without user info or query, for errors and logs
 	client      *http.Client
 	timeout     time.Duration
 	minInterval time.Duration
 	maxAge      time.Duration
 	report      func(error)
 	now         func() time.Time
+	disc        *discovery // the issuer's metadata, for a set DiscoverKeySet made; else nil
 
 	mu        sync.Mutex
+	url       string                      // where keys came from
+	shown     string                      // url without user info or query, for errors and logs
 	keys      map[string]crypto.PublicKey // the last good set
 	expires   time.Time                   // when keys are due for a refresh
 	attempted time.Time                   // start of the last fetch
@@ -146,7 +157,7 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 	}
 	s.client = newClient(o.Client)
 	s.attempted = s.now()
-	keys, ttl, err := s.fetch(ctx)
+	keys, ttl, err := s.fetch(ctx, rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +227,11 @@ func redactURL(raw string) string {
 
 // String returns the set's URL without its user info, query and fragment,
 // which may hold a credential: the form its errors show, for logs.
-func (s *RemoteKeySet) String() string { return s.shown }
+func (s *RemoteKeySet) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown
+}
 
 // checkKeySetURL accepts https URLs, and http URLs to a loopback host.
 func checkKeySetURL(raw string) error {
@@ -261,12 +276,14 @@ func checkServerURL(raw, what string, allowQuery bool) (*url.URL, error) {
 	return u, nil
 }
 
-// fetch GETs and parses the set, and returns how long it may be used.
-func (s *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, time.Duration, error) {
+// fetch GETs and parses the set at rawURL, and returns how long it may be
+// used.
+func (s *RemoteKeySet) fetch(ctx context.Context, rawURL string) (map[string]crypto.PublicKey, time.Duration, error) {
+	shown := redactURL(rawURL)
 	fail := func(format string, args ...any) (map[string]crypto.PublicKey, time.Duration, error) {
-		return nil, 0, fmt.Errorf("token: JWK Set %s: "+format, append([]any{s.shown}, args...)...)
+		return nil, 0, fmt.Errorf("token: JWK Set %s: "+format, append([]any{shown}, args...)...)
 	}
-	data, header, err := get(ctx, s.client, s.timeout, s.url, "application/jwk-set+json, application/json")
+	data, header, err := get(ctx, s.client, s.timeout, rawURL, "application/jwk-set+json, application/json")
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -278,7 +295,7 @@ func (s *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, 
 		return fail("%v", err)
 	}
 	if len(skipped) > 0 {
-		s.report(fmt.Errorf("token: JWK Set %s: %d keys left out, %d kept: %w", s.shown, len(skipped), len(keys), errors.Join(skipped...)))
+		s.report(fmt.Errorf("token: JWK Set %s: %d keys left out, %d kept: %w", shown, len(skipped), len(keys), errors.Join(skipped...)))
 	}
 	ttl := s.maxAge
 	if age, ok := maxAge(header.Values("Cache-Control")); ok && age < ttl {
@@ -328,25 +345,33 @@ func get(ctx context.Context, client *http.Client, timeout time.Duration, rawURL
 	return data, resp.Header, nil
 }
 
-// maxAge returns the max-age directive of Cache-Control header values.
-func maxAge(values []string) (time.Duration, bool) {
+// maxAge returns how long Cache-Control header values let a response be
+// reused: zero for no-store or no-cache (RFC 9111, sections 5.2.2.4 and
+// 5.2.2.5; qualified or not, as most caches read a qualified no-cache),
+// else the first max-age directive. Directive names are matched without
+// regard to case. ok is false when there is neither, or the first max-age
+// is malformed.
+func maxAge(values []string) (age time.Duration, ok bool) {
+	seen := false // a max-age was read
 	for _, v := range values {
 		for _, d := range strings.Split(v, ",") {
 			name, arg, _ := strings.Cut(strings.TrimSpace(d), "=")
-			if !strings.EqualFold(name, "max-age") {
+			name = strings.TrimSpace(name)
+			switch {
+			case strings.EqualFold(name, "no-store"), strings.EqualFold(name, "no-cache"):
+				return 0, true
+			case !strings.EqualFold(name, "max-age") || seen:
 				continue
 			}
+			seen = true
 			n, err := strconv.ParseInt(strings.Trim(arg, `"`), 10, 64)
-			if err != nil || n < 0 {
-				return 0, false
+			if err != nil || n < 0 || n > int64(time.Duration(1<<63-1)/time.Second) {
+				continue
 			}
-			if n > int64(time.Duration(1<<63-1)/time.Second) {
-				return 0, false
-			}
-			return time.Duration(n) * time.Second, true
+			age, ok = time.Duration(n)*time.Second, true
 		}
 	}
-	return 0, false
+	return age, ok
 }
 
 // lookup returns the key named kid, or without a kid (hasKid false) the
@@ -375,7 +400,7 @@ func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k c
 	case f == nil:
 		f = &flight{done: make(chan struct{})}
 		s.flight, s.attempted = f, now
-		go s.refresh(context.WithoutCancel(ctx), f)
+		go s.refresh(context.WithoutCancel(ctx), f, kid, hasKid)
 	}
 	s.mu.Unlock()
 	select {
@@ -389,20 +414,45 @@ func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k c
 	return k, ok, nil
 }
 
-// refresh runs flight f: it fetches the set and keeps it if it is good.
-// It ends within the fetch timeout.
-func (s *RemoteKeySet) refresh(ctx context.Context, f *flight) {
-	keys, ttl, err := s.fetch(ctx)
+// refresh runs flight f, started by a lookup of kid: it fetches the set
+// and keeps it if it is good. When the set came from DiscoverKeySet and
+// the fetch failed or the set lacks kid, it then reads the issuer's
+// metadata again (see rediscover), at most once per minInterval. It ends
+// within three fetch timeouts.
+func (s *RemoteKeySet) refresh(ctx context.Context, f *flight, kid string, hasKid bool) {
+	defer close(f.done)
+	s.mu.Lock()
+	from := s.url
+	s.mu.Unlock()
+	keys, ttl, err := s.fetch(ctx, from)
 	s.mu.Lock()
 	if err == nil {
 		s.keys, s.expires = keys, s.now().Add(ttl)
 	}
-	s.flight = nil
+	reread := false
+	_, found := keys[kid]
+	if s.disc != nil && (err != nil || hasKid && !found) {
+		// Read the clock only for a discovered set: a set of
+		// NewRemoteKeySet's reads it as it always has.
+		if now := s.now(); now.Sub(s.disc.read) >= s.minInterval {
+			s.disc.read, reread = now, true
+		}
+	}
+	if !reread {
+		s.flight = nil
+	}
 	s.mu.Unlock()
 	if err != nil {
 		s.report(err)
 	}
-	close(f.done)
+	if reread {
+		if err := s.rediscover(ctx, from); err != nil {
+			s.report(err)
+		}
+		s.mu.Lock()
+		s.flight = nil
+		s.mu.Unlock()
+	}
 }
 
 // find looks kid up in keys, or the only key without a kid.

@@ -25,9 +25,11 @@
 //
 // Without --jwt-jwks, --jwt-issuer must be an https URL (http only to a
 // loopback host): the gateway reads its OpenID Connect discovery document,
-// or its RFC 8414 metadata when that answers 404, once at start (a changed
-// jwks_uri needs a restart), and uses the "jwks_uri" it names; the
-// document's "issuer" must be --jwt-issuer exactly.
+// or its RFC 8414 metadata when that answers 404, at start, and uses the
+// "jwks_uri" it names; the document's "issuer" must be --jwt-issuer
+// exactly. It reads the document again when a refresh of the set fails or
+// lacks a token's kid (at most once per --jwt-jwks-min-refresh), so a
+// provider that moves its jwks_uri is followed without a restart.
 //
 // With --introspect (RFC 7662; token.Introspector in the library), every
 // token not in the cache is POSTed to the endpoint, with HTTP Basic client
@@ -427,7 +429,7 @@ func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, c
 		if err != nil {
 			return nil, fmt.Errorf("--jwt-issuer without --jwt-jwks: finding the JWK Set from the issuer's discovery document (or give --jwt-jwks): %w", err)
 		}
-		logger.Info("found the JWK Set in the issuer's discovery document; a changed jwks_uri needs a restart", "issuer", cfg.Issuer, "jwks_uri", set.String())
+		logger.Info("found the JWK Set in the issuer's discovery document", "issuer", cfg.Issuer, "jwks_uri", set.String())
 		cfg.KeySet = set
 	case isURL(jwks):
 		set, err := token.NewRemoteKeySet(context.Background(), jwks, keySetOpts)
