@@ -22,11 +22,12 @@ func TestToolsCommandListsTheRegistry(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("want 2 lines:\n%s", out)
+	if len(lines) != 3 {
+		t.Fatalf("want 3 lines:\n%s", out)
 	}
 	wantLines := []*regexp.Regexp{
 		regexp.MustCompile(`^\s+create_ticket\s+WRITE \[DISABLED \(not allowlisted\)\]\s+cost=5\s+Create a ticket`),
+		regexp.MustCompile(`^\s+list_tools\s+read-only\s+cost=0\s+List the tool registry`),
 		regexp.MustCompile(`^\s+search_docs\s+read-only\s+cost=1\s+Search internal docs`),
 	}
 	for i, re := range wantLines {
@@ -94,7 +95,7 @@ func TestDemoCommandRunsFullScenario(t *testing.T) {
 		"tickets really created downstream: 0",
 		"call 5/6: allowed",
 		"call 6/6: DENIED (RATE_LIMIT_EXCEEDED)",
-		`"session_id":"rest-demo-burst-session","subject":"alice","tool":"search_docs","class":"read","allowed":false,"dry_run":false,"code":"RATE_LIMIT_EXCEEDED"`,
+		`"session_id":"rest-demo-burst-session@alice","subject":"alice","tool":"search_docs","class":"read","allowed":false,"dry_run":false,"code":"RATE_LIMIT_EXCEEDED"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
@@ -103,7 +104,7 @@ func TestDemoCommandRunsFullScenario(t *testing.T) {
 	if strings.Contains(out, "DRYRUN-") {
 		t.Errorf("a write got through without the allowlist:\n%s", out)
 	}
-	if got := strings.Count(out, `"session_id":"rest-demo-burst-session"`); got != 6 {
+	if got := strings.Count(out, `"session_id":"rest-demo-burst-session@alice"`); got != 6 {
 		t.Errorf("%d audit lines of the burst session, want 6", got)
 	}
 }
@@ -116,7 +117,7 @@ func TestDemoCommandWithAllowWritesFlag(t *testing.T) {
 	}
 	for _, re := range []string{
 		`create_ticket allowed \(allowlisted\): ticket_id=DRYRUN-[0-9a-f]{16} dry_run=true`,
-		`\[DRY RUN\] create_ticket simulated, downstream not called" subject=alice session_id=rest-demo-alice`,
+		`\[DRY RUN\] create_ticket simulated, downstream not called" subject=alice session_id=rest-demo-alice@alice`,
 		"tickets really created downstream: 0",
 		`call 6/6: DENIED \(RATE_LIMIT_EXCEEDED\)`,
 	} {

@@ -33,6 +33,7 @@ func TestShippedConfigMapsOntoPolicyAndLimiter(t *testing.T) {
 	pc := c.policyConfig()
 	want := policy.Config{Tools: []policy.ToolRule{
 		{Name: "create_ticket", Class: policy.Write, Cost: 5},
+		{Name: "list_tools", Class: policy.Read, Cost: 0},
 		{Name: "search_docs", Class: policy.Read, Cost: 1},
 	}}
 	if diff := cmp.Diff(want, pc); diff != "" {
@@ -57,7 +58,7 @@ func TestConfigIsParsedStrictly(t *testing.T) {
 		yaml string
 		want []string // substrings of the error
 	}{
-		{"unknown_top_level_key", string(base) + "dryrun: false\n", []string{"line 18", "dryrun"}},
+		{"unknown_top_level_key", string(base) + "dryrun: false\n", []string{"line 22", "dryrun"}},
 		{"unknown_tool_key", strings.Replace(string(base), "    cost_units: 1\n", "    cost_units: 1\n    readonly: true\n", 1), []string{"line 13", "readonly"}},
 		{"unknown_rate_key", strings.Replace(string(base), "  window_seconds: 60", "  window_seconds: 60\n  burst: 3", 1), []string{"line 9", "burst"}},
 		{"wrong_type", strings.Replace(string(base), "calls_per_min: 5", "calls_per_min: five", 1), []string{"line 6"}},
@@ -123,6 +124,7 @@ func TestRegistryCheckRefusesToStart(t *testing.T) {
 func TestRegistryDescribesEveryToolAndWritesDefaultOff(t *testing.T) {
 	want := []registryEntry{
 		{Name: "create_ticket", ReadOnly: false, Enabled: false, CostUnits: 5, Description: "Create a ticket in the downstream ticket system (write, allowlist-gated)."},
+		{Name: "list_tools", ReadOnly: true, Enabled: true, CostUnits: 0, Description: "List the tool registry, every tool with its read/write class, cost and whether it is enabled (read-only)."},
 		{Name: "search_docs", ReadOnly: true, Enabled: true, CostUnits: 1, Description: "Search internal docs visible to the calling user's team (read-only)."},
 	}
 	if diff := cmp.Diff(want, testConfig(t, nil).registry()); diff != "" {

@@ -173,11 +173,11 @@ func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir s
 		}
 	}
 
-	evs, err := a.query(ctx, audit.Filter{SessionID: restSessionID(burst), Since: start})
+	evs, err := a.query(ctx, audit.Filter{SessionID: restSessionID(burst, "alice"), Since: start})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n=== Audit trail of session %s (SQLite audit_log; same records in %s) ===\n", restSessionID(burst), auditJSONL)
+	fmt.Fprintf(w, "\n=== Audit trail of session %s (SQLite audit_log; same records in %s) ===\n", restSessionID(burst, "alice"), auditJSONL)
 	for _, e := range evs {
 		fmt.Fprintf(w, "  {\"session_id\":%q,\"subject\":%q,\"tool\":%q,\"class\":%q,\"allowed\":%v,\"dry_run\":%v,\"code\":%q,\"cost\":%g}\n",
 			e.SessionID, e.Subject, e.Tool, e.Class, e.Allowed, e.DryRun, e.Code, e.Cost)

@@ -99,8 +99,8 @@ func TestUnknownToolIsToolNotFoundAndAudited(t *testing.T) {
 	// The server still works after it.
 	docIDs(t, ta.call(t, "token-alice", "s1", "search_docs", map[string]any{"query": ""}))
 	want := []row{
-		{restSessionID("s1"), "alice", "delete_everything", "", "TOOL_NOT_FOUND", false, false},
-		{restSessionID("s1"), "", "delete_everything", "", "UNAUTHENTICATED", false, false},
+		{restSessionID("s1", "alice"), "alice", "delete_everything", "", "TOOL_NOT_FOUND", false, false},
+		{restSessionID("s1", ""), "", "delete_everything", "", "UNAUTHENTICATED", false, false},
 	}
 	if diff := cmp.Diff(want, rows(ta.events(t, audit.Filter{Tool: "delete_everything"}))); diff != "" {
 		t.Errorf("audit of the unknown tool (-want +got):\n%s", diff)
@@ -359,16 +359,16 @@ func TestAuditJSONLAndSQLiteReconstructASession(t *testing.T) {
 	ta.call(t, "token-alice", "s1", "create_ticket", ticketArgs())
 	ta.call(t, "", "s1", "search_docs", map[string]any{"query": ""})
 	ta.call(t, "token-bob", "s2", "search_docs", map[string]any{"query": ""})
-	// alice's session is hers: bob's call in it never reaches it.
-	if o := ta.call(t, "token-bob", "s1", "search_docs", map[string]any{"query": ""}); o.code != "FORBIDDEN" {
-		t.Errorf("bob in alice's session: %+v, want FORBIDDEN", o)
+	// alice's session is hers: the name s1 from another caller (bob, an
+	// anonymous one) names another session.
+	if o := ta.call(t, "token-bob", "s1", "search_docs", map[string]any{"query": ""}); o.code != "" || o.wire != nil {
+		t.Errorf("bob naming s1: %+v, want his own session s1", o)
 	}
 
-	sid := restSessionID("s1")
+	sid := restSessionID("s1", "alice")
 	want := []row{
 		{sid, "alice", "search_docs", "read", "", true, false},
 		{sid, "alice", "create_ticket", "write", "", true, true},
-		{sid, "", "search_docs", "", "UNAUTHENTICATED", false, false},
 	}
 	f := audit.Filter{SessionID: sid, Phase: audit.PhaseOutcome}
 	if diff := cmp.Diff(want, rows(ta.events(t, f))); diff != "" {
@@ -390,8 +390,15 @@ func TestAuditJSONLAndSQLiteReconstructASession(t *testing.T) {
 			t.Errorf("incomplete record %+v", e)
 		}
 	}
-	if got := ta.events(t, audit.Filter{SessionID: restSessionID("s2")}); len(got) != 1 || got[0].Subject != "bob" {
+	if got := ta.events(t, audit.Filter{SessionID: restSessionID("s2", "bob")}); len(got) != 1 || got[0].Subject != "bob" {
 		t.Errorf("session s2: %+v, want bob's one call", got)
+	}
+	if got := ta.events(t, audit.Filter{SessionID: restSessionID("s1", "bob")}); len(got) != 1 || got[0].Subject != "bob" {
+		t.Errorf("bob's session s1: %+v, want his one call", got)
+	}
+	want = []row{{restSessionID("s1", ""), "", "search_docs", "", "UNAUTHENTICATED", false, false}}
+	if diff := cmp.Diff(want, rows(ta.events(t, audit.Filter{SessionID: restSessionID("s1", "")}))); diff != "" {
+		t.Errorf("the anonymous session s1 (-want +got):\n%s", diff)
 	}
 }
 
@@ -401,8 +408,8 @@ func TestRateLimitDenialIsAudited(t *testing.T) {
 		ta.call(t, "token-bob", "s1", "search_docs", map[string]any{"query": ""})
 	}
 	no := false
-	evs := ta.events(t, audit.Filter{SessionID: restSessionID("s1"), Allowed: &no})
-	want := []row{{restSessionID("s1"), "bob", "search_docs", "read", "RATE_LIMIT_EXCEEDED", false, false}}
+	evs := ta.events(t, audit.Filter{SessionID: restSessionID("s1", "bob"), Allowed: &no})
+	want := []row{{restSessionID("s1", "bob"), "bob", "search_docs", "read", "RATE_LIMIT_EXCEEDED", false, false}}
 	if diff := cmp.Diff(want, rows(evs)); diff != "" {
 		t.Errorf("denied records (-want +got):\n%s", diff)
 	}
@@ -420,7 +427,7 @@ func TestAuditSQLiteTableMatchesDataModel(t *testing.T) {
 	// timestamp=time, user_id=subject, tool_name=tool, read_or_write=class,
 	// error_code=code.
 	rs, err := ta.db.QueryContext(t.Context(), `SELECT time, session_id, subject, tool, class, dry_run, allowed, latency_ms, code, detail
-		FROM audit_log WHERE session_id = ? AND phase = 'outcome' ORDER BY id`, restSessionID("sql"))
+		FROM audit_log WHERE session_id = ? AND phase = 'outcome' ORDER BY id`, restSessionID("sql", "alice"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,8 +452,8 @@ func TestAuditSQLiteTableMatchesDataModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []row{
-		{restSessionID("sql"), "alice", "search_docs", "read", "", true, false},
-		{restSessionID("sql"), "alice", "create_ticket", "write", "", true, true},
+		{restSessionID("sql", "alice"), "alice", "search_docs", "read", "", true, false},
+		{restSessionID("sql", "alice"), "alice", "create_ticket", "write", "", true, true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("SQL rows (-want +got):\n%s", diff)

@@ -130,9 +130,6 @@ func (ta *testApp) call(t *testing.T, tok, sid, tool string, args any) outcome {
 	if errors.As(err, &we) {
 		return outcome{wire: we}
 	}
-	if errors.Is(err, errSessionOwned) {
-		return outcome{code: "FORBIDDEN"} // as the REST route answers it
-	}
 	if err != nil {
 		t.Fatalf("call %s: %v", tool, err)
 	}

@@ -27,7 +27,8 @@ const maxRESTBody = 1 << 20
 // sessionName is what X-Session-Id may hold.
 var sessionName = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
-// registryEntry is one line of the registry, as `tools` and GET /tools show it.
+// registryEntry is one line of the registry, as `tools`, GET /tools and the
+// list_tools tool show it.
 type registryEntry struct {
 	Name        string  `json:"name"`
 	ReadOnly    bool    `json:"read_only"`
@@ -39,7 +40,7 @@ type registryEntry struct {
 // registry returns the configured tools, sorted by name. Write tools are
 // listed whether enabled or not, so a reviewer sees the whole surface.
 func (c *config) registry() []registryEntry {
-	var out []registryEntry
+	out := make([]registryEntry, 0, len(c.Tools))
 	for _, n := range c.toolNames() {
 		t := c.Tools[n]
 		out = append(out, registryEntry{
@@ -54,7 +55,9 @@ func (c *config) registry() []registryEntry {
 // (Authorization: Bearer per request; the MCP session is the limiter's
 // session, bound to the user who opened it) and the REST endpoints GET
 // /tools and POST /tools/{name}/call (Authorization: Bearer and
-// X-Session-Id). Both reach the same server and so the same guard.
+// X-Session-Id). Both reach the same server and so the same guard. A
+// request for no route is a REST refusal (restNotFound); one for a route
+// with another method keeps the ServeMux's 405 and Allow header.
 func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	// BindSessions: a request with a valid token goes through the go-sdk's
@@ -71,7 +74,50 @@ func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST /tools/{name}/call", func(w http.ResponseWriter, r *http.Request) {
 		restCall(w, r, a, rest, log)
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !routed(mux, r) {
+			restNotFound(w, r, a)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// routed reports whether mux has a route for r's path, with r's method or
+// another (the ServeMux answers the latter 405).
+func routed(mux *http.ServeMux, r *http.Request) bool {
+	if _, pattern := mux.Handler(r); pattern != "" {
+		return true
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		r2 := r.WithContext(r.Context())
+		r2.Method = m
+		if _, pattern := mux.Handler(r2); pattern != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// restNotFound refuses a request for no route as TOOL_NOT_FOUND (404, the
+// contract's only not-found code), in the guard's error shape with the
+// correlation id of its outcome record, like every other REST refusal.
+// The path is public knowledge (README), so a caller without a valid
+// token gets the 404 too, not a 401; the record names the caller when the
+// token is valid, and no tool (the path is not echoed anywhere).
+func restNotFound(w http.ResponseWriter, r *http.Request, a *app) {
+	ctx := r.Context()
+	req := restRequest(r.Header, "")
+	if id, err := a.authn.Authenticate(ctx, req); err == nil && id != nil && id.Principal != nil {
+		ctx = mcpguard.NewContext(ctx, id)
+	}
+	res, err := a.record(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, mcpguard.Deny(mcpguard.CodeToolNotFound, "no such endpoint: the REST API is GET /tools and POST /tools/{name}/call")
+	})(ctx, req)
+	if err != nil || res == nil {
+		res = mcpguard.Deny(mcpguard.CodeInternal, "the call failed").Result()
+	}
+	writeErrorResult(w, res)
 }
 
 // envelope is the schema of a REST body, {"arguments": {...}}, checked by
@@ -93,13 +139,23 @@ var envelope = func() *mcpguard.Validator {
 }()
 
 // restCall handles POST /tools/{name}/call with {"arguments": {...}}. A
-// caller without a valid token, a missing or malformed X-Session-Id and a
-// malformed body are refused before any session is opened, in that order,
-// and audited like the guard's own refusals (restRefuse).
+// caller without a valid token, a tool not in the registry, a missing or
+// malformed X-Session-Id and a malformed body are refused before any
+// session is opened, in that order, and audited like the guard's own
+// refusals (restRefuse).
 func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions, log *slog.Logger) {
 	tool := r.PathValue("name")
 	if id, err := a.authn.Authenticate(r.Context(), restRequest(r.Header, tool)); err != nil || id == nil {
 		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, nil))
+		return
+	}
+	// The registry is every tool of the server (checkRegistry), and the
+	// example hides none from any caller (GET /tools lists them all): a
+	// name outside it is unknown to the guard too. Refused here, it gets a
+	// correlation id, which the go-sdk's unknown-tool error, the guard's
+	// answer, cannot carry.
+	if _, ok := a.cfg.Tools[tool]; !ok {
+		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
 		return
 	}
 	sid := r.Header.Get("X-Session-Id")
@@ -129,13 +185,14 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 	res, err := rest.call(r.Context(), r.Header, sid, tool, args)
 	var we *jsonrpc.Error
 	switch {
-	case errors.Is(err, errSessionOwned):
-		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool,
-			mcpguard.Deny(mcpguard.CodeForbidden, "X-Session-Id names a session another caller opened; choose another")))
 	case errors.As(err, &we) && we.Code == mcpguard.CodeToolNotFound.JSONRPC():
 		// The guard answers an unknown tool (and only that: its other
-		// refusals are tool results) with the go-sdk's own JSON-RPC error.
-		writeDenial(w, mcpguard.Deny(mcpguard.CodeToolNotFound, we.Message))
+		// refusals are tool results) with the go-sdk's own JSON-RPC error,
+		// after the registry check above only for a tool it refuses to
+		// serve (none of the shipped ones). It has recorded the call under
+		// a correlation id the error does not carry: the refusal gets a
+		// record of its own, whose id it carries.
+		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
 	case err != nil:
 		log.Error("ticket: REST call failed", "err", err)
 		writeDenial(w, mcpguard.Deny(mcpguard.CodeInternal, "the call failed"))
@@ -152,6 +209,12 @@ func orEmptyObject(raw []byte) []byte {
 		return []byte("{}")
 	}
 	return raw
+}
+
+// unknownTool is the refusal of a tool the server does not have, in the
+// go-sdk's words.
+func unknownTool(name string) *mcpguard.DenialError {
+	return mcpguard.Deny(mcpguard.CodeToolNotFound, "unknown tool "+strconv.Quote(name))
 }
 
 // restRequest is the call a REST request stands for, as the authenticator

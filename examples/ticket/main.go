@@ -1,9 +1,10 @@
-// Command ticket is the MCP starter-template server built on mcpguard: two
-// tools, search_docs (read-only, filtered to the caller's team) and
-// create_ticket (a write, allowlist-gated, dry-run by default), behind one
-// guard that authenticates every call as the real caller, enforces the
-// write allowlist, caps calls and cost per session, and audits every
-// decision to a JSONL file and an SQLite database.
+// Command ticket is the MCP starter-template server built on mcpguard:
+// search_docs (read-only, filtered to the caller's team), create_ticket (a
+// write, allowlist-gated, dry-run by default) and list_tools (read-only,
+// the whole registry with each tool's class and whether it is enabled),
+// behind one guard that authenticates every call as the real caller,
+// enforces the write allowlist, caps calls and cost per session, and
+// audits every decision to a JSONL file and an SQLite database.
 //
 // Usage:
 //
@@ -158,7 +159,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	switch cmd {
 	case "tools":
-		if err := checkRegistry(name, cfg, tools(&TicketSystem{})); err != nil {
+		if err := checkRegistry(name, cfg, tools(&TicketSystem{}, cfg)); err != nil {
 			fmt.Fprintln(stderr, "ticket:", err)
 			return 1
 		}

@@ -18,7 +18,7 @@ func TestReview11DemoAuditShowsOnlyThisRun(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("run %d: exit %d: %s", run, code, errOut)
 		}
-		if got := strings.Count(out, `"session_id":"rest-demo-burst-session"`); got != 6 {
+		if got := strings.Count(out, `"session_id":"rest-demo-burst-session@alice"`); got != 6 {
 			t.Errorf("run %d: %d audit lines of the burst session, want the 6 of this run:\n%s", run, got, out)
 		}
 	}

@@ -59,9 +59,12 @@ type app struct {
 	tickets *TicketSystem
 	tokens  *token.Table
 	authn   mcpguard.Authenticator
-	// refuse audits a REST refusal decided before the guard (see
-	// preGuard).
+	// refuse audits a REST refusal decided before the guard, after
+	// authenticating the caller (restRefuse); record audits one that
+	// does not need an identity, the caller's in the context if any
+	// (restNotFound).
 	refuse  mcpguard.Middleware
+	record  mcpguard.Middleware
 	jsonl   *audit.JSONLSink
 	sqlSink *audit.SQLSink
 	db      *sql.DB
@@ -80,7 +83,7 @@ func newApp(o appOptions) (a *app, err error) {
 	if o.Marks == nil {
 		o.Marks = o.Log
 	}
-	defs := tools(o.Tickets)
+	defs := tools(o.Tickets, o.Config)
 	if err := checkRegistry(o.ConfigName, o.Config, defs); err != nil {
 		return nil, err
 	}
@@ -134,7 +137,8 @@ func newApp(o appOptions) (a *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.refuse = mcpguard.Chain(auditStep, mcpguard.Recover(o.Log), mcpguard.Authenticate(authn))
+	a.record = mcpguard.Chain(auditStep, mcpguard.Recover(o.Log))
+	a.refuse = mcpguard.Chain(a.record, mcpguard.Authenticate(authn))
 
 	a.guard, err = mcpguard.New(pol, authn, &mcpguard.Options{
 		Audit:   sink,

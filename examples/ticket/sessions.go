@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/mcpguard/mcpguard"
@@ -13,10 +13,11 @@ import (
 )
 
 // A named session is a real MCP session of the app's server whose id we
-// choose: the stdio process's session, or the session a REST client names in
-// X-Session-Id. The go-sdk gives stdio and in-memory sessions no id; with
-// one, the guard keys the limiter on it and the audit trail records it, so
-// the trail can be queried by session on every transport.
+// choose: the stdio process's session, or the session a REST client names
+// in X-Session-Id (one per name and caller, restSessionID). The go-sdk
+// gives stdio and in-memory sessions no id; with one, the guard keys the
+// limiter on it and the audit trail records it, so the trail can be
+// queried by session on every transport.
 
 // sessionConn is a server connection with a session id that, when hdrs is
 // set, hands the server each request's HTTP headers (as the Streamable HTTP
@@ -87,68 +88,74 @@ func (t *clientTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 }
 
 // maxRESTSessions bounds the REST sessions kept open; the oldest is closed
-// beyond it (its limiter budget survives: it is keyed by the session id).
+// beyond it. Its caller's next call with its name opens it again, under the
+// same id: its limiter budget survives (the limiter keys it by that id).
 const maxRESTSessions = 1024
 
-// restSessions maps REST session names (X-Session-Id) to MCP sessions of
-// the app's server, so that REST calls pass the same guard as MCP ones, one
-// choke point. Safe for concurrent use.
+// restSessions maps REST sessions to MCP sessions of the app's server, so
+// that REST calls pass the same guard as MCP ones, one choke point. A REST
+// session is the pair of the name a caller gives in X-Session-Id and the
+// caller's authenticated subject: the same name sent by two callers names
+// two sessions, with two budgets and two MCP session ids, so that no caller
+// can spend, use up or write records under another's session, whatever it
+// names and however many sessions it opens. Safe for concurrent use.
 type restSessions struct {
 	server *mcp.Server
 	authn  mcpguard.Authenticator // the guard's, to tell whose a session is
 	client *mcp.Client
 
 	mu       sync.Mutex
-	sessions map[string]*restSession
-	order    []string
+	sessions map[restKey]*restSession
+	order    []restKey // oldest first
+}
+
+// restKey names a REST session: X-Session-Id and the caller's subject (""
+// for a caller without a valid identity, whose calls the guard refuses).
+type restKey struct {
+	name, subject string
 }
 
 type restSession struct {
-	cs    *mcp.ClientSession
-	ss    *mcp.ServerSession
-	owner string // the first subject that used it; r.mu guards it
+	cs *mcp.ClientSession
+	ss *mcp.ServerSession
 }
-
-// errSessionOwned refuses a caller that names a REST session another
-// caller opened: sessions carry budgets, and one caller must not spend, or
-// use up, another's.
-var errSessionOwned = errors.New("the REST session belongs to another caller")
 
 func newRESTSessions(s *mcp.Server, authn mcpguard.Authenticator) *restSessions {
 	return &restSessions{
 		server:   s,
 		authn:    authn,
 		client:   mcp.NewClient(&mcp.Implementation{Name: "ticket-rest", Version: "v1.0.0"}, nil),
-		sessions: map[string]*restSession{},
+		sessions: map[restKey]*restSession{},
 	}
 }
 
-// restSessionID is the MCP session id of REST session name: prefixed, so it
-// never equals the id of a Streamable HTTP session.
-func restSessionID(name string) string { return "rest-" + name }
+// restSessionID is the MCP session id of the REST session name of subject,
+// "rest-<name>@<subject>", the subject path-escaped: what the limiter keys
+// the session's budget on and what its audit records show as session_id.
+// It is one-to-one: name (sessionName) has no '@', so the first '@' ends
+// it, and path escaping is one-to-one and leaves the id printable. The
+// prefix keeps it apart from the ids of Streamable HTTP sessions.
+func restSessionID(name, subject string) string {
+	return "rest-" + name + "@" + url.PathEscape(subject)
+}
 
-// get returns REST session name for subject ("" for a caller without a
-// valid identity), opening it if needed, or errSessionOwned when another
-// subject used it first. A caller without an identity may use any session:
-// the guard refuses its calls before they cost anything. The session is
-// opened, and the oldest one beyond maxRESTSessions closed, outside r.mu:
-// closing a session waits for its calls in flight, and a slow one must not
-// stall the calls of every other session.
+// get returns REST session name of subject ("" for a caller without a
+// valid identity), opening it if needed. The session is opened, and the
+// oldest one beyond maxRESTSessions closed, outside r.mu: closing a session
+// waits for its calls in flight, and a slow one must not stall the calls of
+// every other session.
 func (r *restSessions) get(ctx context.Context, name, subject string) (*mcp.ClientSession, error) {
+	key := restKey{name, subject}
 	r.mu.Lock()
-	s, ok := r.sessions[name]
-	admitted := ok && s.admitLocked(subject)
+	s, ok := r.sessions[key]
 	r.mu.Unlock()
 	if ok {
-		if !admitted {
-			return nil, errSessionOwned
-		}
 		return s.cs, nil
 	}
 	hdrs := &sync.Map{}
 	ct, st := mcp.NewInMemoryTransports()
 	ctx = context.WithoutCancel(ctx)
-	ss, err := r.server.Connect(ctx, &sessionTransport{t: st, id: restSessionID(name), hdrs: hdrs}, nil)
+	ss, err := r.server.Connect(ctx, &sessionTransport{t: st, id: restSessionID(name, subject), hdrs: hdrs}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -157,16 +164,14 @@ func (r *restSessions) get(ctx context.Context, name, subject string) (*mcp.Clie
 		ss.Close()
 		return nil, err
 	}
-	s = &restSession{cs: cs, ss: ss, owner: subject}
+	s = &restSession{cs: cs, ss: ss}
 
 	var closing []*restSession
 	r.mu.Lock()
-	admitted = true
-	if cur, ok := r.sessions[name]; ok {
+	if cur, ok := r.sessions[key]; ok {
 		// Opened meanwhile by another call: use that one.
 		closing = append(closing, s)
 		s = cur
-		admitted = s.admitLocked(subject)
 	} else {
 		for len(r.order) >= maxRESTSessions {
 			old := r.order[0]
@@ -174,30 +179,14 @@ func (r *restSessions) get(ctx context.Context, name, subject string) (*mcp.Clie
 			closing = append(closing, r.sessions[old])
 			delete(r.sessions, old)
 		}
-		r.sessions[name] = s
-		r.order = append(r.order, name)
+		r.sessions[key] = s
+		r.order = append(r.order, key)
 	}
 	r.mu.Unlock()
 	for _, c := range closing {
 		c.close()
 	}
-	if !admitted {
-		return nil, errSessionOwned
-	}
 	return s.cs, nil
-}
-
-// admitLocked reports whether subject may use s, which it then owns if no
-// one did; r.mu is held.
-func (s *restSession) admitLocked(subject string) bool {
-	switch {
-	case subject == "" || s.owner == subject:
-		return true
-	case s.owner == "":
-		s.owner = subject
-		return true
-	}
-	return false
 }
 
 func (s *restSession) close() {
@@ -205,9 +194,8 @@ func (s *restSession) close() {
 	s.ss.Close()
 }
 
-// call calls tool with args in REST session name, as the caller that h
-// (the HTTP request's headers) authenticates. It returns errSessionOwned
-// when another caller used the session first.
+// call calls tool with args in REST session name of the caller that h (the
+// HTTP request's headers) authenticates.
 func (r *restSessions) call(ctx context.Context, h http.Header, name, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	subject := ""
 	if id, err := r.authn.Authenticate(ctx, restRequest(h, tool)); err == nil && id != nil && id.Principal != nil {
@@ -225,7 +213,7 @@ func (r *restSessions) call(ctx context.Context, h http.Header, name, tool strin
 func (r *restSessions) Close() {
 	r.mu.Lock()
 	open := r.sessions
-	r.sessions, r.order = map[string]*restSession{}, nil
+	r.sessions, r.order = map[restKey]*restSession{}, nil
 	r.mu.Unlock()
 	for _, s := range open {
 		s.close()

@@ -93,7 +93,7 @@ func TestStdioServer(t *testing.T) {
 		for _, tool := range lt.Tools {
 			names = append(names, tool.Name)
 		}
-		if diff := cmp.Diff([]string{"create_ticket", "search_docs"}, names); diff != "" {
+		if diff := cmp.Diff([]string{"create_ticket", "list_tools", "search_docs"}, names); diff != "" {
 			t.Errorf("tools (-want +got):\n%s", diff)
 		}
 		// No credential is a tool argument.

@@ -160,7 +160,7 @@ func TestReviewRESTEvictionDoesNotBlockOtherSessions(t *testing.T) {
 		if !ta.rest.mu.TryLock() {
 			break
 		}
-		_, open := ta.rest.sessions["slow"]
+		_, open := ta.rest.sessions[restKey{"slow", "alice"}]
 		ta.rest.mu.Unlock()
 		if !open {
 			break

@@ -110,6 +110,10 @@ type (
 		TicketID string `json:"ticket_id"`
 		DryRun   bool   `json:"dry_run"`
 	}
+	listIn  struct{}
+	listOut struct {
+		Tools []registryEntry `json:"tools"`
+	}
 )
 
 // toolDef is a tool in code: its definition and how to add it to a server.
@@ -118,9 +122,10 @@ type toolDef struct {
 	add  func(*mcp.Server, *mcp.Tool)
 }
 
-// tools returns the tools in code. Their read/write classification is the
-// ReadOnlyHint annotation, cross-checked against server.yaml at start.
-func tools(ts *TicketSystem) []*toolDef {
+// tools returns the tools in code, list_tools showing cfg's registry.
+// Their read/write classification is the ReadOnlyHint annotation,
+// cross-checked against server.yaml at start.
+func tools(ts *TicketSystem, cfg *config) []*toolDef {
 	return []*toolDef{
 		{
 			tool: &mcp.Tool{
@@ -180,6 +185,36 @@ func tools(ts *TicketSystem) []*toolDef {
 			},
 			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, createTicket(ts)) },
 		},
+		{
+			tool: &mcp.Tool{
+				Name:        "list_tools",
+				Description: "List the tool registry, every tool with its read/write class, cost and whether it is enabled (read-only).",
+				InputSchema: map[string]any{
+					"type":                 "object",
+					"properties":           map[string]any{},
+					"additionalProperties": false,
+				},
+				OutputSchema: map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"tools": map[string]any{"type": "array", "items": map[string]any{
+							"type": "object",
+							"properties": map[string]any{
+								"name": map[string]any{"type": "string"}, "read_only": map[string]any{"type": "boolean"},
+								"enabled": map[string]any{"type": "boolean"}, "cost_units": map[string]any{"type": "number", "minimum": 0},
+								"description": map[string]any{"type": "string"},
+							},
+							"required":             []string{"name", "read_only", "enabled", "cost_units", "description"},
+							"additionalProperties": false,
+						}},
+					},
+					"required":             []string{"tools"},
+					"additionalProperties": false,
+				},
+				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+			},
+			add: func(s *mcp.Server, t *mcp.Tool) { mcp.AddTool(s, t, listTools(cfg)) },
+		},
 	}
 }
 
@@ -222,6 +257,19 @@ func createTicket(ts *TicketSystem) mcp.ToolHandlerFor[ticketIn, ticketOut] {
 			return nil, ticketOut{}, err
 		}
 		return nil, ticketOut{TicketID: id}, nil
+	}
+}
+
+// listTools answers the registry of cfg, as `ticket tools` and GET /tools
+// show it: every tool, each write with whether allowed_write_tools enables
+// it, so that a reviewer sees the whole surface. It is a guarded read like
+// search_docs: the caller is authenticated (the seed's list_tools() took no
+// token, but here no tool takes one), rate-limited and audited. It hides
+// nothing tools/list shows the caller: server.yaml has no role rules, so
+// every caller may see every tool.
+func listTools(cfg *config) mcp.ToolHandlerFor[listIn, listOut] {
+	return func(context.Context, *mcp.CallToolRequest, listIn) (*mcp.CallToolResult, listOut, error) {
+		return nil, listOut{Tools: cfg.registry()}, nil
 	}
 }
 
