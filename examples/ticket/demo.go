@@ -76,8 +76,9 @@ func brief(e map[string]any) string {
 
 // runDemo runs the seed's four scenes in-process against the real guard,
 // with cfg (writes allowlisted too when allowWrites) and an audit trail in
-// auditDir (a temporary directory when empty).
-func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir string) error {
+// auditDir (a temporary directory when empty), its audit_log table in the
+// PostgreSQL database of the URL pgURL unless it is empty.
+func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir, pgURL string) error {
 	if allowWrites && !cfg.writeEnabled("create_ticket") {
 		c := *cfg
 		c.AllowedWriteTools = append(append([]string(nil), cfg.AllowedWriteTools...), "create_ticket")
@@ -95,7 +96,7 @@ func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir s
 	}
 	tickets := &TicketSystem{}
 	a, err := newApp(appOptions{
-		ConfigName: name, Config: cfg, AuditDir: auditDir, Tickets: tickets,
+		ConfigName: name, Config: cfg, AuditDir: auditDir, AuditPostgres: pgURL, Tickets: tickets,
 		Marks: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 			ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
 				if at.Key == slog.TimeKey || at.Key == "correlation_id" {
@@ -177,7 +178,7 @@ func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n=== Audit trail of session %s (SQLite audit_log; same records in %s) ===\n", restSessionID(burst, "alice"), auditJSONL)
+	fmt.Fprintf(w, "\n=== Audit trail of session %s (%s audit_log; same records in %s) ===\n", restSessionID(burst, "alice"), a.store(), auditJSONL)
 	for _, e := range evs {
 		fmt.Fprintf(w, "  {\"session_id\":%q,\"subject\":%q,\"tool\":%q,\"class\":%q,\"allowed\":%v,\"dry_run\":%v,\"code\":%q,\"cost\":%g}\n",
 			e.SessionID, e.Subject, e.Tool, e.Class, e.Allowed, e.DryRun, e.Code, e.Cost)

@@ -4,14 +4,15 @@
 // the whole registry with each tool's class and whether it is enabled),
 // behind one guard that authenticates every call as the real caller,
 // enforces the write allowlist, caps calls and cost per session, and
-// audits every decision to a JSONL file and an SQLite database.
+// audits every decision to a JSONL file and an SQLite (or PostgreSQL)
+// database.
 //
 // Usage:
 //
 //	ticket [--config server.yaml] tools
-//	ticket [--config server.yaml] demo [--allow-writes]
-//	ticket [--config server.yaml] serve-http [--host 127.0.0.1] [--port 8000] [--audit-dir DIR]
-//	ticket [--config server.yaml] serve-stdio [--audit-dir DIR]
+//	ticket [--config server.yaml] demo [--allow-writes] [--audit-dir DIR] [--audit-postgres URL]
+//	ticket [--config server.yaml] serve-http [--host 127.0.0.1] [--port 8000] [--audit-dir DIR] [--redis HOST:PORT] [--audit-postgres URL]
+//	ticket [--config server.yaml] serve-stdio [--audit-dir DIR] [--redis HOST:PORT] [--audit-postgres URL]
 //
 // server.yaml holds the tool registry (read_only, cost_units, description),
 // allowed_write_tools, dry_run and rate_limit; it is parsed strictly and
@@ -24,6 +25,16 @@
 // development-only static one (token-alice, token-bob, token-admin).
 // TICKET_MCP_AUDIT_KEY (hex, at least 16 bytes) keys the audit records'
 // argument hashes; without it each process uses a random key.
+//
+// The per-session budgets live in the process's memory unless --redis
+// names a Redis: then every server on that Redis shares them (a REST
+// session's calls count together on every replica, and across restarts),
+// and a Redis that cannot decide refuses the call (RATE_LIMIT_EXCEEDED,
+// retry in 1 s). The audit_log table is <audit-dir>/audit.db (SQLite)
+// unless --audit-postgres names a PostgreSQL database; audit.jsonl stays
+// in --audit-dir either way. An empty or malformed value is a usage error
+// (exit 2); a server that does not answer at start stops the start (exit
+// 1).
 //
 // See README.md.
 package main
@@ -78,6 +89,10 @@ commands:
   demo [--allow-writes]     run the four guard-rail scenes in-process
   serve-http                serve MCP Streamable HTTP at /mcp and REST at /tools
   serve-stdio               serve MCP over stdio as the user of $` + tokenEnv + `
+
+serve-http and serve-stdio also take --audit-dir DIR, --redis HOST:PORT
+(per-session budgets shared on Redis) and --audit-postgres URL (audit_log
+in PostgreSQL); demo takes --audit-dir and --audit-postgres.
 `
 
 func main() {
@@ -112,6 +127,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		port        = 8000
 		allowRemote bool
 		auditDir    = "ticket-audit"
+		redisAddr   string
+		pgURL       string
 	)
 	switch cmd {
 	case "tools", "serve-stdio":
@@ -119,6 +136,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.BoolVar(&allowWrites, "allow-writes", false, "put create_ticket on the write allowlist for the demo (dry_run still applies)")
 		auditDir = ""
 		fs.StringVar(&auditDir, "audit-dir", "", "keep the demo's audit trail here (default: a temporary directory, removed after)")
+		fs.StringVar(&pgURL, "audit-postgres", "", "write (and read back) the audit_log table in this PostgreSQL database (postgres://...) instead of SQLite")
 	case "serve-http":
 		fs.StringVar(&host, "host", host, "address to listen on (loopback unless --allow-remote)")
 		fs.IntVar(&port, "port", port, "port to listen on (0 picks a free one)")
@@ -130,12 +148,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd == "serve-http" || cmd == "serve-stdio" {
 		fs.StringVar(&auditDir, "audit-dir", auditDir, "directory for audit.jsonl and audit.db")
+		fs.StringVar(&redisAddr, "redis", "", "keep the per-session budgets on this Redis (host:port), shared by every server on it (default: in memory)")
+		fs.StringVar(&pgURL, "audit-postgres", "", "write the audit_log table to this PostgreSQL database (postgres://...) instead of audit.db")
 	}
 	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ticket %s: unexpected arguments %q\n", cmd, fs.Args())
+		return 2
+	}
+	// A backend flag given is checked, even empty: "" would otherwise
+	// mean memory or SQLite, silently.
+	var bad error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case bad != nil:
+		case f.Name == "redis":
+			bad = checkRedisAddr(redisAddr)
+		case f.Name == "audit-postgres":
+			_, bad = postgresConfig(pgURL)
+		}
+	})
+	if bad != nil {
+		fmt.Fprintf(stderr, "ticket %s: %v\n", cmd, bad)
 		return 2
 	}
 
@@ -166,7 +202,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printRegistry(stdout, cfg)
 		return 0
 	case "demo":
-		if err := runDemo(stdout, name, cfg, allowWrites, auditDir); err != nil {
+		if err := runDemo(stdout, name, cfg, allowWrites, auditDir, pgURL); err != nil {
 			fmt.Fprintln(stderr, "ticket demo:", err)
 			return 1
 		}
@@ -183,7 +219,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	opts := appOptions{ConfigName: name, Config: cfg, AuditDir: auditDir, Log: log,
-		Marks: slog.New(slog.NewTextHandler(stderr, nil)), ArgsKey: key}
+		Marks: slog.New(slog.NewTextHandler(stderr, nil)), ArgsKey: key,
+		Redis: redisAddr, AuditPostgres: pgURL}
 	if cmd == "serve-stdio" {
 		opts.Authn = func(t *token.Table) mcpguard.Authenticator { return mcpguard.FromEnv(tokenEnv, t) }
 	}

@@ -30,14 +30,24 @@ type appOptions struct {
 	// ConfigName names the configuration in errors.
 	ConfigName string
 	Config     *config
-	// AuditDir receives audit.jsonl and audit.db. Required.
+	// AuditDir receives audit.jsonl, and audit.db unless AuditPostgres
+	// is set. Required.
 	AuditDir string
+	// AuditPostgres is the URL of a PostgreSQL database that holds the
+	// audit_log table instead of audit.db (--audit-postgres). "" means
+	// SQLite.
+	AuditPostgres string
+	// Redis is the host:port of a Redis that keeps the limiter's budgets
+	// (--redis), shared by every server on it. "" means this process's
+	// memory.
+	Redis string
 	// Tickets is the downstream ticket system. Nil means a new one.
 	Tickets *TicketSystem
 	// Authn picks the authenticator from the token table. Nil means
 	// mcpguard.BearerTokens (HTTP).
 	Authn func(*token.Table) mcpguard.Authenticator
-	// Now is the guard's (and so the limiter's) clock. Nil means time.Now.
+	// Now is the guard's clock, and the limiter's in memory (on Redis the
+	// limiter decides at the Redis server's time). Nil means time.Now.
 	Now func() time.Time
 	// Log receives operational messages. Nil discards them.
 	Log *slog.Logger
@@ -68,12 +78,17 @@ type app struct {
 	jsonl   *audit.JSONLSink
 	sqlSink *audit.SQLSink
 	db      *sql.DB
+	dialect audit.Dialect
 	dir     string
+	// closeRedis closes the limiter's Redis client; nil in memory.
+	closeRedis func() error
 }
 
 // newApp checks the registry, builds the policy, limiter and audit sinks
-// from the configuration, adds the tools and installs the guard.
-func newApp(o appOptions) (a *app, err error) {
+// from the configuration, adds the tools and installs the guard. With
+// o.Redis or o.AuditPostgres, that server must answer now, or newApp
+// fails.
+func newApp(o appOptions) (_ *app, err error) {
 	if o.Tickets == nil {
 		o.Tickets = &TicketSystem{}
 	}
@@ -91,10 +106,6 @@ func newApp(o appOptions) (a *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	lim, err := limiter.New(o.Config.limits(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: rate_limit: %w", o.ConfigName, err)
-	}
 	tokens, err := devTokens()
 	if err != nil {
 		return nil, err
@@ -109,22 +120,51 @@ func newApp(o appOptions) (a *app, err error) {
 		_, _ = rand.Read(o.ArgsKey) // crypto/rand.Read never fails
 	}
 
-	a = &app{cfg: o.Config, tickets: o.Tickets, tokens: tokens, authn: authn, dir: o.AuditDir}
+	// A failure from here on closes what was opened (a, not the nil
+	// returned).
+	a := &app{cfg: o.Config, tickets: o.Tickets, tokens: tokens, authn: authn, dir: o.AuditDir}
 	defer func() {
 		if err != nil {
 			a.Close()
 		}
 	}()
+
+	// The limits of server.yaml, in this process's memory or on Redis:
+	// the same limits, keyed on the same session ids, fail closed (a
+	// Redis that cannot decide refuses the call).
+	var lopts limiter.Options
+	if o.Redis != "" {
+		store, closeRedis, err := openRedisStore(context.Background(), o.Redis)
+		if err != nil {
+			return nil, err
+		}
+		a.closeRedis, lopts.Store = closeRedis, store
+	}
+	lim, err := limiter.New(o.Config.limits(), &lopts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rate_limit: %w", o.ConfigName, err)
+	}
+
 	if a.jsonl, err = audit.OpenJSONL(filepath.Join(o.AuditDir, auditJSONL), nil); err != nil {
 		return nil, err
 	}
-	if a.db, err = audit.OpenSQLite(filepath.Join(o.AuditDir, auditSQLite)); err != nil {
+	a.dialect = audit.SQLite
+	if o.AuditPostgres != "" {
+		a.dialect = audit.Postgres
+		a.db, err = openPostgres(context.Background(), o.AuditPostgres)
+	} else {
+		a.db, err = audit.OpenSQLite(filepath.Join(o.AuditDir, auditSQLite))
+	}
+	if err != nil {
 		return nil, err
 	}
-	if a.sqlSink, err = audit.NewSQL(context.Background(), a.db, audit.SQLite, &audit.SQLOptions{
-		OnError: func(err error) { o.Log.Error("audit: sqlite batch failed", "err", err) },
-	}); err != nil {
-		return nil, err
+	// Not bounded in time: creating or upgrading the table of a large
+	// trail may take a while; the server answered already.
+	a.sqlSink, err = audit.NewSQL(context.Background(), a.db, a.dialect, &audit.SQLOptions{
+		OnError: func(err error) { o.Log.Error("audit: "+a.store()+" batch failed", "err", err) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s audit_log: %w", a.store(), err)
 	}
 	sink := audit.Fanout(a.jsonl, a.sqlSink, dryRunLog(o.Marks))
 
@@ -183,13 +223,22 @@ func dryRunLog(log *slog.Logger) audit.Sink {
 	})
 }
 
-// query returns the audit records that match f, from SQLite, after making
-// sure every queued record is committed.
+// query returns the audit records that match f, from the audit_log table
+// (SQLite or PostgreSQL), after making sure every queued record is
+// committed.
 func (a *app) query(ctx context.Context, f audit.Filter) ([]audit.Event, error) {
 	if err := a.sqlSink.Flush(ctx); err != nil {
 		return nil, err
 	}
 	return a.sqlSink.Query(ctx, f)
+}
+
+// store names the database of the audit_log table.
+func (a *app) store() string {
+	if a.dialect == audit.Postgres {
+		return "PostgreSQL"
+	}
+	return "SQLite"
 }
 
 // flush writes the JSONL buffer to its file.
@@ -209,6 +258,9 @@ func (a *app) Close() error {
 	}
 	if a.jsonl != nil {
 		errs = append(errs, a.jsonl.Close())
+	}
+	if a.closeRedis != nil {
+		errs = append(errs, a.closeRedis())
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/mcpguard/mcpguard/limiter/redislimit"
+	"github.com/redis/go-redis/v9"
+)
+
+// The backends that several server processes share: the limiter's state on
+// Redis (--redis) and the audit_log table on PostgreSQL (--audit-postgres).
+// Each is checked twice: its value when the flags are parsed (a usage
+// error, exit 2), and its server when the app starts (it must answer, or
+// the server does not start: exit 1).
+
+// redisPrefix starts the limiter's Redis keys. Every ticket server on one
+// Redis uses it, so that they share their budgets; the hash tag keeps a
+// decision's keys in one slot on Redis Cluster.
+const redisPrefix = "{mcpguard-ticket}:limiter:"
+
+// startTimeout bounds the first answer of Redis or PostgreSQL at start.
+const startTimeout = 5 * time.Second
+
+// checkRedisAddr checks a --redis value: host:port, the port 1 to 65535.
+func checkRedisAddr(v string) error {
+	if v == "" {
+		return errors.New("--redis: empty address (want host:port, e.g. 127.0.0.1:6379)")
+	}
+	host, port, err := net.SplitHostPort(v)
+	n, perr := strconv.Atoi(port)
+	if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--redis %q: want host:port, e.g. 127.0.0.1:6379", v)
+	}
+	return nil
+}
+
+// openRedisStore connects to the Redis at addr and returns the limiter
+// store on it and the client's Close. Redis must answer a PING within
+// startTimeout. The client neither retries nor waits past its context:
+// redislimit bounds each decision itself, and a retried decision could be
+// charged twice.
+func openRedisStore(ctx context.Context, addr string) (*redislimit.Store, func() error, error) {
+	if err := checkRedisAddr(addr); err != nil {
+		return nil, nil, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, nil, fmt.Errorf("--redis %s: %w", addr, err)
+	}
+	return redislimit.New(rdb, &redislimit.Options{Prefix: redisPrefix}), rdb.Close, nil
+}
+
+// postgresUsage is the form --audit-postgres takes.
+const postgresUsage = "want postgres://user@host:port/database?sslmode=..., the password in PGPASSWORD or ~/.pgpass"
+
+// postgresConfig checks an --audit-postgres value and returns pgx's
+// configuration of it (which also reads PGPASSWORD, ~/.pgpass and the
+// other PG* variables). Its errors never show the URL: it may hold a
+// password.
+func postgresConfig(v string) (*pgx.ConnConfig, error) {
+	if v == "" {
+		return nil, errors.New("--audit-postgres: empty URL (" + postgresUsage + ")")
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, errors.New("--audit-postgres: not a postgres:// URL (" + postgresUsage + ")")
+	}
+	if u.Hostname() == "" && u.Query().Get("host") == "" {
+		return nil, errors.New("--audit-postgres: the URL names no host (" + postgresUsage + ")")
+	}
+	cfg, err := pgx.ParseConfig(v)
+	if err != nil {
+		return nil, fmt.Errorf("--audit-postgres: not a valid PostgreSQL URL%s (%s)", parseReason(err, u), postgresUsage)
+	}
+	return cfg, nil
+}
+
+// parseReason returns ": <why>" for pgx's error err parsing u, without the
+// URL that pgx's message quotes; "" when the reason could show a password.
+func parseReason(err error, u *url.URL) string {
+	s := err.Error()
+	i := strings.LastIndex(s, "`: ")
+	if i < 0 {
+		return ""
+	}
+	s = s[i+3:]
+	pw, _ := u.User.Password()
+	for _, p := range []string{pw, u.Query().Get("password")} {
+		if p != "" && strings.Contains(s, p) {
+			return ""
+		}
+	}
+	return ": " + s
+}
+
+// openPostgres connects to the PostgreSQL database of the URL v, which
+// must answer within startTimeout. At most 8 connections are open: the
+// sink's one background writer, the durable writes of write calls, and
+// queries.
+func openPostgres(ctx context.Context, v string) (*sql.DB, error) {
+	cfg, err := postgresConfig(v)
+	if err != nil {
+		return nil, err
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(8)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("--audit-postgres: %w", err)
+	}
+	return db, nil
+}
