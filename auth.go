@@ -258,7 +258,7 @@ func printable(s string) bool {
 type identityKey struct{}
 
 // NewContext returns ctx carrying id. The guard does this before the
-// handler runs.
+// handler runs. Like context.WithValue, it panics on a nil ctx.
 func NewContext(ctx context.Context, id *Identity) context.Context {
 	if ctx == nil {
 		panic("mcpguard: NewContext with a nil parent context") // as context.WithValue

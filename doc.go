@@ -51,15 +51,16 @@
 // # Errors
 //
 // A refusal is a [*DenialError] with a [Code] from the error contract; it
-// unwraps to a sentinel (errors.Is(err, ErrForbidden)). By default a refusal
-// is a tool-error result (isError true) whose structured content and text
-// are {"error":{"code","message","retryable","retry_after_seconds"?,
+// unwraps to a sentinel (errors.Is(err, ErrForbidden)). By default a
+// refusal is a tool-error result (isError true) whose structured content
+// and text are
+// {"error":{"code","message","retryable","retry_after_seconds"?,
 // "correlation_id"?,"details"?}} (the correlation id is set by the Guard,
-// by Confirm, Limit and DryRun, and by the stand-alone guards inside an
-// [Audit] middleware, to the id of its record; a handler reads it with
-// [CorrelationID]), so a model can read it and correct itself. retryable is
-// never true for a write whose handler started and failed: it may have
-// written.
+// by Confirm, Limit, DryRun and WriteAhead, and by the other stand-alone
+// guards inside an [Audit] middleware, to the id of its record; a handler
+// reads it with [CorrelationID]), so a model can read it and correct
+// itself. retryable is never true for a write whose handler started and
+// failed: it may have written.
 // With [Options.ProtocolErrors] it is a JSON-RPC error instead:
 //
 //	UNAUTHENTICATED                                  -32000  HTTP 401

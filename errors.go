@@ -103,7 +103,9 @@ func (c Code) JSONRPC() int64 {
 	return jsonrpc.CodeInternalError
 }
 
-// HTTPStatus returns the HTTP status of c for gateways and HTTP routes.
+// HTTPStatus returns the HTTP status of c for gateways and HTTP routes: 502
+// for UPSTREAM_UNAVAILABLE (a gateway answers 504 when the downstream timed
+// out), and 500 for INTERNAL and for an unknown code.
 func (c Code) HTTPStatus() int {
 	switch c {
 	case CodeUnauthenticated:

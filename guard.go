@@ -50,7 +50,9 @@ type ToolOptions struct {
 }
 
 // Options configure a [Guard]. The zero value (or nil) is a strict guard:
-// tool errors, strict validation, no limits, no dry-run, audit discarded.
+// tool errors, strict validation, no limits, no dry-run, audit discarded,
+// and so, with no sink for a write-ahead intent, every call of a write tool
+// refused as AUDIT_UNAVAILABLE (see Audit and NoWriteAhead).
 type Options struct {
 	// Audit receives one outcome event per call (and an intent event before
 	// a write runs). Nil discards events; a write then cannot get a durable
@@ -83,7 +85,9 @@ type Options struct {
 	// confirmation state that could not be made) is given back its calls
 	// and cost ([limiter.Limiter.Refund]): a call refused at once consumes
 	// nothing; one refused later keeps the part that may have refilled
-	// meanwhile, which its audit record's cost shows.
+	// meanwhile, which its audit record's cost shows. When the limiter's
+	// store fails and the limiter fails closed, the call is refused as
+	// RATE_LIMIT_EXCEEDED with a wait of one second (see [Limit]).
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.
@@ -136,7 +140,8 @@ type Options struct {
 // A Guard is the assembled pipeline. It is safe for concurrent use. Use
 // one way in per server: [Guard.Install] for the whole server, or
 // [Guard.Wrap] / [Guard.AddTool] per handler; both at once would run the
-// pipeline twice per call (and count it twice against the limits).
+// pipeline twice per call (and count it twice against the limits). The
+// zero Guard is not usable: make one with [New].
 type Guard struct {
 	pol   *policy.Policy
 	authn Authenticator
@@ -223,7 +228,9 @@ func (g *Guard) Policy() *policy.Policy { return g.pol }
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint
 // contradicts its class, is an error, as is a schema that does not compile
-// or a nil h.
+// or a nil h. A tool with Annotations hints ReadOnlyHint false unless it
+// sets it (false is the MCP default), so a read tool whose Annotations only
+// give a Title is refused; a tool with no Annotations hints nothing.
 // Wrap protects one raw handler; to protect every tool of a server,
 // including typed ones, and filter tools/list, use [Guard.Install].
 func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {

@@ -28,8 +28,10 @@ import (
 // (the go-sdk has no recover: a panic would end the process), and
 // normalises the two returns the go-sdk mishandles: (nil, nil) and a plain
 // error (which would reach the client as JSON-RPC code 0, text and all).
-// The panic value and stack go to log (nil means stderr), never to the
-// client.
+// A *DenialError the handler returns is rendered as a tool error of its own
+// code, a *jsonrpc.Error is passed on as it is, and any other error becomes
+// INTERNAL. The panic value and stack, and the text of such an error, go to
+// log (nil means [slog.Default]), never to the client.
 func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -65,7 +67,7 @@ func Recover(log *slog.Logger) Middleware {
 // Authenticate resolves the caller with a and puts the [Identity] in the
 // context for the handler ([FromContext]); a call without a valid identity
 // is refused as [Guard] refuses it (see [Authenticator]) and the handler
-// does not run.
+// does not run. A nil a refuses every call as UNAUTHENTICATED.
 func Authenticate(a Authenticator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -223,7 +223,8 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // caller (hidden tools are absent; the result is marked CacheScope
 // "private"). It first lists the server's tools and checks each against the
 // policy: a tool without a rule, with a ReadOnlyHint that contradicts its
-// class, or with a schema that does not compile is a start-up error. Tools
+// class (as for [Guard.Wrap]: Annotations without ReadOnlyHint hint a
+// write), or with a schema that does not compile is a start-up error. Tools
 // added or replaced later are checked when the guard next lists the server's
 // tools, at the first call a second or more after the previous listing (at
 // once after a tools/list_changed notification): until then a new name is

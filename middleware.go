@@ -7,9 +7,16 @@ import (
 )
 
 // A Middleware wraps a tool handler. Each step of the pipeline is a guard
-// usable alone as a Middleware: [Recover], [Authenticate], [Authorize],
-// [ValidateArguments], [Confirm], [Limit], [DryRun] and [Audit]. [Guard]
-// assembles the full pipeline in one pass.
+// usable alone as a Middleware: [Recover], [Audit], [Authenticate],
+// [Authorize], [ValidateArguments], [Confirm], [Limit], [DryRun],
+// [WriteAhead] and [ValidateOutput]. [Guard] assembles the full pipeline in
+// one pass.
+//
+// Recover, Authenticate, Authorize, ValidateArguments and ValidateOutput
+// take no [Options]: they always refuse with a tool-error result, except
+// that Authorize answers a tool the caller may not see with the go-sdk's
+// JSON-RPC error for an unknown tool. Confirm, Limit, DryRun and WriteAhead
+// render their refusals as opts says ([Options].ProtocolErrors).
 type Middleware func(mcp.ToolHandler) mcp.ToolHandler
 
 // Chain composes middleware: Chain(a, b, c)(h) == a(b(c(h))). The first

@@ -58,8 +58,8 @@ import (
 // a Limit inside it) needs a new confirmation; the Guard, which checks the
 // limits first, leaves the confirmation to a retry.
 //
-// Confirm returns an error for a nil signer or policy, or for per-tool
-// options of tools p does not know.
+// Confirm returns an error for a nil signer or policy, an opts.ArgsKey
+// shorter than 16 bytes, or per-tool options of tools p does not know.
 func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, error) {
 	if s == nil {
 		return nil, errors.New("mcpguard: nil confirmation signer")
@@ -122,17 +122,22 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 type countedKey struct{}
 
 // Limit applies l's rate, spend and in-flight caps to each call, as the
-// Guard's step 8 does: a call counts once against the call rate (not when
-// a [Confirm] outside it already counted it) and its cost against spend
-// (the rule's Cost, or opts.Tools' Cost function of the arguments; nothing
-// for a dry run, which Limit then answers itself, as [DryRun] would, so
-// that a handler inside never writes for free), in the scopes of the caller's session (opts.SessionKey),
-// subject and the whole server. An in-flight slot is held until the handler
-// returns. A refusal is RATE_LIMIT_EXCEEDED, SPEND_LIMIT_EXCEEDED or
-// CONCURRENCY_LIMIT_EXCEEDED with the time to wait before retrying.
+// Guard's step 8 does: a call counts once against the call rate (not when a
+// [Confirm] outside it already counted it) and its cost against spend (the
+// rule's Cost, or opts.Tools' Cost function of the arguments; nothing for a
+// dry run, which Limit then answers itself, as [DryRun] would, so that a
+// handler inside never writes for free), in the scopes of the caller's
+// session (opts.SessionKey), subject and the whole server. An in-flight
+// slot is held until the handler returns. A refusal is RATE_LIMIT_EXCEEDED,
+// SPEND_LIMIT_EXCEEDED or CONCURRENCY_LIMIT_EXCEEDED with the time to wait
+// before retrying, except for a call that costs more than a spend limit
+// holds in all: no wait helps, and it is refused as not retryable. A
+// limiter whose store failed and that fails closed
+// ([limiter.ErrStoreUnavailable]) refuses the call as RATE_LIMIT_EXCEEDED
+// with a wait of one second, as the Guard does.
 //
-// Limit returns an error for a nil limiter or policy, or for per-tool
-// options of tools p does not know.
+// Limit returns an error for a nil limiter or policy, an opts.ArgsKey
+// shorter than 16 bytes, or per-tool options of tools p does not know.
 func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, error) {
 	if l == nil {
 		return nil, errors.New("mcpguard: nil limiter")
@@ -192,8 +197,8 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 // output schema (every typed tool) is best declared DryRunAware, with a
 // handler that answers dry runs in its own shape.
 //
-// DryRun returns an error for a nil policy, or for per-tool options of
-// tools p does not know.
+// DryRun returns an error for a nil policy, an opts.ArgsKey shorter than 16
+// bytes, or per-tool options of tools p does not know.
 func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 	g, err := stepGuard(p, opts)
 	if err != nil {

@@ -26,7 +26,8 @@ type ValidationOptions struct {
 	// False (the default) rejects unknown fields even when the tool's schema
 	// forgot "additionalProperties": false.
 	Lenient bool
-	// MaxStringBytes bounds every string in the arguments. 0 means 65536.
+	// MaxStringBytes bounds every string in the arguments (and every
+	// argument name). 0, or a negative value, means 65536.
 	MaxStringBytes int
 	// AllowControlChars accepts control characters in strings. False (the
 	// default) refuses every C0 control except tab, line feed and carriage
@@ -39,7 +40,8 @@ type ValidationOptions struct {
 // unknown fields refused in strict mode, strings bounded and free of
 // control characters. "$ref" resolves only within the schema: nothing is
 // ever loaded from disk or the network. A Validator is immutable and safe
-// for concurrent use.
+// for concurrent use. The zero Validator refuses every value: make one with
+// [NewValidator] or [NewOutputValidator].
 type Validator struct {
 	sch     *jsonschema.Schema
 	base    *jsonschema.Schema // strict mode: the schema as written, checked first
@@ -61,7 +63,10 @@ func compileSchema(doc any) (*jsonschema.Schema, error) {
 
 // NewValidator compiles schema, which may be any value that marshals to a
 // JSON Schema object (a map, json.RawMessage, or the go-sdk's
-// *jsonschema.Schema). Schemas without "$schema" are read as draft 2020-12.
+// *jsonschema.Schema), or to true. Schemas without "$schema" are read as
+// draft 2020-12. A nil opts means the strictest setting (see
+// [ValidationOptions]). It returns an error for a schema that does not
+// marshal, is not an object (false included) or does not compile.
 func NewValidator(schema any, opts *ValidationOptions) (*Validator, error) {
 	return newValidator(schema, opts, true)
 }
@@ -349,7 +354,8 @@ func (c *closer) resolve(ref string) any {
 }
 
 // Validate decodes raw (numbers kept exact, never coerced) and checks it.
-// It returns the decoded value for reuse. An empty raw is an empty object.
+// It returns the decoded value for reuse. An empty raw, or JSON null, is an
+// empty object.
 // The error, if any, unwraps to [ErrInvalidArguments] and its message names
 // the offending field but never echoes values.
 func (v *Validator) Validate(raw json.RawMessage) (any, error) {
@@ -405,7 +411,9 @@ func decodeJSON(raw []byte, fold bool) (any, error) {
 	return doc, nil
 }
 
-// ValidateValue checks an already decoded value (numbers as json.Number).
+// ValidateValue checks an already decoded value (numbers as json.Number),
+// as Validate does after decoding (so duplicate keys, which decoding
+// removed, are not seen). Its error unwraps to [ErrInvalidArguments].
 func (v *Validator) ValidateValue(doc any) error {
 	if v.isInput {
 		if _, ok := doc.(map[string]any); !ok {

@@ -54,12 +54,13 @@ type JSONLStats struct {
 //
 // A buffered sink's [JSONLSink.Keep] holds the event itself and encodes it
 // later, in a batch with others: on the background flusher (woken when 64
-// events wait), on every flush, and on the caller when 512 wait. Kept events count towards BufferSize at their estimated length, so
-// Keep writes the buffer through, and reports a failed write, when Write
-// would.
+// events wait), on every flush, and on the caller when 512 wait. Kept
+// events count towards BufferSize at their estimated length, so Keep writes
+// the buffer through, and reports a failed write, when Write would.
 //
 // JSONLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for
-// concurrent use.
+// concurrent use. The zero JSONLSink is not usable: open one with
+// [OpenJSONL].
 type JSONLSink struct {
 	f        *os.File
 	durable  bool

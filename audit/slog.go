@@ -73,7 +73,8 @@ type SlogSink struct {
 	closed atomic.Bool
 }
 
-// NewSlogSink returns a sink writing to h.
+// NewSlogSink returns a sink writing to h, with options opts (nil means
+// defaults). With a nil h every Write fails.
 func NewSlogSink(h slog.Handler, opts *SlogSinkOptions) *SlogSink {
 	s := &SlogSink{h: h}
 	if opts != nil {

@@ -43,8 +43,9 @@ const SchemaVersion = 3
 type SQLOptions struct {
 	// BatchSize is the most rows one transaction of the background writer
 	// commits: on PostgreSQL in one multi-row INSERT, at most 1024 rows
-	// (zero: 256); on SQLite in INSERTs of at most 32 rows, at most 65536
-	// rows (zero: 32768).
+	// (zero: 256); on SQLite in INSERTs of at most 32 rows (8 through a
+	// driver other than modernc.org/sqlite), at most 65536 rows (zero:
+	// 32768).
 	//
 	// On SQLite the writer takes at most 1024 queued rows at a time and
 	// inserts them into its open transaction; it commits when nothing more
@@ -107,7 +108,8 @@ type SQLStats struct {
 // wal_autocheckpoint set to 0 no checkpoint is run.
 //
 // SQLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for concurrent
-// use. It does not close the *sql.DB.
+// use. It does not close the *sql.DB. The zero SQLSink is not usable: make
+// one with [NewSQL].
 type SQLSink struct {
 	db      *sql.DB
 	d       Dialect
@@ -218,7 +220,9 @@ func sqliteURIPath(path string) string {
 
 // OpenSQLite opens (creating if needed) the SQLite database at path with the
 // driver "sqlite" (modernc.org/sqlite) and the pragmas journal_mode=WAL,
-// synchronous=NORMAL, busy_timeout=10000 and immediate write transactions.
+// synchronous=NORMAL, busy_timeout=10000, temp_store=memory and
+// cache_size=-32768 (a page cache of 32 MiB per connection), and immediate
+// write transactions.
 func OpenSQLite(path string) (*sql.DB, error) {
 	dsn := "file:" + sqliteURIPath(path) + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=temp_store(memory)&_pragma=cache_size(-32768)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)

@@ -83,7 +83,8 @@ type Options struct {
 }
 
 // A Signer issues and verifies confirmation states. It is safe for
-// concurrent use.
+// concurrent use. The zero Signer is not usable (it has no key: nothing
+// verifies the states it issues): make one with [NewSigner].
 type Signer struct {
 	signKID string
 	signKey []byte
@@ -97,7 +98,8 @@ type Signer struct {
 // NewSigner returns a Signer that signs with keys[0] and verifies with any
 // of keys. It returns an error when keys is empty, a key id is empty, longer
 // than 64 bytes or repeated, a secret is shorter than [MinSecretLen], or the
-// TTL is negative or under one second (states carry whole seconds). The keys and options are copied.
+// TTL is negative or under one second (states carry whole seconds). The
+// keys and options are copied.
 func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("confirm: at least one key is required")

@@ -111,7 +111,7 @@ type Limit struct {
 }
 
 // String describes the limit, as in "rate 60/1m0s per user" or
-// "concurrency 32 global for tool refund".
+// `concurrency 32 global for tool "refund"`.
 func (l Limit) String() string {
 	var s string
 	max := strconv.FormatFloat(l.Max, 'g', -1, 64)

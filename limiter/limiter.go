@@ -97,7 +97,8 @@ type Decision struct {
 }
 
 // A Limiter applies a set of limits to tool calls. It is safe for
-// concurrent use.
+// concurrent use. The zero Limiter has no limits and allows every call:
+// make one with [New].
 type Limiter struct {
 	limits    []Limit
 	ids       []string

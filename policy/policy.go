@@ -135,6 +135,8 @@ type Config struct {
 }
 
 // A Policy is a compiled, immutable [Config]. It is safe for concurrent use.
+// The zero Policy has no rules: every tool is unknown to it. Its methods
+// must not be called on a nil *Policy.
 type Policy struct {
 	tools         map[string]*ToolRule
 	exactRoles    map[string][][]string
@@ -148,7 +150,9 @@ type Policy struct {
 // New validates cfg and compiles it. It returns an error naming the first
 // bad rule: a duplicate or empty name, a missing class, a negative or
 // non-finite cost, an empty role list in a role rule, an empty role name in
-// any role list, a malformed pattern.
+// any role list, a malformed pattern (empty, or with a "*" other than a
+// trailing one), an argument limit without a field or with a NaN Max, or an
+// empty name in the write allowlist. The slices of cfg are copied.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
