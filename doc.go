@@ -81,9 +81,12 @@
 // with the gateway.
 //
 // TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
-// tool, byte for byte, so a hidden tool cannot be probed. A handler that
-// returns (nil, nil) or a plain error never reaches the SDK as such: both
-// become INTERNAL (the SDK would crash on the first and send code 0 with the
+// tool, byte for byte, so a hidden tool cannot be probed. A handler (raw or
+// typed) that returns a [*DenialError] refuses the call with it: the answer
+// has its code and message and the call's correlation id, and the record
+// shows the call refused with that code (for a write, not
+// retryable, as above). A handler that returns (nil, nil) or a plain error never reaches
+// the SDK as such: both become INTERNAL (the SDK would crash on the first and send code 0 with the
 // error text for the second), except that an error wrapping
 // context.DeadlineExceeded or [ErrUpstreamUnavailable] becomes
 // UPSTREAM_UNAVAILABLE and a *jsonrpc.Error is passed on unchanged. So does the error of a typed tool

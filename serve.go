@@ -284,6 +284,20 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			c.detail = "protocol error " + strconv.FormatInt(we.Code, 10)
 			return nil, we
 		}
+		// A refusal of the handler's own (a *DenialError, as the
+		// stand-alone Recover passes on): the call's refusal, with the
+		// handler's code and message, recorded as such; a write's is not
+		// retryable (it may have written), its message the handler's. A
+		// copy: the handler may return one value each time.
+		var de *DenialError
+		if errors.As(err, &de) {
+			c.detail = "refused by the tool"
+			d := *de
+			if c.rule.Class == policy.Write && !c.dryRun {
+				d.RetryAfter = -1
+			}
+			return g.deny(c, &d)
+		}
 		// The error's text may hold argument values or secrets: it goes
 		// to the log, and the audit record gets its kind only.
 		g.log.Warn("mcpguard: tool handler failed", "tool", c.name, "correlation_id", c.corr, "err", err)
@@ -335,8 +349,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 // wrapper's own checks keep their meaning: arguments its schema validation
 // refuses are INVALID_ARGUMENTS, an output its validation refuses is
 // INVALID_RESPONSE (go-sdk v1.8.0 tells them apart only by the message). A
-// tool that wants the model to read its error returns a result with IsError
-// and Content, without SetError.
+// *DenialError comes back as itself, so that a typed tool's refusal is
+// answered like a raw one's. A tool that wants the model to read its error
+// returns a result with IsError and Content, without SetError.
 func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "validating tool output") {
@@ -348,8 +363,7 @@ func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, erro
 		return res, nil
 	}
 	herr := res.GetError()
-	var de *DenialError
-	if herr == nil || errors.As(herr, &de) {
+	if herr == nil {
 		return res, nil
 	}
 	if strings.HasPrefix(herr.Error(), `validating "arguments"`) {
