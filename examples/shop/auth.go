@@ -91,7 +91,7 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 		d := a.lim.AllowAt(ctx, now(), limiter.Request{Tool: sessionCheck, Calls: 0})
 		if !d.Allowed {
 			if d.Err != nil && d.Limit.Kind == 0 { // the limiter failed, no limit refused
-				return nil, unavailable("the server could not admit the call; try again shortly")
+				return nil, limiterUnavailable()
 			}
 			// The server's in-flight cap, as the guard's own limit step
 			// would refuse it.
@@ -141,6 +141,17 @@ func (a *sessionAuth) me(ctx context.Context, session string) (*policy.Principal
 		return nil, unauthenticated("the gateway's session check named no valid user")
 	}
 	return pr, nil
+}
+
+// limiterUnavailable is the refusal of a call whose session check the
+// limiter could not admit (its Redis did not answer: it fails closed). It
+// is the guard's own answer to a limiter that failed, so that a call is
+// refused alike whichever of the two asked first: RATE_LIMIT_EXCEEDED,
+// retry in one second.
+func limiterUnavailable() error {
+	d := mcpguard.Deny(mcpguard.CodeRateLimitExceeded, "the rate limiter is unavailable; try again shortly")
+	d.RetryAfter = time.Second
+	return d
 }
 
 var _ mcpguard.Authenticator = (*sessionAuth)(nil)

@@ -20,9 +20,18 @@
 // s, a read is retried once on a transient failure and a write never, nor
 // cancelled by the client. The admin writes are registered only with
 // MCP_ENABLE_ADMIN_WRITES=true and each needs a signed one-time
-// confirmation of its exact arguments (nonces in memory, or in Redis with
-// --redis). Every call is audited without its arguments (their HMAC under
-// SHOP_MCP_AUDIT_KEY, or a random key of the process). See README.md.
+// confirmation of its exact arguments. Every call is audited without its
+// arguments (their HMAC under SHOP_MCP_AUDIT_KEY, or a random key of the
+// process).
+//
+// Without --redis the caps and the confirmation nonces live in the
+// process's memory. With --redis (which needs SHOP_MCP_CONFIRM_KEY) they
+// live in that Redis, shared by every replica on it: each user's 60 calls
+// a minute count on all of them together, the 32 in flight are 32 in all
+// at the one gateway they share, and each confirmation is accepted once
+// between them. A Redis that cannot decide (down, or slower than 250 ms)
+// refuses the call as the library does: RATE_LIMIT_EXCEEDED, retry in 1 s.
+// See README.md.
 package main
 
 import (
@@ -81,10 +90,10 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.BoolVar(&allowRemote, "allow-remote", false, "let --addr be a non-loopback address (do not: the session is not an OAuth token)")
 	fs.StringVar(&hosts, "allowed-hosts", strings.Join(defaultHosts(), ","), "comma-separated Host values accepted over HTTP; host:* allows any port")
 	fs.StringVar(&origins, "allowed-origins", "", "comma-separated Origin values accepted over HTTP (default none: browser pages are refused)")
-	fs.StringVar(&cfg.redisAddr, "redis", "", "Redis address (host:port) for the confirmation nonce store shared by replicas; needs "+confirmKeyEnv)
+	fs.StringVar(&cfg.redisAddr, "redis", "", "Redis address (host:port) shared by replicas: the per-user rate, the in-flight cap and the confirmation nonces; needs "+confirmKeyEnv)
 	fs.StringVar(&cfg.auditPath, "audit", "", "append the audit trail to this JSONL file (default: JSON lines on stderr)")
-	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user")
-	fs.IntVar(&cfg.inFlight, "max-in-flight", cfg.inFlight, "calls in flight across the process")
+	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user (over every replica on --redis)")
+	fs.IntVar(&cfg.inFlight, "max-in-flight", cfg.inFlight, "calls in flight across the process (over every replica on --redis)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/confirm/redisnonce"
 	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/limiter/redislimit"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
@@ -39,12 +40,12 @@ type config struct {
 	gateway     string        // the RoboShop gateway's base URL
 	origin      string        // Origin sent with state changes; "" means the gateway's own
 	adminWrites bool          // register the admin writes
-	redisAddr   string        // shared nonce store; "" means memory
+	redisAddr   string        // Redis of the caps and nonces; "" means memory
 	confirmKey  []byte        // nil means random
 	auditKey    []byte        // args_sha256 HMAC key; nil means random
 	auditPath   string        // JSONL audit file; "" means the log
-	rate        int           // calls per minute per user (60)
-	inFlight    int           // calls in flight in the process (32)
+	rate        int           // calls per minute per user (60), over the replicas on redisAddr
+	inFlight    int           // calls in flight in the process (32), or over the replicas on redisAddr
 	timeout     time.Duration // per call, retries included (10 s)
 	stdio       bool          // identity from launch, not from bearer tokens
 	launch      string        // the launching session (stdio)
@@ -65,7 +66,7 @@ type shop struct {
 	closes []func() error
 }
 
-// Close releases what the shop opened (the audit file, the Redis client).
+// Close releases what the shop opened (the Redis client, the audit file).
 func (s *shop) Close() error {
 	var errs []error
 	for i := len(s.closes) - 1; i >= 0; i-- {
@@ -78,7 +79,9 @@ func (s *shop) Close() error {
 // their roles and classes, and the guard (session authenticator, strict
 // validation, confirmation of admin writes, 60 calls a minute per user and
 // 32 in flight, 10 s per call, one retry of a read, an audit record of
-// every call and a write-ahead one of every write).
+// every call and a write-ahead one of every write). With cfg.redisAddr the
+// caps and the confirmation nonces are on that Redis, which must answer at
+// start.
 func newShop(cfg config, stderr io.Writer, log *slog.Logger) (*shop, error) {
 	log = logger(log)
 	gw, err := newGatewayClient(cfg.gateway, cfg.origin)
@@ -111,14 +114,21 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lim, err := limiter.New([]limiter.Limit{
-		{Kind: limiter.Rate, Scope: limiter.User, Max: float64(cfg.rate), Window: time.Minute},
-		{Kind: limiter.Concurrency, Scope: limiter.Global, Max: float64(cfg.inFlight)},
-	}, nil)
+	if cfg.redisAddr != "" && cfg.confirmKey == nil {
+		return fmt.Errorf("--redis needs %s, so that every replica verifies the same confirmations", confirmKeyEnv)
+	}
+	rdb, err := s.openRedis(cfg.redisAddr)
 	if err != nil {
 		return err
 	}
-	signer, err := s.signer(cfg)
+	lim, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.User, Max: float64(cfg.rate), Window: time.Minute},
+		{Kind: limiter.Concurrency, Scope: limiter.Global, Max: float64(cfg.inFlight)},
+	}, &limiter.Options{Store: limiterStore(rdb)})
+	if err != nil {
+		return err
+	}
+	signer, err := newSigner(cfg, rdb)
 	if err != nil {
 		return err
 	}
@@ -163,30 +173,63 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	return g.Install(s.server)
 }
 
-// signer returns the confirmation signer: the configured key or a random
-// one, with nonces in memory or, with a Redis address, in Redis, shared by
+// Redis keys of the shop: the limiter's (the hash tag keeps all the keys
+// of a decision in one slot on Redis Cluster) and the confirmation nonces.
+const (
+	redisLimiterPrefix = "{roboshop}:limiter:"
+	redisNoncePrefix   = "roboshop:confirm:"
+)
+
+// redisLease is how long a replica that crashed keeps the in-flight slots
+// of its calls on Redis: above the longest a call holds one (its 10 s, or
+// the session check's 3 s, after the write-ahead audit record).
+const redisLease = time.Minute
+
+// openRedis connects to the Redis at addr, which must answer a PING within
+// 3 s, and closes the client with s; "" means no Redis (nil). The client
+// does not retry: a decision of the limiter retried after a lost reply
+// could be charged twice, and a nonce retried after a lost reply would
+// find itself used (redislimit and redisnonce bound each call themselves).
+func (s *shop) openRedis(addr string) (*redis.Client, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	s.closes = append(s.closes, rdb.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("--redis %s: %w", addr, err)
+	}
+	return rdb, nil
+}
+
+// limiterStore returns the limiter's store: nil (the limiter's own memory
+// store) without Redis; with it, the Redis store, so that the per-user
+// rate and the in-flight cap are shared by every replica on that Redis. A
+// decision Redis cannot make in time (250 ms) fails, and the limiter then
+// refuses the call (it fails closed).
+func limiterStore(rdb *redis.Client) limiter.Store {
+	if rdb == nil {
+		return nil
+	}
+	return redislimit.New(rdb, &redislimit.Options{Prefix: redisLimiterPrefix, Lease: redisLease})
+}
+
+// newSigner returns the confirmation signer: the configured key or a random
+// one, with nonces in memory or, with a Redis client, in Redis, shared by
 // every replica and kept across restarts.
-func (s *shop) signer(cfg config) (*confirm.Signer, error) {
+func newSigner(cfg config, rdb *redis.Client) (*confirm.Signer, error) {
 	key := cfg.confirmKey
 	if key == nil {
-		if cfg.redisAddr != "" {
-			return nil, fmt.Errorf("--redis needs %s, so that every replica verifies the same confirmations", confirmKeyEnv)
-		}
 		key = make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
 	}
 	opts := &confirm.Options{TTL: 2 * time.Minute}
-	if cfg.redisAddr != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, ContextTimeoutEnabled: true})
-		s.closes = append(s.closes, rdb.Close)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			return nil, fmt.Errorf("--redis %s: %w", cfg.redisAddr, err)
-		}
-		opts.Nonces = redisnonce.New(rdb, "roboshop:confirm:")
+	if rdb != nil {
+		opts.Nonces = redisnonce.New(rdb, redisNoncePrefix)
 	}
 	return confirm.NewSigner([]confirm.Key{{ID: "shop-1", Secret: key}}, opts)
 }
