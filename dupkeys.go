@@ -7,18 +7,15 @@ import (
 	"github.com/mcpguard/mcpguard/internal/foldkey"
 )
 
-// checkDuplicateKeys refuses a JSON document in which some object has the
-// same key twice, or two keys that differ only in letter case (under
-// Unicode simple folding: "seats", "SEATS" and "\u017feats"), which
-// encoding/json matches to one struct field. Validators and handlers
-// disagree about which duplicate wins, so a duplicate is a way to smuggle a
-// value past validation. It assumes raw is otherwise valid JSON (the
-// decoder checks that) and does not allocate for documents with up to 32
-// keys per object and unescaped keys.
-func checkDuplicateKeys(raw []byte) error { return checkKeys(raw, true) }
-
-// checkKeys is checkDuplicateKeys, comparing keys under simple folding when
-// fold is set and byte for byte (once decoded) when not.
+// checkKeys refuses a JSON document in which some object has the same key
+// twice or, when fold is set, two keys that differ only in letter case
+// (under Unicode simple folding: "seats", "SEATS" and "\u017feats"), which
+// encoding/json matches to one struct field; without fold, keys are
+// compared byte for byte once decoded. Validators and handlers disagree
+// about which duplicate wins, so a duplicate is a way to smuggle a value
+// past validation. It assumes raw is otherwise valid JSON (the decoder
+// checks that) and does not allocate for documents with up to 32 keys per
+// object and unescaped keys.
 func checkKeys(raw []byte, fold bool) error {
 	type frame struct {
 		isObj bool
@@ -112,8 +109,8 @@ func setKey(k []byte, fold bool) string {
 	return string(k)
 }
 
-// manyKeys is the number of keys of one object past which
-// checkDuplicateKeys keeps them in a set.
+// manyKeys is the number of keys of one object past which checkKeys keeps
+// them in a set.
 const manyKeys = 16
 
 // duplicateKey is the refusal of key k, which repeats prev (maybe in

@@ -226,7 +226,7 @@ func TestTypedToolArgsGuardAcceptsSDKRejects(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "typed", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "count", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in countIn) (*mcp.CallToolResult, countOut, error) {
-			return nil, countOut{N: in.N}, nil
+			return nil, countOut(in), nil
 		})
 	cs := installReadTool(t, srv, "count")
 	res, err := call(t, cs, "count", json.RawMessage(`{"n":123456789012345678901234567890}`))

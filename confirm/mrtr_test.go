@@ -54,6 +54,7 @@ func TestAnswer(t *testing.T) {
 		{"unknown_action", &mcp.CallToolParamsRaw{InputResponses: mcp.InputResponseMap{InputKey: &mcp.ElicitResult{Action: "ACCEPT"}}}, "", false},
 		{"other_key", &mcp.CallToolParamsRaw{InputResponses: mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}}}, "", false},
 		{"nil_result", &mcp.CallToolParamsRaw{InputResponses: mcp.InputResponseMap{InputKey: (*mcp.ElicitResult)(nil)}}, "", false},
+		//lint:ignore SA1019 every InputResponse but ElicitResult is deprecated: the wrong type is one of them
 		{"wrong_type", &mcp.CallToolParamsRaw{InputResponses: mcp.InputResponseMap{InputKey: &mcp.ListRootsResult{}}}, "", false},
 		{"model_argument_is_not_approval", &mcp.CallToolParamsRaw{Arguments: json.RawMessage(`{"confirm":true,"confirmed":"accept"}`)}, "", false},
 	}

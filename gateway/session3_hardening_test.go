@@ -139,7 +139,7 @@ func TestSiblingFailureKeepsHold(t *testing.T) {
 // lasts until the second is answered too.
 func TestSiblingFailureKeepsHoldTable(t *testing.T) {
 	s := newSessions()
-	if !s.admit("x", "admin") || !s.admit("x", "admin") {
+	if first, second := s.admit("x", "admin"), s.admit("x", "admin"); !first || !second {
 		t.Fatal("setup: admin's two requests on an unseen id not admitted")
 	}
 	s.settle("x", "admin", false)

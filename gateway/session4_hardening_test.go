@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -97,24 +96,6 @@ func TestLongSessionIDsRefused(t *testing.T) {
 			"at %d bindings + %d tombstones per subject that is ~%d MiB per token, never released",
 			n, size>>10, grown>>10, idBytes>>10, maxSessionsPerSubject, maxSessionsPerSubject, 2*maxSessionsPerSubject*(1<<20)>>20)
 	}
-}
-
-// review4Recorder is a downstream that records the identity headers the
-// gateway sets.
-type review4Recorder struct {
-	mu   sync.Mutex
-	subj []string
-	role []string
-}
-
-func (d *review4Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
-	d.mu.Lock()
-	d.subj = append(d.subj, r.Header.Get(HeaderSubject))
-	d.role = append(d.role, r.Header.Get(HeaderRole))
-	d.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`)
 }
 
 // TestReview4IdentityHeadersMatchAuthorizedPrincipal shows that the

@@ -40,6 +40,8 @@ var runAddr = regexp.MustCompile(`addr=(http://127\.0\.0\.1:[0-9]+)`)
 // once the gateway listens, or "" and run's error when run returned first.
 // stop ends a started gateway (SIGINT, which run's NotifyContext catches)
 // and returns when run has returned.
+//
+//lint:ignore ST1008 run's error is one of the two outcomes of a start, not startRun's own failure
 func startRun(t *testing.T, args ...string) (url string, runErr error, stop func(), logs *runLogs) {
 	t.Helper()
 	os.Unsetenv("MCP_GATEWAY_TOKENS")

@@ -148,10 +148,7 @@ func shapeInventory(_ map[string]any, d any) any {
 // null, never as absent; nullable ones say so in their type.
 
 func object(props map[string]any) map[string]any {
-	req := make([]string, 0, len(props))
-	for _, k := range sortedKeys(props) {
-		req = append(req, k)
-	}
+	req := sortedKeys(props)
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 

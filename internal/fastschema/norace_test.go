@@ -1,5 +1,0 @@
-//go:build !race
-
-package fastschema
-
-const raceEnabled = false
