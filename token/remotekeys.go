@@ -55,7 +55,10 @@ type RemoteKeySetOptions struct {
 	// that refresh go on: it should return quickly. Nil means a warning on
 	// slog.Default().
 	ErrorHandler func(error)
-	// Now returns the current time. Nil means time.Now.
+	// Now returns the current time. Nil means time.Now. A reading
+	// before the start of the last fetch (a clock stepped back, which
+	// time.Now's monotonic reading never is) makes the set due and lets
+	// one fetch start at once; the interval is then kept from it.
 	Now func() time.Time
 }
 
@@ -382,7 +385,12 @@ func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k c
 	s.mu.Lock()
 	now := s.now()
 	k, ok = find(s.keys, kid, hasKid)
-	due := !now.Before(s.expires)
+	// A clock stepped back past the start of the last fetch (a Now
+	// without a monotonic reading) cannot tell how old the set is: it is
+	// due, and the interval does not hold a fetch back until the clock
+	// has caught up (a day, for a day's step).
+	back := now.Before(s.attempted)
+	due := back || !now.Before(s.expires)
 	f := s.flight
 	switch {
 	case !due && (ok || !hasKid):
@@ -393,7 +401,7 @@ func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k c
 		// A refresh is under way: the current set answers meanwhile.
 		s.mu.Unlock()
 		return k, ok, nil
-	case f == nil && now.Sub(s.attempted) < s.minInterval:
+	case f == nil && !back && now.Sub(s.attempted) < s.minInterval:
 		// Too soon after the last fetch to try again.
 		s.mu.Unlock()
 		return k, ok, nil
@@ -434,7 +442,7 @@ func (s *RemoteKeySet) refresh(ctx context.Context, f *flight, kid string, hasKi
 	if s.disc != nil && (err != nil || hasKid && !found) {
 		// Read the clock only for a discovered set: a set of
 		// NewRemoteKeySet's reads it as it always has.
-		if now := s.now(); now.Sub(s.disc.read) >= s.minInterval {
+		if now := s.now(); now.Before(s.disc.read) || now.Sub(s.disc.read) >= s.minInterval {
 			s.disc.read, reread = now, true
 		}
 	}

@@ -31,17 +31,30 @@ const redisPrefix = "{mcpguard-ticket}:limiter:"
 // startTimeout bounds the first answer of Redis or PostgreSQL at start.
 const startTimeout = 5 * time.Second
 
-// checkRedisAddr checks a --redis value: host:port, the port 1 to 65535.
+// checkRedisAddr checks a --redis value: host:port, the port 1 to 65535,
+// the host without user info or a path (not a redis:// URL). Its errors
+// quote the value, unless it may hold a password (see showArg).
 func checkRedisAddr(v string) error {
 	if v == "" {
 		return errors.New("--redis: empty address (want host:port, e.g. 127.0.0.1:6379)")
 	}
 	host, port, err := net.SplitHostPort(v)
 	n, perr := strconv.Atoi(port)
-	if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("--redis %q: want host:port, e.g. 127.0.0.1:6379", v)
+	if err != nil || host == "" || strings.ContainsAny(host, "@/?# \t") || perr != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--redis %s: want host:port, e.g. 127.0.0.1:6379 (not a URL, no user info)", showArg(v))
 	}
 	return nil
+}
+
+// showArg quotes a command-line value for an error, or names it without
+// showing it when it may hold a password: when it has an "@" (the user
+// info of a URL, user:password@host) or the word "password" (a query's
+// ?password=).
+func showArg(v string) string {
+	if strings.Contains(v, "@") || strings.Contains(strings.ToLower(v), "password") {
+		return "(a value with user info or a password, not shown)"
+	}
+	return strconv.Quote(v)
 }
 
 // openRedisStore connects to the Redis at addr and returns the limiter

@@ -52,6 +52,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/mcpguard/mcpguard"
@@ -155,7 +156,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ticket %s: unexpected arguments %q\n", cmd, fs.Args())
+		// Not echoed whole: a stray argument may be a URL, with its
+		// password, meant for --audit-postgres.
+		shown := make([]string, fs.NArg())
+		for i, a := range fs.Args() {
+			shown[i] = showArg(a)
+		}
+		fmt.Fprintf(stderr, "ticket %s: unexpected arguments [%s]\n", cmd, strings.Join(shown, " "))
 		return 2
 	}
 	// A backend flag given is checked, even empty: "" would otherwise

@@ -88,8 +88,9 @@ func (t *clientTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 }
 
 // maxRESTSessions bounds the REST sessions kept open; the oldest is closed
-// beyond it. Its caller's next call with its name opens it again, under the
-// same id: its limiter budget survives (the limiter keys it by that id).
+// beyond it, once the calls that hold it are done. Its caller's next call
+// with its name opens it again, under the same id: its limiter budget
+// survives (the limiter keys it by that id).
 const maxRESTSessions = 1024
 
 // restSessions maps REST sessions to MCP sessions of the app's server, so
@@ -118,6 +119,12 @@ type restKey struct {
 type restSession struct {
 	cs *mcp.ClientSession
 	ss *mcp.ServerSession
+	// calls counts the calls that hold the session (acquire): an evicted
+	// session is closed once the last of them is done, so that a call
+	// handed the session just before its eviction is still sent on it.
+	// Added to only under restSessions.mu while the session is in
+	// restSessions.sessions, so never once close waits.
+	calls sync.WaitGroup
 }
 
 func newRESTSessions(s *mcp.Server, authn mcpguard.Authenticator) *restSessions {
@@ -139,18 +146,34 @@ func restSessionID(name, subject string) string {
 	return "rest-" + name + "@" + url.PathEscape(subject)
 }
 
-// get returns REST session name of subject ("" for a caller without a
-// valid identity), opening it if needed. The session is opened, and the
-// oldest one beyond maxRESTSessions closed, outside r.mu: closing a session
-// waits for its calls in flight, and a slow one must not stall the calls of
-// every other session.
+// get returns the client of REST session name of subject, opening it if
+// needed, without holding it (see acquire): for a caller that talks to the
+// session itself, as tests do.
 func (r *restSessions) get(ctx context.Context, name, subject string) (*mcp.ClientSession, error) {
+	s, err := r.acquire(ctx, name, subject)
+	if err != nil {
+		return nil, err
+	}
+	s.calls.Done()
+	return s.cs, nil
+}
+
+// acquire returns REST session name of subject ("" for a caller without a
+// valid identity), opening it if needed, and held for one call: the caller
+// calls s.calls.Done when the call is over, and the session is not closed
+// before. The session is opened, and the oldest one beyond
+// maxRESTSessions closed, outside r.mu: closing a session waits for its
+// calls, and a slow one must not stall the calls of every other session.
+func (r *restSessions) acquire(ctx context.Context, name, subject string) (*restSession, error) {
 	key := restKey{name, subject}
 	r.mu.Lock()
 	s, ok := r.sessions[key]
+	if ok {
+		s.calls.Add(1)
+	}
 	r.mu.Unlock()
 	if ok {
-		return s.cs, nil
+		return s, nil
 	}
 	hdrs := &sync.Map{}
 	ct, st := mcp.NewInMemoryTransports()
@@ -182,14 +205,17 @@ func (r *restSessions) get(ctx context.Context, name, subject string) (*mcp.Clie
 		r.sessions[key] = s
 		r.order = append(r.order, key)
 	}
+	s.calls.Add(1)
 	r.mu.Unlock()
 	for _, c := range closing {
 		c.close()
 	}
-	return s.cs, nil
+	return s, nil
 }
 
+// close closes the session once no call holds it.
 func (s *restSession) close() {
+	s.calls.Wait()
 	s.cs.Close()
 	s.ss.Close()
 }
@@ -201,15 +227,16 @@ func (r *restSessions) call(ctx context.Context, h http.Header, name, tool strin
 	if id, err := r.authn.Authenticate(ctx, restRequest(h, tool)); err == nil && id != nil && id.Principal != nil {
 		subject = id.Principal.Subject
 	}
-	cs, err := r.get(ctx, name, subject)
+	s, err := r.acquire(ctx, name, subject)
 	if err != nil {
 		return nil, err
 	}
+	defer s.calls.Done()
 	ctx = context.WithValue(ctx, headerKey{}, h.Clone())
-	return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	return s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 }
 
-// Close closes every REST session.
+// Close closes every REST session, each once its calls are done.
 func (r *restSessions) Close() {
 	r.mu.Lock()
 	open := r.sessions
