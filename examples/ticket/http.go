@@ -300,19 +300,41 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 	// The REST endpoints get the DNS rebinding protection that the
 	// go-sdk gives /mcp: a web page of another name rebound to 127.0.0.1
 	// must not call tools with a token it knows (the dev token table).
-	srv := &http.Server{Handler: loopback.Guard(httpHandler(a, rest, log)), ReadHeaderTimeout: 10 * time.Second}
+	h := loopback.Guard(httpHandler(a, rest, log))
+	srv := &http.Server{
+		// Counted with the MCP requests (a.running): the audit sinks
+		// close after serveHTTP returns, so it waits for both (below).
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a.running.Add(1)
+			defer a.running.Add(-1)
+			h.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
-		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		if srv.Shutdown(sctx) != nil {
+			// Requests still under way (a slow call, an event stream):
+			// close their connections, which ends the streams.
+			_ = srv.Close()
+		}
+		err := <-errc
+		// The calls go on in their MCP sessions, whose client may be
+		// gone (a write runs to completion anyway).
+		a.waitIdle(log)
+		if !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
 	}
 }
+
+// shutdownGrace is how long serveHTTP lets requests end on their own at
+// shutdown before it closes their connections.
+var shutdownGrace = 5 * time.Second

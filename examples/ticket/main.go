@@ -247,6 +247,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		sid := "stdio-" + rand.Text()[:12]
 		fmt.Fprintln(stderr, "ticket: serving MCP on stdio, session", sid)
 		err = a.server.Run(ctx, &sessionTransport{t: isolated, id: sid})
+		// Calls may still run (stdin closed, or a signal): their outcome
+		// records must reach the sinks before the deferred Close.
+		a.waitIdle(log)
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintln(stderr, "ticket:", err)
 			return 1

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard"
@@ -82,6 +83,9 @@ type app struct {
 	dir     string
 	// closeRedis closes the limiter's Redis client; nil in memory.
 	closeRedis func() error
+	// running counts the requests under way: MCP requests the server
+	// handles (on every transport), and HTTP requests (serveHTTP).
+	running atomic.Int64
 }
 
 // newApp checks the registry, builds the policy, limiter and audit sinks
@@ -206,6 +210,15 @@ func newApp(o appOptions) (_ *app, err error) {
 	if err := a.guard.Install(a.server); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.ConfigName, err)
 	}
+	// Outermost (added last), so that a request counts until the guard
+	// has recorded its outcome: a shutdown waits for them (serveHTTP).
+	a.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			a.running.Add(1)
+			defer a.running.Add(-1)
+			return next(ctx, method, req)
+		}
+	})
 	return a, nil
 }
 
@@ -231,6 +244,21 @@ func (a *app) query(ctx context.Context, f audit.Filter) ([]audit.Event, error) 
 		return nil, err
 	}
 	return a.sqlSink.Query(ctx, f)
+}
+
+// shutdownWait bounds waitIdle: above the guard's call deadline (10 s).
+var shutdownWait = 15 * time.Second
+
+// waitIdle waits, at most shutdownWait, until no request is under way, so
+// that the outcome records of calls still running at shutdown are written
+// before the audit sinks close; it logs a warning if some still run then.
+func (a *app) waitIdle(log *slog.Logger) {
+	for deadline := time.Now().Add(shutdownWait); a.running.Load() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			log.Warn("ticket: shutting down with requests still running; their audit records may be lost", "requests", a.running.Load())
+			return
+		}
+	}
 }
 
 // store names the database of the audit_log table.

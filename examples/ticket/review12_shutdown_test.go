@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestShutdownWaitsForCallsBeforeTheAuditCloses: serve-http closes the
+// audit sinks after serveHTTP returns (run's deferred app.Close). A write
+// over /mcp still running when the shutdown grace ran out lost its outcome
+// record: serveHTTP returned at once, and the record met closed sinks
+// (REST calls were waited for already: closing their sessions waits).
+// serveHTTP now returns once the calls under way have ended (each is
+// bounded by the guard's call deadline), so every started write keeps both
+// its records.
+func TestShutdownWaitsForCallsBeforeTheAuditCloses(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 100 * time.Millisecond
+
+	// Not newTestApp: the test closes the app itself, once, as run does.
+	tickets := &TicketSystem{}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := newApp(appOptions{
+		ConfigName: "server.yaml", Config: testConfig(t, func(c *config) { allowWrites(c); c.DryRun = false }),
+		AuditDir: t.TempDir(), Tickets: tickets, Marks: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveHTTP(ctx, a, ln, quiet) }()
+	base := "http://" + ln.Addr().String()
+
+	// The ticket system hangs: the write is under way when the shutdown
+	// starts, and ends 600 ms later, past the grace.
+	tickets.mu.Lock()
+	cs := connectHTTP(t, base, "token-alice")
+	type reply struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	replied := make(chan reply, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_ticket", Arguments: map[string]any{"title": "t", "body": "b"}})
+		replied <- reply{res, err}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		evs, _ := audit.QueryJSONL(a.jsonlPath(), audit.Filter{Tool: "create_ticket"})
+		if len(evs) == 1 && evs[0].Phase == audit.PhaseIntent {
+			break
+		}
+		a.flush()
+		if time.Now().After(deadline) {
+			t.Fatal("the write's intent record never appeared")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	time.AfterFunc(600*time.Millisecond, tickets.mu.Unlock)
+	if err := <-done; err != nil {
+		t.Fatalf("serveHTTP: %v", err)
+	}
+	// What run does next.
+	if err := a.Close(); err != nil {
+		t.Fatalf("closing the app: %v", err)
+	}
+	// The client may or may not get the answer (its connection was
+	// closed); the trail must have it either way.
+	select {
+	case <-replied:
+	case <-time.After(5 * time.Second):
+	}
+	evs, err := audit.QueryJSONL(a.jsonlPath(), audit.Filter{Tool: "create_ticket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []audit.Phase
+	for _, e := range evs {
+		phases = append(phases, e.Phase)
+	}
+	if len(evs) != 2 || evs[1].Phase != audit.PhaseOutcome || !evs[1].Allowed {
+		t.Errorf("records of the write: %v, want its intent and an allowed outcome", phases)
+	}
+}
