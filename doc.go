@@ -60,7 +60,7 @@
 // guards inside an [Audit] middleware, to the id of its record; a handler
 // reads it with [CorrelationID]), so a model can read it and correct
 // itself. retryable is never true for a write whose handler started and
-// failed: it may have written.
+// failed: it may have written (for a handler's own refusal, see below).
 // With [Options.ProtocolErrors] it is a JSON-RPC error instead:
 //
 //	UNAUTHENTICATED                                  -32000  HTTP 401
@@ -82,10 +82,17 @@
 //
 // TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
 // tool, byte for byte, so a hidden tool cannot be probed. A handler (raw or
-// typed) that returns a [*DenialError] refuses the call with it: the answer
-// has its code and message and the call's correlation id, and the record
-// shows the call refused with that code (for a write, not
-// retryable, as above). A handler that returns (nil, nil) or a plain error never reaches
+// typed) that returns a [*DenialError], or a result carrying one (set with
+// SetError, as [DenialError.Result] does), refuses the call with it: the
+// answer has its code and message (a TOOL_NOT_FOUND is answered as an
+// unknown tool, as above) and the call's correlation id, and the record
+// shows the call refused with that code. Its handler ran, so the call keeps
+// what the limits charged it. For a write it is not retryable (it may have
+// written), unless its code says that the call was not carried out: a cap
+// (RATE_, SPEND_, CONCURRENCY_LIMIT_EXCEEDED) or AUDIT_UNAVAILABLE, as
+// mcpguard's own stand-alone steps refuse inside a guarded handler. One
+// without a code is a failure of the handler's: INTERNAL, as below.
+// A handler that returns (nil, nil) or a plain error never reaches
 // the SDK as such: both become INTERNAL (the SDK would crash on the first and send code 0 with the
 // error text for the second), except that an error wrapping
 // context.DeadlineExceeded or [ErrUpstreamUnavailable] becomes

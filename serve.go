@@ -286,14 +286,17 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		}
 		// A refusal of the handler's own (a *DenialError, as the
 		// stand-alone Recover passes on): the call's refusal, with the
-		// handler's code and message, recorded as such; a write's is not
-		// retryable (it may have written), its message the handler's. A
-		// copy: the handler may return one value each time.
+		// handler's code and message, recorded as such, its charge kept
+		// (the handler ran). A write's is not retryable (it may have
+		// written), its message the handler's, unless its code says the
+		// call was not carried out (see notRun). A copy: the handler may
+		// return one value each time. One without a code is no refusal of
+		// the contract: a failure of the handler's, below.
 		var de *DenialError
-		if errors.As(err, &de) {
+		if errors.As(err, &de) && de.Code != "" {
 			c.detail = "refused by the tool"
 			d := *de
-			if c.rule.Class == policy.Write && !c.dryRun {
+			if c.rule.Class == policy.Write && !c.dryRun && !notRun(d.Code) {
 				d.RetryAfter = -1
 			}
 			return g.deny(c, &d)
@@ -339,6 +342,20 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		c.detail = "tool reported an error"
 	}
 	return res, nil
+}
+
+// notRun reports whether a refusal of code c says that the call was not
+// carried out: a cap (a refused call consumes nothing) or AUDIT_UNAVAILABLE
+// (a write without its write-ahead record is not attempted). A write
+// handler's refusal of such a code keeps its own retry advice: mcpguard's
+// stand-alone steps (a [Limit] or [WriteAhead] inside a guarded handler)
+// refuse so before the handler inside them runs.
+func notRun(c Code) bool {
+	switch c {
+	case CodeRateLimitExceeded, CodeSpendLimitExceeded, CodeConcurrencyLimitExceeded, CodeAuditUnavailable:
+		return true
+	}
+	return false
 }
 
 // sdkToolError turns a tool-error result that carries a Go error (set with

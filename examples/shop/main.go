@@ -101,6 +101,12 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: shop --gateway URL [--transport stdio|http] [flags] | shop fake-gateway [--port N] | shop demo")
 		return 2
 	}
+	if cfg.redisAddr != "" {
+		if err := checkRedisAddr(cfg.redisAddr); err != nil {
+			fmt.Fprintln(stderr, "shop:", err)
+			return 2
+		}
+	}
 	cfg.adminWrites = os.Getenv(adminWritesEnv) == "true"
 	if v := os.Getenv(confirmKeyEnv); v != "" {
 		k, err := parseKey(v)

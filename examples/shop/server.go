@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -194,6 +196,9 @@ func (s *shop) openRedis(addr string) (*redis.Client, error) {
 	if addr == "" {
 		return nil, nil
 	}
+	if err := checkRedisAddr(addr); err != nil {
+		return nil, err
+	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	s.closes = append(s.closes, rdb.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -202,6 +207,19 @@ func (s *shop) openRedis(addr string) (*redis.Client, error) {
 		return nil, fmt.Errorf("--redis %s: %w", addr, err)
 	}
 	return rdb, nil
+}
+
+// checkRedisAddr checks a --redis value: host:port, the port 1 to 65535,
+// the host without user info, a path or a query (not a redis:// URL: no
+// Redis password is wired here). Its error names the flag without showing
+// the value, which may hold a password.
+func checkRedisAddr(v string) error {
+	host, port, err := net.SplitHostPort(v)
+	n, perr := strconv.Atoi(port)
+	if err != nil || host == "" || strings.ContainsAny(host, "@/?# \t") || perr != nil || n < 1 || n > 65535 {
+		return errors.New("--redis: want host:port, e.g. 127.0.0.1:6379 (not a URL, no user info; the value is not shown)")
+	}
+	return nil
 }
 
 // limiterStore returns the limiter's store: nil (the limiter's own memory
