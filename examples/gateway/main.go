@@ -76,6 +76,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -251,16 +252,38 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
+	// active counts the requests whose handler runs, for the shutdown.
+	var active atomic.Int64
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			active.Add(1)
+			defer active.Add(-1)
+			g.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	shut := make(chan struct{})
 	go func() {
 		defer close(shut)
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		shutdown, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
-		srv.Shutdown(shutdown)
+		if srv.Shutdown(shutdown) == nil {
+			return
+		}
+		// Requests past the grace (a slow downstream, an event stream):
+		// close their connections, which ends them, and wait for their
+		// handlers to record their outcome, at most the downstream
+		// timeout and 5 s.
+		srv.Close()
+		for deadline := time.Now().Add(opts.Timeout + 5*time.Second); active.Load() > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				logger.Warn("shutting down with requests still running; their audit events may be lost", "requests", active.Load())
+				return
+			}
+		}
 	}()
 	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -479,3 +502,7 @@ func openAudit(path string) (audit.Sink, func(), error) {
 	}
 	return sink, func() { sink.Close() }, nil
 }
+
+// shutdownGrace is how long the gateway lets requests end on their own at
+// shutdown.
+var shutdownGrace = 5 * time.Second
