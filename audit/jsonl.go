@@ -59,8 +59,8 @@ type JSONLStats struct {
 // the buffer through, and reports a failed write, when Write would.
 //
 // JSONLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for
-// concurrent use. The zero JSONLSink is not usable: open one with
-// [OpenJSONL].
+// concurrent use. The zero JSONLSink is not usable (its methods return an
+// error wrapping [ErrClosed]): open one with [OpenJSONL].
 type JSONLSink struct {
 	f        *os.File
 	durable  bool
@@ -208,6 +208,9 @@ func (s *JSONLSink) WriteDurable(ctx context.Context, e *Event) error {
 }
 
 func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
+	if s.stop == nil {
+		return errNotOpened
+	}
 	if err := e.validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
@@ -273,6 +276,9 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 // near [MaxLineSize]): those are written at once, as by Write, so that every
 // error Write would return is returned here. A durable sink writes e at once.
 func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
+	if s.stop == nil {
+		return errNotOpened
+	}
 	if err := e.validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
@@ -466,6 +472,9 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 // Flush writes buffered lines to the file (without fsync). After Close it
 // returns [ErrClosed].
 func (s *JSONLSink) Flush() error {
+	if s.stop == nil {
+		return errNotOpened
+	}
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -478,6 +487,9 @@ func (s *JSONLSink) Flush() error {
 // Sync writes buffered lines to the file and fsyncs it. After Close it
 // returns [ErrClosed].
 func (s *JSONLSink) Sync() error {
+	if s.stop == nil {
+		return errNotOpened
+	}
 	s.mu.Lock()
 	seq, closed := s.appended, s.closed
 	s.mu.Unlock()
@@ -498,6 +510,9 @@ func (s *JSONLSink) Stats() JSONLStats {
 // Close stops the background flusher, writes and fsyncs buffered lines and
 // closes the file. Writes after Close return [ErrClosed].
 func (s *JSONLSink) Close() error {
+	if s.stop == nil {
+		return errNotOpened
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -108,8 +108,8 @@ type SQLStats struct {
 // wal_autocheckpoint set to 0 no checkpoint is run.
 //
 // SQLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for concurrent
-// use. It does not close the *sql.DB. The zero SQLSink is not usable: make
-// one with [NewSQL].
+// use. It does not close the *sql.DB. The zero SQLSink is not usable (its
+// methods return an error wrapping [ErrClosed]): make one with [NewSQL].
 type SQLSink struct {
 	db      *sql.DB
 	d       Dialect
@@ -372,6 +372,9 @@ func (r *row) appendArgs(dst []any, d Dialect) []any {
 // Close. A nil error means queued: use Flush, Close or WriteDurable to know
 // it is committed.
 func (s *SQLSink) Write(ctx context.Context, e *Event) error {
+	if s.queue == nil {
+		return errNotOpened
+	}
 	r, err := toRow(e, s.d)
 	if err != nil {
 		return err
@@ -383,6 +386,9 @@ func (s *SQLSink) Write(ctx context.Context, e *Event) error {
 // returns every error Write returns), and only the hash of args, when
 // e.ArgsSHA256 is empty, is put off to the background writer.
 func (s *SQLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
+	if s.queue == nil {
+		return errNotOpened
+	}
 	r, err := toRow(e, s.d)
 	if err != nil {
 		return err
@@ -433,6 +439,9 @@ func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 // long as that lasts: the writer goes on retrying e with the queued events,
 // so e may still be recorded.
 func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
+	if s.queue == nil {
+		return errNotOpened
+	}
 	r, err := toRow(e, s.d)
 	if err != nil {
 		return err
@@ -473,6 +482,9 @@ func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 // returned (such a batch may have been committed before the call), or ctx's
 // error.
 func (s *SQLSink) Flush(ctx context.Context) error {
+	if s.queue == nil {
+		return errNotOpened
+	}
 	ch := make(chan error, 1)
 	if err := s.enqueue(ctx, item{flushed: ch}); err != nil {
 		return err
@@ -492,6 +504,9 @@ func (s *SQLSink) Flush(ctx context.Context) error {
 // Close, or refused by the database earlier), counting them. It does not
 // close the *sql.DB.
 func (s *SQLSink) Close() error {
+	if s.queue == nil {
+		return errNotOpened
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -924,6 +939,9 @@ func insertSQL(d Dialect, n int) string {
 // Query returns the committed events that match f, oldest first (by time,
 // then insertion order). Call Flush first to include queued events.
 func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
+	if s.queue == nil {
+		return nil, errNotOpened
+	}
 	return QuerySQL(ctx, s.db, s.d, f)
 }
 
