@@ -23,6 +23,10 @@
 //		log.Fatal(err)
 //	}
 //
+// At shutdown, stop taking calls (http.Server.Shutdown, say), then call
+// [Guard.Wait] before closing the audit sink: a call may outlive the
+// request that carried it, and its outcome record would meet a closed sink.
+//
 // # The pipeline
 //
 // For each tools/call, in this order: recover from panics; correlate (an id

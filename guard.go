@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -155,6 +156,29 @@ type Guard struct {
 	keeper audit.Keeper
 
 	ids corrid.Source // correlation ids of the pipeline's calls
+
+	active atomic.Int64 // calls under way (see Wait)
+}
+
+// Wait returns once no call is under way in the guard: every call it has
+// started has returned, its outcome record handed to the audit sink. It
+// returns ctx's error if ctx ends first. Calls that start meanwhile are
+// waited for too, so call it once the server takes no more calls, and
+// before closing the audit sink, which would refuse their records. Over
+// Streamable HTTP a call goes on in its MCP session after the HTTP request
+// that carried it ends (its client gone, say), so http.Server.Shutdown
+// does not wait for it: call Wait after Shutdown.
+func (g *Guard) Wait(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for g.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // newGuard is [New] without the check that tools needing confirmation have

@@ -96,6 +96,10 @@ func (c *call) argsMap() map[string]any {
 // serve runs the pipeline of DESIGN.md for one call. e may be nil (Install
 // mode, unknown tool). next runs the tool.
 func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntry, next mcp.ToolHandler) (res *mcp.CallToolResult, err error) {
+	// Deferred first, so it runs last: the call ends for Wait once its
+	// outcome is recorded.
+	g.active.Add(1)
+	defer g.active.Add(-1)
 	c := newCall(g.now(), &g.ids)
 	c.hashKey = g.opts.ArgsKey
 	if req != nil && req.Params != nil {
