@@ -211,6 +211,9 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	if err := g.Install(server); err != nil {
 		return err
 	}
+	// Runs before the audit file's Close (serve's): a call past the
+	// shutdown grace records its outcome first.
+	defer waitCalls(g, log)
 
 	received := &ring[receivedRequest]{}
 	mux := http.NewServeMux()

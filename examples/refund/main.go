@@ -170,10 +170,24 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 	if err := g.Install(server); err != nil {
 		return err
 	}
+	// Runs before the audit file's Close: the calls under way (a client
+	// gone, an interrupt) record their outcome first.
+	defer waitCalls(g, log)
 	log.Info("refund: serving MCP on stdio")
 	err = server.Run(ctx, transport)
 	if ctx.Err() != nil {
 		return nil // interrupted
 	}
 	return err
+}
+
+// waitCalls waits, at most 15 s (past any call's deadline), until g has no
+// call under way, so that their outcome records reach the audit sink
+// before it is closed.
+func waitCalls(g *mcpguard.Guard, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := g.Wait(ctx); err != nil {
+		log.Warn("refund: closing with calls still under way; their audit records may be lost")
+	}
 }

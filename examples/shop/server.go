@@ -65,11 +65,21 @@ type shop struct {
 	gw     *gatewayClient
 	log    *slog.Logger
 	specs  []*toolSpec
+	guard  *mcpguard.Guard
 	closes []func() error
 }
 
-// Close releases what the shop opened (the Redis client, the audit file).
+// Close releases what the shop opened (the Redis client, the audit file),
+// once the calls under way have recorded their outcome (at most 15 s:
+// past the 10 s call deadline).
 func (s *shop) Close() error {
+	if s.guard != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		if err := s.guard.Wait(ctx); err != nil {
+			s.log.Warn("shop: closing with calls still under way; their audit records may be lost")
+		}
+		cancel()
+	}
 	var errs []error
 	for i := len(s.closes) - 1; i >= 0; i-- {
 		errs = append(errs, s.closes[i]())
@@ -172,6 +182,7 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	for _, sp := range s.specs {
 		s.server.AddTool(sp.mcpTool(), s.handler(sp))
 	}
+	s.guard = g
 	return g.Install(s.server)
 }
 
