@@ -13,7 +13,7 @@
 // the downstream, and forwards everything else.
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
-//	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] \
+//	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] [--max-body 4194304] \
 //	        [--audit audit.jsonl | audit.db] [--std-transport] [--allowed-origins URL,...] \
 //	        [[--jwt-jwks keys.json|https://idp.example/jwks.json] --jwt-issuer URL
 //	         (--jwt-audience NAME | --jwt-resource https://gw.example/mcp | both)
@@ -50,6 +50,11 @@
 // Requests to the MCP path with an Origin header other than their own or
 // one of --allowed-origins are refused (403), and so are requests that
 // came to a loopback address under another name (DNS rebinding).
+//
+// On SIGINT or SIGTERM the gateway stops taking requests and gives those
+// under way 5 s; then it closes their connections and waits, at most
+// --timeout and 5 s, for their handlers to record their outcome before it
+// closes the --audit sink.
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata

@@ -12,6 +12,13 @@
 //	shop fake-gateway --port 4110                            # a synthetic gateway for manual trials
 //	shop demo                                                # everything in-process, printed
 //
+// Flags of the server: --gateway URL (or SHOP_GATEWAY_URL), --transport
+// stdio|http (or MCP_TRANSPORT), --addr 127.0.0.1:4107 (loopback unless
+// --allow-remote), --allowed-hosts and --allowed-origins (HTTP),
+// --origin (sent to the gateway with state changes), --redis host:port,
+// --audit FILE (default: JSON lines on stderr), --rate 60 and
+// --max-in-flight 32. fake-gateway takes --port (4110; 0 picks one).
+//
 // Every call checks the caller's RoboShop session with GET /api/auth/me
 // (no cache, 3 s), which names the user and roles. Customers see eight
 // tools, admins more; a hidden tool answers exactly like an unknown one.

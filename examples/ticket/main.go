@@ -11,7 +11,7 @@
 //
 //	ticket [--config server.yaml] tools
 //	ticket [--config server.yaml] demo [--allow-writes] [--audit-dir DIR] [--audit-postgres URL]
-//	ticket [--config server.yaml] serve-http [--host 127.0.0.1] [--port 8000] [--audit-dir DIR] [--redis HOST:PORT] [--audit-postgres URL]
+//	ticket [--config server.yaml] serve-http [--host 127.0.0.1] [--port 8000] [--allow-remote] [--audit-dir DIR] [--redis HOST:PORT] [--audit-postgres URL]
 //	ticket [--config server.yaml] serve-stdio [--audit-dir DIR] [--redis HOST:PORT] [--audit-postgres URL]
 //
 // server.yaml holds the tool registry (read_only, cost_units, description),
@@ -35,6 +35,11 @@
 // in --audit-dir either way. An empty or malformed value is a usage error
 // (exit 2); a server that does not answer at start stops the start (exit
 // 1).
+//
+// --host must be a loopback address unless --allow-remote is given. At
+// shutdown (SIGINT, SIGTERM; for serve-stdio also stdin closed) the
+// servers wait up to 15 s for the calls still running, so that their
+// outcome records reach the audit trail before it closes.
 //
 // See README.md.
 package main
