@@ -108,7 +108,11 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: shop --gateway URL [--transport stdio|http] [flags] | shop fake-gateway [--port N] | shop demo")
 		return 2
 	}
-	if cfg.redisAddr != "" {
+	// A --redis given is checked, even empty: "" would otherwise mean
+	// caps in memory, silently unshared between replicas.
+	redisGiven := false
+	fs.Visit(func(f *flag.Flag) { redisGiven = redisGiven || f.Name == "redis" })
+	if redisGiven {
 		if err := checkRedisAddr(cfg.redisAddr); err != nil {
 			fmt.Fprintln(stderr, "shop:", err)
 			return 2
@@ -122,6 +126,10 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 			return 2
 		}
 		cfg.confirmKey = k
+	}
+	if redisGiven && cfg.confirmKey == nil {
+		fmt.Fprintf(stderr, "shop: --redis needs %s, so that every replica verifies the same confirmations\n", confirmKeyEnv)
+		return 2
 	}
 	if v := os.Getenv(auditKeyEnv); v != "" {
 		k, err := parseAuditKey(v)

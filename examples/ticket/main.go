@@ -96,9 +96,11 @@ commands:
   serve-http                serve MCP Streamable HTTP at /mcp and REST at /tools
   serve-stdio               serve MCP over stdio as the user of $` + tokenEnv + `
 
-serve-http and serve-stdio also take --audit-dir DIR, --redis HOST:PORT
-(per-session budgets shared on Redis) and --audit-postgres URL (audit_log
-in PostgreSQL); demo takes --audit-dir and --audit-postgres.
+serve-http takes --host 127.0.0.1 and --port 8000 (a non-loopback --host
+only with --allow-remote). serve-http and serve-stdio also take --audit-dir
+DIR, --redis HOST:PORT (per-session budgets shared on Redis) and
+--audit-postgres URL (audit_log in PostgreSQL); demo takes --audit-dir and
+--audit-postgres.
 `
 
 func main() {

@@ -17,9 +17,8 @@ import (
 // over /mcp still running when the shutdown grace ran out lost its outcome
 // record: serveHTTP returned at once, and the record met closed sinks
 // (REST calls were waited for already: closing their sessions waits).
-// serveHTTP now returns once the calls under way have ended (each is
-// bounded by the guard's call deadline), so every started write keeps both
-// its records.
+// serveHTTP now returns once the calls under way have ended (waiting at
+// most shutdownWait), so every started write keeps both its records.
 func TestShutdownWaitsForCallsBeforeTheAuditCloses(t *testing.T) {
 	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
 	shutdownGrace = 100 * time.Millisecond

@@ -246,7 +246,8 @@ func (a *app) query(ctx context.Context, f audit.Filter) ([]audit.Event, error) 
 	return a.sqlSink.Query(ctx, f)
 }
 
-// shutdownWait bounds waitIdle: above the guard's call deadline (10 s).
+// shutdownWait bounds waitIdle. The example's tools answer at once and it
+// sets no call deadline: this only bounds a shutdown behind a hung call.
 var shutdownWait = 15 * time.Second
 
 // waitIdle waits, at most shutdownWait, until no request is under way, so
