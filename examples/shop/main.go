@@ -54,6 +54,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
 )
 
@@ -113,7 +114,7 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	redisGiven := false
 	fs.Visit(func(f *flag.Flag) { redisGiven = redisGiven || f.Name == "redis" })
 	if redisGiven {
-		if err := checkRedisAddr(cfg.redisAddr); err != nil {
+		if err := redisaddr.Check(cfg.redisAddr); err != nil {
 			fmt.Fprintln(stderr, "shop:", err)
 			return 2
 		}

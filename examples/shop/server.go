@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/confirm/redisnonce"
+	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/limiter/redislimit"
 	"github.com/mcpguard/mcpguard/policy"
@@ -198,39 +197,18 @@ const (
 // the session check's 3 s, after the write-ahead audit record).
 const redisLease = time.Minute
 
-// openRedis connects to the Redis at addr, which must answer a PING within
-// 3 s, and closes the client with s; "" means no Redis (nil). The client
-// does not retry: a decision of the limiter retried after a lost reply
-// could be charged twice, and a nonce retried after a lost reply would
-// find itself used (redislimit and redisnonce bound each call themselves).
+// openRedis connects to the Redis at addr (redisaddr.Dial: it must answer
+// within 3 s) and closes the client with s; "" means no Redis (nil).
 func (s *shop) openRedis(addr string) (*redis.Client, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	if err := checkRedisAddr(addr); err != nil {
+	rdb, err := redisaddr.Dial(addr, 3*time.Second)
+	if err != nil {
 		return nil, err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	s.closes = append(s.closes, rdb.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("--redis %s: %w", addr, err)
-	}
 	return rdb, nil
-}
-
-// checkRedisAddr checks a --redis value: host:port, the port 1 to 65535,
-// the host without user info, a path or a query (not a redis:// URL: no
-// Redis password is wired here). Its error names the flag without showing
-// the value, which may hold a password.
-func checkRedisAddr(v string) error {
-	host, port, err := net.SplitHostPort(v)
-	n, perr := strconv.Atoi(port)
-	if err != nil || host == "" || strings.ContainsAny(host, "@/?# \t") || perr != nil || n < 1 || n > 65535 {
-		return errors.New("--redis: want host:port, e.g. 127.0.0.1:6379 (not a URL, no user info; the value is not shown)")
-	}
-	return nil
 }
 
 // limiterStore returns the limiter's store: nil (the limiter's own memory

@@ -5,16 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/limiter/redislimit"
-	"github.com/redis/go-redis/v9"
 )
 
 // The backends that several server processes share: the limiter's state on
@@ -31,47 +29,13 @@ const redisPrefix = "{mcpguard-ticket}:limiter:"
 // startTimeout bounds the first answer of Redis or PostgreSQL at start.
 const startTimeout = 5 * time.Second
 
-// checkRedisAddr checks a --redis value: host:port, the port 1 to 65535,
-// the host without user info or a path (not a redis:// URL). Its errors
-// quote the value, unless it may hold a password (see showArg).
-func checkRedisAddr(v string) error {
-	if v == "" {
-		return errors.New("--redis: empty address (want host:port, e.g. 127.0.0.1:6379)")
-	}
-	host, port, err := net.SplitHostPort(v)
-	n, perr := strconv.Atoi(port)
-	if err != nil || host == "" || strings.ContainsAny(host, "@/?# \t") || perr != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("--redis %s: want host:port, e.g. 127.0.0.1:6379 (not a URL, no user info)", showArg(v))
-	}
-	return nil
-}
-
-// showArg quotes a command-line value for an error, or names it without
-// showing it when it may hold a password: when it has an "@" (the user
-// info of a URL, user:password@host) or the word "password" (a query's
-// ?password=).
-func showArg(v string) string {
-	if strings.Contains(v, "@") || strings.Contains(strings.ToLower(v), "password") {
-		return "(a value with user info or a password, not shown)"
-	}
-	return strconv.Quote(v)
-}
-
-// openRedisStore connects to the Redis at addr and returns the limiter
-// store on it and the client's Close. Redis must answer a PING within
-// startTimeout. The client neither retries nor waits past its context:
-// redislimit bounds each decision itself, and a retried decision could be
-// charged twice.
-func openRedisStore(ctx context.Context, addr string) (*redislimit.Store, func() error, error) {
-	if err := checkRedisAddr(addr); err != nil {
+// openRedisStore connects to the Redis at addr (redisaddr.Dial: it must
+// answer within startTimeout) and returns the limiter store on it and the
+// client's Close.
+func openRedisStore(addr string) (*redislimit.Store, func() error, error) {
+	rdb, err := redisaddr.Dial(addr, startTimeout)
+	if err != nil {
 		return nil, nil, err
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, nil, fmt.Errorf("--redis %s: %w", addr, err)
 	}
 	return redislimit.New(rdb, &redislimit.Options{Prefix: redisPrefix}), rdb.Close, nil
 }

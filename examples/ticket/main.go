@@ -61,6 +61,7 @@ import (
 	"syscall"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
 	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -167,7 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// password, meant for --audit-postgres.
 		shown := make([]string, fs.NArg())
 		for i, a := range fs.Args() {
-			shown[i] = showArg(a)
+			shown[i] = redisaddr.Shown(a)
 		}
 		fmt.Fprintf(stderr, "ticket %s: unexpected arguments [%s]\n", cmd, strings.Join(shown, " "))
 		return 2
@@ -179,7 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch {
 		case bad != nil:
 		case f.Name == "redis":
-			bad = checkRedisAddr(redisAddr)
+			bad = redisaddr.Check(redisAddr)
 		case f.Name == "audit-postgres":
 			_, bad = postgresConfig(pgURL)
 		}

@@ -138,7 +138,7 @@ func newApp(o appOptions) (_ *app, err error) {
 	// Redis that cannot decide refuses the call).
 	var lopts limiter.Options
 	if o.Redis != "" {
-		store, closeRedis, err := openRedisStore(context.Background(), o.Redis)
+		store, closeRedis, err := openRedisStore(o.Redis)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,62 @@
+// Package redisaddr checks and dials the --redis HOST:PORT flag of the
+// example servers, which keep their limiter state (and, for the shop,
+// confirmation nonces) on a Redis shared by replicas.
+package redisaddr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Check checks a --redis value: host:port, the port 1 to 65535, the host
+// without user info, a path, a query or white space (not a redis:// URL: no
+// Redis password is wired here). Its errors name the flag and show the
+// value only as [Shown] does.
+func Check(v string) error {
+	if v == "" {
+		return errors.New("--redis: empty address (want host:port, e.g. 127.0.0.1:6379)")
+	}
+	host, port, err := net.SplitHostPort(v)
+	n, perr := strconv.Atoi(port)
+	if err != nil || host == "" || strings.ContainsAny(host, "@/?# \t") || perr != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--redis %s: want host:port, e.g. 127.0.0.1:6379 (not a URL, no user info)", Shown(v))
+	}
+	return nil
+}
+
+// Shown quotes a command-line value for an error, or names it without
+// showing it when it may hold a password: when it has an "@" (the user
+// info of a URL, user:password@host) or the word "password" (a query's
+// ?password=).
+func Shown(v string) string {
+	if strings.Contains(v, "@") || strings.Contains(strings.ToLower(v), "password") {
+		return "(a value with user info or a password, not shown)"
+	}
+	return strconv.Quote(v)
+}
+
+// Dial checks addr and returns a client of the Redis there, which must
+// answer a PING within timeout. The client bounds every command by its
+// context and does not retry: a limiter decision retried after a lost
+// reply could be charged twice, and a nonce retried so would find itself
+// used (redislimit and redisnonce bound each call themselves).
+func Dial(addr string, timeout time.Duration) (*redis.Client, error) {
+	if err := Check(addr); err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("--redis %s: %w", addr, err)
+	}
+	return rdb, nil
+}
