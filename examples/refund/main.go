@@ -181,9 +181,10 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 	return err
 }
 
-// waitCalls waits, at most 15 s (past any call's deadline), until g has no
-// call under way, so that their outcome records reach the audit sink
-// before it is closed.
+// waitCalls waits until g has no call under way, so that their outcome
+// records reach the audit sink before it is closed: at most 15 s, which
+// only a hung call reaches (the tools answer at once; no call deadline is
+// set).
 func waitCalls(g *mcpguard.Guard, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
