@@ -53,12 +53,16 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
 )
 
 func main() {
+	// go-redis's own lines (a failed dial per refused call while Redis is
+	// down) as throttled log records; process-wide, so here and not in run.
+	redisaddr.LogTo(slog.New(slog.NewTextHandler(os.Stderr, nil)), 10*time.Second)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

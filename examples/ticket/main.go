@@ -59,6 +59,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
@@ -105,6 +106,9 @@ DIR, --redis HOST:PORT (per-session budgets shared on Redis) and
 `
 
 func main() {
+	// go-redis's own lines (a failed dial per refused call while Redis is
+	// down) as throttled log records; process-wide, so here and not in run.
+	redisaddr.LogTo(slog.New(slog.NewTextHandler(os.Stderr, nil)), 10*time.Second)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
