@@ -14,7 +14,9 @@
 // every tool matching a pattern, such as "admin_*" for the role "admin". Every
 // role rule that matches a tool applies (they are ANDed), and within one rule
 // any listed role suffices. Write tools are refused unless they are on the
-// write allowlist: writes are off by default.
+// write allowlist: writes are off by default. [New] refuses a
+// configuration with a recognisable mistake (see its list) rather than
+// build a policy that silently does other than its author meant.
 //
 // [Policy.CheckTool] is the registration check: a tool with no rule, or whose
 // configured class contradicts its ReadOnlyHint annotation, is a start-up

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A Principal is the authenticated caller: the real user on whose behalf a
@@ -73,13 +75,14 @@ func (c Class) String() string {
 
 // A ToolRule is the policy for one tool.
 type ToolRule struct {
-	// Name is the exact tool name.
+	// Name is the exact tool name. It may not contain "*": a tool rule is
+	// not a pattern (see [RoleRule] and [Config].Default).
 	Name string
 	// Class is Read or Write. Required.
 	Class Class
 	// Roles, if non-empty, lists roles any one of which the caller needs.
-	// Role rules matching the name apply in addition. No role name may be
-	// empty.
+	// Role rules matching the name apply in addition. Roles are exact
+	// names: none may be empty or contain "*".
 	Roles []string
 	// Cost is the fixed cost of one call in spend units; 0 means free. Must be
 	// finite and non-negative. A cost computed from arguments is configured
@@ -97,20 +100,25 @@ type RoleRule struct {
 	// "admin_*". A lone "*" matches every tool.
 	Pattern string
 	// Roles lists roles any one of which the caller needs. Must be
-	// non-empty, and no role name in it may be empty.
+	// non-empty; its roles are exact names, none empty or containing "*".
 	Roles []string
 }
 
 // An ArgLimit caps a numeric top-level argument for some callers, e.g.
 // "role support may not call trigger_refund with amount above 100".
 type ArgLimit struct {
-	// Field is the top-level argument name. A call where the field is missing
+	// Field is the top-level argument name; nested paths are not
+	// supported, and New refuses one. A call where the field is missing
 	// or not a number is refused when the limit applies (fail closed).
 	Field string
-	// Max is the largest allowed value (inclusive).
+	// Max is the largest allowed value (inclusive). A number given as
+	// text (a json.Number in [MapArgs]) is compared by its exact decimal
+	// value, so one just above Max that rounds to Max as a float64 is
+	// refused.
 	Max float64
 	// ExemptRoles lists roles to which the limit does not apply. Empty means
-	// the limit applies to everyone. No role name in it may be empty.
+	// the limit applies to everyone. Its roles are exact names, none empty
+	// or containing "*".
 	ExemptRoles []string
 }
 
@@ -121,7 +129,8 @@ type Config struct {
 	// RoleRules add role requirements by name pattern.
 	RoleRules []RoleRule
 	// WriteAllowlist names the write tools that may run. Empty means no write
-	// tool runs: writes are off by default. "*" allows every write tool.
+	// tool runs: writes are off by default. A lone "*" allows every write
+	// tool; any other entry is an exact tool name.
 	WriteAllowlist []string
 	// Default, if non-nil, is the rule for tools without their own rule
 	// (useful in a gateway in front of a server whose tools are not known in
@@ -152,7 +161,15 @@ type Policy struct {
 // non-finite cost, an empty role list in a role rule, an empty role name in
 // any role list, a malformed pattern (empty, or with a "*" other than a
 // trailing one), an argument limit without a field or with a NaN Max, or an
-// empty name in the write allowlist. The slices of cfg are copied.
+// empty name in the write allowlist. Names that cannot be what the author
+// meant are refused too, since a rule whose name matches nothing silently
+// does not apply: a tool name, pattern, role, argument field or allowlist
+// entry with invalid UTF-8, a control or invisible formatting character,
+// or white space at an end (for a pattern, also just before its "*"); a
+// "*" in a tool rule's name, in a role, or in an allowlist entry other
+// than a lone "*" (none of them is a pattern); and an argument field that
+// looks like a path (with ".", "/", "[" or "]"), which would be read as a
+// top-level name a caller can send itself. The slices of cfg are copied.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
@@ -167,18 +184,24 @@ func New(cfg Config) (*Policy, error) {
 		if r.Cost < 0 || math.IsNaN(r.Cost) || math.IsInf(r.Cost, 0) {
 			return nil, fmt.Errorf("policy: %s: cost %v must be finite and non-negative", what, r.Cost)
 		}
-		if slices.Contains(r.Roles, "") {
-			return nil, fmt.Errorf("policy: %s: empty role name in roles", what)
+		if err := checkRoles(r.Roles, what, "roles"); err != nil {
+			return nil, err
 		}
 		for _, l := range r.ArgLimits {
 			if l.Field == "" {
 				return nil, fmt.Errorf("policy: %s: argument limit with empty field", what)
 			}
+			if e := nameError(l.Field); e != "" {
+				return nil, fmt.Errorf("policy: %s: argument limit on %q: the field %s", what, l.Field, e)
+			}
+			if strings.ContainsAny(l.Field, "./[]") {
+				return nil, fmt.Errorf("policy: %s: argument limit on %q: the field must be a top-level argument name, not a path", what, l.Field)
+			}
 			if math.IsNaN(l.Max) {
 				return nil, fmt.Errorf("policy: %s: argument limit on %q has NaN max", what, l.Field)
 			}
-			if slices.Contains(l.ExemptRoles, "") {
-				return nil, fmt.Errorf("policy: %s: argument limit on %q: empty role name in exempt roles", what, l.Field)
+			if err := checkRoles(l.ExemptRoles, fmt.Sprintf("%s: argument limit on %q", what, l.Field), "exempt roles"); err != nil {
+				return nil, err
 			}
 		}
 		r.Roles = slices.Clone(r.Roles)
@@ -191,6 +214,12 @@ func New(cfg Config) (*Policy, error) {
 	for _, r := range cfg.Tools {
 		if r.Name == "" {
 			return nil, errors.New("policy: tool rule with empty name")
+		}
+		if e := nameError(r.Name); e != "" {
+			return nil, fmt.Errorf("policy: tool %q: the name %s", r.Name, e)
+		}
+		if strings.Contains(r.Name, "*") {
+			return nil, fmt.Errorf("policy: tool %q: a tool rule names one tool exactly; use a role rule pattern or the default rule for many", r.Name)
 		}
 		if _, dup := p.tools[r.Name]; dup {
 			return nil, fmt.Errorf("policy: duplicate rule for tool %q", r.Name)
@@ -213,13 +242,15 @@ func New(cfg Config) (*Policy, error) {
 		if len(rr.Roles) == 0 {
 			return nil, fmt.Errorf("policy: role rule %q lists no roles", rr.Pattern)
 		}
-		if slices.Contains(rr.Roles, "") {
-			return nil, fmt.Errorf("policy: role rule %q: empty role name in roles", rr.Pattern)
+		if err := checkRoles(rr.Roles, fmt.Sprintf("role rule %q", rr.Pattern), "roles"); err != nil {
+			return nil, err
 		}
 		pat := rr.Pattern
 		switch {
 		case pat == "":
 			return nil, errors.New("policy: role rule with empty pattern")
+		case nameError(strings.TrimSuffix(pat, "*")) != "":
+			return nil, fmt.Errorf("policy: role rule %q: the pattern %s", pat, nameError(strings.TrimSuffix(pat, "*")))
 		case strings.HasSuffix(pat, "*"):
 			prefix := strings.TrimSuffix(pat, "*")
 			if strings.Contains(prefix, "*") {
@@ -240,9 +271,55 @@ func New(cfg Config) (*Policy, error) {
 		if w == "" {
 			return nil, errors.New("policy: empty name in write allowlist")
 		}
+		if e := nameError(w); e != "" {
+			return nil, fmt.Errorf("policy: write allowlist: %q %s", w, e)
+		}
+		if strings.Contains(w, "*") {
+			return nil, fmt.Errorf("policy: write allowlist: %q: names are exact; only a lone \"*\" is a wildcard", w)
+		}
 		p.writes[w] = true
 	}
 	return p, nil
+}
+
+// checkRoles refuses a role list with an empty role name, a name that
+// nameError refuses, or a "*": roles are matched exactly, so a "*" grants
+// or exempts only a caller whose role is literally "*", never everyone.
+// what names the rule and list the list in the error.
+func checkRoles(roles []string, what, list string) error {
+	for _, r := range roles {
+		if r == "" {
+			return fmt.Errorf("policy: %s: empty role name in %s", what, list)
+		}
+		if e := nameError(r); e != "" {
+			return fmt.Errorf("policy: %s: role %q in %s %s", what, r, list, e)
+		}
+		if strings.Contains(r, "*") {
+			return fmt.Errorf("policy: %s: role %q in %s: roles are exact names, not patterns", what, r, list)
+		}
+	}
+	return nil
+}
+
+// nameError says what is wrong with a name from the configuration (a tool
+// name, a pattern, a role, an argument field, an allowlist entry), or
+// returns "". Invalid UTF-8, control and invisible formatting characters,
+// and white space at either end are refused: they come from a copied or
+// split list, and the name then matches nothing, so the rule silently
+// does not apply where it was meant to.
+func nameError(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return "contains a control or invisible character"
+		}
+	}
+	if strings.TrimSpace(s) != s {
+		return "has white space at an end"
+	}
+	return ""
 }
 
 // Resolve returns the rule for tool: its own rule, else the default rule,
@@ -418,6 +495,9 @@ func (p *Policy) Authorize(pr *Principal, tool string) Decision {
 
 // CheckArgs applies the argument limits of rule r (as returned by
 // [Policy.Authorize]) for pr. A nil args fails every limit that applies.
+// A value is refused when it exceeds Max; a json.Number in a [MapArgs]
+// whose float64 equals Max is compared by its exact decimal value, and
+// refused when that is larger or when its text is not a JSON number.
 func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 	for _, l := range r.ArgLimits {
 		if len(l.ExemptRoles) > 0 && pr.hasAny(l.ExemptRoles) {
@@ -430,7 +510,7 @@ func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 		if !ok {
 			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " must be a number for this caller"}
 		}
-		if math.IsNaN(v) || v > l.Max {
+		if math.IsNaN(v) || v > l.Max || (v == l.Max && aboveMax(args, l.Field, l.Max)) {
 			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " exceeds the limit for this caller"}
 		}
 	}
