@@ -8,8 +8,9 @@
 //
 // Dry-run is decided by the guard, never by the client alone. The server
 // configures it globally or per tool; a client may additionally ask for a
-// preview of one call by setting [MetaKey] to the JSON boolean true in the
-// _meta of its tools/call request. The guard ORs the three:
+// preview of one call by setting [MetaKey] to true in the _meta of its
+// tools/call request (any value but false counts, and the key in any letter
+// case: an unclear request gets a preview). The guard ORs the three:
 //
 //	dry := cfg.Global || cfg.Tool[name] || dryrun.Requested(req.Params.Meta)
 //

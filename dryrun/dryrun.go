@@ -14,8 +14,8 @@ import (
 )
 
 // MetaKey is the _meta key of a tools/call request with which a client asks
-// for a preview of that one call. Only the JSON boolean true requests a
-// preview; see [Requested].
+// for a preview of that one call, with the value true. Any value but the
+// JSON boolean false requests a preview; see [Requested].
 const MetaKey = "io.mcpguard/dryRun"
 
 // IDPrefix starts every identifier made by [NewID].
@@ -36,14 +36,22 @@ func FromContext(ctx context.Context) bool {
 	return v
 }
 
-// Requested reports whether a tools/call request's _meta asks for a preview:
-// true only when meta[MetaKey] is the JSON boolean true. Everything else is
-// ignored and reports false: a missing key, false, null, the string "true",
-// numbers, objects, and a nil meta. A false result never turns dry-run off;
-// the guard ORs it with the server's configuration.
+// Requested reports whether a tools/call request's _meta asks for a preview.
+// It fails closed: a key equal to [MetaKey] but for letter case counts as
+// MetaKey, and any value under it other than the JSON boolean false (true,
+// but also "true", 1, null, "false") asks for one, since a client that
+// wrote the flag in a form the guard does not read exactly meant a preview
+// more likely than a real write, and a preview only does less. It reports
+// false for a nil meta, a missing key, or false under every key that
+// matches. A false result never turns dry-run off; the guard ORs it with
+// the server's configuration.
 func Requested(meta mcp.Meta) bool {
-	v, _ := meta[MetaKey].(bool)
-	return v
+	for k, v := range meta {
+		if b, isBool := v.(bool); (!isBool || b) && strings.EqualFold(k, MetaKey) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewID returns a fresh synthetic identifier: [IDPrefix] followed by 16

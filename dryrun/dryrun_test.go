@@ -36,11 +36,13 @@ func TestRequested(t *testing.T) {
 		{"missing_key", mcp.Meta{"other": true}, false},
 		{"json_true", mcp.Meta{MetaKey: true}, true},
 		{"json_false", mcp.Meta{MetaKey: false}, false},
-		{"null", mcp.Meta{MetaKey: nil}, false},
-		{"string_true", mcp.Meta{MetaKey: "true"}, false},
-		{"number_one", mcp.Meta{MetaKey: float64(1)}, false},
-		{"object", mcp.Meta{MetaKey: map[string]any{"on": true}}, false},
-		{"similar_key", mcp.Meta{"io.mcpguard/dryrun": true}, false},
+		// Unclear requests fail closed: a preview (review13_dryrun_test.go).
+		{"null", mcp.Meta{MetaKey: nil}, true},
+		{"string_true", mcp.Meta{MetaKey: "true"}, true},
+		{"number_one", mcp.Meta{MetaKey: float64(1)}, true},
+		{"object", mcp.Meta{MetaKey: map[string]any{"on": true}}, true},
+		{"case_variant_key", mcp.Meta{"io.mcpguard/dryrun": true}, true},
+		{"similar_key", mcp.Meta{"io.mcpguard/dry-run": true}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +64,7 @@ func TestRequestedFromWire(t *testing.T) {
 	}{
 		{"preview_requested", `{"name":"w","_meta":{"io.mcpguard/dryRun":true}}`, true},
 		{"explicit_false", `{"name":"w","_meta":{"io.mcpguard/dryRun":false}}`, false},
-		{"string_false", `{"name":"w","_meta":{"io.mcpguard/dryRun":"false"}}`, false},
+		{"string_false", `{"name":"w","_meta":{"io.mcpguard/dryRun":"false"}}`, true},
 		{"no_meta", `{"name":"w"}`, false},
 	}
 	for _, tt := range tests {
