@@ -7,4 +7,11 @@
 // atomic on the Redis server. The key lives until the confirmation's expiry
 // plus [Grace], which covers clock skew between replicas. Keys are prefixed,
 // so one Redis can serve several deployments.
+//
+// A nonce is remembered only as long as its key: a Redis that evicts keys
+// under memory pressure (any maxmemory-policy but noeviction, the
+// volatile-* ones included, since every nonce key has a TTL) or that loses
+// a write in a failover to a replica that had not received it may accept a
+// confirmation twice. Use noeviction, under which a full Redis refuses the
+// write and the confirmation fails closed.
 package redisnonce

@@ -23,7 +23,8 @@ const DefaultTimeout = time.Second
 
 // Store is a [github.com/mcpguard/mcpguard/confirm.NonceStore] on Redis,
 // and a [github.com/mcpguard/mcpguard/confirm.NonceChecker]. It is safe for
-// concurrent use.
+// concurrent use. The zero Store has no client and refuses every nonce
+// with an error (so the confirmation is refused); use [New].
 type Store struct {
 	// Timeout bounds each call to Redis; zero means [DefaultTimeout]. Set
 	// it before first use.
@@ -35,6 +36,7 @@ type Store struct {
 
 // New returns a Store that keeps nonce keys under prefix (for example
 // "mcpguard:confirm:") in client. The client is not closed by the Store.
+// With a nil client, every call returns an error.
 func New(client redis.UniversalClient, prefix string) *Store {
 	return &Store{client: client, prefix: prefix}
 }
@@ -46,6 +48,9 @@ func New(client redis.UniversalClient, prefix string) *Store {
 // command that timed out may still have recorded the nonce, which only
 // makes the confirmation fail closed.
 func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Time) (bool, error) {
+	if s == nil {
+		return false, errNoClient
+	}
 	if !expires.After(now) {
 		return false, nil
 	}
@@ -68,6 +73,9 @@ func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Tim
 // now counts as used without asking Redis. Errors from Redis and the
 // timeout are returned as is.
 func (s *Store) Used(ctx context.Context, nonce string, now, expires time.Time) (bool, error) {
+	if s == nil {
+		return false, errNoClient
+	}
 	if !expires.After(now) {
 		return true, nil
 	}
@@ -82,8 +90,17 @@ func (s *Store) Used(ctx context.Context, nonce string, now, expires time.Time) 
 	return n > 0, nil
 }
 
-// do runs one command, bounded by the Timeout on top of ctx.
+// errNoClient is returned by a Store that has no Redis client.
+var errNoClient = errors.New("redisnonce: the store has no Redis client (use New with a client)")
+
+// do runs one command, bounded by the Timeout on top of ctx. A Store
+// without a client, and a client that panics (a nil *redis.Client), give
+// an error: the command runs on its own goroutine, where a panic would end
+// the process.
 func (s *Store) do(ctx context.Context, args ...any) (any, error) {
+	if s.client == nil {
+		return nil, errNoClient
+	}
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -99,6 +116,11 @@ func (s *Store) do(ctx context.Context, args ...any) (any, error) {
 	}
 	done := make(chan reply, 1)
 	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- reply{nil, fmt.Errorf("redisnonce: the Redis client panicked: %v", r)}
+			}
+		}()
 		v, err := s.client.Do(ctx, args...).Result()
 		done <- reply{v, err}
 	}()
