@@ -411,6 +411,15 @@ func (a *rawArgs) Number(field string) (float64, bool) {
 	return f, true
 }
 
+// NumberText implements policy.ExactArgs: the number's JSON text, so that
+// one that rounds to a limit as a float64 is compared by its exact value.
+func (a *rawArgs) NumberText(field string) (string, bool) {
+	if _, ok := a.Number(field); !ok {
+		return "", false
+	}
+	return string(a.fields[field]), true
+}
+
 // permissiveArgs satisfies every argument limit; it is used to decide whether
 // a tool is visible at all in a filtered tools/list.
 type permissiveArgs struct{}

@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"encoding/json"
-	"strconv"
-)
+import "strconv"
 
 // aboveExactly reports whether the JSON number text n, whose nearest
 // float64 is max, is in fact larger than max. A number just above a limit
@@ -13,7 +10,7 @@ import (
 // JSON number syntax counts as above: it cannot be compared. The work is
 // linear in the length of n; it does not allocate for the short numbers
 // calls carry.
-func aboveExactly(n json.Number, max float64) bool {
+func aboveExactly(n string, max float64) bool {
 	a, ok := parseDecimal(n)
 	if !ok {
 		return true
@@ -156,14 +153,14 @@ func cmpInt64(a, b int64) int {
 }
 
 // aboveMax reports whether the argument field of args, whose float64 value
-// equals max, is in fact larger: for a [MapArgs] holding the number's
-// text (a json.Number), by its exact decimal value. A float64 is exact
-// already; other number types are taken at their float64 value.
+// equals max, is in fact larger: for an [ExactArgs] that has the number's
+// text, by its exact decimal value. Without the text, the float64 is taken
+// as exact.
 func aboveMax(args Args, field string, max float64) bool {
-	m, ok := args.(MapArgs)
+	a, ok := args.(ExactArgs)
 	if !ok {
 		return false
 	}
-	n, ok := m[field].(json.Number)
+	n, ok := a.NumberText(field)
 	return ok && aboveExactly(n, max)
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -437,7 +438,20 @@ type Args interface {
 	Number(field string) (float64, bool)
 }
 
-// MapArgs adapts decoded JSON arguments to [Args].
+// ExactArgs is an [Args] that also gives the JSON text of a numeric field,
+// so that [Policy.CheckArgs] compares a number that rounds to a limit as a
+// float64 by its exact value: "100.000000000000001" is 100 as a float64,
+// yet above a Max of 100, and a handler that decodes it exactly (an int64,
+// a json.Number, a decimal type) acts on more than the limit. NumberText
+// returns ok false for a field whose value it holds as a float64 only,
+// which is then taken as exact. [MapArgs] is an ExactArgs; so is the
+// gateway's view of the raw arguments.
+type ExactArgs interface {
+	Args
+	NumberText(field string) (string, bool)
+}
+
+// MapArgs adapts decoded JSON arguments to [Args] and [ExactArgs].
 type MapArgs map[string]any
 
 // Number implements [Args]. Only float64 values (as encoding/json decodes
@@ -459,6 +473,17 @@ func (m MapArgs) Number(field string) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
+}
+
+// NumberText implements [ExactArgs]: the text of a json.Number value (as
+// encoding/json gives with UseNumber). Like Number, it reads nothing when
+// another key equals field but for letter case.
+func (m MapArgs) NumberText(field string) (string, bool) {
+	if _, ok := m.Number(field); !ok {
+		return "", false
+	}
+	n, ok := m[field].(json.Number)
+	return string(n), ok
 }
 
 // Decide says whether pr may call tool with args: [Policy.Authorize], then
@@ -495,9 +520,10 @@ func (p *Policy) Authorize(pr *Principal, tool string) Decision {
 
 // CheckArgs applies the argument limits of rule r (as returned by
 // [Policy.Authorize]) for pr. A nil args fails every limit that applies.
-// A value is refused when it exceeds Max; a json.Number in a [MapArgs]
-// whose float64 equals Max is compared by its exact decimal value, and
-// refused when that is larger or when its text is not a JSON number.
+// A value is refused when it exceeds Max; one whose float64 equals Max,
+// from an [ExactArgs] that has its text (a json.Number in a [MapArgs]), is
+// compared by its exact decimal value, and refused when that is larger or
+// when its text is not a JSON number.
 func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 	for _, l := range r.ArgLimits {
 		if len(l.ExemptRoles) > 0 && pr.hasAny(l.ExemptRoles) {
