@@ -70,6 +70,10 @@ func TestConfigIsParsedStrictly(t *testing.T) {
 		{"allowlist_read_tool", strings.Replace(string(base), "allowed_write_tools: []", "allowed_write_tools: [search_docs]", 1), []string{`"search_docs" is a read-only tool`}},
 		{"two_documents", string(base) + "---\ndry_run: false\n", []string{"more than one YAML document"}},
 		{"empty", "", []string{"empty configuration"}},
+		// A key given twice is refused, not read as its last value: a
+		// second dry_run: false at the end would turn dry-run off.
+		{"duplicate_top_level_key", string(base) + "dry_run: false\n", []string{"line 22", `"dry_run" already defined`}},
+		{"duplicate_tool", strings.Replace(string(base), "  list_tools:\n", "  search_docs:\n    read_only: false\n    cost_units: 0\n  list_tools:\n", 1), []string{`"search_docs" already defined`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
