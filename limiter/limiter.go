@@ -113,8 +113,9 @@ type Limiter struct {
 }
 
 // maxAbandons bounds the abandons a Limiter runs at once: when a store is
-// down, every failed reservation would start one. Past it, a failed
-// reservation's slots come back when their lease expires.
+// down, every failed reservation and release would start one. Past it, the
+// slots of a failed reservation or release come back when their lease
+// expires.
 const maxAbandons = 64
 
 // New returns a Limiter applying limits, with options opts (nil means
@@ -293,9 +294,10 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 
 // abandon releases, in the background, the in-flight slots that a
 // reservation whose Apply failed may have taken, telling the store to make a
-// late arrival of it take nothing. It retries with growing pauses (about 13
-// seconds in all), then leaves the slots to the expiry of their lease. Its
-// clock is the decision's now, moved on by the time since, so that a store
+// late arrival of it take nothing; or those of a release whose Apply failed.
+// It retries with growing pauses (about 13 seconds in all), then leaves the
+// slots to the expiry of their lease. Its clock is the decision's now (the
+// release's, for a release), moved on by the time since, so that a store
 // told the caller's time measures the lease as the reservation did.
 func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 	defer func() { <-l.abandons }()
@@ -377,8 +379,11 @@ func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
 // caller's bug with different effects per store: the Redis store ignores it
 // (its slots are leases), the memory store frees a slot another call holds.
 // Release does not depend on any request context: a store that needs one
-// gets a fresh context and bounds the wait itself. If a shared store cannot
-// be reached, its slots come back when their lease expires.
+// gets a fresh context and bounds the wait itself. If a store whose slots
+// are leases ([LeaseStore], such as the Redis one) cannot be reached, the
+// release is sent again in the background, as an abandon (see [Batch]), for
+// about 13 seconds; past that, the slots come back when their lease
+// expires.
 func (l *Limiter) Release(d Decision) {
 	if d.held == 0 {
 		return
@@ -390,5 +395,13 @@ func (l *Limiter) Release(d Decision) {
 	r := Request{Session: d.session, User: d.user, Tool: d.tool}
 	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, opRelease, d.held)
 	b := &Batch{Release: true, Lease: d.lease, Checks: checks}
-	_ = l.store.Apply(context.Background(), time.Now(), b)
+	now := time.Now()
+	if l.store.Apply(context.Background(), now, b) != nil && l.abandons != nil && d.lease != 0 {
+		// Leases make a retry safe: it frees d's slots and no other's.
+		select {
+		case l.abandons <- struct{}{}:
+			go l.abandon(r, d.held, d.lease, now)
+		default: // too many running: the lease expires
+		}
+	}
 }

@@ -338,7 +338,7 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 // units per window, in nanoseconds, rounded down: a burst of exactly max
 // units then fits in the window whatever the rounding of each increment.
 func increment(window int64, n, max float64) int64 {
-	x := math.Floor(float64(window) * n / max)
+	x := math.Floor(span(window, n, max))
 	if x < 1 {
 		return 1 // a positive cost is never free (see Limit)
 	}
@@ -346,4 +346,16 @@ func increment(window int64, n, max float64) int64 {
 		return math.MaxInt64 / 4
 	}
 	return int64(x)
+}
+
+// span is window*n/max, the time n units of a limit of max units per window
+// take, in the unit of window. It is computed in that order, for the
+// rounding that increment needs, unless window*n overflows (a huge n): then
+// as window*(n/max), so that a cost no larger than a huge max still fits.
+func span(window int64, n, max float64) float64 {
+	x := float64(window) * n / max
+	if math.IsInf(x, 1) {
+		x = float64(window) * (n / max)
+	}
+	return x
 }

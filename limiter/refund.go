@@ -101,7 +101,7 @@ func (l *Limiter) Kept(now time.Time, d Decision) float64 {
 			continue
 		}
 		share := 1.0
-		if inc := float64(lim.Window) * d.cost / lim.Max; inc > float64(elapsed) {
+		if inc := span(int64(lim.Window), d.cost, lim.Max); inc > float64(elapsed) {
 			share = float64(elapsed) / inc
 		}
 		kept = max(kept, share)

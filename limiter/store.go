@@ -53,7 +53,8 @@ type Check struct {
 // A LeaseStore is a [Store] whose in-flight slots are leases named by
 // [Batch].Lease, so that it can free the slot of a reservation whose Apply
 // failed on the caller's side without touching any other: the [Limiter]
-// then sends it an Abandon batch (the Redis store is one).
+// then sends it an Abandon batch (the Redis store is one). It does the same,
+// in the background, for a release whose Apply failed.
 type LeaseStore interface {
 	Store
 	// LeasesSlots reports that the store's slots are leases.
@@ -88,8 +89,8 @@ type RefundStore interface {
 // under the (Concurrency) checks and reports nothing. With Abandon too, the
 // reservation of Lease failed on the caller's side (its Apply returned an
 // error, a timeout say) although it may have been carried out, or may still
-// arrive: the store frees what it took and, if it can, makes sure that a
-// reservation of Lease arriving later takes nothing.
+// arrive, or its release failed: the store frees what it took and, if it
+// can, makes sure that a reservation of Lease arriving later takes nothing.
 //
 // When Refund is true (and Release false), the store gives back what an
 // allowed reservation of the same Rate and Spend checks took, for a call
@@ -124,7 +125,8 @@ type Batch struct {
 	// on the [Limiter]'s clock (see Refund above); zero otherwise.
 	Elapsed time.Duration
 	// Abandon marks a release of a reservation whose outcome the caller
-	// never learned (only with Release). The [Limiter] sends it only to a
+	// never learned, or the retry of a release that failed (only with
+	// Release). The [Limiter] sends it only to a
 	// [LeaseStore]; a store that counts slots must ignore it (it cannot
 	// tell whether the failed reservation took one).
 	Abandon bool

@@ -1,9 +1,13 @@
 // Package limitertest is a conformance kit for implementations of
 // [limiter.Store]: [Run] checks, through a [limiter.Limiter], that a store
 // decides exactly and atomically, under concurrency, across scopes, with
-// exact retry-after delays, fractional costs, in-flight slots and refill,
-// and, for a store that refunds ([limiter.RefundStore]), that a refund gives
-// back exactly what a decision took, and only that.
+// exact retry-after delays, fractional costs, in-flight slots and refill;
+// that distinct keys (empty, long, differing by a separator, case or Unicode
+// form) are distinct buckets, that costs at the edges of float64 neither
+// overflow into a denial nor come free, and that a call at an earlier time
+// than the last gets nothing extra; and, for a store that refunds
+// ([limiter.RefundStore]), that a refund gives back exactly what a decision
+// took, and only that.
 //
 // The kit passes explicit times to the limiter, so the store under test must
 // decide at the time it is given (a Redis store in its client-time mode, for

@@ -1,19 +1,30 @@
 // Package redislimit is a [limiter.Store] on Redis, for limits shared by
 // many replicas of a server.
 //
-// Every decision is one Lua script, run with EVALSHA in one round trip: it
+// Every decision is one Lua script, run with EVALSHA in one round trip
+// (two the first time after Redis has lost its script cache, by a restart
+// or SCRIPT FLUSH: NOSCRIPT, then EVAL, the decision still made once): it
 // reads the time from the Redis server (TIME), evaluates every limit of the
 // call, and writes only if all of them allow it. Replicas therefore share
 // one clock and one state, and decide exactly as one in-memory limiter
-// would, with a resolution of one microsecond.
+// would, with a resolution of one microsecond. The store needs Redis 5 or
+// later: earlier versions refuse a script that writes after reading TIME,
+// and every decision then fails.
 //
 // Rate and spend state is one key per limit and bucket key holding the GCRA
 // theoretical arrival time, expiring when the bucket is full again, so idle
 // keys vanish by themselves. In-flight slots are leases: members of a sorted
-// set scored by their expiry. Releasing a slot removes its lease; a replica
-// that crashes with calls in flight loses them only until the leases expire
-// ([Options].Lease), after which the slots are free again. Set Lease above
-// the longest a tool call may run.
+// set scored by their expiry. Releasing a slot removes its lease; a release
+// that cannot reach Redis is sent again in the background for about 13
+// seconds; a replica that crashes with calls in flight loses them only until
+// the leases expire ([Options].Lease), after which the slots are free again.
+// Set Lease above the longest a tool call may run.
+//
+// The state is only as durable as Redis keeps it: a Redis that restarts
+// without persistence, or that evicts keys under memory pressure (every key
+// of the store has an expiry, so volatile-* policies evict them too; use
+// noeviction), forgets spent budgets and the slots of calls in flight, and
+// admits their worth again.
 //
 // Every call to Redis is bounded by [Options].Timeout (250ms by default),
 // whatever the client's own timeouts. When Redis cannot be reached in time,

@@ -20,8 +20,10 @@ const DefaultPrefix = "{mcpguard-limiter}:"
 type Options struct {
 	// Prefix starts every key the store writes. The zero value means
 	// [DefaultPrefix]. On Redis Cluster it must contain a hash tag, as the
-	// default does, so that all keys of a decision share one slot;
-	// otherwise Redis refuses the script (CROSSSLOT) and decisions fail.
+	// default does, so that all keys of a decision share one slot: its
+	// first '{' followed, within the prefix, by a '}' with something
+	// between (else the tag would end in the caller's key, or be empty).
+	// Otherwise Redis refuses the script (CROSSSLOT) and decisions fail.
 	Prefix string
 	// Timeout bounds every call to Redis. The zero value means 250ms.
 	Timeout time.Duration
@@ -30,8 +32,11 @@ type Options struct {
 	Lease time.Duration
 	// ClientTime makes decisions at the time the limiter passes rather than
 	// at the Redis server's time. Replicas whose clocks differ then disagree;
-	// it is meant for tests that control time, such as limitertest. The
-	// zero value uses the server's time.
+	// it is meant for tests that control time, such as limitertest. Keys
+	// still expire on the server's clock: a limiter's clock that runs slower
+	// than the server's (a test's standing still while real time passes)
+	// sees buckets refill, and leases end, early. The zero value uses the
+	// server's time.
 	ClientTime bool
 }
 

@@ -31,9 +31,15 @@ import "github.com/redis/go-redis/v9"
 var script = redis.NewScript(`
 local function int(x) return string.format('%.0f', x) end
 -- increment is the GCRA emission interval of n units of max per win
--- microseconds, rounded down, and never zero (see limiter.Limit).
+-- microseconds, rounded down, and never zero (see limiter.Limit). When
+-- win * n overflows (a huge n), win * (n / max): a cost no larger than a
+-- huge max still fits.
 local function increment(n, max, win)
-  local inc = math.floor(win * n / max)
+  local inc = win * n / max
+  if inc == math.huge then
+    inc = win * (n / max)
+  end
+  inc = math.floor(inc)
   if inc < 1 then
     inc = 1
   end
