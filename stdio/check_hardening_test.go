@@ -65,9 +65,8 @@ func TestLineLimitIgnoresPreviousLineTail(t *testing.T) {
 }
 
 // TestRefusalOfIDInFlightAnswersNull: a refused request whose id is that
-// of a request still in flight is answered with a null id, as jsonrpc2
-// answers a request that reuses an id in flight; with its own id the client
-// would take the error for the answer to its pending call.
+// of a request still in flight is answered with a null id; with its own id
+// the client would take the error for the answer to its pending call.
 func TestRefusalOfIDInFlightAnswersNull(t *testing.T) {
 	in := strings.Join([]string{
 		initLine,

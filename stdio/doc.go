@@ -23,18 +23,19 @@
 //     or -32600, logged on standard error, and the session goes on. Batches
 //     are refused from protocol version 2025-06-18 on, and while the answer
 //     to an initialize request is not out (the version is not known yet);
-//   - it refuses the same way the batches that the go-sdk v1.8.0 reads but
-//     never answers: a batch that mixes requests and notifications (the
-//     SDK waits for an answer to the notification too), or one that reuses
-//     the id of a request in flight;
+//   - it refuses the same way the messages that the go-sdk v1.8.0 reads but
+//     never answers: a request, alone or in a batch, that reuses the id of a
+//     request in flight (jsonrpc2 drops it), and a batch that mixes
+//     requests and notifications (the SDK waits for an answer to the
+//     notification too);
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`
 //     gets every answer (the go-sdk ends the session at end of input and
 //     would drop them).
 //
-// Call Isolate once, first thing in main, before anything writes to stdout
-// or starts goroutines that might, and serve the returned transport instead
-// of [mcp.StdioTransport]:
+// Call Isolate once (a second call returns an error), first thing in main,
+// before anything writes to stdout or starts goroutines that might, and
+// serve the returned transport instead of [mcp.StdioTransport]:
 //
 //	t, err := stdio.Isolate(nil)
 //	if err != nil {
@@ -52,5 +53,6 @@
 // On Linux, macOS and the BSDs the redirection is done with dup/dup2 on the
 // descriptors themselves, so it also covers cgo code and child processes.
 // On other systems (Windows) Isolate falls back to swapping the os.Stdout
-// and os.Stdin variables, which covers Go code in the process only.
+// and os.Stdin variables, which covers Go code in the process only; there
+// it refuses files given in [Options] with an error.
 package stdio

@@ -80,7 +80,7 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		// every id it tracks is answered: never when a notification is
 		// among its requests (go-sdk v1.8.0), nor when a member reuses the
 		// id of a request in flight outside the batch, which jsonrpc2
-		// answers with a null id.
+		// drops unanswered.
 		seen := map[idKey]bool{}
 		calls, notifications := 0, 0
 		for _, m := range msgs {
@@ -103,6 +103,10 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		for id := range seen {
 			s.batchIDs[id] = true
 		}
+	} else if m := msgs[0]; m.request && m.id.set && s.pending[m.id] {
+		// jsonrpc2 clears the id of a request that reuses the id of one
+		// in flight and handles it as a notification: never answered.
+		return invalid("a request reuses the id of a request in flight, which the go-sdk v1.8.0 drops unanswered")
 	}
 	for _, m := range msgs {
 		if !m.request || !m.id.set {
@@ -250,16 +254,18 @@ func (l *lines) midLine() bool { return l.over || len(l.partial) > 0 }
 
 // writer is the one writer of the JSON-RPC output: the go-sdk's messages
 // and the transport's answers to refused lines, each a whole line. It
-// tells the session which requests the SDK answered, from lines of any
-// size: the SDK writes each line in one call, which the writer reads in
-// place, and a line written in parts is gathered whole. It is safe for
-// concurrent use.
+// tells the session which requests the SDK answers, from lines of any
+// size, before writing them (once written, the client may read an answer
+// and reuse its id at once): the SDK writes each line in one call, which
+// the writer reads in place, and a line written in parts is gathered whole.
+// It is safe for concurrent use.
 type writer struct {
 	mu     sync.Mutex
 	w      io.WriteCloser
 	s      *session
 	lines  lines
-	queued [][]byte // answers held back while the SDK is mid-line
+	mid    bool     // the output ends inside a line of the SDK's
+	queued [][]byte // answers held back while mid is set
 }
 
 func newWriter(w io.WriteCloser, s *session) *writer {
@@ -269,13 +275,16 @@ func newWriter(w io.WriteCloser, s *session) *writer {
 func (w *writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n, err := w.w.Write(p)
-	w.lines.feed(p[:n], func(line []byte, tooLong bool) {
+	w.lines.feed(p, func(line []byte, tooLong bool) {
 		if !tooLong {
 			w.s.sent(line)
 		}
 	})
-	if err == nil && !w.lines.midLine() {
+	n, err := w.w.Write(p)
+	if n > 0 {
+		w.mid = p[n-1] != '\n'
+	}
+	if err == nil && !w.mid {
 		for _, b := range w.queued {
 			_, _ = w.w.Write(b)
 		}
@@ -289,7 +298,7 @@ func (w *writer) Write(p []byte) (int, error) {
 func (w *writer) answer(line []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.lines.midLine() {
+	if w.mid {
 		w.queued = append(w.queued, line)
 		return
 	}

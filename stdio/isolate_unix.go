@@ -3,6 +3,7 @@
 package stdio
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -10,6 +11,14 @@ import (
 // isolate duplicates stdin and stdout for the channel, then points stdout's
 // descriptor at stderr and stdin's at null.
 func isolate(stdin, stdout, stderr, null *os.File, _ bool) (in, out *os.File, err error) {
+	// Pointing stdin's descriptor at null would take it from the stream
+	// that shares it.
+	if stdin.Fd() == stdout.Fd() {
+		return nil, nil, errors.New("standard input and standard output are the same descriptor; give each its own")
+	}
+	if stdin.Fd() == stderr.Fd() {
+		return nil, nil, errors.New("standard input and standard error are the same descriptor; give each its own")
+	}
 	inFD, err := dupCloexec(int(stdin.Fd()))
 	if err != nil {
 		return nil, nil, err

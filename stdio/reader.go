@@ -85,8 +85,7 @@ func (r *reader) line(line []byte, tooLong bool) {
 		lerr = e
 		if lerr.id != nil && r.s.inFlight(lerr.key) {
 			// A request with this id is in flight: an answer with the id
-			// would be taken for its answer. jsonrpc2 answers a request
-			// that reuses an id in flight with a null id too.
+			// would be taken for its answer.
 			lerr.id = nil
 		}
 	}

@@ -58,9 +58,14 @@ type Options struct {
 // and no request with that id is in flight, else null. Messages must not
 // span lines, as the MCP stdio transport requires.
 //
-// It refuses too, with -32600 and a null id, the batches that the go-sdk
-// v1.8.0 reads but never answers: one that mixes requests and
-// notifications, or one that reuses the id of a request in flight.
+// It refuses too, with -32600 and a null id, the messages that the go-sdk
+// v1.8.0 reads but never answers, or ends the session on: a request, alone
+// or in a batch, that reuses the id of a request in flight (jsonrpc2 drops
+// it unanswered), a batch that repeats an id, and a batch that mixes
+// requests and notifications. Ids compare as the SDK reads them: 1, 1.0,
+// 1e0 and 1.5 are one id, "1" another. A notification in a batch counts as
+// an empty id that the SDK keeps in use for good: after a batch that
+// carried one, a batch that carries another is refused.
 //
 // The line limit is fixed at the go-sdk's default, 16 MiB
 // ([mcp.DefaultMaxLineLength]), counted on the JSON value and its newline:
@@ -72,7 +77,12 @@ type Options struct {
 //
 // Isolate must be called once, before other goroutines use the standard
 // streams. It returns an error, leaving the descriptors as they were, when a
-// descriptor cannot be duplicated or redirected, or when standard output and
+// file is nil or closed; when standard output and standard error (or, where
+// descriptors are redirected, standard input and another stream) are one
+// descriptor; when a descriptor cannot be duplicated or redirected; when
+// standard input reads the null device while standard output goes to
+// standard error's file, terminal or pipe (as Isolate leaves them: a second
+// call, or a server with no channel to serve); or when standard output and
 // standard error are one pipe or socket (as after 2>&1): writes to standard
 // error would then reach the channel, and nothing could keep it clean. See
 // the package documentation for the platforms where the redirection is done
@@ -92,17 +102,20 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	if o.Stdout.Fd() == o.Stderr.Fd() {
-		return nil, errors.New("stdio: stdout and stderr are the same descriptor")
-	}
-	if sameChannel(o.Stdout, o.Stderr) {
-		return nil, errors.New("stdio: standard output and standard error are the same pipe or socket (2>&1?): stray output would still reach the JSON-RPC channel; give standard error its own destination")
+	if err := checkStreams(o.Stdin, o.Stdout, o.Stderr); err != nil {
+		return nil, err
 	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		return nil, fmt.Errorf("stdio: opening %s: %w", os.DevNull, err)
 	}
 	defer null.Close()
+	if sameFile(o.Stdin, null) && sameFile(o.Stdout, o.Stderr) {
+		return nil, errors.New("stdio: standard input reads the null device and standard output goes to standard error, as Isolate leaves them: Isolate was already called (call it once), or the server has no JSON-RPC channel to serve")
+	}
+	if sameChannel(o.Stdout, o.Stderr) {
+		return nil, errors.New("stdio: standard output and standard error are the same pipe or socket (2>&1?): stray output would still reach the JSON-RPC channel; give standard error its own destination")
+	}
 	in, out, err := isolate(o.Stdin, o.Stdout, o.Stderr, null, std)
 	if err != nil {
 		return nil, fmt.Errorf("stdio: %w", err)
@@ -119,6 +132,36 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 		Reader: newReader(in, w, s, o.Logger, o.DrainTimeout),
 		Writer: w,
 	}, nil
+}
+
+// checkStreams refuses streams Isolate cannot work on: a nil or closed
+// file, or standard output and standard error on one descriptor. (Where
+// descriptors are redirected, isolate refuses standard input on the
+// descriptor of another stream too.)
+func checkStreams(stdin, stdout, stderr *os.File) error {
+	for _, s := range []struct {
+		name string
+		f    *os.File
+	}{{"standard input", stdin}, {"standard output", stdout}, {"standard error", stderr}} {
+		if s.f.Fd() == ^uintptr(0) { // a nil or closed file
+			return fmt.Errorf("stdio: %s is nil or closed", s.name)
+		}
+	}
+	if stdout.Fd() == stderr.Fd() {
+		return errors.New("stdio: standard output and standard error are the same descriptor; give each its own")
+	}
+	return nil
+}
+
+// sameFile reports whether a and b are descriptors of one file, device,
+// pipe or socket; a file that cannot be examined is not.
+func sameFile(a, b *os.File) bool {
+	ai, err := a.Stat()
+	if err != nil {
+		return false
+	}
+	bi, err := b.Stat()
+	return err == nil && os.SameFile(ai, bi)
 }
 
 // sameChannel reports whether out and errf are descriptors of one pipe or
