@@ -13,30 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// gatedWriter holds its first Write until open is closed, as a stdout the
-// client has not read yet would; entered is closed when that Write starts.
-type gatedWriter struct {
-	out     *lockedBuffer
-	entered chan struct{}
-	open    chan struct{}
-	first   bool
-}
-
-func (g *gatedWriter) Write(p []byte) (int, error) {
-	if !g.first {
-		g.first = true
-		close(g.entered)
-		<-g.open
-	}
-	return g.out.Write(p)
-}
-
-func (g *gatedWriter) Close() error { return nil }
-
 // rawServer serves a server made with opts over the transport of this
 // package, reading the returned pipe and writing to out, until the input
 // ends; Run's error is sent on done.
-func rawServer(t *testing.T, out io.WriteCloser, opts *mcp.ServerOptions) (in *io.PipeWriter, done <-chan error) {
+func rawServer(t *testing.T, out io.WriteCloser, opts *mcp.ServerOptions, mw ...mcp.Middleware) (in *io.PipeWriter, done <-chan error) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	t.Cleanup(func() { inR.Close() })
@@ -44,6 +24,7 @@ func rawServer(t *testing.T, out io.WriteCloser, opts *mcp.ServerOptions) (in *i
 	w := newWriter(out, s)
 	tr := &mcp.IOTransport{Reader: newReader(inR, w, s, slog.New(slog.NewTextHandler(io.Discard, nil)), 10*time.Second), Writer: w}
 	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v1"}, opts)
+	server.AddReceivingMiddleware(mw...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	ch := make(chan error, 1)
@@ -83,23 +64,37 @@ func TestBatchRefusedWhileInitializeUnanswered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &gatedWriter{out: &lockedBuffer{}, entered: make(chan struct{}), open: make(chan struct{})}
-			in, done := rawServer(t, g, &mcp.ServerOptions{SupportedProtocolVersions: tt.versions})
+			// The go-sdk handles initialize (and fixes the version) but
+			// does not answer it until open is closed.
+			entered, open := make(chan struct{}), make(chan struct{})
+			hold := func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					res, err := next(ctx, method, req)
+					if method == "initialize" {
+						close(entered)
+						<-open
+					}
+					return res, err
+				}
+			}
+			out := &lockedBuffer{}
+			in, done := rawServer(t, out, &mcp.ServerOptions{SupportedProtocolVersions: tt.versions}, hold)
 
 			if _, err := io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":`+tt.params+"}\n"); err != nil {
 				t.Fatal(err)
 			}
-			<-g.entered // initialize handled; its answer is still being written
+			<-entered // initialize handled; its answer not handed to the writer yet
 			// The transport reads the batch (the pipe write returns once it
-			// is read) while the answer to initialize is not out yet.
+			// is read) while the answer to initialize is not out yet, and
+			// refuses it at once for that reason.
 			if _, err := io.WriteString(in, `[{"jsonrpc":"2.0","id":2,"method":"ping"}]`+"\n"); err != nil {
 				t.Fatal(err)
 			}
-			// Give a passed batch time to reach the SDK. The transport's
-			// answer to a refused one waits on the writer, held by the
-			// gate, so there is nothing to synchronize on here.
-			time.Sleep(100 * time.Millisecond)
-			close(g.open)
+			waitLines(t, out, 1)
+			if !strings.Contains(out.String(), "must wait for the answer to initialize") {
+				t.Errorf("the batch was not refused for the unanswered initialize:\n%s", out)
+			}
+			close(open)
 			go func() {
 				io.WriteString(in, `{"jsonrpc":"2.0","id":3,"method":"ping"}`+"\n")
 				in.Close()
@@ -108,8 +103,8 @@ func TestBatchRefusedWhileInitializeUnanswered(t *testing.T) {
 				t.Errorf("Run: %v, want nil at end of input (a line the transport passed ended the session)", err)
 			}
 			want := []answer{{"1", 0}, {"null", codeInvalidRequest}, {"3", 0}}
-			if diff := cmp.Diff(want, answers(t, g.out.String()), anyOrder); diff != "" {
-				t.Errorf("answers (-want +got):\n%s\noutput:\n%s", diff, g.out)
+			if diff := cmp.Diff(want, answers(t, out.String()), anyOrder); diff != "" {
+				t.Errorf("answers (-want +got):\n%s\noutput:\n%s", diff, out)
 			}
 		})
 	}

@@ -282,11 +282,41 @@ func TestReaderRefusesMixedBatch(t *testing.T) {
 	if err != nil {
 		t.Errorf("Run: %v", err)
 	}
+	// Sent at once, the batch comes before the answer to initialize is
+	// out, and is refused for that; TestReaderRefusesMixedBatchAfterInitialize
+	// sends it after the answer.
 	want := []answer{{"1", 0}, {"null", codeInvalidRequest}, {"3", 0}}
 	if diff := cmp.Diff(want, answers(t, out.String()), anyOrder); diff != "" {
 		t.Errorf("answers (-want +got):\n%s\noutput:\n%s", diff, out)
 	}
 	if n := strings.Count(logs.String(), "refused an input line"); n != 1 {
 		t.Errorf("log has %d refusals, want 1:\n%s", n, logs)
+	}
+}
+
+// TestReaderRefusesMixedBatchAfterInitialize: once the answer to
+// initialize is out with a version that has batches, a batch of a request
+// and a notification is refused for mixing them, and the session goes on.
+func TestReaderRefusesMixedBatchAfterInitialize(t *testing.T) {
+	out := &lockedBuffer{}
+	in, done := rawServer(t, out, nil)
+	lines := strings.SplitAfter(batchLines(mixedBatchLine), "\n")
+	if _, err := io.WriteString(in, lines[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitLines(t, out, 1) // the answer to initialize (2025-03-26: batches)
+	go func() {
+		io.WriteString(in, strings.Join(lines[1:], ""))
+		in.Close()
+	}()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v, want nil at end of input", err)
+	}
+	want := []answer{{"1", 0}, {"null", codeInvalidRequest}, {"3", 0}}
+	if diff := cmp.Diff(want, answers(t, out.String()), anyOrder); diff != "" {
+		t.Errorf("answers (-want +got):\n%s\noutput:\n%s", diff, out)
+	}
+	if !strings.Contains(out.String(), "mixes requests and notifications") {
+		t.Errorf("the batch was not refused for mixing requests and notifications:\n%s", out)
 	}
 }
