@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -28,7 +29,8 @@ const (
 type member struct {
 	p   *plan
 	cid string
-	c   *upstreamCall // set under batchOut.mu
+	ctx context.Context // the client's request context
+	c   *upstreamCall   // set under batchOut.mu
 	err *rpcError
 }
 
@@ -44,7 +46,7 @@ func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pr *policy.
 	var members []*member
 	for i := range plans {
 		if plans[i].local == nil {
-			members = append(members, &member{p: &plans[i], cid: cid})
+			members = append(members, &member{p: &plans[i], cid: cid, ctx: r.Context()})
 		}
 	}
 	b := &batchOut{g: g, w: w, pr: pr, cid: cid, plans: plans, members: members,
@@ -165,6 +167,7 @@ func (b *batchOut) relay(m *member) {
 	err := readEvents(m.c, func(ev *event) {
 		if ev.hasData && isResponse(ev.data) {
 			answered = true
+			m.checkGone()
 		}
 		ew.write(ev, tf, true)
 	})
@@ -276,8 +279,17 @@ func (g *Gateway) collect(pr *policy.Principal, m *member) [][]byte {
 			}
 		}
 	}
+	m.checkGone() // the answers are written once every member's is read
 	m.p.call.finish("")
 	return out
+}
+
+// checkGone notes in m's outcome record that the client went away, if it
+// has, before m's answer is written.
+func (m *member) checkGone() {
+	if m.ctx != nil && m.ctx.Err() != nil {
+		m.p.call.clientWentAway()
+	}
 }
 
 func badAnswer(status int) *rpcError {
@@ -293,6 +305,7 @@ func (g *Gateway) synth(m *member, e *rpcError, code string) [][]byte {
 	if code == "" {
 		code = e.contract
 	}
+	m.checkGone()
 	m.p.call.finish(code)
 	if m.p.m.id == nil || m.p.m.response {
 		return nil

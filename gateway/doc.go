@@ -23,6 +23,12 @@
 //     with one, relayed as one merged stream as they arrive. A batch of
 //     more than 256 messages is refused whole (-32600).
 //   - Notifications are honoured: a refused notification gets 204 and no body.
+//   - A POST forwarded downstream is not cancelled when its client hangs
+//     up: the downstream may go on with the call (a guarded write runs to
+//     completion), so its answer is still read to the end, within Timeout,
+//     and only then is the call's in-flight place given back and its
+//     outcome recorded (what the downstream answered, with the detail that
+//     the client went away). A GET stream ends with its client.
 //   - With Options.FilterToolsList, tools/list results lose the tools the
 //     caller may not call, also inside event streams.
 //   - Client headers in the x-mcp-gateway-* namespace (also spelled with

@@ -256,7 +256,16 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 			return nil, e
 		}
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), ctxKey{}, pr))
+	parent := r.Context()
+	if method == http.MethodPost {
+		// A POST's call goes on downstream whether or not its client
+		// stays (a guarded write runs to completion): its answer is still
+		// read, within the timeout, so that the call keeps its in-flight
+		// slot until the downstream is done and its outcome record says
+		// what the downstream answered. A GET stream ends with its client.
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(parent, ctxKey{}, pr))
 	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now()}
 	c.waitSince.Store(1)
 	c.timer.Store(time.AfterFunc(g.timeout, c.expire))
@@ -341,10 +350,12 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 		if uerr.unsent {
 			call.refund()
 		}
-		call.finish(uerr.contract)
 		if uerr.status == 499 {
+			call.clientWentAway()
+			call.finish(uerr.contract)
 			return
 		}
+		call.finish(uerr.contract)
 		var id []byte
 		if body != nil {
 			if msgs, _, _ := parseBody(body); len(msgs) == 1 {
@@ -370,15 +381,18 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	if r.Method != http.MethodGet {
 		rd = c
 	}
-	n, err := g.copyBody(w, rd, sse)
+	n, gone, err := g.copyBody(r.Context(), w, rd, sse, r.Method == http.MethodPost)
 	code := ""
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
 	}
+	if gone {
+		call.clientWentAway()
+	}
 	call.finish(code)
 	if g.log.Enabled(r.Context(), slog.LevelInfo) {
-		g.infoAttrs(r.Context(), "upstream", slog.String("cid", cid), slog.Int("status", c.resp.StatusCode),
-			slog.Int64("bytes", n), slog.Bool("sse", sse),
+		g.infoAttrs(context.WithoutCancel(r.Context()), "upstream", slog.String("cid", cid), slog.Int("status", c.resp.StatusCode),
+			slog.Int64("bytes", n), slog.Bool("sse", sse), slog.Bool("client_gone", gone),
 			slog.Float64("ms", float64(g.now().Sub(start).Microseconds())/1000), slog.String("err", errString(err)))
 	}
 }
@@ -391,31 +405,42 @@ func errString(err error) string {
 }
 
 // copyBody copies src to w; for an event stream every piece read is flushed
-// at once.
-func (g *Gateway) copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
+// at once. n counts the bytes written to w. Without drain, a failed write
+// to w (the client went away) ends the copy with its error and gone set.
+// With drain, a client that went away (ctx, the client's request context,
+// ended before a write, or a write failed) sets gone, and the rest of src
+// is read and discarded, so that the caller learns how the downstream's
+// answer ended. err is src's error otherwise.
+func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Reader, flush, drain bool) (n int64, gone bool, err error) {
 	bp := g.bufs.Get().(*bytes.Buffer)
 	defer g.bufs.Put(bp)
 	bp.Reset()
 	bp.Grow(32 << 10)
 	buf := bp.AvailableBuffer()[:32<<10]
 	rc := http.NewResponseController(w)
-	var n int64
 	for {
-		k, err := src.Read(buf)
-		if k > 0 {
+		k, rerr := src.Read(buf)
+		if k > 0 && drain && !gone && ctx.Err() != nil {
+			gone = true
+		}
+		if k > 0 && !gone {
 			if _, werr := w.Write(buf[:k]); werr != nil {
-				return n, werr
-			}
-			n += int64(k)
-			if flush {
-				rc.Flush()
+				if !drain {
+					return n, true, werr
+				}
+				gone = true
+			} else {
+				n += int64(k)
+				if flush {
+					rc.Flush()
+				}
 			}
 		}
-		if err == io.EOF {
-			return n, nil
+		if rerr == io.EOF {
+			return n, gone, nil
 		}
-		if err != nil {
-			return n, err
+		if rerr != nil {
+			return n, gone, rerr
 		}
 	}
 }

@@ -60,7 +60,9 @@ type Options struct {
 	// refused call gets -32029 and HTTP 429 with Retry-After. A call it
 	// admitted that is then refused without being forwarded (a write
 	// without a durable intent) is given back its calls and cost
-	// (limiter.Limiter.Refund: less what may have refilled meanwhile). Nil
+	// (limiter.Limiter.Refund: less what may have refilled meanwhile). A
+	// forwarded call keeps its in-flight place until the downstream's
+	// answer has been read, also when its client hangs up first. Nil
 	// means no caps.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of

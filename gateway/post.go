@@ -37,6 +37,7 @@ type callState struct {
 	hasLim   bool
 	done     bool
 	refunded bool
+	detail   string // the outcome record's detail
 }
 
 // refund gives back the calls and cost the limiter charged the call, which
@@ -61,6 +62,18 @@ func (c *callState) refund() {
 	c.cost = 0
 }
 
+// clientGone is the outcome record's detail of a call whose client went
+// away before its answer was relayed.
+const clientGone = "the client went away before the answer was relayed"
+
+// clientWentAway notes in the call's outcome record that its client went
+// away before its answer was relayed.
+func (c *callState) clientWentAway() {
+	if c != nil {
+		c.detail = clientGone
+	}
+}
+
 // finish releases the call's in-flight slot and writes its outcome event.
 // code is "" for a relayed answer, else the error-contract name.
 func (c *callState) finish(code string) {
@@ -71,7 +84,7 @@ func (c *callState) finish(code string) {
 	if c.hasLim {
 		c.g.lim.Release(c.lim)
 	}
-	c.g.audit(context.Background(), c.pr, c.cid, c.ri, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, "", c.cost, c.start)
+	c.g.audit(context.Background(), c.pr, c.cid, c.ri, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, c.detail, c.cost, c.start)
 }
 
 func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) {
@@ -92,8 +105,14 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 			id = msgs[0].id
 		}
 		for i := range msgs {
-			if msgs[i].tool != "" {
-				g.audit(r.Context(), nil, cid, infoOf(r), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, aerr.contract, "", 0, start)
+			if m := &msgs[i]; m.method == "tools/call" {
+				// Every tools/call has its record, one whose params could
+				// not be read too (without its arguments, as decide).
+				args := m.args
+				if m.invalid != nil {
+					args = nil
+				}
+				g.audit(r.Context(), nil, cid, infoOf(r), m.tool, "", args, audit.PhaseOutcome, false, aerr.contract, "", 0, start)
 			}
 		}
 		g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
