@@ -391,7 +391,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	}
 	call.finish(code)
 	if g.log.Enabled(r.Context(), slog.LevelInfo) {
-		g.infoAttrs(context.WithoutCancel(r.Context()), "upstream", slog.String("cid", cid), slog.Int("status", c.resp.StatusCode),
+		g.infoAttrs(r.Context(), "upstream", slog.String("cid", cid), slog.Int("status", c.resp.StatusCode),
 			slog.Int64("bytes", n), slog.Bool("sse", sse), slog.Bool("client_gone", gone),
 			slog.Float64("ms", float64(g.now().Sub(start).Microseconds())/1000), slog.String("err", errString(err)))
 	}
