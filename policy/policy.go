@@ -165,12 +165,14 @@ type Policy struct {
 // empty name in the write allowlist. Names that cannot be what the author
 // meant are refused too, since a rule whose name matches nothing silently
 // does not apply: a tool name, pattern, role, argument field or allowlist
-// entry with invalid UTF-8, a control or invisible formatting character,
-// or white space at an end (for a pattern, also just before its "*"); a
-// "*" in a tool rule's name, in a role, or in an allowlist entry other
-// than a lone "*" (none of them is a pattern); and an argument field that
-// looks like a path (with ".", "/", "[" or "]"), which would be read as a
-// top-level name a caller can send itself. The slices of cfg are copied.
+// entry with invalid UTF-8, a control or invisible formatting character
+// (but a zero-width joiner or non-joiner between two visible non-ASCII
+// characters, as Persian and emoji write words), or white space at an end
+// (for a pattern, also just before its "*"); a "*" in a tool rule's name,
+// in a role, or in an allowlist entry other than a lone "*" (none of them
+// is a pattern); and an argument field that looks like a path (with ".",
+// "/", "[" or "]"), which would be read as a top-level name a caller can
+// send itself. The slices of cfg are copied.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
@@ -307,13 +309,15 @@ func checkRoles(roles []string, what, list string) error {
 // returns "". Invalid UTF-8, control and invisible formatting characters,
 // and white space at either end are refused: they come from a copied or
 // split list, and the name then matches nothing, so the rule silently
-// does not apply where it was meant to.
+// does not apply where it was meant to. A zero-width joiner or non-joiner
+// between two visible non-ASCII characters is accepted: Persian, the Indic
+// scripts and emoji sequences write words with them.
 func nameError(s string) string {
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8"
 	}
-	for _, r := range s {
-		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+	for i, r := range s {
+		if invisible(r) && !joinerWithinWord(s, i, r) {
 			return "contains a control or invisible character"
 		}
 	}
@@ -321,6 +325,27 @@ func nameError(s string) string {
 		return "has white space at an end"
 	}
 	return ""
+}
+
+// invisible reports a control, invisible formatting, or line or paragraph
+// separator character.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// joinerWithinWord reports whether r, at byte i of s, is a zero-width
+// non-joiner or joiner (U+200C, U+200D) with a visible non-ASCII character
+// on each side, as in words of scripts that use them.
+func joinerWithinWord(s string, i int, r rune) bool {
+	if r != '\u200c' && r != '\u200d' {
+		return false
+	}
+	before, _ := utf8.DecodeLastRuneInString(s[:i])
+	after, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
+	visible := func(c rune) bool {
+		return c >= utf8.RuneSelf && c != utf8.RuneError && !invisible(c) && !unicode.IsSpace(c)
+	}
+	return visible(before) && visible(after)
 }
 
 // Resolve returns the rule for tool: its own rule, else the default rule,

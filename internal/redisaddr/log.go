@@ -43,10 +43,12 @@ func newThrottled(logger *slog.Logger, interval time.Duration, now func() time.T
 }
 
 // Printf logs one go-redis line, or counts it when the last record is
-// less than the interval old.
+// less than the interval old. The clock is read under the lock: read
+// before it, a line that took the lock after a later one would see the
+// last record in its future and write another.
 func (t *throttled) Printf(ctx context.Context, format string, v ...any) {
-	now := t.now()
 	t.mu.Lock()
+	now := t.now()
 	if !t.last.IsZero() && now.Sub(t.last) < t.interval && now.Sub(t.last) >= 0 {
 		t.suppressed++
 		t.mu.Unlock()
