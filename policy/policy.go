@@ -83,7 +83,7 @@ type ToolRule struct {
 	Class Class
 	// Roles, if non-empty, lists roles any one of which the caller needs.
 	// Role rules matching the name apply in addition. Roles are exact
-	// names: none may be empty or contain "*".
+	// names: none may be empty or a lone "*".
 	Roles []string
 	// Cost is the fixed cost of one call in spend units; 0 means free. Must be
 	// finite and non-negative. A cost computed from arguments is configured
@@ -101,7 +101,7 @@ type RoleRule struct {
 	// "admin_*". A lone "*" matches every tool.
 	Pattern string
 	// Roles lists roles any one of which the caller needs. Must be
-	// non-empty; its roles are exact names, none empty or containing "*".
+	// non-empty; its roles are exact names, none empty or a lone "*".
 	Roles []string
 }
 
@@ -119,7 +119,7 @@ type ArgLimit struct {
 	Max float64
 	// ExemptRoles lists roles to which the limit does not apply. Empty means
 	// the limit applies to everyone. Its roles are exact names, none empty
-	// or containing "*".
+	// or a lone "*".
 	ExemptRoles []string
 }
 
@@ -168,9 +168,9 @@ type Policy struct {
 // entry with invalid UTF-8, a control or invisible formatting character
 // (but a zero-width joiner or non-joiner between two visible non-ASCII
 // characters, as Persian and emoji write words), or white space at an end
-// (for a pattern, also just before its "*"); a "*" in a tool rule's name,
-// in a role, or in an allowlist entry other than a lone "*" (none of them
-// is a pattern); and an argument field that looks like a path (with ".",
+// (for a pattern, also just before its "*"); a "*" in a tool rule's name
+// or in an allowlist entry other than a lone "*", and a role that is a
+// lone "*" (none of them is a pattern); and an argument field that looks like a path (with ".",
 // "/", "[" or "]"), which would be read as a top-level name a caller can
 // send itself. The slices of cfg are copied.
 func New(cfg Config) (*Policy, error) {
@@ -286,8 +286,10 @@ func New(cfg Config) (*Policy, error) {
 }
 
 // checkRoles refuses a role list with an empty role name, a name that
-// nameError refuses, or a "*": roles are matched exactly, so a "*" grants
-// or exempts only a caller whose role is literally "*", never everyone.
+// nameError refuses, or a lone "*": roles are matched exactly, so a "*"
+// would grant or exempt only a caller whose role is literally "*", never
+// everyone, as its author surely meant. A "*" within a name is kept: scopes
+// become roles, and a scope such as "api:*" is a name like any other.
 // what names the rule and list the list in the error.
 func checkRoles(roles []string, what, list string) error {
 	for _, r := range roles {
@@ -297,8 +299,8 @@ func checkRoles(roles []string, what, list string) error {
 		if e := nameError(r); e != "" {
 			return fmt.Errorf("policy: %s: role %q in %s %s", what, r, list, e)
 		}
-		if strings.Contains(r, "*") {
-			return fmt.Errorf("policy: %s: role %q in %s: roles are exact names, not patterns", what, r, list)
+		if r == "*" {
+			return fmt.Errorf("policy: %s: role %q in %s: roles are exact names, and a lone \"*\" is not a wildcard", what, r, list)
 		}
 	}
 	return nil

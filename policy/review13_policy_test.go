@@ -163,3 +163,18 @@ func TestNewAcceptsOrdinaryNames(t *testing.T) {
 		t.Errorf("New(ordinary names) = %v, want nil", err)
 	}
 }
+
+// TestNewAcceptsScopeRoles: a "*" within a role name is a name like any
+// other (scopes become roles: "api:*"), and it grants exactly that role.
+func TestNewAcceptsScopeRoles(t *testing.T) {
+	p, err := New(Config{Tools: []ToolRule{{Name: "report", Class: Read, Roles: []string{"api:*"}}}})
+	if err != nil {
+		t.Fatalf("New with role \"api:*\": %v", err)
+	}
+	if d := p.Authorize(&Principal{Subject: "s", Roles: []string{"api:*"}}, "report"); !d.Allowed() {
+		t.Errorf("a caller with role \"api:*\": %v, want allowed", d)
+	}
+	if d := p.Authorize(&Principal{Subject: "s", Roles: []string{"api:read"}}, "report"); d.Allowed() {
+		t.Errorf("a caller with role \"api:read\" is allowed by a rule naming \"api:*\": roles are not patterns")
+	}
+}
