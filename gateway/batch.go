@@ -249,6 +249,9 @@ func (g *Gateway) collect(pr *policy.Principal, m *member) [][]byte {
 	if m.err != nil {
 		if m.err.unsent {
 			m.p.call.refund()
+			if m.err.status == 499 {
+				m.p.call.notForwarded()
+			}
 		}
 		return g.synth(m, m.err, "")
 	}

@@ -67,6 +67,13 @@ func errUnauthenticated(why string, invalidToken bool) *rpcError {
 	return &rpcError{code: CodeUnauthenticated, status: http.StatusUnauthorized, contract: "UNAUTHENTICATED", message: "Unauthenticated: " + why, challenge: c}
 }
 
+// errClientGone is the refusal of a request whose client went away (HTTP
+// 499, never written): before it was sent downstream (unsent), or, for a
+// GET or DELETE, while it was.
+func errClientGone(unsent bool) *rpcError {
+	return &rpcError{code: CodeUpstreamUnavailable, status: 499, contract: "UPSTREAM_UNAVAILABLE", message: "client went away", unsent: unsent}
+}
+
 func errUpstream(timeout bool) *rpcError {
 	if timeout {
 		return &rpcError{code: CodeUpstreamUnavailable, status: http.StatusGatewayTimeout, contract: "UPSTREAM_UNAVAILABLE", message: "Upstream timed out"}

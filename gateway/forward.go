@@ -168,12 +168,19 @@ func copyResponseHeader(dst, src http.Header, keepType bool) {
 
 // upstreamCall is one request to the downstream with the gateway's timeout:
 // the clock runs until the headers arrive and, for bodies read through
-// [upstreamCall.body], again during every read.
+// [upstreamCall.Read], again during every read.
 //
 // One timer serves the whole call: a read only notes when it started, and
 // the timer, when it fires early, re-arms itself for what is left. Resetting
 // a timer per read would wake another OS thread (the runtime's network
 // poller) each time.
+//
+// A POST's call outlives its client (see [Gateway.roundTrip]), but not by
+// more than the timeout: once a read finds the client gone, the call ends
+// at the latest one timeout after the client was last seen there (at the
+// end of a read, or when the headers arrived), so that an answer that
+// never ends (events each within the timeout of the last) does not hold
+// the call, its connection and its in-flight slot forever.
 type upstreamCall struct {
 	resp     *http.Response
 	cancel   context.CancelFunc
@@ -185,6 +192,14 @@ type upstreamCall struct {
 	// nanoseconds since origin plus one; 0 means no wait in progress.
 	waitSince atomic.Int64
 	closed    atomic.Bool
+	// client is a POST's client request context; nil for other methods.
+	client context.Context
+	// seen is when the client was last seen there, as waitSince, and
+	// gone that it was found gone; only the reading goroutine uses them.
+	seen int64
+	gone bool
+	// cut ends the call once its client has gone.
+	cut atomic.Pointer[time.Timer]
 }
 
 func (c *upstreamCall) mark() int64 { return int64(time.Since(c.origin)) + 1 }
@@ -218,6 +233,36 @@ func (c *upstreamCall) stop() {
 	if t := c.timer.Load(); t != nil {
 		t.Stop()
 	}
+	if t := c.cut.Load(); t != nil {
+		t.Stop()
+	}
+}
+
+// expireCut ends a call whose client went away, as a timeout does.
+func (c *upstreamCall) expireCut() {
+	if !c.closed.Load() {
+		c.timedOut.Store(true)
+		c.cancel()
+	}
+}
+
+// watchClient notes, at now, whether the client of a POST is still there;
+// the first time it is not, it arms the cut: one timeout after the client
+// was last seen.
+func (c *upstreamCall) watchClient(now int64) {
+	if c.client == nil || c.gone {
+		return
+	}
+	if c.client.Err() == nil {
+		c.seen = now
+		return
+	}
+	c.gone = true
+	if left := time.Duration(c.seen + int64(c.timeout) - now); left > 0 {
+		c.cut.Store(time.AfterFunc(left, c.expireCut))
+		return
+	}
+	c.expireCut()
 }
 
 // roundTrip sends one request downstream. body nil sends no body. The
@@ -258,15 +303,27 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	}
 	parent := r.Context()
 	if method == http.MethodPost {
+		if parent.Err() != nil {
+			// The client went away before its call was sent: it is not
+			// sent, for nobody (the rest of a batch, say).
+			if sid != "" {
+				g.sessions.settle(sid, pr.Subject, false)
+			}
+			return nil, errClientGone(true)
+		}
 		// A POST's call goes on downstream whether or not its client
 		// stays (a guarded write runs to completion): its answer is still
-		// read, within the timeout, so that the call keeps its in-flight
-		// slot until the downstream is done and its outcome record says
-		// what the downstream answered. A GET stream ends with its client.
+		// read, within the timeout (see [upstreamCall]), so that the call
+		// keeps its in-flight slot until the downstream is done and its
+		// outcome record says what the downstream answered. A GET stream
+		// ends with its client.
 		parent = context.WithoutCancel(parent)
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(parent, ctxKey{}, pr))
 	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now()}
+	if method == http.MethodPost {
+		c.client = r.Context()
+	}
 	c.waitSince.Store(1)
 	c.timer.Store(time.AfterFunc(g.timeout, c.expire))
 	u := *g.upstream
@@ -293,14 +350,20 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		}
 		c.stop()
 		cancel()
-		if r.Context().Err() != nil {
-			return nil, &rpcError{code: CodeUpstreamUnavailable, status: 499, contract: "UPSTREAM_UNAVAILABLE", message: "client went away"}
+		if method != http.MethodPost && r.Context().Err() != nil {
+			// The client's going away ended the request; a POST's
+			// request does not end with its client, so its failure is
+			// the downstream's.
+			return nil, errClientGone(false)
 		}
 		timeout := c.timedOut.Load() || errors.Is(err, context.DeadlineExceeded)
 		g.log.Warn("upstream error", "cid", cid, "upstream", g.upstreamStr, "timeout", timeout, "err", err)
 		return nil, errUpstream(timeout)
 	}
 	c.resp = resp
+	if c.client != nil {
+		c.watchClient(c.mark())
+	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	switch {
 	case method == http.MethodDelete && sid != "" && ok:
@@ -323,6 +386,9 @@ func (c *upstreamCall) Read(p []byte) (int, error) {
 	c.waitSince.Store(0)
 	if err != nil && c.timedOut.Load() {
 		err = errTimeout
+	}
+	if err == nil && c.client != nil {
+		c.watchClient(c.mark())
 	}
 	return n, err
 }
@@ -351,9 +417,15 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 			call.refund()
 		}
 		if uerr.status == 499 {
+			if uerr.unsent {
+				call.notForwarded()
+			}
 			call.clientWentAway()
 			call.finish(uerr.contract)
 			return
+		}
+		if r.Context().Err() != nil {
+			call.clientWentAway()
 		}
 		call.finish(uerr.contract)
 		var id []byte
@@ -386,7 +458,9 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
 	}
-	if gone {
+	if gone || err != nil && r.Method == http.MethodPost && r.Context().Err() != nil {
+		// A copy that failed once the client had gone: cut short, as
+		// an answer is then read for at most the timeout.
 		call.clientWentAway()
 	}
 	call.finish(code)

@@ -40,9 +40,10 @@ type Options struct {
 	// default) relays tools/list unchanged.
 	FilterToolsList bool
 	// Timeout bounds the wait for the downstream's response headers and,
-	// for a POST, every silence between two pieces of its body. Zero means
-	// 30 seconds. A GET stream (server-to-client events) is bounded only
-	// until its headers arrive.
+	// for a POST, every silence between two pieces of its body; once a
+	// POST's client has gone, it bounds the rest of the answer too, from
+	// when the client was last seen. Zero means 30 seconds. A GET stream
+	// (server-to-client events) is bounded only until its headers arrive.
 	Timeout time.Duration
 	// MaxBodyBytes caps a request body. Zero means 4 MiB.
 	MaxBodyBytes int64
@@ -60,10 +61,11 @@ type Options struct {
 	// refused call gets -32029 and HTTP 429 with Retry-After. A call it
 	// admitted that is then refused without being forwarded (a write
 	// without a durable intent) is given back its calls and cost
-	// (limiter.Limiter.Refund: less what may have refilled meanwhile). A
-	// forwarded call keeps its in-flight place until the downstream's
-	// answer has been read, also when its client hangs up first. Nil
-	// means no caps.
+	// (limiter.Limiter.Refund: less what may have refilled meanwhile), and
+	// so is one whose client went away before it was sent. A forwarded
+	// call keeps its in-flight place until the downstream's answer has
+	// been read, also when its client hangs up first (then for at most
+	// Timeout: see the package doc). Nil means no caps.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. args reads the call's top-level numeric

@@ -62,15 +62,29 @@ func (c *callState) refund() {
 	c.cost = 0
 }
 
-// clientGone is the outcome record's detail of a call whose client went
-// away before its answer was relayed.
-const clientGone = "the client went away before the answer was relayed"
+// The outcome record's details of a call whose client went away, or whose
+// connection to the client was closed (a server's WriteTimeout, its
+// shutdown: the gateway cannot tell these apart): before its answer was
+// relayed, or before it was sent downstream (it was not).
+const (
+	clientGone       = "the client went away, or its connection was closed, before the answer was relayed"
+	clientGoneUnsent = "not forwarded: the client went away, or its connection was closed, before the call was sent downstream"
+)
 
 // clientWentAway notes in the call's outcome record that its client went
-// away before its answer was relayed.
+// away (or its connection was closed) before its answer was relayed,
+// unless the record says already that the call was not forwarded.
 func (c *callState) clientWentAway() {
-	if c != nil {
+	if c != nil && c.detail == "" {
 		c.detail = clientGone
+	}
+}
+
+// notForwarded notes in the call's outcome record that it was not sent
+// downstream because its client had gone.
+func (c *callState) notForwarded() {
+	if c != nil {
+		c.detail = clientGoneUnsent
 	}
 }
 

@@ -53,9 +53,9 @@
 //
 // On SIGINT or SIGTERM the gateway stops taking requests and gives those
 // under way 5 s; then it closes their connections (a forwarded POST's
-// answer is still read from the downstream) and waits, at most --timeout
-// and 5 s, for their handlers to record their outcome before it closes the
-// --audit sink.
+// answer is still read from the downstream, for at most --timeout more)
+// and waits, at most --timeout and 5 s, for their handlers to record their
+// outcome before it closes the --audit sink.
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
