@@ -92,6 +92,8 @@ type Options struct {
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.
+	// The handler of a confirmed call runs its first round: its request
+	// carries neither the confirmation's state nor any input responses.
 	// It also seals the request state of a handler that asks the user for
 	// input (the multi round-trip), so that the call's next round counts
 	// nothing more against the limits and is not asked to confirm again;

@@ -692,6 +692,13 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		}
 		return r, true
 	}
+	// Confirmed. The state and the answer were the guard's: the handler
+	// runs its first round, as a call without the guard would, with
+	// neither (nor input responses the client added to questions nobody
+	// asked). The caller's params are left as they are.
+	cp := *req.Params
+	cp.RequestState, cp.InputResponses = "", nil
+	req.Params = &cp
 	return nil, false
 }
 

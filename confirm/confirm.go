@@ -294,7 +294,9 @@ func (t Ticket) Used(ctx context.Context, now time.Time) error {
 // already: ask [Ticket.Used] before those other checks, so that a replay is
 // refused before it costs anything, and Consume the ticket before acting.
 func (s *Signer) Check(now time.Time, state string, c Claims) (Ticket, error) {
-	if len(state) > maxStateLen {
+	// Go's base64 decoders skip line breaks, even in strict mode: refused
+	// here, so that a state has one spelling, the one Issue wrote.
+	if len(state) > maxStateLen || strings.ContainsAny(state, "\r\n") {
 		return Ticket{}, ErrMalformed
 	}
 	p64, m64, ok := strings.Cut(state, ".")

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,11 +71,16 @@ const (
 //	Run refund with amount=12.5, customer_id=CUST-00001, note="next day"
 //
 // Top-level argument keys are sorted; strings are shown bare when they are
-// plain words and quoted otherwise; numbers exactly as sent; nested objects
-// and arrays as compact JSON with sorted keys. Control and formatting
-// characters (including bidirectional overrides) are removed everywhere,
-// each key and value is truncated to 80 characters with "…", and at most 20
-// arguments are listed. Arguments that are empty or null read "with no
+// plain words and quoted otherwise; numbers exactly as sent (one longer
+// than 80 characters by its value, rounded to 17 significant digits and
+// marked "≈"); nested objects and arrays as compact JSON with sorted keys.
+// A key or string that holds control or formatting characters (including
+// bidirectional overrides), or characters that show as nothing or as a
+// plain space (Hangul fillers, variation selectors, spaces other than
+// U+0020), is shown quoted with every character outside printable ASCII
+// escaped; the tool name is shown with control and formatting characters
+// removed. Each key and value is truncated to 80 characters with "…", and
+// at most 20 arguments are listed. Arguments that are empty or null read "with no
 // arguments"; a non-object is shown whole; invalid JSON reads "with
 // unreadable arguments".
 func Describe(tool string, args json.RawMessage) string {
@@ -130,7 +137,7 @@ func value(v any) string {
 		}
 		return text(x)
 	case json.Number:
-		return sanitize(string(x))
+		return number(x)
 	case nil:
 		return "null"
 	case bool:
@@ -143,9 +150,10 @@ func value(v any) string {
 		return "?"
 	}
 	js := strings.TrimSuffix(buf.String(), "\n")
-	if textsafe.Clean(js, math.MaxInt) != js {
-		// Strings inside hold characters cleaning would remove: show
-		// them escaped, as text does for a top-level string.
+	if unseen(js) {
+		// Strings inside hold characters cleaning would remove, or that
+		// show as nothing: show them escaped, as text does for a
+		// top-level string.
 		js = asciiJSON(js)
 	}
 	return sanitize(js)
@@ -179,12 +187,42 @@ func asciiJSON(js string) string {
 	return b.String()
 }
 
-// text renders a key or a string value: bare when plain, else quoted, and
-// cut when long. When cleaning would remove characters (controls, invisible
-// formatting), it is quoted with everything but printable ASCII escaped, so
-// that two different texts never read the same.
-func text(s string) string {
+// number renders a number exactly as sent, or, when it is too long to
+// show whole, by its value rounded to 17 significant digits and marked
+// "≈": cut like a string, 1.000…e3 would read as one.
+func number(n json.Number) string {
+	s := string(n)
+	if utf8.RuneCountInString(s) <= maxDescribeRunes {
+		return s
+	}
+	f, _, err := big.ParseFloat(s, 10, 64, big.ToNearestEven)
+	if err != nil { // an exponent beyond big.Float's range
+		return "(a number of " + strconv.Itoa(len(s)) + " characters)"
+	}
+	return "≈" + f.Text('g', 17)
+}
+
+// unseen reports whether s holds characters that cleaning would remove
+// (controls, formatting) or that show as nothing or as a plain space:
+// default-ignorable letters and marks (Hangul fillers, the combining
+// grapheme joiner), variation selectors, the blank Braille pattern, and
+// spaces other than U+0020.
+func unseen(s string) bool {
 	if textsafe.Clean(s, math.MaxInt) != s {
+		return true
+	}
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return r == '\u2800' || (r != ' ' && unicode.Is(unicode.Zs, r)) ||
+			unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
+	})
+}
+
+// text renders a key or a string value: bare when plain, else quoted, and
+// cut when long. When it holds characters that cleaning would remove or
+// that show as nothing (see unseen), it is quoted with everything but
+// printable ASCII escaped, so that two different texts never read the same.
+func text(s string) string {
+	if unseen(s) {
 		return sanitize(strconv.QuoteToASCII(s))
 	}
 	c := sanitize(s) // cut when long
