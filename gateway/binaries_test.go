@@ -14,13 +14,10 @@ import (
 	"time"
 )
 
-// TestBinariesEndToEnd builds examples/refund and examples/gateway, starts
-// the refund server in HTTP mode behind the gateway, and checks through the
-// refund server's own /_received log that a denied call never reaches it.
-func TestBinariesEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds two binaries; skipped with -short")
-	}
+// buildRefundAndGateway builds examples/refund and examples/gateway into
+// a temporary directory, as "refund" and "gateway", and returns it.
+func buildRefundAndGateway(t *testing.T) string {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +30,17 @@ func TestBinariesEndToEnd(t *testing.T) {
 			t.Fatalf("go build ./examples/%s: %v\n%s", name, err, out)
 		}
 	}
+	return dir
+}
+
+// TestBinariesEndToEnd builds examples/refund and examples/gateway, starts
+// the refund server in HTTP mode behind the gateway, and checks through the
+// refund server's own /_received log that a denied call never reaches it.
+func TestBinariesEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two binaries; skipped with -short")
+	}
+	dir := buildRefundAndGateway(t)
 	refundPort, gwPort := freePort(t), freePort(t)
 	down := "http://127.0.0.1:" + refundPort
 	start(t, filepath.Join(dir, "refund"), nil, "-http", "127.0.0.1:"+refundPort, "-audit", filepath.Join(dir, "audit.jsonl"))

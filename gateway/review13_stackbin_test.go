@@ -110,18 +110,7 @@ func TestStackAttacks(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("stops the binaries with SIGINT")
 	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, name := range []string{"refund", "gateway"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./examples/"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build ./examples/%s: %v\n%s", name, err, out)
-		}
-	}
+	dir := buildRefundAndGateway(t)
 	const tokens = `{"viewer-token":{"sub":"viewer","role":"viewer"},"admin-token":{"sub":"admin","role":"admin"},` +
 		`"race-token":{"sub":"racer","role":"viewer"},"rate-token":{"sub":"rater","role":"viewer"}}`
 	env := append(withoutEnv(withoutEnv(os.Environ(), TokensEnv), "REFUND_MCP_TOKENS"), TokensEnv+"="+tokens)
