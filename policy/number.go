@@ -1,6 +1,9 @@
 package policy
 
-import "strconv"
+import (
+	"cmp"
+	"strconv"
+)
 
 // aboveExactly reports whether the JSON number text n, whose nearest
 // float64 is max, is in fact larger than max. A number just above a limit
@@ -112,12 +115,12 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 func compareDecimal[A, B ~string | ~[]byte](a decimal[A], b decimal[B]) int {
 	sa, sb := a.sign(), b.sign()
 	if sa != sb || sa == 0 {
-		return cmpInt(sa, sb)
+		return cmp.Compare(sa, sb)
 	}
 	// Same sign, both non-zero: compare magnitudes, then orient.
-	m := cmpInt64(a.point, b.point)
+	m := cmp.Compare(a.point, b.point)
 	for i := 0; m == 0 && (a.lead+i < a.len() || b.lead+i < b.len()); i++ {
-		m = cmpInt(int(a.digit(a.lead+i)), int(b.digit(b.lead+i)))
+		m = cmp.Compare(a.digit(a.lead+i), b.digit(b.lead+i))
 	}
 	return m * sa
 }
@@ -130,26 +133,6 @@ func (d *decimal[S]) sign() int {
 		return -1
 	}
 	return 1
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // aboveMax reports whether the argument field of args, whose float64 value
