@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +42,10 @@ type JSONLStats struct {
 }
 
 // JSONLSink appends events to a file, one JSON object per line, encoded by
-// [Event.AppendJSON]. A line reaches the file in one write call, so lines of
+// [Event.AppendJSON], except that a NUL byte in one of the event's own text
+// fields (not in Roles or Args) is recorded as U+FFFD, as a [SQLSink]
+// stores it (PostgreSQL refuses NUL in text): the same event reads back
+// the same from every sink. A line reaches the file in one write call, so lines of
 // concurrent writers never interleave; a crash can leave at most a torn last
 // line, which [ReadJSONL] reports as an error and never as an event. When
 // reopened, a file whose last line is torn gets a newline so that the torn
@@ -255,6 +259,11 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 	if err := s.unusable(); err != nil {
 		return 0, false, err
 	}
+	if hasNUL(e) {
+		c := *e
+		c.nulToReplacement()
+		e = &c
+	}
 	line, err := e.AppendJSON(s.buf)
 	if err != nil {
 		return 0, false, err
@@ -389,6 +398,9 @@ func (s *JSONLSink) encodeKept() {
 	for i := range s.kept {
 		k := &s.kept[i]
 		ev := *k.e
+		if hasNUL(&ev) {
+			ev.nulToReplacement()
+		}
 		if ev.ArgsSHA256 == "" && len(k.args) > 0 {
 			h := AppendArgsSHA256(s.scratch[:0], k.args)
 			s.scratch = h[:0]
@@ -543,3 +555,26 @@ func (s *JSONLSink) Close() error {
 }
 
 var _ io.Closer = (*JSONLSink)(nil)
+
+// hasNUL reports whether one of e's own text fields holds a NUL byte,
+// which a [SQLSink] stores as U+FFFD (see text).
+func hasNUL(e *Event) bool {
+	for _, f := range [...]string{e.CorrelationID, e.SessionID, e.Subject, e.Tool, e.Class,
+		e.Code, e.Detail, e.ArgsSHA256, e.ProtocolVersion, e.ClientName} {
+		if strings.IndexByte(f, 0) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// nulToReplacement makes e's own text fields what a [SQLSink] stores: NUL
+// bytes (and invalid UTF-8, which the encoding replaces anyway) become
+// U+FFFD. Roles and Args are left as they are: both sinks record them as
+// JSON, where NUL is escaped.
+func (e *Event) nulToReplacement() {
+	for _, f := range [...]*string{&e.CorrelationID, &e.SessionID, &e.Subject, &e.Tool, &e.Class,
+		&e.Code, &e.Detail, &e.ArgsSHA256, &e.ProtocolVersion, &e.ClientName} {
+		*f = text(*f)
+	}
+}

@@ -192,21 +192,28 @@ type Filter struct {
 	Limit         int       // at most this many events, oldest first; 0: no limit
 }
 
-// Match reports whether e passes the filter.
+// Match reports whether e passes the filter. Text is compared as the sinks
+// record it: invalid UTF-8 and NUL bytes, in the filter or in e, stand for
+// U+FFFD, as in [SQLSink.Query].
 func (f *Filter) Match(e *Event) bool {
 	switch {
-	case f.SessionID != "" && e.SessionID != f.SessionID,
-		f.Subject != "" && e.Subject != f.Subject,
-		f.Tool != "" && e.Tool != f.Tool,
-		f.CorrelationID != "" && e.CorrelationID != f.CorrelationID,
+	case f.SessionID != "" && !sameText(e.SessionID, f.SessionID),
+		f.Subject != "" && !sameText(e.Subject, f.Subject),
+		f.Tool != "" && !sameText(e.Tool, f.Tool),
+		f.CorrelationID != "" && !sameText(e.CorrelationID, f.CorrelationID),
 		f.Phase != "" && e.Phase != f.Phase,
-		f.Code != "" && e.Code != f.Code,
+		f.Code != "" && !sameText(e.Code, f.Code),
 		f.Allowed != nil && e.Allowed != *f.Allowed,
 		!f.Since.IsZero() && e.Time.Before(f.Since),
 		!f.Until.IsZero() && !e.Time.Before(f.Until):
 		return false
 	}
 	return true
+}
+
+// sameText reports whether a and b are recorded as the same text (see text).
+func sameText(a, b string) bool {
+	return a == b || text(a) == text(b)
 }
 
 // plainNumbers turns the json.Numbers of v into float64 where they fit.

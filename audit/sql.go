@@ -344,13 +344,24 @@ func toRow(e *Event, d Dialect) (row, error) {
 	return r, nil
 }
 
-// text makes s storable in any TEXT column: invalid UTF-8 and NUL bytes
-// (which PostgreSQL refuses) become U+FFFD.
+// text makes s storable in any TEXT column: each byte of invalid UTF-8, as
+// in the JSON encoding of a [JSONLSink] (and encoding/json), and each NUL
+// byte (which PostgreSQL refuses) becomes U+FFFD.
 func text(s string) string {
 	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
 		return s
 	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == 0 || c == utf8.RuneError && size == 1 {
+			b = append(b, "\uFFFD"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(b)
 }
 
 func bad(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
@@ -427,7 +438,9 @@ func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 
 // WriteDurable returns once e is committed (or the insert failed, or ctx
 // ended). Events queued by Write before it may still be uncommitted then:
-// e goes ahead of them. On PostgreSQL it inserts e in its own statement.
+// e goes ahead of them. On PostgreSQL it inserts e in its own statement,
+// once more when the server answered with an error of the moment (its
+// connection ended by the server, a deadlock), which leaves e uncommitted.
 // On SQLite, where one connection writes at a time, the background writer
 // puts e in its next batch, ahead of the queued events, and commits it
 // with them: a concurrent insert would wait for the write lock, which the
@@ -437,7 +450,9 @@ func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 // write lock held past the busy timeout), WriteDurable returns the error
 // once the writer's first attempts have failed, rather than wait for as
 // long as that lasts: the writer goes on retrying e with the queued events,
-// so e may still be recorded.
+// so e may still be recorded. A WriteDurable called on SQLite while the
+// writer is already retrying returns that error too, and its event is not
+// recorded.
 func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 	if s.queue == nil {
 		return errNotOpened
@@ -470,7 +485,17 @@ func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 		return err
 	}
 	var arr [nColumns + 1]any
-	if _, err := st.ExecContext(ctx, r.appendArgs(arr[:0], s.d)...); err != nil {
+	args := r.appendArgs(arr[:0], s.d)
+	_, err = st.ExecContext(ctx, args...)
+	var answered interface{ SQLState() string }
+	if err != nil && errors.As(err, &answered) && s.transient(err) && ctx.Err() == nil {
+		// The server answered the INSERT with an error of the moment (a
+		// connection it had ended, 57P01, a deadlock): the row is not in,
+		// and another connection of the pool may take it. Once only: a
+		// connection error without an answer may hide a commit.
+		_, err = st.ExecContext(ctx, args...)
+	}
+	if err != nil {
 		return fmt.Errorf("audit: sql insert: %w", err)
 	}
 	s.rows.Add(1)
@@ -666,11 +691,20 @@ func (s *SQLSink) commitBatch(b *writerBatch, args []any, closing, answer bool, 
 		// a lock held past the busy timeout), commit retries them for as
 		// long as that lasts; a WriteDurable waiting for a row not yet
 		// committed is told at the first such failure instead.
-		stalled := func(i int, err error) {
+		// The rows before i are settled by then (committed, or lost):
+		// their waiters are answered too, rather than wait for the rows
+		// after them, which may take as long as the database cannot.
+		stalled := func(i int, err error, lost []lostRow) {
 			kept := b.waiters[:0]
 			for _, w := range b.waiters {
 				if w.i < i {
-					kept = append(kept, w)
+					var werr error
+					for _, l := range lost {
+						if l.i == w.i {
+							werr = l.err
+						}
+					}
+					w.ch <- werr
 					continue
 				}
 				w.ch <- fmt.Errorf("audit: sql insert: %w", err)
@@ -728,9 +762,10 @@ type lostRow struct {
 // closing (closing, or Close called meanwhile), when commit gives up on a
 // row after three attempts and counts it and the rest of *rows lost. The
 // first time a row fails while the database is unreachable, before that
-// row is retried, commit calls stalled (when not nil) with the row's index
-// and error: the rows from that index on are not committed yet.
-func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, stalled func(i int, err error)) (lost []lostRow, last error) {
+// row is retried, commit calls stalled (when not nil) with the row's index,
+// its error and the rows lost so far: the rows before that index are
+// settled (committed, or lost), those from it on are not committed yet.
+func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, stalled func(i int, err error, lost []lostRow)) (lost []lostRow, last error) {
 	backoff := 10 * time.Millisecond
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -791,14 +826,33 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 			}
 			s.fail(fmt.Errorf("audit: sql event %s (attempt %d): %w", rows[i].corr, attempt, err))
 			if stalled != nil {
-				stalled(i, err)
+				stalled(i, err, lost)
 				stalled = nil
 			}
-			time.Sleep(backoff)
+			s.pause(backoff, err)
 			backoff = min(2*backoff, time.Second)
 		}
 	}
 	return lost, last
+}
+
+// pause waits d before the writer retries a row that failed with err. On
+// SQLite it answers meanwhile every WriteDurable that hands the writer a
+// row with err: its row is not recorded. Otherwise such a call would wait
+// for as long as the database cannot take rows, for ever with a context
+// that does not end (the guard's write-ahead intent), where the calls
+// whose rows the writer holds are told at once (see commit's stalled).
+func (s *SQLSink) pause(d time.Duration, err error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return
+		case it := <-s.durable: // nil (never ready) on PostgreSQL
+			it.durable <- fmt.Errorf("audit: sql insert: event %s not recorded, the database cannot take rows: %w", it.r.corr, err)
+		}
+	}
 }
 
 // transient reports whether err is a failure of the moment rather than the
