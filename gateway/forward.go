@@ -458,9 +458,10 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
 	}
-	if gone || err != nil && r.Method == http.MethodPost && r.Context().Err() != nil {
-		// A copy that failed once the client had gone: cut short, as
-		// an answer is then read for at most the timeout.
+	// A copy that failed once the client had gone was cut short too: an
+	// answer is then read for at most the timeout.
+	gone = gone || err != nil && r.Method == http.MethodPost && r.Context().Err() != nil
+	if gone {
 		call.clientWentAway()
 	}
 	call.finish(code)
