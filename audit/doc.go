@@ -3,7 +3,8 @@
 // An [Event] is one record: who (subject, roles, session), what (tool, class,
 // argument hash), which decision (allowed, code, dry run) and when. Sinks
 // record events: [JSONLSink] appends JSON lines to a file, buffered or durable
-// (fsync with group commit); [SQLSink] inserts batches into an audit_log table
+// (fsync with group commit), and follows a log rotator's rename on
+// [JSONLSink.Reopen]; [SQLSink] inserts batches into an audit_log table
 // on SQLite or PostgreSQL; [SlogSink] hands events to a slog.Handler;
 // [Fanout] writes to several sinks at once.
 //

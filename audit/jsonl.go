@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,7 +67,9 @@ type JSONLStats struct {
 // concurrent use. The zero JSONLSink is not usable (its methods return an
 // error wrapping [ErrClosed]): open one with [OpenJSONL].
 type JSONLSink struct {
-	f        *os.File
+	f        *os.File // replaced by Reopen, under ioSem
+	path     string
+	perm     os.FileMode
 	durable  bool
 	bufSize  int
 	ioSem    chan struct{}
@@ -104,12 +107,39 @@ func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 	if o.Perm == 0 {
 		o.Perm = 0o600
 	}
+	f, err := openJSONLFile(path, o.Perm)
+	if err != nil {
+		return nil, err
+	}
+	s := &JSONLSink{
+		f:       f,
+		path:    path,
+		perm:    o.Perm,
+		durable: o.Durable,
+		bufSize: o.BufferSize,
+		ioSem:   make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		buf:     make([]byte, 0, o.BufferSize+1024),
+		spare:   make([]byte, 0, o.BufferSize+1024),
+		wake:    make(chan struct{}, 1),
+	}
+	if !o.Durable && o.FlushInterval > 0 {
+		s.flusherD = make(chan struct{})
+		go s.flusher(o.FlushInterval)
+	}
+	return s, nil
+}
+
+// openJSONLFile opens (creating if needed) the file at path for appending,
+// ends a torn last line and, for a new file, makes its directory entry
+// durable.
+func openJSONLFile(path string, perm os.FileMode) (*os.File, error) {
 	created := false
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, o.Perm)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, perm)
 	if err == nil {
 		created = true
 	} else if errors.Is(err, os.ErrExist) {
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, o.Perm)
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, perm)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
@@ -125,21 +155,7 @@ func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 			return nil, fmt.Errorf("audit: open %s: %w", path, err)
 		}
 	}
-	s := &JSONLSink{
-		f:       f,
-		durable: o.Durable,
-		bufSize: o.BufferSize,
-		ioSem:   make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		buf:     make([]byte, 0, o.BufferSize+1024),
-		spare:   make([]byte, 0, o.BufferSize+1024),
-		wake:    make(chan struct{}, 1),
-	}
-	if !o.Durable && o.FlushInterval > 0 {
-		s.flusherD = make(chan struct{})
-		go s.flusher(o.FlushInterval)
-	}
-	return s, nil
+	return f, nil
 }
 
 // terminateTornTail appends a newline when the file is non-empty and does not
@@ -512,6 +528,104 @@ func (s *JSONLSink) Sync() error {
 		seq = 1 // force an fsync even when nothing was written through this sink
 	}
 	return s.flush(context.Background(), true, seq)
+}
+
+// Reopen moves the sink to the file its path names now, for log rotation:
+// once a rotator has renamed the file (logrotate's default, with Reopen
+// called from its postrotate step, typically through SIGHUP), records go on
+// to a new file at the path and no longer to the renamed one, which the
+// rotator may compress or delete. Reopen first writes the buffered lines
+// to the old file and fsyncs it; it then opens the path as [OpenJSONL]
+// does (creating the file, or appending to the one found there, its torn
+// last line ended) and closes the old file. A path that still names the
+// same file is simply opened again.
+//
+// Nothing is lost on the way: lines that did not reach the old file
+// durably (its write or fsync failed) are written to the new one, from
+// the start of a line cut short, so that a line may read back from both
+// files but never from neither. Writes that wait for their line to be
+// durable are answered once it is, in either file.
+//
+// If the path cannot be opened, the sink writes on to the old file and
+// Reopen returns the error. A sink that refuses writes after a failed
+// write ([JSONLSink]) stays so: Reopen returns that error and does
+// nothing (open a new sink). After Close Reopen returns [ErrClosed].
+func (s *JSONLSink) Reopen() error {
+	if s.stop == nil {
+		return errNotOpened
+	}
+	s.ioSem <- struct{}{}
+	defer func() { <-s.ioSem }()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		return err
+	}
+	s.encodeKept()
+	b := s.buf
+	s.buf = s.spare[:0]
+	target := s.appended
+	s.mu.Unlock()
+
+	// rest is what is not known to be durable in the old file.
+	rest := b
+	var n int
+	var oldErr error
+	if len(b) > 0 {
+		s.writes.Add(1)
+		n, oldErr = s.f.Write(b)
+	}
+	if oldErr == nil {
+		s.syncs.Add(1)
+		if oldErr = s.f.Sync(); oldErr == nil {
+			rest = nil
+		}
+	} else {
+		rest = b[bytes.LastIndexByte(b[:n], '\n')+1:]
+	}
+	if oldErr != nil {
+		oldErr = fmt.Errorf("audit: jsonl write: %w", oldErr)
+	}
+
+	f, openErr := openJSONLFile(s.path, s.perm)
+	var newErr error
+	if openErr == nil && len(rest) > 0 {
+		s.writes.Add(1)
+		if _, newErr = f.Write(rest); newErr == nil {
+			s.syncs.Add(1)
+			newErr = f.Sync()
+		}
+		if newErr != nil {
+			newErr = fmt.Errorf("audit: jsonl write: %w", newErr)
+		}
+	}
+	var old *os.File
+	s.mu.Lock()
+	s.spare = b[:0]
+	if openErr == nil {
+		old, s.f = s.f, f
+	}
+	switch {
+	case len(rest) == 0 || (openErr == nil && newErr == nil):
+		s.synced = target // every line is durable, in one file or the other
+	case newErr != nil:
+		s.err = newErr
+	default:
+		s.err = oldErr
+	}
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	if openErr == nil && newErr == nil {
+		return nil // the old file's failure, if any, lost nothing
+	}
+	return errors.Join(oldErr, openErr, newErr)
 }
 
 // Stats returns counters of the sink's activity.

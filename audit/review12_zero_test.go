@@ -26,6 +26,7 @@ func TestZeroSinksRefuse(t *testing.T) {
 		"jsonl Flush":        j.Flush,
 		"jsonl Sync":         j.Sync,
 		"jsonl Close":        j.Close,
+		"jsonl Reopen":       j.Reopen,
 		"sql Write":          func() error { return s.Write(ctx, ev) },
 		"sql WriteDurable":   func() error { return s.WriteDurable(ctx, ev) },
 		"sql Keep":           func() error { return s.Keep(ctx, ev, nil) },

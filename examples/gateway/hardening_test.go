@@ -162,3 +162,42 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 		t.Errorf("no outcome event in the audit file after shutdown:\n%s\nlogs:\n%s", b, logs)
 	}
 }
+
+// TestSIGHUPReopensAuditFile: after a rotator renames the JSONL audit file
+// and sends SIGHUP, the next records go to a new file at the path and the
+// earlier ones are all in the renamed file.
+func TestSIGHUPReopensAuditFile(t *testing.T) {
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	}))
+	t.Cleanup(down.Close)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	url, err, stop, logs := startRun(t, "--host", "127.0.0.1", "--port", "0", "--upstream", down.URL+"/mcp", "--audit", auditPath)
+	if url == "" {
+		t.Fatalf("gateway did not start: %v\n%s", err, logs)
+	}
+	callTool(t, url, "before_rotation", "viewer-token")
+	if err := os.Rename(auditPath, auditPath+".1"); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "audit file reopened"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reopen logged after SIGHUP:\n%s", logs)
+		}
+	}
+	callTool(t, url, "after_rotation", "viewer-token")
+	stop()
+	rotated, _ := os.ReadFile(auditPath + ".1")
+	current, _ := os.ReadFile(auditPath)
+	if !strings.Contains(string(rotated), "before_rotation") || strings.Contains(string(rotated), "after_rotation") {
+		t.Errorf("renamed file:\n%s\nwant the record before the rotation only", rotated)
+	}
+	if !strings.Contains(string(current), "after_rotation") || strings.Contains(string(current), "before_rotation") {
+		t.Errorf("file at the path:\n%s\nwant the record after the rotation only", current)
+	}
+}

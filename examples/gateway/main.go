@@ -57,6 +57,10 @@
 // and waits, at most --timeout and 5 s, for their handlers to record their
 // outcome before it closes the --audit sink.
 //
+// A JSONL --audit file is reopened on SIGHUP: once a log rotator has
+// renamed it, records go to a new file at the path (logrotate:
+// postrotate "kill -HUP <pid>"; copytruncate is not needed).
+//
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
 // (RFC 9728) for MCP clients to discover --jwt-issuer (with --introspect,
@@ -88,6 +92,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
+	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/token"
@@ -240,7 +245,7 @@ func run(logger *slog.Logger) error {
 		opts.Limiter = lim
 	}
 	if *auditPath != "" {
-		sink, closeSink, err := openAudit(*auditPath)
+		sink, closeSink, err := openAudit(logger, *auditPath)
 		if err != nil {
 			return err
 		}
@@ -488,8 +493,9 @@ func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, c
 }
 
 // openAudit opens the audit sink at path: SQLite for a .db file, JSONL
-// otherwise. The returned func closes it, flushing what it buffered.
-func openAudit(path string) (audit.Sink, func(), error) {
+// otherwise, reopened on SIGHUP (for log rotation). The returned func
+// closes it, flushing what it buffered.
+func openAudit(logger *slog.Logger, path string) (audit.Sink, func(), error) {
 	if strings.HasSuffix(path, ".db") {
 		db, err := audit.OpenSQLite(path)
 		if err != nil {
@@ -506,7 +512,8 @@ func openAudit(path string) (audit.Sink, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return sink, func() { sink.Close() }, nil
+	stop := hangup.Reopen(logger, path, sink)
+	return sink, func() { stop(); sink.Close() }, nil
 }
 
 // shutdownGrace is how long the gateway lets requests end on their own at

@@ -1,0 +1,51 @@
+// Package hangup reopens the example binaries' audit files on SIGHUP, the
+// signal log rotators send once they have moved a file away (logrotate's
+// postrotate step).
+package hangup
+
+import (
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Reopener is a sink that can move to the file its path names now, as
+// [github.com/mcpguard/mcpguard/audit.JSONLSink] does.
+type Reopener interface {
+	Reopen() error
+}
+
+// Reopen calls s.Reopen on every SIGHUP the process gets until stop is
+// called, and logs the outcome under name. While it runs, SIGHUP no longer
+// ends the process (the Go runtime's default). stop returns once no
+// Reopen runs any more; call it before closing s.
+func Reopen(log *slog.Logger, name string, s Reopener) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-ch:
+				if err := s.Reopen(); err != nil {
+					log.Error("SIGHUP: the audit file could not be reopened; records go on to the file the sink has, if it can still write", "audit", name, "err", err)
+				} else {
+					log.Info("SIGHUP: audit file reopened", "audit", name)
+				}
+			}
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+			wg.Wait()
+		})
+	}
+}
