@@ -134,7 +134,10 @@
 //
 // Each decision is logged (correlation id, principal, method, tool,
 // outcome; never arguments or tokens) and, with Options.Audit, recorded as
-// an audit.Event with the session id and protocol version. A write-class
+// an audit.Event with the session id and protocol version: one outcome
+// for every tools/call, and one without a tool for a request refused
+// before its messages could be read (its Origin, a body too large or not
+// JSON). A write-class
 // tool gets a durable write-ahead intent first; if it cannot be made, the
 // call is refused with -32603 and 503 and not forwarded.
 package gateway

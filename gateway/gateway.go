@@ -74,8 +74,10 @@ type Options struct {
 	// Audit, if non-nil, receives one outcome event for every tools/call
 	// decision, denials included, and a durable intent event before a write
 	// tool's call is forwarded (no durable intent: -32603, HTTP 503, not
-	// forwarded). Arguments are recorded only as their SHA-256, or with
-	// ArgsKey as their HMAC-SHA256.
+	// forwarded). A request refused before its messages could be read (its
+	// Origin, or a POST body too large, unreadable or not JSON) gets one
+	// outcome event without a tool. Arguments are recorded only as their
+	// SHA-256, or with ArgsKey as their HMAC-SHA256.
 	Audit audit.Sink
 	// ArgsKey, when set, makes the audit events' args_sha256 an HMAC-SHA256
 	// under this key ([audit.ArgsHMAC]): a plain hash of arguments with few
@@ -321,6 +323,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cors, e := g.checkOrigin(r)
 	if e != nil {
 		g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", e.contract, "reason", e.message)
+		g.auditUnread(r, cid, e, g.now())
 		writeError(w, e, nil, cid)
 		return
 	}

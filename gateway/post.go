@@ -106,6 +106,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	buf, berr := g.readBody(r)
 	if berr != nil {
 		g.log.Warn("deny", "cid", cid, "method", "POST", "outcome", berr.contract)
+		g.auditUnread(r, cid, berr, start)
 		writeError(w, berr, nil, cid)
 		return
 	}
@@ -129,12 +130,18 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 				g.audit(r.Context(), nil, cid, infoOf(r), m.tool, "", args, audit.PhaseOutcome, false, aerr.contract, "", 0, start)
 			}
 		}
+		if perr != nil {
+			g.auditUnread(r, cid, aerr, start)
+		}
 		g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
 		writeError(w, aerr, id, cid)
 		return
 	}
 	if perr != nil {
 		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "outcome", perr.contract, "code", perr.code)
+		if g.sink != nil {
+			g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, perr.contract, perr.message, 0, start)
+		}
 		writeError(w, perr, nil, cid)
 		return
 	}
@@ -418,6 +425,15 @@ func (g *Gateway) infoAttrs(ctx context.Context, msg string, attrs ...slog.Attr)
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
 	r.AddAttrs(attrs...)
 	_ = g.log.Handler().Handle(ctx, r)
+}
+
+// auditUnread records the refusal e of a request whose messages were not
+// read (its Origin, its body) or could not be: an outcome without a tool
+// or a principal.
+func (g *Gateway) auditUnread(r *http.Request, cid string, e *rpcError, start time.Time) {
+	if g.sink != nil {
+		g.audit(r.Context(), nil, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
+	}
 }
 
 // audit writes an outcome or intent event when a sink is configured.
