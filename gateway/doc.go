@@ -99,8 +99,11 @@
 // Anything the gateway cannot decide is refused locally: a body that is not
 // UTF-8 JSON (-32700), not an object or non-empty array of at most 256
 // messages, a missing or wrong jsonrpc, a non-string method (-32600),
-// non-object params, a tools/call without a non-empty string name
-// (-32602). Member names that occur twice, or differ from jsonrpc, id,
+// non-object params, a tools/call without a non-empty string name, or
+// whose name has a control or invisible character or white space at an end
+// (-32602): a downstream that trimmed it would run a tool the policy did
+// not judge. The policy's rules apply to names under case folding too
+// ("ADMIN_reset_key" needs the role of "admin_*"; see policy.Policy.Resolve). Member names that occur twice, or differ from jsonrpc, id,
 // method, params, name or arguments only in case, are refused too: decoders
 // disagree about them (encoding/json matches names case-insensitively, the
 // go-sdk does not), and a gateway that reads another value than its

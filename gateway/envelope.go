@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/foldkey"
+	"github.com/mcpguard/mcpguard/policy"
 )
 
 // A message is one JSON-RPC message of a request body (the body itself, or one
@@ -208,6 +209,12 @@ func parseMessage(raw []byte, m *message) {
 			m.invalid = errInvalidParams("params.name contains a control character")
 			return
 		}
+	}
+	if policy.CheckName(tool) != nil {
+		// A downstream that trims names or drops invisible characters
+		// would run another tool than the one the policy judged.
+		m.invalid = errInvalidParams("params.name has white space at an end or an invisible character")
+		return
 	}
 	if m.args != nil && m.args[0] != '{' && !bytes.Equal(m.args, []byte("null")) {
 		m.invalid = errInvalidParams("params.arguments must be an object")

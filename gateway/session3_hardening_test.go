@@ -596,9 +596,13 @@ func TestStandardHeaderForwardedVerbatim(t *testing.T) {
 		tool string
 		want int
 	}{
-		{name: "http1_nbsp", tool: "\u00a0admin_reset_key", want: http.StatusOK},
+		// White space at an end, even one HTTP does not trim, is refused
+		// whatever the header (policy.CheckName).
+		{name: "http1_nbsp", tool: "\u00a0admin_reset_key", want: http.StatusBadRequest},
 		{name: "http2_space", h2: true, tool: " admin_reset_key", want: http.StatusBadRequest},
-		{name: "http2_nbsp", h2: true, tool: "\u00a0admin_reset_key", want: http.StatusOK},
+		{name: "http2_nbsp", h2: true, tool: "\u00a0admin_reset_key", want: http.StatusBadRequest},
+		{name: "http1_utf8", tool: "r\u00e9sum\u00e9_admin", want: http.StatusOK},
+		{name: "http2_utf8", h2: true, tool: "r\u00e9sum\u00e9_admin", want: http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := make(chan string, 1)
@@ -665,7 +669,7 @@ func TestBatchMemberHeaderNotSendable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := "[" + call(`1`, " admin_reset_key", "") + "," + call(`2`, "admin_reset_key\\n", "") + "," + call(`3`, "\u00a0admin_reset_key", "") + "]"
+	batch := "[" + call(`1`, " admin_reset_key", "") + "," + call(`2`, "admin_reset_key\\n", "") + "," + call(`3`, "r\u00e9sum\u00e9_admin", "") + "]"
 	w := serveOne(g, http.MethodPost, viewer, batch, "Mcp-Method", "tools/call")
 	if w.Code != http.StatusOK {
 		t.Fatalf("batch: status %d, want 200", w.Code)
@@ -690,7 +694,7 @@ func TestBatchMemberHeaderNotSendable(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []string{"\u00a0admin_reset_key"}; !slices.Equal(names, want) {
+	if want := []string{"r\u00e9sum\u00e9_admin"}; !slices.Equal(names, want) {
 		t.Errorf("downstream got members with Mcp-Name %q, want %q", names, want)
 	}
 }

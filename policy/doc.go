@@ -13,7 +13,11 @@
 // Rules are data. A [ToolRule] names one tool; a [RoleRule] requires roles for
 // every tool matching a pattern, such as "admin_*" for the role "admin". Every
 // role rule that matches a tool applies (they are ANDed), and within one rule
-// any listed role suffices. Write tools are refused unless they are on the
+// any listed role suffices. Rules match names under Unicode simple case
+// folding as well as exactly ("ADMIN_reset_key" needs "admin" too; see
+// [Policy.Resolve]), so that a server matching names leniently is never
+// offered a protected tool under another spelling; the write allowlist is
+// exact. Write tools are refused unless they are on the
 // write allowlist: writes are off by default. [New] refuses a
 // configuration with a recognisable mistake (see its list) rather than
 // build a policy that silently does other than its author meant.

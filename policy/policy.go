@@ -149,8 +149,9 @@ type Config struct {
 // must not be called on a nil *Policy.
 type Policy struct {
 	tools         map[string]*ToolRule
-	exactRoles    map[string][][]string
-	prefixRoles   []RoleRule // Pattern holds the prefix without "*"
+	foldTools     map[string]*ToolRule  // by folded name; nil for names two rules fold to
+	exactRoles    map[string][][]string // by folded name
+	prefixRoles   []RoleRule            // Pattern holds the prefix without "*"
 	writes        map[string]bool
 	allWrites     bool
 	def           *ToolRule
@@ -176,6 +177,7 @@ type Policy struct {
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
+		foldTools:     make(map[string]*ToolRule, len(cfg.Tools)),
 		exactRoles:    map[string][][]string{},
 		writes:        map[string]bool{},
 		showForbidden: cfg.ShowForbidden,
@@ -232,6 +234,12 @@ func New(cfg Config) (*Policy, error) {
 			return nil, err
 		}
 		p.tools[r.Name] = cr
+		k := string(appendFold(nil, r.Name))
+		if _, twice := p.foldTools[k]; twice {
+			p.foldTools[k] = nil
+		} else {
+			p.foldTools[k] = cr
+		}
 	}
 	if cfg.Default != nil {
 		cr, err := check(*cfg.Default, "default rule")
@@ -263,7 +271,8 @@ func New(cfg Config) (*Policy, error) {
 		case strings.Contains(pat, "*"):
 			return nil, fmt.Errorf("policy: role rule %q: only a trailing * is supported", pat)
 		default:
-			p.exactRoles[pat] = append(p.exactRoles[pat], slices.Clone(rr.Roles))
+			k := string(appendFold(nil, pat))
+			p.exactRoles[k] = append(p.exactRoles[k], slices.Clone(rr.Roles))
 		}
 	}
 	for _, w := range cfg.WriteAllowlist {
@@ -302,6 +311,19 @@ func checkRoles(roles []string, what, list string) error {
 		if r == "*" {
 			return fmt.Errorf("policy: %s: role %q in %s: roles are exact names, and a lone \"*\" is not a wildcard", what, r, list)
 		}
+	}
+	return nil
+}
+
+// CheckName returns an error saying what is wrong with name when [New]
+// would refuse it as a name in its configuration: invalid UTF-8, a control
+// or invisible formatting character (but a joiner within a word), white
+// space at an end. A gateway applies it to the tool names it is called
+// with: a downstream that trims or drops such characters could otherwise
+// run a protected tool under a name no rule matches.
+func CheckName(name string) error {
+	if e := nameError(name); e != "" {
+		return fmt.Errorf("policy: the name %q %s", name, e)
 	}
 	return nil
 }
@@ -350,11 +372,25 @@ func joinerWithinWord(s string, i int, r rune) bool {
 	return visible(before) && visible(after)
 }
 
-// Resolve returns the rule for tool: its own rule, else the default rule,
-// else ok is false. The returned rule must not be modified.
+// Resolve returns the rule for tool: its own rule, else the rule of the
+// one tool whose name equals tool under Unicode simple case folding
+// ("TRIGGER_REFUND" gets the rule of "trigger_refund"), else the default
+// rule, else ok is false. When the names of two rules fold alike and tool
+// is neither of them, no rule can be told to apply, and ok is false. The
+// returned rule must not be modified.
+//
+// Role rules apply under folding too: "admin_*" demands its roles of
+// "ADMIN_reset_key" as well. The MCP specification compares tool names
+// case-sensitively, but a server that lower-cases the names it is called
+// with must not be offered a protected tool under a spelling no rule
+// names. The write allowlist is matched exactly.
 func (p *Policy) Resolve(tool string) (rule *ToolRule, ok bool) {
 	if r, ok := p.tools[tool]; ok {
 		return r, true
+	}
+	var buf [64]byte
+	if r, ok := p.foldTools[string(appendFold(buf[:0], tool))]; ok {
+		return r, r != nil
 	}
 	if p.def != nil {
 		return p.def, true
@@ -371,11 +407,12 @@ func (p *Policy) RequiredRoles(tool string) [][]string {
 	if r, ok := p.Resolve(tool); ok && len(r.Roles) > 0 {
 		out = append(out, slices.Clone(r.Roles))
 	}
-	for _, roles := range p.exactRoles[tool] {
+	var buf [64]byte
+	for _, roles := range p.exactRoles[string(appendFold(buf[:0], tool))] {
 		out = append(out, slices.Clone(roles))
 	}
 	for _, rr := range p.prefixRoles {
-		if strings.HasPrefix(tool, rr.Pattern) {
+		if hasPrefixFold(tool, rr.Pattern) {
 			out = append(out, slices.Clone(rr.Roles))
 		}
 	}
@@ -388,13 +425,16 @@ func (p *Policy) rolesOK(pr *Principal, tool string, r *ToolRule) bool {
 	if !pr.hasAny(r.Roles) {
 		return false
 	}
-	for _, roles := range p.exactRoles[tool] {
-		if !pr.hasAny(roles) {
-			return false
+	if len(p.exactRoles) > 0 {
+		var buf [64]byte
+		for _, roles := range p.exactRoles[string(appendFold(buf[:0], tool))] {
+			if !pr.hasAny(roles) {
+				return false
+			}
 		}
 	}
 	for _, rr := range p.prefixRoles {
-		if strings.HasPrefix(tool, rr.Pattern) && !pr.hasAny(rr.Roles) {
+		if hasPrefixFold(tool, rr.Pattern) && !pr.hasAny(rr.Roles) {
 			return false
 		}
 	}
