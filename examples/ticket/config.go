@@ -137,6 +137,16 @@ func (c *config) toolNames() []string {
 	return names
 }
 
+// description returns the description of the tool name that clients are
+// given in tools/list and the registry shows: server.yaml's, or when that
+// is empty the one in code.
+func (c *config) description(name string) string {
+	if d := c.Tools[name].Description; d != "" {
+		return d
+	}
+	return codeDescription(name)
+}
+
 // writeEnabled reports whether the write tool name is allowlisted.
 func (c *config) writeEnabled(name string) bool {
 	return slices.Contains(c.AllowedWriteTools, name)

@@ -45,7 +45,7 @@ func (c *config) registry() []registryEntry {
 		t := c.Tools[n]
 		out = append(out, registryEntry{
 			Name: n, ReadOnly: *t.ReadOnly, Enabled: *t.ReadOnly || c.writeEnabled(n),
-			CostUnits: t.CostUnits, Description: t.Description,
+			CostUnits: t.CostUnits, Description: c.description(n),
 		})
 	}
 	return out

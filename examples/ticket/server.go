@@ -200,11 +200,9 @@ func newApp(o appOptions) (_ *app, err error) {
 	}
 	a.server = mcp.NewServer(&mcp.Implementation{Name: "ticket", Version: "v1.0.0"}, &mcp.ServerOptions{Logger: o.Log})
 	for _, d := range defs {
-		// server.yaml's description is the registry's, and so what
-		// clients (and the model) are told; the code's is the fallback.
-		if desc := o.Config.Tools[d.tool.Name].Description; desc != "" {
-			d.tool.Description = desc
-		}
+		// The registry's description (server.yaml's, else the code's) is
+		// what clients (and the model) are told.
+		d.tool.Description = o.Config.description(d.tool.Name)
 		d.add(a.server, d.tool)
 	}
 	if err := a.guard.Install(a.server); err != nil {

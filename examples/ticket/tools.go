@@ -116,6 +116,28 @@ type (
 	}
 )
 
+// The tools' descriptions in code. server.yaml's description of a tool, when
+// not empty, replaces its one (config.description).
+const (
+	searchDocsDescription   = "Search internal docs visible to the calling user's team (read-only)."
+	createTicketDescription = "Create a ticket in the downstream ticket system (write, allowlist-gated)."
+	listToolsDescription    = "List the tool registry, every tool with its read/write class, cost and whether it is enabled (read-only)."
+)
+
+// codeDescription returns the description in code of the tool name, "" for
+// a tool with no code.
+func codeDescription(name string) string {
+	switch name {
+	case "search_docs":
+		return searchDocsDescription
+	case "create_ticket":
+		return createTicketDescription
+	case "list_tools":
+		return listToolsDescription
+	}
+	return ""
+}
+
 // toolDef is a tool in code: its definition and how to add it to a server.
 type toolDef struct {
 	tool *mcp.Tool
@@ -130,7 +152,7 @@ func tools(ts *TicketSystem, cfg *config) []*toolDef {
 		{
 			tool: &mcp.Tool{
 				Name:        "search_docs",
-				Description: "Search internal docs visible to the calling user's team (read-only).",
+				Description: searchDocsDescription,
 				InputSchema: map[string]any{
 					"type": "object",
 					"properties": map[string]any{
@@ -162,7 +184,7 @@ func tools(ts *TicketSystem, cfg *config) []*toolDef {
 		{
 			tool: &mcp.Tool{
 				Name:        "create_ticket",
-				Description: "Create a ticket in the downstream ticket system (write, allowlist-gated).",
+				Description: createTicketDescription,
 				InputSchema: map[string]any{
 					"type": "object",
 					"properties": map[string]any{
@@ -188,7 +210,7 @@ func tools(ts *TicketSystem, cfg *config) []*toolDef {
 		{
 			tool: &mcp.Tool{
 				Name:        "list_tools",
-				Description: "List the tool registry, every tool with its read/write class, cost and whether it is enabled (read-only).",
+				Description: listToolsDescription,
 				InputSchema: map[string]any{
 					"type":                 "object",
 					"properties":           map[string]any{},
