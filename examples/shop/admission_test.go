@@ -29,8 +29,9 @@ func cancelWatch(seen chan<- string) mcp.Middleware {
 // gateway request, but a write already sent runs to completion. It runs
 // the shop as a stdio server does (the launching session), over the
 // in-memory transport: a cancellation reaches the server there as on
-// stdio. (Over stateless HTTP the go-sdk server never learns of it: the
-// client's notifications/cancelled arrives without a session.)
+// stdio. (Over stateless HTTP it reaches the server on 2026-07-28 only,
+// where the call is its request: TestReview14HTTPCancelStopsReadNotWrite.
+// An older client's notifications/cancelled arrives without a session.)
 func TestWriteSurvivesClientCancel(t *testing.T) {
 	seen := make(chan string, 4)
 	st := newStack(t, func(c *config) { c.stdio, c.launch = true, sessionCustomer }, func(s *shop) {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -39,13 +41,28 @@ type sessionAuth struct {
 	// (of calls refused later, of hidden tools, of tools/list) count
 	// against the cap that protects the shared gateway. Nil means none.
 	lim *limiter.Limiter
-	now func() time.Time // nil means time.Now
+	// checks caps each session's requests, of any kind, before their
+	// check leaves for the gateway: its limits are for the tool
+	// sessionCheck and the session's key (sessionKey). The per-user rate
+	// counts only calls the guard admits, and a call refused before
+	// (arguments, a hidden tool) or a listing still costs the gateway a
+	// session check. Nil means none.
+	checks *limiter.Limiter
+	now    func() time.Time // nil means time.Now
 }
 
 // sessionCheck is the limiter's tool name for a session check; no tool has
-// it, so only limits for every tool apply, and it counts no call against
-// rate limits (the call it checks is counted by the guard).
+// it. In the shop's limiter only limits for every tool apply to it, and it
+// counts no call against their rates (the call it checks is counted by the
+// guard); the session-check limiter counts each check.
 const sessionCheck = "GET /api/auth/me"
+
+// sessionKey is the limiters' key of a session: a hash, so that the
+// session itself is never a key in memory or on Redis.
+func sessionKey(session string) string {
+	h := sha256.Sum256([]byte(session))
+	return hex.EncodeToString(h[:16])
+}
 
 func unauthenticated(msg string) error { return mcpguard.Deny(mcpguard.CodeUnauthenticated, msg) }
 
@@ -83,11 +100,23 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 	if !token.IsToken68(session) {
 		return nil, unauthenticated("malformed session")
 	}
-	if a.lim != nil {
-		now := time.Now
-		if a.now != nil {
-			now = a.now
+	now := time.Now
+	if a.now != nil {
+		now = a.now
+	}
+	if a.checks != nil {
+		d := a.checks.AllowAt(ctx, now(), limiter.Request{Session: sessionKey(session), Tool: sessionCheck, Calls: 1})
+		if !d.Allowed {
+			if d.Err != nil && d.Limit.Kind == 0 {
+				return nil, limiterUnavailable()
+			}
+			den := mcpguard.Deny(mcpguard.CodeRateLimitExceeded, "this session has made too many requests; try again later")
+			den.RetryAfter = d.RetryAfter
+			return nil, den
 		}
+		a.checks.Release(d) // a rate holds no slot
+	}
+	if a.lim != nil {
 		d := a.lim.AllowAt(ctx, now(), limiter.Request{Tool: sessionCheck, Calls: 0})
 		if !d.Allowed {
 			if d.Err != nil && d.Limit.Kind == 0 { // the limiter failed, no limit refused

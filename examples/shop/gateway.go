@@ -17,6 +17,7 @@ import (
 	"unicode"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/jsondup"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -165,13 +166,17 @@ func (s *shop) handler(spec *toolSpec) mcp.ToolHandler {
 	}
 }
 
-// decodeAnswer decodes a 2xx gateway body, with json.Number for numbers.
-// It returns nil when the body is not exactly one JSON value (not JSON,
-// a value followed by more data, over the size cap): every output schema
-// refuses the view of nil, so the guard answers INVALID_RESPONSE, and does
-// not retry (a malformed answer is not an unavailable gateway).
+// decodeAnswer decodes a 2xx gateway body, with json.Number for numbers,
+// and removes the invisible characters of its strings (see visible). It
+// returns nil when the body is malformed: not exactly one JSON value (not
+// JSON, a value followed by more data, over the size cap), an object with
+// a key twice (readers disagree on which one counts; a gateway that
+// encodes its answers never sends one), or a number beyond float64, which
+// no client can read. Every output schema refuses the view of nil, so the
+// guard answers INVALID_RESPONSE, and does not retry (a malformed answer
+// is not an unavailable gateway).
 func decodeAnswer(resp *gatewayResponse) any {
-	if resp.tooLarge {
+	if resp.tooLarge || duplicateKey(resp.body) {
 		return nil
 	}
 	var doc any
@@ -183,7 +188,67 @@ func decodeAnswer(resp *gatewayResponse) any {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil // trailing data after the first value
 	}
+	doc, ok := clean(doc)
+	if !ok {
+		return nil
+	}
 	return doc
+}
+
+// duplicateKey reports whether body, if it is JSON, has an object with the
+// same key twice (compared once unescaped).
+func duplicateKey(body []byte) bool {
+	_, _, found := jsondup.Member(body, nil)
+	return found
+}
+
+// clean removes the invisible characters of every string in doc, in place,
+// and reports false if a number in it is beyond float64.
+func clean(doc any) (any, bool) {
+	switch x := doc.(type) {
+	case string:
+		return visible(x), true
+	case json.Number:
+		_, err := x.Float64()
+		return x, err == nil
+	case []any:
+		for i, v := range x {
+			c, ok := clean(v)
+			if !ok {
+				return nil, false
+			}
+			x[i] = c
+		}
+	case map[string]any:
+		for k, v := range x {
+			c, ok := clean(v)
+			if !ok {
+				return nil, false
+			}
+			x[k] = c
+		}
+	}
+	return doc, true
+}
+
+// visible returns s without the characters a person reading it cannot
+// see but a model reads: control characters other than tab and newline
+// (terminal escapes among them), format characters (category Cf: bidi
+// overrides, zero-width characters, the soft hyphen, U+FEFF, and the
+// Unicode tag characters that can spell out hidden ASCII text; emoji
+// joined with U+200D fall apart into their parts), and the supplementary
+// variation selectors U+E0100-U+E01EF, which can carry hidden bytes.
+// Visible text is left as it is.
+func visible(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' {
+			return r
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || (r >= 0xE0100 && r <= 0xE01EF) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // jsonResult returns v as structured content and as its JSON text.

@@ -26,12 +26,15 @@ func defaultHosts() []string { return []string{"127.0.0.1:*", "localhost:*", "[:
 // mcpHandler serves server at /mcp: Streamable HTTP, stateless, with JSON
 // responses, behind Host and Origin protection. The go-sdk's own DNS
 // rebinding check (a loopback connection with a non-loopback Host) stays
-// on; hostOrigin adds the allowlists.
+// on; hostOrigin adds the allowlists. A call's context ends with its HTTP
+// request (on 2026-07-28, where the request is the call's whole life), so
+// a read the client abandons stops; the guard detaches writes from that
+// cancellation, so a started change still runs to its end.
 func mcpHandler(server *mcp.Server, o httpOptions, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", hostOrigin(o, mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})))
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, PropagateRequestCancellation: true, Logger: log})))
 	return mux
 }
 

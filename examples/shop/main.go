@@ -22,22 +22,26 @@
 // Every call checks the caller's RoboShop session with GET /api/auth/me
 // (no cache, 3 s), which names the user and roles. Customers see eight
 // tools, admins more; a hidden tool answers exactly like an unknown one.
-// Arguments are validated strictly and results against an output schema;
-// calls are capped at 60 a minute per user and 32 in flight; each has 10
-// s, a read is retried once on a transient failure and a write never, nor
-// cancelled by the client. The admin writes are registered only with
-// MCP_ENABLE_ADMIN_WRITES=true and each needs a signed one-time
-// confirmation of its exact arguments. Every call is audited without its
-// arguments (their HMAC under SHOP_MCP_AUDIT_KEY, or a random key of the
-// process).
+// Arguments are validated strictly and results against an output schema,
+// less the invisible characters of the gateway's text. Calls are capped at
+// 60 a minute per user and 32 in flight, and each session's requests of
+// any kind (listings and refused calls too) at 120 a minute before its
+// check reaches the gateway. Each call has 10 s; a read is retried once on
+// a transient failure and a write never, nor cancelled by the client. The
+// admin writes are registered only with MCP_ENABLE_ADMIN_WRITES=true and
+// each needs a signed one-time confirmation of its exact arguments. Every
+// call is audited without its arguments (their HMAC under
+// SHOP_MCP_AUDIT_KEY, or a random key of the process).
 //
 // Without --redis the caps and the confirmation nonces live in the
-// process's memory. With --redis (which needs SHOP_MCP_CONFIRM_KEY) they
-// live in that Redis, shared by every replica on it: each user's 60 calls
-// a minute count on all of them together, the 32 in flight are 32 in all
-// at the one gateway they share, and each confirmation is accepted once
-// between them. A Redis that cannot decide (down, or slower than 250 ms)
-// refuses the call as the library does: RATE_LIMIT_EXCEEDED, retry in 1 s.
+// process's memory, and SHOP_MCP_CONFIRM_KEY is refused (each process
+// would accept a confirmation once). With --redis (which needs
+// SHOP_MCP_CONFIRM_KEY) they live in that Redis, shared by every replica
+// on it: each user's 60 calls a minute count on all of them together, the
+// 32 in flight are 32 in all at the one gateway they share, and each
+// confirmation is accepted once between them. A Redis that cannot decide
+// (down, or slower than 250 ms) refuses the call as the library does:
+// RATE_LIMIT_EXCEEDED, retry in 1 s.
 // See README.md.
 package main
 
@@ -104,7 +108,7 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&origins, "allowed-origins", "", "comma-separated Origin values accepted over HTTP (default none: browser pages are refused)")
 	fs.StringVar(&cfg.redisAddr, "redis", "", "Redis address (host:port) shared by replicas: the per-user rate, the in-flight cap and the confirmation nonces; needs "+confirmKeyEnv)
 	fs.StringVar(&cfg.auditPath, "audit", "", "append the audit trail to this JSONL file (default: JSON lines on stderr)")
-	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user (over every replica on --redis)")
+	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user; each session's requests (calls, listings), twice that (over every replica on --redis)")
 	fs.IntVar(&cfg.inFlight, "max-in-flight", cfg.inFlight, "calls in flight across the process (over every replica on --redis)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -134,6 +138,10 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if redisGiven && cfg.confirmKey == nil {
 		fmt.Fprintf(stderr, "shop: --redis needs %s, so that every replica verifies the same confirmations\n", confirmKeyEnv)
+		return 2
+	}
+	if !redisGiven && cfg.confirmKey != nil {
+		fmt.Fprintln(stderr, "shop:", errConfirmKeyAlone)
 		return 2
 	}
 	if v := os.Getenv(auditKeyEnv); v != "" {

@@ -29,12 +29,19 @@ const (
 	// adminWritesEnv registers the admin writes when "true".
 	adminWritesEnv = "MCP_ENABLE_ADMIN_WRITES"
 	// confirmKeyEnv holds the confirmation signing key (hex or base64, at
-	// least 32 bytes). Unset means a random key of this process's.
+	// least 32 bytes), only with --redis (errConfirmKeyAlone). Unset means
+	// a random key of this process's.
 	confirmKeyEnv = "SHOP_MCP_CONFIRM_KEY"
 	// auditKeyEnv holds the key of the audit records' argument hash (hex,
 	// at least 32 hex digits). Unset means a random key of this process's.
 	auditKeyEnv = "SHOP_MCP_AUDIT_KEY"
 )
+
+// errConfirmKeyAlone refuses a confirmation key without Redis: processes
+// sharing the key verify each other's confirmations, but each keeps its own
+// nonces, so each (a replica, or the shop restarted within the two
+// minutes) would accept a confirmation once.
+var errConfirmKeyAlone = fmt.Errorf("%s needs --redis: a key shared without shared nonces lets every process (replica or restart) accept a confirmation once more; unset it for a random key of the process", confirmKeyEnv)
 
 // config is what a shop server is built from.
 type config struct {
@@ -42,10 +49,10 @@ type config struct {
 	origin      string        // Origin sent with state changes; "" means the gateway's own
 	adminWrites bool          // register the admin writes
 	redisAddr   string        // Redis of the caps and nonces; "" means memory
-	confirmKey  []byte        // nil means random
+	confirmKey  []byte        // nil means random; set only with redisAddr
 	auditKey    []byte        // args_sha256 HMAC key; nil means random
 	auditPath   string        // JSONL audit file; "" means the log
-	rate        int           // calls per minute per user (60), over the replicas on redisAddr
+	rate        int           // calls per minute per user (60), and twice that requests per session, over the replicas on redisAddr
 	inFlight    int           // calls in flight in the process (32), or over the replicas on redisAddr
 	timeout     time.Duration // per call, retries included (10 s)
 	stdio       bool          // identity from launch, not from bearer tokens
@@ -88,11 +95,12 @@ func (s *shop) Close() error {
 
 // newShop builds the server: the tools from their specs, the policy from
 // their roles and classes, and the guard (session authenticator, strict
-// validation, confirmation of admin writes, 60 calls a minute per user and
-// 32 in flight, 10 s per call, one retry of a read, an audit record of
-// every call and a write-ahead one of every write). With cfg.redisAddr the
-// caps and the confirmation nonces are on that Redis, which must answer at
-// start.
+// validation, confirmation of admin writes, 60 calls a minute per user,
+// 120 requests a minute per session and 32 in flight, 10 s per call, one
+// retry of a read, an audit record of every call and a write-ahead one of
+// every write). With cfg.redisAddr the caps and the confirmation nonces
+// are on that Redis, which must answer at start; a cfg.confirmKey needs
+// it.
 func newShop(cfg config, stderr io.Writer, log *slog.Logger) (*shop, error) {
 	log = logger(log)
 	gw, err := newGatewayClient(cfg.gateway, cfg.origin)
@@ -128,6 +136,9 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	if cfg.redisAddr != "" && cfg.confirmKey == nil {
 		return fmt.Errorf("--redis needs %s, so that every replica verifies the same confirmations", confirmKeyEnv)
 	}
+	if cfg.redisAddr == "" && cfg.confirmKey != nil {
+		return errConfirmKeyAlone
+	}
 	rdb, err := s.openRedis(cfg.redisAddr)
 	if err != nil {
 		return err
@@ -135,6 +146,15 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	lim, err := limiter.New([]limiter.Limit{
 		{Kind: limiter.Rate, Scope: limiter.User, Max: float64(cfg.rate), Window: time.Minute},
 		{Kind: limiter.Concurrency, Scope: limiter.Global, Max: float64(cfg.inFlight)},
+	}, &limiter.Options{Store: limiterStore(rdb)})
+	if err != nil {
+		return err
+	}
+	// Each session's requests of any kind (calls, listings, calls refused
+	// before the guard's limit step) are capped before their session check
+	// leaves for the gateway, at twice the per-user call rate.
+	checks, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.Session, Tool: sessionCheck, Max: float64(2 * cfg.rate), Window: time.Minute},
 	}, &limiter.Options{Store: limiterStore(rdb)})
 	if err != nil {
 		return err
@@ -160,7 +180,7 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 			return err
 		}
 	}
-	g, err := mcpguard.New(pol, &sessionAuth{gw: s.gw, stdio: cfg.stdio, launch: cfg.launch, lim: lim, now: cfg.now}, &mcpguard.Options{
+	g, err := mcpguard.New(pol, &sessionAuth{gw: s.gw, stdio: cfg.stdio, launch: cfg.launch, lim: lim, checks: checks, now: cfg.now}, &mcpguard.Options{
 		Audit:      sink,
 		ArgsKey:    argsKey,
 		Limiter:    lim,

@@ -5,8 +5,9 @@ import (
 	"unicode/utf8"
 )
 
-// The projections turn a gateway answer (decoded with json.Number) into the
-// stable view a tool returns. They only pick and rename: a fact the gateway
+// The projections turn a gateway answer (decoded with json.Number, its
+// strings without invisible characters: decodeAnswer) into the stable view
+// a tool returns. They only pick and rename: a fact the gateway
 // did not report stays null (inStock null: nobody said; inStock 0: sold
 // out), and a value of the wrong type is passed on as it came, so that the
 // output schema, which the guard checks before anything returns, refuses
