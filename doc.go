@@ -85,7 +85,9 @@
 // with the gateway.
 //
 // TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
-// tool, byte for byte, so a hidden tool cannot be probed. A handler (raw or
+// tool, byte for byte, so a hidden tool cannot be probed; with
+// [Guard.Install], a change to a hidden tool sends its caller no
+// tools/list_changed notification either. A handler (raw or
 // typed) that returns a [*DenialError], or a result carrying one (set with
 // SetError, as [DenialError.Result] does), refuses the call with it: the
 // answer has its code and message (a TOOL_NOT_FOUND is answered as an

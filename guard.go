@@ -152,6 +152,7 @@ type Guard struct {
 	now   func() time.Time
 	log   *slog.Logger
 	reg   registry
+	views views           // what each session was told of the tools (notify.go)
 	mrtr  *confirm.Signer // seals handlers' RequestState (see mrtr.go)
 	// keeper is opts.Audit when it can take outcome records over
 	// (audit.Keeper), which it then encodes in batches.
@@ -258,7 +259,8 @@ func (g *Guard) Policy() *policy.Policy { return g.pol }
 // sets it (false is the MCP default), so a read tool whose Annotations only
 // give a Title is refused; a tool with no Annotations hints nothing.
 // Wrap protects one raw handler; to protect every tool of a server,
-// including typed ones, and filter tools/list, use [Guard.Install].
+// including typed ones, and filter tools/list and its tools/list_changed
+// notifications, use [Guard.Install].
 func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 	if h == nil {
 		return nil, errors.New("mcpguard: nil handler")

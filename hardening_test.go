@@ -334,13 +334,37 @@ func guardWithPolicy(t *testing.T, srv *mcp.Server, cfg policy.Config) {
 }
 
 // connectWatchingChanges connects a client on protocol 2025-11-25, which
-// hears tools/list_changed, and returns a func that waits for the next one.
+// hears tools/list_changed, and returns a func that waits for the server's
+// next one to the client's session, once the guard has seen it: the guard
+// passes it on only when the tools the session's caller may see changed,
+// so the wait is on the server's side of the guard.
 func connectWatchingChanges(t *testing.T, srv *mcp.Server) (*mcp.ClientSession, func()) {
 	t.Helper()
 	changed := make(chan struct{}, 16)
-	cs := connectVersion(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-		changed <- struct{}{}
-	}}, "2025-11-25")
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Added after Install: outside the guard's sending middleware.
+	srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "notifications/tools/list_changed" && req.GetSession() == ss {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+			return res, err
+		}
+	})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "review", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
 	return cs, func() {
 		t.Helper()
 		select {

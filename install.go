@@ -130,6 +130,15 @@ func (r *registry) lookup(name string, now time.Time) (e *toolEntry, refresh boo
 	return e, true, r.gen
 }
 
+// invalidate marks the registry stale: the server's tools changed. A
+// listing that started before is not installed (see updateSince).
+func (r *registry) invalidate() {
+	r.mu.Lock()
+	r.stale = true
+	r.gen++
+	r.mu.Unlock()
+}
+
 func (r *registry) generation() uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -229,13 +238,27 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // tools, at the first call a second or more after the previous listing (at
 // once after a tools/list_changed notification): until then a new name is
 // TOOL_NOT_FOUND and a replaced tool is guarded with its previous schema. A
-// bad one is refused at call time as TOOL_NOT_FOUND and logged.
+// bad one is refused at call time as TOOL_NOT_FOUND and logged. A removed
+// tool called in that time is TOOL_NOT_FOUND too, recorded as such and
+// charged nothing (a write's intent record, made before the go-sdk was
+// asked, is followed by that outcome).
+//
+// The go-sdk's tools/list_changed notification reaches a session only when
+// a tool its caller may see (before or after) was added, replaced or
+// removed since the session last listed the tools, or was last notified:
+// a change to a hidden tool tells a caller nothing. The caller is the one
+// of the session's last authenticated request (a session whose roles
+// shrank is told no more than its new roles may see). A session that never
+// listed the tools nor listens for their changes (subscriptions/listen),
+// or that made a request the guard refused as UNAUTHENTICATED since it
+// last did, is told of no change.
 //
 // The server's prompts and resources (their lists, prompts/get,
-// resources/read, subscriptions and completions) are served to
-// authenticated callers only, as their own: a handler finds the caller's
-// [Identity] in its context. The policy's roles, limits and audit apply to
-// tools only.
+// resources/read, subscriptions, whether by resources/subscribe or
+// subscriptions/listen, and completions) are served to authenticated
+// callers only, as their own: a handler, the SubscribeHandler too, finds
+// the caller's [Identity] in its context. The policy's roles, limits and
+// audit apply to tools only.
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the
@@ -254,8 +277,16 @@ func (g *Guard) Install(s *mcp.Server) error {
 		}
 	}
 	g.update(tools)
-	s.AddReceivingMiddleware(g.receiving)
-	s.AddSendingMiddleware(g.sending)
+	// below is the server's own handling of what the guard receives; the
+	// guard lists the tools through it when they change (notify.go).
+	var below mcp.MethodHandler
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		below = next
+		return g.receiving(next)
+	})
+	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return g.sending(next, below)
+	})
 	return nil
 }
 
@@ -282,18 +313,6 @@ func serverTools(s *mcp.Server) ([]*mcp.Tool, error) {
 		out = append(out, t)
 	}
 	return out, nil
-}
-
-func (g *Guard) sending(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "notifications/tools/list_changed" {
-			g.reg.mu.Lock()
-			g.reg.stale = true
-			g.reg.gen++
-			g.reg.mu.Unlock()
-		}
-		return next(ctx, method, req)
-	}
 }
 
 func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
@@ -324,6 +343,11 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := g.serve(ctx, r, e, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				out, err := next(ctx, method, req)
 				if err != nil {
+					if gone(err, req) {
+						// Removed since the registry last listed the tools.
+						g.reg.invalidate()
+						return nil, errToolGone
+					}
 					return nil, err
 				}
 				ctr, ok := out.(*mcp.CallToolResult)
@@ -338,6 +362,8 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, nil
 		case *mcp.ListToolsRequest:
 			return g.listTools(ctx, r, next)
+		case *mcp.SubscriptionsListenRequest:
+			return g.listen(ctx, r, next)
 		case *mcp.ListPromptsRequest, *mcp.GetPromptRequest, *mcp.CompleteRequest,
 			*mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest, *mcp.ReadResourceRequest,
 			*mcp.SubscribeRequest, *mcp.UnsubscribeRequest:
@@ -345,6 +371,21 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// errToolGone says that the server no longer has the tool the registry
+// found: the call is TOOL_NOT_FOUND, and charged nothing.
+var errToolGone = errors.New("mcpguard: the tool was removed from the server")
+
+// gone reports whether err is the go-sdk's answer for a tool it does not
+// have: the one called.
+func gone(err error, req *mcp.CallToolRequest) bool {
+	we := wireError(err)
+	if we == nil || req.Params == nil {
+		return false
+	}
+	nf := notFoundWire(req.Params.Name, 0)
+	return we.Code == nf.Code && we.Message == nf.Message && len(we.Data) == 0
 }
 
 // asCaller runs a request for the server's prompts or resources as its
@@ -369,13 +410,18 @@ func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, ne
 // authenticateList authenticates a request other than tools/call, which
 // is refused with a JSON-RPC error (there is no tool result to carry it).
 func (g *Guard) authenticateList(ctx context.Context, req mcp.Request, method string) (*Identity, error) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
 	id, err := g.authn.Authenticate(ctx, req)
 	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 		d := authDenial(err)           // as a tools/call's: a cap or a provider down is not "sign in again"
 		d.CorrelationID = g.ids.Next() // as every refusal of the guard has one
 		g.log.Warn("mcpguard: request refused", "method", method, "code", d.Code, "correlation_id", d.CorrelationID)
+		if d.Code == CodeUnauthenticated {
+			g.views.drop(ss)
+		}
 		return nil, d.JSONRPCError(0)
 	}
+	g.views.touch(ss, id.Principal)
 	return id, nil
 }
 
@@ -384,29 +430,30 @@ func (g *Guard) authenticateList(ctx context.Context, req mcp.Request, method st
 // and gives no cursor (the go-sdk's cursors name the last tool of a page,
 // which may be one the caller must not learn of). A cursor, which the
 // guard never gives, lists nothing. A tool refused at registration is not
-// listed, whether the registry knows it yet or not.
+// listed, whether the registry knows it yet or not. The listing becomes
+// the session's view (notify.go), against which a change is told.
 func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authenticateList(ctx, req, "tools/list")
 	if err != nil {
 		return nil, err
 	}
+	seq := g.views.seen(req.Session, id.Principal)
 	gen := g.reg.generation()
 	tools, last, err := listPages(ctx, next, req.Session)
 	if err != nil {
 		return nil, err
 	}
 	g.updateSince(tools, gen)
+	if req.Session != nil {
+		g.views.shown(req.Session, seq, tools)
+	}
 	out := *last
 	out.NextCursor, out.CacheScope = "", "private"
 	out.Tools = []*mcp.Tool{}
 	if req.Params != nil && req.Params.Cursor != "" {
 		return &out, nil
 	}
-	for _, t := range tools {
-		if g.pol.Visible(id.Principal, t.Name) && !g.refused(t) {
-			out.Tools = append(out.Tools, t)
-		}
-	}
+	out.Tools = g.visibleTools(id.Principal, tools)
 	return &out, nil
 }
 

@@ -140,9 +140,14 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 3. Authenticate.
 	id, aerr := g.authn.Authenticate(ctx, req)
 	if aerr != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
-		return g.deny(c, authDenial(aerr))
+		d := authDenial(aerr)
+		if d.Code == CodeUnauthenticated {
+			g.views.drop(req.Session)
+		}
+		return g.deny(c, d)
 	}
 	c.id = id
+	g.views.touch(req.Session, id.Principal)
 	if g.opts.SessionKey != nil {
 		c.session = g.opts.SessionKey(req, id)
 	}
@@ -280,6 +285,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	c.running = false
 
 	// Normalise what the handler returned.
+	if errors.Is(err, errToolGone) {
+		// No handler ran: refused as any unknown name is, charged nothing.
+		c.detail = "the tool was removed from the server"
+		g.refund(ctx, c, ld)
+		return g.deny(c, notFound(c.name))
+	}
 	if err != nil {
 		if we := wireError(err); we != nil {
 			// A protocol error from below (the go-sdk's own, or a handler's
