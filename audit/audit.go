@@ -33,7 +33,11 @@ type Event struct {
 	// tool error (isError, a result for the model to read) is allowed
 	// with Code "" and Detail "tool reported an error".
 	Code       string  `json:"code,omitempty"`
-	Detail     string  `json:"detail,omitempty"` // never secrets or raw args
+	// Detail says more, in words: for a call the Guard refused, the
+	// message the caller was told (but for INVALID_ARGUMENTS, whose
+	// message names fields the caller chose, UNAUTHENTICATED and
+	// TOOL_NOT_FOUND); never secrets or raw arguments.
+	Detail     string  `json:"detail,omitempty"`
 	LatencyMS  float64 `json:"latency_ms"`
 	ArgsSHA256 string  `json:"args_sha256,omitempty"`
 	// Cost is what the call was charged against the spend caps: its cost
