@@ -32,7 +32,7 @@ type Event struct {
 	// "FORBIDDEN". A call the guard allowed whose tool answered with a
 	// tool error (isError, a result for the model to read) is allowed
 	// with Code "" and Detail "tool reported an error".
-	Code       string  `json:"code,omitempty"`
+	Code string `json:"code,omitempty"`
 	// Detail says more, in words: for a call the Guard refused, the
 	// message the caller was told (but for INVALID_ARGUMENTS, whose
 	// message names fields the caller chose, UNAUTHENTICATED and
