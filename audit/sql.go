@@ -222,8 +222,21 @@ func sqliteURIPath(path string) string {
 // driver "sqlite" (modernc.org/sqlite) and the pragmas journal_mode=WAL,
 // synchronous=NORMAL, busy_timeout=10000, temp_store=memory and
 // cache_size=-32768 (a page cache of 32 MiB per connection), and immediate
-// write transactions.
+// write transactions. A new database file is created with mode 0600 (its
+// journal files take the same mode), as the JSONL sink's file is: an audit
+// trail is not for every user of the machine to read.
 func OpenSQLite(path string) (*sql.DB, error) {
+	if path != "" && path != ":memory:" {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			err = f.Close()
+		} else if errors.Is(err, os.ErrExist) {
+			err = nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
+		}
+	}
 	dsn := "file:" + sqliteURIPath(path) + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=temp_store(memory)&_pragma=cache_size(-32768)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
