@@ -44,7 +44,11 @@ type ToolOptions struct {
 	RecordArgs []string
 	// Describe renders the action in words for the dry-run summary and the
 	// confirmation prompt. Nil means a generic description listing the
-	// arguments.
+	// arguments. Its text is shown without control characters other than
+	// line feed and tab, format characters (bidirectional overrides,
+	// zero-width characters) and line or paragraph separators, cut to
+	// 2,000 characters: it usually quotes arguments a model wrote, and a
+	// prompt must read as what it is.
 	Describe func(tool string, args map[string]any) string
 	// Timeout is the per-call deadline. 0 means [Options.Timeout].
 	Timeout time.Duration

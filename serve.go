@@ -15,6 +15,7 @@ import (
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/internal/corrid"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -604,7 +605,7 @@ func (g *Guard) sessionKey(req *mcp.CallToolRequest, id *Identity) string {
 
 func (g *Guard) describe(c *call, topts ToolOptions) string {
 	if topts.Describe != nil {
-		return topts.Describe(c.name, c.argsMap())
+		return textsafe.CleanLines(topts.Describe(c.name, c.argsMap()), maxDescribeRunes)
 	}
 	return dryrun.Summary(c.name, c.raw)
 }
@@ -756,9 +757,12 @@ func (g *Guard) consume(ctx context.Context, c *call) *DenialError {
 	return nil
 }
 
+// maxDescribeRunes bounds the text of a ToolOptions.Describe.
+const maxDescribeRunes = 2000
+
 func (g *Guard) confirmText(c *call, topts ToolOptions) string {
 	if topts.Describe != nil {
-		return topts.Describe(c.name, c.argsMap())
+		return textsafe.CleanLines(topts.Describe(c.name, c.argsMap()), maxDescribeRunes)
 	}
 	return confirm.Describe(c.name, c.raw)
 }

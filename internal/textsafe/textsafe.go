@@ -32,3 +32,26 @@ func Clean(s string, maxRunes int) string {
 	}
 	return b.String()
 }
+
+// CleanLines is [Clean] for text of several lines: it keeps line feeds
+// and tabs, and drops the rest as Clean does (carriage returns too, which
+// a terminal uses to overwrite a line).
+func CleanLines(s string, maxRunes int) string {
+	var b strings.Builder
+	n := 0
+	for i, r := range s {
+		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
+			continue
+		}
+		if r != '\n' && r != '\t' && unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+			continue
+		}
+		if n == maxRunes {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}

@@ -25,3 +25,20 @@ func TestClean(t *testing.T) {
 		})
 	}
 }
+
+func TestCleanLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"Refund 5.00\nto CUST-1":    "Refund 5.00\nto CUST-1",
+		"a\tb":                      "a\tb",
+		"pay \u202eyrev\r\x1b[2Jok": "pay yrev[2Jok",
+		"a\u2028b\xffc\u200bd":      "abcd",
+		"line\u2029two":             "linetwo",
+	} {
+		if got := CleanLines(in, 100); got != want {
+			t.Errorf("CleanLines(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := CleanLines("ab\ncd", 3); got != "ab\n…" {
+		t.Errorf("CleanLines cut = %q", got)
+	}
+}

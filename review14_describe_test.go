@@ -1,0 +1,66 @@
+package mcpguard_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestDescribeTextCleaned: a tool's own Describe usually quotes arguments
+// a model wrote; its text reaches the dry-run summary (and the
+// confirmation prompt) without the characters that make a text read
+// otherwise than it is: bidirectional overrides, carriage returns,
+// terminal escapes. Line feeds stay.
+func TestDescribeTextCleaned(t *testing.T) {
+	pol, err := policy.New(policy.Config{
+		Tools:          []policy.ToolRule{{Name: "refund", Class: policy.Write}},
+		WriteAllowlist: []string{"refund"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{
+		NoWriteAhead: true, Logger: quiet,
+		Tools: map[string]mcpguard.ToolOptions{"refund": {
+			DryRun: true,
+			Describe: func(tool string, args map[string]any) string {
+				return "Refund " + args["to"].(string) + "\nfrom the shop account"
+			},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := g.Wrap(&mcp.Tool{Name: "refund", InputSchema: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}}}`)}, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "CUST-1" then an override that shows "1000 ot" reversed, a carriage
+	// return and an escape that would clear a terminal.
+	args, _ := json.Marshal(map[string]string{"to": "CUST-1 \u202e0001\u202c \u2066x\u2069\u200b\ufeff\u2028"})
+	res, err := h(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "refund", Arguments: args}})
+	if err != nil || res == nil {
+		t.Fatalf("dry run: %v, %v", res, err)
+	}
+	b, _ := json.Marshal(res)
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	out := text.String() + string(b)
+	for _, bad := range []string{"\u202e", "\u202c", "\u2066", "\u2069", "\u200b", "\ufeff", "\u2028", `\u202e`, `\u2028`} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the dry-run answer holds %q: %s", bad, b)
+		}
+	}
+	if !strings.Contains(text.String(), "Refund CUST-1 0001 x") {
+		t.Errorf("the dry-run text %q lost the visible description", text.String())
+	}
+}
