@@ -13,4 +13,10 @@
 // The one deliberate difference: documents nested deeper than 64 levels
 // are refused ("arguments are nested too deeply"), where the reference
 // would go on to encoding/json's limit of 10000.
+//
+// Number literals are not bounded in length or exponent: the fast path
+// compares them exactly, in time linear in their length. mcpguard's own
+// bound on number literals guards the cost of v6's exact arithmetic and
+// applies only where v6 checks the arguments (see mcpguard's package
+// documentation).
 package fastschema
