@@ -32,6 +32,7 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/stdio"
@@ -111,6 +112,7 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 			return err
 		}
 		defer js.Close()
+		defer hangup.Reopen(log, cfg.auditPath, js)() // for log rotation; stops before the Close
 		sink = js
 	} else {
 		sink = audit.NewSlogSink(slog.NewJSONHandler(stderr, nil), nil)

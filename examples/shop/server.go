@@ -16,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/confirm/redisnonce"
+	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/limiter/redislimit"
@@ -274,7 +275,8 @@ func (s *shop) auditSink(cfg config, stderr io.Writer) (audit.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.closes = append(s.closes, js.Close)
+	stop := hangup.Reopen(s.log, cfg.auditPath, js) // for log rotation
+	s.closes = append(s.closes, js.Close, func() error { stop(); return nil })
 	return js, nil
 }
 

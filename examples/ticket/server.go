@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
@@ -77,6 +78,7 @@ type app struct {
 	refuse  mcpguard.Middleware
 	record  mcpguard.Middleware
 	jsonl   *audit.JSONLSink
+	stopHUP func() // ends the reopening of jsonl on SIGHUP
 	sqlSink *audit.SQLSink
 	db      *sql.DB
 	dialect audit.Dialect
@@ -152,6 +154,7 @@ func newApp(o appOptions) (_ *app, err error) {
 	if a.jsonl, err = audit.OpenJSONL(filepath.Join(o.AuditDir, auditJSONL), nil); err != nil {
 		return nil, err
 	}
+	a.stopHUP = hangup.Reopen(o.Log, filepath.Join(o.AuditDir, auditJSONL), a.jsonl) // for log rotation
 	a.dialect = audit.SQLite
 	if o.AuditPostgres != "" {
 		a.dialect = audit.Postgres
@@ -284,6 +287,7 @@ func (a *app) Close() error {
 		errs = append(errs, a.db.Close())
 	}
 	if a.jsonl != nil {
+		a.stopHUP()
 		errs = append(errs, a.jsonl.Close())
 	}
 	if a.closeRedis != nil {
