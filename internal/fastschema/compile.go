@@ -436,8 +436,14 @@ func parseScalar(v any) (scalar, error) {
 
 func (s *scalar) equalString(b []byte) bool { return s.kind == sString && bytes.Equal(s.str, b) }
 
-// v6Compile compiles doc exactly as the reference pipeline does.
+// CompileReference compiles doc exactly as the reference pipeline does. It
+// refuses a schema with a count keyword (minLength, maxItems, ...) of 2^63
+// or more, which v6 would keep only the low bits of: maxLength
+// 18446744073709551621 would be enforced as 5, minItems 2^64+1 as 1.
 func CompileReference(doc any) (*jsonschema.Schema, error) {
+	if err := hugeCount(doc); err != nil {
+		return nil, err
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
@@ -462,4 +468,37 @@ func uriFormat() func(any) error {
 		return nil
 	}
 	return sch.Format.Validate
+}
+
+// countKeywords are the keywords whose value v6 reads into an int.
+var countKeywords = map[string]bool{
+	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
+	"minProperties": true, "maxProperties": true, "minContains": true, "maxContains": true,
+}
+
+// hugeCount finds a count keyword of 2^63 or more anywhere in doc (in
+// const or enum data too: refusing such a schema is safer than telling its
+// data from its keywords here).
+func hugeCount(doc any) error {
+	switch x := doc.(type) {
+	case map[string]any:
+		for k, v := range x {
+			if n, ok := v.(json.Number); ok && countKeywords[k] {
+				if f, err := strconv.ParseFloat(string(n), 64); err != nil && !errors.Is(err, strconv.ErrRange) || f >= 1<<63 || math.IsInf(f, 0) {
+					return fmt.Errorf("%s %s is beyond what the validator can hold (at most 2^63-1)", k, n)
+				}
+				continue
+			}
+			if err := hugeCount(v); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, v := range x {
+			if err := hugeCount(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -64,3 +64,12 @@ func TestDescribeTextCleaned(t *testing.T) {
 		t.Errorf("the dry-run text %q lost the visible description", text.String())
 	}
 }
+
+// TestValidatorRefusesHugeCount: a schema whose count bound the validator
+// cannot hold is a start-up error, not a bound of another value.
+func TestValidatorRefusesHugeCount(t *testing.T) {
+	_, err := mcpguard.NewValidator(json.RawMessage(`{"type":"object","properties":{"tags":{"type":"array","minItems":18446744073709551617}}}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "minItems") {
+		t.Errorf("NewValidator with minItems 2^64+1: %v, want an error naming minItems", err)
+	}
+}
