@@ -1,53 +1,96 @@
-// Package corrid makes correlation ids: a random prefix of 48 bits drawn
-// once per source and a 48-bit counter, "1a2b3c4d5e6f-00000000002a". Ids
-// of one source are unique until the counter wraps (2^48 ids: 89 years at
-// 100,000 a second) and increase as they are made, so that an audit
-// table's index on them grows at its end rather than at a random place
-// per row. The prefix tells sources apart: two of a thousand processes
-// draw the same one with a probability of about 2 in a billion. The ids
-// identify a call; they are not secrets.
+// Package corrid makes correlation ids: the time in milliseconds since
+// 1970, 12 hex digits, '-', and a 48-bit counter put through a keyed
+// permutation drawn once per source, 12 hex digits:
+// "0193a1b2c3d4-5e6f708192a3".
+//
+// Ids of one source are unique until the counter wraps (2^48 ids: 89
+// years at 100,000 a second), whatever the clock does: the permutation is
+// one to one. They sort by the millisecond they were made in, so that an
+// audit table's index on them grows at its end rather than at a random
+// place per row. And they do not count: a caller who is given two ids
+// cannot tell how many calls of others came between them, as it could
+// with a plain counter. Two sources share an id only if they make it in
+// the same millisecond and their permutations agree on it (about 1 in
+// 2^48). The ids identify a call; they are not secrets.
 package corrid
 
 import (
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/binary"
 	"sync/atomic"
+	"time"
 )
 
 // Source makes correlation ids. Its zero value is not ready: call Init
 // once before Next. Next is safe for concurrent use.
 type Source struct {
-	prefix [12]byte
-	seq    atomic.Uint64
+	keys [rounds]uint64
+	seq  atomic.Uint64
 }
 
-// Init draws s's random prefix.
+const (
+	rounds = 4
+	half   = 24 // bits in each half of the permuted counter
+	mask   = 1<<half - 1
+)
+
+// Init draws s's permutation.
 func (s *Source) Init() {
-	var r [6]byte
+	var r [8 * rounds]byte
 	_, _ = rand.Read(r[:]) // never fails on the platforms Go supports
-	hex.Encode(s.prefix[:], r[:])
+	for i := range s.keys {
+		s.keys[i] = binary.LittleEndian.Uint64(r[8*i:])
+	}
 }
 
 // Len is the length of an id.
 const Len = 25
 
-// Next returns the next id of s: its prefix, '-', and the counter's low 48
-// bits as 12 lower-case hex digits.
+// Next returns a new id of s, made now.
 func (s *Source) Next() string {
 	var b [Len]byte
-	s.Put(&b)
+	s.PutAt(&b, time.Now())
 	return string(b[:])
 }
 
-// Put writes the next id of s to b, for a caller that keeps it in memory
-// it has already allocated.
-func (s *Source) Put(b *[Len]byte) {
-	n := s.seq.Add(1)
-	copy(b[:], s.prefix[:])
-	b[len(s.prefix)] = '-'
+// Put writes a new id of s, made now, to b, for a caller that keeps it in
+// memory it has already allocated.
+func (s *Source) Put(b *[Len]byte) { s.PutAt(b, time.Now()) }
+
+// PutAt writes to b a new id of s made at t.
+func (s *Source) PutAt(b *[Len]byte, t time.Time) {
+	n := s.permute(s.seq.Add(1) & (1<<(2*half) - 1))
+	putHex(b[:12], uint64(t.UnixMilli()))
+	b[12] = '-'
+	putHex(b[13:], n)
+}
+
+// permute is a four-round Feistel network on 48 bits whose round
+// function mixes a half with the round's key: one to one, and without
+// the keys the image of n+1 tells nothing of that of n.
+func (s *Source) permute(n uint64) uint64 {
+	l, r := n>>half, n&mask
+	for _, k := range s.keys {
+		l, r = r, l^(mix(r^k)&mask)
+	}
+	return l<<half | r
+}
+
+// mix is SplitMix64's finalizer: every input bit affects every output bit.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// putHex writes the low 4*len(b) bits of v to b as lower-case hex digits.
+func putHex(b []byte, v uint64) {
 	const digits = "0123456789abcdef"
-	for i := Len - 1; i > len(s.prefix); i-- {
-		b[i] = digits[n&0xf]
-		n >>= 4
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
 	}
 }

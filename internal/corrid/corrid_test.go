@@ -2,42 +2,84 @@ package corrid
 
 import (
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestNext(t *testing.T) {
 	var s Source
 	s.Init()
 	shape := regexp.MustCompile(`^[0-9a-f]{12}-[0-9a-f]{12}$`)
-	prev := ""
+	before := time.Now().UnixMilli()
 	for range 1000 {
 		id := s.Next()
 		if !shape.MatchString(id) {
 			t.Fatalf("Next() = %q, want 12 hex digits, '-', 12 hex digits", id)
 		}
-		if id[:12] != s.Next()[:12] {
-			t.Fatalf("prefix changed within one source")
+		ms, _ := strconv.ParseUint(id[:12], 16, 64)
+		if now := time.Now().UnixMilli(); int64(ms) < before || int64(ms) > now {
+			t.Fatalf("Next() = %q: its time %d is not between %d and %d", id, ms, before, now)
 		}
-		if id <= prev {
-			t.Fatalf("Next() = %q after %q: ids must increase", id, prev)
-		}
-		prev = id
+	}
+	var b [Len]byte
+	at := time.UnixMilli(0x0193a1b2c3d4)
+	s.PutAt(&b, at)
+	if got := string(b[:13]); got != "0193a1b2c3d4-" {
+		t.Errorf("PutAt(%v) = %q, want the time's milliseconds first", at, b)
 	}
 }
 
-// TestNextPast32Bits: the counter does not wrap at 2^32 (4 billion ids, a
-// few days of a busy gateway).
-func TestNextPast32Bits(t *testing.T) {
+// TestIdsDoNotCount: of consecutive ids, the counter parts are not
+// consecutive: a caller given two cannot count the calls between.
+func TestIdsDoNotCount(t *testing.T) {
 	var s Source
 	s.Init()
-	s.seq.Store(1<<32 - 2)
-	a, b := s.Next(), s.Next() // 2^32-1, 2^32
-	if a >= b {
-		t.Errorf("Next() = %q then %q: want increasing ids across 2^32", a, b)
+	prev := uint64(0)
+	near := 0
+	for i := range 10000 {
+		id := s.Next()
+		n, _ := strconv.ParseUint(id[13:], 16, 64)
+		if i > 0 && (n-prev < 1000 || prev-n < 1000) { // either way, within 1000
+			near++
+		}
+		prev = n
 	}
-	if want := "-000100000000"; b[len(b)-len(want):] != want {
-		t.Errorf("Next() = %q, want it to end in %q", b, want)
+	if near > 5 {
+		t.Errorf("%d of 10000 consecutive ids are within 1000 of the one before: they count", near)
+	}
+}
+
+// TestPermutationOneToOne: over a range of counters, and across a wrap of
+// either half, no two counters give the same id part.
+func TestPermutationOneToOne(t *testing.T) {
+	var s Source
+	s.Init()
+	seen := map[uint64]bool{}
+	for _, start := range []uint64{0, mask - 500, 1<<(2*half) - 500} {
+		for n := start; n < start+1000 && n < 1<<(2*half); n++ {
+			p := s.permute(n)
+			if p >= 1<<(2*half) {
+				t.Fatalf("permute(%d) = %d: beyond 48 bits", n, p)
+			}
+			if seen[p] {
+				t.Fatalf("permute(%d) = %d, given before", n, p)
+			}
+			seen[p] = true
+		}
+	}
+}
+
+// TestNextPast48Bits: the counter wraps at 2^48 and the ids stay well
+// formed.
+func TestNextPast48Bits(t *testing.T) {
+	var s Source
+	s.Init()
+	s.seq.Store(1<<48 - 2)
+	a, b, c := s.Next(), s.Next(), s.Next()
+	if a[13:] == b[13:] || b[13:] == c[13:] {
+		t.Errorf("ids across the wrap: %q %q %q", a, b, c)
 	}
 }
 
@@ -60,25 +102,35 @@ func TestNextConcurrentUnique(t *testing.T) {
 	seen := make(map[string]bool, goroutines*each)
 	for _, l := range ids {
 		for _, id := range l {
-			if seen[id] {
+			if seen[id[13:]] {
 				t.Fatalf("id %q made twice", id)
 			}
-			seen[id] = true
+			seen[id[13:]] = true
 		}
 	}
 }
 
-func TestPrefixesDiffer(t *testing.T) {
-	// Two sources draw their prefixes independently: 48 random bits, so
-	// ten draws all equal would mean the prefix is not random.
+func TestSourcesDiffer(t *testing.T) {
+	// Two sources draw their permutations independently: the first ids
+	// of ten sources all equal would mean they are not random.
 	var a Source
 	a.Init()
+	first := a.Next()[13:]
 	for range 10 {
 		var b Source
 		b.Init()
-		if a.Next()[:12] != b.Next()[:12] {
+		if b.Next()[13:] != first {
 			return
 		}
 	}
-	t.Fatal("ten sources drew the same prefix")
+	t.Fatal("ten sources gave the same first id")
+}
+
+func BenchmarkPut(b *testing.B) {
+	var s Source
+	s.Init()
+	var id [Len]byte
+	for b.Loop() {
+		s.Put(&id)
+	}
 }
