@@ -83,11 +83,13 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 type registry struct {
 	mu     sync.RWMutex
 	byName map[string]*toolEntry
-	stale  bool      // a tools/list_changed notification went out
+	stale  bool      // the tools changed (invalidate)
 	listed time.Time // when the tools were last listed (or a listing was claimed)
-	// gen counts tools/list_changed notifications. A listing is installed
-	// only if none went out since it started: a listing that read the
-	// tools before a change must not replace one that read them after.
+	// gen counts the changes (invalidate: a tools/list_changed
+	// notification, or a call that found its tool removed). A listing is
+	// installed only if none happened since it started: a listing that
+	// read the tools before a change must not replace one that read them
+	// after.
 	gen uint64
 }
 
@@ -160,8 +162,8 @@ func (g *Guard) update(tools []*mcp.Tool) {
 }
 
 // updateSince is update for a listing that started at generation gen: it
-// installs tools and reports true only if no tools/list_changed
-// notification went out since.
+// installs tools and reports true only if the tools did not change since
+// (registry.invalidate).
 func (g *Guard) updateSince(tools []*mcp.Tool, gen uint64) bool {
 	g.reg.mu.Lock()
 	defer g.reg.mu.Unlock()

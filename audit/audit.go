@@ -11,8 +11,11 @@ import (
 	"time"
 )
 
-// Event is one audit record: one decision about one tool call. The JSON field
-// names are the snake_case names below; JSONL and SQL share this one schema.
+// Event is one audit record: one decision about one tool call (or, from the
+// gateway, about a refused request that carries no tool call: one whose
+// messages could not be read, or refused for its credentials or its
+// session; an outcome without a Tool). The JSON field names are the
+// snake_case names below; JSONL and SQL share this one schema.
 //
 // An Event never carries the caller's credential. Raw arguments are recorded
 // only in Args, and only the fields a tool opted in to record; otherwise
@@ -33,10 +36,12 @@ type Event struct {
 	// tool error (isError, a result for the model to read) is allowed
 	// with Code "" and Detail "tool reported an error".
 	Code string `json:"code,omitempty"`
-	// Detail says more, in words: for a call the Guard refused, the
-	// message the caller was told (but for INVALID_ARGUMENTS, whose
-	// message names fields the caller chose, UNAUTHENTICATED and
-	// TOOL_NOT_FOUND); never secrets or raw arguments.
+	// Detail says more, in words: for a call the Guard refused, its own
+	// account of the refusal where it has one ("confirmation requested",
+	// `user answered "decline"`), else the message the caller was told
+	// (but for INVALID_ARGUMENTS, whose message names fields the caller
+	// chose, UNAUTHENTICATED and TOOL_NOT_FOUND); never secrets or raw
+	// arguments.
 	Detail     string  `json:"detail,omitempty"`
 	LatencyMS  float64 `json:"latency_ms"`
 	ArgsSHA256 string  `json:"args_sha256,omitempty"`

@@ -542,14 +542,17 @@ func (s *JSONLSink) Sync() error {
 //
 // Nothing is lost on the way: lines that did not reach the old file
 // durably (its write or fsync failed) are written to the new one, from
-// the start of a line cut short, so that a line may read back from both
-// files but never from neither. Writes that wait for their line to be
-// durable are answered once it is, in either file.
+// the start of a line cut short (the lines before it once the old file is
+// fsynced), so that a line may read back from both files but never from
+// neither. Writes that wait for their line to be durable are answered once
+// it is, in either file.
 //
-// If the path cannot be opened, the sink writes on to the old file and
-// Reopen returns the error. A sink that refuses writes after a failed
-// write ([JSONLSink]) stays so: Reopen returns that error and does
-// nothing (open a new sink). After Close Reopen returns [ErrClosed].
+// If the path cannot be opened, or names what is not a regular file (a
+// directory, a named pipe) where the sink's file is one, the sink writes
+// on to the old file and Reopen returns the error. A sink that refuses
+// writes after a failed write ([JSONLSink]) stays so: Reopen returns that
+// error and does nothing (open a new sink). After Close Reopen returns
+// [ErrClosed].
 func (s *JSONLSink) Reopen() error {
 	if s.stop == nil {
 		return errNotOpened
@@ -585,14 +588,26 @@ func (s *JSONLSink) Reopen() error {
 		if oldErr = s.f.Sync(); oldErr == nil {
 			rest = nil
 		}
-	} else {
-		rest = b[bytes.LastIndexByte(b[:n], '\n')+1:]
+	} else if cut := bytes.LastIndexByte(b[:n], '\n') + 1; cut > 0 {
+		// The lines the old file took whole stay there, once they are
+		// durable: the page cache does not survive a crash.
+		s.syncs.Add(1)
+		if s.f.Sync() == nil {
+			rest = b[cut:]
+		}
 	}
 	if oldErr != nil {
 		oldErr = fmt.Errorf("audit: jsonl write: %w", oldErr)
 	}
 
 	f, openErr := openJSONLFile(s.path, s.perm)
+	if openErr == nil {
+		openErr = sameKind(s.f, f, s.path)
+		if openErr != nil {
+			f.Close()
+			f = nil
+		}
+	}
 	var newErr error
 	if openErr == nil && len(rest) > 0 {
 		s.writes.Add(1)
@@ -626,6 +641,25 @@ func (s *JSONLSink) Reopen() error {
 		return nil // the old file's failure, if any, lost nothing
 	}
 	return errors.Join(oldErr, openErr, newErr)
+}
+
+// sameKind returns an error when the sink's file old is a regular file
+// and nf, opened at path, is not (a named pipe, a device): a log rotator
+// leaves a regular file at the path, or none, and a pipe there would take
+// the lines to whoever reads it, or block every write with nobody reading.
+func sameKind(old, nf *os.File, path string) error {
+	ost, err := old.Stat()
+	if err != nil || !ost.Mode().IsRegular() {
+		return nil // the sink was opened on no regular file (a device): so be it
+	}
+	nst, err := nf.Stat()
+	if err != nil {
+		return fmt.Errorf("audit: reopen %s: %w", path, err)
+	}
+	if !nst.Mode().IsRegular() {
+		return fmt.Errorf("audit: reopen %s: not a regular file (%v); the sink writes on to the file it has", path, nst.Mode().Type())
+	}
+	return nil
 }
 
 // Stats returns counters of the sink's activity.

@@ -101,15 +101,16 @@
 // messages, a missing or wrong jsonrpc, a non-string method (-32600),
 // non-object params, a tools/call without a non-empty string name, or
 // whose name has a control or invisible character or white space at an end
-// (-32602): a downstream that trimmed it would run a tool the policy did
-// not judge. The policy's rules apply to names under case folding too
-// ("ADMIN_reset_key" needs the role of "admin_*"; see policy.Policy.Resolve). Member names that occur twice, or differ from jsonrpc, id,
-// method, params, name or arguments only in case, are refused too: decoders
-// disagree about them (encoding/json matches names case-insensitively, the
-// go-sdk does not), and a gateway that reads another value than its
-// downstream is a bypass. Argument-aware rules (policy.ArgLimit) read
-// arguments with the same strictness: two argument names equal under
-// Unicode case folding make every argument unreadable.
+// (-32602; policy.CheckName): a downstream that trimmed it would run a
+// tool the policy did not judge. The policy's rules apply to names under
+// case folding too ("ADMIN_reset_key" needs the role of "admin_*"; see
+// policy.Policy.Resolve). Member names that occur twice, or differ from
+// jsonrpc, id, method, params, name or arguments only in case, are refused
+// too: decoders disagree about them (encoding/json matches names
+// case-insensitively, the go-sdk does not), and a gateway that reads
+// another value than its downstream is a bypass. Argument-aware rules
+// (policy.ArgLimit) read arguments with the same strictness: two argument
+// names equal under Unicode case folding make every argument unreadable.
 //
 // # Errors
 //
@@ -137,10 +138,14 @@
 //
 // Each decision is logged (correlation id, principal, method, tool,
 // outcome; never arguments or tokens) and, with Options.Audit, recorded as
-// an audit.Event with the session id and protocol version: one outcome
-// for every tools/call, and one without a tool for a request refused
-// before its messages could be read (its Origin, a body too large or not
-// JSON). A write-class
+// an audit.Event with the session id and protocol version (each left
+// empty when the header's value is not one): one outcome for every
+// tools/call (without its tool when its params cannot be read), and one
+// without a tool for a refused request that carries none: one refused
+// before its messages could be read (its Origin; a POST body too large,
+// unreadable, not JSON, or not an object or a non-empty array of at most
+// 256 messages), or for its credentials or its session (an unauthenticated
+// initialize or GET, a DELETE of another's session). A write-class
 // tool gets a durable write-ahead intent first; if it cannot be made, the
 // call is refused with -32603 and 503 and not forwarded.
 package gateway

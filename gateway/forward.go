@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 )
@@ -413,6 +414,11 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	start := g.now()
 	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body)
 	if uerr != nil {
+		if call == nil && uerr.unsent && uerr.status != 499 && g.sink != nil {
+			// A request without a tools/call (a GET, a DELETE, an
+			// initialize) refused for its session: its one record.
+			g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, uerr.contract, uerr.message, 0, start)
+		}
 		if uerr.unsent {
 			call.refund()
 		}

@@ -75,7 +75,8 @@ type Options struct {
 	// decision, denials included, and a durable intent event before a write
 	// tool's call is forwarded (no durable intent: -32603, HTTP 503, not
 	// forwarded). A request refused before its messages could be read (its
-	// Origin, or a POST body too large, unreadable or not JSON) gets one
+	// Origin, or a POST body too large, unreadable, not JSON, or not an
+	// object or a non-empty array of at most 256 messages) gets one
 	// outcome event without a tool. Arguments are recorded only as their
 	// SHA-256, or with ArgsKey as their HMAC-SHA256.
 	Audit audit.Sink
@@ -341,6 +342,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pr, aerr := g.authenticate(r)
 		if aerr != nil {
 			g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", aerr.contract)
+			g.auditUnread(r, cid, aerr, g.now())
 			writeError(w, aerr, nil, cid)
 			return
 		}

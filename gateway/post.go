@@ -119,6 +119,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 		if !batch && len(msgs) == 1 {
 			id = msgs[0].id
 		}
+		recorded := false
 		for i := range msgs {
 			if m := &msgs[i]; m.method == "tools/call" {
 				// Every tools/call has its record, one whose params could
@@ -128,9 +129,12 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 					args = nil
 				}
 				g.audit(r.Context(), nil, cid, infoOf(r), m.tool, "", args, audit.PhaseOutcome, false, aerr.contract, "", 0, start)
+				recorded = true
 			}
 		}
-		if perr != nil {
+		if !recorded {
+			// A request without a tools/call (an initialize, a body
+			// not JSON) has one record of its refusal.
 			g.auditUnread(r, cid, aerr, start)
 		}
 		g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
@@ -150,10 +154,15 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	// on another's session must not use up that session's budget) and, for
 	// a single message, the standard headers.
 	if e := g.checkSession(r, pr, cid); e != nil {
+		recorded := false
 		for i := range msgs {
 			if msgs[i].method == "tools/call" {
 				g.audit(r.Context(), pr, cid, infoOf(r), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
+				recorded = true
 			}
+		}
+		if !recorded {
+			g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
 		}
 		var id []byte
 		if !batch {
@@ -428,8 +437,8 @@ func (g *Gateway) infoAttrs(ctx context.Context, msg string, attrs ...slog.Attr)
 }
 
 // auditUnread records the refusal e of a request whose messages were not
-// read (its Origin, its body) or could not be: an outcome without a tool
-// or a principal.
+// read (its Origin, its body), could not be, or hold no tools/call (an
+// unauthenticated initialize): an outcome without a tool or a principal.
 func (g *Gateway) auditUnread(r *http.Request, cid string, e *rpcError, start time.Time) {
 	if g.sink != nil {
 		g.audit(r.Context(), nil, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
@@ -467,6 +476,24 @@ func (g *Gateway) event(pr *policy.Principal, cid string, ri reqInfo, tool, clas
 // reqInfo is what the audit record takes from the HTTP request.
 type reqInfo struct{ session, proto string }
 
+// infoOf returns the session id and protocol version of r, each "" unless
+// it is one ([validSessionID], [validProtocolVersion]): any client, an
+// unauthenticated one too, sets these headers to what it likes, up to the
+// server's header limit, and every record of the request would repeat
+// them (256 records for a batch).
 func infoOf(r *http.Request) reqInfo {
-	return reqInfo{session: headerValue(r.Header, hdrSession), proto: headerValue(r.Header, "Mcp-Protocol-Version")}
+	ri := reqInfo{session: headerValue(r.Header, hdrSession), proto: headerValue(r.Header, "Mcp-Protocol-Version")}
+	if !validSessionID(ri.session) {
+		ri.session = ""
+	}
+	if !validProtocolVersion(ri.proto) {
+		ri.proto = ""
+	}
+	return ri
+}
+
+// validProtocolVersion reports whether v can be a protocol version (such
+// as "2025-11-25"): one to 64 visible ASCII characters.
+func validProtocolVersion(v string) bool {
+	return v != "" && len(v) <= 64 && validSessionID(v)
 }

@@ -202,6 +202,7 @@ func TestStackAttacks(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	expect("viewer", "", "FORBIDDEN", 1) // a refusal without a tools/call has its record too
 	post(viewer, lookup, http.StatusNotFound, "Mcp-Session-Id", "admin-session")
 	expect("viewer", "get_customer_record", "FORBIDDEN", 1)
 

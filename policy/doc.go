@@ -13,14 +13,16 @@
 // Rules are data. A [ToolRule] names one tool; a [RoleRule] requires roles for
 // every tool matching a pattern, such as "admin_*" for the role "admin". Every
 // role rule that matches a tool applies (they are ANDed), and within one rule
-// any listed role suffices. Rules match names under Unicode simple case
-// folding as well as exactly ("ADMIN_reset_key" needs "admin" too; see
-// [Policy.Resolve]), so that a server matching names leniently is never
-// offered a protected tool under another spelling; the write allowlist is
-// exact. Write tools are refused unless they are on the
-// write allowlist: writes are off by default. [New] refuses a
-// configuration with a recognisable mistake (see its list) rather than
-// build a policy that silently does other than its author meant.
+// any listed role suffices. Rules match names under Unicode case folding
+// as well as exactly ("ADMIN_reset_key" needs "admin" too, and so does
+// "admın_reset_key", with a dotless i; see [Policy.Resolve]), so that a
+// server matching names leniently is never offered a protected tool under
+// another spelling, and a name that folds onto a tool rule's gets the
+// default rule's demands as well; the write allowlist is exact. Write
+// tools are refused unless they are on the write allowlist: writes are off
+// by default. [New] refuses a configuration with a recognisable mistake
+// (see its list) rather than build a policy that silently does other than
+// its author meant.
 //
 // [Policy.CheckTool] is the registration check: a tool with no rule, or whose
 // configured class contradicts its ReadOnlyHint annotation, is a start-up

@@ -1,20 +1,44 @@
 package policy
 
 import (
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/foldkey"
 )
 
-// Names are matched by the rules under Unicode simple case folding as well
-// as exactly (see [Policy.Resolve]): the MCP specification has tool names
-// compared case-sensitively, but a downstream server that lower-cases or
-// case-folds the names it is called with (a gateway cannot know) would
+// Names are matched by the rules under case folding as well as exactly
+// (see [Policy.Resolve]): the MCP specification has tool names compared
+// case-sensitively, but a downstream server that lower-cases, upper-cases
+// or case-folds the names it is called with (a gateway cannot know) would
 // otherwise run a protected tool under a spelling no rule names.
+//
+// Two names match when their keys (appendKey) are equal. The key is wide
+// on purpose: it equates every spelling some lenient matcher equates (Go's
+// strings.ToLower and ToUpper, Python's lower, upper and casefold,
+// JavaScript's toLowerCase and toUpperCase, NFKC case folding's dropping
+// of default-ignorable characters), and a name the key matches to a rule
+// only ever gets more demanded of it, never less (see Policy.Resolve).
 
-// appendFold appends the folded form of s to dst, as [foldkey.Append].
-func appendFold(dst []byte, s string) []byte {
-	for i := 0; i < len(s); {
+// keyBufSize is the size of the stack buffer a name's key is made in: a
+// key is cut once it is longer than every key of the policy's names
+// ([Policy].maxKey), so no key of a policy whose names' keys are under
+// keyBufSize-8 bytes needs the heap.
+const keyBufSize = 256
+
+// appendKey appends to dst the key of s under which the rules match it:
+// every character replaced by its full case folding (CaseFolding.txt's C
+// and F mappings, so "ß" becomes "SS" and "ﬁ" "FI"), as the smallest rune
+// of each simple-folding orbit ("k", "K" and the Kelvin sign are "K"),
+// both dotted and dotless i as "I" (as Go's ToLower and ToUpper map the
+// Turkish "İ" and "ı"), and default-ignorable characters (format
+// characters, variation selectors, the combining grapheme joiner) left
+// out. Invalid UTF-8 becomes U+FFFD. It stops once more than limit bytes
+// were appended: a key cut so is longer than any of the policy's keys, and
+// its first limit bytes are those of the whole key.
+func appendKey(dst []byte, s string, limit int) []byte {
+	start := len(dst)
+	for i := 0; i < len(s) && len(dst)-start <= limit; {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if 'a' <= c && c <= 'z' {
@@ -25,40 +49,187 @@ func appendFold(dst []byte, s string) []byte {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
-		dst = utf8.AppendRune(dst, foldkey.Rune(r))
 		i += n
+		if ignorable(r) {
+			continue
+		}
+		m := foldkey.Rune(r)
+		if f := fullFold(m); f != "" {
+			dst = append(dst, f...)
+		} else {
+			dst = utf8.AppendRune(dst, m)
+		}
 	}
 	return dst
 }
 
-// hasPrefixFold reports whether s begins with prefix under simple case
-// folding.
-func hasPrefixFold(s, prefix string) bool {
-	for prefix != "" {
-		if s == "" {
-			return false
-		}
-		a, b := s[0], prefix[0]
-		if a < utf8.RuneSelf && b < utf8.RuneSelf {
-			if a != b && upper(a) != upper(b) {
-				return false
-			}
-			s, prefix = s[1:], prefix[1:]
-			continue
-		}
-		r1, n1 := utf8.DecodeRuneInString(s)
-		r2, n2 := utf8.DecodeRuneInString(prefix)
-		if r1 != r2 && foldkey.Rune(r1) != foldkey.Rune(r2) {
-			return false
-		}
-		s, prefix = s[n1:], prefix[n2:]
-	}
-	return true
+// keyOf returns the key of a name given in the configuration.
+func keyOf(s string) string {
+	return string(appendKey(nil, s, len(s)*3+8))
 }
 
-func upper(c byte) byte {
-	if 'a' <= c && c <= 'z' {
-		return c - ('a' - 'A')
+// ignorable reports a default-ignorable character (or a format character
+// that is not one, which a gateway refuses anyway): NFKC case folding
+// drops them, and most are not seen on screen.
+func ignorable(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// fullFold returns the key form of the full case folding of r, the
+// smallest rune of its simple-folding orbit, when that is not r itself
+// (CaseFolding.txt's F mappings, and the Turkish dotted and dotless i),
+// else "". The runes it returns are themselves in key form.
+func fullFold(r rune) string {
+	if r < 0xDF || r > 0xFB17 {
+		return ""
 	}
-	return c
+	switch r {
+	case 0x00DF: // ß
+		return "SS"
+	case 0x0130, 0x0131: // İ ı
+		return "I"
+	case 0x0149: // ŉ
+		return "\u02BCN"
+	case 0x01F0: // ǰ
+		return "J\u030C"
+	case 0x0390, 0x1FD3: // ΐ ΐ
+		return "\u0345\u0308\u0301"
+	case 0x03B0, 0x1FE3: // ΰ ΰ
+		return "\u03A5\u0308\u0301"
+	case 0x0587: // և
+		return "\u0535\u0552"
+	case 0x1E96: // ẖ
+		return "H\u0331"
+	case 0x1E97: // ẗ
+		return "T\u0308"
+	case 0x1E98: // ẘ
+		return "W\u030A"
+	case 0x1E99: // ẙ
+		return "Y\u030A"
+	case 0x1E9A: // ẚ
+		return "A\u02BE"
+	case 0x1F50: // ὐ
+		return "\u03A5\u0313"
+	case 0x1F52: // ὒ
+		return "\u03A5\u0313\u0300"
+	case 0x1F54: // ὔ
+		return "\u03A5\u0313\u0301"
+	case 0x1F56: // ὖ
+		return "\u03A5\u0313\u0342"
+	case 0x1F80: // ᾀ
+		return "\u1F00\u0345"
+	case 0x1F81: // ᾁ
+		return "\u1F01\u0345"
+	case 0x1F82: // ᾂ
+		return "\u1F02\u0345"
+	case 0x1F83: // ᾃ
+		return "\u1F03\u0345"
+	case 0x1F84: // ᾄ
+		return "\u1F04\u0345"
+	case 0x1F85: // ᾅ
+		return "\u1F05\u0345"
+	case 0x1F86: // ᾆ
+		return "\u1F06\u0345"
+	case 0x1F87: // ᾇ
+		return "\u1F07\u0345"
+	case 0x1F90: // ᾐ
+		return "\u1F20\u0345"
+	case 0x1F91: // ᾑ
+		return "\u1F21\u0345"
+	case 0x1F92: // ᾒ
+		return "\u1F22\u0345"
+	case 0x1F93: // ᾓ
+		return "\u1F23\u0345"
+	case 0x1F94: // ᾔ
+		return "\u1F24\u0345"
+	case 0x1F95: // ᾕ
+		return "\u1F25\u0345"
+	case 0x1F96: // ᾖ
+		return "\u1F26\u0345"
+	case 0x1F97: // ᾗ
+		return "\u1F27\u0345"
+	case 0x1FA0: // ᾠ
+		return "\u1F60\u0345"
+	case 0x1FA1: // ᾡ
+		return "\u1F61\u0345"
+	case 0x1FA2: // ᾢ
+		return "\u1F62\u0345"
+	case 0x1FA3: // ᾣ
+		return "\u1F63\u0345"
+	case 0x1FA4: // ᾤ
+		return "\u1F64\u0345"
+	case 0x1FA5: // ᾥ
+		return "\u1F65\u0345"
+	case 0x1FA6: // ᾦ
+		return "\u1F66\u0345"
+	case 0x1FA7: // ᾧ
+		return "\u1F67\u0345"
+	case 0x1FB2: // ᾲ
+		return "\u1F70\u0345"
+	case 0x1FB3: // ᾳ
+		return "\u0391\u0345"
+	case 0x1FB4: // ᾴ
+		return "\u0386\u0345"
+	case 0x1FB6: // ᾶ
+		return "\u0391\u0342"
+	case 0x1FB7: // ᾷ
+		return "\u0391\u0342\u0345"
+	case 0x1FC2: // ῂ
+		return "\u1F74\u0345"
+	case 0x1FC3: // ῃ
+		return "\u0397\u0345"
+	case 0x1FC4: // ῄ
+		return "\u0389\u0345"
+	case 0x1FC6: // ῆ
+		return "\u0397\u0342"
+	case 0x1FC7: // ῇ
+		return "\u0397\u0342\u0345"
+	case 0x1FD2: // ῒ
+		return "\u0345\u0308\u0300"
+	case 0x1FD6: // ῖ
+		return "\u0345\u0342"
+	case 0x1FD7: // ῗ
+		return "\u0345\u0308\u0342"
+	case 0x1FE2: // ῢ
+		return "\u03A5\u0308\u0300"
+	case 0x1FE4: // ῤ
+		return "\u03A1\u0313"
+	case 0x1FE6: // ῦ
+		return "\u03A5\u0342"
+	case 0x1FE7: // ῧ
+		return "\u03A5\u0308\u0342"
+	case 0x1FF2: // ῲ
+		return "\u1F7C\u0345"
+	case 0x1FF3: // ῳ
+		return "\u03A9\u0345"
+	case 0x1FF4: // ῴ
+		return "\u038F\u0345"
+	case 0x1FF6: // ῶ
+		return "\u03A9\u0342"
+	case 0x1FF7: // ῷ
+		return "\u03A9\u0342\u0345"
+	case 0xFB00: // ﬀ
+		return "FF"
+	case 0xFB01: // ﬁ
+		return "FI"
+	case 0xFB02: // ﬂ
+		return "FL"
+	case 0xFB03: // ﬃ
+		return "FFI"
+	case 0xFB04: // ﬄ
+		return "FFL"
+	case 0xFB05, 0xFB06: // ﬅ ﬆ
+		return "ST"
+	case 0xFB13: // ﬓ
+		return "\u0544\u0546"
+	case 0xFB14: // ﬔ
+		return "\u0544\u0535"
+	case 0xFB15: // ﬕ
+		return "\u0544\u053B"
+	case 0xFB16: // ﬖ
+		return "\u054E\u0546"
+	case 0xFB17: // ﬗ
+		return "\u0544\u053D"
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,8 +77,10 @@ func (c Class) String() string {
 
 // A ToolRule is the policy for one tool.
 type ToolRule struct {
-	// Name is the exact tool name. It may not contain "*": a tool rule is
-	// not a pattern (see [RoleRule] and [Config].Default).
+	// Name is the tool's name. It may not contain "*": a tool rule is
+	// not a pattern (see [RoleRule] and [Config].Default). The rule also
+	// applies to a name that equals Name only under case folding (see
+	// [Policy.Resolve]).
 	Name string
 	// Class is Read or Write. Required.
 	Class Class
@@ -97,8 +100,10 @@ type ToolRule struct {
 
 // A RoleRule requires roles for every tool whose name matches Pattern.
 type RoleRule struct {
-	// Pattern is an exact tool name, or a prefix followed by "*" such as
-	// "admin_*". A lone "*" matches every tool.
+	// Pattern is a tool name, or a prefix followed by "*" such as
+	// "admin_*". A lone "*" matches every tool. Names are matched under
+	// case folding as well as exactly: "admin_*" matches
+	// "ADMIN_reset_key" too (see [Policy.Resolve]).
 	Pattern string
 	// Roles lists roles any one of which the caller needs. Must be
 	// non-empty; its roles are exact names, none empty or a lone "*".
@@ -148,14 +153,27 @@ type Config struct {
 // The zero Policy has no rules: every tool is unknown to it. Its methods
 // must not be called on a nil *Policy.
 type Policy struct {
-	tools         map[string]*ToolRule
-	foldTools     map[string]*ToolRule  // by folded name; nil for names two rules fold to
-	exactRoles    map[string][][]string // by folded name
-	prefixRoles   []RoleRule            // Pattern holds the prefix without "*"
+	tools map[string]*ToolRule
+	// folded holds, by key (appendKey), the rule of a name that equals a
+	// tool rule's name only under folding: that rule and the default rule
+	// at once; nil when there is no default rule, or two rules fold alike.
+	folded map[string]*ToolRule
+	// also holds the default rule's roles that a rule of folded demands
+	// besides its own Roles.
+	also          map[*ToolRule][]string
+	exactRoles    map[string][][]string // by key
+	prefixRoles   []prefixRule
+	maxKey        int // the length of the longest key of a rule's name or pattern
 	writes        map[string]bool
 	allWrites     bool
 	def           *ToolRule
 	showForbidden bool
+}
+
+// A prefixRule is a role rule with a pattern "prefix*".
+type prefixRule struct {
+	key   []byte // of the prefix
+	roles []string
 }
 
 // New validates cfg and compiles it. It returns an error naming the first
@@ -177,7 +195,7 @@ type Policy struct {
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
-		foldTools:     make(map[string]*ToolRule, len(cfg.Tools)),
+		folded:        make(map[string]*ToolRule, len(cfg.Tools)),
 		exactRoles:    map[string][][]string{},
 		writes:        map[string]bool{},
 		showForbidden: cfg.ShowForbidden,
@@ -234,11 +252,11 @@ func New(cfg Config) (*Policy, error) {
 			return nil, err
 		}
 		p.tools[r.Name] = cr
-		k := string(appendFold(nil, r.Name))
-		if _, twice := p.foldTools[k]; twice {
-			p.foldTools[k] = nil
+		k := p.addKey(r.Name)
+		if _, twice := p.folded[k]; twice {
+			p.folded[k] = nil
 		} else {
-			p.foldTools[k] = cr
+			p.folded[k] = cr
 		}
 	}
 	if cfg.Default != nil {
@@ -248,6 +266,11 @@ func New(cfg Config) (*Policy, error) {
 		}
 		cr.Name = ""
 		p.def = cr
+	}
+	for k, r := range p.folded {
+		if r != nil {
+			p.folded[k] = p.foldedRule(r)
+		}
 	}
 	for _, rr := range cfg.RoleRules {
 		if len(rr.Roles) == 0 {
@@ -267,11 +290,11 @@ func New(cfg Config) (*Policy, error) {
 			if strings.Contains(prefix, "*") {
 				return nil, fmt.Errorf("policy: role rule %q: only a trailing * is supported", pat)
 			}
-			p.prefixRoles = append(p.prefixRoles, RoleRule{Pattern: prefix, Roles: slices.Clone(rr.Roles)})
+			p.prefixRoles = append(p.prefixRoles, prefixRule{key: []byte(p.addKey(prefix)), roles: slices.Clone(rr.Roles)})
 		case strings.Contains(pat, "*"):
 			return nil, fmt.Errorf("policy: role rule %q: only a trailing * is supported", pat)
 		default:
-			k := string(appendFold(nil, pat))
+			k := p.addKey(pat)
 			p.exactRoles[k] = append(p.exactRoles[k], slices.Clone(rr.Roles))
 		}
 	}
@@ -292,6 +315,42 @@ func New(cfg Config) (*Policy, error) {
 		p.writes[w] = true
 	}
 	return p, nil
+}
+
+// addKey returns the key of name, a rule's name or pattern, and makes it
+// count for maxKey.
+func (p *Policy) addKey(name string) string {
+	k := keyOf(name)
+	p.maxKey = max(p.maxKey, len(k))
+	return k
+}
+
+// foldedRule returns the rule of a name that equals the name of r only
+// under folding: at a server that matches names leniently it is r's tool,
+// at one that does not (the go-sdk's) another, which the default rule
+// governs; which cannot be told, so both apply. Without a default rule
+// such a name has no rule (nil). The rule is r's with the default's class
+// if that is Write, the larger cost, a confirmation if either needs one,
+// the argument limits of both, and the roles of both (see also).
+func (p *Policy) foldedRule(r *ToolRule) *ToolRule {
+	if p.def == nil {
+		return nil
+	}
+	m := *r
+	m.Class = max(r.Class, p.def.Class) // Write is the larger
+	m.Cost = max(r.Cost, p.def.Cost)
+	m.Confirm = r.Confirm || p.def.Confirm
+	m.ArgLimits = slices.Concat(r.ArgLimits, p.def.ArgLimits)
+	switch {
+	case len(r.Roles) == 0:
+		m.Roles = p.def.Roles
+	case len(p.def.Roles) > 0:
+		if p.also == nil {
+			p.also = map[*ToolRule][]string{}
+		}
+		p.also[&m] = p.def.Roles
+	}
+	return &m
 }
 
 // checkRoles refuses a role list with an empty role name, a name that
@@ -373,23 +432,52 @@ func joinerWithinWord(s string, i int, r rune) bool {
 }
 
 // Resolve returns the rule for tool: its own rule, else the rule of the
-// one tool whose name equals tool under Unicode simple case folding
-// ("TRIGGER_REFUND" gets the rule of "trigger_refund"), else the default
-// rule, else ok is false. When the names of two rules fold alike and tool
-// is neither of them, no rule can be told to apply, and ok is false. The
+// one tool whose name equals tool under case folding combined with the
+// default rule (see below), else the default rule, else ok is false. The
 // returned rule must not be modified.
 //
-// Role rules apply under folding too: "admin_*" demands its roles of
-// "ADMIN_reset_key" as well. The MCP specification compares tool names
-// case-sensitively, but a server that lower-cases the names it is called
-// with must not be offered a protected tool under a spelling no rule
-// names. The write allowlist is matched exactly.
+// Rules apply to names under case folding as well as exactly: "admin_*"
+// demands its roles of "ADMIN_reset_key" too, and of every other spelling
+// that a lower-casing, upper-casing or case-folding server would take for
+// a name the rule matches: under Unicode full case folding ("ß" is "ss"),
+// with the Turkish dotted and dotless i taken for i (as Go's
+// strings.ToLower and ToUpper map them), and with default-ignorable
+// characters (format characters, variation selectors) left out. The MCP
+// specification compares tool names case-sensitively, but a server that
+// matches names leniently must not be offered a protected tool under a
+// spelling no rule names. Other compatibility forms (a full-width "ａ")
+// are other names. The write allowlist is matched exactly.
+//
+// A name that equals a tool rule's name only under folding is that tool
+// at a server that matches names leniently, and another tool, which the
+// default rule governs, at one that does not (the go-sdk's); which cannot
+// be told, so it gets both rules at once: that rule with the default's
+// class if that is Write, the larger cost, a confirmation if either needs
+// one, and the argument limits and roles of both ([Policy.RequiredRoles]
+// lists them; the returned rule's Roles are the tool rule's, or the
+// default's when the tool rule has none). Without a default rule, or when
+// the names of two rules fold alike and tool is neither of them, no rule
+// can be told to apply, and ok is false.
 func (p *Policy) Resolve(tool string) (rule *ToolRule, ok bool) {
 	if r, ok := p.tools[tool]; ok {
 		return r, true
 	}
-	var buf [64]byte
-	if r, ok := p.foldTools[string(appendFold(buf[:0], tool))]; ok {
+	var buf [keyBufSize]byte
+	return p.resolve(tool, p.key(buf[:0], tool))
+}
+
+// key appends the key of tool to dst, cut once it is longer than any of
+// the policy's keys.
+func (p *Policy) key(dst []byte, tool string) []byte {
+	return appendKey(dst, tool, p.maxKey)
+}
+
+// resolve is Resolve with the key k of tool.
+func (p *Policy) resolve(tool string, k []byte) (*ToolRule, bool) {
+	if r, ok := p.tools[tool]; ok {
+		return r, true
+	}
+	if r, ok := p.folded[string(k)]; ok {
 		return r, r != nil
 	}
 	if p.def != nil {
@@ -403,38 +491,44 @@ func (p *Policy) Resolve(tool string) (rule *ToolRule, ok bool) {
 // anyone may call it (subject to the write allowlist). The slices are the
 // caller's: changing them does not change p.
 func (p *Policy) RequiredRoles(tool string) [][]string {
+	var buf [keyBufSize]byte
+	k := p.key(buf[:0], tool)
 	var out [][]string
-	if r, ok := p.Resolve(tool); ok && len(r.Roles) > 0 {
-		out = append(out, slices.Clone(r.Roles))
+	if r, ok := p.resolve(tool, k); ok {
+		if len(r.Roles) > 0 {
+			out = append(out, slices.Clone(r.Roles))
+		}
+		if roles := p.also[r]; len(roles) > 0 {
+			out = append(out, slices.Clone(roles))
+		}
 	}
-	var buf [64]byte
-	for _, roles := range p.exactRoles[string(appendFold(buf[:0], tool))] {
+	for _, roles := range p.exactRoles[string(k)] {
 		out = append(out, slices.Clone(roles))
 	}
 	for _, rr := range p.prefixRoles {
-		if hasPrefixFold(tool, rr.Pattern) {
-			out = append(out, slices.Clone(rr.Roles))
+		if bytes.HasPrefix(k, rr.key) {
+			out = append(out, slices.Clone(rr.roles))
 		}
 	}
 	return out
 }
 
-// rolesOK reports whether pr satisfies every role requirement of tool. It
-// does not allocate.
-func (p *Policy) rolesOK(pr *Principal, tool string, r *ToolRule) bool {
+// rolesOK reports whether pr satisfies every role requirement of the tool
+// whose key is k and whose rule is r. It does not allocate.
+func (p *Policy) rolesOK(pr *Principal, k []byte, r *ToolRule) bool {
 	if !pr.hasAny(r.Roles) {
 		return false
 	}
-	if len(p.exactRoles) > 0 {
-		var buf [64]byte
-		for _, roles := range p.exactRoles[string(appendFold(buf[:0], tool))] {
-			if !pr.hasAny(roles) {
-				return false
-			}
+	if len(p.also) > 0 && !pr.hasAny(p.also[r]) {
+		return false
+	}
+	for _, roles := range p.exactRoles[string(k)] {
+		if !pr.hasAny(roles) {
+			return false
 		}
 	}
 	for _, rr := range p.prefixRoles {
-		if hasPrefixFold(tool, rr.Pattern) && !pr.hasAny(rr.Roles) {
+		if bytes.HasPrefix(k, rr.key) && !pr.hasAny(rr.roles) {
 			return false
 		}
 	}
@@ -445,11 +539,13 @@ func (p *Policy) rolesOK(pr *Principal, tool string, r *ToolRule) bool {
 // rule is never visible; a tool pr lacks the roles for is visible only when
 // the policy was built with ShowForbidden.
 func (p *Policy) Visible(pr *Principal, tool string) bool {
-	r, ok := p.Resolve(tool)
+	var buf [keyBufSize]byte
+	k := p.key(buf[:0], tool)
+	r, ok := p.resolve(tool, k)
 	if !ok {
 		return false
 	}
-	return p.showForbidden || p.rolesOK(pr, tool, r)
+	return p.showForbidden || p.rolesOK(pr, k, r)
 }
 
 // WriteAllowed reports whether tool is on the write allowlist.
@@ -569,11 +665,13 @@ func (p *Policy) Decide(pr *Principal, tool string, args Args) Decision {
 // exists (else NotFound), roles (NotFound when hidden, Forbidden with
 // ShowForbidden), write allowlist (WriteNotAllowed).
 func (p *Policy) Authorize(pr *Principal, tool string) Decision {
-	r, ok := p.Resolve(tool)
+	var buf [keyBufSize]byte
+	k := p.key(buf[:0], tool)
+	r, ok := p.resolve(tool, k)
 	if !ok {
 		return Decision{Code: NotFound, Reason: "unknown tool"}
 	}
-	if !p.rolesOK(pr, tool, r) {
+	if !p.rolesOK(pr, k, r) {
 		if !p.showForbidden {
 			return Decision{Code: NotFound, Reason: "unknown tool"}
 		}
@@ -625,6 +723,9 @@ func (p *Policy) HasArgLimits(tool string) bool {
 func (p *Policy) CheckTool(name string, readOnlyHint *bool) error {
 	r, ok := p.Resolve(name)
 	if !ok {
+		if like := p.foldsLike(name); like != "" {
+			return fmt.Errorf("policy: tool %q has no rule: its name equals that of the rule for %q only under case folding; give it a rule of its own", name, like)
+		}
 		return fmt.Errorf("policy: tool %q has no rule", name)
 	}
 	if readOnlyHint != nil {
@@ -636,6 +737,18 @@ func (p *Policy) CheckTool(name string, readOnlyHint *bool) error {
 		}
 	}
 	return nil
+}
+
+// foldsLike returns the first name, sorted, of a tool rule whose name
+// equals name under folding, or "".
+func (p *Policy) foldsLike(name string) string {
+	k := keyOf(name)
+	for _, n := range p.Tools() {
+		if keyOf(n) == k {
+			return n
+		}
+	}
+	return ""
 }
 
 // Tools returns the names of the tools with their own rule, sorted.

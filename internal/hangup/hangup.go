@@ -18,9 +18,11 @@ type Reopener interface {
 }
 
 // Reopen calls s.Reopen on every SIGHUP the process gets until stop is
-// called, and logs the outcome under name. While it runs, SIGHUP no longer
-// ends the process (the Go runtime's default). stop returns once no
-// Reopen runs any more; call it before closing s.
+// called, and logs the outcome under name. From now on SIGHUP no longer
+// ends the process (the Go runtime's default), after stop neither: stop
+// comes at shutdown, just before s is closed, and a rotator's SIGHUP then
+// must not end the process before s has written what it holds. stop
+// returns once no Reopen runs any more; call it before closing s.
 func Reopen(log *slog.Logger, name string, s Reopener) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
@@ -43,7 +45,8 @@ func Reopen(log *slog.Logger, name string, s Reopener) (stop func()) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			signal.Stop(ch)
+			// ch stays registered, so that SIGHUP goes on being caught
+			// (and, ch full, dropped) rather than ending the process.
 			close(done)
 			wg.Wait()
 		})
