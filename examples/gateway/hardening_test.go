@@ -201,3 +201,37 @@ func TestSIGHUPReopensAuditFile(t *testing.T) {
 		t.Errorf("file at the path:\n%s\nwant the record after the rotation only", current)
 	}
 }
+
+// TestSIGHUPWithoutJSONLIgnored: with an SQLite audit, or none, SIGHUP is
+// logged and ignored; before, it ended the process without its shutdown,
+// losing unwritten records.
+func TestSIGHUPWithoutJSONLIgnored(t *testing.T) {
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	}))
+	t.Cleanup(down.Close)
+	for _, audit := range []string{filepath.Join(t.TempDir(), "audit.db"), ""} {
+		args := []string{"--host", "127.0.0.1", "--port", "0", "--upstream", down.URL + "/mcp"}
+		if audit != "" {
+			args = append(args, "--audit", audit)
+		}
+		url, err, stop, logs := startRun(t, args...)
+		if url == "" {
+			t.Fatalf("gateway did not start: %v\n%s", err, logs)
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "no audit file to reopen"); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("audit %q: no log of the SIGHUP:\n%s", audit, logs)
+			}
+		}
+		if code := callTool(t, url, "get_customer_record", "viewer-token"); code != http.StatusOK {
+			t.Errorf("audit %q: a call after SIGHUP answered %d", audit, code)
+		}
+		stop()
+	}
+}

@@ -59,7 +59,8 @@
 //
 // A JSONL --audit file is reopened on SIGHUP: once a log rotator has
 // renamed it, records go to a new file at the path (logrotate:
-// postrotate "kill -HUP <pid>"; copytruncate is not needed).
+// postrotate "kill -HUP <pid>"; copytruncate is not needed). Otherwise
+// SIGHUP is logged and ignored.
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
@@ -251,6 +252,8 @@ func run(logger *slog.Logger) error {
 		}
 		defer closeSink()
 		opts.Audit = sink
+	} else {
+		defer hangup.Reopen(logger, "", nil)() // SIGHUP does not end the gateway
 	}
 	g, err := gateway.New(*upstream, auth, opts)
 	if err != nil {
@@ -506,7 +509,8 @@ func openAudit(logger *slog.Logger, path string) (audit.Sink, func(), error) {
 			db.Close()
 			return nil, nil, err
 		}
-		return sink, func() { sink.Close(); db.Close() }, nil
+		stop := hangup.Reopen(logger, path, nil) // SIGHUP does not end the gateway
+		return sink, func() { stop(); sink.Close(); db.Close() }, nil
 	}
 	sink, err := audit.OpenJSONL(path, nil)
 	if err != nil {

@@ -116,6 +116,7 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 		sink = js
 	} else {
 		sink = audit.NewSlogSink(slog.NewJSONHandler(stderr, nil), nil)
+		defer hangup.Reopen(log, "", nil)() // SIGHUP does not end the server
 	}
 
 	lim, err := limiter.New([]limiter.Limit{

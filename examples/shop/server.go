@@ -269,6 +269,8 @@ func newSigner(cfg config, rdb *redis.Client) (*confirm.Signer, error) {
 // hash that a reader could reverse by hashing the few possible values.
 func (s *shop) auditSink(cfg config, stderr io.Writer) (audit.Sink, error) {
 	if cfg.auditPath == "" {
+		stop := hangup.Reopen(s.log, "", nil) // SIGHUP does not end the server
+		s.closes = append(s.closes, func() error { stop(); return nil })
 		return audit.NewSlogSink(slog.NewJSONHandler(stderr, nil), nil), nil
 	}
 	js, err := audit.OpenJSONL(cfg.auditPath, nil)

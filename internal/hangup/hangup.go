@@ -23,6 +23,11 @@ type Reopener interface {
 // comes at shutdown, just before s is closed, and a rotator's SIGHUP then
 // must not end the process before s has written what it holds. stop
 // returns once no Reopen runs any more; call it before closing s.
+//
+// A nil s means there is no file to reopen (the audit trail goes to a
+// database, or to the log): SIGHUP is then only logged, so that the
+// signal a rotator sends every process it was told of never ends one
+// without its shutdown, whatever its audit trail.
 func Reopen(log *slog.Logger, name string, s Reopener) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
@@ -34,7 +39,9 @@ func Reopen(log *slog.Logger, name string, s Reopener) (stop func()) {
 			case <-done:
 				return
 			case <-ch:
-				if err := s.Reopen(); err != nil {
+				if s == nil {
+					log.Info("SIGHUP: no audit file to reopen; ignored")
+				} else if err := s.Reopen(); err != nil {
 					log.Error("SIGHUP: the audit file could not be reopened; records go on to the file the sink has, if it can still write", "audit", name, "err", err)
 				} else {
 					log.Info("SIGHUP: audit file reopened", "audit", name)
