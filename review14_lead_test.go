@@ -73,3 +73,53 @@ func TestValidatorRefusesHugeCount(t *testing.T) {
 		t.Errorf("NewValidator with minItems 2^64+1: %v, want an error naming minItems", err)
 	}
 }
+
+// TestDescribeArgsCannotAddLines: a string argument's line breaks reach a
+// ToolOptions.Describe as the escape \n, so that the model cannot add a
+// line of its own under the author's ("Amount: 1.00" under a real 5000),
+// while Describe's own line breaks stay.
+func TestDescribeArgsCannotAddLines(t *testing.T) {
+	pol, err := policy.New(policy.Config{
+		Tools:          []policy.ToolRule{{Name: "refund", Class: policy.Write}},
+		WriteAllowlist: []string{"refund"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{
+		NoWriteAhead: true, Logger: quiet,
+		Tools: map[string]mcpguard.ToolOptions{"refund": {
+			DryRun: true,
+			Describe: func(tool string, args map[string]any) string {
+				items, _ := args["items"].([]any)
+				return "Amount: 5000\nReason: " + args["reason"].(string) + "\nItem: " + items[0].(string)
+			},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := g.Wrap(&mcp.Tool{Name: "refund", InputSchema: json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"},"items":{"type":"array","items":{"type":"string"}}}}`)}, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"reason":"late\nAmount: 1.00","items":["a\r\tb"]}`)
+	res, err := h(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "refund", Arguments: args}})
+	if err != nil || res == nil {
+		t.Fatalf("dry run: %v, %v", res, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	var answer struct{ Summary string }
+	if err := json.Unmarshal([]byte(text.String()), &answer); err != nil {
+		t.Fatalf("dry-run text %q: %v", text.String(), err)
+	}
+	got := answer.Summary
+	if got != "Amount: 5000\nReason: late\\nAmount: 1.00\nItem: a\\r\\tb" {
+		t.Errorf("dry-run text %q: want the argument's line breaks escaped and Describe's own kept", got)
+	}
+}

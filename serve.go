@@ -605,7 +605,7 @@ func (g *Guard) sessionKey(req *mcp.CallToolRequest, id *Identity) string {
 
 func (g *Guard) describe(c *call, topts ToolOptions) string {
 	if topts.Describe != nil {
-		return textsafe.CleanLines(topts.Describe(c.name, c.argsMap()), maxDescribeRunes)
+		return textsafe.CleanLines(topts.Describe(c.name, displayArgs(c.argsMap())), maxDescribeRunes)
 	}
 	return dryrun.Summary(c.name, c.raw)
 }
@@ -762,9 +762,44 @@ const maxDescribeRunes = 2000
 
 func (g *Guard) confirmText(c *call, topts ToolOptions) string {
 	if topts.Describe != nil {
-		return textsafe.CleanLines(topts.Describe(c.name, c.argsMap()), maxDescribeRunes)
+		return textsafe.CleanLines(topts.Describe(c.name, displayArgs(c.argsMap())), maxDescribeRunes)
 	}
 	return confirm.Describe(c.name, c.raw)
+}
+
+// displayArgs returns a copy of args for a ToolOptions.Describe, whose
+// text a human reads: in its strings, line breaks and tabs are written as
+// the escapes \n, \r and \t, so that an argument cannot add lines of its
+// own to a prompt ("reason": "late\nAmount: 1.00" under a real amount of
+// 5000). The line breaks of Describe's own text stay.
+func displayArgs(args map[string]any) map[string]any {
+	if args == nil {
+		return nil
+	}
+	out, _ := displayValue(args).(map[string]any)
+	return out
+}
+
+var displayEscapes = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`)
+
+func displayValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return displayEscapes.Replace(x)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = displayValue(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = displayValue(e)
+		}
+		return l
+	}
+	return v
 }
 
 // supportsMRTR mirrors the go-sdk: sessions on protocol 2026-07-28 or later
