@@ -330,7 +330,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 			g.lim.Release(ld)
 			p.local = limitError(ld)
 			// Nothing was charged: the record's cost is 0 (audit.Event.Cost).
-			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, "", 0, start)
+			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, p.local.message, 0, start)
 			return p
 		}
 		c.lim, c.hasLim = ld, true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/limiter"
 )
 
 // TestRefusedUnreadIsAudited: a request refused before its messages could
@@ -74,5 +75,32 @@ func TestRefusedUnreadIsAudited(t *testing.T) {
 	sink.mu.Unlock()
 	if resp.StatusCode != http.StatusForbidden || last.Code != "FORBIDDEN" || !strings.Contains(last.Detail, "Origin") {
 		t.Errorf("preflight from a refused origin: %d, last record %+v", resp.StatusCode, last)
+	}
+}
+
+// TestLimitRefusalDetailRecorded: a call refused by a cap has the reason
+// in its record's detail, as the guard's records do.
+func TestLimitRefusalDetailRecorded(t *testing.T) {
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	rg := newRig(t, &Options{Audit: sink, Limiter: lim})
+	for range 2 {
+		rg.post(t, viewer, call(`1`, "get_customer_record", `{}`))
+	}
+	time.Sleep(20 * time.Millisecond)
+	sink.mu.Lock()
+	evs := slices.Clone(sink.evs)
+	sink.mu.Unlock()
+	var last audit.Event
+	for _, e := range evs {
+		if e.Code == "RATE_LIMIT_EXCEEDED" {
+			last = e
+		}
+	}
+	if !strings.Contains(last.Detail, "rate limit exceeded") {
+		t.Errorf("the rate-limited call's record %+v has no reason in its detail", last)
 	}
 }
