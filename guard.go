@@ -77,6 +77,17 @@ type Options struct {
 	// means the plain hash. With a key, the hash is made on the call's
 	// path, also for an [audit.Keeper] sink.
 	ArgsKey []byte
+	// RequestIDHeader names the HTTP header in which a proxy in front of
+	// the server sends its own id of the request: "X-Mcp-Gateway-Request-Id"
+	// behind mcpguard's gateway, whose audit records carry that id as
+	// their correlation_id. The guard's records then carry it as their
+	// request_id ([audit.Event].RequestID), and the two trails join on it.
+	// The value is what the request says, and proves nothing: anyone who
+	// reaches the server directly can set it. One value of 1 to 128
+	// characters from A-Z a-z 0-9 . _ : - is recorded; any other (none,
+	// two, longer, other characters) is recorded as "". Empty means no
+	// header is read. Only transports with HTTP requests have headers.
+	RequestIDHeader string
 	// NoWriteAhead skips the write-ahead intent event of write tools. False
 	// (the default) requires a durable intent before any write runs.
 	NoWriteAhead bool
@@ -206,6 +217,9 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	if n := len(g.opts.ArgsKey); n > 0 && n < 16 {
 		return nil, fmt.Errorf("mcpguard: ArgsKey of %d bytes, want at least 16", n)
 	}
+	if err := checkHeaderName(g.opts.RequestIDHeader); err != nil {
+		return nil, err
+	}
 	g.opts.ArgsKey = slices.Clone(g.opts.ArgsKey)
 	g.keeper, _ = g.opts.Audit.(audit.Keeper)
 	g.now = g.opts.Now
@@ -236,7 +250,8 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 // New returns a guard enforcing p, with callers resolved by authn. It
 // returns an error for a nil policy or authenticator, for per-tool options
 // of tools the policy does not know, for an Options.ArgsKey shorter than 16
-// bytes, or for tools that need confirmation while Options.Confirmer is nil.
+// bytes, for an Options.RequestIDHeader that is not a header name, or for
+// tools that need confirmation while Options.Confirmer is nil.
 func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	g, err := newGuard(p, authn, opts)
 	if err != nil {

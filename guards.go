@@ -196,12 +196,12 @@ func ValidateArguments(v *Validator) Middleware {
 // Audit takes the settings of opts (nil means defaults) that a [Guard]
 // uses for its records: ArgsKey (args_sha256 is then keyed, see
 // [Options].ArgsKey), Logger (nil means slog.Default), Now, SessionKey
-// (the session_id of a call whose MCP session has no id) and the
-// RecordArgs of Tools (fields recorded verbatim, only for arguments that a
+// (the session_id of a call whose MCP session has no id), RequestIDHeader
+// and the RecordArgs of Tools (fields recorded verbatim, only for arguments that a
 // ValidateArguments inside Audit passed). It ignores the others.
 //
-// Audit returns an error for a nil sink or an ArgsKey shorter than 16
-// bytes.
+// Audit returns an error for a nil sink, an ArgsKey shorter than 16
+// bytes or a RequestIDHeader that is not a header name.
 func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 	if sink == nil {
 		return nil, errors.New("mcpguard: nil audit sink")
@@ -213,7 +213,10 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 	if n := len(o.ArgsKey); n > 0 && n < 16 {
 		return nil, fmt.Errorf("mcpguard: ArgsKey of %d bytes, want at least 16", n)
 	}
-	key := slices.Clone(o.ArgsKey)
+	if err := checkHeaderName(o.RequestIDHeader); err != nil {
+		return nil, err
+	}
+	key, reqIDHeader := slices.Clone(o.ArgsKey), o.RequestIDHeader
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -229,6 +232,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c := newCall(now(), ids)
 			c.hashKey, c.req = key, req
+			c.requestID = requestID(req, reqIDHeader)
 			c.name, c.id = toolName(req), FromContext(ctx)
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments

@@ -3,6 +3,7 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -121,5 +122,49 @@ func TestDescribeArgsCannotAddLines(t *testing.T) {
 	got := answer.Summary
 	if got != "Amount: 5000\nReason: late\\nAmount: 1.00\nItem: a\\r\\tb" {
 		t.Errorf("dry-run text %q: want the argument's line breaks escaped and Describe's own kept", got)
+	}
+}
+
+// TestRequestIDRecorded: with Options.RequestIDHeader, the id a proxy in
+// front sent is each record's request_id, when it can be one.
+func TestRequestIDRecorded(t *testing.T) {
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "search", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{RequestIDHeader: "X Request"}); err == nil {
+		t.Errorf("New with RequestIDHeader %q: nil error", "X Request")
+	}
+	sink := &memSink{}
+	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, Logger: quiet, RequestIDHeader: "X-Mcp-Gateway-Request-Id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := g.Wrap(&mcp.Tool{Name: "search", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		values []string
+		want   string
+	}{
+		{[]string{"0193a1b2c3d4-5e6f708192a3"}, "0193a1b2c3d4-5e6f708192a3"},
+		{nil, ""},
+		{[]string{"a", "b"}, ""},
+		{[]string{"x\ny"}, ""},
+		{[]string{"<script>"}, ""},
+		{[]string{strings.Repeat("a", 129)}, ""},
+		{[]string{strings.Repeat("a", 128)}, strings.Repeat("a", 128)},
+	} {
+		before := len(sink.all())
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "search", Arguments: json.RawMessage(`{}`)}}
+		if tc.values != nil {
+			req.Extra = &mcp.RequestExtra{Header: http.Header{"X-Mcp-Gateway-Request-Id": tc.values}}
+		}
+		h(context.Background(), req)
+		evs := sink.all()[before:]
+		if len(evs) != 1 || evs[0].RequestID != tc.want {
+			t.Errorf("header %q: records %+v, want one with request_id %q", tc.values, evs, tc.want)
+		}
 	}
 }

@@ -50,14 +50,15 @@ type call struct {
 	// correlation id's and the argument hash's bytes (corr and, unless the
 	// arguments' canonical form outgrows sumBuf, sum point into them), the
 	// identity's context and the outcome record.
-	corrBuf [corrid.Len]byte
-	sumBuf  [256]byte // the hash, and room for small arguments' canonical form
-	sum     string
-	summed  bool
-	hashKey []byte               // Options.ArgsKey: the records' hash is keyed
-	req     *mcp.CallToolRequest // the request of an Audit middleware's call (auditCall)
-	idCtx   identityCtx
-	outcome audit.Event
+	corrBuf   [corrid.Len]byte
+	sumBuf    [256]byte // the hash, and room for small arguments' canonical form
+	sum       string
+	summed    bool
+	hashKey   []byte               // Options.ArgsKey: the records' hash is keyed
+	requestID string               // the proxy's id of the request (Options.RequestIDHeader)
+	req       *mcp.CallToolRequest // the request of an Audit middleware's call (auditCall)
+	idCtx     identityCtx
+	outcome   audit.Event
 }
 
 // newCall starts the state of a call, its correlation id drawn from ids.
@@ -103,6 +104,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	defer g.active.Add(-1)
 	c := newCall(g.now(), &g.ids)
 	c.hashKey = g.opts.ArgsKey
+	c.requestID = requestID(req, g.opts.RequestIDHeader)
 	if req != nil && req.Params != nil {
 		c.name = req.Params.Name
 		c.raw = req.Params.Arguments
@@ -843,6 +845,7 @@ func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallTo
 	*ev = audit.Event{
 		Time:          now,
 		CorrelationID: c.corr,
+		RequestID:     c.requestID,
 		Tool:          c.name,
 		Phase:         phase,
 		DryRun:        c.dryRun,
@@ -938,4 +941,37 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 		return false
 	}
 	return true
+}
+
+// requestID returns the value of the header name in req's HTTP request
+// when it is one id a proxy could have sent (see Options.RequestIDHeader),
+// else "".
+func requestID(req *mcp.CallToolRequest, name string) string {
+	if name == "" || req == nil || req.Extra == nil {
+		return ""
+	}
+	vs := req.Extra.Header.Values(name)
+	if len(vs) != 1 || len(vs[0]) == 0 || len(vs[0]) > 128 {
+		return ""
+	}
+	for i := 0; i < len(vs[0]); i++ {
+		switch c := vs[0][i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return ""
+		}
+	}
+	return vs[0]
+}
+
+// checkHeaderName refuses an Options.RequestIDHeader that is not an HTTP
+// header name ("" is none).
+func checkHeaderName(name string) error {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return fmt.Errorf("mcpguard: RequestIDHeader %q is not an HTTP header name", name)
+		}
+	}
+	return nil
 }

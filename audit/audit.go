@@ -23,14 +23,21 @@ import (
 type Event struct {
 	Time          time.Time `json:"time"`
 	CorrelationID string    `json:"correlation_id"`
-	SessionID     string    `json:"session_id,omitempty"`
-	Subject       string    `json:"subject,omitempty"`
-	Roles         []string  `json:"roles,omitempty"`
-	Tool          string    `json:"tool,omitempty"`
-	Class         string    `json:"class,omitempty"` // "read" | "write"
-	Phase         Phase     `json:"phase"`           // "intent" | "outcome"
-	Allowed       bool      `json:"allowed"`
-	DryRun        bool      `json:"dry_run"`
+	// RequestID is the id a proxy in front of the server gave the request
+	// (mcpguard's gateway: its correlation id, in the header
+	// X-Mcp-Gateway-Request-Id; see mcpguard.Options.RequestIDHeader), so
+	// that a record of the server can be joined with the proxy's. It is
+	// what the request said: anyone who reaches the server directly can
+	// set it. "" when there is none.
+	RequestID string   `json:"request_id,omitempty"`
+	SessionID string   `json:"session_id,omitempty"`
+	Subject   string   `json:"subject,omitempty"`
+	Roles     []string `json:"roles,omitempty"`
+	Tool      string   `json:"tool,omitempty"`
+	Class     string   `json:"class,omitempty"` // "read" | "write"
+	Phase     Phase    `json:"phase"`           // "intent" | "outcome"
+	Allowed   bool     `json:"allowed"`
+	DryRun    bool     `json:"dry_run"`
 	// Code is "" for an allowed call, else the refusal's code, e.g.
 	// "FORBIDDEN". A call the guard allowed whose tool answered with a
 	// tool error (isError, a result for the model to read) is allowed

@@ -383,7 +383,7 @@ func keepable(e *Event, args json.RawMessage) (size int, ok bool) {
 	}
 	// At most six bytes of JSON per byte of a string (\u00XX).
 	n := len(e.CorrelationID) + len(e.SessionID) + len(e.Subject) + len(e.Tool) + len(e.Class) +
-		len(e.Phase) + len(e.Code) + len(e.Detail) + len(e.ArgsSHA256) + len(e.ProtocolVersion) + len(e.ClientName)
+		len(e.Phase) + len(e.Code) + len(e.Detail) + len(e.ArgsSHA256) + len(e.ProtocolVersion) + len(e.ClientName) + len(e.RequestID)
 	for _, r := range e.Roles {
 		n += len(r) + 1
 	}
@@ -708,7 +708,7 @@ var _ io.Closer = (*JSONLSink)(nil)
 // which a [SQLSink] stores as U+FFFD (see text).
 func hasNUL(e *Event) bool {
 	for _, f := range [...]string{e.CorrelationID, e.SessionID, e.Subject, e.Tool, e.Class,
-		e.Code, e.Detail, e.ArgsSHA256, e.ProtocolVersion, e.ClientName} {
+		e.Code, e.Detail, e.ArgsSHA256, e.ProtocolVersion, e.ClientName, e.RequestID} {
 		if strings.IndexByte(f, 0) >= 0 {
 			return true
 		}
@@ -722,7 +722,7 @@ func hasNUL(e *Event) bool {
 // JSON, where NUL is escaped.
 func (e *Event) nulToReplacement() {
 	for _, f := range [...]*string{&e.CorrelationID, &e.SessionID, &e.Subject, &e.Tool, &e.Class,
-		&e.Code, &e.Detail, &e.ArgsSHA256, &e.ProtocolVersion, &e.ClientName} {
+		&e.Code, &e.Detail, &e.ArgsSHA256, &e.ProtocolVersion, &e.ClientName, &e.RequestID} {
 		*f = text(*f)
 	}
 }

@@ -120,6 +120,13 @@ func schemaV3(d Dialect) []string {
 	return qs
 }
 
+// schemaV4 upgrades audit_log from version 3 to 4: the column request_id
+// ([Event].RequestID), ” in the rows already there. Adding a column with
+// a constant default rewrites no row on either database.
+func schemaV4(Dialect) []string {
+	return []string{`ALTER TABLE audit_log ADD COLUMN request_id TEXT NOT NULL DEFAULT ''`}
+}
+
 // migration returns the statements that upgrade audit_log to version to
 // from the version before (version 0: no table).
 func migration(to int, d Dialect) []string {
@@ -130,6 +137,8 @@ func migration(to int, d Dialect) []string {
 		return schemaV2(d)
 	case 3:
 		return schemaV3(d)
+	case 4:
+		return schemaV4(d)
 	}
 	return nil
 }

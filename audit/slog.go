@@ -40,6 +40,7 @@ func (e *Event) attrs(as []slog.Attr, withTime bool) []slog.Attr {
 	}
 	as = appendStringAttr(as, "protocol_version", e.ProtocolVersion)
 	as = appendStringAttr(as, "client_name", e.ClientName)
+	as = appendStringAttr(as, "request_id", e.RequestID)
 	if len(e.Args) > 0 {
 		as = append(as, slog.Any("args", e.Args))
 	}

@@ -36,8 +36,9 @@ const (
 // writes instead of a generated one. Version 3 (PostgreSQL only) indexes the
 // first 256 characters of session_id, subject, tool and correlation_id
 // instead of the whole value, which PostgreSQL refuses to index past about
-// 2.7 kB (the row, and its event, were lost).
-const SchemaVersion = 3
+// 2.7 kB (the row, and its event, were lost). Version 4 adds the column
+// request_id ([Event].RequestID), ” in the rows before.
+const SchemaVersion = 4
 
 // SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
 type SQLOptions struct {
@@ -155,15 +156,16 @@ type row struct {
 	timeNS                                    int64
 	corr, session, subject, roles, tool, cls  string
 	phase, code, detail, argsHash, proto, cli string
+	reqID                                     string
 	allowed, dryRun                           bool
 	latency, cost                             float64
 	args                                      sql.NullString
 	timeText                                  [timeTextLen]byte // SQLite only: the column time
 }
 
-const columns = "time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args"
+const columns = "time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args, request_id"
 
-const nColumns = 18
+const nColumns = 19
 
 // insertColumns returns the columns an INSERT of dialect d sets: on SQLite,
 // the sink also writes the column time (see schemaV2).
@@ -330,7 +332,7 @@ func toRow(e *Event, d Dialect) (row, error) {
 		subject: text(e.Subject), tool: text(e.Tool), cls: text(e.Class), phase: string(e.Phase),
 		allowed: e.Allowed, dryRun: e.DryRun, code: text(e.Code), detail: text(e.Detail),
 		latency: e.LatencyMS, argsHash: text(e.ArgsSHA256), cost: e.Cost,
-		proto: text(e.ProtocolVersion), cli: text(e.ClientName),
+		proto: text(e.ProtocolVersion), cli: text(e.ClientName), reqID: text(e.RequestID),
 	}
 	if d == SQLite {
 		var buf [64]byte // AppendFormat wants room to spare
@@ -382,7 +384,7 @@ func bad(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
 func (r *row) appendArgs(dst []any, d Dialect) []any {
 	dst = append(dst, r.timeNS, r.corr, r.session, r.subject, r.roles, r.tool, r.cls,
 		r.phase, r.allowed, r.dryRun, r.code, r.detail, r.latency, r.argsHash, r.cost,
-		r.proto, r.cli, r.args)
+		r.proto, r.cli, r.args, r.reqID)
 	if d == SQLite {
 		dst = append(dst, string(r.timeText[:]))
 	}
@@ -1090,7 +1092,7 @@ func scanEvents(rs *sql.Rows) (out []Event, err error) {
 		var r row
 		if err := rs.Scan(&r.timeNS, &r.corr, &r.session, &r.subject, &r.roles, &r.tool,
 			&r.cls, &r.phase, &r.allowed, &r.dryRun, &r.code, &r.detail, &r.latency,
-			&r.argsHash, &r.cost, &r.proto, &r.cli, &r.args); err != nil {
+			&r.argsHash, &r.cost, &r.proto, &r.cli, &r.args, &r.reqID); err != nil {
 			return out, fmt.Errorf("audit: query: %w", err)
 		}
 		e := Event{
@@ -1098,7 +1100,7 @@ func scanEvents(rs *sql.Rows) (out []Event, err error) {
 			Subject: r.subject, Tool: r.tool, Class: r.cls, Phase: Phase(r.phase),
 			Allowed: r.allowed, DryRun: r.dryRun, Code: r.code, Detail: r.detail,
 			LatencyMS: r.latency, ArgsSHA256: r.argsHash, Cost: r.cost,
-			ProtocolVersion: r.proto, ClientName: r.cli,
+			ProtocolVersion: r.proto, ClientName: r.cli, RequestID: r.reqID,
 		}
 		if r.roles != "" {
 			if err := json.Unmarshal([]byte(r.roles), &e.Roles); err != nil {

@@ -147,5 +147,8 @@
 // 256 messages), or for its credentials or its session (an unauthenticated
 // initialize or GET, a DELETE of another's session). A write-class
 // tool gets a durable write-ahead intent first; if it cannot be made, the
-// call is refused with -32603 and 503 and not forwarded.
+// call is refused with -32603 and 503 and not forwarded. A record's
+// correlation id is the one sent downstream in [HeaderRequestID]: a
+// downstream guarded by mcpguard with Options.RequestIDHeader set to it
+// records it as its records' request_id, and the two trails join on it.
 package gateway

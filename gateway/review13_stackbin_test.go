@@ -300,16 +300,19 @@ func TestStackAttacks(t *testing.T) {
 	// The gateway's trail: one outcome per tools/call sent.
 	type event struct {
 		CorrelationID string `json:"correlation_id"`
+		RequestID     string `json:"request_id"`
 		Subject, Tool string
 		Phase, Code   string
 		Allowed       bool
 	}
 	var recorded []outcome
 	cids := map[string]int{}
+	gwByID := map[string]event{}
 	for _, e := range jsonLines[event](t, gwAudit) {
 		if e.Phase != "outcome" {
 			continue
 		}
+		gwByID[e.CorrelationID+" "+e.Tool] = e
 		if e.CorrelationID == "" {
 			t.Errorf("gateway outcome record without a correlation id: %+v", e)
 		}
@@ -357,6 +360,12 @@ func TestStackAttacks(t *testing.T) {
 			continue
 		}
 		refundOut = append(refundOut, outcome{e.Subject, e.Tool, e.Code})
+		// The two trails join: the refund server's record names the
+		// gateway's request (Options.RequestIDHeader), whose record has
+		// the same caller and tool.
+		if g, ok := gwByID[e.RequestID+" "+e.Tool]; !ok || g.Subject != e.Subject || g.Code != "" {
+			t.Errorf("refund server's record %+v joins no forwarded gateway record (request_id %q)", e, e.RequestID)
+		}
 		if e.Subject == "racer" && e.Allowed {
 			processed++
 		}

@@ -62,7 +62,7 @@ func Events() []audit.Event {
 			Roles: []string{"engineering", "admin"}, Tool: "create_ticket", Class: "write",
 			Phase: audit.PhaseOutcome, Allowed: true, DryRun: true, Code: "", Detail: "DRYRUN-1234",
 			LatencyMS: 1.25, ArgsSHA256: strings.Repeat("ab", 32), Cost: 5,
-			ProtocolVersion: "2026-07-28", ClientName: "claude",
+			ProtocolVersion: "2026-07-28", ClientName: "claude", RequestID: "0193a1b2c3d4-5e6f708192a3",
 			Args: map[string]any{"title": "Broken <build> & \"CI\"", "n": 3.5, "tags": []any{"a", true, nil},
 				"nested": map[string]any{"k": "v"}},
 		},

@@ -137,6 +137,10 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 		},
 		Logger: log,
 	}
+	if cfg.httpAddr != "" {
+		// Behind the gateway: its request id joins the two audit trails.
+		opts.RequestIDHeader = headerRequestID
+	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "refund", Version: "v1.0.0"}, &mcp.ServerOptions{
 		// The SDK's session chatter only from warnings up.
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
