@@ -167,14 +167,7 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 // and sends SIGHUP, the next records go to a new file at the path and the
 // earlier ones are all in the renamed file.
 func TestSIGHUPReopensAuditFile(t *testing.T) {
-	oldArgs, oldFlags := os.Args, flag.CommandLine
-	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
-	}))
-	t.Cleanup(down.Close)
+	down := answeringDownstream(t)
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	url, err, stop, logs := startRun(t, "--host", "127.0.0.1", "--port", "0", "--upstream", down.URL+"/mcp", "--audit", auditPath)
 	if url == "" {
@@ -206,14 +199,7 @@ func TestSIGHUPReopensAuditFile(t *testing.T) {
 // logged and ignored; before, it ended the process without its shutdown,
 // losing unwritten records.
 func TestSIGHUPWithoutJSONLIgnored(t *testing.T) {
-	oldArgs, oldFlags := os.Args, flag.CommandLine
-	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
-	}))
-	t.Cleanup(down.Close)
+	down := answeringDownstream(t)
 	for _, audit := range []string{filepath.Join(t.TempDir(), "audit.db"), ""} {
 		args := []string{"--host", "127.0.0.1", "--port", "0", "--upstream", down.URL + "/mcp"}
 		if audit != "" {
@@ -234,4 +220,19 @@ func TestSIGHUPWithoutJSONLIgnored(t *testing.T) {
 		}
 		stop()
 	}
+}
+
+// answeringDownstream saves the flags and arguments startRun changes, and
+// returns a downstream that answers every POST with an empty result.
+func answeringDownstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	}))
+	t.Cleanup(down.Close)
+	return down
 }
