@@ -30,16 +30,20 @@ import (
 // dry runs pass through unrecorded.
 //
 // It takes the settings of opts that a Guard's intent records use (ArgsKey,
-// SessionKey, Now, Logger, the RecordArgs of Tools, which are recorded only
-// for arguments a [ValidateArguments] inside the Audit middleware passed)
-// and those that render a refusal (ProtocolErrors, NotFoundCode). It
+// SessionKey, Now, Logger, RequestIDHeader, the RecordArgs of Tools, which
+// are recorded only for arguments a [ValidateArguments] inside the Audit
+// middleware passed) and those that render a refusal (ProtocolErrors,
+// NotFoundCode). Inside an Audit middleware that found a request id (its
+// RequestIDHeader), the intent record carries that one, as its outcome
+// record does. It
 // resolves the caller from the context, so [Authenticate] must run outside
 // it, and refuses what p refuses, as the other steps do. It goes after
 // [DryRun], innermost but for [ValidateOutput]: a step after it that
 // refused the call would leave an intent with no write.
 //
 // WriteAhead returns an error for a nil sink or policy, an ArgsKey shorter
-// than 16 bytes, or per-tool options of tools p does not know.
+// than 16 bytes, a RequestIDHeader that is not a header name, or per-tool
+// options of tools p does not know.
 func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, error) {
 	if sink == nil {
 		return nil, errors.New("mcpguard: nil audit sink")

@@ -49,8 +49,8 @@ type ToolOptions struct {
 	// zero-width characters) and line or paragraph separators, cut to
 	// 2,000 characters: it usually quotes arguments a model wrote, and a
 	// prompt must read as what it is. For the same reason the args it is
-	// given are a copy whose strings have their line breaks and tabs
-	// written as the escapes \n, \r and \t.
+	// given are a copy whose strings, and the keys of whose objects, have
+	// their line breaks and tabs written as the escapes \n, \r and \t.
 	Describe func(tool string, args map[string]any) string
 	// Timeout is the per-call deadline. 0 means [Options.Timeout].
 	Timeout time.Duration

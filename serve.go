@@ -770,10 +770,13 @@ func (g *Guard) confirmText(c *call, topts ToolOptions) string {
 }
 
 // displayArgs returns a copy of args for a ToolOptions.Describe, whose
-// text a human reads: in its strings, line breaks and tabs are written as
-// the escapes \n, \r and \t, so that an argument cannot add lines of its
-// own to a prompt ("reason": "late\nAmount: 1.00" under a real amount of
-// 5000). The line breaks of Describe's own text stay.
+// text a human reads: in its strings and in the keys of its objects, line
+// breaks and tabs are written as the escapes \n, \r and \t, so that an
+// argument cannot add lines of its own to a prompt ("reason": "late\nAmount:
+// 1.00" under a real amount of 5000, or an object printed with its keys).
+// The line breaks of Describe's own text stay. Where two keys of an object
+// read the same once escaped, the copy keeps one: a key that needed no
+// escape, else the least one as sent.
 func displayArgs(args map[string]any) map[string]any {
 	if args == nil {
 		return nil
@@ -790,8 +793,22 @@ func displayValue(v any) any {
 		return displayEscapes.Replace(x)
 	case map[string]any:
 		m := make(map[string]any, len(x))
+		var from map[string]string // escaped key -> the key as sent
 		for k, e := range x {
-			m[k] = displayValue(e)
+			dk := displayEscapes.Replace(k)
+			if dk != k {
+				if _, taken := x[dk]; taken {
+					continue // the key as sent that reads so wins
+				}
+				if prev, ok := from[dk]; ok && prev < k {
+					continue
+				}
+				if from == nil {
+					from = make(map[string]string)
+				}
+				from[dk] = k
+			}
+			m[dk] = displayValue(e)
 		}
 		return m
 	case []any:

@@ -59,7 +59,8 @@ import (
 // limits first, leaves the confirmation to a retry.
 //
 // Confirm returns an error for a nil signer or policy, an opts.ArgsKey
-// shorter than 16 bytes, or per-tool options of tools p does not know.
+// shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
+// or per-tool options of tools p does not know.
 func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, error) {
 	if s == nil {
 		return nil, errors.New("mcpguard: nil confirmation signer")
@@ -137,7 +138,8 @@ type countedKey struct{}
 // with a wait of one second, as the Guard does.
 //
 // Limit returns an error for a nil limiter or policy, an opts.ArgsKey
-// shorter than 16 bytes, or per-tool options of tools p does not know.
+// shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
+// or per-tool options of tools p does not know.
 func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, error) {
 	if l == nil {
 		return nil, errors.New("mcpguard: nil limiter")
@@ -198,7 +200,8 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 // handler that answers dry runs in its own shape.
 //
 // DryRun returns an error for a nil policy, an opts.ArgsKey shorter than 16
-// bytes, or per-tool options of tools p does not know.
+// bytes, an opts.RequestIDHeader that is not a header name, or per-tool
+// options of tools p does not know.
 func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 	g, err := stepGuard(p, opts)
 	if err != nil {
@@ -280,6 +283,9 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 	c.requestID = requestID(req, g.opts.RequestIDHeader)
 	if id := correlationFrom(ctx); id != "" {
 		c.corr = id // the Audit middleware's record is this call's
+	}
+	if ac := auditCall(ctx, req); ac != nil && ac.requestID != "" {
+		c.requestID = ac.requestID // and so is its request id
 	}
 	if req == nil || req.Params == nil {
 		return c, ToolOptions{}, Deny(CodeInvalidArguments, "missing call parameters")

@@ -121,7 +121,7 @@ func schemaV3(d Dialect) []string {
 }
 
 // schemaV4 upgrades audit_log from version 3 to 4: the column request_id
-// ([Event].RequestID), ” in the rows already there. Adding a column with
+// ([Event].RequestID), empty in the rows already there. Adding a column with
 // a constant default rewrites no row on either database.
 func schemaV4(Dialect) []string {
 	return []string{`ALTER TABLE audit_log ADD COLUMN request_id TEXT NOT NULL DEFAULT ''`}

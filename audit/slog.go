@@ -11,9 +11,12 @@ import (
 // LogValue implements slog.LogValuer: a group of the event's fields under
 // their JSON names, empty optional fields left out as in the JSON encoding.
 func (e *Event) LogValue() slog.Value {
-	var arr [18]slog.Attr
+	var arr [nAttrs]slog.Attr
 	return slog.GroupValue(e.attrs(arr[:0], true)...)
 }
+
+// nAttrs is the most attributes attrs gives: one per field of [Event].
+const nAttrs = 19
 
 func (e *Event) attrs(as []slog.Attr, withTime bool) []slog.Attr {
 	if withTime {
@@ -123,7 +126,7 @@ func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 		return err
 	}
 	r := slog.NewRecord(e.Time, lvl, s.opts.Message, 0)
-	var arr [18]slog.Attr
+	var arr [nAttrs]slog.Attr
 	r.AddAttrs(e.attrs(arr[:0], false)...)
 	return s.h.Handle(ctx, r)
 }

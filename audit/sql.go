@@ -37,7 +37,7 @@ const (
 // first 256 characters of session_id, subject, tool and correlation_id
 // instead of the whole value, which PostgreSQL refuses to index past about
 // 2.7 kB (the row, and its event, were lost). Version 4 adds the column
-// request_id ([Event].RequestID), ” in the rows before.
+// request_id ([Event].RequestID), empty in the rows before.
 const SchemaVersion = 4
 
 // SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
@@ -163,7 +163,11 @@ type row struct {
 	timeText                                  [timeTextLen]byte // SQLite only: the column time
 }
 
-const columns = "time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args, request_id"
+const columns = columnsV1 + ", request_id"
+
+// columnsV1 are the columns of schema versions 1 to 3, in the order of
+// columns: a query of such a table reads "" for request_id.
+const columnsV1 = "time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args"
 
 const nColumns = 19
 
@@ -1011,13 +1015,26 @@ func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
 	if s.queue == nil {
 		return nil, errNotOpened
 	}
-	return QuerySQL(ctx, s.db, s.d, f)
+	return queryEvents(ctx, s.db, s.d, f, columns) // NewSQL upgraded the table
 }
 
 // QuerySQL runs a [Filter] over the audit_log table of db, as [SQLSink.Query]
-// does, without a sink.
+// does, without a sink. It changes nothing in db: a table of a schema
+// version before 4, which no sink of this version has upgraded yet, is read
+// as it is, its events' RequestID "".
 func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, error) {
-	q, args := querySQL(d, f)
+	cols := columns
+	var v int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM audit_schema_version`).Scan(&v); err == nil && v >= 1 && v < 4 {
+		cols = columnsV1 + ", ''"
+	}
+	return queryEvents(ctx, db, d, f, cols)
+}
+
+// queryEvents runs the query of f, selecting cols (columns, or what stands
+// for them in an older table).
+func queryEvents(ctx context.Context, db *sql.DB, d Dialect, f Filter, cols string) ([]Event, error) {
+	q, args := querySQLCols(d, f, cols)
 	rs, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("audit: query: %w", err)
@@ -1027,7 +1044,10 @@ func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, er
 }
 
 // querySQL returns the SELECT of QuerySQL for f and its arguments.
-func querySQL(d Dialect, f Filter) (string, []any) {
+func querySQL(d Dialect, f Filter) (string, []any) { return querySQLCols(d, f, columns) }
+
+// querySQLCols is querySQL selecting cols.
+func querySQLCols(d Dialect, f Filter, cols string) (string, []any) {
 	var where []string
 	var args []any
 	add := func(cond string, v any) {
@@ -1075,7 +1095,7 @@ func querySQL(d Dialect, f Filter) (string, []any) {
 	if !f.Until.IsZero() {
 		add("time_ns < ?", clampNS(f.Until))
 	}
-	q := "SELECT " + columns + " FROM audit_log"
+	q := "SELECT " + cols + " FROM audit_log"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

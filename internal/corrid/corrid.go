@@ -68,12 +68,17 @@ func (s *Source) PutAt(b *[Len]byte, t time.Time) {
 // permute is a four-round Feistel network on 48 bits whose round
 // function mixes a half with the round's key: one to one, and without
 // the keys the image of n+1 tells nothing of that of n.
-func (s *Source) permute(n uint64) uint64 {
-	l, r := n>>half, n&mask
+func (s *Source) permute(n uint64) uint64 { return s.feistel(n, half) }
+
+// feistel is permute on 2*h bits (a test checks narrow widths
+// exhaustively): n's high half is l, its low half r.
+func (s *Source) feistel(n uint64, h uint) uint64 {
+	m := uint64(1)<<h - 1
+	l, r := n>>h&m, n&m
 	for _, k := range s.keys {
-		l, r = r, l^(mix(r^k)&mask)
+		l, r = r, l^(mix(r^k)&m)
 	}
-	return l<<half | r
+	return l<<h | r
 }
 
 // mix is SplitMix64's finalizer: every input bit affects every output bit.

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 
@@ -437,9 +438,10 @@ func parseScalar(v any) (scalar, error) {
 func (s *scalar) equalString(b []byte) bool { return s.kind == sString && bytes.Equal(s.str, b) }
 
 // CompileReference compiles doc exactly as the reference pipeline does. It
-// refuses a schema with a count keyword (minLength, maxItems, ...) of 2^63
-// or more, which v6 would keep only the low bits of: maxLength
-// 18446744073709551621 would be enforced as 5, minItems 2^64+1 as 1.
+// refuses a schema with a count keyword (minLength, maxItems, ...) beyond
+// math.MaxInt (2^63-1; 2^31-1 on 32-bit platforms), which v6 would keep
+// only the low bits of: maxLength 18446744073709551621 would be enforced
+// as 5, minItems 2^64+1 as 1.
 func CompileReference(doc any) (*jsonschema.Schema, error) {
 	if err := hugeCount(doc); err != nil {
 		return nil, err
@@ -476,7 +478,7 @@ var countKeywords = map[string]bool{
 	"minProperties": true, "maxProperties": true, "minContains": true, "maxContains": true,
 }
 
-// hugeCount finds a count keyword of 2^63 or more anywhere in doc (in
+// hugeCount finds a count keyword beyond math.MaxInt anywhere in doc (in
 // const or enum data too: refusing such a schema is safer than telling its
 // data from its keywords here).
 func hugeCount(doc any) error {
@@ -484,8 +486,8 @@ func hugeCount(doc any) error {
 	case map[string]any:
 		for k, v := range x {
 			if n, ok := v.(json.Number); ok && countKeywords[k] {
-				if f, err := strconv.ParseFloat(string(n), 64); err != nil && !errors.Is(err, strconv.ErrRange) || f >= 1<<63 || math.IsInf(f, 0) {
-					return fmt.Errorf("%s %s is beyond what the validator can hold (at most 2^63-1)", k, n)
+				if !fitsInt(string(n)) {
+					return fmt.Errorf("%s %s is beyond what the validator can hold (at most %d)", k, n, math.MaxInt)
 				}
 				continue
 			}
@@ -501,4 +503,25 @@ func hugeCount(doc any) error {
 		}
 	}
 	return nil
+}
+
+// fitsInt reports whether the JSON number lit is at most math.MaxInt, the
+// int v6 reads a count into, exactly: a float64 rounds 2^63-1 up to 2^63.
+// (A negative or fractional count is the meta-schema's to refuse.)
+func fitsInt(lit string) bool {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
+		return false
+	}
+	const limit = float64(math.MaxInt)
+	switch {
+	case f < limit/2:
+		return true
+	case f > 2*limit:
+		return false
+	}
+	// Near the bound, where the literal's exponent is as small as its
+	// digits allow: compare exactly.
+	r, ok := new(big.Rat).SetString(lit)
+	return ok && r.Cmp(new(big.Rat).SetInt64(math.MaxInt)) <= 0
 }
