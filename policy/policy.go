@@ -396,6 +396,25 @@ func CheckName(name string) error {
 // between two visible non-ASCII characters is accepted: Persian, the Indic
 // scripts and emoji sequences write words with them.
 func nameError(s string) string {
+	// Most names are ASCII: checked byte by byte, without the Unicode
+	// tables (a gateway checks every tools/call's name).
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		if c < 0x20 || c == 0x7f {
+			return "contains a control or invisible character"
+		}
+	}
+	if ascii {
+		if s != "" && (s[0] == ' ' || s[len(s)-1] == ' ') {
+			return "has white space at an end"
+		}
+		return ""
+	}
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8"
 	}
