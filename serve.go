@@ -64,7 +64,7 @@ type call struct {
 // newCall starts the state of a call, its correlation id drawn from ids.
 func newCall(start time.Time, ids *corrid.Source) *call {
 	c := &call{start: start}
-	ids.Put(&c.corrBuf)
+	ids.PutAt(&c.corrBuf, start)
 	c.corr = unsafe.String(&c.corrBuf[0], len(c.corrBuf)) // corrBuf is never written again
 	return c
 }
