@@ -184,12 +184,17 @@ type Filter struct {
 	Subject       string
 	Tool          string
 	CorrelationID string
-	Phase         Phase
-	Code          string    // the outcome code; "" matches any
-	Allowed       *bool     // nil matches both
-	Since         time.Time // inclusive; zero: no lower bound
-	Until         time.Time // exclusive; zero: no upper bound
-	Limit         int       // at most this many events, oldest first; 0: no limit
+	// RequestID selects the records of the call a proxy in front gave
+	// this id ([Event].RequestID): a gateway's correlation id finds the
+	// downstream's records of the same call. SQL has no index on it, so
+	// a query by RequestID alone reads the whole table.
+	RequestID string
+	Phase     Phase
+	Code      string    // the outcome code; "" matches any
+	Allowed   *bool     // nil matches both
+	Since     time.Time // inclusive; zero: no lower bound
+	Until     time.Time // exclusive; zero: no upper bound
+	Limit     int       // at most this many events, oldest first; 0: no limit
 }
 
 // Match reports whether e passes the filter. Text is compared as the sinks
@@ -201,6 +206,7 @@ func (f *Filter) Match(e *Event) bool {
 		f.Subject != "" && !sameText(e.Subject, f.Subject),
 		f.Tool != "" && !sameText(e.Tool, f.Tool),
 		f.CorrelationID != "" && !sameText(e.CorrelationID, f.CorrelationID),
+		f.RequestID != "" && !sameText(e.RequestID, f.RequestID),
 		f.Phase != "" && e.Phase != f.Phase,
 		f.Code != "" && !sameText(e.Code, f.Code),
 		f.Allowed != nil && e.Allowed != *f.Allowed,

@@ -1080,6 +1080,14 @@ func querySQLCols(d Dialect, f Filter, cols string) (string, []any) {
 	if f.CorrelationID != "" {
 		add(indexed("correlation_id"), text(f.CorrelationID))
 	}
+	if f.RequestID != "" {
+		if cols == columns {
+			add("request_id = ?", text(f.RequestID))
+		} else {
+			// A table before schema version 4 has no request ids.
+			where = append(where, "1 = 0")
+		}
+	}
 	if f.Phase != "" {
 		add("phase = ?", text(string(f.Phase)))
 	}

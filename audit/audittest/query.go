@@ -24,11 +24,12 @@ func SessionEvents() []audit.Event {
 			DryRun: dry, Code: code, LatencyMS: float64(sec) / 10, ProtocolVersion: "2026-07-28", ClientName: "demo"}
 	}
 	o, i := audit.PhaseOutcome, audit.PhaseIntent
+	viaGateway := func(e audit.Event, id string) audit.Event { e.RequestID = id; return e }
 	return []audit.Event{
 		ev(1, "c1", "s-alice", "alice", "search_docs", "read", o, true, false, ""),
 		ev(2, "c2", "s-alice", "alice", "create_ticket", "write", o, false, false, "WRITE_NOT_ALLOWED"),
-		ev(3, "c3", "s-alice", "alice", "create_ticket", "write", i, true, true, ""),
-		ev(4, "c3", "s-alice", "alice", "create_ticket", "write", o, true, true, ""),
+		viaGateway(ev(3, "c3", "s-alice", "alice", "create_ticket", "write", i, true, true, ""), "gw-7"),
+		viaGateway(ev(4, "c3", "s-alice", "alice", "create_ticket", "write", o, true, true, ""), "gw-7"),
 		ev(5, "c4", "s-bob", "bob", "search_docs", "read", o, true, false, ""),
 		ev(6, "c5", "s-bob", "bob", "search_docs", "read", o, false, false, "RATE_LIMIT_EXCEEDED"),
 		ev(7, "c6", "", "", "search_docs", "", o, false, false, "UNAUTHENTICATED"),
@@ -55,6 +56,8 @@ func RunQuery(t *testing.T, query func(ctx context.Context, f audit.Filter) ([]a
 		{"allowed_by_bob", audit.Filter{Subject: "bob", Allowed: &yes}, []string{"c4/outcome"}},
 		{"by_code", audit.Filter{Code: "RATE_LIMIT_EXCEEDED"}, []string{"c5/outcome"}},
 		{"by_correlation", audit.Filter{CorrelationID: "c3"}, []string{"c3/intent", "c3/outcome"}},
+		{"by_request_id", audit.Filter{RequestID: "gw-7"}, []string{"c3/intent", "c3/outcome"}},
+		{"by_request_id_none", audit.Filter{RequestID: "gw-8"}, nil},
 		{"intents", audit.Filter{Phase: audit.PhaseIntent}, []string{"c3/intent"}},
 		{"time_range", audit.Filter{Since: SessionStart.Add(2 * time.Second), Until: SessionStart.Add(4 * time.Second)}, []string{"c2/outcome", "c3/intent"}},
 		{"since_other_zone", audit.Filter{Since: SessionStart.Add(6 * time.Second).In(time.FixedZone("", -7*3600))}, []string{"c5/outcome", "c6/outcome"}},
