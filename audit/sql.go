@@ -787,13 +787,29 @@ type lostRow struct {
 func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, stalled func(i int, err error, lost []lostRow)) (lost []lostRow, last error) {
 	backoff := 10 * time.Millisecond
 	var err error
+	unsure := false // a commit failed without saying whether it happened
 	for attempt := 1; ; attempt++ {
-		err = s.insertBatch(pr, args, grow)
-		grow = nil
+		err = nil
+		if unsure {
+			// Insert again only if the rows are not there: a retry of a
+			// commit that happened would record them twice.
+			var done bool
+			if done, err = s.committed((*pr)[0]); err == nil && done {
+				s.rows.Add(uint64(len(*pr)))
+				s.batches.Add(1)
+				return nil, nil
+			}
+		}
 		if err == nil {
-			s.rows.Add(uint64(len(*pr)))
-			s.batches.Add(1)
-			return nil, nil
+			unsure = false
+			err = s.insertBatch(pr, args, grow)
+			grow = nil
+			if err == nil {
+				s.rows.Add(uint64(len(*pr)))
+				s.batches.Add(1)
+				return nil, nil
+			}
+			unsure = errors.Is(err, errCommitUnknown)
 		}
 		err = fmt.Errorf("audit: sql batch of %d events (attempt %d): %w", len(*pr), attempt, err)
 		s.fail(err)
@@ -812,7 +828,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 			s.lost.Add(1)
 			continue
 		}
-		if i%s.round == 0 && len(rows) > s.round {
+		if !unsure && i%s.round == 0 && len(rows) > s.round {
 			// A transaction grown past one round: first each round in a
 			// transaction of its own, so that a refused row costs one
 			// round inserted row by row, not the whole transaction.
@@ -826,15 +842,31 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 		}
 		for attempt := 1; ; attempt++ {
 			one := rows[i : i+1]
-			err := s.insertBatch(&one, args, nil)
+			var err error
+			if unsure {
+				// The batch, or this row's last insert, may have been
+				// committed: the row is there or not (a batch commits
+				// whole), and is inserted only if not.
+				var done bool
+				if done, err = s.committed(rows[i]); err == nil && done {
+					s.rows.Add(1)
+					s.batches.Add(1)
+					break
+				}
+			}
 			if err == nil {
-				s.rows.Add(1)
-				s.batches.Add(1)
-				break
+				unsure = false
+				err = s.insertBatch(&one, args, nil)
+				if err == nil {
+					s.rows.Add(1)
+					s.batches.Add(1)
+					break
+				}
+				unsure = errors.Is(err, errCommitUnknown)
 			}
 			// A failure of the moment is retried as if the database were
 			// unreachable: only a row the database refuses is dropped.
-			reachable := !s.transient(err) && s.db.PingContext(context.Background()) == nil
+			reachable := !s.transient(err) && !errors.Is(err, errCommitUnknown) && s.db.PingContext(context.Background()) == nil
 			if reachable || ((closing || s.closing.Load()) && attempt >= 3) {
 				last = fmt.Errorf("audit: sql event %s not recorded: %w", rows[i].corr, err)
 				lost = append(lost, lostRow{i: i, err: last})
@@ -953,7 +985,36 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
 		}
 		rows = rows[n:]
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		// The connection may have failed after the database committed:
+		// commit checks before it inserts the rows again.
+		return fmt.Errorf("%w: %w", errCommitUnknown, err)
+	}
+	return nil
+}
+
+// errCommitUnknown is the error of a COMMIT that failed: it may have
+// happened (the connection broke after the database committed).
+var errCommitUnknown = errors.New("audit: commit failed, maybe after it happened")
+
+// committed reports whether the row r is in audit_log, found by its
+// correlation id, time and phase: after a commit that failed, whether it
+// happened (the rows of a batch are there all or none).
+func (s *SQLSink) committed(r row) (bool, error) {
+	q := `SELECT 1 FROM audit_log WHERE correlation_id = ? AND time_ns = ? AND phase = ? LIMIT 1`
+	if s.d == Postgres {
+		n := strconv.Itoa(indexPrefix)
+		q = `SELECT 1 FROM audit_log WHERE left(correlation_id, ` + n + `) = left($1, ` + n + `) AND correlation_id = $1 AND time_ns = $2 AND phase = $3 LIMIT 1`
+	}
+	var one int
+	err := s.db.QueryRowContext(context.Background(), q, r.corr, r.timeNS, r.phase).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("audit: checking whether a failed commit happened: %w", err)
+	}
+	return true, nil
 }
 
 // stmt returns the prepared INSERT of n rows.

@@ -1,0 +1,115 @@
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/testsvc"
+)
+
+// commitComplete is PostgreSQL's CommandComplete message for a COMMIT:
+// the server sends it once the transaction is committed.
+var commitComplete = []byte("C\x00\x00\x00\x0bCOMMIT\x00")
+
+// TestPostgresCommitAnswerLost: the connection breaks after the server
+// committed a batch but before its answer reached the sink (a proxy drops
+// the connection instead of passing the COMMIT's answer on). The sink does
+// not know whether the batch is in; it must not insert it a second time.
+func TestPostgresCommitAnswerLost(t *testing.T) {
+	pg := testsvc.StartPostgres(t)
+	admin, err := sql.Open("pgx", pg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec("CREATE DATABASE acklost"); err != nil {
+		t.Fatal(err)
+	}
+	direct, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/acklost?sslmode=disable", pg.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var drop atomic.Bool // drop the next COMMIT's answer, with the connection
+	var dropped atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(pg.Port))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() {
+				defer c.Close()
+				defer s.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						if bytes.Contains(buf[:n], commitComplete) && drop.CompareAndSwap(true, false) {
+							dropped.Add(1)
+							return
+						}
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	proxied, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/acklost?sslmode=disable", ln.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxied.Close()
+
+	s, err := audit.NewSQL(context.Background(), proxied, audit.Postgres, &audit.SQLOptions{OnError: func(err error) { t.Logf("sink: %v", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop.Store(true)
+	const n = 20
+	for i := range n {
+		if err := s.Write(context.Background(), failEvent("ack", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(context.Background()); err != nil {
+		t.Errorf("Flush: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if dropped.Load() != 1 {
+		t.Fatalf("the proxy dropped %d COMMIT answers, want 1: the test did not break a commit", dropped.Load())
+	}
+	got := counts(t, direct)
+	for i := range n {
+		if id := fmt.Sprintf("ack-%05d", i); got[id] != 1 {
+			t.Errorf("%s recorded %d times, want once", id, got[id])
+		}
+	}
+}
