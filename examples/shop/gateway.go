@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/internal/jsondup"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -232,24 +233,15 @@ func clean(doc any) (any, bool) {
 }
 
 // visible returns s without the characters a person reading it cannot
-// see but a model reads: control characters other than tab and newline
-// (terminal escapes among them), format characters (category Cf: bidi
-// overrides, zero-width characters, the soft hyphen, U+FEFF, and the
-// Unicode tag characters that can spell out hidden ASCII text; emoji
-// joined with U+200D fall apart into their parts), and the supplementary
-// variation selectors U+E0100-U+E01EF, which can carry hidden bytes.
-// Visible text is left as it is.
-func visible(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' {
-			return r
-		}
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || (r >= 0xE0100 && r <= 0xE01EF) {
-			return -1
-		}
-		return r
-	}, s)
-}
+// see but a model reads (textsafe.CleanLines, uncut): control characters
+// other than tab and newline (terminal escapes among them), format
+// characters (bidi overrides, zero-width characters, the soft hyphen,
+// U+FEFF, and the Unicode tag characters that can spell out hidden ASCII
+// text; emoji joined with U+200D fall apart into their parts), line and
+// paragraph separators, and the supplementary variation selectors
+// U+E0100-U+E01EF, which can carry hidden bytes. Visible text is left as
+// it is.
+func visible(s string) string { return textsafe.CleanLines(s, len(s)) }
 
 // jsonResult returns v as structured content and as its JSON text.
 func jsonResult(v any) (*mcp.CallToolResult, error) {

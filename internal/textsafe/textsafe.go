@@ -11,8 +11,10 @@ import (
 
 // Clean returns s without invalid UTF-8, control characters (Cc), format
 // characters (Cf, which include the bidirectional overrides that can make
-// text read differently than it is) and line or paragraph separators, cut
-// to maxRunes runes with "…" appended when it was longer.
+// text read differently than it is, and the tag characters that can spell
+// hidden ASCII), the supplementary variation selectors U+E0100-U+E01EF
+// (which can carry hidden bytes) and line or paragraph separators, cut to
+// maxRunes runes with "…" appended when it was longer.
 func Clean(s string, maxRunes int) string {
 	var b strings.Builder
 	n := 0
@@ -20,7 +22,7 @@ func Clean(s string, maxRunes int) string {
 		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
 			continue // an invalid byte, not a real U+FFFD
 		}
-		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+		if hidden(r) {
 			continue
 		}
 		if n == maxRunes {
@@ -43,7 +45,7 @@ func CleanLines(s string, maxRunes int) string {
 		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
 			continue
 		}
-		if r != '\n' && r != '\t' && unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+		if r != '\n' && r != '\t' && hidden(r) {
 			continue
 		}
 		if n == maxRunes {
@@ -54,4 +56,9 @@ func CleanLines(s string, maxRunes int) string {
 		n++
 	}
 	return b.String()
+}
+
+// hidden reports a character Clean and CleanLines drop.
+func hidden(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || 0xE0100 <= r && r <= 0xE01EF
 }

@@ -12,6 +12,7 @@ func TestClean(t *testing.T) {
 		{"controls", "a\x00b\x1b[2Jc\n", 10, "ab[2Jc"},
 		{"bidi_override", "pay\u202eyrev", 10, "payyrev"},
 		{"separators", "a\u2028b\u2029c", 10, "abc"},
+		{"supplementary_variation_selectors", "a\U000E0100b\U000E01EFc", 10, "abc"},
 		{"invalid_utf8", "a\xffb", 10, "ab"},
 		{"real_replacement_char_kept", "a\uFFFDb", 10, "a\uFFFDb"},
 		{"truncated", "abcdef", 3, "abc…"},
