@@ -211,7 +211,7 @@ func BenchmarkSQLite(b *testing.B) {
 	// shape of internal/corrid's), time going forward, 64 sessions of 16
 	// subjects calling 8 tools; with the default transactions and with
 	// transactions of at most 1024 rows.
-	varied := func(b *testing.B, opts *audit.SQLOptions, args json.RawMessage) {
+	varied := func(b *testing.B, opts *audit.SQLOptions, args json.RawMessage, requestIDs bool) {
 		v := benchEvent()
 		t0 := v.Time
 		sessions, subjects, tools := make([]string, 64), make([]string, 16), make([]string, 8)
@@ -229,15 +229,21 @@ func BenchmarkSQLite(b *testing.B) {
 			v.Time = t0.Add(time.Duration(i) * time.Microsecond)
 			v.SessionID, v.Subject, v.Tool = sessions[i%64], subjects[i/64%16], tools[i%8]
 			v.Allowed = i%10 != 0
+			if requestIDs {
+				v.RequestID = fmt.Sprintf("9a1b2c3d4e5f-%012x", i)
+			}
 			return v
 		}, args)
 	}
-	b.Run("batched_varied", func(b *testing.B) { varied(b, nil, nil) })
-	b.Run("batched_varied_batch1024", func(b *testing.B) { varied(b, &audit.SQLOptions{BatchSize: 1024}, nil) })
+	b.Run("batched_varied", func(b *testing.B) { varied(b, nil, nil, false) })
+	b.Run("batched_varied_batch1024", func(b *testing.B) { varied(b, &audit.SQLOptions{BatchSize: 1024}, nil, false) })
+	// Every event with a request id, as behind a gateway: each row also
+	// goes into the partial index on request_id (schema version 5).
+	b.Run("batched_varied_request_ids", func(b *testing.B) { varied(b, nil, nil, true) })
 	// The same events handed over with Keep: the writer goroutine hashes
 	// each one's arguments before it inserts the row.
 	b.Run("batched_varied_kept", func(b *testing.B) {
-		varied(b, nil, json.RawMessage(`{"customer_id":"CUST-00001","amount":12.5,"reason":"damaged on arrival"}`))
+		varied(b, nil, json.RawMessage(`{"customer_id":"CUST-00001","amount":12.5,"reason":"damaged on arrival"}`), false)
 	})
 	// WriteDurable while another goroutine floods the sink with Write:
 	// the latency of one durable event behind the writer's transactions.

@@ -186,8 +186,8 @@ type Filter struct {
 	CorrelationID string
 	// RequestID selects the records of the call a proxy in front gave
 	// this id ([Event].RequestID): a gateway's correlation id finds the
-	// downstream's records of the same call. SQL has no index on it, so
-	// a query by RequestID alone reads the whole table.
+	// downstream's records of the same call. SQL sinks index it (schema
+	// version 5; a table a sink has not upgraded yet is read whole).
 	RequestID string
 	Phase     Phase
 	Code      string    // the outcome code; "" matches any

@@ -37,8 +37,9 @@ const (
 // first 256 characters of session_id, subject, tool and correlation_id
 // instead of the whole value, which PostgreSQL refuses to index past about
 // 2.7 kB (the row, and its event, were lost). Version 4 adds the column
-// request_id ([Event].RequestID), empty in the rows before.
-const SchemaVersion = 4
+// request_id ([Event].RequestID), empty in the rows before. Version 5
+// indexes request_id in the rows that have one.
+const SchemaVersion = 5
 
 // SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
 type SQLOptions struct {
@@ -1143,7 +1144,9 @@ func querySQLCols(d Dialect, f Filter, cols string) (string, []any) {
 	}
 	if f.RequestID != "" {
 		if cols == columns {
-			add("request_id = ?", text(f.RequestID))
+			// request_id <> '' lets the planner use the partial index
+			// of schema version 5, which only rows with a request id are in.
+			add("request_id <> '' AND "+indexed("request_id"), text(f.RequestID))
 		} else {
 			// A table before schema version 4 has no request ids.
 			where = append(where, "1 = 0")

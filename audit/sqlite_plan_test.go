@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,17 +10,21 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 )
 
-// TestSQLiteQueryPlans: a Filter by session, subject, tool, correlation id
-// or time range searches an index of audit_log (EXPLAIN QUERY PLAN); one
+// TestSQLiteQueryPlans: a Filter by session, subject, tool, correlation id,
+// request id or time range searches an index of audit_log (EXPLAIN QUERY PLAN); one
 // by outcome alone (or none) reads the time index in order, stopping at
 // Limit, never the table in rowid order; and the order (time_ns, id) needs
-// no sort of the rows found but for a correlation id (a handful of rows).
+// no sort of the rows found but for a correlation or request id (a handful
+// of rows).
 func TestSQLiteQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
 	s := newSQLiteSink(t, db, nil)
 	for i, e := range floodEvents("p", 2000) {
 		e.Allowed = i%10 != 0
+		if i%2 == 0 {
+			e.RequestID = fmt.Sprintf("gw-%05d", i/2)
+		}
 		if err := s.Write(ctx, &e); err != nil {
 			t.Fatal(err)
 		}
@@ -40,6 +45,7 @@ func TestSQLiteQueryPlans(t *testing.T) {
 		{name: "subject", f: audit.Filter{Subject: "user03", Limit: 10}, index: "audit_log_subject"},
 		{name: "tool", f: audit.Filter{Tool: "tool_1"}, index: "audit_log_tool"},
 		{name: "correlation", f: audit.Filter{CorrelationID: "p-00042"}, index: "audit_log_correlation", sorts: true},
+		{name: "request", f: audit.Filter{RequestID: "gw-00042"}, index: "audit_log_request", sorts: true},
 		{name: "time_range", f: audit.Filter{Since: since, Until: since.Add(time.Millisecond)}, index: "audit_log_time"},
 		{name: "outcome", f: audit.Filter{Allowed: &denied, Limit: 5}, index: "audit_log_time"},
 		{name: "outcome_code", f: audit.Filter{Code: "FORBIDDEN", Since: since}, index: "audit_log_time"},
@@ -76,5 +82,16 @@ func TestSQLiteQueryPlans(t *testing.T) {
 			}
 			t.Logf("%s", all)
 		})
+	}
+}
+
+// TestQuerySQLRequestIDText pins the PostgreSQL query of a Filter by
+// request id, whose plan TestReview15PostgresRequestIndex (in
+// internal/pgtest, which cannot call QuerySQLText) checks on a server.
+func TestQuerySQLRequestIDText(t *testing.T) {
+	q, args := audit.QuerySQLText(audit.Postgres, audit.Filter{RequestID: "gw-1"})
+	const want = `SELECT time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args, request_id FROM audit_log WHERE request_id <> '' AND left(request_id, 256) = left($1, 256) AND request_id = $1 ORDER BY time_ns, id`
+	if q != want || len(args) != 1 || args[0] != "gw-1" {
+		t.Errorf("query %q %v,\nwant %q [gw-1]", q, args, want)
 	}
 }
