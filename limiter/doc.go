@@ -50,7 +50,7 @@
 // limiter/redislimit shares limits across replicas: one Lua script, one
 // round trip, decides all limits of a call at the Redis server's time.
 // When a store fails, the limiter fails closed by default, per class of
-// tool (read or write) as configured in [Options], and reports the failure
-// in [Decision.Err]. The package limiter/limitertest is a conformance kit
-// for stores.
+// tool (read or write) as configured in [Options] (never open for a caller
+// whose context is done), and reports the failure in [Decision.Err]. The
+// package limiter/limitertest is a conformance kit for stores.
 package limiter

@@ -30,6 +30,14 @@ const maxLimits = 64
 
 // Options configures a [Limiter]. The zero value, or a nil *Options, gives
 // an in-memory store that fails closed.
+//
+// The fail-open options are for a store that is down or too slow, not for
+// a caller that gave up: when the context passed to [Limiter.AllowAt] is
+// done (cancelled, or its deadline passed) before a store other than the
+// [MemoryStore] has decided, the call is denied whatever they say, so that
+// a client cannot pass the limits by disconnecting as soon as it has sent
+// a call. A context done already is not sent to the store at all. (The
+// MemoryStore decides at once and ignores the context.)
 type Options struct {
 	// Store keeps the state. nil means a new [MemoryStore].
 	Store Store
@@ -85,7 +93,9 @@ type Decision struct {
 	// Err is non-nil when the decision could not be made as asked: an
 	// invalid request (unwraps to [ErrInvalidCost] or [ErrInvalidRequest];
 	// never allowed), or a store failure (unwraps to [ErrStoreUnavailable];
-	// Allowed then follows the fail-open options).
+	// Allowed then follows the fail-open options, but is false when
+	// AllowAt's ctx is done, and then Err unwraps to ctx's error too, or
+	// when the store gave an answer outside the [Batch] contract).
 	Err error
 
 	session, user, tool string
@@ -265,6 +275,11 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 	if len(checks) == 0 {
 		return Decision{Allowed: true}
 	}
+	if err := ctx.Err(); err != nil {
+		// The caller gave up: nothing to ask, nothing to abandon, and no
+		// fail-open (see Options).
+		return Decision{Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
+	}
 	b := &Batch{Checks: checks}
 	var lease uint64
 	if held != 0 {
@@ -285,7 +300,17 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		if r.Write {
 			allow = l.failOpenW
 		}
-		return Decision{Allowed: allow, Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
+		err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		if cerr := ctx.Err(); cerr != nil {
+			// The caller gave up (cancelled, or its deadline passed):
+			// fail-open is for a store that is down, not a way around
+			// the limits for a client that disconnects.
+			allow = false
+			if !errors.Is(err, cerr) {
+				err = fmt.Errorf("%w: %w", err, cerr)
+			}
+		}
+		return Decision{Allowed: allow, Err: err}
 	}
 	d := l.decision(b, r, held, lease)
 	d.at = clockNano(now)
@@ -354,11 +379,13 @@ func (l *Limiter) build(dst []Check, r Request, o op, held uint64) ([]Check, uin
 }
 
 func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
-	if b.Denied < 0 {
-		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, lease: lease, held: held}
-	}
-	if b.Denied >= len(b.Checks) {
+	if b.Denied < -1 || b.Denied >= len(b.Checks) {
+		// Not an answer the contract defines: nothing is known to be
+		// allowed.
 		return Decision{Err: fmt.Errorf("%w: store reported check %d of %d", ErrStoreUnavailable, b.Denied, len(b.Checks))}
+	}
+	if b.Denied == -1 {
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, lease: lease, held: held}
 	}
 	d := Decision{RetryAfter: max(b.RetryAfter, 0)}
 	id := b.Checks[b.Denied].ID

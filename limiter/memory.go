@@ -88,8 +88,9 @@ const (
 	opRefund            // give back rate and spend units
 )
 
-// fullTAT is the theoretical arrival time of a refunded bucket that is
-// full: the same as no entry at any time.
+// fullTAT is the theoretical arrival time of a bucket that is full at any
+// time, the same as no entry: a refunded bucket that is full, and every
+// concurrency entry (which has no bucket).
 const fullTAT = math.MinInt64
 
 // Len returns the number of (limit, key) entries held, idle ones not yet
@@ -322,7 +323,10 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 		c := &cs[i]
 		st := c.st
 		if st == nil {
-			st = new(memState)
+			// A concurrency entry has no bucket: full at any time, so
+			// that it is idle once its calls end, whatever the clock
+			// (a time before 1970 included).
+			st = &memState{tat: fullTAT}
 			s.shards[c.shard].m[memKey{c.lim.id, c.key}] = st
 		}
 		if c.lim.kind == Concurrency {

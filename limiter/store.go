@@ -138,7 +138,9 @@ type Batch struct {
 	Checks []Check
 
 	// Denied is set by the store for a reservation: the index in Checks of
-	// the check that denied the call, or -1 when it was allowed. When
+	// the check that denied the call, or -1 when it was allowed. The
+	// [Limiter] takes any other value as a failure of the store: the call
+	// is denied, whatever the fail-open options. When
 	// several checks deny, it is the Rate or Spend check with the longest
 	// wait, or a check that can never allow the call, or else a Concurrency
 	// check.

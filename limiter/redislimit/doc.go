@@ -29,7 +29,8 @@
 // Every call to Redis is bounded by [Options].Timeout (250ms by default),
 // whatever the client's own timeouts. When Redis cannot be reached in time,
 // [Store.Apply] returns an error and the [limiter.Limiter] applies its
-// fail-open or fail-closed policy. A decision that timed out may still have
+// fail-open or fail-closed policy (a call whose own context ended first is
+// denied either way). A decision that timed out may still have
 // been applied by Redis: the limiter then abandons its lease in the
 // background, which frees its in-flight slots within seconds (or, should the
 // reservation arrive later, makes it take nothing); what it took from rate

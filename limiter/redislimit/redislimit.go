@@ -152,6 +152,7 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		keys = append(keys, s.prefix+"refund:"+args[2].(string))
 	}
 
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	type result struct {
@@ -172,6 +173,10 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		r.err = ctx.Err()
 	}
 	if r.err != nil {
+		if cerr := caller.Err(); cerr != nil {
+			// The caller's context ended first: not Redis's fault.
+			return fmt.Errorf("redislimit: the caller gave up before redis answered: %w", cerr)
+		}
 		if errors.Is(r.err, context.DeadlineExceeded) {
 			return fmt.Errorf("redislimit: no answer from redis within %v (unreachable or too slow): %w", s.timeout, r.err)
 		}
