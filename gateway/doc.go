@@ -38,8 +38,9 @@
 //   - Client headers in the x-mcp-gateway-* namespace (also spelled with
 //     underscores) are dropped; the gateway sets [HeaderSubject], [HeaderRole]
 //     and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
-//     Authorization header is not forwarded, and the downstream gets its own
-//     Host. Mcp-Session-Id and Mcp-Protocol-Version pass through.
+//     Authorization header is not forwarded, nor is Expect (the gateway has
+//     read the whole body), and the downstream gets its own Host.
+//     Mcp-Session-Id and Mcp-Protocol-Version pass through.
 //   - Header values are read once: spaces and tabs around a value (which
 //     RFC 9110 excludes from it; an HTTP/2 client can send them) are
 //     dropped as the request arrives, before any check, and the values the
@@ -83,7 +84,11 @@
 //     first, which leaves its id bound to no one). A DELETE that ends the
 //     session unbinds it and leaves no tombstone. Known limit: bindings do
 //     not expire when a session goes idle, so a session abandoned without a
-//     DELETE keeps its binding until it is displaced.
+//     DELETE keeps its binding until it is displaced. This is deliberate:
+//     the gateway cannot tell when its downstream drops a session (the
+//     go-sdk keeps one for ever unless its SessionTimeout is set, and
+//     counts only POSTs as use), and a binding that expired while its
+//     session lived would let another principal who learnt the id use it.
 //
 // # Web pages
 //
@@ -98,12 +103,14 @@
 //
 // Anything the gateway cannot decide is refused locally: a body that is not
 // UTF-8 JSON (-32700), not an object or non-empty array of at most 256
-// messages, a missing or wrong jsonrpc, a non-string method (-32600),
+// messages, a missing or wrong jsonrpc, a non-string method, one with a
+// control or invisible character or white space at an end (-32600),
 // non-object params, a tools/call without a non-empty string name, or
 // whose name has a control or invisible character or white space at an end
 // (-32602; policy.CheckName): a downstream that trimmed it would run a
-// tool the policy did not judge. The policy's rules apply to names under
-// case folding too ("ADMIN_reset_key" needs the role of "admin_*"; see
+// tool the policy did not judge (or, for "tools/call ", a call the policy
+// never saw). The policy's rules apply to names under case folding too
+// ("ADMIN_reset_key" needs the role of "admin_*"; see
 // policy.Policy.Resolve). Member names that occur twice, or differ from
 // jsonrpc, id, method, params, name or arguments only in case, are refused
 // too: decoders disagree about them (encoding/json matches names
@@ -111,12 +118,21 @@
 // another value than its downstream is a bypass. Argument-aware rules
 // (policy.ArgLimit) read arguments with the same strictness: two argument
 // names equal under Unicode case folding make every argument unreadable.
+// A POST body is judged as the bytes sent, read as UTF-8, so one that a
+// downstream could read otherwise is refused with 415 before it is read: a
+// Content-Encoding other than identity (Express's express.json() inflates
+// bodies), or a Content-Type naming a charset other than UTF-8 or naming
+// one in a form the gateway cannot read (the TypeScript SDK decodes a body
+// in the charset named: in UTF-7, a string argument can close itself and
+// name another tool).
 //
 // # Errors
 //
 // A single refusal carries a semantic HTTP status as well as the JSON-RPC
 // error: -32000 with 401 and WWW-Authenticate, -32001 with 403, -32602 /
-// -32600 / -32700 with 400 (-32600 with 413 for a body over MaxBodyBytes),
+// -32600 / -32700 with 400 (-32600 with 413 for a body over MaxBodyBytes,
+// 415 for one encoded or in another charset, 405 with Allow for an HTTP
+// method other than GET, POST and DELETE, or OPTIONS as a CORS preflight),
 // -32029 with 429 and Retry-After (limiter), -32003 with 502, or 504 on a
 // timeout (also when the authenticator could not judge the token: see
 // [ErrAuthenticatorUnavailable]). Batches are answered with 200. Messages never contain tokens or
@@ -142,10 +158,15 @@
 // empty when the header's value is not one): one outcome for every
 // tools/call (without its tool when its params cannot be read), and one
 // without a tool for a refused request that carries none: one refused
-// before its messages could be read (its Origin; a POST body too large,
-// unreadable, not JSON, or not an object or a non-empty array of at most
-// 256 messages), or for its credentials or its session (an unauthenticated
-// initialize or GET, a DELETE of another's session). A write-class
+// before its messages could be read (its Origin; its HTTP method; a POST
+// body encoded or in another charset, too large, unreadable, not JSON, or
+// not an object or a non-empty array of at most 256 messages), or for its
+// credentials or its session (an unauthenticated initialize or GET, a
+// DELETE of another's session). A tools/call refused for its name's
+// characters (policy.CheckName) has no tool in its record: the detail
+// names it, quoted and escaped as strconv.QuoteToASCII writes it
+// ("admin_reset_key\u200b"), cut after 128 bytes with "..." (an HTTP
+// method refused is shown so too). A write-class
 // tool gets a durable write-ahead intent first; if it cannot be made, the
 // call is refused with -32603 and 503 and not forwarded. A record's
 // correlation id is the one sent downstream in [HeaderRequestID]: a

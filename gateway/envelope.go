@@ -23,6 +23,9 @@ type message struct {
 	tool      string // params.name of a tools/call
 	args      []byte // raw params.arguments of a tools/call; nil when absent
 	invalid   *rpcError
+	// badName is the params.name of a tools/call refused for its
+	// characters (then tool is ""), for its record.
+	badName string
 }
 
 // notification reports whether m is a request that must not be answered:
@@ -163,10 +166,16 @@ func parseMessage(raw []byte, m *message) {
 		return
 	}
 	if m.method != "tools/call" {
-		if strings.EqualFold(m.method, "tools/call") {
+		switch {
+		case strings.EqualFold(m.method, "tools/call"):
 			// Method names are case-sensitive, but a lenient downstream
 			// must not be offered an unauthorized call.
 			m.invalid = errInvalidRequest("method " + strconv.Quote(m.method) + " differs from tools/call only in case")
+		case policy.CheckName(m.method) != nil:
+			// Nor one that trims "tools/call " or drops the invisible
+			// character of "tools/call\u200b" (the policy judges
+			// tools/call only), or reads "tools/list " unfiltered.
+			m.invalid = errInvalidRequest("method has white space at an end or a control or invisible character")
 		}
 		return
 	}
@@ -207,6 +216,7 @@ func parseMessage(raw []byte, m *message) {
 	for _, r := range tool {
 		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
 			m.invalid = errInvalidParams("params.name contains a control character")
+			m.badName = tool
 			return
 		}
 	}
@@ -214,6 +224,7 @@ func parseMessage(raw []byte, m *message) {
 		// A downstream that trims names or drops invisible characters
 		// would run another tool than the one the policy judged.
 		m.invalid = errInvalidParams("params.name has white space at an end or an invisible character")
+		m.badName = tool
 		return
 	}
 	if m.args != nil && m.args[0] != '{' && !bytes.Equal(m.args, []byte("null")) {

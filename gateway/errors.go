@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // JSON-RPC error codes the gateway answers with itself. Everything else is
@@ -94,6 +95,38 @@ func errAuthUnavailable(timeout bool) *rpcError {
 
 func errTooLarge(limit int64) *rpcError {
 	return &rpcError{code: CodeInvalidRequest, status: http.StatusRequestEntityTooLarge, contract: "INVALID_REQUEST", message: "Invalid Request: body exceeds " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+// errMethod refuses a request to the MCP path with a method the gateway
+// does not serve (405; the caller sets Allow).
+func errMethod(method string) *rpcError {
+	return &rpcError{code: CodeInvalidRequest, status: http.StatusMethodNotAllowed, contract: "INVALID_REQUEST",
+		message: "Invalid Request: HTTP method " + quoted(method) + " not allowed"}
+}
+
+// errUnsupportedBody refuses a POST whose body is declared in a form the
+// gateway does not read (415): see [checkBodyCoding].
+func errUnsupportedBody(why string) *rpcError {
+	return &rpcError{code: CodeInvalidRequest, status: http.StatusUnsupportedMediaType, contract: "INVALID_REQUEST", message: "Invalid Request: " + why}
+}
+
+// maxQuoted bounds the bytes of a client's string that [quoted] shows.
+const maxQuoted = 128
+
+// quoted returns s, a string a client chose (a tool name, an HTTP method),
+// in a form fit for a record or a log line: quoted and escaped as
+// strconv.QuoteToASCII does (an invisible or control character shows as
+// \u200b or \x00, never as itself), and, beyond maxQuoted bytes, cut
+// there (not inside a character) with "..." after the closing quote.
+func quoted(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.QuoteToASCII(s)
+	}
+	cut := maxQuoted
+	for i := 0; i < utf8.UTFMax-1 && !utf8.RuneStart(s[cut]); i++ {
+		cut--
+	}
+	return strconv.QuoteToASCII(s[:cut]) + "..."
 }
 
 // appendResponse appends the JSON-RPC error response for id (nil means null).

@@ -129,13 +129,17 @@ func hasOuterSpace(v string) bool {
 }
 
 // outboundHeader builds the header of a downstream request from the client's.
+// Expect is not passed on: the gateway has read the whole body, so a
+// client's 100-continue is met, and a downstream (or a net/http Transport,
+// which waits for the 100) would wait for a go-ahead about a body already
+// sent.
 func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Header {
 	listed := connectionListed(in)
 	out := make(http.Header, len(in)+3)
 	for k, v := range in {
 		switch {
 		case isHopByHop(k), listed[k], isGatewayHeader(k), isMCPHeaderVariant(k),
-			k == "Authorization", k == "Accept-Encoding", k == "Content-Length", k == "Host",
+			k == "Authorization", k == "Accept-Encoding", k == "Content-Length", k == "Host", k == "Expect",
 			k == "Forwarded", k == "X-Forwarded-For", k == "X-Forwarded-Host", k == "X-Forwarded-Proto":
 			continue
 		}

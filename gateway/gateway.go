@@ -75,10 +75,13 @@ type Options struct {
 	// decision, denials included, and a durable intent event before a write
 	// tool's call is forwarded (no durable intent: -32603, HTTP 503, not
 	// forwarded). A request refused before its messages could be read (its
-	// Origin, or a POST body too large, unreadable, not JSON, or not an
-	// object or a non-empty array of at most 256 messages) gets one
-	// outcome event without a tool. Arguments are recorded only as their
-	// SHA-256, or with ArgsKey as their HMAC-SHA256.
+	// Origin, its HTTP method, or a POST body encoded or in another
+	// charset, too large, unreadable, not JSON, or not an object or a
+	// non-empty array of at most 256 messages) gets one outcome event
+	// without a tool. A tools/call refused for its name's characters gets
+	// one without a tool, the name quoted, escaped and cut in its detail
+	// (see the package doc). Arguments are recorded only as their SHA-256,
+	// or with ArgsKey as their HMAC-SHA256.
 	Audit audit.Sink
 	// ArgsKey, when set, makes the audit events' args_sha256 an HMAC-SHA256
 	// under this key ([audit.ArgsHMAC]): a plain hash of arguments with few
@@ -349,8 +352,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", r.Method)
 		g.passThrough(w, r, pr, cid, nil, nil)
 	default:
+		e := errMethod(r.Method)
+		g.log.Warn("deny", "cid", cid, "outcome", e.contract, "reason", e.message)
+		g.auditUnread(r, cid, e, g.now())
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		writeError(w, e, nil, cid)
 	}
 }
 
@@ -398,7 +404,12 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 }
 
 // readBody reads at most g.maxBody bytes of r's body into a pooled buffer.
+// A body declared in another charset than UTF-8, or encoded, is refused
+// unread ([checkBodyCoding]).
 func (g *Gateway) readBody(r *http.Request) (*bytes.Buffer, *rpcError) {
+	if e := checkBodyCoding(r.Header); e != nil {
+		return nil, e
+	}
 	buf := g.bufs.Get().(*bytes.Buffer)
 	buf.Reset()
 	if r.ContentLength > g.maxBody {

@@ -119,24 +119,9 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 		if !batch && len(msgs) == 1 {
 			id = msgs[0].id
 		}
-		recorded := false
-		for i := range msgs {
-			if m := &msgs[i]; m.method == "tools/call" {
-				// Every tools/call has its record, one whose params could
-				// not be read too (without its arguments, as decide).
-				args := m.args
-				if m.invalid != nil {
-					args = nil
-				}
-				g.audit(r.Context(), nil, cid, infoOf(r), m.tool, "", args, audit.PhaseOutcome, false, aerr.contract, "", 0, start)
-				recorded = true
-			}
-		}
-		if !recorded {
-			// A request without a tools/call (an initialize, a body
-			// not JSON) has one record of its refusal.
-			g.auditUnread(r, cid, aerr, start)
-		}
+		// A call's record has no detail, as the guard's record of an
+		// unauthenticated call.
+		g.auditRefusal(r, nil, cid, msgs, aerr, "", start)
 		g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
 		writeError(w, aerr, id, cid)
 		return
@@ -154,16 +139,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	// on another's session must not use up that session's budget) and, for
 	// a single message, the standard headers.
 	if e := g.checkSession(r, pr, cid); e != nil {
-		recorded := false
-		for i := range msgs {
-			if msgs[i].method == "tools/call" {
-				g.audit(r.Context(), pr, cid, infoOf(r), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
-				recorded = true
-			}
-		}
-		if !recorded {
-			g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
-		}
+		g.auditRefusal(r, pr, cid, msgs, e, e.message, start)
 		var id []byte
 		if !batch {
 			id = msgs[0].id
@@ -278,10 +254,16 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	p := plan{m: m}
 	if m.invalid != nil {
 		p.local = m.invalid
-		if m.method == "tools/call" {
+		if m.method == "tools/call" && g.sink != nil {
 			// A refused tools/call is recorded like any other denial
-			// (without its arguments, which were not understood).
-			g.audit(r.Context(), pr, cid, infoOf(r), m.tool, "", nil, audit.PhaseOutcome, false, m.invalid.contract, m.invalid.message, 0, start)
+			// (without its arguments, which were not understood); one
+			// refused for its name's characters has no tool, and the
+			// name, escaped and cut, in its detail.
+			detail := m.invalid.message
+			if m.badName != "" {
+				detail += ": " + quoted(m.badName)
+			}
+			g.audit(r.Context(), pr, cid, infoOf(r), m.tool, "", nil, audit.PhaseOutcome, false, m.invalid.contract, detail, 0, start)
 		}
 		return p
 	}
@@ -437,11 +419,40 @@ func (g *Gateway) infoAttrs(ctx context.Context, msg string, attrs ...slog.Attr)
 }
 
 // auditUnread records the refusal e of a request whose messages were not
-// read (its Origin, its body), could not be, or hold no tools/call (an
-// unauthenticated initialize): an outcome without a tool or a principal.
+// read (its Origin, its HTTP method, its body) or could not be, or of an
+// unauthenticated GET or DELETE: an outcome without a tool or a principal.
 func (g *Gateway) auditUnread(r *http.Request, cid string, e *rpcError, start time.Time) {
 	if g.sink != nil {
 		g.audit(r.Context(), nil, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
+	}
+}
+
+// auditRefusal records the refusal e of a whole request whose messages
+// are msgs, for pr (nil before authentication): an outcome for each of its
+// tools/calls, with callDetail as detail and without the arguments of one
+// whose params could not be read (as [Gateway.decide]), or, when it has
+// none (an initialize, a body not JSON), one outcome without a tool, with
+// e's message.
+func (g *Gateway) auditRefusal(r *http.Request, pr *policy.Principal, cid string, msgs []message, e *rpcError, callDetail string, start time.Time) {
+	if g.sink == nil {
+		return
+	}
+	ri := infoOf(r)
+	recorded := false
+	for i := range msgs {
+		m := &msgs[i]
+		if m.method != "tools/call" {
+			continue
+		}
+		args := m.args
+		if m.invalid != nil {
+			args = nil
+		}
+		g.audit(r.Context(), pr, cid, ri, m.tool, "", args, audit.PhaseOutcome, false, e.contract, callDetail, 0, start)
+		recorded = true
+	}
+	if !recorded {
+		g.audit(r.Context(), pr, cid, ri, "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
 	}
 }
 

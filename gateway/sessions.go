@@ -75,6 +75,12 @@ const (
 // DELETE that ends the session removes its binding and tombstone. Bindings
 // do not expire: a session abandoned without a DELETE is held until
 // displaced, which in a full table happens to the largest holder's first.
+// An idle expiry would be safe only once the downstream has dropped the
+// session, which the gateway cannot see: the go-sdk keeps sessions for ever
+// unless its SessionTimeout is set, restarts that timer when a POST handler
+// returns (which may be after the gateway gave up on the answer) and does
+// not count a GET stream as use, and other servers differ. A binding gone
+// while its session lives lets any principal who learnt the id ride it.
 //
 // Safe for concurrent use.
 type sessions struct {
