@@ -49,7 +49,7 @@ func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pr *policy.
 			members = append(members, &member{p: &plans[i], cid: cid, ctx: r.Context()})
 		}
 	}
-	b := &batchOut{g: g, w: w, pr: pr, cid: cid, plans: plans, members: members,
+	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pr: pr, cid: cid, start: start}, plans: plans, members: members,
 		acceptSSE: acceptsSSE(r.Header), answers: make(map[*plan][][]byte, len(members))}
 	slots := make(chan struct{}, maxBatchInFlight)
 	var wg sync.WaitGroup
@@ -81,6 +81,7 @@ type batchOut struct {
 	w         http.ResponseWriter
 	pr        *policy.Principal
 	cid       string
+	lst       *listing // for the tools/list members' answers
 	plans     []plan
 	members   []*member
 	acceptSSE bool
@@ -105,7 +106,7 @@ func (b *batchOut) run(r *http.Request, m *member) {
 			return
 		}
 	}
-	msgs := b.g.collect(b.pr, m)
+	msgs := b.g.collect(b.lst, m)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ew == nil {
@@ -161,7 +162,7 @@ func (b *batchOut) relay(m *member) {
 	ew := b.stream()
 	var tf func([]byte) []byte
 	if m.p.filter {
-		tf = func(msg []byte) []byte { return b.g.filterTools(b.pr, msg) }
+		tf = func(msg []byte) []byte { return b.g.filterTools(b.lst, msg) }
 	}
 	answered := false
 	err := readEvents(m.c, func(ev *event) {
@@ -245,7 +246,7 @@ func memberHeaders(h http.Header, m *message) {
 // collect reads a member's answer and returns its JSON-RPC response
 // messages (server requests and notifications on an event stream are
 // dropped: the client did not accept a stream).
-func (g *Gateway) collect(pr *policy.Principal, m *member) [][]byte {
+func (g *Gateway) collect(l *listing, m *member) [][]byte {
 	if m.err != nil {
 		if m.err.unsent {
 			m.p.call.refund()
@@ -277,7 +278,7 @@ func (g *Gateway) collect(pr *policy.Principal, m *member) [][]byte {
 	}
 	if m.p.filter {
 		for i := range out {
-			if out[i] = g.filterTools(pr, out[i]); out[i] == nil {
+			if out[i] = g.filterTools(l, out[i]); out[i] == nil {
 				return g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
 			}
 		}

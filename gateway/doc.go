@@ -35,6 +35,14 @@
 //     its limiter charge. A GET stream ends with its client.
 //   - With Options.FilterToolsList, tools/list results lose the tools the
 //     caller may not call, also inside event streams.
+//   - With Options.Pins, tools/list results keep only the tools whose
+//     definitions were approved ([Pins]: at their first listing, or a
+//     fixed set), so a downstream that changes a tool's description,
+//     schemas or annotations after approval (a "rug pull") cannot put new
+//     instructions before the model: the changed tool is withheld, its
+//     calls are refused (-32001, 403), and the change is logged and
+//     recorded (TOOL_CHANGED, or TOOL_NOT_PINNED for a tool a fixed set
+//     does not name).
 //   - Client headers in the x-mcp-gateway-* namespace (also spelled with
 //     underscores) are dropped; the gateway sets [HeaderSubject], [HeaderRole]
 //     and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the

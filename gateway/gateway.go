@@ -39,6 +39,13 @@ type Options struct {
 	// upstream error (502) instead of being relayed unfiltered. False (the
 	// default) relays tools/list unchanged.
 	FilterToolsList bool
+	// Pins, when not nil, holds every tools/list answer to the tool
+	// definitions approved ([Pins]): a tool listed with another definition
+	// than its pin (or, with a fixed set, one the set does not name) is
+	// withheld from the answer, logged and recorded, and its calls are
+	// refused. The gateway then reads every tools/list answer, as with
+	// FilterToolsList: one it cannot read as JSON is an upstream error.
+	Pins *Pins
 	// Timeout bounds the wait for the downstream's response headers and,
 	// for a POST, every silence between two pieces of its body; once a
 	// POST's client has gone, it bounds the rest of the answer too, from
@@ -166,6 +173,7 @@ type Gateway struct {
 	path         string
 	healthPath   string
 	filter       bool
+	pins         *Pins
 	timeout      time.Duration
 	maxBody      int64
 	rt           http.RoundTripper
@@ -256,7 +264,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		upstream: u, upstreamStr: shownURL(u), auth: auth, pol: o.Policy,
-		path: o.Path, healthPath: o.HealthPath, filter: o.FilterToolsList,
+		path: o.Path, healthPath: o.HealthPath, filter: o.FilterToolsList, pins: o.Pins,
 		timeout: o.Timeout, maxBody: o.MaxBodyBytes, rt: o.Transport,
 		lim: o.Limiter, cost: o.Cost, sink: o.Audit, argsKey: slices.Clone(o.ArgsKey), log: o.Logger, now: o.Now,
 		sessions: newSessions(),

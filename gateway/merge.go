@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -26,7 +27,8 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		return
 	}
 	defer c.close()
-	tf := func(msg []byte) []byte { return g.filterTools(pr, msg) }
+	lst := &listing{r: r, pr: pr, cid: cid, start: start}
+	tf := func(msg []byte) []byte { return g.filterTools(lst, msg) }
 	if isSSE(c.resp.Header) {
 		copyResponseHeader(w.Header(), c.resp.Header, true)
 		w.WriteHeader(c.resp.StatusCode)
@@ -64,13 +66,23 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 // maxUpstreamBody bounds a downstream JSON answer the gateway must parse.
 const maxUpstreamBody = 64 << 20
 
+// A listing is the tools/list request whose answer filterTools reads: the
+// caller's, under the correlation id its withheld tools are recorded with.
+type listing struct {
+	r     *http.Request
+	pr    *policy.Principal
+	cid   string
+	start time.Time
+}
+
 // filterTools rewrites msg, an answer in the body or stream of a tools/list
-// (whatever its id), keeping only the tools pr may call. A message without
+// (whatever its id), keeping only the tools l's caller may call (with
+// FilterToolsList) whose definitions the pins approve (with Pins). A message without
 // a result object is returned unchanged; a result whose tools cannot be
 // read loses all of them; and a msg that is not JSON at all (cut at the
 // size limit, say) gives nil, which the callers turn into an error or drop
 // (fail closed).
-func (g *Gateway) filterTools(pr *policy.Principal, msg []byte) []byte {
+func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 	msg = bytes.TrimSpace(msg)
 	if !json.Valid(msg) {
 		return nil
@@ -81,7 +93,7 @@ func (g *Gateway) filterTools(pr *policy.Principal, msg []byte) []byte {
 		out := []byte{'['}
 		bad := false
 		forEachElement(msg, 0, func(m []byte) {
-			f := g.filterTools(pr, m)
+			f := g.filterTools(l, m)
 			if f == nil {
 				bad = true
 			}
@@ -129,7 +141,7 @@ func (g *Gateway) filterTools(pr *policy.Principal, msg []byte) []byte {
 						}
 						return nil
 					})
-					if ok && g.pol.Visible(pr, name) && g.pol.Decide(pr, name, permissiveArgs{}).Allowed() {
+					if ok && g.listable(l, name, tool) {
 						if len(out) > 1 {
 							out = append(out, ',')
 						}
@@ -149,6 +161,37 @@ func (g *Gateway) filterTools(pr *policy.Principal, msg []byte) []byte {
 		}
 		return v
 	})
+}
+
+// listable reports whether a tools/list answer keeps the tool named name,
+// defined by tool: with FilterToolsList, l's caller may call it; with Pins,
+// its definition is the one approved. A tool withheld for its definition
+// is logged and recorded, once per definition ([Pins.listed]).
+func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
+	if g.filter && !(g.pol.Visible(l.pr, name) && g.pol.Decide(l.pr, name, permissiveArgs{}).Allowed()) {
+		return false
+	}
+	if g.pins == nil {
+		return true
+	}
+	d := ToolDigest(tool)
+	v, first, pinned := g.pins.listed(name, d)
+	if v == pinOK {
+		return true
+	}
+	if first {
+		shown := name
+		if len(shown) > 128 {
+			shown = shown[:128] + "..."
+		}
+		detail := "listed definition sha256 " + d + "; approved " + pinned
+		if pinned == "" {
+			detail = "listed definition sha256 " + d + "; none approved"
+		}
+		g.log.Warn("tool withheld", "cid", l.cid, "tool", shown, "outcome", v.contract(), "sha256", d, "approved", pinned)
+		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), name, "", nil, audit.PhaseOutcome, false, v.contract(), detail, 0, l.start)
+	}
+	return false
 }
 
 // rewriteObject re-emits the valid JSON object obj with every value replaced

@@ -267,7 +267,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		}
 		return p
 	}
-	if strings.EqualFold(m.method, "tools/list") && g.filter {
+	if strings.EqualFold(m.method, "tools/list") && (g.filter || g.pins != nil) {
 		p.filter = true
 	}
 	if m.method != "tools/call" {
@@ -289,6 +289,13 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		p.local = g.denial(pr, m.tool, d)
 		g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, d.Reason, 0, start)
 		return p
+	}
+	if g.pins != nil {
+		if v := g.pins.callable(m.tool); v != pinOK {
+			p.local = pinRefusal(v, m.tool)
+			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, p.local.message, 0, start)
+			return p
+		}
 	}
 	c := &callState{g: g, pr: pr, cid: cid, ri: ri, tool: m.tool, class: class, args: m.args, start: start}
 	c.cost = d.Rule.Cost
@@ -361,6 +368,21 @@ func (g *Gateway) denial(pr *policy.Principal, tool string, d policy.Decision) *
 			", caller has role '" + strings.Join(pr.Roles, ",") + "'."
 	}
 	return &rpcError{code: CodeForbidden, status: http.StatusForbidden, contract: d.Code.String(), message: msg, data: data}
+}
+
+// pinRefusal is the -32001 refusal of a call of a tool whose definition
+// the pins do not approve (see [Pins]).
+func pinRefusal(v pinVerdict, tool string) *rpcError {
+	shown := tool
+	if len(shown) > 128 {
+		shown = shown[:128] + "..."
+	}
+	msg := "Tool definition changed: tool '" + shown + "' was listed with another definition than the one approved; its calls are refused until the approved one is listed again"
+	if v == pinNotPinned {
+		msg = "Tool not approved: tool '" + shown + "' has no approved definition"
+	}
+	return &rpcError{code: CodeForbidden, status: http.StatusForbidden, contract: v.contract(), message: msg,
+		data: map[string]any{"tool": shown, "reason": strings.ToLower(v.contract())}}
 }
 
 func limitError(d limiter.Decision) *rpcError {

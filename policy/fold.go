@@ -63,6 +63,13 @@ func appendKey(dst []byte, s string, limit int) []byte {
 	return dst
 }
 
+// NameKey returns the key under which the rules match the tool name name:
+// two names with the same key are one tool to a [Policy] (see
+// [Policy.Resolve]), and may be one tool to a downstream server that is
+// lenient with the case of names. A gateway that keeps a state per tool
+// keeps it per key, so that no other spelling of a name escapes it.
+func NameKey(name string) string { return keyOf(name) }
+
 // keyOf returns the key of a name given in the configuration.
 func keyOf(s string) string {
 	return string(appendKey(nil, s, len(s)*3+8))

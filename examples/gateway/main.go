@@ -15,6 +15,7 @@
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
 //	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] [--max-body 4194304] \
 //	        [--audit audit.jsonl | audit.db] [--std-transport] [--allowed-origins URL,...] \
+//	        [--pin-tools | --tool-pins pins.json] \
 //	        [[--jwt-jwks keys.json|https://idp.example/jwks.json] --jwt-issuer URL
 //	         (--jwt-audience NAME | --jwt-resource https://gw.example/mcp | both)
 //	         [--jwt-roles-claim roles] [--jwt-leeway 30s] [--jwt-jwks-min-refresh 1m]]
@@ -46,6 +47,17 @@
 // credentials, or an endpoint that accepts that token stop it there.
 // --introspect excludes the other --jwt-* flags but --jwt-resource, and
 // MCP_GATEWAY_TOKENS.
+//
+// With --pin-tools or --tool-pins, the gateway holds the downstream's tool
+// definitions to those approved (gateway.Pins): a tool whose description,
+// schemas or annotations change after approval (a "rug pull") is withheld
+// from tools/list and its calls are refused (-32001, 403), logged and
+// recorded (TOOL_CHANGED; TOOL_NOT_PINNED for a tool --tool-pins does not
+// name). --print-pins lists the downstream's tools as the caller
+// gateway-print-pins with the role admin, prints the file --tool-pins
+// reads, and exits:
+//
+//	gateway --upstream http://127.0.0.1:8081/mcp --print-pins > pins.json
 //
 // Requests to the MCP path with an Origin header other than their own or
 // one of --allowed-origins are refused (403), and so are requests that
@@ -135,6 +147,9 @@ func run(logger *slog.Logger) error {
 	inLeeway := flag.Duration("introspect-leeway", 0, `with --introspect: clock skew allowed for the answer's "exp" and "nbf"`)
 	allowedOrigins := flag.String("allowed-origins", "", `comma-separated web origins (https://app.example.com) whose pages may call the gateway, with CORS, or "*"; a request with another Origin than its own is refused (403)`)
 	inCacheTTL := flag.Duration("introspect-cache-ttl", time.Minute, `with --introspect: how long an answer accepting a token is reused (never past its "exp"); a revoked token is accepted for up to this long; 0: not reused (refusals are still reused for 10 s)`)
+	pinTools := flag.Bool("pin-tools", false, "approve each tool's definition when a tools/list answer first shows it; a tool listed later with another definition is withheld from tools/list and its calls refused, until its approved definition is listed again")
+	toolPins := flag.String("tool-pins", "", "approve only the tool definitions in this file (JSON from tool name to SHA-256, as --print-pins writes it): any other tool, or definition, is withheld from tools/list and its calls refused")
+	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit")
 	flag.Parse()
 
 	switch {
@@ -155,6 +170,12 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("--path %q: want a path beginning with /", *path)
 	case *port < 0 || *port > 65535:
 		return fmt.Errorf("--port %d: want 0 to 65535", *port)
+	}
+	if *pinTools && *toolPins != "" {
+		return errors.New("--pin-tools and --tool-pins: choose one (--pin-tools approves definitions as they are first listed, --tool-pins only those of the file)")
+	}
+	if *printPinsFlag {
+		return printPins(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), stdout)
 	}
 	if err := checkTokenFlags(*jwks != "" || *issuer != "", *introspect != ""); err != nil {
 		return err
@@ -222,6 +243,14 @@ func run(logger *slog.Logger) error {
 	opts := &gateway.Options{
 		Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
 		Timeout: time.Duration(*timeout * float64(time.Second)), Logger: logger,
+	}
+	switch {
+	case *pinTools:
+		opts.Pins = gateway.TrustOnFirstUse()
+	case *toolPins != "":
+		if opts.Pins, err = loadPins(*toolPins); err != nil {
+			return err
+		}
 	}
 	if *allowedOrigins != "" {
 		for o := range strings.SplitSeq(*allowedOrigins, ",") {
@@ -299,7 +328,8 @@ func run(logger *slog.Logger) error {
 			}
 		}
 	}()
-	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter)
+	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter,
+		"pins", pinMode(*pinTools, *toolPins))
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -523,3 +553,14 @@ func openAudit(logger *slog.Logger, path string) (audit.Sink, func(), error) {
 // shutdownGrace is how long the gateway lets requests end on their own at
 // shutdown.
 var shutdownGrace = 5 * time.Second
+
+// pinMode names the tool pinning of the flags, for the start-up log.
+func pinMode(firstUse bool, file string) string {
+	switch {
+	case firstUse:
+		return "first use"
+	case file != "":
+		return file
+	}
+	return "off"
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/mcpguard/mcpguard/gateway"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// printPinsSubject and printPinsRoles are the caller --print-pins lists the
+// downstream's tools as (the downstream gets them in the gateway's
+// identity headers).
+const printPinsSubject = "gateway-print-pins"
+
+var printPinsRoles = []string{"admin"}
+
+// loadPins reads the fixed set of --tool-pins.
+func loadPins(path string) (*gateway.Pins, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tool-pins: %w", err)
+	}
+	p, err := gateway.ParsePins(data)
+	if err != nil {
+		return nil, fmt.Errorf("--tool-pins %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// printPins lists the tools of upstream, every page, through a gateway of
+// its own with trust-on-first-use pins, on a loopback port only it knows,
+// as the caller printPinsSubject with printPinsRoles, and writes to w the
+// pins the listing made: the file --tool-pins reads. A tool listed twice
+// with two definitions keeps the first; the second is logged as withheld.
+func printPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, w io.Writer) error {
+	tok := rand.Text()
+	table, err := token.New(map[string]*policy.Principal{tok: {Subject: printPinsSubject, Roles: printPinsRoles}})
+	if err != nil {
+		return err
+	}
+	pins := gateway.TrustOnFirstUse()
+	g, err := gateway.New(upstream, gateway.NewTokenStore(table), &gateway.Options{Pins: pins, Timeout: timeout, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*timeout)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcpguard-gateway-print-pins", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   "http://" + ln.Addr().String() + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}},
+		MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("--print-pins: connecting to %s: %w", shownUpstream(upstream), err)
+	}
+	defer cs.Close()
+	n := 0
+	for _, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("--print-pins: listing the tools of %s: %w", shownUpstream(upstream), err)
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("--print-pins: the downstream lists no tools (every tool it lists was withheld, or it has none)")
+	}
+	out, err := json.Marshal(pins)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// bearer adds the bearer token to every request of the --print-pins client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// stdout is where --print-pins writes (a test's buffer in tests).
+var stdout io.Writer = os.Stdout

@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/jsondup"
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// Pins holds the tool definitions a gateway lets its clients see: for each
+// tool name, the SHA-256 of the definition an operator (or the first
+// listing) approved. It guards against a downstream that changes a tool
+// after it was approved, the "rug pull": a description that now carries
+// instructions to the model, a schema that now asks for a secret, a tool
+// that was read-only and now says it is not. The model reads those in the
+// tools/list answer, and that is where the gateway checks them.
+//
+// With [Options.Pins], a tools/list answer keeps only the tools whose
+// definition is the one pinned; a tool listed with another definition is
+// withheld from the answer, logged and recorded (code TOOL_CHANGED), and
+// its calls are refused (-32001, 403) until a listing shows the pinned
+// definition again. With a fixed set ([ParsePins]) a tool the set does not
+// name is withheld, and refused, as well (TOOL_NOT_PINNED). The gateway
+// reads every tools/list answer to check it, as [Options.FilterToolsList]
+// does (which also hides the tools a caller's roles do not allow).
+//
+// A definition is the whole tool object of the listing (name, title,
+// description, schemas, annotations, icons, _meta), hashed in canonical
+// JSON ([ToolDigest]): the order of its keys and its white space do not
+// count, every value does. A downstream that puts changing values in a
+// tool's _meta cannot have that tool pinned.
+//
+// A Pins is safe for concurrent use.
+type Pins struct {
+	mu    sync.Mutex
+	fixed bool              // only the tools named: a new one is withheld
+	pin   map[string]string // name -> the digest approved
+	off   map[string]string // policy.NameKey(name) -> the other digest its last listing had
+}
+
+// maxPins bounds the tools a trust-on-first-use set pins: the downstream
+// names them, and a tool past the bound is withheld (TOOL_NOT_PINNED).
+const maxPins = 10000
+
+// TrustOnFirstUse returns pins that approve the definition of each tool
+// when a listing first shows it, and hold every later listing of the tool
+// to that definition, for the life of the gateway (restart it to approve
+// a change). A call of a tool no listing has shown yet is not refused:
+// nothing is known of it to compare. At most 10,000 tools are pinned; a
+// further tool is withheld.
+func TrustOnFirstUse() *Pins {
+	return &Pins{pin: map[string]string{}, off: map[string]string{}}
+}
+
+// ParsePins returns the fixed set of pins in data, a JSON object from tool
+// name to the lowercase hex [ToolDigest] of its approved definition, as
+// [Pins.MarshalJSON] writes it (the examples/gateway binary's --print-pins
+// lists a downstream's tools in that form). A tool the set does not name is
+// withheld from listings and its calls are refused.
+func ParsePins(data []byte) (*Pins, error) {
+	if name, _, dup := jsondup.Member(data, nil); dup {
+		return nil, fmt.Errorf("gateway: pins: tool %q is named twice", name)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("gateway: pins: want a JSON object from tool name to SHA-256 hex: %w", err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("gateway: pins: want a JSON object from tool name to SHA-256 hex, got null")
+	}
+	for name, d := range m {
+		if name == "" {
+			return nil, fmt.Errorf("gateway: pins: empty tool name")
+		}
+		if !isDigest(d) {
+			return nil, fmt.Errorf("gateway: pins: tool %q: %q is not 64 lowercase hex digits", name, d)
+		}
+	}
+	return &Pins{fixed: true, pin: m, off: map[string]string{}}, nil
+}
+
+// isDigest reports whether s is 64 lowercase hex digits.
+func isDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ToolDigest returns the lowercase hex SHA-256 of the canonical JSON of
+// tool, one tool object of a tools/list result: object keys sorted, no
+// insignificant white space, strings escaped as encoding/json does,
+// numbers as written ([audit.ArgsSHA256]).
+func ToolDigest(tool json.RawMessage) string { return audit.ArgsSHA256(tool) }
+
+// MarshalJSON returns the pins approved so far as a JSON object from tool
+// name to digest, keys sorted: for a trust-on-first-use set, the file
+// [ParsePins] reads to fix them.
+func (p *Pins) MarshalJSON() ([]byte, error) {
+	p.mu.Lock()
+	m := maps.Clone(p.pin)
+	p.mu.Unlock()
+	return json.Marshal(m)
+}
+
+// A pinVerdict is what the pins say of one listed tool.
+type pinVerdict uint8
+
+const (
+	pinOK        pinVerdict = iota // the pinned definition (or pinned now)
+	pinChanged                     // another definition than the pin
+	pinNotPinned                   // not in a fixed set, or no room left
+)
+
+// contract is the verdict's audit code.
+func (v pinVerdict) contract() string {
+	switch v {
+	case pinChanged:
+		return "TOOL_CHANGED"
+	case pinNotPinned:
+		return "TOOL_NOT_PINNED"
+	}
+	return ""
+}
+
+// listed checks one tool of a listing, named name, whose definition has
+// digest d. first is true when the verdict is news: the first listing of
+// a definition other than the pin since the tool last matched (a listing
+// of it is then recorded once, not at every listing). pinned is the digest
+// approved, "" if none.
+func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pinned, ok := p.pin[name]
+	key := policy.NameKey(name)
+	switch {
+	case !ok && !p.fixed && len(p.pin) < maxPins:
+		p.pin[name] = d
+		return pinOK, false, d
+	case !ok:
+		v = pinNotPinned
+	case pinned == d:
+		delete(p.off, key)
+		return pinOK, false, pinned
+	default:
+		v = pinChanged
+	}
+	if p.off[key] == d {
+		return v, false, pinned
+	}
+	if len(p.off) < maxPins || p.off[key] != "" {
+		p.off[key] = d
+	}
+	return v, true, pinned
+}
+
+// callable refuses a tools/call of name: the empty verdict (pinOK) lets
+// it through. A tool whose last listing differed from its pin is refused,
+// under every spelling the policy takes for its name ([policy.NameKey]),
+// and a tool without a pin where none can be made: with a fixed set, or a
+// trust-on-first-use set that is full.
+func (p *Pins) callable(name string) pinVerdict {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.off) > 0 {
+		if _, off := p.off[policy.NameKey(name)]; off {
+			if _, ok := p.pin[name]; ok {
+				return pinChanged
+			}
+			return pinNotPinned
+		}
+	}
+	if _, ok := p.pin[name]; !ok && (p.fixed || len(p.pin) >= maxPins) {
+		return pinNotPinned
+	}
+	return pinOK
+}
+
+// names returns the pinned names, sorted (for tests and logs).
+func (p *Pins) names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(maps.Keys(p.pin))
+}
