@@ -12,7 +12,9 @@
 //	"tok-4": {"sub": "ann", "roles": ["a", "b"]}   a subject and roles
 //
 // A token without "sub" gets a subject derived from a digest of the token,
-// never the token itself.
+// never the token itself; a table in which that subject is also another
+// entry's is refused, so that two tokens are never one principal by
+// accident.
 //
 // Over stateful Streamable HTTP, [Table.BindSessions] wraps the go-sdk's
 // handler so that each MCP session belongs to the principal that opened it.
@@ -24,7 +26,8 @@
 // or HMAC), each matched to the type of the key the token's "kid" selects,
 // and to the key's one algorithm when it has one (an [AlgKey]: a JWK with
 // "alg", RFC 8725 section 3.1);
-// "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact. The
+// "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact; no
+// member named twice in the header or the claims. The
 // subject is "sub", the roles a configurable claim (an array of strings or
 // a space-separated string; a dotted name such as "realm_access.roles"
 // reaches into nested objects). A header "typ", when present, must be "JWT"

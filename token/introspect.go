@@ -35,7 +35,8 @@ var ErrInvalidToken = errors.New("token: invalid token")
 // within the timeout, answered with a status other than 200 (a 401 when
 // it refuses the client's credentials, a redirect, which is not followed),
 // or with a body that is not one JSON object of at most 64 KiB without a
-// member named twice. Such a failure is never cached, and is not a
+// member named twice, or that is an OAuth error ("error" without
+// "active"). Such a failure is never cached, and is not a
 // refusal: it does not unwrap to [ErrInvalidToken]. A timeout, of the
 // request or of the caller's context, also unwraps to
 // context.DeadlineExceeded.
@@ -498,6 +499,12 @@ func (i *Introspector) read(data []byte) (*answer, error) {
 	// and as its first by some other parsers: the answer is ambiguous.
 	if _, _, dup := jsondup.Member(data, nil); dup {
 		return nil, errors.New("the answer names a member twice")
+	}
+	_, hasActive := m["active"]
+	if _, hasError := m["error"]; hasError && !hasActive {
+		// An OAuth error answer (RFC 6749, section 5.2) sent with 200: the
+		// endpoint refused the request, it did not judge the token.
+		return nil, errors.New("the answer is an OAuth error, not a judgement of the token")
 	}
 	refuse := func(reason string) (*answer, error) { return &answer{reason: reason}, nil }
 	if active, _ := m["active"].(bool); !active {

@@ -3,6 +3,7 @@ package token
 import (
 	"context"
 	"crypto"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/mcpguard/mcpguard/internal/jsondup"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -57,7 +59,11 @@ type JWTConfig struct {
 	// A name with dots that is not a claim of the token's is read as a path
 	// into nested objects: "realm_access.roles" reads Keycloak's realm roles
 	// from {"realm_access": {"roles": [...]}}; a claim named with the dots
-	// (such as "https://example.com/roles") is read first.
+	// (such as "https://example.com/roles") is read first, and so, at each
+	// step of the path, is the longest member name that fits:
+	// "resource_access.mcp.example.com.roles" reads the roles of client
+	// "mcp.example.com" from {"resource_access": {"mcp.example.com":
+	// {"roles": [...]}}}.
 	RolesClaim string
 	// Leeway is the clock skew allowed when checking "exp", "nbf" and
 	// "iat". Zero means none: a token is refused from the second it
@@ -110,7 +116,9 @@ func allAlgs() []string {
 // A token is accepted only if all of the following hold, and refused with
 // an error that unwraps to [ErrInvalidJWT] otherwise:
 //   - it is at most 8 KiB long and is a compact JWS (three base64url
-//     segments, without padding);
+//     segments, without padding, line breaks or any other character)
+//     whose header and claims set each name no member twice (parsers
+//     differ on which of two they read);
 //   - its header's "alg" is RS256, RS384, RS512, PS256, PS384, PS512 (RSA
 //     keys), ES256, ES384, ES512 (ECDSA keys on P-256, P-384, P-521
 //     respectively) or EdDSA (Ed25519 keys), and matches the type of the
@@ -334,6 +342,36 @@ func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
 	return k, nil
 }
 
+// checkSegments refuses a token with a character outside base64url and
+// the dots between its segments (encoding/base64 skips CR and LF, which
+// would make several spellings of one token verify), and one whose header
+// or claims set names a member twice (RFC 7515 section 5.2, RFC 7519
+// section 4): encoding/json reads the last of them, another parser, such
+// as a downstream's the token is passed on to, may read the first. A
+// segment that does not decode is left to the parser.
+func checkSegments(tok string) error {
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return invalid("malformed (want a compact JWS: three base64url segments)")
+		}
+	}
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	for n, what := range [...]string{"header names", "claims name"} {
+		data, err := base64.RawURLEncoding.Strict().DecodeString(parts[n])
+		if err != nil {
+			return nil
+		}
+		if _, _, dup := jsondup.Member(data, nil); dup {
+			return invalid("%s a member twice", what)
+		}
+	}
+	return nil
+}
+
 // maxJWTTime is the latest time claim a token may carry, in seconds since
 // 1970: the end of the year 9999.
 const maxJWTTime = 253402300799
@@ -358,6 +396,9 @@ func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.T
 	}
 	if len(tok) > maxJWTLen {
 		return nil, time.Time{}, invalid("longer than %d bytes", maxJWTLen)
+	}
+	if err := checkSegments(tok); err != nil {
+		return nil, time.Time{}, err
 	}
 	claims := jwt.MapClaims{}
 	t, err := jwt.ParseWithClaims(tok, claims, v.keyfunc(ctx), v.opts...)
@@ -415,9 +456,13 @@ func (v *JWT) roles(claims jwt.MapClaims) ([]string, error) {
 // introspection answer's): an array of strings, or a string of
 // space-separated roles; nil when it is absent. A name with dots that is
 // not a member of claims is read as a path of member names separated by
-// dots ("realm_access.roles" is claims["realm_access"]["roles"]): a member
-// missing on the way means no roles, a step into something that is not a
-// JSON object is an error. Errors give the reason without quoting a value.
+// dots ("realm_access.roles" is claims["realm_access"]["roles"]), each
+// step taking the longest member name that the rest of the path begins
+// with, so that a member whose name holds dots is reached
+// ("resource_access.mcp.example.com.roles" reads the roles of client
+// "mcp.example.com"): a member missing on the way means no roles, a step
+// into something that is not a JSON object is an error. Errors give the
+// reason without quoting a value.
 func readRoles(claims map[string]any, name string) ([]string, error) {
 	raw, ok := claims[name]
 	if !ok && strings.Contains(name, ".") {
@@ -452,20 +497,33 @@ func readRoles(claims map[string]any, name string) ([]string, error) {
 	return nil, fmt.Errorf("%s claim is neither a string nor an array of strings", name)
 }
 
-// nestedClaim reads the claim path, member names separated by dots.
+// nestedClaim reads the claim path, member names separated by dots, each
+// step taking the longest member name the rest of the path begins with
+// (up to a dot, or all of it).
 func nestedClaim(claims map[string]any, path string) (any, bool, error) {
 	var cur any = claims
-	for name := range strings.SplitSeq(path, ".") {
+	for rest := path; ; {
 		obj, isObject := cur.(map[string]any)
 		if !isObject {
 			return nil, false, fmt.Errorf("%s claim: a member on its path is not an object", path)
 		}
-		var present bool
-		if cur, present = obj[name]; !present {
-			return nil, false, nil
+		name, next, last := rest, "", true
+		for {
+			if _, present := obj[name]; present {
+				break
+			}
+			i := strings.LastIndexByte(name, '.')
+			if i < 0 {
+				return nil, false, nil
+			}
+			name, next, last = rest[:i], rest[i+1:], false
 		}
+		cur = obj[name]
+		if last {
+			return cur, true, nil
+		}
+		rest = next
 	}
-	return cur, true, nil
 }
 
 // reason turns an error of the jwt parser into a refusal. It never uses

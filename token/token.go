@@ -65,9 +65,10 @@ func New(tokens map[string]*policy.Principal) (*Table, error) {
 
 // Parse parses a token table (see the package documentation). Empty
 // tables, empty tokens, entries with neither a subject nor a role, unknown
-// fields, and values
-// that cannot travel in an HTTP header are errors; errors never quote a
-// token.
+// fields, values that cannot travel in an HTTP header, and a subject
+// derived from a token (for an entry without "sub") that is also another
+// entry's subject are errors; errors never quote a token. Several entries
+// may name one "sub".
 func Parse(data []byte) (*Table, error) {
 	if err := duplicateKeys(data); err != nil {
 		return nil, err
@@ -89,6 +90,7 @@ func Parse(data []byte) (*Table, error) {
 		toks = append(toks, t)
 	}
 	sort.Strings(toks)
+	derived := make([]bool, len(toks))
 	for n, tok := range toks {
 		if err := checkToken(tok); err != nil {
 			return nil, fmt.Errorf("token: entry %d: %v", n+1, err)
@@ -103,8 +105,25 @@ func Parse(data []byte) (*Table, error) {
 			}
 			d := sha256.Sum256([]byte(tok))
 			pr.Subject = fmt.Sprintf("token-%x", d[:4])
+			derived[n] = true
 		}
 		table[tok] = pr
+	}
+	// A derived subject is 4 bytes of a digest: two tokens may get one,
+	// or one may be another entry's "sub". Either would make two callers
+	// one principal (one budget, one audit trail, one another's sessions).
+	holders := make(map[string][]int, len(toks)) // subject -> its entries
+	for n, tok := range toks {
+		holders[table[tok].Subject] = append(holders[table[tok].Subject], n)
+	}
+	for n, tok := range toks {
+		if h := holders[table[tok].Subject]; derived[n] && len(h) > 1 {
+			m := h[0]
+			if m == n {
+				m = h[1]
+			}
+			return nil, fmt.Errorf(`token: entry %d: the subject derived from its token is also entry %d's; give one of them a "sub"`, n+1, m+1)
+		}
 	}
 	return New(table)
 }

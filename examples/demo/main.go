@@ -7,17 +7,19 @@
 //
 // Flags: -audit PATH keeps the SQLite audit database at PATH (default: a
 // temporary file, removed at exit); a kept database collects every run,
-// and the demo prints the records of its own run.
+// and the demo prints the records of its own run. Any other argument is
+// refused (exit status 2). SIGHUP is logged to stderr and ignored, as by
+// the other example binaries.
 package main
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -28,6 +30,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
@@ -49,12 +52,34 @@ type refundIn struct {
 const idSchema = `{"type":"string","pattern":"^CUST-[A-Z0-9]{5}$"}`
 
 func main() {
-	auditPath := flag.String("audit", "", "SQLite audit database (default: a temporary file)")
-	flag.Parse()
-	log.SetFlags(0)
-	if err := run(*auditPath, os.Stdout); err != nil {
-		log.Fatal(err)
+	os.Exit(demo(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// demo is main without the exit: it parses args, runs the walkthrough
+// printing to stdout, and returns the exit status.
+func demo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	auditPath := fs.String("audit", "", "SQLite audit database (default: a temporary file)")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "demo: unexpected arguments %q (the audit database is -audit PATH)\n", fs.Args())
+		fs.Usage()
+		return 2
+	}
+	// SIGHUP, which a log rotator or a closing terminal sends, does not end
+	// the demo (and leave its temporary database behind), as it does not
+	// end the other example binaries.
+	defer hangup.Reopen(slog.New(slog.NewTextHandler(stderr, nil)), "", nil)()
+	if err := run(*auditPath, stdout); err != nil {
+		fmt.Fprintln(stderr, "demo:", err)
+		return 1
+	}
+	return 0
 }
 
 func run(auditPath string, out io.Writer) error {
