@@ -551,7 +551,7 @@ func TestAuditRecordsOfOneCall(t *testing.T) {
 	for _, args := range []string{
 		`{"title":"short"}`,
 		`{ "priority": 3, "title": "` + long + `", "due": "2026-12-01", "amount": 12.5 }`,
-		`{"title":"` + long + `","due":"2026-12-01","priority":5,"amount":` + strings.Repeat("9", 300) + `}`,
+		`{"title":"` + strings.Repeat("😀", 39) + `","due":"2026-12-01","priority":5,"amount":` + strings.Repeat("9", 128) + `}`,
 	} {
 		before := len(sink.all())
 		res, err := h(context.Background(), req("add_note", args))

@@ -484,14 +484,15 @@ func (v *Validator) checkStrings(doc any, path []string) error {
 	return nil
 }
 
-// Bounds on a number literal in the arguments, where they are checked with
-// the reference validator: it parses each number into an exact rational,
-// in time quadratic in the literal's length (seconds for a megabyte of
-// digits) and tens of milliseconds for an exponent near a million. Far
-// beyond any float64 (17 significant digits, exponents within ±324).
+// Bounds on a number literal in the arguments, the fast path's own (it
+// refuses the same literals): the reference validator parses each number
+// into an exact rational, in time quadratic in the literal's length
+// (seconds for a megabyte of digits) and tens of milliseconds for an
+// exponent near a million. Far beyond any float64 (17 significant digits,
+// exponents within ±324).
 const (
-	maxNumberLen = 128
-	maxNumberExp = 400
+	maxNumberLen = fastschema.MaxNumberLen
+	maxNumberExp = fastschema.MaxNumberExp
 )
 
 // numberInRange reports whether the JSON number literal n is within

@@ -6,17 +6,21 @@
 // github.com/santhosh-tekuri/jsonschema/v6, which stays the reference: for
 // every schema [Compile] accepts, [Schema.Validate] gives exactly the
 // verdict of the reference pipeline (duplicate-key check, encoding/json
-// decoding with UseNumber, string length and control-character checks, v6
-// validation with formats asserted). [Compile] refuses, with ok=false, any
-// schema outside the subset, and the caller falls back to v6.
+// decoding with UseNumber, string length and control-character checks,
+// the bound on number literals, v6 validation with formats asserted).
+// [Compile] refuses, with ok=false, any schema outside the subset, and the
+// caller falls back to v6.
 //
 // The one deliberate difference: documents nested deeper than 64 levels
 // are refused ("arguments are nested too deeply"), where the reference
 // would go on to encoding/json's limit of 10000.
 //
-// Number literals are not bounded in length or exponent: the fast path
-// compares them exactly, in time linear in their length. mcpguard's own
-// bound on number literals guards the cost of v6's exact arithmetic and
-// applies only where v6 checks the arguments (see mcpguard's package
-// documentation).
+// Numbers: a literal in the arguments longer than [MaxNumberLen]
+// characters or with an exponent beyond ±[MaxNumberExp] is refused,
+// wherever it is, as mcpguard refuses it before v6 runs (v6's exact
+// arithmetic takes seconds on a megabyte of digits). Within the bound
+// the fast path compares literals exactly, as v6 does with json.Number and
+// math/big: no float64 overflow (1.8e308), underflow (1e-400 is not 0) or
+// rounding (9007199254740993 is not 9007199254740992); 1.0 and 1e400 are
+// integers, -0 is 0. A refused literal costs time linear in its length.
 package fastschema

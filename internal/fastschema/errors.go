@@ -17,6 +17,7 @@ const (
 	errKeyControl
 	errTooLong
 	errControl
+	errNumber
 	// Schema violations.
 	errNotObject
 	errNever
@@ -35,7 +36,7 @@ const (
 	errMaxItems
 )
 
-const errLastSyntactic = errControl
+const errLastSyntactic = errNumber
 
 // failure is the internal name of an *Error under construction.
 type failure = Error
@@ -133,6 +134,9 @@ func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *b
 	case errControl:
 		name()
 		buf = append(buf, " contains control characters"...)
+	case errNumber:
+		num(" is a number of more than ", MaxNumberLen, " characters or with an exponent beyond ±")
+		buf = strconv.AppendInt(buf, MaxNumberExp, 10)
 	case errNever:
 		name()
 		buf = append(buf, " is not allowed"...)

@@ -65,10 +65,12 @@ func Compile(doc any, opts Options) (s *Schema, ok bool) {
 // counts as {}. The verdict is the reference pipeline's: no duplicate
 // object keys (compared after unescaping), well-formed JSON without
 // trailing data, a JSON object at the top, every string and key within
-// MaxStringBytes and free of control characters (unless allowed), and
-// valid against the schema as v6 (draft 2020-12, formats asserted) decides.
-// One deliberate difference: containers nested deeper than 64 levels are
-// refused with the message "arguments are nested too deeply".
+// MaxStringBytes and free of control characters (unless allowed), every
+// number literal within [MaxNumberLen] characters and an exponent of
+// ±[MaxNumberExp], and valid against the schema as v6 (draft 2020-12,
+// formats asserted) decides. One deliberate difference: containers nested
+// deeper than 64 levels are refused with the message "arguments are
+// nested too deeply".
 //
 // Validate does not allocate for valid input (except for a "uri" format,
 // which uses v6's own check).

@@ -1,9 +1,44 @@
 package fastschema
 
+import "bytes"
+
 // maxExp5 is the largest decimal exponent magnitude math/big.Rat.SetString
 // accepts for a nonzero mantissa; beyond it SetString fails, and so does the
 // reference validator's number handling.
 const maxExp5 = 1_000_000
+
+// MaxNumberLen and MaxNumberExp bound a number literal in the arguments,
+// as mcpguard bounds it before the reference validator runs (whose exact
+// arithmetic takes seconds on a megabyte of digits): a literal longer than
+// MaxNumberLen bytes, or with an exponent beyond ±MaxNumberExp, is
+// invalid. Far beyond any float64 (17 significant digits, exponents within
+// ±324).
+const (
+	MaxNumberLen = 128
+	MaxNumberExp = 400
+)
+
+// numberInRange reports whether the JSON number literal lit is at most
+// MaxNumberLen bytes long and its exponent, if it has one, within
+// ±MaxNumberExp (leading zeros aside: 1e+0400 is in range).
+func numberInRange(lit []byte) bool {
+	if len(lit) > MaxNumberLen {
+		return false
+	}
+	i := bytes.IndexAny(lit, "eE")
+	if i < 0 {
+		return true
+	}
+	e := 0
+	for _, c := range lit[i+1:] {
+		if isDigit(c) {
+			if e = e*10 + int(c-'0'); e > MaxNumberExp {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // A decimal is a JSON number literal analysed without allocating: its
 // significant digits (the concatenation hi+lo, with no leading or trailing

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -55,7 +56,8 @@ func (o *oracle) verdict(raw []byte) (reason error, panicked bool) {
 	if _, ok := doc.(map[string]any); !ok {
 		return fmt.Errorf("not an object"), false
 	}
-	// 5. strings and keys: length and control characters.
+	// 5. strings and keys: length and control characters; number
+	// literals: at most 128 characters, an exponent within ±400.
 	if err := o.checkStrings(doc); err != nil {
 		return err, false
 	}
@@ -103,6 +105,23 @@ func (o *oracle) checkStrings(v any) error {
 			if err := o.checkStrings(sub); err != nil {
 				return err
 			}
+		}
+	case json.Number:
+		return checkNumber(string(x))
+	}
+	return nil
+}
+
+// checkNumber is the root's bound on a number literal (validate.go,
+// numberInRange), written out independently.
+func checkNumber(lit string) error {
+	if len(lit) > 128 {
+		return fmt.Errorf("number literal of %d characters", len(lit))
+	}
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		e, err := strconv.ParseInt(strings.TrimPrefix(lit[i+1:], "+"), 10, 64)
+		if err != nil || e < -400 || e > 400 {
+			return fmt.Errorf("number literal with the exponent %s", lit[i+1:])
 		}
 	}
 	return nil
@@ -239,6 +258,8 @@ func TestOracle(t *testing.T) {
 		{`{"x":{"a":1},"y":{"a":1}}`, true}, {`{"a":[{"b":1},{"b":1}]}`, true},
 		{`{} x`, false}, {`{}}`, false}, {`{} `, true}, {`[]`, false}, {`{"a":"\u0000"}`, false},
 		{`{"a\u007f":1}`, false}, {`{"a":"\t\n\r"}`, true}, {`{"a":1,}`, false},
+		{`{"a":[1e400,1E-400,1e+0400]}`, true}, {`{"a":[1e401]}`, false}, {`{"a":{"b":-1e-401}}`, false},
+		{`{"a":1` + strings.Repeat("0", 127) + `}`, true}, {`{"a":1` + strings.Repeat("0", 128) + `}`, false},
 	} {
 		err, _ := o.verdict([]byte(tc.in))
 		if (err == nil) != tc.valid {
@@ -247,32 +268,39 @@ func TestOracle(t *testing.T) {
 	}
 }
 
-// TestV6PanicsOnUnparsableNumbers documents why the fast path refuses a
-// number big.Rat cannot parse (|exponent| > 1e6) when a bound applies: v6
-// dereferences the nil *big.Rat and panics. Should v6 ever stop panicking,
-// this test fails and the choice can be revisited.
+// TestV6PanicsOnUnparsableNumbers documents why the pipeline must refuse
+// a number big.Rat cannot parse (|exponent| > 1e6) before v6 sees it: with
+// a bound, v6 dereferences the nil *big.Rat and panics. The root's number
+// bound (exponents within ±400) refuses it first, on both paths. Should v6
+// ever stop panicking, this test fails and the choice can be revisited.
 func TestV6PanicsOnUnparsableNumbers(t *testing.T) {
-	o := newOracle(t, decodeSchema(t, `{"properties":{"n":{"minimum":0}}}`), testOpts)
-	_, panicked := o.verdict([]byte(`{"n":1e1000001}`))
-	if !panicked {
+	v6 := func(schema string) (err error, panicked bool) {
+		defer func() {
+			if r := recover(); r != nil {
+				err, panicked = fmt.Errorf("v6 panicked: %v", r), true
+			}
+		}()
+		return newOracle(t, decodeSchema(t, schema), testOpts).sch.Validate(map[string]any{"n": json.Number("1e1000001")}), false
+	}
+	if _, panicked := v6(`{"properties":{"n":{"minimum":0}}}`); !panicked {
 		t.Fatal("v6 no longer panics on 1e1000001 with a minimum")
 	}
-	s := mustCompile(t, `{"properties":{"n":{"minimum":0}}}`, testOpts)
-	if e := s.Validate([]byte(`{"n":1e1000001}`)); e == nil {
-		t.Fatal("the fast path accepts what v6 cannot compare")
-	}
-	// Without a bound v6 accepts it as a number, but not as an integer.
+	// Without a bound v6 alone accepts it as a number, but not as an
+	// integer; the pipeline refuses it either way.
 	for _, tc := range []struct {
 		schema string
-		valid  bool
+		v6OK   bool
 	}{
+		{`{"properties":{"n":{"minimum":0}}}`, false},
 		{`{"properties":{"n":{"type":"number"}}}`, true},
 		{`{"properties":{"n":{"type":"integer"}}}`, false},
 	} {
+		if err, panicked := v6(tc.schema); !panicked && (err == nil) != tc.v6OK {
+			t.Fatalf("v6 alone with %s = %v, want valid=%v", tc.schema, err, tc.v6OK)
+		}
 		o := newOracle(t, decodeSchema(t, tc.schema), testOpts)
-		err, panicked := o.verdict([]byte(`{"n":1e1000001}`))
-		if panicked || (err == nil) != tc.valid {
-			t.Fatalf("oracle with %s = %v (panicked %v), want valid=%v", tc.schema, err, panicked, tc.valid)
+		if err, panicked := o.verdict([]byte(`{"n":1e1000001}`)); err == nil || panicked {
+			t.Fatalf("oracle with %s = %v (panicked %v), want the number bound", tc.schema, err, panicked)
 		}
 		agree(t, mustCompile(t, tc.schema, testOpts), o, []byte(`{"n":1e1000001}`))
 	}

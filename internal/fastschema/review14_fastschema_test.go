@@ -75,6 +75,17 @@ var review14Probes = []struct {
 	{"integer_1e-400", `{"properties":{"n":{"type":"integer"}}}`, `{"n":1e-400}`, false, nil},
 	{"integer_beyond_big_rat", `{"properties":{"n":{"type":"integer"}}}`, `{"n":1e1000001}`, false, nil},
 
+	// Number literals are bounded as the root bounds them (review 15):
+	// at most 128 characters, an exponent within ±400, wherever they are.
+	{"number_exponent_400", `{"properties":{"n":{"type":"integer"}}}`, `{"n":1E+0400}`, true, nil},
+	{"number_exponent_401", `{"properties":{"n":{"maximum":1e500}}}`, `{"n":1e401}`, false, nil},
+	{"number_exponent_minus_401", `{"properties":{"n":{"type":"number"}}}`, `{"n":-1e-401}`, false, nil},
+	{"number_exponent_401_in_enum", `{"properties":{"n":{"enum":[1e401]}}}`, `{"n":1e401}`, false, nil},
+	{"number_exponent_401_unchecked", `{"type":"object"}`, `{"n":[{"m":0e401}]}`, false, nil},
+	{"number_128_characters", `{"properties":{"n":{"minimum":1e127}}}`, `{"n":1` + strings.Repeat("0", 127) + `}`, true, nil},
+	{"number_129_characters", `{"type":"object"}`, `{"n":-` + strings.Repeat("0", 1) + `.` + strings.Repeat("1", 127) + `}`, false, nil},
+	{"number_bound_before_type", `{"properties":{"n":{"type":"string"}}}`, `{"n":1e401}`, false, nil},
+
 	// Bounds compare exactly, whatever the schema's spelling.
 	{"minimum_0.1_at", `{"properties":{"n":{"minimum":0.1,"exclusiveMaximum":1e1}}}`, `{"n":1e-1}`, true, nil},
 	{"minimum_0.1_below", `{"properties":{"n":{"minimum":0.1,"exclusiveMaximum":1e1}}}`, `{"n":0.09999999999999999999999}`, false, nil},

@@ -187,6 +187,12 @@ func (st *state) number(n *node) *failure {
 		}
 	}
 	st.pos = i
+	// The reference pipeline refuses an overlong literal before it
+	// validates, wherever the literal is; this also keeps the exact
+	// comparisons below to at most MaxNumberLen digits.
+	if !numberInRange(raw[start:i]) {
+		return st.fail(errNumber, st.depth, nil, false, nil, nil)
+	}
 	if n == nil {
 		return nil
 	}
@@ -218,7 +224,8 @@ func (st *state) number(n *node) *failure {
 	}
 	for bi := range n.bounds {
 		b := &n.bounds[bi]
-		// v6 panics comparing a number big.Rat cannot parse: refuse it.
+		// v6 panics comparing a number big.Rat cannot parse: refuse it
+		// (numberInRange already has: the literal is within ±MaxNumberExp).
 		if !d.ratOK {
 			return st.fail(errBound, st.depth, nil, false, n, b)
 		}
