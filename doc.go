@@ -87,7 +87,10 @@
 // TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
 // tool, byte for byte, so a hidden tool cannot be probed; with
 // [Guard.Install], a change to a hidden tool sends its caller no
-// tools/list_changed notification either. A handler (raw or
+// tools/list_changed notification either, and the UI resource a hidden
+// tool names (MCP Apps) is to its caller a resource the server does not
+// have: unlisted, and read or subscribed to with the go-sdk's not-found
+// error (see [Guard.Install]). A handler (raw or
 // typed) that returns a [*DenialError], or a result carrying one (set with
 // SetError, as [DenialError.Result] does), refuses the call with it: the
 // answer has its code and message (a TOOL_NOT_FOUND is answered as an
@@ -122,13 +125,12 @@
 // duplicates too, in every object: encoding/json gives a handler's struct
 // field the value of either, whichever comes last. (A tool whose arguments
 // hold case-sensitive names as keys, environment variables say, takes them
-// as an array of name and value pairs.) Strict mode only ever refuses more than the schema as
-// written: it is checked together with it. Where a schema needs the
-// reference validator (a keyword outside the fast path, such as
-// multipleOf), a number literal longer than 128 characters or with an
-// exponent beyond ±400 is refused too: exact arithmetic on it would cost
+// as an array of name and value pairs.) Strict mode only ever refuses more
+// than the schema as written: it is checked together with it. A number
+// literal longer than 128 characters or with an exponent beyond ±400 is
+// refused too, whichever validator runs: exact arithmetic on it would cost
 // seconds. The guard fails closed: a missing identity, an unknown tool, a
 // tool whose schema does not compile, or a write whose audit intent cannot
-// be recorded is refused. ToolAnnotations.ReadOnlyHint is only cross-checked
-// against the configured class; it is never trusted.
+// be recorded is refused. ToolAnnotations.ReadOnlyHint is only
+// cross-checked against the configured class; it is never trusted.
 package mcpguard

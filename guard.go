@@ -170,6 +170,7 @@ type Guard struct {
 	log   *slog.Logger
 	reg   registry
 	views views           // what each session was told of the tools (notify.go)
+	res   resources       // what each session was told of the resources (resnotify.go)
 	mrtr  *confirm.Signer // seals handlers' RequestState (see mrtr.go)
 	// keeper is opts.Audit when it can take outcome records over
 	// (audit.Keeper), which it then encodes in batches.

@@ -23,6 +23,9 @@ type toolEntry struct {
 	// simRefused says that out refuses a simulated dry-run result
 	// (dryrun.Result), which is then answered as a tool error.
 	simRefused bool
+	// ui lists the UI resources the tool names in its _meta (MCP Apps;
+	// see resources.go).
+	ui []string
 }
 
 func (e *toolEntry) checkOutput(res *mcp.CallToolResult) error {
@@ -187,6 +190,7 @@ func (g *Guard) install(tools []*mcp.Tool) {
 			g.log.Error("mcpguard: tool refused: every call will be TOOL_NOT_FOUND", "tool", t.Name, "err", err)
 			e = &toolEntry{tool: t, err: err}
 		}
+		e.ui = uiResources(t)
 		next[t.Name] = e
 	}
 	g.reg.byName = next
@@ -260,7 +264,32 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // subscriptions/listen, and completions) are served to authenticated
 // callers only, as their own: a handler, the SubscribeHandler too, finds
 // the caller's [Identity] in its context. The policy's roles, limits and
-// audit apply to tools only.
+// audit apply to tools only, but for this: a resource that a tool names as
+// its UI resource (MCP Apps, SEP-1865: _meta.ui.resourceUri, or the older
+// key "ui/resourceUri"; URIs compared as strings, as the go-sdk looks
+// resources up) is served only to a caller who may see one of the tools
+// that name it, as the server's tools are at the request. To another it is
+// a resource the server does not have: resources/list omits it;
+// resources/read, resources/subscribe and a subscriptions/listen that
+// names it are answered with the go-sdk's own not-found error for its URI
+// (mcp.ResourceNotFoundError; a listen's for the first such URI it names),
+// whether a resource or a template serves it, and its handlers do not hear
+// of the request; a resources/updated notification for it does not reach
+// the session. (A subscription to a server without a SubscribeHandler,
+// which refuses every one alike, is passed on.) So that these answers look
+// like those for a URI the server does not have, a SubscribeHandler, and a
+// template's handler, answer such a URI with mcp.ResourceNotFoundError, as
+// the go-sdk advises (one that takes any URI tells a hidden resource from
+// an absent one). resources/list answers in one page, as tools/list (a
+// cursor lists nothing): the go-sdk's cursors name the last resource of a
+// page. A resources/list_changed notification reaches a session only when
+// the resources its caller may see changed since it last listed them, or
+// listened for their changes (a tool change that hides or shows a UI
+// resource is not announced as one). Resource templates are listed to
+// every authenticated caller: a template names a family of URIs, not a
+// tool's resource, and hiding one would hide the resources it serves to
+// those who may see them. resources/unsubscribe, completions and prompts
+// are not filtered (no tool names a prompt).
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the
@@ -269,7 +298,7 @@ func (g *Guard) Install(s *mcp.Server) error {
 	if s == nil {
 		return errors.New("mcpguard: nil server")
 	}
-	tools, err := serverTools(s)
+	tools, caps, err := serverTools(s)
 	if err != nil {
 		return fmt.Errorf("mcpguard: listing the server's tools: %w", err)
 	}
@@ -279,6 +308,7 @@ func (g *Guard) Install(s *mcp.Server) error {
 		}
 	}
 	g.update(tools)
+	g.res.learnCaps(caps)
 	// below is the server's own handling of what the guard receives; the
 	// guard lists the tools through it when they change (notify.go).
 	var below mcp.MethodHandler
@@ -287,34 +317,39 @@ func (g *Guard) Install(s *mcp.Server) error {
 		return g.receiving(next)
 	})
 	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return g.sending(next, below)
+		return g.sendingResources(g.sending(next, below), below)
 	})
 	return nil
 }
 
-// serverTools lists s's tools through a throwaway in-memory session.
-func serverTools(s *mcp.Server) ([]*mcp.Tool, error) {
+// serverTools lists s's tools through a throwaway in-memory session, and
+// returns s's capabilities as told to it.
+func serverTools(s *mcp.Server) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer ss.Close()
 	cl := mcp.NewClient(&mcp.Implementation{Name: "mcpguard-install", Version: "1"}, nil)
 	cs, err := cl.Connect(ctx, ct, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cs.Close()
 	var out []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, t)
 	}
-	return out, nil
+	var caps *mcp.ServerCapabilities
+	if ir := cs.InitializeResult(); ir != nil {
+		caps = ir.Capabilities
+	}
+	return out, caps, nil
 }
 
 func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
@@ -365,13 +400,20 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListToolsRequest:
 			return g.listTools(ctx, r, next)
 		case *mcp.SubscriptionsListenRequest:
-			return g.listen(ctx, r, next)
+			return g.listen(ctx, r, g.listenResources(next))
+		case *mcp.ListResourcesRequest:
+			return g.listResources(ctx, r, next)
+		case *mcp.ReadResourceRequest:
+			return g.readResource(ctx, r, next)
+		case *mcp.SubscribeRequest:
+			return g.subscribeResource(ctx, r, next)
 		case *mcp.ListPromptsRequest, *mcp.GetPromptRequest, *mcp.CompleteRequest,
-			*mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest, *mcp.ReadResourceRequest,
-			*mcp.SubscribeRequest, *mcp.UnsubscribeRequest:
+			*mcp.ListResourceTemplatesRequest, *mcp.UnsubscribeRequest:
 			return g.asCaller(ctx, method, req, next)
 		}
-		return next(ctx, method, req)
+		res, err := next(ctx, method, req)
+		g.res.learn(res) // initialize and server/discover tell whether the server takes subscriptions
+		return res, err
 	}
 }
 
@@ -393,13 +435,19 @@ func gone(err error, req *mcp.CallToolRequest) bool {
 // asCaller runs a request for the server's prompts or resources as its
 // authenticated caller: a caller the guard cannot authenticate is refused,
 // as at tools/list, and the handler finds the caller's [Identity] in its
-// context. A resource's contents may be the caller's own, so a read's
-// result is marked CacheScope "private".
+// context.
 func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	id, werr := g.authenticateList(ctx, req, method)
 	if werr != nil {
 		return nil, werr
 	}
+	return g.runAs(ctx, id, method, req, next)
+}
+
+// runAs runs an authenticated request with id in its context. A
+// resource's contents may be the caller's own, so a read's result is
+// marked CacheScope "private".
+func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	res, err := next(NewContext(ctx, id), method, req)
 	if rr, ok := res.(*mcp.ReadResourceResult); ok && rr != nil && err == nil {
 		out := *rr
@@ -420,10 +468,12 @@ func (g *Guard) authenticateList(ctx context.Context, req mcp.Request, method st
 		g.log.Warn("mcpguard: request refused", "method", method, "code", d.Code, "correlation_id", d.CorrelationID)
 		if d.Code == CodeUnauthenticated {
 			g.views.drop(ss)
+			g.res.drop(ss)
 		}
 		return nil, d.JSONRPCError(0)
 	}
 	g.views.touch(ss, id.Principal)
+	g.res.touch(ss, id.Principal)
 	return id, nil
 }
 

@@ -146,11 +146,13 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		d := authDenial(aerr)
 		if d.Code == CodeUnauthenticated {
 			g.views.drop(req.Session)
+			g.res.drop(req.Session)
 		}
 		return g.deny(c, d)
 	}
 	c.id = id
 	g.views.touch(req.Session, id.Principal)
+	g.res.touch(req.Session, id.Principal)
 	if g.opts.SessionKey != nil {
 		c.session = g.opts.SessionKey(req, id)
 	}

@@ -1,0 +1,284 @@
+package mcpguard
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An MCP Apps tool (the MCP Apps extension, SEP-1865) names its UI
+// resource, a ui:// URI, in its _meta: as _meta.ui.resourceUri, or under
+// the older flat key "ui/resourceUri". Served to any caller, the UI
+// resource of a tool hidden from a caller would reveal the tool (and may
+// carry its UI). So a resource that one or more of the server's tools name
+// is the caller's only if the caller may see one of them, as tools/list
+// shows them; to any other caller it looks like a resource the server does
+// not have. The go-sdk v1.8.0 knows nothing of MCP Apps: the guard reads
+// the two keys itself, from the server's tools as they are at the request.
+
+// uiResources returns the URIs of the UI resources t names in its _meta.
+// The server's own *mcp.Tool is read, whose _meta values may be any Go
+// value: they are read as the JSON a client would be sent.
+func uiResources(t *mcp.Tool) []string {
+	if t == nil || len(t.Meta) == 0 {
+		return nil
+	}
+	str := func(raw []byte) string {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		return s
+	}
+	var out []string
+	if v, ok := t.Meta["ui/resourceUri"]; ok {
+		if raw, err := json.Marshal(v); err == nil {
+			if s := str(raw); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	if v, ok := t.Meta["ui"]; ok {
+		var ui map[string]json.RawMessage
+		if raw, err := json.Marshal(v); err == nil && json.Unmarshal(raw, &ui) == nil {
+			if s := str(ui["resourceUri"]); s != "" && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// uiLinks lists the server's tools (through next, below the guard) and
+// returns the guard's entries of those that name a UI resource: whose
+// rule and refusal decide who may see them. The tools are listed at every
+// request, so that a tool added a moment ago hides its resource at once.
+func (g *Guard) uiLinks(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSession) ([]*toolEntry, error) {
+	gen := g.reg.generation()
+	tools, err := listAll(ctx, next, ss)
+	if err != nil {
+		return nil, err
+	}
+	links, missed := g.linked(tools)
+	if len(missed) > 0 && g.updateSince(tools, gen) {
+		links, missed = g.linked(tools)
+	}
+	// Overtaken by a change: judge the tools the registry lacks here.
+	for _, t := range missed {
+		if ui := uiResources(t); len(ui) > 0 {
+			_, err := g.compile(t)
+			links = append(links, &toolEntry{tool: t, err: err, ui: ui})
+		}
+	}
+	return links, nil
+}
+
+// linked returns the registry's entries of those of tools that name a UI
+// resource, and the tools it has no entry for.
+func (g *Guard) linked(tools []*mcp.Tool) (links []*toolEntry, missed []*mcp.Tool) {
+	g.reg.mu.RLock()
+	defer g.reg.mu.RUnlock()
+	for _, t := range tools {
+		e := g.reg.byName[t.Name]
+		if e == nil || (e.tool != t && !sameTool(e.tool, t)) {
+			missed = append(missed, t)
+			continue
+		}
+		if len(e.ui) > 0 {
+			links = append(links, e)
+		}
+	}
+	return links, missed
+}
+
+// hiddenUI returns the UI resources of links that pr may not see: those
+// that no tool pr may see (tools/list would show it) names.
+func (g *Guard) hiddenUI(pr *policy.Principal, links []*toolEntry) map[string]bool {
+	seen := map[string]bool{}
+	for _, e := range links {
+		if e.err == nil && g.pol.Visible(pr, e.tool.Name) {
+			for _, u := range e.ui {
+				seen[u] = true
+			}
+		}
+	}
+	hidden := map[string]bool{}
+	for _, e := range links {
+		for _, u := range e.ui {
+			if !seen[u] {
+				hidden[u] = true
+			}
+		}
+	}
+	return hidden
+}
+
+// hides reports whether uri is a UI resource that pr may not see, as the
+// server's tools are now.
+func (g *Guard) hides(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSession, pr *policy.Principal, uri string) (bool, error) {
+	links, err := g.uiLinks(ctx, next, ss)
+	if err != nil {
+		return false, err
+	}
+	return g.hiddenUI(pr, links)[uri], nil
+}
+
+// visibleResources returns the resources of all that pr may see.
+func (g *Guard) visibleResources(pr *policy.Principal, links []*toolEntry, all []*mcp.Resource) []*mcp.Resource {
+	hidden := g.hiddenUI(pr, links)
+	out := []*mcp.Resource{}
+	for _, r := range all {
+		if r != nil && !hidden[r.URI] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// digest sums a listing of resources, to tell whether it changed.
+func digest(rs []*mcp.Resource) [32]byte {
+	raw, err := json.Marshal(rs)
+	if err != nil {
+		return [32]byte{}
+	}
+	return sha256.Sum256(raw)
+}
+
+// listResourcePages pages through resources/list below the guard and
+// returns the resources and the last page's result, whose other fields an
+// answer of the guard's keeps.
+func listResourcePages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSession) ([]*mcp.Resource, *mcp.ListResourcesResult, error) {
+	var out []*mcp.Resource
+	cursor := ""
+	for range 1000 {
+		res, err := next(ctx, "resources/list", &mcp.ListResourcesRequest{Session: ss, Params: &mcp.ListResourcesParams{Cursor: cursor}})
+		if err != nil {
+			return nil, nil, err
+		}
+		lr, ok := res.(*mcp.ListResourcesResult)
+		if !ok || lr == nil {
+			return nil, nil, errors.New("resources/list returned an unexpected result")
+		}
+		out = append(out, lr.Resources...)
+		if lr.NextCursor == "" {
+			return out, lr, nil
+		}
+		cursor = lr.NextCursor
+	}
+	return nil, nil, errors.New("resources/list did not terminate")
+}
+
+// listResources answers resources/list with the resources the caller may
+// see, in one page, as listTools answers tools/list: the go-sdk's cursors
+// name the last resource of a page, which may be a hidden one, and a page
+// shortened by the hidden ones would tell of them by its size. A cursor,
+// which the guard never gives, lists nothing. The listing becomes the
+// session's view, against which a change is told.
+func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	id, err := g.authenticateList(ctx, req, "resources/list")
+	if err != nil {
+		return nil, err
+	}
+	seq := g.res.seen(req.Session, id.Principal)
+	links, err := g.uiLinks(ctx, next, req.Session)
+	if err != nil {
+		return nil, err
+	}
+	all, last, err := listResourcePages(NewContext(ctx, id), next, req.Session)
+	if err != nil {
+		return nil, err
+	}
+	shown := g.visibleResources(id.Principal, links, all)
+	g.res.shown(req.Session, seq, digest(shown))
+	out := *last
+	out.NextCursor, out.CacheScope = "", "private"
+	out.Resources = []*mcp.Resource{}
+	if req.Params != nil && req.Params.Cursor != "" {
+		return &out, nil
+	}
+	out.Resources = shown
+	return &out, nil
+}
+
+// readResource answers resources/read of a UI resource the caller may not
+// see with the go-sdk's own error for a resource it does not have.
+func (g *Guard) readResource(ctx context.Context, req *mcp.ReadResourceRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	id, err := g.authenticateList(ctx, req, "resources/read")
+	if err != nil {
+		return nil, err
+	}
+	if req.Params != nil {
+		hide, err := g.hides(ctx, next, req.Session, id.Principal, req.Params.URI)
+		if err != nil {
+			return nil, err
+		}
+		if hide {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+	}
+	return g.runAs(ctx, id, "resources/read", req, next)
+}
+
+// subscribeResource answers resources/subscribe to a UI resource the
+// caller may not see with the go-sdk's error for a resource it does not
+// have, without asking the SubscribeHandler; a server without one refuses
+// every subscription alike, and is left to.
+func (g *Guard) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	id, err := g.authenticateList(ctx, req, "resources/subscribe")
+	if err != nil {
+		return nil, err
+	}
+	g.res.seen(req.Session, id.Principal)
+	if req.Params != nil && g.res.subscribes() {
+		hide, err := g.hides(ctx, next, req.Session, id.Principal, req.Params.URI)
+		if err != nil {
+			return nil, err
+		}
+		if hide {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+	}
+	return g.runAs(ctx, id, "resources/subscribe", req, next)
+}
+
+// listenResources wraps the handler that [Guard.listen] passes an
+// authenticated subscriptions/listen to (the caller's Identity is in its
+// context): a listen that names a UI resource its caller may not see is
+// refused with the go-sdk's error for a resource it does not have (the
+// first such one named), and a listen for resources/list_changed gives its
+// session a view, against which a change is told.
+func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.SubscriptionsListenRequest)
+		id := FromContext(ctx)
+		if !ok || method != "subscriptions/listen" || id == nil || r.Params == nil || r.Params.Notifications == nil {
+			return next(ctx, method, req)
+		}
+		n := r.Params.Notifications
+		seq := g.res.seen(r.Session, id.Principal)
+		subs := len(n.ResourceSubscriptions) > 0 && g.res.subscribes()
+		if subs || n.ResourcesListChanged {
+			links, err := g.uiLinks(ctx, next, r.Session)
+			if err != nil {
+				return nil, err
+			}
+			hidden := g.hiddenUI(id.Principal, links)
+			for _, uri := range n.ResourceSubscriptions {
+				if subs && hidden[uri] {
+					return nil, mcp.ResourceNotFoundError(uri)
+				}
+			}
+			if n.ResourcesListChanged {
+				if all, _, err := listResourcePages(ctx, next, r.Session); err == nil {
+					g.res.shown(r.Session, seq, digest(g.visibleResources(id.Principal, links, all)))
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
