@@ -8,10 +8,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The JSON-RPC 2.0 error codes of a refused line.
+// The JSON-RPC 2.0 error codes of a refused line. codeBusy, from the
+// range JSON-RPC leaves to servers, is mcpguard's code for a cap (as
+// RATE_LIMIT_EXCEEDED is in protocol-error mode).
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
+	codeBusy           = -32029
 )
 
 // maxLine is the longest JSON value of an input line passed to the go-sdk:
@@ -64,6 +67,7 @@ func parseID(raw json.RawMessage) (k idKey, ok bool) {
 type info struct {
 	request bool // it has a method: a request or a notification
 	id      idKey
+	echo    json.RawMessage // the id to answer a request with; nil: null
 	method  string
 	params  json.RawMessage
 }
@@ -253,7 +257,7 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 	if !idOK {
 		return fail(`"id" must be a string, a number or null`)
 	}
-	m.id = id
+	m.id, m.echo = id, echo
 	if hasMethod {
 		if string(method) != "null" && (method[0] != '"' || json.Unmarshal(method, &m.method) != nil) {
 			return fail(`"method" must be a string`)
@@ -332,8 +336,11 @@ func errorLine(e *lineError) []byte {
 		id = json.RawMessage("null")
 	}
 	prefix := "invalid request: "
-	if e.code == codeParseError {
+	switch e.code {
+	case codeParseError:
 		prefix = "parse error: "
+	case codeBusy:
+		prefix = "server busy: "
 	}
 	type wireError struct {
 		Code    int    `json:"code"`

@@ -28,10 +28,24 @@
 //     request in flight (jsonrpc2 drops it), and a batch that mixes
 //     requests and notifications (the SDK waits for an answer to the
 //     notification too);
+//   - it bounds the requests in flight (passed to the go-sdk, not yet
+//     answered) at 4096: the SDK reads every request and runs each call in
+//     a goroutine of its own, so a client that floods a server whose
+//     handlers are slow would grow it without limit. A request beyond the
+//     bound is answered with -32029 and its id (a batch that would go
+//     beyond, with -32029 and a null id) and logged; notifications and
+//     responses still pass, and requests pass again once answers are out;
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`
 //     gets every answer (the go-sdk ends the session at end of input and
 //     would drop them).
+//   - where descriptors are redirected, it asks for SIGPIPE
+//     ([os/signal.Notify]), so that a write to a broken pipe on descriptor
+//     1 or 2 fails with EPIPE instead of killing the process: a client
+//     that goes away closes the server's standard error along with its
+//     output, and a Go program dies of SIGPIPE at its next log line or
+//     stray print, before its shutdown (flushing an audit trail, say).
+//     Child processes still start with SIGPIPE at its default.
 //
 // Call Isolate once (a second call returns an error), first thing in main,
 // before anything writes to stdout or starts goroutines that might, and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -11,6 +12,12 @@ import (
 // noBatchVersion is the first MCP protocol version without JSON-RPC
 // batching; the go-sdk ends the session on a batch once it is negotiated.
 const noBatchVersion = "2025-06-18"
+
+// maxInFlight bounds the requests passed to the go-sdk and not yet
+// answered. The SDK reads every request and runs each call in a goroutine
+// of its own, so without a bound a client that floods a server whose
+// handlers are slow grows it without limit (some 10 KB a call).
+const maxInFlight = 4096
 
 // session is what the reader and the writer of one transport share: the
 // ids of the requests passed to the go-sdk and not yet answered, and what
@@ -25,17 +32,19 @@ type session struct {
 	inits      map[idKey]bool // ids of initialize requests passed, not yet answered
 	negotiated string         // the protocolVersion of the first successful answer to one
 
-	batchIDs  map[idKey]bool // ids of batch members the SDK still tracks
-	closeOnce sync.Once
+	batchIDs    map[idKey]bool // ids of batch members the SDK still tracks
+	maxInFlight int            // requests in flight beyond which one is refused
+	closeOnce   sync.Once
 }
 
 func newSession() *session {
 	return &session{
-		pending:  map[idKey]bool{},
-		changed:  make(chan struct{}),
-		closed:   make(chan struct{}),
-		inits:    map[idKey]bool{},
-		batchIDs: map[idKey]bool{},
+		pending:     map[idKey]bool{},
+		changed:     make(chan struct{}),
+		closed:      make(chan struct{}),
+		inits:       map[idKey]bool{},
+		batchIDs:    map[idKey]bool{},
+		maxInFlight: maxInFlight,
 	}
 }
 
@@ -100,13 +109,24 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		if calls > 0 && notifications > 0 {
 			return invalid("a batch that mixes requests and notifications is never answered by the go-sdk v1.8.0")
 		}
+		if calls > 0 && len(s.pending)+calls > s.maxInFlight {
+			return busy(s.maxInFlight)
+		}
 		for id := range seen {
 			s.batchIDs[id] = true
 		}
-	} else if m := msgs[0]; m.request && m.id.set && s.pending[m.id] {
-		// jsonrpc2 clears the id of a request that reuses the id of one
-		// in flight and handles it as a notification: never answered.
-		return invalid("a request reuses the id of a request in flight, which the go-sdk v1.8.0 drops unanswered")
+	} else if m := msgs[0]; m.request && m.id.set {
+		if s.pending[m.id] {
+			// jsonrpc2 clears the id of a request that reuses the id of
+			// one in flight and handles it as a notification: never
+			// answered.
+			return invalid("a request reuses the id of a request in flight, which the go-sdk v1.8.0 drops unanswered")
+		}
+		if len(s.pending) >= s.maxInFlight {
+			lerr := busy(s.maxInFlight)
+			lerr.id, lerr.key = m.echo, m.id
+			return lerr
+		}
 	}
 	for _, m := range msgs {
 		if !m.request || !m.id.set {
@@ -118,6 +138,11 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		}
 	}
 	return nil
+}
+
+// busy is the refusal of a request beyond limit requests in flight.
+func busy(limit int) *lineError {
+	return &lineError{code: codeBusy, reason: "too many requests in flight (at most " + strconv.Itoa(limit) + "); retry once some are answered"}
 }
 
 // outgoing is what the session needs of a message the go-sdk writes.

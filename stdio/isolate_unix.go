@@ -5,11 +5,19 @@ package stdio
 import (
 	"errors"
 	"os"
+	"os/signal"
 	"syscall"
 )
 
 // isolate duplicates stdin and stdout for the channel, then points stdout's
-// descriptor at stderr and stdin's at null.
+// descriptor at stderr and stdin's at null. It also asks for SIGPIPE, so
+// that a write to a broken pipe on descriptor 1 or 2 fails with EPIPE
+// instead of killing the process (see [os/signal]): a client that goes
+// away closes the server's stderr with its stdout, and the next log line
+// or stray print would otherwise end the server before its shutdown. The
+// channel's own writes already fail with EPIPE, on a descriptor above 2.
+// Child processes start with SIGPIPE at its default, as exec resets a
+// caught signal.
 func isolate(stdin, stdout, stderr, null *os.File, _ bool) (in, out *os.File, err error) {
 	// Pointing stdin's descriptor at null would take it from the stream
 	// that shares it.
@@ -40,6 +48,7 @@ func isolate(stdin, stdout, stderr, null *os.File, _ bool) (in, out *os.File, er
 		syscall.Close(outFD)
 		return nil, nil, err
 	}
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // never read: only EPIPE matters
 	return os.NewFile(uintptr(inFD), "jsonrpc-stdin"), os.NewFile(uintptr(outFD), "jsonrpc-stdout"), nil
 }
 

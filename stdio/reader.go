@@ -89,7 +89,7 @@ func (r *reader) line(line []byte, tooLong bool) {
 			lerr.id = nil
 		}
 	}
-	r.log.Warn("stdio: refused an input line that is not a JSON-RPC message",
+	r.log.Warn("stdio: refused an input line",
 		"line", r.n, "bytes", size, "code", lerr.code, "reason", lerr.reason)
 	r.w.answer(errorLine(lerr))
 }

@@ -26,12 +26,15 @@ type Options struct {
 	// input (or a read error) while requests already read are still
 	// unanswered, so that a client that writes its requests and closes
 	// stdin at once still gets every answer (the go-sdk ends the session at
-	// end of input and drops answers in flight). Zero means 5 seconds;
-	// negative turns draining off.
+	// end of input and drops answers in flight). Past it the SDK ends the
+	// session and cancels the calls still running (their context's cause
+	// is io.EOF, or the read error). Zero means 5 seconds; negative turns
+	// draining off.
 	DrainTimeout time.Duration
-	// Logger receives a warning for each input line refused as not a
-	// JSON-RPC message (its number, length and the reason, never its
-	// bytes). Nil means a text logger on Stderr.
+	// Logger receives a warning for each input line refused (its number,
+	// length, the error code and the reason, never its bytes): not a
+	// JSON-RPC message the go-sdk would answer, or a request beyond the
+	// bound of requests in flight. Nil means a text logger on Stderr.
 	Logger *slog.Logger
 }
 
@@ -42,7 +45,12 @@ type Options struct {
 // returned transport reads and writes the channel. Closing the transport
 // closes the copies, so the client sees end of file on the server's output.
 // At end of input the transport waits (up to Options.DrainTimeout) for the
-// answers to requests already read, then reports end of file.
+// answers to requests already read, then reports end of file. Where
+// descriptors are redirected, Isolate also asks for SIGPIPE
+// ([os/signal.Notify]): a write to a broken pipe on the standard output or
+// error descriptor then fails with EPIPE instead of killing the process,
+// so a server whose client went away (closing its standard error too)
+// still runs its shutdown.
 //
 // The transport reads its input line by line and hands the server only the
 // lines that the go-sdk takes as a JSON-RPC message or batch; the SDK would
@@ -66,6 +74,15 @@ type Options struct {
 // 1e0 and 1.5 are one id, "1" another. A notification in a batch counts as
 // an empty id that the SDK keeps in use for good: after a batch that
 // carried one, a batch that carries another is refused.
+//
+// It answers itself, with -32029 (server busy) and the request's id, a
+// request that arrives while 4096 requests are in flight (passed to the
+// go-sdk and not yet answered), and passes nothing of it; a batch whose
+// requests would go beyond the bound is refused whole, with a null id. The
+// SDK would run every call at once in a goroutine of its own, so a flood
+// of requests to slow handlers would otherwise grow the server without
+// limit. Notifications and responses always pass: a handler may be
+// waiting for the answer to a request of its own.
 //
 // The line limit is fixed at the go-sdk's default, 16 MiB
 // ([mcp.DefaultMaxLineLength]), counted on the JSON value and its newline:

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"go.yaml.in/yaml/v3"
@@ -54,6 +55,10 @@ func (r rateLimit) window() time.Duration {
 	return time.Duration(r.WindowSeconds * float64(time.Second))
 }
 
+// maxConfigSize bounds server.yaml: a larger file (or a device such as
+// /dev/zero) is refused rather than read whole into memory.
+const maxConfigSize = 1 << 20
+
 // loadConfig reads the configuration at path, or the embedded default when
 // path is empty.
 func loadConfig(path string) (*config, string, error) {
@@ -61,17 +66,25 @@ func loadConfig(path string) (*config, string, error) {
 		c, err := parseConfig(defaultConfigName, defaultConfig)
 		return c, defaultConfigName, err
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, path, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return nil, path, err
+	}
+	if len(data) > maxConfigSize {
+		return nil, path, fmt.Errorf("%s: larger than 1 MiB, not a server.yaml", path)
 	}
 	c, err := parseConfig(path, data)
 	return c, path, err
 }
 
-// parseConfig parses and checks server.yaml strictly: unknown keys, a
-// second document, missing or malformed values are errors naming the file
-// (and, from the YAML decoder, the line).
+// parseConfig parses and checks server.yaml strictly: unknown keys, a key
+// given twice or null, a second document, missing or malformed values are
+// errors naming the file (and, where there is one, the line).
 func parseConfig(name string, data []byte) (*config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -86,10 +99,47 @@ func parseConfig(name string, data []byte) (*config, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: more than one YAML document", name)
 	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil { // decoded above: cannot fail
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := checkNodes(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &c, nil
+}
+
+// checkNodes refuses what the YAML decoder takes silently for something
+// else: a null key (~, null), which it drops with everything under it, and
+// a calls_per_min that is not an integer, which it cuts to one (5.5 would
+// be 5). It visits each node where the document defines it, never through
+// an alias.
+func checkNodes(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!null" {
+				return fmt.Errorf("line %d: a null key (~ or null): every key must be a name", k.Line)
+			}
+			if k.Value == "calls_per_min" {
+				if v.Kind == yaml.AliasNode && v.Alias != nil {
+					v = v.Alias
+				}
+				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
+					return fmt.Errorf("line %d: rate_limit.calls_per_min must be a whole number, not %q", v.Line, v.Value)
+				}
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkNodes(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *config) check() error {
@@ -114,6 +164,9 @@ func (c *config) check() error {
 		if !(t.CostUnits >= 0) || math.IsInf(t.CostUnits, 0) {
 			return fmt.Errorf("tools.%s.cost_units must be a non-negative number", name)
 		}
+		if r, ok := hiddenRune(t.Description); ok {
+			return fmt.Errorf("tools.%s.description contains U+%04X, a control, format or other character that a model reads and a reviewer does not see", name, r)
+		}
 	}
 	for _, name := range c.AllowedWriteTools {
 		t, ok := c.Tools[name]
@@ -125,6 +178,21 @@ func (c *config) check() error {
 		}
 	}
 	return nil
+}
+
+// hiddenRune returns the first character of s that a person reading it
+// cannot see but a model reads, as [textsafe.CleanLines] drops them:
+// control characters other than tab and line feed (terminal escapes,
+// carriage returns), format characters (bidirectional overrides,
+// zero-width characters, the tag characters that spell hidden ASCII), line
+// and paragraph separators, and the supplementary variation selectors.
+func hiddenRune(s string) (rune, bool) {
+	for _, r := range s {
+		if textsafe.CleanLines(string(r), 1) == "" {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // toolNames returns the configured tool names, sorted.

@@ -15,7 +15,9 @@ import (
 )
 
 // printRegistry prints the registry for a security review: every tool,
-// enabled or not.
+// enabled or not, one row each. The later lines of a description of
+// several lines are indented under its first, so that none can pass for a
+// row.
 func printRegistry(w io.Writer, c *config) {
 	for _, e := range c.registry() {
 		class := "read-only"
@@ -25,7 +27,12 @@ func printRegistry(w io.Writer, c *config) {
 				class = "WRITE [ENABLED]"
 			}
 		}
-		fmt.Fprintf(w, "  %-16s %-34s cost=%-4g %s\n", e.Name, class, e.CostUnits, e.Description)
+		row := fmt.Sprintf("  %-16s %-34s cost=%-4g ", e.Name, class, e.CostUnits)
+		lines := strings.Split(strings.TrimRight(e.Description, "\n"), "\n")
+		fmt.Fprintf(w, "%s%s\n", row, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", len(row)), l)
+		}
 	}
 }
 
