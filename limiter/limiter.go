@@ -287,15 +287,9 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		b.Lease = lease
 	}
 	if err := l.store.Apply(ctx, now, b); err != nil {
-		if lease != 0 && l.abandons != nil {
-			// The reservation may have been carried out, or may still
-			// arrive, with slots nobody would release.
-			select {
-			case l.abandons <- struct{}{}:
-				go l.abandon(r, held, lease, now)
-			default: // too many running: the lease expires
-			}
-		}
+		// The reservation may have been carried out, or may still
+		// arrive, with slots nobody would release.
+		l.startAbandon(r, held, lease, now)
 		allow := l.failOpenR
 		if r.Write {
 			allow = l.failOpenW
@@ -313,13 +307,33 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		return Decision{Allowed: allow, Err: err}
 	}
 	d := l.decision(b, r, held, lease)
+	if d.Err != nil {
+		// An answer outside the contract: what the store did with the
+		// reservation, its slots included, is not known.
+		l.startAbandon(r, held, lease, now)
+	}
 	d.at = clockNano(now)
 	return d
 }
 
+// startAbandon abandons lease in the background (see abandon), when the
+// store leases slots and the decision holds one; past maxAbandons running,
+// the lease is left to expire.
+func (l *Limiter) startAbandon(r Request, held, lease uint64, now time.Time) {
+	if lease == 0 || l.abandons == nil {
+		return
+	}
+	select {
+	case l.abandons <- struct{}{}:
+		go l.abandon(r, held, lease, now)
+	default: // too many running: the lease expires
+	}
+}
+
 // abandon releases, in the background, the in-flight slots that a
-// reservation whose Apply failed may have taken, telling the store to make a
-// late arrival of it take nothing; or those of a release whose Apply failed.
+// reservation whose Apply failed (or answered outside the [Batch]
+// contract) may have taken, telling the store to make a late arrival of it
+// take nothing; or those of a release whose Apply failed.
 // It retries with growing pauses (about 13 seconds in all), then leaves the
 // slots to the expiry of their lease. Its clock is the decision's now (the
 // release's, for a release), moved on by the time since, so that a store

@@ -52,8 +52,9 @@ type Check struct {
 
 // A LeaseStore is a [Store] whose in-flight slots are leases named by
 // [Batch].Lease, so that it can free the slot of a reservation whose Apply
-// failed on the caller's side without touching any other: the [Limiter]
-// then sends it an Abandon batch (the Redis store is one). It does the same,
+// failed on the caller's side (or whose answer broke the Batch contract)
+// without touching any other: the [Limiter] then sends it an Abandon batch
+// (the Redis store is one). It does the same,
 // in the background, for a release whose Apply failed.
 type LeaseStore interface {
 	Store
@@ -140,7 +141,8 @@ type Batch struct {
 	// Denied is set by the store for a reservation: the index in Checks of
 	// the check that denied the call, or -1 when it was allowed. The
 	// [Limiter] takes any other value as a failure of the store: the call
-	// is denied, whatever the fail-open options. When
+	// is denied, whatever the fail-open options, and a [LeaseStore] is
+	// sent an Abandon of the reservation's Lease. When
 	// several checks deny, it is the Rate or Spend check with the longest
 	// wait, or a check that can never allow the call, or else a Concurrency
 	// check.

@@ -26,11 +26,12 @@
 // or HMAC), each matched to the type of the key the token's "kid" selects,
 // and to the key's one algorithm when it has one (an [AlgKey]: a JWK with
 // "alg", RFC 8725 section 3.1);
-// "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact; no
-// member named twice in the header or the claims. The
+// "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact; the
+// header and the claims UTF-8, with no member named twice. The
 // subject is "sub", the roles a configurable claim (an array of strings or
 // a space-separated string; a dotted name such as "realm_access.roles"
-// reaches into nested objects). A header "typ", when present, must be "JWT"
+// reaches into nested objects, a dot written `\.` being part of a name).
+// A header "typ", when present, must be "JWT"
 // or "at+jwt" (RFC 9068 access tokens; configurable), so that another kind
 // of JWT from the same issuer, such as a DPoP proof or a logout token, is
 // not taken for an access token. [ParseJWKS] loads an issuer's JWK Set and

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -59,11 +60,15 @@ type JWTConfig struct {
 	// A name with dots that is not a claim of the token's is read as a path
 	// into nested objects: "realm_access.roles" reads Keycloak's realm roles
 	// from {"realm_access": {"roles": [...]}}; a claim named with the dots
-	// (such as "https://example.com/roles") is read first, and so, at each
-	// step of the path, is the longest member name that fits:
-	// "resource_access.mcp.example.com.roles" reads the roles of client
-	// "mcp.example.com" from {"resource_access": {"mcp.example.com":
-	// {"roles": [...]}}}.
+	// (such as "https://example.com/roles") is read first. In a path, a
+	// dot preceded by a backslash is part of a member name, as in
+	// Keycloak's mappers: `resource_access.mcp\.example\.com.roles` reads
+	// the roles of client "mcp.example.com" from {"resource_access":
+	// {"mcp.example.com": {"roles": [...]}}}. Every other dot separates
+	// two names, so a path reads one place: a member such as
+	// "authz.roles", which a user may be able to add to an object that
+	// also holds the issuer's "authz" (a profile merged into a claim),
+	// never stands in for the nested one.
 	RolesClaim string
 	// Leeway is the clock skew allowed when checking "exp", "nbf" and
 	// "iat". Zero means none: a token is refused from the second it
@@ -117,8 +122,8 @@ func allAlgs() []string {
 // an error that unwraps to [ErrInvalidJWT] otherwise:
 //   - it is at most 8 KiB long and is a compact JWS (three base64url
 //     segments, without padding, line breaks or any other character)
-//     whose header and claims set each name no member twice (parsers
-//     differ on which of two they read);
+//     whose header and claims set are each UTF-8 and name no member twice
+//     (parsers differ on which of two they read);
 //   - its header's "alg" is RS256, RS384, RS512, PS256, PS384, PS512 (RSA
 //     keys), ES256, ES384, ES512 (ECDSA keys on P-256, P-384, P-521
 //     respectively) or EdDSA (Ed25519 keys), and matches the type of the
@@ -345,10 +350,11 @@ func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
 // checkSegments refuses a token with a character outside base64url and
 // the dots between its segments (encoding/base64 skips CR and LF, which
 // would make several spellings of one token verify), and one whose header
-// or claims set names a member twice (RFC 7515 section 5.2, RFC 7519
-// section 4): encoding/json reads the last of them, another parser, such
-// as a downstream's the token is passed on to, may read the first. A
-// segment that does not decode is left to the parser.
+// or claims set is not UTF-8 or names a member twice (RFC 7515 section
+// 5.2, RFC 7519 sections 4 and 7.2): encoding/json reads the last of two
+// members, and an invalid byte as U+FFFD; another parser, such as a
+// downstream's the token is passed on to, may read the first, or drop the
+// byte. A segment that does not decode is left to the parser.
 func checkSegments(tok string) error {
 	for i := 0; i < len(tok); i++ {
 		c := tok[i]
@@ -360,13 +366,16 @@ func checkSegments(tok string) error {
 	if len(parts) != 3 {
 		return nil
 	}
-	for n, what := range [...]string{"header names", "claims name"} {
+	for n, what := range [...]struct{ is, names string }{{"header is", "header names"}, {"claims are", "claims name"}} {
 		data, err := base64.RawURLEncoding.Strict().DecodeString(parts[n])
 		if err != nil {
 			return nil
 		}
+		if !utf8.Valid(data) {
+			return invalid("%s not UTF-8", what.is)
+		}
 		if _, _, dup := jsondup.Member(data, nil); dup {
-			return invalid("%s a member twice", what)
+			return invalid("%s a member twice", what.names)
 		}
 	}
 	return nil
@@ -456,13 +465,15 @@ func (v *JWT) roles(claims jwt.MapClaims) ([]string, error) {
 // introspection answer's): an array of strings, or a string of
 // space-separated roles; nil when it is absent. A name with dots that is
 // not a member of claims is read as a path of member names separated by
-// dots ("realm_access.roles" is claims["realm_access"]["roles"]), each
-// step taking the longest member name that the rest of the path begins
-// with, so that a member whose name holds dots is reached
-// ("resource_access.mcp.example.com.roles" reads the roles of client
-// "mcp.example.com"): a member missing on the way means no roles, a step
-// into something that is not a JSON object is an error. Errors give the
-// reason without quoting a value.
+// dots ("realm_access.roles" is claims["realm_access"]["roles"]); a dot
+// preceded by a backslash is part of a name
+// ("resource_access.mcp\.example\.com.roles" reads the roles of client
+// "mcp.example.com"). A path reads one place: a member whose name holds
+// dots never stands in for a nested one, so that whoever names members
+// in an object on the path (a user-editable profile merged into it)
+// cannot choose the roles. A member missing on the way means no roles, a
+// step into something that is not a JSON object is an error. Errors give
+// the reason without quoting a value.
 func readRoles(claims map[string]any, name string) ([]string, error) {
 	raw, ok := claims[name]
 	if !ok && strings.Contains(name, ".") {
@@ -497,33 +508,41 @@ func readRoles(claims map[string]any, name string) ([]string, error) {
 	return nil, fmt.Errorf("%s claim is neither a string nor an array of strings", name)
 }
 
-// nestedClaim reads the claim path, member names separated by dots, each
-// step taking the longest member name the rest of the path begins with
-// (up to a dot, or all of it).
+// nestedClaim reads the claim path: member names separated by dots, a
+// dot preceded by a backslash being part of a name.
 func nestedClaim(claims map[string]any, path string) (any, bool, error) {
 	var cur any = claims
-	for rest := path; ; {
+	for _, name := range splitPath(path) {
 		obj, isObject := cur.(map[string]any)
 		if !isObject {
 			return nil, false, fmt.Errorf("%s claim: a member on its path is not an object", path)
 		}
-		name, next, last := rest, "", true
-		for {
-			if _, present := obj[name]; present {
-				break
-			}
-			i := strings.LastIndexByte(name, '.')
-			if i < 0 {
-				return nil, false, nil
-			}
-			name, next, last = rest[:i], rest[i+1:], false
+		var present bool
+		if cur, present = obj[name]; !present {
+			return nil, false, nil
 		}
-		cur = obj[name]
-		if last {
-			return cur, true, nil
-		}
-		rest = next
 	}
+	return cur, true, nil
+}
+
+// splitPath splits a claim path at every dot that no backslash precedes,
+// and turns each `\.` into a dot (as Keycloak's mappers read claim names).
+func splitPath(path string) []string {
+	var names []string
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		switch {
+		case path[i] == '\\' && i+1 < len(path) && path[i+1] == '.':
+			b.WriteByte('.')
+			i++
+		case path[i] == '.':
+			names = append(names, b.String())
+			b.Reset()
+		default:
+			b.WriteByte(path[i])
+		}
+	}
+	return append(names, b.String())
 }
 
 // reason turns an error of the jwt parser into a refusal. It never uses

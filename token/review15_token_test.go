@@ -96,13 +96,13 @@ func TestReview15JWTStrayCharacters(t *testing.T) {
 
 // TestReview15NestedRolesDottedMember: a roles path reaches members whose
 // names hold dots, such as Keycloak's client roles under
-// resource_access.<client id>.roles for a client id "mcp.example.com"; a
-// step takes the longest member name the rest of the path begins with.
-// Before, the path was cut at every dot, and such a client's roles read as
-// none, without a word.
+// resource_access.<client id>.roles for a client id "mcp.example.com",
+// written with escaped dots (review 15b: the longest member name that
+// fitted was taken at first, which let a dotted name shadow a nested one).
+// Before, such a client's roles could not be named, and read as none.
 func TestReview15NestedRolesDottedMember(t *testing.T) {
 	k := newTestKeys(t)
-	v := newJWT(t, token.JWTConfig{Keys: k.public(), RolesClaim: "resource_access.mcp.example.com.roles"})
+	v := newJWT(t, token.JWTConfig{Keys: k.public(), RolesClaim: `resource_access.mcp\.example\.com.roles`})
 	rs := func(access map[string]any) string {
 		return sign(t, jwt.SigningMethodRS256, k.rsa, "rsa", claims(func(c jwt.MapClaims) {
 			delete(c, "roles")
@@ -120,7 +120,7 @@ func TestReview15NestedRolesDottedMember(t *testing.T) {
 			"mcp.example.com": map[string]any{"roles": []string{"admin"}},
 			"mcp":             map[string]any{"example": map[string]any{"com": map[string]any{"roles": []string{"viewer"}}}},
 		}, []string{"admin"}, ""},
-		{"dotless_path_still_read", map[string]any{"mcp": map[string]any{"example": map[string]any{"com": map[string]any{"roles": []string{"viewer"}}}}}, []string{"viewer"}, ""},
+		{"escaped_path_not_split", map[string]any{"mcp": map[string]any{"example": map[string]any{"com": map[string]any{"roles": []string{"viewer"}}}}}, nil, ""},
 		{"other_client", map[string]any{"other.example.com": map[string]any{"roles": []string{"admin"}}}, nil, ""},
 		{"dotted_member_not_object", map[string]any{"mcp.example.com": []string{"admin"}}, nil, "a member on its path is not an object"},
 	} {

@@ -32,7 +32,8 @@ type entry struct {
 // New returns a table of tokens. It returns an error for an empty token, a
 // token or subject that cannot travel in an HTTP header, a principal
 // without a subject, or an empty or malformed role. The principals are
-// copied. Errors never quote a token.
+// copied. Errors never quote a token: they name an entry by its place
+// among the tokens sorted in byte order ("entry 1" is the first).
 func New(tokens map[string]*policy.Principal) (*Table, error) {
 	keys := make([]string, 0, len(tokens))
 	for k := range tokens {
@@ -67,8 +68,9 @@ func New(tokens map[string]*policy.Principal) (*Table, error) {
 // tables, empty tokens, entries with neither a subject nor a role, unknown
 // fields, values that cannot travel in an HTTP header, and a subject
 // derived from a token (for an entry without "sub") that is also another
-// entry's subject are errors; errors never quote a token. Several entries
-// may name one "sub".
+// entry's subject are errors; errors never quote a token, and name
+// entries as [New] does (by their place among the tokens sorted in byte
+// order, not in data). Several entries may name one "sub".
 func Parse(data []byte) (*Table, error) {
 	if err := duplicateKeys(data); err != nil {
 		return nil, err

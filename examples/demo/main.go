@@ -9,7 +9,10 @@
 // temporary file, removed at exit); a kept database collects every run,
 // and the demo prints the records of its own run. Any other argument is
 // refused (exit status 2). SIGHUP is logged to stderr and ignored, as by
-// the other example binaries.
+// the other example binaries. Ctrl-C (SIGINT) or SIGTERM stops the
+// walkthrough, removes the temporary database, and exits with status 128
+// plus the signal's number (130, 143); a second one ends the demo at
+// once.
 package main
 
 import (
@@ -22,8 +25,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcpguard/mcpguard"
@@ -75,15 +80,61 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	// the demo (and leave its temporary database behind), as it does not
 	// end the other example binaries.
 	defer hangup.Reopen(slog.New(slog.NewTextHandler(stderr, nil)), "", nil)()
-	if err := run(*auditPath, stdout); err != nil {
+	// Ctrl-C or SIGTERM ends the walkthrough through its context, so that
+	// its deferred cleanup runs (with the Go runtime's default, the
+	// temporary database stayed behind).
+	ctx, stop := interruptible(stderr)
+	defer stop()
+	err := walk(ctx, *auditPath, stdout)
+	if sig, ok := context.Cause(ctx).(interrupted); ok {
+		return 128 + int(sig.Signal)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 1
 	}
 	return 0
 }
 
+// interrupted is the cause of the walkthrough's context once a signal
+// has stopped it.
+type interrupted struct{ syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + i.Signal.String() }
+
+// interruptible returns a context that SIGINT or SIGTERM cancels with an
+// [interrupted] cause, saying so on stderr; a second such signal then
+// ends the process with the runtime's default. stop releases the signals.
+func interruptible(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			sig, _ := s.(syscall.Signal)
+			fmt.Fprintf(stderr, "demo: interrupted (%v); stopping\n", s)
+			cancel(interrupted{sig})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// run is the walkthrough, not interruptible.
 func run(auditPath string, out io.Writer) error {
-	ctx := context.Background()
+	return walk(context.Background(), auditPath, out)
+}
+
+// walk runs the walkthrough, printing to out, until it ends or ctx is
+// done: then it stops, cleans up and returns ctx's error.
+func walk(ctx context.Context, auditPath string, out io.Writer) error {
 	// A kept database (-audit) holds earlier runs too: list this run's.
 	start := time.Now()
 	if auditPath == "" {
@@ -214,6 +265,9 @@ func run(auditPath string, out io.Writer) error {
 		return client.Connect(ctx, ct, nil)
 	}
 	show := func(cs *mcp.ClientSession, label, tool string, args any, meta mcp.Meta) {
+		if ctx.Err() != nil {
+			return // interrupted: nothing more to show
+		}
 		fmt.Fprintf(out, "  %s\n", label)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
 		switch {
@@ -271,6 +325,9 @@ func run(auditPath string, out io.Writer) error {
 	show(ada, "ada: trigger_refund 60.00 (ada's human accepts)", "trigger_refund", map[string]any{"customer_id": "CUST-00002", "amount": 60, "reason": "late delivery, goodwill"}, nil)
 	fmt.Fprintln(out, "\nSpend cap: 100.00 refunded per user per hour")
 	show(ada, "ada: trigger_refund 50.00 more", "trigger_refund", map[string]any{"customer_id": "CUST-00002", "amount": 50, "reason": "second complaint, goodwill"}, nil)
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "\nrefund handler ran %d time(s)\n", refunds)
 
 	for _, cs := range []*mcp.ClientSession{ada, bob, anon} {
