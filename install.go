@@ -266,12 +266,17 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // the caller's [Identity] in its context. The policy's roles, limits and
 // audit apply to tools only, but for this: a resource that a tool names as
 // its UI resource (MCP Apps, SEP-1865: _meta.ui.resourceUri, or the older
-// key "ui/resourceUri"; URIs compared as strings, as the go-sdk looks
-// resources up) is served only to a caller who may see one of the tools
-// that name it, as the server's tools are at the request. To another it is
-// a resource the server does not have: resources/list omits it;
-// resources/read, resources/subscribe and a subscriptions/listen that
-// names it are answered with the go-sdk's own not-found error for its URI
+// key "ui/resourceUri"; or the OpenAI Apps SDK's "openai/outputTemplate";
+// a string, or the strings of an array, under any of them) is served only
+// to a caller who may see one of the tools that name it, as the server's
+// tools are at the request. To another it is a resource the server does
+// not have, and so is every URI that a template's handler might take for
+// it, unless that URI is itself one the caller may see: a URI that differs
+// from it only by percent-escapes, letter case, a query or fragment, or
+// dot segments and repeated or trailing slashes in its path (a template
+// matches escapes, and uritemplate.Match decodes them). To such a caller,
+// resources/list omits it; resources/read, resources/subscribe and a
+// subscriptions/listen that names it are answered with the go-sdk's own not-found error for its URI
 // (mcp.ResourceNotFoundError; a listen's for the first such URI it names),
 // whether a resource or a template serves it, and its handlers do not hear
 // of the request; a resources/updated notification for it does not reach
@@ -285,11 +290,16 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // page. A resources/list_changed notification reaches a session only when
 // the resources its caller may see changed since it last listed them, or
 // listened for their changes (a tool change that hides or shows a UI
-// resource is not announced as one). Resource templates are listed to
-// every authenticated caller: a template names a family of URIs, not a
-// tool's resource, and hiding one would hide the resources it serves to
-// those who may see them. resources/unsubscribe, completions and prompts
-// are not filtered (no tool names a prompt).
+// resource is not announced as one). Telling these notifications apart
+// costs one listing of the server's tools (and, for list_changed, of its
+// resources) per notification, however many sessions the go-sdk sends it
+// to. Resource templates are listed to every authenticated caller: a
+// template names a family of URIs, not a tool's resource, and hiding one
+// would hide the resources it serves to those who may see them.
+// resources/unsubscribe, completions and prompts are not filtered (no tool
+// names a prompt): a CompletionHandler that completes a template's
+// argument finds the caller's Identity in its context, and should offer no value
+// that names a UI resource the caller may not see.
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the

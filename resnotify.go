@@ -41,30 +41,26 @@ func (g *Guard) sendingResources(next, below mcp.MethodHandler) mcp.MethodHandle
 }
 
 // updateFor reports whether a resources/updated notification is to be
-// passed on: its resource is no tool's UI resource, or the session's last
-// authenticated caller may see one of the tools that name it. A session
-// whose caller the guard does not know (its last request was refused as
-// UNAUTHENTICATED) is told of no UI resource.
+// passed on: its resource is, and means (see uriKey), no tool's UI
+// resource, or the session's last authenticated caller may see it. A
+// session whose caller the guard does not know (its last request was
+// refused as UNAUTHENTICATED) is told of no UI resource.
 func (g *Guard) updateFor(ctx context.Context, req mcp.Request, below mcp.MethodHandler) bool {
 	p, _ := req.GetParams().(*mcp.ResourceUpdatedNotificationParams)
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	if p == nil || ss == nil || below == nil {
 		return false
 	}
-	links, err := g.uiLinks(ctx, below, ss)
+	f, err := g.fanLinks(ctx, below, ss)
 	if err != nil {
 		g.log.Error("mcpguard: resources/updated not passed on: listing the tools failed", "err", err)
 		return false
 	}
-	named := false
-	for _, e := range links {
-		named = named || slices.Contains(e.ui, p.URI)
-	}
-	if !named {
+	if !namedUI(f.links, p.URI) {
 		return true
 	}
 	pr, ok := g.res.caller(ss)
-	return ok && !g.hiddenUI(&pr, links)[p.URI]
+	return ok && !g.sight(&pr, f.links).hides(p.URI)
 }
 
 // resourcesChanged reports whether a resources/list_changed notification
@@ -81,17 +77,16 @@ func (g *Guard) resourcesChanged(ctx context.Context, req mcp.Request, below mcp
 	if !ok {
 		return false
 	}
-	links, err := g.uiLinks(ctx, below, ss)
+	f, err := g.fanLinks(ctx, below, ss)
 	if err != nil {
 		g.log.Error("mcpguard: resources/list_changed not passed on: listing the tools failed", "err", err)
 		return false
 	}
-	all, _, err := listResourcePages(ctx, below, ss)
+	now, err := g.fanDigest(ctx, f, g.sight(&pr, f.links), below, ss)
 	if err != nil {
 		g.log.Error("mcpguard: resources/list_changed not passed on: listing the resources failed", "err", err)
 		return false
 	}
-	now := digest(g.visibleResources(&pr, links, all))
 	before, ok := g.res.shown(ss, seq, now)
 	return ok && before != now
 }
@@ -107,6 +102,9 @@ type resources struct {
 	mu        sync.RWMutex
 	m         map[weak.Pointer[mcp.ServerSession]]*resView
 	seq       uint64
+
+	fanMu sync.Mutex
+	fan   *fanout // the last notification's fan-out
 }
 
 // A resView is what the guard knows of a session's resources.

@@ -13,42 +13,55 @@ import (
 
 // An MCP Apps tool (the MCP Apps extension, SEP-1865) names its UI
 // resource, a ui:// URI, in its _meta: as _meta.ui.resourceUri, or under
-// the older flat key "ui/resourceUri". Served to any caller, the UI
-// resource of a tool hidden from a caller would reveal the tool (and may
-// carry its UI). So a resource that one or more of the server's tools name
-// is the caller's only if the caller may see one of them, as tools/list
-// shows them; to any other caller it looks like a resource the server does
-// not have. The go-sdk v1.8.0 knows nothing of MCP Apps: the guard reads
-// the two keys itself, from the server's tools as they are at the request.
+// the older flat key "ui/resourceUri"; a tool written for the OpenAI Apps
+// SDK names it (its widget) under "openai/outputTemplate", which hosts
+// still honour as an alias. Served to any caller, the UI resource of a
+// tool hidden from a caller would reveal the tool (and may carry its UI).
+// So a resource that one or more of the server's tools name is the
+// caller's only if the caller may see one of them, as tools/list shows
+// them; to any other caller it looks like a resource the server does not
+// have. The go-sdk v1.8.0 knows nothing of MCP Apps: the guard reads the
+// three keys itself, from the server's tools as they are at the request.
+// (uiuri.go: which URIs mean a UI resource.)
 
 // uiResources returns the URIs of the UI resources t names in its _meta.
 // The server's own *mcp.Tool is read, whose _meta values may be any Go
-// value: they are read as the JSON a client would be sent.
+// value: they are read as the JSON a client would be sent. A value names
+// the URIs it holds, whatever its shape (so a URI named in a shape that
+// hosts would not read is hidden all the same): a string, the strings of
+// an array, and for "ui", the resourceUri of an object, read alike.
 func uiResources(t *mcp.Tool) []string {
 	if t == nil || len(t.Meta) == 0 {
 		return nil
 	}
-	str := func(raw []byte) string {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return ""
-		}
-		return s
-	}
 	var out []string
-	if v, ok := t.Meta["ui/resourceUri"]; ok {
-		if raw, err := json.Marshal(v); err == nil {
-			if s := str(raw); s != "" {
+	add := func(raw json.RawMessage) {
+		var arr []json.RawMessage
+		if json.Unmarshal(raw, &arr) != nil {
+			arr = []json.RawMessage{raw}
+		}
+		for _, v := range arr {
+			var s string
+			if json.Unmarshal(v, &s) == nil && s != "" && !slices.Contains(out, s) {
 				out = append(out, s)
 			}
 		}
 	}
-	if v, ok := t.Meta["ui"]; ok {
+	for _, k := range []string{"ui/resourceUri", "openai/outputTemplate", "ui"} {
+		v, ok := t.Meta[k]
+		if !ok {
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
 		var ui map[string]json.RawMessage
-		if raw, err := json.Marshal(v); err == nil && json.Unmarshal(raw, &ui) == nil {
-			if s := str(ui["resourceUri"]); s != "" && !slices.Contains(out, s) {
-				out = append(out, s)
-			}
+		if k == "ui" && json.Unmarshal(raw, &ui) == nil {
+			raw = ui["resourceUri"]
+		}
+		if raw != nil {
+			add(raw)
 		}
 	}
 	return out
@@ -96,44 +109,22 @@ func (g *Guard) linked(tools []*mcp.Tool) (links []*toolEntry, missed []*mcp.Too
 	return links, missed
 }
 
-// hiddenUI returns the UI resources of links that pr may not see: those
-// that no tool pr may see (tools/list would show it) names.
-func (g *Guard) hiddenUI(pr *policy.Principal, links []*toolEntry) map[string]bool {
-	seen := map[string]bool{}
-	for _, e := range links {
-		if e.err == nil && g.pol.Visible(pr, e.tool.Name) {
-			for _, u := range e.ui {
-				seen[u] = true
-			}
-		}
-	}
-	hidden := map[string]bool{}
-	for _, e := range links {
-		for _, u := range e.ui {
-			if !seen[u] {
-				hidden[u] = true
-			}
-		}
-	}
-	return hidden
-}
-
-// hides reports whether uri is a UI resource that pr may not see, as the
-// server's tools are now.
+// hides reports whether uri is, or means, a UI resource that pr may not
+// see, as the server's tools are now.
 func (g *Guard) hides(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSession, pr *policy.Principal, uri string) (bool, error) {
 	links, err := g.uiLinks(ctx, next, ss)
 	if err != nil {
 		return false, err
 	}
-	return g.hiddenUI(pr, links)[uri], nil
+	return g.sight(pr, links).hides(uri), nil
 }
 
-// visibleResources returns the resources of all that pr may see.
-func (g *Guard) visibleResources(pr *policy.Principal, links []*toolEntry, all []*mcp.Resource) []*mcp.Resource {
-	hidden := g.hiddenUI(pr, links)
+// visibleResources returns the resources of all that the caller of sight
+// may see.
+func visibleResources(sight *uiSight, all []*mcp.Resource) []*mcp.Resource {
 	out := []*mcp.Resource{}
 	for _, r := range all {
-		if r != nil && !hidden[r.URI] {
+		if r != nil && !sight.hides(r.URI) {
 			out = append(out, r)
 		}
 	}
@@ -193,7 +184,7 @@ func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 	if err != nil {
 		return nil, err
 	}
-	shown := g.visibleResources(id.Principal, links, all)
+	shown := visibleResources(g.sight(id.Principal, links), all)
 	g.res.shown(req.Session, seq, digest(shown))
 	out := *last
 	out.NextCursor, out.CacheScope = "", "private"
@@ -267,15 +258,15 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, err
 			}
-			hidden := g.hiddenUI(id.Principal, links)
+			sight := g.sight(id.Principal, links)
 			for _, uri := range n.ResourceSubscriptions {
-				if subs && hidden[uri] {
+				if subs && sight.hides(uri) {
 					return nil, mcp.ResourceNotFoundError(uri)
 				}
 			}
 			if n.ResourcesListChanged {
 				if all, _, err := listResourcePages(ctx, next, r.Session); err == nil {
-					g.res.shown(r.Session, seq, digest(g.visibleResources(id.Principal, links, all)))
+					g.res.shown(r.Session, seq, digest(visibleResources(sight, all)))
 				}
 			}
 		}

@@ -70,7 +70,13 @@ func Compile(doc any, opts Options) (s *Schema, ok bool) {
 // ±[MaxNumberExp], and valid against the schema as v6 (draft 2020-12,
 // formats asserted) decides. One deliberate difference: containers nested
 // deeper than 64 levels are refused with the message "arguments are
-// nested too deeply".
+// nested too deeply". A document with problems of several kinds is
+// refused, as by the reference, for malformed JSON, trailing data or a
+// duplicate first (whichever the scan meets first; the reference puts a
+// duplicate first, and names it by its key, not its path), then for not
+// being an object, then for a string, key or number literal out of bounds
+// (the first in the document; the reference, which walks objects in map
+// order, may name another), then against the schema.
 //
 // Validate does not allocate for valid input (except for a "uri" format,
 // which uses v6's own check).

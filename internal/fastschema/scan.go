@@ -34,27 +34,42 @@ type state struct {
 	kbuf  []byte // decoded keys
 	kbuf2 []byte
 	fbuf  []byte // a folded key
+	lax   bool   // strings, keys and number literals are not bounded (see document)
 }
 
 func (st *state) document(raw []byte) *Error {
-	st.raw, st.pos, st.depth = raw, 0, 0
+	st.raw, st.pos, st.depth, st.lax = raw, 0, 0, false
 	st.skipWS()
-	if st.pos >= len(raw) || raw[st.pos] != '{' {
-		if e := st.whole(nil); e != nil {
-			return e
-		}
-		return st.fail(errNotObject, 0, nil, false, nil, nil)
+	object := st.pos < len(raw) && raw[st.pos] == '{'
+	var e *failure
+	if object {
+		e = st.whole(st.s.root)
+	} else {
+		e = st.whole(nil)
 	}
-	e := st.whole(st.s.root)
-	if e == nil {
+	if e == nil && object {
 		return nil
 	}
-	if e.kind <= errLastSyntactic {
+	if e != nil && e.kind < errKeyTooLong {
+		return e // syntax, trailing data, depth or a duplicate: first
+	}
+	// A string, key or number literal out of bounds, or a schema
+	// violation (or no object): report instead a syntax, duplicate or
+	// depth problem anywhere in the document, then that it is no object,
+	// then a string or number problem, as the reference pipeline checks
+	// them in this order.
+	if e == nil || e.kind <= errLastSyntactic {
+		st.raw, st.pos, st.depth, st.keys, st.lax = raw, 0, 0, st.keys[:0], true
+		e2 := st.whole(nil)
+		st.lax = false
+		if e2 != nil {
+			return e2
+		}
+		if !object {
+			return st.fail(errNotObject, 0, nil, false, nil, nil)
+		}
 		return e
 	}
-	// A schema violation: report a syntax, duplicate, depth or string
-	// problem instead when the document has one, as the reference
-	// pipeline checks those first.
 	st.raw, st.pos, st.depth, st.keys = raw, 0, 0, st.keys[:0]
 	if e2 := st.whole(nil); e2 != nil {
 		return e2
@@ -190,7 +205,7 @@ func (st *state) number(n *node) *failure {
 	// The reference pipeline refuses an overlong literal before it
 	// validates, wherever the literal is; this also keeps the exact
 	// comparisons below to at most MaxNumberLen digits.
-	if !numberInRange(raw[start:i]) {
+	if !st.lax && !numberInRange(raw[start:i]) {
 		return st.fail(errNumber, st.depth, nil, false, nil, nil)
 	}
 	if n == nil {

@@ -184,6 +184,9 @@ func decodeString(dst, s []byte) []byte {
 
 // checkStr applies MaxStringBytes and the control-character rule.
 func (st *state) checkStr(info *strInfo, plen int, isKey bool) *failure {
+	if st.lax {
+		return nil
+	}
 	if info.dlen > st.s.opts.MaxStringBytes {
 		if isKey {
 			return st.fail(errKeyTooLong, plen, nil, false, nil, nil)
