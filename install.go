@@ -507,7 +507,7 @@ func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next m
 	}
 	g.updateSince(tools, gen)
 	if req.Session != nil {
-		g.views.shown(req.Session, seq, tools)
+		g.views.show(req.Session, seq, tools)
 	}
 	out := *last
 	out.NextCursor, out.CacheScope = "", "private"

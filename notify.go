@@ -2,11 +2,6 @@ package mcpguard
 
 import (
 	"context"
-	"runtime"
-	"slices"
-	"sync"
-	"sync/atomic"
-	"weak"
 
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,132 +41,10 @@ func (g *Guard) listen(ctx context.Context, req *mcp.SubscriptionsListenRequest,
 	if p := req.Params; p != nil && p.Notifications != nil && p.Notifications.ToolsListChanged && req.Session != nil {
 		seq := g.views.seen(req.Session, id.Principal)
 		if tools, err := listAll(ctx, next, req.Session); err == nil {
-			g.views.shown(req.Session, seq, tools)
+			g.views.show(req.Session, seq, tools)
 		}
 	}
 	return next(NewContext(ctx, id), "subscriptions/listen", req)
-}
-
-// A view is what the guard last told a session of the server's tools.
-type view struct {
-	pr   policy.Principal // the session's last authenticated caller
-	base []*mcp.Tool      // all the server's tools when last listed or notified; nil: none yet
-	seq  uint64           // when base was read
-	off  bool             // the session's last caller was not authenticated: no view
-}
-
-// views holds a view per session that listed the tools or listens for
-// their changes. Sessions are keyed weakly: a session's view goes when the
-// session is collected.
-type views struct {
-	used atomic.Bool // a view was made (the guard is installed)
-	mu   sync.RWMutex
-	m    map[weak.Pointer[mcp.ServerSession]]*view
-	seq  uint64
-}
-
-// seen records that pr listed the tools of ss, or listens for their
-// changes, and returns the sequence number a listing read from now on
-// carries (see shown).
-func (vs *views) seen(ss *mcp.ServerSession, pr *policy.Principal) uint64 {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	vs.seq++
-	if ss == nil {
-		return vs.seq
-	}
-	if vs.m == nil {
-		vs.m = map[weak.Pointer[mcp.ServerSession]]*view{}
-	}
-	k := weak.Make(ss)
-	v := vs.m[k]
-	if v == nil {
-		v = &view{}
-		vs.m[k] = v
-		runtime.AddCleanup(ss, vs.forget, k)
-		vs.used.Store(true)
-	}
-	if v.off {
-		*v = view{}
-	}
-	v.pr = policy.Principal{Subject: pr.Subject, Roles: slices.Clone(pr.Roles)}
-	return vs.seq
-}
-
-// touch makes pr, who made an authenticated call in ss, the caller of ss's
-// view, if it has one: a session whose roles shrank is told no more than
-// its new roles may see.
-func (vs *views) touch(ss *mcp.ServerSession, pr *policy.Principal) {
-	if ss == nil || !vs.used.Load() {
-		return
-	}
-	k := weak.Make(ss)
-	vs.mu.RLock()
-	v := vs.m[k]
-	same := v == nil || v.off || (v.pr.Subject == pr.Subject && slices.Equal(v.pr.Roles, pr.Roles))
-	vs.mu.RUnlock()
-	if same {
-		return
-	}
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	if v := vs.m[k]; v != nil && !v.off {
-		v.pr = policy.Principal{Subject: pr.Subject, Roles: slices.Clone(pr.Roles)}
-	}
-}
-
-// drop turns the view of ss off: the guard could not authenticate its
-// caller. Until it lists the tools again, it is told of no change. (The
-// view stays, so that a session is handed one cleanup only.)
-func (vs *views) drop(ss *mcp.ServerSession) {
-	if ss == nil || !vs.used.Load() {
-		return
-	}
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	if v := vs.m[weak.Make(ss)]; v != nil {
-		*v = view{off: true}
-	}
-}
-
-func (vs *views) forget(k weak.Pointer[mcp.ServerSession]) {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	delete(vs.m, k)
-}
-
-// principal returns the caller of ss's view and a sequence number for a
-// listing read from now on; ok is false when ss has no view: it never
-// listed the tools nor listens for their changes.
-func (vs *views) principal(ss *mcp.ServerSession) (pr policy.Principal, seq uint64, ok bool) {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	v := vs.m[weak.Make(ss)]
-	if v == nil || v.off {
-		return policy.Principal{}, 0, false
-	}
-	vs.seq++
-	return v.pr, vs.seq, true
-}
-
-// shown makes tools, read at seq, the base of ss's view unless a later
-// read made it already, and returns the base before (nil if there was
-// none).
-func (vs *views) shown(ss *mcp.ServerSession, seq uint64, tools []*mcp.Tool) (before []*mcp.Tool, ok bool) {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	v := vs.m[weak.Make(ss)]
-	if v == nil || v.off {
-		return nil, false
-	}
-	before = v.base
-	if seq > v.seq {
-		v.base, v.seq = tools, seq
-		if v.base == nil {
-			v.base = []*mcp.Tool{}
-		}
-	}
-	return before, true
 }
 
 // shows reports whether pr may see t: the policy shows it to pr and the
@@ -227,7 +100,7 @@ func (g *Guard) toolsChanged(ctx context.Context, req mcp.Request, below mcp.Met
 	if ss == nil || below == nil {
 		return false
 	}
-	pr, seq, ok := g.views.principal(ss)
+	pr, seq, _, ok := g.views.principal(ss)
 	if !ok {
 		return false
 	}
@@ -236,6 +109,6 @@ func (g *Guard) toolsChanged(ctx context.Context, req mcp.Request, below mcp.Met
 		g.log.Error("mcpguard: tools/list_changed not passed on: listing the tools failed", "err", err)
 		return false
 	}
-	before, ok := g.views.shown(ss, seq, tools)
-	return ok && (before == nil || g.changedFor(&pr, before, tools))
+	before, had, ok := g.views.show(ss, seq, tools)
+	return ok && (!had || g.changedFor(&pr, before, tools))
 }

@@ -2,13 +2,9 @@ package mcpguard
 
 import (
 	"context"
-	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"weak"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -73,8 +69,8 @@ func (g *Guard) resourcesChanged(ctx context.Context, req mcp.Request, below mcp
 	if ss == nil || below == nil {
 		return false
 	}
-	pr, seq, ok := g.res.principal(ss)
-	if !ok {
+	pr, seq, shown, ok := g.res.principal(ss)
+	if !ok || !shown {
 		return false
 	}
 	f, err := g.fanLinks(ctx, below, ss)
@@ -87,8 +83,8 @@ func (g *Guard) resourcesChanged(ctx context.Context, req mcp.Request, below mcp
 		g.log.Error("mcpguard: resources/list_changed not passed on: listing the resources failed", "err", err)
 		return false
 	}
-	before, ok := g.res.shown(ss, seq, now)
-	return ok && before != now
+	before, had, ok := g.res.show(ss, seq, now)
+	return ok && had && before != now
 }
 
 // resources is what the guard knows of each session that listed the
@@ -98,22 +94,11 @@ type resources struct {
 	// subscribe says whether the server takes subscriptions (it has a
 	// SubscribeHandler), as its capabilities tell: 0 not known, 1 yes, 2 no.
 	subscribe atomic.Int32
-	used      atomic.Bool // a view was made
-	mu        sync.RWMutex
-	m         map[weak.Pointer[mcp.ServerSession]]*resView
-	seq       uint64
+	// the digest of the resources each session was last shown
+	sessionViews[[32]byte]
 
 	fanMu sync.Mutex
 	fan   *fanout // the last notification's fan-out
-}
-
-// A resView is what the guard knows of a session's resources.
-type resView struct {
-	pr     policy.Principal // the session's last authenticated caller
-	off    bool             // its last caller was not authenticated
-	listed bool             // it was shown the resources (a listing, or a listen for their changes)
-	digest [32]byte         // of the resources it was last shown
-	seq    uint64           // when digest was read
 }
 
 // learn records from the result of initialize or server/discover whether
@@ -147,119 +132,3 @@ func (rs *resources) learnCaps(caps *mcp.ServerCapabilities) {
 // subscribes reports whether the server may take a subscription: unless
 // its capabilities said that it does not.
 func (rs *resources) subscribes() bool { return rs.subscribe.Load() != 2 }
-
-// seen records pr as the caller of ss and returns the sequence number a
-// listing read from now on carries (see shown).
-func (rs *resources) seen(ss *mcp.ServerSession, pr *policy.Principal) uint64 {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	rs.seq++
-	if ss == nil {
-		return rs.seq
-	}
-	if rs.m == nil {
-		rs.m = map[weak.Pointer[mcp.ServerSession]]*resView{}
-	}
-	k := weak.Make(ss)
-	v := rs.m[k]
-	if v == nil {
-		v = &resView{}
-		rs.m[k] = v
-		runtime.AddCleanup(ss, rs.forget, k)
-		rs.used.Store(true)
-	}
-	if v.off {
-		*v = resView{}
-	}
-	v.pr = policy.Principal{Subject: pr.Subject, Roles: slices.Clone(pr.Roles)}
-	return rs.seq
-}
-
-// touch makes pr, who made an authenticated request in ss, the caller of
-// its view, if it has one.
-func (rs *resources) touch(ss *mcp.ServerSession, pr *policy.Principal) {
-	if ss == nil || !rs.used.Load() {
-		return
-	}
-	k := weak.Make(ss)
-	same := func(v *resView) bool {
-		return v == nil || v.off || (v.pr.Subject == pr.Subject && slices.Equal(v.pr.Roles, pr.Roles))
-	}
-	rs.mu.RLock()
-	unchanged := same(rs.m[k])
-	rs.mu.RUnlock()
-	if unchanged {
-		return
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if v := rs.m[k]; !same(v) {
-		v.pr = policy.Principal{Subject: pr.Subject, Roles: slices.Clone(pr.Roles)}
-	}
-}
-
-// drop turns the view of ss off: the guard could not authenticate its
-// caller. It is told of no UI resource and no change until it lists the
-// resources, subscribes or listens again.
-func (rs *resources) drop(ss *mcp.ServerSession) {
-	if ss == nil || !rs.used.Load() {
-		return
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if v := rs.m[weak.Make(ss)]; v != nil {
-		*v = resView{off: true}
-	}
-}
-
-func (rs *resources) forget(k weak.Pointer[mcp.ServerSession]) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	delete(rs.m, k)
-}
-
-// caller returns the last authenticated caller of ss; ok is false when the
-// guard knows none.
-func (rs *resources) caller(ss *mcp.ServerSession) (pr policy.Principal, ok bool) {
-	rs.mu.RLock()
-	defer rs.mu.RUnlock()
-	v := rs.m[weak.Make(ss)]
-	if v == nil || v.off {
-		return policy.Principal{}, false
-	}
-	return v.pr, true
-}
-
-// principal returns the caller of ss's view and a sequence number for a
-// listing read from now on; ok is false when ss was never shown the
-// resources.
-func (rs *resources) principal(ss *mcp.ServerSession) (pr policy.Principal, seq uint64, ok bool) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	v := rs.m[weak.Make(ss)]
-	if v == nil || v.off || !v.listed {
-		return policy.Principal{}, 0, false
-	}
-	rs.seq++
-	return v.pr, rs.seq, true
-}
-
-// shown makes d, read at seq, the digest of what ss was shown unless a
-// later read made it already, and returns the digest before; ok is false
-// when ss has no view, or had none shown.
-func (rs *resources) shown(ss *mcp.ServerSession, seq uint64, d [32]byte) (before [32]byte, ok bool) {
-	if ss == nil {
-		return before, false
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	v := rs.m[weak.Make(ss)]
-	if v == nil || v.off {
-		return before, false
-	}
-	before, ok = v.digest, v.listed
-	if seq > v.seq {
-		v.digest, v.seq, v.listed = d, seq, true
-	}
-	return before, ok
-}

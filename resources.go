@@ -185,7 +185,7 @@ func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 		return nil, err
 	}
 	shown := visibleResources(g.sight(id.Principal, links), all)
-	g.res.shown(req.Session, seq, digest(shown))
+	g.res.show(req.Session, seq, digest(shown))
 	out := *last
 	out.NextCursor, out.CacheScope = "", "private"
 	out.Resources = []*mcp.Resource{}
@@ -266,7 +266,7 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			if n.ResourcesListChanged {
 				if all, _, err := listResourcePages(ctx, next, r.Session); err == nil {
-					g.res.shown(r.Session, seq, digest(visibleResources(sight, all)))
+					g.res.show(r.Session, seq, digest(visibleResources(sight, all)))
 				}
 			}
 		}

@@ -460,7 +460,14 @@ func (g *Guard) plan(c *call, req *mcp.CallToolRequest, topts *ToolOptions) *Den
 func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (limiter.Decision, *DenialError) {
 	spend := c.spend()
 	ld := g.limit(ctx, req, c, calls, spend)
-	if ld.Err != nil {
+	switch {
+	case ld.Err != nil && ctx.Err() != nil:
+		// Not the limiter's failure: the limiter refuses a call whose
+		// context ended before it decided (the client went away, or
+		// the call's deadline passed), whatever its fail-open options.
+		c.detail = "the client went away (the call's context ended) before the limiter decided"
+		g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", c.name, "correlation_id", c.corr, "err", ctx.Err())
+	case ld.Err != nil:
 		g.log.Error("mcpguard: limiter failed", "tool", c.name, "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
 	}
 	if !ld.Allowed {
