@@ -105,7 +105,10 @@ type Options struct {
 	// nothing; one refused later keeps the part that may have refilled
 	// meanwhile, which its audit record's cost shows. When the limiter's
 	// store fails and the limiter fails closed, the call is refused as
-	// RATE_LIMIT_EXCEEDED with a wait of one second (see [Limit]).
+	// RATE_LIMIT_EXCEEDED with a wait of one second (see [Limit]); so is a
+	// call whose context ended before the limiter decided (the client went
+	// away), which is logged at Info, not as a limiter failure, and
+	// recorded with a detail that says so.
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.

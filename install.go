@@ -273,10 +273,11 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // not have, and so is every URI that a template's handler might take for
 // it, unless that URI is itself one the caller may see: a URI that differs
 // from it only by percent-escapes, letter case, a query or fragment, or
-// dot segments and repeated or trailing slashes in its path (a template
-// matches escapes, and uritemplate.Match decodes them). To such a caller,
-// resources/list omits it; resources/read, resources/subscribe and a
-// subscriptions/listen that names it are answered with the go-sdk's own not-found error for its URI
+// dot segments, backslashes for slashes and repeated or trailing slashes
+// in its path (a template matches escapes, and uritemplate.Match decodes
+// them). To such a caller, resources/list omits it; resources/read,
+// resources/subscribe and a subscriptions/listen that names it are
+// answered with the go-sdk's own not-found error for its URI
 // (mcp.ResourceNotFoundError; a listen's for the first such URI it names),
 // whether a resource or a template serves it, and its handlers do not hear
 // of the request; a resources/updated notification for it does not reach
@@ -298,8 +299,8 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // would hide the resources it serves to those who may see them.
 // resources/unsubscribe, completions and prompts are not filtered (no tool
 // names a prompt): a CompletionHandler that completes a template's
-// argument finds the caller's Identity in its context, and should offer no value
-// that names a UI resource the caller may not see.
+// argument finds the caller's Identity in its context, and should offer
+// no value that names a UI resource the caller may not see.
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the

@@ -135,7 +135,9 @@ type countedKey struct{}
 // holds in all: no wait helps, and it is refused as not retryable. A
 // limiter whose store failed and that fails closed
 // ([limiter.ErrStoreUnavailable]) refuses the call as RATE_LIMIT_EXCEEDED
-// with a wait of one second, as the Guard does.
+// with a wait of one second, as the Guard does; a call whose context
+// ended before the limiter decided is refused the same way (see
+// [Options].Limiter).
 //
 // Limit returns an error for a nil limiter or policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,

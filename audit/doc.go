@@ -22,5 +22,6 @@
 // line is an error carrying its line number, never an event (but see
 // [JSONLSink] on a line that lost only its newline), and iteration
 // can continue past it. [QueryJSONL] and [SQLSink.Query] select events by
-// session, subject, tool, outcome and time range with one [Filter].
+// session, subject, tool, correlation or request id, phase, outcome and
+// time range with one [Filter].
 package audit

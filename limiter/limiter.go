@@ -42,10 +42,12 @@ type Options struct {
 	// Store keeps the state. nil means a new [MemoryStore].
 	Store Store
 	// FailOpenReads allows read calls (Request.Write false) when the store
-	// fails. false denies them: the limiter fails closed.
+	// fails, unless the caller's context is done. false denies them: the
+	// limiter fails closed.
 	FailOpenReads bool
-	// FailOpenWrites allows write calls when the store fails. false, the
-	// default and the advice, denies them.
+	// FailOpenWrites allows write calls when the store fails, unless the
+	// caller's context is done. false, the default and the advice, denies
+	// them.
 	FailOpenWrites bool
 }
 

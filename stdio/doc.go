@@ -38,7 +38,7 @@
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`
 //     gets every answer (the go-sdk ends the session at end of input and
-//     would drop them).
+//     would drop them);
 //   - where descriptors are redirected, it asks for SIGPIPE
 //     ([os/signal.Notify]), so that a write to a broken pipe on descriptor
 //     1 or 2 fails with EPIPE instead of killing the process: a client

@@ -30,7 +30,8 @@
 // header and the claims UTF-8, with no member named twice. The
 // subject is "sub", the roles a configurable claim (an array of strings or
 // a space-separated string; a dotted name such as "realm_access.roles"
-// reaches into nested objects, a dot written `\.` being part of a name).
+// reaches into nested objects, splitting at every dot but one written
+// `\.`, which is part of a name).
 // A header "typ", when present, must be "JWT"
 // or "at+jwt" (RFC 9068 access tokens; configurable), so that another kind
 // of JWT from the same issuer, such as a DPoP proof or a logout token, is

@@ -89,8 +89,9 @@ type IntrospectionConfig struct {
 	// RolesClaim names the member of the answer that holds the caller's
 	// roles, read as [JWTConfig.RolesClaim] is: a string of space-separated
 	// roles or an array of strings, a dotted name reaching into nested
-	// objects when no member has that name. An answer without it has no
-	// roles. Zero means "scope", the member RFC 7662 defines.
+	// objects when no member has that name (`\.` being a dot within a
+	// name). An answer without it has no roles. Zero means "scope", the
+	// member RFC 7662 defines.
 	RolesClaim string
 	// Leeway is the clock skew allowed when checking "exp" and "nbf".
 	// Zero means none. Negative is an error. [Introspector.Verifier]'s
