@@ -65,6 +65,7 @@ func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pr *policy.
 		}()
 	}
 	wg.Wait()
+	g.withheldSummary(b.lst)
 	sseMode := b.ew != nil
 	if !sseMode {
 		b.writeJSON()
@@ -154,6 +155,7 @@ func (b *batchOut) stream() *eventWriter {
 		}
 	}
 	b.answers = nil
+	b.ew.rc.Flush() // the header at once, whether or not an event follows
 	return b.ew
 }
 
@@ -161,8 +163,12 @@ func (b *batchOut) stream() *eventWriter {
 func (b *batchOut) relay(m *member) {
 	ew := b.stream()
 	var tf func([]byte) []byte
-	if m.p.filter {
+	switch {
+	case m.p.filter:
 		tf = func(msg []byte) []byte { return b.g.filterTools(b.lst, msg) }
+	case b.g.pins != nil:
+		// Any answer may carry a listing (see [Gateway.guardAnswer]).
+		tf = func(msg []byte) []byte { return b.g.guardAnswer(b.lst, msg) }
 	}
 	answered := false
 	err := readEvents(m.c, func(ev *event) {
@@ -276,9 +282,15 @@ func (g *Gateway) collect(l *listing, m *member) [][]byte {
 	if len(out) == 0 && m.p.m.id != nil {
 		return g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
 	}
-	if m.p.filter {
+	if m.p.filter || g.pins != nil {
 		for i := range out {
-			if out[i] = g.filterTools(l, out[i]); out[i] == nil {
+			if m.p.filter {
+				out[i] = g.filterTools(l, out[i])
+			} else {
+				// Any answer may carry a listing (see [Gateway.guardAnswer]).
+				out[i] = g.guardAnswer(l, out[i])
+			}
+			if out[i] == nil {
 				return g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
 			}
 		}

@@ -34,7 +34,9 @@
 //     its client goes (the rest of a batch) is not sent, and is given back
 //     its limiter charge. A GET stream ends with its client.
 //   - With Options.FilterToolsList, tools/list results lose the tools the
-//     caller may not call, also inside event streams.
+//     caller may not call, also inside event streams; a redirect (3xx)
+//     answering a tools/list is a 502, not relayed: the client would
+//     follow it and read an unfiltered listing.
 //   - With Options.Pins, tools/list results keep only the tools whose
 //     definitions were approved ([Pins]: at their first listing, or a
 //     fixed set), so a downstream that changes a tool's description,
@@ -42,7 +44,16 @@
 //     instructions before the model: the changed tool is withheld, its
 //     calls are refused (-32001, 403), and the change is logged and
 //     recorded (TOOL_CHANGED, or TOOL_NOT_PINNED for a tool a fixed set
-//     does not name).
+//     does not name). Every other answer is read too, GET streams
+//     included: a client takes a response for the request its id names,
+//     on whatever stream it comes, and a listing found there is checked
+//     alike; an event that is not JSON is dropped, a 2xx JSON answer that
+//     is not JSON (or over 64 MiB) is a 502, and so is a redirect (3xx),
+//     which the client would follow to a server the gateway does not see
+//     (a DELETE's answer is relayed as it is). A listing whose result, tools
+//     or a tool's name are named twice, or under another spelling that a
+//     client decoding with encoding/json takes for them ("Result",
+//     "Tools", "NAME"), is refused or withheld the same way.
 //   - Client headers in the x-mcp-gateway-* namespace (also spelled with
 //     underscores) are dropped; the gateway sets [HeaderSubject], [HeaderRole]
 //     and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the

@@ -448,6 +448,25 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 		return
 	}
 	defer c.close()
+	if g.pins != nil && r.Method != http.MethodDelete {
+		switch status := c.resp.StatusCode; {
+		case status >= 200 && status <= 299:
+			// Any answer may carry a listing (see [Gateway.guardAnswer]).
+			g.relayChecked(w, r, pr, cid, body, c, call, start)
+			return
+		case isRedirect(status):
+			// The client would follow it to a server the gateway does
+			// not see, and take any listing from there.
+			g.log.Warn("upstream redirect refused", "cid", cid, "status", status)
+			call.finish("UPSTREAM_UNAVAILABLE")
+			var id []byte
+			if msgs, _, _ := parseBody(body); len(msgs) == 1 {
+				id = msgs[0].id
+			}
+			writeError(w, badAnswer(status), id, cid)
+			return
+		}
+	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
 	sse := isSSE(c.resp.Header)
 	// A POST answer of known length keeps its Content-Length: a client
@@ -459,6 +478,12 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 		w.Header()["Content-Length"] = []string{strconv.FormatInt(c.resp.ContentLength, 10)}
 	}
 	w.WriteHeader(c.resp.StatusCode)
+	if sse {
+		// The header at once: a client may wait for it (the go-sdk's
+		// Connect waits for its GET stream's), and the first event may be
+		// long in coming.
+		http.NewResponseController(w).Flush()
+	}
 	var rd io.Reader = c.resp.Body
 	if r.Method != http.MethodGet {
 		rd = c

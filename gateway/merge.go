@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -27,12 +29,20 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		return
 	}
 	defer c.close()
+	if isRedirect(c.resp.StatusCode) {
+		// Its client would follow it, and read a listing unfiltered.
+		g.log.Warn("upstream redirect refused", "cid", cid, "status", c.resp.StatusCode)
+		writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
+		return
+	}
 	lst := &listing{r: r, pr: pr, cid: cid, start: start}
+	defer g.withheldSummary(lst)
 	tf := func(msg []byte) []byte { return g.filterTools(lst, msg) }
 	if isSSE(c.resp.Header) {
 		copyResponseHeader(w.Header(), c.resp.Header, true)
 		w.WriteHeader(c.resp.StatusCode)
 		ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
+		ew.rc.Flush()
 		// Without ids: a client that resumed the stream with a GET would
 		// get the replayed answer through passThrough, unfiltered.
 		err := readEvents(c, func(ev *event) { ew.write(ev, tf, true) })
@@ -66,22 +76,29 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 // maxUpstreamBody bounds a downstream JSON answer the gateway must parse.
 const maxUpstreamBody = 64 << 20
 
-// A listing is the tools/list request whose answer filterTools reads: the
-// caller's, under the correlation id its withheld tools are recorded with.
+// A listing is the request whose answers filterTools reads (a tools/list,
+// or with Pins any request: see [Gateway.guardAnswer]): the caller's,
+// under the correlation id its withheld tools are recorded with.
 type listing struct {
 	r     *http.Request
 	pr    *policy.Principal
 	cid   string
 	start time.Time
+	// records counts the withheld tools recorded one by one; more, those
+	// past maxWithheldRecords, by verdict. Batch members share a listing.
+	records atomic.Int64
+	more    [pinNotPinned + 1]atomic.Int64
 }
 
 // filterTools rewrites msg, an answer in the body or stream of a tools/list
 // (whatever its id), keeping only the tools l's caller may call (with
-// FilterToolsList) whose definitions the pins approve (with Pins). A message without
-// a result object is returned unchanged; a result whose tools cannot be
-// read loses all of them; and a msg that is not JSON at all (cut at the
-// size limit, say) gives nil, which the callers turn into an error or drop
-// (fail closed).
+// FilterToolsList) whose definitions the pins approve (with Pins). A
+// message without a result object is returned unchanged; a result whose
+// tools cannot be read loses all of them, a tool whose name cannot be read
+// is withheld; and a msg that is not JSON at all (cut at the size limit,
+// say), or that names its result, or the result its tools, twice or under
+// another spelling ("Result", "Tools": see [ambiguousKey]), gives nil,
+// which the callers turn into an error or drop (fail closed).
 func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 	msg = bytes.TrimSpace(msg)
 	if !json.Valid(msg) {
@@ -110,19 +127,19 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 	if msg[0] != '{' {
 		return msg
 	}
-	var result []byte
-	forEachField(msg, func(k, v []byte) *rpcError {
-		if string(k) == "result" {
-			result = v
-		}
-		return nil
-	})
 	// Every answer in the body or stream of a filtered tools/list is
 	// filtered, whatever its id: the downstream may rewrite the id it was
 	// given (the go-sdk answers 1.5 with 1), and only the answer to this
 	// request travels there.
+	result, ok := memberOf(msg, "result")
+	if !ok {
+		return nil
+	}
 	if result == nil || result[0] != '{' {
 		return msg
+	}
+	if _, ok := memberOf(result, "tools"); !ok {
+		return nil
 	}
 	newResult := rewriteObject(result, func(k, v []byte) []byte {
 		switch string(k) {
@@ -133,15 +150,11 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 					if tool[0] != '{' {
 						return
 					}
-					var name string
-					ok := false
-					forEachField(tool, func(k, v []byte) *rpcError {
-						if string(k) == "name" {
-							name, ok = jsonString(v)
-						}
-						return nil
-					})
-					if ok && g.listable(l, name, tool) {
+					name, ok := memberOf(tool, "name")
+					if !ok || name == nil {
+						return
+					}
+					if s, ok := jsonString(name); ok && g.listable(l, s, tool) {
 						if len(out) > 1 {
 							out = append(out, ',')
 						}
@@ -163,10 +176,41 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 	})
 }
 
+// memberOf returns the value of the member name of obj, a valid JSON
+// object (nil if it has none), and false when obj names it twice or has a
+// member whose name is another spelling of it ([ambiguousKey]): clients
+// disagree about which value such an object has, or whether it has one.
+func memberOf(obj []byte, name string) (v []byte, ok bool) {
+	n := 0
+	bad := false
+	forEachField(obj, func(k, val []byte) *rpcError {
+		switch {
+		case string(k) == name:
+			v = val
+			n++
+		case ambiguousKey(k, name):
+			bad = true
+		}
+		return nil
+	})
+	return v, n <= 1 && !bad
+}
+
+// ambiguousKey reports whether k is another spelling of the member name
+// name that some client takes for it: encoding/json, and the Go clients
+// that decode with it, match member names without regard to case, under
+// Unicode folding ("reſult" is "result"), as bytes.EqualFold does. (The
+// go-sdk, the TypeScript and the Python SDKs match them exactly.)
+func ambiguousKey(k []byte, name string) bool {
+	return string(k) != name && bytes.EqualFold(k, []byte(name))
+}
+
 // listable reports whether a tools/list answer keeps the tool named name,
 // defined by tool: with FilterToolsList, l's caller may call it; with Pins,
 // its definition is the one approved. A tool withheld for its definition
-// is logged and recorded, once per definition ([Pins.listed]).
+// is logged and recorded, once per definition ([Pins.listed]), and one by
+// one for at most maxWithheldRecords tools per request (see
+// [Gateway.withheldSummary] for the rest).
 func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 	if g.filter && !(g.pol.Visible(l.pr, name) && g.pol.Decide(l.pr, name, permissiveArgs{}).Allowed()) {
 		return false
@@ -180,18 +224,46 @@ func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 		return true
 	}
 	if first {
-		shown := name
-		if len(shown) > 128 {
-			shown = shown[:128] + "..."
+		if l.records.Add(1) > maxWithheldRecords {
+			l.more[v].Add(1)
+			return false
 		}
 		detail := "listed definition sha256 " + d + "; approved " + pinned
 		if pinned == "" {
 			detail = "listed definition sha256 " + d + "; none approved"
 		}
+		// The downstream chooses the name: one that is long, or has a
+		// control or invisible character, is recorded as a refused call's
+		// is, quoted, escaped and cut in the detail, without a tool.
+		tool, shown := name, name
+		if len(name) > maxQuoted || policy.CheckName(name) != nil {
+			tool, shown = "", quoted(name)
+			detail += "; name " + shown
+		}
 		g.log.Warn("tool withheld", "cid", l.cid, "tool", shown, "outcome", v.contract(), "sha256", d, "approved", pinned)
-		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), name, "", nil, audit.PhaseOutcome, false, v.contract(), detail, 0, l.start)
+		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), tool, "", nil, audit.PhaseOutcome, false, v.contract(), detail, 0, l.start)
 	}
 	return false
+}
+
+// maxWithheldRecords bounds the withheld tools recorded, and logged, one
+// by one for one request: a downstream chooses how many tools it lists,
+// and how many of them are news.
+const maxWithheldRecords = 64
+
+// withheldSummary records, and logs, how many tools withheld from the
+// answers to l's request were past maxWithheldRecords: one record without
+// a tool per verdict. Call it once every answer to the request is read.
+func (g *Gateway) withheldSummary(l *listing) {
+	for _, v := range []pinVerdict{pinChanged, pinNotPinned} {
+		n := l.more[v].Load()
+		if n == 0 {
+			continue
+		}
+		detail := strconv.FormatInt(n, 10) + " more tools withheld, not recorded one by one (" + strings.ToLower(v.contract()) + ")"
+		g.log.Warn("tools withheld", "cid", l.cid, "outcome", v.contract(), "count", n)
+		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), "", "", nil, audit.PhaseOutcome, false, v.contract(), detail, 0, l.start)
+	}
 }
 
 // rewriteObject re-emits the valid JSON object obj with every value replaced

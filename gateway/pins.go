@@ -27,7 +27,13 @@ import (
 // definition again. With a fixed set ([ParsePins]) a tool the set does not
 // name is withheld, and refused, as well (TOOL_NOT_PINNED). The gateway
 // reads every tools/list answer to check it, as [Options.FilterToolsList]
-// does (which also hides the tools a caller's roles do not allow).
+// does (which also hides the tools a caller's roles do not allow), and
+// every other answer too: a downstream could answer a tools/list on its
+// GET stream, or in the stream of a tools/call, and a client would take
+// it. At most 64 withheld tools are recorded one by one per request; one
+// record counts the rest. A name that is long, or has a control or
+// invisible character, is recorded in the detail, quoted, escaped and cut,
+// not as the record's tool.
 //
 // A definition is the whole tool object of the listing (name, title,
 // description, schemas, annotations, icons, _meta), hashed in canonical

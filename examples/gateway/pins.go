@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -45,6 +46,7 @@ func loadPins(path string) (*gateway.Pins, error) {
 // as the caller printPinsSubject with printPinsRoles, and writes to w the
 // pins the listing made: the file --tool-pins reads. A tool listed twice
 // with two definitions keeps the first; the second is logged as withheld.
+// timeout bounds each wait on the downstream, and twice timeout the whole.
 func printPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, w io.Writer) error {
 	tok := rand.Text()
 	table, err := token.New(map[string]*policy.Principal{tok: {Subject: printPinsSubject, Roles: printPinsRoles}})
@@ -63,7 +65,11 @@ func printPins(ctx context.Context, logger *slog.Logger, upstream string, timeou
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(ctx, 2*timeout)
+	limit := 2 * timeout
+	if limit < timeout { // overflowed: the flag takes up to math.MaxInt64 ns
+		limit = math.MaxInt64
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcpguard-gateway-print-pins", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{

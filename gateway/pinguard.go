@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// With [Options.Pins], the gateway reads every answer it relays, not only
+// those to a tools/list: a client takes a response for the request its id
+// names, whatever stream it comes on (the go-sdk and the TypeScript SDK
+// both do), so a downstream could answer a tools/list on its standalone GET
+// stream, in the event stream of a tools/call still running, or in the
+// JSON answer to another request, and the client would read a definition
+// the pins never checked.
+
+// guardAnswer returns msg, one message (or an array of them) of an answer
+// to any request but a tools/list, checked for tool listings: one whose
+// result has tools is filtered as a tools/list answer is ([Gateway.filterTools]);
+// another is returned unchanged, byte for byte; a msg that is not JSON
+// gives nil (the callers drop it, or answer with an error).
+func (g *Gateway) guardAnswer(l *listing, msg []byte) []byte {
+	t := bytes.TrimSpace(msg)
+	if !json.Valid(t) {
+		return nil
+	}
+	if !carriesTools(t) {
+		return msg
+	}
+	return g.filterTools(l, t)
+}
+
+// carriesTools reports whether msg, valid JSON, is a message (or an array
+// with one) whose result has tools, under any spelling a client reads them
+// by ([ambiguousKey]).
+func carriesTools(msg []byte) bool {
+	switch msg[0] {
+	case '[':
+		found := false
+		forEachElement(msg, 0, func(m []byte) { found = found || carriesTools(m) })
+		return found
+	case '{':
+		found := false
+		forEachField(msg, func(k, v []byte) *rpcError {
+			switch {
+			case ambiguousKey(k, "result"):
+				found = true
+			case string(k) == "result" && v[0] == '{':
+				forEachField(v, func(k, _ []byte) *rpcError {
+					found = found || bytes.EqualFold(k, []byte("tools"))
+					return nil
+				})
+			}
+			return nil
+		})
+		return found
+	}
+	return false
+}
+
+// relayChecked relays c, the 2xx answer to r (a GET, or a POST of
+// anything but a tools/list), with every message checked by
+// [Gateway.guardAnswer]: an event stream event by event (with their ids: a
+// stream may be resumed), a message that is not JSON dropped; a JSON
+// answer whole, or, when it is not JSON, replaced by a 502 error. A GET's
+// answer is read as an event stream whatever its Content-Type, as the
+// TypeScript SDK reads it. It stands for passThrough's relaying, and ends
+// call as passThrough does.
+func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, c *upstreamCall, call *callState, start time.Time) {
+	l := &listing{r: r, pr: pr, cid: cid, start: start}
+	defer g.withheldSummary(l)
+	tf := func(msg []byte) []byte { return g.guardAnswer(l, msg) }
+	var rd io.Reader = c
+	if r.Method == http.MethodGet {
+		rd = c.resp.Body // no timeout: the stream may be silent for long
+	}
+	status := c.resp.StatusCode
+	if r.Method == http.MethodGet || isSSE(c.resp.Header) {
+		copyResponseHeader(w.Header(), c.resp.Header, true)
+		w.WriteHeader(status)
+		ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
+		ew.rc.Flush()
+		err := readEvents(rd, func(ev *event) { ew.write(ev, tf, false) })
+		code := ""
+		if err != nil {
+			code = "UPSTREAM_UNAVAILABLE"
+		}
+		if r.Method == http.MethodPost && r.Context().Err() != nil {
+			call.clientWentAway()
+		}
+		call.finish(code)
+		g.log.Info("upstream", "cid", cid, "status", status, "sse", true, "checked", true,
+			"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
+		return
+	}
+	var id []byte
+	if msgs, _, _ := parseBody(body); len(msgs) == 1 {
+		id = msgs[0].id
+	}
+	data, err := io.ReadAll(io.LimitReader(rd, maxUpstreamBody))
+	if err != nil {
+		call.finish("UPSTREAM_UNAVAILABLE")
+		writeError(w, errUpstream(err == errTimeout), id, cid)
+		return
+	}
+	out := data
+	if len(bytes.TrimSpace(data)) > 0 {
+		out = tf(data)
+	}
+	if out == nil {
+		call.finish("UPSTREAM_UNAVAILABLE")
+		writeError(w, badAnswer(status), id, cid)
+		return
+	}
+	copyResponseHeader(w.Header(), c.resp.Header, true)
+	if len(out) > 0 {
+		w.Header()["Content-Length"] = []string{strconv.Itoa(len(out))}
+	}
+	w.WriteHeader(status)
+	if _, werr := w.Write(out); werr != nil || r.Context().Err() != nil {
+		call.clientWentAway()
+	}
+	call.finish("")
+	g.log.Info("upstream", "cid", cid, "status", status, "bytes", len(out), "checked", true,
+		"ms", float64(g.now().Sub(start).Microseconds())/1000)
+}
+
+// isRedirect reports whether status is a redirection (3xx), which a
+// client's HTTP client follows to wherever its Location points.
+func isRedirect(status int) bool { return status >= 300 && status <= 399 }
