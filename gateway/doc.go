@@ -33,10 +33,12 @@
 //     one that never ends is cut as on a timeout. A call not yet sent when
 //     its client goes (the rest of a batch) is not sent, and is given back
 //     its limiter charge. A GET stream ends with its client.
+//   - A downstream's redirect (3xx) is never relayed: the client would
+//     follow it to wherever it points (a downstream that redirects /mcp to
+//     /mcp/ names its own address) and send its requests there, judged by
+//     no one. It is a 502, logged with where it pointed.
 //   - With Options.FilterToolsList, tools/list results lose the tools the
-//     caller may not call, also inside event streams; a redirect (3xx)
-//     answering a tools/list is a 502, not relayed: the client would
-//     follow it and read an unfiltered listing.
+//     caller may not call, also inside event streams.
 //   - With Options.Pins, tools/list results keep only the tools whose
 //     definitions were approved ([Pins]: at their first listing, or a
 //     fixed set), so a downstream that changes a tool's description,
@@ -48,15 +50,17 @@
 //     included: a client takes a response for the request its id names,
 //     on whatever stream it comes, and a listing found there is checked
 //     alike; an event that is not JSON is dropped, a 2xx JSON answer that
-//     is not JSON (or over 64 MiB) is a 502, and so is a redirect (3xx),
-//     which the client would follow to a server the gateway does not see
-//     (a DELETE's answer is relayed as it is). A listing whose result, tools
+//     is not JSON (or over 64 MiB) is a 502 (a DELETE's answer is relayed
+//     as it is). A listing whose result, tools
 //     or a tool's name are named twice, or under another spelling that a
 //     client decoding with encoding/json takes for them ("Result",
 //     "Tools", "NAME"), is refused or withheld the same way.
-//   - Client headers in the x-mcp-gateway-* namespace (also spelled with
-//     underscores) are dropped; the gateway sets [HeaderSubject], [HeaderRole]
-//     and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
+//   - Client headers in the x-mcp-gateway-* namespace are dropped, and so
+//     is every client header whose name has an underscore (as nginx does
+//     by default): servers that map "_" to "-" (CGI, WSGI) would read
+//     X_Mcp_Gateway_Role, Mcp_Session_Id or Content_Encoding as the header
+//     the gateway set or checked. The gateway sets [HeaderSubject],
+//     [HeaderRole] and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
 //     Authorization header is not forwarded, nor is Expect (the gateway has
 //     read the whole body), and the downstream gets its own Host.
 //     Mcp-Session-Id and Mcp-Protocol-Version pass through.

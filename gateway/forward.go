@@ -132,13 +132,16 @@ func hasOuterSpace(v string) bool {
 // Expect is not passed on: the gateway has read the whole body, so a
 // client's 100-continue is met, and a downstream (or a net/http Transport,
 // which waits for the 100) would wait for a go-ahead about a body already
-// sent.
+// sent. Nor is a header whose name has an underscore (nginx's default,
+// underscores_in_headers off): servers that map "_" to "-" (CGI, WSGI)
+// would read Content_Encoding, Mcp_Session_Id or X_Mcp_Gateway_Role as the
+// header the gateway checked, or set, under its real name.
 func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Header {
 	listed := connectionListed(in)
 	out := make(http.Header, len(in)+3)
 	for k, v := range in {
 		switch {
-		case isHopByHop(k), listed[k], isGatewayHeader(k), isMCPHeaderVariant(k),
+		case isHopByHop(k), listed[k], isGatewayHeader(k), strings.IndexByte(k, '_') >= 0,
 			k == "Authorization", k == "Accept-Encoding", k == "Content-Length", k == "Host", k == "Expect",
 			k == "Forwarded", k == "X-Forwarded-For", k == "X-Forwarded-Host", k == "X-Forwarded-Proto":
 			continue
@@ -149,14 +152,6 @@ func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Heade
 	out[HeaderRole] = []string{strings.Join(pr.Roles, ",")}
 	out[HeaderRequestID] = []string{cid}
 	return out
-}
-
-// isMCPHeaderVariant reports whether k spells an Mcp-* header (Mcp-Session-Id,
-// Mcp-Method, Mcp-Name, Mcp-Param-*) with underscores: servers that map
-// "_" to "-" (CGI, WSGI) would read it as the header the gateway checked
-// under its real name, so it is not forwarded.
-func isMCPHeaderVariant(k string) bool {
-	return strings.Contains(k, "_") && len(k) >= 4 && strings.EqualFold(strings.ReplaceAll(k[:4], "_", "-"), "mcp-")
 }
 
 // copyResponseHeader copies a downstream response header to the client,
@@ -448,24 +443,24 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 		return
 	}
 	defer c.close()
-	if g.pins != nil && r.Method != http.MethodDelete {
-		switch status := c.resp.StatusCode; {
-		case status >= 200 && status <= 299:
-			// Any answer may carry a listing (see [Gateway.guardAnswer]).
-			g.relayChecked(w, r, pr, cid, body, c, call, start)
-			return
-		case isRedirect(status):
-			// The client would follow it to a server the gateway does
-			// not see, and take any listing from there.
-			g.log.Warn("upstream redirect refused", "cid", cid, "status", status)
-			call.finish("UPSTREAM_UNAVAILABLE")
-			var id []byte
-			if msgs, _, _ := parseBody(body); len(msgs) == 1 {
-				id = msgs[0].id
-			}
-			writeError(w, badAnswer(status), id, cid)
-			return
+	if status := c.resp.StatusCode; isRedirect(status) {
+		// The client would follow it to wherever it points (a downstream
+		// that redirects /mcp to /mcp/ names its own address), and send
+		// its requests there, judged by no one; with Pins, take listings
+		// from there.
+		g.refuseRedirect(cid, c.resp)
+		call.finish("UPSTREAM_UNAVAILABLE")
+		var id []byte
+		if msgs, _, _ := parseBody(body); len(msgs) == 1 {
+			id = msgs[0].id
 		}
+		writeError(w, badAnswer(status), id, cid)
+		return
+	}
+	if s := c.resp.StatusCode; g.pins != nil && r.Method != http.MethodDelete && s >= 200 && s <= 299 {
+		// Any answer may carry a listing (see [Gateway.guardAnswer]).
+		g.relayChecked(w, r, pr, cid, body, c, call, start)
+		return
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
 	sse := isSSE(c.resp.Header)

@@ -35,17 +35,17 @@ type Options struct {
 	// Empty means "/healthz"; "-" disables it.
 	HealthPath string
 	// FilterToolsList removes from tools/list results the tools the caller
-	// may not call; an answer the gateway cannot read as JSON, or a
-	// redirect, becomes an upstream error (502) instead of being relayed
-	// unfiltered. False (the default) relays tools/list unchanged.
+	// may not call; an answer the gateway cannot read as JSON becomes an
+	// upstream error (502) instead of being relayed unfiltered. False (the
+	// default) relays tools/list unchanged. (A redirect is never relayed.)
 	FilterToolsList bool
 	// Pins, when not nil, holds every tools/list answer to the tool
 	// definitions approved ([Pins]): a tool listed with another definition
 	// than its pin (or, with a fixed set, one the set does not name) is
 	// withheld from the answer, logged and recorded, and its calls are
 	// refused. The gateway then reads every answer, GET streams included,
-	// for listings (see [Pins]): a JSON answer it cannot read as JSON, or a
-	// redirect, is an upstream error, an event that is not JSON is
+	// for listings (see [Pins]): a JSON answer it cannot read as JSON is an
+	// upstream error, an event that is not JSON is
 	// dropped, and a JSON answer is read whole (up to 64 MiB) before it is
 	// relayed.
 	Pins *Pins

@@ -31,7 +31,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	defer c.close()
 	if isRedirect(c.resp.StatusCode) {
 		// Its client would follow it, and read a listing unfiltered.
-		g.log.Warn("upstream redirect refused", "cid", cid, "status", c.resp.StatusCode)
+		g.refuseRedirect(cid, c.resp)
 		writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
 		return
 	}

@@ -133,3 +133,11 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 // isRedirect reports whether status is a redirection (3xx), which a
 // client's HTTP client follows to wherever its Location points.
 func isRedirect(status int) bool { return status >= 300 && status <= 399 }
+
+// refuseRedirect logs a downstream redirect the gateway answers with 502
+// instead of relaying it, with where it pointed (quoted and cut): most
+// often the upstream URL lacks a trailing slash the downstream wants.
+func (g *Gateway) refuseRedirect(cid string, resp *http.Response) {
+	g.log.Warn("upstream redirect refused: set the upstream URL to where it points", "cid", cid,
+		"status", resp.StatusCode, "location", quoted(resp.Header.Get("Location")))
+}
