@@ -222,3 +222,69 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 func (w *discardWriter) WriteHeader(s int) { w.status = s }
+
+// listTransport answers every request with a tools/list result of 20
+// tools, each with a description and an input schema.
+type listTransport struct{ body string }
+
+func newListTransport() listTransport {
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"result":{"tools":[`)
+	for i := range 20 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"name":"tool_` + itoa(i) + `","description":"Looks a record up by its id and returns its fields.","inputSchema":{"type":"object","properties":{"id":{"type":"string","pattern":"^[A-Z]{4}-[0-9]{5}$"}},"required":["id"],"additionalProperties":false}}`)
+	}
+	b.WriteString(`]}}`)
+	return listTransport{b.String()}
+}
+
+func (t listTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(t.body))}, nil
+}
+
+// BenchmarkServeHTTPPins is the gateway's own cost with Options.Pins
+// against the same request without (the bare path), in one run: a
+// tools/call, whose answer pins make the gateway read whole and check for
+// a listing, and a tools/list of 20 tools, each of whose definitions is
+// hashed and looked up (against FilterToolsList, which reads and rewrites
+// the listing too).
+func BenchmarkServeHTTPPins(b *testing.B) {
+	callBody := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	listBody := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	for _, tc := range []struct {
+		name string
+		rt   http.RoundTripper
+		body string
+		opts Options
+	}{
+		{"call/bare", staticTransport{}, callBody, Options{}},
+		{"call/pins", staticTransport{}, callBody, Options{Pins: TrustOnFirstUse()}},
+		{"list/filter", newListTransport(), listBody, Options{FilterToolsList: true}},
+		{"list/pins", newListTransport(), listBody, Options{Pins: TrustOnFirstUse()}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			o := tc.opts
+			o.Transport, o.Logger = tc.rt, slog.New(slog.NewTextHandler(io.Discard, nil))
+			g, err := New("http://127.0.0.1:1/mcp", DemoTokens(), &o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, "http://gw/mcp", strings.NewReader(tc.body))
+				req.Header.Set("Authorization", "Bearer admin-token")
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				w := &discardWriter{h: http.Header{}}
+				g.ServeHTTP(w, req)
+				if w.status != http.StatusOK {
+					b.Fatalf("status %d", w.status)
+				}
+			}
+		})
+	}
+}
