@@ -70,6 +70,7 @@ type info struct {
 	echo    json.RawMessage // the id to answer a request with; nil: null
 	method  string
 	params  json.RawMessage
+	raw     json.RawMessage // the message as read
 }
 
 // lineError is the answer to a refused line.
@@ -78,6 +79,9 @@ type lineError struct {
 	reason string          // never quotes the line
 	id     json.RawMessage // nil means null
 	key    idKey           // id as the go-sdk compares it, when id is set
+	// ids, when set, are the ids of a batch's requests, each answered with
+	// the error in one batch answer (id is then unused).
+	ids []json.RawMessage
 }
 
 func parseError(reason string) *lineError {
@@ -257,7 +261,7 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 	if !idOK {
 		return fail(`"id" must be a string, a number or null`)
 	}
-	m.id, m.echo = id, echo
+	m.id, m.echo, m.raw = id, echo, raw
 	if hasMethod {
 		if string(method) != "null" && (method[0] != '"' || json.Unmarshal(method, &m.method) != nil) {
 			return fail(`"method" must be a string`)
@@ -329,8 +333,23 @@ func depth(v []byte) int {
 }
 
 // errorLine is the JSON-RPC error response to a refused line, with its
-// newline.
+// newline: one error object, or for a batch's requests each answered
+// (e.ids), a batch answer of one error object per id.
 func errorLine(e *lineError) []byte {
+	if len(e.ids) > 0 {
+		var b []byte
+		for i, id := range e.ids {
+			one := *e
+			one.id, one.ids = id, nil
+			if i == 0 {
+				b = append(b, '[')
+			} else {
+				b = append(b, ',')
+			}
+			b = append(b, bytes.TrimSuffix(errorLine(&one), []byte("\n"))...)
+		}
+		return append(b, ']', '\n')
+	}
 	id := e.id
 	if id == nil {
 		id = json.RawMessage("null")

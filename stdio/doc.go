@@ -32,8 +32,9 @@
 //     answered) at 4096: the SDK reads every request and runs each call in
 //     a goroutine of its own, so a client that floods a server whose
 //     handlers are slow would grow it without limit. A request beyond the
-//     bound is answered with -32029 and its id (a batch that would go
-//     beyond, with -32029 and a null id) and logged; notifications and
+//     bound is answered with -32029 and its id (each request of a batch
+//     that would go beyond, in one batch answer, while the batch's answers
+//     to the server's requests pass) and logged; notifications and
 //     responses still pass, and requests pass again once answers are out;
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`
@@ -45,7 +46,9 @@
 //     that goes away closes the server's standard error along with its
 //     output, and a Go program dies of SIGPIPE at its next log line or
 //     stray print, before its shutdown (flushing an audit trail, say).
-//     Child processes still start with SIGPIPE at its default.
+//     Child processes still start with SIGPIPE at its default. It does so
+//     only when the files it works on include descriptor 1 or 2: on other
+//     files, SIGPIPE stays as it was.
 //
 // Call Isolate once (a second call returns an error), first thing in main,
 // before anything writes to stdout or starts goroutines that might, and

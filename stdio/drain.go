@@ -110,7 +110,16 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			return invalid("a batch that mixes requests and notifications is never answered by the go-sdk v1.8.0")
 		}
 		if calls > 0 && len(s.pending)+calls > s.maxInFlight {
-			return busy(s.maxInFlight)
+			// Each request is answered with its id (none is in flight,
+			// nor repeated); the reader still passes the batch's
+			// answers to the server's requests.
+			lerr := busy(s.maxInFlight)
+			for _, m := range msgs {
+				if m.request {
+					lerr.ids = append(lerr.ids, m.echo)
+				}
+			}
+			return lerr
 		}
 		for id := range seen {
 			s.batchIDs[id] = true

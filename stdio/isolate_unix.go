@@ -10,11 +10,13 @@ import (
 )
 
 // isolate duplicates stdin and stdout for the channel, then points stdout's
-// descriptor at stderr and stdin's at null. It also asks for SIGPIPE, so
-// that a write to a broken pipe on descriptor 1 or 2 fails with EPIPE
-// instead of killing the process (see [os/signal]): a client that goes
-// away closes the server's stderr with its stdout, and the next log line
-// or stray print would otherwise end the server before its shutdown. The
+// descriptor at stderr and stdin's at null. When stdout or stderr is
+// descriptor 1 or 2, it also asks for SIGPIPE, so that a write to a broken
+// pipe on descriptor 1 or 2 fails with EPIPE instead of killing the
+// process (see [os/signal]): a client that goes away closes the server's
+// stderr with its stdout, and the next log line or stray print would
+// otherwise end the server before its shutdown. Other files leave
+// descriptors 1 and 2 alone, and the process's SIGPIPE as it was. The
 // channel's own writes already fail with EPIPE, on a descriptor above 2.
 // Child processes start with SIGPIPE at its default, as exec resets a
 // caught signal.
@@ -48,9 +50,15 @@ func isolate(stdin, stdout, stderr, null *os.File, _ bool) (in, out *os.File, er
 		syscall.Close(outFD)
 		return nil, nil, err
 	}
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // never read: only EPIPE matters
+	if isStd(stdout) || isStd(stderr) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // never read: only EPIPE matters
+	}
 	return os.NewFile(uintptr(inFD), "jsonrpc-stdin"), os.NewFile(uintptr(outFD), "jsonrpc-stdout"), nil
 }
+
+// isStd reports whether f is descriptor 1 or 2, whose writes to a broken
+// pipe kill a Go program unless it asks for SIGPIPE.
+func isStd(f *os.File) bool { return f.Fd() == 1 || f.Fd() == 2 }
 
 // dupCloexec duplicates fd; the copy is not inherited by child processes.
 func dupCloexec(fd int) (int, error) {

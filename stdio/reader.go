@@ -74,6 +74,9 @@ func (r *reader) line(line []byte, tooLong bool) {
 		pass, msgs, batch, e := checkLine(line)
 		if e == nil && pass != nil {
 			e = r.s.admit(msgs, batch)
+			if e != nil && e.ids != nil {
+				r.passAnswers(msgs)
+			}
 		}
 		if e == nil {
 			if pass != nil {
@@ -92,6 +95,18 @@ func (r *reader) line(line []byte, tooLong bool) {
 	r.log.Warn("stdio: refused an input line",
 		"line", r.n, "bytes", size, "code", lerr.code, "reason", lerr.reason)
 	r.w.answer(errorLine(lerr))
+}
+
+// passAnswers passes, one line each, the answers to the server's requests
+// among msgs, the members of a batch whose requests are refused: a handler
+// may be waiting for one of them, holding its place in flight.
+func (r *reader) passAnswers(msgs []info) {
+	for _, m := range msgs {
+		if !m.request {
+			r.ready = append(r.ready, m.raw...)
+			r.ready = append(r.ready, '\n')
+		}
+	}
 }
 
 // Close closes the input and stops a wait for answers.

@@ -46,11 +46,11 @@ type Options struct {
 // closes the copies, so the client sees end of file on the server's output.
 // At end of input the transport waits (up to Options.DrainTimeout) for the
 // answers to requests already read, then reports end of file. Where
-// descriptors are redirected, Isolate also asks for SIGPIPE
-// ([os/signal.Notify]): a write to a broken pipe on the standard output or
-// error descriptor then fails with EPIPE instead of killing the process,
-// so a server whose client went away (closing its standard error too)
-// still runs its shutdown.
+// descriptors are redirected, and Stdout or Stderr is descriptor 1 or 2,
+// Isolate also asks for SIGPIPE ([os/signal.Notify]): a write to a broken
+// pipe on the standard output or error descriptor then fails with EPIPE
+// instead of killing the process, so a server whose client went away
+// (closing its standard error too) still runs its shutdown.
 //
 // The transport reads its input line by line and hands the server only the
 // lines that the go-sdk takes as a JSON-RPC message or batch; the SDK would
@@ -77,12 +77,17 @@ type Options struct {
 //
 // It answers itself, with -32029 (server busy) and the request's id, a
 // request that arrives while 4096 requests are in flight (passed to the
-// go-sdk and not yet answered), and passes nothing of it; a batch whose
-// requests would go beyond the bound is refused whole, with a null id. The
-// SDK would run every call at once in a goroutine of its own, so a flood
-// of requests to slow handlers would otherwise grow the server without
-// limit. Notifications and responses always pass: a handler may be
-// waiting for the answer to a request of its own.
+// go-sdk and not yet answered), and passes nothing of it. When the
+// requests of a batch would go beyond the bound, it answers each of them
+// so, with its id, in one batch answer, and passes only the batch's
+// answers to the server's requests. The SDK would run every call at once
+// in a goroutine of its own, so a flood of requests to slow handlers would
+// otherwise grow the server without limit. Notifications and responses
+// always pass: a handler may be waiting for the answer to a request of its
+// own. A request counts as answered when the go-sdk writes its answer,
+// which it does for a cancelled request too; the SDK writes none for a
+// result it cannot marshal (a tool handler's NaN in StructuredContent,
+// say), and such a request stays in flight for good.
 //
 // The line limit is fixed at the go-sdk's default, 16 MiB
 // ([mcp.DefaultMaxLineLength]), counted on the JSON value and its newline:

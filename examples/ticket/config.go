@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/internal/textsafe"
@@ -103,7 +104,7 @@ func parseConfig(name string, data []byte) (*config, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil { // decoded above: cannot fail
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := checkNodes(&doc); err != nil {
+	if err := checkNodes(&doc, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := c.check(); err != nil {
@@ -113,33 +114,81 @@ func parseConfig(name string, data []byte) (*config, error) {
 }
 
 // checkNodes refuses what the YAML decoder takes silently for something
-// else: a null key (~, null), which it drops with everything under it, and
-// a calls_per_min that is not an integer, which it cuts to one (5.5 would
-// be 5). It visits each node where the document defines it, never through
-// an alias.
-func checkNodes(n *yaml.Node) error {
+// else: a null key (~, null), which it drops with everything under it; a
+// calls_per_min that is not an integer, which it cuts to one (5.5 would be
+// 5); and a number written with a leading zero (060), which it reads as
+// octal (48), as YAML 1.1 did and YAML 1.2 readers do not. It visits each
+// node where the document defines it, never through an alias; path is the
+// keys leading to n (a merge key adds none).
+func checkNodes(n *yaml.Node, path []string) error {
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!null" {
 				return fmt.Errorf("line %d: a null key (~ or null): every key must be a name", k.Line)
 			}
-			if k.Value == "calls_per_min" {
-				if v.Kind == yaml.AliasNode && v.Alias != nil {
-					v = v.Alias
-				}
-				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
-					return fmt.Errorf("line %d: rate_limit.calls_per_min must be a whole number, not %q", v.Line, v.Value)
-				}
+			if err := checkNodes(k, path); err != nil {
+				return err
+			}
+			vpath := path
+			if k.ShortTag() != "!!merge" {
+				vpath = append(slices.Clip(path), k.Value)
+			}
+			if err := checkNumber(vpath, v); err != nil {
+				return err
+			}
+			if err := checkNodes(v, vpath); err != nil {
+				return err
 			}
 		}
+		return nil
 	}
 	for _, c := range n.Content {
-		if err := checkNodes(c); err != nil {
+		if err := checkNodes(c, path); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkNumber checks v, the value at path, when path is one of the
+// numbers of server.yaml: calls_per_min must be an integer, and no number
+// may be an integer with a leading zero.
+func checkNumber(path []string, v *yaml.Node) error {
+	name := strings.Join(path, ".")
+	switch {
+	case len(path) == 2 && path[0] == "rate_limit" && (path[1] == "calls_per_min" || path[1] == "cost_per_session" || path[1] == "window_seconds"):
+	case len(path) == 3 && path[0] == "tools" && path[2] == "cost_units":
+	default:
+		return nil
+	}
+	if v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	if name == "rate_limit.calls_per_min" && (v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int") {
+		return fmt.Errorf("line %d: rate_limit.calls_per_min must be a whole number, not %q", v.Line, v.Value)
+	}
+	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!int" {
+		if digits, ok := leadingZero(v.Value); ok {
+			return fmt.Errorf("line %d: %s %s has a leading zero, which this YAML reader takes for octal; write %s (or 0o%s if octal is meant)",
+				v.Line, name, v.Value, digits, digits)
+		}
+	}
+	return nil
+}
+
+// leadingZero reports whether s, an integer as YAML writes it, has a
+// digit after a leading zero (underscores aside), as 060 and 0_60 do, and
+// returns its digits without the leading zeros.
+func leadingZero(s string) (digits string, ok bool) {
+	s = strings.ReplaceAll(strings.TrimLeft(s, "+-"), "_", "")
+	if len(s) < 2 || s[0] != '0' || s[1] < '0' || s[1] > '9' {
+		return "", false
+	}
+	if digits = strings.TrimLeft(s, "0"); digits == "" {
+		digits = "0"
+	}
+	return digits, true
 }
 
 func (c *config) check() error {
