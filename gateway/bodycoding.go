@@ -17,20 +17,51 @@ import (
 // tool). JSON between systems is UTF-8 (RFC 8259 §8.1); a Content-Type
 // without a charset is not checked.
 func checkBodyCoding(h http.Header) *rpcError {
+	if c := contentCoding(h); c != "" {
+		return errUnsupportedBody("Content-Encoding " + quoted(c) + " not supported: send the body unencoded")
+	}
+	if otherCharset(h) {
+		return errUnsupportedBody("the body must be UTF-8 JSON: Content-Type names another charset, or cannot be read")
+	}
+	return nil
+}
+
+// readableAnswer reports whether the gateway reads a downstream answer
+// with header h as its client does: unencoded (the gateway asks for
+// identity) and, for an event stream (stream), in UTF-8. A client inflates
+// a gzip answer the gateway would check compressed (net/http, fetch and
+// httpx all do), and httpx, under the Python SDK, decodes an event stream
+// in the charset its Content-Type names (UTF-7; or ISO-8859-1, where a
+// byte the gateway read inside a UTF-8 character is a line break): the
+// messages the client reads would not be those the gateway checked. (The
+// SDKs read a JSON answer as UTF-8 whatever its charset.)
+func readableAnswer(h http.Header, stream bool) bool {
+	return contentCoding(h) == "" && !(stream && otherCharset(h))
+}
+
+// contentCoding returns the first content coding other than identity that
+// h's Content-Encoding names, or "".
+func contentCoding(h http.Header) string {
 	for _, v := range h["Content-Encoding"] {
 		for c := range strings.SplitSeq(v, ",") {
 			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
-				return errUnsupportedBody("Content-Encoding " + quoted(c) + " not supported: send the body unencoded")
+				return c
 			}
 		}
 	}
+	return ""
+}
+
+// otherCharset reports whether h's Content-Type names a charset other than
+// UTF-8, or names one in a form that cannot be read.
+func otherCharset(h http.Header) bool {
 	for _, v := range h["Content-Type"] {
 		if !strings.Contains(strings.ToLower(v), "charset") {
 			continue
 		}
 		if _, params, err := mime.ParseMediaType(v); err != nil || !strings.EqualFold(params["charset"], "utf-8") {
-			return errUnsupportedBody("the body must be UTF-8 JSON: Content-Type names another charset, or cannot be read")
+			return true
 		}
 	}
-	return nil
+	return false
 }

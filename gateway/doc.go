@@ -36,7 +36,8 @@
 //   - A downstream's redirect (3xx) is never relayed: the client would
 //     follow it to wherever it points (a downstream that redirects /mcp to
 //     /mcp/ names its own address) and send its requests there, judged by
-//     no one. It is a 502, logged with where it pointed.
+//     no one. It is a 502 (a batch member's, an upstream error answering
+//     the member), logged with where it pointed.
 //   - With Options.FilterToolsList, tools/list results lose the tools the
 //     caller may not call, also inside event streams.
 //   - With Options.Pins, tools/list results keep only the tools whose
@@ -50,8 +51,17 @@
 //     included: a client takes a response for the request its id names,
 //     on whatever stream it comes, and a listing found there is checked
 //     alike; an event that is not JSON is dropped, a 2xx JSON answer that
-//     is not JSON (or over 64 MiB) is a 502 (a DELETE's answer is relayed
-//     as it is). A listing whose result, tools
+//     is not JSON (or over 64 MiB) is a 502 (the answer to a notification
+//     or a client's response, which no client reads, is relayed without
+//     its body; a DELETE's answer is relayed as it is).
+//     An answer the gateway must read (with Pins, or a tools/list with
+//     FilterToolsList) is a 502 when compressed (Content-Encoding; the
+//     gateway asks for identity) or, for an event stream, in another
+//     charset than UTF-8: its client would inflate or decode it into other
+//     messages than the gateway checked. In such an event stream, a line
+//     other than a data field that has a character some client ends a line
+//     at (httpx, under the Python SDK, splits at U+2028, NEL, VT and the
+//     like) is dropped. A listing whose result, tools
 //     or a tool's name are named twice, or under another spelling that a
 //     client decoding with encoding/json takes for them ("Result",
 //     "Tools", "NAME"), is refused or withheld the same way.
@@ -62,7 +72,8 @@
 //     the gateway set or checked. The gateway sets [HeaderSubject],
 //     [HeaderRole] and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
 //     Authorization header is not forwarded, nor is Expect (the gateway has
-//     read the whole body), and the downstream gets its own Host.
+//     read the whole body), Accept-Encoding is sent as identity, and the
+//     downstream gets its own Host.
 //     Mcp-Session-Id and Mcp-Protocol-Version pass through.
 //   - Header values are read once: spaces and tabs around a value (which
 //     RFC 9110 excludes from it; an HTTP/2 client can send them) are

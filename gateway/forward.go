@@ -135,7 +135,10 @@ func hasOuterSpace(v string) bool {
 // sent. Nor is a header whose name has an underscore (nginx's default,
 // underscores_in_headers off): servers that map "_" to "-" (CGI, WSGI)
 // would read Content_Encoding, Mcp_Session_Id or X_Mcp_Gateway_Role as the
-// header the gateway checked, or set, under its real name.
+// header the gateway checked, or set, under its real name. The client's
+// Accept-Encoding is replaced by identity: the gateway reads answers (with
+// Pins or FilterToolsList) as they come, and without the header a
+// downstream may choose any coding (RFC 9110 §12.5.3).
 func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Header {
 	listed := connectionListed(in)
 	out := make(http.Header, len(in)+3)
@@ -148,6 +151,7 @@ func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Heade
 		}
 		out[k] = v
 	}
+	out["Accept-Encoding"] = []string{"identity"}
 	out[HeaderSubject] = []string{pr.Subject}
 	out[HeaderRole] = []string{strings.Join(pr.Roles, ",")}
 	out[HeaderRequestID] = []string{cid}
@@ -155,11 +159,13 @@ func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Heade
 }
 
 // copyResponseHeader copies a downstream response header to the client,
-// without hop-by-hop headers and Content-Length.
+// without hop-by-hop headers and Content-Length; keepType false (the body
+// is the gateway's own: a batch's merged answer) also drops Content-Type
+// and Content-Encoding.
 func copyResponseHeader(dst, src http.Header, keepType bool) {
 	listed := connectionListed(src)
 	for k, v := range src {
-		if isHopByHop(k) || listed[k] || k == "Content-Length" || (!keepType && k == "Content-Type") {
+		if isHopByHop(k) || listed[k] || k == "Content-Length" || (!keepType && (k == "Content-Type" || k == "Content-Encoding")) {
 			continue
 		}
 		dst[k] = v

@@ -35,9 +35,11 @@ type Options struct {
 	// Empty means "/healthz"; "-" disables it.
 	HealthPath string
 	// FilterToolsList removes from tools/list results the tools the caller
-	// may not call; an answer the gateway cannot read as JSON becomes an
-	// upstream error (502) instead of being relayed unfiltered. False (the
-	// default) relays tools/list unchanged. (A redirect is never relayed.)
+	// may not call; an answer the gateway cannot read as JSON, or as its
+	// client reads it (compressed, or an event stream in another charset
+	// than UTF-8), becomes an upstream error (502) instead of being relayed
+	// unfiltered. False (the default) relays tools/list unchanged. (A
+	// redirect is never relayed.)
 	FilterToolsList bool
 	// Pins, when not nil, holds every tools/list answer to the tool
 	// definitions approved ([Pins]): a tool listed with another definition
@@ -45,9 +47,11 @@ type Options struct {
 	// withheld from the answer, logged and recorded, and its calls are
 	// refused. The gateway then reads every answer, GET streams included,
 	// for listings (see [Pins]): a JSON answer it cannot read as JSON is an
-	// upstream error, an event that is not JSON is
-	// dropped, and a JSON answer is read whole (up to 64 MiB) before it is
-	// relayed.
+	// upstream error, and so is an answer compressed or an event stream in
+	// another charset than UTF-8; an event that is not JSON is dropped, and
+	// a JSON answer is read whole (up to 64 MiB) before it is relayed. The
+	// answer to a notification or a client's response, which no client
+	// reads, is relayed without its body.
 	Pins *Pins
 	// Timeout bounds the wait for the downstream's response headers and,
 	// for a POST, every silence between two pieces of its body; once a

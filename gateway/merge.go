@@ -19,7 +19,8 @@ import (
 
 // forwardFiltered forwards a single tools/list unchanged and removes from its
 // result the tools the caller may not call. A JSON answer is rewritten whole;
-// an event stream is relayed event by event, only the answer rewritten.
+// an event stream is relayed event by event, only the answer rewritten. One
+// it cannot read as its client does ([readableAnswer]) is a 502.
 func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, p *plan, start time.Time) {
 	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw)
 	if uerr != nil {
@@ -33,6 +34,12 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		// Its client would follow it, and read a listing unfiltered.
 		g.refuseRedirect(cid, c.resp)
 		writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
+		return
+	}
+	if s, sse := c.resp.StatusCode, isSSE(c.resp.Header); (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse) {
+		// Its client would read another listing than the gateway filtered.
+		g.refuseUnreadable(cid, c.resp)
+		writeError(w, badAnswer(s), p.m.id, cid)
 		return
 	}
 	lst := &listing{r: r, pr: pr, cid: cid, start: start}
@@ -84,9 +91,11 @@ type listing struct {
 	pr    *policy.Principal
 	cid   string
 	start time.Time
-	// records counts the withheld tools recorded one by one; more, those
-	// past maxWithheldRecords, by verdict. Batch members share a listing.
-	records atomic.Int64
+	// records counts the withheld tools recorded one by one, and more
+	// those past maxWithheldRecords, by verdict: tools a fixed set does not
+	// name, which the downstream chooses, never crowd out the record of a
+	// pinned tool's change. Batch members share a listing.
+	records [pinNotPinned + 1]atomic.Int64
 	more    [pinNotPinned + 1]atomic.Int64
 }
 
@@ -209,7 +218,7 @@ func ambiguousKey(k []byte, name string) bool {
 // defined by tool: with FilterToolsList, l's caller may call it; with Pins,
 // its definition is the one approved. A tool withheld for its definition
 // is logged and recorded, once per definition ([Pins.listed]), and one by
-// one for at most maxWithheldRecords tools per request (see
+// one for at most maxWithheldRecords tools per request and verdict (see
 // [Gateway.withheldSummary] for the rest).
 func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 	if g.filter && !(g.pol.Visible(l.pr, name) && g.pol.Decide(l.pr, name, permissiveArgs{}).Allowed()) {
@@ -224,7 +233,7 @@ func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 		return true
 	}
 	if first {
-		if l.records.Add(1) > maxWithheldRecords {
+		if l.records[v].Add(1) > maxWithheldRecords {
 			l.more[v].Add(1)
 			return false
 		}
@@ -247,8 +256,9 @@ func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 }
 
 // maxWithheldRecords bounds the withheld tools recorded, and logged, one
-// by one for one request: a downstream chooses how many tools it lists,
-// and how many of them are news.
+// by one for one request, per verdict (TOOL_CHANGED, TOOL_NOT_PINNED): a
+// downstream chooses how many tools it lists, and how many of them are
+// news.
 const maxWithheldRecords = 64
 
 // withheldSummary records, and logs, how many tools withheld from the
@@ -384,7 +394,9 @@ type eventWriter struct {
 
 // write writes ev, with its data passed through tf when non-nil; stripIDs
 // drops id and retry fields (events merged from several streams cannot be
-// resumed).
+// resumed). With tf, a line that is not a data field and has a character
+// some client ends a line at ([breaksLine]) is dropped: after it, that
+// client would read a data line tf never saw.
 func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 	var buf []byte
 	data := ev.data
@@ -400,6 +412,9 @@ func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 	wroteData := false
 	for _, l := range ev.lines {
 		if stripIDs && (bytes.HasPrefix(l, []byte("id")) || bytes.HasPrefix(l, []byte("retry"))) {
+			continue
+		}
+		if tf != nil && !isDataLine(l) && breaksLine(l) {
 			continue
 		}
 		if rewrite && bytes.HasPrefix(l, []byte("data")) {
@@ -422,6 +437,38 @@ func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 	defer e.mu.Unlock()
 	e.w.Write(buf)
 	e.rc.Flush()
+}
+
+// isDataLine reports whether l, a raw line of an event, is a data field,
+// as readEvents reads one.
+func isDataLine(l []byte) bool {
+	v, ok := bytes.CutPrefix(l, []byte("data"))
+	return ok && (len(v) == 0 || v[0] == ':' || v[0] == '\n' || v[0] == '\r')
+}
+
+// breaksLine reports whether l has a character that the SSE grammar, and
+// readEvents, do not end a line at but some client does: httpx (under the
+// Python SDK, through httpx-sse up to 0.4.1) splits an event stream's lines
+// as Python's str.splitlines does, at VT, FF, FS, GS, RS, NEL, U+2028 and
+// U+2029 too. In a data field that is JSON, only the last three can be,
+// inside a string, where what follows cannot be a message; in a comment, an
+// event name or an id, what follows can be a data line.
+func breaksLine(l []byte) bool {
+	for i := 0; i < len(l); i++ {
+		switch l[i] {
+		case '\v', '\f', 0x1c, 0x1d, 0x1e:
+			return true
+		case 0xc2: // U+0085 is C2 85
+			if i+1 < len(l) && l[i+1] == 0x85 {
+				return true
+			}
+		case 0xe2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
+			if i+2 < len(l) && l[i+1] == 0x80 && (l[i+2] == 0xa8 || l[i+2] == 0xa9) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeMessage writes one JSON-RPC message as an event.

@@ -67,10 +67,13 @@ func carriesTools(msg []byte) bool {
 // anything but a tools/list), with every message checked by
 // [Gateway.guardAnswer]: an event stream event by event (with their ids: a
 // stream may be resumed), a message that is not JSON dropped; a JSON
-// answer whole, or, when it is not JSON, replaced by a 502 error. A GET's
-// answer is read as an event stream whatever its Content-Type, as the
-// TypeScript SDK reads it. It stands for passThrough's relaying, and ends
-// call as passThrough does.
+// answer whole, or, when it is not JSON, replaced by a 502 error. An
+// answer encoded, or a stream in another charset than UTF-8
+// ([readableAnswer]), is a 502. The answer to a POST without a request (a
+// notification, a client's response), which no client reads, is relayed
+// without its body. A GET's answer is read as an event stream
+// whatever its Content-Type, as the TypeScript SDK reads it. It stands for
+// passThrough's relaying, and ends call as passThrough does.
 func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, c *upstreamCall, call *callState, start time.Time) {
 	l := &listing{r: r, pr: pr, cid: cid, start: start}
 	defer g.withheldSummary(l)
@@ -80,6 +83,31 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 		rd = c.resp.Body // no timeout: the stream may be silent for long
 	}
 	status := c.resp.StatusCode
+	var id []byte
+	request := false // the POST carries a request, whose answer its client reads
+	if msgs, _, _ := parseBody(body); len(msgs) == 1 {
+		id = msgs[0].id
+		request = msgs[0].hasMethod && msgs[0].id != nil
+	}
+	if r.Method == http.MethodPost && !request {
+		// The answer to a notification or a client's response: no client
+		// reads its body (the go-sdk closes it, the TypeScript SDK cancels
+		// it), and one that is not JSON ("Accepted", as Express's
+		// res.sendStatus(202) sends) must not become a 502, which fails a
+		// go-sdk client's connection.
+		copyResponseHeader(w.Header(), c.resp.Header, false)
+		w.WriteHeader(status)
+		call.finish("")
+		g.log.Info("upstream", "cid", cid, "status", status, "checked", true, "body_dropped", true,
+			"ms", float64(g.now().Sub(start).Microseconds())/1000)
+		return
+	}
+	if !readableAnswer(c.resp.Header, r.Method == http.MethodGet || isSSE(c.resp.Header)) {
+		g.refuseUnreadable(cid, c.resp)
+		call.finish("UPSTREAM_UNAVAILABLE")
+		writeError(w, badAnswer(status), id, cid)
+		return
+	}
 	if r.Method == http.MethodGet || isSSE(c.resp.Header) {
 		copyResponseHeader(w.Header(), c.resp.Header, true)
 		w.WriteHeader(status)
@@ -98,10 +126,6 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 			"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
 		return
 	}
-	var id []byte
-	if msgs, _, _ := parseBody(body); len(msgs) == 1 {
-		id = msgs[0].id
-	}
 	data, err := io.ReadAll(io.LimitReader(rd, maxUpstreamBody))
 	if err != nil {
 		call.finish("UPSTREAM_UNAVAILABLE")
@@ -113,6 +137,7 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 		out = tf(data)
 	}
 	if out == nil {
+		g.log.Warn("upstream answer refused: not JSON, or larger than the limit", "cid", cid, "status", status, "bytes", len(data))
 		call.finish("UPSTREAM_UNAVAILABLE")
 		writeError(w, badAnswer(status), id, cid)
 		return
@@ -140,4 +165,12 @@ func isRedirect(status int) bool { return status >= 300 && status <= 399 }
 func (g *Gateway) refuseRedirect(cid string, resp *http.Response) {
 	g.log.Warn("upstream redirect refused: set the upstream URL to where it points", "cid", cid,
 		"status", resp.StatusCode, "location", quoted(resp.Header.Get("Location")))
+}
+
+// refuseUnreadable logs a downstream answer the gateway must read but
+// answers with 502 instead, being encoded or in another charset than UTF-8
+// ([readableAnswer]).
+func (g *Gateway) refuseUnreadable(cid string, resp *http.Response) {
+	g.log.Warn("upstream answer refused: encoded, or not UTF-8", "cid", cid, "status", resp.StatusCode,
+		"content_encoding", quoted(resp.Header.Get("Content-Encoding")), "content_type", quoted(resp.Header.Get("Content-Type")))
 }

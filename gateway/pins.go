@@ -30,8 +30,9 @@ import (
 // does (which also hides the tools a caller's roles do not allow), and
 // every other answer too: a downstream could answer a tools/list on its
 // GET stream, or in the stream of a tools/call, and a client would take
-// it. At most 64 withheld tools are recorded one by one per request; one
-// record counts the rest. A name that is long, or has a control or
+// it. At most 64 withheld tools of each kind (TOOL_CHANGED,
+// TOOL_NOT_PINNED) are recorded one by one per request; one record counts
+// the rest of the kind. A name that is long, or has a control or
 // invisible character, is recorded in the detail, quoted, escaped and cut,
 // not as the record's tool.
 //
