@@ -41,7 +41,8 @@
 //   - With Options.FilterToolsList, tools/list results lose the tools the
 //     caller may not call, also inside event streams.
 //   - With Options.Pins, tools/list results keep only the tools whose
-//     definitions were approved ([Pins]: at their first listing, or a
+//     definitions were approved, and initialize results only the
+//     instructions approved ([Pins]: at their first listing, or a
 //     fixed set), so a downstream that changes a tool's description,
 //     schemas or annotations after approval (a "rug pull") cannot put new
 //     instructions before the model: the changed tool is withheld, its

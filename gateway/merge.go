@@ -107,7 +107,10 @@ type listing struct {
 // is withheld; and a msg that is not JSON at all (cut at the size limit,
 // say), or that names its result, or the result its tools, twice or under
 // another spelling ("Result", "Tools": see [ambiguousKey]), gives nil,
-// which the callers turn into an error or drop (fail closed).
+// which the callers turn into an error or drop (fail closed). With Pins, a
+// result's instructions (an initialize's) are held to the approved ones
+// too, as the tool [InstructionsPin], and dropped from the result
+// otherwise; named twice or under another spelling, they make it nil.
 func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 	msg = bytes.TrimSpace(msg)
 	if !json.Valid(msg) {
@@ -150,8 +153,17 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 	if _, ok := memberOf(result, "tools"); !ok {
 		return nil
 	}
+	if g.pins != nil {
+		if _, ok := memberOf(result, "instructions"); !ok {
+			return nil
+		}
+	}
 	newResult := rewriteObject(result, func(k, v []byte) []byte {
 		switch string(k) {
+		case "instructions":
+			if g.pins != nil && !g.instructionsApproved(l, v) {
+				return nil // dropped
+			}
 		case "tools":
 			out := []byte{'['}
 			if v[0] == '[' {
@@ -255,6 +267,26 @@ func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 	return false
 }
 
+// instructionsApproved reports whether v, the instructions of a result,
+// are those the pins approve (see [InstructionsPin]); withheld ones are
+// logged and recorded once per change, as a tool's definition is.
+func (g *Gateway) instructionsApproved(l *listing, v []byte) bool {
+	d := ToolDigest(v)
+	verdict, first, pinned := g.pins.listed(InstructionsPin, d)
+	if verdict == pinOK {
+		return true
+	}
+	if first {
+		detail := "server instructions withheld: sha256 " + d + "; approved " + pinned
+		if pinned == "" {
+			detail = "server instructions withheld: sha256 " + d + "; none approved"
+		}
+		g.log.Warn("instructions withheld", "cid", l.cid, "outcome", verdict.contract(), "sha256", d, "approved", pinned)
+		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), InstructionsPin, "", nil, audit.PhaseOutcome, false, verdict.contract(), detail, 0, l.start)
+	}
+	return false
+}
+
 // maxWithheldRecords bounds the withheld tools recorded, and logged, one
 // by one for one request, per verdict (TOOL_CHANGED, TOOL_NOT_PINNED): a
 // downstream chooses how many tools it lists, and how many of them are
@@ -277,17 +309,21 @@ func (g *Gateway) withheldSummary(l *listing) {
 }
 
 // rewriteObject re-emits the valid JSON object obj with every value replaced
-// by f(key, value).
+// by f(key, value), and without the members for which f returns nil.
 func rewriteObject(obj []byte, f func(k, v []byte) []byte) []byte {
 	out := make([]byte, 0, len(obj))
 	out = append(out, '{')
 	forEachField(obj, func(k, v []byte) *rpcError {
+		nv := f(k, v)
+		if nv == nil {
+			return nil
+		}
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
 		out = appendJSON(out, string(k))
 		out = append(out, ':')
-		out = append(out, f(k, v)...)
+		out = append(out, nv...)
 		return nil
 	})
 	return append(out, '}')

@@ -21,9 +21,10 @@ import (
 
 // guardAnswer returns msg, one message (or an array of them) of an answer
 // to any request but a tools/list, checked for tool listings: one whose
-// result has tools is filtered as a tools/list answer is ([Gateway.filterTools]);
-// another is returned unchanged, byte for byte; a msg that is not JSON
-// gives nil (the callers drop it, or answer with an error).
+// result has tools, or instructions, is filtered as a tools/list answer is
+// ([Gateway.filterTools]); another is returned unchanged, byte for byte; a
+// msg that is not JSON gives nil (the callers drop it, or answer with an
+// error).
 func (g *Gateway) guardAnswer(l *listing, msg []byte) []byte {
 	t := bytes.TrimSpace(msg)
 	if !json.Valid(t) {
@@ -36,8 +37,8 @@ func (g *Gateway) guardAnswer(l *listing, msg []byte) []byte {
 }
 
 // carriesTools reports whether msg, valid JSON, is a message (or an array
-// with one) whose result has tools, under any spelling a client reads them
-// by ([ambiguousKey]).
+// with one) whose result has tools or instructions, under any spelling a
+// client reads them by ([ambiguousKey]).
 func carriesTools(msg []byte) bool {
 	switch msg[0] {
 	case '[':
@@ -52,7 +53,7 @@ func carriesTools(msg []byte) bool {
 				found = true
 			case string(k) == "result" && v[0] == '{':
 				forEachField(v, func(k, _ []byte) *rpcError {
-					found = found || bytes.EqualFold(k, []byte("tools"))
+					found = found || bytes.EqualFold(k, []byte("tools")) || bytes.EqualFold(k, []byte("instructions"))
 					return nil
 				})
 			}

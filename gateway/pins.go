@@ -42,6 +42,15 @@ import (
 // count, every value does. A downstream that puts changing values in a
 // tool's _meta cannot have that tool pinned.
 //
+// The server's instructions, which the initialize answer carries and
+// clients put before the model, are pinned the same way, as the tool
+// named [InstructionsPin] (the digest of the JSON string): instructions
+// other than the approved ones are dropped from the answer, logged and
+// recorded with that tool name (TOOL_CHANGED, or TOOL_NOT_PINNED when a
+// fixed set has none). With trust on first use, instructions a server
+// that had none starts to give are approved when first seen, as a new
+// tool is.
+//
 // A Pins is safe for concurrent use.
 type Pins struct {
 	mu    sync.Mutex
@@ -49,6 +58,13 @@ type Pins struct {
 	pin   map[string]string // name -> the digest approved
 	off   map[string]string // policy.NameKey(name) -> the other digest its last listing had
 }
+
+// InstructionsPin is the name under which [Pins] hold the server's
+// instructions: the instructions member of an initialize (or
+// server/discover) result, which clients put before the model. A tool
+// whose name the specification allows (letters, digits, "_", "-", ".")
+// cannot have it.
+const InstructionsPin = "#instructions"
 
 // maxPins bounds the tools a trust-on-first-use set pins: the downstream
 // names them, and a tool past the bound is withheld (TOOL_NOT_PINNED).
