@@ -3,6 +3,8 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -271,7 +273,7 @@ func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 // are those the pins approve (see [InstructionsPin]); withheld ones are
 // logged and recorded once per change, as a tool's definition is.
 func (g *Gateway) instructionsApproved(l *listing, v []byte) bool {
-	d := ToolDigest(v)
+	d := instructionsDigest(v)
 	verdict, first, pinned := g.pins.listed(InstructionsPin, d)
 	if verdict == pinOK {
 		return true
@@ -285,6 +287,18 @@ func (g *Gateway) instructionsApproved(l *listing, v []byte) bool {
 		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), InstructionsPin, "", nil, audit.PhaseOutcome, false, verdict.contract(), detail, 0, l.start)
 	}
 	return false
+}
+
+// instructionsDigest returns the digest [Pins] hold instructions v, a
+// JSON value, under: [ToolDigest], or for null, for which ToolDigest gives
+// "", the SHA-256 of "null" (a pin of "" could not be written to a file
+// [ParsePins] reads, nor a change to null be recorded).
+func instructionsDigest(v []byte) string {
+	if d := ToolDigest(v); d != "" {
+		return d
+	}
+	sum := sha256.Sum256([]byte("null"))
+	return hex.EncodeToString(sum[:])
 }
 
 // maxWithheldRecords bounds the withheld tools recorded, and logged, one

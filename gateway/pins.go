@@ -44,12 +44,13 @@ import (
 //
 // The server's instructions, which the initialize answer carries and
 // clients put before the model, are pinned the same way, as the tool
-// named [InstructionsPin] (the digest of the JSON string): instructions
-// other than the approved ones are dropped from the answer, logged and
-// recorded with that tool name (TOOL_CHANGED, or TOOL_NOT_PINNED when a
-// fixed set has none). With trust on first use, instructions a server
-// that had none starts to give are approved when first seen, as a new
-// tool is.
+// named [InstructionsPin] (the [ToolDigest] of their JSON value, a
+// string; of null, the SHA-256 of "null"): instructions other than the
+// approved ones are dropped from the answer, logged and recorded with that
+// tool name (TOOL_CHANGED, or TOOL_NOT_PINNED when a fixed set has none).
+// With trust on first use, instructions a server that had none starts to
+// give are approved when first seen, as a new tool is. The name approves
+// no call: a tools/call of a tool so named is refused (TOOL_NOT_PINNED).
 //
 // A Pins is safe for concurrent use.
 type Pins struct {
@@ -63,7 +64,8 @@ type Pins struct {
 // instructions: the instructions member of an initialize (or
 // server/discover) result, which clients put before the model. A tool
 // whose name the specification allows (letters, digits, "_", "-", ".")
-// cannot have it.
+// cannot have it, and a call of a tool so named is refused: its pin
+// approves none.
 const InstructionsPin = "#instructions"
 
 // maxPins bounds the tools a trust-on-first-use set pins: the downstream
@@ -191,8 +193,13 @@ func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) 
 // it through. A tool whose last listing differed from its pin is refused,
 // under every spelling the policy takes for its name ([policy.NameKey]),
 // and a tool without a pin where none can be made: with a fixed set, or a
-// trust-on-first-use set that is full.
+// trust-on-first-use set that is full; and [InstructionsPin], whose pin is
+// the instructions'.
 func (p *Pins) callable(name string) pinVerdict {
+	if name == InstructionsPin {
+		// The pin of the instructions is no tool's: it approves no call.
+		return pinNotPinned
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.off) > 0 {
