@@ -179,6 +179,10 @@ func writeError(w http.ResponseWriter, e *rpcError, id []byte, correlationID str
 	if e.retryAfter > 0 {
 		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(e.retryAfter), 10))
 	}
+	if e.status == http.StatusUnsupportedMediaType {
+		// The body codings the gateway takes (RFC 9110 section 12.5.3).
+		h.Set("Accept-Encoding", "identity")
+	}
 	w.WriteHeader(e.status)
 	w.Write(e.appendResponse(nil, id, correlationID))
 }

@@ -66,3 +66,17 @@ func TestUnderscoreHeadersNotForwarded(t *testing.T) {
 		t.Errorf("X-Trace %q, want b", h.Get("X-Trace"))
 	}
 }
+
+// TestUnsupportedEncodingNamesIdentity: a body refused for its
+// Content-Encoding is answered with Accept-Encoding: identity, which tells
+// the client what the gateway takes (RFC 9110 section 12.5.3).
+func TestUnsupportedEncodingNamesIdentity(t *testing.T) {
+	rg := newRig(t, nil)
+	r := rg.post(t, viewer, call(`1`, "get_customer_record", `{}`), "Content-Encoding", "gzip")
+	if r.status != http.StatusUnsupportedMediaType || r.header.Get("Accept-Encoding") != "identity" {
+		t.Errorf("status %d, Accept-Encoding %q; want 415 and identity", r.status, r.header.Get("Accept-Encoding"))
+	}
+	if len(rg.down.log()) != 0 {
+		t.Error("the encoded body reached the downstream")
+	}
+}
