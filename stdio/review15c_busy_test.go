@@ -44,6 +44,7 @@ func newBusyHarness(t *testing.T, max int, protocol string) *busyHarness {
 		})
 	server.AddTool(&mcp.Tool{Name: "roots", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			//lint:ignore SA1019 a server-to-client request whose answer a busy batch carries; roots is one the go-sdk v1.8.0 still sends
 			if _, err := req.Session.ListRoots(ctx, nil); err != nil {
 				return nil, err
 			}
