@@ -53,9 +53,12 @@
 // schemas or annotations change after approval (a "rug pull") is withheld
 // from tools/list and its calls are refused (-32001, 403), logged and
 // recorded (TOOL_CHANGED; TOOL_NOT_PINNED for a tool --tool-pins does not
-// name). --print-pins lists the downstream's tools as the caller
-// gateway-print-pins with the role admin, prints the file --tool-pins
-// reads, and exits:
+// name). Before it serves, the gateway lists the downstream's tools once
+// (as below), so that a tool changed while it was down is refused from
+// the first call, not from the first listing a client makes; a downstream
+// it cannot list then is logged. --print-pins lists the downstream's tools
+// as the caller gateway-print-pins with the role admin, prints the file
+// --tool-pins reads, and exits:
 //
 //	gateway --upstream http://127.0.0.1:8081/mcp --print-pins > pins.json
 //
@@ -290,6 +293,12 @@ func run(logger *slog.Logger) error {
 			return fmt.Errorf("--jwt-resource %q, %s %q: %w", *resource, asFlag, asURL, err)
 		}
 		return err
+	}
+	if opts.Pins != nil {
+		// At most 10 s: a downstream that hangs must not hold the start.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		checkPinsAtStart(ctx, logger, *upstream, opts.Timeout, opts.Pins, opts.Audit)
+		cancel()
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {

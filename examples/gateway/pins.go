@@ -15,6 +15,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
@@ -41,26 +42,71 @@ func loadPins(path string) (*gateway.Pins, error) {
 	return p, nil
 }
 
-// printPins lists the tools of upstream, every page, through a gateway of
-// its own with trust-on-first-use pins, on a loopback port only it knows,
-// as the caller printPinsSubject with printPinsRoles, and writes to w the
-// pins the listing made: the file --tool-pins reads. A tool listed twice
-// with two definitions keeps the first; the second is logged as withheld.
-// timeout bounds each wait on the downstream, and twice timeout the whole.
+// printPins lists the tools of upstream through a gateway with
+// trust-on-first-use pins (see listWithPins), and writes to w the pins the
+// listing made: the file --tool-pins reads. A tool listed twice with two
+// definitions keeps the first; the second is logged as withheld.
 func printPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, w io.Writer) error {
+	pins := gateway.TrustOnFirstUse()
+	n, err := listWithPins(ctx, logger, upstream, timeout, pins, nil)
+	if err != nil {
+		return fmt.Errorf("--print-pins: %w", err)
+	}
+	if n == 0 {
+		return errors.New("--print-pins: the downstream lists no tools (every tool it lists was withheld, or it has none)")
+	}
+	out, err := json.Marshal(pins)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// checkPinsAtStart lists the tools of upstream once through a gateway
+// sharing pins (and the audit sink), before the gateway serves: the pins
+// learn the downstream's definitions now, so that a tool changed while the
+// gateway was down is withheld, and its calls refused, from the first
+// request, not from the first listing a client makes. (A client that
+// kept its listing from before would otherwise call a changed tool
+// unchecked.) A downstream that cannot be listed now is logged, and its
+// changes are found at the first listing.
+func checkPinsAtStart(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, pins *gateway.Pins, sink audit.Sink) {
+	n, err := listWithPins(ctx, logger, upstream, timeout, pins, sink)
+	if err != nil {
+		logger.Warn("tool pins: the downstream's tools could not be listed at start; a changed tool is found at the first listing a client makes", "err", err)
+		return
+	}
+	logger.Info("tool pins: the downstream's tools checked at start", "tools_shown", n)
+}
+
+// listWithPins lists the tools of upstream, every page, through a gateway
+// of its own holding pins (its records to sink, when not nil), on a
+// loopback port only it knows, as the caller printPinsSubject with
+// printPinsRoles, and returns how many tools the listing kept. timeout
+// bounds each wait on the downstream, and twice timeout the whole.
+func listWithPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, pins *gateway.Pins, sink audit.Sink) (int, error) {
 	tok := rand.Text()
 	table, err := token.New(map[string]*policy.Principal{tok: {Subject: printPinsSubject, Roles: printPinsRoles}})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	pins := gateway.TrustOnFirstUse()
-	g, err := gateway.New(upstream, gateway.NewTokenStore(table), &gateway.Options{Pins: pins, Timeout: timeout, Logger: logger})
+	opts := &gateway.Options{Pins: pins, Timeout: timeout, Logger: logger}
+	if sink != nil {
+		opts.Audit = sink
+	}
+	g, err := gateway.New(upstream, gateway.NewTokenStore(table), opts)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
@@ -78,30 +124,17 @@ func printPins(ctx context.Context, logger *slog.Logger, upstream string, timeou
 		MaxRetries: -1,
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("--print-pins: connecting to %s: %w", shownUpstream(upstream), err)
+		return 0, fmt.Errorf("connecting to %s: %w", shownUpstream(upstream), err)
 	}
 	defer cs.Close()
 	n := 0
 	for _, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return fmt.Errorf("--print-pins: listing the tools of %s: %w", shownUpstream(upstream), err)
+			return 0, fmt.Errorf("listing the tools of %s: %w", shownUpstream(upstream), err)
 		}
 		n++
 	}
-	if n == 0 {
-		return errors.New("--print-pins: the downstream lists no tools (every tool it lists was withheld, or it has none)")
-	}
-	out, err := json.Marshal(pins)
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, out, "", "  "); err != nil {
-		return err
-	}
-	buf.WriteByte('\n')
-	_, err = w.Write(buf.Bytes())
-	return err
+	return n, nil
 }
 
 // bearer adds the bearer token to every request of the --print-pins client.
