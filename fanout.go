@@ -16,8 +16,10 @@ import (
 // (g.reg's generation is unchanged), and for at most fanoutTTL: should a
 // notification ever come with a long-lived context, the listings are read
 // again at least that often. A context without a Done channel shares
-// nothing. The listings are read through the first session's, as
-// the go-sdk's tools and resources are the same for every session.
+// nothing. The listings are let go when the fan-out ends (or another
+// replaces it), not kept until the next notification. They are read
+// through the first session's, as the go-sdk's tools and resources are the
+// same for every session.
 // Sessions whose callers may see the same UI resources share the digest
 // of what they are shown.
 type fanout struct {
@@ -27,6 +29,7 @@ type fanout struct {
 	links   []*toolEntry
 	all     []*mcp.Resource // nil until read
 	digests map[string][32]byte
+	stop    func() bool // stops letting go of it when its context ends
 }
 
 // fanLinks returns the fan-out of ctx, with the tools that name a UI
@@ -53,8 +56,21 @@ func (g *Guard) fanLinks(ctx context.Context, below mcp.MethodHandler, ss *mcp.S
 	f := &fanout{done: done, made: time.Now(), gen: gen, links: links, digests: map[string][32]byte{}}
 	if done != nil {
 		rs.fanMu.Lock()
+		old := rs.fan
 		rs.fan = f
+		// Let the listings go when the fan-out ends, and let go of the
+		// fan-out it replaced (so a context that never ends holds one).
+		f.stop = context.AfterFunc(ctx, func() {
+			rs.fanMu.Lock()
+			if rs.fan == f {
+				rs.fan = nil
+			}
+			rs.fanMu.Unlock()
+		})
 		rs.fanMu.Unlock()
+		if old != nil {
+			old.stop()
+		}
 	}
 	return f, nil
 }

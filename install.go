@@ -272,10 +272,11 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // tools are at the request. To another it is a resource the server does
 // not have, and so is every URI that a template's handler might take for
 // it, unless that URI is itself one the caller may see: a URI that differs
-// from it only by percent-escapes, letter case, a query or fragment, or
-// dot segments, backslashes for slashes and repeated or trailing slashes
-// in its path (a template matches escapes, and uritemplate.Match decodes
-// them). To such a caller, resources/list omits it; resources/read,
+// from it only by percent-escapes (escaped any number of times), letter
+// case (as Unicode folds it: "ſ" for "s"), a query or fragment, its
+// host's userinfo, port or trailing dots, or dot segments, backslashes
+// for slashes and repeated or trailing slashes in its path (a template
+// matches escapes, and uritemplate.Match decodes them). To such a caller, resources/list omits it; resources/read,
 // resources/subscribe and a subscriptions/listen that names it are
 // answered with the go-sdk's own not-found error for its URI
 // (mcp.ResourceNotFoundError; a listen's for the first such URI it names),

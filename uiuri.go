@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mcpguard/mcpguard/policy"
 )
@@ -12,22 +13,27 @@ import (
 // The go-sdk finds a resource by its exact URI, but a resource template by
 // a pattern that admits percent-escapes, and a template's handler may read
 // the URI it is given leniently: decoded (as uritemplate.Match decodes
-// it), case folded, its query and fragment ignored, its path cleaned. So
-// "ui://tpl/%61dmin", "ui://tpl/ADMIN?v=2" or "ui://tpl/x/../admin" may
-// serve the UI resource "ui://tpl/admin". The guard hides, besides a UI
+// it, or until nothing is left to decode), case folded, its query and
+// fragment ignored, its host read by net/url, its path cleaned. So
+// "ui://tpl/%61dmin", "ui://tpl/ADMIN?v=2", "ui://x@tpl:1/admin" or
+// "ui://tpl/x/../admin" may serve the UI resource "ui://tpl/admin". The guard hides, besides a UI
 // resource's own URI, every URI that means it under such a reading (see
 // uriKey), unless the URI is itself one the caller may see.
 
 // uriKey returns the key under which the guard takes two URIs to name the
 // same resource: the URI without its query and fragment, its
-// percent-escapes decoded (repeatedly, as long as that changes it, up to
-// eight times), backslashes read as slashes, lower-cased, and the part
-// after the scheme cleaned as a path (dot segments, repeated and trailing
-// slashes). It errs towards taking URIs for the same: a key only ever
-// hides.
+// percent-escapes decoded until none are left (as a handler that decodes
+// until the URI stops changing would), backslashes read as slashes,
+// letters folded (so that strings.ToLower, strings.ToUpper and
+// strings.EqualFold take none of its spellings for another: "ſ" is "s",
+// "ı" is "i"), the part after the scheme cleaned as a path (dot segments,
+// repeated and trailing slashes), and, when it has one ("scheme://host"),
+// its host read as net/url's Hostname reads it (without userinfo or port)
+// and as DNS does (without trailing dots). It errs towards taking URIs for
+// the same: a key only ever hides. Its cost is linear in the URI's length.
 func uriKey(uri string) string {
 	s := uri
-	for range 8 {
+	for range 8 { // a round that decodes nothing ends it: two or three do
 		before := s
 		if i := strings.IndexAny(s, "?#"); i >= 0 {
 			s = s[:i]
@@ -37,16 +43,44 @@ func uriKey(uri string) string {
 			break
 		}
 	}
-	s = strings.ToLower(strings.ReplaceAll(s, `\`, "/"))
+	s = strings.Map(foldRune, strings.ReplaceAll(s, `\`, "/"))
 	scheme, rest, ok := strings.Cut(s, ":")
 	if !ok {
 		return path.Clean("/" + s)
 	}
-	return scheme + "://" + strings.TrimPrefix(path.Clean("/"+rest), "/")
+	authority := strings.HasPrefix(rest, "//")
+	rest = strings.TrimPrefix(path.Clean("/"+rest), "/")
+	if !authority {
+		return scheme + "://" + rest
+	}
+	host, tail, slash := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.Trim(host[i+1:], "0123456789") == "" {
+		host = host[:i]
+	}
+	host = strings.TrimRight(host, ".")
+	if slash {
+		host += "/" + tail
+	}
+	return scheme + "://" + host
 }
 
-// unescapeAll decodes every well-formed percent-escape of s and keeps the
-// rest as it is.
+// foldRune maps the letters that Unicode case folding, ToLower or ToUpper
+// take for one another to one of them.
+func foldRune(r rune) rune {
+	r = unicode.ToLower(unicode.ToUpper(r))
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return unicode.ToLower(least)
+}
+
+// unescapeAll decodes the percent-escapes of s until none are left: an
+// escape that decoding forms (as "%2561" forms "%61") is decoded too, in
+// one pass. The rest of s is kept as it is.
 func unescapeAll(s string) string {
 	if !strings.Contains(s, "%") {
 		return s
@@ -62,21 +96,21 @@ func unescapeAll(s string) string {
 		}
 		return 0, false
 	}
-	var b strings.Builder
-	b.Grow(len(s))
+	// b never holds an escape: each byte added may complete one, at its
+	// end, which is decoded at once (and may complete another).
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			hi, ok1 := unhex(s[i+1])
-			lo, ok2 := unhex(s[i+2])
-			if ok1 && ok2 {
-				b.WriteByte(hi<<4 | lo)
-				i += 2
-				continue
+		b = append(b, s[i])
+		for n := len(b); n >= 3 && b[n-3] == '%'; n = len(b) {
+			hi, ok1 := unhex(b[n-2])
+			lo, ok2 := unhex(b[n-1])
+			if !ok1 || !ok2 {
+				break
 			}
+			b = append(b[:n-3], hi<<4|lo)
 		}
-		b.WriteByte(s[i])
 	}
-	return b.String()
+	return string(b)
 }
 
 // A uiSight is what one caller may see of the UI resources that the
