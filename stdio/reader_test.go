@@ -54,7 +54,10 @@ func serveLines(t *testing.T, in io.ReadCloser) (out, logs *lockedBuffer, err er
 			time.Sleep(100 * time.Millisecond)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A safety net only: the input's end ends the run. Tests that pass
+	// 16 MiB lines take tens of seconds under -race on a loaded machine
+	// (CI runs with helpers' jobs; 30 s was once too little).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	err = server.Run(ctx, tr)
 	return out, logs, err
