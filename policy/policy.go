@@ -186,12 +186,15 @@ type prefixRule struct {
 // does not apply: a tool name, pattern, role, argument field or allowlist
 // entry with invalid UTF-8, a control or invisible formatting character
 // (but a zero-width joiner or non-joiner between two visible non-ASCII
-// characters, as Persian and emoji write words), or white space at an end
-// (for a pattern, also just before its "*"); a "*" in a tool rule's name
-// or in an allowlist entry other than a lone "*", and a role that is a
-// lone "*" (none of them is a pattern); and an argument field that looks like a path (with ".",
-// "/", "[" or "]"), which would be read as a top-level name a caller can
-// send itself. The slices of cfg are copied.
+// characters, as Persian and emoji write words), white space at an end
+// (for a pattern, also just before its "*"), or nothing but
+// default-ignorable characters (a variation selector, a Hangul filler),
+// which no one sees and which a pattern "\u034f*" would make a lone "*";
+// a "*" in a tool rule's name or in an allowlist entry other than a lone
+// "*", and a role that is a lone "*" (none of them is a pattern); and an
+// argument field that looks like a path (with ".", "/", "[" or "]"), which
+// would be read as a top-level name a caller can send itself. The slices
+// of cfg are copied.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
@@ -377,9 +380,10 @@ func checkRoles(roles []string, what, list string) error {
 // CheckName returns an error saying what is wrong with name when [New]
 // would refuse it as a name in its configuration: invalid UTF-8, a control
 // or invisible formatting character (but a joiner within a word), white
-// space at an end. A gateway applies it to the tool names it is called
-// with: a downstream that trims or drops such characters could otherwise
-// run a protected tool under a name no rule matches.
+// space at an end, nothing but default-ignorable characters. A gateway
+// applies it to the tool names it is called with: a downstream that trims
+// or drops such characters could otherwise run a protected tool under a
+// name no rule matches.
 func CheckName(name string) error {
 	if e := nameError(name); e != "" {
 		return fmt.Errorf("policy: the name %q %s", name, e)
@@ -392,9 +396,12 @@ func CheckName(name string) error {
 // returns "". Invalid UTF-8, control and invisible formatting characters,
 // and white space at either end are refused: they come from a copied or
 // split list, and the name then matches nothing, so the rule silently
-// does not apply where it was meant to. A zero-width joiner or non-joiner
-// between two visible non-ASCII characters is accepted: Persian, the Indic
-// scripts and emoji sequences write words with them.
+// does not apply where it was meant to. So is a name of default-ignorable
+// characters only (variation selectors, a Hangul filler): it is invisible,
+// and its key is empty, so that a pattern of them matched every tool. A
+// zero-width joiner or non-joiner between two visible non-ASCII characters
+// is accepted: Persian, the Indic scripts and emoji sequences write words
+// with them.
 func nameError(s string) string {
 	// Most names are ASCII: checked byte by byte, without the Unicode
 	// tables (a gateway checks every tools/call's name).
@@ -418,10 +425,17 @@ func nameError(s string) string {
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8"
 	}
+	seen := false // a character that is not default-ignorable
 	for i, r := range s {
 		if invisible(r) && !joinerWithinWord(s, i, r) {
 			return "contains a control or invisible character"
 		}
+		seen = seen || !ignorable(r)
+	}
+	if !seen {
+		// Its key is empty: as a pattern's prefix it would match every
+		// name, as a name every other invisible one.
+		return "consists only of invisible (default-ignorable) characters"
 	}
 	if strings.TrimSpace(s) != s {
 		return "has white space at an end"
@@ -636,8 +650,11 @@ type ExactArgs interface {
 // MapArgs adapts decoded JSON arguments to [Args] and [ExactArgs].
 type MapArgs map[string]any
 
-// Number implements [Args]. Only float64 values (as encoding/json decodes
-// numbers) and json.Number count as numbers; booleans and strings do not.
+// Number implements [Args]. Only finite float64 values (as encoding/json
+// decodes numbers) and json.Number count as numbers; booleans and strings
+// do not, nor do an infinite float64 or a json.Number whose text is not
+// JSON number syntax ("-Inf", "0x1p3", "+5"): no JSON call carries them,
+// and a handler may read them otherwise than the limit did.
 // A field is read only under its exact name, and not at all when another
 // key equals it but for letter case ("Seats", "\u017feats" for "seats"):
 // encoding/json would give a handler's struct field that key's value.
@@ -649,7 +666,13 @@ func (m MapArgs) Number(field string) (float64, bool) {
 	}
 	switch v := m[field].(type) {
 	case float64:
-		return v, true
+		return v, !math.IsInf(v, 0)
+	case json.Number:
+		if _, ok := parseDecimal(v); !ok {
+			return 0, false
+		}
+		f, err := v.Float64()
+		return f, err == nil
 	case interface{ Float64() (float64, error) }:
 		f, err := v.Float64()
 		return f, err == nil
@@ -704,10 +727,10 @@ func (p *Policy) Authorize(pr *Principal, tool string) Decision {
 
 // CheckArgs applies the argument limits of rule r (as returned by
 // [Policy.Authorize]) for pr. A nil args fails every limit that applies.
-// A value is refused when it exceeds Max; one whose float64 equals Max,
-// from an [ExactArgs] that has its text (a json.Number in a [MapArgs]), is
-// compared by its exact decimal value, and refused when that is larger or
-// when its text is not a JSON number.
+// A value is refused when it is NaN or exceeds Max; one whose float64
+// equals Max, from an [ExactArgs] that has its text (a json.Number in a
+// [MapArgs]), is compared by its exact decimal value, and refused when that
+// is larger or when its text is not a JSON number.
 func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 	for _, l := range r.ArgLimits {
 		if len(l.ExemptRoles) > 0 && pr.hasAny(l.ExemptRoles) {
