@@ -326,7 +326,7 @@ func toRow(e *Event, d Dialect) (row, error) {
 	if err := e.validate(); err != nil {
 		return row{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	if y := e.Time.Year(); y < 1678 || y > 2261 {
+	if y := e.Time.UTC().Year(); y < 1678 || y > 2261 { // the instant's year, whatever its location
 		return row{}, fmt.Errorf("%w: time %v outside the range of Unix nanoseconds", ErrInvalidEvent, e.Time)
 	}
 	if bad(e.LatencyMS) || bad(e.Cost) {
@@ -1130,14 +1130,27 @@ func querySQLCols(d Dialect, f Filter, cols string) (string, []any) {
 		n := strconv.Itoa(indexPrefix)
 		return "left(" + col + ", " + n + ") = left(?, " + n + ") AND " + col + " = ?"
 	}
+	// broad is the condition on session_id, subject or tool. With a
+	// correlation or request id, which select a handful of rows, SQLite
+	// (which keeps no statistics of the table) would search the index of
+	// the session, subject or tool instead, to spare the sort of the rows
+	// found, and read every row of that session, subject or tool: a column
+	// behind a unary + is no index's.
+	byID := f.CorrelationID != "" || f.RequestID != "" && cols == columns
+	broad := func(col string) string {
+		if d == SQLite && byID {
+			return "+" + col + " = ?"
+		}
+		return indexed(col)
+	}
 	if f.SessionID != "" {
-		add(indexed("session_id"), text(f.SessionID))
+		add(broad("session_id"), text(f.SessionID))
 	}
 	if f.Subject != "" {
-		add(indexed("subject"), text(f.Subject))
+		add(broad("subject"), text(f.Subject))
 	}
 	if f.Tool != "" {
-		add(indexed("tool"), text(f.Tool))
+		add(broad("tool"), text(f.Tool))
 	}
 	if f.CorrelationID != "" {
 		add(indexed("correlation_id"), text(f.CorrelationID))
@@ -1219,11 +1232,14 @@ func scanEvents(rs *sql.Rows) (out []Event, err error) {
 	return out, nil
 }
 
+// clampNS returns the Unix nanoseconds of t, a [Filter] bound, clamped to
+// the range an int64 holds. The bounds are instants: a time in any
+// location compares as in UTC.
 func clampNS(t time.Time) int64 {
 	switch {
-	case t.Year() < 1678:
+	case t.Before(time.Unix(0, math.MinInt64)):
 		return math.MinInt64
-	case t.Year() > 2261:
+	case t.After(time.Unix(0, math.MaxInt64)):
 		return math.MaxInt64
 	}
 	return t.UnixNano()
