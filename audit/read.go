@@ -150,7 +150,9 @@ func (e *Event) validate() error {
 }
 
 // QueryJSONL returns the records of the JSONL file at path that match f, in
-// file order. Corrupt or torn lines are skipped and reported together in the
+// file order (a sink writes in time order, but concurrent writers of one
+// file may not: f.Limit keeps the first matches of the file, which are
+// then not always the oldest). Corrupt or torn lines are skipped and reported together in the
 // returned error (an errors.Join of *[LineError]), next to the events that
 // were read: a non-nil error with events means the events are valid records
 // and some lines were not.
@@ -194,7 +196,7 @@ type Filter struct {
 	Allowed   *bool     // nil matches both
 	Since     time.Time // inclusive; zero: no lower bound
 	Until     time.Time // exclusive; zero: no upper bound
-	Limit     int       // at most this many events, oldest first; 0: no limit
+	Limit     int       // at most this many events, oldest first (QueryJSONL: the first in file order); 0: no limit
 }
 
 // Match reports whether e passes the filter. Text is compared as the sinks
