@@ -479,13 +479,11 @@ func (g *Guard) authenticateList(ctx context.Context, req mcp.Request, method st
 		d.CorrelationID = g.ids.Next() // as every refusal of the guard has one
 		g.log.Warn("mcpguard: request refused", "method", method, "code", d.Code, "correlation_id", d.CorrelationID)
 		if d.Code == CodeUnauthenticated {
-			g.views.drop(ss)
-			g.res.drop(ss)
+			g.dropViews(ss)
 		}
 		return nil, d.JSONRPCError(0)
 	}
-	g.views.touch(ss, id.Principal)
-	g.res.touch(ss, id.Principal)
+	g.touchViews(ss, id.Principal)
 	return id, nil
 }
 

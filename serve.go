@@ -145,14 +145,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if aerr != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 		d := authDenial(aerr)
 		if d.Code == CodeUnauthenticated {
-			g.views.drop(req.Session)
-			g.res.drop(req.Session)
+			g.dropViews(req.Session)
 		}
 		return g.deny(c, d)
 	}
 	c.id = id
-	g.views.touch(req.Session, id.Principal)
-	g.res.touch(req.Session, id.Principal)
+	g.touchViews(req.Session, id.Principal)
 	if g.opts.SessionKey != nil {
 		c.session = g.opts.SessionKey(req, id)
 	}

@@ -23,6 +23,21 @@ type sessionViews[V any] struct {
 	seq  uint64
 }
 
+// touchViews makes pr, who made an authenticated request in ss, the
+// caller of its views, of the tools and of the resources (see
+// [sessionViews.touch]).
+func (g *Guard) touchViews(ss *mcp.ServerSession, pr *policy.Principal) {
+	g.views.touch(ss, pr)
+	g.res.touch(ss, pr)
+}
+
+// dropViews turns the views of ss off, of the tools and of the resources:
+// the guard could not authenticate its caller (see [sessionViews.drop]).
+func (g *Guard) dropViews(ss *mcp.ServerSession) {
+	g.views.drop(ss)
+	g.res.drop(ss)
+}
+
 // A sessionView is what the guard knows of one session.
 type sessionView[V any] struct {
 	pr    policy.Principal // the session's last authenticated caller

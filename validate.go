@@ -471,7 +471,7 @@ func (v *Validator) checkStrings(doc any, path []string) error {
 			}
 		}
 	case json.Number:
-		if !numberInRange(string(x)) {
+		if !fastschema.NumberInRange(string(x)) {
 			return invalidArgs(fmt.Sprintf("%s is a number of more than %d characters or with an exponent beyond ±%d", fieldName(path), maxNumberLen, maxNumberExp), pointer(path))
 		}
 	case []any:
@@ -484,8 +484,8 @@ func (v *Validator) checkStrings(doc any, path []string) error {
 	return nil
 }
 
-// Bounds on a number literal in the arguments, the fast path's own (it
-// refuses the same literals): the reference validator parses each number
+// Bounds on a number literal in the arguments, checked by the fast path's
+// [fastschema.NumberInRange] on both paths: the reference validator parses each number
 // into an exact rational, in time quadratic in the literal's length
 // (seconds for a megabyte of digits) and tens of milliseconds for an
 // exponent near a million. Far beyond any float64 (17 significant digits,
@@ -494,21 +494,6 @@ const (
 	maxNumberLen = fastschema.MaxNumberLen
 	maxNumberExp = fastschema.MaxNumberExp
 )
-
-// numberInRange reports whether the JSON number literal n is within
-// maxNumberLen characters and its exponent within ±maxNumberExp.
-func numberInRange(n string) bool {
-	if len(n) > maxNumberLen {
-		return false
-	}
-	i := strings.IndexAny(n, "eE")
-	if i < 0 {
-		return true
-	}
-	e := strings.TrimLeft(n[i+1:], "+-")
-	e = strings.TrimLeft(e, "0")
-	return len(e) < 4 && (len(e) < 3 || e <= strconv.Itoa(maxNumberExp))
-}
 
 func hasControl(s string) bool {
 	for i := 0; i < len(s); i++ {

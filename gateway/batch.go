@@ -93,7 +93,7 @@ type batchOut struct {
 }
 
 // run forwards m and reads its answer to the end. A redirect is answered
-// with an upstream error, as a single request's is ([Gateway.passThrough]),
+// with an upstream error, as a single request's is ([Gateway.roundTrip]),
 // and so is an answer the gateway must read (with Pins, or m a tools/list
 // it filters) but cannot read as its client would ([readableAnswer]).
 func (b *batchOut) run(r *http.Request, m *member) {
@@ -101,17 +101,8 @@ func (b *batchOut) run(r *http.Request, m *member) {
 	memberHeaders(h, m.p.m)
 	c, err := b.g.roundTrip(r, b.pr, b.cid, http.MethodPost, h, m.p.m.raw)
 	if c != nil {
-		s, sse := c.resp.StatusCode, isSSE(c.resp.Header)
-		refuse := false
-		switch {
-		case isRedirect(s):
-			b.g.refuseRedirect(b.cid, c.resp)
-			refuse = true
-		case (m.p.filter || b.g.pins != nil) && (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse):
+		if s, sse := c.resp.StatusCode, isSSE(c.resp.Header); (m.p.filter || b.g.pins != nil) && (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse) {
 			b.g.refuseUnreadable(b.cid, c.resp)
-			refuse = true
-		}
-		if refuse {
 			c.close()
 			c, err = nil, badAnswer(s)
 		}

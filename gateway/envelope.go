@@ -35,6 +35,15 @@ func (m *message) notification() bool {
 	return m.hasMethod && m.id == nil && (m.invalid == nil || m.invalid.code == CodeInvalidParams)
 }
 
+// idOrNil returns m's id, nil when m is nil (a GET or a DELETE) or has
+// none.
+func (m *message) idOrNil() []byte {
+	if m == nil {
+		return nil
+	}
+	return m.id
+}
+
 // Known member names. Keys that equal one of these case-insensitively but not
 // exactly are refused: decoders disagree about them (encoding/json matches
 // struct fields case-insensitively, the go-sdk does not), and a gateway that

@@ -122,11 +122,26 @@ func quoted(s string) string {
 	if len(s) <= maxQuoted {
 		return strconv.QuoteToASCII(s)
 	}
+	return strconv.QuoteToASCII(cutQuoted(s)) + "..."
+}
+
+// shortName returns tool, a tool name a refusal shows (not quoted: it
+// passed [policy.CheckName]), cut as [quoted] cuts, with "..." after it.
+func shortName(tool string) string {
+	if len(tool) <= maxQuoted {
+		return tool
+	}
+	return cutQuoted(tool) + "..."
+}
+
+// cutQuoted returns the first maxQuoted bytes of s, longer than that, or
+// fewer so as not to end inside a character.
+func cutQuoted(s string) string {
 	cut := maxQuoted
 	for i := 0; i < utf8.UTFMax-1 && !utf8.RuneStart(s[cut]); i++ {
 		cut--
 	}
-	return strconv.QuoteToASCII(s[:cut]) + "..."
+	return s[:cut]
 }
 
 // appendResponse appends the JSON-RPC error response for id (nil means null).

@@ -280,7 +280,8 @@ func (c *upstreamCall) watchClient(now int64) {
 // confirms it, anything else drops it if unconfirmed and none of the
 // caller's requests on it is still downstream, a 2xx to a DELETE ends it
 // and its tombstone, and an id a 2xx answer names is bound to the caller as
-// [sessions.bind] allows.
+// [sessions.bind] allows. A redirect (3xx) is never relayed: it is logged
+// and given as the error of an answer without a response ([badAnswer]).
 func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
 	ids := header[hdrSession]
 	if len(ids) > 1 {
@@ -367,6 +368,18 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		return nil, errUpstream(timeout)
 	}
 	c.resp = resp
+	if isRedirect(resp.StatusCode) {
+		// Never relayed: the client would follow it to wherever it points
+		// (a downstream that redirects /mcp to /mcp/ names its own
+		// address) and send its requests there, judged by no one, or read
+		// a listing there that no filter or pin checked.
+		if sid != "" {
+			g.sessions.settle(sid, pr.Subject, false)
+		}
+		g.refuseRedirect(cid, resp)
+		c.close()
+		return nil, badAnswer(resp.StatusCode)
+	}
 	if c.client != nil {
 		c.watchClient(c.mark())
 	}
@@ -414,8 +427,10 @@ func isSSE(h http.Header) bool {
 
 // passThrough forwards the request bytes unchanged and relays the answer as
 // it arrives: status, headers (without hop-by-hop ones) and body, flushed
-// piece by piece when it is an event stream.
-func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, call *callState) {
+// piece by piece when it is an event stream. m is the message body holds
+// (a POST's single message), nil for a GET or a DELETE: its id is that of
+// an error answered instead.
+func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, m *message, call *callState) {
 	start := g.now()
 	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body)
 	if uerr != nil {
@@ -439,33 +454,13 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 			call.clientWentAway()
 		}
 		call.finish(uerr.contract)
-		var id []byte
-		if body != nil {
-			if msgs, _, _ := parseBody(body); len(msgs) == 1 {
-				id = msgs[0].id
-			}
-		}
-		writeError(w, uerr, id, cid)
+		writeError(w, uerr, m.idOrNil(), cid)
 		return
 	}
 	defer c.close()
-	if status := c.resp.StatusCode; isRedirect(status) {
-		// The client would follow it to wherever it points (a downstream
-		// that redirects /mcp to /mcp/ names its own address), and send
-		// its requests there, judged by no one; with Pins, take listings
-		// from there.
-		g.refuseRedirect(cid, c.resp)
-		call.finish("UPSTREAM_UNAVAILABLE")
-		var id []byte
-		if msgs, _, _ := parseBody(body); len(msgs) == 1 {
-			id = msgs[0].id
-		}
-		writeError(w, badAnswer(status), id, cid)
-		return
-	}
 	if s := c.resp.StatusCode; g.pins != nil && r.Method != http.MethodDelete && s >= 200 && s <= 299 {
 		// Any answer may carry a listing (see [Gateway.guardAnswer]).
-		g.relayChecked(w, r, pr, cid, body, c, call, start)
+		g.relayChecked(w, r, pr, cid, m, c, call, start)
 		return
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)

@@ -365,7 +365,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", r.Method)
-		g.passThrough(w, r, pr, cid, nil, nil)
+		g.passThrough(w, r, pr, cid, nil, nil, nil)
 	default:
 		e := errMethod(r.Method)
 		g.log.Warn("deny", "cid", cid, "outcome", e.contract, "reason", e.message)

@@ -32,12 +32,6 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		return
 	}
 	defer c.close()
-	if isRedirect(c.resp.StatusCode) {
-		// Its client would follow it, and read a listing unfiltered.
-		g.refuseRedirect(cid, c.resp)
-		writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
-		return
-	}
 	if s, sse := c.resp.StatusCode, isSSE(c.resp.Header); (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse) {
 		// Its client would read another listing than the gateway filtered.
 		g.refuseUnreadable(cid, c.resp)

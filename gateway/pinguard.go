@@ -36,6 +36,9 @@ func (g *Gateway) guardAnswer(l *listing, msg []byte) []byte {
 	return g.filterTools(l, t)
 }
 
+// listingKeys are the members of a result that the pins check.
+var listingKeys = [...]string{"tools", "instructions"}
+
 // carriesTools reports whether msg, valid JSON, is a message (or an array
 // with one) whose result has tools or instructions, under any spelling a
 // client reads them by ([ambiguousKey]).
@@ -53,7 +56,7 @@ func carriesTools(msg []byte) bool {
 				found = true
 			case string(k) == "result" && v[0] == '{':
 				forEachField(v, func(k, _ []byte) *rpcError {
-					found = found || bytes.EqualFold(k, []byte("tools")) || bytes.EqualFold(k, []byte("instructions"))
+					found = found || foldsToKnown(k, listingKeys[:])
 					return nil
 				})
 			}
@@ -75,7 +78,7 @@ func carriesTools(msg []byte) bool {
 // without its body. A GET's answer is read as an event stream
 // whatever its Content-Type, as the TypeScript SDK reads it. It stands for
 // passThrough's relaying, and ends call as passThrough does.
-func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, c *upstreamCall, call *callState, start time.Time) {
+func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message, c *upstreamCall, call *callState, start time.Time) {
 	l := &listing{r: r, pr: pr, cid: cid, start: start}
 	defer g.withheldSummary(l)
 	tf := func(msg []byte) []byte { return g.guardAnswer(l, msg) }
@@ -84,12 +87,8 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 		rd = c.resp.Body // no timeout: the stream may be silent for long
 	}
 	status := c.resp.StatusCode
-	var id []byte
-	request := false // the POST carries a request, whose answer its client reads
-	if msgs, _, _ := parseBody(body); len(msgs) == 1 {
-		id = msgs[0].id
-		request = msgs[0].hasMethod && msgs[0].id != nil
-	}
+	id := m.idOrNil()
+	request := m != nil && m.hasMethod && m.id != nil // the POST carries a request, whose answer its client reads
 	if r.Method == http.MethodPost && !request {
 		// The answer to a notification or a client's response: no client
 		// reads its body (the go-sdk closes it, the TypeScript SDK cancels

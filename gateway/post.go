@@ -180,7 +180,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 			g.forwardFiltered(w, r, pr, cid, p, start)
 			return
 		}
-		g.passThrough(w, r, pr, cid, body, p.call)
+		g.passThrough(w, r, pr, cid, body, p.m, p.call)
 		return
 	}
 	for i := range plans {
@@ -339,10 +339,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 
 // denial builds the -32001 (or -32601) refusal of a policy decision.
 func (g *Gateway) denial(pr *policy.Principal, tool string, d policy.Decision) *rpcError {
-	shown := tool
-	if len(shown) > 128 {
-		shown = shown[:128] + "..."
-	}
+	shown := shortName(tool)
 	if d.Code == policy.NotFound {
 		return &rpcError{code: CodeMethodNotFound, status: http.StatusNotFound, contract: d.Code.String(),
 			message: "Method not found: unknown tool '" + shown + "'", data: map[string]any{"tool": shown}}
@@ -373,10 +370,7 @@ func (g *Gateway) denial(pr *policy.Principal, tool string, d policy.Decision) *
 // pinRefusal is the -32001 refusal of a call of a tool whose definition
 // the pins do not approve (see [Pins]).
 func pinRefusal(v pinVerdict, tool string) *rpcError {
-	shown := tool
-	if len(shown) > 128 {
-		shown = shown[:128] + "..."
-	}
+	shown := shortName(tool)
 	msg := "Tool definition changed: tool '" + shown + "' was listed with another definition than the one approved; its calls are refused until the approved one is listed again"
 	if v == pinNotPinned {
 		msg = "Tool not approved: tool '" + shown + "' has no approved definition"

@@ -1,7 +1,5 @@
 package fastschema
 
-import "bytes"
-
 // maxExp5 is the largest decimal exponent magnitude math/big.Rat.SetString
 // accepts for a nonzero mantissa; beyond it SetString fails, and so does the
 // reference validator's number handling.
@@ -18,20 +16,24 @@ const (
 	MaxNumberExp = 400
 )
 
-// numberInRange reports whether the JSON number literal lit is at most
+// NumberInRange reports whether the JSON number literal lit is at most
 // MaxNumberLen bytes long and its exponent, if it has one, within
-// ±MaxNumberExp (leading zeros aside: 1e+0400 is in range).
-func numberInRange(lit []byte) bool {
+// ±MaxNumberExp (leading zeros aside: 1e+0400 is in range). mcpguard's
+// reference pipeline applies it too.
+func NumberInRange(lit string) bool { return numberInRange(lit) }
+
+// numberInRange is [NumberInRange] for the literal as a string or as the
+// bytes of the arguments.
+func numberInRange[T ~string | ~[]byte](lit T) bool {
 	if len(lit) > MaxNumberLen {
 		return false
 	}
-	i := bytes.IndexAny(lit, "eE")
-	if i < 0 {
-		return true
-	}
-	e := 0
-	for _, c := range lit[i+1:] {
-		if isDigit(c) {
+	e, exp := 0, false
+	for i := 0; i < len(lit); i++ {
+		switch c := lit[i]; {
+		case c == 'e' || c == 'E':
+			exp = true
+		case exp && isDigit(c):
 			if e = e*10 + int(c-'0'); e > MaxNumberExp {
 				return false
 			}
