@@ -36,6 +36,14 @@ import (
 // invisible character, is recorded in the detail, quoted, escaped and cut,
 // not as the record's tool.
 //
+// The gateway learns that a tool changed from a listing that passes
+// through it: until one does, a call of a tool the pins name is forwarded
+// whatever the downstream's definition is now. A client that kept its
+// listing from before a restart of the gateway would call a tool changed
+// meanwhile unchecked, so list the downstream's tools through the gateway
+// once before serving (the examples/gateway binary does, with a gateway of
+// its own sharing the Pins).
+//
 // A definition is the whole tool object of the listing (name, title,
 // description, schemas, annotations, icons, _meta), hashed in canonical
 // JSON ([ToolDigest]): the order of its keys and its white space do not
