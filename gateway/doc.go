@@ -48,7 +48,9 @@
 //     instructions before the model: the changed tool is withheld, its
 //     calls are refused (-32001, 403), and the change is logged and
 //     recorded (TOOL_CHANGED, or TOOL_NOT_PINNED for a tool a fixed set
-//     does not name). Every other answer is read too, GET streams
+//     does not name). [Gateway.CheckPins] lists the downstream's tools
+//     once, in process, so that the pins judge them before the first
+//     call. Every other answer is read too, GET streams
 //     included: a client takes a response for the request its id names,
 //     on whatever stream it comes, and a listing found there is checked
 //     alike; an event that is not JSON is dropped, a 2xx JSON answer that

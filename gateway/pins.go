@@ -41,8 +41,9 @@ import (
 // whatever the downstream's definition is now. A client that kept its
 // listing from before a restart of the gateway would call a tool changed
 // meanwhile unchecked, so list the downstream's tools through the gateway
-// once before serving (the examples/gateway binary does, with a gateway of
-// its own sharing the Pins).
+// once before serving: [Gateway.CheckPins] does, in process (the
+// examples/gateway binary calls it on a gateway of its own sharing the
+// Pins).
 //
 // A definition is the whole tool object of the listing (name, title,
 // description, schemas, annotations, icons, _meta), hashed in canonical

@@ -51,3 +51,15 @@ func signEdDSA(t *testing.T, key ed25519.PrivateKey, kid string, claims jwt.MapC
 	}
 	return s
 }
+
+// bearer adds a bearer token to every request of a test's go-sdk client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}

@@ -3,23 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
 	"github.com/mcpguard/mcpguard/policy"
-	"github.com/mcpguard/mcpguard/token"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // printPinsSubject and printPinsRoles are the caller --print-pins lists the
@@ -86,67 +81,36 @@ func checkPinsAtStart(ctx context.Context, logger *slog.Logger, upstream string,
 }
 
 // listWithPins lists the tools of upstream, every page, through a gateway
-// of its own holding pins (its records to sink, when not nil), on a
-// loopback port only it knows, as the caller printPinsSubject with
-// printPinsRoles, and returns how many tools the listing kept. timeout
-// bounds each wait on the downstream, and twice timeout the whole.
+// of its own holding pins (its records to sink, when not nil), in process
+// ([gateway.Gateway.CheckPins]), as the caller printPinsSubject with
+// printPinsRoles, and returns how many tools the listing kept. That
+// gateway has no policy and no filter, so every tool the downstream lists
+// is judged. timeout bounds each wait on the downstream, and twice timeout
+// the whole.
 func listWithPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, pins *gateway.Pins, sink audit.Sink) (int, error) {
-	tok := rand.Text()
-	table, err := token.New(map[string]*policy.Principal{tok: {Subject: printPinsSubject, Roles: printPinsRoles}})
-	if err != nil {
-		return 0, err
-	}
 	opts := &gateway.Options{Pins: pins, Timeout: timeout, Logger: logger}
 	if sink != nil {
 		opts.Audit = sink
 	}
-	g, err := gateway.New(upstream, gateway.NewTokenStore(table), opts)
+	// It serves no one but CheckPins, which needs no token.
+	noToken := gateway.AuthenticatorFunc(func(context.Context, string) (*policy.Principal, error) {
+		return nil, errors.New("not served")
+	})
+	g, err := gateway.New(upstream, noToken, opts)
 	if err != nil {
 		return 0, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
 	limit := 2 * timeout
 	if limit < timeout { // overflowed: the flag takes up to math.MaxInt64 ns
 		limit = math.MaxInt64
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "mcpguard-gateway-print-pins", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   "http://" + ln.Addr().String() + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}},
-		MaxRetries: -1,
-	}, nil)
+	n, err := g.CheckPins(ctx, &policy.Principal{Subject: printPinsSubject, Roles: printPinsRoles})
 	if err != nil {
-		return 0, fmt.Errorf("connecting to %s: %w", shownUpstream(upstream), err)
-	}
-	defer cs.Close()
-	n := 0
-	for _, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return 0, fmt.Errorf("listing the tools of %s: %w", shownUpstream(upstream), err)
-		}
-		n++
+		return 0, fmt.Errorf("%s: %w", shownUpstream(upstream), err)
 	}
 	return n, nil
-}
-
-// bearer adds the bearer token to every request of the --print-pins client.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
 
 // stdout is where --print-pins writes (a test's buffer in tests).

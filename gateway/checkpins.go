@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// CheckPins lists the downstream's tools once, every page, through g as
+// caller, so that g's [Pins] judge the downstream's definitions before a
+// client calls a tool: a tool changed while the gateway was not running
+// is withheld, and its calls refused, from the first request, not from
+// the first listing a client makes (see [Pins]). It returns how many
+// tools the listing kept. Call it before g serves, and after a restart of
+// the downstream if clients keep their listings across one.
+//
+// The listing is a go-sdk client's (initialize, then tools/list pages,
+// then the session's end), made in process: no listener, no token. It
+// passes through g as any client's request does: authorized, limited,
+// logged and recorded as caller, with caller's identity in the headers
+// sent downstream, and with [Options.FilterToolsList] the tools caller may
+// not call are left out, and not judged. So pass a caller who may see
+// every tool, or call CheckPins on a gateway sharing the Pins (and the
+// audit sink) without a filter, as the examples/gateway binary does.
+// ctx bounds the whole listing.
+//
+// CheckPins fails when g has no Pins, when caller has no subject or a
+// value the identity headers cannot carry, and when the listing fails;
+// the Pins then keep what they knew.
+func (g *Gateway) CheckPins(ctx context.Context, caller *policy.Principal) (int, error) {
+	if g.pins == nil {
+		return 0, errors.New("gateway: CheckPins: the gateway has no Pins")
+	}
+	if caller == nil || caller.Subject == "" {
+		return 0, errors.New("gateway: CheckPins: the caller has no subject")
+	}
+	if err := token.CheckPrincipal(caller); err != nil {
+		return 0, fmt.Errorf("gateway: CheckPins: %w", err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcpguard-gateway-check-pins", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
+		// The host is never resolved: every request is served by g in
+		// process (inProcess).
+		Endpoint:   "http://mcpguard-gateway.invalid" + g.path,
+		HTTPClient: &http.Client{Transport: inProcess{g: g, caller: caller}},
+		MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("gateway: CheckPins: connecting to the downstream: %w", err)
+	}
+	defer cs.Close()
+	n := 0
+	for _, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return 0, fmt.Errorf("gateway: CheckPins: listing the downstream's tools: %w", err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// inProcessCaller is the context key under which a request served in
+// process ([inProcess]) carries its caller. Only this package can set it,
+// and a request from the network never has it.
+type inProcessCaller struct{}
+
+// inProcess is an http.RoundTripper that serves each request with g's
+// handler, in process, as caller: the request carries no Authorization
+// header and g's authentication takes the caller from its context. The
+// answer's body is streamed through a pipe as g writes it, so event
+// streams work; closing it makes g's next write fail, as a client's
+// hang-up does.
+type inProcess struct {
+	g      *Gateway
+	caller *policy.Principal
+}
+
+func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx := context.WithValue(r.Context(), inProcessCaller{}, t.caller)
+	r = r.Clone(ctx)
+	r.Header.Del("Authorization")
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	pr, pw := io.Pipe()
+	w := &pipeWriter{h: http.Header{}, pw: pw, ready: make(chan struct{})}
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				w.fail(fmt.Errorf("gateway: panic serving in process: %v", v))
+				return
+			}
+			w.WriteHeader(http.StatusOK) // a handler that wrote nothing
+			pw.Close()
+		}()
+		t.g.ServeHTTP(w, r)
+	}()
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		pr.CloseWithError(ctx.Err()) // g's next write fails
+		return nil, ctx.Err()
+	}
+	if w.err != nil {
+		pr.Close()
+		return nil, w.err
+	}
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", w.status, http.StatusText(w.status)),
+		StatusCode:    w.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        w.sent,
+		Body:          pr,
+		ContentLength: -1,
+		Request:       r,
+	}, nil
+}
+
+// pipeWriter is the http.ResponseWriter of a request served in process:
+// the header is handed over (ready closed) at the first WriteHeader or
+// Write, the body through pw.
+type pipeWriter struct {
+	h      http.Header
+	pw     *io.PipeWriter
+	once   sync.Once
+	ready  chan struct{}
+	status int
+	sent   http.Header
+	err    error // set before ready is closed: the handler panicked first
+}
+
+func (w *pipeWriter) Header() http.Header { return w.h }
+
+func (w *pipeWriter) WriteHeader(code int) {
+	if code >= 100 && code < 200 {
+		return // informational: nothing for the client
+	}
+	w.once.Do(func() {
+		w.status, w.sent = code, w.h.Clone()
+		close(w.ready)
+	})
+}
+
+func (w *pipeWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.pw.Write(p)
+}
+
+// Flush does nothing: every Write reaches the reader as it is made.
+func (w *pipeWriter) Flush() {}
+
+// fail ends the answer with err: the round trip's error when the header
+// was not handed over yet, the body's read error when it was.
+func (w *pipeWriter) fail(err error) {
+	w.once.Do(func() {
+		w.err = err
+		close(w.ready)
+	})
+	w.pw.CloseWithError(err)
+}
