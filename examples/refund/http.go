@@ -125,35 +125,56 @@ func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 			Role:      r.Header.Get(headerRole),
 			RequestID: r.Header.Get(headerRequestID),
 		}
-		type message struct {
-			Method string          `json:"method"`
-			ID     json.RawMessage `json:"id"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
 		var msgs []message
 		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
-			if json.Unmarshal(trimmed, &msgs) != nil {
-				msgs = []message{{Method: "(unparseable)"}}
+			var raws []json.RawMessage
+			if json.Unmarshal(trimmed, &raws) != nil {
+				raws = []json.RawMessage{nil}
+			}
+			for _, raw := range raws {
+				msgs = append(msgs, readMessage(raw))
 			}
 		} else {
-			var m message
-			if json.Unmarshal(body, &m) != nil {
-				m = message{Method: "(unparseable)"}
-			}
-			msgs = []message{m}
+			msgs = []message{readMessage(body)}
 		}
 		for _, m := range msgs {
 			e := base
-			e.Method, e.ID = m.Method, m.ID
-			if m.Method == "tools/call" {
-				e.Tool = m.Params.Name
-			}
+			e.Method, e.ID, e.Tool = m.Method, m.ID, m.Tool
 			rec.add(e)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// message is what the recorder lists of one JSON-RPC message.
+type message struct {
+	Method string
+	ID     json.RawMessage
+	Tool   string
+}
+
+// readMessage reads raw as the go-sdk does: member names are
+// case-sensitive ("Name" is not "name"; encoding/json's struct decoding
+// would take it for one) and of a member given twice the last counts. A
+// message it cannot read has the method "(unparseable)".
+func readMessage(raw []byte) message {
+	bad := message{Method: "(unparseable)"}
+	var env map[string]json.RawMessage
+	if json.Unmarshal(raw, &env) != nil || env == nil {
+		return bad
+	}
+	var m message
+	if v, ok := env["method"]; ok && json.Unmarshal(v, &m.Method) != nil {
+		return bad
+	}
+	m.ID = env["id"]
+	if m.Method == "tools/call" {
+		var params map[string]json.RawMessage
+		if json.Unmarshal(env["params"], &params) == nil {
+			_ = json.Unmarshal(params["name"], &m.Tool) // not a string: no tool
+		}
+	}
+	return m
 }
 
 // serveHTTP serves server, with the admin tools added, on cfg.httpAddr.

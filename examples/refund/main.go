@@ -6,9 +6,12 @@
 // launches the server; without a known token every call is refused as
 // unauthenticated. trigger_refund is a write tool on the allowlist, with a
 // refund budget per session and per caller that refills continuously
-// (-session-cap, -user-cap, -cap-window), and
-// every decision is audited to -audit (a JSONL file) or to stderr. Standard
-// output carries JSON-RPC and nothing else: a stray print lands on stderr.
+// (-session-cap, -user-cap, -cap-window); it never refunds a customer more
+// in all than they paid. Every decision is audited to -audit (a JSONL
+// file) or to stderr. Standard output carries JSON-RPC and nothing else: a
+// stray print lands on stderr. SIGTERM and SIGINT end the session at once
+// (the calls under way finish and are audited); closing stdin ends it
+// after the answers.
 //
 // With -http 127.0.0.1:PORT it serves the same tools plus admin_reset_key
 // and admin_list_audit_log over Streamable HTTP, deliberately without
@@ -20,6 +23,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,6 +43,22 @@ import (
 	"github.com/mcpguard/mcpguard/stdio"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// usage heads the flags in -h: what no flag says, who the caller is.
+const usage = `Usage: refund [flags]
+
+A strictly validated MCP server: get_customer_record and trigger_refund.
+
+Over stdio (the default) the caller is the owner of the token in
+` + tokenEnv + `, looked up in the token table ` + tokensEnv + ` (a JSON
+object; unset, the demo tokens demo-token-alice and demo-token-bob). Without
+a known token every call is refused as unauthenticated.
+
+With -http it serves Streamable HTTP instead, WITHOUT authentication: it
+trusts the gateway's identity headers (the gateway demo's downstream).
+
+Flags:
+`
 
 // config holds the command line.
 type config struct {
@@ -66,7 +87,14 @@ func run(args []string, stderr io.Writer) int {
 	fs.Float64Var(&cfg.userCap, "user-cap", 500, "refund budget of a caller: a bucket of this amount, refilling continuously at this amount per -cap-window (so over any span d at most cap + cap*d/window is refunded)")
 	fs.DurationVar(&cfg.capWindow, "cap-window", time.Hour, "time an empty refund budget takes to refill completely")
 	fs.BoolVar(&cfg.strayPrints, "demo-stray-prints", false, "make the tool handlers print a debugging line to stdout, to show that stdout isolation sends it to stderr")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // asked for: the usage is the answer
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -165,11 +193,22 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 	if err != nil {
 		return err
 	}
-	if os.Getenv(tokenEnv) == "" {
+	// Resolved once, here: say so now if no call can succeed.
+	switch tok := os.Getenv(tokenEnv); {
+	case tok == "":
 		log.Warn(tokenEnv + " is not set: every call will be refused as unauthenticated")
+	case tokens.Lookup(tok) == nil:
+		log.Warn(tokenEnv + " holds a token that is not in the token table: every call will be refused as unauthenticated")
 	}
-	// One stdio process is one session: key the session cap on it.
-	opts.SessionKey = func(*mcp.CallToolRequest, *mcpguard.Identity) string { return "stdio" }
+	// One stdio process is one session: key the session cap on it. The key
+	// is also the audit records' session_id, so it is the process's own:
+	// a trail that spans a restart, or two processes on one -audit file,
+	// tells their sessions apart.
+	session, err := sessionID()
+	if err != nil {
+		return err
+	}
+	opts.SessionKey = func(*mcp.CallToolRequest, *mcpguard.Identity) string { return session }
 	g, err := mcpguard.New(pol, mcpguard.FromEnv(tokenEnv, tokens), opts)
 	if err != nil {
 		return err
@@ -181,11 +220,41 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 	// gone, an interrupt) record their outcome first.
 	defer waitCalls(g, log)
 	log.Info("refund: serving MCP on stdio")
-	err = server.Run(ctx, transport)
-	if ctx.Err() != nil {
-		return nil // interrupted
+	return serveSession(ctx, server, transport, log)
+}
+
+// serveSession serves the one stdio session until the client ends it or
+// ctx ends (SIGTERM, SIGINT): a stop asked for, logged as such and not as
+// an error (server.Run would log it at level ERROR). The session then ends
+// at once: the calls under way finish (serve waits for them and their
+// audit records), but their answers may not reach the client; the go-sdk
+// writes nothing once the session is closing.
+func serveSession(ctx context.Context, server *mcp.Server, transport mcp.Transport, log *slog.Logger) error {
+	ss, err := server.Connect(ctx, transport, nil)
+	if err != nil {
+		return err
 	}
-	return err
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+		log.Info("refund: stopping on a signal; calls under way finish and are audited, their answers may not reach the client")
+		ss.Close()
+		<-ended
+		return nil
+	}
+}
+
+// sessionID returns a new id for the stdio session: "stdio-" and 12
+// random hexadecimal digits.
+func sessionID() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	return "stdio-" + hex.EncodeToString(b), nil
 }
 
 // waitCalls waits until g has no call under way, so that their outcome

@@ -215,7 +215,7 @@ func TestHappyPathsAndNotFound(t *testing.T) {
 				t.Fatalf("get_customer_record: %v", we)
 			}
 			want := map[string]any{"found": true, "customer_id": "CUST-00001", "customer": map[string]any{
-				"customer_id": "CUST-00001", "name": "Ada Lovelace", "email": "ada@example.com", "plan": "pro", "refunded_total": float64(0),
+				"customer_id": "CUST-00001", "name": "Ada Lovelace", "email": "ada@example.com", "plan": "pro", "paid_total": float64(1250), "refunded_total": float64(0),
 			}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("get_customer_record (-want +got):\n%s", diff)

@@ -47,7 +47,7 @@ func customerTools() []*mcp.Tool {
 		},
 		{
 			Name:        "trigger_refund",
-			Description: "Refund amount to a customer. A write tool: capped per session and per caller, and audited before it runs.",
+			Description: "Refund amount to a customer, never more in all than the customer paid: a refund beyond it is refused (isError, status refused, with what is left to refund). A write tool: capped per session and per caller, and audited before it runs.",
 			InputSchema: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
@@ -64,11 +64,14 @@ func customerTools() []*mcp.Tool {
 			OutputSchema: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
-					"found":       map[string]any{"type": "boolean"},
-					"customer_id": map[string]any{"type": "string"},
-					"refund_id":   map[string]any{"type": "string"},
-					"amount":      map[string]any{"type": "number"},
-					"status":      map[string]any{"type": "string"},
+					"found":          map[string]any{"type": "boolean"},
+					"customer_id":    map[string]any{"type": "string"},
+					"refund_id":      map[string]any{"type": "string"},
+					"amount":         map[string]any{"type": "number"},
+					"status":         map[string]any{"type": "string", "enum": []string{"processed", "dry_run", "refused"}},
+					"refunded_total": map[string]any{"type": "number"},
+					"refundable":     map[string]any{"type": "number"},
+					"message":        map[string]any{"type": "string"},
 				},
 				"required": []string{"found", "customer_id"},
 			},
@@ -85,14 +88,18 @@ const maxRefund = 1_000_000
 
 // customer is one in-memory record. Money is kept in whole cents (the
 // schema allows amounts in cents only, up to maxRefund), so that totals add
-// up exactly; RefundedTotal is filled from refundedCents for output.
+// up exactly; PaidTotal and RefundedTotal are filled from the cents for
+// output. refundedCents never exceeds paidCents: no customer is refunded
+// more than they paid.
 type customer struct {
 	ID            string  `json:"customer_id"`
 	Name          string  `json:"name"`
 	Email         string  `json:"email"`
 	Plan          string  `json:"plan"`
+	PaidTotal     float64 `json:"paid_total"`
 	RefundedTotal float64 `json:"refunded_total"`
 
+	paidCents     int64
 	refundedCents int64
 }
 
@@ -114,20 +121,11 @@ type store struct {
 func newStore() *store {
 	return &store{
 		customers: map[string]*customer{
-			"CUST-00001": {ID: "CUST-00001", Name: "Ada Lovelace", Email: "ada@example.com", Plan: "pro"},
-			"CUST-00002": {ID: "CUST-00002", Name: "Alan Turing", Email: "alan@example.com", Plan: "basic"},
+			"CUST-00001": {ID: "CUST-00001", Name: "Ada Lovelace", Email: "ada@example.com", Plan: "pro", paidCents: 125000},
+			"CUST-00002": {ID: "CUST-00002", Name: "Alan Turing", Email: "alan@example.com", Plan: "basic", paidCents: 48000},
 		},
 		keys: map[string]int{"KEY-PRIMARY": 0, "KEY-SECONDARY": 0},
 	}
-}
-
-// exists reports whether customer id exists. The spend cost of a refund to
-// a customer that does not exist is 0: nothing is refunded.
-func (s *store) exists(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.customers[id]
-	return ok
 }
 
 func (s *store) get(id string) (customer, bool) {
@@ -138,20 +136,52 @@ func (s *store) get(id string) (customer, bool) {
 		return customer{}, false
 	}
 	out := *c
-	out.RefundedTotal = fromCents(c.refundedCents)
+	out.PaidTotal, out.RefundedTotal = fromCents(c.paidCents), fromCents(c.refundedCents)
 	return out, true
 }
 
-func (s *store) refund(id string, amount float64) (refundID string, total float64, ok bool) {
+// refundOutcome is what a refund did.
+type refundOutcome int
+
+const (
+	notFound  refundOutcome = iota // no such customer
+	refused                        // beyond what the customer paid: nothing refunded
+	processed                      // refunded
+)
+
+// refund refunds cents to customer id, unless it would bring the
+// customer's refunds beyond what they paid. It returns the refund's id
+// (when processed) and the customer's refunded and still refundable cents
+// after it. The check and the refund are one step: concurrent refunds
+// never go beyond the paid total together.
+func (s *store) refund(id string, cents int64) (out refundOutcome, refundID string, refunded, refundable int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.customers[id]
 	if !ok {
-		return "", 0, false
+		return notFound, "", 0, 0
+	}
+	if cents > c.paidCents-c.refundedCents {
+		return refused, "", c.refundedCents, c.paidCents - c.refundedCents
 	}
 	s.refunds++
-	c.refundedCents += toCents(amount)
-	return fmt.Sprintf("RF-%06d", s.refunds), fromCents(c.refundedCents), true
+	c.refundedCents += cents
+	return processed, fmt.Sprintf("RF-%06d", s.refunds), c.refundedCents, c.paidCents - c.refundedCents
+}
+
+// wouldRefund reports what refund(id, cents) would do now, changing
+// nothing: the dry run's answer and the spend cost's basis.
+func (s *store) wouldRefund(id string, cents int64) (out refundOutcome, refunded, refundable int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.customers[id]
+	if !ok {
+		return notFound, 0, 0
+	}
+	if cents > c.paidCents-c.refundedCents {
+		return refused, c.refundedCents, c.paidCents - c.refundedCents
+	}
+	return processed, c.refundedCents, c.paidCents - c.refundedCents
 }
 
 func (s *store) resetKey(id string) (int, bool) {
@@ -177,18 +207,24 @@ func (s *store) keyIDs() []string {
 }
 
 // refundCost is the spend cost of a trigger_refund call: its amount, or 0
-// for a customer that does not exist. args are validated, numbers are
-// json.Number.
+// when it will refund nothing (a customer that does not exist, an amount
+// beyond what the customer paid). Two refunds that race for the last of a
+// paid total are both charged, and one of them is refused: the caps err on
+// the safe side. args are validated, numbers are json.Number.
 func (s *store) refundCost(args map[string]any) (float64, error) {
 	id, _ := args["customer_id"].(string)
-	if !s.exists(id) {
-		return 0, nil
-	}
 	n, ok := args["amount"].(json.Number)
 	if !ok {
 		return 0, fmt.Errorf("amount is %T, want json.Number", args["amount"])
 	}
-	return n.Float64()
+	amount, err := n.Float64()
+	if err != nil {
+		return 0, err
+	}
+	if out, _, _ := s.wouldRefund(id, toCents(amount)); out != processed {
+		return 0, nil
+	}
+	return amount, nil
 }
 
 // decode unmarshals the (already validated) arguments of req into v.
@@ -237,11 +273,15 @@ func (s *store) triggerRefund(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if !(in.Amount > 0 && in.Amount <= maxRefund) { // the schema guarantees it; never refund 0
 		return nil, fmt.Errorf("amount out of range after validation")
 	}
+	cents := toCents(in.Amount)
 	if dryrun.FromContext(ctx) {
 		// A dry run (the guard asked for one): what the refund would do,
 		// in the tool's output shape, with nothing refunded.
-		if _, ok := s.get(in.CustomerID); !ok {
+		switch out, refunded, refundable := s.wouldRefund(in.CustomerID, cents); out {
+		case notFound:
 			return result(map[string]any{"found": false, "customer_id": in.CustomerID})
+		case refused:
+			return refusal(in.CustomerID, in.Amount, refunded, refundable)
 		}
 		return result(map[string]any{
 			"found":       true,
@@ -251,9 +291,12 @@ func (s *store) triggerRefund(ctx context.Context, req *mcp.CallToolRequest) (*m
 			"status":      "dry_run",
 		})
 	}
-	refundID, total, ok := s.refund(in.CustomerID, in.Amount)
-	if !ok {
+	out, refundID, refunded, refundable := s.refund(in.CustomerID, cents)
+	switch out {
+	case notFound:
 		return result(map[string]any{"found": false, "customer_id": in.CustomerID})
+	case refused:
+		return refusal(in.CustomerID, in.Amount, refunded, refundable)
 	}
 	return result(map[string]any{
 		"found":          true,
@@ -261,8 +304,27 @@ func (s *store) triggerRefund(ctx context.Context, req *mcp.CallToolRequest) (*m
 		"refund_id":      refundID,
 		"amount":         in.Amount,
 		"status":         "processed",
-		"refunded_total": total,
+		"refunded_total": fromCents(refunded),
 	})
+}
+
+// refusal is the answer to a refund beyond what the customer paid: a tool
+// error (the call was valid; the refund was not made), which the model
+// reads, and the audit record marks as "tool reported an error".
+func refusal(id string, amount float64, refunded, refundable int64) (*mcp.CallToolResult, error) {
+	res, err := result(map[string]any{
+		"found":          true,
+		"customer_id":    id,
+		"amount":         amount,
+		"status":         "refused",
+		"refunded_total": fromCents(refunded),
+		"refundable":     fromCents(refundable),
+		"message":        "refused: this refund would give the customer back more than they paid; nothing was refunded",
+	})
+	if res != nil {
+		res.IsError = true
+	}
+	return res, err
 }
 
 // addCustomerTools registers the customer tools of s on server. With
