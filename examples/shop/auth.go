@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -48,8 +49,20 @@ type sessionAuth struct {
 	// (arguments, a hidden tool) or a listing still costs the gateway a
 	// session check. Nil means none.
 	checks *limiter.Limiter
-	now    func() time.Time // nil means time.Now
+	// strangers is the budget of session checks the gateway refuses, over
+	// the whole server (one global limit for the tool strangerCheck): the
+	// per-session cap is keyed by the session, so made-up sessions, a new
+	// one per request, would each pass it. A session not seen valid lately
+	// (known) takes a unit before its check leaves, and gives it back when
+	// the gateway accepts it or cannot answer. Nil means none.
+	strangers *limiter.Limiter
+	known     *knownSessions   // sessions seen valid lately; nil means none
+	now       func() time.Time // nil means time.Now
 }
+
+// strangerCheck is the limiter's tool name for the check of a session not
+// seen valid lately; no tool has it.
+const strangerCheck = "GET /api/auth/me (unknown session)"
 
 // sessionCheck is the limiter's tool name for a session check; no tool has
 // it. In the shop's limiter only limits for every tool apply to it, and it
@@ -74,6 +87,7 @@ func unavailable(msg string) error { return mcpguard.Deny(mcpguard.CodeUpstreamU
 
 // Authenticate implements [mcpguard.Authenticator].
 func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpguard.Identity, error) {
+	var refused bool // the gateway refused the session
 	var extra *mcp.RequestExtra
 	if req != nil {
 		extra = req.GetExtra()
@@ -104,8 +118,9 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 	if a.now != nil {
 		now = a.now
 	}
+	key := sessionKey(session)
 	if a.checks != nil {
-		d := a.checks.AllowAt(ctx, now(), limiter.Request{Session: sessionKey(session), Tool: sessionCheck, Calls: 1})
+		d := a.checks.AllowAt(ctx, now(), limiter.Request{Session: key, Tool: sessionCheck, Calls: 1})
 		if !d.Allowed {
 			if d.Err != nil && d.Limit.Kind == 0 {
 				return nil, limiterUnavailable()
@@ -115,6 +130,25 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 			return nil, den
 		}
 		a.checks.Release(d) // a rate holds no slot
+	}
+	known := a.strangers != nil && a.known.has(ctx, key, now())
+	if a.strangers != nil && !known {
+		d := a.strangers.AllowAt(ctx, now(), limiter.Request{Tool: strangerCheck, Calls: 1})
+		if !d.Allowed {
+			if d.Err != nil && d.Limit.Kind == 0 {
+				return nil, limiterUnavailable()
+			}
+			den := mcpguard.Deny(mcpguard.CodeRateLimitExceeded, "too many requests with sessions the gateway refused; try again later")
+			den.RetryAfter = d.RetryAfter
+			return nil, den
+		}
+		a.strangers.Release(d) // a rate holds no slot
+		defer func() {
+			// Only a session the gateway refused keeps its unit.
+			if !refused {
+				_ = a.strangers.Refund(context.WithoutCancel(ctx), now(), d)
+			}
+		}()
 	}
 	if a.lim != nil {
 		d := a.lim.AllowAt(ctx, now(), limiter.Request{Tool: sessionCheck, Calls: 0})
@@ -130,15 +164,22 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 	}
 	pr, err := a.me(ctx, session)
 	if err != nil {
+		if refused = errors.Is(err, mcpguard.ErrUnauthenticated); refused {
+			a.known.drop(ctx, key)
+		}
 		return nil, err
+	}
+	if !known {
+		a.known.add(ctx, key, now()) // remembered from its first check, for knownTTL
 	}
 	return &mcpguard.Identity{Principal: pr, Credential: mcpguard.NewCredential(session)}, nil
 }
 
 // me asks the gateway who session belongs to, within authDeadline,
 // retrying once on a transient failure. A session the gateway refuses (401,
-// 403) is UNAUTHENTICATED; a check that could not be completed (no answer,
-// timeout, 5xx, 429) is UPSTREAM_UNAVAILABLE.
+// 403) is UNAUTHENTICATED, and so is an answer that is not exactly one JSON
+// value without a key twice or names no valid user; a check that could
+// not be completed (no answer, timeout, 5xx, 429) is UPSTREAM_UNAVAILABLE.
 func (a *sessionAuth) me(ctx context.Context, session string) (*policy.Principal, error) {
 	ctx, cancel := context.WithTimeout(ctx, authDeadline)
 	defer cancel()
@@ -162,7 +203,9 @@ func (a *sessionAuth) me(ctx context.Context, session string) (*policy.Principal
 			Roles []string `json:"roles"`
 		} `json:"user"`
 	}
-	if resp.status != http.StatusOK || json.Unmarshal(resp.body, &me) != nil {
+	// As strict as a tool's answer (decodeAnswer): one JSON value, no key
+	// twice, or readers disagree on who the user is.
+	if resp.status != http.StatusOK || resp.tooLarge || duplicateKey(resp.body) || json.Unmarshal(resp.body, &me) != nil {
 		return nil, unauthenticated("the gateway's session check answered unexpectedly")
 	}
 	pr := &policy.Principal{Subject: me.User.ID, Roles: me.User.Roles}

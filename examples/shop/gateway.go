@@ -38,12 +38,14 @@ type gatewayClient struct {
 const maxGatewayBody = 4 << 20
 
 func newGatewayClient(base, origin string) (*gatewayClient, error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--gateway %q: want an http or https URL", base)
+	u, err := gatewayURL(base)
+	if err != nil {
+		return nil, err
 	}
 	if origin == "" {
 		origin = u.Scheme + "://" + u.Host
+	} else if err := checkOrigin(origin); err != nil {
+		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy, tr.DisableCompression = nil, true
@@ -51,6 +53,31 @@ func newGatewayClient(base, origin string) (*gatewayClient, error) {
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}, nil
+}
+
+// gatewayURL parses the gateway's base URL: http or https, a host, and
+// optionally a path; no user info (Go's HTTP client would send it to the
+// gateway as an Authorization header, a credential of the server's), no
+// query (each request sets its own) and no fragment. The error does not
+// repeat the value, which may hold a password.
+func gatewayURL(base string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		return nil, errors.New("--gateway: want http(s)://host[:port][/path], without user info, query or fragment")
+	}
+	return u, nil
+}
+
+// checkOrigin checks an --origin value: an http or https origin,
+// scheme://host[:port], and nothing more, as a browser sends it.
+func checkOrigin(origin string) error {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		return fmt.Errorf("--origin %q: want an origin, http(s)://host[:port]", origin)
+	}
+	return nil
 }
 
 // gatewayResponse is a gateway answer: its status and body. An answer
@@ -296,8 +323,8 @@ func gatewayError(resp *gatewayResponse, write bool, corr string) *mcp.CallToolR
 }
 
 // publicMessage returns the gateway's message from its error body
-// ({"error":{"message"}} or {"message"}), without control characters and
-// cut to maxDetail characters, or "".
+// ({"error":{"message"}} or {"message"}), without the invisible characters
+// of visible, tabs and line breaks, cut to maxDetail characters, or "".
 func publicMessage(body []byte) string {
 	var v struct {
 		Error   struct{ Message string } `json:"error"`
@@ -310,12 +337,14 @@ func publicMessage(body []byte) string {
 	if msg == "" {
 		msg = v.Message
 	}
+	// What a 2xx answer's strings lose (visible), and the tabs and line
+	// breaks visible keeps: the detail is one line.
 	msg = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if unicode.IsControl(r) {
 			return -1
 		}
 		return r
-	}, msg)
+	}, visible(msg))
 	if r := []rune(msg); len(r) > maxDetail {
 		msg = string(r[:maxDetail])
 	}

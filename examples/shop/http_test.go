@@ -141,8 +141,8 @@ func TestDemo(t *testing.T) {
 		`"code": "INVALID_ARGUMENTS"`,
 		`"code": "not_found"`,
 		`unknown tool "admin_list_users"`,
-		"Confirm: set the price of RB-300 to 34.5 EUR\" -> decline",
-		"Confirm: set the price of RB-300 to 34.5 EUR\" -> accept",
+		"Confirm: set the price of RB-300 to 34.50 EUR\" -> decline",
+		"Confirm: set the price of RB-300 to 34.50 EUR\" -> accept",
 		"the gateway now lists RB-300 at 34.50 EUR",
 	} {
 		if !strings.Contains(out.String(), want) {

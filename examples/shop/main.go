@@ -12,21 +12,25 @@
 //	shop fake-gateway --port 4110                            # a synthetic gateway for manual trials
 //	shop demo                                                # everything in-process, printed
 //
-// Flags of the server: --gateway URL (or SHOP_GATEWAY_URL), --transport
-// stdio|http (or MCP_TRANSPORT), --addr 127.0.0.1:4107 (loopback unless
-// --allow-remote), --allowed-hosts and --allowed-origins (HTTP),
-// --origin (sent to the gateway with state changes), --redis host:port,
-// --audit FILE (default: JSON lines on stderr), --rate 60 and
-// --max-in-flight 32. fake-gateway takes --port (4110; 0 picks one).
+// Flags of the server: --gateway URL (or SHOP_GATEWAY_URL; http(s), no
+// user info, query or fragment), --transport stdio|http (or
+// MCP_TRANSPORT), --addr 127.0.0.1:4107 (loopback unless --allow-remote),
+// --allowed-hosts and --allowed-origins (HTTP), --origin (sent to the
+// gateway with state changes), --redis host:port, --audit FILE (default:
+// JSON lines on stderr), --rate 60 and --max-in-flight 32. fake-gateway
+// takes --port (4110; 0 picks one). A command line that cannot work exits
+// 2; --help lists the flags and the environment variables and exits 0.
 //
 // Every call checks the caller's RoboShop session with GET /api/auth/me
 // (no cache, 3 s), which names the user and roles. Customers see eight
 // tools, admins more; a hidden tool answers exactly like an unknown one.
-// Arguments are validated strictly and results against an output schema,
-// less the invisible characters of the gateway's text. Calls are capped at
-// 60 a minute per user and 32 in flight, and each session's requests of
-// any kind (listings and refused calls too) at 120 a minute before its
-// check reaches the gateway. Each call has 10 s; a read is retried once on
+// Arguments are validated strictly and results against an output schema
+// (every string bounded), less the invisible characters of the gateway's
+// text. Calls are capped at 60 a minute per user and 32 in flight, each
+// session's requests of any kind (listings and refused calls too) at 120 a
+// minute before its check reaches the gateway, and the checks of sessions
+// the gateway refuses at 120 a minute over the whole server (sessions seen
+// valid are not held back). Each call has 10 s; a read is retried once on
 // a transient failure and a write never, nor cancelled by the client. The
 // admin writes are registered only with MCP_ENABLE_ADMIN_WRITES=true and
 // each needs a signed one-time confirmation of its exact arguments. Every
@@ -39,14 +43,16 @@
 // SHOP_MCP_CONFIRM_KEY) they live in that Redis, shared by every replica
 // on it: each user's 60 calls a minute count on all of them together, the
 // 32 in flight are 32 in all at the one gateway they share, and each
-// confirmation is accepted once between them. A Redis that cannot decide
-// (down, or slower than 250 ms) refuses the call as the library does:
-// RATE_LIMIT_EXCEEDED, retry in 1 s.
+// confirmation is accepted once between them; all of it survives a restart
+// (README.md, Restarts). A Redis that cannot decide (down, or slower than
+// 250 ms) refuses the call as the library does: RATE_LIMIT_EXCEEDED, retry
+// in 1 s.
 // See README.md.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -92,6 +98,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("shop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
 	cfg := defaultConfig()
 	transport := os.Getenv("MCP_TRANSPORT")
 	if transport == "" {
@@ -99,22 +109,29 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	var addr, hosts, origins string
 	var allowRemote bool
-	fs.StringVar(&cfg.gateway, "gateway", os.Getenv("SHOP_GATEWAY_URL"), "base URL of the RoboShop gateway (default $SHOP_GATEWAY_URL)")
+	fs.StringVar(&cfg.gateway, "gateway", os.Getenv("SHOP_GATEWAY_URL"), "base URL of the RoboShop gateway, http(s)://host[:port][/path] (or $SHOP_GATEWAY_URL)")
 	fs.StringVar(&cfg.origin, "origin", "", "Origin header sent with state changes, for the gateway's CSRF check (default: the gateway's own origin)")
-	fs.StringVar(&transport, "transport", transport, "stdio or http (default $MCP_TRANSPORT, else stdio)")
+	fs.StringVar(&transport, "transport", transport, "stdio or http (or $MCP_TRANSPORT)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:4107", "HTTP listen address (loopback unless --allow-remote)")
 	fs.BoolVar(&allowRemote, "allow-remote", false, "let --addr be a non-loopback address (do not: the session is not an OAuth token)")
 	fs.StringVar(&hosts, "allowed-hosts", strings.Join(defaultHosts(), ","), "comma-separated Host values accepted over HTTP; host:* allows any port")
 	fs.StringVar(&origins, "allowed-origins", "", "comma-separated Origin values accepted over HTTP (default none: browser pages are refused)")
 	fs.StringVar(&cfg.redisAddr, "redis", "", "Redis address (host:port) shared by replicas: the per-user rate, the in-flight cap and the confirmation nonces; needs "+confirmKeyEnv)
 	fs.StringVar(&cfg.auditPath, "audit", "", "append the audit trail to this JSONL file (default: JSON lines on stderr)")
-	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user; each session's requests (calls, listings), twice that (over every replica on --redis)")
+	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user; each session's requests (calls, listings), and the session checks the gateway refuses in all, twice that (over every replica on --redis)")
 	fs.IntVar(&cfg.inFlight, "max-in-flight", cfg.inFlight, "calls in flight across the process (over every replica on --redis)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 || cfg.gateway == "" || (transport != "stdio" && transport != "http") {
-		fmt.Fprintln(stderr, "usage: shop --gateway URL [--transport stdio|http] [flags] | shop fake-gateway [--port N] | shop demo")
+		fmt.Fprintln(stderr, "usage: shop --gateway URL [--transport stdio|http] [flags] | shop fake-gateway [--port N] | shop demo (shop --help for more)")
+		return 2
+	}
+	if err := checkFlags(cfg); err != nil {
+		fmt.Fprintln(stderr, "shop:", err)
 		return 2
 	}
 	// A --redis given is checked, even empty: "" would otherwise mean
@@ -209,6 +226,9 @@ func runFakeGateway(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	port := fs.Int("port", 4110, "port to listen on, on 127.0.0.1 (0 picks one)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
@@ -223,6 +243,46 @@ func runFakeGateway(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// usage opens the help of `shop --help`; the flags follow.
+const usage = `usage:
+  shop --gateway URL [flags]                   MCP over stdio; the session in $SHOP_MCP_SESSION
+  shop --gateway URL --transport http [flags]  Streamable HTTP at /mcp; the session as the bearer token
+  shop fake-gateway [--port N]                 a synthetic RoboShop gateway for trials
+  shop demo                                    everything in-process, printed
+
+environment:
+  SHOP_GATEWAY_URL, MCP_TRANSPORT              defaults of --gateway and --transport
+  SHOP_MCP_SESSION                             the caller's RoboShop session (stdio only)
+  MCP_ENABLE_ADMIN_WRITES=true                 registers the three admin writes
+  SHOP_MCP_CONFIRM_KEY                         confirmation signing key, hex or base64, at least 32
+                                               bytes; required with --redis, refused without it
+  SHOP_MCP_AUDIT_KEY                           key of the audit records' argument hash, at least
+                                               32 hex digits; unset: a random key per process
+
+flags:
+`
+
+// checkFlags refuses settings that can never work, as usage errors: a
+// gateway URL that is not a plain http(s) base URL, an --origin that is
+// not an origin, and caps below one.
+func checkFlags(cfg config) error {
+	if _, err := gatewayURL(cfg.gateway); err != nil {
+		return err
+	}
+	if cfg.origin != "" {
+		if err := checkOrigin(cfg.origin); err != nil {
+			return err
+		}
+	}
+	if cfg.rate < 1 {
+		return fmt.Errorf("--rate %d: want at least 1 call a minute", cfg.rate)
+	}
+	if cfg.inFlight < 1 {
+		return fmt.Errorf("--max-in-flight %d: want at least 1", cfg.inFlight)
+	}
+	return nil
 }
 
 func splitList(s string) []string {

@@ -97,7 +97,8 @@ func (s *shop) Close() error {
 // newShop builds the server: the tools from their specs, the policy from
 // their roles and classes, and the guard (session authenticator, strict
 // validation, confirmation of admin writes, 60 calls a minute per user,
-// 120 requests a minute per session and 32 in flight, 10 s per call, one
+// 120 requests a minute per session, 120 refused session checks a minute
+// in all and 32 in flight, 10 s per call, one
 // retry of a read, an audit record of every call and a write-ahead one of
 // every write). With cfg.redisAddr the caps and the confirmation nonces
 // are on that Redis, which must answer at start; a cfg.confirmKey needs
@@ -160,6 +161,15 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Checks of sessions the gateway refused, over the whole server (and
+	// every replica on Redis): made-up sessions each pass the per-session
+	// cap above.
+	strangers, err := limiter.New([]limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.Global, Tool: strangerCheck, Max: float64(2 * cfg.rate), Window: time.Minute},
+	}, &limiter.Options{Store: limiterStore(rdb)})
+	if err != nil {
+		return err
+	}
 	signer, err := newSigner(cfg, rdb)
 	if err != nil {
 		return err
@@ -181,7 +191,8 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 			return err
 		}
 	}
-	g, err := mcpguard.New(pol, &sessionAuth{gw: s.gw, stdio: cfg.stdio, launch: cfg.launch, lim: lim, checks: checks, now: cfg.now}, &mcpguard.Options{
+	g, err := mcpguard.New(pol, &sessionAuth{gw: s.gw, stdio: cfg.stdio, launch: cfg.launch, lim: lim, checks: checks,
+		strangers: strangers, known: newKnownSessions(rdb, knownTTL, knownMax), now: cfg.now}, &mcpguard.Options{
 		Audit:      sink,
 		ArgsKey:    argsKey,
 		Limiter:    lim,
@@ -205,6 +216,15 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	s.guard = g
 	return g.Install(s.server)
 }
+
+// knownTTL and knownMax bound the memory of sessions seen valid, which do
+// not wait on the budget of refused session checks: a session the gateway
+// accepted within the last 30 minutes, at most 10,000 of them in memory
+// (on Redis, one key each that expires).
+const (
+	knownTTL = 30 * time.Minute
+	knownMax = 10000
+)
 
 // Redis keys of the shop: the limiter's (the hash tag keeps all the keys
 // of a decision in one slot on Redis Cluster) and the confirmation nonces.
@@ -282,13 +302,15 @@ func (s *shop) auditSink(cfg config, stderr io.Writer) (audit.Sink, error) {
 	return js, nil
 }
 
-// describe states an admin write for the human asked to confirm it.
+// describe states an admin write for the human asked to confirm it. The
+// amounts are the values the gateway gets, spelled plainly (99.90 EUR,
+// 1000 units), never as the model wrote them (9.99e1, 1e3).
 func describe(tool string, args map[string]any) string {
 	switch tool {
 	case "admin_set_price":
-		return fmt.Sprintf("set the price of %v to %v EUR", args["sku"], args["price"])
+		return fmt.Sprintf("set the price of %v to %v EUR", args["sku"], priceArg(args, "price"))
 	case "admin_set_stock":
-		return fmt.Sprintf("set the stock of %v to %v units", args["sku"], args["stock"])
+		return fmt.Sprintf("set the stock of %v to %v units", args["sku"], intArg(args, "stock"))
 	case "admin_disable_user":
 		return fmt.Sprintf("disable the account %v, reason %q", args["userId"], fmt.Sprint(args["reason"]))
 	}

@@ -16,9 +16,15 @@ import (
 // maxDescription and maxName bound the catalogue's free text in results,
 // in characters: product descriptions, and the names of products and
 // categories. Longer text is cut; the output schemas say the bounds.
+// maxLabel bounds every other string of a result (ids, SKUs, categories,
+// source labels, currencies, statuses, dates, e-mail addresses, roles):
+// such a string is not text to cut, and a longer one makes the answer
+// INVALID_RESPONSE (the output schemas say so too). 254 characters hold
+// the longest e-mail address.
 const (
 	maxDescription = 1000
 	maxName        = 200
+	maxLabel       = 254 // the longest e-mail address
 )
 
 func obj(d any) map[string]any { m, _ := d.(map[string]any); return m }
@@ -153,7 +159,13 @@ func object(props map[string]any) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 
-func nullable(t string) map[string]any { return map[string]any{"type": []any{t, "null"}} }
+// nullable is the schema of a value of type t or null; a string one is
+// bounded as typ bounds it.
+func nullable(t string) map[string]any {
+	s := typ(t)
+	s["type"] = []any{t, "null"}
+	return s
+}
 
 // nameSchema is a catalogue name: a string of at most maxName characters,
 // or null where nullable.
@@ -168,7 +180,16 @@ func nameSchema(null bool) map[string]any {
 
 func arrayOf(items any) map[string]any { return map[string]any{"type": "array", "items": items} }
 
-func typ(t string) map[string]any { return map[string]any{"type": t} }
+// typ is the schema of a value of type t. A string is at most maxLabel
+// characters (ids, labels, e-mail, dates): longer is a malformed answer,
+// INVALID_RESPONSE. Names and descriptions, which are cut instead, set
+// their own bound.
+func typ(t string) map[string]any {
+	if t == "string" {
+		return map[string]any{"type": t, "maxLength": maxLabel}
+	}
+	return map[string]any{"type": t}
+}
 
 func productSchema() map[string]any {
 	desc := nullable("string")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math/big"
 	"net/url"
 	"strconv"
 	"strings"
@@ -89,6 +90,33 @@ func integer(args map[string]any, k string) (n int64, ok bool) {
 func intArg(args map[string]any, k string) any {
 	if n, ok := integer(args, k); ok {
 		return n
+	}
+	return args[k]
+}
+
+// price returns a validated price argument as a plain decimal with its two
+// decimals in cents ("99.90"), whatever its JSON spelling: the validator
+// accepts 9.99e1 and 99.9 alike as 99.90 (a JSON Schema number is a value;
+// multipleOf 0.01 keeps it in whole cents). The confirmation prompt shows
+// it so and the gateway gets it so, never the model's spelling, which a
+// person could misread ("9.99e1 EUR"). ok is false when it is absent.
+func price(args map[string]any, k string) (p json.Number, ok bool) {
+	v, ok := args[k].(json.Number)
+	if !ok {
+		return "", false
+	}
+	r, ok := new(big.Rat).SetString(string(v))
+	if !ok {
+		return "", false
+	}
+	return json.Number(r.FloatString(2)), true
+}
+
+// priceArg returns the required price argument k as a plain decimal (see
+// price).
+func priceArg(args map[string]any, k string) any {
+	if p, ok := price(args, k); ok {
+		return p
 	}
 	return args[k]
 }
@@ -232,7 +260,7 @@ func toolSpecs(adminWrites bool) []*toolSpec {
 				"multipleOf": 0.01, "description": "New price in euros, in whole cents."}},
 			required: []string{"sku", "price"}, output: productSchema(),
 			request: func(a map[string]any) gatewayRequest {
-				return gatewayRequest{method: "PUT", path: "/api/admin/products/" + url.PathEscape(str(a, "sku")) + "/price", body: map[string]any{"price": a["price"]}}
+				return gatewayRequest{method: "PUT", path: "/api/admin/products/" + url.PathEscape(str(a, "sku")) + "/price", body: map[string]any{"price": priceArg(a, "price")}}
 			},
 			shape: func(_ map[string]any, d any) any { return shapeProduct(d) },
 			write: true, destructive: true, idempotent: true, confirm: true,

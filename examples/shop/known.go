@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// knownSessions remembers, by key (sessionKey, never the session), the
+// sessions the gateway accepted, for ttl from the check that first found
+// each valid (the next check after that finds it again), so that they never wait on the
+// budget of refused session checks (sessionAuth.strangers). In memory it
+// keeps at most max of them (the oldest go first); with a Redis client it
+// keeps them there, one key each that expires after ttl, shared by every
+// replica on that Redis, so that a session valid on one is known to all. A
+// session it forgets, or that Redis cannot tell about in time (250 ms), is
+// only checked against that budget, and gives its unit back when valid. A
+// nil *knownSessions knows nothing. It is safe for concurrent use.
+type knownSessions struct {
+	rdb *redis.Client // nil: in memory
+	ttl time.Duration
+	max int
+
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// redisKnownPrefix prefixes the Redis keys of the sessions seen valid.
+const redisKnownPrefix = "roboshop:known:"
+
+// redisKnownTimeout bounds each Redis call of a knownSessions.
+const redisKnownTimeout = 250 * time.Millisecond
+
+func newKnownSessions(rdb *redis.Client, ttl time.Duration, max int) *knownSessions {
+	return &knownSessions{rdb: rdb, ttl: ttl, max: max, seen: map[string]time.Time{}}
+}
+
+// has reports whether the session of key was seen valid within ttl.
+func (k *knownSessions) has(ctx context.Context, key string, now time.Time) bool {
+	if k == nil {
+		return false
+	}
+	if k.rdb != nil {
+		ctx, cancel := context.WithTimeout(ctx, redisKnownTimeout)
+		defer cancel()
+		n, err := k.rdb.Exists(ctx, redisKnownPrefix+key).Result()
+		return err == nil && n == 1
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t, ok := k.seen[key]
+	return ok && now.Sub(t) < k.ttl
+}
+
+// add remembers that the session of key was seen valid at now.
+func (k *knownSessions) add(ctx context.Context, key string, now time.Time) {
+	if k == nil {
+		return
+	}
+	if k.rdb != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisKnownTimeout)
+		defer cancel()
+		_ = k.rdb.Set(ctx, redisKnownPrefix+key, "1", k.ttl).Err()
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.seen[key]; !ok && len(k.seen) >= k.max {
+		oldest := ""
+		for s, t := range k.seen {
+			if now.Sub(t) >= k.ttl {
+				delete(k.seen, s)
+			} else if oldest == "" || t.Before(k.seen[oldest]) {
+				oldest = s
+			}
+		}
+		if len(k.seen) >= k.max {
+			delete(k.seen, oldest)
+		}
+	}
+	k.seen[key] = now
+}
+
+// drop forgets the session of key: the gateway refused it.
+func (k *knownSessions) drop(ctx context.Context, key string) {
+	if k == nil {
+		return
+	}
+	if k.rdb != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisKnownTimeout)
+		defer cancel()
+		_ = k.rdb.Del(ctx, redisKnownPrefix+key).Err()
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.seen, key)
+}
