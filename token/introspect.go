@@ -94,9 +94,9 @@ type IntrospectionConfig struct {
 	// member RFC 7662 defines.
 	RolesClaim string
 	// Leeway is the clock skew allowed when checking "exp" and "nbf".
-	// Zero means none. Negative is an error. [Introspector.Verifier]'s
-	// Expiration is the answer's own "exp": give
-	// auth.RequireBearerTokenOptions.ClockSkew the same value.
+	// Zero means none. Negative, or over [MaxLeeway], is an error.
+	// [Introspector.Verifier]'s Expiration is the answer's own "exp":
+	// give auth.RequireBearerTokenOptions.ClockSkew the same value.
 	Leeway time.Duration
 	// CacheTTL is how long an answer that accepts a token is reused before
 	// the endpoint is asked again, never past the token's "exp": a token
@@ -225,12 +225,19 @@ type introspection struct {
 	err  error
 }
 
+// MaxLeeway bounds [JWTConfig.Leeway] and [IntrospectionConfig.Leeway]:
+// five minutes, the clock skew Kerberos allows. A larger leeway would keep
+// accepting a token long after it expired (or was meant to start), which
+// is what the expiry is there to prevent; clocks that far apart need
+// fixing, not a wider window.
+const MaxLeeway = 5 * time.Minute
+
 // NewIntrospector returns an Introspector for cfg. It makes no request. It
 // returns an error when Endpoint is not an https URL (or http to a
 // loopback host) or has user info or a fragment, when only one of ClientID
-// and ClientSecret is set, when Audience is empty, or when Timeout,
-// Leeway, MaxCacheEntries or MaxInFlight is negative. Its errors never contain the
-// client's secret.
+// and ClientSecret is set, when Audience is empty, when Timeout,
+// Leeway, MaxCacheEntries or MaxInFlight is negative, or when Leeway is
+// over [MaxLeeway]. Its errors never contain the client's secret.
 func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 	if _, err := checkServerURL(cfg.Endpoint, "the endpoint (give credentials as ClientID and ClientSecret)", true); err != nil {
 		return nil, fmt.Errorf("token: introspection endpoint %s: %w", redactURL(cfg.Endpoint), err)
@@ -242,6 +249,8 @@ func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 		return nil, errors.New("token: introspection: no audience")
 	case cfg.Timeout < 0 || cfg.Leeway < 0:
 		return nil, errors.New("token: introspection: negative Timeout or Leeway")
+	case cfg.Leeway > MaxLeeway:
+		return nil, fmt.Errorf("token: introspection: leeway %v over %v: it would accept answers for tokens that expired that long ago; set the clocks right instead", cfg.Leeway, MaxLeeway)
 	case cfg.MaxCacheEntries < 0 || cfg.MaxInFlight < 0:
 		return nil, errors.New("token: introspection: negative MaxCacheEntries or MaxInFlight")
 	}

@@ -72,9 +72,10 @@ type JWTConfig struct {
 	RolesClaim string
 	// Leeway is the clock skew allowed when checking "exp", "nbf" and
 	// "iat". Zero means none: a token is refused from the second it
-	// expires. Negative is an error. [JWT.Verifier]'s Expiration is the
-	// token's own "exp": give auth.RequireBearerTokenOptions.ClockSkew the
-	// same value, or the go-sdk refuses a token within the leeway anyway.
+	// expires. Negative, or over [MaxLeeway], is an error.
+	// [JWT.Verifier]'s Expiration is the token's own "exp": give
+	// auth.RequireBearerTokenOptions.ClockSkew the same value, or the
+	// go-sdk refuses a token within the leeway anyway.
 	Leeway time.Duration
 	// Types are the header "typ" values accepted (RFC 8725, section
 	// 3.11), compared without regard to case and to an "application/"
@@ -166,7 +167,7 @@ type JWT struct {
 // these or itself an AlgKey, or its Alg is not an algorithm of its Key's
 // type (see [AlgKey]), when Issuer or Audience is empty,
 // when a Types entry is empty (or "application/" alone), or when Leeway is
-// negative.
+// negative or over [MaxLeeway].
 func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if len(cfg.Keys) == 0 && cfg.KeySet == nil {
 		return nil, errors.New("token: JWT: no keys")
@@ -185,6 +186,9 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	}
 	if cfg.Leeway < 0 {
 		return nil, errors.New("token: JWT: negative leeway")
+	}
+	if cfg.Leeway > MaxLeeway {
+		return nil, fmt.Errorf("token: JWT: leeway %v over %v: it would accept tokens that expired that long ago; set the clocks right instead", cfg.Leeway, MaxLeeway)
 	}
 	v := &JWT{keySet: cfg.KeySet, rolesClaim: cfg.RolesClaim}
 	if v.rolesClaim == "" {
