@@ -18,8 +18,10 @@ import (
 // client calls a tool: a tool changed while the gateway was not running
 // is withheld, and its calls refused, from the first request, not from
 // the first listing a client makes (see [Pins]). It returns how many
-// tools the listing kept. Call it before g serves, and after a restart of
-// the downstream if clients keep their listings across one.
+// tools the listing kept. The initialize answer passes through g too, so
+// the server's instructions are judged as well ([InstructionsPin]). Call
+// it before g serves, and after a restart of the downstream if clients
+// keep their listings across one.
 //
 // The listing is a go-sdk client's (initialize, then tools/list pages,
 // then the session's end), made in process: no listener, no token. It
