@@ -3,6 +3,7 @@ package confirm
 import (
 	"container/heap"
 	"context"
+	"maps"
 	"sync"
 	"time"
 )
@@ -46,9 +47,10 @@ func (f NonceStoreFunc) Consume(ctx context.Context, nonce string, now, expires 
 
 // MemoryNonceStore is an in-process [NonceStore]. It forgets each nonce once
 // its expiry has passed (expired entries are evicted on later calls), so its
-// size is bounded by the number of confirmations issued per TTL; a nonce that
-// expires no later than one it forgot is never first, whatever a later
-// call's clock says. It suits a
+// size is bounded by the number of confirmations used per TTL (states issued
+// and never used cost it nothing), and the memory a burst took is given back
+// once the burst has expired. A nonce that expires no later than one it
+// forgot is never first, whatever a later call's clock says. It suits a
 // single server process; nonces are lost on restart, which is safe only
 // while every outstanding state expires no later than the restart completes.
 // The zero value is not usable; call [NewMemoryNonceStore]. It is safe for
@@ -68,6 +70,10 @@ type MemoryNonceStore struct {
 	// first, whatever the clock of the call says (a step back of more
 	// than nonceGrace included).
 	forgotten time.Time
+	// peak is the most nonces seen held since it was last made: a Go
+	// map keeps the room it grew to, so once it holds a quarter of that
+	// or less it is copied into a map of its present size.
+	peak int
 }
 
 // nonceGrace bounds how far past a call's own now the memory store's
@@ -99,6 +105,11 @@ func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires
 	if c := cap(m.queue); c > 1024 && len(m.queue) < c/4 {
 		m.queue = append(make(expiryHeap, 0, c/2), m.queue...)
 	}
+	if n := len(m.seen); m.peak > 1024 && n <= m.peak/4 {
+		seen := make(map[string]time.Time, n)
+		maps.Copy(seen, m.seen)
+		m.seen, m.peak = seen, n
+	}
 	if !expires.After(now) || !expires.After(m.forgotten) {
 		return false, nil
 	}
@@ -106,6 +117,7 @@ func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires
 		return false, nil
 	}
 	m.seen[nonce] = expires
+	m.peak = max(m.peak, len(m.seen))
 	heap.Push(&m.queue, entry{nonce: nonce, expires: expires})
 	return true, nil
 }
