@@ -132,5 +132,8 @@
 // seconds. The guard fails closed: a missing identity, an unknown tool, a
 // tool whose schema does not compile, or a write whose audit intent cannot
 // be recorded is refused. ToolAnnotations.ReadOnlyHint is only
-// cross-checked against the configured class; it is never trusted.
+// cross-checked against the configured class; it is never trusted. A tool
+// the policy hides from some caller cannot bind arguments to HTTP headers
+// (x-mcp-header): the go-sdk checks those headers before the guard runs,
+// and its answer would give the tool away (see [Guard.Install]).
 package mcpguard

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/policy"
@@ -36,6 +37,12 @@ func (e *toolEntry) checkOutput(res *mcp.CallToolResult) error {
 	if err != nil {
 		return errors.New("structured content does not marshal")
 	}
+	if !utf8.Valid(raw) {
+		// Bytes (a json.RawMessage) reach the wire as they are, while the
+		// decoder below reads each invalid byte as U+FFFD: a client that
+		// decodes them otherwise would read what was never checked.
+		return errors.New("structured content is not UTF-8")
+	}
 	doc, err := decodeResult(raw)
 	if err != nil {
 		return err
@@ -59,6 +66,11 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 	if t.InputSchema == nil {
 		return nil, fmt.Errorf("mcpguard: tool %q has no input schema", t.Name)
 	}
+	if bindsHeaders(t.InputSchema) && !g.pol.Visible(&policy.Principal{}, t.Name) {
+		return nil, fmt.Errorf("mcpguard: tool %q binds arguments to HTTP headers (x-mcp-header) and the policy hides it from some callers: "+
+			"the go-sdk checks those headers against the tool before any middleware, so its answer would tell the tool from an unknown one; "+
+			"make the tool visible to every caller or drop the annotation", t.Name)
+	}
 	in, err := NewValidator(t.InputSchema, g.opts.Validation)
 	if err != nil {
 		return nil, fmt.Errorf("mcpguard: tool %q input schema: %w", t.Name, err)
@@ -78,6 +90,40 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 		}
 	}
 	return e, nil
+}
+
+// bindsHeaders reports whether an input schema binds an argument to an
+// HTTP header with an x-mcp-header annotation (SEP-2243) on a property at
+// any depth, as go-sdk v1.8.0 reads them: through "properties" only. On
+// protocol 2026-07-28 its Streamable HTTP server checks a tools/call's
+// Mcp-Param-* headers against the tool so named before any middleware
+// runs, and answers a mismatch with its own error, naming the header and
+// the argument; for a name it has no tool of, it checks nothing.
+func bindsHeaders(schema any) bool {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return true // unreadable: fail closed (NewValidator refuses it too)
+	}
+	var s headerProps
+	if json.Unmarshal(raw, &s) != nil {
+		return false // not an object: no properties to bind
+	}
+	return s.binds()
+}
+
+// headerProps is what the go-sdk reads of a schema for its header checks.
+type headerProps struct {
+	Header     json.RawMessage        `json:"x-mcp-header"`
+	Properties map[string]headerProps `json:"properties"`
+}
+
+func (h *headerProps) binds() bool {
+	for _, p := range h.Properties {
+		if p.Header != nil || p.binds() {
+			return true
+		}
+	}
+	return false
 }
 
 // registry caches the compiled tools of an installed server. Entries are
@@ -239,12 +285,22 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // "private"). It first lists the server's tools and checks each against the
 // policy: a tool without a rule, with a ReadOnlyHint that contradicts its
 // class (as for [Guard.Wrap]: Annotations without ReadOnlyHint hint a
-// write), or with a schema that does not compile is a start-up error. Tools
-// added or replaced later are checked when the guard next lists the server's
-// tools, at the first call a second or more after the previous listing (at
-// once after a tools/list_changed notification): until then a new name is
-// TOOL_NOT_FOUND and a replaced tool is guarded with its previous schema. A
-// bad one is refused at call time as TOOL_NOT_FOUND and logged. A removed
+// write), with a schema that does not compile, or whose input schema binds
+// an argument to an HTTP header (an x-mcp-header annotation, SEP-2243)
+// while the policy hides the tool from some caller is a start-up error.
+// (On protocol 2026-07-28, go-sdk v1.8.0's Streamable HTTP server checks a
+// call's Mcp-Param-* headers against the tool it names before any
+// middleware runs, and answers a mismatch with its own error, which would
+// tell a hidden tool from an unknown one. It does so before the guard
+// authenticates the caller too: that such a tool exists is not hidden from
+// a caller without credentials.) Tools added or replaced later are checked
+// when the guard next lists the server's tools, at the first call a second
+// or more after the previous listing (at once after a tools/list_changed
+// notification): until then a new name is TOOL_NOT_FOUND and a replaced
+// tool is guarded with its previous schema. A bad one is refused at call
+// time as TOOL_NOT_FOUND and logged (the go-sdk's header check of a late
+// one that binds headers still answers before the guard: add such tools
+// before Install). A removed
 // tool called in that time is TOOL_NOT_FOUND too, recorded as such and
 // charged nothing (a write's intent record, made before the go-sdk was
 // asked, is followed by that outcome).
