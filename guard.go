@@ -112,6 +112,14 @@ type Options struct {
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.
+	// A client on protocol 2026-07-28 or later is asked with an input
+	// request and calls again with the answer; an older one is asked with
+	// an elicitation inside the call, whose answer is waited for until the
+	// state expires (then the call is refused, CONFIRMATION_REQUIRED).
+	// An accepted confirmation is used up only when the call is admitted,
+	// after the limits and the write-ahead record: a call those refuse
+	// can be sent again with the same state and answer until the state
+	// expires. A decline uses the state up.
 	// The handler of a confirmed call runs its first round: its request
 	// carries neither the confirmation's state nor any input responses.
 	// It also seals the request state of a handler that asks the user for
@@ -279,8 +287,10 @@ func (g *Guard) Policy() *policy.Policy { return g.pol }
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint
-// contradicts its class, is an error, as is a schema that does not compile
-// or a nil h. A tool with Annotations hints ReadOnlyHint false unless it
+// contradicts its class, is an error, as is a schema that does not compile,
+// an input schema that binds an argument to an HTTP header (x-mcp-header)
+// of a tool the policy hides from some caller (see [Guard.Install]), or a
+// nil h. A tool with Annotations hints ReadOnlyHint false unless it
 // sets it (false is the MCP default), so a read tool whose Annotations only
 // give a Title is refused; a tool with no Annotations hints nothing.
 // Wrap protects one raw handler; to protect every tool of a server,

@@ -59,8 +59,14 @@ func newMRTRSigner() (*confirm.Signer, error) {
 }
 
 // sealedStateDenial is the refusal of a retry whose sealed state does not
-// verify: expired, used already, or not this caller's, tool's or arguments'.
-func sealedStateDenial() *DenialError {
+// verify (err says why): expired, used already, or not this caller's,
+// tool's or arguments'. A nonce store that could not be asked
+// (confirm.ErrStore) is said so: the fault is the server's, not the
+// state's.
+func sealedStateDenial(err error) *DenialError {
+	if errors.Is(err, confirm.ErrStore) {
+		return Deny(CodeInvalidArguments, "the request state could not be checked: the server's state store is unavailable; try again shortly")
+	}
 	return Deny(CodeInvalidArguments, "the request state is expired, already used or for another call; call the tool again")
 }
 
@@ -134,7 +140,7 @@ func (g *Guard) openRetry(ctx context.Context, req *mcp.CallToolRequest, c *call
 	}
 	if err := g.openState(ctx, req, c); err != nil {
 		c.detail = "sealed request state: " + err.Error()
-		return sealedStateDenial()
+		return sealedStateDenial(err)
 	}
 	c.detail = "next round of a multi round-trip call"
 	return nil

@@ -672,7 +672,18 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			return inputRequired(ask), true
 		}
 		// An older client: ask it directly, as the go-sdk does for handlers.
-		er, err := req.Session.Elicit(ctx, ask.InputRequests[confirm.InputKey].(*mcp.ElicitParams))
+		// An answer after the state's expiry is refused below, so the wait
+		// ends then: a client that never answers does not hold the call.
+		expires := time.Unix(c.start.Add(s.TTL()).Unix(), 0)
+		ectx, cancel := context.WithTimeout(ctx, expires.Sub(g.now()))
+		er, err := req.Session.Elicit(ectx, ask.InputRequests[confirm.InputKey].(*mcp.ElicitParams))
+		late := errors.Is(ectx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		cancel()
+		if err != nil && late {
+			c.detail = "no answer before the confirmation expired"
+			c.denial = Deny(CodeConfirmationRequired, "the user did not answer before the confirmation expired; the tool was not run")
+			return nil, false
+		}
 		if err != nil {
 			c.detail = "elicitation failed"
 			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm")
@@ -693,7 +704,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	}
 	if err != nil {
 		c.detail = "confirmation: " + err.Error()
-		c.denial = confirmationDenial()
+		c.denial = confirmationDenial(err)
 		return nil, false
 	}
 	c.ticket = &t
@@ -731,8 +742,14 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 }
 
 // confirmationDenial is the refusal of a confirmation state that does not
-// verify.
-func confirmationDenial() *DenialError {
+// verify (err says why). A nonce store that could not be asked
+// (confirm.ErrStore) is said so: the fault is the server's, not the
+// confirmation's, and asking the human again does not help while the
+// store is down.
+func confirmationDenial(err error) *DenialError {
+	if errors.Is(err, confirm.ErrStore) {
+		return Deny(CodeConfirmationRequired, "the confirmation could not be checked: the server's confirmation store is unavailable; try again shortly")
+	}
 	return Deny(CodeConfirmationRequired, "the confirmation is missing, expired, already used or for another call; call the tool again to be asked")
 }
 
@@ -759,9 +776,9 @@ func (g *Guard) consume(ctx context.Context, c *call) *DenialError {
 	if err := t.Consume(ctx, g.now()); err != nil {
 		c.detail = "state: " + err.Error()
 		if c.retry {
-			return sealedStateDenial()
+			return sealedStateDenial(err)
 		}
-		return confirmationDenial()
+		return confirmationDenial(err)
 	}
 	return nil
 }

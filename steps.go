@@ -42,10 +42,11 @@ import (
 // Confirm asks the human to confirm each call of a tool whose rule in p
 // has Confirm, as the Guard's step 7 does: the first call of such a tool
 // ends with a confirmation request (an input request on protocol
-// 2026-07-28 and later; an elicitation inside the call on older clients)
-// carrying a state signed by s and bound to the caller's subject, the tool
-// and its arguments; the handler runs only for the call that returns the
-// accepted answer with that state, once. A dry run of such a tool is not
+// 2026-07-28 and later; on older clients an elicitation inside the call,
+// whose answer is waited for until the state expires) carrying a state
+// signed by s and bound to the caller's subject, the tool and its
+// arguments; the handler runs only for the call that returns the accepted
+// answer with that state, once. A dry run of such a tool is not
 // confirmed but answered by Confirm itself, as [DryRun] would (counted once
 // against the call rate when opts.Limiter is set): the handler inside
 // never runs for real without a confirmation.
