@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -880,18 +881,54 @@ func inputRequired(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return &out
 }
 
+// maxRecordedName bounds the tool name a record carries as its tool: the
+// go-sdk's bound on a tool's name is 128 bytes, and one far longer is a
+// client's, not a tool's.
+const maxRecordedName = 1024
+
+// maxShownName bounds the bytes of a name a record's detail shows.
+const maxShownName = 128
+
+// recordedTool returns the tool and the detail a record of a call of name
+// carries. A name no tool could have (one [policy.CheckName] refuses: a
+// control or invisible character, white space at an end; or over
+// maxRecordedName bytes) is the client's alone: the record has no tool,
+// and its detail starts with the name quoted and escaped as
+// strconv.QuoteToASCII does (a bidi override shows as \u202e), cut at
+// maxShownName bytes. An unauthenticated client would otherwise write what
+// it likes, of up to the request's size, into the trail with each request.
+func recordedTool(name, detail string) (string, string) {
+	if len(name) <= maxRecordedName && policy.CheckName(name) == nil {
+		return name, detail
+	}
+	shown, more := name, ""
+	if len(shown) > maxShownName {
+		cut := maxShownName
+		for !utf8.RuneStart(shown[cut]) && cut > maxShownName-utf8.UTFMax {
+			cut--
+		}
+		shown, more = shown[:cut], "..."
+	}
+	note := "tool name " + strconv.QuoteToASCII(shown) + more
+	if detail == "" {
+		return "", note
+	}
+	return "", note + "; " + detail
+}
+
 // buildEvent makes ev the audit record of c at time now; record names the
 // argument fields the tool opted in to record verbatim.
 func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallToolRequest, c *call, phase audit.Phase) {
+	tool, detail := recordedTool(c.name, c.detail)
 	*ev = audit.Event{
 		Time:          now,
 		CorrelationID: c.corr,
 		RequestID:     c.requestID,
-		Tool:          c.name,
+		Tool:          tool,
 		Phase:         phase,
 		DryRun:        c.dryRun,
 		Cost:          c.charged,
-		Detail:        c.detail,
+		Detail:        detail,
 		ArgsSHA256:    c.argsSHA256(),
 	}
 	ev.LatencyMS = float64(ev.Time.Sub(c.start).Microseconds()) / 1000
