@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -18,10 +19,10 @@ import (
 // client calls a tool: a tool changed while the gateway was not running
 // is withheld, and its calls refused, from the first request, not from
 // the first listing a client makes (see [Pins]). It returns how many
-// tools the listing kept. The initialize answer passes through g too, so
-// the server's instructions are judged as well ([InstructionsPin]). Call
-// it before g serves, and after a restart of the downstream if clients
-// keep their listings across one.
+// tools the listing kept, each name counted once. The initialize answer
+// passes through g too, so the server's instructions are judged as well
+// ([InstructionsPin]). Call it before g serves, and after a restart of
+// the downstream if clients keep their listings across one.
 //
 // The listing is a go-sdk client's (initialize, then tools/list pages,
 // then the session's end), made in process: no listener, no token. It
@@ -31,11 +32,18 @@ import (
 // not call are left out, and not judged. So pass a caller who may see
 // every tool, or call CheckPins on a gateway sharing the Pins (and the
 // audit sink) without a filter, as the examples/gateway binary does.
-// ctx bounds the whole listing.
+// Only g takes caller from these requests: a second gateway they reach
+// in process (through Options.Transport) asks them for a token, as it
+// does any request. ctx bounds the whole listing; a request it cuts short
+// is still read from the downstream for at most [Options.Timeout] after
+// CheckPins returns, as a POST whose client went away is.
 //
 // CheckPins fails when g has no Pins, when caller has no subject or a
-// value the identity headers cannot carry, and when the listing fails;
-// the Pins then keep what they knew.
+// value the identity headers cannot carry, and when the listing fails,
+// including a listing that hands out a cursor again or goes on past 1000
+// pages (a downstream's listing that would never end); the pages listed
+// before have been judged as any listing is, and the Pins otherwise keep
+// what they knew.
 func (g *Gateway) CheckPins(ctx context.Context, caller *policy.Principal) (int, error) {
 	if g.pins == nil {
 		return 0, errors.New("gateway: CheckPins: the gateway has no Pins")
@@ -58,20 +66,61 @@ func (g *Gateway) CheckPins(ctx context.Context, caller *policy.Principal) (int,
 		return 0, fmt.Errorf("gateway: CheckPins: connecting to the downstream: %w", err)
 	}
 	defer cs.Close()
-	n := 0
-	for _, err := range cs.Tools(ctx, nil) {
+	kept := map[string]bool{}
+	cursors := map[[sha256.Size]byte]bool{} // hashes: a cursor may be long
+	params := &mcp.ListToolsParams{}
+	for page := 1; ; page++ {
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return 0, fmt.Errorf("gateway: CheckPins: listing the downstream's tools: %w", err)
 		}
-		n++
+		for _, t := range res.Tools {
+			if t != nil {
+				kept[t.Name] = true
+			}
+		}
+		if res.NextCursor == "" {
+			return len(kept), nil
+		}
+		h := sha256.Sum256([]byte(res.NextCursor))
+		switch {
+		case cursors[h]:
+			return 0, errors.New("gateway: CheckPins: the downstream's listing hands out a cursor again: it would never end")
+		case page >= maxCheckPages:
+			return 0, fmt.Errorf("gateway: CheckPins: the downstream's listing goes on past %d pages", maxCheckPages)
+		}
+		cursors[h] = true
+		params.Cursor = res.NextCursor
 	}
-	return n, nil
 }
 
+// maxCheckPages bounds the pages of the listing CheckPins makes: a
+// downstream that hands out a new cursor with every page would otherwise
+// be asked for pages until ctx ends.
+const maxCheckPages = 1000
+
 // inProcessCaller is the context key under which a request served in
-// process ([inProcess]) carries its caller. Only this package can set it,
-// and a request from the network never has it.
+// process ([inProcess]) carries its caller, an *inProcessAuth. Only this
+// package can set it, and a request from the network never has it.
 type inProcessCaller struct{}
+
+// inProcessAuth is the caller of a request served in process, for the
+// gateway g that serves it and no other: the requests g sends downstream
+// carry their client's context, and a second gateway served in process
+// there (an Options.Transport) must not take the caller from it.
+type inProcessAuth struct {
+	g      *Gateway
+	caller *policy.Principal
+}
+
+// inProcessPrincipal returns the caller of r when g serves it in process
+// for [Gateway.CheckPins], or nil.
+func (g *Gateway) inProcessPrincipal(r *http.Request) *policy.Principal {
+	if a, ok := r.Context().Value(inProcessCaller{}).(*inProcessAuth); ok && a != nil && a.g == g {
+		return a.caller
+	}
+	return nil
+}
 
 // inProcess is an http.RoundTripper that serves each request with g's
 // handler, in process, as caller: the request carries no Authorization
@@ -85,7 +134,12 @@ type inProcess struct {
 }
 
 func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx := context.WithValue(r.Context(), inProcessCaller{}, t.caller)
+	ctx := context.WithValue(r.Context(), inProcessCaller{}, &inProcessAuth{g: t.g, caller: t.caller})
+	// It came to no address: a local address in the caller's context (a
+	// CheckPins made while serving a request on a loopback listener) would
+	// have it judged as a request to that listener under another name,
+	// and refused as DNS rebinding.
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, nil)
 	r = r.Clone(ctx)
 	r.Header.Del("Authorization")
 	if r.Body == nil {

@@ -173,6 +173,11 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("--path %q: want a path beginning with /", *path)
 	case *port < 0 || *port > 65535:
 		return fmt.Errorf("--port %d: want 0 to 65535", *port)
+	case *leeway < 0 || *leeway > token.MaxLeeway:
+		// Checked here, before the issuer is asked for its keys.
+		return fmt.Errorf("--jwt-leeway %v: want 0 to %v (a wider window accepts tokens that long after they expired; set the clocks right instead)", *leeway, token.MaxLeeway)
+	case *inLeeway < 0 || *inLeeway > token.MaxLeeway:
+		return fmt.Errorf("--introspect-leeway %v: want 0 to %v (a wider window accepts tokens that long after they expired; set the clocks right instead)", *inLeeway, token.MaxLeeway)
 	}
 	if *pinTools && *toolPins != "" {
 		return errors.New("--pin-tools and --tool-pins: choose one (--pin-tools approves definitions as they are first listed, --tool-pins only those of the file)")
