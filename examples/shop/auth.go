@@ -131,7 +131,10 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 		}
 		a.checks.Release(d) // a rate holds no slot
 	}
-	known := a.strangers != nil && a.known.has(ctx, key, now())
+	var known, stale bool
+	if a.strangers != nil {
+		known, stale = a.known.has(ctx, key, now())
+	}
 	if a.strangers != nil && !known {
 		d := a.strangers.AllowAt(ctx, now(), limiter.Request{Tool: strangerCheck, Calls: 1})
 		if !d.Allowed {
@@ -169,8 +172,10 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 		}
 		return nil, err
 	}
-	if !known {
-		a.known.add(ctx, key, now()) // remembered from its first check, for knownTTL
+	if !known || stale {
+		// Remembered for knownTTL, again once half of it has passed: a
+		// session in use stays known, with one write per half TTL.
+		a.known.add(ctx, key, now())
 	}
 	return &mcpguard.Identity{Principal: pr, Credential: mcpguard.NewCredential(session)}, nil
 }
@@ -204,8 +209,10 @@ func (a *sessionAuth) me(ctx context.Context, session string) (*policy.Principal
 		} `json:"user"`
 	}
 	// As strict as a tool's answer (decodeAnswer): one JSON value, no key
-	// twice, or readers disagree on who the user is.
-	if resp.status != http.StatusOK || resp.tooLarge || duplicateKey(resp.body) || json.Unmarshal(resp.body, &me) != nil {
+	// twice, or readers disagree on who the user is. Keys are compared in
+	// any letter case: encoding/json matches the struct's fields so
+	// ("User" is read as "user").
+	if resp.status != http.StatusOK || resp.tooLarge || duplicateKeyFolded(resp.body) || json.Unmarshal(resp.body, &me) != nil {
 		return nil, unauthenticated("the gateway's session check answered unexpectedly")
 	}
 	pr := &policy.Principal{Subject: me.User.ID, Roles: me.User.Roles}

@@ -230,6 +230,14 @@ func duplicateKey(body []byte) bool {
 	return found
 }
 
+// duplicateKeyFolded is duplicateKey with keys compared under Unicode case
+// folding, as encoding/json matches a struct's fields: for a body decoded
+// into a struct.
+func duplicateKeyFolded(body []byte) bool {
+	_, _, found := jsondup.Member(body, func(int) bool { return true })
+	return found
+}
+
 // clean removes the invisible characters of every string in doc, in place,
 // and reports false if a number in it is beyond float64.
 func clean(doc any) (any, bool) {

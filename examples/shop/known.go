@@ -9,11 +9,12 @@ import (
 )
 
 // knownSessions remembers, by key (sessionKey, never the session), the
-// sessions the gateway accepted, for ttl from the check that first found
-// each valid (the next check after that finds it again), so that they never wait on the
-// budget of refused session checks (sessionAuth.strangers). In memory it
-// keeps at most max of them (the oldest go first); with a Redis client it
-// keeps them there, one key each that expires after ttl, shared by every
+// sessions the gateway accepted, for ttl from a check that found each
+// valid (a check writes it again once half of ttl has passed, so a
+// session in use stays known), so that they never wait on the budget of
+// refused session checks (sessionAuth.strangers). In memory it keeps at
+// most max of them (the oldest go first); with a Redis client it keeps
+// them there, one key each that expires after ttl, shared by every
 // replica on that Redis, so that a session valid on one is known to all. A
 // session it forgets, or that Redis cannot tell about in time (250 ms), is
 // only checked against that budget, and gives its unit back when valid. A
@@ -37,21 +38,30 @@ func newKnownSessions(rdb *redis.Client, ttl time.Duration, max int) *knownSessi
 	return &knownSessions{rdb: rdb, ttl: ttl, max: max, seen: map[string]time.Time{}}
 }
 
-// has reports whether the session of key was seen valid within ttl.
-func (k *knownSessions) has(ctx context.Context, key string, now time.Time) bool {
+// has reports whether the session of key was seen valid within ttl, and
+// whether that memory is stale: half of ttl or more has passed since it
+// was written, and a check that finds the session valid again should
+// write it again (add). On Redis it is one round trip (PTTL).
+func (k *knownSessions) has(ctx context.Context, key string, now time.Time) (known, stale bool) {
 	if k == nil {
-		return false
+		return false, false
 	}
 	if k.rdb != nil {
 		ctx, cancel := context.WithTimeout(ctx, redisKnownTimeout)
 		defer cancel()
-		n, err := k.rdb.Exists(ctx, redisKnownPrefix+key).Result()
-		return err == nil && n == 1
+		left, err := k.rdb.PTTL(ctx, redisKnownPrefix+key).Result()
+		if err != nil || left <= 0 { // -2: no such key; -1: no expiry (not ours)
+			return false, false
+		}
+		return true, left <= k.ttl/2
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	t, ok := k.seen[key]
-	return ok && now.Sub(t) < k.ttl
+	if !ok || now.Sub(t) >= k.ttl {
+		return false, false
+	}
+	return true, now.Sub(t) >= k.ttl/2
 }
 
 // add remembers that the session of key was seen valid at now.

@@ -23,6 +23,9 @@ func TestReview16SessionCheckAnswerStrict(t *testing.T) {
 		{"user_twice", `{"user":{"id":"u-1001","roles":["customer"]},"user":{"id":"u-3001","roles":["super_admin"]}}`},
 		{"id_twice", `{"user":{"id":"u-1001","roles":["customer"],"id":"u-3001"}}`},
 		{"roles_twice", `{"user":{"id":"u-1001","roles":["customer"],"roles":["super_admin"]}}`},
+		// encoding/json matches struct fields in any letter case.
+		{"user_other_case", `{"user":{"id":"u-1001","roles":["customer"]},"User":{"id":"u-3001","roles":["super_admin"]}}`},
+		{"roles_other_case", `{"user":{"id":"u-1001","roles":["customer"],"ROLES":["super_admin"]}}`},
 		{"trailing_value", `{"user":{"id":"u-1001","roles":["customer"]}}{"user":{"id":"u-3001","roles":["super_admin"]}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

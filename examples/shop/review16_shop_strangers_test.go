@@ -120,12 +120,12 @@ func TestReview16KnownSessionsBounded(t *testing.T) {
 		{"c", t0.Add(3 * time.Second), true},
 		{"c", t0.Add(62 * time.Second), false}, // past ttl
 	} {
-		if got := k.has(ctx, tc.key, tc.at); got != tc.want {
+		if got, _ := k.has(ctx, tc.key, tc.at); got != tc.want {
 			t.Errorf("has(%q, +%v) = %v, want %v", tc.key, tc.at.Sub(t0), got, tc.want)
 		}
 	}
 	k.drop(ctx, "b")
-	if k.has(ctx, "b", t0.Add(3*time.Second)) {
+	if known, _ := k.has(ctx, "b", t0.Add(3*time.Second)); known {
 		t.Error("has(b) after drop(b) = true")
 	}
 	if n := len(k.seen); n > 2 {
@@ -133,7 +133,29 @@ func TestReview16KnownSessionsBounded(t *testing.T) {
 	}
 	var none *knownSessions
 	none.add(ctx, "a", t0)
-	if none.has(ctx, "a", t0) {
+	if known, _ := none.has(ctx, "a", t0); known {
 		t.Error("a nil knownSessions knows a session")
+	}
+}
+
+// TestSignedInKeepWorkingPastTheMemory: a session in use is remembered as
+// valid for as long as it is used, not only for knownTTL from its first
+// check: 30 minutes later, during a flood of made-up sessions, it still
+// passes (found by a review: the memory was written only at the first
+// check).
+func TestSignedInKeepWorkingPastTheMemory(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	st := newStack(t, func(c *config) { c.rate, c.now = 1, func() time.Time { return now } }, nil)
+	for i := 0; i < 30; i++ {
+		if err := listTools(t, st, sessionCustomer); err != nil {
+			t.Fatalf("minute %d: %v", i, err)
+		}
+		now = now.Add(time.Minute)
+	}
+	for i := range 5 {
+		_ = listTools(t, st, fmt.Sprintf("sess-made-up-%d", i))
+	}
+	if err := listTools(t, st, sessionCustomer); err != nil {
+		t.Errorf("a session in use for 30 minutes, during a flood: %v", err)
 	}
 }
