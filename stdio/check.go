@@ -10,11 +10,14 @@ import (
 
 // The JSON-RPC 2.0 error codes of a refused line. codeBusy, from the
 // range JSON-RPC leaves to servers, is mcpguard's code for a cap (as
-// RATE_LIMIT_EXCEEDED is in protocol-error mode).
+// RATE_LIMIT_EXCEEDED is in protocol-error mode); codeClosing is the
+// go-sdk's own for a request that comes while its session is closing
+// (jsonrpc2.ErrServerClosing, "server is closing").
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
 	codeBusy           = -32029
+	codeClosing        = -32004
 )
 
 // maxLine is the longest JSON value of an input line passed to the go-sdk:
@@ -360,6 +363,8 @@ func errorLine(e *lineError) []byte {
 		prefix = "parse error: "
 	case codeBusy:
 		prefix = "server busy: "
+	case codeClosing:
+		prefix = "server is closing: "
 	}
 	type wireError struct {
 		Code    int    `json:"code"`

@@ -40,6 +40,15 @@
 //     requests already read before reporting it, so `printf ... | server`
 //     gets every answer (the go-sdk ends the session at end of input and
 //     would drop them);
+//   - when [Options.Stop] is closed (on SIGTERM, say), it stops the server
+//     gracefully: a request read after the stop is answered at once with
+//     -32004 (the go-sdk's "server is closing") and not started, while the
+//     calls under way finish and are answered (notifications, and the
+//     client's answers to the server's own requests, still pass); then it
+//     reports end of input, and the session ends. [Options.DrainTimeout]
+//     (5 seconds by default) bounds the wait for those answers, after the
+//     stop as at end of input: a call that never ends does not hold the
+//     server for good;
 //   - where descriptors are redirected, it asks for SIGPIPE
 //     ([os/signal.Notify]), so that a write to a broken pipe on descriptor
 //     1 or 2 fails with EPIPE instead of killing the process: a client
@@ -52,13 +61,26 @@
 //
 // Call Isolate once (a second call returns an error), first thing in main,
 // before anything writes to stdout or starts goroutines that might, and
-// serve the returned transport instead of [mcp.StdioTransport]:
+// serve the returned transport instead of [mcp.StdioTransport]. To stop
+// gracefully on a signal, give the signal's context to [Options.Stop], not
+// to the session: [mcp.Server.Run] closes the session as soon as its
+// context is done, and the go-sdk then writes no answer of the calls still
+// running.
 //
-//	t, err := stdio.Isolate(nil)
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	t, err := stdio.Isolate(&stdio.Options{Stop: ctx.Done()})
 //	if err != nil {
 //		log.Fatal(err) // log writes to stderr
 //	}
-//	err = server.Run(ctx, t)
+//	ss, err := server.Connect(context.WithoutCancel(ctx), t, nil)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	err = ss.Wait() // the client closed stdin, or the stop ended the session
+//
+// A handler that ignores its context's cancellation still holds Wait after
+// DrainTimeout; a server that must exit anyway bounds its own wait.
 //
 // The line limit is the go-sdk's default, 16 MiB
 // ([mcp.DefaultMaxLineLength]) for the JSON value and its newline (blanks

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"sync"
-	"time"
 )
 
 // noBatchVersion is the first MCP protocol version without JSON-RPC
@@ -34,6 +33,7 @@ type session struct {
 
 	batchIDs    map[idKey]bool // ids of batch members the SDK still tracks
 	maxInFlight int            // requests in flight beyond which one is refused
+	stopped     bool           // the transport was stopped: every request is refused
 	closeOnce   sync.Once
 }
 
@@ -49,6 +49,13 @@ func newSession() *session {
 }
 
 func (s *session) close() { s.closeOnce.Do(func() { close(s.closed) }) }
+
+// stopping makes admit refuse every request from now on.
+func (s *session) stopping() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+}
 
 // batchRefusal returns why the go-sdk may not take a batch now, or "" when
 // it surely does: until an initialize request is passed, and once one is
@@ -109,11 +116,14 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		if calls > 0 && notifications > 0 {
 			return invalid("a batch that mixes requests and notifications is never answered by the go-sdk v1.8.0")
 		}
-		if calls > 0 && len(s.pending)+calls > s.maxInFlight {
+		if calls > 0 && (s.stopped || len(s.pending)+calls > s.maxInFlight) {
 			// Each request is answered with its id (none is in flight,
 			// nor repeated); the reader still passes the batch's
 			// answers to the server's requests.
 			lerr := busy(s.maxInFlight)
+			if s.stopped {
+				lerr = closing()
+			}
 			for _, m := range msgs {
 				if m.request {
 					lerr.ids = append(lerr.ids, m.echo)
@@ -131,8 +141,11 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			// answered.
 			return invalid("a request reuses the id of a request in flight, which the go-sdk v1.8.0 drops unanswered")
 		}
-		if len(s.pending) >= s.maxInFlight {
+		if s.stopped || len(s.pending) >= s.maxInFlight {
 			lerr := busy(s.maxInFlight)
+			if s.stopped {
+				lerr = closing()
+			}
 			lerr.id, lerr.key = m.echo, m.id
 			return lerr
 		}
@@ -152,6 +165,11 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 // busy is the refusal of a request beyond limit requests in flight.
 func busy(limit int) *lineError {
 	return &lineError{code: codeBusy, reason: "too many requests in flight (at most " + strconv.Itoa(limit) + "); retry once some are answered"}
+}
+
+// closing is the refusal of a request read after the stop.
+func closing() *lineError {
+	return &lineError{code: codeClosing, reason: "the server is stopping and starts no new request; the requests read before the stop are answered"}
 }
 
 // outgoing is what the session needs of a message the go-sdk writes.
@@ -214,26 +232,12 @@ func (s *session) inFlight(id idKey) bool {
 	return s.pending[id]
 }
 
-// wait returns when every request passed has been answered, when the
-// transport is closed, or after timeout.
-func (s *session) wait(timeout time.Duration) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		s.mu.Lock()
-		n, ch := len(s.pending), s.changed
-		s.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		select {
-		case <-ch:
-		case <-s.closed:
-			return
-		case <-t.C:
-			return
-		}
-	}
+// unanswered returns the number of requests passed and not yet answered,
+// and a channel closed when that number next shrinks.
+func (s *session) unanswered() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending), s.changed
 }
 
 // lines splits a byte stream into lines of at most max bytes; zero max

@@ -40,35 +40,39 @@ func TestLinesFeed(t *testing.T) {
 	}
 }
 
-func TestSessionWait(t *testing.T) {
+// TestSessionUnanswered: the count of requests in flight, and the channel
+// the reader's drain waits on, closed by the answer that shrinks it. (The
+// drain's timeout and Close are the reader's: see TestStopBoundedByDrainTimeout
+// and TestIsolateStdinClosedMidCall.)
+func TestSessionUnanswered(t *testing.T) {
 	s := newSession()
-	if e := s.admit([]info{{request: true, id: idKey{set: true, n: 1}}, {request: true, id: idKey{set: true, n: 2}}}, false); e != nil {
+	if e := s.admit([]info{{request: true, id: idKey{set: true, n: 1}}}, false); e != nil {
 		t.Fatal(e.reason)
 	}
-	go func() {
-		s.sent([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-		s.sent([]byte(`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"x"}}`))
-	}()
-	start := time.Now()
-	s.wait(10 * time.Second)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("wait returned after %v although every request was answered", d)
-	}
-
-	if e := s.admit([]info{{request: true, id: idKey{set: true, n: 3}}}, false); e != nil {
+	if e := s.admit([]info{{request: true, id: idKey{set: true, n: 2}}}, false); e != nil {
 		t.Fatal(e.reason)
 	}
-	start = time.Now()
-	s.wait(50 * time.Millisecond)
-	if d := time.Since(start); d < 50*time.Millisecond {
-		t.Errorf("wait with an unanswered request returned after %v, before its timeout", d)
+	n, changed := s.unanswered()
+	if n != 2 {
+		t.Fatalf("unanswered() = %d, want 2", n)
 	}
-
-	s.close()
-	start = time.Now()
-	s.wait(10 * time.Second)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("wait on a closed session returned after %v", d)
+	s.sent([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`))
+	select {
+	case <-changed:
+		t.Fatal("a notification closed the channel")
+	default:
+	}
+	s.sent([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an answer did not close the channel")
+	}
+	n, changed = s.unanswered()
+	s.sent([]byte(`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"x"}}`))
+	<-changed
+	if n2, _ := s.unanswered(); n != 1 || n2 != 0 {
+		t.Errorf("unanswered() = %d, then %d; want 1, then 0", n, n2)
 	}
 }
 

@@ -13,19 +13,39 @@ import (
 // JSON-RPC error through the writer and logged, and the session goes on.
 // At end of input, or a read error, it holds the end back until the
 // requests passed are answered (or a timeout), so that a client that writes
-// its requests and closes stdin still gets every answer.
+// its requests and closes stdin still gets every answer. A stop does the
+// same while the input stays open: from then on the reader refuses every
+// request it reads, passes the rest (a handler may wait for the answer to
+// a request of its own), and reports end of file once the requests passed
+// before are answered (or the timeout after the stop).
+//
+// Its input is read by a goroutine of its own (started by the first Read),
+// so that a Read waiting for input also sees the stop, the last answer,
+// the timeout and Close.
 type reader struct {
 	r       io.ReadCloser
 	w       *writer
 	s       *session
 	log     *slog.Logger
-	timeout time.Duration // how long to wait for answers; negative: not at all
+	timeout time.Duration   // how long to wait for answers; negative: not at all
+	stop    <-chan struct{} // Options.Stop; nil: never
 
-	buf   []byte
+	chunks  chan chunk       // from pump, once started
+	free    chan []byte      // the buffer, back to pump
+	stopped bool             // the stop was seen
+	inErr   error            // the error that ended the input, if it has
+	grace   <-chan time.Time // the end of the drain's timeout, once started
+
 	lines lines
 	ready []byte // lines passed, not yet read by the SDK
-	err   error  // the error of the input, reported once ready is empty
+	err   error  // reported once ready is empty: the input's error, or io.EOF after a stop
 	n     int    // lines read
+}
+
+// chunk is one read of the input.
+type chunk struct {
+	b   []byte
+	err error
 }
 
 func newReader(r io.ReadCloser, w *writer, s *session, log *slog.Logger, timeout time.Duration) *reader {
@@ -34,17 +54,7 @@ func newReader(r io.ReadCloser, w *writer, s *session, log *slog.Logger, timeout
 
 func (r *reader) Read(p []byte) (int, error) {
 	for len(r.ready) == 0 && r.err == nil {
-		if r.buf == nil {
-			r.buf = make([]byte, 64<<10)
-		}
-		n, err := r.r.Read(r.buf)
-		r.lines.feed(r.buf[:n], r.line)
-		if err != nil {
-			// The last line may have no newline: the go-sdk's decoder
-			// still takes its message.
-			r.lines.flush(r.line)
-			r.err = err
-		}
+		r.next()
 	}
 	if len(r.ready) > 0 {
 		n := copy(p, r.ready)
@@ -54,13 +64,122 @@ func (r *reader) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	// End of input or a read error: the SDK ends the session on either,
-	// so first let the requests already passed be answered.
-	if r.timeout >= 0 {
-		r.s.wait(r.timeout)
-		r.timeout = -1
-	}
 	return 0, r.err
+}
+
+// next waits for, and handles, what comes first: a chunk of input, the
+// stop, Close, and once the input has ended or the stop come (the drain),
+// the last answer or the end of the timeout, which end the input for the
+// go-sdk (the SDK ends the session on either, so the requests already
+// passed are answered first).
+func (r *reader) next() {
+	if r.chunks == nil {
+		r.chunks, r.free = make(chan chunk), make(chan []byte, 1)
+		r.free <- make([]byte, 64<<10)
+		go r.pump()
+	}
+	var chunks <-chan chunk
+	if r.inErr == nil {
+		chunks = r.chunks
+	}
+	stop := r.stop
+	if r.stopped {
+		stop = nil
+	}
+	var answered <-chan struct{}
+	if r.inErr != nil || r.stopped {
+		n, changed := r.s.unanswered()
+		if n == 0 || r.timeout < 0 {
+			r.end()
+			return
+		}
+		answered = changed
+	}
+	select {
+	case c := <-chunks:
+		// A stop that came meanwhile comes first: what is read after
+		// it is refused.
+		r.checkStop()
+		r.lines.feed(c.b, r.line)
+		r.free <- c.b[:cap(c.b)]
+		if c.err != nil {
+			// The last line may have no newline: the go-sdk's decoder
+			// still takes its message.
+			r.lines.flush(r.line)
+			r.inErr = c.err
+			r.startGrace()
+		}
+	case <-stop:
+		r.stopNow()
+	case <-answered:
+	case <-r.grace:
+		n, _ := r.s.unanswered()
+		r.log.Warn("stdio: ending the input with requests unanswered; the go-sdk cancels them and drops their answers",
+			"requests", n, "drain_timeout", r.timeout)
+		r.end()
+	case <-r.s.closed:
+		r.end()
+	}
+}
+
+// checkStop notes a stop that has come.
+func (r *reader) checkStop() {
+	if r.stopped || r.stop == nil {
+		return
+	}
+	select {
+	case <-r.stop:
+		r.stopNow()
+	default:
+	}
+}
+
+// stopNow starts the drain of a stop: from now on requests are refused.
+func (r *reader) stopNow() {
+	r.stopped = true
+	r.s.stopping()
+	r.startGrace()
+}
+
+// startGrace starts the timeout of the drain, at the first of the end of
+// input and the stop.
+func (r *reader) startGrace() {
+	if r.grace == nil && r.timeout >= 0 {
+		r.grace = time.After(r.timeout)
+	}
+}
+
+// end ends the input for the go-sdk: with its error, or at end of file
+// after a stop (or Close).
+func (r *reader) end() {
+	r.err = r.inErr
+	if r.err == nil {
+		r.err = io.EOF
+	}
+}
+
+// pump reads the input, one chunk at a time into the one buffer, until a
+// read error or Close. Its Read may outlive Close: a read of a blocking
+// descriptor (a pipe or a terminal on stdin) is not interrupted by closing
+// it, as for the go-sdk's own reading goroutine.
+func (r *reader) pump() {
+	for {
+		var buf []byte
+		select {
+		case buf = <-r.free:
+		case <-r.s.closed:
+			return
+		}
+		n, err := r.r.Read(buf)
+		select {
+		case r.chunks <- chunk{buf[:n], err}:
+		case <-r.s.closed:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // line passes one input line to the go-sdk or answers it.
@@ -109,7 +228,8 @@ func (r *reader) passAnswers(msgs []info) {
 	}
 }
 
-// Close closes the input and stops a wait for answers.
+// Close closes the input, stops a wait for answers, and ends a Read under
+// way.
 func (r *reader) Close() error {
 	r.s.close()
 	return r.r.Close()

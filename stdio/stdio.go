@@ -10,8 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Options select the files [Isolate] works on. A nil *Options means the
-// process's own standard streams.
+// Options select the files [Isolate] works on and how its transport ends.
+// A nil *Options means the process's own standard streams, with the
+// defaults below.
 type Options struct {
 	// Stdin is the file the JSON-RPC channel reads from. Nil means os.Stdin.
 	// After Isolate its descriptor reads the null device.
@@ -23,18 +24,40 @@ type Options struct {
 	// Isolate. Nil means os.Stderr.
 	Stderr *os.File
 	// DrainTimeout is how long the transport holds back the end of its
-	// input (or a read error) while requests already read are still
-	// unanswered, so that a client that writes its requests and closes
-	// stdin at once still gets every answer (the go-sdk ends the session at
-	// end of input and drops answers in flight). Past it the SDK ends the
-	// session and cancels the calls still running (their context's cause
-	// is io.EOF, or the read error). Zero means 5 seconds; negative turns
-	// draining off.
+	// input (end of file, a read error, or Stop) while requests already
+	// read are still unanswered, so that a client that writes its requests
+	// and closes stdin at once, or a server stopped on a signal, still
+	// answers every call under way (the go-sdk ends the session at end of
+	// input and drops answers in flight). It runs from the first of the
+	// end of input and the stop. Past it the transport logs how many
+	// requests are unanswered, and the SDK ends the session and cancels
+	// the calls still running (their context's cause is io.EOF, or the read
+	// error); their answers are lost. Zero means 5 seconds; negative turns
+	// draining off (end of input, or the stop, ends the session at once).
 	DrainTimeout time.Duration
+	// Stop, once closed, stops the server gracefully, as closing its input
+	// does though the input stays open: the transport starts no new
+	// request, and ends its input for the go-sdk (end of file, so the
+	// session ends without error) once the requests it read before the
+	// stop are answered, or after DrainTimeout. A request it reads after
+	// the stop (alone or in a batch) is not passed on: it is answered at
+	// once with -32004, the go-sdk's code for a request that comes while
+	// its session is closing ("server is closing"), and its id, and logged.
+	// Notifications (a cancellation, say) and the client's answers to the
+	// server's own requests (elicitation, sampling, roots) still pass: a
+	// call under way may be waiting for one. Give it the Done channel of
+	// the context that signal.NotifyContext returns, and serve the session
+	// with a context the signal does not cancel (server.Run with that
+	// context would close the session at the signal and drop the answers
+	// of the calls under way; see the package documentation). Nil means
+	// no stop.
+	Stop <-chan struct{}
 	// Logger receives a warning for each input line refused (its number,
 	// length, the error code and the reason, never its bytes): not a
-	// JSON-RPC message the go-sdk would answer, or a request beyond the
-	// bound of requests in flight. Nil means a text logger on Stderr.
+	// JSON-RPC message the go-sdk would answer, a request beyond the bound
+	// of requests in flight, or one read after the stop; and one when
+	// DrainTimeout ends the input with requests unanswered. Nil means a
+	// text logger on Stderr.
 	Logger *slog.Logger
 }
 
@@ -45,7 +68,9 @@ type Options struct {
 // returned transport reads and writes the channel. Closing the transport
 // closes the copies, so the client sees end of file on the server's output.
 // At end of input the transport waits (up to Options.DrainTimeout) for the
-// answers to requests already read, then reports end of file. Where
+// answers to requests already read, then reports end of file; it does the
+// same when Options.Stop is closed, refusing (-32004) the requests it reads
+// after it. Where
 // descriptors are redirected, and Stdout or Stderr is descriptor 1 or 2,
 // Isolate also asks for SIGPIPE ([os/signal.Notify]): a write to a broken
 // pipe on the standard output or error descriptor then fails with EPIPE
@@ -150,10 +175,9 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 	}
 	s := newSession()
 	w := newWriter(out, s)
-	return &mcp.IOTransport{
-		Reader: newReader(in, w, s, o.Logger, o.DrainTimeout),
-		Writer: w,
-	}, nil
+	r := newReader(in, w, s, o.Logger, o.DrainTimeout)
+	r.stop = o.Stop
+	return &mcp.IOTransport{Reader: r, Writer: w}, nil
 }
 
 // checkStreams refuses streams Isolate cannot work on: a nil or closed

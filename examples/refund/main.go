@@ -9,9 +9,10 @@
 // (-session-cap, -user-cap, -cap-window); it never refunds a customer more
 // in all than they paid. Every decision is audited to -audit (a JSONL
 // file) or to stderr. Standard output carries JSON-RPC and nothing else: a
-// stray print lands on stderr. SIGTERM and SIGINT end the session at once
-// (the calls under way finish and are audited); closing stdin ends it
-// after the answers.
+// stray print lands on stderr. SIGTERM and SIGINT stop it gracefully:
+// requests read after the signal are refused (-32004), the calls under way
+// finish, are audited and answered (for up to 5 seconds), and it exits 0;
+// closing stdin ends it after the answers too.
 //
 // With -http 127.0.0.1:PORT it serves the same tools plus admin_reset_key
 // and admin_list_audit_log over Streamable HTTP, deliberately without
@@ -103,11 +104,13 @@ func run(args []string, stderr io.Writer) int {
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	// Stdio: take the JSON-RPC channel off fds 0 and 1 before anything else
-	// can print.
+	// can print. A signal stops it gracefully (see serveSession).
 	var transport mcp.Transport
 	if cfg.httpAddr == "" {
-		t, err := stdio.Isolate(&stdio.Options{Logger: log})
+		t, err := stdio.Isolate(&stdio.Options{Logger: log, Stop: ctx.Done(), DrainTimeout: stopGrace})
 		if err != nil {
 			fmt.Fprintln(stderr, "refund:", err)
 			return 1
@@ -115,8 +118,6 @@ func run(args []string, stderr io.Writer) int {
 		transport = t
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := serve(ctx, cfg, transport, stderr, log); err != nil {
 		log.Error("refund: " + err.Error())
 		return 1
@@ -223,14 +224,24 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 	return serveSession(ctx, server, transport, log)
 }
 
-// serveSession serves the one stdio session until the client ends it or
-// ctx ends (SIGTERM, SIGINT): a stop asked for, logged as such and not as
-// an error (server.Run would log it at level ERROR). The session then ends
-// at once: the calls under way finish (serve waits for them and their
-// audit records), but their answers may not reach the client; the go-sdk
-// writes nothing once the session is closing.
+// stopGrace is how long, after SIGTERM or SIGINT, the calls under way
+// over stdio have to finish and be answered; then the transport ends the
+// session, cancelling those still running.
+const stopGrace = 5 * time.Second
+
+// serveSession serves the one stdio session until the client ends it
+// (closing stdin) or ctx ends (SIGTERM, SIGINT). A signal is a graceful
+// stop, logged as such and not as an error (server.Run would log it at
+// level ERROR, and close the session at once: the go-sdk writes nothing
+// once the session is closing, so the answers of the calls under way
+// would be lost). The transport, stopped by the same signal, refuses the
+// requests it reads from then on (-32004) and ends the session once the
+// calls under way are answered, or after stopGrace; a call that ignores
+// its cancellation is not waited for beyond a second more (serve then
+// waits for it for the sake of its audit records, up to 15 s).
 func serveSession(ctx context.Context, server *mcp.Server, transport mcp.Transport, log *slog.Logger) error {
-	ss, err := server.Connect(ctx, transport, nil)
+	// Not ctx: the session outlives the signal until the transport ends it.
+	ss, err := server.Connect(context.WithoutCancel(ctx), transport, nil)
 	if err != nil {
 		return err
 	}
@@ -240,9 +251,13 @@ func serveSession(ctx context.Context, server *mcp.Server, transport mcp.Transpo
 	case err := <-ended:
 		return err
 	case <-ctx.Done():
-		log.Info("refund: stopping on a signal; calls under way finish and are audited, their answers may not reach the client")
-		ss.Close()
-		<-ended
+	}
+	log.Info("refund: stopping on a signal: new requests are refused; the calls under way finish and are answered", "grace", stopGrace)
+	select {
+	case err := <-ended:
+		return err
+	case <-time.After(stopGrace + time.Second):
+		log.Warn("refund: a call under way did not end after its cancellation; stopping without its answer")
 		return nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,8 +25,12 @@ import (
 // most once, each one that started has its intent and its outcome in the
 // audit file, each answer the client got is backed by them, and the
 // server exits 0 without logging an error: a stop asked for is no failure.
-// At end of input every refund is answered; a signal ends the session at
-// once, so refunds under way are answered or not (the README says so).
+// At end of input every refund is answered. After a signal every refund
+// that ran is answered too (the stop is graceful: stdio.Options.Stop), one
+// read after the signal is answered with -32004 and has no record, as it
+// never ran, and one still unread when the last answer is out is neither
+// run nor answered: the client reads end of file. (The signal used to end
+// the session at once: "SIGTERM: 29 refunds ran, 1 answered".)
 func TestReview16ShutdownDuringRefunds(t *testing.T) {
 	const n = 300
 	for _, stop := range []string{"SIGTERM", "SIGINT", "EOF"} {
@@ -81,10 +86,22 @@ func TestReview16ShutdownDuringRefunds(t *testing.T) {
 				t.Errorf("after %s the log has an error:\n%s", stop, s.stderr)
 			}
 
-			// What the client was told was refunded, by amount.
+			// What the client was told was refunded, by amount, and the
+			// refunds it was told were not started.
 			answered := map[string]bool{}
+			notStarted := map[string]bool{}
 			for _, l := range lines {
 				r := parseResponse(t, l)
+				if r.Error != nil && r.Error.Code == -32004 && stop != "EOF" {
+					var id int
+					if err := json.Unmarshal(r.ID, &id); err != nil || id < 1 || id > n {
+						t.Errorf("answer %s: -32004 to no refund", l)
+						continue
+					}
+					amount, _ := strconv.ParseFloat(cents(id), 64)
+					notStarted[fmt.Sprint(amount)] = true
+					continue
+				}
 				var res struct {
 					Structured struct {
 						Status string  `json:"status"`
@@ -130,7 +147,19 @@ func TestReview16ShutdownDuringRefunds(t *testing.T) {
 			if stop == "EOF" && len(answered) != n {
 				t.Errorf("end of input: %d refunds answered, want all %d", len(answered), n)
 			}
-			t.Logf("%s: %d refunds ran, %d answered", stop, len(outcomes), len(answered))
+			for amount := range outcomes {
+				if !answered[amount] {
+					t.Errorf("%s: the refund of %s ran and was not answered", stop, amount)
+				}
+			}
+			for amount := range notStarted {
+				for _, a := range intents {
+					if a == amount {
+						t.Errorf("%s: the refund of %s was answered as not started, and ran", stop, amount)
+					}
+				}
+			}
+			t.Logf("%s: %d refunds ran, %d answered, %d refused as not started", stop, len(outcomes), len(answered), len(notStarted))
 		})
 	}
 }

@@ -67,6 +67,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func main() {
@@ -172,8 +173,12 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
 	if transport == "stdio" {
-		// Take the JSON-RPC channel off fds 0 and 1 before anything can print.
-		t, err := stdio.Isolate(&stdio.Options{Logger: log})
+		// Take the JSON-RPC channel off fds 0 and 1 before anything can
+		// print. A signal stops it gracefully (see serveStdio): every call
+		// under way has its per-call deadline, and a second more for its
+		// answer.
+		grace := cfg.timeout + time.Second
+		t, err := stdio.Isolate(&stdio.Options{Logger: log, Stop: ctx.Done(), DrainTimeout: grace})
 		if err != nil {
 			fmt.Fprintln(stderr, "shop:", err)
 			return 1
@@ -189,7 +194,7 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		defer s.Close()
 		log.Info("shop: serving MCP on stdio", "gateway", cfg.gateway, "admin_writes", cfg.adminWrites)
-		if err := s.server.Run(ctx, t); err != nil && ctx.Err() == nil {
+		if err := serveStdio(ctx, s.server, t, grace, log); err != nil {
 			log.Error("shop: " + err.Error())
 			return 1
 		}
@@ -293,4 +298,38 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// serveStdio serves the one stdio session until the client ends it
+// (closing stdin) or ctx ends (SIGTERM, SIGINT). A signal is a graceful
+// stop, logged at level INFO: the transport, given ctx.Done() as its Stop,
+// answers the requests it reads from then on with -32004 (server is
+// closing) and ends the session once the calls under way are answered, or
+// after grace, cancelling those still running. (server.Run would close
+// the session at the signal, and the go-sdk writes nothing once it is
+// closing: the answers of the calls under way would be lost, and Run logs
+// the stop at level ERROR.) A call that ignores its cancellation is not
+// waited for beyond a second more; the deferred shop.Close still waits
+// for it, up to 15 s, for its audit record.
+func serveStdio(ctx context.Context, server *mcp.Server, t mcp.Transport, grace time.Duration, log *slog.Logger) error {
+	// Not ctx: the session outlives the signal until the transport ends it.
+	ss, err := server.Connect(context.WithoutCancel(ctx), t, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shop: stopping on a signal: new requests are refused; the calls under way finish and are answered", "grace", grace)
+	select {
+	case err := <-ended:
+		return err
+	case <-time.After(grace + time.Second):
+		log.Warn("shop: a call under way did not end after its cancellation; stopping without its answer")
+		return nil
+	}
 }

@@ -38,8 +38,10 @@
 //
 // --host must be a loopback address unless --allow-remote is given. At
 // shutdown (SIGINT, SIGTERM; for serve-stdio also stdin closed) the
-// servers wait up to 15 s for the calls still running, so that their
-// outcome records reach the audit trail before it closes.
+// servers take no new request and give those under way 5 s to be answered
+// (serve-stdio answers one read after the signal with -32004, server is
+// closing), then wait up to 15 s for the calls still running, so that
+// their outcome records reach the audit trail before it closes.
 //
 // See README.md.
 package main
@@ -195,10 +197,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	// Stdio: take the JSON-RPC channel off fds 0 and 1 before anything
-	// else can print.
+	// else can print. A signal stops it gracefully (see serveStdio).
 	var isolated mcp.Transport
 	if cmd == "serve-stdio" {
-		t, err := stdio.Isolate(nil)
+		t, err := stdio.Isolate(&stdio.Options{Stop: ctx.Done(), DrainTimeout: shutdownGrace})
 		if err != nil {
 			fmt.Fprintln(stderr, "ticket:", err)
 			return 1
@@ -258,11 +260,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// and the audit trail key on it.
 		sid := "stdio-" + rand.Text()[:12]
 		fmt.Fprintln(stderr, "ticket: serving MCP on stdio, session", sid)
-		err = a.server.Run(ctx, &sessionTransport{t: isolated, id: sid})
-		// Calls may still run (stdin closed, or a signal): their outcome
-		// records must reach the sinks before the deferred Close.
+		err = serveStdio(ctx, a.server, &sessionTransport{t: isolated, id: sid}, stderr, log)
+		// Calls may still run (one that ignored its cancellation): their
+		// outcome records must reach the sinks before the deferred Close.
 		a.waitIdle(log)
-		if err != nil && ctx.Err() == nil {
+		if err != nil {
 			fmt.Fprintln(stderr, "ticket:", err)
 			return 1
 		}
@@ -285,4 +287,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// serveStdio serves the one stdio session until the client ends it
+// (closing stdin) or ctx ends (SIGINT, SIGTERM). A signal is a graceful
+// stop, said on stderr like the start and not as an error: the transport,
+// whose Stop is ctx.Done(), answers the requests it reads from then on
+// with -32004 (server is closing) and ends the session once the calls
+// under way are answered, or after shutdownGrace, cancelling those still
+// running. (server.Run would close the session at the signal, and the
+// go-sdk writes nothing once it is closing: the answers of the calls under
+// way would be lost, and Run logs the stop at level ERROR.) A call that
+// ignores its cancellation is not waited for beyond a second more; run
+// then waits for it, up to shutdownWait, for its audit records.
+func serveStdio(ctx context.Context, server *mcp.Server, t mcp.Transport, stderr io.Writer, log *slog.Logger) error {
+	// Not ctx: the session outlives the signal until the transport ends it.
+	ss, err := server.Connect(context.WithoutCancel(ctx), t, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(stderr, "ticket: stopping on a signal: new requests are refused; the calls under way finish and are answered (up to %v)\n", shutdownGrace)
+	select {
+	case err := <-ended:
+		return err
+	case <-time.After(shutdownGrace + time.Second):
+		log.Warn("ticket: a call under way did not end after its cancellation; stopping without its answer")
+		return nil
+	}
 }
