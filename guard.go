@@ -287,7 +287,8 @@ func (g *Guard) Policy() *policy.Policy { return g.pol }
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint
-// contradicts its class, is an error, as is a schema that does not compile,
+// contradicts its class, is an error, as is a name no rule could name
+// (see [Guard.Install]), a schema that does not compile,
 // an input schema that binds an argument to an HTTP header (x-mcp-header)
 // of a tool the policy hides from some caller (see [Guard.Install]), or a
 // nil h. A tool with Annotations hints ReadOnlyHint false unless it

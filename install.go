@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -63,6 +64,14 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 	if err := g.pol.CheckTool(t.Name, hint); err != nil {
 		return nil, fmt.Errorf("mcpguard: %w", err)
 	}
+	// Only a default rule gets this far with such a name; its records
+	// would name no tool (recordedTool).
+	if len(t.Name) > maxRecordedName {
+		return nil, fmt.Errorf("mcpguard: tool %.64q...: its name has %d bytes, over %d: the audit records of its calls could not name it", t.Name, len(t.Name), maxRecordedName)
+	}
+	if err := policy.CheckName(t.Name); err != nil {
+		return nil, fmt.Errorf("mcpguard: tool refused: %w: no rule could name it, and the audit records of its calls could not", err)
+	}
 	if t.InputSchema == nil {
 		return nil, fmt.Errorf("mcpguard: tool %q has no input schema", t.Name)
 	}
@@ -99,31 +108,100 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 // Mcp-Param-* headers against the tool so named before any middleware
 // runs, and answers a mismatch with its own error, naming the header and
 // the argument; for a name it has no tool of, it checks nothing.
+//
+// The schema is read key by key, every key seen (a duplicate too), and
+// keys are matched under case folding: the go-sdk matches them exactly,
+// encoding/json under folding, so this reads at least what either does. A
+// key it does not follow is skipped whatever its value: a "Properties": 0
+// beside "properties" must not hide the annotations (decoded into a
+// struct, it failed the whole schema). A schema that cannot be read counts
+// as binding (fail closed).
 func bindsHeaders(schema any) bool {
 	raw, err := json.Marshal(schema)
 	if err != nil {
 		return true // unreadable: fail closed (NewValidator refuses it too)
 	}
-	var s headerProps
-	if json.Unmarshal(raw, &s) != nil {
-		return false // not an object: no properties to bind
+	binds, err := schemaBinds(json.NewDecoder(bytes.NewReader(raw)), false)
+	return binds || err != nil
+}
+
+// schemaBinds reads one schema from d and reports whether it binds a
+// header: as a property's schema (prop) by an x-mcp-header key of its own,
+// or through the schemas of its "properties". It may stop reading early.
+func schemaBinds(d *json.Decoder, prop bool) (bool, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return false, err
 	}
-	return s.binds()
-}
-
-// headerProps is what the go-sdk reads of a schema for its header checks.
-type headerProps struct {
-	Header     json.RawMessage        `json:"x-mcp-header"`
-	Properties map[string]headerProps `json:"properties"`
-}
-
-func (h *headerProps) binds() bool {
-	for _, p := range h.Properties {
-		if p.Header != nil || p.binds() {
-			return true
+	if delim, ok := tok.(json.Delim); !ok || delim != '{' {
+		// A boolean or other non-object schema binds nothing.
+		return false, skipRest(d, tok)
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return false, err
+		}
+		key, _ := k.(string)
+		switch {
+		case prop && strings.EqualFold(key, "x-mcp-header"):
+			return true, nil
+		case strings.EqualFold(key, "properties"):
+			if binds, err := propertiesBind(d); binds || err != nil {
+				return binds, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := d.Decode(&skip); err != nil {
+				return false, err
+			}
 		}
 	}
-	return false
+	_, err = d.Token() // '}'
+	return false, err
+}
+
+// propertiesBind reads the value of a "properties" key from d and reports
+// whether a property's schema binds a header.
+func propertiesBind(d *json.Decoder) (bool, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return false, err
+	}
+	if delim, ok := tok.(json.Delim); !ok || delim != '{' {
+		return false, skipRest(d, tok)
+	}
+	for d.More() {
+		if _, err := d.Token(); err != nil { // the property's name
+			return false, err
+		}
+		if binds, err := schemaBinds(d, true); binds || err != nil {
+			return binds, err
+		}
+	}
+	_, err = d.Token() // '}'
+	return false, err
+}
+
+// skipRest reads from d the rest of the value whose first token was tok.
+func skipRest(d *json.Decoder, tok json.Token) error {
+	depth := 0
+	for {
+		if delim, ok := tok.(json.Delim); ok {
+			if delim == '{' || delim == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+		var err error
+		if tok, err = d.Token(); err != nil {
+			return err
+		}
+	}
 }
 
 // registry caches the compiled tools of an installed server. Entries are
@@ -285,9 +363,12 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // "private"). It first lists the server's tools and checks each against the
 // policy: a tool without a rule, with a ReadOnlyHint that contradicts its
 // class (as for [Guard.Wrap]: Annotations without ReadOnlyHint hint a
-// write), with a schema that does not compile, or whose input schema binds
-// an argument to an HTTP header (an x-mcp-header annotation, SEP-2243)
-// while the policy hides the tool from some caller is a start-up error.
+// write), with a name no rule could name (one [policy.CheckName] refuses,
+// or over 1024 bytes: only a default rule would govern it, and its audit
+// records could not name it), with a schema that does not compile, or
+// whose input schema binds an argument to an HTTP header (an x-mcp-header
+// annotation, SEP-2243) while the policy hides the tool from some caller
+// is a start-up error.
 // (On protocol 2026-07-28, go-sdk v1.8.0's Streamable HTTP server checks a
 // call's Mcp-Param-* headers against the tool it names before any
 // middleware runs, and answers a mismatch with its own error, which would

@@ -897,6 +897,9 @@ const maxShownName = 128
 // strconv.QuoteToASCII does (a bidi override shows as \u202e), cut at
 // maxShownName bytes. An unauthenticated client would otherwise write what
 // it likes, of up to the request's size, into the trail with each request.
+// A Guard serves no tool so named (compile refuses it), so the records of
+// a tool it runs name it; the stand-alone [Audit] does not know the
+// server's tools and records a call of one so named in the same way.
 func recordedTool(name, detail string) (string, string) {
 	if len(name) <= maxRecordedName && policy.CheckName(name) == nil {
 		return name, detail
