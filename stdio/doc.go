@@ -80,7 +80,9 @@
 //	err = ss.Wait() // the client closed stdin, or the stop ended the session
 //
 // A handler that ignores its context's cancellation still holds Wait after
-// DrainTimeout; a server that must exit anyway bounds its own wait.
+// DrainTimeout, and so does a client that stops reading the server's output
+// (the go-sdk's write of an answer then waits for good); a server that must
+// exit anyway bounds its own wait.
 //
 // The line limit is the go-sdk's default, 16 MiB
 // ([mcp.DefaultMaxLineLength]) for the JSON value and its newline (blanks

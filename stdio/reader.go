@@ -36,10 +36,11 @@ type reader struct {
 	inErr   error            // the error that ended the input, if it has
 	grace   <-chan time.Time // the end of the drain's timeout, once started
 
-	lines lines
-	ready []byte // lines passed, not yet read by the SDK
-	err   error  // reported once ready is empty: the input's error, or io.EOF after a stop
-	n     int    // lines read
+	lines   lines
+	ready   []byte // lines passed, not yet read by the SDK
+	err     error  // reported once ready is empty: the input's error, or io.EOF after a stop
+	n       int    // lines read
+	closing int    // requests refused (-32004) because read after the stop
 }
 
 // chunk is one read of the input.
@@ -150,11 +151,16 @@ func (r *reader) startGrace() {
 }
 
 // end ends the input for the go-sdk: with its error, or at end of file
-// after a stop (or Close).
+// after a stop (or Close). It logs how many requests read after the stop
+// were refused: only the first has a line of its own.
 func (r *reader) end() {
 	r.err = r.inErr
 	if r.err == nil {
 		r.err = io.EOF
+	}
+	if r.closing > 0 {
+		r.log.Warn("stdio: refused the requests read after the stop (-32004, server is closing)", "requests", r.closing)
+		r.closing = 0
 	}
 }
 
@@ -209,6 +215,17 @@ func (r *reader) line(line []byte, tooLong bool) {
 			// A request with this id is in flight: an answer with the id
 			// would be taken for its answer.
 			lerr.id = nil
+		}
+		if lerr.code == codeClosing {
+			// The stop at work, not a fault of the line: a client that
+			// pipelines its requests may send many more. The first is
+			// logged, the rest counted (see end).
+			first := r.closing == 0
+			r.closing += max(1, len(lerr.ids))
+			if !first {
+				r.w.answer(errorLine(lerr))
+				return
+			}
 		}
 	}
 	r.log.Warn("stdio: refused an input line",

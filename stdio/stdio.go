@@ -42,7 +42,8 @@ type Options struct {
 	// stop are answered, or after DrainTimeout. A request it reads after
 	// the stop (alone or in a batch) is not passed on: it is answered at
 	// once with -32004, the go-sdk's code for a request that comes while
-	// its session is closing ("server is closing"), and its id, and logged.
+	// its session is closing ("server is closing"), and its id; the first
+	// is logged, the others counted in one line when the input ends.
 	// Notifications (a cancellation, say) and the client's answers to the
 	// server's own requests (elicitation, sampling, roots) still pass: a
 	// call under way may be waiting for one. Give it the Done channel of
@@ -55,9 +56,10 @@ type Options struct {
 	// Logger receives a warning for each input line refused (its number,
 	// length, the error code and the reason, never its bytes): not a
 	// JSON-RPC message the go-sdk would answer, a request beyond the bound
-	// of requests in flight, or one read after the stop; and one when
-	// DrainTimeout ends the input with requests unanswered. Nil means a
-	// text logger on Stderr.
+	// of requests in flight, or the first request read after the stop
+	// (those read after it are counted: one warning with their number when
+	// the input ends); and one when DrainTimeout ends the input with
+	// requests unanswered. Nil means a text logger on Stderr.
 	Logger *slog.Logger
 }
 
@@ -67,6 +69,12 @@ type Options struct {
 // and reads from the standard input descriptor see end of file; only the
 // returned transport reads and writes the channel. Closing the transport
 // closes the copies, so the client sees end of file on the server's output.
+// (Closing does not interrupt a read of the input under way, by the
+// transport's one reading goroutine, when the input is a blocking pipe or
+// terminal, as is usual: the read ends when the client writes or closes
+// its end. Until then, or until the process exits, that goroutine and the
+// input's copy stay, as the go-sdk's own stdio transport leaves its
+// reading goroutine.)
 // At end of input the transport waits (up to Options.DrainTimeout) for the
 // answers to requests already read, then reports end of file; it does the
 // same when Options.Stop is closed, refusing (-32004) the requests it reads
