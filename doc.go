@@ -31,9 +31,10 @@
 //
 // For each tools/call, in this order: recover from panics; correlate (an id
 // and a start time; the audit record is written on every way out, and
-// names as its tool only a name a tool could have: one with a control or
-// invisible character, or over 1024 bytes, is recorded in the detail,
-// escaped and cut, and a Guard serves no tool so named);
+// names as its tool only a name a tool could have: one [policy.CheckName]
+// refuses (a control or invisible character, white space at an end), or
+// over 1024 bytes, is recorded in the detail, escaped and cut, and a Guard
+// serves no tool so named);
 // authenticate (an [Authenticator]: verified TokenInfo, HTTP headers, or the
 // launching environment of a stdio server; never a default identity unless
 // the server names one, as [FromGatewayHeaders]' anonymous principal; never

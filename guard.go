@@ -113,13 +113,15 @@ type Options struct {
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.
 	// A client on protocol 2026-07-28 or later is asked with an input
-	// request and calls again with the answer; an older one is asked with
-	// an elicitation inside the call, whose answer is waited for until the
-	// state expires (then the call is refused, CONFIRMATION_REQUIRED).
-	// An accepted confirmation is used up only when the call is admitted,
-	// after the limits and the write-ahead record: a call those refuse
-	// can be sent again with the same state and answer until the state
-	// expires. A decline uses the state up.
+	// request and calls again with the answer; an older one that supports
+	// elicitation is asked with an elicitation inside the call, whose
+	// answer is waited for until the state expires (then the call is
+	// refused, CONFIRMATION_REQUIRED, as is a call no one can be asked
+	// for). An accepted confirmation is used up only when the call is
+	// admitted, after the limits and the write-ahead record: a call those
+	// refuse can be sent again with the same state and answer until the
+	// state expires (an older client, which never sees the state, is
+	// asked again). A decline uses the state up.
 	// The handler of a confirmed call runs its first round: its request
 	// carries neither the confirmation's state nor any input responses.
 	// It also seals the request state of a handler that asks the user for
@@ -287,8 +289,8 @@ func (g *Guard) Policy() *policy.Policy { return g.pol }
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint
-// contradicts its class, is an error, as is a name no rule could name
-// (see [Guard.Install]), a schema that does not compile,
+// contradicts its class, is an error, as is a name its audit records
+// could not carry (see [Guard.Install]), a schema that does not compile,
 // an input schema that binds an argument to an HTTP header (x-mcp-header)
 // of a tool the policy hides from some caller (see [Guard.Install]), or a
 // nil h. A tool with Annotations hints ReadOnlyHint false unless it

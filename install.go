@@ -64,8 +64,9 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 	if err := g.pol.CheckTool(t.Name, hint); err != nil {
 		return nil, fmt.Errorf("mcpguard: %w", err)
 	}
-	// Only a default rule gets this far with such a name; its records
-	// would name no tool (recordedTool).
+	// The records of a name over maxRecordedName bytes, or one CheckName
+	// refuses (only a default rule gets this far with such a one), would
+	// name no tool (recordedTool).
 	if len(t.Name) > maxRecordedName {
 		return nil, fmt.Errorf("mcpguard: tool %.64q...: its name has %d bytes, over %d: the audit records of its calls could not name it", t.Name, len(t.Name), maxRecordedName)
 	}
@@ -363,9 +364,10 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // "private"). It first lists the server's tools and checks each against the
 // policy: a tool without a rule, with a ReadOnlyHint that contradicts its
 // class (as for [Guard.Wrap]: Annotations without ReadOnlyHint hint a
-// write), with a name no rule could name (one [policy.CheckName] refuses,
-// or over 1024 bytes: only a default rule would govern it, and its audit
-// records could not name it), with a schema that does not compile, or
+// write), with a name its audit records could not carry (one
+// [policy.CheckName] refuses, which no rule can name, so only a default
+// rule would govern it; or over 1024 bytes, even with a rule of its own),
+// with a schema that does not compile, or
 // whose input schema binds an argument to an HTTP header (an x-mcp-header
 // annotation, SEP-2243) while the policy hides the tool from some caller
 // is a start-up error.

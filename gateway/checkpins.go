@@ -26,10 +26,12 @@ import (
 //
 // The listing is a go-sdk client's (initialize, then tools/list pages,
 // then the session's end), made in process: no listener, no token. It
-// passes through g as any client's request does: authorized, limited,
-// logged and recorded as caller, with caller's identity in the headers
-// sent downstream, and with [Options.FilterToolsList] the tools caller may
-// not call are left out, and not judged. So pass a caller who may see
+// passes through g as any client's listing does: logged as caller, with
+// caller's identity in the headers sent downstream, a tool the pins
+// withhold recorded under caller (a listing is not itself authorized by
+// the policy, nor charged against the limits: those judge tools/call),
+// and with [Options.FilterToolsList] the tools caller may not call are
+// left out, and not judged. So pass a caller who may see
 // every tool, or call CheckPins on a gateway sharing the Pins (and the
 // audit sink) without a filter, as the examples/gateway binary does.
 // Only g takes caller from these requests: a second gateway they reach

@@ -43,7 +43,7 @@ type Options struct {
 	// the stop (alone or in a batch) is not passed on: it is answered at
 	// once with -32004, the go-sdk's code for a request that comes while
 	// its session is closing ("server is closing"), and its id; the first
-	// is logged, the others counted in one line when the input ends.
+	// is logged, and one line when the input ends counts them all.
 	// Notifications (a cancellation, say) and the client's answers to the
 	// server's own requests (elicitation, sampling, roots) still pass: a
 	// call under way may be waiting for one. Give it the Done channel of
@@ -57,9 +57,10 @@ type Options struct {
 	// length, the error code and the reason, never its bytes): not a
 	// JSON-RPC message the go-sdk would answer, a request beyond the bound
 	// of requests in flight, or the first request read after the stop
-	// (those read after it are counted: one warning with their number when
-	// the input ends); and one when DrainTimeout ends the input with
-	// requests unanswered. Nil means a text logger on Stderr.
+	// (the others get no line of their own: one warning when the input
+	// ends gives the number of all those refused after the stop); and one
+	// when DrainTimeout ends the input with requests unanswered. Nil means
+	// a text logger on Stderr.
 	Logger *slog.Logger
 }
 
