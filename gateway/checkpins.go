@@ -151,6 +151,9 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	w := &pipeWriter{h: http.Header{}, pw: pw, ready: make(chan struct{})}
 	go func() {
 		defer func() {
+			// As a server does once its handler returns, and as a
+			// RoundTripper must: before the answer ends.
+			r.Body.Close()
 			if v := recover(); v != nil {
 				w.fail(fmt.Errorf("gateway: panic serving in process: %v", v))
 				return

@@ -122,12 +122,7 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 	if a.checks != nil {
 		d := a.checks.AllowAt(ctx, now(), limiter.Request{Session: key, Tool: sessionCheck, Calls: 1})
 		if !d.Allowed {
-			if d.Err != nil && d.Limit.Kind == 0 {
-				return nil, limiterUnavailable()
-			}
-			den := mcpguard.Deny(mcpguard.CodeRateLimitExceeded, "this session has made too many requests; try again later")
-			den.RetryAfter = d.RetryAfter
-			return nil, den
+			return nil, rateRefusal(d, "this session has made too many requests; try again later")
 		}
 		a.checks.Release(d) // a rate holds no slot
 	}
@@ -138,12 +133,7 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 	if a.strangers != nil && !known {
 		d := a.strangers.AllowAt(ctx, now(), limiter.Request{Tool: strangerCheck, Calls: 1})
 		if !d.Allowed {
-			if d.Err != nil && d.Limit.Kind == 0 {
-				return nil, limiterUnavailable()
-			}
-			den := mcpguard.Deny(mcpguard.CodeRateLimitExceeded, "too many requests with sessions the gateway refused; try again later")
-			den.RetryAfter = d.RetryAfter
-			return nil, den
+			return nil, rateRefusal(d, "too many requests with sessions the gateway refused; try again later")
 		}
 		a.strangers.Release(d) // a rate holds no slot
 		defer func() {
@@ -231,6 +221,18 @@ func limiterUnavailable() error {
 	d := mcpguard.Deny(mcpguard.CodeRateLimitExceeded, "the rate limiter is unavailable; try again shortly")
 	d.RetryAfter = time.Second
 	return d
+}
+
+// rateRefusal is the refusal of a session check that a rate limit did not
+// allow (d): RATE_LIMIT_EXCEEDED with msg and the wait, or as
+// limiterUnavailable when the limiter failed and no limit refused.
+func rateRefusal(d limiter.Decision, msg string) error {
+	if d.Err != nil && d.Limit.Kind == 0 {
+		return limiterUnavailable()
+	}
+	den := mcpguard.Deny(mcpguard.CodeRateLimitExceeded, msg)
+	den.RetryAfter = d.RetryAfter
+	return den
 }
 
 var _ mcpguard.Authenticator = (*sessionAuth)(nil)

@@ -6,7 +6,8 @@ package jsondup
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 )
 
 // Member reports the first member name that an object of the JSON
@@ -19,7 +20,8 @@ import (
 func Member(data []byte, fold func(depth int) bool) (name string, depth int, found bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type frame struct {
-		keys   map[string]bool // nil for an array
+		keys   map[string]bool // nil for an array; folded keys where fold
+		fold   bool            // keys are compared under case folding
 		expect bool            // an object's next token is a key
 	}
 	var stack []frame
@@ -41,22 +43,22 @@ func Member(data []byte, fold func(depth int) bool) (name string, depth int, fou
 		}
 		if top != nil && top.keys != nil && top.expect {
 			k, _ := t.(string)
-			if top.keys[k] {
+			key := k
+			if top.fold {
+				// The folded form: one map look-up, not a comparison
+				// with every key before (quadratic in the keys).
+				key = string(foldkey.Append(nil, []byte(k)))
+			}
+			if top.keys[key] {
 				return k, len(stack), true
 			}
-			if fold != nil && fold(len(stack)) {
-				for prev := range top.keys {
-					if strings.EqualFold(prev, k) {
-						return k, len(stack), true
-					}
-				}
-			}
-			top.keys[k], top.expect = true, false
+			top.keys[key], top.expect = true, false
 			continue
 		}
 		switch t {
 		case json.Delim('{'):
 			stack = append(stack, frame{keys: map[string]bool{}, expect: true})
+			stack[len(stack)-1].fold = fold != nil && fold(len(stack))
 		case json.Delim('['):
 			stack = append(stack, frame{})
 		default: // a scalar value
