@@ -73,16 +73,15 @@
 //	if err != nil {
 //		log.Fatal(err) // log writes to stderr
 //	}
-//	ss, err := server.Connect(context.WithoutCancel(ctx), t, nil)
-//	if err != nil {
-//		log.Fatal(err)
-//	}
-//	err = ss.Wait() // the client closed stdin, or the stop ended the session
+//	// nil: the client closed stdin, or the stop ended the session
+//	err = stdio.Serve(ctx, server, t, 6*time.Second, func() { log.Print("stopping") })
 //
-// A handler that ignores its context's cancellation still holds Wait after
-// DrainTimeout, and so does a client that stops reading the server's output
-// (the go-sdk's write of an answer then waits for good); a server that must
-// exit anyway bounds its own wait.
+// [Serve] connects the session with a context the signal does not cancel
+// and waits for its end. A handler that ignores its context's cancellation
+// still holds the session after DrainTimeout, and so does a client that
+// stops reading the server's output (the go-sdk's write of an answer then
+// waits for good): Serve's grace bounds the wait after the stop
+// ([ErrStopTimeout]).
 //
 // The line limit is the go-sdk's default, 16 MiB
 // ([mcp.DefaultMaxLineLength]) for the JSON value and its newline (blanks

@@ -240,26 +240,14 @@ const stopGrace = 5 * time.Second
 // its cancellation is not waited for beyond a second more (serve then
 // waits for it for the sake of its audit records, up to 15 s).
 func serveSession(ctx context.Context, server *mcp.Server, transport mcp.Transport, log *slog.Logger) error {
-	// Not ctx: the session outlives the signal until the transport ends it.
-	ss, err := server.Connect(context.WithoutCancel(ctx), transport, nil)
-	if err != nil {
-		return err
-	}
-	ended := make(chan error, 1)
-	go func() { ended <- ss.Wait() }()
-	select {
-	case err := <-ended:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("refund: stopping on a signal: new requests are refused; the calls under way finish and are answered", "grace", stopGrace)
-	select {
-	case err := <-ended:
-		return err
-	case <-time.After(stopGrace + time.Second):
+	err := stdio.Serve(ctx, server, transport, stopGrace+time.Second, func() {
+		log.Info("refund: stopping on a signal: new requests are refused; the calls under way finish and are answered", "grace", stopGrace)
+	})
+	if errors.Is(err, stdio.ErrStopTimeout) {
 		log.Warn("refund: a call under way did not end after its cancellation; stopping without its answer")
 		return nil
 	}
+	return err
 }
 
 // sessionID returns a new id for the stdio session: "stdio-" and 12

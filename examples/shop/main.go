@@ -312,24 +312,12 @@ func splitList(s string) []string {
 // waited for beyond a second more; the deferred shop.Close still waits
 // for it, up to 15 s, for its audit record.
 func serveStdio(ctx context.Context, server *mcp.Server, t mcp.Transport, grace time.Duration, log *slog.Logger) error {
-	// Not ctx: the session outlives the signal until the transport ends it.
-	ss, err := server.Connect(context.WithoutCancel(ctx), t, nil)
-	if err != nil {
-		return err
-	}
-	ended := make(chan error, 1)
-	go func() { ended <- ss.Wait() }()
-	select {
-	case err := <-ended:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shop: stopping on a signal: new requests are refused; the calls under way finish and are answered", "grace", grace)
-	select {
-	case err := <-ended:
-		return err
-	case <-time.After(grace + time.Second):
+	err := stdio.Serve(ctx, server, t, grace+time.Second, func() {
+		log.Info("shop: stopping on a signal: new requests are refused; the calls under way finish and are answered", "grace", grace)
+	})
+	if errors.Is(err, stdio.ErrStopTimeout) {
 		log.Warn("shop: a call under way did not end after its cancellation; stopping without its answer")
 		return nil
 	}
+	return err
 }

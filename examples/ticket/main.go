@@ -301,24 +301,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // ignores its cancellation is not waited for beyond a second more; run
 // then waits for it, up to shutdownWait, for its audit records.
 func serveStdio(ctx context.Context, server *mcp.Server, t mcp.Transport, stderr io.Writer, log *slog.Logger) error {
-	// Not ctx: the session outlives the signal until the transport ends it.
-	ss, err := server.Connect(context.WithoutCancel(ctx), t, nil)
-	if err != nil {
-		return err
-	}
-	ended := make(chan error, 1)
-	go func() { ended <- ss.Wait() }()
-	select {
-	case err := <-ended:
-		return err
-	case <-ctx.Done():
-	}
-	fmt.Fprintf(stderr, "ticket: stopping on a signal: new requests are refused; the calls under way finish and are answered (up to %v)\n", shutdownGrace)
-	select {
-	case err := <-ended:
-		return err
-	case <-time.After(shutdownGrace + time.Second):
+	err := stdio.Serve(ctx, server, t, shutdownGrace+time.Second, func() {
+		fmt.Fprintf(stderr, "ticket: stopping on a signal: new requests are refused; the calls under way finish and are answered (up to %v)\n", shutdownGrace)
+	})
+	if errors.Is(err, stdio.ErrStopTimeout) {
 		log.Warn("ticket: a call under way did not end after its cancellation; stopping without its answer")
 		return nil
 	}
+	return err
 }
