@@ -167,7 +167,7 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 	}
 	defer null.Close()
 	if sameFile(o.Stdin, null) && sameFile(o.Stdout, o.Stderr) {
-		return nil, errors.New("stdio: standard input reads the null device and standard output goes to standard error, as Isolate leaves them: Isolate was already called (call it once), or the server has no JSON-RPC channel to serve")
+		return nil, errors.New("stdio: standard input reads the null device and standard output goes where standard error does, as Isolate leaves them: either Isolate was already called (call it once), or the server was started so (stdin from /dev/null, 2>&1) and has no JSON-RPC channel to serve")
 	}
 	if sameChannel(o.Stdout, o.Stderr) {
 		return nil, errors.New("stdio: standard output and standard error are the same pipe or socket (2>&1?): stray output would still reach the JSON-RPC channel; give standard error its own destination")

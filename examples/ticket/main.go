@@ -105,6 +105,10 @@ only with --allow-remote). serve-http and serve-stdio also take --audit-dir
 DIR, --redis HOST:PORT (per-session budgets shared on Redis) and
 --audit-postgres URL (audit_log in PostgreSQL); demo takes --audit-dir and
 --audit-postgres.
+
+$` + auditKeyEnv + ` (at least 32 hex digits) keys the records' argument
+hashes (HMAC-SHA-256), so that equal arguments can be matched across
+restarts; unset, a key is drawn at start.
 `
 
 func main() {
@@ -126,6 +130,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	global.Usage = func() { fmt.Fprint(stderr, usage) }
 	global.StringVar(&configPath, "config", "", "server.yaml to use (default: the embedded copy of examples/ticket/server.yaml)")
 	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // asked for: the usage is the answer
+		}
 		return 2
 	}
 	if global.NArg() == 0 {
@@ -167,6 +174,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&pgURL, "audit-postgres", "", "write the audit_log table to this PostgreSQL database (postgres://...) instead of audit.db")
 	}
 	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
