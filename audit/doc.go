@@ -3,10 +3,11 @@
 // An [Event] is one record: who (subject, roles, session), what (tool, class,
 // argument hash), which decision (allowed, code, dry run) and when. Sinks
 // record events: [JSONLSink] appends JSON lines to a file, buffered or durable
-// (fsync with group commit), and follows a log rotator's rename on
-// [JSONLSink.Reopen]; [SQLSink] inserts batches into an audit_log table
-// on SQLite or PostgreSQL; [SlogSink] hands events to a slog.Handler;
-// [Fanout] writes to several sinks at once.
+// (fsync with group commit), follows a log rotator's rename on
+// [JSONLSink.Reopen] and, on Unix, the removal of its file on its own, and
+// may share its file with other processes' sinks; [SQLSink] inserts batches
+// into an audit_log table on SQLite or PostgreSQL; [SlogSink] hands events
+// to a slog.Handler; [Fanout] writes to several sinks at once.
 //
 // # Durability
 //

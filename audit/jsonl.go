@@ -23,7 +23,11 @@ type JSONLOptions struct {
 	// before Write returns, and concurrent writers share one fsync (group
 	// commit). Zero: buffered; Write returns once the line is in memory, and
 	// the buffer reaches the file on FlushInterval, when BufferSize is
-	// reached, and on Flush, WriteDurable, Sync and Close.
+	// reached, and on Flush, WriteDurable, Sync and Close. A process that
+	// ends without Close (killed, or a panic nothing recovers) loses the
+	// lines still buffered: those written since the last flush, about
+	// BufferSize bytes at most, and, with a positive FlushInterval, less
+	// than FlushInterval ago.
 	Durable bool
 	// FlushInterval is how often a buffered sink writes its buffer to the file
 	// (without fsync). Zero: 100ms. Negative: never in the background.
@@ -54,8 +58,21 @@ type JSONLStats struct {
 // newline holds a whole record: once the reopened sink has ended it, it
 // reads back as one, though its writer may have been told it failed.)
 //
+// Several sinks, of one process or of several, may append to one file.
+// Before each write to a regular file the sink ends a torn last line that
+// another left (killed, or out of disk space, in the middle of a write), so
+// that its own lines never continue it; should another tear a line between
+// that check and the write, the sink writes its first line again, after
+// the others of that write.
+//
 // After a failed write to the file the sink refuses further writes (the
-// file's tail is unknown) and returns that error.
+// file's tail is unknown) and returns that error. On Unix, once its file
+// has no name left (removed, or replaced by a file renamed over the path)
+// the sink moves to the file at the path, creating it as [OpenJSONL] does,
+// and writes there the lines it had just written to the nameless file
+// before it acknowledges them, rather than let records vanish with a file
+// nobody can open; if it cannot (the directory is gone), that is a failed
+// write.
 //
 // A buffered sink's [JSONLSink.Keep] holds the event itself and encodes it
 // later, in a batch with others: on the background flusher (woken when 64
@@ -67,7 +84,14 @@ type JSONLStats struct {
 // concurrent use. The zero JSONLSink is not usable (its methods return an
 // error wrapping [ErrClosed]): open one with [OpenJSONL].
 type JSONLSink struct {
-	f        *os.File // replaced by Reopen, under ioSem
+	f       *os.File // replaced by Reopen, under ioSem
+	regular bool     // f is a regular file (see writeLines); under ioSem
+	tail    [1]byte  // writeLines' scratch; under ioSem
+	// endF and end: the file this sink last wrote to and its size then,
+	// its last byte a newline, so that while the size is the same no
+	// other writer has touched its end (writeLines); under ioSem.
+	endF     *os.File
+	end      int64
 	path     string
 	perm     os.FileMode
 	durable  bool
@@ -113,6 +137,7 @@ func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 	}
 	s := &JSONLSink{
 		f:       f,
+		regular: isRegular(f),
 		path:    path,
 		perm:    o.Perm,
 		durable: o.Durable,
@@ -176,6 +201,131 @@ func terminateTornTail(f *os.File) error {
 		return err
 	}
 	return f.Sync()
+}
+
+// isRegular reports whether f is a regular file (not a pipe, a terminal,
+// a device).
+func isRegular(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode().IsRegular()
+}
+
+// writeLines appends b, whole lines, to f (the sink's file, or the one
+// Reopen moves to) in one write call and returns how much of b it wrote;
+// ioSem is held. Another process may append to the same file (two servers
+// sharing a trail) and be cut short in the middle of a line: killed, or
+// out of disk space or of its file size limit. Lines appended after its
+// torn line would continue it, and read back as one corrupt line with it.
+// So when f is a regular file writeLines first ends a torn last line, as
+// [OpenJSONL] does, and then checks where b landed (see appendChecked).
+func (s *JSONLSink) writeLines(f *os.File, regular bool, b []byte) (int, error) {
+	if !regular {
+		s.writes.Add(1)
+		return f.Write(b)
+	}
+	before, err := s.endTornLine(f)
+	if err != nil {
+		s.endF = nil
+		return 0, err
+	}
+	n, err := s.appendChecked(f, b, before)
+	if err != nil {
+		s.endF = nil
+	}
+	return n, err
+}
+
+// appendChecked appends b, whole lines, to the regular file f and returns
+// how much of b it wrote: len(b) or, when it fails, less. Should another
+// process have torn a line just before b (after writeLines checked the
+// end of the file), b's first line continued it: appendChecked writes
+// that line again, after b, where it reads back (after the lines that
+// followed it in b). ioSem is held.
+func (s *JSONLSink) appendChecked(f *os.File, b []byte, before int64) (int, error) {
+	n, glued, err := s.appendLines(f, b, before)
+	first := b[:bytes.IndexByte(b, '\n')+1]
+	for try := 0; glued && err == nil; try++ {
+		if try == 3 {
+			return 0, errors.New("another writer of the file tore a line before each write of this one")
+		}
+		if before, err = s.endTornLine(f); err == nil {
+			_, glued, err = s.appendLines(f, first, before)
+		}
+	}
+	if err != nil && n == len(b) {
+		n = 0 // the first line is not readable; the others are, but say none is
+	}
+	return n, err
+}
+
+// appendLines appends b to the regular file f in one write call and
+// reports how much of b it wrote, and whether the byte before b is not a
+// newline: b's first line then continues another writer's torn line.
+// before is where endTornLine found f ending with a newline (or empty),
+// or -1: a write that starts there needs no look at the byte before it.
+// ioSem is held.
+func (s *JSONLSink) appendLines(f *os.File, b []byte, before int64) (n int, glued bool, err error) {
+	s.writes.Add(1)
+	if n, err = f.Write(b); err != nil {
+		return n, false, err
+	}
+	// With O_APPEND, the write left the file offset at the end of b.
+	end, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return n, false, err
+	}
+	start := end - int64(len(b))
+	if start <= 0 || start == before {
+		s.endF, s.end = f, end
+		return n, false, nil
+	}
+	if _, err := f.ReadAt(s.tail[:], start-1); err != nil {
+		if err == io.EOF {
+			err = nil // truncated since (copytruncate): b went with the rest
+		}
+		return n, false, err
+	}
+	if s.tail[0] != '\n' {
+		return n, true, nil
+	}
+	s.endF, s.end = f, end
+	return n, false, nil
+}
+
+// endTornLine appends a newline to the regular file f unless it is empty
+// or ends with one, and returns the size at which it found f ending with
+// a newline (or empty), or -1 when it does not know (it ended the line
+// itself, or the file shrank meanwhile); ioSem is held. A file whose size
+// is the one this sink's last write left (endF, end) is taken as it left
+// it, ending with a newline: one fstat, instead of a seek and a read.
+func (s *JSONLSink) endTornLine(f *os.File) (int64, error) {
+	if f == s.endF {
+		if st, err := f.Stat(); err == nil && st.Size() == s.end {
+			return s.end, nil
+		}
+	}
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil || end == 0 {
+		return end, err
+	}
+	if _, err := f.ReadAt(s.tail[:], end-1); err != nil {
+		if err == io.EOF {
+			err = nil // truncated since (copytruncate): nothing to end
+		}
+		return -1, err
+	}
+	if s.tail[0] == '\n' {
+		return end, nil
+	}
+	return -1, s.endLine(f)
+}
+
+// endLine appends a newline to f; ioSem is held.
+func (s *JSONLSink) endLine(f *os.File) error {
+	s.writes.Add(1)
+	s.tail[0] = '\n'
+	_, err := f.Write(s.tail[:])
+	return err
 }
 
 func syncDir(dir string) error {
@@ -478,12 +628,14 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 
 	var err error
 	if len(b) > 0 {
-		s.writes.Add(1)
-		_, err = s.f.Write(b)
+		_, err = s.writeLines(s.f, s.regular, b)
 	}
 	if err == nil && sync {
 		s.syncs.Add(1)
 		err = s.f.Sync()
+	}
+	if err == nil && len(b) > 0 && s.regular && unlinked(s.f) {
+		err = s.follow(b, sync)
 	}
 	s.mu.Lock()
 	s.spare = b[:0]
@@ -495,6 +647,46 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 	}
 	s.mu.Unlock()
 	return err
+}
+
+// follow moves the sink to the file its path names now, once its own file
+// has no name left (removed, or replaced by a file renamed over the path),
+// and writes b there too (and fsyncs it when sync): the lines just written
+// would otherwise go with the nameless file when the process ends, as would
+// every line after them. ioSem is held. If the path cannot be opened, or
+// names what is not a regular file, it returns the error, which the sink
+// keeps (see [JSONLSink]).
+func (s *JSONLSink) follow(b []byte, sync bool) error {
+	f, err := openJSONLFile(s.path, s.perm)
+	if err != nil {
+		return fmt.Errorf("the file was removed: %w", err)
+	}
+	ost, err1 := s.f.Stat()
+	nst, err2 := f.Stat()
+	switch {
+	case err1 == nil && err2 == nil && os.SameFile(ost, nst):
+		// The same file after all (a file system that counts no links):
+		// b is in it.
+		f.Close()
+		return nil
+	case err2 != nil || !nst.Mode().IsRegular():
+		f.Close()
+		return fmt.Errorf("the file was removed, and %s is not a regular file", s.path)
+	}
+	if _, err = s.writeLines(f, true, b); err == nil && sync {
+		s.syncs.Add(1)
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("the file was removed: %s: %w", s.path, err)
+	}
+	s.mu.Lock()
+	old := s.f
+	s.f = f
+	s.mu.Unlock()
+	old.Close()
+	return nil
 }
 
 // Flush writes buffered lines to the file (without fsync). After Close it
@@ -547,6 +739,10 @@ func (s *JSONLSink) Sync() error {
 // neither. Writes that wait for their line to be durable are answered once
 // it is, in either file.
 //
+// Until Reopen is called the sink writes to the renamed file (and, on
+// Unix, to the file at the path once the renamed one is removed; see
+// [JSONLSink]).
+//
 // If the path cannot be opened, or names what is not a regular file (a
 // directory, a named pipe) where the sink's file is one, the sink writes
 // on to the old file and Reopen returns the error. A sink that refuses
@@ -580,8 +776,7 @@ func (s *JSONLSink) Reopen() error {
 	var n int
 	var oldErr error
 	if len(b) > 0 {
-		s.writes.Add(1)
-		n, oldErr = s.f.Write(b)
+		n, oldErr = s.writeLines(s.f, s.regular, b)
 	}
 	if oldErr == nil {
 		s.syncs.Add(1)
@@ -609,9 +804,9 @@ func (s *JSONLSink) Reopen() error {
 		}
 	}
 	var newErr error
+	newRegular := openErr == nil && isRegular(f)
 	if openErr == nil && len(rest) > 0 {
-		s.writes.Add(1)
-		if _, newErr = f.Write(rest); newErr == nil {
+		if _, newErr = s.writeLines(f, newRegular, rest); newErr == nil {
 			s.syncs.Add(1)
 			newErr = f.Sync()
 		}
@@ -623,7 +818,7 @@ func (s *JSONLSink) Reopen() error {
 	s.mu.Lock()
 	s.spare = b[:0]
 	if openErr == nil {
-		old, s.f = s.f, f
+		old, s.f, s.regular = s.f, f, newRegular
 	}
 	switch {
 	case len(rest) == 0 || (openErr == nil && newErr == nil):

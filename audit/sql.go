@@ -795,7 +795,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 			// Insert again only if the rows are not there: a retry of a
 			// commit that happened would record them twice.
 			var done bool
-			if done, err = s.committed((*pr)[0]); err == nil && done {
+			if done, err = s.committed(*pr); err == nil && done {
 				s.rows.Add(uint64(len(*pr)))
 				s.batches.Add(1)
 				return nil, nil
@@ -849,7 +849,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 				// committed: the row is there or not (a batch commits
 				// whole), and is inserted only if not.
 				var done bool
-				if done, err = s.committed(rows[i]); err == nil && done {
+				if done, err = s.committed(rows[i : i+1]); err == nil && done {
 					s.rows.Add(1)
 					s.batches.Add(1)
 					break
@@ -998,24 +998,38 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
 // happened (the connection broke after the database committed).
 var errCommitUnknown = errors.New("audit: commit failed, maybe after it happened")
 
-// committed reports whether the row r is in audit_log, found by its
-// correlation id, time and phase: after a commit that failed, whether it
-// happened (the rows of a batch are there all or none).
-func (s *SQLSink) committed(r row) (bool, error) {
-	q := `SELECT 1 FROM audit_log WHERE correlation_id = ? AND time_ns = ? AND phase = ? LIMIT 1`
+// committed reports whether the rows of a batch whose commit failed are
+// in audit_log: whether the commit happened (a batch commits whole). It
+// looks for the first row and the last, each by its correlation id, time
+// and phase and by the columns that tell apart the records of one call or
+// request (a gateway's records of a batch request share the first three
+// when its clock did not move between them): finding an earlier record
+// that shares a few columns with a row of the batch must not pass for
+// finding the batch. Only a batch whose first and last rows both repeat
+// records already in the table, to the last of those columns, is taken
+// for committed when it is not.
+func (s *SQLSink) committed(rows []row) (bool, error) {
+	q := `SELECT 1 FROM audit_log WHERE correlation_id = ? AND time_ns = ? AND phase = ? AND tool = ? AND code = ? AND detail = ? AND args_sha256 = ? AND subject = ? AND request_id = ? LIMIT 1`
 	if s.d == Postgres {
 		n := strconv.Itoa(indexPrefix)
-		q = `SELECT 1 FROM audit_log WHERE left(correlation_id, ` + n + `) = left($1, ` + n + `) AND correlation_id = $1 AND time_ns = $2 AND phase = $3 LIMIT 1`
+		q = `SELECT 1 FROM audit_log WHERE left(correlation_id, ` + n + `) = left($1, ` + n + `) AND correlation_id = $1 AND time_ns = $2 AND phase = $3 AND tool = $4 AND code = $5 AND detail = $6 AND args_sha256 = $7 AND subject = $8 AND request_id = $9 LIMIT 1`
 	}
-	var one int
-	err := s.db.QueryRowContext(context.Background(), q, r.corr, r.timeNS, r.phase).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+	find := func(r *row) (bool, error) {
+		var one int
+		err := s.db.QueryRowContext(context.Background(), q, r.corr, r.timeNS, r.phase, r.tool, r.code, r.detail, r.argsHash, r.subject, r.reqID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("audit: checking whether a failed commit happened: %w", err)
+		}
+		return true, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("audit: checking whether a failed commit happened: %w", err)
+	found, err := find(&rows[0])
+	if err != nil || !found || len(rows) == 1 {
+		return found, err
 	}
-	return true, nil
+	return find(&rows[len(rows)-1])
 }
 
 // stmt returns the prepared INSERT of n rows.

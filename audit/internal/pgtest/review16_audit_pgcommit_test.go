@@ -1,0 +1,128 @@
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/audit"
+)
+
+// TestReview16CommitLostBeforeServer: the connection breaks as the sink
+// sends a batch's COMMIT, before the server gets it (a proxy drops it, with
+// the connection): the batch is not in, and the sink, which cannot tell,
+// looks for it before it inserts it again. The batch's rows share their
+// correlation id, time and phase with a row committed earlier (the records
+// of one gateway request: one correlation id, and the same time from a
+// clock that did not move between them, a coarse one or the gateway's
+// Options.Now), so finding that row must not pass for finding the batch.
+// Before the fix the batch was taken as committed: its 20 rows lost, with
+// no error from Flush or Close and Stats.Lost 0.
+func TestReview16CommitLostBeforeServer(t *testing.T) {
+	p := startFailServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var drop atomic.Bool // drop the next COMMIT, with the connection
+	var dropped atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p.pg.Port))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(c, s); c.Close() }()
+			go func() {
+				defer c.Close()
+				defer s.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit\x00")) && drop.CompareAndSwap(true, false) {
+							dropped.Add(1)
+							return
+						}
+						if _, werr := s.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", ln.Addr(), p.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var lastErr atomic.Value
+	s, err := audit.NewSQL(context.Background(), db, audit.Postgres, &audit.SQLOptions{OnError: func(err error) { lastErr.Store(err.Error()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	at := time.Unix(1_800_000_000, 0).UTC()
+	ev := func(tool string) *audit.Event {
+		return &audit.Event{Time: at, CorrelationID: "gw-request-1", Tool: tool, Phase: audit.PhaseOutcome, Code: "FORBIDDEN", Detail: "refused " + tool}
+	}
+	if err := s.Write(ctx, ev("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drop.Store(true)
+	const n = 20
+	for i := range n {
+		if err := s.Write(ctx, ev("tool_"+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flushErr := s.Flush(ctx)
+	closeErr := s.Close()
+	if dropped.Load() != 1 {
+		t.Fatalf("the proxy dropped %d COMMITs, want 1: the test did not break a commit", dropped.Load())
+	}
+	rs, err := p.db.Query(`SELECT tool, COUNT(*) FROM audit_log GROUP BY tool`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	got := map[string]int{}
+	for rs.Next() {
+		var tool string
+		var c int
+		if err := rs.Scan(&tool, &c); err != nil {
+			t.Fatal(err)
+		}
+		got[tool] = c
+	}
+	var wrong []string
+	for i := range n {
+		if tool := "tool_" + strconv.Itoa(i); got[tool] != 1 {
+			wrong = append(wrong, fmt.Sprintf("%s×%d", tool, got[tool]))
+		}
+	}
+	if len(wrong) > 0 || got["first"] != 1 {
+		t.Errorf("after a COMMIT lost on its way: %v (first×%d); want every row once. Flush: %v, Close: %v, Stats: %+v, last OnError: %v",
+			wrong, got["first"], flushErr, closeErr, s.Stats(), lastErr.Load())
+	}
+}
