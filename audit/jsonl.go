@@ -259,14 +259,19 @@ func (s *JSONLSink) appendChecked(f *os.File, b []byte, before int64) (int, erro
 }
 
 // appendLines appends b to the regular file f in one write call and
-// reports how much of b it wrote, and whether the byte before b is not a
-// newline: b's first line then continues another writer's torn line.
+// reports how much of b it wrote (none when a write cut short may have
+// continued a torn line: its first line is not readable), and whether
+// the byte before b is not a newline: b's first line then continues
+// another writer's torn line.
 // before is where endTornLine found f ending with a newline (or empty),
 // or -1: a write that starts there needs no look at the byte before it.
 // ioSem is held.
 func (s *JSONLSink) appendLines(f *os.File, b []byte, before int64) (n int, glued bool, err error) {
 	s.writes.Add(1)
 	if n, err = f.Write(b); err != nil {
+		if n > 0 && !s.startsLine(f, int64(n), before) {
+			n = 0 // b's first line continued a torn line: not readable
+		}
 		return n, false, err
 	}
 	// With O_APPEND, the write left the file offset at the end of b.
@@ -290,6 +295,23 @@ func (s *JSONLSink) appendLines(f *os.File, b []byte, before int64) (n int, glue
 	}
 	s.endF, s.end = f, end
 	return n, false, nil
+}
+
+// startsLine reports whether the write of n bytes that just ended at f's
+// offset (a write cut short) started a line: at the start of the file, at
+// before, or after a newline. When it cannot tell, it says no (the caller
+// then counts none of the write's lines as in the file). ioSem is held.
+func (s *JSONLSink) startsLine(f *os.File, n, before int64) bool {
+	end, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return false
+	}
+	start := end - n
+	if start <= 0 || start == before {
+		return true
+	}
+	_, err = f.ReadAt(s.tail[:], start-1)
+	return err == nil && s.tail[0] == '\n'
 }
 
 // endTornLine appends a newline to the regular file f unless it is empty

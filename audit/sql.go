@@ -821,6 +821,18 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 		backoff *= 2
 	}
 	rows := *pr
+	if unsure {
+		// The last attempt committed the whole batch or none of it: look
+		// for it as the attempts do (its first and last rows), not for its
+		// first row alone, which may repeat an earlier record.
+		done, cerr := s.committed(rows)
+		if cerr == nil && done {
+			s.rows.Add(uint64(len(rows)))
+			s.batches.Add(1)
+			return nil, nil
+		}
+		unsure = cerr != nil // not found: the rows are not there
+	}
 	unreachable := false // while closing, the database was not reachable for a row: give up the rest
 	for i := 0; i < len(rows); i++ {
 		if unreachable {
