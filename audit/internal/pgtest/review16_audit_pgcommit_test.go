@@ -27,47 +27,7 @@ import (
 // no error from Flush or Close and Stats.Lost 0.
 func TestReview16CommitLostBeforeServer(t *testing.T) {
 	p := startFailServer(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var drop atomic.Bool // drop the next COMMIT, with the connection
-	var dropped atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p.pg.Port))
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(c, s); c.Close() }()
-			go func() {
-				defer c.Close()
-				defer s.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit\x00")) && drop.CompareAndSwap(true, false) {
-							dropped.Add(1)
-							return
-						}
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	ln, drop, dropped := commitDropper(t, p.pg.Port)
 	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", ln.Addr(), p.name))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +49,7 @@ func TestReview16CommitLostBeforeServer(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	drop.Store(true)
+	drop.Store(1)
 	const n = 20
 	for i := range n {
 		if err := s.Write(ctx, ev("tool_"+strconv.Itoa(i))); err != nil {
@@ -125,4 +85,53 @@ func TestReview16CommitLostBeforeServer(t *testing.T) {
 		t.Errorf("after a COMMIT lost on its way: %v (first×%d); want every row once. Flush: %v, Close: %v, Stats: %+v, last OnError: %v",
 			wrong, got["first"], flushErr, closeErr, s.Stats(), lastErr.Load())
 	}
+}
+
+// commitDropper is a TCP proxy on a loopback port in front of the
+// PostgreSQL server on port: while drop is positive, it drops each COMMIT
+// a client sends, with that client's connection (the commit lost on its
+// way to the server), and counts it in dropped. It stops with the test.
+func commitDropper(t *testing.T, port int) (ln net.Listener, drop, dropped *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	drop, dropped = new(atomic.Int32), new(atomic.Int32)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(c, s); c.Close() }()
+			go func() {
+				defer c.Close()
+				defer s.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit\x00")) && drop.Add(-1) >= 0 {
+							dropped.Add(1)
+							return
+						}
+						if _, werr := s.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln, drop, dropped
 }

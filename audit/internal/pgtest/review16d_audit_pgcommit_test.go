@@ -1,12 +1,9 @@
 package pgtest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -26,47 +23,7 @@ import (
 // with no error from Flush or Close.
 func TestReview16dCommitLostThreeTimes(t *testing.T) {
 	p := startFailServer(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var drop atomic.Int32 // COMMITs still to drop, with their connection
-	var dropped atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p.pg.Port))
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(c, s); c.Close() }()
-			go func() {
-				defer c.Close()
-				defer s.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit\x00")) && drop.Add(-1) >= 0 {
-							dropped.Add(1)
-							return
-						}
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	ln, drop, dropped := commitDropper(t, p.pg.Port)
 	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", ln.Addr(), p.name))
 	if err != nil {
 		t.Fatal(err)
