@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -904,15 +903,7 @@ func recordedTool(name, detail string) (string, string) {
 	if len(name) <= maxRecordedName && policy.CheckName(name) == nil {
 		return name, detail
 	}
-	shown, more := name, ""
-	if len(shown) > maxShownName {
-		cut := maxShownName
-		for !utf8.RuneStart(shown[cut]) && cut > maxShownName-utf8.UTFMax {
-			cut--
-		}
-		shown, more = shown[:cut], "..."
-	}
-	note := "tool name " + strconv.QuoteToASCII(shown) + more
+	note := "tool name " + textsafe.Quoted(name, maxShownName)
 	if detail == "" {
 		return "", note
 	}

@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"encoding/json"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // JSON-RPC error codes the gateway answers with itself. Everything else is
@@ -114,34 +114,17 @@ func errUnsupportedBody(why string) *rpcError {
 const maxQuoted = 128
 
 // quoted returns s, a string a client chose (a tool name, an HTTP method),
-// in a form fit for a record or a log line: quoted and escaped as
-// strconv.QuoteToASCII does (an invisible or control character shows as
-// \u200b or \x00, never as itself), and, beyond maxQuoted bytes, cut
-// there (not inside a character) with "..." after the closing quote.
-func quoted(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.QuoteToASCII(s)
-	}
-	return strconv.QuoteToASCII(cutQuoted(s)) + "..."
-}
+// quoted, escaped and cut at maxQuoted bytes for a record or a log line
+// ([textsafe.Quoted]).
+func quoted(s string) string { return textsafe.Quoted(s, maxQuoted) }
 
 // shortName returns tool, a tool name a refusal shows (not quoted: it
 // passed [policy.CheckName]), cut as [quoted] cuts, with "..." after it.
 func shortName(tool string) string {
-	if len(tool) <= maxQuoted {
-		return tool
+	if cut, more := textsafe.CutBytes(tool, maxQuoted); more {
+		return cut + "..."
 	}
-	return cutQuoted(tool) + "..."
-}
-
-// cutQuoted returns the first maxQuoted bytes of s, longer than that, or
-// fewer so as not to end inside a character.
-func cutQuoted(s string) string {
-	cut := maxQuoted
-	for i := 0; i < utf8.UTFMax-1 && !utf8.RuneStart(s[cut]); i++ {
-		cut--
-	}
-	return s[:cut]
+	return tool
 }
 
 // appendResponse appends the JSON-RPC error response for id (nil means null).

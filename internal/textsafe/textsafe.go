@@ -4,6 +4,7 @@
 package textsafe
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -61,4 +62,30 @@ func CleanLines(s string, maxRunes int) string {
 // hidden reports a character Clean and CleanLines drop.
 func hidden(r rune) bool {
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || 0xE0100 <= r && r <= 0xE01EF
+}
+
+// Quoted returns s, text a client chose (a tool name, an HTTP method), in
+// a form fit for a record or a log line: quoted and escaped as
+// strconv.QuoteToASCII does (an invisible or control character shows as
+// \u200b or \x00, never as itself), and, beyond maxBytes bytes, cut there
+// (see [CutBytes]) with "..." after the closing quote.
+func Quoted(s string, maxBytes int) string {
+	cut, more := CutBytes(s, maxBytes)
+	if !more {
+		return strconv.QuoteToASCII(s)
+	}
+	return strconv.QuoteToASCII(cut) + "..."
+}
+
+// CutBytes returns the first maxBytes bytes of s, or fewer so as not to
+// end inside a character, and whether s was longer than maxBytes.
+func CutBytes(s string, maxBytes int) (string, bool) {
+	if len(s) <= maxBytes {
+		return s, false
+	}
+	cut := maxBytes
+	for i := 0; i < utf8.UTFMax-1 && cut > 0 && !utf8.RuneStart(s[cut]); i++ {
+		cut--
+	}
+	return s[:cut], true
 }
