@@ -329,11 +329,15 @@ type updateWatch struct {
 	delivered map[string]int // "session method uri"
 	attempted map[string]int
 	acked     map[*mcp.ServerSession]int
-	changed   chan struct{}
+	// ackedURI counts, by "session uri", the acknowledgements of listens
+	// that subscribe to uri: a session's client opens other listens too
+	// (for list changes), acknowledged at any time.
+	ackedURI map[string]int
+	changed  chan struct{}
 }
 
 func newUpdateWatch() *updateWatch {
-	return &updateWatch{delivered: map[string]int{}, attempted: map[string]int{}, acked: map[*mcp.ServerSession]int{}, changed: make(chan struct{}, 256)}
+	return &updateWatch{delivered: map[string]int{}, attempted: map[string]int{}, acked: map[*mcp.ServerSession]int{}, ackedURI: map[string]int{}, changed: make(chan struct{}, 256)}
 }
 
 func (w *updateWatch) middleware(counts map[string]int, signal bool) mcp.Middleware {
@@ -354,6 +358,11 @@ func (w *updateWatch) middleware(counts map[string]int, signal bool) mcp.Middlew
 			}
 			if method == "notifications/subscriptions/acknowledged" && !signal {
 				w.acked[ss]++
+				if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok {
+					for _, uri := range p.Notifications.ResourceSubscriptions {
+						w.ackedURI[fmt.Sprintf("%p %s", ss, uri)]++
+					}
+				}
 			}
 			w.mu.Unlock()
 			if signal {
@@ -374,15 +383,19 @@ func (w *updateWatch) count(counts map[string]int, key string) int {
 }
 
 // subscribe subscribes cs to uri: on the default protocol the go-sdk's
-// Subscribe holds a subscriptions/listen open, so it waits for the
-// acknowledgement (or the refusal).
+// Subscribe holds a subscriptions/listen open, so it waits for the server's
+// acknowledgement of a listen for uri (the subscription is in place once it
+// is sent), or the refusal. Under load the go-sdk's Subscribe was seen to
+// return nil before the server had the listen: that is not taken for the
+// acknowledgement.
 func (w *updateWatch) subscribe(t *testing.T, cs *mcp.ClientSession, ss *mcp.ServerSession, v, uri string) error {
 	t.Helper()
 	if v != "" {
 		return cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri})
 	}
+	key := fmt.Sprintf("%p %s", ss, uri)
 	w.mu.Lock()
-	n := w.acked[ss]
+	n := w.ackedURI[key]
 	w.mu.Unlock()
 	errc := make(chan error, 1)
 	go func() { errc <- cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri}) }()
@@ -390,12 +403,14 @@ func (w *updateWatch) subscribe(t *testing.T, cs *mcp.ClientSession, ss *mcp.Ser
 	waitFor(t, func() bool {
 		select {
 		case err = <-errc:
-			return true
+			if err != nil {
+				return true
+			}
 		default:
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return w.acked[ss] > n
+		return w.ackedURI[key] > n
 	})
 	return err
 }
