@@ -117,6 +117,9 @@ type JSONLSink struct {
 
 // OpenJSONL opens (creating if needed) the file at path for appending and
 // returns a sink writing to it. Close the sink to flush and release the file.
+// A relative path is taken from the working directory now: Reopen, and the
+// move to a new file when this one is removed, use the same absolute path
+// whatever the working directory is then.
 func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 	var o JSONLOptions
 	if opts != nil {
@@ -130,6 +133,9 @@ func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 	}
 	if o.Perm == 0 {
 		o.Perm = 0o600
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	f, err := openJSONLFile(path, o.Perm)
 	if err != nil {
