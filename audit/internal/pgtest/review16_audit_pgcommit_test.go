@@ -27,17 +27,7 @@ import (
 // no error from Flush or Close and Stats.Lost 0.
 func TestReview16CommitLostBeforeServer(t *testing.T) {
 	p := startFailServer(t)
-	ln, drop, dropped := commitDropper(t, p.pg.Port)
-	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", ln.Addr(), p.name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var lastErr atomic.Value
-	s, err := audit.NewSQL(context.Background(), db, audit.Postgres, &audit.SQLOptions{OnError: func(err error) { lastErr.Store(err.Error()) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, drop, dropped, lastErr := sinkBehindDropper(t, p)
 	ctx := context.Background()
 	at := time.Unix(1_800_000_000, 0).UTC()
 	ev := func(tool string) *audit.Event {
@@ -134,4 +124,23 @@ func commitDropper(t *testing.T, port int) (ln net.Listener, drop, dropped *atom
 		}
 	}()
 	return ln, drop, dropped
+}
+
+// sinkBehindDropper returns a PostgreSQL sink on p's database reached
+// through a commitDropper, with the dropper's counters and the last error
+// the sink reported (OnError). The database handle closes with the test.
+func sinkBehindDropper(t *testing.T, p *pgFailServer) (s *audit.SQLSink, drop, dropped *atomic.Int32, lastErr *atomic.Value) {
+	t.Helper()
+	ln, drop, dropped := commitDropper(t, p.pg.Port)
+	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", ln.Addr(), p.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	lastErr = new(atomic.Value)
+	s, err = audit.NewSQL(context.Background(), db, audit.Postgres, &audit.SQLOptions{OnError: func(err error) { lastErr.Store(err.Error()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, drop, dropped, lastErr
 }

@@ -2,10 +2,8 @@ package pgtest
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,17 +21,7 @@ import (
 // with no error from Flush or Close.
 func TestReview16dCommitLostThreeTimes(t *testing.T) {
 	p := startFailServer(t)
-	ln, drop, dropped := commitDropper(t, p.pg.Port)
-	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", ln.Addr(), p.name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var lastErr atomic.Value
-	s, err := audit.NewSQL(context.Background(), db, audit.Postgres, &audit.SQLOptions{OnError: func(err error) { lastErr.Store(err.Error()) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, drop, dropped, lastErr := sinkBehindDropper(t, p)
 	ctx := context.Background()
 	at := time.Unix(1_800_000_000, 0).UTC()
 	ev := func(tool, session string) *audit.Event {
