@@ -134,6 +134,9 @@ func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 	if o.Perm == 0 {
 		o.Perm = 0o600
 	}
+	if path == "" {
+		return nil, errors.New("audit: the JSONL path is empty")
+	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -173,7 +176,7 @@ func openJSONLFile(path string, perm os.FileMode) (*os.File, error) {
 		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, perm)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+		return nil, fmt.Errorf("audit: %w", err) // *os.PathError names path
 	}
 	if err := terminateTornTail(f); err != nil {
 		f.Close()
