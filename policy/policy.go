@@ -618,7 +618,8 @@ func (c Code) String() string {
 type Decision struct {
 	// Code is Allowed or the reason for the refusal.
 	Code Code
-	// Rule is the rule that applied; nil when Code is NotFound.
+	// Rule is the rule that applied; nil when Code is NotFound. It is the
+	// policy's own (see [Policy.Resolve]) and must not be modified.
 	Rule *ToolRule
 	// Reason is a short human-readable explanation without argument values.
 	Reason string
@@ -654,7 +655,9 @@ type MapArgs map[string]any
 // decodes numbers) and json.Number count as numbers; booleans and strings
 // do not, nor do an infinite float64 or a json.Number whose text is not
 // JSON number syntax ("-Inf", "0x1p3", "+5"): no JSON call carries them,
-// and a handler may read them otherwise than the limit did.
+// and a handler may read them otherwise than the limit did. Nor do other
+// types with a Float64 method (another JSON library's number): their text
+// would not be checked and compared exactly as a json.Number's is.
 // A field is read only under its exact name, and not at all when another
 // key equals it but for letter case ("Seats", "\u017feats" for "seats"):
 // encoding/json would give a handler's struct field that key's value.
@@ -671,9 +674,6 @@ func (m MapArgs) Number(field string) (float64, bool) {
 		if _, ok := parseDecimal(v); !ok {
 			return 0, false
 		}
-		f, err := v.Float64()
-		return f, err == nil
-	case interface{ Float64() (float64, error) }:
 		f, err := v.Float64()
 		return f, err == nil
 	}
@@ -730,8 +730,12 @@ func (p *Policy) Authorize(pr *Principal, tool string) Decision {
 // A value is refused when it is NaN or exceeds Max; one whose float64
 // equals Max, from an [ExactArgs] that has its text (a json.Number in a
 // [MapArgs]), is compared by its exact decimal value, and refused when that
-// is larger or when its text is not a JSON number.
+// is larger or when its text is not a JSON number. A nil r (the rule of a
+// NotFound decision) refuses the call with NotFound.
 func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
+	if r == nil {
+		return Decision{Code: NotFound, Reason: "unknown tool"}
+	}
 	for _, l := range r.ArgLimits {
 		if len(l.ExemptRoles) > 0 && pr.hasAny(l.ExemptRoles) {
 			continue
@@ -757,9 +761,11 @@ func (p *Policy) HasArgLimits(tool string) bool {
 }
 
 // CheckTool is the registration check for a tool the server exposes. It
-// returns an error when the tool has no rule (and there is no default), or
-// when readOnlyHint is non-nil and contradicts the rule's class (a read rule
-// for a tool hinting it writes, or a write rule for a tool hinting read-only).
+// returns an error when [Policy.Resolve] finds no rule for the tool (it has
+// none of its own and there is no default, or its name equals the names of
+// two rules only under case folding), or when readOnlyHint is non-nil and
+// contradicts the rule's class (a read rule for a tool hinting it writes,
+// or a write rule for a tool hinting read-only).
 // The annotation is a hint a client must not trust; the rule stays the
 // source of truth, and a mismatch means the configuration is wrong.
 func (p *Policy) CheckTool(name string, readOnlyHint *bool) error {
