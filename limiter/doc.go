@@ -38,7 +38,8 @@
 // Rate and spend limits use GCRA, a token bucket measured in time: a bucket
 // of Max units refilling continuously at Max per Window. A quiet key can take
 // Max units at once; after that units come back at an even pace, and over
-// any interval of length d at most Max + Max*d/Window units pass. Fixed
+// any interval of length d at most Max + Max*d/Window units pass (up to the
+// rounding of each call's time to the store's resolution: see [Limit]). Fixed
 // windows, which let 2*Max through in an instant at a window edge, are not
 // used. The state of one limit and key is one timestamp.
 //

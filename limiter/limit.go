@@ -90,7 +90,12 @@ const MaxWindow = 50 * 365 * 24 * time.Hour
 // down to it, so a burst of exactly Max units always fits, but never to
 // zero: a call with a positive cost takes at least one tick, so a limit
 // finer than the resolution (more than Max units per Window/Max of a tick)
-// is stricter than configured, never unlimited.
+// is stricter than configured, never unlimited. Rounding down lets a call
+// through up to one tick early, so over a long interval d a steady stream
+// of calls may pass more than Max + Max*d/Window units, by less than one
+// tick's worth of units per call: relatively, by less than one tick over
+// a call's time (Window*n/Max), one in a million for a call taking a
+// second of a window on Redis, one in a thousand for a millisecond.
 //
 // Concurrency limits count calls in flight: at most Max at once.
 type Limit struct {

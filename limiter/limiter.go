@@ -234,9 +234,15 @@ func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 		c := &cs[len(cs)-1]
 		c.lim, c.key, c.n, c.index = &l.mem[i], r.key(lim.Scope), n, uint8(i)
 	}
-	denied, wait := l.memStore.apply(now.UnixNano(), cs, opReserve)
+	var lease uint64
+	var lp *uint64
+	if held != 0 {
+		lp = &lease
+	}
+	at := l.memStore.nanos(now)
+	denied, wait := l.memStore.apply(at, cs, opReserve, lp)
 	if denied < 0 {
-		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, held: held, at: now.UnixNano()}
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, lease: lease, held: held, at: at}
 	}
 	return Decision{Limit: l.limits[cs[denied].index], RetryAfter: max(wait, 0)}
 }
@@ -255,7 +261,7 @@ func (l *Limiter) releaseMemory(d *Decision) {
 			c.lim, c.key = &l.mem[i], r.key(l.limits[i].Scope)
 		}
 	}
-	l.memStore.apply(0, cs, opRelease)
+	l.memStore.apply(0, cs, opRelease, &d.lease)
 }
 
 // key returns the bucket key of r within a limit of scope s.
@@ -418,9 +424,10 @@ func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
 // allowed Decision, whether the call returned, failed, panicked or was
 // cancelled, and whether or not d was refunded ([Limiter.Refund] frees no
 // slot, and Release gives back no calls or cost); releasing a Decision that
-// holds no slot does nothing. A second Release of the same Decision is a
-// caller's bug with different effects per store: the Redis store ignores it
-// (its slots are leases), the memory store frees a slot another call holds.
+// holds no slot does nothing. A second Release of the same Decision (an
+// early Release besides a deferred one, say) frees nothing on a store whose
+// slots are leases ([LeaseStore]: the memory and Redis stores), and frees a
+// slot another call holds on a store that counts slots.
 // Release does not depend on any request context: a store that needs one
 // gets a fresh context and bounds the wait itself. If a store whose slots
 // are leases ([LeaseStore], such as the Redis one) cannot be reached, the

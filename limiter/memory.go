@@ -29,14 +29,29 @@ const (
 // than 65,536 entries when few are active), however many distinct keys come
 // and go.
 //
-// Decisions are made at the times callers pass; times that go backwards by
-// more than a little (between callers with skewed clocks) may see an idle
-// key evicted early, which admits at most that skew's worth of extra units.
+// Decisions are made at the times callers pass, on the store's clock: a
+// time read from [time.Now] in this process (one with a monotonic reading)
+// counts as the time of the store's creation plus the monotonic time
+// since, so that a step of the wall clock (an NTP correction, a manual
+// change, a resumed virtual machine) neither locks out, when it goes back,
+// every key used recently until the wall clock has caught up, nor refills
+// every bucket, when it goes forward. A time without a monotonic reading
+// (a test's clock, a time from t.Round(0), t.UTC() or a synctest bubble,
+// or one far from the store's creation) counts as its wall time; after a
+// step, the two kinds disagree by the step, so a store is best given one
+// kind. Times that go backwards by more than a little (between callers
+// with skewed clocks) may see an idle key evicted early, which admits at
+// most that skew's worth of extra units.
+//
+// In-flight slots are leases: a second release of the same [Decision] (or
+// [Batch] Lease) frees nothing, as on Redis.
 //
 // A MemoryStore is safe for concurrent use. Its zero value is not usable;
 // call [NewMemoryStore].
 type MemoryStore struct {
 	seed   maphash.Seed
+	origin time.Time // creation, with its monotonic reading
+	base   int64     // origin in Unix nanoseconds
 	shards [numShards]shard
 }
 
@@ -44,7 +59,13 @@ type shard struct {
 	mu   sync.Mutex
 	m    map[memKey]*memState
 	next int // sweep when len(m) reaches next
-	_    [40]byte
+	// leases are the leases holding slots whose low byte is this shard's
+	// index; nextLease numbers the leases the shard makes; leasePeak is
+	// the most leases held since the map was last made.
+	leases    map[uint64]struct{}
+	nextLease uint64
+	leasePeak int
+	_         [16]byte
 }
 
 type memKey struct{ id, key string }
@@ -56,20 +77,42 @@ type memState struct {
 
 // NewMemoryStore returns an empty [MemoryStore].
 func NewMemoryStore() *MemoryStore {
-	s := &MemoryStore{seed: maphash.MakeSeed()}
+	s := &MemoryStore{seed: maphash.MakeSeed(), origin: time.Now()}
+	s.base = s.origin.UnixNano()
 	for i := range s.shards {
 		s.shards[i].m = make(map[memKey]*memState)
+		s.shards[i].leases = make(map[uint64]struct{})
 		s.shards[i].next = minSweep
 	}
 	return s
 }
 
+// nanos returns t on the store's clock, in nanoseconds since 1970 (see
+// [MemoryStore]): the store's creation plus t.Sub of it, which is the
+// monotonic time between them when t has a monotonic reading and the wall
+// time otherwise; t's wall time when that does not fit.
+func (s *MemoryStore) nanos(t time.Time) int64 {
+	d := int64(t.Sub(s.origin))
+	if d == math.MinInt64 || d == math.MaxInt64 ||
+		d > 0 && s.base > math.MaxInt64-d || d < 0 && s.base < math.MinInt64-d {
+		return t.UnixNano()
+	}
+	return s.base + d
+}
+
 // Apply carries out b at time now; see [Store] and [Batch]. It fails only
 // for a batch that is not valid (Release and Refund both set), and then
-// changes nothing.
+// changes nothing. A reservation's slots are leased to b.Lease, so that its
+// release frees them once; a Lease of zero is no lease: its release frees
+// one slot of every check whoever took it.
 func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
-	return s.applyBatch(now.UnixNano(), b)
+	return s.applyBatch(s.nanos(now), b)
 }
+
+// LeasesSlots implements [LeaseStore]: the store's slots are leases (see
+// Apply). Its Apply never fails, so a [Limiter] never abandons one of its
+// leases; an Abandon batch frees what the lease holds, as a release does.
+func (s *MemoryStore) LeasesSlots() bool { return true }
 
 // Refunds implements [RefundStore]: the store carries out Refund batches. A
 // refund moves a bucket's theoretical arrival time back by what the
@@ -110,7 +153,7 @@ func (s *MemoryStore) Len() int {
 // they held. The store also sweeps by itself as it grows; Sweep is for
 // reclaiming memory after a burst of keys has gone quiet.
 func (s *MemoryStore) Sweep(now time.Time) {
-	t := now.UnixNano()
+	t := s.nanos(now)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -136,6 +179,41 @@ func (sh *shard) sweep(now int64) {
 		sh.m = m
 	}
 	sh.next = max(2*len(sh.m), minSweep)
+}
+
+// reserveLease leases the slots of a reservation to *lease, making a new
+// lease on this shard when *lease is zero. sh.mu is held.
+func (sh *shard) reserveLease(idx uint8, lease *uint64) {
+	if *lease == 0 {
+		sh.nextLease++
+		*lease = sh.nextLease<<8 | uint64(idx)
+	}
+	sh.leases[*lease] = struct{}{}
+	sh.leasePeak = max(sh.leasePeak, len(sh.leases))
+}
+
+// holds reports whether lease holds slots. sh.mu is held.
+func (sh *shard) holds(lease uint64) bool {
+	_, ok := sh.leases[lease]
+	return ok
+}
+
+// releaseLease ends lease and reports whether it held slots; the map is made
+// anew once it holds a quarter of its peak, since Go maps never shrink.
+// sh.mu is held.
+func (sh *shard) releaseLease(lease uint64) bool {
+	if _, ok := sh.leases[lease]; !ok {
+		return false
+	}
+	delete(sh.leases, lease)
+	if n := len(sh.leases); sh.leasePeak >= 1024 && n < sh.leasePeak/4 {
+		m := make(map[uint64]struct{}, n)
+		for k := range sh.leases {
+			m[k] = struct{}{}
+		}
+		sh.leases, sh.leasePeak = m, n
+	}
+	return true
 }
 
 // memLimit is what the memory store needs of a limit.
@@ -164,12 +242,14 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 	switch {
 	case b.Release && b.Refund:
 		return errors.New("limiter: a batch cannot both release and refund")
-	case b.Release && b.Abandon:
-		// Slots here are counts, not leases: a failed reservation cannot
+	case b.Release && b.Abandon && b.Lease == 0:
+		// Slots without a lease are counts: a failed reservation cannot
 		// be told apart from a successful one, so there is nothing to free.
 		b.Denied = -1
 		return nil
 	case b.Release:
+		// An Abandon too: Apply never fails, so the reservation was
+		// carried out, and its release frees what it took.
 		o = opRelease
 	case b.Refund:
 		o = opRefund
@@ -188,34 +268,47 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 			cs[i].tat = now - int64(max(b.Elapsed, 0))
 		}
 	}
-	b.Denied, b.RetryAfter = s.apply(now, cs, o)
+	var lease *uint64
+	if b.Lease != 0 && o != opRefund {
+		lease = &b.Lease
+	}
+	b.Denied, b.RetryAfter = s.apply(now, cs, o, lease)
 	return nil
 }
 
 // apply decides, releases or refunds cs atomically, as o says, and returns
 // the index of the denying check (or -1) and the wait, as in [Batch].
-func (s *MemoryStore) apply(now int64, cs []memCheck, o op) (int, time.Duration) {
+//
+// lease, when not nil, names the lease of the slots: a reservation allowed
+// leases its slots to *lease, made anew (on the shard of its first
+// concurrency check) when *lease is zero, and one whose *lease holds slots
+// already (sent again) takes nothing more; a release frees the slots only
+// if *lease holds them. A nil lease counts slots without naming them. A
+// lease lives in the shard its low byte names.
+func (s *MemoryStore) apply(now int64, cs []memCheck, o op, lease *uint64) (int, time.Duration) {
 	// Lock the shards involved in ascending order, each once: all scopes
 	// of one decision are decided under the same locks, and two decisions
 	// never wait on each other in a cycle.
-	var obuf [stackChecks]uint8
+	var obuf [stackChecks + 1]uint8
 	order := obuf[:0]
 	if len(cs) > stackChecks {
-		order = make([]uint8, 0, len(cs))
+		order = make([]uint8, 0, len(cs)+1)
 	}
+	lsh, slots := -1, false // the lease's shard; whether cs takes slots
 	for i := range cs {
 		idx := uint8(maphash.String(s.seed, cs[i].key))
 		cs[i].shard = idx
-		j := len(order)
-		for j > 0 && order[j-1] > idx {
-			j--
+		if cs[i].lim.kind == Concurrency {
+			if !slots && lease != nil && *lease == 0 && o == opReserve {
+				lsh = int(idx)
+			}
+			slots = true
 		}
-		if j > 0 && order[j-1] == idx {
-			continue
-		}
-		order = append(order, 0)
-		copy(order[j+1:], order[j:])
-		order[j] = idx
+		order = insertShard(order, idx)
+	}
+	if lease != nil && *lease != 0 && slots {
+		lsh = int(uint8(*lease))
+		order = insertShard(order, uint8(lsh))
 	}
 	for _, idx := range order {
 		sh := &s.shards[idx]
@@ -228,18 +321,40 @@ func (s *MemoryStore) apply(now int64, cs []memCheck, o op) (int, time.Duration)
 		}
 	}
 	denied, wait := -1, time.Duration(0)
-	switch o {
-	case opRelease:
-		s.release(cs)
-	case opRefund:
+	switch {
+	case o == opRelease:
+		if lease == nil || lsh >= 0 && s.shards[lsh].releaseLease(*lease) {
+			s.release(cs)
+		}
+	case o == opRefund:
 		s.refund(now, cs)
+	case lsh >= 0 && *lease != 0 && s.shards[lsh].holds(*lease):
+		// The same reservation again: carried out the first time.
 	default:
 		denied, wait = s.decide(now, cs)
+		if denied < 0 && lsh >= 0 {
+			s.shards[lsh].reserveLease(uint8(lsh), lease)
+		}
 	}
 	for _, idx := range order {
 		s.shards[idx].mu.Unlock()
 	}
 	return denied, wait
+}
+
+// insertShard inserts idx into the ascending order, unless it is there.
+func insertShard(order []uint8, idx uint8) []uint8 {
+	j := len(order)
+	for j > 0 && order[j-1] > idx {
+		j--
+	}
+	if j > 0 && order[j-1] == idx {
+		return order
+	}
+	order = append(order, 0)
+	copy(order[j+1:], order[j:])
+	order[j] = idx
+	return order
 }
 
 func (s *MemoryStore) release(cs []memCheck) {

@@ -87,7 +87,7 @@ func (l *Limiter) Kept(now time.Time, d Decision) float64 {
 	}
 	var elapsed int64
 	if l.memStore != nil {
-		elapsed = now.UnixNano() - d.at
+		elapsed = l.memStore.nanos(now) - d.at
 	} else {
 		elapsed = clockNano(now) - d.at
 	}
@@ -156,6 +156,6 @@ func (l *Limiter) refundMemory(now time.Time, d *Decision) {
 		c.lim, c.key, c.n, c.tat = &l.mem[i], r.key(lim.Scope), n, d.at
 	}
 	if len(cs) > 0 {
-		l.memStore.apply(now.UnixNano(), cs, opRefund)
+		l.memStore.apply(l.memStore.nanos(now), cs, opRefund, nil)
 	}
 }

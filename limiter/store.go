@@ -53,9 +53,11 @@ type Check struct {
 // A LeaseStore is a [Store] whose in-flight slots are leases named by
 // [Batch].Lease, so that it can free the slot of a reservation whose Apply
 // failed on the caller's side (or whose answer broke the Batch contract)
-// without touching any other: the [Limiter] then sends it an Abandon batch
-// (the Redis store is one). It does the same,
-// in the background, for a release whose Apply failed.
+// without touching any other: the [Limiter] then sends it an Abandon batch.
+// It does the same, in the background, for a release whose Apply failed. A
+// release of a Lease that holds no slot (one released already) frees
+// nothing, so a second [Limiter.Release] of a Decision frees no other
+// call's slot. The Redis store and the [MemoryStore] are LeaseStores.
 type LeaseStore interface {
 	Store
 	// LeasesSlots reports that the store's slots are leases.
@@ -87,7 +89,9 @@ type RefundStore interface {
 // RetryAfter.
 //
 // When Release is true, the store frees the in-flight slots that Lease holds
-// under the (Concurrency) checks and reports nothing. With Abandon too, the
+// under the (Concurrency) checks, if it still holds them, and reports
+// nothing (a store that counts slots rather than leasing them frees one
+// slot per check whichever reservation took it). With Abandon too, the
 // reservation of Lease failed on the caller's side (its Apply returned an
 // error, a timeout say) although it may have been carried out, or may still
 // arrive, or its release failed: the store frees what it took and, if it

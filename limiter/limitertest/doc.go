@@ -5,9 +5,10 @@
 // that distinct keys (empty, long, differing by a separator, case or Unicode
 // form) are distinct buckets, that costs at the edges of float64 neither
 // overflow into a denial nor come free, and that a call at an earlier time
-// than the last gets nothing extra; and, for a store that refunds
-// ([limiter.RefundStore]), that a refund gives back exactly what a decision
-// took, and only that.
+// than the last gets nothing extra; for a store whose slots are leases
+// ([limiter.LeaseStore]), that a second release of a decision frees no
+// other call's slot; and, for a store that refunds ([limiter.RefundStore]),
+// that a refund gives back exactly what a decision took, and only that.
 //
 // The kit passes explicit times to the limiter, so the store under test must
 // decide at the time it is given (a Redis store in its client-time mode, for

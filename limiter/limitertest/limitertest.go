@@ -20,7 +20,8 @@ var t0 = time.Unix(1_700_000_000, 0)
 // one under a fresh key prefix); it is called once per subtest. The refund
 // subtests (named refund_*) run only for a store that is a
 // [limiter.RefundStore] whose Refunds reports true, and are skipped for
-// any other.
+// any other; release_twice_frees_one_slot runs only for a
+// [limiter.LeaseStore] whose LeasesSlots reports true.
 func Run(t *testing.T, newStore func(t *testing.T) limiter.Store) {
 	t.Helper()
 	tests := []struct {
@@ -33,6 +34,7 @@ func Run(t *testing.T, newStore func(t *testing.T) limiter.Store) {
 		{"fractional_spend", testFractionalSpend},
 		{"refill_and_burst_cap", testRefill},
 		{"concurrency_slots_released", testConcurrency},
+		{"release_twice_frees_one_slot", testReleaseTwice},
 		{"scopes_and_tools", testScopesAndTools},
 		{"cost_above_max_never_fits", testNever},
 		{"keys_are_distinct", testKeysDistinct},
