@@ -44,7 +44,9 @@
 // (package confirm); apply rate, spend and in-flight limits (package
 // limiter); answer dry-runs (package dryrun); record a durable write-ahead
 // intent for writes (package audit); run the handler with the caller's
-// [Identity] in its context; validate its output; audit the outcome.
+// [Identity] in its context; validate its output (its size, capped by
+// [Options].MaxOutputBytes at 4 MiB by default, then its structured content
+// against the tool's output schema); audit the outcome.
 //
 // # Chaining
 //
@@ -113,7 +115,17 @@
 // ([mcp.AddTool]), which the go-sdk's wrapper puts in a tool-error result
 // with SetError, and any result carrying an error set that way; arguments
 // the wrapper's own validation refuses are INVALID_ARGUMENTS and an output
-// it refuses is INVALID_RESPONSE. A tool that wants the model to read its
+// it refuses is INVALID_RESPONSE. So are arguments the schema accepts but
+// the wrapper cannot decode into the tool's Go type (1e30, or even
+// 9223372036854775807, which it reads as a float64 first, for an int; a
+// string that is no RFC 3339 time for a time.Time): INVALID_ARGUMENTS, once
+// the guard has found in the arguments the value the decoder's
+// *json.UnmarshalTypeError names and found that it does not fit that type.
+// The handler did not run: such a call, as one the wrapper's validation
+// refuses, is given back what the limits charged it, and its record says
+// so (a write's intent record is followed by that outcome). A decoder
+// error of another kind (a custom UnmarshalJSON's) cannot be told from the
+// handler's and is INTERNAL. A tool that wants the model to read its
 // error message returns a result with IsError and Content instead.
 //
 // # Security

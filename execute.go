@@ -72,7 +72,7 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 				c.session = g.opts.SessionKey(req, c.id)
 			}
 			if err := g.auditIntent(ctx, req, c); err != nil {
-				g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", c.name, "correlation_id", c.corr, "err", err)
+				g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
 				refundAdmissions(ctx, req)
 				if ac := auditCall(ctx, req); ac != nil {
 					ac.detail = "write-ahead intent not recorded"
@@ -108,7 +108,9 @@ var outputValidation = &ValidationOptions{Lenient: true, AllowControlChars: true
 // unchecked.
 //
 // A nil v stands for a tool without an output schema: ValidateOutput then
-// passes every result through, as a Guard does for such a tool.
+// passes every result through. Unlike a Guard's step 11, ValidateOutput
+// does not cap a result's size ([Options].MaxOutputBytes): the cost of
+// checking a large structured content grows with it.
 func ValidateOutput(v *Validator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		if v == nil {
@@ -120,7 +122,7 @@ func ValidateOutput(v *Validator) Middleware {
 				return res, err
 			}
 			e := toolEntry{out: v}
-			if oerr := e.checkOutput(res); oerr != nil {
+			if oerr := e.checkOutput(res, -1); oerr != nil {
 				d := Deny(CodeInvalidResponse, "the tool returned a malformed result")
 				if ac := auditCall(ctx, req); ac != nil {
 					ac.detail = "output: " + oerr.Error()

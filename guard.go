@@ -100,7 +100,8 @@ type Options struct {
 	// Limiter applies rate, spend and in-flight caps. Nil means none. A
 	// call the limiter admitted and that is refused before its handler runs
 	// (a write without a durable intent, a confirmation found used, a
-	// confirmation state that could not be made) is given back its calls
+	// confirmation state that could not be made, arguments the go-sdk's
+	// typed-tool wrapper refused or could not decode) is given back its calls
 	// and cost ([limiter.Limiter.Refund]): a call refused at once consumes
 	// nothing; one refused later keeps the part that may have refilled
 	// meanwhile, which its audit record's cost shows. When the limiter's
@@ -148,6 +149,20 @@ type Options struct {
 	// client but the message does not (hidden and unknown tools still look
 	// alike).
 	NotFoundCode int64
+	// MaxOutputBytes caps the size of a tool's result (a tool error's
+	// too): its structured content, as JSON, and the payloads of its
+	// content blocks together (texts; image and audio data, counted before
+	// base64; an embedded resource's text or blob; a resource link's URI,
+	// name, title and description) may each have at most this many bytes.
+	// The two are capped apart because the go-sdk's typed tools send their
+	// structured content twice, the second time as a text block. A result
+	// over it is refused as INVALID_RESPONSE, like a malformed one (for a
+	// write, which may have been made, not retryable), before its
+	// structured content is checked against the output schema, a cost
+	// that grows with its size; the audit record's detail gives the size.
+	// Its _meta is not counted. 0 means 4 MiB; a negative value means no
+	// cap.
+	MaxOutputBytes int
 	// Validation tunes argument validation. Nil means strict.
 	Validation *ValidationOptions
 	// Timeout is the default per-call deadline. 0 means none.
@@ -166,7 +181,11 @@ type Options struct {
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 	// Logger receives operational messages (panics, audit failures). Nil
-	// means a text logger on stderr; never stdout.
+	// means a text logger on stderr; never stdout. A tool name in them,
+	// which the client may have chosen, is shown as audit records show it:
+	// as it is when [policy.CheckName] accepts it and it has at most 1024
+	// bytes, else quoted and escaped as strconv.QuoteToASCII does and
+	// cut at 128 bytes.
 	Logger *slog.Logger
 }
 
@@ -189,7 +208,8 @@ type Guard struct {
 	// (audit.Keeper), which it then encodes in batches.
 	keeper audit.Keeper
 
-	ids corrid.Source // correlation ids of the pipeline's calls
+	ids    corrid.Source // correlation ids of the pipeline's calls
+	maxOut int           // opts.MaxOutputBytes, its default applied; negative: no cap
 
 	active atomic.Int64 // calls under way (see Wait)
 }
@@ -236,6 +256,12 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	}
 	g.opts.ArgsKey = slices.Clone(g.opts.ArgsKey)
 	g.keeper, _ = g.opts.Audit.(audit.Keeper)
+	switch g.maxOut = g.opts.MaxOutputBytes; {
+	case g.maxOut == 0:
+		g.maxOut = defaultMaxOutput
+	case g.maxOut < 0:
+		g.maxOut = -1
+	}
 	g.now = g.opts.Now
 	if g.now == nil {
 		g.now = time.Now

@@ -31,7 +31,8 @@ import (
 // A *DenialError the handler returns is rendered as a tool error of its own
 // code, a *jsonrpc.Error is passed on as it is, and any other error becomes
 // INTERNAL. The panic value and stack, and the text of such an error, go to
-// log (nil means [slog.Default]), never to the client.
+// log (nil means [slog.Default]), never to the client; the tool's name
+// there is shown as [Options].Logger says.
 func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -40,7 +41,7 @@ func Recover(log *slog.Logger) Middleware {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 			defer func() {
 				if r := recover(); r != nil {
-					log.Error("mcpguard: tool handler panicked", "tool", toolName(req), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+					log.Error("mcpguard: tool handler panicked", "tool", logName(toolName(req)), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 					res, err = denied(ctx, Deny(CodeInternal, "the tool failed unexpectedly")), nil
 				}
 			}()
@@ -54,7 +55,7 @@ func Recover(log *slog.Logger) Middleware {
 				if we := wireError(err); we != nil {
 					return nil, we
 				}
-				log.Error("mcpguard: tool handler failed", "tool", toolName(req), "err", err)
+				log.Error("mcpguard: tool handler failed", "tool", logName(toolName(req)), "err", err)
 				return denied(ctx, Deny(CodeInternal, "the tool failed")), nil
 			case res == nil:
 				return denied(ctx, Deny(CodeInternal, "the tool returned no result")), nil
@@ -245,7 +246,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 				ev := &c.outcome
 				buildEvent(ev, now(), tools[c.name].RecordArgs, req, c, audit.PhaseOutcome)
 				if werr := sink.Write(context.WithoutCancel(ctx), ev); werr != nil {
-					log.Error("mcpguard: audit record not written", "tool", c.name, "correlation_id", c.corr, "err", werr)
+					log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", werr)
 				}
 			}
 			// A panic below is recorded too, then goes on up to the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,13 +31,22 @@ type toolEntry struct {
 	ui []string
 }
 
-func (e *toolEntry) checkOutput(res *mcp.CallToolResult) error {
+// checkOutput checks the structured content of res, a successful result,
+// against e's output schema, after its size: over max bytes (a negative max
+// is no cap) it is refused unread (see [Options].MaxOutputBytes).
+func (e *toolEntry) checkOutput(res *mcp.CallToolResult, max int) error {
 	if res.StructuredContent == nil {
 		return errors.New("no structured content although the tool has an output schema")
+	}
+	if err := structuredSize(res.StructuredContent, max); err != nil {
+		return err
 	}
 	raw, err := json.Marshal(res.StructuredContent)
 	if err != nil {
 		return errors.New("structured content does not marshal")
+	}
+	if max >= 0 && len(raw) > max {
+		return &tooLarge{part: "structured content", n: len(raw), max: max}
 	}
 	if !utf8.Valid(raw) {
 		// Bytes (a json.RawMessage) reach the wire as they are, while the
@@ -49,6 +59,94 @@ func (e *toolEntry) checkOutput(res *mcp.CallToolResult) error {
 		return err
 	}
 	return e.out.ValidateValue(doc)
+}
+
+// defaultMaxOutput is [Options].MaxOutputBytes's 0.
+const defaultMaxOutput = 4 << 20
+
+// A tooLarge refuses a result over [Options].MaxOutputBytes.
+type tooLarge struct {
+	part   string // "structured content" or "content"
+	n, max int
+}
+
+func (e *tooLarge) Error() string {
+	return e.part + " of " + strconv.Itoa(e.n) + " bytes, over the cap of " + strconv.Itoa(e.max) + " (MaxOutputBytes)"
+}
+
+// checkResult checks res, the result of a call of e's tool, as step 11
+// does: its size, against max bytes (a negative max is no cap), then, for
+// a successful result of a tool with an output schema, its structured
+// content against the schema.
+func (e *toolEntry) checkResult(res *mcp.CallToolResult, max int) error {
+	if max >= 0 {
+		if n := contentBytes(res.Content); n > max {
+			return &tooLarge{part: "content", n: n, max: max}
+		}
+	}
+	if e.out != nil && !res.IsError && res.InputRequests == nil {
+		return e.checkOutput(res, max)
+	}
+	if max < 0 || res.StructuredContent == nil {
+		return nil
+	}
+	if err := structuredSize(res.StructuredContent, max); err != nil {
+		return err
+	}
+	if _, ok := res.StructuredContent.(json.RawMessage); ok {
+		return nil
+	}
+	// A value the go-sdk will encode: its encoding is what is sent.
+	if raw, err := json.Marshal(res.StructuredContent); err == nil && len(raw) > max {
+		return &tooLarge{part: "structured content", n: len(raw), max: max}
+	}
+	return nil
+}
+
+// structuredSize refuses structured content v that is encoded JSON (a
+// json.RawMessage) longer than max bytes (a negative max is no cap).
+func structuredSize(v any, max int) error {
+	if raw, ok := v.(json.RawMessage); ok && max >= 0 && len(raw) > max {
+		return &tooLarge{part: "structured content", n: len(raw), max: max}
+	}
+	return nil
+}
+
+// contentBytes returns the bytes of the payloads of content blocks cs, as
+// [Options].MaxOutputBytes counts them. A block of a kind a tool result
+// does not carry (a sampling message's tool use or result) counts as its
+// JSON encoding.
+func contentBytes(cs []mcp.Content) int {
+	n := 0
+	for _, c := range cs {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			if c != nil {
+				n += len(c.Text)
+			}
+		case *mcp.ImageContent:
+			if c != nil {
+				n += len(c.Data)
+			}
+		case *mcp.AudioContent:
+			if c != nil {
+				n += len(c.Data)
+			}
+		case *mcp.EmbeddedResource:
+			if c != nil && c.Resource != nil {
+				n += len(c.Resource.URI) + len(c.Resource.Text) + len(c.Resource.Blob)
+			}
+		case *mcp.ResourceLink:
+			if c != nil {
+				n += len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description)
+			}
+		case nil:
+		default:
+			raw, _ := json.Marshal(c)
+			n += len(raw)
+		}
+	}
+	return n
 }
 
 // compile checks t against the policy and compiles its schemas.
@@ -96,7 +194,7 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 		// DryRunAware with a simulated result, which a client checks
 		// against the output schema like any other result.
 		if r, _ := g.pol.Resolve(t.Name); r.Class == policy.Write {
-			e.simRefused = e.checkOutput(dryrun.Result(t.Name, "Would run "+t.Name)) != nil
+			e.simRefused = e.checkOutput(dryrun.Result(t.Name, "Would run "+t.Name), -1) != nil
 		}
 	}
 	return e, nil
@@ -312,7 +410,7 @@ func (g *Guard) install(tools []*mcp.Tool) {
 		}
 		e, err := g.compile(t)
 		if err != nil {
-			g.log.Error("mcpguard: tool refused: every call will be TOOL_NOT_FOUND", "tool", t.Name, "err", err)
+			g.log.Error("mcpguard: tool refused: every call will be TOOL_NOT_FOUND", "tool", logName(t.Name), "err", err)
 			e = &toolEntry{tool: t, err: err}
 		}
 		e.ui = uiResources(t)

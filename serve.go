@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -112,7 +113,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 1. Recover, and 12. audit on every way out.
 	defer func() {
 		if r := recover(); r != nil {
-			g.log.Error("mcpguard: tool handler panicked", "tool", c.name, "correlation_id", c.corr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			g.log.Error("mcpguard: tool handler panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			c.detail = "panic"
 			d := Deny(CodeInternal, "the tool failed unexpectedly")
 			if c.running { // the handler panicked: it may have written
@@ -252,7 +253,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 10. Execute.
 	if write && !c.dryRun && !g.opts.NoWriteAhead {
 		if aerr := g.auditIntent(ctx, req, c); aerr != nil {
-			g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", c.name, "correlation_id", c.corr, "err", aerr)
+			g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", logName(c.name), "correlation_id", c.corr, "err", aerr)
 			c.detail = "write-ahead intent not recorded"
 			g.refund(ctx, c, ld)
 			return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
@@ -319,16 +320,25 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			}
 			return g.deny(c, &d)
 		}
+		// Arguments the go-sdk's typed-tool wrapper refused before the
+		// handler ran: refused as the guard's own validation refuses them
+		// (not logged: the text quotes the caller's values), charged
+		// nothing.
+		var sc *sdkCheck
+		if errors.As(err, &sc) && sc.code == CodeInvalidArguments && (sc.decode == nil || undecodable(c.raw, sc.decode)) {
+			c.detail = "refused by the go-sdk's typed-tool wrapper: the arguments do not fit the tool's Go types; the handler was not run"
+			if sc.decode == nil {
+				c.detail = "refused by the go-sdk's typed-tool wrapper: its schema validation; the handler was not run"
+			}
+			g.refund(ctx, c, ld)
+			return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
+		}
 		// The error's text may hold argument values or secrets: it goes
 		// to the log, and the audit record gets its kind only.
-		g.log.Warn("mcpguard: tool handler failed", "tool", c.name, "correlation_id", c.corr, "err", err)
+		g.log.Warn("mcpguard: tool handler failed", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
 		c.detail = "handler error"
-		var sc *sdkCheck
-		if errors.As(err, &sc) {
+		if sc != nil && sc.code == CodeInvalidResponse {
 			c.detail = "refused by the go-sdk's typed-tool wrapper"
-			if sc.code == CodeInvalidArguments {
-				return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
-			}
 			return g.deny(c, c.failedWrite(Deny(CodeInvalidResponse, "the tool returned a malformed result")))
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -349,12 +359,14 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		return g.deny(c, d)
 	}
 
-	// 11. Validate output.
-	if e.out != nil && !res.IsError && res.InputRequests == nil {
-		if oerr := e.checkOutput(res); oerr != nil {
-			c.detail = "output: " + oerr.Error()
-			return g.deny(c, c.failedWrite(Deny(CodeInvalidResponse, "the tool returned a malformed result")))
+	// 11. Validate output: its size, then its shape.
+	if oerr := e.checkResult(res, g.maxOut); oerr != nil {
+		c.detail = "output: " + oerr.Error()
+		msg := "the tool returned a malformed result"
+		if _, ok := oerr.(*tooLarge); ok {
+			msg = "the tool's result is larger than the server allows"
 		}
+		return g.deny(c, c.failedWrite(Deny(CodeInvalidResponse, msg)))
 	}
 	if res.IsError {
 		c.detail = "tool reported an error"
@@ -383,10 +395,15 @@ func notRun(c Code) bool {
 // hold internals or argument values, does not reach the caller. The
 // wrapper's own checks keep their meaning: arguments its schema validation
 // refuses are INVALID_ARGUMENTS, an output its validation refuses is
-// INVALID_RESPONSE (go-sdk v1.8.0 tells them apart only by the message). A
-// *DenialError comes back as itself, so that a typed tool's refusal is
-// answered like a raw one's. A tool that wants the model to read its error
-// returns a result with IsError and Content, without SetError.
+// INVALID_RESPONSE (go-sdk v1.8.0 tells them apart only by the message).
+// Arguments it cannot decode into the tool's Go type come back as the
+// decoder's own *json.UnmarshalTypeError, set as it is, exactly as a
+// handler's error would be: such an error is marked as a possible decode
+// failure, which the caller confirms against the call's arguments
+// ([undecodable]) before it calls it one. A *DenialError comes back as
+// itself, so that a typed tool's refusal is answered like a raw one's. A
+// tool that wants the model to read its error returns a result with
+// IsError and Content, without SetError.
 func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "validating tool output") {
@@ -404,17 +421,69 @@ func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, erro
 	if strings.HasPrefix(herr.Error(), `validating "arguments"`) {
 		return nil, &sdkCheck{code: CodeInvalidArguments, err: herr}
 	}
+	// The wrapper's decoder (segmentio/encoding/json) reports no offset;
+	// encoding/json always does.
+	if ute, ok := herr.(*json.UnmarshalTypeError); ok && ute.Offset == 0 && ute.Type != nil {
+		return nil, &sdkCheck{code: CodeInvalidArguments, decode: ute, err: herr}
+	}
 	return nil, herr
 }
 
-// sdkCheck is a refusal of the go-sdk's typed-tool wrapper.
+// sdkCheck is a refusal of the go-sdk's typed-tool wrapper. With decode
+// set, it may be the handler's own error instead: see [undecodable].
 type sdkCheck struct {
-	code Code
-	err  error
+	code   Code
+	decode *json.UnmarshalTypeError
+	err    error
 }
 
 func (e *sdkCheck) Error() string { return e.err.Error() }
 func (e *sdkCheck) Unwrap() error { return e.err }
+
+// undecodable reports whether e, an error as the go-sdk's typed-tool
+// wrapper reports arguments it cannot decode into the tool's Go type, is
+// about the arguments raw: whether at e's field (a path of keys and array
+// indices joined by dots) they hold a value that e's type cannot hold. It
+// reads raw as the wrapper hands it to its decoder, every number read as a
+// float64 and written again (so 9223372036854775807 is 2^63, too big for
+// an int), and decodes the value into a new e.Type with encoding/json. A
+// handler's own error of that type (a downstream's answer it could not
+// decode) is about other data, and is not one unless that data's field
+// holds what the call's arguments hold there, which does not fit.
+func undecodable(raw json.RawMessage, e *json.UnmarshalTypeError) bool {
+	var doc any
+	if json.Unmarshal(orEmpty(raw), &doc) != nil {
+		return false
+	}
+	var path []string
+	if e.Field != "" {
+		path = strings.Split(e.Field, ".")
+	}
+	return unfit(doc, path, e.Type)
+}
+
+// unfit reports whether the value at path in v cannot be decoded into a
+// value of type t. An object's key may hold dots: each way of reading the
+// path is tried.
+func unfit(v any, path []string, t reflect.Type) bool {
+	if len(path) == 0 {
+		b, err := json.Marshal(v)
+		return err == nil && json.Unmarshal(b, reflect.New(t).Interface()) != nil
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for n := 1; n <= len(path); n++ {
+			if e, ok := x[strings.Join(path[:n], ".")]; ok && unfit(e, path[n:], t) {
+				return true
+			}
+		}
+	case []any:
+		if i, err := strconv.Atoi(path[0]); err == nil && i >= 0 && i < len(x) {
+			return unfit(x[i], path[1:], t)
+		}
+	}
+	return false
+}
 
 // notFoundWire is exactly what the go-sdk says about a tool it does not
 // have, so that a hidden tool cannot be told from a missing one.
@@ -464,9 +533,9 @@ func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, c
 		// context ended before it decided (the client went away, or
 		// the call's deadline passed), whatever its fail-open options.
 		c.detail = "the client went away (the call's context ended) before the limiter decided"
-		g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", c.name, "correlation_id", c.corr, "err", ctx.Err())
+		g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", logName(c.name), "correlation_id", c.corr, "err", ctx.Err())
 	case ld.Err != nil:
-		g.log.Error("mcpguard: limiter failed", "tool", c.name, "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
+		g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
 	}
 	if !ld.Allowed {
 		return ld, limitDenial(ld)
@@ -485,7 +554,7 @@ func (g *Guard) refund(ctx context.Context, c *call, ld limiter.Decision) {
 	if l := g.opts.Limiter; l != nil {
 		now := g.now()
 		if err := l.Refund(context.WithoutCancel(ctx), now, ld); err != nil {
-			g.log.Error("mcpguard: the charge of a refused call was not given back", "tool", c.name, "correlation_id", c.corr, "err", err)
+			g.log.Error("mcpguard: the charge of a refused call was not given back", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
 			return
 		}
 		c.charged *= l.Kept(now, ld)
@@ -900,7 +969,7 @@ const maxShownName = 128
 // a tool it runs name it; the stand-alone [Audit] does not know the
 // server's tools and records a call of one so named in the same way.
 func recordedTool(name, detail string) (string, string) {
-	if len(name) <= maxRecordedName && policy.CheckName(name) == nil {
+	if toolLike(name) {
 		return name, detail
 	}
 	note := "tool name " + textsafe.Quoted(name, maxShownName)
@@ -908,6 +977,22 @@ func recordedTool(name, detail string) (string, string) {
 		return "", note
 	}
 	return "", note + "; " + detail
+}
+
+// toolLike reports whether name is one a record carries as its tool (see
+// recordedTool).
+func toolLike(name string) bool {
+	return len(name) <= maxRecordedName && policy.CheckName(name) == nil
+}
+
+// logName returns name, a tool name a client may have chosen, as a log line
+// shows it: as it is when a record could carry it as its tool, else quoted
+// and cut as a record's detail shows it (see recordedTool).
+func logName(name string) string {
+	if toolLike(name) {
+		return name
+	}
+	return textsafe.Quoted(name, maxShownName)
 }
 
 // buildEvent makes ev the audit record of c at time now; record names the
@@ -1001,7 +1086,7 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 		}
 		buildEvent(ev, g.now(), c.record, req, c, audit.PhaseOutcome)
 		if err := g.keeper.Keep(context.Background(), ev, args); err != nil {
-			g.log.Error("mcpguard: audit record not written", "tool", c.name, "correlation_id", c.corr, "err", err)
+			g.log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
 			return false
 		}
 		return true
@@ -1009,7 +1094,7 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 	buildEvent(ev, g.now(), c.record, req, c, audit.PhaseOutcome)
 	// The outcome is recorded even when the client has gone away.
 	if err := g.opts.Audit.Write(context.Background(), ev); err != nil {
-		g.log.Error("mcpguard: audit record not written", "tool", c.name, "correlation_id", c.corr, "err", err)
+		g.log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
 		return false
 	}
 	return true
