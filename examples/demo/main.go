@@ -12,7 +12,9 @@
 // the other example binaries. Ctrl-C (SIGINT) or SIGTERM stops the
 // walkthrough, removes the temporary database, and exits with status 128
 // plus the signal's number (130, 143); a second one ends the demo at
-// once.
+// once. An output closed early (go run ./examples/demo | head) stops it
+// the same way, silently, with status 141 (128 plus SIGPIPE's number);
+// another failure to write the output, with status 1.
 package main
 
 import (
@@ -85,9 +87,24 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	// temporary database stayed behind).
 	ctx, stop := interruptible(stderr)
 	defer stop()
-	err := walk(ctx, *auditPath, stdout)
-	if sig, ok := context.Cause(ctx).(interrupted); ok {
-		return 128 + int(sig.Signal)
+	// So does an output that can no longer be written, as `| head -1`
+	// leaves it: with SIGPIPE notified, such a write fails (EPIPE) instead
+	// of ending the process with the signal.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	err := walk(ctx, *auditPath, &output{w: stdout, stop: cancel})
+	switch cause := context.Cause(ctx).(type) {
+	case interrupted:
+		return 128 + int(cause.Signal)
+	case outputError:
+		if errors.Is(cause.err, syscall.EPIPE) {
+			return 128 + int(syscall.SIGPIPE) // silently, as the signal would have
+		}
+		fmt.Fprintln(stderr, "demo: writing the output:", cause.err)
+		return 1
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
@@ -95,6 +112,27 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// output is the walkthrough's output: its first failed write stops the
+// walkthrough, through stop, with an [outputError] cause.
+type output struct {
+	w    io.Writer
+	stop context.CancelCauseFunc
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.stop(outputError{err})
+	}
+	return n, err
+}
+
+// outputError is the cause of the walkthrough's context once its output
+// has failed.
+type outputError struct{ err error }
+
+func (o outputError) Error() string { return "output: " + o.err.Error() }
 
 // interrupted is the cause of the walkthrough's context once a signal
 // has stopped it.

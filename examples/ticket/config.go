@@ -110,7 +110,45 @@ func parseConfig(name string, data []byte) (*config, error) {
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := checkStated(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	return &c, nil
+}
+
+// stated is what server.yaml must write out, never left to the decoder's
+// zero value: whether writes are simulated (false would make allowlisting
+// a write enough to run it for real) and what each tool costs (0 would
+// take it off the spend cap). A key that is missing or null (~, null, no
+// value) decodes to nil here.
+type stated struct {
+	DryRun *bool `yaml:"dry_run"`
+	Tools  map[string]struct {
+		CostUnits *float64 `yaml:"cost_units"`
+	} `yaml:"tools"`
+}
+
+// checkStated refuses a configuration, already decoded strictly, that
+// leaves dry_run or a tool's cost_units out or null.
+func checkStated(data []byte) error {
+	var s stated
+	if err := yaml.Unmarshal(data, &s); err != nil { // decoded above: cannot fail
+		return err
+	}
+	if s.DryRun == nil {
+		return errors.New("dry_run is required (true: write tools simulate; false: allowlisted writes run for real)")
+	}
+	names := make([]string, 0, len(s.Tools))
+	for n := range s.Tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if s.Tools[n].CostUnits == nil {
+			return fmt.Errorf("tools.%s.cost_units is required (0 for a tool that costs nothing)", n)
+		}
+	}
+	return nil
 }
 
 // checkNodes refuses what the YAML decoder takes silently for something

@@ -36,6 +36,27 @@ func printRegistry(w io.Writer, c *config) {
 	}
 }
 
+// demoOutput is the demo's output: its first failed write stops the demo,
+// through stop, with a [demoOutputError] cause.
+type demoOutput struct {
+	w    io.Writer
+	stop context.CancelCauseFunc
+}
+
+func (o *demoOutput) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.stop(demoOutputError{err})
+	}
+	return n, err
+}
+
+// demoOutputError is the cause of the demo's context once its output has
+// failed.
+type demoOutputError struct{ err error }
+
+func (e demoOutputError) Error() string { return "writing the output: " + e.err.Error() }
+
 // demoCaller calls the app's tools over REST sessions, as the HTTP
 // transport does: same server, same guard.
 type demoCaller struct {
@@ -46,6 +67,9 @@ type demoCaller struct {
 // in session sid and returns the structured result and whether it is an
 // error result.
 func (d *demoCaller) call(ctx context.Context, tok, sid, tool string, args any) (map[string]any, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err // interrupted: no further call
+	}
 	h := http.Header{}
 	if tok != "" {
 		h.Set("Authorization", "Bearer "+tok)
@@ -84,8 +108,10 @@ func brief(e map[string]any) string {
 // runDemo runs the seed's four scenes in-process against the real guard,
 // with cfg (writes allowlisted too when allowWrites) and an audit trail in
 // auditDir (a temporary directory when empty), its audit_log table in the
-// PostgreSQL database of the URL pgURL unless it is empty.
-func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir, pgURL string) error {
+// PostgreSQL database of the URL pgURL unless it is empty. When ctx ends
+// (SIGINT, SIGTERM) it makes no further call, cleans up and returns ctx's
+// error.
+func runDemo(ctx context.Context, w io.Writer, name string, cfg *config, allowWrites bool, auditDir, pgURL string) error {
 	if allowWrites && !cfg.writeEnabled("create_ticket") {
 		c := *cfg
 		c.AllowedWriteTools = append(append([]string(nil), cfg.AllowedWriteTools...), "create_ticket")
@@ -120,7 +146,6 @@ func runDemo(w io.Writer, name string, cfg *config, allowWrites bool, auditDir, 
 	rest := newRESTSessions(a.server, a.authn)
 	defer rest.Close()
 	d := &demoCaller{rest: rest}
-	ctx := context.Background()
 
 	fmt.Fprintln(w, "=== 1. Per-user auth passthrough: same tool, same query, different results ===")
 	for _, u := range []struct{ tok, who string }{{"token-alice", "alice (engineering)"}, {"token-bob", "bob (sales)"}} {

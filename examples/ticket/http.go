@@ -53,7 +53,8 @@ func (c *config) registry() []registryEntry {
 
 // httpHandler serves the app over HTTP: MCP Streamable HTTP at /mcp
 // (Authorization: Bearer per request; the MCP session is the limiter's
-// session, bound to the user who opened it) and the REST endpoints GET
+// session, bound to the user who opened it, who holds at most
+// maxMCPSessionsPerSubject of them) and the REST endpoints GET
 // /tools and POST /tools/{name}/call (Authorization: Bearer and
 // X-Session-Id). Both reach the same server and so the same guard. A
 // request for no route is a REST refusal (restNotFound); one for a route
@@ -65,9 +66,10 @@ func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
 	// another user's requests on it (calls, streams, DELETE) get 403
 	// "session user mismatch"; one without passes on to the guard, which
 	// refuses and audits its calls.
-	mux.Handle("/mcp", a.tokens.BindSessions(mcp.NewStreamableHTTPHandler(
+	// newMCPSessions: each caller holds a bounded number of sessions.
+	mux.Handle("/mcp", newMCPSessions(a.server, a.tokens).handler(a.tokens.BindSessions(mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return a.server },
-		&mcp.StreamableHTTPOptions{Logger: log})))
+		&mcp.StreamableHTTPOptions{Logger: log}))))
 	mux.HandleFunc("GET /tools", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"tools": a.cfg.registry()})
 	})

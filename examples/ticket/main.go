@@ -41,7 +41,11 @@
 // servers take no new request and give those under way 5 s to be answered
 // (serve-stdio answers one read after the signal with -32004, server is
 // closing), then wait up to 15 s for the calls still running, so that
-// their outcome records reach the audit trail before it closes.
+// their outcome records reach the audit trail before it closes. demo stops
+// at SIGINT or SIGTERM: it makes no further call, removes its temporary
+// audit directory and exits 1; and likewise, silently with status 141
+// (128 plus SIGPIPE's number), when its output is closed early (ticket
+// demo | head).
 //
 // See README.md.
 package main
@@ -233,7 +237,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printRegistry(stdout, cfg)
 		return 0
 	case "demo":
-		if err := runDemo(stdout, name, cfg, allowWrites, auditDir, pgURL); err != nil {
+		// An output closed early (`ticket demo | head -1`) stops the demo
+		// as a signal does, so that it removes its temporary directory:
+		// with SIGPIPE notified, such a write fails (EPIPE) instead of
+		// ending the process with the signal.
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		defer signal.Stop(pipe)
+		dctx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		err := runDemo(dctx, &demoOutput{w: stdout, stop: stop}, name, cfg, allowWrites, auditDir, pgURL)
+		if oe, ok := context.Cause(dctx).(demoOutputError); ok {
+			if errors.Is(oe.err, syscall.EPIPE) {
+				return 128 + int(syscall.SIGPIPE) // silently, as the signal would have
+			}
+			err = oe
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				err = errors.New("interrupted; stopped")
+			}
 			fmt.Fprintln(stderr, "ticket demo:", err)
 			return 1
 		}

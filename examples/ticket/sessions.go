@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -244,5 +246,88 @@ func (r *restSessions) Close() {
 	r.mu.Unlock()
 	for _, s := range open {
 		s.close()
+	}
+}
+
+// maxMCPSessionsPerSubject bounds the Streamable HTTP sessions at /mcp
+// that one caller holds open (mcpSessions).
+const maxMCPSessionsPerSubject = 128
+
+// mcpSessions bounds the Streamable HTTP sessions at /mcp. The go-sdk
+// keeps a session until its DELETE (no SessionTimeout is set, so that an
+// idle client keeps its session), and anyone may open
+// one, without a token too (the guard then refuses its calls), so without
+// a bound a loop of initialize requests grows the server without end.
+// Each caller, by the subject of its bearer token, holds at most
+// maxMCPSessionsPerSubject sessions, the sessions opened without a valid
+// token counting as one caller's (""): opening one more closes the
+// caller's oldest. A caller never closes another's, and the total is
+// bounded by the static token table. Safe for concurrent use.
+type mcpSessions struct {
+	server *mcp.Server
+	tokens *token.Table
+
+	mu   sync.Mutex
+	held map[string][]string // subject -> ids of the sessions it opened, oldest first
+}
+
+func newMCPSessions(s *mcp.Server, t *token.Table) *mcpSessions {
+	return &mcpSessions{server: s, tokens: t, held: map[string][]string{}}
+}
+
+// handler wraps h, the /mcp handler: a POST without Mcp-Session-Id that
+// h answers with one has opened a session, counted for its caller.
+func (m *mcpSessions) handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+		h.ServeHTTP(w, r)
+		if !opening {
+			return
+		}
+		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+			subject := ""
+			if tok, ok := token.Bearer(r.Header); ok {
+				if pr := m.tokens.Lookup(tok); pr != nil {
+					subject = pr.Subject
+				}
+			}
+			m.opened(subject, id)
+		}
+	})
+}
+
+// opened counts session id for subject, forgets the sessions that have
+// ended (DELETE, a failed initialize), and closes subject's oldest beyond
+// maxMCPSessionsPerSubject.
+func (m *mcpSessions) opened(subject, id string) {
+	var closing []*mcp.ServerSession
+	m.mu.Lock()
+	// Listed under the lock: a list taken before another opener's
+	// session was counted would forget it.
+	live := map[string]*mcp.ServerSession{}
+	for ss := range m.server.Sessions() {
+		live[ss.ID()] = ss
+	}
+	m.held[subject] = append(m.held[subject], id)
+	for sub, ids := range m.held {
+		kept := ids[:0]
+		for _, i := range ids {
+			if live[i] != nil {
+				kept = append(kept, i)
+			}
+		}
+		for sub == subject && len(kept) > maxMCPSessionsPerSubject {
+			closing = append(closing, live[kept[0]])
+			kept = kept[1:]
+		}
+		if len(kept) == 0 {
+			delete(m.held, sub)
+		} else {
+			m.held[sub] = slices.Clip(kept)
+		}
+	}
+	m.mu.Unlock()
+	for _, ss := range closing {
+		ss.Close()
 	}
 }
