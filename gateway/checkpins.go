@@ -155,6 +155,12 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 			// RoundTripper must: before the answer ends.
 			r.Body.Close()
 			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					// The gateway's way to cut an answer short
+					// (abortCut): a read error, as a client's.
+					w.fail(errAnswerCut)
+					return
+				}
 				w.fail(fmt.Errorf("gateway: panic serving in process: %v", v))
 				return
 			}
@@ -185,6 +191,10 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 		Request:       r,
 	}, nil
 }
+
+// errAnswerCut ends the body of an answer served in process that the
+// gateway cut short ([abortCut]).
+var errAnswerCut = errors.New("gateway: the downstream's answer was cut short")
 
 // pipeWriter is the http.ResponseWriter of a request served in process:
 // the header is handed over (ready closed) at the first WriteHeader or

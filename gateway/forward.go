@@ -501,6 +501,27 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 			slog.Int64("bytes", n), slog.Bool("sse", sse), slog.Bool("client_gone", gone),
 			slog.Float64("ms", float64(g.now().Sub(start).Microseconds())/1000), slog.String("err", errString(err)))
 	}
+	if err != nil && !gone {
+		abortCut(w, r)
+	}
+}
+
+// abortCut ends w, the response to r whose header is written, as cut
+// short when the downstream's answer failed before its end (its
+// connection broke, a bad chunk, a silence past the timeout, an event the
+// gateway refuses) and r's client is still there: what was written is
+// flushed (the client gets the status and the bytes relayed), then the
+// handler panics with http.ErrAbortHandler, as httputil.ReverseProxy
+// does, and the server breaks the connection (resets the stream) instead
+// of ending the answer cleanly. A client then reads an error, not a
+// complete answer; a go-sdk client that read a clean end after a cut line
+// would dispatch the cut event, fail to decode it and fail its whole
+// session.
+func abortCut(w http.ResponseWriter, r *http.Request) {
+	if r.Context().Err() == nil {
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler)
+	}
 }
 
 func errString(err error) string {

@@ -58,6 +58,8 @@ type Options struct {
 	// POST's client has gone, it bounds the rest of the answer too, from
 	// when the client was last seen. Zero means 30 seconds. A GET stream
 	// (server-to-client events) is bounded only until its headers arrive.
+	// An answer cut by the timeout after its relaying began reaches the
+	// client cut short, as a broken connection (see the package doc).
 	Timeout time.Duration
 	// MaxBodyBytes caps a request body. Zero means 4 MiB.
 	MaxBodyBytes int64

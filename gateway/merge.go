@@ -51,6 +51,9 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		err := readEvents(c, func(ev *event) { ew.write(ev, tf, true) })
 		g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "sse", true, "filtered", true,
 			"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
+		if err != nil {
+			abortCut(w, r)
+		}
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))

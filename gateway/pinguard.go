@@ -124,6 +124,9 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 		call.finish(code)
 		g.log.Info("upstream", "cid", cid, "status", status, "sse", true, "checked", true,
 			"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
+		if err != nil {
+			abortCut(w, r)
+		}
 		return
 	}
 	data, err := io.ReadAll(io.LimitReader(rd, maxUpstreamBody))

@@ -86,15 +86,21 @@ func (l *limitedConn) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// trackingWriter records whether anything was written to a connection.
+// trackingWriter records whether anything was written to a connection,
+// and the error a write to it failed with.
 type trackingWriter struct {
 	w     io.Writer
 	wrote bool
+	err   error
 }
 
 func (t *trackingWriter) Write(p []byte) (int, error) {
 	t.wrote = true
-	return t.w.Write(p)
+	n, err := t.w.Write(p)
+	if err != nil {
+		t.err = err
+	}
+	return n, err
 }
 
 var (
@@ -279,10 +285,12 @@ func closeReader(rc io.ReadCloser) {
 	}
 }
 
-// exchange writes req on pc and reads its response header. On error pc is
-// closed; retry reports that the request may be sent again on a new
-// connection (pc was reused, and either nothing was written or the request
-// is replayable and the peer closed before answering).
+// exchange writes req on pc and reads its response header. When the write
+// fails after the downstream answered (it stopped reading the body), that
+// answer is returned, and pc is not kept. On error pc is closed; retry
+// reports that the request may be sent again on a new connection (pc was
+// reused, and either nothing was written or the request is replayable and
+// the peer closed before answering).
 func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Request, body io.ReadCloser) (*http.Response, bool, error) {
 	var interrupted atomic.Bool
 	stop := context.AfterFunc(ctx, func() {
@@ -297,10 +305,42 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 		}
 		return nil, retry && pc.used, err
 	}
-	pc.wc.wrote = false
+	pc.wc.wrote, pc.wc.err = false, nil
 	if err := writeRequest(pc.bw, req, body); err != nil {
+		if pc.wc.err != nil && !interrupted.Load() {
+			// The downstream may have answered before it read the whole
+			// body and stopped reading it (a body over its limit: 413,
+			// then close), which failed the write. Its answer, already
+			// received, is the request's, as net/http's Transport reads
+			// it; the connection is not kept.
+			if resp := c.earlyAnswer(pc, req, &interrupted); resp != nil {
+				resp.Body = &upBody{c: c, pc: pc, body: resp.Body, stop: stop, noBody: resp.Body == http.NoBody}
+				if resp.Body.(*upBody).noBody {
+					resp.Body.(*upBody).finish(true)
+				}
+				return resp, false, nil
+			}
+		}
 		return fail(err, !pc.wc.wrote && (body == nil || body == http.NoBody || req.GetBody != nil))
 	}
+	resp, err := c.readFinal(pc, req)
+	if err != nil {
+		// The peer closed a reused connection without a byte of answer:
+		// it was going away, and a replayable request may be sent again.
+		noAnswer := (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) && pc.br.Buffered() == 0
+		return fail(err, noAnswer && replayable(req))
+	}
+	keep := !resp.Close && !req.Close
+	resp.Body = &upBody{c: c, pc: pc, body: resp.Body, stop: stop, keep: keep, noBody: resp.Body == http.NoBody}
+	if resp.Body.(*upBody).noBody {
+		resp.Body.(*upBody).finish(true)
+	}
+	return resp, false, nil
+}
+
+// readFinal reads the header of the final response to req on pc, reading
+// at most maxHeader bytes for it and skipping informational (1xx) ones.
+func (c *upstreamClient) readFinal(pc *upConn, req *http.Request) (*http.Response, error) {
 	pc.lr.n = c.maxHeader
 	var resp *http.Response
 	var err error
@@ -319,18 +359,36 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 		err = errors.New("gateway: too many informational responses")
 	}
 	if err != nil {
-		// The peer closed a reused connection without a byte of answer:
-		// it was going away, and a replayable request may be sent again.
-		noAnswer := (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) && pc.br.Buffered() == 0
-		return fail(err, noAnswer && replayable(req))
+		return nil, err
 	}
 	pc.lr.n = -1
-	keep := !resp.Close && !req.Close
-	resp.Body = &upBody{c: c, pc: pc, body: resp.Body, stop: stop, keep: keep, noBody: resp.Body == http.NoBody}
-	if resp.Body.(*upBody).noBody {
-		resp.Body.(*upBody).finish(true)
+	return resp, nil
+}
+
+// earlyAnswerWait bounds the wait for an answer on a connection whose
+// write failed: one sent before the downstream stopped reading has
+// arrived by then, and a connection that broke otherwise fails its read at
+// once.
+const earlyAnswerWait = time.Second
+
+// earlyAnswer reads the answer to req that the downstream sent on pc
+// before a write of req failed, or returns nil when there is none. The
+// wait for its header is bounded by earlyAnswerWait; its body is read as
+// any answer's, until the context interrupts it (interrupted).
+func (c *upstreamClient) earlyAnswer(pc *upConn, req *http.Request, interrupted *atomic.Bool) *http.Response {
+	pc.nc.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+	resp, err := c.readFinal(pc, req)
+	pc.nc.SetReadDeadline(time.Time{})
+	if interrupted.Load() {
+		// The context's deadline in the past, which the line above may
+		// have replaced, is set again.
+		pc.nc.SetDeadline(aLongTimeAgo)
+		err = errors.New("interrupted")
 	}
-	return resp, false, nil
+	if err != nil {
+		return nil
+	}
+	return resp
 }
 
 // replayable reports whether r may be sent again on a fresh connection
