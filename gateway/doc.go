@@ -15,11 +15,14 @@
 //     JSON or an event stream, relayed as it arrives (an event stream is
 //     flushed event by event). An answer the downstream cuts short once
 //     the gateway began relaying it (its connection broken, a bad chunk,
-//     a silence past Timeout) is cut short for the client too: the
-//     gateway breaks the client's connection (http.ErrAbortHandler)
-//     rather than end the answer cleanly, so that the client reads an
-//     error, not a complete answer (a go-sdk client that reads a clean
-//     end after a cut line fails its whole session). An answer the
+//     a silence past Timeout, an event stream ended inside a line, which
+//     a body delimited by the connection's close shows no other way) is
+//     cut short for the client too: the gateway breaks the client's
+//     connection (http.ErrAbortHandler) rather than end the answer
+//     cleanly, so that the client reads an error, not a complete answer
+//     (a go-sdk client that reads a clean end after a cut line fails its
+//     whole session); a batch member whose response was not read is
+//     answered with an error, as on its other failures. An answer the
 //     downstream sent before it read the whole request body (a 413 for a
 //     body over its own limit) is relayed, also when it then stopped
 //     reading and the rest of the body could not be written.

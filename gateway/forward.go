@@ -484,7 +484,13 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	if r.Method != http.MethodGet {
 		rd = c
 	}
-	n, gone, err := g.copyBody(r.Context(), w, rd, sse, r.Method == http.MethodPost)
+	n, last, gone, err := g.copyBody(r.Context(), w, rd, sse, r.Method == http.MethodPost)
+	if err == nil && sse && n > 0 && last != '\n' && last != '\r' {
+		// A body delimited by the connection's close has no framing to
+		// tell that it was cut, but an event stream does not end inside
+		// a line.
+		err = errEndedInLine
+	}
 	code := ""
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
@@ -506,17 +512,23 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	}
 }
 
+// errEndedInLine is the error of an event stream that ended inside a
+// line: the downstream's connection closed in the middle of an event
+// (the SSE specification discards such an event; a go-sdk client
+// dispatches the cut line, fails to decode it and fails its session).
+var errEndedInLine = errors.New("gateway: downstream event stream ended inside a line")
+
 // abortCut ends w, the response to r whose header is written, as cut
 // short when the downstream's answer failed before its end (its
 // connection broke, a bad chunk, a silence past the timeout, an event the
-// gateway refuses) and r's client is still there: what was written is
-// flushed (the client gets the status and the bytes relayed), then the
-// handler panics with http.ErrAbortHandler, as httputil.ReverseProxy
-// does, and the server breaks the connection (resets the stream) instead
-// of ending the answer cleanly. A client then reads an error, not a
-// complete answer; a go-sdk client that read a clean end after a cut line
-// would dispatch the cut event, fail to decode it and fail its whole
-// session.
+// gateway refuses, an event stream ended inside a line) and r's client is
+// still there: what was written is flushed (the client gets the status
+// and the bytes relayed), then the handler panics with
+// http.ErrAbortHandler, as httputil.ReverseProxy does, and the server
+// breaks the connection (resets the stream) instead of ending the answer
+// cleanly. A client then reads an error, not a complete answer; a go-sdk
+// client that read a clean end after a cut line would dispatch the cut
+// event, fail to decode it and fail its whole session.
 func abortCut(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() == nil {
 		http.NewResponseController(w).Flush()
@@ -532,13 +544,14 @@ func errString(err error) string {
 }
 
 // copyBody copies src to w; for an event stream every piece read is flushed
-// at once. n counts the bytes written to w. Without drain, a failed write
-// to w (the client went away) ends the copy with its error and gone set.
+// at once. n counts the bytes written to w, and last is the last byte read
+// from src. Without drain, a failed write to w (the client went away) ends
+// the copy with its error and gone set.
 // With drain, a client that went away (ctx, the client's request context,
 // ended before a write, or a write failed) sets gone, and the rest of src
 // is read and discarded, so that the caller learns how the downstream's
 // answer ended. err is src's error otherwise.
-func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Reader, flush, drain bool) (n int64, gone bool, err error) {
+func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Reader, flush, drain bool) (n int64, last byte, gone bool, err error) {
 	bp := g.bufs.Get().(*bytes.Buffer)
 	defer g.bufs.Put(bp)
 	bp.Reset()
@@ -547,13 +560,16 @@ func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Re
 	rc := http.NewResponseController(w)
 	for {
 		k, rerr := src.Read(buf)
+		if k > 0 {
+			last = buf[k-1]
+		}
 		if k > 0 && drain && !gone && ctx.Err() != nil {
 			gone = true
 		}
 		if k > 0 && !gone {
 			if _, werr := w.Write(buf[:k]); werr != nil {
 				if !drain {
-					return n, true, werr
+					return n, last, true, werr
 				}
 				gone = true
 			} else {
@@ -564,10 +580,10 @@ func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Re
 			}
 		}
 		if rerr == io.EOF {
-			return n, gone, nil
+			return n, last, gone, nil
 		}
 		if rerr != nil {
-			return n, gone, rerr
+			return n, last, gone, rerr
 		}
 	}
 }

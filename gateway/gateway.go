@@ -66,8 +66,11 @@ type Options struct {
 	// Transport sends requests downstream. Nil means the gateway's own
 	// HTTP/1.1 client, which writes each request and reads its answer on
 	// the handler's goroutine over a keep-alive pool (256 idle connections
-	// per host, no compression): net/http's Transport hands each request
-	// and answer between goroutines, which costs more latency than the
+	// per host, no compression). A connection idle for 90 s, or for the
+	// downstream's Keep-Alive timeout less a second, is not used again: a
+	// request must not meet the downstream's closing of it (a tools/call
+	// is never sent twice). net/http's Transport hands each request and
+	// answer between goroutines, which costs more latency than the
 	// proxying in a gateway process. [NewTransport] returns a net/http
 	// Transport tuned alike, for callers that want that one.
 	Transport http.RoundTripper
@@ -229,7 +232,10 @@ func DefaultPolicyConfig() policy.Config {
 // NewTransport returns a net/http Transport tuned for one busy downstream
 // (keep-alive, 256 idle connections per host, no compression, no proxy,
 // HTTP/1.1), to set as Options.Transport in place of the gateway's own
-// client.
+// client. Unlike that client, it does not read a downstream's Keep-Alive
+// timeout: a downstream that closes idle connections sooner than 90 s
+// (Node, under the TypeScript SDK, after 5 s) can close one as a request
+// is sent on it.
 func NewTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 1024

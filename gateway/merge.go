@@ -355,8 +355,8 @@ var errBareCR = errors.New("gateway: event stream with a bare CR line ending")
 // readEvents parses an event stream, calling fn for every complete event.
 // As the SSE specification asks, a leading byte order mark is dropped. At
 // the end of the stream, an event without its blank line is dispatched if
-// its lines are whole (as the go-sdk client does) and dropped if its last
-// line was cut off.
+// its lines are whole (as the go-sdk client does); if its last line was
+// cut off, it is dropped and readEvents returns errEndedInLine.
 func readEvents(r io.Reader, fn func(*event)) error {
 	br := bufio.NewReaderSize(r, 16<<10)
 	ev := &event{}
@@ -399,10 +399,15 @@ func readEvents(r io.Reader, fn func(*event)) error {
 		if err == io.EOF {
 			// The stream ended without the event's blank line. As the
 			// go-sdk client does, an event whose lines are whole is
-			// dispatched; one whose last line was cut off is not.
-			if len(ev.lines) > 0 && bytes.HasSuffix(ev.lines[len(ev.lines)-1], []byte("\n")) {
-				fn(ev)
+			// dispatched; one whose last line was cut off is not, and
+			// the stream was cut (errEndedInLine).
+			if len(ev.lines) == 0 {
+				return nil
 			}
+			if !bytes.HasSuffix(ev.lines[len(ev.lines)-1], []byte("\n")) {
+				return errEndedInLine
+			}
+			fn(ev)
 			return nil
 		}
 		if err != nil {

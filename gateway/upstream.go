@@ -30,7 +30,9 @@ import (
 // A connection is reused only when its response was read to the end with
 // nothing left over, neither side asked to close, and the request's context
 // did not interrupt it; an idle connection that the peer closed or wrote to
-// is discarded when it is taken from the pool.
+// is discarded when it is taken from the pool, and so is one idle for
+// longer than idleTimeout or than the downstream's Keep-Alive timeout less
+// keepAliveMargin.
 type upstreamClient struct {
 	dialer      net.Dialer
 	tlsConfig   *tls.Config // nil: the zero configuration
@@ -62,6 +64,9 @@ type upConn struct {
 	bw     *bufio.Writer
 	idleAt time.Time
 	used   bool // carried a request before
+	// keepFor is how long the connection may stay idle, by its last
+	// answer's Keep-Alive timeout (less keepAliveMargin); 0: idleTimeout.
+	keepFor time.Duration
 }
 
 // limitedConn reads from a connection at most n bytes while n >= 0 (the
@@ -155,24 +160,34 @@ func (c *upstreamClient) get(key string, now time.Time) *upConn {
 		idle[len(idle)-1] = nil
 		c.pools[key] = idle[:len(idle)-1]
 		c.mu.Unlock()
-		if now.Sub(pc.idleAt) < c.idleTimeout && idleConnUsable(pc.nc) {
+		if now.Sub(pc.idleAt) < c.idleLimit(pc) && idleConnUsable(pc.nc) {
 			return pc
 		}
 		pc.nc.Close()
 	}
 }
 
+// idleLimit is how long pc may stay idle in the pool: idleTimeout, or less
+// when its downstream announced a shorter timeout (keepFor).
+func (c *upstreamClient) idleLimit(pc *upConn) time.Duration {
+	if pc.keepFor > 0 && pc.keepFor < c.idleTimeout {
+		return pc.keepFor
+	}
+	return c.idleTimeout
+}
+
 // put returns a connection whose exchange completed cleanly to the pool.
-// It also closes the connections idle for longer than idleTimeout: get takes
-// the most recent, so under steady traffic the older ones, at the bottom,
-// would never be taken, checked and closed.
+// It also closes the connections idle for longer than they may be
+// (idleLimit), from the bottom: get takes the most recent, so under steady
+// traffic the older ones, at the bottom, would never be taken, checked and
+// closed.
 func (c *upstreamClient) put(pc *upConn) {
 	pc.idleAt = time.Now()
 	pc.used = true
 	c.mu.Lock()
 	idle := c.pools[pc.key]
 	n := 0
-	for n < len(idle) && pc.idleAt.Sub(idle[n].idleAt) >= c.idleTimeout {
+	for n < len(idle) && pc.idleAt.Sub(idle[n].idleAt) >= c.idleLimit(idle[n]) {
 		n++
 	}
 	var expired []*upConn
@@ -331,6 +346,18 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 		return fail(err, noAnswer && replayable(req))
 	}
 	keep := !resp.Close && !req.Close
+	pc.keepFor = 0
+	if t, ok := keepAliveTimeout(resp.Header); ok && keep {
+		// The downstream closes the connection once it has been idle
+		// for t (Node, under the TypeScript SDK, after 5 s): a request
+		// sent on it near then could meet the close, unanswered, and
+		// one that is not replayable (a tools/call) would fail.
+		if t <= keepAliveMargin {
+			keep = false
+		} else {
+			pc.keepFor = t - keepAliveMargin
+		}
+	}
 	resp.Body = &upBody{c: c, pc: pc, body: resp.Body, stop: stop, keep: keep, noBody: resp.Body == http.NoBody}
 	if resp.Body.(*upBody).noBody {
 		resp.Body.(*upBody).finish(true)
@@ -363,6 +390,59 @@ func (c *upstreamClient) readFinal(pc *upConn, req *http.Request) (*http.Respons
 	}
 	pc.lr.n = -1
 	return resp, nil
+}
+
+// keepAliveMargin is taken off the idle timeout a downstream announces
+// (Keep-Alive: timeout=N) for how long its connection may stay in the
+// pool: the downstream's timer, and the time a request takes to reach it,
+// are not ours. A connection whose downstream announces this or less is
+// not kept.
+const keepAliveMargin = time.Second
+
+// maxKeepAlive bounds the timeout keepAliveTimeout reads; idleTimeout is
+// shorter.
+const maxKeepAlive = time.Hour
+
+// keepAliveTimeout returns the idle timeout h's Keep-Alive header
+// announces (timeout=N, in seconds: RFC 2068 §19.7.1.1), the least if it
+// announces several, at most maxKeepAlive, and whether it announces one.
+// Other parameters, and a timeout that is not a number of seconds, are
+// skipped.
+func keepAliveTimeout(h http.Header) (time.Duration, bool) {
+	var least time.Duration
+	found := false
+	for _, v := range h["Keep-Alive"] {
+		for v != "" {
+			var p string
+			p, v, _ = strings.Cut(v, ",")
+			k, val, ok := strings.Cut(p, "=")
+			if !ok || !strings.EqualFold(strings.TrimSpace(k), "timeout") {
+				continue
+			}
+			val = strings.TrimSpace(val)
+			if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+				val = val[1 : len(val)-1]
+			}
+			if val == "" {
+				continue
+			}
+			var secs int64
+			for i := 0; i < len(val) && secs >= 0; i++ {
+				if val[i] < '0' || val[i] > '9' {
+					secs = -1
+				} else if secs = secs*10 + int64(val[i]-'0'); secs > int64(maxKeepAlive/time.Second) {
+					secs = int64(maxKeepAlive / time.Second)
+				}
+			}
+			if secs < 0 {
+				continue
+			}
+			if t := time.Duration(secs) * time.Second; !found || t < least {
+				least, found = t, true
+			}
+		}
+	}
+	return least, found
 }
 
 // earlyAnswerWait bounds the wait for an answer on a connection whose
