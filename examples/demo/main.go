@@ -7,7 +7,8 @@
 //
 // Flags: -audit PATH keeps the SQLite audit database at PATH (default: a
 // temporary file, removed at exit); a kept database collects every run,
-// and the demo prints the records of its own run. Any other argument is
+// a run stopped early (below) with the record of each call it made, and
+// the demo prints the records of its own run. Any other argument is
 // refused (exit status 2). SIGHUP is logged to stderr and ignored, as by
 // the other example binaries. Ctrl-C (SIGINT) or SIGTERM stops the
 // walkthrough, removes the temporary database, and exits with status 128
@@ -233,6 +234,25 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Every way out closes the sink, so that its queue is drained into
+	// the database (closed after it) and a kept one (-audit) has the record
+	// of every call made, a walkthrough stopped early too: first the
+	// server sessions, whose Close waits for the calls under way (one cut
+	// short by the stop may still run on the server, a refund whose human
+	// was asked, say), then the sink.
+	var servers []*mcp.ServerSession
+	sinkClosed := false
+	closeSink := func() error {
+		if sinkClosed {
+			return nil
+		}
+		sinkClosed = true
+		for _, ss := range servers {
+			_ = ss.Close()
+		}
+		return sink.Close()
+	}
+	defer closeSink()
 	lim, err := limiter.New([]limiter.Limit{
 		{Kind: limiter.Rate, Scope: limiter.User, Max: 30, Window: time.Minute},
 		{Kind: limiter.Spend, Scope: limiter.User, Tool: "trigger_refund", Max: 100, Window: time.Hour},
@@ -289,6 +309,7 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
+		servers = append(servers, ss)
 		sessionTokens[ss] = token
 		client := mcp.NewClient(&mcp.Implementation{Name: "demo-agent", Version: "1"}, &mcp.ClientOptions{
 			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -371,7 +392,7 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 	for _, cs := range []*mcp.ClientSession{ada, bob, anon} {
 		cs.Close()
 	}
-	if err := sink.Close(); err != nil {
+	if err := closeSink(); err != nil {
 		return err
 	}
 	evs, err := audit.QuerySQL(ctx, db, audit.SQLite, audit.Filter{Since: start})

@@ -43,9 +43,10 @@
 // closing), then wait up to 15 s for the calls still running, so that
 // their outcome records reach the audit trail before it closes. demo stops
 // at SIGINT or SIGTERM: it makes no further call, removes its temporary
-// audit directory and exits 1; and likewise, silently with status 141
-// (128 plus SIGPIPE's number), when its output is closed early (ticket
-// demo | head).
+// audit directory and exits 1; a second one ends it at once, with the
+// runtime's default (for a demo blocked writing to an output no longer
+// read); and it stops as at the first, silently with status 141 (128 plus
+// SIGPIPE's number), when its output is closed early (ticket demo | head).
 //
 // See README.md.
 package main
@@ -244,6 +245,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		pipe := make(chan os.Signal, 1)
 		signal.Notify(pipe, syscall.SIGPIPE)
 		defer signal.Stop(pipe)
+		// A demo blocked writing to an output that is no longer read
+		// (`ticket demo | less`, paused) never reaches its next call, and
+		// main's signal context would take every further signal until run
+		// returns: once ctx ends, a second SIGINT or SIGTERM ends the
+		// process at once, with the runtime's default, as in
+		// examples/demo.
+		defer context.AfterFunc(ctx, func() { signal.Reset(os.Interrupt, syscall.SIGTERM) })()
 		dctx, stop := context.WithCancelCause(ctx)
 		defer stop(nil)
 		err := runDemo(dctx, &demoOutput{w: stdout, stop: stop}, name, cfg, allowWrites, auditDir, pgURL)
