@@ -44,9 +44,10 @@
 // (package confirm); apply rate, spend and in-flight limits (package
 // limiter); answer dry-runs (package dryrun); record a durable write-ahead
 // intent for writes (package audit); run the handler with the caller's
-// [Identity] in its context; validate its output (its size, capped by
-// [Options].MaxOutputBytes at 4 MiB by default, then its structured content
-// against the tool's output schema); audit the outcome.
+// [Identity] in its context; validate its output (that it can be encoded,
+// its size, capped by [Options].MaxOutputBytes at 4 MiB by default, then
+// its structured content against the tool's output schema); audit the
+// outcome.
 //
 // # Chaining
 //
@@ -113,20 +114,31 @@
 // context.DeadlineExceeded or [ErrUpstreamUnavailable] becomes
 // UPSTREAM_UNAVAILABLE and a *jsonrpc.Error is passed on unchanged. So does the error of a typed tool
 // ([mcp.AddTool]), which the go-sdk's wrapper puts in a tool-error result
-// with SetError, and any result carrying an error set that way; arguments
-// the wrapper's own validation refuses are INVALID_ARGUMENTS and an output
-// it refuses is INVALID_RESPONSE. So are arguments the schema accepts but
-// the wrapper cannot decode into the tool's Go type (1e30, or even
-// 9223372036854775807, which it reads as a float64 first, for an int; a
-// string that is no RFC 3339 time for a time.Time): INVALID_ARGUMENTS, once
-// the guard has found in the arguments the value the decoder's
-// *json.UnmarshalTypeError names and found that it does not fit that type.
-// The handler did not run: such a call, as one the wrapper's validation
-// refuses, is given back what the limits charged it, and its record says
-// so (a write's intent record is followed by that outcome). A decoder
-// error of another kind (a custom UnmarshalJSON's) cannot be told from the
-// handler's and is INTERNAL. A tool that wants the model to read its
-// error message returns a result with IsError and Content instead.
+// with SetError, and any result carrying an error set that way; an output
+// the wrapper's validation refuses is INVALID_RESPONSE. Its refusal of the
+// arguments, which the guard's own validation of them against the same
+// schema let through, is known only by the start of its text, which a
+// handler's error may share with a value the caller chose: it is answered
+// as the handler's. Arguments the schema accepts but the wrapper cannot
+// decode into the tool's Go type are INVALID_ARGUMENTS when the guard can
+// tell that the handler did not run: when at the field the decoder's
+// *json.UnmarshalTypeError names the arguments hold a number that no Go
+// integer type the tool's input schema stands for there can hold (1e30,
+// or even 9223372036854775807, which the wrapper reads as a float64
+// first, for an int). Such a call is given back what the limits charged
+// it, and its record says so (a write's intent record is followed by that
+// outcome). The error's own type and field do not decide it: a handler's
+// error may be of that type, about a field of that name, of a value that
+// fits the tool's type but not the handler's. So a value the schema does
+// not rule out for the Go type (1e300 for a float32, which "number" also
+// stands for; a string that is no RFC 3339 time for a time.Time, which
+// "string" also stands for) and a decoder error of another kind (a custom
+// UnmarshalJSON's) are answered as the handler's error: INTERNAL. The
+// guard reads the input schema as the go-sdk derives it from the Go type:
+// one written by hand that says "integer" for a field of another type
+// would let a handler's error about that field pass for a decode failure.
+// A tool that wants the model to read its error message returns a result
+// with IsError and Content instead.
 //
 // # Security
 //

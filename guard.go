@@ -101,15 +101,15 @@ type Options struct {
 	// call the limiter admitted and that is refused before its handler runs
 	// (a write without a durable intent, a confirmation found used, a
 	// confirmation state that could not be made, arguments the go-sdk's
-	// typed-tool wrapper refused or could not decode) is given back its calls
-	// and cost ([limiter.Limiter.Refund]): a call refused at once consumes
-	// nothing; one refused later keeps the part that may have refilled
-	// meanwhile, which its audit record's cost shows. When the limiter's
-	// store fails and the limiter fails closed, the call is refused as
-	// RATE_LIMIT_EXCEEDED with a wait of one second (see [Limit]); so is a
-	// call whose context ended before the limiter decided (the client went
-	// away), which is logged at Info, not as a limiter failure, and
-	// recorded with a detail that says so.
+	// typed-tool wrapper could not decode, as the package doc's # Errors
+	// says) is given back its calls and cost ([limiter.Limiter.Refund]):
+	// a call refused at once consumes nothing; one refused later keeps the
+	// part that may have refilled meanwhile, which its audit record's cost
+	// shows. When the limiter's store fails and the limiter fails closed,
+	// the call is refused as RATE_LIMIT_EXCEEDED with a wait of one second
+	// (see [Limit]); so is a call whose context ended before the limiter
+	// decided (the client went away), which is logged at Info, not as a
+	// limiter failure, and recorded with a detail that says so.
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.
@@ -150,18 +150,22 @@ type Options struct {
 	// alike).
 	NotFoundCode int64
 	// MaxOutputBytes caps the size of a tool's result (a tool error's
-	// too): its structured content, as JSON, and the payloads of its
-	// content blocks together (texts; image and audio data, counted before
-	// base64; an embedded resource's text or blob; a resource link's URI,
-	// name, title and description) may each have at most this many bytes.
-	// The two are capped apart because the go-sdk's typed tools send their
-	// structured content twice, the second time as a text block. A result
-	// over it is refused as INVALID_RESPONSE, like a malformed one (for a
-	// write, which may have been made, not retryable), before its
-	// structured content is checked against the output schema, a cost
-	// that grows with its size; the audit record's detail gives the size.
-	// Its _meta is not counted. 0 means 4 MiB; a negative value means no
-	// cap.
+	// too): its structured content, as JSON, and the rest of it together
+	// may each have at most this many bytes. The rest is its content
+	// blocks (texts; image and audio data and an embedded resource's blob,
+	// counted before base64; MIME types and URIs; a resource link, its
+	// icons too, as JSON; each block's _meta and annotations as JSON), its
+	// own _meta, the input a multi round-trip result asks for (as JSON)
+	// and its request state. The two are capped apart because the go-sdk's
+	// typed tools send their structured content twice, the second time as
+	// a text block. A result over it is refused as INVALID_RESPONSE, like a
+	// malformed one (for a write, which may have been made, not
+	// retryable), before its structured content is checked against the
+	// output schema, a cost that grows with its size; the audit record's
+	// detail gives the size. 0 means 4 MiB; a negative value means no cap.
+	// Whatever the cap, a result the go-sdk could not encode (a +Inf or a
+	// func in it, a json.RawMessage that is not JSON), to which it would
+	// send no answer at all, is refused as a malformed one.
 	MaxOutputBytes int
 	// Validation tunes argument validation. Nil means strict.
 	Validation *ValidationOptions
@@ -185,7 +189,11 @@ type Options struct {
 	// which the client may have chosen, is shown as audit records show it:
 	// as it is when [policy.CheckName] accepts it and it has at most 1024
 	// bytes, else quoted and escaped as strconv.QuoteToASCII does and
-	// cut at 128 bytes.
+	// cut at 128 bytes. The text of a handler's error or panic value,
+	// which often quotes the arguments, is shown as it is when it has at
+	// most 2048 bytes and no control, format (a bidi override) or
+	// separator character, else quoted and escaped so and cut at 2048
+	// bytes.
 	Logger *slog.Logger
 }
 

@@ -32,7 +32,7 @@ import (
 // code, a *jsonrpc.Error is passed on as it is, and any other error becomes
 // INTERNAL. The panic value and stack, and the text of such an error, go to
 // log (nil means [slog.Default]), never to the client; the tool's name
-// there is shown as [Options].Logger says.
+// and that text are shown there as [Options].Logger says.
 func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -41,7 +41,7 @@ func Recover(log *slog.Logger) Middleware {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 			defer func() {
 				if r := recover(); r != nil {
-					log.Error("mcpguard: tool handler panicked", "tool", logName(toolName(req)), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+					log.Error("mcpguard: tool handler panicked", "tool", logName(toolName(req)), "panic", logText(fmt.Sprint(r)), "stack", string(debug.Stack()))
 					res, err = denied(ctx, Deny(CodeInternal, "the tool failed unexpectedly")), nil
 				}
 			}()
@@ -55,7 +55,7 @@ func Recover(log *slog.Logger) Middleware {
 				if we := wireError(err); we != nil {
 					return nil, we
 				}
-				log.Error("mcpguard: tool handler failed", "tool", logName(toolName(req)), "err", err)
+				log.Error("mcpguard: tool handler failed", "tool", logName(toolName(req)), "err", logText(err.Error()))
 				return denied(ctx, Deny(CodeInternal, "the tool failed")), nil
 			case res == nil:
 				return denied(ctx, Deny(CodeInternal, "the tool returned no result")), nil

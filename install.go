@@ -75,29 +75,45 @@ func (e *tooLarge) Error() string {
 }
 
 // checkResult checks res, the result of a call of e's tool, as step 11
-// does: its size, against max bytes (a negative max is no cap), then, for
-// a successful result of a tool with an output schema, its structured
-// content against the schema.
+// does: that the go-sdk can encode it, and its size against max bytes (a
+// negative max is no cap), then, for a successful result of a tool with an
+// output schema, its structured content against the schema.
 func (e *toolEntry) checkResult(res *mcp.CallToolResult, max int) error {
-	if max >= 0 {
-		if n := contentBytes(res.Content); n > max {
-			return &tooLarge{part: "content", n: n, max: max}
-		}
+	n, err := restBytes(res)
+	if err != nil {
+		return err
+	}
+	if max >= 0 && n > max {
+		return &tooLarge{part: "content", n: n, max: max}
 	}
 	if e.out != nil && !res.IsError && res.InputRequests == nil {
 		return e.checkOutput(res, max)
 	}
-	if max < 0 || res.StructuredContent == nil {
+	return structuredEncodes(res.StructuredContent, max)
+}
+
+// structuredEncodes refuses structured content v that the go-sdk could not
+// encode (it would send no answer at all), or whose encoding has over max
+// bytes (a negative max is no cap).
+func structuredEncodes(v any, max int) error {
+	if v == nil {
 		return nil
 	}
-	if err := structuredSize(res.StructuredContent, max); err != nil {
+	if err := structuredSize(v, max); err != nil {
 		return err
 	}
-	if _, ok := res.StructuredContent.(json.RawMessage); ok {
+	if raw, ok := v.(json.RawMessage); ok {
+		if raw != nil && !json.Valid(raw) {
+			return errors.New("structured content is not valid JSON")
+		}
 		return nil
 	}
 	// A value the go-sdk will encode: its encoding is what is sent.
-	if raw, err := json.Marshal(res.StructuredContent); err == nil && len(raw) > max {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return errors.New("structured content does not marshal")
+	}
+	if max >= 0 && len(raw) > max {
 		return &tooLarge{part: "structured content", n: len(raw), max: max}
 	}
 	return nil
@@ -112,41 +128,98 @@ func structuredSize(v any, max int) error {
 	return nil
 }
 
-// contentBytes returns the bytes of the payloads of content blocks cs, as
-// [Options].MaxOutputBytes counts them. A block of a kind a tool result
-// does not carry (a sampling message's tool use or result) counts as its
-// JSON encoding.
-func contentBytes(cs []mcp.Content) int {
+// restBytes returns the bytes of res but its structured content, as
+// [Options].MaxOutputBytes counts them: the payloads of its content blocks
+// (texts; image and audio data and an embedded resource's blob before
+// base64; MIME types and URIs), the JSON of their _meta and annotations,
+// and of res's own _meta and input requests, its request state, and the
+// JSON of a resource link or a block of a kind a tool result does not
+// carry (a sampling message's tool use or result). It fails on a part the
+// go-sdk could not encode.
+func restBytes(res *mcp.CallToolResult) (int, error) {
 	n := 0
-	for _, c := range cs {
+	add := func(v any) error {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return errors.New("the result does not marshal")
+		}
+		n += len(raw)
+		return nil
+	}
+	for _, c := range res.Content {
+		var meta mcp.Meta
+		var ann *mcp.Annotations
 		switch c := c.(type) {
-		case *mcp.TextContent:
-			if c != nil {
-				n += len(c.Text)
-			}
-		case *mcp.ImageContent:
-			if c != nil {
-				n += len(c.Data)
-			}
-		case *mcp.AudioContent:
-			if c != nil {
-				n += len(c.Data)
-			}
-		case *mcp.EmbeddedResource:
-			if c != nil && c.Resource != nil {
-				n += len(c.Resource.URI) + len(c.Resource.Text) + len(c.Resource.Blob)
-			}
-		case *mcp.ResourceLink:
-			if c != nil {
-				n += len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description)
-			}
 		case nil:
+			continue
+		case *mcp.TextContent:
+			if c == nil {
+				continue
+			}
+			n += len(c.Text)
+			meta, ann = c.Meta, c.Annotations
+		case *mcp.ImageContent:
+			if c == nil {
+				continue
+			}
+			n += len(c.Data) + len(c.MIMEType)
+			meta, ann = c.Meta, c.Annotations
+		case *mcp.AudioContent:
+			if c == nil {
+				continue
+			}
+			n += len(c.Data) + len(c.MIMEType)
+			meta, ann = c.Meta, c.Annotations
+		case *mcp.EmbeddedResource:
+			if c == nil {
+				continue
+			}
+			if r := c.Resource; r != nil {
+				n += len(r.URI) + len(r.MIMEType) + len(r.Text) + len(r.Blob)
+				if len(r.Meta) > 0 {
+					if err := add(r.Meta); err != nil {
+						return 0, err
+					}
+				}
+			}
+			meta, ann = c.Meta, c.Annotations
+		case *mcp.ResourceLink:
+			if c == nil {
+				continue
+			}
+			if err := add(c); err != nil {
+				return 0, err
+			}
+			continue
 		default:
-			raw, _ := json.Marshal(c)
-			n += len(raw)
+			if err := add(c); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if len(meta) > 0 {
+			if err := add(meta); err != nil {
+				return 0, err
+			}
+		}
+		if ann != nil {
+			if err := add(ann); err != nil {
+				return 0, err
+			}
 		}
 	}
-	return n
+	n += len(res.RequestState)
+	if len(res.Meta) > 0 {
+		if err := add(res.Meta); err != nil {
+			return 0, err
+		}
+	}
+	if len(res.InputRequests) > 0 {
+		if err := add(res.InputRequests); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // compile checks t against the policy and compiles its schemas.

@@ -76,14 +76,14 @@ func decodeGuardOpts(t *testing.T, opts *mcpguard.Options, ran *atomic.Int64, fa
 // 9223372036854775807 overflows an int) never reach the handler: the call
 // is INVALID_ARGUMENTS, as any argument the tool cannot take, not INTERNAL
 // "the write may have been made". Its write-ahead intent is followed by
-// an outcome that says so, and the call is given back its charge.
+// an outcome that says so, and the call is given back its charge. (A
+// float32's 1e300 and a time.Time's "yesterday" cannot be told from a
+// handler's own error: see TestReview17bUnprovableDecodeFailure.)
 func TestReview17TypedDecodeFailureIsInvalidArguments(t *testing.T) {
 	for _, tc := range []struct{ name, args string }{
 		{"int_exponent", `{"n":1e30}`},
 		{"int_max_after_float", `{"n":9223372036854775807}`},
-		{"float32_overflow", `{"n":1,"small":1e300}`},
 		{"uint64_overflow", `{"n":1,"big":1e20}`},
-		{"time_not_rfc3339", `{"n":1,"at":"yesterday"}`},
 		{"nested_in_array", `{"n":1,"items":[{"n":1},{"n":-1e19}]}`},
 		{"map_value", `{"n":1,"by_name":{"a.b":1e30}}`},
 	} {

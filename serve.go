@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -113,7 +116,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 1. Recover, and 12. audit on every way out.
 	defer func() {
 		if r := recover(); r != nil {
-			g.log.Error("mcpguard: tool handler panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			g.log.Error("mcpguard: tool handler panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", logText(fmt.Sprint(r)), "stack", string(debug.Stack()))
 			c.detail = "panic"
 			d := Deny(CodeInternal, "the tool failed unexpectedly")
 			if c.running { // the handler panicked: it may have written
@@ -320,22 +323,19 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			}
 			return g.deny(c, &d)
 		}
-		// Arguments the go-sdk's typed-tool wrapper refused before the
-		// handler ran: refused as the guard's own validation refuses them
-		// (not logged: the text quotes the caller's values), charged
-		// nothing.
+		// Arguments the go-sdk's typed-tool wrapper could not decode, so
+		// that the handler did not run: refused as the guard's own
+		// validation refuses them (not logged: the text quotes the
+		// caller's values), charged nothing.
 		var sc *sdkCheck
-		if errors.As(err, &sc) && sc.code == CodeInvalidArguments && (sc.decode == nil || undecodable(c.raw, sc.decode)) {
+		if errors.As(err, &sc) && sc.decode != nil && undecodable(c.raw, e.tool.InputSchema, sc.decode) {
 			c.detail = "refused by the go-sdk's typed-tool wrapper: the arguments do not fit the tool's Go types; the handler was not run"
-			if sc.decode == nil {
-				c.detail = "refused by the go-sdk's typed-tool wrapper: its schema validation; the handler was not run"
-			}
 			g.refund(ctx, c, ld)
 			return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
 		}
 		// The error's text may hold argument values or secrets: it goes
 		// to the log, and the audit record gets its kind only.
-		g.log.Warn("mcpguard: tool handler failed", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
+		g.log.Warn("mcpguard: tool handler failed", "tool", logName(c.name), "correlation_id", c.corr, "err", logText(err.Error()))
 		c.detail = "handler error"
 		if sc != nil && sc.code == CodeInvalidResponse {
 			c.detail = "refused by the go-sdk's typed-tool wrapper"
@@ -392,18 +392,22 @@ func notRun(c Code) bool {
 // CallToolResult.SetError: the go-sdk's wrapper of a typed tool does so for
 // the handler's error and for arguments it cannot decode) back into that
 // error, so that it is handled like a raw handler's: its text, which may
-// hold internals or argument values, does not reach the caller. The
-// wrapper's own checks keep their meaning: arguments its schema validation
-// refuses are INVALID_ARGUMENTS, an output its validation refuses is
-// INVALID_RESPONSE (go-sdk v1.8.0 tells them apart only by the message).
-// Arguments it cannot decode into the tool's Go type come back as the
-// decoder's own *json.UnmarshalTypeError, set as it is, exactly as a
-// handler's error would be: such an error is marked as a possible decode
-// failure, which the caller confirms against the call's arguments
-// ([undecodable]) before it calls it one. A *DenialError comes back as
-// itself, so that a typed tool's refusal is answered like a raw one's. A
-// tool that wants the model to read its error returns a result with
-// IsError and Content, without SetError.
+// hold internals or argument values, does not reach the caller. An output
+// the wrapper's validation refuses is INVALID_RESPONSE (go-sdk v1.8.0 says
+// so only in the message of an error it returns, not sets). Arguments its
+// validation refuses come back as an error set as the handler's is, known
+// only by the start of its text, `validating "arguments"`, which a
+// handler's error may start with too, with a value the caller chose: it
+// is the handler's, as the guard's own validation of the same arguments
+// against the same schema passed. Arguments it cannot decode into the
+// tool's Go type come back as the decoder's own *json.UnmarshalTypeError,
+// set as it is, exactly as a handler's error would be: such an error is
+// marked as a possible decode failure, which the caller confirms against
+// the call's arguments and the tool's input schema ([undecodable]) before
+// it calls it one. A *DenialError comes back as itself, so that a typed
+// tool's refusal is answered like a raw one's. A tool that wants the model
+// to read its error returns a result with IsError and Content, without
+// SetError.
 func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "validating tool output") {
@@ -417,9 +421,6 @@ func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, erro
 	herr := res.GetError()
 	if herr == nil {
 		return res, nil
-	}
-	if strings.HasPrefix(herr.Error(), `validating "arguments"`) {
-		return nil, &sdkCheck{code: CodeInvalidArguments, err: herr}
 	}
 	// The wrapper's decoder (segmentio/encoding/json) reports no offset;
 	// encoding/json always does.
@@ -441,46 +442,130 @@ func (e *sdkCheck) Error() string { return e.err.Error() }
 func (e *sdkCheck) Unwrap() error { return e.err }
 
 // undecodable reports whether e, an error as the go-sdk's typed-tool
-// wrapper reports arguments it cannot decode into the tool's Go type, is
-// about the arguments raw: whether at e's field (a path of keys and array
-// indices joined by dots) they hold a value that e's type cannot hold. It
-// reads raw as the wrapper hands it to its decoder, every number read as a
-// float64 and written again (so 9223372036854775807 is 2^63, too big for
-// an int), and decodes the value into a new e.Type with encoding/json. A
-// handler's own error of that type (a downstream's answer it could not
-// decode) is about other data, and is not one unless that data's field
-// holds what the call's arguments hold there, which does not fit.
-func undecodable(raw json.RawMessage, e *json.UnmarshalTypeError) bool {
-	var doc any
+// wrapper reports arguments it cannot decode into the tool's Go type, can
+// only be that: whether at e's field (a path of keys and array indices
+// joined by dots; an object's key may hold dots, and each way of reading
+// the path is tried) the arguments raw hold a number that no Go integer
+// type the tool's input schema stands for there can hold. The wrapper
+// then never calls the handler, whatever error it reports.
+//
+// e's type and field do not decide it: a handler's own error may be of
+// the same type (segmentio/encoding/json's, its decoder's, has no offset
+// either), about a field of the same name, which the call's value does
+// not fit in the handler's type but fits in the tool's (a float64 field's
+// 1.5 in an int, a string in a time.Time, an int64's 1000 in an int8).
+// The input schema, which the go-sdk derives from the tool's Go type,
+// says what that type is: an "integer" ("null" aside, for a pointer)
+// stands for an integer type, which is at most an int64, or a uint64 when
+// the schema's minimum is not negative. The wrapper reads every number as
+// a float64 first, so 9223372036854775807 reaches its decoder as 2^63,
+// too big for an int64. A value no other schema can rule out for its Go
+// type (a float32's 1e300, a time.Time's string) is not confirmed, and is
+// answered as the handler's error.
+func undecodable(raw json.RawMessage, schema any, e *json.UnmarshalTypeError) bool {
+	if !integerKind(e.Type) || schema == nil {
+		return false
+	}
+	var doc, sch any
 	if json.Unmarshal(orEmpty(raw), &doc) != nil {
+		return false
+	}
+	if b, err := json.Marshal(schema); err != nil || json.Unmarshal(b, &sch) != nil {
 		return false
 	}
 	var path []string
 	if e.Field != "" {
 		path = strings.Split(e.Field, ".")
 	}
-	return unfit(doc, path, e.Type)
+	return unfit(doc, sch, path)
 }
 
-// unfit reports whether the value at path in v cannot be decoded into a
-// value of type t. An object's key may hold dots: each way of reading the
-// path is tried.
-func unfit(v any, path []string, t reflect.Type) bool {
+// integerKind reports whether t, or what it points to, is a Go integer type.
+func integerKind(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	}
+	return false
+}
+
+// unfit reports whether the value at path in v, whose schema is s, is a
+// number that no Go integer type s can stand for holds (see undecodable).
+func unfit(v, s any, path []string) bool {
+	sm, _ := s.(map[string]any)
+	if sm == nil {
+		return false
+	}
 	if len(path) == 0 {
-		b, err := json.Marshal(v)
-		return err == nil && json.Unmarshal(b, reflect.New(t).Interface()) != nil
+		return beyondIntegers(v, sm)
 	}
 	switch x := v.(type) {
 	case map[string]any:
 		for n := 1; n <= len(path); n++ {
-			if e, ok := x[strings.Join(path[:n], ".")]; ok && unfit(e, path[n:], t) {
+			key := strings.Join(path[:n], ".")
+			if ev, ok := x[key]; ok && unfit(ev, propertySchema(sm, key), path[n:]) {
 				return true
 			}
 		}
 	case []any:
 		if i, err := strconv.Atoi(path[0]); err == nil && i >= 0 && i < len(x) {
-			return unfit(x[i], path[1:], t)
+			return unfit(x[i], sm["items"], path[1:])
 		}
+	}
+	return false
+}
+
+// propertySchema returns the schema object schema s gives its property key.
+func propertySchema(s map[string]any, key string) any {
+	if props, ok := s["properties"].(map[string]any); ok {
+		if ps, ok := props[key]; ok {
+			return ps
+		}
+	}
+	return s["additionalProperties"]
+}
+
+// beyondIntegers reports whether v, read as the go-sdk's wrapper reads it
+// (a float64), is a whole number that the widest Go integer type schema s
+// can stand for cannot hold: s says "integer" (or "integer" and "null")
+// and nothing else; the type is a uint64 if s's minimum is not negative,
+// else an int64.
+func beyondIntegers(v any, s map[string]any) bool {
+	f, ok := v.(float64)
+	if !ok || f != math.Trunc(f) || !onlyInteger(s["type"]) {
+		return false
+	}
+	if min, ok := s["minimum"].(float64); ok && min >= 0 {
+		return f >= 1<<64
+	}
+	return f < -(1<<63) || f >= 1<<63
+}
+
+// onlyInteger reports whether a schema's type t is "integer", alone or
+// with "null".
+func onlyInteger(t any) bool {
+	switch t := t.(type) {
+	case string:
+		return t == "integer"
+	case []any:
+		integer := false
+		for _, x := range t {
+			switch x {
+			case "integer":
+				integer = true
+			case "null":
+			default:
+				return false
+			}
+		}
+		return integer
 	}
 	return false
 }
@@ -993,6 +1078,44 @@ func logName(name string) string {
 		return name
 	}
 	return textsafe.Quoted(name, maxShownName)
+}
+
+// maxLoggedText is the most bytes of a handler's error or panic value a
+// log line shows (see logText).
+const maxLoggedText = 2048
+
+// logText returns s, the text of a handler's error or panic value, as a
+// log line shows it: as it is when it is short and plain, else quoted,
+// escaped and cut as [textsafe.Quoted] does at maxLoggedText bytes. Such
+// text often quotes the call's arguments, which the client chose: up to
+// the size of a request, invisible characters (a bidi override, which a
+// JSON log keeps as itself) included.
+func logText(s string) string {
+	if len(s) <= maxLoggedText && plainText(s) {
+		return s
+	}
+	return textsafe.Quoted(s, maxLoggedText)
+}
+
+// plainText reports whether s is valid UTF-8 without control, format or
+// separator characters, or the variation selectors that can hide bytes
+// (the characters [textsafe.Clean] drops).
+func plainText(s string) bool {
+	for i, r := range s {
+		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
+			return false
+		}
+		if r < utf8.RuneSelf {
+			if r < 0x20 || r == 0x7f {
+				return false
+			}
+			continue
+		}
+		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || 0xE0100 <= r && r <= 0xE01EF {
+			return false
+		}
+	}
+	return true
 }
 
 // buildEvent makes ev the audit record of c at time now; record names the
