@@ -149,8 +149,15 @@ var (
 )
 
 // ArgsSHA256 returns the lowercase hex SHA-256 of the canonical JSON of raw:
-// object keys sorted, no insignificant whitespace, strings re-escaped the way
-// encoding/json does, numbers exactly as given. It returns "" for empty raw
+// object members sorted by their keys as a decoder reads them (each byte of
+// invalid UTF-8 as U+FFFD), members whose keys read alike left in their
+// order (a handler gets the last), no insignificant whitespace, strings
+// re-escaped the way encoding/json does, numbers exactly as given. An
+// object with keys that differ only in letter case, which encoding/json
+// matches to one struct field (the last one winning), has its members
+// sorted by their keys case-folded instead, those that fold alike in their
+// order: arguments that encoding/json reads differently (into a map or a
+// struct) hash differently. It returns "" for empty raw
 // (or the JSON literal null), and the hash of the bytes as given when raw is
 // not valid JSON, so the record still identifies what was sent.
 func ArgsSHA256(raw json.RawMessage) string {

@@ -7,10 +7,15 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 )
 
 // appendCanonical appends the canonical form of the JSON text raw to dst:
-// object members sorted by (decoded) key, no insignificant whitespace,
+// object members sorted by (decoded) key (invalid UTF-8 read as U+FFFD, as
+// decoders read it; members whose keys decode alike keep their order; see
+// foldOrder for keys that differ only in letter case), no insignificant
+// whitespace,
 // strings re-escaped by appendString, numbers as given. It reports false when
 // raw is not one valid JSON value.
 //
@@ -59,10 +64,32 @@ type object struct {
 
 // member is a member of an object: its decoded key is src[ks:ke], or
 // canon.keys[ks:ke] when it had escapes; its raw value starts at val in
-// src.
+// src. invalid says the key holds invalid UTF-8, each byte of which a
+// decoder reads as U+FFFD.
 type member struct {
-	ks, ke, val int
-	escaped     bool
+	ks, ke, val      int
+	escaped, invalid bool
+}
+
+// compareKeys orders the keys of a and b as decoded: by code point, each
+// byte of invalid UTF-8 read as U+FFFD (for valid UTF-8 that is byte
+// order). Keys that a decoder reads alike compare equal, so that the
+// stable sort keeps them in their order in the document: the last one is
+// the one a handler reads.
+func compareKeys(a, b member, src, keys []byte) int {
+	ka, kb := a.key(src, keys), b.key(src, keys)
+	if !a.invalid && !b.invalid {
+		return bytes.Compare(ka, kb)
+	}
+	for len(ka) > 0 && len(kb) > 0 {
+		ra, na := utf8.DecodeRune(ka)
+		rb, nb := utf8.DecodeRune(kb)
+		if ra != rb {
+			return int(ra) - int(rb)
+		}
+		ka, kb = ka[na:], kb[nb:]
+	}
+	return len(ka) - len(kb)
 }
 
 // key returns m's decoded key, in src or in keys (canon.keys).
@@ -191,6 +218,7 @@ func (c *canon) scanObject(depth int) bool {
 	}
 	var arr [16]member
 	ms := arr[:0]
+	foldable := false // a key may fold alike with another
 	for {
 		c.space()
 		if c.pos >= len(c.src) || c.src[c.pos] != '"' {
@@ -202,7 +230,8 @@ func (c *canon) scanObject(depth int) bool {
 		if !ok {
 			return false
 		}
-		m := member{ks: q + 1, ke: q + 1 + len(key)}
+		m := member{ks: q + 1, ke: q + 1 + len(key), invalid: !utf8.Valid(key)}
+		foldable = foldable || mayFold(key)
 		if bytes.IndexByte(c.src[q:c.pos], '\\') >= 0 {
 			// Decoded after the keys decoded before it.
 			c.keys = key
@@ -234,11 +263,69 @@ func (c *canon) scanObject(depth int) bool {
 	}
 	// Stable: members with equal keys keep their order.
 	src, keys := c.src, c.keys
-	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key(src, keys), b.key(src, keys)) })
+	slices.SortStableFunc(ms, func(a, b member) int { return compareKeys(a, b, src, keys) })
+	if foldable && len(ms) > 1 {
+		foldOrder(ms, src, keys)
+	}
 	first := c.addMembers(ms)
 	o := &c.objects()[oi]
 	o.end, o.first, o.n = c.pos, first, len(ms)
 	return true
+}
+
+// mayFold reports whether key may fold alike with another key (see
+// foldOrder): it has an upper-case ASCII letter or a byte past ASCII. Two
+// keys of lower-case ASCII letters, digits and punctuation fold alike only
+// when they are equal.
+func mayFold(key []byte) bool {
+	for _, b := range key {
+		if b-'A' < 26 || b >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
+// foldOrder orders ms, an object's members sorted by compareKeys, for
+// readers that match keys under Unicode case folding (encoding/json, to
+// struct fields: "amount", "Amount" and "AMOUNT" are one field, the last
+// one in the document winning): when two of the keys fold alike but
+// differ, the members are put in the order of their folded keys, those
+// whose keys fold alike in their order in the document, so that
+// {"a":1,"A":2} and {"A":2,"a":1}, read differently, differ. An object
+// without such keys keeps its order.
+func foldOrder(ms []member, src, keys []byte) {
+	var arr [16]member
+	byFold := append(arr[:0], ms...)
+	slices.SortFunc(byFold, func(a, b member) int {
+		if c := compareFolded(a.key(src, keys), b.key(src, keys)); c != 0 {
+			return c
+		}
+		return a.val - b.val // document order
+	})
+	for i := 1; i < len(byFold); i++ {
+		a, b := byFold[i-1], byFold[i]
+		if compareFolded(a.key(src, keys), b.key(src, keys)) == 0 && compareKeys(a, b, src, keys) != 0 {
+			copy(ms, byFold)
+			return
+		}
+	}
+}
+
+// compareFolded orders keys a and b by their folded forms
+// (foldkey.Append), without building them.
+func compareFolded(a, b []byte) int {
+	for len(a) > 0 && len(b) > 0 {
+		ra, na := utf8.DecodeRune(a)
+		rb, nb := utf8.DecodeRune(b)
+		if ra != rb {
+			if fa, fb := foldkey.Rune(ra), foldkey.Rune(rb); fa != fb {
+				return int(fa) - int(fb)
+			}
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
 }
 
 // emit appends the canonical form of the value at c.pos, which scan

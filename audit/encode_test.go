@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 )
 
 // tricky strings exercise every escaping rule of encoding/json.
@@ -296,7 +297,8 @@ func FuzzCanonical(f *testing.F) {
 }
 
 // hasDuplicateKeys reports whether an object of the valid JSON text raw
-// repeats a (decoded) key.
+// repeats a (decoded) key, or has two keys that fold alike (which the
+// canonical form orders apart from encoding/json: see foldOrder).
 func hasDuplicateKeys(raw string) bool {
 	dec := json.NewDecoder(strings.NewReader(raw))
 	type frame struct {
@@ -317,7 +319,7 @@ func hasDuplicateKeys(raw string) bool {
 				continue
 			}
 			if top.key {
-				k := tok.(string)
+				k := string(foldkey.Append(nil, []byte(tok.(string))))
 				if top.keys[k] {
 					return true
 				}

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -41,7 +44,9 @@ type plainEvent Event
 // Each complete, valid line yields (event, nil). A torn or corrupt line yields
 // (Event{}, *LineError) and the iteration goes on with the next line unless
 // the caller stops; an error reading r is yielded last. Blank lines are
-// skipped.
+// skipped. Numbers in Args read back as float64, as encoding/json decodes
+// them, except where the float64 would not be the number as written (an
+// integer past 2^53 such as a 17-digit id, 1e400): those are json.Number.
 func ReadJSONL(r io.Reader) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		br := bufio.NewReaderSize(r, 64<<10)
@@ -110,9 +115,9 @@ func ReadJSONL(r io.Reader) iter.Seq2[Event, error] {
 }
 
 // decodeLine decodes one record. Numbers inside Args read back as float64
-// like encoding/json's, except those a float64 cannot hold (1e400), which
-// stay json.Number: a number a tool recorded never makes its whole record
-// unreadable.
+// like encoding/json's, except those a float64 does not hold as written
+// (see plainNumber), which stay json.Number: a number a tool recorded
+// never makes its whole record unreadable, nor reads back as another.
 func decodeLine(data []byte) (Event, error) {
 	var p plainEvent
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -224,14 +229,12 @@ func sameText(a, b string) bool {
 	return a == b || text(a) == text(b)
 }
 
-// plainNumbers turns the json.Numbers of v into float64 where they fit.
+// plainNumbers turns the json.Numbers of v into float64 where the float64
+// is the number as written (see plainNumber).
 func plainNumbers(v any) any {
 	switch x := v.(type) {
 	case json.Number:
-		if f, err := x.Float64(); err == nil {
-			return f
-		}
-		return x
+		return plainNumber(x)
 	case map[string]any:
 		for k, e := range x {
 			x[k] = plainNumbers(e)
@@ -242,4 +245,55 @@ func plainNumbers(v any) any {
 		}
 	}
 	return v
+}
+
+// plainNumber returns n as a float64 when that float64 is n: when its
+// shortest decimal, which is how encoding/json writes it, has n's value
+// (0.1, 1.50, 1E+2). Otherwise it returns n itself: an integer past 2^53
+// (12345678901234567 would read as 12345678901234568), more digits than a
+// float64 holds, a number beyond its range (1e400, 1e-400).
+func plainNumber(n json.Number) any {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return n
+	}
+	// Fifteen significant digits or fewer, no exponent: the nearest
+	// float64's shortest decimal is the number itself.
+	if len(n) <= 15 && !strings.ContainsAny(string(n), "eE") {
+		return f
+	}
+	if !sameDecimal(string(n), strconv.FormatFloat(f, 'g', -1, 64)) {
+		return n
+	}
+	return f
+}
+
+// sameDecimal reports whether the JSON numbers a and b have the same value.
+func sameDecimal(a, b string) bool {
+	na, da, ea := decimalParts(a)
+	nb, db, eb := decimalParts(b)
+	if da == "" || db == "" {
+		return da == db // zero, of either sign
+	}
+	return na == nb && da == db && ea == eb
+}
+
+// decimalParts returns the value of the JSON number s as a sign, its
+// significant digits (no leading or trailing zeros; "" for zero) and the
+// power of ten exp of the value 0.digits × 10^exp.
+func decimalParts(s string) (neg bool, digits string, exp int) {
+	if s != "" && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	mant, e, _ := strings.Cut(strings.ToLower(s), "e")
+	ip, fp, _ := strings.Cut(mant, ".")
+	all := ip + fp
+	point := len(ip) // digits before the decimal point
+	lead := len(all) - len(strings.TrimLeft(all, "0"))
+	digits = strings.TrimRight(all[lead:], "0")
+	// No exponent: 0. One past an int: Atoi's bound; either way clamped
+	// to where the sum below cannot overflow (no float64 is near).
+	x, _ := strconv.Atoi(strings.TrimPrefix(e, "+"))
+	x = max(min(x, math.MaxInt32), math.MinInt32)
+	return neg, digits, point - lead + x
 }

@@ -1098,7 +1098,8 @@ func insertSQL(d Dialect, n int) string {
 }
 
 // Query returns the committed events that match f, oldest first (by time,
-// then insertion order). Call Flush first to include queued events.
+// then insertion order), their Args read as [ReadJSONL] reads them. Call
+// Flush first to include queued events.
 func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
 	if s.queue == nil {
 		return nil, errNotOpened
@@ -1239,8 +1240,10 @@ func scanEvents(rs *sql.Rows) (out []Event, err error) {
 			}
 		}
 		if r.args.Valid {
-			// As the JSONL reader does: numbers beyond float64 (a client can
-			// send 1e400) stay json.Number instead of failing the query.
+			// As the JSONL reader does: numbers a float64 does not hold as
+			// written (a client can send 1e400, an id past 2^53) stay
+			// json.Number instead of failing the query or reading back as
+			// another number.
 			dec := json.NewDecoder(strings.NewReader(r.args.String))
 			dec.UseNumber()
 			if err := dec.Decode(&e.Args); err != nil {
