@@ -18,9 +18,10 @@ import (
 // numbers kept exactly as written (so 12.5 and 12.50 differ), and strings
 // re-encoded without HTML escaping. Empty arguments hash as null. It returns
 // an error for invalid JSON, trailing data, or an object that names a member
-// twice: parsers disagree on which occurrence wins, so the canonical form
-// (which keeps one) would bind the hash to arguments a downstream may read
-// otherwise.
+// twice, or two members whose names differ only in letter case (Unicode
+// simple folding, as encoding/json matches struct fields): parsers disagree
+// on which occurrence wins, so the canonical form would bind the hash to
+// arguments a downstream may read otherwise.
 func ArgsSHA256(args json.RawMessage) (string, error) {
 	c, err := canonical(args)
 	if err != nil {
@@ -44,8 +45,12 @@ func canonical(args json.RawMessage) ([]byte, error) {
 	if !utf8.Valid(args) || loneSurrogate(args) {
 		return nil, errors.New("confirm: arguments hold invalid UTF-8 or a lone UTF-16 surrogate")
 	}
-	if _, _, dup := jsondup.Member(args, nil); dup {
-		return nil, errors.New("confirm: arguments name an object member twice")
+	// Names are compared under case folding: encoding/json matches
+	// "amount" and "Amount" to one struct field, the last
+	// one winning, and the canonical form, which keeps both, would hash
+	// {"amount":1,"Amount":1000} and its reverse, read otherwise, alike.
+	if _, _, dup := jsondup.Member(args, func(int) bool { return true }); dup {
+		return nil, errors.New("confirm: arguments name an object member twice (or two that differ only in letter case)")
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
