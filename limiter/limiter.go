@@ -105,7 +105,7 @@ type Decision struct {
 	cost                float64 // Request.Cost taken, if allowed by the store
 	lease               uint64
 	held                uint64 // bit i: holds a slot of limits[i]
-	at                  int64  // AllowAt's now, ns since 1970 (for Refund)
+	at                  int64  // AllowAt's now on the store's or the Limiter's clock (for Refund)
 }
 
 // A Limiter applies a set of limits to tool calls. It is safe for
@@ -122,6 +122,7 @@ type Limiter struct {
 	lease     atomic.Uint64
 	abandons  chan struct{} // a token per abandon running; nil: the store leases no slots
 	refunds   bool          // the store carries out Refund batches
+	clock     clock         // for Decision.at on a store other than memStore
 }
 
 // maxAbandons bounds the abandons a Limiter runs at once: when a store is
@@ -146,6 +147,7 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 		store:     opts.Store,
 		failOpenR: opts.FailOpenReads,
 		failOpenW: opts.FailOpenWrites,
+		clock:     newClock(),
 	}
 	seen := make(map[string]int, len(limits))
 	for i, lim := range l.limits {
@@ -320,7 +322,7 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		// reservation, its slots included, is not known.
 		l.startAbandon(r, held, lease, now)
 	}
-	d.at = clockNano(now)
+	d.at = l.clockNano(now)
 	return d
 }
 
@@ -420,8 +422,8 @@ func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
 	return d
 }
 
-// Release frees the in-flight slots d holds. Call it exactly once for every
-// allowed Decision, whether the call returned, failed, panicked or was
+// Release frees the in-flight slots d holds; d must come from l. Call it
+// exactly once for every allowed Decision, whether the call returned, failed, panicked or was
 // cancelled, and whether or not d was refunded ([Limiter.Refund] frees no
 // slot, and Release gives back no calls or cost); releasing a Decision that
 // holds no slot does nothing. A second Release of the same Decision (an

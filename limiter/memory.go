@@ -39,9 +39,15 @@ const (
 // (a test's clock, a time from t.Round(0), t.UTC() or a synctest bubble,
 // or one far from the store's creation) counts as its wall time; after a
 // step, the two kinds disagree by the step, so a store is best given one
-// kind. Times that go backwards by more than a little (between callers
-// with skewed clocks) may see an idle key evicted early, which admits at
-// most that skew's worth of extra units.
+// kind. On systems whose monotonic clock stops while the machine sleeps
+// (Linux and macOS among them), time asleep does not count for readings of
+// time.Now: buckets refill only for the time awake (as with
+// golang.org/x/time/rate), so a day's budget spent before a night's sleep
+// comes back that much later, and the Redis store (on its server's clock)
+// disagrees after the sleep; the two kinds of time then disagree by the
+// time asleep too. Times that go backwards by more than a little (between
+// callers with skewed clocks) may see an idle key evicted early, which
+// admits at most that skew's worth of extra units.
 //
 // In-flight slots are leases: a second release of the same [Decision] (or
 // [Batch] Lease) frees nothing, as on Redis.
@@ -50,8 +56,7 @@ const (
 // call [NewMemoryStore].
 type MemoryStore struct {
 	seed   maphash.Seed
-	origin time.Time // creation, with its monotonic reading
-	base   int64     // origin in Unix nanoseconds
+	clock  clock
 	shards [numShards]shard
 }
 
@@ -77,8 +82,7 @@ type memState struct {
 
 // NewMemoryStore returns an empty [MemoryStore].
 func NewMemoryStore() *MemoryStore {
-	s := &MemoryStore{seed: maphash.MakeSeed(), origin: time.Now()}
-	s.base = s.origin.UnixNano()
+	s := &MemoryStore{seed: maphash.MakeSeed(), clock: newClock()}
 	for i := range s.shards {
 		s.shards[i].m = make(map[memKey]*memState)
 		s.shards[i].leases = make(map[uint64]struct{})
@@ -87,18 +91,43 @@ func NewMemoryStore() *MemoryStore {
 	return s
 }
 
-// nanos returns t on the store's clock, in nanoseconds since 1970 (see
-// [MemoryStore]): the store's creation plus t.Sub of it, which is the
-// monotonic time between them when t has a monotonic reading and the wall
-// time otherwise; t's wall time when that does not fit.
-func (s *MemoryStore) nanos(t time.Time) int64 {
-	d := int64(t.Sub(s.origin))
-	if d == math.MinInt64 || d == math.MaxInt64 ||
-		d > 0 && s.base > math.MaxInt64-d || d < 0 && s.base < math.MinInt64-d {
+// nanos returns t on the store's clock (see [MemoryStore] and clock).
+func (s *MemoryStore) nanos(t time.Time) int64 { return s.clock.nanos(t) }
+
+// A clock reads times in nanoseconds since 1970, counting the monotonic
+// time since its creation where it can: a step of the wall clock then
+// moves no reading of [time.Now].
+type clock struct {
+	origin time.Time // creation, with its monotonic reading
+	base   int64     // origin in Unix nanoseconds
+	mono   bool      // origin has a monotonic reading (none in a synctest bubble)
+}
+
+func newClock() clock {
+	c := clock{origin: time.Now()}
+	c.base, c.mono = c.origin.UnixNano(), hasMono(c.origin)
+	return c
+}
+
+// nanos returns t on c: c's creation plus the monotonic time between them
+// when both have a monotonic reading, and t's wall time otherwise (which is
+// the creation plus t.Sub of it, at a fraction of the cost: Sub of wall
+// times checks its result with an Add), or when the sum does not fit.
+func (c *clock) nanos(t time.Time) int64 {
+	if !c.mono || !hasMono(t) {
 		return t.UnixNano()
 	}
-	return s.base + d
+	d := int64(t.Sub(c.origin))
+	if d == math.MinInt64 || d == math.MaxInt64 ||
+		d > 0 && c.base > math.MaxInt64-d || d < 0 && c.base < math.MinInt64-d {
+		return t.UnixNano()
+	}
+	return c.base + d
 }
+
+// hasMono reports whether t has a monotonic clock reading, which Round(0)
+// strips.
+func hasMono(t time.Time) bool { return t != t.Round(0) }
 
 // Apply carries out b at time now; see [Store] and [Batch]. It fails only
 // for a batch that is not valid (Release and Refund both set), and then
@@ -202,11 +231,13 @@ func (sh *shard) holds(lease uint64) bool {
 // anew once it holds a quarter of its peak, since Go maps never shrink.
 // sh.mu is held.
 func (sh *shard) releaseLease(lease uint64) bool {
-	if _, ok := sh.leases[lease]; !ok {
+	before := len(sh.leases)
+	delete(sh.leases, lease) // one lookup, not a lookup and a delete
+	n := len(sh.leases)
+	if n == before {
 		return false
 	}
-	delete(sh.leases, lease)
-	if n := len(sh.leases); sh.leasePeak >= 1024 && n < sh.leasePeak/4 {
+	if sh.leasePeak >= 1024 && n < sh.leasePeak/4 {
 		m := make(map[uint64]struct{}, n)
 		for k := range sh.leases {
 			m[k] = struct{}{}

@@ -25,7 +25,10 @@ import (
 // limiter that never saw it would, and one refunded late keeps part of its
 // units, or all of them ([Limiter.Kept] tells how much). Stores with their
 // own clock (Redis) refund at their own time rather than now; the time
-// since d is measured on the caller's clock.
+// since d is measured between the nows passed to AllowAt and Refund, on the
+// monotonic clock when both are readings of [time.Now] (as the
+// [MemoryStore] measures), so that a step of the wall clock between them
+// changes nothing.
 //
 // Refund does not free d's in-flight slots: [Limiter.Release] still does
 // that, exactly once, whether or not d was refunded.
@@ -66,7 +69,7 @@ func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	elapsed := max(time.Duration(clockNano(now)-d.at), 0)
+	elapsed := max(time.Duration(l.clockNano(now)-d.at), 0)
 	b := &Batch{Refund: true, Lease: l.lease.Add(1), Checks: checks, Elapsed: elapsed}
 	if err := l.store.Apply(ctx, now, b); err != nil {
 		return fmt.Errorf("%w: refund: %w", ErrStoreUnavailable, err)
@@ -89,7 +92,7 @@ func (l *Limiter) Kept(now time.Time, d Decision) float64 {
 	if l.memStore != nil {
 		elapsed = l.memStore.nanos(now) - d.at
 	} else {
-		elapsed = clockNano(now) - d.at
+		elapsed = l.clockNano(now) - d.at
 	}
 	if elapsed <= 0 {
 		return 0
@@ -109,17 +112,19 @@ func (l *Limiter) Kept(now time.Time, d Decision) float64 {
 	return math.Round(kept*1000) / 1000
 }
 
-// clockNano returns t in nanoseconds since 1970, for the time between a
-// decision and its refund on a store with its own clock: a caller of such a
-// store may pass any now, the zero time say, which the store ignores. A t
-// outside the range of int64 nanoseconds (the zero time among them) reads
-// the wall clock instead. The in-memory store keeps the caller's now
-// throughout: its buckets are in that clock.
-func clockNano(t time.Time) int64 {
+// clockNano returns t in nanoseconds on l's clock (see clock: the monotonic
+// time since l was made, for a reading of time.Now), for the time between
+// a decision and its refund on a store with its own clock, so that a step
+// of the wall clock between the two changes neither Refund's Elapsed nor
+// Kept. A caller of such a store may pass any now, the zero time say,
+// which the store ignores: a t outside the range of int64 nanoseconds (the
+// zero time among them) reads the clock instead. The in-memory store
+// measures on its own clock (see MemoryStore), in which its buckets are.
+func (l *Limiter) clockNano(t time.Time) int64 {
 	if t.Before(minNano) || t.After(maxNano) {
 		t = time.Now()
 	}
-	return t.UnixNano()
+	return l.clock.nanos(t)
 }
 
 var (
