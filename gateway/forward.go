@@ -485,10 +485,12 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 		rd = c
 	}
 	n, last, gone, err := g.copyBody(r.Context(), w, rd, sse, r.Method == http.MethodPost)
-	if err == nil && sse && n > 0 && last != '\n' && last != '\r' {
+	if err == nil && sse && last != '\n' && last != '\r' {
 		// A body delimited by the connection's close has no framing to
 		// tell that it was cut, but an event stream does not end inside
-		// a line.
+		// a line. What was read counts, written or not: the outcome
+		// record of a call whose client went away says how the
+		// downstream's answer ended.
 		err = errEndedInLine
 	}
 	code := ""
@@ -545,7 +547,8 @@ func errString(err error) string {
 
 // copyBody copies src to w; for an event stream every piece read is flushed
 // at once. n counts the bytes written to w, and last is the last byte read
-// from src. Without drain, a failed write to w (the client went away) ends
+// from src ('\n' when none was: an empty stream ends at a line's end).
+// Without drain, a failed write to w (the client went away) ends
 // the copy with its error and gone set.
 // With drain, a client that went away (ctx, the client's request context,
 // ended before a write, or a write failed) sets gone, and the rest of src
@@ -558,6 +561,7 @@ func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Re
 	bp.Grow(32 << 10)
 	buf := bp.AvailableBuffer()[:32<<10]
 	rc := http.NewResponseController(w)
+	last = '\n'
 	for {
 		k, rerr := src.Read(buf)
 		if k > 0 {

@@ -67,12 +67,16 @@ type Options struct {
 	// HTTP/1.1 client, which writes each request and reads its answer on
 	// the handler's goroutine over a keep-alive pool (256 idle connections
 	// per host, no compression). A connection idle for 90 s, or for the
-	// downstream's Keep-Alive timeout less a second, is not used again: a
-	// request must not meet the downstream's closing of it (a tools/call
-	// is never sent twice). net/http's Transport hands each request and
-	// answer between goroutines, which costs more latency than the
-	// proxying in a gateway process. [NewTransport] returns a net/http
-	// Transport tuned alike, for callers that want that one.
+	// downstream's Keep-Alive timeout less a second (the last it announced,
+	// on any answer: Node leaves the header out of the TypeScript SDK's
+	// event streams), is not used again: a request must not meet the
+	// downstream's closing of it (a tools/call is never sent twice). A
+	// downstream that closes idle connections sooner without ever
+	// announcing it can still close one as a request is sent on it.
+	// net/http's Transport hands each request and answer between
+	// goroutines, which costs more latency than the proxying in a gateway
+	// process. [NewTransport] returns a net/http Transport tuned alike,
+	// for callers that want that one.
 	Transport http.RoundTripper
 	// Limiter, if non-nil, applies rate, spend and in-flight caps to every
 	// allowed tools/call before it is forwarded, keyed by the Mcp-Session-Id

@@ -98,7 +98,7 @@ func TestIdleConnsClosedAfterIdleTimeout(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	c.mu.Lock()
-	idle := len(c.pools[hostKey(&urlParts{scheme: "http", addr: strings.TrimPrefix(s.URL, "http://")})])
+	idle := len(c.pools[hostKey(&urlParts{scheme: "http", addr: strings.TrimPrefix(s.URL, "http://")})].idle)
 	c.mu.Unlock()
 	if n := closed.Load(); n < 3 {
 		t.Errorf("%d connections closed after 4x idleTimeout of non-use; %d kept idle, want 3 closed", n, idle)

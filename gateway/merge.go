@@ -355,8 +355,9 @@ var errBareCR = errors.New("gateway: event stream with a bare CR line ending")
 // readEvents parses an event stream, calling fn for every complete event.
 // As the SSE specification asks, a leading byte order mark is dropped. At
 // the end of the stream, an event without its blank line is dispatched if
-// its lines are whole (as the go-sdk client does); if its last line was
-// cut off, it is dropped and readEvents returns errEndedInLine.
+// its lines are whole (as the go-sdk client does; a lone CR at the very
+// end ends a line too, and is given the LF of a CRLF); if its last line
+// was cut off, it is dropped and readEvents returns errEndedInLine.
 func readEvents(r io.Reader, fn func(*event)) error {
 	br := bufio.NewReaderSize(r, 16<<10)
 	ev := &event{}
@@ -379,7 +380,14 @@ func readEvents(r io.Reader, fn func(*event)) error {
 			if bytes.IndexByte(trimmed, '\r') >= 0 {
 				return errBareCR
 			}
-			if len(trimmed) == 0 && err == nil {
+			if err == io.EOF && line[len(line)-1] == '\r' {
+				// The stream's last line ending is a lone CR: a line
+				// ending all the same (the first half of a cut CRLF,
+				// as a client reads it), made whole for the event's
+				// relaying.
+				line = append(line, '\n')
+			}
+			if len(trimmed) == 0 {
 				if len(ev.lines) > 0 {
 					fn(ev)
 				}

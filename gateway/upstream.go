@@ -31,8 +31,8 @@ import (
 // nothing left over, neither side asked to close, and the request's context
 // did not interrupt it; an idle connection that the peer closed or wrote to
 // is discarded when it is taken from the pool, and so is one idle for
-// longer than idleTimeout or than the downstream's Keep-Alive timeout less
-// keepAliveMargin.
+// longer than idleTimeout or than its downstream's Keep-Alive timeout less
+// keepAliveMargin (see [hostPool]).
 type upstreamClient struct {
 	dialer      net.Dialer
 	tlsConfig   *tls.Config // nil: the zero configuration
@@ -41,7 +41,28 @@ type upstreamClient struct {
 	maxHeader   int64 // bytes of response header read at most
 
 	mu    sync.Mutex
-	pools map[string][]*upConn // "scheme://host:port" -> idle, most recent last
+	pools map[string]*hostPool // "scheme://host:port" -> its idle connections
+}
+
+// hostPool is the idle connections to one downstream, and what it
+// announced of its own idle timeout.
+//
+// The timeout a downstream announces (Keep-Alive: timeout=N) holds for all
+// its connections, whichever answer carried it: Node closes every idle
+// connection after its keepAliveTimeout, but leaves out the header when
+// the handler set Connection itself, as the TypeScript SDK does on its
+// event streams, which answer most of its requests. So the last timeout a
+// downstream announced stays in force, for connections whose answers did
+// not repeat it too, until another one is announced. One limit for all the
+// connections of a pool also keeps its bottom the first to expire, which
+// put's sweep relies on.
+type hostPool struct {
+	idle []*upConn // most recent last
+	// keepFor is the last Keep-Alive timeout announced less
+	// keepAliveMargin (0 or less: a connection is not kept), when
+	// announced.
+	keepFor   time.Duration
+	announced bool
 }
 
 func newUpstreamClient() *upstreamClient {
@@ -50,7 +71,7 @@ func newUpstreamClient() *upstreamClient {
 		maxIdle:     256,
 		idleTimeout: 90 * time.Second,
 		maxHeader:   1 << 20,
-		pools:       map[string][]*upConn{},
+		pools:       map[string]*hostPool{},
 	}
 }
 
@@ -64,9 +85,6 @@ type upConn struct {
 	bw     *bufio.Writer
 	idleAt time.Time
 	used   bool // carried a request before
-	// keepFor is how long the connection may stay idle, by its last
-	// answer's Keep-Alive timeout (less keepAliveMargin); 0: idleTimeout.
-	keepFor time.Duration
 }
 
 // limitedConn reads from a connection at most n bytes while n >= 0 (the
@@ -151,29 +169,53 @@ func splitURL(r *http.Request) (*urlParts, error) {
 func (c *upstreamClient) get(key string, now time.Time) *upConn {
 	for {
 		c.mu.Lock()
-		idle := c.pools[key]
-		if len(idle) == 0 {
+		hp := c.pools[key]
+		if hp == nil || len(hp.idle) == 0 {
 			c.mu.Unlock()
 			return nil
 		}
-		pc := idle[len(idle)-1]
-		idle[len(idle)-1] = nil
-		c.pools[key] = idle[:len(idle)-1]
+		limit := c.idleLimit(hp)
+		pc := hp.idle[len(hp.idle)-1]
+		hp.idle[len(hp.idle)-1] = nil
+		hp.idle = hp.idle[:len(hp.idle)-1]
 		c.mu.Unlock()
-		if now.Sub(pc.idleAt) < c.idleLimit(pc) && idleConnUsable(pc.nc) {
+		if now.Sub(pc.idleAt) < limit && idleConnUsable(pc.nc) {
 			return pc
 		}
 		pc.nc.Close()
 	}
 }
 
-// idleLimit is how long pc may stay idle in the pool: idleTimeout, or less
-// when its downstream announced a shorter timeout (keepFor).
-func (c *upstreamClient) idleLimit(pc *upConn) time.Duration {
-	if pc.keepFor > 0 && pc.keepFor < c.idleTimeout {
-		return pc.keepFor
+// idleLimit is how long a connection of hp may stay idle: idleTimeout, or
+// less when its downstream announced a shorter timeout (0 or less: not at
+// all). c.mu is held.
+func (c *upstreamClient) idleLimit(hp *hostPool) time.Duration {
+	if hp.announced && hp.keepFor < c.idleTimeout {
+		return hp.keepFor
 	}
 	return c.idleTimeout
+}
+
+// poolLocked returns key's pool, made if it has none. c.mu is held.
+func (c *upstreamClient) poolLocked(key string) *hostPool {
+	hp := c.pools[key]
+	if hp == nil {
+		hp = &hostPool{}
+		c.pools[key] = hp
+	}
+	return hp
+}
+
+// announce records t, the idle timeout key's downstream announced
+// (Keep-Alive: timeout=N), for all its connections (see [hostPool]), and
+// reports whether a connection to it may be kept at all: not when t is
+// keepAliveMargin or less.
+func (c *upstreamClient) announce(key string, t time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hp := c.poolLocked(key)
+	hp.keepFor, hp.announced = t-keepAliveMargin, true
+	return hp.keepFor > 0
 }
 
 // put returns a connection whose exchange completed cleanly to the pool.
@@ -185,9 +227,11 @@ func (c *upstreamClient) put(pc *upConn) {
 	pc.idleAt = time.Now()
 	pc.used = true
 	c.mu.Lock()
-	idle := c.pools[pc.key]
+	hp := c.poolLocked(pc.key)
+	limit := c.idleLimit(hp)
+	idle := hp.idle
 	n := 0
-	for n < len(idle) && pc.idleAt.Sub(idle[n].idleAt) >= c.idleLimit(idle[n]) {
+	for n < len(idle) && pc.idleAt.Sub(idle[n].idleAt) >= limit {
 		n++
 	}
 	var expired []*upConn
@@ -196,11 +240,13 @@ func (c *upstreamClient) put(pc *upConn) {
 		idle = append(idle[:0], idle[n:]...)
 		clear(idle[len(idle) : len(idle)+n])
 	}
-	full := len(idle) >= c.maxIdle
+	// A limit of 0 or less (the downstream announced a timeout too short
+	// to use the connection again) keeps none.
+	full := len(idle) >= c.maxIdle || limit <= 0
 	if !full {
 		idle = append(idle, pc)
 	}
-	c.pools[pc.key] = idle
+	hp.idle = idle
 	c.mu.Unlock()
 	for _, e := range expired {
 		e.nc.Close()
@@ -210,16 +256,18 @@ func (c *upstreamClient) put(pc *upConn) {
 	}
 }
 
-// CloseIdleConnections closes the connections kept idle.
+// CloseIdleConnections closes the connections kept idle. What their
+// downstreams announced of their idle timeouts is kept.
 func (c *upstreamClient) CloseIdleConnections() {
+	var idle []*upConn
 	c.mu.Lock()
-	pools := c.pools
-	c.pools = map[string][]*upConn{}
+	for _, hp := range c.pools {
+		idle = append(idle, hp.idle...)
+		hp.idle = nil
+	}
 	c.mu.Unlock()
-	for _, idle := range pools {
-		for _, pc := range idle {
-			pc.nc.Close()
-		}
+	for _, pc := range idle {
+		pc.nc.Close()
 	}
 }
 
@@ -346,17 +394,12 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 		return fail(err, noAnswer && replayable(req))
 	}
 	keep := !resp.Close && !req.Close
-	pc.keepFor = 0
 	if t, ok := keepAliveTimeout(resp.Header); ok && keep {
-		// The downstream closes the connection once it has been idle
-		// for t (Node, under the TypeScript SDK, after 5 s): a request
-		// sent on it near then could meet the close, unanswered, and
-		// one that is not replayable (a tools/call) would fail.
-		if t <= keepAliveMargin {
-			keep = false
-		} else {
-			pc.keepFor = t - keepAliveMargin
-		}
+		// The downstream closes its connections once idle for t (Node,
+		// under the TypeScript SDK, after 5 s): a request sent on one
+		// near then could meet the close, unanswered, and one that is
+		// not replayable (a tools/call) would fail.
+		keep = c.announce(pc.key, t)
 	}
 	resp.Body = &upBody{c: c, pc: pc, body: resp.Body, stop: stop, keep: keep, noBody: resp.Body == http.NoBody}
 	if resp.Body.(*upBody).noBody {
@@ -393,10 +436,10 @@ func (c *upstreamClient) readFinal(pc *upConn, req *http.Request) (*http.Respons
 }
 
 // keepAliveMargin is taken off the idle timeout a downstream announces
-// (Keep-Alive: timeout=N) for how long its connection may stay in the
+// (Keep-Alive: timeout=N) for how long its connections may stay in the
 // pool: the downstream's timer, and the time a request takes to reach it,
-// are not ours. A connection whose downstream announces this or less is
-// not kept.
+// are not ours. The connections of a downstream that announces this or
+// less are not kept.
 const keepAliveMargin = time.Second
 
 // maxKeepAlive bounds the timeout keepAliveTimeout reads; idleTimeout is

@@ -134,7 +134,7 @@ func run(logger *slog.Logger) error {
 	rate := flag.String("rate", "", `per-user call rate for tools/call, as "N/duration" (e.g. 60/1m); empty: none`)
 	inflight := flag.Int("inflight", 0, "per-user tools/call calls in flight; 0: no cap")
 	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
-	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client")
+	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client (slower; ignores a downstream's Keep-Alive timeout)")
 	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
 	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set, a file or an https:// URL (the provider's jwks_uri), instead of MCP_GATEWAY_TOKENS")
 	issuer := flag.String("jwt-issuer", "", `the JWTs' required "iss"; without --jwt-jwks, an https URL whose discovery document (OpenID Connect, or RFC 8414) names the JWK Set, read at start`)
