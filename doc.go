@@ -115,13 +115,22 @@
 // UPSTREAM_UNAVAILABLE and a *jsonrpc.Error is passed on unchanged. So does the error of a typed tool
 // ([mcp.AddTool]), which the go-sdk's wrapper puts in a tool-error result
 // with SetError, and any result carrying an error set that way; an output
-// the wrapper's validation refuses is INVALID_RESPONSE. Its refusal of the
-// arguments, which the guard's own validation of them against the same
-// schema let through, is known only by the start of its text, which a
-// handler's error may share with a value the caller chose: it is answered
-// as the handler's. Arguments the schema accepts but the wrapper cannot
-// decode into the tool's Go type are INVALID_ARGUMENTS when the guard can
-// tell that the handler did not run: when at the field the decoder's
+// the wrapper's validation refuses is INVALID_RESPONSE. The wrapper may
+// refuse arguments the guard's own validation let through: it reads them
+// with every number a float64, so it cannot read one beyond float64's
+// range (the guard accepts numbers up to 1e400), and its validator checks
+// multipleOf and the bounds in float64 (0.07 is no multiple of 0.01
+// there). Its refusal is known only by its text, which a handler's error
+// may start with too, with a value the caller chose: the guard works the
+// refusal out from the call's arguments and the tool's input schema as
+// go-sdk v1.8.0 would, and only an error of exactly that text (and of the
+// type errors.New makes) is taken for it: INVALID_ARGUMENTS, as below.
+// Any other is the handler's (a raw tool's handler whose error is wholly
+// the caller's text can still pass for it; none of a typed tool's can,
+// as the wrapper does not call it with such arguments). Arguments the
+// schema accepts but the wrapper cannot decode into the tool's Go type are
+// INVALID_ARGUMENTS when the guard can tell that the handler did not
+// run: when at the field the decoder's
 // *json.UnmarshalTypeError names the arguments hold a number that no Go
 // integer type the tool's input schema stands for there can hold (1e30,
 // or even 9223372036854775807, which the wrapper reads as a float64

@@ -101,8 +101,9 @@ type Options struct {
 	// call the limiter admitted and that is refused before its handler runs
 	// (a write without a durable intent, a confirmation found used, a
 	// confirmation state that could not be made, arguments the go-sdk's
-	// typed-tool wrapper could not decode, as the package doc's # Errors
-	// says) is given back its calls and cost ([limiter.Limiter.Refund]):
+	// typed-tool wrapper could not read, decode or validate, as the package
+	// doc's # Errors says) is given back its calls and cost
+	// ([limiter.Limiter.Refund]):
 	// a call refused at once consumes nothing; one refused later keeps the
 	// part that may have refilled meanwhile, which its audit record's cost
 	// shows. When the limiter's store fails and the limiter fails closed,
@@ -165,7 +166,9 @@ type Options struct {
 	// detail gives the size. 0 means 4 MiB; a negative value means no cap.
 	// Whatever the cap, a result the go-sdk could not encode (a +Inf or a
 	// func in it, a json.RawMessage that is not JSON), to which it would
-	// send no answer at all, is refused as a malformed one.
+	// send no answer at all, is refused as a malformed one; so is one it
+	// would send as bytes that are not UTF-8 (a json.RawMessage's, sent as
+	// they are), which a strict client cannot read.
 	MaxOutputBytes int
 	// Validation tunes argument validation. Nil means strict.
 	Validation *ValidationOptions

@@ -93,8 +93,10 @@ func (e *toolEntry) checkResult(res *mcp.CallToolResult, max int) error {
 }
 
 // structuredEncodes refuses structured content v that the go-sdk could not
-// encode (it would send no answer at all), or whose encoding has over max
-// bytes (a negative max is no cap).
+// encode (it would send no answer at all), that it would send as bytes
+// that are not UTF-8 (a json.RawMessage holds its bytes as they are; a
+// client may not read the answer), or whose encoding has over max bytes
+// (a negative max is no cap).
 func structuredEncodes(v any, max int) error {
 	if v == nil {
 		return nil
@@ -106,6 +108,9 @@ func structuredEncodes(v any, max int) error {
 		if raw != nil && !json.Valid(raw) {
 			return errors.New("structured content is not valid JSON")
 		}
+		if !utf8.Valid(raw) {
+			return errors.New("structured content is not UTF-8")
+		}
 		return nil
 	}
 	// A value the go-sdk will encode: its encoding is what is sent.
@@ -115,6 +120,10 @@ func structuredEncodes(v any, max int) error {
 	}
 	if max >= 0 && len(raw) > max {
 		return &tooLarge{part: "structured content", n: len(raw), max: max}
+	}
+	if !utf8.Valid(raw) {
+		// A json.RawMessage in it, sent as its bytes are.
+		return errors.New("structured content is not UTF-8")
 	}
 	return nil
 }
@@ -135,13 +144,18 @@ func structuredSize(v any, max int) error {
 // and of res's own _meta and input requests, its request state, and the
 // JSON of a resource link or a block of a kind a tool result does not
 // carry (a sampling message's tool use or result). It fails on a part the
-// go-sdk could not encode.
+// go-sdk could not encode, or would send as bytes that are not UTF-8 (a
+// json.RawMessage in it: encoding/json checks that one is JSON, not that
+// it is UTF-8; a Go string's invalid bytes it sends as U+FFFD).
 func restBytes(res *mcp.CallToolResult) (int, error) {
 	n := 0
 	add := func(v any) error {
 		raw, err := json.Marshal(v)
 		if err != nil {
 			return errors.New("the result does not marshal")
+		}
+		if !utf8.Valid(raw) {
+			return errors.New("the result is not UTF-8 once encoded")
 		}
 		n += len(raw)
 		return nil

@@ -46,6 +46,7 @@ type call struct {
 	denial    *DenialError
 	detail    string
 	running   bool            // the handler was called and has not returned
+	ran       bool            // the handler was called (a write's may have been made)
 	retry     bool            // the call returns a sealed RequestState: a logical call's next round
 	confirmed bool            // a confirmation passed in this logical call
 	ticket    *confirm.Ticket // the state the call came with, checked, used up when admitted
@@ -119,7 +120,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			g.log.Error("mcpguard: tool handler panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", logText(fmt.Sprint(r)), "stack", string(debug.Stack()))
 			c.detail = "panic"
 			d := Deny(CodeInternal, "the tool failed unexpectedly")
-			if c.running { // the handler panicked: it may have written
+			if c.ran { // the handler, or step 11 on its result, panicked: it may have written
 				d = c.failedWrite(d)
 			}
 			res, err = g.deny(c, d)
@@ -280,7 +281,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	c.running = true
+	c.running, c.ran = true, true
 	res, err = next(ctx, req)
 	res, err = sdkToolError(res, err)
 	if !write && g.opts.RetryReads && transient(res, err) && ctx.Err() == nil {
@@ -330,6 +331,11 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		var sc *sdkCheck
 		if errors.As(err, &sc) && sc.decode != nil && undecodable(c.raw, e.tool.InputSchema, sc.decode) {
 			c.detail = "refused by the go-sdk's typed-tool wrapper: the arguments do not fit the tool's Go types; the handler was not run"
+			g.refund(ctx, c, ld)
+			return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
+		}
+		if sc != nil && sc.args && sdkRefusedArgs(c.raw, e.tool.InputSchema, sc.err.Error()) {
+			c.detail = "refused by the go-sdk's typed-tool wrapper: it could not read or validate the arguments; the handler was not run"
 			g.refund(ctx, c, ld)
 			return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
 		}
@@ -394,17 +400,17 @@ func notRun(c Code) bool {
 // error, so that it is handled like a raw handler's: its text, which may
 // hold internals or argument values, does not reach the caller. An output
 // the wrapper's validation refuses is INVALID_RESPONSE (go-sdk v1.8.0 says
-// so only in the message of an error it returns, not sets). Arguments its
-// validation refuses come back as an error set as the handler's is, known
-// only by the start of its text, `validating "arguments"`, which a
-// handler's error may start with too, with a value the caller chose: it
-// is the handler's, as the guard's own validation of the same arguments
-// against the same schema passed. Arguments it cannot decode into the
-// tool's Go type come back as the decoder's own *json.UnmarshalTypeError,
-// set as it is, exactly as a handler's error would be: such an error is
-// marked as a possible decode failure, which the caller confirms against
-// the call's arguments and the tool's input schema ([undecodable]) before
-// it calls it one. A *DenialError comes back as itself, so that a typed
+// so only in the message of an error it returns, not sets). Arguments it
+// cannot read or its validation refuses come back as an error set as the
+// handler's is, known only by its text, starting `validating
+// "arguments"`, which a handler's error may start with too, with a value
+// the caller chose: such an error is marked as a possible refusal, which
+// the caller confirms by its whole text ([sdkRefusedArgs]). Arguments it
+// cannot decode into the tool's Go type come back as the decoder's own
+// *json.UnmarshalTypeError, set as it is, exactly as a handler's error
+// would be: such an error is marked as a possible decode failure, which
+// the caller confirms against the call's arguments and the tool's input
+// schema ([undecodable]) before it calls it one. A *DenialError comes back as itself, so that a typed
 // tool's refusal is answered like a raw one's. A tool that wants the model
 // to read its error returns a result with IsError and Content, without
 // SetError.
@@ -427,14 +433,21 @@ func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, erro
 	if ute, ok := herr.(*json.UnmarshalTypeError); ok && ute.Offset == 0 && ute.Type != nil {
 		return nil, &sdkCheck{code: CodeInvalidArguments, decode: ute, err: herr}
 	}
+	// The wrapper's refusal of arguments it cannot read or validate: an
+	// error made by fmt.Errorf without %w, as errors.New makes them.
+	if reflect.TypeOf(herr) == reflect.TypeOf(errors.New("")) && strings.HasPrefix(herr.Error(), sdkArgsPrefix) {
+		return nil, &sdkCheck{code: CodeInvalidArguments, args: true, err: herr}
+	}
 	return nil, herr
 }
 
-// sdkCheck is a refusal of the go-sdk's typed-tool wrapper. With decode
-// set, it may be the handler's own error instead: see [undecodable].
+// sdkCheck is a refusal of the go-sdk's typed-tool wrapper. With decode or
+// args set, it may be the handler's own error instead: see [undecodable]
+// and [sdkRefusedArgs].
 type sdkCheck struct {
 	code   Code
 	decode *json.UnmarshalTypeError
+	args   bool // the text of the wrapper's refusal of the arguments
 	err    error
 }
 
