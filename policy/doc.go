@@ -27,4 +27,35 @@
 // [Policy.CheckTool] is the registration check: a tool with no rule, or whose
 // configured class contradicts its ReadOnlyHint annotation, is a start-up
 // error.
+//
+// # Rule files
+//
+// [ParseConfig] reads a [Config] from JSON, for rules kept as data (a
+// gateway's --policy file). Member names are the Config's fields in
+// snake_case:
+//
+//	{
+//	  "tools": [
+//	    {"name": "get_customer_record", "class": "read"},
+//	    {"name": "trigger_refund", "class": "write", "roles": ["support", "finance"],
+//	     "cost": 1, "confirm": false,
+//	     "arg_limits": [{"field": "amount", "max": 100, "exempt_roles": ["finance"]}]}
+//	  ],
+//	  "role_rules": [{"pattern": "admin_*", "roles": ["admin"]}],
+//	  "write_allowlist": ["trigger_refund"],
+//	  "default": {"class": "read"},
+//	  "show_forbidden": false
+//	}
+//
+// Every member may be left out but a tool's "name" and "class", the
+// default rule's "class", a role rule's "pattern" and "roles", and an
+// argument limit's "field" and "max"; one left out is the zero value of
+// its field (no default rule, ShowForbidden false, no writes allowed).
+// "class" is "read" or "write", exactly. The default rule has no "name".
+// "max" may be any finite number, and is compared as the float64 nearest
+// to it (as [ArgLimit].Max holds it); "cost" is 0 or more. The format is
+// strict (see ParseConfig): a misspelt or unknown member, one given
+// twice, a null, or a value of the wrong type is an error naming its
+// place ("tools[2].rolls"), never silently dropped. ParseConfig checks
+// the format; [New] then checks the rules, as for a Config built in Go.
 package policy

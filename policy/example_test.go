@@ -45,3 +45,40 @@ func Example() {
 	// bob   trigger_refund      allowed
 	// bob   trigger_refund      FORBIDDEN
 }
+
+func ExampleParseConfig() {
+	cfg, err := policy.ParseConfig([]byte(`{
+	  "tools": [
+	    {"name": "get_customer_record", "class": "read"},
+	    {"name": "trigger_refund", "class": "write",
+	     "arg_limits": [{"field": "amount", "max": 100, "exempt_roles": ["finance"]}]}
+	  ],
+	  "role_rules": [{"pattern": "admin_*", "roles": ["admin"]}],
+	  "write_allowlist": ["trigger_refund"]
+	}`))
+	if err != nil {
+		panic(err)
+	}
+	p, err := policy.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	support := &policy.Principal{Subject: "sam", Roles: []string{"support"}}
+	finance := &policy.Principal{Subject: "fay", Roles: []string{"finance"}}
+	for _, c := range []struct {
+		pr     *policy.Principal
+		amount float64
+	}{{support, 50}, {support, 500}, {finance, 500}} {
+		d := p.Decide(c.pr, "trigger_refund", policy.MapArgs{"amount": c.amount})
+		fmt.Printf("%s refunds %v: %v\n", c.pr.Subject, c.amount, d.Allowed())
+	}
+
+	// A misspelt member is an error, not a rule silently dropped.
+	_, err = policy.ParseConfig([]byte(`{"tools": [{"name": "trigger_refund", "class": "write", "rolls": ["finance"]}]}`))
+	fmt.Println(err)
+	// Output:
+	// sam refunds 50: true
+	// sam refunds 500: false
+	// fay refunds 500: true
+	// policy: config: tools[0].rolls: unknown member; want one of name, class, roles, cost, confirm, arg_limits
+}

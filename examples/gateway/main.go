@@ -10,10 +10,12 @@
 // included, judged by the authorization server's token introspection
 // endpoint), refuses admin_*
 // tools/call requests from callers without the role admin before they reach
-// the downstream, and forwards everything else.
+// the downstream, and forwards everything else; or, with --policy FILE,
+// decides every tools/call by the rules of that file instead.
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
-//	        --path /mcp --timeout 30 [--filter-tools-list] [--rate 60/1m] [--inflight 8] [--max-body 4194304] \
+//	        --path /mcp --timeout 30 [--policy policy.json] \
+//	        [--filter-tools-list] [--rate 60/1m] [--inflight 8] [--max-body 4194304] \
 //	        [--audit audit.jsonl | audit.db] [--std-transport] [--allowed-origins URL,...] \
 //	        [--pin-tools | --tool-pins pins.json] \
 //	        [[--jwt-jwks keys.json|https://idp.example/jwks.json] --jwt-issuer URL
@@ -61,6 +63,15 @@
 // --tool-pins reads, and exits:
 //
 //	gateway --upstream http://127.0.0.1:8081/mcp --print-pins > pins.json
+//
+// --policy reads rules as data, the JSON of policy.ParseConfig (tools with
+// their class, roles, cost and argument limits; role rules by name
+// pattern; the write allowlist; a default rule; show_forbidden), in place
+// of gateway.DefaultPolicy: a tool the file gives no rule, without a
+// "default", is unknown (-32601, 404). A file that cannot be read, does
+// not parse, whose rules policy.New refuses, or with a rule asking for a
+// confirmation (which the gateway cannot ask a human for), and --policy
+// "", stop the start with exit status 2.
 //
 // Requests to the MCP path with an Origin header other than their own or
 // one of --allowed-origins are refused (403), and so are requests that
@@ -111,6 +122,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -120,7 +132,7 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(logger); err != nil {
 		logger.Error("gateway failed", "err", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -153,6 +165,7 @@ func run(logger *slog.Logger) error {
 	pinTools := flag.Bool("pin-tools", false, "approve each tool's definition when a tools/list answer first shows it; a tool listed later with another definition is withheld from tools/list and its calls refused, until its approved definition is listed again")
 	toolPins := flag.String("tool-pins", "", "approve only the tool definitions in this file (JSON from tool name to SHA-256, as --print-pins writes it): any other tool, or definition, is withheld from tools/list and its calls refused")
 	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit")
+	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, or whose rules are refused, stops the start (exit status 2)")
 	flag.Parse()
 
 	switch {
@@ -184,6 +197,20 @@ func run(logger *slog.Logger) error {
 	}
 	if *printPinsFlag {
 		return printPins(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), stdout)
+	}
+	var pol *policy.Policy // nil: gateway.DefaultPolicy
+	policySet := false
+	flag.Visit(func(f *flag.Flag) { policySet = policySet || f.Name == "policy" })
+	if policySet && *policyFile == "" {
+		// An empty variable in a template: not a wish for the default.
+		return usageError{errors.New(`--policy "": want a file of rules (leave the flag out for the default policy)`)}
+	}
+	if *policyFile != "" {
+		p, err := loadPolicy(*policyFile)
+		if err != nil {
+			return err
+		}
+		pol = p
 	}
 	if err := checkTokenFlags(*jwks != "" || *issuer != "", *introspect != ""); err != nil {
 		return err
@@ -249,7 +276,7 @@ func run(logger *slog.Logger) error {
 		limits = append(limits, limiter.Limit{Kind: limiter.Concurrency, Scope: limiter.User, Max: float64(*inflight)})
 	}
 	opts := &gateway.Options{
-		Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
+		Policy: pol, Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
 		Timeout: time.Duration(*timeout * float64(time.Second)), Logger: logger,
 	}
 	switch {
@@ -343,7 +370,7 @@ func run(logger *slog.Logger) error {
 		}
 	}()
 	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter,
-		"pins", pinMode(*pinTools, *toolPins))
+		"pins", pinMode(*pinTools, *toolPins), "policy", policyName(*policyFile))
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -567,6 +594,14 @@ func openAudit(logger *slog.Logger, path string) (audit.Sink, func(), error) {
 // shutdownGrace is how long the gateway lets requests end on their own at
 // shutdown.
 var shutdownGrace = 5 * time.Second
+
+// policyName names the policy of the --policy flag, for the start-up log.
+func policyName(file string) string {
+	if file == "" {
+		return "default"
+	}
+	return file
+}
 
 // pinMode names the tool pinning of the flags, for the start-up log.
 func pinMode(firstUse bool, file string) string {

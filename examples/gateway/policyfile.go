@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// A usageError is a mistake in the gateway's configuration that main
+// reports with exit status 2, as the flag package reports a bad flag.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCode is the exit status for an error of run: 2 for a usage error,
+// else 1.
+func exitCode(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// loadPolicy reads the rules of the --policy file: JSON as
+// policy.ParseConfig reads it, at most policy.MaxConfigBytes, checked by
+// policy.New. A rule with "confirm" is refused: the gateway cannot ask a
+// human to confirm a call, and would forward it without. Its errors are
+// usage errors.
+func loadPolicy(path string) (*policy.Policy, error) {
+	fail := func(err error) (*policy.Policy, error) {
+		return nil, usageError{fmt.Errorf("--policy %s: %w", path, err)}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in the message already
+		}
+		return fail(err)
+	}
+	defer f.Close()
+	// One byte more than allowed, for ParseConfig to say it is too large.
+	data, err := io.ReadAll(io.LimitReader(f, policy.MaxConfigBytes+1))
+	if err != nil {
+		return fail(err)
+	}
+	cfg, err := policy.ParseConfig(data)
+	if err != nil {
+		return fail(err)
+	}
+	const noConfirm = `"confirm": true: the gateway cannot ask a human to confirm a call, and would forward it without one; leave "confirm" out (a write tool off the write allowlist is refused)`
+	for _, r := range cfg.Tools {
+		if r.Confirm {
+			return fail(fmt.Errorf("tool %q: %s", r.Name, noConfirm))
+		}
+	}
+	if cfg.Default != nil && cfg.Default.Confirm {
+		return fail(fmt.Errorf("the default rule: %s", noConfirm))
+	}
+	p, err := policy.New(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	return p, nil
+}
