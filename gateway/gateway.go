@@ -27,7 +27,11 @@ import (
 type Options struct {
 	// Policy decides every tools/call. Nil means [DefaultPolicy]: every tool
 	// is a read, admin_* tools need the role admin, forbidden tools stay
-	// visible in tools/list and are refused at call time.
+	// visible in tools/list and are refused at call time. The gateway has
+	// no way to ask a human: a call whose rule asks for a confirmation
+	// (policy.ToolRule.Confirm) is refused (-32001, 403,
+	// CONFIRMATION_REQUIRED), never forwarded, and FilterToolsList hides
+	// the tool.
 	Policy *policy.Policy
 	// Path is the path the gateway serves MCP on. Empty means "/mcp".
 	Path string

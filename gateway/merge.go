@@ -226,14 +226,17 @@ func ambiguousKey(k []byte, name string) bool {
 }
 
 // listable reports whether a tools/list answer keeps the tool named name,
-// defined by tool: with FilterToolsList, l's caller may call it; with Pins,
+// defined by tool: with FilterToolsList, l's caller may call it (a tool
+// whose rule asks for a confirmation never); with Pins,
 // its definition is the one approved. A tool withheld for its definition
 // is logged and recorded, once per definition ([Pins.listed]), and one by
 // one for at most maxWithheldRecords tools per request and verdict (see
 // [Gateway.withheldSummary] for the rest).
 func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
-	if g.filter && !(g.pol.Visible(l.pr, name) && g.pol.Decide(l.pr, name, permissiveArgs{}).Allowed()) {
-		return false
+	if g.filter {
+		if d := g.pol.Decide(l.pr, name, permissiveArgs{}); !g.pol.Visible(l.pr, name) || !d.Allowed() || d.Rule.Confirm {
+			return false // Confirm: refused at call time (confirmRefusal)
+		}
 	}
 	if g.pins == nil {
 		return true

@@ -290,6 +290,11 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, d.Reason, 0, start)
 		return p
 	}
+	if d.Rule.Confirm {
+		p.local = confirmRefusal(m.tool)
+		g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, p.local.message, 0, start)
+		return p
+	}
 	if g.pins != nil {
 		if v := g.pins.callable(m.tool); v != pinOK {
 			p.local = pinRefusal(v, m.tool)
@@ -365,6 +370,16 @@ func (g *Gateway) denial(pr *policy.Principal, tool string, d policy.Decision) *
 			", caller has role '" + strings.Join(pr.Roles, ",") + "'."
 	}
 	return &rpcError{code: CodeForbidden, status: http.StatusForbidden, contract: d.Code.String(), message: msg, data: data}
+}
+
+// confirmRefusal is the -32001 refusal of a call whose rule asks for a
+// human confirmation (policy.ToolRule.Confirm), which the gateway has no
+// way to obtain: forwarded, the call would run without one.
+func confirmRefusal(tool string) *rpcError {
+	shown := shortName(tool)
+	return &rpcError{code: CodeForbidden, status: http.StatusForbidden, contract: "CONFIRMATION_REQUIRED",
+		message: "Unauthorized Tool Call: tool '" + shown + "' needs a human confirmation, which this gateway cannot obtain",
+		data:    map[string]any{"tool": shown, "reason": "confirmation required"}}
 }
 
 // pinRefusal is the -32001 refusal of a call of a tool whose definition
