@@ -125,9 +125,10 @@
 // refusal out from the call's arguments and the tool's input schema as
 // go-sdk v1.8.0 would, and only an error of exactly that text (and of the
 // type errors.New makes) is taken for it: INVALID_ARGUMENTS, as below.
-// Any other is the handler's (a raw tool's handler whose error is wholly
-// the caller's text can still pass for it; none of a typed tool's can,
-// as the wrapper does not call it with such arguments). Arguments the
+// Any other is the handler's (the handler of a raw tool of a server the
+// guard is installed on, whose error is wholly the caller's text, can
+// still pass for it; none of a typed tool's can, as the wrapper does not
+// call it with such arguments). Arguments the
 // schema accepts but the wrapper cannot decode into the tool's Go type are
 // INVALID_ARGUMENTS when the guard can tell that the handler did not
 // run: when at the field the decoder's
@@ -146,6 +147,9 @@
 // guard reads the input schema as the go-sdk derives it from the Go type:
 // one written by hand that says "integer" for a field of another type
 // would let a handler's error about that field pass for a decode failure.
+// Neither the wrapper's refusal nor its decode failure is looked for in
+// the error of a handler [Guard.Wrap] protects: that is a raw handler,
+// with no wrapper below it, and its error is its own.
 // A tool that wants the model to read its error message returns a result
 // with IsError and Content instead.
 //

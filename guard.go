@@ -344,6 +344,7 @@ func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.raw = true
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := g.serve(ctx, req, e, h)
 		if res == nil && err == nil { // cannot happen; never hand (nil, nil) to the SDK

@@ -23,6 +23,9 @@ type toolEntry struct {
 	in   *Validator
 	out  *Validator
 	err  error // the tool failed its registration check: fail closed
+	// raw says that the handler is a raw one ([Guard.Wrap]): no error of
+	// its is the go-sdk's typed-tool wrapper's refusal of the arguments.
+	raw bool
 	// simRefused says that out refuses a simulated dry-run result
 	// (dryrun.Result), which is then answered as a tool error.
 	simRefused bool

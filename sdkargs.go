@@ -30,10 +30,11 @@ const sdkArgsPrefix = `validating "arguments": `
 // so with a value the caller chose. A raw tool's handler (which the go-sdk
 // does not check) whose error is the caller's text and nothing else can
 // still pass for the wrapper, when the caller sends arguments the wrapper
-// would refuse and the wrapper's very text. When several arguments fail,
-// the go-sdk's validator names one it picks at random (it ranges over a
-// map): a text naming another is answered as the handler's error, the
-// safe way.
+// would refuse and the wrapper's very text; but not one [Guard.Wrap]
+// protects, whose errors are never checked so (see settle). When several
+// arguments fail, the go-sdk's validator names one it picks at random (it
+// ranges over a map): a text naming another is answered as the handler's
+// error, the safe way.
 func sdkRefusedArgs(raw json.RawMessage, schema any, text string) (refused bool) {
 	if schema == nil || !strings.HasPrefix(text, sdkArgsPrefix) {
 		return false
@@ -91,7 +92,9 @@ func sdkArgsError(raw json.RawMessage, schema any) (string, bool) {
 // number in them that a float64 cannot hold, if there is one: a
 // *json.UnmarshalTypeError whose value is the number quoted (cut at 32
 // bytes), whose struct names the types of the objects and arrays it lies
-// in, and whose field is its path of keys and indices.
+// in, and whose field is its path of keys and indices. It reads raw once,
+// token by token, in memory in proportion to raw: the path and the types
+// are put together only for the number found.
 func unreadableNumber(raw json.RawMessage) (string, bool) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
@@ -99,50 +102,59 @@ func unreadableNumber(raw json.RawMessage) (string, bool) {
 	if err != nil || tok != json.Delim('{') {
 		return "", false
 	}
-	return numberBeyondFloat(d, tok, nil, nil)
-}
-
-// numberBeyondFloat reads from d the rest of the value whose first token
-// is tok, at path in containers of the types in, until a number a float64
-// cannot hold (see unreadableNumber).
-func numberBeyondFloat(d *json.Decoder, tok json.Token, in, path []string) (string, bool) {
-	switch t := tok.(type) {
-	case json.Number:
-		if _, err := strconv.ParseFloat(string(t), 64); err == nil {
-			return "", false
-		}
-		lit := string(t)
-		if len(lit) >= 32 {
-			lit = lit[:32] + "..."
-		}
-		e := &json.UnmarshalTypeError{Value: strconv.Quote(lit), Type: reflect.TypeFor[float64](), Struct: strings.Join(in, ""), Field: strings.Join(path, ".")}
-		return e.Error(), true
-	case json.Delim:
-		object := t == '{'
-		if object {
-			in = append(in[:len(in):len(in)], "map[string]interface {}")
-		} else {
-			in = append(in[:len(in):len(in)], "[]interface {}")
-		}
-		for i := 0; d.More(); i++ {
-			key := strconv.Itoa(i)
-			if object {
-				k, err := d.Token()
-				if err != nil {
-					return "", false
-				}
-				key, _ = k.(string)
+	// open holds the containers the reader is in, outermost first;
+	// path[i] is the key or index, in open[i], of the member being read.
+	type container struct {
+		object bool
+		next   int // the index of an array's next element
+	}
+	open := []container{{object: true}}
+	var path []string
+	for len(open) > 0 {
+		top := &open[len(open)-1]
+		if !d.More() {
+			if _, err := d.Token(); err != nil { // the closing delimiter
+				return "", false
 			}
-			v, err := d.Token()
+			open = open[:len(open)-1]
+			continue
+		}
+		key := ""
+		if top.object {
+			k, err := d.Token()
 			if err != nil {
 				return "", false
 			}
-			if msg, ok := numberBeyondFloat(d, v, in, append(path[:len(path):len(path)], key)); ok {
-				return msg, true
-			}
+			key, _ = k.(string)
+		} else {
+			key = strconv.Itoa(top.next)
+			top.next++
 		}
-		if _, err := d.Token(); err != nil { // the closing delimiter
+		path = append(path[:len(open)-1], key)
+		v, err := d.Token()
+		if err != nil {
 			return "", false
+		}
+		switch v := v.(type) {
+		case json.Number:
+			if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+				var in strings.Builder
+				for _, c := range open {
+					if c.object {
+						in.WriteString("map[string]interface {}")
+					} else {
+						in.WriteString("[]interface {}")
+					}
+				}
+				lit := string(v)
+				if len(lit) >= 32 {
+					lit = lit[:32] + "..."
+				}
+				e := &json.UnmarshalTypeError{Value: strconv.Quote(lit), Type: reflect.TypeFor[float64](), Struct: in.String(), Field: strings.Join(path, ".")}
+				return e.Error(), true
+			}
+		case json.Delim: // an opening one: the decoder checks the nesting
+			open = append(open, container{object: v == '{'})
 		}
 	}
 	return "", false

@@ -45,7 +45,7 @@ type call struct {
 	dryRun    bool
 	denial    *DenialError
 	detail    string
-	running   bool            // the handler was called and has not returned
+	running   bool            // the handler was called and the guard has not answered
 	ran       bool            // the handler was called (a write's may have been made)
 	retry     bool            // the call returns a sealed RequestState: a logical call's next round
 	confirmed bool            // a confirmation passed in this logical call
@@ -125,9 +125,10 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			}
 			res, err = g.deny(c, d)
 		} else if c.running {
-			// The handler left by runtime.Goexit (t.FailNow, log.Fatal's
-			// kin in a test helper): nothing was returned, so nothing is
-			// recorded as allowed.
+			// The handler, or step 11 on its result, left by
+			// runtime.Goexit (t.FailNow, log.Fatal's kin in a test
+			// helper): nothing was returned, so nothing is recorded as
+			// allowed.
 			c.running = false
 			c.detail = "handler exited without returning (runtime.Goexit)"
 			c.denial = c.failedWrite(Deny(CodeInternal, "the tool failed unexpectedly"))
@@ -290,8 +291,17 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		c.detail = "retried once after a transient error"
 		res, err = sdkToolError(next(ctx, req))
 	}
+	// Still running: a runtime.Goexit in step 11 (a MarshalJSON of the
+	// result's) is recorded as the handler's would be.
+	res, err = g.settle(ctx, c, e, ld, res, err)
 	c.running = false
+	return res, err
+}
 
+// settle turns what the handler of c returned, res and err, into the
+// call's answer: the end of step 10 and step 11. ld is the limiter's
+// decision on the call, for a refund.
+func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.Decision, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	// Normalise what the handler returned.
 	if errors.Is(err, errToolGone) {
 		// No handler ran: refused as any unknown name is, charged nothing.
@@ -327,14 +337,16 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		// Arguments the go-sdk's typed-tool wrapper could not decode, so
 		// that the handler did not run: refused as the guard's own
 		// validation refuses them (not logged: the text quotes the
-		// caller's values), charged nothing.
+		// caller's values), charged nothing. Not for a raw handler
+		// ([Guard.Wrap]): no wrapper is below it, so its error is its own.
 		var sc *sdkCheck
-		if errors.As(err, &sc) && sc.decode != nil && undecodable(c.raw, e.tool.InputSchema, sc.decode) {
+		errors.As(err, &sc)
+		if !e.raw && sc != nil && sc.decode != nil && undecodable(c.raw, e.tool.InputSchema, sc.decode) {
 			c.detail = "refused by the go-sdk's typed-tool wrapper: the arguments do not fit the tool's Go types; the handler was not run"
 			g.refund(ctx, c, ld)
 			return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
 		}
-		if sc != nil && sc.args && sdkRefusedArgs(c.raw, e.tool.InputSchema, sc.err.Error()) {
+		if !e.raw && sc != nil && sc.args && sdkRefusedArgs(c.raw, e.tool.InputSchema, sc.err.Error()) {
 			c.detail = "refused by the go-sdk's typed-tool wrapper: it could not read or validate the arguments; the handler was not run"
 			g.refund(ctx, c, ld)
 			return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
