@@ -33,8 +33,8 @@
 // and a start time; the audit record is written on every way out, and
 // names as its tool only a name a tool could have: one [policy.CheckName]
 // refuses (a control or invisible character, white space at an end), or
-// over 1024 bytes, is recorded in the detail, escaped and cut, and a Guard
-// serves no tool so named);
+// over 1024 bytes, is recorded in the detail, escaped and cut, as log lines
+// show it too, and a Guard serves no tool so named);
 // authenticate (an [Authenticator]: verified TokenInfo, HTTP headers, or the
 // launching environment of a stdio server; never a default identity unless
 // the server names one, as [FromGatewayHeaders]' anonymous principal; never
@@ -45,9 +45,9 @@
 // limiter); answer dry-runs (package dryrun); record a durable write-ahead
 // intent for writes (package audit); run the handler with the caller's
 // [Identity] in its context; validate its output (that it can be encoded,
-// its size, capped by [Options].MaxOutputBytes at 4 MiB by default, then
-// its structured content against the tool's output schema); audit the
-// outcome.
+// as UTF-8; its size, capped by [Options].MaxOutputBytes at 4 MiB by
+// default; then its structured content against the tool's output schema);
+// audit the outcome.
 //
 // # Chaining
 //

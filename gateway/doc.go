@@ -7,7 +7,9 @@
 // [TokensFromEnv]), parses the JSON-RPC envelope strictly, and authorizes
 // each tools/call with a policy (by default [DefaultPolicy]: admin_* needs
 // the role admin, one row of data). A refused call is answered by the
-// gateway and never reaches the downstream.
+// gateway and never reaches the downstream. The gateway cannot ask a human:
+// a call whose rule asks for a confirmation (policy.ToolRule.Confirm) is
+// refused (CONFIRMATION_REQUIRED), never forwarded without one.
 //
 // # Forwarding
 //
@@ -26,6 +28,11 @@
 //     downstream sent before it read the whole request body (a 413 for a
 //     body over its own limit) is relayed, also when it then stopped
 //     reading and the rest of the body could not be written.
+//   - The gateway's own client does not send a request on a pooled
+//     connection idle for 90 s, or for the downstream's Keep-Alive timeout
+//     less a second when that is shorter (the last one it announced), which
+//     the downstream may be closing: a tools/call is never sent twice (see
+//     Options.Transport).
 //   - A batch is authorized member by member. Allowed members are sent as
 //     separate requests, concurrently but at most 16 of one batch at a
 //     time, each until its answer has been read, with the same session
@@ -178,7 +185,9 @@
 // # Errors
 //
 // A single refusal carries a semantic HTTP status as well as the JSON-RPC
-// error: -32000 with 401 and WWW-Authenticate, -32001 with 403, -32602 /
+// error: -32000 with 401 and WWW-Authenticate, -32001 with 403, -32601
+// with 404 for a tool the policy has no rule for (or hides: a policy
+// without ShowForbidden), -32602 /
 // -32600 / -32700 with 400 (-32600 with 413 for a body over MaxBodyBytes,
 // 415 for one encoded or in another charset, 405 with Allow for an HTTP
 // method other than GET, POST and DELETE, or OPTIONS as a CORS preflight),

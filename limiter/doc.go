@@ -47,7 +47,12 @@
 //
 // State lives in a [Store]. The default [MemoryStore] is exact and cheap
 // (no allocation for a key it knows) and evicts idle keys, so memory stays
-// bounded however many sessions come and go. The Redis store in
+// bounded however many sessions come and go. It measures times read from
+// [time.Now] on the monotonic clock, so that a step of the wall clock
+// neither locks the buckets out nor refills them (see [MemoryStore] for
+// other times, and for a machine's sleep). Its in-flight slots, like the
+// Redis store's, are leases ([LeaseStore]): a second Release of the same
+// Decision frees nothing. The Redis store in
 // limiter/redislimit shares limits across replicas: one Lua script, one
 // round trip, decides all limits of a call at the Redis server's time.
 // When a store fails, the limiter fails closed by default, per class of

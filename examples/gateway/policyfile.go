@@ -30,8 +30,8 @@ func exitCode(err error) int {
 // loadPolicy reads the rules of the --policy file: JSON as
 // policy.ParseConfig reads it, at most policy.MaxConfigBytes, checked by
 // policy.New. A rule with "confirm" is refused: the gateway cannot ask a
-// human to confirm a call, and would forward it without. Its errors are
-// usage errors.
+// human to confirm a call, and refuses every call of such a tool. Its
+// errors are usage errors.
 func loadPolicy(path string) (*policy.Policy, error) {
 	fail := func(err error) (*policy.Policy, error) {
 		return nil, usageError{fmt.Errorf("--policy %s: %w", path, err)}
@@ -54,7 +54,7 @@ func loadPolicy(path string) (*policy.Policy, error) {
 	if err != nil {
 		return fail(err)
 	}
-	const noConfirm = `"confirm": true: the gateway cannot ask a human to confirm a call, and would forward it without one; leave "confirm" out (a write tool off the write allowlist is refused)`
+	const noConfirm = `"confirm": true: the gateway cannot ask a human to confirm a call, and would refuse every call of the tool; leave "confirm" out (a write tool off the write allowlist is refused)`
 	for _, r := range cfg.Tools {
 		if r.Confirm {
 			return fail(fmt.Errorf("tool %q: %s", r.Name, noConfirm))
