@@ -149,15 +149,18 @@ var (
 )
 
 // ArgsSHA256 returns the lowercase hex SHA-256 of the canonical JSON of raw:
-// object members sorted by their keys as a decoder reads them (each byte of
-// invalid UTF-8 as U+FFFD), members whose keys read alike left in their
-// order (a handler gets the last), no insignificant whitespace, strings
-// re-escaped the way encoding/json does, numbers exactly as given. An
-// object with keys that differ only in letter case, which encoding/json
-// matches to one struct field (the last one winning), has its members
-// sorted by their keys case-folded instead, those that fold alike in their
-// order: arguments that encoding/json reads differently (into a map or a
-// struct) hash differently. It returns "" for empty raw
+// object members sorted by the bytes of their keys (escapes decoded),
+// members with equal keys left in their order (a handler gets the last),
+// no insignificant whitespace, strings re-escaped the way encoding/json
+// does (each byte of invalid UTF-8 as \ufffd), numbers exactly as given.
+// Two cases differ, so that arguments a decoder reads differently hash
+// differently: an object with two keys that differ but read alike (each
+// byte of invalid UTF-8 is U+FFFD to a decoder) has its members sorted by
+// their keys as read, and an object with two keys that differ only in
+// letter case (which encoding/json matches to one struct field, the last
+// one winning) by their keys case-folded; in either, members whose keys
+// read or fold alike stay in their order. Other objects hash as in earlier
+// versions. It returns "" for empty raw
 // (or the JSON literal null), and the hash of the bytes as given when raw is
 // not valid JSON, so the record still identifies what was sent.
 func ArgsSHA256(raw json.RawMessage) string {

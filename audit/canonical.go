@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"unicode/utf16"
@@ -12,12 +13,10 @@ import (
 )
 
 // appendCanonical appends the canonical form of the JSON text raw to dst:
-// object members sorted by (decoded) key (invalid UTF-8 read as U+FFFD, as
-// decoders read it; members whose keys decode alike keep their order; see
-// foldOrder for keys that differ only in letter case), no insignificant
-// whitespace,
-// strings re-escaped by appendString, numbers as given. It reports false when
-// raw is not one valid JSON value.
+// object members sorted by (decoded) key, equal keys in their order (see
+// sortDecoded and foldOrder for keys that differ but read alike), no
+// insignificant whitespace, strings re-escaped by appendString, numbers as
+// given. It reports false when raw is not one valid JSON value.
 //
 // It works in two passes, each linear in the size of raw: scan validates
 // raw and records each object's members, sorted, with where their values
@@ -64,12 +63,20 @@ type object struct {
 
 // member is a member of an object: its decoded key is src[ks:ke], or
 // canon.keys[ks:ke] when it had escapes; its raw value starts at val in
-// src. invalid says the key holds invalid UTF-8, each byte of which a
-// decoder reads as U+FFFD.
+// src. (Four fields: a struct of more is not kept in registers, and the
+// sort, which copies members, was up to a fifth slower with a fifth.)
 type member struct {
-	ks, ke, val      int
-	escaped, invalid bool
+	ks, ke, val int
+	flags       keyFlags
 }
+
+// keyFlags say how a member's key is held and read.
+type keyFlags uint8
+
+const (
+	escaped keyFlags = 1 << iota // the key had escapes: it is in canon.keys
+	invalid                      // the key holds invalid UTF-8, each byte of which a decoder reads as U+FFFD
+)
 
 // compareKeys orders the keys of a and b as decoded: by code point, each
 // byte of invalid UTF-8 read as U+FFFD (for valid UTF-8 that is byte
@@ -78,7 +85,7 @@ type member struct {
 // the one a handler reads.
 func compareKeys(a, b member, src, keys []byte) int {
 	ka, kb := a.key(src, keys), b.key(src, keys)
-	if !a.invalid && !b.invalid {
+	if (a.flags|b.flags)&invalid == 0 {
 		return bytes.Compare(ka, kb)
 	}
 	for len(ka) > 0 && len(kb) > 0 {
@@ -94,7 +101,7 @@ func compareKeys(a, b member, src, keys []byte) int {
 
 // key returns m's decoded key, in src or in keys (canon.keys).
 func (m member) key(src, keys []byte) []byte {
-	if m.escaped {
+	if m.flags&escaped != 0 {
 		return keys[m.ks:m.ke]
 	}
 	return src[m.ks:m.ke]
@@ -218,7 +225,10 @@ func (c *canon) scanObject(depth int) bool {
 	}
 	var arr [16]member
 	ms := arr[:0]
-	foldable := false // a key may fold alike with another
+	// Some key has an upper-case ASCII letter or a byte past ASCII (it may
+	// fold alike with another key; see foldOrder), invalid UTF-8 (it may
+	// decode alike with another key).
+	var foldable, wideKeys, bad bool
 	for {
 		c.space()
 		if c.pos >= len(c.src) || c.src[c.pos] != '"' {
@@ -230,12 +240,18 @@ func (c *canon) scanObject(depth int) bool {
 		if !ok {
 			return false
 		}
-		m := member{ks: q + 1, ke: q + 1 + len(key), invalid: !utf8.Valid(key)}
-		foldable = foldable || mayFold(key)
+		m := member{ks: q + 1, ke: q + 1 + len(key)}
 		if bytes.IndexByte(c.src[q:c.pos], '\\') >= 0 {
 			// Decoded after the keys decoded before it.
 			c.keys = key
-			m.ks, m.ke, m.escaped = n, len(key), true
+			m.ks, m.ke, m.flags = n, len(key), escaped
+			key = key[n:]
+		}
+		upper, wide := keyBytes(key)
+		foldable = foldable || upper || wide
+		wideKeys = wideKeys || wide
+		if wide && !utf8.Valid(key) {
+			m.flags, bad = m.flags|invalid, true
 		}
 		c.space()
 		if c.pos >= len(c.src) || c.src[c.pos] != ':' {
@@ -261,11 +277,15 @@ func (c *canon) scanObject(depth int) bool {
 		}
 		c.pos++
 	}
-	// Stable: members with equal keys keep their order.
 	src, keys := c.src, c.keys
-	slices.SortStableFunc(ms, func(a, b member) int { return compareKeys(a, b, src, keys) })
+	// Stable: members with equal keys keep their order.
+	if bad && len(ms) > 1 {
+		sortDecoded(ms, src, keys)
+	} else {
+		slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key(src, keys), b.key(src, keys)) })
+	}
 	if foldable && len(ms) > 1 {
-		foldOrder(ms, src, keys)
+		foldOrder(ms, src, keys, !wideKeys)
 	}
 	first := c.addMembers(ms)
 	o := &c.objects()[oi]
@@ -273,28 +293,70 @@ func (c *canon) scanObject(depth int) bool {
 	return true
 }
 
-// mayFold reports whether key may fold alike with another key (see
-// foldOrder): it has an upper-case ASCII letter or a byte past ASCII. Two
-// keys of lower-case ASCII letters, digits and punctuation fold alike only
-// when they are equal.
-func mayFold(key []byte) bool {
+// keyBytes reports whether key has an upper-case ASCII letter, and
+// whether it has a byte past ASCII. A key of neither (lower-case ASCII
+// letters, digits, punctuation) folds alike with another key only when
+// the two are equal.
+func keyBytes(key []byte) (upper, wide bool) {
 	for _, b := range key {
-		if b-'A' < 26 || b >= utf8.RuneSelf {
-			return true
+		if b-'A' < 26 {
+			upper = true
+			break
 		}
 	}
-	return false
+	// Eight bytes at a time, as utf8.Valid looks for ASCII.
+	p := key
+	for len(p) >= 8 {
+		if binary.LittleEndian.Uint64(p)&0x8080808080808080 != 0 {
+			return upper, true
+		}
+		p = p[8:]
+	}
+	for _, b := range p {
+		if b >= utf8.RuneSelf {
+			return upper, true
+		}
+	}
+	return upper, false
 }
 
-// foldOrder orders ms, an object's members sorted by compareKeys, for
-// readers that match keys under Unicode case folding (encoding/json, to
-// struct fields: "amount", "Amount" and "AMOUNT" are one field, the last
-// one in the document winning): when two of the keys fold alike but
-// differ, the members are put in the order of their folded keys, those
-// whose keys fold alike in their order in the document, so that
+// sortDecoded sorts ms, the members of an object with a key of invalid
+// UTF-8, given in their document order. Keys that decode alike (each byte of
+// invalid UTF-8 read as U+FFFD) are one key to a handler, the last one in
+// the document read: only in an object with two such keys, whose bytes
+// differ, are members sorted as decoded, those that decode alike in their
+// order. Others are sorted by the bytes of their keys, as in earlier
+// versions, and keep their hash.
+func sortDecoded(ms []member, src, keys []byte) {
+	slices.SortStableFunc(ms, func(a, b member) int { return compareKeys(a, b, src, keys) })
+	for i := 1; i < len(ms); i++ {
+		a, b := ms[i-1], ms[i]
+		if compareKeys(a, b, src, keys) == 0 && !bytes.Equal(a.key(src, keys), b.key(src, keys)) {
+			return
+		}
+	}
+	// Keys that decode alike are equal: sorted stably by their bytes,
+	// they stay in their order.
+	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key(src, keys), b.key(src, keys)) })
+}
+
+// foldOrder orders ms, an object's members sorted by key, for readers that
+// match keys under Unicode case folding (encoding/json, to struct fields:
+// "amount", "Amount" and "AMOUNT" are one field, the last one in the
+// document winning): when two of the keys fold alike but decode
+// differently, the members are put in the order of their folded keys,
+// those whose keys fold alike in their order in the document, so that
 // {"a":1,"A":2} and {"A":2,"a":1}, read differently, differ. An object
-// without such keys keeps its order.
-func foldOrder(ms []member, src, keys []byte) {
+// without such keys keeps its order, and its hash. ascii says all the keys
+// are ASCII.
+func foldOrder(ms []member, src, keys []byte, ascii bool) {
+	if len(ms) <= 16 {
+		// Few keys (a tool call's usual object): compare each pair
+		// rather than sort a copy.
+		if !foldAlike(ms, src, keys, ascii) {
+			return
+		}
+	}
 	var arr [16]member
 	byFold := append(arr[:0], ms...)
 	slices.SortFunc(byFold, func(a, b member) int {
@@ -303,19 +365,58 @@ func foldOrder(ms []member, src, keys []byte) {
 		}
 		return a.val - b.val // document order
 	})
-	for i := 1; i < len(byFold); i++ {
-		a, b := byFold[i-1], byFold[i]
-		if compareFolded(a.key(src, keys), b.key(src, keys)) == 0 && compareKeys(a, b, src, keys) != 0 {
-			copy(ms, byFold)
+	if len(ms) > 16 {
+		found := false
+		for i := 1; i < len(byFold) && !found; i++ {
+			a, b := byFold[i-1], byFold[i]
+			found = compareFolded(a.key(src, keys), b.key(src, keys)) == 0 && compareKeys(a, b, src, keys) != 0
+		}
+		if !found {
 			return
 		}
 	}
+	copy(ms, byFold)
+}
+
+// foldAlike reports whether two keys of ms fold alike but decode
+// differently. ascii says all the keys are ASCII: two such keys fold alike
+// only when of one length.
+func foldAlike(ms []member, src, keys []byte, ascii bool) bool {
+	for i := 1; i < len(ms); i++ {
+		ka := ms[i].key(src, keys)
+		for j := range i {
+			kb := ms[j].key(src, keys)
+			if ascii && len(ka) != len(kb) {
+				continue
+			}
+			if !bytes.Equal(ka, kb) && compareFolded(ka, kb) == 0 && compareKeys(ms[i], ms[j], src, keys) != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // compareFolded orders keys a and b by their folded forms
 // (foldkey.Append), without building them.
 func compareFolded(a, b []byte) int {
 	for len(a) > 0 && len(b) > 0 {
+		if ca, cb := a[0], b[0]; ca|cb < utf8.RuneSelf {
+			// Both ASCII: as foldkey.Rune folds them.
+			if ca != cb {
+				if ca-'a' < 26 {
+					ca -= 'a' - 'A'
+				}
+				if cb-'a' < 26 {
+					cb -= 'a' - 'A'
+				}
+				if ca != cb {
+					return int(ca) - int(cb)
+				}
+			}
+			a, b = a[1:], b[1:]
+			continue
+		}
 		ra, na := utf8.DecodeRune(a)
 		rb, nb := utf8.DecodeRune(b)
 		if ra != rb {

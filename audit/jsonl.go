@@ -119,7 +119,7 @@ type JSONLSink struct {
 // returns a sink writing to it. Close the sink to flush and release the file.
 // A relative path is taken from the working directory now: Reopen, and the
 // move to a new file when this one is removed, use the same absolute path
-// whatever the working directory is then.
+// whatever the working directory is then. An empty path is an error.
 func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 	var o JSONLOptions
 	if opts != nil {

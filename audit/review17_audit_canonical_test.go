@@ -88,8 +88,9 @@ func TestReview17SameHashSameReading(t *testing.T) {
 // TestReview17InvalidKeyCanonicalForm pins the canonical form of keys with
 // invalid UTF-8: each bad byte written as \ufffd (as before the fix above,
 // so the hash of arguments whose keys differ once decoded is unchanged),
-// keys sorted as decoded, and keys that decode alike in their order in the
-// document (the third case: the one the fix changes).
+// keys sorted by their bytes, and, in an object with keys that decode
+// alike, sorted as decoded, those keys in their order in the document (the
+// third case: the one the fix changes). See also TestReview17gHashKept.
 func TestReview17InvalidKeyCanonicalForm(t *testing.T) {
 	sum := func(s string) string {
 		h := sha256.Sum256([]byte(s))
