@@ -160,11 +160,13 @@
 // comparison is constant-time. Validation refuses type coercion ("10.0" or
 // true for a number), unknown fields even where a schema forgot
 // "additionalProperties": false, malformed formats, overlong strings,
-// control characters and duplicate keys, and never loads a "$ref" from disk
-// or network. Two keys of one object that differ only in letter case
-// (under Unicode simple folding: "seats", "SEATS", "\u017feats") are
-// duplicates too, in every object: encoding/json gives a handler's struct
-// field the value of either, whichever comes last. (A tool whose arguments
+// control characters, duplicate keys, and invalid UTF-8 or an escaped lone
+// UTF-16 surrogate ("\ud800") in a string or key, which encoding/json reads
+// as U+FFFD and a downstream in another language may not; it never loads
+// a "$ref" from disk or network. Two keys of one object that differ only
+// in letter case (under Unicode simple folding: "seats", "SEATS",
+// "\u017feats") are duplicates too, in every object: encoding/json gives a
+// handler's struct field the value of either, whichever comes last. (A tool whose arguments
 // hold case-sensitive names as keys, environment variables say, takes them
 // as an array of name and value pairs.) Strict mode only ever refuses more
 // than the schema as written: it is checked together with it. A number

@@ -812,7 +812,11 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	}
 	hash, herr := confirm.ArgsSHA256(c.raw)
 	if herr != nil {
-		c.denial = Deny(CodeInvalidArguments, "arguments are not valid JSON")
+		// Validation (step 6) refuses whatever ArgsSHA256 refuses; should
+		// they ever disagree, the caller is told what ArgsSHA256 found
+		// (each of its errors is about the arguments, and quotes none).
+		c.detail = "confirmation: " + herr.Error()
+		c.denial = Deny(CodeInvalidArguments, strings.TrimPrefix(herr.Error(), "confirm: "))
 		return nil, false
 	}
 	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: c.name, ArgsSHA256: hash}

@@ -19,12 +19,18 @@ import (
 )
 
 // ValidationOptions tune strict argument validation. The zero value is the
-// strictest setting.
+// strictest setting. Whatever they say, arguments with a duplicate member
+// name, or with invalid UTF-8 or an escaped lone UTF-16 surrogate ("\ud800",
+// or "\udc00" first) in a string or a member name, are refused: encoding/json
+// reads such text as U+FFFD, so the validator would check other text than a
+// downstream that keeps it reads, and a confirmation could not be bound to
+// the exact arguments.
 type ValidationOptions struct {
 	// Lenient turns strict mode off: object schemas that do not say
 	// otherwise then accept unknown fields, as JSON Schema does by default.
 	// False (the default) rejects unknown fields even when the tool's schema
-	// forgot "additionalProperties": false.
+	// forgot "additionalProperties": false. Lenient mode still refuses
+	// duplicate member names and invalid UTF-8 or lone surrogates.
 	Lenient bool
 	// MaxStringBytes bounds every string in the arguments (and every
 	// argument name). 0, or a negative value, means 65536.
@@ -38,7 +44,8 @@ type ValidationOptions struct {
 // A Validator checks a JSON value against one compiled JSON Schema, the way
 // mcpguard validates tool arguments: no type coercion, formats asserted,
 // unknown fields refused in strict mode, strings bounded and free of
-// control characters. "$ref" resolves only within the schema: nothing is
+// control characters, and (in lenient mode too) no duplicate member names
+// and no invalid UTF-8 or lone UTF-16 surrogates. "$ref" resolves only within the schema: nothing is
 // ever loaded from disk or the network. A Validator is immutable and safe
 // for concurrent use. The zero Validator refuses every value: make one with
 // [NewValidator] or [NewOutputValidator].
@@ -355,7 +362,11 @@ func (c *closer) resolve(ref string) any {
 
 // Validate decodes raw (numbers kept exact, never coerced) and checks it.
 // It returns the decoded value for reuse. An empty raw, or JSON null, is an
-// empty object.
+// empty object. Malformed JSON, trailing data and duplicate member names
+// are refused first, then (by a Validator from [NewValidator]) invalid
+// UTF-8 or an escaped lone UTF-16 surrogate anywhere in raw, then a value
+// that is not an object, a string or number out of bounds, and last what
+// the schema refuses.
 // The error, if any, unwraps to [ErrInvalidArguments] and its message names
 // the offending field but never echoes values.
 func (v *Validator) Validate(raw json.RawMessage) (any, error) {
@@ -365,6 +376,9 @@ func (v *Validator) Validate(raw json.RawMessage) (any, error) {
 	doc, err := decodeStrict(raw)
 	if err != nil {
 		return nil, err
+	}
+	if v.isInput && brokenText(raw) {
+		return nil, invalidArgs(brokenTextMessage, "")
 	}
 	if err := v.ValidateValue(doc); err != nil {
 		return nil, err
@@ -413,7 +427,8 @@ func decodeJSON(raw []byte, fold bool) (any, error) {
 
 // ValidateValue checks an already decoded value (numbers as json.Number),
 // as Validate does after decoding (so duplicate keys, which decoding
-// removed, are not seen). Its error unwraps to [ErrInvalidArguments].
+// removed, and invalid UTF-8 or lone surrogates, which it turned into
+// U+FFFD, are not seen). Its error unwraps to [ErrInvalidArguments].
 func (v *Validator) ValidateValue(doc any) error {
 	if v.isInput {
 		if _, ok := doc.(map[string]any); !ok {
@@ -494,6 +509,67 @@ const (
 	maxNumberLen = fastschema.MaxNumberLen
 	maxNumberExp = fastschema.MaxNumberExp
 )
+
+// brokenTextMessage refuses arguments for which brokenText holds.
+const brokenTextMessage = "arguments hold invalid UTF-8 or a lone UTF-16 surrogate"
+
+// brokenText reports whether raw, valid JSON text, holds text that
+// encoding/json reads as U+FFFD, in a string or a member name: invalid
+// UTF-8, or an escaped UTF-16 surrogate that is not half of a pair
+// ("\ud800", or "\udc00" first). Then what a validator (or a handler in
+// Go) reads is not what a downstream that keeps such text reads, and the
+// confirmation and multi round-trip steps, which bind a state to the exact
+// arguments (confirm.ArgsSHA256), cannot. Linear: one utf8.Valid, and a
+// look at each escape.
+func brokenText(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		// Valid JSON: a backslash starts an escape in a string, and \u
+		// has four hex digits.
+		i += j
+		if raw[i+1] != 'u' {
+			i += 2
+			continue
+		}
+		r := hex4(raw[i+2 : i+6])
+		i += 6
+		switch {
+		case 0xd800 <= r && r < 0xdc00:
+			if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+				return true
+			}
+			if lo := hex4(raw[i+2 : i+6]); lo < 0xdc00 || lo >= 0xe000 {
+				return true
+			}
+			i += 6
+		case 0xdc00 <= r && r < 0xe000:
+			return true
+		}
+	}
+}
+
+// hex4 is the value of four hex digits.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
 
 func hasControl(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -283,6 +283,13 @@ var handInputs = []string{
 	`{"y":1,"z":2,"w":3}`,
 	`{"y":1,"z":2,"w":3,"v":4}`,
 	`{"x":null}`,
+	// Text encoding/json reads as U+FFFD: refused; pairs and U+FFFD itself pass.
+	`{"name":"\ud800"}`, `{"name":"abc","any":"\udc00"}`, `{"name":"\ud800\u0041x"}`, `{"name":"abc","\udbff":1}`,
+	`{"name":"\\\udfff"}`, `{"name":"\\ud800"}`, `{"name":"\ud83d\ude00"}`, `{"name":"\ufffd\uffff"}`,
+	"{\"name\":\"\xed\xa0\x80\"}", "{\"name\":\"ab\xc3\"}", "{\"name\":\"\xef\xbf\xbd\"}",
+	`{"customer_id":"CUST-00001","amount":12.5,"reason":"damaged \ud800 on arrival"}`,
+	`{"customer_id":"CUST-00001","amount":-1,"reason":"damaged \ud800 on arrival"}`,
+	`{"customer_id":"\udc00","amount":12.5,"reason":"damaged on arrival",}`,
 }
 
 func TestDifferential(t *testing.T) {

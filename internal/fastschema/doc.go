@@ -6,7 +6,8 @@
 // github.com/santhosh-tekuri/jsonschema/v6, which stays the reference: for
 // every schema [Compile] accepts, [Schema.Validate] gives exactly the
 // verdict of the reference pipeline (duplicate-key check, encoding/json
-// decoding with UseNumber, string length and control-character checks,
+// decoding with UseNumber, the refusal of invalid UTF-8 and of escaped
+// lone UTF-16 surrogates, string length and control-character checks,
 // the bound on number literals, v6 validation with formats asserted).
 // [Compile] refuses, with ok=false, any schema outside the subset, and the
 // caller falls back to v6.

@@ -13,6 +13,7 @@ const (
 	errTrailing
 	errDepth
 	errDup
+	errText // invalid UTF-8 or an escaped lone UTF-16 surrogate
 	errKeyTooLong
 	errKeyControl
 	errTooLong
@@ -118,6 +119,8 @@ func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *b
 		buf = append(buf, "arguments have trailing data"...)
 	case errDepth:
 		buf = append(buf, "arguments are nested too deeply"...)
+	case errText:
+		buf = append(buf, "arguments hold invalid UTF-8 or a lone UTF-16 surrogate"...)
 	case errNotObject:
 		buf = append(buf, "arguments must be a JSON object"...)
 	case errDup:

@@ -64,7 +64,10 @@ func Compile(doc any, opts Options) (s *Schema, ok bool) {
 // it is valid. An empty raw (after trimming white space) or the literal null
 // counts as {}. The verdict is the reference pipeline's: no duplicate
 // object keys (compared after unescaping), well-formed JSON without
-// trailing data, a JSON object at the top, every string and key within
+// trailing data, no invalid UTF-8 and no escaped lone UTF-16 surrogate
+// ("\ud800", or "\udc00" first) in any string or key, whatever the
+// options (encoding/json reads both as U+FFFD), a JSON object at the
+// top, every string and key within
 // MaxStringBytes and free of control characters (unless allowed), every
 // number literal within [MaxNumberLen] characters and an exponent of
 // ±[MaxNumberExp], and valid against the schema as v6 (draft 2020-12,
@@ -73,7 +76,9 @@ func Compile(doc any, opts Options) (s *Schema, ok bool) {
 // nested too deeply". A document with problems of several kinds is
 // refused, as by the reference, for malformed JSON, trailing data or a
 // duplicate first (whichever the scan meets first; the reference puts a
-// duplicate first, and names it by its key, not its path), then for not
+// duplicate first, and names it by its key, not its path), then for
+// invalid UTF-8 or a lone surrogate ("arguments hold invalid UTF-8 or a
+// lone UTF-16 surrogate", anywhere in the document), then for not
 // being an object, then for a string, key or number literal out of bounds
 // (the first in the document; the reference, which walks objects in map
 // order, may name another), then against the schema.

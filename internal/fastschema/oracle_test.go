@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -52,6 +53,11 @@ func (o *oracle) verdict(raw []byte) (reason error, panicked bool) {
 	if rest := raw[dec.InputOffset():]; len(bytes.TrimLeft(rest, " \t\r\n")) != 0 {
 		return fmt.Errorf("trailing data"), false
 	}
+	// 3b. text encoding/json would read otherwise than it is written:
+	// invalid UTF-8, or an escaped UTF-16 surrogate not half of a pair.
+	if err := brokenText(raw); err != nil {
+		return err, false
+	}
 	// 4. an object at the top.
 	if _, ok := doc.(map[string]any); !ok {
 		return fmt.Errorf("not an object"), false
@@ -71,6 +77,57 @@ func (o *oracle) verdict(raw []byte) (reason error, panicked bool) {
 		return err, false
 	}
 	return nil, false
+}
+
+// brokenText refuses the JSON text raw (valid JSON) when it is not UTF-8
+// or when a string of it, read as UTF-16 code units (each \uXXXX one
+// unit, each other character its own units), holds a surrogate that is
+// not half of a pair.
+func brokenText(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("invalid UTF-8")
+	}
+	var units []uint16
+	check := func() error {
+		for i := 0; i < len(units); i++ {
+			switch u := units[i]; {
+			case 0xd800 <= u && u < 0xdc00 && i+1 < len(units) && 0xdc00 <= units[i+1] && units[i+1] < 0xe000:
+				i++
+			case 0xd800 <= u && u < 0xe000:
+				return fmt.Errorf("lone surrogate %#x", u)
+			}
+		}
+		return nil
+	}
+	in := false
+	for i := 0; i < len(raw); {
+		switch {
+		case !in:
+			in = raw[i] == '"'
+			i++
+		case raw[i] == '"':
+			if err := check(); err != nil {
+				return err
+			}
+			in, units = false, units[:0]
+			i++
+		case raw[i] == '\\' && raw[i+1] == 'u':
+			n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+			if err != nil {
+				return fmt.Errorf("bad escape")
+			}
+			units = append(units, uint16(n))
+			i += 6
+		case raw[i] == '\\':
+			units = append(units, uint16(raw[i+1]))
+			i += 2
+		default:
+			r, size := utf8.DecodeRune(raw[i:])
+			units = utf16.AppendRune(units, r)
+			i += size
+		}
+	}
+	return nil
 }
 
 func (o *oracle) checkString(s string) error {

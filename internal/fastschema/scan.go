@@ -35,10 +35,13 @@ type state struct {
 	kbuf2 []byte
 	fbuf  []byte // a folded key
 	lax   bool   // strings, keys and number literals are not bounded (see document)
+	// badText: a string or key scanned holds invalid UTF-8 or an escaped
+	// lone UTF-16 surrogate (see document).
+	badText bool
 }
 
 func (st *state) document(raw []byte) *Error {
-	st.raw, st.pos, st.depth, st.lax = raw, 0, 0, false
+	st.raw, st.pos, st.depth, st.lax, st.badText = raw, 0, 0, false, false
 	st.skipWS()
 	object := st.pos < len(raw) && raw[st.pos] == '{'
 	var e *failure
@@ -47,32 +50,44 @@ func (st *state) document(raw []byte) *Error {
 	} else {
 		e = st.whole(nil)
 	}
-	if e == nil && object {
+	if e == nil && object && !st.badText {
 		return nil
 	}
-	if e != nil && e.kind < errKeyTooLong {
+	if e != nil && e.kind < errText {
 		return e // syntax, trailing data, depth or a duplicate: first
 	}
-	// A string, key or number literal out of bounds, or a schema
-	// violation (or no object): report instead a syntax, duplicate or
-	// depth problem anywhere in the document, then that it is no object,
-	// then a string or number problem, as the reference pipeline checks
-	// them in this order.
-	if e == nil || e.kind <= errLastSyntactic {
-		st.raw, st.pos, st.depth, st.keys, st.lax = raw, 0, 0, st.keys[:0], true
+	// Broken text (found anywhere), a string, key or number literal out
+	// of bounds, or a schema violation (or no object): report them in the
+	// order the reference pipeline checks them: a syntax, duplicate or
+	// depth problem anywhere in the document, then broken text, then that
+	// it is no object, then a string or number problem, then the schema.
+	// The first pass stopped at e, so the rest of the document is scanned
+	// again.
+	if e != nil && e.kind > errLastSyntactic {
+		// A schema violation: bounds first, if any is out.
+		st.raw, st.pos, st.depth, st.keys, st.badText = raw, 0, 0, st.keys[:0], false
 		e2 := st.whole(nil)
-		st.lax = false
-		if e2 != nil {
+		if e2 == nil {
+			if st.badText {
+				return st.fail(errText, 0, nil, false, nil, nil)
+			}
+			return e
+		}
+		if e2.kind < errText {
 			return e2
 		}
-		if !object {
-			return st.fail(errNotObject, 0, nil, false, nil, nil)
-		}
-		return e
+		e = e2 // a string or number out of bounds, unless worse comes
 	}
-	st.raw, st.pos, st.depth, st.keys = raw, 0, 0, st.keys[:0]
-	if e2 := st.whole(nil); e2 != nil {
+	st.raw, st.pos, st.depth, st.keys, st.lax, st.badText = raw, 0, 0, st.keys[:0], true, false
+	e2 := st.whole(nil)
+	st.lax = false
+	switch {
+	case e2 != nil:
 		return e2
+	case st.badText:
+		return st.fail(errText, 0, nil, false, nil, nil)
+	case !object:
+		return st.fail(errNotObject, 0, nil, false, nil, nil)
 	}
 	return e
 }

@@ -15,7 +15,9 @@ type strInfo struct {
 
 // scanString reads the string at st.pos, checking it as encoding/json's
 // scanner does and measuring it as encoding/json would decode it (invalid
-// UTF-8 and lone surrogates become U+FFFD).
+// UTF-8 and lone surrogates become U+FFFD). It sets st.badText when the
+// string holds either (see document): the check costs nothing on valid
+// text, found on the paths that decode them.
 func (st *state) scanString() (strInfo, bool) {
 	raw := st.raw
 	info := strInfo{start: st.pos + 1, plain: true}
@@ -74,6 +76,7 @@ func (st *state) scanString() (strInfo, bool) {
 						i += 6
 					} else {
 						r = utf8.RuneError
+						st.badText = true
 					}
 				}
 			default:
@@ -96,6 +99,7 @@ func (st *state) scanString() (strInfo, bool) {
 			if r == utf8.RuneError && size == 1 {
 				info.plain = false
 				info.dlen += 3
+				st.badText = true
 			} else {
 				info.dlen += size
 				if r <= 0x9f {
