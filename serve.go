@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -1120,31 +1118,10 @@ const maxLoggedText = 2048
 // the size of a request, invisible characters (a bidi override, which a
 // JSON log keeps as itself) included.
 func logText(s string) string {
-	if len(s) <= maxLoggedText && plainText(s) {
+	if len(s) <= maxLoggedText && textsafe.Plain(s) {
 		return s
 	}
 	return textsafe.Quoted(s, maxLoggedText)
-}
-
-// plainText reports whether s is valid UTF-8 without control, format or
-// separator characters, or the variation selectors that can hide bytes
-// (the characters [textsafe.Clean] drops).
-func plainText(s string) bool {
-	for i, r := range s {
-		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
-			return false
-		}
-		if r < utf8.RuneSelf {
-			if r < 0x20 || r == 0x7f {
-				return false
-			}
-			continue
-		}
-		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || 0xE0100 <= r && r <= 0xE01EF {
-			return false
-		}
-	}
-	return true
 }
 
 // buildEvent makes ev the audit record of c at time now; record names the

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/fastschema"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
@@ -514,62 +515,11 @@ const (
 const brokenTextMessage = "arguments hold invalid UTF-8 or a lone UTF-16 surrogate"
 
 // brokenText reports whether raw, valid JSON text, holds text that
-// encoding/json reads as U+FFFD, in a string or a member name: invalid
-// UTF-8, or an escaped UTF-16 surrogate that is not half of a pair
-// ("\ud800", or "\udc00" first). Then what a validator (or a handler in
-// Go) reads is not what a downstream that keeps such text reads, and the
-// confirmation and multi round-trip steps, which bind a state to the exact
-// arguments (confirm.ArgsSHA256), cannot. Linear: one utf8.Valid, and a
-// look at each escape.
-func brokenText(raw []byte) bool {
-	if !utf8.Valid(raw) {
-		return true
-	}
-	for i := 0; ; {
-		j := bytes.IndexByte(raw[i:], '\\')
-		if j < 0 {
-			return false
-		}
-		// Valid JSON: a backslash starts an escape in a string, and \u
-		// has four hex digits.
-		i += j
-		if raw[i+1] != 'u' {
-			i += 2
-			continue
-		}
-		r := hex4(raw[i+2 : i+6])
-		i += 6
-		switch {
-		case 0xd800 <= r && r < 0xdc00:
-			if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
-				return true
-			}
-			if lo := hex4(raw[i+2 : i+6]); lo < 0xdc00 || lo >= 0xe000 {
-				return true
-			}
-			i += 6
-		case 0xdc00 <= r && r < 0xe000:
-			return true
-		}
-	}
-}
-
-// hex4 is the value of four hex digits.
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b {
-		switch {
-		case c <= '9':
-			c -= '0'
-		case c >= 'a':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
-}
+// encoding/json reads as U+FFFD ([textsafe.JSONReplaced]): then what a
+// validator (or a handler in Go) reads is not what a downstream that keeps
+// such text reads, and the confirmation and multi round-trip steps, which
+// bind a state to the exact arguments (confirm.ArgsSHA256), cannot.
+func brokenText(raw []byte) bool { return textsafe.JSONReplaced(raw) }
 
 func hasControl(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -7,10 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/jsondup"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 )
 
 // ArgsSHA256 returns the hex SHA-256 of the canonical form of a tool call's
@@ -42,7 +41,7 @@ func canonical(args json.RawMessage) ([]byte, error) {
 	// Decoding turns invalid UTF-8 and lone surrogates into U+FFFD, so
 	// different arguments would hash alike; a downstream that keeps them
 	// (one in JavaScript, say) would run what the human did not approve.
-	if !utf8.Valid(args) || loneSurrogate(args) {
+	if textsafe.JSONReplaced(args) {
 		return nil, errors.New("confirm: arguments hold invalid UTF-8 or a lone UTF-16 surrogate")
 	}
 	// Names are compared under case folding: encoding/json matches
@@ -73,38 +72,4 @@ func decode(args json.RawMessage) (any, error) {
 		return nil, errors.New("confirm: arguments have trailing data")
 	}
 	return v, nil
-}
-
-// loneSurrogate reports whether the valid JSON text b escapes a UTF-16
-// surrogate that is not half of a pair ("\ud800", or "\udc00" first).
-func loneSurrogate(b []byte) bool {
-	hex4 := func(i int) (rune, bool) {
-		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
-		return rune(n), err == nil
-	}
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		r, ok := hex4(i)
-		if !ok {
-			i++ // a two-character escape such as \\ or \"
-			continue
-		}
-		switch {
-		case r >= 0xD800 && r < 0xDC00:
-			if lo, ok := hex4(i + 6); !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return true
-			}
-			i += 11
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return true
-		default:
-			i += 5
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@
 package textsafe
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode"
@@ -57,6 +58,80 @@ func CleanLines(s string, maxRunes int) string {
 		n++
 	}
 	return b.String()
+}
+
+// Plain reports whether [Clean] would keep s as it is, but for its length:
+// s is valid UTF-8 (a real U+FFFD counts as valid) without a character
+// Clean drops.
+func Plain(s string) bool {
+	for i, r := range s {
+		if r < utf8.RuneSelf {
+			if r < 0x20 || r == 0x7f { // the ASCII of Cc; ASCII has no Cf, Zl, Zp
+				return false
+			}
+			continue
+		}
+		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") || hidden(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// JSONReplaced reports whether raw, valid JSON text, holds text that a
+// decoder such as encoding/json reads as U+FFFD, in a string or a member
+// name: invalid UTF-8, or an escaped UTF-16 surrogate that is not half of
+// a pair ("\ud800", or "\udc00" first). Such text reads otherwise in a
+// decoder that keeps it (one in JavaScript, say). Linear: one utf8.Valid,
+// and a look at each escape.
+func JSONReplaced(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		// Valid JSON: a backslash starts an escape in a string, and \u
+		// has four hex digits.
+		i += j
+		if raw[i+1] != 'u' {
+			i += 2
+			continue
+		}
+		r := hex4(raw[i+2 : i+6])
+		i += 6
+		switch {
+		case 0xd800 <= r && r < 0xdc00:
+			if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+				return true
+			}
+			if lo := hex4(raw[i+2 : i+6]); lo < 0xdc00 || lo >= 0xe000 {
+				return true
+			}
+			i += 6
+		case 0xdc00 <= r && r < 0xe000:
+			return true
+		}
+	}
+}
+
+// hex4 is the value of four hex digits.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // hidden reports a character Clean and CleanLines drop.
