@@ -40,9 +40,27 @@ func decodeGuard(t *testing.T, sink *memSink, ran *atomic.Int64, fail func(limit
 // decodeGuardOpts is decodeGuard with opts (its Limiter is set here).
 func decodeGuardOpts(t *testing.T, opts *mcpguard.Options, ran *atomic.Int64, fail func(limitIn) error) *mcp.ClientSession {
 	t.Helper()
+	return writeToolGuard(t, "set_limit", opts, func(srv *mcp.Server) {
+		mcp.AddTool(srv, &mcp.Tool{Name: "set_limit"}, func(ctx context.Context, req *mcp.CallToolRequest, in limitIn) (*mcp.CallToolResult, any, error) {
+			ran.Add(1)
+			if err := fail(in); err != nil {
+				return nil, nil, err
+			}
+			return textResult("set"), nil, nil
+		})
+	})
+}
+
+// writeToolGuard installs a guard with opts (its Limiter set here: a rate
+// of one call an hour per user) on a server with the write tool name
+// (cost 1, allowlisted), which add registers, and connects a client as
+// bob: the rig of the day's tests of calls the go-sdk refuses before
+// their handler runs, where a refund shows as the next call running.
+func writeToolGuard(t *testing.T, name string, opts *mcpguard.Options, add func(*mcp.Server)) *mcp.ClientSession {
+	t.Helper()
 	pol, err := policy.New(policy.Config{
-		Tools:          []policy.ToolRule{{Name: "set_limit", Class: policy.Write, Cost: 1}},
-		WriteAllowlist: []string{"set_limit"},
+		Tools:          []policy.ToolRule{{Name: name, Class: policy.Write, Cost: 1}},
+		WriteAllowlist: []string{name},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,13 +70,7 @@ func decodeGuardOpts(t *testing.T, opts *mcpguard.Options, ran *atomic.Int64, fa
 		t.Fatal(err)
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "set_limit"}, func(ctx context.Context, req *mcp.CallToolRequest, in limitIn) (*mcp.CallToolResult, any, error) {
-		ran.Add(1)
-		if err := fail(in); err != nil {
-			return nil, nil, err
-		}
-		return textResult("set"), nil, nil
-	})
+	add(srv)
 	opts.Limiter = lim
 	g, err := mcpguard.New(pol, fixed(bob), opts)
 	if err != nil {

@@ -13,8 +13,6 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
-	"github.com/mcpguard/mcpguard/limiter"
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,33 +38,15 @@ type payBase struct {
 // counts its runs in ran and then returns what fail returns.
 func payGuard(t *testing.T, sink *memSink, ran *atomic.Int64, fail func(payIn) error) *mcp.ClientSession {
 	t.Helper()
-	pol, err := policy.New(policy.Config{
-		Tools:          []policy.ToolRule{{Name: "pay", Class: policy.Write, Cost: 1}},
-		WriteAllowlist: []string{"pay"},
+	return writeToolGuard(t, "pay", &mcpguard.Options{Audit: sink, Logger: quiet}, func(srv *mcp.Server) {
+		mcp.AddTool(srv, &mcp.Tool{Name: "pay"}, func(ctx context.Context, req *mcp.CallToolRequest, in payIn) (*mcp.CallToolResult, any, error) {
+			ran.Add(1) // the payment is made here
+			if err := fail(in); err != nil {
+				return nil, nil, err
+			}
+			return textResult("paid"), nil, nil
+		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "pay"}, func(ctx context.Context, req *mcp.CallToolRequest, in payIn) (*mcp.CallToolResult, any, error) {
-		ran.Add(1) // the payment is made here
-		if err := fail(in); err != nil {
-			return nil, nil, err
-		}
-		return textResult("paid"), nil, nil
-	})
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, Limiter: lim, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	return connectPlain(t, srv, nil)
 }
 
 // segmentioError is the error github.com/segmentio/encoding/json (the

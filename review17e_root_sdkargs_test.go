@@ -7,12 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
-	"github.com/mcpguard/mcpguard/limiter"
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,50 +31,32 @@ const priceSchema = `{"type":"object","properties":{"amount":{"type":"number","m
 // then returns what fail returns.
 func priceGuard(t *testing.T, sink *memSink, ran *atomic.Int64, raw bool, fail func(priceIn) error) *mcp.ClientSession {
 	t.Helper()
-	pol, err := policy.New(policy.Config{
-		Tools:          []policy.ToolRule{{Name: "price", Class: policy.Write, Cost: 1}},
-		WriteAllowlist: []string{"price"},
+	return writeToolGuard(t, "price", &mcpguard.Options{Audit: sink, Logger: quiet}, func(srv *mcp.Server) {
+		tool := &mcp.Tool{Name: "price", InputSchema: json.RawMessage(priceSchema)}
+		if raw {
+			srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				var in priceIn
+				if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+					return nil, err
+				}
+				ran.Add(1)
+				if err := fail(in); err != nil {
+					var res mcp.CallToolResult
+					res.SetError(err)
+					return &res, nil
+				}
+				return textResult("set"), nil
+			})
+		} else {
+			mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, in priceIn) (*mcp.CallToolResult, any, error) {
+				ran.Add(1)
+				if err := fail(in); err != nil {
+					return nil, nil, err
+				}
+				return textResult("set"), nil, nil
+			})
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	tool := &mcp.Tool{Name: "price", InputSchema: json.RawMessage(priceSchema)}
-	if raw {
-		srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var in priceIn
-			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return nil, err
-			}
-			ran.Add(1)
-			if err := fail(in); err != nil {
-				var res mcp.CallToolResult
-				res.SetError(err)
-				return &res, nil
-			}
-			return textResult("set"), nil
-		})
-	} else {
-		mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, in priceIn) (*mcp.CallToolResult, any, error) {
-			ran.Add(1)
-			if err := fail(in); err != nil {
-				return nil, nil, err
-			}
-			return textResult("set"), nil, nil
-		})
-	}
-	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{Audit: sink, Limiter: lim, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	return connectPlain(t, srv, nil)
 }
 
 // checkNotRunRefusal checks that a write call that the go-sdk refused
