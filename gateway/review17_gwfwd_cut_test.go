@@ -7,12 +7,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcpguard/mcpguard/audit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -84,26 +87,13 @@ func TestReview17CutAnswerStaysCut(t *testing.T) {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				release := make(chan struct{})
 				defer close(release)
-				url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.ReadAll(req.Body)
-					io.WriteString(c, tc.answer)
-					if tc.stall {
-						<-release
-					}
-				})
-				o := &Options{Logger: discardLogger(), Timeout: 300 * time.Millisecond}
-				body := call(`1`, "echo", "")
-				switch mode {
-				case "pins":
-					o.Pins = TrustOnFirstUse()
-				case "filter":
-					o.FilterToolsList = true
-					body = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+				var stall chan struct{}
+				if tc.stall {
+					stall = release
 				}
+				url := cannedDownstream(t, tc.answer, stall)
+				o := &Options{Logger: discardLogger(), Timeout: 300 * time.Millisecond}
+				body := inMode(o, mode)
 				if tc.method == http.MethodGet {
 					body = ""
 				}
@@ -164,4 +154,58 @@ func TestReview17CutEventKeepsGoSDKSession(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("the call after the cut one: %v %+v; want it answered (the session goes on)", err, res)
 	}
+}
+
+// cannedDownstream is a raw downstream that reads each request and writes
+// answer as it is, then, when stall is not nil, waits for it to be closed
+// before it closes the connection.
+func cannedDownstream(t *testing.T, answer string, stall <-chan struct{}) string {
+	t.Helper()
+	return rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.ReadAll(req.Body)
+		io.WriteString(c, answer)
+		if stall != nil {
+			<-stall
+		}
+	})
+}
+
+// inMode sets o up for the gateway mode named mode ("plain", "pins":
+// trust on first use, "filter": FilterToolsList) and returns the body to
+// POST: a tools/call of echo, or, in filter mode, a tools/list.
+func inMode(o *Options, mode string) string {
+	switch mode {
+	case "pins":
+		o.Pins = TrustOnFirstUse()
+	case "filter":
+		o.FilterToolsList = true
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	}
+	return call(`1`, "echo", "")
+}
+
+// outcomeCodes is an audit sink that keeps the codes of outcome records.
+type outcomeCodes struct {
+	mu    sync.Mutex
+	codes []string
+}
+
+func (oc *outcomeCodes) Write(_ context.Context, e *audit.Event) error {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if e.Phase == audit.PhaseOutcome {
+		oc.codes = append(oc.codes, e.Code)
+	}
+	return nil
+}
+
+// got returns the codes recorded so far.
+func (oc *outcomeCodes) got() []string {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return slices.Clone(oc.codes)
 }

@@ -1,19 +1,15 @@
 package gateway
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpguard/mcpguard/audit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,33 +51,10 @@ func TestReview17cStreamEndedInsideLine(t *testing.T) {
 	} {
 		for _, mode := range tc.modes {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
-				url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.ReadAll(req.Body)
-					io.WriteString(c, tc.answer)
-				})
-				var mu sync.Mutex
-				var codes []string
-				sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
-					mu.Lock()
-					defer mu.Unlock()
-					if e.Phase == audit.PhaseOutcome {
-						codes = append(codes, e.Code)
-					}
-					return nil
-				})
-				o := &Options{Logger: discardLogger(), Timeout: 2 * time.Second, Audit: sink}
-				body := call(`1`, "echo", "")
-				switch mode {
-				case "pins":
-					o.Pins = TrustOnFirstUse()
-				case "filter":
-					o.FilterToolsList = true
-					body = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-				}
+				url := cannedDownstream(t, tc.answer, nil)
+				oc := &outcomeCodes{}
+				o := &Options{Logger: discardLogger(), Timeout: 2 * time.Second, Audit: oc}
+				body := inMode(o, mode)
 				if tc.method == http.MethodGet {
 					body = ""
 				}
@@ -104,9 +77,7 @@ func TestReview17cStreamEndedInsideLine(t *testing.T) {
 				if tc.cut {
 					want = []string{"UPSTREAM_UNAVAILABLE"}
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				if diff := cmp.Diff(want, codes); diff != "" {
+				if diff := cmp.Diff(want, oc.got()); diff != "" {
 					t.Errorf("outcome records' codes (-want +got):\n%s", diff)
 				}
 			})

@@ -36,33 +36,10 @@ func TestReview17fStreamEndedAfterCR(t *testing.T) {
 	} {
 		for _, mode := range []string{"plain", "pins", "filter"} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
-				url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.ReadAll(req.Body)
-					io.WriteString(c, head+tc.stream)
-				})
-				var mu sync.Mutex
-				var codes []string
-				sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
-					mu.Lock()
-					defer mu.Unlock()
-					if e.Phase == audit.PhaseOutcome {
-						codes = append(codes, e.Code)
-					}
-					return nil
-				})
-				o := &Options{Logger: discardLogger(), Timeout: 2 * time.Second, Audit: sink}
-				body := call(`1`, "echo", "")
-				switch mode {
-				case "pins":
-					o.Pins = TrustOnFirstUse()
-				case "filter":
-					o.FilterToolsList = true
-					body = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-				}
+				url := cannedDownstream(t, head+tc.stream, nil)
+				oc := &outcomeCodes{}
+				o := &Options{Logger: discardLogger(), Timeout: 2 * time.Second, Audit: oc}
+				body := inMode(o, mode)
 				g, err := New(url+"/mcp", DemoTokens(), o)
 				if err != nil {
 					t.Fatal(err)
@@ -75,9 +52,7 @@ func TestReview17fStreamEndedAfterCR(t *testing.T) {
 				if mode == "filter" {
 					return // no tools/call
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				if diff := cmp.Diff([]string{""}, codes); diff != "" {
+				if diff := cmp.Diff([]string{""}, oc.got()); diff != "" {
 					t.Errorf("outcome records' codes (-want +got):\n%s", diff)
 				}
 			})
