@@ -434,27 +434,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	start := g.now()
 	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body)
 	if uerr != nil {
-		if call == nil && uerr.unsent && uerr.status != 499 && g.sink != nil {
-			// A request without a tools/call (a GET, a DELETE, an
-			// initialize) refused for its session: its one record.
-			g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, uerr.contract, uerr.message, 0, start)
-		}
-		if uerr.unsent {
-			call.refund()
-		}
-		if uerr.status == 499 {
-			if uerr.unsent {
-				call.notForwarded()
-			}
-			call.clientWentAway()
-			call.finish(uerr.contract)
-			return
-		}
-		if r.Context().Err() != nil {
-			call.clientWentAway()
-		}
-		call.finish(uerr.contract)
-		writeError(w, uerr, m.idOrNil(), cid)
+		g.unanswered(w, r, pr, cid, m, call, uerr, start)
 		return
 	}
 	defer c.close()
@@ -505,13 +485,48 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	}
 	call.finish(code)
 	if g.log.Enabled(r.Context(), slog.LevelInfo) {
-		g.infoAttrs(r.Context(), "upstream", slog.String("cid", cid), slog.Int("status", c.resp.StatusCode),
-			slog.Int64("bytes", n), slog.Bool("sse", sse), slog.Bool("client_gone", gone),
-			slog.Float64("ms", float64(g.now().Sub(start).Microseconds())/1000), slog.String("err", errString(err)))
+		g.logRelayed(r.Context(), cid, c.resp.StatusCode, n, sse, gone, start, err)
 	}
 	if err != nil && !gone {
 		abortCut(w, r)
 	}
+}
+
+// unanswered ends a call that got no answer to relay (uerr): refused
+// before it was sent, its client gone, or the downstream unavailable.
+func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message, call *callState, uerr *rpcError, start time.Time) {
+	if call == nil && uerr.unsent && uerr.status != 499 && g.sink != nil {
+		// A request without a tools/call (a GET, a DELETE, an
+		// initialize) refused for its session: its one record.
+		g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, uerr.contract, uerr.message, 0, start)
+	}
+	if uerr.unsent {
+		call.refund()
+	}
+	if uerr.status == 499 {
+		if uerr.unsent {
+			call.notForwarded()
+		}
+		call.clientWentAway()
+		call.finish(uerr.contract)
+		return
+	}
+	if r.Context().Err() != nil {
+		call.clientWentAway()
+	}
+	call.finish(uerr.contract)
+	writeError(w, uerr, m.idOrNil(), cid)
+}
+
+// logRelayed writes the "upstream" line of an answer relayed as it came:
+// its status, the bytes relayed, whether it was an event stream, whether
+// the client went away, the time since start and how the relay failed.
+func (g *Gateway) logRelayed(ctx context.Context, cid string, status int, n int64, sse, gone bool, start time.Time, err error) {
+	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "upstream", 0)
+	rec.AddAttrs(slog.String("cid", cid), slog.Int("status", status),
+		slog.Int64("bytes", n), slog.Bool("sse", sse), slog.Bool("client_gone", gone),
+		slog.Float64("ms", float64(g.now().Sub(start).Microseconds())/1000), slog.String("err", errString(err)))
+	_ = g.log.Handler().Handle(ctx, rec)
 }
 
 // errEndedInLine is the error of an event stream that ended inside a

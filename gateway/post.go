@@ -105,9 +105,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	start := g.now()
 	buf, berr := g.readBody(r)
 	if berr != nil {
-		g.log.Warn("deny", "cid", cid, "method", "POST", "outcome", berr.contract)
-		g.auditUnread(r, cid, berr, start)
-		writeError(w, berr, nil, cid)
+		g.refuseBody(w, r, cid, berr, start)
 		return
 	}
 	defer g.putBuf(buf)
@@ -115,23 +113,11 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	msgs, batch, perr := parseBody(body)
 	pr, aerr := g.authenticate(r)
 	if aerr != nil {
-		var id []byte
-		if !batch && len(msgs) == 1 {
-			id = msgs[0].id
-		}
-		// A call's record has no detail, as the guard's record of an
-		// unauthenticated call.
-		g.auditRefusal(r, nil, cid, msgs, aerr, "", start)
-		g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
-		writeError(w, aerr, id, cid)
+		g.refuseCaller(w, r, cid, msgs, batch, aerr, start)
 		return
 	}
 	if perr != nil {
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "outcome", perr.contract, "code", perr.code)
-		if g.sink != nil {
-			g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, perr.contract, perr.message, 0, start)
-		}
-		writeError(w, perr, nil, cid)
+		g.refuseEnvelope(w, r, pr, cid, perr, start)
 		return
 	}
 	// Refusals that concern the whole request come before any decision,
@@ -139,40 +125,17 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	// on another's session must not use up that session's budget) and, for
 	// a single message, the standard headers.
 	if e := g.checkSession(r, pr, cid); e != nil {
-		g.auditRefusal(r, pr, cid, msgs, e, e.message, start)
-		var id []byte
-		if !batch {
-			id = msgs[0].id
-		}
-		writeError(w, e, id, cid)
+		g.refuseSession(w, r, pr, cid, msgs, batch, e, start)
 		return
 	}
 	plans := make([]plan, len(msgs))
 	for i := range msgs {
-		if msgs[i].invalid == nil {
-			check := checkStandardHeaders
-			if batch {
-				check = checkMemberHeaders
-			}
-			if e := check(r.Header, &msgs[i]); e != nil {
-				plans[i] = plan{m: &msgs[i], local: e}
-				if msgs[i].method == "tools/call" {
-					g.audit(r.Context(), pr, cid, infoOf(r), msgs[i].tool, "", msgs[i].args, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
-				}
-				continue
-			}
-		}
-		plans[i] = g.decide(r, pr, cid, &msgs[i], start)
+		plans[i] = g.planMessage(r, pr, cid, &msgs[i], batch, start)
 	}
 	if !batch {
 		p := &plans[0]
 		if p.local != nil {
-			g.logDecision(cid, pr, p, p.local)
-			if p.m.notification() {
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-			writeError(w, p.local, p.m.id, cid)
+			g.refuseMessage(w, cid, pr, p)
 			return
 		}
 		g.logDecision(cid, pr, p, nil)
@@ -187,6 +150,78 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 		g.logDecision(cid, pr, &plans[i], plans[i].local)
 	}
 	g.serveBatch(w, r, pr, cid, plans, start)
+}
+
+// planMessage decides message m of a POST: refused locally for its standard
+// headers, or as [Gateway.decide] judges it.
+func (g *Gateway) planMessage(r *http.Request, pr *policy.Principal, cid string, m *message, batch bool, start time.Time) plan {
+	if m.invalid == nil {
+		check := checkStandardHeaders
+		if batch {
+			check = checkMemberHeaders
+		}
+		if e := check(r.Header, m); e != nil {
+			if m.method == "tools/call" {
+				g.audit(r.Context(), pr, cid, infoOf(r), m.tool, "", m.args, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
+			}
+			return plan{m: m, local: e}
+		}
+	}
+	return g.decide(r, pr, cid, m, start)
+}
+
+// refuseBody logs, records and answers the refusal berr of a POST whose
+// body could not be read.
+func (g *Gateway) refuseBody(w http.ResponseWriter, r *http.Request, cid string, berr *rpcError, start time.Time) {
+	g.log.Warn("deny", "cid", cid, "method", "POST", "outcome", berr.contract)
+	g.auditUnread(r, cid, berr, start)
+	writeError(w, berr, nil, cid)
+}
+
+// refuseCaller logs, records and answers the refusal aerr of a POST whose
+// caller is not authenticated.
+func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid string, msgs []message, batch bool, aerr *rpcError, start time.Time) {
+	var id []byte
+	if !batch && len(msgs) == 1 {
+		id = msgs[0].id
+	}
+	// A call's record has no detail, as the guard's record of an
+	// unauthenticated call.
+	g.auditRefusal(r, nil, cid, msgs, aerr, "", start)
+	g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
+	writeError(w, aerr, id, cid)
+}
+
+// refuseEnvelope logs, records and answers the refusal perr of a POST
+// whose body is not a JSON-RPC message or batch.
+func (g *Gateway) refuseEnvelope(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, perr *rpcError, start time.Time) {
+	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "outcome", perr.contract, "code", perr.code)
+	if g.sink != nil {
+		g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, perr.contract, perr.message, 0, start)
+	}
+	writeError(w, perr, nil, cid)
+}
+
+// refuseSession records and answers the refusal e of a POST for its
+// session ([Gateway.checkSession]).
+func (g *Gateway) refuseSession(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, msgs []message, batch bool, e *rpcError, start time.Time) {
+	g.auditRefusal(r, pr, cid, msgs, e, e.message, start)
+	var id []byte
+	if !batch {
+		id = msgs[0].id
+	}
+	writeError(w, e, id, cid)
+}
+
+// refuseMessage logs and answers the local refusal of a POST's single
+// message p: 204 without a body for a notification.
+func (g *Gateway) refuseMessage(w http.ResponseWriter, cid string, pr *policy.Principal, p *plan) {
+	g.logDecision(cid, pr, p, p.local)
+	if p.m.notification() {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeError(w, p.local, p.m.id, cid)
 }
 
 // checkSession refuses a request that carries more than one Mcp-Session-Id
