@@ -288,3 +288,43 @@ func BenchmarkServeHTTPPins(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkForwardAllocs counts the allocations of one tools/call over
+// loopback, one client at a time: direct to a recording downstream (the
+// bare path) and through the gateway in front of it. Every party is in
+// this process, so gateway less direct is what the gateway allocates
+// (its server's reading of the request, its own work, its client's
+// reading of the answer):
+//
+//	go test ./gateway -run '^$' -bench BenchmarkForwardAllocs -benchmem
+func BenchmarkForwardAllocs(b *testing.B) {
+	down := newBenchServer(b, &downstream{})
+	g, err := New(down+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := newBenchServer(b, g)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_customer_record","arguments":{"id":"c-1"}}}`
+	for _, tc := range []struct{ name, url string }{{"direct", down}, {"gateway", gw}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, tc.url+"/mcp", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer viewer-token")
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}
