@@ -337,14 +337,16 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	}
 	c.waitSince.Store(1)
 	c.timer.Store(time.AfterFunc(g.timeout, c.expire))
-	u := *g.upstream
-	if g.upstream.RawQuery == "" {
+	u := g.upstream // shared: a RoundTripper does not modify its request
+	if g.upstream.RawQuery == "" && r.URL.RawQuery != "" {
 		// The operator's query, when the upstream URL has one, is sent
 		// as configured: a client's never replaces or extends it.
-		u.RawQuery = r.URL.RawQuery
+		uq := *g.upstream
+		uq.RawQuery = r.URL.RawQuery
+		u = &uq
 	}
 	out := &http.Request{
-		Method: method, URL: &u, Header: header, Host: u.Host,
+		Method: method, URL: u, Header: header, Host: u.Host,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 	}
 	out = out.WithContext(ctx)

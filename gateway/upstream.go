@@ -42,6 +42,17 @@ type upstreamClient struct {
 
 	mu    sync.Mutex
 	pools map[string]*hostPool // "scheme://host:port" -> its idle connections
+
+	// last is the last request URL's target: the gateway sends every
+	// request to one URL.
+	last atomic.Pointer[target]
+}
+
+// target is a request URL split as dial needs it, with its pool key.
+type target struct {
+	scheme, rawHost string // the URL's Scheme and Host
+	parts           *urlParts
+	key             string
 }
 
 // hostPool is the idle connections to one downstream, and what it
@@ -79,6 +90,7 @@ func newUpstreamClient() *upstreamClient {
 type upConn struct {
 	key    string
 	nc     net.Conn
+	peek   idlePeek
 	lr     limitedConn
 	wc     trackingWriter
 	br     *bufio.Reader
@@ -179,7 +191,7 @@ func (c *upstreamClient) get(key string, now time.Time) *upConn {
 		hp.idle[len(hp.idle)-1] = nil
 		hp.idle = hp.idle[:len(hp.idle)-1]
 		c.mu.Unlock()
-		if now.Sub(pc.idleAt) < limit && idleConnUsable(pc.nc) {
+		if now.Sub(pc.idleAt) < limit && pc.peek.usable() {
 			return pc
 		}
 		pc.nc.Close()
@@ -292,6 +304,7 @@ func (c *upstreamClient) dial(ctx context.Context, u *urlParts, key string) (*up
 		return nil, err
 	}
 	pc := &upConn{key: key, nc: nc}
+	pc.peek.init(nc)
 	pc.lr = limitedConn{Conn: nc, n: -1}
 	pc.br = bufio.NewReaderSize(&pc.lr, 16<<10)
 	pc.wc = trackingWriter{w: nc}
@@ -302,7 +315,7 @@ func (c *upstreamClient) dial(ctx context.Context, u *urlParts, key string) (*up
 // RoundTrip implements http.RoundTripper for HTTP/1.1 requests to http and
 // https URLs.
 func (c *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
-	u, err := splitURL(req)
+	u, key, err := c.target(req)
 	if err != nil {
 		closeReader(req.Body)
 		return nil, err
@@ -316,7 +329,6 @@ func (c *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	key := hostKey(u)
 	body := req.Body // the request is not modified: a retry rewinds this
 	for attempt := 0; ; attempt++ {
 		pc := c.get(key, time.Now())
@@ -340,6 +352,21 @@ func (c *upstreamClient) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
+}
+
+// target returns req's URL split as dial needs it, and its pool key; the
+// last URL's are kept.
+func (c *upstreamClient) target(req *http.Request) (*urlParts, string, error) {
+	if t := c.last.Load(); t != nil && req.URL != nil && req.URL.Scheme == t.scheme && req.URL.Host == t.rawHost {
+		return t.parts, t.key, nil
+	}
+	u, err := splitURL(req)
+	if err != nil {
+		return nil, "", err
+	}
+	t := &target{scheme: req.URL.Scheme, rawHost: req.URL.Host, parts: u, key: hostKey(u)}
+	c.last.Store(t)
+	return u, t.key, nil
 }
 
 func closeReader(rc io.ReadCloser) {
