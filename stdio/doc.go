@@ -29,13 +29,16 @@
 //     requests and notifications (the SDK waits for an answer to the
 //     notification too);
 //   - it bounds the requests in flight (passed to the go-sdk, not yet
-//     answered) at 4096: the SDK reads every request and runs each call in
-//     a goroutine of its own, so a client that floods a server whose
-//     handlers are slow would grow it without limit. A request beyond the
-//     bound is answered with -32029 and its id (each request of a batch
-//     that would go beyond, in one batch answer, while the batch's answers
-//     to the server's requests pass) and logged; notifications and
-//     responses still pass, and requests pass again once answers are out;
+//     answered) at 4096, and their bytes at 64 MiB (a request alone passes
+//     whatever its size): the SDK reads every request and runs each call
+//     in a goroutine of its own, holding its params, so a client that
+//     floods a server whose handlers are slow would grow it without limit.
+//     A request beyond a bound is answered with -32029 and its id (each
+//     request of a batch that would go beyond, in one batch answer, while
+//     the batch's answers to the server's requests pass); the first of a
+//     run is logged, the others counted in one line when a request passes
+//     again; notifications and responses still pass, and requests pass
+//     again once answers are out;
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`
 //     gets every answer (the go-sdk ends the session at end of input and

@@ -18,6 +18,13 @@ const noBatchVersion = "2025-06-18"
 // handlers are slow grows it without limit (some 10 KB a call).
 const maxInFlight = 4096
 
+// maxBytesInFlight bounds the bytes of the requests in flight (as read,
+// the JSON value of each): the go-sdk holds a call's params while it runs
+// (about twice their size), so the bound of requests alone would let 4096
+// calls of up to 16 MiB each hold some 128 GiB. A request alone is never
+// refused for its size: a line the transport takes can always be served.
+const maxBytesInFlight = 64 << 20
+
 // session is what the reader and the writer of one transport share: the
 // ids of the requests passed to the go-sdk and not yet answered, and what
 // the SDK keeps of the session that decides whether it takes a batch. It is
@@ -25,6 +32,8 @@ const maxInFlight = 4096
 type session struct {
 	mu      sync.Mutex
 	pending map[idKey]bool // ids of requests passed, not yet answered
+	sizes   map[idKey]int  // their sizes in bytes, as read
+	bytes   int            // the sum of sizes
 	changed chan struct{}  // closed and replaced whenever pending shrinks
 	closed  chan struct{}  // closed by close: stop waiting
 
@@ -33,6 +42,7 @@ type session struct {
 
 	batchIDs    map[idKey]bool // ids of batch members the SDK still tracks
 	maxInFlight int            // requests in flight beyond which one is refused
+	maxBytes    int            // bytes of requests in flight beyond which one is refused
 	stopped     bool           // the transport was stopped: every request is refused
 	closeOnce   sync.Once
 }
@@ -40,11 +50,13 @@ type session struct {
 func newSession() *session {
 	return &session{
 		pending:     map[idKey]bool{},
+		sizes:       map[idKey]int{},
 		changed:     make(chan struct{}),
 		closed:      make(chan struct{}),
 		inits:       map[idKey]bool{},
 		batchIDs:    map[idKey]bool{},
 		maxInFlight: maxInFlight,
+		maxBytes:    maxBytesInFlight,
 	}
 }
 
@@ -98,7 +110,7 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		// id of a request in flight outside the batch, which jsonrpc2
 		// drops unanswered.
 		seen := map[idKey]bool{}
-		calls, notifications := 0, 0
+		calls, notifications, size := 0, 0, 0
 		for _, m := range msgs {
 			if !m.request {
 				continue
@@ -109,6 +121,7 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			seen[m.id] = true
 			if m.id.set {
 				calls++
+				size += len(m.raw)
 			} else {
 				notifications++
 			}
@@ -116,14 +129,10 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		if calls > 0 && notifications > 0 {
 			return invalid("a batch that mixes requests and notifications is never answered by the go-sdk v1.8.0")
 		}
-		if calls > 0 && (s.stopped || len(s.pending)+calls > s.maxInFlight) {
+		if lerr := s.refusal(calls, size); calls > 0 && lerr != nil {
 			// Each request is answered with its id (none is in flight,
 			// nor repeated); the reader still passes the batch's
 			// answers to the server's requests.
-			lerr := busy(s.maxInFlight)
-			if s.stopped {
-				lerr = closing()
-			}
 			for _, m := range msgs {
 				if m.request {
 					lerr.ids = append(lerr.ids, m.echo)
@@ -141,11 +150,7 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			// answered.
 			return invalid("a request reuses the id of a request in flight, which the go-sdk v1.8.0 drops unanswered")
 		}
-		if s.stopped || len(s.pending) >= s.maxInFlight {
-			lerr := busy(s.maxInFlight)
-			if s.stopped {
-				lerr = closing()
-			}
+		if lerr := s.refusal(1, len(m.raw)); lerr != nil {
 			lerr.id, lerr.key = m.echo, m.id
 			return lerr
 		}
@@ -155,9 +160,27 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			continue
 		}
 		s.pending[m.id] = true
+		s.sizes[m.id] = len(m.raw)
+		s.bytes += len(m.raw)
 		if m.method == "initialize" && s.negotiated == "" {
 			s.inits[m.id] = true
 		}
+	}
+	return nil
+}
+
+// refusal returns why n requests of size bytes in all may not pass now,
+// or nil: the stop, or one of the bounds on requests in flight. The bound
+// of bytes holds only when requests are in flight, so that a request alone
+// always passes.
+func (s *session) refusal(n, size int) *lineError {
+	switch {
+	case s.stopped:
+		return closing()
+	case len(s.pending)+n > s.maxInFlight:
+		return busy(s.maxInFlight)
+	case len(s.pending) > 0 && s.bytes+size > s.maxBytes:
+		return &lineError{code: codeBusy, reason: "too many bytes in flight (requests of at most " + strconv.Itoa(s.maxBytes) + " bytes in all, as read); retry once some are answered"}
 	}
 	return nil
 }
@@ -206,6 +229,8 @@ func (s *session) sent(line []byte) {
 		}
 		if s.pending[id] {
 			delete(s.pending, id)
+			s.bytes -= s.sizes[id]
+			delete(s.sizes, id)
 			answered = true
 		}
 		delete(s.batchIDs, id)
@@ -296,6 +321,8 @@ func (l *lines) midLine() bool { return l.over || len(l.partial) > 0 }
 // size, before writing them (once written, the client may read an answer
 // and reuse its id at once): the SDK writes each line in one call, which
 // the writer reads in place, and a line written in parts is gathered whole.
+// Once a write has failed, the output is taken for gone (the client closed
+// its end, say): the transport's answers are dropped, none held back.
 // It is safe for concurrent use.
 type writer struct {
 	mu     sync.Mutex
@@ -304,6 +331,7 @@ type writer struct {
 	lines  lines
 	mid    bool     // the output ends inside a line of the SDK's
 	queued [][]byte // answers held back while mid is set
+	broken bool     // a write failed
 }
 
 func newWriter(w io.WriteCloser, s *session) *writer {
@@ -322,9 +350,16 @@ func (w *writer) Write(p []byte) (int, error) {
 	if n > 0 {
 		w.mid = p[n-1] != '\n'
 	}
+	if err != nil {
+		// The rest of a line cut short never comes.
+		w.broken, w.queued = true, nil
+	}
 	if err == nil && !w.mid {
 		for _, b := range w.queued {
-			_, _ = w.w.Write(b)
+			if _, err := w.w.Write(b); err != nil {
+				w.broken = true
+				break
+			}
 		}
 		w.queued = nil
 	}
@@ -336,11 +371,16 @@ func (w *writer) Write(p []byte) (int, error) {
 func (w *writer) answer(line []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.broken {
+		return
+	}
 	if w.mid {
 		w.queued = append(w.queued, line)
 		return
 	}
-	_, _ = w.w.Write(line)
+	if _, err := w.w.Write(line); err != nil {
+		w.broken = true
+	}
 }
 
 func (w *writer) Close() error { return w.w.Close() }

@@ -41,6 +41,7 @@ type reader struct {
 	err     error  // reported once ready is empty: the input's error, or io.EOF after a stop
 	n       int    // lines read
 	closing int    // requests refused (-32004) because read after the stop
+	busy    int    // requests refused (-32029) since a request last passed
 }
 
 // chunk is one read of the input.
@@ -158,10 +159,20 @@ func (r *reader) end() {
 	if r.err == nil {
 		r.err = io.EOF
 	}
+	r.busyEnded()
 	if r.closing > 0 {
 		r.log.Warn("stdio: refused the requests read after the stop (-32004, server is closing)", "requests", r.closing)
 		r.closing = 0
 	}
+}
+
+// busyEnded ends a run of requests refused as busy: when more than the
+// first (logged on its own) were refused, one line counts them all.
+func (r *reader) busyEnded() {
+	if r.busy > 1 {
+		r.log.Warn("stdio: requests refused as busy (-32029) in one run, the first logged on its own", "requests", r.busy)
+	}
+	r.busy = 0
 }
 
 // pump reads the input, one chunk at a time into the one buffer, until a
@@ -207,6 +218,9 @@ func (r *reader) line(line []byte, tooLong bool) {
 			if pass != nil {
 				r.ready = append(r.ready, pass...)
 				r.ready = append(r.ready, '\n')
+				if hasCall(msgs) {
+					r.busyEnded()
+				}
 			}
 			return
 		}
@@ -216,12 +230,19 @@ func (r *reader) line(line []byte, tooLong bool) {
 			// would be taken for its answer.
 			lerr.id = nil
 		}
-		if lerr.code == codeClosing {
-			// The stop at work, not a fault of the line: a client that
-			// pipelines its requests may send many more. The first is
-			// logged, the rest counted (see end).
-			first := r.closing == 0
-			r.closing += max(1, len(lerr.ids))
+		// The stop or a bound at work, not a fault of the line: a
+		// client that pipelines its requests may send many more. The
+		// first is logged, the rest counted (see end and busyEnded).
+		var count *int
+		switch lerr.code {
+		case codeClosing:
+			count = &r.closing
+		case codeBusy:
+			count = &r.busy
+		}
+		if count != nil {
+			first := *count == 0
+			*count += max(1, len(lerr.ids))
 			if !first {
 				r.w.answer(errorLine(lerr))
 				return
@@ -231,6 +252,16 @@ func (r *reader) line(line []byte, tooLong bool) {
 	r.log.Warn("stdio: refused an input line",
 		"line", r.n, "bytes", size, "code", lerr.code, "reason", lerr.reason)
 	r.w.answer(errorLine(lerr))
+}
+
+// hasCall reports whether msgs hold a request with an id.
+func hasCall(msgs []info) bool {
+	for _, m := range msgs {
+		if m.request && m.id.set {
+			return true
+		}
+	}
+	return false
 }
 
 // passAnswers passes, one line each, the answers to the server's requests

@@ -55,12 +55,14 @@ type Options struct {
 	Stop <-chan struct{}
 	// Logger receives a warning for each input line refused (its number,
 	// length, the error code and the reason, never its bytes): not a
-	// JSON-RPC message the go-sdk would answer, a request beyond the bound
-	// of requests in flight, or the first request read after the stop
-	// (the others get no line of their own: one warning when the input
-	// ends gives the number of all those refused after the stop); and one
-	// when DrainTimeout ends the input with requests unanswered. Nil means
-	// a text logger on Stderr.
+	// JSON-RPC message the go-sdk would answer, the first request refused
+	// as busy (beyond a bound of requests in flight) since a request last
+	// passed (the others of the run get no line of their own: one warning
+	// when a request passes again, or the input ends, gives their number),
+	// or the first request read after the stop (likewise, one warning when
+	// the input ends gives the number of all those refused after the
+	// stop); and one when DrainTimeout ends the input with requests
+	// unanswered. Nil means a text logger on Stderr.
 	Logger *slog.Logger
 }
 
@@ -111,12 +113,15 @@ type Options struct {
 //
 // It answers itself, with -32029 (server busy) and the request's id, a
 // request that arrives while 4096 requests are in flight (passed to the
-// go-sdk and not yet answered), and passes nothing of it. When the
-// requests of a batch would go beyond the bound, it answers each of them
-// so, with its id, in one batch answer, and passes only the batch's
-// answers to the server's requests. The SDK would run every call at once
-// in a goroutine of its own, so a flood of requests to slow handlers would
-// otherwise grow the server without limit. Notifications and responses
+// go-sdk and not yet answered), or whose bytes (its JSON value as read)
+// with theirs would pass 64 MiB, and passes nothing of it; a request with
+// none in flight is never refused for its size. When the requests of a
+// batch would go beyond a bound, it answers each of them so, with its id,
+// in one batch answer, and passes only the batch's answers to the
+// server's requests. The SDK would run every call at once in a goroutine
+// of its own, holding its params (about twice their size) until it ends,
+// so a flood of requests to slow handlers would otherwise grow the server
+// without limit: 4096 calls of 16 MiB would hold some 128 GiB. Notifications and responses
 // always pass: a handler may be waiting for the answer to a request of its
 // own. A request counts as answered when the go-sdk writes its answer,
 // which it does for a cancelled request too; the SDK writes none for a
