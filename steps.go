@@ -49,7 +49,10 @@ import (
 // answer with that state, once. A dry run of such a tool is not
 // confirmed but answered by Confirm itself, as [DryRun] would (counted once
 // against the call rate when opts.Limiter is set): the handler inside
-// never runs for real without a confirmation.
+// never runs for real without a confirmation. Confirm seals a handler's
+// request for more input with s too, whatever opts.Confirmer says, so the
+// next round may reach another replica whose signer has the same keys and
+// nonce store.
 //
 // With opts.Limiter set, the round that asks counts once against the call
 // rate, and the confirmed round then counts nothing against it, as in the
@@ -66,11 +69,17 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 	if s == nil {
 		return nil, errors.New("mcpguard: nil confirmation signer")
 	}
-	g, err := stepGuard(p, opts)
+	// s also seals the handlers' request states, as a Guard's Confirmer
+	// does: a next round may reach another replica.
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Confirmer = s
+	g, err := stepGuard(p, &o)
 	if err != nil {
 		return nil, err
 	}
-	g.opts.Confirmer = s
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c, topts, d := g.beginRound(ctx, req)

@@ -13,5 +13,8 @@
 // volatile-* ones included, since every nonce key has a TTL) or that loses
 // a write in a failover to a replica that had not received it may accept a
 // confirmation twice. Use noeviction, under which a full Redis refuses the
-// write and the confirmation fails closed.
+// write and the confirmation fails closed. For the same reason, give [New]
+// a single server, a failover client or a cluster, not a *redis.Ring of
+// several shards: a Ring moves the keys of a shard it finds down to the
+// others, where the nonces it held are unknown.
 package redisnonce
