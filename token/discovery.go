@@ -62,9 +62,10 @@ const (
 //
 // It returns an error for an issuer or options that NewRemoteKeySet would
 // refuse, a failed fetch, a document that does not pass these checks, and
-// whatever NewRemoteKeySet returns for the jwks_uri. Its errors, and those
-// it reports later, show URLs without user info, query or fragment, and
-// never the document's body.
+// whatever NewRemoteKeySet returns for the jwks_uri; a fetch cut short by
+// ctx or the Timeout unwraps to ctx's error, as NewRemoteKeySet's does.
+// Its errors, and those it reports later, show URLs without user info,
+// query or fragment, and never the document's body.
 func DiscoverKeySet(ctx context.Context, issuer string, opts *RemoteKeySetOptions) (*RemoteKeySet, error) {
 	u, err := checkServerURL(issuer, "an issuer", false)
 	if err != nil {

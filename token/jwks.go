@@ -37,9 +37,9 @@ import (
 // with a private member ("d", "p", "q", "dp", "dq", "qi", "oth", "k"),
 // skipped or not, and, among the keys it keeps: a key without a "kid", two
 // keys with the same "kid", an unknown kty or crv, a malformed member, or
-// a key that [NewJWT] would refuse (such as an RSA key under 2048 bits);
-// and when no key is kept. Errors name the key by its kid, or by its
-// position when it has none.
+// a key that [NewJWT] would refuse (such as an RSA key under 2048 bits or
+// over 8192); and when no key is kept. Errors name the key by its kid,
+// or by its position when it has none or its kid is over 64 bytes long.
 func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 	keys, _, err := parseJWKS(data, false)
 	return keys, err
@@ -112,7 +112,11 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 			continue
 		}
 		name := fmt.Sprintf("JWK %d", n+1)
-		if jwk.Kid != "" {
+		switch {
+		case len(jwk.Kid) > maxShownKid:
+			// Errors stay short: a long kid is not quoted.
+			name = fmt.Sprintf("JWK %d (a kid of %d bytes)", n+1, len(jwk.Kid))
+		case jwk.Kid != "":
 			name = fmt.Sprintf("JWK %q", jwk.Kid)
 		}
 		// Members of private or secret key material (RFC 7518, sections
@@ -186,6 +190,10 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 	}
 	return keys, nil
 }
+
+// maxShownKid is the longest kid an error quotes; a key with a longer one
+// is named by its position.
+const maxShownKid = 64
 
 // b64 decodes member name of a JWK: base64url without padding, strict.
 func b64(name, s string) ([]byte, error) {
@@ -276,8 +284,14 @@ func ParsePublicKeyPEM(data []byte) (crypto.PublicKey, error) {
 	return k, nil
 }
 
-// minRSABits is the smallest RSA modulus a [JWT] accepts.
-const minRSABits = 2048
+// minRSABits and maxRSABits bound the RSA modulus a [JWT] accepts. A
+// verification's cost grows with the square of the size, and is spent
+// before a made-up signature is found wrong: crypto/tls refuses keys over
+// 8192 bits in certificates for that reason (CVE-2023-29409).
+const (
+	minRSABits = 2048
+	maxRSABits = 8192
+)
 
 // checkKey reports whether k is a public key a JWT accepts.
 func checkKey(k crypto.PublicKey) error {
@@ -288,6 +302,9 @@ func checkKey(k crypto.PublicKey) error {
 		}
 		if k.N.BitLen() < minRSABits {
 			return fmt.Errorf("RSA key of %d bits, under %d", k.N.BitLen(), minRSABits)
+		}
+		if k.N.BitLen() > maxRSABits {
+			return fmt.Errorf("RSA key of %d bits, over %d (each verification would cost too much)", k.N.BitLen(), maxRSABits)
 		}
 		if k.E < 3 || k.E%2 == 0 || k.E > 1<<31-1 {
 			return errors.New("RSA key with an invalid exponent")

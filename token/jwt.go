@@ -33,7 +33,7 @@ const maxJWTLen = 8 << 10
 // value.
 type JWTConfig struct {
 	// Keys are the issuer's public keys by key id ("kid"), as [ParseJWKS]
-	// and [ParsePublicKeyPEM] return them: an *rsa.PublicKey (at least 2048
+	// and [ParsePublicKeyPEM] return them: an *rsa.PublicKey (2048 to 8192
 	// bits), *ecdsa.PublicKey on P-256, P-384 or P-521, or
 	// ed25519.PublicKey, which verifies every algorithm of its type, or an
 	// [AlgKey] holding one of them, which verifies its Alg only (ParseJWKS
@@ -162,8 +162,8 @@ type JWT struct {
 // NewJWT returns a verifier for cfg. It returns an error when both or
 // neither of Keys and KeySet are set, when KeySet was not made by
 // [NewRemoteKeySet], when a key is nil, of another type, an RSA key
-// shorter than 2048 bits, an ECDSA key on another curve or off its curve,
-// or an Ed25519 key of the wrong size, when an [AlgKey]'s Key is any of
+// shorter than 2048 bits or longer than 8192, an ECDSA key on another
+// curve or off its curve, or an Ed25519 key of the wrong size, when an [AlgKey]'s Key is any of
 // these or itself an AlgKey, or its Alg is not an algorithm of its Key's
 // type (see [AlgKey]), when Issuer or Audience is empty,
 // when a Types entry is empty (or "application/" alone), or when Leeway is

@@ -41,13 +41,16 @@ type RemoteKeySetOptions struct {
 	// provider may have rotated its keys) only when the last one started
 	// at least this long ago; otherwise it is refused at once. It spaces
 	// the reads of the discovery document of a set made by
-	// [DiscoverKeySet] in the same way. Zero means one minute.
+	// [DiscoverKeySet] in the same way. Zero means one minute. It must
+	// not be over MaxAge (after the defaults), since it holds back the
+	// fetch that MaxAge makes due as well.
 	MinRefreshInterval time.Duration
 	// MaxAge is how long a fetched set is used before it is fetched again.
 	// A response's Cache-Control max-age shortens it, but not below
 	// MinRefreshInterval; so do no-store and no-cache, which make it
 	// MinRefreshInterval (never a fetch per lookup, which tokens could
-	// then force). Zero means one hour.
+	// then force). Zero means one hour. It must not be under
+	// MinRefreshInterval (after the defaults).
 	MaxAge time.Duration
 	// ErrorHandler receives the error of every failed refresh (the last
 	// good set stays in use), and of every fetched set that had keys left
@@ -75,11 +78,11 @@ type RemoteKeySetOptions struct {
 // such as a new algorithm's, no kid, a malformed member, a weak key, a
 // private member) is left out, and so are both keys of a kid listed twice,
 // and what was left out is reported to
-// [RemoteKeySetOptions.ErrorHandler]: one key the package cannot use does
-// not stop the provider's rotation. A set left with no usable key is a
-// failed fetch. A response must have status 200 and a body of at most 1
-// MiB. As with ParseJWKS, a key with "alg" verifies that algorithm only
-// (see [AlgKey]).
+// [RemoteKeySetOptions.ErrorHandler] (ten keys listed, any others
+// counted): one key the package cannot use does not stop the provider's
+// rotation. A set left with no usable key is a failed fetch. A response
+// must have status 200 and a body of at most 1 MiB. As with ParseJWKS, a
+// key with "alg" verifies that algorithm only (see [AlgKey]).
 //
 // Refreshing is lazy, on lookups. The set is fetched again when a lookup
 // finds it older than [RemoteKeySetOptions.MaxAge], or when a token names
@@ -131,8 +134,10 @@ type flight struct {
 // options' Timeout, and returns it as a RemoteKeySet. The URL must be
 // https, or http to a loopback host (127.0.0.0/8, ::1, "localhost") for
 // tests and sidecars. It returns an error for any other URL, negative
-// durations, or when the first fetch fails: a key set that never held a
-// key is of no use.
+// durations, a MinRefreshInterval over MaxAge (the defaults included), or
+// when the first fetch fails: a key set that never held a key is of no
+// use. A fetch cut short by ctx or the Timeout is an error that unwraps
+// to ctx's error, context.DeadlineExceeded for the Timeout.
 func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptions) (*RemoteKeySet, error) {
 	if err := checkKeySetURL(rawURL); err != nil {
 		return nil, fmt.Errorf("token: JWK Set URL: %w", err)
@@ -169,7 +174,7 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 }
 
 // checkOptions returns *opts, or the zero options for nil, and an error
-// for a negative duration.
+// for a negative duration or a MinRefreshInterval over MaxAge.
 func checkOptions(opts *RemoteKeySetOptions) (RemoteKeySetOptions, error) {
 	var o RemoteKeySetOptions
 	if opts != nil {
@@ -177,6 +182,11 @@ func checkOptions(opts *RemoteKeySetOptions) (RemoteKeySetOptions, error) {
 	}
 	if o.Timeout < 0 || o.MinRefreshInterval < 0 || o.MaxAge < 0 {
 		return o, errors.New("token: JWK Set: negative Timeout, MinRefreshInterval or MaxAge")
+	}
+	// The interval holds back the fetch that MaxAge makes due: a longer
+	// one would keep a key the provider removed for that long.
+	if minInterval, maxAge := cmpOr(o.MinRefreshInterval, defaultMinRefreshInterval), cmpOr(o.MaxAge, defaultMaxAge); minInterval > maxAge {
+		return o, fmt.Errorf("token: JWK Set: MinRefreshInterval %v over MaxAge %v: no fetch would start before %v, so the set (and a key the provider removed) would be used that long; make MinRefreshInterval at most MaxAge", minInterval, maxAge, minInterval)
 	}
 	return o, nil
 }
@@ -288,23 +298,37 @@ func (s *RemoteKeySet) fetch(ctx context.Context, rawURL string) (map[string]cry
 	}
 	data, header, err := get(ctx, s.client, s.timeout, rawURL, "application/jwk-set+json, application/json")
 	if err != nil {
-		return fail("%v", err)
+		return fail("%w", err)
 	}
 	keys, skipped, err := parseJWKS(data, true)
 	if err != nil {
 		if len(skipped) > 0 {
-			err = errors.Join(append([]error{err}, skipped...)...)
+			err = errors.Join(err, joinSome(skipped))
 		}
-		return fail("%v", err)
+		return fail("%w", err)
 	}
 	if len(skipped) > 0 {
-		s.report(fmt.Errorf("token: JWK Set %s: %d keys left out, %d kept: %w", shown, len(skipped), len(keys), errors.Join(skipped...)))
+		s.report(fmt.Errorf("token: JWK Set %s: %d keys left out, %d kept: %w", shown, len(skipped), len(keys), joinSome(skipped)))
 	}
 	ttl := s.maxAge
 	if age, ok := maxAge(header.Values("Cache-Control")); ok && age < ttl {
 		ttl = max(age, s.minInterval)
 	}
 	return keys, ttl, nil
+}
+
+// maxListed is the number of keys left out of a set that a report lists;
+// it counts the others.
+const maxListed = 10
+
+// joinSome joins the first maxListed of errs, and says how many more
+// there are, so that a set of thousands of unusable keys does not make a
+// report of megabytes.
+func joinSome(errs []error) error {
+	if len(errs) <= maxListed {
+		return errors.Join(errs...)
+	}
+	return errors.Join(append(errs[:maxListed:maxListed], fmt.Errorf("and %d more", len(errs)-maxListed))...)
 }
 
 // A statusError is the status of a response other than 200.
@@ -315,8 +339,10 @@ func (e *statusError) Error() string { return fmt.Sprintf("status %d, want 200",
 // get GETs rawURL with client, within ctx and timeout (from the request to
 // the end of the body), and returns the body and header of the response.
 // It returns a *statusError for a status other than 200, and an error for
-// a body larger than maxBodyBytes. Its errors do not name the URL, which
-// may hold a credential: the caller's message names it, redacted.
+// a body larger than maxBodyBytes. An error because ctx or the timeout
+// ended unwraps to context.Canceled or context.DeadlineExceeded. Its
+// errors do not name the URL, which may hold a credential: the caller's
+// message names it, redacted.
 func get(ctx context.Context, client *http.Client, timeout time.Duration, rawURL, accept string) ([]byte, http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -340,7 +366,7 @@ func get(ctx context.Context, client *http.Client, timeout time.Duration, rawURL
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the body: %v", err)
+		return nil, nil, fmt.Errorf("reading the body: %w", err)
 	}
 	if len(data) > maxBodyBytes {
 		return nil, nil, fmt.Errorf("body larger than %d bytes", maxBodyBytes)
