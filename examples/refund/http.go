@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -289,11 +290,15 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 }
 
 // loopbackAddr returns addr with an empty host replaced by 127.0.0.1, and
-// refuses a non-loopback host unless allowRemote.
+// refuses a port that is not a number from 0 to 65535 and a non-loopback
+// host unless allowRemote.
 func loopbackAddr(addr string, allowRemote bool) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("-http %q: %v", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", fmt.Errorf("-http %q: the port must be a number from 0 to 65535", addr)
 	}
 	if host == "" {
 		host = "127.0.0.1"

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -102,6 +103,10 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "refund: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	if err := checkFlags(cfg); err != nil {
+		fmt.Fprintln(stderr, "refund:", err)
+		return 2
+	}
 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -128,8 +133,8 @@ func run(args []string, stderr io.Writer) int {
 // serve builds the server and serves it until ctx ends or, on stdio, the
 // client closes stdin.
 func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.Writer, log *slog.Logger) error {
-	if cfg.sessionCap <= 0 || cfg.userCap <= 0 || cfg.capWindow <= 0 {
-		return errors.New("-session-cap, -user-cap and -cap-window must be positive")
+	if err := checkFlags(cfg); err != nil {
+		return err
 	}
 	st := newStore()
 
@@ -222,6 +227,35 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 	defer waitCalls(g, log)
 	log.Info("refund: serving MCP on stdio")
 	return serveSession(ctx, server, transport, log)
+}
+
+// minCap is the smallest cap: one cent, the smallest refund. Below it no
+// refund could ever pass.
+const minCap = 0.01
+
+// checkFlags refuses flag values that can never work: caps that are not
+// finite amounts of at least minCap, a -cap-window outside the limiter's
+// range, an -http address that is not host:port with a numeric port or,
+// without -allow-remote, not a loopback one. run reports them as usage
+// errors (exit 2) before anything is opened. Errors name the flag.
+func checkFlags(cfg config) error {
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"-session-cap", cfg.sessionCap}, {"-user-cap", cfg.userCap}} {
+		if !(c.v >= minCap) || math.IsInf(c.v, 0) {
+			return fmt.Errorf("%s %v: want a finite amount of at least %v (one cent, the smallest refund)", c.name, c.v, minCap)
+		}
+	}
+	if cfg.capWindow < limiter.MinWindow || cfg.capWindow > limiter.MaxWindow {
+		return fmt.Errorf("-cap-window %v: want a duration from %v to %v", cfg.capWindow, limiter.MinWindow, limiter.MaxWindow)
+	}
+	if cfg.httpAddr != "" {
+		if _, err := loopbackAddr(cfg.httpAddr, cfg.allowRemote); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stopGrace is how long, after SIGTERM or SIGINT, the calls under way

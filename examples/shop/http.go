@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,13 +81,16 @@ func matchAny(patterns []string, v string) bool {
 	return false
 }
 
-// listenAddr checks addr: a non-loopback host needs allowRemote, since the
-// session passthrough is not an OAuth profile and must not face the
-// internet.
+// listenAddr checks addr: host:port with a numeric port; a non-loopback
+// host needs allowRemote, since the session passthrough is not an OAuth
+// profile and must not face the internet.
 func listenAddr(addr string, allowRemote bool) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", fmt.Errorf("--addr %q: the port must be a number from 0 to 65535", addr)
 	}
 	if host == "" {
 		host = "127.0.0.1"

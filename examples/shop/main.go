@@ -84,6 +84,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "demo":
+			if len(args) > 1 {
+				if h := args[1]; len(args) == 2 && (h == "-h" || h == "-help" || h == "--help") {
+					fmt.Fprintln(stderr, "usage: shop demo   (everything in-process: a synthetic gateway, the server over HTTP, two clients; no flags)")
+					return 0
+				}
+				fmt.Fprintf(stderr, "shop demo: unexpected arguments %q (it takes none)\n", args[1:])
+				return 2
+			}
 			if err := demo(ctx, stdout); err != nil {
 				fmt.Fprintln(stderr, "shop demo:", err)
 				return 1
@@ -127,7 +135,8 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if fs.NArg() > 0 || cfg.gateway == "" || (transport != "stdio" && transport != "http") {
+	if why := usageError(fs, cfg, transport); why != "" {
+		fmt.Fprintln(stderr, "shop:", why)
 		fmt.Fprintln(stderr, "usage: shop --gateway URL [--transport stdio|http] [flags] | shop fake-gateway [--port N] | shop demo (shop --help for more)")
 		return 2
 	}
@@ -171,6 +180,11 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		cfg.auditKey = k
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if v := os.Getenv(adminWritesEnv); v != "" && v != "true" && v != "false" {
+		// Only "true" turns them on, as in the seed; say so to an
+		// operator who meant "1" or "TRUE".
+		log.Warn("shop: " + adminWritesEnv + ` is not "true": the admin writes stay off`)
+	}
 
 	if transport == "stdio" {
 		// Take the JSON-RPC channel off fds 0 and 1 before anything can
@@ -230,10 +244,18 @@ func runFakeGateway(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("shop fake-gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("port", 4110, "port to listen on, on 127.0.0.1 (0 picks one)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "shop fake-gateway: unexpected arguments %q (the port is --port N)\n", fs.Args())
+		return 2
+	}
+	if *port < 0 || *port > 65535 {
+		fmt.Fprintf(stderr, "shop fake-gateway: --port %d: want a number from 0 to 65535\n", *port)
 		return 2
 	}
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
@@ -268,6 +290,29 @@ environment:
 
 flags:
 `
+
+// usageError says what is wrong with a command line that names no usable
+// server: stray arguments, no gateway, a transport that is neither stdio
+// nor http (naming MCP_TRANSPORT when the value came from there). It
+// returns "" when there is nothing of the kind.
+func usageError(fs *flag.FlagSet, cfg config, transport string) string {
+	if fs.NArg() > 0 {
+		return fmt.Sprintf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.gateway == "" {
+		return "--gateway (or $SHOP_GATEWAY_URL) is required: the RoboShop gateway's base URL"
+	}
+	if transport != "stdio" && transport != "http" {
+		name := "MCP_TRANSPORT"
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "transport" {
+				name = "--transport"
+			}
+		})
+		return fmt.Sprintf("%s %q: want stdio or http", name, transport)
+	}
+	return ""
+}
 
 // checkFlags refuses settings that can never work, as usage errors: a
 // gateway URL that is not a plain http(s) base URL, an --origin that is
