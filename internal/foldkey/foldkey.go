@@ -49,11 +49,12 @@ func Rune(r rune) rune {
 }
 
 // Plain reports whether key is ASCII without letters that fold to
-// non-ASCII runes ('k' and 's', whose orbits hold the Kelvin sign and the
-// long s): such a key folds alike with another ASCII key only.
+// non-ASCII runes ('k' and 's' in either case, whose orbits hold the
+// Kelvin sign and the long s): such a key folds alike with another ASCII
+// key only.
 func Plain(key []byte) bool {
 	for _, c := range key {
-		if c >= utf8.RuneSelf {
+		if c >= utf8.RuneSelf || c|0x20 == 'k' || c|0x20 == 's' {
 			return false
 		}
 	}

@@ -16,9 +16,11 @@ import (
 // folding (strings.EqualFold, as encoding/json matches struct fields) in
 // the objects at a depth for which fold, when not nil, returns true.
 // Malformed JSON is left to the decoding after: nothing past the error is
-// looked at.
+// looked at. Numbers are read as written, so one that float64 cannot hold
+// (1e400), valid JSON that a decoder with UseNumber reads, is no error.
 func Member(data []byte, fold func(depth int) bool) (name string, depth int, found bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
 	type frame struct {
 		keys   map[string]bool // nil for an array; folded keys where fold
 		fold   bool            // keys are compared under case folding

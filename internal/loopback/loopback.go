@@ -13,7 +13,10 @@ import (
 
 // IsHost reports whether hostport, a Host header (a host with or without a
 // port, an IPv6 address in brackets), names localhost or a loopback
-// address.
+// address. "localhost" is matched in ASCII letter case only: under Unicode
+// folding "localhoſt" (with the long s) would match too, but it is another
+// name, one DNS may resolve anywhere. A trailing dot, and the legacy IPv4
+// spellings (127.1, 2130706433), are not matched.
 func IsHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
@@ -21,11 +24,29 @@ func IsHost(hostport string) bool {
 	} else {
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	}
-	if strings.EqualFold(host, "localhost") {
+	if asciiEqualFold(host, "localhost") {
 		return true
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// asciiEqualFold reports whether s and lower, which is lower-case ASCII,
+// are equal but for the case of ASCII letters.
+func asciiEqualFold(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Rebound reports whether r came to a loopback address under a Host that

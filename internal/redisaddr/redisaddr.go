@@ -15,20 +15,44 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Check checks a --redis value: host:port, the port 1 to 65535, the host
-// without user info, a path, a query or white space (not a redis:// URL: no
-// Redis password is wired here). Its errors name the flag and show the
-// value only as [Shown] does.
+// Check checks a --redis value: host:port, the port 1 to 65535 in
+// decimal digits, the host printable ASCII (an internationalized name in
+// its xn-- form) without user info, a path, a query or white space (not a
+// redis:// URL: no Redis password is wired here). Its errors name the flag
+// and show the value only as [Shown] does.
 func Check(v string) error {
 	if v == "" {
 		return errors.New("--redis: empty address (want host:port, e.g. 127.0.0.1:6379)")
 	}
 	host, port, err := net.SplitHostPort(v)
 	n, perr := strconv.Atoi(port)
-	if err != nil || host == "" || strings.ContainsAny(host, "@/?# \t") || perr != nil || n < 1 || n > 65535 {
+	if err != nil || !plainHost(host) || !digits(port) || perr != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("--redis %s: want host:port, e.g. 127.0.0.1:6379 (not a URL, no user info)", Shown(v))
 	}
 	return nil
+}
+
+// plainHost reports whether host is not empty and printable ASCII without
+// white space or the characters of a URL's user info, path, query or
+// fragment.
+func plainHost(host string) bool {
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("@/?#", c) >= 0 {
+			return false
+		}
+	}
+	return host != ""
+}
+
+// digits reports whether s is decimal digits only (strconv.Atoi also
+// takes a sign, which net.Dial does not).
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Shown quotes a command-line value for an error, or names it without
@@ -56,7 +80,7 @@ func Dial(addr string, timeout time.Duration) (*redis.Client, error) {
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("--redis %s: %w", addr, err)
+		return nil, fmt.Errorf("--redis %s: %w", Shown(addr), err)
 	}
 	return rdb, nil
 }

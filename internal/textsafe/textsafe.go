@@ -15,8 +15,12 @@ import (
 // characters (Cf, which include the bidirectional overrides that can make
 // text read differently than it is, and the tag characters that can spell
 // hidden ASCII), the supplementary variation selectors U+E0100-U+E01EF
-// (which can carry hidden bytes) and line or paragraph separators, cut to
-// maxRunes runes with "…" appended when it was longer.
+// (which can carry hidden bytes), the other characters a renderer shows
+// as nothing (Unicode's Other_Default_Ignorable_Code_Point: the Hangul
+// fillers U+3164 and U+FFA0, the combining grapheme joiner, the unassigned
+// rest of the tag block) and line or paragraph separators, cut to
+// maxRunes runes with "…" appended when it was longer. The variation
+// selectors U+FE00-U+FE0F are kept: emoji need them.
 func Clean(s string, maxRunes int) string {
 	var b strings.Builder
 	n := 0
@@ -83,7 +87,8 @@ func Plain(s string) bool {
 // name: invalid UTF-8, or an escaped UTF-16 surrogate that is not half of
 // a pair ("\ud800", or "\udc00" first). Such text reads otherwise in a
 // decoder that keeps it (one in JavaScript, say). Linear: one utf8.Valid,
-// and a look at each escape.
+// and a look at each escape. Text that breaks off inside an escape (not
+// JSON) is reported too.
 func JSONReplaced(raw []byte) bool {
 	if !utf8.Valid(raw) {
 		return true
@@ -96,6 +101,9 @@ func JSONReplaced(raw []byte) bool {
 		// Valid JSON: a backslash starts an escape in a string, and \u
 		// has four hex digits.
 		i += j
+		if i+2 > len(raw) || raw[i+1] == 'u' && i+6 > len(raw) {
+			return true // not JSON: broken off inside an escape
+		}
 		if raw[i+1] != 'u' {
 			i += 2
 			continue
@@ -136,7 +144,8 @@ func hex4(b []byte) rune {
 
 // hidden reports a character Clean and CleanLines drop.
 func hidden(r rune) bool {
-	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || 0xE0100 <= r && r <= 0xE01EF
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point) ||
+		0xE0100 <= r && r <= 0xE01EF
 }
 
 // Quoted returns s, text a client chose (a tool name, an HTTP method), in
@@ -153,8 +162,10 @@ func Quoted(s string, maxBytes int) string {
 }
 
 // CutBytes returns the first maxBytes bytes of s, or fewer so as not to
-// end inside a character, and whether s was longer than maxBytes.
+// end inside a character, and whether s was longer than maxBytes. A
+// negative maxBytes counts as 0.
 func CutBytes(s string, maxBytes int) (string, bool) {
+	maxBytes = max(maxBytes, 0)
 	if len(s) <= maxBytes {
 		return s, false
 	}
