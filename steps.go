@@ -35,9 +35,13 @@ import (
 // Confirm and Limit seal a handler's request for more input as the Guard
 // does (see [Options].Confirmer), each its own in a chain: the next round
 // of that logical call counts nothing more and is not asked to confirm
-// again. As in the Guard, a confirmation or sealed state that was used
-// already is refused when it is opened, before anything is charged; it is
-// used up only when the step passes the call on.
+// again. Confirm seals with its signer; Limit, which has none, with
+// opts.Confirmer, and with a nil one with a key of this process's, so
+// replicas that share a signer give it to Limit there too, or a next
+// round that reaches another replica is refused by its Limit
+// (INVALID_ARGUMENTS). As in the Guard, a confirmation or sealed state
+// that was used already is refused when it is opened, before anything is
+// charged; it is used up only when the step passes the call on.
 
 // Confirm asks the human to confirm each call of a tool whose rule in p
 // has Confirm, as the Guard's step 7 does: the first call of such a tool

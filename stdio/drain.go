@@ -321,8 +321,11 @@ func (l *lines) midLine() bool { return l.over || len(l.partial) > 0 }
 // size, before writing them (once written, the client may read an answer
 // and reuse its id at once): the SDK writes each line in one call, which
 // the writer reads in place, and a line written in parts is gathered whole.
-// Once a write has failed, the output is taken for gone (the client closed
-// its end, say): the transport's answers are dropped, none held back.
+// Once a write of the go-sdk's has failed, or one of the transport's after
+// writing part of its line, the output is taken for gone (the client
+// closed its end, say; the SDK takes a failed write so too): the
+// transport's answers are dropped, none held back. An answer of the
+// transport's whose write failed with nothing written is lost alone.
 // It is safe for concurrent use.
 type writer struct {
 	mu     sync.Mutex
@@ -331,7 +334,7 @@ type writer struct {
 	lines  lines
 	mid    bool     // the output ends inside a line of the SDK's
 	queued [][]byte // answers held back while mid is set
-	broken bool     // a write failed
+	broken bool     // a write of the SDK's failed, or one of ours cut a line
 }
 
 func newWriter(w io.WriteCloser, s *session) *writer {
@@ -356,14 +359,25 @@ func (w *writer) Write(p []byte) (int, error) {
 	}
 	if err == nil && !w.mid {
 		for _, b := range w.queued {
-			if _, err := w.w.Write(b); err != nil {
-				w.broken = true
+			if !w.write(b) {
 				break
 			}
 		}
 		w.queued = nil
 	}
 	return n, err
+}
+
+// write writes line, a whole answer of the transport's own, and reports
+// whether the output still takes lines. A write that fails having written
+// part of the line leaves it cut for good (a client that closed its end,
+// say): the output is broken. One that wrote nothing (EAGAIN on a full
+// pipe that another process made non-blocking) loses this answer alone.
+func (w *writer) write(line []byte) bool {
+	if n, err := w.w.Write(line); err != nil && n > 0 {
+		w.broken = true
+	}
+	return !w.broken
 }
 
 // answer writes line, a whole line of the transport's own, between the
@@ -378,9 +392,7 @@ func (w *writer) answer(line []byte) {
 		w.queued = append(w.queued, line)
 		return
 	}
-	if _, err := w.w.Write(line); err != nil {
-		w.broken = true
-	}
+	w.write(line)
 }
 
 func (w *writer) Close() error { return w.w.Close() }

@@ -48,26 +48,19 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 // parseJWKS is ParseJWKS; when lenient, a key that ParseJWKS would refuse
 // the set for (a private member, no kid, an unknown kty or crv, a
 // malformed member, a key NewJWT would refuse) is left out instead, and so
-// are both keys of a kid listed twice: their errors are returned in
-// skipped. A set left with no key is still an error.
+// is every copy of a kid listed twice: skipped holds one error for each
+// key left out. A set left with no key is still an error.
 func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error, error) {
 	var skipped []error
-	dups := map[string]bool{}
-	keys, err := parseJWKSKeys(data, func(err error, dupKid string) error {
+	keys, err := parseJWKSKeys(data, func(err error) error {
 		if !lenient {
 			return err
 		}
 		skipped = append(skipped, err)
-		if dupKid != "" {
-			dups[dupKid] = true
-		}
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
-	}
-	for kid := range dups {
-		delete(keys, kid)
 	}
 	if len(keys) == 0 {
 		return nil, skipped, errors.New("token: JWK Set: no signature verification keys")
@@ -76,10 +69,11 @@ func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error,
 }
 
 // parseJWKSKeys reads the keys of a JWK Set, as ParseJWKS returns them (an
-// AlgKey for a JWK with "alg"). A key in error is passed to
-// bad, with its kid when the error is that the kid is listed twice: when
+// AlgKey for a JWK with "alg"). The error of a key is passed to bad: when
 // bad returns an error, parsing stops with it, else the key is left out.
-func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[string]crypto.PublicKey, error) {
+// A kid listed twice is such an error for its second copy, and for its
+// first too when that was a usable key: every copy is left out.
+func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.PublicKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
@@ -90,7 +84,8 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 		return nil, errors.New(`token: JWK Set: no "keys" array`)
 	}
 	keys := make(map[string]crypto.PublicKey, len(set.Keys))
-	seen := map[string]bool{} // the kids of the signature keys, kept or not
+	seen := map[string]bool{}    // the kids of the signature keys, kept or not
+	names := map[string]string{} // how the errors name the keys kept
 	for n, raw := range set.Keys {
 		var members map[string]json.RawMessage
 		var jwk struct {
@@ -106,7 +101,7 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 			Y      string   `json:"y"`
 		}
 		if json.Unmarshal(raw, &members) != nil || json.Unmarshal(raw, &jwk) != nil {
-			if err := bad(fmt.Errorf("token: JWK %d: not an object of string members", n+1), ""); err != nil {
+			if err := bad(fmt.Errorf("token: JWK %d: not an object of string members", n+1)); err != nil {
 				return nil, err
 			}
 			continue
@@ -128,7 +123,7 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 			}
 		}
 		if private != "" {
-			if err := bad(fmt.Errorf("token: %s: has private member %q: a JWK Set for verification holds public keys only", name, private), ""); err != nil {
+			if err := bad(fmt.Errorf("token: %s: has private member %q: a JWK Set for verification holds public keys only", name, private)); err != nil {
 				return nil, err
 			}
 			continue
@@ -140,14 +135,23 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 			continue
 		}
 		if jwk.Kid == "" {
-			if err := bad(fmt.Errorf("token: %s: no kid", name), ""); err != nil {
+			if err := bad(fmt.Errorf("token: %s: no kid", name)); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		if seen[jwk.Kid] {
-			if err := bad(fmt.Errorf("token: %s: kid listed twice", name), jwk.Kid); err != nil {
+			if err := bad(fmt.Errorf("token: %s: kid listed twice", name)); err != nil {
 				return nil, err
+			}
+			if first, ok := names[jwk.Kid]; ok {
+				// The first copy was kept: it is left out too, and
+				// counted as such.
+				delete(keys, jwk.Kid)
+				delete(names, jwk.Kid)
+				if err := bad(fmt.Errorf("token: %s: kid listed again later", first)); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -178,7 +182,7 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 			err = errors.New("alg does not match the key")
 		}
 		if err != nil {
-			if err := bad(fmt.Errorf("token: %s: %v", name, err), ""); err != nil {
+			if err := bad(fmt.Errorf("token: %s: %v", name, err)); err != nil {
 				return nil, err
 			}
 			continue
@@ -187,6 +191,7 @@ func parseJWKSKeys(data []byte, bad func(err error, dupKid string) error) (map[s
 			k = AlgKey{Key: k, Alg: jwk.Alg}
 		}
 		keys[jwk.Kid] = k
+		names[jwk.Kid] = name
 	}
 	return keys, nil
 }

@@ -50,7 +50,8 @@ type RemoteKeySetOptions struct {
 	// MinRefreshInterval; so do no-store and no-cache, which make it
 	// MinRefreshInterval (never a fetch per lookup, which tokens could
 	// then force). Zero means one hour. It must not be under
-	// MinRefreshInterval (after the defaults).
+	// MinRefreshInterval (after the defaults): a MaxAge under a minute
+	// needs a MinRefreshInterval no longer than it.
 	MaxAge time.Duration
 	// ErrorHandler receives the error of every failed refresh (the last
 	// good set stays in use), and of every fetched set that had keys left
@@ -185,8 +186,16 @@ func checkOptions(opts *RemoteKeySetOptions) (RemoteKeySetOptions, error) {
 	}
 	// The interval holds back the fetch that MaxAge makes due: a longer
 	// one would keep a key the provider removed for that long.
+	// A default is said to be one: the caller did not set it.
 	if minInterval, maxAge := cmpOr(o.MinRefreshInterval, defaultMinRefreshInterval), cmpOr(o.MaxAge, defaultMaxAge); minInterval > maxAge {
-		return o, fmt.Errorf("token: JWK Set: MinRefreshInterval %v over MaxAge %v: no fetch would start before %v, so the set (and a key the provider removed) would be used that long; make MinRefreshInterval at most MaxAge", minInterval, maxAge, minInterval)
+		shownInterval, shownAge := minInterval.String(), maxAge.String()
+		if o.MinRefreshInterval == 0 {
+			shownInterval += " (the default, for a zero MinRefreshInterval)"
+		}
+		if o.MaxAge == 0 {
+			shownAge += " (the default, for a zero MaxAge)"
+		}
+		return o, fmt.Errorf("token: JWK Set: MinRefreshInterval %s over MaxAge %s: no fetch would start before %v, so the set (and a key the provider removed) would be used that long; make MinRefreshInterval at most MaxAge", shownInterval, shownAge, minInterval)
 	}
 	return o, nil
 }
