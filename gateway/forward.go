@@ -337,25 +337,7 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	}
 	c.waitSince.Store(1)
 	c.timer.Store(time.AfterFunc(g.timeout, c.expire))
-	u := g.upstream // shared: a RoundTripper does not modify its request
-	if g.upstream.RawQuery == "" && r.URL.RawQuery != "" {
-		// The operator's query, when the upstream URL has one, is sent
-		// as configured: a client's never replaces or extends it.
-		uq := *g.upstream
-		uq.RawQuery = r.URL.RawQuery
-		u = &uq
-	}
-	out := &http.Request{
-		Method: method, URL: u, Header: header, Host: u.Host,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-	}
-	out = out.WithContext(ctx)
-	if body != nil {
-		out.Body = newBodyReader(body)
-		out.ContentLength = int64(len(body))
-		out.GetBody = func() (io.ReadCloser, error) { return newBodyReader(body), nil }
-	}
-	resp, err := g.rt.RoundTrip(out)
+	resp, err := g.rt.RoundTrip(g.outboundRequest(ctx, method, r.URL.RawQuery, header, body))
 	c.waitSince.Store(0)
 	if err != nil {
 		if sid != "" {
@@ -402,6 +384,52 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		g.sessions.bind(id, pr.Subject)
 	}
 	return c, nil
+}
+
+// outboundRequest returns the request to send downstream with ctx:
+// method, to the upstream URL with the client's query when the upstream
+// URL has none (the operator's query, when it has one, is sent as
+// configured: a client's never replaces or extends it), header, and body
+// (nil: none).
+//
+// The gateway's own client, which never modifies a request, is given the
+// upstream URL itself when the client sent no query; another Transport
+// always gets a copy of its own: one that modifies its request
+// (http.RoundTripper's contract says it should not) must not change where
+// the next requests go.
+func (g *Gateway) outboundRequest(ctx context.Context, method, query string, header http.Header, body []byte) *http.Request {
+	u := g.upstream
+	if !g.ownClient || u.RawQuery == "" && query != "" {
+		uq := *g.upstream
+		if uq.RawQuery == "" {
+			uq.RawQuery = query
+		}
+		u = &uq
+	}
+	out := &http.Request{
+		Method: method, URL: u, Header: header, Host: u.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	}
+	out = out.WithContext(ctx)
+	if body != nil {
+		out.Body = g.requestBody(body)
+		out.ContentLength = int64(len(body))
+		out.GetBody = func() (io.ReadCloser, error) { return g.requestBody(body), nil }
+	}
+	return out
+}
+
+// requestBody returns a reader of b, a request body read from memory, for
+// g's Transport: a [bodyReader] for the gateway's own client, and for
+// another io.NopCloser around a *bytes.Reader, which net/http's Transport
+// knows to be in memory and writes with the header, in one piece (it
+// flushes the header on its own before any other body: one more write,
+// and packet, per request).
+func (g *Gateway) requestBody(b []byte) io.ReadCloser {
+	if g.ownClient {
+		return newBodyReader(b)
+	}
+	return io.NopCloser(bytes.NewReader(b))
 }
 
 // bodyReader is a request body read from memory: bytes.Reader with a Close

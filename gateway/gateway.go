@@ -211,6 +211,9 @@ type Gateway struct {
 	origins      origins
 	// noLocalhostGuard is Options.DisableLocalhostProtection.
 	noLocalhostGuard bool
+	// ownClient is whether rt is the gateway's own client, which never
+	// modifies a request (see [Gateway.outboundRequest]).
+	ownClient bool
 }
 
 // DefaultPolicy returns the gateway's default policy: tools of the
@@ -320,6 +323,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	if g.rt == nil {
 		g.rt = newUpstreamClient()
 	}
+	_, g.ownClient = g.rt.(*upstreamClient)
 	if g.log == nil {
 		g.log = slog.Default()
 	}
