@@ -272,10 +272,11 @@ func clean(doc any) (any, bool) {
 // other than tab and newline (terminal escapes among them), format
 // characters (bidi overrides, zero-width characters, the soft hyphen,
 // U+FEFF, and the Unicode tag characters that can spell out hidden ASCII
-// text; emoji joined with U+200D fall apart into their parts), line and
-// paragraph separators, and the supplementary variation selectors
-// U+E0100-U+E01EF, which can carry hidden bytes. Visible text is left as
-// it is.
+// text; emoji joined with U+200D fall apart into their parts), the other
+// characters Unicode says are shown as nothing (the Hangul fillers U+3164
+// and U+FFA0, the combining grapheme joiner U+034F), line and paragraph
+// separators, and the supplementary variation selectors U+E0100-U+E01EF,
+// which can carry hidden bytes. Visible text is left as it is.
 func visible(s string) string { return textsafe.CleanLines(s, len(s)) }
 
 // jsonResult returns v as structured content and as its JSON text.

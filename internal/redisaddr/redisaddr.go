@@ -18,41 +18,48 @@ import (
 // Check checks a --redis value: host:port, the port 1 to 65535 in
 // decimal digits, the host printable ASCII (an internationalized name in
 // its xn-- form) without user info, a path, a query or white space (not a
-// redis:// URL: no Redis password is wired here). Its errors name the flag
-// and show the value only as [Shown] does.
+// redis:// URL: no Redis password is wired here). Its errors name the flag,
+// say what is wrong with the host or the port when the value is host:port
+// otherwise, and show the value only as [Shown] does.
 func Check(v string) error {
 	if v == "" {
 		return errors.New("--redis: empty address (want host:port, e.g. 127.0.0.1:6379)")
 	}
+	why := ""
 	host, port, err := net.SplitHostPort(v)
-	n, perr := strconv.Atoi(port)
-	if err != nil || !plainHost(host) || !digits(port) || perr != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("--redis %s: want host:port, e.g. 127.0.0.1:6379 (not a URL, no user info)", Shown(v))
+	switch {
+	case err != nil || host == "" || strings.ContainsAny(v, "@/?#"):
+		// Not host:port, or a URL's user info, path, query or fragment.
+	case !plainHost(host):
+		why = "the host has white space, a control character or a character outside ASCII (an internationalized name goes in its xn-- form); "
+	case !portNumber(port):
+		why = "the port is not a number from 1 to 65535; "
+	default:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("--redis %s: %swant host:port, e.g. 127.0.0.1:6379 (not a URL, no user info)", Shown(v), why)
 }
 
-// plainHost reports whether host is not empty and printable ASCII without
-// white space or the characters of a URL's user info, path, query or
-// fragment.
+// plainHost reports whether host is printable ASCII without white space.
 func plainHost(host string) bool {
 	for i := 0; i < len(host); i++ {
-		if c := host[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("@/?#", c) >= 0 {
+		if c := host[i]; c <= ' ' || c >= 0x7f {
 			return false
 		}
 	}
-	return host != ""
+	return true
 }
 
-// digits reports whether s is decimal digits only (strconv.Atoi also
-// takes a sign, which net.Dial does not).
-func digits(s string) bool {
+// portNumber reports whether s is a port from 1 to 65535 in decimal
+// digits only (strconv.Atoi also takes a sign, which net.Dial does not).
+func portNumber(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
-	return s != ""
+	n, err := strconv.Atoi(s)
+	return s != "" && err == nil && n >= 1 && n <= 65535
 }
 
 // Shown quotes a command-line value for an error, or names it without

@@ -19,9 +19,11 @@ import (
 // as nothing (Unicode's Other_Default_Ignorable_Code_Point: the Hangul
 // fillers U+3164 and U+FFA0, the combining grapheme joiner, the unassigned
 // rest of the tag block) and line or paragraph separators, cut to
-// maxRunes runes with "…" appended when it was longer. The variation
-// selectors U+FE00-U+FE0F are kept: emoji need them.
+// maxRunes runes with "…" appended when it was longer (a negative
+// maxRunes counts as 0). The variation selectors U+FE00-U+FE0F are kept:
+// emoji need them.
 func Clean(s string, maxRunes int) string {
+	maxRunes = max(maxRunes, 0)
 	var b strings.Builder
 	n := 0
 	for i, r := range s {
@@ -45,6 +47,7 @@ func Clean(s string, maxRunes int) string {
 // and tabs, and drops the rest as Clean does (carriage returns too, which
 // a terminal uses to overwrite a line).
 func CleanLines(s string, maxRunes int) string {
+	maxRunes = max(maxRunes, 0)
 	var b strings.Builder
 	n := 0
 	for i, r := range s {
