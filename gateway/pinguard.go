@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -81,68 +83,82 @@ func carriesTools(msg []byte) bool {
 func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message, c *upstreamCall, call *callState, start time.Time) {
 	l := &listing{r: r, pr: pr, cid: cid, start: start}
 	defer g.withheldSummary(l)
-	tf := func(msg []byte) []byte { return g.guardAnswer(l, msg) }
-	var rd io.Reader = c
-	if r.Method == http.MethodGet {
-		rd = c.resp.Body // no timeout: the stream may be silent for long
-	}
-	status := c.resp.StatusCode
-	id := m.idOrNil()
-	request := m != nil && m.hasMethod && m.id != nil // the POST carries a request, whose answer its client reads
-	if r.Method == http.MethodPost && !request {
+	if r.Method == http.MethodPost && !(m != nil && m.hasMethod && m.id != nil) {
 		// The answer to a notification or a client's response: no client
 		// reads its body (the go-sdk closes it, the TypeScript SDK cancels
 		// it), and one that is not JSON ("Accepted", as Express's
 		// res.sendStatus(202) sends) must not become a 502, which fails a
 		// go-sdk client's connection.
-		copyResponseHeader(w.Header(), c.resp.Header, false)
-		w.WriteHeader(status)
-		call.finish("")
-		g.log.Info("upstream", "cid", cid, "status", status, "checked", true, "body_dropped", true,
-			"ms", float64(g.now().Sub(start).Microseconds())/1000)
+		g.relayBodiless(w, cid, c, call, start)
 		return
 	}
-	if !readableAnswer(c.resp.Header, r.Method == http.MethodGet || isSSE(c.resp.Header)) {
+	sse := r.Method == http.MethodGet || isSSE(c.resp.Header)
+	if !readableAnswer(c.resp.Header, sse) {
 		g.refuseUnreadable(cid, c.resp)
 		call.finish("UPSTREAM_UNAVAILABLE")
-		writeError(w, badAnswer(status), id, cid)
+		writeError(w, badAnswer(c.resp.StatusCode), m.idOrNil(), cid)
 		return
 	}
-	if r.Method == http.MethodGet || isSSE(c.resp.Header) {
-		copyResponseHeader(w.Header(), c.resp.Header, true)
-		w.WriteHeader(status)
-		ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
-		ew.rc.Flush()
-		err := readEvents(rd, func(ev *event) { ew.write(ev, tf, false) })
-		code := ""
-		if err != nil {
-			code = "UPSTREAM_UNAVAILABLE"
-		}
-		if r.Method == http.MethodPost && r.Context().Err() != nil {
-			call.clientWentAway()
-		}
-		call.finish(code)
-		g.log.Info("upstream", "cid", cid, "status", status, "sse", true, "checked", true,
-			"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
-		if err != nil {
-			abortCut(w, r)
-		}
+	if sse {
+		g.relayCheckedEvents(w, r, l, c, call)
 		return
 	}
-	data, err := io.ReadAll(io.LimitReader(rd, maxUpstreamBody))
+	g.relayCheckedWhole(w, r, l, m, c, call)
+}
+
+// relayBodiless relays the status and header of c's answer without its
+// body (see [Gateway.relayChecked]).
+func (g *Gateway) relayBodiless(w http.ResponseWriter, cid string, c *upstreamCall, call *callState, start time.Time) {
+	copyResponseHeader(w.Header(), c.resp.Header, false)
+	w.WriteHeader(c.resp.StatusCode)
+	call.finish("")
+	g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "checked", true, "body_dropped", true,
+		"ms", float64(g.now().Sub(start).Microseconds())/1000)
+}
+
+// relayCheckedEvents relays c's event stream (a GET's, or a POST's
+// answered so), each event checked for a listing as it comes.
+func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *listing, c *upstreamCall, call *callState) {
+	var rd io.Reader = c
+	if r.Method == http.MethodGet {
+		rd = c.resp.Body // no timeout: the stream may be silent for long
+	}
+	copyResponseHeader(w.Header(), c.resp.Header, true)
+	w.WriteHeader(c.resp.StatusCode)
+	ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
+	ew.rc.Flush()
+	err := readEvents(rd, func(ev *event) { ew.write(ev, func(msg []byte) []byte { return g.guardAnswer(l, msg) }, false) })
+	code := ""
+	if err != nil {
+		code = "UPSTREAM_UNAVAILABLE"
+	}
+	if r.Method == http.MethodPost && r.Context().Err() != nil {
+		call.clientWentAway()
+	}
+	call.finish(code)
+	g.log.Info("upstream", "cid", l.cid, "status", c.resp.StatusCode, "sse", true, "checked", true,
+		"ms", float64(g.now().Sub(l.start).Microseconds())/1000, "err", errString(err))
+	if err != nil {
+		abortCut(w, r)
+	}
+}
+
+// relayCheckedWhole reads c's JSON answer whole, checks it for a listing
+// and relays what passes.
+func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *listing, m *message, c *upstreamCall, call *callState) {
+	status := c.resp.StatusCode
+	data, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))
 	if err != nil {
 		call.finish("UPSTREAM_UNAVAILABLE")
-		writeError(w, errUpstream(err == errTimeout), id, cid)
+		writeError(w, errUpstream(err == errTimeout), m.idOrNil(), l.cid)
 		return
 	}
 	out := data
 	if len(bytes.TrimSpace(data)) > 0 {
-		out = tf(data)
+		out = g.guardAnswer(l, data)
 	}
 	if out == nil {
-		g.log.Warn("upstream answer refused: not JSON, or larger than the limit", "cid", cid, "status", status, "bytes", len(data))
-		call.finish("UPSTREAM_UNAVAILABLE")
-		writeError(w, badAnswer(status), id, cid)
+		g.refuseAnswer(w, l.cid, m, status, len(data), call)
 		return
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
@@ -154,8 +170,26 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 		call.clientWentAway()
 	}
 	call.finish("")
-	g.log.Info("upstream", "cid", cid, "status", status, "bytes", len(out), "checked", true,
-		"ms", float64(g.now().Sub(start).Microseconds())/1000)
+	if g.log.Enabled(r.Context(), slog.LevelInfo) {
+		g.logChecked(r.Context(), l.cid, status, len(out), l.start)
+	}
+}
+
+// refuseAnswer answers a JSON answer of n bytes that is not JSON, or
+// larger than the limit, as the downstream's failure.
+func (g *Gateway) refuseAnswer(w http.ResponseWriter, cid string, m *message, status, n int, call *callState) {
+	g.log.Warn("upstream answer refused: not JSON, or larger than the limit", "cid", cid, "status", status, "bytes", n)
+	call.finish("UPSTREAM_UNAVAILABLE")
+	writeError(w, badAnswer(status), m.idOrNil(), cid)
+}
+
+// logChecked writes the "upstream" line of a JSON answer checked whole
+// and relayed (n bytes).
+func (g *Gateway) logChecked(ctx context.Context, cid string, status, n int, start time.Time) {
+	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "upstream", 0)
+	rec.AddAttrs(slog.String("cid", cid), slog.Int("status", status), slog.Int("bytes", n), slog.Bool("checked", true),
+		slog.Float64("ms", float64(g.now().Sub(start).Microseconds())/1000))
+	_ = g.log.Handler().Handle(ctx, rec)
 }
 
 // isRedirect reports whether status is a redirection (3xx), which a

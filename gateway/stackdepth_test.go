@@ -55,6 +55,10 @@ func TestForwardFitsItsStack(t *testing.T) {
 		{"plain", "get_customer_record", func(*testing.T) *Options { return &Options{} }},
 		{"event stream", "stream", func(*testing.T) *Options { return &Options{} }},
 		{"filter", "get_customer_record", func(*testing.T) *Options { return &Options{FilterToolsList: true} }},
+		{"pins", "get_customer_record", func(*testing.T) *Options { return &Options{Pins: TrustOnFirstUse()} }},
+		{"pins, event stream", "stream", func(*testing.T) *Options { return &Options{Pins: TrustOnFirstUse()} }},
+		{"tools/list, filter", "", func(*testing.T) *Options { return &Options{FilterToolsList: true} }},
+		{"tools/list, pins", "", func(*testing.T) *Options { return &Options{Pins: TrustOnFirstUse()} }},
 		{"limits and audit", "get_customer_record", func(t *testing.T) *Options {
 			sink, err := audit.OpenJSONL(filepath.Join(t.TempDir(), "audit.jsonl"), nil)
 			if err != nil {
@@ -68,6 +72,8 @@ func TestForwardFitsItsStack(t *testing.T) {
 	}
 }
 
+// checkStackKept calls tool (tools/list for "") through a gateway with
+// opts, and fails when a call grows the stack after a collection.
 func checkStackKept(t *testing.T, opts *Options, tool string) {
 	down := httptest.NewServer(&downstream{})
 	defer down.Close()
@@ -96,6 +102,9 @@ func checkStackKept(t *testing.T, opts *Options, tool string) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	defer client.CloseIdleConnections()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"id":"c-1"}}}`
+	if tool == "" {
+		body = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	}
 	call := func() {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/mcp", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer viewer-token")
