@@ -282,8 +282,8 @@ func TestJWTRemoteKeySetRotation(t *testing.T) {
 }
 
 // TestJWTMinRefreshRefused: --jwt-jwks-min-refresh with a key set file
-// (read once: the flag would do nothing) or a duration that is not
-// positive stops the binary at start.
+// (read once: the flag would do nothing), a duration that is not positive
+// or one over the set's lifetime (1h) stops the binary at start.
 func TestJWTMinRefreshRefused(t *testing.T) {
 	oldArgs, oldFlags := os.Args, flag.CommandLine
 	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
@@ -299,6 +299,9 @@ func TestJWTMinRefreshRefused(t *testing.T) {
 		{file, "1s", "only with a --jwt-jwks URL"},
 		{"https://idp.example/jwks.json", "0s", "want a positive duration"},
 		{"https://idp.example/jwks.json", "-1m", "want a positive duration"},
+		// Over the set's lifetime it would hold back the hourly refresh:
+		// refused by the flag's own check, before any fetch.
+		{"https://idp.example/jwks.json", "2h", "at most 1h"},
 	} {
 		url, err, stop, _ := startRun(t, "--host", "127.0.0.1", "--port", "0", "--upstream", "http://127.0.0.1:1/mcp",
 			"--jwt-jwks", tc.jwks, "--jwt-jwks-min-refresh", tc.refresh, "--jwt-issuer", "https://idp.example", "--jwt-audience", "mcp-gateway")

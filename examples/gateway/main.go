@@ -153,7 +153,7 @@ func run(logger *slog.Logger) error {
 	audience := flag.String("jwt-audience", "", `the audience the JWTs' "aud" must hold (with --jwt-jwks or --jwt-issuer)`)
 	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string; a dotted path (realm_access.roles) reads nested objects, \\. is a dot inside a name (resource_access.mcp\\.example\\.com.roles)")
 	leeway := flag.Duration("jwt-leeway", 0, `clock skew allowed for the JWTs' "exp", "nbf" and "iat" (at most 5m)`)
-	minRefresh := flag.Duration("jwt-jwks-min-refresh", time.Minute, "with a --jwt-jwks URL or a discovered JWK Set: least time between two fetches of the set caused by tokens naming unknown keys")
+	minRefresh := flag.Duration("jwt-jwks-min-refresh", time.Minute, "with a --jwt-jwks URL or a discovered JWK Set: least time between two fetches of the set caused by tokens naming unknown keys (at most 1h, the set's lifetime)")
 	resource := flag.String("jwt-resource", "", "the URL clients use for this gateway's MCP endpoint: serve its OAuth protected resource metadata (RFC 9728) naming --jwt-issuer (with --introspect, --introspect-issuer) as the authorization server, name it in every 401, and require it as the audience when --jwt-audience (--introspect-audience) is unset")
 	introspect := flag.String("introspect", "", "verify bearer tokens (opaque ones included) by asking this OAuth 2.0 token introspection endpoint (RFC 7662), an https URL, instead of MCP_GATEWAY_TOKENS or JWTs; client credentials from "+introspectIDEnv+" and "+introspectSecretEnv)
 	inAudience := flag.String("introspect-audience", "", `with --introspect: the audience the answer's "aud" must hold (default --jwt-resource)`)
@@ -220,6 +220,10 @@ func run(logger *slog.Logger) error {
 	switch {
 	case *minRefresh <= 0:
 		return fmt.Errorf("--jwt-jwks-min-refresh %v: want a positive duration", *minRefresh)
+	case *minRefresh > time.Hour:
+		// The set is fetched again after an hour (token's default
+		// MaxAge), and the interval holds that fetch back too.
+		return fmt.Errorf("--jwt-jwks-min-refresh %v: at most 1h, the JWK Set's lifetime (a longer one would keep a key the provider removed that long)", *minRefresh)
 	case refreshSet && *jwks != "" && !isURL(*jwks):
 		return errors.New("--jwt-jwks-min-refresh: only with a --jwt-jwks URL or a discovered JWK Set (a file is read once)")
 	}

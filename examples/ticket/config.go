@@ -271,8 +271,10 @@ func (c *config) check() error {
 // cannot see but a model reads, as [textsafe.CleanLines] drops them:
 // control characters other than tab and line feed (terminal escapes,
 // carriage returns), format characters (bidirectional overrides,
-// zero-width characters, the tag characters that spell hidden ASCII), line
-// and paragraph separators, and the supplementary variation selectors.
+// zero-width characters, the tag characters that spell hidden ASCII), the
+// other characters Unicode says are shown as nothing (the Hangul fillers
+// U+3164 and U+FFA0, the combining grapheme joiner U+034F), line and
+// paragraph separators, and the supplementary variation selectors.
 func hiddenRune(s string) (rune, bool) {
 	for _, r := range s {
 		if textsafe.CleanLines(string(r), 1) == "" {
