@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,9 +39,12 @@ func TestReview18HTTPSignalDuringWrite(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// One Wait for the test and its cleanup: two at once (the test
+	// failing while its own wait runs) race.
+	wait := sync.OnceValue(cmd.Wait)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = wait()
 		pw.Close()
 	})
 	urls := make(chan string, 1)
@@ -97,7 +101,7 @@ func TestReview18HTTPSignalDuringWrite(t *testing.T) {
 		t.Errorf("update_cart under way at SIGTERM answered %q, want its result", r.body)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
