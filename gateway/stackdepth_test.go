@@ -73,7 +73,8 @@ func TestForwardFitsItsStack(t *testing.T) {
 }
 
 // checkStackKept calls tool (tools/list for "") through a gateway with
-// opts, and fails when a call grows the stack after a collection.
+// opts, and fails when calls grow the stack after a collection in a round
+// of 20 calls and again in a second round (a round without any passes).
 func checkStackKept(t *testing.T, opts *Options, tool string) {
 	down := httptest.NewServer(&downstream{})
 	defer down.Close()
@@ -124,16 +125,31 @@ func checkStackKept(t *testing.T, opts *Options, tool string) {
 	for range 3 {
 		call()
 	}
-	moved.Store(0)
 	const n = 20
-	for range n {
-		// Two collections: the first may find the goroutine between
-		// requests, the second certainly parked in its next read.
-		runtime.GC()
-		runtime.GC()
-		call()
+	round := func() int64 {
+		moved.Store(0)
+		for range n {
+			// Two collections: the first may find the goroutine between
+			// requests, the second most often parked in its next read.
+			runtime.GC()
+			runtime.GC()
+			call()
+		}
+		return moved.Load()
 	}
-	if m := moved.Load(); m != 0 {
-		t.Errorf("the connection's stack grew during %d of %d forwarded calls after a collection; want none (a frame on the forwarding path grew: see the test's comment)", m, n)
+	// A frame too large moves the stack on (nearly) every call. On a busy
+	// machine a call now and then moves it too, on a connection kept
+	// (about one in a thousand calls with other processes on both cores;
+	// most likely a collection that found the goroutine not yet parked,
+	// whose stack is then shrunk later, during the next call): never a
+	// round of them. A round with a move is run again, and only a second
+	// one fails.
+	first := round()
+	if first == 0 {
+		return
+	}
+	t.Logf("the stack moved during %d of %d calls; running them again", first, n)
+	if m := round(); m != 0 {
+		t.Errorf("the connection's stack grew during %d, then %d of %d forwarded calls after a collection; want none (a frame on the forwarding path grew: see the test's comment)", first, m, n)
 	}
 }

@@ -218,14 +218,15 @@ func run(logger *slog.Logger) error {
 	refreshSet := false
 	flag.Visit(func(f *flag.Flag) { refreshSet = refreshSet || f.Name == "jwt-jwks-min-refresh" })
 	switch {
+	case refreshSet && *jwks != "" && !isURL(*jwks):
+		// First: with a file the flag does nothing, whatever its value.
+		return errors.New("--jwt-jwks-min-refresh: only with a --jwt-jwks URL or a discovered JWK Set (a file is read once)")
 	case *minRefresh <= 0:
 		return fmt.Errorf("--jwt-jwks-min-refresh %v: want a positive duration", *minRefresh)
 	case *minRefresh > time.Hour:
 		// The set is fetched again after an hour (token's default
 		// MaxAge), and the interval holds that fetch back too.
 		return fmt.Errorf("--jwt-jwks-min-refresh %v: at most 1h, the JWK Set's lifetime (a longer one would keep a key the provider removed that long)", *minRefresh)
-	case refreshSet && *jwks != "" && !isURL(*jwks):
-		return errors.New("--jwt-jwks-min-refresh: only with a --jwt-jwks URL or a discovered JWK Set (a file is read once)")
 	}
 	if *audience == "" {
 		// The MCP authorization specification binds tokens to the
