@@ -412,6 +412,14 @@ func (g *Gateway) outboundRequest(ctx context.Context, method, query string, hea
 	}
 	out = out.WithContext(ctx)
 	if body != nil {
+		if !g.ownClient {
+			// body is a pooled buffer, given back when the handler
+			// returns; a Transport may read the body after RoundTrip
+			// returned (http.RoundTripper: it may close it "in a
+			// separate goroutine even after RoundTrip returns"). The
+			// gateway's own client never does.
+			body = bytes.Clone(body)
+		}
 		out.Body = g.requestBody(body)
 		out.ContentLength = int64(len(body))
 		out.GetBody = func() (io.ReadCloser, error) { return g.requestBody(body), nil }
