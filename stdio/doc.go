@@ -83,8 +83,11 @@
 // and waits for its end. A handler that ignores its context's cancellation
 // still holds the session after DrainTimeout, and so does a client that
 // stops reading the server's output (the go-sdk's write of an answer then
-// waits for good): Serve's grace bounds the wait after the stop
-// ([ErrStopTimeout]).
+// waits for good; on Linux, macOS and the BSDs also when another process
+// sharing the output made it non-blocking: the transport waits out a write
+// that would block, as a blocking output does, rather than fail it and
+// have the SDK end its output): Serve's grace bounds the wait after the
+// stop ([ErrStopTimeout]).
 //
 // The line limit is the go-sdk's default, 16 MiB
 // ([mcp.DefaultMaxLineLength]) for the JSON value and its newline (blanks

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // noBatchVersion is the first MCP protocol version without JSON-RPC
@@ -321,8 +322,13 @@ func (l *lines) midLine() bool { return l.over || len(l.partial) > 0 }
 // size, before writing them (once written, the client may read an answer
 // and reuse its id at once): the SDK writes each line in one call, which
 // the writer reads in place, and a line written in parts is gathered whole.
-// Once a write of the go-sdk's has failed, or one of the transport's after
-// writing part of its line, the output is taken for gone (the client
+// A write that would block (EAGAIN: the output's descriptor, blocking when
+// Isolate took it and so outside the runtime's poller, made non-blocking
+// since by another process that shares it) is retried for the rest of its
+// line after a pause, as a blocking output waits for the client to read:
+// the client is slow, not gone, and a line is never left cut by it. Once
+// any other write of the go-sdk's has failed, or one of the transport's
+// after writing part of its line, the output is taken for gone (the client
 // closed its end, say; the SDK takes a failed write so too): the
 // transport's answers are dropped, none held back. An answer of the
 // transport's whose write failed with nothing written is lost alone.
@@ -349,7 +355,7 @@ func (w *writer) Write(p []byte) (int, error) {
 			w.s.sent(line)
 		}
 	})
-	n, err := w.w.Write(p)
+	n, err := w.writeAll(p)
 	if n > 0 {
 		w.mid = p[n-1] != '\n'
 	}
@@ -371,13 +377,41 @@ func (w *writer) Write(p []byte) (int, error) {
 // write writes line, a whole answer of the transport's own, and reports
 // whether the output still takes lines. A write that fails having written
 // part of the line leaves it cut for good (a client that closed its end,
-// say): the output is broken. One that wrote nothing (EAGAIN on a full
-// pipe that another process made non-blocking) loses this answer alone.
+// say): the output is broken. One that wrote nothing loses this answer
+// alone.
 func (w *writer) write(line []byte) bool {
-	if n, err := w.w.Write(line); err != nil && n > 0 {
+	if n, err := w.writeAll(line); err != nil && n > 0 {
 		w.broken = true
 	}
 	return !w.broken
+}
+
+// maxWouldBlockPause bounds the pause between the tries of a write that
+// would block.
+const maxWouldBlockPause = 20 * time.Millisecond
+
+// writeAll writes p to the output whole, as a write to a blocking file
+// does: a write that would block, part of p out or none, is tried again
+// for the rest after a pause (from 1ms, doubling up to
+// maxWouldBlockPause, and from 1ms again once bytes go out) until the
+// output takes it all or fails otherwise (Close ends the wait so). A
+// short write without an error is an [io.ErrShortWrite]. w.mu is held.
+func (w *writer) writeAll(p []byte) (int, error) {
+	n, pause := 0, time.Millisecond
+	for {
+		m, err := w.w.Write(p[n:])
+		n += max(m, 0)
+		switch {
+		case err == nil && n < len(p):
+			return n, io.ErrShortWrite
+		case err == nil || !wouldBlock(err):
+			return n, err
+		case m > 0:
+			pause = time.Millisecond
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, maxWouldBlockPause)
+	}
 }
 
 // answer writes line, a whole line of the transport's own, between the

@@ -71,3 +71,7 @@ func dupCloexec(fd int) (int, error) {
 	syscall.CloseOnExec(nfd)
 	return nfd, nil
 }
+
+// wouldBlock reports whether err is a write's EAGAIN: the descriptor was
+// made non-blocking (by another process sharing it) and is full.
+func wouldBlock(err error) bool { return errors.Is(err, syscall.EAGAIN) }

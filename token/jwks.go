@@ -48,8 +48,9 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 // parseJWKS is ParseJWKS; when lenient, a key that ParseJWKS would refuse
 // the set for (a private member, no kid, an unknown kty or crv, a
 // malformed member, a key NewJWT would refuse) is left out instead, and so
-// is every copy of a kid listed twice: skipped holds one error for each
-// key left out. A set left with no key is still an error.
+// is every copy of a kid listed twice (a signature key with a private
+// member counts as a copy): skipped holds one error for each key left
+// out. A set left with no key is still an error.
 func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error, error) {
 	var skipped []error
 	keys, err := parseJWKSKeys(data, func(err error) error {
@@ -72,7 +73,8 @@ func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error,
 // AlgKey for a JWK with "alg"). The error of a key is passed to bad: when
 // bad returns an error, parsing stops with it, else the key is left out.
 // A kid listed twice is such an error for its second copy, and for its
-// first too when that was a usable key: every copy is left out.
+// first too when that was a usable key: every copy is left out. A
+// signature key with a private member lists its kid too.
 func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.PublicKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
@@ -84,7 +86,7 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 		return nil, errors.New(`token: JWK Set: no "keys" array`)
 	}
 	keys := make(map[string]crypto.PublicKey, len(set.Keys))
-	seen := map[string]bool{}    // the kids of the signature keys, kept or not
+	seen := map[string]bool{}    // the kids of the signature keys, kept or not (private ones too)
 	names := map[string]string{} // how the errors name the keys kept
 	for n, raw := range set.Keys {
 		var members map[string]json.RawMessage
@@ -122,16 +124,35 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 				private = m
 			}
 		}
+		_, hasUse := members["use"]
+		_, hasOps := members["key_ops"]
+		signing := (!hasUse || jwk.Use == "sig") && (!hasOps || slices.Contains(jwk.KeyOps, "verify"))
+		// listed records another copy of a signature key's kid: a copy
+		// kept before is left out too, and counted as such.
+		listed := func() error {
+			if !signing || jwk.Kid == "" {
+				return nil
+			}
+			seen[jwk.Kid] = true
+			if first, ok := names[jwk.Kid]; ok {
+				delete(keys, jwk.Kid)
+				delete(names, jwk.Kid)
+				return bad(fmt.Errorf("token: %s: kid listed again later", first))
+			}
+			return nil
+		}
 		if private != "" {
+			// A private copy is a listing of its kid too: which key the
+			// kid names cannot be told.
 			if err := bad(fmt.Errorf("token: %s: has private member %q: a JWK Set for verification holds public keys only", name, private)); err != nil {
+				return nil, err
+			}
+			if err := listed(); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if _, ok := members["use"]; ok && jwk.Use != "sig" {
-			continue
-		}
-		if _, ok := members["key_ops"]; ok && !slices.Contains(jwk.KeyOps, "verify") {
+		if !signing {
 			continue
 		}
 		if jwk.Kid == "" {
@@ -144,14 +165,8 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 			if err := bad(fmt.Errorf("token: %s: kid listed twice", name)); err != nil {
 				return nil, err
 			}
-			if first, ok := names[jwk.Kid]; ok {
-				// The first copy was kept: it is left out too, and
-				// counted as such.
-				delete(keys, jwk.Kid)
-				delete(names, jwk.Kid)
-				if err := bad(fmt.Errorf("token: %s: kid listed again later", first)); err != nil {
-					return nil, err
-				}
+			if err := listed(); err != nil {
+				return nil, err
 			}
 			continue
 		}

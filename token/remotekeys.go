@@ -77,8 +77,9 @@ type RemoteKeySetOptions struct {
 // Every response is read as [ParseJWKS] reads a set, with one difference:
 // a key for which ParseJWKS refuses the whole set (an unknown kty or crv,
 // such as a new algorithm's, no kid, a malformed member, a weak key, a
-// private member) is left out, and so are both keys of a kid listed twice,
-// and what was left out is reported to
+// private member) is left out, and so is every copy of a kid listed more
+// than once (a signature key with a private member counts as a copy), and
+// what was left out is reported to
 // [RemoteKeySetOptions.ErrorHandler] (ten keys listed, any others
 // counted): one key the package cannot use does not stop the provider's
 // rotation. A set left with no usable key is a failed fetch. A response
