@@ -400,7 +400,7 @@ type rawArgs struct {
 // (nil or not an object: no fields), in time linear in their number.
 func newRawArgs(args []byte) *rawArgs {
 	a := &rawArgs{fields: map[string][]byte{}}
-	if args == nil || args[0] != '{' {
+	if len(args) == 0 || args[0] != '{' {
 		return a
 	}
 	// Names are compared by their folded forms (equal exactly when

@@ -80,7 +80,9 @@ type Options struct {
 	// net/http's Transport hands each request and answer between
 	// goroutines, which costs more latency than the proxying in a gateway
 	// process. [NewTransport] returns a net/http Transport tuned alike,
-	// for callers that want that one.
+	// for callers that want that one. Another Transport is given a copy
+	// of each request's body, which it may read after RoundTrip returned
+	// (http.RoundTripper allows it).
 	Transport http.RoundTripper
 	// Limiter, if non-nil, applies rate, spend and in-flight caps to every
 	// allowed tools/call before it is forwarded, keyed by the Mcp-Session-Id
@@ -96,7 +98,8 @@ type Options struct {
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. args reads the call's top-level numeric
-	// arguments strictly (a duplicated field reads as absent).
+	// arguments strictly (a duplicated field reads as absent), from a copy
+	// of its own: Cost may keep it and read it after it returned.
 	Cost func(tool string, args policy.Args) float64
 	// Audit, if non-nil, receives one outcome event for every tools/call
 	// decision, denials included, and a durable intent event before a write

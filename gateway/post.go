@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -312,7 +313,15 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	var args policy.Args
 	var ra *rawArgs
 	if g.pol.HasArgLimits(m.tool) || g.cost != nil {
-		ra = newRawArgs(m.args)
+		raw := m.args
+		if g.cost != nil {
+			// m.args is a slice of the pooled body, given back (and read
+			// into by the next request) when the handler returns; a Cost
+			// function may keep args and read it later (to bill in
+			// another goroutine): its view reads a copy of its own.
+			raw = bytes.Clone(raw)
+		}
+		ra = newRawArgs(raw)
 		args = ra
 	}
 	d := g.pol.Decide(pr, m.tool, args)

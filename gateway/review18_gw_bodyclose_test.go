@@ -19,7 +19,7 @@ type lateReader struct {
 	mu     sync.Mutex
 	n      int            // requests so far
 	bodies map[int]string // by the request's place
-	prev   chan struct{} // closed when the next request arrives
+	prev   chan struct{}  // closed when the next request arrives
 	wg     sync.WaitGroup
 }
 
