@@ -80,9 +80,10 @@ type Options struct {
 	// net/http's Transport hands each request and answer between
 	// goroutines, which costs more latency than the proxying in a gateway
 	// process. [NewTransport] returns a net/http Transport tuned alike,
-	// for callers that want that one. Another Transport is given a copy
-	// of each request's body, which it may read after RoundTrip returned
-	// (http.RoundTripper allows it).
+	// for callers that want that one. Another Transport is given each
+	// request with a URL of its own (one that modifies it changes no other
+	// request) and a copy of its body, which it may read after RoundTrip
+	// returned (http.RoundTripper allows it).
 	Transport http.RoundTripper
 	// Limiter, if non-nil, applies rate, spend and in-flight caps to every
 	// allowed tools/call before it is forwarded, keyed by the Mcp-Session-Id
