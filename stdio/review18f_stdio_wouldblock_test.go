@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -77,6 +78,25 @@ func (h *nonblockServe) send(line string) {
 	}
 }
 
+// waitFull waits until the output holds more than 32 KiB unread: the big
+// answer is being written and the pipe is full (a fixed sleep was not
+// enough under load: the stop then cancelled the call before it answered).
+func (h *nonblockServe) waitFull() {
+	h.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var n int32
+		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, h.out.Fd(), syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); errno != 0 {
+			h.t.Fatalf("FIONREAD on the output: %v", errno)
+		}
+		if n > 32<<10 {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the output holds %d bytes after 10s, want the big answer filling it", n)
+		}
+	}
+}
+
 func (h *nonblockServe) call(id, tool string) {
 	h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`)
 }
@@ -89,7 +109,7 @@ func TestReview18fServeWaitsForASlowClient(t *testing.T) {
 	h := newNonblockServe(t, 5*time.Second, 6*time.Second)
 	h.call("2", "big")
 	h.call("3", "small")
-	time.Sleep(300 * time.Millisecond) // the output is full by now
+	h.waitFull()
 	lines := make(chan string, 8)
 	go func() {
 		defer close(lines)
@@ -145,7 +165,7 @@ func TestReview18fStopBoundedWhenClientNeverReads(t *testing.T) {
 	h := newNonblockServe(t, 100*time.Millisecond, 500*time.Millisecond)
 	h.call("2", "big")
 	h.call("3", "small")
-	time.Sleep(200 * time.Millisecond)
+	h.waitFull()
 	start := time.Now()
 	h.cancel()
 	time.Sleep(50 * time.Millisecond)
