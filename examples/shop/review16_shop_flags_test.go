@@ -1,42 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runBinary runs the shop binary with args and an environment without the
 // shop's variables, for at most 5 s (a run that starts serving is killed),
-// and returns its exit status (-1 when killed) and its output.
+// and returns its exit status (-1 when killed) and its output
+// (runBinaryEnv without more variables).
 func runBinary(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	env := []string{}
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "SHOP_") && !strings.HasPrefix(e, "MCP_") {
-			env = append(env, e)
-		}
-	}
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String()
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		return ee.ExitCode(), out.String()
-	}
-	return -1, out.String()
+	return runBinaryEnv(t, nil, args...)
 }
 
 // TestReview16FlagUsageErrors: flags that can never work were accepted
