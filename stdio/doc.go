@@ -36,8 +36,9 @@
 //     A request beyond a bound is answered with -32029 and its id (each
 //     request of a batch that would go beyond, in one batch answer, while
 //     the batch's answers to the server's requests pass); the first of a
-//     run is logged, the others counted in one line when a request passes
-//     again; notifications and responses still pass, and requests pass
+//     run is logged and, when more followed, one line counts the whole
+//     run (the first included) when a request passes again or the input
+//     ends; notifications and responses still pass, and requests pass
 //     again once answers are out;
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`

@@ -159,7 +159,7 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 	}
 	if s.report == nil {
 		s.report = func(err error) {
-			slog.Default().Warn("token: JWK Set refresh failed; keeping the last good set", "err", err)
+			slog.Default().Warn("token: JWK Set: a refresh failed (the last good set is kept) or left keys out", "err", err)
 		}
 	}
 	if s.now == nil {

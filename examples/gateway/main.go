@@ -533,7 +533,7 @@ func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, c
 	keySetOpts := &token.RemoteKeySetOptions{
 		MinRefreshInterval: minRefresh,
 		ErrorHandler: func(err error) {
-			logger.Warn("JWK Set refresh failed; keeping the last good set", "err", err)
+			logger.Warn("JWK Set: a refresh failed (the last good set is kept) or left keys out", "err", err)
 		},
 	}
 	switch {
