@@ -576,6 +576,11 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 // logRelayed writes the "upstream" line of an answer relayed as it came:
 // its status, the bytes relayed, whether it was an event stream, whether
 // the client went away, the time since start and how the relay failed.
+// It builds its record itself rather than through [Gateway.infoAttrs]:
+// attrs passed to that one are an array in this frame, and the two
+// frames together are deeper, on the deepest call of a forwarded
+// request (see TestForwardFitsItsStack; logChecked too, where the room
+// left is smallest).
 func (g *Gateway) logRelayed(ctx context.Context, cid string, status int, n int64, sse, gone bool, start time.Time, err error) {
 	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "upstream", 0)
 	rec.AddAttrs(slog.String("cid", cid), slog.Int("status", status),

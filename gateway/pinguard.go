@@ -184,7 +184,7 @@ func (g *Gateway) refuseAnswer(w http.ResponseWriter, cid string, m *message, st
 }
 
 // logChecked writes the "upstream" line of a JSON answer checked whole
-// and relayed (n bytes).
+// and relayed (n bytes), building its record as logRelayed does.
 func (g *Gateway) logChecked(ctx context.Context, cid string, status, n int, start time.Time) {
 	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "upstream", 0)
 	rec.AddAttrs(slog.String("cid", cid), slog.Int("status", status), slog.Int("bytes", n), slog.Bool("checked", true),
