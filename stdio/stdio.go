@@ -57,12 +57,13 @@ type Options struct {
 	// length, the error code and the reason, never its bytes): not a
 	// JSON-RPC message the go-sdk would answer, the first request refused
 	// as busy (beyond a bound of requests in flight) since a request last
-	// passed (the others of the run get no line of their own: one warning
-	// when a request passes again, or the input ends, gives their number),
-	// or the first request read after the stop (likewise, one warning when
-	// the input ends gives the number of all those refused after the
-	// stop); and one when DrainTimeout ends the input with requests
-	// unanswered. Nil means a text logger on Stderr.
+	// passed (the others of the run get no line of their own: when there
+	// were any, one warning when a request passes again, or the input
+	// ends, counts the whole run, the first included), or the first
+	// request read after the stop (likewise, one warning when the input
+	// ends gives the number of all those refused after the stop); and one
+	// when DrainTimeout ends the input with requests unanswered. Nil means
+	// a text logger on Stderr.
 	Logger *slog.Logger
 }
 

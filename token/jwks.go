@@ -49,8 +49,10 @@ func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 // the set for (a private member, no kid, an unknown kty or crv, a
 // malformed member, a key NewJWT would refuse) is left out instead, and so
 // is every copy of a kid listed twice (a signature key with a private
-// member counts as a copy): skipped holds one error for each key left
-// out. A set left with no key is still an error.
+// member counts as a copy, and so does a key with a member of the wrong
+// type whose kid reads, unless its use or key_ops reads as another use):
+// skipped holds one error for each key left out. A set left with no key
+// is still an error.
 func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error, error) {
 	var skipped []error
 	keys, err := parseJWKSKeys(data, func(err error) error {
@@ -74,7 +76,8 @@ func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error,
 // bad returns an error, parsing stops with it, else the key is left out.
 // A kid listed twice is such an error for its second copy, and for its
 // first too when that was a usable key: every copy is left out. A
-// signature key with a private member lists its kid too.
+// signature key with a private member lists its kid too, and so does a
+// key with a member of the wrong type whose kid reads (see mayVerify).
 func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.PublicKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
@@ -88,6 +91,17 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 	keys := make(map[string]crypto.PublicKey, len(set.Keys))
 	seen := map[string]bool{}    // the kids of the signature keys, kept or not (private ones too)
 	names := map[string]string{} // how the errors name the keys kept
+	// listed records another copy of a signature key's kid, one not kept:
+	// a copy kept before is left out too, and counted as such.
+	listed := func(kid string) error {
+		seen[kid] = true
+		if first, ok := names[kid]; ok {
+			delete(keys, kid)
+			delete(names, kid)
+			return bad(fmt.Errorf("token: %s: kid listed again later", first))
+		}
+		return nil
+	}
 	for n, raw := range set.Keys {
 		var members map[string]json.RawMessage
 		var jwk struct {
@@ -102,9 +116,17 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 			X      string   `json:"x"`
 			Y      string   `json:"y"`
 		}
-		if json.Unmarshal(raw, &members) != nil || json.Unmarshal(raw, &jwk) != nil {
+		if membersErr := json.Unmarshal(raw, &members); membersErr != nil || json.Unmarshal(raw, &jwk) != nil {
 			if err := bad(fmt.Errorf("token: JWK %d: not an object of string members", n+1)); err != nil {
 				return nil, err
+			}
+			// An object whose kid reads (encoding/json reads the members
+			// that have the right type) is a copy of that kid all the
+			// same, unless it reads as a key for another use.
+			if membersErr == nil && jwk.Kid != "" && mayVerify(members) {
+				if err := listed(jwk.Kid); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -127,28 +149,16 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 		_, hasUse := members["use"]
 		_, hasOps := members["key_ops"]
 		signing := (!hasUse || jwk.Use == "sig") && (!hasOps || slices.Contains(jwk.KeyOps, "verify"))
-		// listed records another copy of a signature key's kid: a copy
-		// kept before is left out too, and counted as such.
-		listed := func() error {
-			if !signing || jwk.Kid == "" {
-				return nil
-			}
-			seen[jwk.Kid] = true
-			if first, ok := names[jwk.Kid]; ok {
-				delete(keys, jwk.Kid)
-				delete(names, jwk.Kid)
-				return bad(fmt.Errorf("token: %s: kid listed again later", first))
-			}
-			return nil
-		}
 		if private != "" {
 			// A private copy is a listing of its kid too: which key the
 			// kid names cannot be told.
 			if err := bad(fmt.Errorf("token: %s: has private member %q: a JWK Set for verification holds public keys only", name, private)); err != nil {
 				return nil, err
 			}
-			if err := listed(); err != nil {
-				return nil, err
+			if signing && jwk.Kid != "" {
+				if err := listed(jwk.Kid); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -165,7 +175,7 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 			if err := bad(fmt.Errorf("token: %s: kid listed twice", name)); err != nil {
 				return nil, err
 			}
-			if err := listed(); err != nil {
+			if err := listed(jwk.Kid); err != nil {
 				return nil, err
 			}
 			continue
@@ -209,6 +219,22 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 		names[jwk.Kid] = name
 	}
 	return keys, nil
+}
+
+// mayVerify reports whether a JWK whose members do not all read as they
+// should may be a signature key: unless its "use" reads as a string other
+// than "sig", or its "key_ops" as an array of strings without "verify".
+// A "use" or "key_ops" that does not read leaves it undecided, so it may.
+func mayVerify(members map[string]json.RawMessage) bool {
+	var use string
+	if raw, ok := members["use"]; ok && json.Unmarshal(raw, &use) == nil && use != "sig" {
+		return false
+	}
+	var ops []string
+	if raw, ok := members["key_ops"]; ok && json.Unmarshal(raw, &ops) == nil && !slices.Contains(ops, "verify") {
+		return false
+	}
+	return true
 }
 
 // maxShownKid is the longest kid an error quotes; a key with a longer one

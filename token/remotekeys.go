@@ -78,11 +78,12 @@ type RemoteKeySetOptions struct {
 // a key for which ParseJWKS refuses the whole set (an unknown kty or crv,
 // such as a new algorithm's, no kid, a malformed member, a weak key, a
 // private member) is left out, and so is every copy of a kid listed more
-// than once (a signature key with a private member counts as a copy), and
-// what was left out is reported to
-// [RemoteKeySetOptions.ErrorHandler] (ten keys listed, any others
-// counted): one key the package cannot use does not stop the provider's
-// rotation. A set left with no usable key is a failed fetch. A response
+// than once (a signature key with a private member counts as a copy, and
+// so does a key with a member of the wrong type whose kid is a string,
+// unless its "use" or "key_ops" names another use), and what was left out
+// is reported to [RemoteKeySetOptions.ErrorHandler] (ten keys listed, any
+// others counted): one key the package cannot use does not stop the
+// provider's rotation. A set left with no usable key is a failed fetch. A response
 // must have status 200 and a body of at most 1 MiB. As with ParseJWKS, a
 // key with "alg" verifies that algorithm only (see [AlgKey]).
 //
