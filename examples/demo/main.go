@@ -8,12 +8,12 @@
 // Flags: -audit PATH keeps the SQLite audit database at PATH (default: a
 // temporary file, removed at exit); a kept database collects every run,
 // a run stopped early (below) with the record of each call it made, and
-// the demo prints the records of its own run. Any other argument is
-// refused (exit status 2). SIGHUP is logged to stderr and ignored, as by
-// the other example binaries. Ctrl-C (SIGINT) or SIGTERM stops the
-// walkthrough, removes the temporary database, and exits with status 128
-// plus the signal's number (130, 143); a second one ends the demo at
-// once. An output closed early (go run ./examples/demo | head) stops it
+// the demo prints the records of its own run. An empty -audit, and any
+// other argument, is refused (exit status 2). SIGHUP is logged to stderr
+// and ignored, as by the other example binaries. Ctrl-C (SIGINT) or
+// SIGTERM stops the walkthrough, removes the temporary database, and exits
+// with status 128 plus the signal's number (130, 143); a second one ends
+// the demo at once. An output closed early (go run ./examples/demo | head) stops it
 // the same way, silently, with status 141 (128 plus SIGPIPE's number);
 // another failure to write the output, with status 1.
 package main
@@ -77,6 +77,14 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "demo: unexpected arguments %q (the audit database is -audit PATH)\n", fs.Args())
 		fs.Usage()
+		return 2
+	}
+	// -audit given empty (-audit "$AUDIT", unset) asked to keep the
+	// trail: a temporary database, removed at exit, would lose it.
+	emptyAudit := false
+	fs.Visit(func(f *flag.Flag) { emptyAudit = emptyAudit || (f.Name == "audit" && *auditPath == "") })
+	if emptyAudit {
+		fmt.Fprintln(stderr, "demo: -audit: empty path (leave the flag out for a temporary database)")
 		return 2
 	}
 	// SIGHUP, which a log rotator or a closing terminal sends, does not end

@@ -125,7 +125,10 @@ func restNotFound(w http.ResponseWriter, r *http.Request, a *app) {
 // envelope is the schema of a REST body, {"arguments": {...}}, checked by
 // the library's strict validator: no other member, no duplicate or
 // case-folded duplicate key ("arguments" twice, "ARGUMENTS"), nothing after
-// the value. The arguments themselves are the guard's to validate.
+// the value. The arguments themselves are the guard's to validate: the
+// validator's checks of every string (control characters, length) are
+// off here, so that an argument they refuse reaches the guard and is
+// refused as over MCP, naming the argument, and not as a malformed body.
 var envelope = func() *mcpguard.Validator {
 	v, err := mcpguard.NewValidator(map[string]any{
 		"type": "object",
@@ -133,7 +136,7 @@ var envelope = func() *mcpguard.Validator {
 			"arguments": map[string]any{"type": []string{"object", "null"}, "additionalProperties": true},
 		},
 		"additionalProperties": false,
-	}, nil)
+	}, &mcpguard.ValidationOptions{AllowControlChars: true, MaxStringBytes: maxRESTBody})
 	if err != nil {
 		panic(err)
 	}
@@ -312,6 +315,10 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 			h.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		// A keep-alive connection left idle is closed: without it, idle
+		// connections (GET /tools needs no token) held memory and
+		// descriptors for ever.
+		IdleTimeout: httpIdleTimeout,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -340,3 +347,7 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 // shutdownGrace is how long serveHTTP lets requests end on their own at
 // shutdown before it closes their connections.
 var shutdownGrace = 5 * time.Second
+
+// httpIdleTimeout is how long serve-http keeps a connection open with no
+// request on it.
+var httpIdleTimeout = 2 * time.Minute

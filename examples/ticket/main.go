@@ -34,7 +34,10 @@
 // unless --audit-postgres names a PostgreSQL database; audit.jsonl stays
 // in --audit-dir either way. An empty or malformed value is a usage error
 // (exit 2); a server that does not answer at start stops the start (exit
-// 1).
+// 1). An empty --audit-dir, a --port outside 0 to 65535, a non-loopback
+// --host without --allow-remote and a malformed TICKET_MCP_AUDIT_KEY are
+// usage errors too (exit 2): every value is checked before anything is
+// opened.
 //
 // --host must be a loopback address unless --allow-remote is given. At
 // shutdown (SIGINT, SIGTERM; for serve-stdio also stdin closed) the
@@ -194,8 +197,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ticket %s: unexpected arguments [%s]\n", cmd, strings.Join(shown, " "))
 		return 2
 	}
-	// A backend flag given is checked, even empty: "" would otherwise
-	// mean memory or SQLite, silently.
+	// Every value is checked here, before anything is opened (the audit
+	// directory and files, Redis, PostgreSQL, the stdio channel): a wrong
+	// one is a usage error. A backend flag or --audit-dir given is
+	// checked even empty: "" would otherwise mean memory, SQLite or the
+	// default directory, silently.
 	var bad error
 	fs.Visit(func(f *flag.Flag) {
 		switch {
@@ -204,8 +210,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			bad = redisaddr.Check(redisAddr)
 		case f.Name == "audit-postgres":
 			_, bad = postgresConfig(pgURL)
+		case f.Name == "audit-dir" && auditDir == "":
+			bad = errors.New("--audit-dir: empty directory name (leave the flag out for the default)")
 		}
 	})
+	var key []byte
+	if bad == nil && cmd == "serve-http" {
+		if port < 0 || port > 65535 {
+			bad = fmt.Errorf("--port %d: not a port (0 to 65535; 0 picks a free one)", port)
+		} else {
+			bad = checkLoopback(host, allowRemote)
+		}
+	}
+	if bad == nil && (cmd == "serve-http" || cmd == "serve-stdio") {
+		key, bad = auditKey(os.Getenv(auditKeyEnv))
+	}
 	if bad != nil {
 		fmt.Fprintf(stderr, "ticket %s: %v\n", cmd, bad)
 		return 2
@@ -275,11 +294,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ticket:", err)
 		return 1
 	}
-	key, err := auditKey(os.Getenv(auditKeyEnv))
-	if err != nil {
-		fmt.Fprintln(stderr, "ticket:", err)
-		return 1
-	}
 	opts := appOptions{ConfigName: name, Config: cfg, AuditDir: auditDir, Log: log,
 		Marks: slog.New(slog.NewTextHandler(stderr, nil)), ArgsKey: key,
 		Redis: redisAddr, AuditPostgres: pgURL}
@@ -312,10 +326,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	if err := checkLoopback(host, allowRemote); err != nil {
-		fmt.Fprintln(stderr, "ticket:", err)
-		return 2
-	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		fmt.Fprintln(stderr, "ticket:", err)

@@ -91,7 +91,7 @@ func TestAuditKeyFromEnvironment(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	t.Setenv(auditKeyEnv, "0011")
-	if code := run(t.Context(), []string{"serve-http", "--port", "0", "--audit-dir", t.TempDir()}, io.Discard, &stderr); code != 1 || !strings.Contains(stderr.String(), auditKeyEnv) {
+	if code := run(t.Context(), []string{"serve-http", "--port", "0", "--audit-dir", t.TempDir()}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), auditKeyEnv) {
 		t.Errorf("serve-http with a short key: exit %d, stderr %q", code, stderr.String())
 	}
 }
