@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard/policy"
@@ -23,6 +26,13 @@ const (
 	// has been read, so one request never opens more than this many
 	// downstream requests and connections.
 	maxBatchInFlight = 16
+	// maxBatchAnswers bounds the bytes of members' answers one batch holds
+	// at once (read and not yet written to the client), as maxUpstreamBody
+	// bounds one JSON answer: a member whose answer would pass it is
+	// answered with an upstream error instead (errBatchTooLarge). Without
+	// it, 256 members' answers of 64 MiB each were held until the last
+	// was read, and copied once more into the merged answer.
+	maxBatchAnswers = maxUpstreamBody
 )
 
 // A member is one forwarded message of a batch.
@@ -32,6 +42,9 @@ type member struct {
 	ctx context.Context // the client's request context
 	c   *upstreamCall   // set under batchOut.mu
 	err *rpcError
+	// held is the bytes of m's answers held in batchOut.answers, charged
+	// to batchOut.held; set and cleared under batchOut.mu.
+	held int64
 }
 
 // serveBatch answers a batch member by member. Refused members are answered
@@ -87,6 +100,10 @@ type batchOut struct {
 	members   []*member
 	acceptSSE bool
 
+	// held counts the bytes of members' answers read and not yet
+	// written to the client, bounded by maxBatchAnswers.
+	held atomic.Int64
+
 	mu      sync.Mutex
 	answers map[*plan][][]byte // answers read, until the response is a stream
 	ew      *eventWriter       // non-nil once the response is an event stream
@@ -117,16 +134,18 @@ func (b *batchOut) run(r *http.Request, m *member) {
 			return
 		}
 	}
-	msgs := b.g.collect(b.lst, m)
+	msgs, held := b.collect(m)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ew == nil {
 		b.answers[m.p] = msgs
+		m.held = held
 		return
 	}
 	for _, msg := range msgs {
 		b.ew.writeMessage(msg)
 	}
+	b.held.Add(-held)
 }
 
 // copyHeaderLocked copies to the client the header of the first member, in
@@ -163,6 +182,10 @@ func (b *batchOut) stream() *eventWriter {
 		for _, msg := range b.answers[&b.plans[i]] {
 			b.ew.writeMessage(msg)
 		}
+	}
+	for _, m := range b.members {
+		b.held.Add(-m.held)
+		m.held = 0
 	}
 	b.answers = nil
 	b.ew.rc.Flush() // the header at once, whether or not an event follows
@@ -203,12 +226,14 @@ func (b *batchOut) relay(m *member) {
 }
 
 // writeJSON answers with one JSON array in the client's order, once every
-// member's answer has been read.
+// member's answer has been read. The answers are written as they are held,
+// not copied into one buffer first.
 func (b *batchOut) writeJSON() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.copyHeaderLocked()
-	out := []byte{'['}
+	var all [][]byte
+	size := 0
 	for i := range b.plans {
 		p := &b.plans[i]
 		var msgs [][]byte
@@ -221,14 +246,12 @@ func (b *batchOut) writeJSON() {
 			msgs = b.answers[p]
 		}
 		for _, msg := range msgs {
-			if len(out) > 1 {
-				out = append(out, ',')
-			}
-			out = append(out, msg...)
+			all = append(all, msg)
+			size += len(msg) + 1 // and a comma or a bracket
 		}
 	}
 	w := b.w
-	if len(out) == 1 {
+	if len(all) == 0 {
 		if len(b.members) > 0 {
 			w.WriteHeader(http.StatusAccepted)
 		} else {
@@ -236,10 +259,16 @@ func (b *batchOut) writeJSON() {
 		}
 		return
 	}
-	out = append(out, ']')
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(size+1))
 	w.WriteHeader(http.StatusOK)
-	w.Write(out)
+	sep := []byte{'['}
+	for _, msg := range all {
+		w.Write(sep)
+		w.Write(msg)
+		sep[0] = ','
+	}
+	w.Write([]byte{']'})
 }
 
 // memberHeaders fixes the protocol 2026-07-28 standard headers for a member
@@ -261,8 +290,12 @@ func memberHeaders(h http.Header, m *message) {
 
 // collect reads a member's answer and returns its JSON-RPC response
 // messages (server requests and notifications on an event stream are
-// dropped: the client did not accept a stream).
-func (g *Gateway) collect(l *listing, m *member) [][]byte {
+// dropped: the client did not accept a stream), and the bytes they hold,
+// charged to b.held: an answer that would take b.held past
+// maxBatchAnswers is not kept, and the member is answered with
+// errBatchTooLarge.
+func (b *batchOut) collect(m *member) ([][]byte, int64) {
+	g, l := b.g, b.lst
 	if m.err != nil {
 		if m.err.unsent {
 			m.p.call.refund()
@@ -270,27 +303,49 @@ func (g *Gateway) collect(l *listing, m *member) [][]byte {
 				m.p.call.notForwarded()
 			}
 		}
-		return g.synth(m, m.err, "")
+		return g.synth(m, m.err, ""), 0
 	}
 	var out [][]byte
+	cr := &chargedReader{r: m.c, held: &b.held}
+	fail := func(e *rpcError) ([][]byte, int64) {
+		b.held.Add(-cr.n)
+		if e == nil {
+			g.log.Warn("upstream answer refused: the batch answers over the limit", "cid", b.cid, "subject", b.pr.Subject,
+				"method", m.p.m.method, "tool", m.p.m.tool, "outcome", "UPSTREAM_UNAVAILABLE", "limit", maxBatchAnswers)
+			e = errBatchTooLarge()
+		}
+		return g.synth(m, e, "UPSTREAM_UNAVAILABLE"), 0
+	}
 	if isSSE(m.c.resp.Header) {
+		over := false
 		err := readEvents(m.c, func(ev *event) {
-			if ev.hasData && isResponse(ev.data) {
-				out = append(out, bytes.Clone(ev.data))
+			if over || !ev.hasData || !isResponse(ev.data) {
+				return
 			}
+			if !cr.charge(len(ev.data)) {
+				over = true
+				return
+			}
+			out = append(out, bytes.Clone(ev.data))
 		})
-		if err != nil && len(out) == 0 {
-			return g.synth(m, errUpstream(err == errTimeout), "UPSTREAM_UNAVAILABLE")
+		switch {
+		case over:
+			return fail(nil)
+		case err != nil && len(out) == 0:
+			return fail(errUpstream(err == errTimeout))
 		}
 	} else {
-		body, err := io.ReadAll(io.LimitReader(m.c, maxUpstreamBody))
-		if err != nil {
-			return g.synth(m, errUpstream(err == errTimeout), "UPSTREAM_UNAVAILABLE")
+		body, err := io.ReadAll(io.LimitReader(cr, maxUpstreamBody))
+		switch {
+		case err == errOverBatchLimit:
+			return fail(nil)
+		case err != nil:
+			return fail(errUpstream(err == errTimeout))
 		}
 		out = splitMessages(body)
 	}
 	if len(out) == 0 && m.p.m.id != nil {
-		return g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
+		return fail(badAnswer(m.c.resp.StatusCode))
 	}
 	if m.p.filter || g.pins != nil {
 		for i := range out {
@@ -301,13 +356,49 @@ func (g *Gateway) collect(l *listing, m *member) [][]byte {
 				out[i] = g.guardAnswer(l, out[i])
 			}
 			if out[i] == nil {
-				return g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
+				return fail(badAnswer(m.c.resp.StatusCode))
 			}
 		}
 	}
 	m.checkGone() // the answers are written once every member's is read
 	m.p.call.finish("")
-	return out
+	return out, cr.n
+}
+
+// chargedReader reads r and charges every byte read to held, the bytes a
+// batch holds: a Read that takes held past maxBatchAnswers fails with
+// errOverBatchLimit. n is what it charged.
+type chargedReader struct {
+	r    io.Reader
+	held *atomic.Int64
+	n    int64
+}
+
+func (c *chargedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 && !c.charge(n) {
+		return n, errOverBatchLimit
+	}
+	return n, err
+}
+
+// charge charges n bytes, and reports whether held is still within
+// maxBatchAnswers.
+func (c *chargedReader) charge(n int) bool {
+	c.n += int64(n)
+	return c.held.Add(int64(n)) <= maxBatchAnswers
+}
+
+// errOverBatchLimit ends the reading of a batch member's answer that
+// would take the batch past maxBatchAnswers.
+var errOverBatchLimit = errors.New("gateway: a batch's answers over the limit")
+
+// errBatchTooLarge answers a batch member whose answer was not kept, as
+// the batch's answers would have passed maxBatchAnswers.
+func errBatchTooLarge() *rpcError {
+	e := errUpstream(false)
+	e.message = "Upstream answer too large: a batch's answers are held to " + strconv.Itoa(maxBatchAnswers>>20) + " MiB in all"
+	return e
 }
 
 // checkGone notes in m's outcome record that the client went away, if it

@@ -39,8 +39,12 @@
 //     headers (the go-sdk refuses batches from protocol 2025-06-18 on); the
 //     answers are merged into one JSON array in the client's order, or,
 //     when the client accepts an event stream and the downstream answers
-//     with one, relayed as one merged stream as they arrive. A batch of
-//     more than 256 messages is refused whole (-32600).
+//     with one, relayed as one merged stream as they arrive. The answers
+//     held at once (read and not yet written to the client; for a JSON
+//     array, all of them) are bounded at 64 MiB in all, as one JSON
+//     answer is: a member whose answer would pass that is answered with
+//     an upstream error (-32003), and logged. A batch of more than 256
+//     messages is refused whole (-32600).
 //   - Notifications are honoured: a refused notification gets 204 and no body.
 //   - A POST forwarded downstream is not cancelled when its client hangs
 //     up: the downstream may go on with the call (a guarded write runs to
@@ -112,7 +116,10 @@
 //   - Each downstream session is bound to the principal that opened it:
 //     another principal presenting that Mcp-Session-Id gets 404 and is
 //     never forwarded, so a valid token of one's own does not buy a ride on
-//     someone else's session. A binding is confirmed by the downstream (its
+//     someone else's session. Ids are compared without regard to ASCII
+//     case ("ABC" and "abc" are one session to the gateway), as a
+//     downstream keeping its sessions under a case-insensitive collation
+//     reads them. A binding is confirmed by the downstream (its
 //     2xx answer naming the id, as to initialize, or to a request carrying
 //     it); an id the gateway has not seen (a session opened before a
 //     restart) is held for the principal whose request carrying it is sent
@@ -211,10 +218,13 @@
 // # Logs and audit
 //
 // Each decision is logged (correlation id, principal, method, tool,
-// outcome; never arguments or tokens) and, with Options.Audit, recorded as
-// an audit.Event with the session id and protocol version (each left
-// empty when the header's value is not one): one outcome for every
-// tools/call (without its tool when its params cannot be read), and one
+// outcome; never arguments or tokens: a request refused for its session
+// gets a line for each of its messages, and a tool or instructions
+// withheld by the pins name the principal whose answer lost them) and,
+// with Options.Audit, recorded as an audit.Event with the session id and
+// protocol version (each left empty when the header's value is not one):
+// one outcome for every tools/call (without its tool when its params
+// cannot be read), and one
 // without a tool for a refused request that carries none: one refused
 // before its messages could be read (its Origin; its HTTP method; a POST
 // body encoded or in another charset, too large, unreadable, not JSON, or

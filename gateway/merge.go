@@ -263,7 +263,7 @@ func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 			tool, shown = "", quoted(name)
 			detail += "; name " + shown
 		}
-		g.log.Warn("tool withheld", "cid", l.cid, "tool", shown, "outcome", v.contract(), "sha256", d, "approved", pinned)
+		g.log.Warn("tool withheld", "cid", l.cid, "subject", l.pr.Subject, "tool", shown, "outcome", v.contract(), "sha256", d, "approved", pinned)
 		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), tool, "", nil, audit.PhaseOutcome, false, v.contract(), detail, 0, l.start)
 	}
 	return false
@@ -283,7 +283,7 @@ func (g *Gateway) instructionsApproved(l *listing, v []byte) bool {
 		if pinned == "" {
 			detail = "server instructions withheld: sha256 " + d + "; none approved"
 		}
-		g.log.Warn("instructions withheld", "cid", l.cid, "outcome", verdict.contract(), "sha256", d, "approved", pinned)
+		g.log.Warn("instructions withheld", "cid", l.cid, "subject", l.pr.Subject, "outcome", verdict.contract(), "sha256", d, "approved", pinned)
 		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), InstructionsPin, "", nil, audit.PhaseOutcome, false, verdict.contract(), detail, 0, l.start)
 	}
 	return false
@@ -317,7 +317,7 @@ func (g *Gateway) withheldSummary(l *listing) {
 			continue
 		}
 		detail := strconv.FormatInt(n, 10) + " more tools withheld, not recorded one by one (" + strings.ToLower(v.contract()) + ")"
-		g.log.Warn("tools withheld", "cid", l.cid, "outcome", v.contract(), "count", n)
+		g.log.Warn("tools withheld", "cid", l.cid, "subject", l.pr.Subject, "outcome", v.contract(), "count", n)
 		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), "", "", nil, audit.PhaseOutcome, false, v.contract(), detail, 0, l.start)
 	}
 }

@@ -125,8 +125,8 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 	// so that they charge no limit: the session's owner (a refused attempt
 	// on another's session must not use up that session's budget) and, for
 	// a single message, the standard headers.
-	if e := g.checkSession(r, pr, cid); e != nil {
-		g.refuseSession(w, r, pr, cid, msgs, batch, e, start)
+	if e, reason := g.checkSession(r, pr); e != nil {
+		g.refuseSession(w, r, pr, cid, msgs, batch, e, reason, start)
 		return
 	}
 	plans := make([]plan, len(msgs))
@@ -203,9 +203,19 @@ func (g *Gateway) refuseEnvelope(w http.ResponseWriter, r *http.Request, pr *pol
 	writeError(w, perr, nil, cid)
 }
 
-// refuseSession records and answers the refusal e of a POST for its
-// session ([Gateway.checkSession]).
-func (g *Gateway) refuseSession(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, msgs []message, batch bool, e *rpcError, start time.Time) {
+// refuseSession logs, records and answers the refusal e of a POST for its
+// session ([Gateway.checkSession]), for reason: one log line for each of
+// its messages, as each decision is logged.
+func (g *Gateway) refuseSession(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, msgs []message, batch bool, e *rpcError, reason string, start time.Time) {
+	for i := range msgs {
+		m := &msgs[i]
+		method := m.method
+		if m.response {
+			method = "(response)"
+		}
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", method, "tool", m.tool,
+			"outcome", e.contract, "code", e.code, "reason", reason)
+	}
 	g.auditRefusal(r, pr, cid, msgs, e, e.message, start)
 	var id []byte
 	if !batch {
@@ -228,28 +238,23 @@ func (g *Gateway) refuseMessage(w http.ResponseWriter, cid string, pr *policy.Pr
 // checkSession refuses a request that carries more than one Mcp-Session-Id
 // (only one could be checked; a downstream might read another) or one that
 // is not a valid session id ([validSessionID]), with 400, or the id of a
-// session the caller may not use (see [sessions.allows]), with 404. It
-// binds nothing: an unseen id is bound when a request carrying it is sent
-// downstream ([Gateway.roundTrip]), so a request refused here or by a later
-// decision leaves it bound to no one.
-func (g *Gateway) checkSession(r *http.Request, pr *policy.Principal, cid string) *rpcError {
+// session the caller may not use (see [sessions.allows]), with 404, and
+// gives the reason to log. It binds nothing: an unseen id is bound when a
+// request carrying it is sent downstream ([Gateway.roundTrip]), so a
+// request refused here or by a later decision leaves it bound to no one.
+func (g *Gateway) checkSession(r *http.Request, pr *policy.Principal) (*rpcError, string) {
 	ids := r.Header[hdrSession]
-	if len(ids) > 1 {
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "more than one session id")
-		return errInvalidRequest("more than one " + hdrSession + " header")
+	switch {
+	case len(ids) > 1:
+		return errInvalidRequest("more than one " + hdrSession + " header"), "more than one session id"
+	case len(ids) == 0:
+		return nil, ""
+	case !validSessionID(ids[0]):
+		return errSessionID(), "invalid session id"
+	case !g.sessions.allows(ids[0], pr.Subject):
+		return errSession(), "session owned by another principal or no room"
 	}
-	if len(ids) == 0 {
-		return nil
-	}
-	if !validSessionID(ids[0]) {
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "invalid session id")
-		return errSessionID()
-	}
-	if !g.sessions.allows(ids[0], pr.Subject) {
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "FORBIDDEN", "reason", "session owned by another principal or no room")
-		return errSession()
-	}
-	return nil
+	return nil, ""
 }
 
 // checkStandardHeaders refuses a single request whose Mcp-Method or Mcp-Name

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -82,6 +83,9 @@ const (
 // not count a GET stream as use, and other servers differ. A binding gone
 // while its session lives lets any principal who learnt the id ride it.
 //
+// Ids are compared without regard to ASCII case ([sessionKey]): a
+// downstream may read them so.
+//
 // Safe for concurrent use.
 type sessions struct {
 	mu        sync.Mutex
@@ -138,6 +142,7 @@ func newSessions() *sessions {
 // (neither the table of unconfirmed bindings nor subject's share of it is
 // full).
 func (s *sessions) allows(id, subject string) bool {
+	id = sessionKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.allowsLocked(id, subject)
@@ -161,6 +166,7 @@ func (s *sessions) allowsLocked(id, subject string) bool {
 // [sessions.settle] or [sessions.end] records its answer: an id bound to no
 // one is then bound to subject unconfirmed, until an answer settles it.
 func (s *sessions) admit(id, subject string) bool {
+	id = sessionKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.allowsLocked(id, subject) {
@@ -182,6 +188,7 @@ func (s *sessions) admit(id, subject string) bool {
 // downstream any more. A binding of another subject, a confirmed one, or a
 // tombstone of another subject is left alone.
 func (s *sessions) settle(id, subject string, ok bool) {
+	id = sessionKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	left := s.answeredLocked(id, subject)
@@ -201,6 +208,7 @@ func (s *sessions) settle(id, subject string, ok bool) {
 // id, admitted before: the session is over, and its binding and tombstone
 // go, whoever held them.
 func (s *sessions) end(id, subject string) {
+	id = sessionKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answeredLocked(id, subject)
@@ -224,6 +232,7 @@ func (s *sessions) answeredLocked(id, subject string) int {
 // session id: subject owns it, unless it is confirmed as someone's already
 // or its tombstone names another subject.
 func (s *sessions) bind(id, subject string) {
+	id = sessionKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if b, ok := s.owner[id]; ok && b.confirmed {
@@ -347,6 +356,7 @@ func (s *sessions) buryLocked(id, subject string) {
 
 // forget drops the binding and the tombstone of id.
 func (s *sessions) forget(id string) {
+	id = sessionKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forgetLocked(id)
@@ -460,9 +470,9 @@ func errSession() *rpcError {
 // validSessionID reports whether id is a session id as the MCP
 // specification defines them: one or more visible ASCII characters (0x21
 // to 0x7E). Any other is refused before it is checked against the table:
-// the gateway compares ids byte for byte, and a downstream that read the
-// id otherwise (trimmed, or decoded) would serve another session than the
-// one checked.
+// the gateway compares ids byte for byte but for ASCII case
+// ([sessionKey]), and a downstream that read the id otherwise (trimmed,
+// or decoded) would serve another session than the one checked.
 func validSessionID(id string) bool {
 	if id == "" || len(id) > maxSessionIDLen {
 		return false
@@ -474,6 +484,15 @@ func validSessionID(id string) bool {
 	}
 	return true
 }
+
+// sessionKey returns the key the table keeps session id under: id with
+// ASCII letters in lower case, so that ids differing only in case are one
+// session to the table. A downstream may look its sessions up without
+// regard to case (a table under a case-insensitive collation, MySQL's and
+// SQL Server's defaults; files on a case-insensitive file system): a
+// principal presenting another's id in other case would otherwise be
+// judged on an id bound to no one and served on the other's session.
+func sessionKey(id string) string { return strings.ToLower(id) }
 
 // maxSessionIDLen bounds a session id (the go-sdk's are about 30
 // characters): the table keeps ids, so their size bounds its memory.
