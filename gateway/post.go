@@ -361,7 +361,9 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		// the caller's own, as in the library's pipeline, never one key
 		// shared by every caller. Both are prefixed: a client chooses its
 		// session id freely and could otherwise name another caller's key.
-		sess := "sid:" + ri.session
+		// The id is the session table's key ([sessionKey]): its case
+		// does not make another session.
+		sess := "sid:" + sessionKey(ri.session)
 		if ri.session == "" {
 			sess = "user:" + pr.Subject
 		}
