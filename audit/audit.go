@@ -152,8 +152,15 @@ var (
 // object members sorted by the bytes of their keys (escapes decoded),
 // members with equal keys left in their order (a handler gets the last),
 // no insignificant whitespace, strings re-escaped the way encoding/json
-// does (each byte of invalid UTF-8 as \ufffd), numbers exactly as given.
-// Two cases differ, so that arguments a decoder reads differently hash
+// does (each byte of invalid UTF-8 as \ufffd), numbers exactly as given:
+// "\u0041" and "A" hash alike, 1 and 1.0 (or 100 and 1e2) do not. An
+// escaped UTF-16 surrogate that is not half of a pair ("\ud800", or
+// "\udc00" first) stays an escape, in lower case, where encoding/json reads
+// U+FFFD: JavaScript's JSON.parse and Python's json.loads keep it, so
+// {"a":"\ud800"} and {"a":"\ufffd"} are different arguments to a server
+// written in either, and hash differently (earlier versions hashed such a
+// surrogate as U+FFFD; a key with one still sorts where U+FFFD would).
+// Two more cases differ, so that arguments a decoder reads differently hash
 // differently: an object with two keys that differ but read alike (each
 // byte of invalid UTF-8 is U+FFFD to a decoder) has its members sorted by
 // their keys as read, and an object with two keys that differ only in

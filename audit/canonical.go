@@ -15,8 +15,9 @@ import (
 // appendCanonical appends the canonical form of the JSON text raw to dst:
 // object members sorted by (decoded) key, equal keys in their order (see
 // sortDecoded and foldOrder for keys that differ but read alike), no
-// insignificant whitespace, strings re-escaped by appendString, numbers as
-// given. It reports false when raw is not one valid JSON value.
+// insignificant whitespace, strings re-escaped by appendString (those with
+// an escaped lone UTF-16 surrogate by appendLoneString), numbers as given.
+// It reports false when raw is not one valid JSON value.
 //
 // It works in two passes, each linear in the size of raw: scan validates
 // raw and records each object's members, sorted, with where their values
@@ -53,6 +54,12 @@ type canon struct {
 	keys       []byte
 	objArr     [8]object
 	memArr     [16]member
+	// lone is set by strSlow when it reads an escaped UTF-16 surrogate
+	// that is not half of a pair (as U+FFFD). loneKeys holds, for each key
+	// with one, in the order of their ks, the key's ks and where its
+	// canonical text (appendLoneString) is in keys, after its decoded bytes.
+	lone     bool
+	loneKeys [][3]int
 }
 
 // object is an object of src: it starts at pos, ends before end, and its
@@ -76,6 +83,7 @@ type keyFlags uint8
 const (
 	escaped keyFlags = 1 << iota // the key had escapes: it is in canon.keys
 	invalid                      // the key holds invalid UTF-8, each byte of which a decoder reads as U+FFFD
+	lone                         // the key has an escaped lone surrogate: it is emitted from canon.loneKeys
 )
 
 // compareKeys orders the keys of a and b as decoded: by code point, each
@@ -236,6 +244,7 @@ func (c *canon) scanObject(depth int) bool {
 		}
 		q := c.pos
 		n := len(c.keys)
+		c.lone = false
 		key, ok := c.str(c.keys)
 		if !ok {
 			return false
@@ -252,6 +261,14 @@ func (c *canon) scanObject(depth int) bool {
 		wideKeys = wideKeys || wide
 		if wide && !utf8.Valid(key) {
 			m.flags, bad = m.flags|invalid, true
+		}
+		if c.lone {
+			// Sorted as U+FFFD (as before), emitted with the
+			// surrogate's escape.
+			start := len(c.keys)
+			c.keys = appendLoneString(c.keys, c.src[q:c.pos])
+			c.loneKeys = append(c.loneKeys, [3]int{m.ks, start, len(c.keys)})
+			m.flags |= lone
 		}
 		c.space()
 		if c.pos >= len(c.src) || c.src[c.pos] != ':' {
@@ -442,7 +459,12 @@ func (c *canon) emit(dst []byte) []byte {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, bytesString(m.key(c.src, c.keys)))
+			if m.flags&lone != 0 {
+				i, _ := slices.BinarySearchFunc(c.loneKeys, m.ks, func(l [3]int, ks int) int { return l[0] - ks })
+				dst = append(dst, c.keys[c.loneKeys[i][1]:c.loneKeys[i][2]]...)
+			} else {
+				dst = appendString(dst, bytesString(m.key(c.src, c.keys)))
+			}
 			dst = append(dst, ':')
 			c.pos = m.val
 			dst = c.emit(dst)
@@ -469,7 +491,12 @@ func (c *canon) emit(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 	case b == '"':
+		start := c.pos
+		c.lone = false
 		s, _ := c.str(nil)
+		if c.lone {
+			return appendLoneString(dst, c.src[start:c.pos])
+		}
 		return appendString(dst, bytesString(s))
 	case b == 't':
 		c.pos += len("true")
@@ -604,6 +631,7 @@ func (c *canon) strSlow(out []byte) ([]byte, bool) {
 						return nil, false
 					}
 				}
+				c.lone = c.lone || r2 == utf8.RuneError
 				r = r2
 			}
 			out = utf8.AppendRune(out, r)
@@ -612,6 +640,83 @@ func (c *canon) strSlow(out []byte) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// appendLoneString appends the canonical form of raw, a JSON string
+// (quotes included) that scan found valid and that has an escaped UTF-16
+// surrogate that is not half of a pair ("\ud800", or "\udc00" first):
+// what appendString appends for its decoded text, except that each such
+// surrogate is written as its escape, in lower case, not as U+FFFD. Go's
+// encoding/json reads U+FFFD in its place, but JavaScript's JSON.parse
+// and Python's json.loads keep it: {"a":"\ud800"} and {"a":"\ufffd"} are
+// different arguments to a server written in either, and must not hash
+// alike. (appendString never writes a surrogate's escape: nothing else
+// has this canonical form.)
+func appendLoneString(dst, raw []byte) []byte {
+	var seg []byte // decoded text since the last lone surrogate
+	text := func() {
+		q := appendString(nil, bytesString(seg))
+		dst = append(dst, q[1:len(q)-1]...)
+		seg = seg[:0]
+	}
+	dst = append(dst, '"')
+	end := len(raw) - 1 // the closing quote
+	for i := 1; i < end; {
+		j := i + bytes.IndexByte(raw[i:end], '\\')
+		if j < i {
+			j = end
+		}
+		seg = append(seg, raw[i:j]...)
+		if i = j; i == end {
+			break
+		}
+		esc := raw[i+1]
+		i += 2
+		if esc != 'u' {
+			seg = append(seg, unescaped(esc))
+			continue
+		}
+		r := hexRune(raw[i : i+4])
+		i += 4
+		if !utf16.IsSurrogate(r) {
+			seg = utf8.AppendRune(seg, r)
+			continue
+		}
+		if i+6 <= end && raw[i] == '\\' && raw[i+1] == 'u' {
+			if d := utf16.DecodeRune(r, hexRune(raw[i+2:i+6])); d != utf8.RuneError {
+				seg = utf8.AppendRune(seg, d)
+				i += 6
+				continue
+			}
+		}
+		text()
+		dst = append(dst, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
+	}
+	text()
+	return append(dst, '"')
+}
+
+// unescaped returns the byte the JSON escape \esc (not \u) stands for.
+func unescaped(esc byte) byte {
+	switch esc {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return esc // '"', '\\', '/'
+}
+
+// hexRune returns the rune of h, four hex digits that scan checked.
+func hexRune(h []byte) rune {
+	v, _ := strconv.ParseUint(string(h), 16, 32)
+	return rune(v)
 }
 
 func (c *canon) hex4() (rune, bool) {

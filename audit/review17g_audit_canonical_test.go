@@ -308,9 +308,11 @@ func TestReview17gOrderProperty(t *testing.T) {
 			fail("ArgsSHA256(%q) != ArgsSHA256(%q), a reordering that keeps the order of keys that fold alike", raw, p)
 		}
 
-		// No collision (and no nested object): the hash of earlier
+		// No collision (and no nested object, and no escaped lone
+		// surrogate, kept as its escape since the nineteenth session:
+		// TestReview19LoneSurrogateCanonicalForm): the hash of earlier
 		// versions.
-		if dc, fc := collisions(ms); !dc && !fc && !strings.ContainsAny(raw[1:], "{") {
+		if dc, fc := collisions(ms); !dc && !fc && !strings.ContainsAny(raw[1:], "{") && !strings.Contains(raw, `\ud800`) && !strings.Contains(raw, `\udfff`) {
 			want := sha256.Sum256([]byte(oldCanonical(ms)))
 			if h != hex.EncodeToString(want[:]) {
 				fail("ArgsSHA256(%q) = %s, earlier versions hashed it as %s", raw, h, oldCanonical(ms))

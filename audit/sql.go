@@ -777,7 +777,9 @@ type lostRow struct {
 // inserts each round of rows (see writer) in a transaction of its own and,
 // when that fails too, inserts that round's rows one by one: a row that
 // fails while the database answers a ping is refused by the database itself
-// (it would block the queue forever) and is counted lost and reported; rows
+// (it would block the queue forever) and is counted lost and reported,
+// unless its error is of the moment (see transient) or, on PostgreSQL, no
+// answer of the server (see answered); rows
 // are retried while the database is unreachable, except once the sink is
 // closing (closing, or Close called meanwhile), when commit gives up on a
 // row after three attempts and counts it and the rest of *rows lost. The
@@ -879,7 +881,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 			}
 			// A failure of the moment is retried as if the database were
 			// unreachable: only a row the database refuses is dropped.
-			reachable := !s.transient(err) && !errors.Is(err, errCommitUnknown) && s.db.PingContext(context.Background()) == nil
+			reachable := s.answered(err) && !s.transient(err) && !errors.Is(err, errCommitUnknown) && s.db.PingContext(context.Background()) == nil
 			if reachable || ((closing || s.closing.Load()) && attempt >= 3) {
 				last = fmt.Errorf("audit: sql event %s not recorded: %w", rows[i].corr, err)
 				lost = append(lost, lostRow{i: i, err: last})
@@ -954,6 +956,21 @@ func transientErr(d Dialect, err error) bool {
 		}
 	}
 	return false
+}
+
+// answered reports whether err can be the database refusing a row. On
+// PostgreSQL only an error the server answered can (it carries an
+// SQLSTATE): one without (the connection lost before the answer, or never
+// made: end of file, "conn closed", a connect timeout under load) says
+// nothing of the row, which the server may never have seen, even when a
+// ping on another connection gets through. On SQLite every error is the
+// database's own.
+func (s *SQLSink) answered(err error) bool {
+	if s.d != Postgres {
+		return true
+	}
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded)
 }
 
 func (s *SQLSink) fail(err error) {
