@@ -172,7 +172,10 @@
 // whose name has a control or invisible character or white space at an end
 // (-32602; policy.CheckName): a downstream that trimmed it would run a
 // tool the policy did not judge (or, for "tools/call ", a call the policy
-// never saw). The policy's rules apply to names under case folding too
+// never saw). So is a tools/call whose arguments hold an escaped lone
+// UTF-16 surrogate ("\ud800", -32602, as the library's pipeline refuses
+// it): the gateway reads U+FFFD where a downstream in JavaScript or Python
+// keeps the surrogate. The policy's rules apply to names under case folding too
 // ("ADMIN_reset_key" needs the role of "admin_*"; see
 // policy.Policy.Resolve). Member names that occur twice, or differ from
 // jsonrpc, id, method, params, name or arguments only in case, are refused

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/foldkey"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -241,6 +242,13 @@ func parseMessage(raw []byte, m *message) {
 		return
 	}
 	m.tool = tool
+	if m.args != nil && textsafe.JSONReplaced(m.args) {
+		// An escaped lone surrogate (the body is UTF-8): the gateway reads
+		// U+FFFD where a downstream in JavaScript or Python keeps the
+		// surrogate, so the call judged is not the one it would run. The
+		// library's pipeline refuses such arguments too.
+		m.invalid = errInvalidParams("params.arguments hold a lone UTF-16 surrogate")
+	}
 }
 
 // knownKey returns the index of key in names, or -1. Keys with escapes are
