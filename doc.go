@@ -42,7 +42,9 @@
 // unknown tools get byte-identical answers; write tools need the allowlist);
 // validate the arguments strictly ([Validator]); ask for confirmation
 // (package confirm); apply rate, spend and in-flight limits (package
-// limiter); answer dry-runs (package dryrun); record a durable write-ahead
+// limiter; a dry run spends nothing, but is refused as the real call
+// would be when its cost would not fit in the spend caps now); answer
+// dry-runs (package dryrun); record a durable write-ahead
 // intent for writes (package audit); run the handler with the caller's
 // [Identity] in its context; validate its output (that it can be encoded,
 // as UTF-8; its size, capped by [Options].MaxOutputBytes at 4 MiB by

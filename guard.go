@@ -111,6 +111,20 @@ type Options struct {
 	// (see [Limit]); so is a call whose context ended before the limiter
 	// decided (the client went away), which is logged at Info, not as a
 	// limiter failure, and recorded with a detail that says so.
+	//
+	// A dry run of a write counts one call against the rate and holds an
+	// in-flight slot, as the real call would, and spends nothing: its cost
+	// is only checked against the spend caps ([limiter.Request].DryRun).
+	// When the cost would not fit now, the dry run is refused with the
+	// SPEND_LIMIT_EXCEEDED, and the wait, that the real call would get
+	// (and counts no call); its audit record has dry_run true, that code
+	// and cost 0. A dry run that fits is answered as before. The check
+	// takes nothing, even for a moment, so a dry run never makes a real
+	// call fail, and its answer holds only for the moment it was made:
+	// other calls may use the room before the real call comes. A dry run
+	// whose limiter cannot decide (its store is down) is treated as a
+	// write: refused unless the limiter fails open for writes. On a store
+	// that is not a [limiter.PeekStore], a dry run's cost is not checked.
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.
@@ -135,7 +149,8 @@ type Options struct {
 	Confirmer *confirm.Signer
 	// DryRun turns dry-run on for every write tool. A client can also ask
 	// for a preview per call with the dryrun.MetaKey _meta key; it can never
-	// turn dry-run off.
+	// turn dry-run off. A dry run is checked against the spend caps without
+	// spending (see Limiter).
 	DryRun bool
 	// Tools holds per-tool settings keyed by tool name.
 	Tools map[string]ToolOptions

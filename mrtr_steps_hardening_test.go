@@ -133,18 +133,35 @@ func TestDryRunSealedStateNeedsConfirmation(t *testing.T) {
 // TestDryRunSealedStateNotFree checks the same for spend: a dry run spends
 // nothing, and a next round charges nothing, so a dry run's sealed state
 // sent without the dry-run meta would be a real write of cost 5 under a
-// spend limit of 1.
+// spend limit used up. (A dry run is checked against the spend limit, so
+// the limit is used up after its first round, which fits.)
 func TestDryRunSealedStateNotFree(t *testing.T) {
 	lim, err := limiter.New([]limiter.Limit{
-		{Kind: limiter.Spend, Scope: limiter.User, Max: 1, Window: time.Hour},
+		{Kind: limiter.Spend, Scope: limiter.User, Max: 5, Window: time.Hour},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs, writes, _ := dryRunAwareMRTRServer(t, lim)
-	res := dryRunThenReal(t, cs, "zzspend")
+	args := map[string]any{"target": "db-1"}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+		Name: "zzspend", Arguments: args, Meta: mcp.Meta{dryrun.MetaKey: true},
+	})
+	if err != nil || !res.NeedsInput() || !strings.HasPrefix(res.RequestState, "mcpguard.mrtr1") {
+		t.Fatalf("dry-run first round of zzspend: %v %s", err, mustJSON(res))
+	}
+	if d := lim.AllowAt(context.Background(), time.Now(), limiter.Request{User: bob.Principal.Subject, Cost: 5}); !d.Allowed {
+		t.Fatalf("the dry run took from the spend limit: %+v", d)
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{
+		Name: "zzspend", Arguments: args, RequestState: res.RequestState,
+		InputResponses: mcp.InputResponseMap{sealAskKey: &mcp.ElicitResult{Action: "accept"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if writes.Load() != 0 {
-		t.Fatalf("a real write of cost 5 ran under a spend limit of 1 (charged as the free retry of a dry run): %s", mustJSON(res))
+		t.Fatalf("a real write of cost 5 ran under a spend limit used up (charged as the free retry of a dry run): %s", mustJSON(res))
 	}
 }
 

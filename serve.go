@@ -629,9 +629,10 @@ func (g *Guard) plan(c *call, req *mcp.CallToolRequest, topts *ToolOptions) *Den
 }
 
 // charge counts the call against the limiter (step 8): calls against the
-// call rate, and its cost against spend unless it is a dry run. It returns
-// the refusal, or the decision whose in-flight slot the caller releases
-// when the call ends.
+// call rate, and its cost against spend; a dry run's cost is only checked
+// against spend, so that the dry run meets the refusal the real call would
+// meet now, and is not taken. It returns the refusal, or the decision
+// whose in-flight slot the caller releases when the call ends.
 func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (limiter.Decision, *DenialError) {
 	spend := c.spend()
 	ld := g.limit(ctx, req, c, calls, spend)
@@ -698,17 +699,24 @@ func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, ca
 	if key == "" {
 		key = g.sessionKey(req, c.id)
 	}
-	// At the time of the decision, not of the call's start: an older
-	// client's human answers a confirmation inside the call, and a charge
-	// dated back to its start would be refilled by the time the call runs.
-	return g.opts.Limiter.AllowAt(ctx, g.now(), limiter.Request{
+	r := limiter.Request{
 		Session: key,
 		User:    c.id.Principal.Subject,
 		Tool:    c.name,
 		Write:   c.rule.Class == policy.Write,
 		Calls:   calls,
 		Cost:    spend,
-	})
+	}
+	if c.dryRun && !c.retry {
+		// A preview: the cost is checked against the spend caps, as the
+		// real call's would be, and not taken. (A later round of the
+		// logical call was checked in its first.)
+		r.Cost, r.DryRun = c.cost, true
+	}
+	// At the time of the decision, not of the call's start: an older
+	// client's human answers a confirmation inside the call, and a charge
+	// dated back to its start would be refilled by the time the call runs.
+	return g.opts.Limiter.AllowAt(ctx, g.now(), r)
 }
 
 // deny records d as the call's outcome and renders it in the configured mode.

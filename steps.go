@@ -139,10 +139,17 @@ type countedKey struct{}
 // Limit applies l's rate, spend and in-flight caps to each call, as the
 // Guard's step 8 does: a call counts once against the call rate (not when a
 // [Confirm] outside it already counted it) and its cost against spend (the
-// rule's Cost, or opts.Tools' Cost function of the arguments; nothing for a
-// dry run, which Limit then answers itself, as [DryRun] would, so that a
-// handler inside never writes for free), in the scopes of the caller's
-// session (opts.SessionKey), subject and the whole server. An in-flight
+// rule's Cost, or opts.Tools' Cost function of the arguments), in the
+// scopes of the caller's session (opts.SessionKey), subject and the whole
+// server. A dry run spends nothing: its cost is only checked against the
+// spend caps, without taking any of it ([limiter.Request].DryRun), so that
+// a dry run whose cost would not fit now is refused with the
+// SPEND_LIMIT_EXCEEDED and wait the real call would get, and one that fits
+// is answered by Limit itself, as [DryRun] would, so that a handler inside
+// never writes for free. The answer holds only for the moment it was made
+// (other calls may use the room before the real call), and a dry run never
+// makes a real call fail; on a store that is not a [limiter.PeekStore] its
+// cost is not checked. An in-flight
 // slot is held until the handler returns. A refusal is RATE_LIMIT_EXCEEDED,
 // SPEND_LIMIT_EXCEEDED or CONCURRENCY_LIMIT_EXCEEDED with the time to wait
 // before retrying, except for a call that costs more than a spend limit

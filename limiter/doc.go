@@ -6,10 +6,10 @@
 // guard pipeline, after argument validation) asks [Limiter.AllowAt] with a
 // [Request]: the session key, the user, the tool, whether it is a write, how
 // many calls it counts (0 for the verified retry of a multi round-trip call,
-// which was counted once already) and what it costs (0 for a dry run; see
-// [CheckCost]). Every limit that applies is checked and, only if all allow
-// the call, charged, atomically: a call denied by any limit takes nothing
-// from any limit. The [Decision] says which limit denied and how long to wait
+// which was counted once already), what it costs (see [CheckCost]) and
+// whether it is a dry run. Every limit that applies is checked and, only if
+// all allow the call, charged, atomically: a call denied by any limit takes
+// nothing from any limit. The [Decision] says which limit denied and how long to wait
 // ([Decision.RetryAfter], exact: a retry after that delay succeeds if nothing
 // else consumed meanwhile). An allowed call holds in-flight slots until
 // [Limiter.Release], which the caller defers so that the slots come back on
@@ -32,6 +32,20 @@
 // not idempotent: refund a Decision at most once. Refunds are opt-in for
 // stores (a [RefundStore]); both built-in stores refund, and on another
 // store Refund returns an error that unwraps to [ErrRefundUnsupported].
+//
+// # Dry runs
+//
+// The preview of a call ([Request].DryRun) should meet the refusal the real
+// call would meet, without spending. Its cost is checked against the Spend
+// limits in the same atomic decision as everything else, exactly as the
+// real call's would be (the same denying limit and RetryAfter), but not
+// taken; its calls and in-flight slots are taken as usual. Nothing is taken
+// and given back, so a dry run never makes a concurrent call wait or fail
+// for a cost it held for a moment. Its answer may be stale at once: another
+// call may take the room before the real call is made. Peeking is opt-in
+// for stores (a [PeekStore]); both built-in stores peek, and another store
+// is sent no cost for a dry run at all, which is then decided on its calls
+// and slots alone.
 //
 // # Semantics
 //

@@ -70,8 +70,22 @@ type Request struct {
 	// multi round-trip confirmation). Must not be negative.
 	Calls int
 	// Cost is how many cost units this request counts against Spend
-	// limits; 0 for a dry run. It must pass [CheckCost].
+	// limits (or, with DryRun, is checked against them). It must pass
+	// [CheckCost].
 	Cost float64
+	// DryRun makes Cost a question rather than a charge, for the preview
+	// of a call: the request is allowed only if Cost fits in every Spend
+	// limit that applies, decided exactly as for a real call at the same
+	// instant (the same denying limit and RetryAfter), but it takes none
+	// of it. Its Calls and in-flight slots are taken as usual. Nothing is
+	// taken and given back: a dry run never makes another call wait or be
+	// denied beyond what its Calls and slots take. The answer is only as
+	// good as the moment it was made: another call may take the room
+	// before the real one comes. On a store that is not a [PeekStore]
+	// whose Peeks reports true, the cost of a dry run is not sent at all
+	// (the store would take it): such a request is decided on its calls
+	// and slots alone.
+	DryRun bool
 }
 
 // A Decision is the outcome of [Limiter.AllowAt]. When Allowed, the call
@@ -122,6 +136,7 @@ type Limiter struct {
 	lease     atomic.Uint64
 	abandons  chan struct{} // a token per abandon running; nil: the store leases no slots
 	refunds   bool          // the store carries out Refund batches
+	peeks     bool          // the store carries out Peek checks
 	clock     clock         // for Decision.at on a store other than memStore
 }
 
@@ -177,6 +192,9 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 	if rs, ok := l.store.(RefundStore); ok && rs.Refunds() {
 		l.refunds = true
 	}
+	if ps, ok := l.store.(PeekStore); ok && ps.Peeks() {
+		l.peeks = true
+	}
 	var seed [8]byte
 	rand.Read(seed[:])
 	l.lease.Store(binary.LittleEndian.Uint64(seed[:]))
@@ -188,8 +206,10 @@ func (l *Limiter) Limits() []Limit { return append([]Limit(nil), l.limits...) }
 
 // AllowAt decides whether the call r made at time now may proceed, and if
 // so takes its calls, cost and in-flight slots from every applicable limit
-// at once. A denied call takes nothing from any limit. Stores with their own
-// clock (Redis) decide at their own time rather than now.
+// at once. A denied call takes nothing from any limit. A dry run
+// ([Request].DryRun) is checked against the Spend limits but takes no
+// cost. Stores with their own clock (Redis) decide at their own time
+// rather than now.
 //
 // Every allowed Decision must be passed to [Limiter.Release] exactly once
 // when the call ends, on every way out (use defer); a Decision that holds
@@ -220,12 +240,12 @@ func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 		if lim.Tool != "" && lim.Tool != r.Tool {
 			continue
 		}
-		n := 1.0
+		n, peek := 1.0, false
 		switch lim.Kind {
 		case Rate:
 			n = float64(r.Calls)
 		case Spend:
-			n = r.Cost
+			n, peek = r.Cost, r.DryRun
 		case Concurrency:
 			held |= 1 << i
 		}
@@ -234,7 +254,7 @@ func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 		}
 		cs = cs[:len(cs)+1]
 		c := &cs[len(cs)-1]
-		c.lim, c.key, c.n, c.index = &l.mem[i], r.key(lim.Scope), n, uint8(i)
+		c.lim, c.key, c.n, c.index, c.peek = &l.mem[i], r.key(lim.Scope), n, uint8(i), peek
 	}
 	var lease uint64
 	var lp *uint64
@@ -244,7 +264,7 @@ func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 	at := l.memStore.nanos(now)
 	denied, wait := l.memStore.apply(at, cs, opReserve, lp)
 	if denied < 0 {
-		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, lease: lease, held: held, at: at}
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.taken(), lease: lease, held: held, at: at}
 	}
 	return Decision{Limit: l.limits[cs[denied].index], RetryAfter: max(wait, 0)}
 }
@@ -264,6 +284,14 @@ func (l *Limiter) releaseMemory(d *Decision) {
 		}
 	}
 	l.memStore.apply(0, cs, opRelease, &d.lease)
+}
+
+// taken returns the cost r takes if allowed: none for a dry run.
+func (r *Request) taken() float64 {
+	if r.DryRun {
+		return 0
+	}
+	return r.Cost
 }
 
 // key returns the bucket key of r within a limit of scope s.
@@ -366,7 +394,8 @@ func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 // build appends to dst the checks of the limits that apply to r for o (for
 // a release, only the concurrency ones in held; for a refund, only the rate
 // and spend ones) and returns them with the set of concurrency limits among
-// them.
+// them. The spend checks of a dry run's reservation are Peek checks, or
+// left out when the store does not peek.
 func (l *Limiter) build(dst []Check, r Request, o op, held uint64) ([]Check, uint64) {
 	var conc uint64
 	for i := range l.limits {
@@ -380,6 +409,12 @@ func (l *Limiter) build(dst []Check, r Request, o op, held uint64) ([]Check, uin
 			c.N = float64(r.Calls)
 		case Spend:
 			c.N = r.Cost
+			if r.DryRun && o == opReserve {
+				c.Peek = true
+				if !l.peeks {
+					continue
+				}
+			}
 		case Concurrency:
 			c.N = 1
 		}
@@ -409,7 +444,7 @@ func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
 		return Decision{Err: fmt.Errorf("%w: store reported check %d of %d", ErrStoreUnavailable, b.Denied, len(b.Checks))}
 	}
 	if b.Denied == -1 {
-		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.Cost, lease: lease, held: held}
+		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.taken(), lease: lease, held: held}
 	}
 	d := Decision{RetryAfter: max(b.RetryAfter, 0)}
 	id := b.Checks[b.Denied].ID

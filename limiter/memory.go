@@ -143,6 +143,11 @@ func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
 // leases; an Abandon batch frees what the lease holds, as a release does.
 func (s *MemoryStore) LeasesSlots() bool { return true }
 
+// Peeks implements [PeekStore]: a Peek check is decided with the others of
+// its batch, under the same locks, and takes nothing: no units, no slot,
+// no entry in the map.
+func (s *MemoryStore) Peeks() bool { return true }
+
 // Refunds implements [RefundStore]: the store carries out Refund batches. A
 // refund moves a bucket's theoretical arrival time back by what the
 // reservation added; a bucket that is then full is kept as a full one (so
@@ -265,6 +270,7 @@ type memCheck struct {
 	tat   int64     // new theoretical arrival time, if allowed; for a refund, the reservation's time
 	shard uint8
 	index uint8 // index of the limit in the Limiter (fast path only)
+	peek  bool  // evaluated, not taken (Check.Peek; reservations only)
 }
 
 // applyBatch carries out a public Batch.
@@ -294,7 +300,7 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 	for i := range b.Checks {
 		c := &b.Checks[i]
 		ls = append(ls, memLimit{id: c.ID, kind: c.Kind, max: c.Max, window: int64(c.Window)})
-		cs = append(cs, memCheck{lim: &ls[i], key: c.Key, n: c.N})
+		cs = append(cs, memCheck{lim: &ls[i], key: c.Key, n: c.N, peek: c.Peek && o == opReserve})
 		if o == opRefund {
 			cs[i].tat = now - int64(max(b.Elapsed, 0))
 		}
@@ -329,7 +335,7 @@ func (s *MemoryStore) apply(now int64, cs []memCheck, o op, lease *uint64) (int,
 	for i := range cs {
 		idx := uint8(maphash.String(s.seed, cs[i].key))
 		cs[i].shard = idx
-		if cs[i].lim.kind == Concurrency {
+		if cs[i].lim.kind == Concurrency && !cs[i].peek {
 			if !slots && lease != nil && *lease == 0 && o == opReserve {
 				lsh = int(idx)
 			}
@@ -428,7 +434,8 @@ func (s *MemoryStore) refund(now int64, cs []memCheck) {
 }
 
 // decide evaluates every check against the state at now and, only if all
-// allow, commits them all. The locks of the checks' shards are held.
+// allow, commits them all but the Peek ones. The locks of the checks'
+// shards are held.
 func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 	denied, wait := -1, time.Duration(0)
 	for i := range cs {
@@ -467,6 +474,9 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 	}
 	for i := range cs {
 		c := &cs[i]
+		if c.peek {
+			continue
+		}
 		st := c.st
 		if st == nil {
 			// A concurrency entry has no bucket: full at any time, so

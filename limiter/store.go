@@ -48,6 +48,13 @@ type Check struct {
 	// N is the amount the call takes: calls for Rate, cost units for Spend
 	// (both greater than zero), one slot for Concurrency.
 	N float64
+	// Peek makes the check a question: in a reservation it is evaluated
+	// as any other (it can deny the batch, and counts for RetryAfter), but
+	// an allowed batch takes nothing from it and makes no state for it.
+	// The [Limiter] sets it on the Spend checks of a dry run
+	// ([Request].DryRun), and sends such checks only to a [PeekStore]
+	// whose Peeks reports true. Release and refund batches ignore it.
+	Peek bool
 }
 
 // A LeaseStore is a [Store] whose in-flight slots are leases named by
@@ -79,14 +86,29 @@ type RefundStore interface {
 	Refunds() bool
 }
 
+// A PeekStore is a [Store] that carries out [Check].Peek: it evaluates a
+// Peek check with the others of its batch, at the same instant and under
+// the same atomicity, and takes nothing from it. Peeking is opt-in: the
+// [Limiter] sends Peek checks (the cost of a dry run, [Request].DryRun)
+// only to a PeekStore whose Peeks reports true, and leaves them out for
+// any other store, which would take them. The [MemoryStore] and the Redis
+// store in limiter/redislimit are PeekStores.
+type PeekStore interface {
+	Store
+	// Peeks reports that the store carries out Peek checks as [Check]
+	// describes.
+	Peeks() bool
+}
+
 // A Batch is one atomic operation on a [Store].
 //
 // When Release is false, the store reserves: it evaluates every check
 // against the state at one instant and, only if all of them allow the call,
 // takes N units from every Rate and Spend bucket (GCRA, see [Limit]) and one
-// in-flight slot under Lease from every Concurrency check. A batch that is
-// denied changes nothing. The store reports the outcome in Denied and
-// RetryAfter.
+// in-flight slot under Lease from every Concurrency check, except from a
+// Peek check (a [PeekStore] only), which is evaluated with the others but
+// takes nothing. A batch that is denied changes nothing. The store
+// reports the outcome in Denied and RetryAfter.
 //
 // When Release is true, the store frees the in-flight slots that Lease holds
 // under the (Concurrency) checks, if it still holds them, and reports

@@ -7,8 +7,11 @@
 // overflow into a denial nor come free, and that a call at an earlier time
 // than the last gets nothing extra; for a store whose slots are leases
 // ([limiter.LeaseStore]), that a second release of a decision frees no
-// other call's slot; and, for a store that refunds ([limiter.RefundStore]),
-// that a refund gives back exactly what a decision took, and only that.
+// other call's slot; for a store that refunds ([limiter.RefundStore]),
+// that a refund gives back exactly what a decision took, and only that;
+// and, for a store that peeks ([limiter.PeekStore]), that a dry run is
+// denied exactly as the real call would be and takes no cost, not even
+// for a moment that a concurrent real call could see.
 //
 // The kit passes explicit times to the limiter, so the store under test must
 // decide at the time it is given (a Redis store in its client-time mode, for

@@ -21,7 +21,9 @@ var t0 = time.Unix(1_700_000_000, 0)
 // subtests (named refund_*) run only for a store that is a
 // [limiter.RefundStore] whose Refunds reports true, and are skipped for
 // any other; release_twice_frees_one_slot runs only for a
-// [limiter.LeaseStore] whose LeasesSlots reports true.
+// [limiter.LeaseStore] whose LeasesSlots reports true; the dry-run
+// subtests (named dry_run_*) only for a [limiter.PeekStore] whose Peeks
+// reports true.
 func Run(t *testing.T, newStore func(t *testing.T) limiter.Store) {
 	t.Helper()
 	tests := []struct {
@@ -45,6 +47,8 @@ func Run(t *testing.T, newStore func(t *testing.T) limiter.Store) {
 		{"refund_only_its_tool_and_keys", testRefundScopes},
 		{"refund_later_stays_within_limit", testRefundLater},
 		{"refund_keeps_slots", testRefundKeepsSlots},
+		{"dry_run_checks_spend_takes_nothing", testDryRunSpend},
+		{"dry_run_never_fails_a_real_call", testDryRunRace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,10 @@
 // retries after a lost reply is carried out once: the script marks each
 // refund done (a key under the prefix, kept five minutes).
 //
+// The store peeks ([limiter.PeekStore]): the cost of a dry run is checked
+// in the decision's one script, at the same instant as its other limits,
+// and nothing is written for it.
+//
 // On Redis Cluster, all keys of one decision must live in one slot: the
 // default key prefix carries the hash tag {mcpguard-limiter} for that.
 package redislimit

@@ -98,6 +98,13 @@ func (s *Store) LeasesSlots() bool { return true }
 // Lease) gives back its units again.
 func (s *Store) Refunds() bool { return true }
 
+// Peeks implements [limiter.PeekStore]: a Peek check (the cost of a dry
+// run) is evaluated in the same script, at the same instant, as the other
+// checks of its decision, and the script writes nothing for it: no units
+// taken, no key made, no expiry moved. A dry run is thus one round trip,
+// like any decision.
+func (s *Store) Peeks() bool { return true }
+
 // Key returns the Redis key holding the state of check c.
 func (s *Store) Key(c limiter.Check) string {
 	return s.prefix + c.ID + ":" + c.Key
@@ -143,6 +150,9 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 			kind = "c"
 		default:
 			return fmt.Errorf("redislimit: check %d has invalid kind %v", i, c.Kind)
+		}
+		if c.Peek && args[1] == "a" {
+			kind = "p" + kind // evaluated, not taken
 		}
 		args = append(args, kind, c.N, c.Max, c.Window.Microseconds())
 	}

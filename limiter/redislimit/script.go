@@ -8,14 +8,16 @@ import "github.com/redis/go-redis/v9"
 // of the token take nothing) or "f" (refund: give back the rate and spend
 // units an acquire of the same checks took), the lease token, the lease in
 // microseconds (for a refund: the time since the acquire, in microseconds),
-// then per check its kind ("r", "s", "c"), N, Max and window
-// in microseconds. It returns {denied, wait}: the 0-based index of the
+// then per check its kind ("r", "s", "c"; in an acquire, "pr", "ps" or "pc"
+// for a Peek check, evaluated as the others and never written), N, Max and
+// window in microseconds. It returns {denied, wait}: the 0-based index of the
 // denying check or -1 (-2: the lease was abandoned, nothing taken), and the
 // wait in microseconds (-1: never); a release, abandon or refund returns
 // {-1, 0}.
 //
 // Every check is evaluated before anything is written, so a denied batch
-// changes nothing. Rate and spend keys hold the GCRA theoretical arrival
+// changes nothing; an allowed one writes the keys of its checks but the
+// Peek ones. Rate and spend keys hold the GCRA theoretical arrival
 // time and expire when it has passed (the bucket is full: same as absent).
 // Concurrency keys are sorted sets of lease tokens scored by expiry.
 //
@@ -120,6 +122,9 @@ local tats = {}
 for i = 1, #KEYS do
   local b = 1 + 4 * i
   local kind, n, max, win = ARGV[b], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  if string.sub(kind, 1, 1) == 'p' then
+    kind = string.sub(kind, 2) -- a peek: evaluated here, not written below
+  end
   if kind == 'c' then
     local used = redis.call('ZCOUNT', KEYS[i], '(' .. int(now), '+inf')
     if used + 1 > max and wait == 0 then
@@ -148,7 +153,8 @@ if denied >= 0 then
   return {denied, wait}
 end
 for i = 1, #KEYS do
-  if ARGV[1 + 4 * i] == 'c' then
+  local kind = ARGV[1 + 4 * i]
+  if kind == 'c' then
     redis.call('ZREMRANGEBYSCORE', KEYS[i], 0, int(now)) -- expired leases
     redis.call('ZREMRANGEBYSCORE', KEYS[i], '(' .. int(-now), '(0') -- expired tombstones
     redis.call('ZADD', KEYS[i], int(now + lease), token)
@@ -156,7 +162,7 @@ for i = 1, #KEYS do
     if redis.call('PTTL', KEYS[i]) < ttl then
       redis.call('PEXPIRE', KEYS[i], int(ttl))
     end
-  elseif tats[i] > now then
+  elseif (kind == 'r' or kind == 's') and tats[i] > now then
     redis.call('SET', KEYS[i], int(tats[i]), 'PX', int(math.ceil((tats[i] - now) / 1000)))
   end
 end
