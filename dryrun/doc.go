@@ -30,8 +30,10 @@
 // makes it a tool error (isError), which clients do not check against the
 // schema; the stand-alone DryRun step, which does not know the schema,
 // always answers a success. Read tools are
-// unaffected. Dry-run calls count against the call rate but not the spend
-// cap, and are audited with dry_run: true.
+// unaffected. Dry-run calls count against the call rate and spend nothing,
+// but a dry run whose cost would not fit in the spend caps now is refused
+// as the real call would be (see the root package's Options.Limiter); they
+// are audited with dry_run: true.
 //
 // Everything in this package is pure and safe for concurrent use.
 package dryrun
