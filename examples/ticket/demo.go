@@ -108,10 +108,11 @@ func brief(e map[string]any) string {
 // runDemo runs the seed's four scenes in-process against the real guard,
 // with cfg (writes allowlisted too when allowWrites) and an audit trail in
 // auditDir (a temporary directory when empty), its audit_log table in the
-// PostgreSQL database of the URL pgURL unless it is empty. When ctx ends
+// PostgreSQL database of the URL pgURL unless it is empty, the records'
+// argument hashes keyed with key (nil: a random one). When ctx ends
 // (SIGINT, SIGTERM) it makes no further call, cleans up and returns ctx's
 // error.
-func runDemo(ctx context.Context, w io.Writer, name string, cfg *config, allowWrites bool, auditDir, pgURL string) error {
+func runDemo(ctx context.Context, w io.Writer, name string, cfg *config, allowWrites bool, auditDir, pgURL string, key []byte) error {
 	if allowWrites && !cfg.writeEnabled("create_ticket") {
 		c := *cfg
 		c.AllowedWriteTools = append(append([]string(nil), cfg.AllowedWriteTools...), "create_ticket")
@@ -129,7 +130,7 @@ func runDemo(ctx context.Context, w io.Writer, name string, cfg *config, allowWr
 	}
 	tickets := &TicketSystem{}
 	a, err := newApp(appOptions{
-		ConfigName: name, Config: cfg, AuditDir: auditDir, AuditPostgres: pgURL, Tickets: tickets,
+		ConfigName: name, Config: cfg, AuditDir: auditDir, AuditPostgres: pgURL, Tickets: tickets, ArgsKey: key,
 		Marks: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 			ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
 				if at.Key == slog.TimeKey || at.Key == "correlation_id" {

@@ -122,26 +122,87 @@ func restNotFound(w http.ResponseWriter, r *http.Request, a *app) {
 	writeErrorResult(w, res)
 }
 
-// envelope is the schema of a REST body, {"arguments": {...}}, checked by
-// the library's strict validator: no other member, no duplicate or
-// case-folded duplicate key ("arguments" twice, "ARGUMENTS"), nothing after
-// the value. The arguments themselves are the guard's to validate: the
-// validator's checks of every string (control characters, length) are
-// off here, so that an argument they refuse reaches the guard and is
-// refused as over MCP, naming the argument, and not as a malformed body.
-var envelope = func() *mcpguard.Validator {
-	v, err := mcpguard.NewValidator(map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"arguments": map[string]any{"type": []string{"object", "null"}, "additionalProperties": true},
-		},
-		"additionalProperties": false,
-	}, &mcpguard.ValidationOptions{AllowControlChars: true, MaxStringBytes: maxRESTBody})
-	if err != nil {
-		panic(err)
+// maxRESTArgsDepth bounds the nesting of a REST call's arguments, the
+// arguments object being the first level. The go-sdk reads no JSON-RPC
+// message nested deeper than 1000 levels, and the call on the caller's
+// REST session adds two (the message and its params): deeper arguments
+// would end that session, its server end failing to read the call, and
+// every later call on it would fail. They are refused before, in the
+// guard's words (the guard refuses arguments nested past 64 levels).
+const maxRESTArgsDepth = 998
+
+// badBody is the refusal of a REST body that is not {"arguments": {...}}.
+func badBody() *mcpguard.DenialError {
+	return mcpguard.Deny(mcpguard.CodeInvalidArguments, `body must be a JSON object {"arguments": {...}} of at most 1 MiB`)
+}
+
+// restArguments returns the arguments of a REST body, {"arguments":
+// {...}}: {} for an empty or null body or null arguments. It checks the
+// body's shape only: one JSON value, an object whose one member is
+// "arguments" (once, spelt so: not "ARGUMENTS", which encoding/json would
+// take for it), an object or null, nested at most maxRESTArgsDepth levels.
+// The arguments are the guard's to validate, as over MCP (their names,
+// strings, numbers, text encoding, duplicate names): they are returned
+// as sent.
+func restArguments(raw []byte) (json.RawMessage, *mcpguard.DenialError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return json.RawMessage("{}"), nil
 	}
-	return v
-}()
+	if jsonDepth(raw) > maxRESTArgsDepth+1 {
+		return nil, mcpguard.Deny(mcpguard.CodeInvalidArguments, "arguments are nested too deeply")
+	}
+	if !json.Valid(raw) {
+		return nil, badBody()
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	switch tok, err := dec.Token(); {
+	case err != nil:
+		return nil, badBody()
+	case tok == nil: // null
+		return json.RawMessage("{}"), nil
+	case tok != json.Delim('{'):
+		return nil, badBody()
+	}
+	var args json.RawMessage
+	for n := 0; dec.More(); n++ {
+		if key, err := dec.Token(); err != nil || n > 0 || key != "arguments" {
+			return nil, badBody()
+		}
+		if err := dec.Decode(&args); err != nil {
+			return nil, badBody()
+		}
+	}
+	switch {
+	case len(args) == 0 || string(args) == "null":
+		return json.RawMessage("{}"), nil
+	case args[0] != '{':
+		return nil, badBody()
+	}
+	return args, nil
+}
+
+// jsonDepth returns how deep raw, JSON text or not, nests objects and
+// arrays.
+func jsonDepth(raw []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
+}
 
 // restCall handles POST /tools/{name}/call with {"arguments": {...}}. A
 // caller without a valid token, a tool not in the registry, a missing or
@@ -170,22 +231,14 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 		return
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRESTBody))
-	var body struct {
-		Arguments json.RawMessage `json:"arguments"`
-	}
+	var args json.RawMessage
+	d := badBody()
 	if err == nil {
-		if _, err = envelope.Validate(raw); err == nil {
-			err = json.Unmarshal(orEmptyObject(raw), &body)
-		}
+		args, d = restArguments(raw)
 	}
-	if err != nil {
-		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool,
-			mcpguard.Deny(mcpguard.CodeInvalidArguments, `body must be a JSON object {"arguments": {...}} of at most 1 MiB`)))
+	if d != nil {
+		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, d))
 		return
-	}
-	args := bytes.TrimSpace(body.Arguments)
-	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		args = []byte("{}")
 	}
 	res, err := rest.call(r.Context(), r.Header, sid, tool, args)
 	var we *jsonrpc.Error
@@ -206,14 +259,6 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"result": res.StructuredContent})
 	}
-}
-
-// orEmptyObject is raw, or {} for an empty body.
-func orEmptyObject(raw []byte) []byte {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return []byte("{}")
-	}
-	return raw
 }
 
 // unknownTool is the refusal of a tool the server does not have, in the

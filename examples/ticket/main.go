@@ -24,7 +24,8 @@
 // from each request's Authorization: Bearer header. The token table is a
 // development-only static one (token-alice, token-bob, token-admin).
 // TICKET_MCP_AUDIT_KEY (hex, at least 16 bytes) keys the audit records'
-// argument hashes; without it each process uses a random key.
+// argument hashes (serve-http, serve-stdio and demo; tools records
+// nothing and ignores it); without it each process uses a random key.
 //
 // The per-session budgets live in the process's memory unless --redis
 // names a Redis: then every server on that Redis shares them (a REST
@@ -115,8 +116,8 @@ DIR, --redis HOST:PORT (per-session budgets shared on Redis) and
 --audit-postgres.
 
 $` + auditKeyEnv + ` (at least 32 hex digits) keys the records' argument
-hashes (HMAC-SHA-256), so that equal arguments can be matched across
-restarts; unset, a key is drawn at start.
+hashes (HMAC-SHA-256) of serve-http, serve-stdio and demo, so that equal
+arguments can be matched across restarts; unset, a key is drawn at start.
 `
 
 func main() {
@@ -222,7 +223,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			bad = checkLoopback(host, allowRemote)
 		}
 	}
-	if bad == nil && (cmd == "serve-http" || cmd == "serve-stdio") {
+	if bad == nil && cmd != "tools" { // tools records nothing
 		key, bad = auditKey(os.Getenv(auditKeyEnv))
 	}
 	if bad != nil {
@@ -273,7 +274,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer context.AfterFunc(ctx, func() { signal.Reset(os.Interrupt, syscall.SIGTERM) })()
 		dctx, stop := context.WithCancelCause(ctx)
 		defer stop(nil)
-		err := runDemo(dctx, &demoOutput{w: stdout, stop: stop}, name, cfg, allowWrites, auditDir, pgURL)
+		err := runDemo(dctx, &demoOutput{w: stdout, stop: stop}, name, cfg, allowWrites, auditDir, pgURL, key)
 		if oe, ok := context.Cause(dctx).(demoOutputError); ok {
 			if errors.Is(oe.err, syscall.EPIPE) {
 				return 128 + int(syscall.SIGPIPE) // silently, as the signal would have
