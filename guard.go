@@ -118,13 +118,16 @@ type Options struct {
 	// When the cost would not fit now, the dry run is refused with the
 	// SPEND_LIMIT_EXCEEDED, and the wait, that the real call would get
 	// (and counts no call); its audit record has dry_run true, that code
-	// and cost 0. A dry run that fits is answered as before. The check
-	// takes nothing, even for a moment, so a dry run never makes a real
-	// call fail, and its answer holds only for the moment it was made:
-	// other calls may use the room before the real call comes. A dry run
-	// whose limiter cannot decide (its store is down) is treated as a
-	// write: refused unless the limiter fails open for writes. On a store
-	// that is not a [limiter.PeekStore], a dry run's cost is not checked.
+	// and cost 0. A dry run that fits is answered as any dry run is (a
+	// simulated result, or its DryRunAware handler's), and the next round
+	// of its multi round-trip call is not checked again. The check takes
+	// nothing, even for a moment, so a dry run's cost never makes a real
+	// call fail (its call and slot count as the real call's would), and
+	// its answer holds only for the moment it was made: other calls may
+	// use the room before the real call comes. A dry run whose limiter
+	// cannot decide (its store is down) is treated as a write: refused
+	// unless the limiter fails open for writes. On a store that is not a
+	// [limiter.PeekStore], a dry run's cost is not checked.
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.

@@ -51,12 +51,13 @@ import (
 // signed by s and bound to the caller's subject, the tool and its
 // arguments; the handler runs only for the call that returns the accepted
 // answer with that state, once. A dry run of such a tool is not
-// confirmed but answered by Confirm itself, as [DryRun] would (counted once
-// against the call rate when opts.Limiter is set): the handler inside
-// never runs for real without a confirmation. Confirm seals a handler's
-// request for more input with s too, whatever opts.Confirmer says, so the
-// next round may reach another replica whose signer has the same keys and
-// nonce store.
+// confirmed but answered by Confirm itself, as [DryRun] would (when
+// opts.Limiter is set, counted once against the call rate, and refused,
+// as [Limit] refuses one, when its cost would not fit in the spend caps
+// now): the handler inside never runs for real without a confirmation.
+// Confirm seals a handler's request for more input with s too, whatever
+// opts.Confirmer says, so the next round may reach another replica whose
+// signer has the same keys and nonce store.
 //
 // With opts.Limiter set, the round that asks counts once against the call
 // rate, and the confirmed round then counts nothing against it, as in the
@@ -147,14 +148,14 @@ type countedKey struct{}
 // SPEND_LIMIT_EXCEEDED and wait the real call would get, and one that fits
 // is answered by Limit itself, as [DryRun] would, so that a handler inside
 // never writes for free. The answer holds only for the moment it was made
-// (other calls may use the room before the real call), and a dry run never
-// makes a real call fail; on a store that is not a [limiter.PeekStore] its
-// cost is not checked. An in-flight
-// slot is held until the handler returns. A refusal is RATE_LIMIT_EXCEEDED,
-// SPEND_LIMIT_EXCEEDED or CONCURRENCY_LIMIT_EXCEEDED with the time to wait
-// before retrying, except for a call that costs more than a spend limit
-// holds in all: no wait helps, and it is refused as not retryable. A
-// limiter whose store failed and that fails closed
+// (other calls may use the room before the real call), and a dry run's
+// cost never makes a real call fail (its call and in-flight slot count as
+// the real call's would); on a store that is not a [limiter.PeekStore] its
+// cost is not checked. An in-flight slot is held until the handler
+// returns. A refusal is RATE_LIMIT_EXCEEDED, SPEND_LIMIT_EXCEEDED or
+// CONCURRENCY_LIMIT_EXCEEDED with the time to wait before retrying, except
+// for a call that costs more than a spend limit holds in all: no wait
+// helps, and it is refused as not retryable. A limiter whose store failed and that fails closed
 // ([limiter.ErrStoreUnavailable]) refuses the call as RATE_LIMIT_EXCEEDED
 // with a wait of one second, as the Guard does; a call whose context
 // ended before the limiter decided is refused the same way (see

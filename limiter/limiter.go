@@ -207,9 +207,9 @@ func (l *Limiter) Limits() []Limit { return append([]Limit(nil), l.limits...) }
 // AllowAt decides whether the call r made at time now may proceed, and if
 // so takes its calls, cost and in-flight slots from every applicable limit
 // at once. A denied call takes nothing from any limit. A dry run
-// ([Request].DryRun) is checked against the Spend limits but takes no
-// cost. Stores with their own clock (Redis) decide at their own time
-// rather than now.
+// ([Request].DryRun) takes no cost: its cost is checked against the Spend
+// limits (by a [PeekStore]; see Request). Stores with their own clock
+// (Redis) decide at their own time rather than now.
 //
 // Every allowed Decision must be passed to [Limiter.Release] exactly once
 // when the call ends, on every way out (use defer); a Decision that holds
