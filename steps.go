@@ -155,11 +155,11 @@ type countedKey struct{}
 // returns. A refusal is RATE_LIMIT_EXCEEDED, SPEND_LIMIT_EXCEEDED or
 // CONCURRENCY_LIMIT_EXCEEDED with the time to wait before retrying, except
 // for a call that costs more than a spend limit holds in all: no wait
-// helps, and it is refused as not retryable. A limiter whose store failed and that fails closed
-// ([limiter.ErrStoreUnavailable]) refuses the call as RATE_LIMIT_EXCEEDED
-// with a wait of one second, as the Guard does; a call whose context
-// ended before the limiter decided is refused the same way (see
-// [Options].Limiter).
+// helps, and it is refused as not retryable. A limiter whose store failed
+// and that fails closed ([limiter.ErrStoreUnavailable]) refuses the call as
+// RATE_LIMIT_EXCEEDED with a wait of one second, as the Guard does; a call
+// whose context ended before the limiter decided is refused the same way
+// (see [Options].Limiter).
 //
 // Limit returns an error for a nil limiter or policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
