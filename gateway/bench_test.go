@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -19,7 +20,11 @@ import (
 // BenchmarkGateway measures a go-sdk stateless JSON server on loopback,
 // directly and through the gateway (also on loopback), in the same run, at 1
 // and 32 concurrent clients. It reports both throughputs, their ratio
-// (gw/direct), both median latencies and the latency the gateway adds.
+// (gw/direct), both median latencies and the latency the gateway adds, and
+// for each path the process's CPU time per request (cpu_µs/op: every party
+// is in this process, so gw less direct is what the gateway costs) and the
+// share of GOMAXPROCS the process kept busy (busy; under 1 at 32 clients,
+// the path waits on something else than the CPU).
 //
 // The goroutines of the downstream's server, the gateway's server and the
 // load generator carry the pprof label "party" (down, gw, client), so that
@@ -63,6 +68,10 @@ func BenchmarkGateway(b *testing.B) {
 			b.ReportMetric(direct.p50(), "direct_p50_µs")
 			b.ReportMetric(via.p50(), "gw_p50_µs")
 			b.ReportMetric(via.p50()-direct.p50(), "added_p50_µs")
+			b.ReportMetric(direct.cpuPerOp(), "direct_cpu_µs/op")
+			b.ReportMetric(via.cpuPerOp(), "gw_cpu_µs/op")
+			b.ReportMetric(direct.busy(), "direct_busy")
+			b.ReportMetric(via.busy(), "gw_busy")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -84,13 +93,23 @@ func echoHandler() http.Handler {
 type result struct {
 	n    int
 	d    time.Duration
+	cpu  time.Duration // this process's CPU time (user and system)
 	lats []time.Duration
 }
 
 func (r *result) add(o result) {
 	r.n += o.n
 	r.d += o.d
+	r.cpu += o.cpu
 	r.lats = append(r.lats, o.lats...)
+}
+
+// cpuPerOp is the process's CPU time per request, in microseconds.
+func (r *result) cpuPerOp() float64 { return float64(r.cpu.Microseconds()) / float64(r.n) }
+
+// busy is the share of the machine's CPUs (GOMAXPROCS) the process used.
+func (r *result) busy() float64 {
+	return r.cpu.Seconds() / (r.d.Seconds() * float64(runtime.GOMAXPROCS(0)))
 }
 
 func (r *result) opsPerSec() float64 { return float64(r.n) / r.d.Seconds() }
@@ -107,7 +126,7 @@ func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) 
 	lats := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for range clients {
 		wg.Add(1)
 		go func() {
@@ -144,7 +163,7 @@ func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) 
 	if f := failed.Load(); f != nil {
 		b.Fatalf("%s: %v", url, f)
 	}
-	return result{n: n, d: time.Since(start), lats: lats}
+	return result{n: n, d: time.Since(start), cpu: processCPU() - cpu0, lats: lats}
 }
 
 // labelled runs start with the pprof label party=name, which the goroutines
