@@ -144,7 +144,8 @@ var (
 	// ErrNoSink is returned by [WriteDurable] for a nil sink.
 	ErrNoSink = errors.New("audit: no sink")
 	// ErrInvalidEvent is returned for an event that cannot be encoded
-	// (a NaN or infinite number, a time outside years 0-9999).
+	// or stored (a NaN or infinite number, a time outside years 0-9999,
+	// a record too large for the sink).
 	ErrInvalidEvent = errors.New("audit: invalid event")
 )
 

@@ -361,8 +361,20 @@ func toRow(e *Event, d Dialect) (row, error) {
 		}
 		r.args = sql.NullString{String: text(string(b)), Valid: true}
 	}
+	if d == Postgres && r.textLen() > maxPostgresRowText {
+		// pgx refuses to send it, the server would end the connection:
+		// no answer, which the writer would retry for good (see answered).
+		return row{}, fmt.Errorf("%w: %d bytes of text, over the %d that one message to PostgreSQL carries", ErrInvalidEvent, r.textLen(), maxPostgresRowText)
+	}
 	return r, nil
 }
+
+// maxPostgresRowText is the most text (the bytes of its strings) a row
+// stored on PostgreSQL may hold: the server takes a message of at most
+// 1 GiB (PQ_LARGE_MESSAGE_LIMIT, which pgx checks before it sends), and
+// the rest of one row's INSERT (its numbers, the lengths and names of the
+// protocol) takes far less than the 64 KiB left.
+const maxPostgresRowText = 1<<30 - 1<<16
 
 // text makes s storable in any TEXT column: each byte of invalid UTF-8, as
 // in the JSON encoding of a [JSONLSink] (and encoding/json), and each NUL
@@ -399,9 +411,10 @@ func (r *row) appendArgs(dst []any, d Dialect) []any {
 // Write queues e for the background writer. It blocks while the queue is
 // full, until there is room or ctx ends (then it returns ctx's error and e is
 // not recorded). It returns [ErrInvalidEvent] for an event that has no
-// correlation id, phase or time or cannot be stored, and [ErrClosed] after
-// Close. A nil error means queued: use Flush, Close or WriteDurable to know
-// it is committed.
+// correlation id, phase or time or cannot be stored (on PostgreSQL, one of
+// more than 1 GiB less 64 KiB of text, which one message to the server
+// cannot carry), and [ErrClosed] after Close. A nil error means queued:
+// use Flush, Close or WriteDurable to know it is committed.
 func (s *SQLSink) Write(ctx context.Context, e *Event) error {
 	if s.queue == nil {
 		return errNotOpened
@@ -963,8 +976,10 @@ func transientErr(d Dialect, err error) bool {
 // SQLSTATE): one without (the connection lost before the answer, or never
 // made: end of file, "conn closed", a connect timeout under load) says
 // nothing of the row, which the server may never have seen, even when a
-// ping on another connection gets through. On SQLite every error is the
-// database's own.
+// ping on another connection gets through. (Such an error is retried for
+// as long as it lasts: the one row that would meet it every time, one of
+// more text than a message to the server carries, is refused by Write;
+// see maxPostgresRowText.) On SQLite every error is the database's own.
 func (s *SQLSink) answered(err error) bool {
 	if s.d != Postgres {
 		return true

@@ -223,8 +223,10 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 
 // mayVerify reports whether a JWK whose members do not all read as they
 // should may be a signature key: unless its "use" reads as a string other
-// than "sig", or its "key_ops" as an array of strings without "verify".
-// A "use" or "key_ops" that does not read leaves it undecided, so it may.
+// than "sig", or its "key_ops" as an array of strings without "verify"
+// (null reads as "" or as no strings, as in a key that parseJWKSKeys reads
+// whole, which is skipped then). A "use" or "key_ops" that does not read
+// (a number, an array with a number) leaves it undecided, so it may.
 func mayVerify(members map[string]json.RawMessage) bool {
 	var use string
 	if raw, ok := members["use"]; ok && json.Unmarshal(raw, &use) == nil && use != "sig" {
