@@ -64,20 +64,7 @@ func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pr *policy.
 	}
 	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pr: pr, cid: cid, start: start}, plans: plans, members: members,
 		acceptSSE: acceptsSSE(r.Header), answers: make(map[*plan][][]byte, len(members))}
-	slots := make(chan struct{}, maxBatchInFlight)
-	var wg sync.WaitGroup
-	for _, m := range members {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() {
-				<-slots
-				wg.Done()
-			}()
-			b.run(r, m)
-		}()
-	}
-	wg.Wait()
+	b.runAll(r)
 	g.withheldSummary(b.lst)
 	sseMode := b.ew != nil
 	if !sseMode {
@@ -146,6 +133,25 @@ func (b *batchOut) run(r *http.Request, m *member) {
 		b.ew.writeMessage(msg)
 	}
 	b.held.Add(-held)
+}
+
+// runAll forwards b's members, at most maxBatchInFlight at a time, and
+// returns once each has been answered or relayed ([batchOut.run]).
+func (b *batchOut) runAll(r *http.Request) {
+	slots := make(chan struct{}, maxBatchInFlight)
+	var wg sync.WaitGroup
+	for _, m := range b.members {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() {
+				<-slots
+				wg.Done()
+			}()
+			b.run(r, m)
+		}()
+	}
+	wg.Wait()
 }
 
 // copyHeaderLocked copies to the client the header of the first member, in

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -139,20 +138,7 @@ func TestReview19bBatchHeldAccounting(t *testing.T) {
 			rec := httptest.NewRecorder()
 			b := &batchOut{g: g, w: rec, pr: pr, cid: "cid", lst: &listing{r: r, pr: pr, cid: "cid", start: start}, plans: plans, members: members,
 				acceptSSE: acceptsSSE(r.Header), answers: make(map[*plan][][]byte, len(members))}
-			slots := make(chan struct{}, maxBatchInFlight)
-			var wg sync.WaitGroup
-			for _, m := range members {
-				slots <- struct{}{}
-				wg.Add(1)
-				go func() {
-					defer func() {
-						<-slots
-						wg.Done()
-					}()
-					b.run(r, m)
-				}()
-			}
-			wg.Wait()
+			b.runAll(r)
 
 			if got := b.ew != nil; got != tc.stream {
 				t.Fatalf("event stream %v, want %v", got, tc.stream)
