@@ -137,7 +137,8 @@ func badBody() *mcpguard.DenialError {
 }
 
 // restArguments returns the arguments of a REST body, {"arguments":
-// {...}}: {} for an empty or null body or null arguments. It checks the
+// {...}}: {} for an empty or null body (or one of JSON's white space
+// only: space, tab, CR, LF) or null arguments. It checks the
 // body's shape only: one JSON value, an object whose one member is
 // "arguments" (once, spelt so: not "ARGUMENTS", which encoding/json would
 // take for it), an object or null, nested at most maxRESTArgsDepth levels.
@@ -145,7 +146,9 @@ func badBody() *mcpguard.DenialError {
 // strings, numbers, text encoding, duplicate names): they are returned
 // as sent.
 func restArguments(raw []byte) (json.RawMessage, *mcpguard.DenialError) {
-	raw = bytes.TrimSpace(raw)
+	// JSON's white space only: bytes.TrimSpace would also take off
+	// Unicode's (a no-break space, a form feed), which JSON refuses.
+	raw = bytes.Trim(raw, " \t\r\n")
 	if len(raw) == 0 {
 		return json.RawMessage("{}"), nil
 	}
