@@ -88,6 +88,14 @@
 // postrotate "kill -HUP <pid>"; copytruncate is not needed). Otherwise
 // SIGHUP is logged and ignored.
 //
+// A mistake in the flags (a value out of range or malformed, a --path no
+// request can match, a file of --policy, --tool-pins or --jwt-jwks that
+// does not parse, an invalid MCP_GATEWAY_TOKENS, flags that exclude each
+// other, a flag given twice, an argument after the flags, a flag given as
+// "") stops the start with exit status 2, before anything is fetched,
+// opened or listened on; other failures exit with status 1. An --upstream
+// that is plain http to a host other than loopback is warned about.
+//
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
 // (RFC 9728) for MCP clients to discover --jwt-issuer (with --introspect,
@@ -140,7 +148,7 @@ func run(logger *slog.Logger) error {
 	host := flag.String("host", "127.0.0.1", "address to listen on (loopback by default)")
 	port := flag.Int("port", 8080, "port to listen on")
 	upstream := flag.String("upstream", "http://127.0.0.1:8081/mcp", "downstream MCP Streamable HTTP endpoint")
-	path := flag.String("path", "/mcp", "path the gateway serves MCP on")
+	path := flag.String("path", "/mcp", "path the gateway serves MCP on: a plain path (no query, fragment or %-escape), not /healthz")
 	timeout := flag.Float64("timeout", 30, "downstream timeout in seconds")
 	filter := flag.Bool("filter-tools-list", false, "remove tools the caller may not call from tools/list")
 	rate := flag.String("rate", "", `per-user call rate for tools/call, as "N/duration" (e.g. 60/1m); empty: none`)
@@ -168,65 +176,82 @@ func run(logger *slog.Logger) error {
 	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, whose rules are refused or ask for a confirmation, or an empty --policy, stops the start (exit status 2)")
 	flag.Parse()
 
+	// Every check of the flags, and of the files and variables they
+	// name, comes first: a mistake stops the start with exit status 2
+	// before a JWK Set is fetched, an endpoint asked, the --audit file
+	// opened or the port listened on.
+	if err := checkArgs(flag.CommandLine, os.Args[1:]); err != nil {
+		return usageError{err}
+	}
 	switch {
 	case math.IsNaN(*timeout) || *timeout <= 0 || *timeout > float64(math.MaxInt64/int64(time.Second)) ||
 		time.Duration(*timeout*float64(time.Second)) <= 0: // under a nanosecond: gateway.New's 30 s
-		return fmt.Errorf("--timeout %v: want a positive number of seconds", *timeout)
-	case *rolesClaim == "":
-		// token.JWTConfig would read "roles" instead.
-		return errors.New(`--jwt-roles-claim "": want a claim name`)
-	case *inRoles == "":
-		// token.IntrospectionConfig would read "scope" instead.
-		return errors.New(`--introspect-roles-claim "": want a member name`)
+		return usagef("--timeout %v: want a positive number of seconds", *timeout)
 	case *maxBody <= 0:
-		return fmt.Errorf("--max-body %d: want a positive number of bytes", *maxBody)
+		return usagef("--max-body %d: want a positive number of bytes", *maxBody)
 	case *inflight < 0:
-		return fmt.Errorf("--inflight %d: want 0 (no cap) or more", *inflight)
-	case !strings.HasPrefix(*path, "/"):
-		return fmt.Errorf("--path %q: want a path beginning with /", *path)
+		return usagef("--inflight %d: want 0 (no cap) or more", *inflight)
+	case checkPath(*path) != nil:
+		return usageError{checkPath(*path)}
 	case *port < 0 || *port > 65535:
-		return fmt.Errorf("--port %d: want 0 to 65535", *port)
+		return usagef("--port %d: want 0 to 65535", *port)
 	case *leeway < 0 || *leeway > token.MaxLeeway:
 		// Checked here, before the issuer is asked for its keys.
-		return fmt.Errorf("--jwt-leeway %v: want 0 to %v (a wider window accepts tokens that long after they expired; set the clocks right instead)", *leeway, token.MaxLeeway)
+		return usagef("--jwt-leeway %v: want 0 to %v (a wider window accepts tokens that long after they expired; set the clocks right instead)", *leeway, token.MaxLeeway)
 	case *inLeeway < 0 || *inLeeway > token.MaxLeeway:
-		return fmt.Errorf("--introspect-leeway %v: want 0 to %v (a wider window accepts tokens that long after they expired; set the clocks right instead)", *inLeeway, token.MaxLeeway)
+		return usagef("--introspect-leeway %v: want 0 to %v (a wider window accepts tokens that long after they expired; set the clocks right instead)", *inLeeway, token.MaxLeeway)
+	case *pinTools && *toolPins != "":
+		return usagef("--pin-tools and --tool-pins: choose one (--pin-tools approves definitions as they are first listed, --tool-pins only those of the file)")
 	}
-	if *pinTools && *toolPins != "" {
-		return errors.New("--pin-tools and --tool-pins: choose one (--pin-tools approves definitions as they are first listed, --tool-pins only those of the file)")
+	up, err := checkUpstream(*upstream)
+	if err != nil {
+		return usageError{err}
 	}
 	if *printPinsFlag {
 		return printPins(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), stdout)
 	}
 	var pol *policy.Policy // nil: gateway.DefaultPolicy
-	policySet := false
-	flag.Visit(func(f *flag.Flag) { policySet = policySet || f.Name == "policy" })
-	if policySet && *policyFile == "" {
-		// An empty variable in a template: not a wish for the default.
-		return usageError{errors.New(`--policy "": want a file of rules (leave the flag out for the default policy)`)}
-	}
 	if *policyFile != "" {
-		p, err := loadPolicy(*policyFile)
-		if err != nil {
+		if pol, err = loadPolicy(*policyFile); err != nil {
 			return err
 		}
-		pol = p
 	}
 	if err := checkTokenFlags(*jwks != "" || *issuer != "", *introspect != ""); err != nil {
-		return err
+		return usageError{err}
+	}
+	var urlErr error // the URLs the token package fetches
+	switch {
+	case isURL(*jwks):
+		urlErr = checkServerURL("--jwt-jwks", *jwks, false)
+	case *jwks == "" && *issuer != "":
+		if urlErr = checkServerURL("--jwt-issuer", *issuer, true); urlErr != nil {
+			urlErr = fmt.Errorf("%w (the discovery document is read from it; or give --jwt-jwks)", urlErr)
+		}
+	}
+	if urlErr != nil {
+		return usageError{urlErr}
 	}
 	refreshSet := false
 	flag.Visit(func(f *flag.Flag) { refreshSet = refreshSet || f.Name == "jwt-jwks-min-refresh" })
 	switch {
 	case refreshSet && *jwks != "" && !isURL(*jwks):
 		// First: with a file the flag does nothing, whatever its value.
-		return errors.New("--jwt-jwks-min-refresh: only with a --jwt-jwks URL or a discovered JWK Set (a file is read once)")
+		return usagef("--jwt-jwks-min-refresh: only with a --jwt-jwks URL or a discovered JWK Set (a file is read once)")
 	case *minRefresh <= 0:
-		return fmt.Errorf("--jwt-jwks-min-refresh %v: want a positive duration", *minRefresh)
+		return usagef("--jwt-jwks-min-refresh %v: want a positive duration", *minRefresh)
 	case *minRefresh > time.Hour:
 		// The set is fetched again after an hour (token's default
 		// MaxAge), and the interval holds that fetch back too.
-		return fmt.Errorf("--jwt-jwks-min-refresh %v: at most 1h, the JWK Set's lifetime (a longer one would keep a key the provider removed that long)", *minRefresh)
+		return usagef("--jwt-jwks-min-refresh %v: at most 1h, the JWK Set's lifetime (a longer one would keep a key the provider removed that long)", *minRefresh)
+	case *introspect != "" && *inCacheTTL < 0:
+		return usagef("--introspect-cache-ttl %v: want 0 (no caching) or more", *inCacheTTL)
+	case *introspect != "" && *resource != "" && *inIssuer == "":
+		return usagef("--jwt-resource with --introspect needs --introspect-issuer: the authorization server its metadata names")
+	}
+	if _, set := os.LookupEnv(gateway.TokensEnv); !set && *jwks == "" && *issuer == "" && *introspect == "" && !loopback.IsHost(*host) {
+		// The demo tokens are in the source: on an address others
+		// reach, anyone would be admin.
+		return usagef("--host %s is not a loopback address, and the built-in demo tokens (admin-token, viewer-token) are public: set %s, or verify JWTs or use --introspect", *host, gateway.TokensEnv)
 	}
 	if *audience == "" {
 		// The MCP authorization specification binds tokens to the
@@ -236,44 +261,13 @@ func run(logger *slog.Logger) error {
 	if *inAudience == "" {
 		*inAudience = *resource
 	}
-	// The authorization server that the resource metadata names.
-	asFlag, asURL := "--jwt-issuer", *issuer
-	var auth gateway.Authenticator
-	var err error
-	if *introspect != "" {
-		asFlag, asURL = "--introspect-issuer", *inIssuer
-		switch {
-		case *inCacheTTL < 0:
-			return fmt.Errorf("--introspect-cache-ttl %v: want 0 (no caching) or more", *inCacheTTL)
-		case *resource != "" && *inIssuer == "":
-			return errors.New("--jwt-resource with --introspect needs --introspect-issuer: the authorization server its metadata names")
-		}
-		cacheTTL := *inCacheTTL
-		if cacheTTL == 0 {
-			cacheTTL = -1 // token.IntrospectionConfig: not cached
-		}
-		auth, err = introspector(logger, token.IntrospectionConfig{
-			Endpoint: *introspect, Issuer: *inIssuer, Audience: *inAudience,
-			RolesClaim: *inRoles, Leeway: *inLeeway, CacheTTL: cacheTTL,
-		})
-	} else {
-		if _, set := os.LookupEnv(gateway.TokensEnv); !set && *jwks == "" && *issuer == "" && !loopback.IsHost(*host) {
-			// The demo tokens are in the source: on an address others
-			// reach, anyone would be admin.
-			return fmt.Errorf("--host %s is not a loopback address, and the built-in demo tokens (admin-token, viewer-token) are public: set %s, or verify JWTs or use --introspect", *host, gateway.TokensEnv)
-		}
-		auth, err = authenticator(logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
-	}
-	if err != nil {
-		return err
-	}
 	var limits []limiter.Limit
 	if *rate != "" {
 		n, per, ok := strings.Cut(*rate, "/")
 		max, err1 := strconv.ParseFloat(n, 64)
 		window, err2 := time.ParseDuration(per)
 		if !ok || err1 != nil || err2 != nil {
-			return fmt.Errorf("--rate %q: want N/duration, e.g. 60/1m", *rate)
+			return usagef("--rate %q: want N/duration, e.g. 60/1m", *rate)
 		}
 		limits = append(limits, limiter.Limit{Kind: limiter.Rate, Scope: limiter.User, Max: max, Window: window})
 	}
@@ -284,12 +278,19 @@ func run(logger *slog.Logger) error {
 		Policy: pol, Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
 		Timeout: time.Duration(*timeout * float64(time.Second)), Logger: logger,
 	}
+	if len(limits) > 0 {
+		lim, err := limiter.New(limits, nil)
+		if err != nil {
+			return usagef("--rate %q: %w", *rate, err)
+		}
+		opts.Limiter = lim
+	}
 	switch {
 	case *pinTools:
 		opts.Pins = gateway.TrustOnFirstUse()
 	case *toolPins != "":
 		if opts.Pins, err = loadPins(*toolPins); err != nil {
-			return err
+			return usageError{err}
 		}
 	}
 	if *allowedOrigins != "" {
@@ -300,6 +301,11 @@ func run(logger *slog.Logger) error {
 	if *stdTransport {
 		opts.Transport = gateway.NewTransport()
 	}
+	// The authorization server that the resource metadata names.
+	asFlag, asURL := "--jwt-issuer", *issuer
+	if *introspect != "" {
+		asFlag, asURL = "--introspect-issuer", *inIssuer
+	}
 	if *resource != "" {
 		opts.ResourceMetadata = &oauthex.ProtectedResourceMetadata{
 			Resource:             *resource,
@@ -307,12 +313,36 @@ func run(logger *slog.Logger) error {
 			ResourceName:         "mcpguard gateway",
 		}
 	}
-	if len(limits) > 0 {
-		lim, err := limiter.New(limits, nil)
-		if err != nil {
-			return err
+	// gateway.New checks the options (the origins, the resource
+	// metadata) and opens nothing: a trial now names a mistake before
+	// the authenticator asks the network anything.
+	if _, err := gateway.New(*upstream, gateway.AuthenticatorFunc(notServed), opts); err != nil {
+		switch {
+		case *resource != "" && strings.Contains(err.Error(), "ResourceMetadata"):
+			return usagef("--jwt-resource %q, %s %q: %w", *resource, asFlag, asURL, err)
+		case strings.Contains(err.Error(), "AllowedOrigins"):
+			return usagef("--allowed-origins %q: %w", *allowedOrigins, err)
 		}
-		opts.Limiter = lim
+		return usageError{err}
+	}
+	if plainOffLoopback(up) {
+		logger.Warn("--upstream is plain http to a host that is not loopback: the identity headers the downstream trusts, and every call's arguments and answer, cross the network unencrypted and can be read or forged on the way; use https, or put the downstream on the same host", "upstream", shownUpstream(*upstream))
+	}
+	var auth gateway.Authenticator
+	if *introspect != "" {
+		cacheTTL := *inCacheTTL
+		if cacheTTL == 0 {
+			cacheTTL = -1 // token.IntrospectionConfig: not cached
+		}
+		auth, err = introspector(logger, token.IntrospectionConfig{
+			Endpoint: *introspect, Issuer: *inIssuer, Audience: *inAudience,
+			RolesClaim: *inRoles, Leeway: *inLeeway, CacheTTL: cacheTTL,
+		})
+	} else {
+		auth, err = authenticator(logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
+	}
+	if err != nil {
+		return err
 	}
 	if *auditPath != "" {
 		sink, closeSink, err := openAudit(logger, *auditPath)
@@ -326,9 +356,6 @@ func run(logger *slog.Logger) error {
 	}
 	g, err := gateway.New(*upstream, auth, opts)
 	if err != nil {
-		if *resource != "" && strings.Contains(err.Error(), "ResourceMetadata") {
-			return fmt.Errorf("--jwt-resource %q, %s %q: %w", *resource, asFlag, asURL, err)
-		}
 		return err
 	}
 	if opts.Pins != nil {
@@ -448,18 +475,18 @@ const introspectProbe = "mcpguard-gateway-start-probe"
 // accepts a token nobody issued would accept any.
 func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.Authenticator, error) {
 	if _, set := os.LookupEnv(gateway.TokensEnv); set {
-		return nil, fmt.Errorf("--introspect and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
+		return nil, usagef("--introspect and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
 	}
 	if cfg.Audience == "" {
-		return nil, errors.New("--introspect needs an audience: give --introspect-audience or --jwt-resource")
+		return nil, usagef("--introspect needs an audience: give --introspect-audience or --jwt-resource")
 	}
 	id, idSet := os.LookupEnv(introspectIDEnv)
 	secret, secretSet := os.LookupEnv(introspectSecretEnv)
 	switch {
 	case idSet != secretSet:
-		return nil, fmt.Errorf("--introspect: set both %s and %s, or neither (an endpoint that needs no client authentication)", introspectIDEnv, introspectSecretEnv)
+		return nil, usagef("--introspect: set both %s and %s, or neither (an endpoint that needs no client authentication)", introspectIDEnv, introspectSecretEnv)
 	case idSet && (id == "" || secret == ""):
-		return nil, fmt.Errorf("--introspect: %s or %s is empty", introspectIDEnv, introspectSecretEnv)
+		return nil, usagef("--introspect: %s or %s is empty", introspectIDEnv, introspectSecretEnv)
 	}
 	cfg.ClientID, cfg.ClientSecret = id, secret
 	cfg.ErrorHandler = func(err error) {
@@ -467,7 +494,7 @@ func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.A
 	}
 	v, err := token.NewIntrospector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--introspect: %w", err)
+		return nil, usagef("--introspect: %w", err)
 	}
 	switch _, _, err := v.Introspect(context.Background(), introspectProbe); {
 	case errors.Is(err, token.ErrIntrospectionFailed):
@@ -517,18 +544,22 @@ func isURL(jwks string) bool {
 func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, cfg token.JWTConfig) (gateway.Authenticator, error) {
 	if jwks == "" && cfg.Issuer == "" {
 		if cfg.Audience != "" {
-			return nil, errors.New("--jwt-audience needs --jwt-jwks or --jwt-issuer")
+			return nil, usagef("--jwt-audience needs --jwt-jwks or --jwt-issuer")
 		}
-		return gateway.TokensFromEnv(logger)
+		auth, err := gateway.TokensFromEnv(logger)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return auth, nil
 	}
 	if _, set := os.LookupEnv(gateway.TokensEnv); set {
-		return nil, fmt.Errorf("JWTs (--jwt-jwks or --jwt-issuer) and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
+		return nil, usagef("JWTs (--jwt-jwks or --jwt-issuer) and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
 	}
 	switch {
 	case cfg.Issuer == "":
-		return nil, errors.New("--jwt-jwks needs --jwt-issuer")
+		return nil, usagef("--jwt-jwks needs --jwt-issuer")
 	case cfg.Audience == "":
-		return nil, errors.New("JWTs need an audience: give --jwt-audience or --jwt-resource")
+		return nil, usagef("JWTs need an audience: give --jwt-audience or --jwt-resource")
 	}
 	keySetOpts := &token.RemoteKeySetOptions{
 		MinRefreshInterval: minRefresh,
@@ -553,15 +584,15 @@ func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, c
 	default:
 		data, err := os.ReadFile(jwks)
 		if err != nil {
-			return nil, fmt.Errorf("--jwt-jwks: %w", err)
+			return nil, usagef("--jwt-jwks: %w", err)
 		}
 		if cfg.Keys, err = token.ParseJWKS(data); err != nil {
-			return nil, fmt.Errorf("--jwt-jwks %s: %w", jwks, err)
+			return nil, usagef("--jwt-jwks %s: %w", jwks, err)
 		}
 	}
 	v, err := token.NewJWT(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--jwt-* flags: %w", err)
+		return nil, usagef("--jwt-* flags: %w", err)
 	}
 	shown := jwks
 	if cfg.KeySet != nil {

@@ -93,10 +93,7 @@ func listWithPins(ctx context.Context, logger *slog.Logger, upstream string, tim
 		opts.Audit = sink
 	}
 	// It serves no one but CheckPins, which needs no token.
-	noToken := gateway.AuthenticatorFunc(func(context.Context, string) (*policy.Principal, error) {
-		return nil, errors.New("not served")
-	})
-	g, err := gateway.New(upstream, noToken, opts)
+	g, err := gateway.New(upstream, gateway.AuthenticatorFunc(notServed), opts)
 	if err != nil {
 		return 0, err
 	}
@@ -111,6 +108,12 @@ func listWithPins(ctx context.Context, logger *slog.Logger, upstream string, tim
 		return 0, fmt.Errorf("%s: %w", shownUpstream(upstream), err)
 	}
 	return n, nil
+}
+
+// notServed authenticates for a gateway that serves no one: it refuses
+// every token.
+func notServed(context.Context, string) (*policy.Principal, error) {
+	return nil, errors.New("not served")
 }
 
 // stdout is where --print-pins writes (a test's buffer in tests).

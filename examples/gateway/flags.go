@@ -1,0 +1,141 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/loopback"
+)
+
+// checkArgs refuses what the flag package lets through but the operator
+// cannot have meant, in the arguments args that fs parsed: a flag given
+// twice (the flag package keeps the last value: in a template, a second
+// --policy or --host would replace the first without a word), an argument
+// after the flags (the flag package stops at the first non-flag and
+// ignores the rest: "--filter-tools-list false --policy strict.json"
+// would leave the policy out), and a string flag given as "" (an empty
+// variable in a template: --host "" would listen on every interface,
+// --introspect "" or --tool-pins "" turn the check off). Leaving a flag
+// out gives its default.
+func checkArgs(fs *flag.FlagSet, args []string) error {
+	seen := make(map[string]bool)
+	for len(args) > 0 {
+		s := args[0]
+		if len(s) < 2 || s[0] != '-' {
+			break
+		}
+		name := strings.TrimPrefix(s[1:], "-")
+		if name == "" && s == "--" {
+			break
+		}
+		name, _, hasValue := strings.Cut(name, "=")
+		args = args[1:]
+		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) && len(args) > 0 {
+			args = args[1:] // the flag's value
+		}
+		if seen[name] {
+			return fmt.Errorf("--%s is given twice: give it once (the flag package would keep the last value)", name)
+		}
+		seen[name] = true
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q: every setting is a flag (a boolean flag takes a value as --flag=false)", rest[0])
+	}
+	var empty []string
+	fs.Visit(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if s, ok := g.Get().(string); ok && s == "" {
+				empty = append(empty, f.Name)
+			}
+		}
+	})
+	if len(empty) > 0 {
+		return fmt.Errorf("--%s \"\": %s", empty[0], emptyWant(empty[0]))
+	}
+	return nil
+}
+
+// emptyWant says what a flag given as "" wants.
+func emptyWant(name string) string {
+	switch name {
+	case "policy":
+		return "want a file of rules (leave the flag out for the default policy)"
+	case "jwt-roles-claim":
+		return "want a claim name" // token.JWTConfig would read "roles"
+	case "introspect-roles-claim":
+		return "want a member name" // token.IntrospectionConfig would read "scope"
+	}
+	return "want a value (leave the flag out for its default)"
+}
+
+// usagef returns a usageError of the formatted message.
+func usagef(format string, a ...any) error {
+	return usageError{fmt.Errorf(format, a...)}
+}
+
+// isBoolFlag reports whether f takes no value after it, as the flag
+// package decides.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// checkUpstream refuses an --upstream that is not an absolute http or
+// https URL, or that holds user information: the gateway never sends it
+// (no Authorization header goes downstream), so a downstream expecting
+// those credentials would refuse every call. Its errors never show the
+// URL's user information or query, which may hold a secret. It returns
+// the parsed URL.
+func checkUpstream(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return nil, fmt.Errorf("--upstream %s: want an absolute http or https URL, such as http://127.0.0.1:8081/mcp", shownUpstream(raw))
+	case u.User != nil:
+		return nil, fmt.Errorf("--upstream %s: the URL holds user information (user:password@), which the gateway never sends downstream: leave it out", shownUpstream(raw))
+	}
+	return u, nil
+}
+
+// checkPath refuses a --path that no request's path can equal: the
+// gateway compares it with the request's decoded path, which holds no
+// query, fragment or percent-escape. It refuses the health check's path
+// too, which would shadow it.
+func checkPath(p string) error {
+	u, err := url.Parse(p)
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("--path %q: want a path beginning with /", p)
+	case err != nil || u.Path != p || u.Host != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("--path %q: want a plain path, without query, fragment or %%-escapes (the gateway compares it with the request's decoded path)", p)
+	case p == "/healthz":
+		return fmt.Errorf("--path %q: the health check's path", p)
+	}
+	return nil
+}
+
+// checkServerURL refuses, before anything is fetched, the URL of flag
+// name that the token package would refuse: one that is not https, or
+// http to a loopback host; and, when bare, one with user information, a
+// query or a fragment (an issuer whose discovery document is read).
+func checkServerURL(name, raw string, bare bool) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Errorf("%s %s: want an https URL", name, shownUpstream(raw))
+	case u.Scheme == "http" && !loopback.IsHost(u.Host):
+		return fmt.Errorf("%s %s: http is accepted only to a loopback host (127.0.0.1, ::1, localhost): use https", name, shownUpstream(raw))
+	case bare && (u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != ""):
+		return fmt.Errorf("%s %s: want an https URL without user information, query or fragment", name, shownUpstream(raw))
+	}
+	return nil
+}
+
+// plainOffLoopback reports whether u is plain http to a host other than
+// a loopback one: the identity headers the downstream trusts, and every
+// call, then cross the network unencrypted.
+func plainOffLoopback(u *url.URL) bool {
+	return u.Scheme == "http" && !loopback.IsHost(u.Host)
+}
