@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +37,7 @@ type Options struct {
 	// Path is the path the gateway serves MCP on. Empty means "/mcp".
 	Path string
 	// HealthPath answers GET with liveness and the configured upstream.
-	// Empty means "/healthz"; "-" disables it.
+	// Empty means "/healthz"; "-" disables it. It may not be Path.
 	HealthPath string
 	// FilterToolsList removes from tools/list results the tools the caller
 	// may not call; an answer the gateway cannot read as JSON, or as its
@@ -262,6 +263,26 @@ func NewTransport() *http.Transport {
 	return t
 }
 
+// shownRawURL quotes raw, a URL that may not parse, for an error: without
+// its query or fragment, and with its user information (what comes before
+// an @ in the authority) as "…".
+func shownRawURL(raw string) string {
+	s, _, _ := strings.Cut(raw, "?")
+	s, _, _ = strings.Cut(s, "#")
+	start := 0
+	if i := strings.Index(s, "//"); i >= 0 {
+		start = i + 2
+	}
+	end := len(s)
+	if i := strings.IndexByte(s[start:], '/'); i >= 0 {
+		end = start + i
+	}
+	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
+		s = s[:start] + "…" + s[start+at:]
+	}
+	return strconv.Quote(s)
+}
+
 // shownURL is u as logs and the health answer show it: without its user
 // information or query, any of which may hold a secret (a user name may be
 // a token: https://TOKEN@host).
@@ -273,14 +294,21 @@ func shownURL(u *url.URL) string {
 
 // New returns a Gateway forwarding to upstream, an absolute http or https
 // URL of the downstream's MCP endpoint, and authenticating with auth. It
-// returns an error for a bad URL, a nil auth or an ArgsKey shorter than 16
-// bytes. A query in upstream is sent with every request as configured, and
+// returns an error for a bad URL or one with user information (the gateway
+// sends no credentials of its own downstream; its errors never show the
+// URL's user information or query), a nil auth, an ArgsKey shorter than 16
+// bytes, or a Path equal to the HealthPath. A query in upstream is sent with every request as configured, and
 // a client's query is then dropped; without one, the client's query is
 // passed on.
 func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("gateway: upstream %q must be an absolute http(s) URL", upstream)
+		return nil, fmt.Errorf("gateway: upstream %s must be an absolute http(s) URL", shownRawURL(upstream))
+	}
+	if u.User != nil {
+		// Neither the gateway's own client nor a Transport sends them (a
+		// downstream expecting them would refuse every call).
+		return nil, fmt.Errorf("gateway: upstream %s holds user information (user:password@), which the gateway never sends downstream", shownRawURL(upstream))
 	}
 	if auth == nil {
 		return nil, errors.New("gateway: nil Authenticator")
@@ -315,6 +343,10 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.noLocalhostGuard = o.DisableLocalhostProtection
+	if g.path == g.healthPath {
+		// Every request to it would be answered as the health check.
+		return nil, fmt.Errorf("gateway: Path %q is also the HealthPath", g.path)
+	}
 	if g.resource != nil && (g.resource.path == g.path || g.resource.path == g.healthPath) {
 		return nil, fmt.Errorf("gateway: ResourceMetadata's well-known path %q is also the gateway's Path or HealthPath", g.resource.path)
 	}
