@@ -264,23 +264,45 @@ func NewTransport() *http.Transport {
 }
 
 // shownRawURL quotes raw, a URL that may not parse, for an error: without
-// its query or fragment, and with its user information (what comes before
-// an @ in the authority) as "…".
+// its query or fragment, and with what may be user information as "…".
+// Since raw may be malformed (a scheme left out or given one slash, a
+// password holding an unescaped "/", "?" or "#"), all that comes before
+// its last "@" after the "scheme://" is taken for user information; and
+// when a "?" or "#" comes before that "@", which cannot tell a password
+// from a query, all that comes after the "scheme://" is hidden.
 func shownRawURL(raw string) string {
-	s, _, _ := strings.Cut(raw, "?")
-	s, _, _ = strings.Cut(s, "#")
 	start := 0
-	if i := strings.Index(s, "//"); i >= 0 {
-		start = i + 2
+	if i := strings.Index(raw, "://"); i > 0 && isScheme(raw[:i]) {
+		start = i + len("://")
+	} else if strings.HasPrefix(raw, "//") {
+		start = len("//")
 	}
-	end := len(s)
-	if i := strings.IndexByte(s[start:], '/'); i >= 0 {
-		end = start + i
+	rest := raw[start:]
+	at := strings.LastIndexByte(rest, '@')
+	if q := strings.IndexAny(rest, "?#"); q >= 0 {
+		if at > q {
+			return strconv.Quote(raw[:start] + "…")
+		}
+		rest = rest[:q]
 	}
-	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
-		s = s[:start] + "…" + s[start+at:]
+	if at >= 0 {
+		rest = "…" + rest[at:]
 	}
-	return strconv.Quote(s)
+	return strconv.Quote(raw[:start] + rest)
+}
+
+// isScheme reports whether s is a URL scheme (RFC 3986): a letter, then
+// letters, digits, "+", "-" or ".".
+func isScheme(s string) bool {
+	for i, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // shownURL is u as logs and the health answer show it: without its user

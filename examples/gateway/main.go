@@ -514,15 +514,24 @@ func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.A
 	return v, nil
 }
 
-// shownUpstream returns --upstream as the gateway's health answer shows
-// it: without its user information or query, any of which may hold a
-// secret.
+// shownUpstream returns --upstream (or another URL flag) as logs and
+// errors show it: without its user information, query
+// or fragment, any of which may hold a secret. A URL without a host, or
+// opaque, is shown only if it holds no "@", "?" or "#": url.Parse finds
+// no user information in it, yet "user:password@host" with the scheme
+// left out, or after "http:/", holds one.
 func shownUpstream(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "(an invalid URL)"
+	case u.Host == "" || u.Opaque != "":
+		if strings.ContainsAny(raw, "@?#") {
+			return "(a URL without a host)"
+		}
+		return u.String()
 	}
-	u.User, u.RawQuery, u.ForceQuery = nil, "", false
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
 }
 
