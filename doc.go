@@ -59,7 +59,7 @@
 // [Chain] composes them with
 // the first listed outermost: Chain(a, b, c)(h) == a(b(c(h))). [When]
 // applies a middleware to some calls only. [Guard.Wrap] guards a single raw
-// handler; [Guard.Install] guards a whole server.
+// handler; [Guard.Install] guards a whole server (one server per Guard).
 //
 // # Errors
 //

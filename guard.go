@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/confirm"
@@ -221,8 +224,13 @@ type Options struct {
 // A Guard is the assembled pipeline. It is safe for concurrent use. Use
 // one way in per server: [Guard.Install] for the whole server, or
 // [Guard.Wrap] / [Guard.AddTool] per handler; both at once would run the
-// pipeline twice per call (and count it twice against the limits). The
-// zero Guard is not usable: make one with [New].
+// pipeline twice per call (and count it twice against the limits).
+// [Guard.Install] installs a guard on one server, once: a guard keeps that
+// server's tools, so a second Install, on any server, is an error, and so
+// are [Guard.AddTool] on the server it is installed on and Install on a
+// server it added a tool to (a handler given to [Guard.Wrap] it cannot
+// tell). Guards that share a limiter.Store and an audit sink share limits
+// and an audit trail. The zero Guard is not usable: make one with [New].
 type Guard struct {
 	pol   *policy.Policy
 	authn Authenticator
@@ -241,6 +249,12 @@ type Guard struct {
 	maxOut int           // opts.MaxOutputBytes, its default applied; negative: no cap
 
 	active atomic.Int64 // calls under way (see Wait)
+
+	instMu sync.Mutex
+	server *mcp.Server // the server Install installed the guard on; nil: none
+	// added holds, weakly, the servers AddTool added a tool to, on which
+	// Install is refused.
+	added map[weak.Pointer[mcp.Server]]struct{}
 }
 
 // Wait returns once no call is under way in the guard: every call it has
@@ -372,7 +386,10 @@ func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 	}, nil
 }
 
-// AddTool wraps h with [Guard.Wrap] and registers it on s.
+// AddTool wraps h with [Guard.Wrap] and registers it on s. On a server
+// the guard is installed on ([Guard.Install]), which guards every tool of
+// it, added later too, it is an error (the pipeline would run twice per
+// call): add the tool with s.AddTool. Install on s is an error after it.
 func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
 	if s == nil {
 		return errors.New("mcpguard: nil server")
@@ -381,6 +398,25 @@ func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
 	if err != nil {
 		return err
 	}
+	g.instMu.Lock()
+	defer g.instMu.Unlock()
+	if g.server == s {
+		return errors.New("mcpguard: the guard is installed on this server, which guards every tool of it: add the tool with the server's AddTool")
+	}
+	k := weak.Make(s)
+	if _, ok := g.added[k]; !ok {
+		if g.added == nil {
+			g.added = map[weak.Pointer[mcp.Server]]struct{}{}
+		}
+		g.added[k] = struct{}{}
+		runtime.AddCleanup(s, g.forgetAdded, k)
+	}
 	s.AddTool(t, wh)
 	return nil
+}
+
+func (g *Guard) forgetAdded(k weak.Pointer[mcp.Server]) {
+	g.instMu.Lock()
+	defer g.instMu.Unlock()
+	delete(g.added, k)
 }

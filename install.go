@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"weak"
 
 	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/policy"
@@ -632,10 +633,30 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the
-// go-sdk looks the tool up or validates its arguments.
+// go-sdk looks the tool up or validates its arguments. A guard is
+// installed on one server only, as it keeps that server's tools: an
+// Install after one that succeeded, on the same server (which would run
+// the pipeline twice per call) or on another (whose tools of the same
+// names would be held to the first server's schemas), is an error, and
+// changes nothing; an Install that failed may be repeated. For several
+// servers, make a Guard for each. Install on a server that the guard's
+// [Guard.AddTool] added a tool to is an error too. It cannot tell a server
+// that another Guard is installed on, or whose handlers [Guard.Wrap]
+// wrapped: each would run its pipeline.
 func (g *Guard) Install(s *mcp.Server) error {
 	if s == nil {
 		return errors.New("mcpguard: nil server")
+	}
+	g.instMu.Lock()
+	defer g.instMu.Unlock()
+	switch {
+	case g.server == s:
+		return errors.New("mcpguard: the guard is already installed on this server: a second Install would run its pipeline twice per call")
+	case g.server != nil:
+		return errors.New("mcpguard: the guard is already installed on another server: a guard keeps the tools of one server; make a Guard per server")
+	}
+	if _, ok := g.added[weak.Make(s)]; ok {
+		return errors.New("mcpguard: the guard's AddTool added a tool to this server: Install would run that tool's pipeline twice per call; add its tools with the server's AddTool")
 	}
 	tools, caps, err := serverTools(s)
 	if err != nil {
@@ -658,6 +679,7 @@ func (g *Guard) Install(s *mcp.Server) error {
 	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return g.sendingResources(g.sending(next, below), below)
 	})
+	g.server = s
 	return nil
 }
 
