@@ -59,7 +59,10 @@
 // [Chain] composes them with
 // the first listed outermost: Chain(a, b, c)(h) == a(b(c(h))). [When]
 // applies a middleware to some calls only. [Guard.Wrap] guards a single raw
-// handler; [Guard.Install] guards a whole server (one server per Guard).
+// handler; [Guard.Install] guards a whole server, one per Guard: a
+// second Install is an error, so a getServer that builds a server per
+// session or request makes a Guard for each, from the same Options (see
+// [Guard.Install]).
 //
 // # Errors
 //

@@ -150,8 +150,9 @@ type Options struct {
 	// input (the multi round-trip), so that the call's next round counts
 	// nothing more against the limits and is not asked to confirm again;
 	// with a nil Confirmer those states are sealed with a key of this
-	// process's, and a next round that reaches another replica is refused
-	// as INVALID_ARGUMENTS (call again).
+	// Guard's, and a next round that reaches another replica, or another
+	// Guard (see [Guard.Install]), is refused as INVALID_ARGUMENTS (call
+	// again).
 	Confirmer *confirm.Signer
 	// DryRun turns dry-run on for every write tool. A client can also ask
 	// for a preview per call with the dryrun.MetaKey _meta key; it can never

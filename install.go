@@ -639,10 +639,18 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // the pipeline twice per call) or on another (whose tools of the same
 // names would be held to the first server's schemas), is an error, and
 // changes nothing; an Install that failed may be repeated. For several
-// servers, make a Guard for each. Install on a server that the guard's
-// [Guard.AddTool] added a tool to is an error too. It cannot tell a server
-// that another Guard is installed on, or whose handlers [Guard.Wrap]
-// wrapped: each would run its pipeline.
+// servers, make a Guard for each. So a getServer of
+// mcp.NewStreamableHTTPHandler (or of the SSE handler) that builds a
+// server per session, or per request when stateless, makes a Guard per
+// server with [New], from the same Options: guards that share a
+// limiter.Limiter, an audit sink and a Confirmer share limits, an audit
+// trail and sealed states (with a nil Confirmer, a guard seals a handler's
+// request state with a key of its own, which another guard refuses), and
+// [Guard.Wait] waits for one guard's calls only. Else getServer returns
+// the one server the guard is installed on. Install on a server that the
+// guard's [Guard.AddTool] added a tool to is an error too. It cannot tell
+// a server that another Guard is installed on, or whose handlers
+// [Guard.Wrap] wrapped: each would run its pipeline.
 func (g *Guard) Install(s *mcp.Server) error {
 	if s == nil {
 		return errors.New("mcpguard: nil server")
