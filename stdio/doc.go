@@ -35,7 +35,9 @@
 //     floods a server whose handlers are slow would grow it without limit.
 //     A request beyond a bound is answered with -32029 and its id (each
 //     request of a batch that would go beyond, in one batch answer, while
-//     the batch's answers to the server's requests pass); the first of a
+//     the batch's answers to the server's requests pass; a batch of more
+//     than 4096 requests, which no wait would let pass, is answered with
+//     -32600 instead); the first of a
 //     run is logged and, when more followed, one line counts the whole
 //     run (the first included) when a request passes again or the input
 //     ends; notifications and responses still pass, and requests pass

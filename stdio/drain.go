@@ -173,11 +173,14 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 // refusal returns why n requests of size bytes in all may not pass now,
 // or nil: the stop, or one of the bounds on requests in flight. The bound
 // of bytes holds only when requests are in flight, so that a request alone
-// always passes.
+// always passes. A batch of more requests than may ever be in flight is
+// invalid, not busy: no retry would pass it.
 func (s *session) refusal(n, size int) *lineError {
 	switch {
 	case s.stopped:
 		return closing()
+	case n > s.maxInFlight:
+		return &lineError{code: codeInvalidRequest, reason: "a batch of " + strconv.Itoa(n) + " requests, more than the " + strconv.Itoa(s.maxInFlight) + " that may be in flight at once: it can never pass; send fewer"}
 	case len(s.pending)+n > s.maxInFlight:
 		return busy(s.maxInFlight)
 	case len(s.pending) > 0 && s.bytes+size > s.maxBytes:

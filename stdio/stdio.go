@@ -119,7 +119,9 @@ type Options struct {
 // none in flight is never refused for its size. When the requests of a
 // batch would go beyond a bound, it answers each of them so, with its id,
 // in one batch answer, and passes only the batch's answers to the
-// server's requests. The SDK would run every call at once in a goroutine
+// server's requests; a batch of more than 4096 requests, which could
+// never pass, is answered so with -32600 (invalid request). The SDK would
+// run every call at once in a goroutine
 // of its own, holding its params (about twice their size) until it ends,
 // so a flood of requests to slow handlers would otherwise grow the server
 // without limit: 4096 calls of 16 MiB would hold some 128 GiB. Notifications and responses
