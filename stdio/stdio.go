@@ -121,11 +121,11 @@ type Options struct {
 // in one batch answer, and passes only the batch's answers to the
 // server's requests; a batch of more than 4096 requests, which could
 // never pass, is answered so with -32600 (invalid request). The SDK would
-// run every call at once in a goroutine
-// of its own, holding its params (about twice their size) until it ends,
-// so a flood of requests to slow handlers would otherwise grow the server
-// without limit: 4096 calls of 16 MiB would hold some 128 GiB. Notifications and responses
-// always pass: a handler may be waiting for the answer to a request of its
+// run every call at once in a goroutine of its own, holding its params
+// (about twice their size) until it ends, so a flood of requests to slow
+// handlers would otherwise grow the server without limit: 4096 calls of
+// 16 MiB would hold some 128 GiB. Notifications and responses always
+// pass: a handler may be waiting for the answer to a request of its
 // own. A request counts as answered when the go-sdk writes its answer,
 // which it does for a cancelled request too; the SDK writes none for a
 // result it cannot marshal (a tool handler's NaN in StructuredContent,
