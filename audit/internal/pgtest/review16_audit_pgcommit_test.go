@@ -82,13 +82,23 @@ func TestReview16CommitLostBeforeServer(t *testing.T) {
 // a client sends, with that client's connection (the commit lost on its
 // way to the server), and counts it in dropped. It stops with the test.
 func commitDropper(t *testing.T, port int) (ln net.Listener, drop, dropped *atomic.Int32) {
+	return cuttingProxy(t, port, "commit\x00")
+}
+
+// cuttingProxy is a TCP proxy on a loopback port in front of the
+// PostgreSQL server on port: while cut is positive, it ends the connection
+// of each client that sends a piece holding needle (matched in lower
+// case), without passing that piece on (the server never sees it and
+// never answers), and counts it in cuts. Everything else passes. It stops
+// with the test.
+func cuttingProxy(t *testing.T, port int, needle string) (ln net.Listener, cut, cuts *atomic.Int32) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	drop, dropped = new(atomic.Int32), new(atomic.Int32)
+	cut, cuts = new(atomic.Int32), new(atomic.Int32)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -108,8 +118,8 @@ func commitDropper(t *testing.T, port int) (ln net.Listener, drop, dropped *atom
 				for {
 					n, err := c.Read(buf)
 					if n > 0 {
-						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit\x00")) && drop.Add(-1) >= 0 {
-							dropped.Add(1)
+						if bytes.Contains(bytes.ToLower(buf[:n]), []byte(needle)) && cut.Add(-1) >= 0 {
+							cuts.Add(1)
 							return
 						}
 						if _, werr := s.Write(buf[:n]); werr != nil {
@@ -123,7 +133,7 @@ func commitDropper(t *testing.T, port int) (ln net.Listener, drop, dropped *atom
 			}()
 		}
 	}()
-	return ln, drop, dropped
+	return ln, cut, cuts
 }
 
 // sinkBehindDropper returns a PostgreSQL sink on p's database reached

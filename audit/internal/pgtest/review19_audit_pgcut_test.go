@@ -1,13 +1,10 @@
 package pgtest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,54 +12,12 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 )
 
-// insertCutter is a TCP proxy on a loopback port in front of the
-// PostgreSQL server on port: while cut is positive, it ends the connection
-// of each client that sends the text of an INSERT into audit_log (the
-// statement's preparation: the server never sees it and never answers),
-// and counts it in cuts. Everything else (a ping, a query) passes.
+// insertCutter is a cuttingProxy in front of the PostgreSQL server on
+// port that ends the connection of each client that sends the text of an
+// INSERT into audit_log (the statement's preparation: the server never
+// sees it and never answers). Everything else (a ping, a query) passes.
 func insertCutter(t *testing.T, port int) (ln net.Listener, cut, cuts *atomic.Int32) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	cut, cuts = new(atomic.Int32), new(atomic.Int32)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(c, s); c.Close() }()
-			go func() {
-				defer c.Close()
-				defer s.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if bytes.Contains(bytes.ToLower(buf[:n]), []byte("insert into audit_log")) && cut.Add(-1) >= 0 {
-							cuts.Add(1)
-							return
-						}
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln, cut, cuts
+	return cuttingProxy(t, port, "insert into audit_log")
 }
 
 // TestReview19PostgresRowCutWhileServerUp: the writer drops a row as
