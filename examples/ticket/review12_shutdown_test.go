@@ -20,6 +20,42 @@ import (
 // serveHTTP now returns once the calls under way have ended (waiting at
 // most shutdownWait), so every started write keeps both its records.
 func TestShutdownWaitsForCallsBeforeTheAuditCloses(t *testing.T) {
+	replied := make(chan error, 1)
+	a, _ := shutdownMidWrite(t, func(base string) {
+		cs := connectHTTP(t, base, "token-alice")
+		go func() {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_ticket", Arguments: map[string]any{"title": "t", "body": "b"}})
+			replied <- err
+		}()
+	})
+	// The client may or may not get the answer (its connection was
+	// closed); the trail must have it either way.
+	select {
+	case <-replied:
+	case <-time.After(5 * time.Second):
+	}
+	evs, err := audit.QueryJSONL(a.jsonlPath(), audit.Filter{Tool: "create_ticket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []audit.Phase
+	for _, e := range evs {
+		phases = append(phases, e.Phase)
+	}
+	if len(evs) != 2 || evs[1].Phase != audit.PhaseOutcome || !evs[1].Allowed {
+		t.Errorf("records of the write: %v, want its intent and an allowed outcome", phases)
+	}
+}
+
+// shutdownMidWrite serves a ticket app over HTTP with writes on and a
+// shutdown grace of 100 ms, makes the ticket system hang, has start (given
+// the server's base URL) begin a create_ticket call, waits for its intent
+// record, then shuts the server down (SIGTERM: serveHTTP's context ends)
+// while the write is under way; the ticket system comes back 600 ms later,
+// past the grace. It returns once serveHTTP has returned and the app is
+// closed, as run does next.
+func shutdownMidWrite(t *testing.T, start func(base string)) (*app, *TicketSystem) {
+	t.Helper()
 	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
 	shutdownGrace = 100 * time.Millisecond
 
@@ -40,21 +76,9 @@ func TestShutdownWaitsForCallsBeforeTheAuditCloses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serveHTTP(ctx, a, ln, quiet) }()
-	base := "http://" + ln.Addr().String()
 
-	// The ticket system hangs: the write is under way when the shutdown
-	// starts, and ends 600 ms later, past the grace.
-	tickets.mu.Lock()
-	cs := connectHTTP(t, base, "token-alice")
-	type reply struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	replied := make(chan reply, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_ticket", Arguments: map[string]any{"title": "t", "body": "b"}})
-		replied <- reply{res, err}
-	}()
+	tickets.mu.Lock() // the ticket system hangs
+	start("http://" + ln.Addr().String())
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		evs, _ := audit.QueryJSONL(a.jsonlPath(), audit.Filter{Tool: "create_ticket"})
@@ -67,30 +91,13 @@ func TestShutdownWaitsForCallsBeforeTheAuditCloses(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
+	cancel() // SIGTERM
 	time.AfterFunc(600*time.Millisecond, tickets.mu.Unlock)
 	if err := <-done; err != nil {
 		t.Fatalf("serveHTTP: %v", err)
 	}
-	// What run does next.
-	if err := a.Close(); err != nil {
+	if err := a.Close(); err != nil { // what run does next
 		t.Fatalf("closing the app: %v", err)
 	}
-	// The client may or may not get the answer (its connection was
-	// closed); the trail must have it either way.
-	select {
-	case <-replied:
-	case <-time.After(5 * time.Second):
-	}
-	evs, err := audit.QueryJSONL(a.jsonlPath(), audit.Filter{Tool: "create_ticket"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var phases []audit.Phase
-	for _, e := range evs {
-		phases = append(phases, e.Phase)
-	}
-	if len(evs) != 2 || evs[1].Phase != audit.PhaseOutcome || !evs[1].Allowed {
-		t.Errorf("records of the write: %v, want its intent and an allowed outcome", phases)
-	}
+	return a, tickets
 }

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
 )
@@ -19,56 +15,17 @@ import (
 // closed) completes, and keeps its intent and outcome records: serveHTTP
 // returns only once the call on the REST session has ended.
 func TestReview19RESTWriteUnderWayAtShutdownIsRecorded(t *testing.T) {
-	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
-	shutdownGrace = 100 * time.Millisecond
-
-	tickets := &TicketSystem{}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(appOptions{
-		ConfigName: "server.yaml", Config: testConfig(t, func(c *config) { allowWrites(c); c.DryRun = false }),
-		AuditDir: t.TempDir(), Tickets: tickets, Marks: quiet,
+	a, tickets := shutdownMidWrite(t, func(base string) {
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, base+"/tools/create_ticket/call",
+				strings.NewReader(`{"arguments":{"title":"t","body":"b"}}`))
+			req.Header.Set("Authorization", "Bearer token-alice")
+			req.Header.Set("X-Session-Id", "s")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serveHTTP(ctx, a, ln, quiet) }()
-
-	tickets.mu.Lock() // the ticket system hangs
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/tools/create_ticket/call",
-			strings.NewReader(`{"arguments":{"title":"t","body":"b"}}`))
-		req.Header.Set("Authorization", "Bearer token-alice")
-		req.Header.Set("X-Session-Id", "s")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		evs, _ := audit.QueryJSONL(a.jsonlPath(), audit.Filter{Tool: "create_ticket"})
-		if len(evs) == 1 && evs[0].Phase == audit.PhaseIntent {
-			break
-		}
-		a.flush()
-		if time.Now().After(deadline) {
-			t.Fatal("the write's intent record never appeared")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel() // SIGTERM
-	time.AfterFunc(600*time.Millisecond, tickets.mu.Unlock)
-	if err := <-done; err != nil {
-		t.Fatalf("serveHTTP: %v", err)
-	}
-	if err := a.Close(); err != nil { // what run does next
-		t.Fatalf("closing the app: %v", err)
-	}
 	for name, query := range map[string]func() ([]audit.Event, error){
 		"audit.jsonl": func() ([]audit.Event, error) {
 			return audit.QueryJSONL(a.jsonlPath(), audit.Filter{Tool: "create_ticket"})
