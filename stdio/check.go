@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -131,7 +132,7 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 	if !json.Valid(value) {
 		return nil, nil, false, parseError("the line is not one JSON value")
 	}
-	if depth(value) > maxDepth {
+	if jsondepth.Of(value) > maxDepth {
 		return nil, nil, false, invalid("the message nests deeper than 1000 levels")
 	}
 	switch value[0] {
@@ -303,36 +304,6 @@ func validWireError(raw json.RawMessage) bool {
 		}
 	})
 	return ok && valid
-}
-
-// depth returns the nesting depth of a valid JSON value, counted as the
-// go-sdk counts it.
-func depth(v []byte) int {
-	d, most := 0, 0
-	inString, escaped := false, false
-	for _, b := range v {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			d++
-			most = max(most, d)
-		case '}', ']':
-			d--
-		}
-	}
-	return most
 }
 
 // errorLine is the JSON-RPC error response to a refused line, with its

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -152,7 +153,7 @@ func restArguments(raw []byte) (json.RawMessage, *mcpguard.DenialError) {
 	if len(raw) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if jsonDepth(raw) > maxRESTArgsDepth+1 {
+	if jsondepth.Of(raw) > maxRESTArgsDepth+1 {
 		return nil, mcpguard.Deny(mcpguard.CodeInvalidArguments, "arguments are nested too deeply")
 	}
 	if !json.Valid(raw) {
@@ -183,28 +184,6 @@ func restArguments(raw []byte) (json.RawMessage, *mcpguard.DenialError) {
 		return nil, badBody()
 	}
 	return args, nil
-}
-
-// jsonDepth returns how deep raw, JSON text or not, nests objects and
-// arrays.
-func jsonDepth(raw []byte) int {
-	depth, deepest := 0, 0
-	for i := 0; i < len(raw); i++ {
-		switch raw[i] {
-		case '"':
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-		case '{', '[':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // restCall handles POST /tools/{name}/call with {"arguments": {...}}. A

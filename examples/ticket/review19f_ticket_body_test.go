@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/jsondepth"
 )
 
 // TestReview19fRESTBodyOnlyJSONWhitespace: the body check trimmed the
@@ -61,7 +62,7 @@ func TestReview19fRESTBodyOnlyJSONWhitespace(t *testing.T) {
 }
 
 // TestReview19fRESTBodyTrickyInput: input meant to make the depth count
-// (jsonDepth) or the shape reading (restArguments) see another body than
+// (jsondepth.Of) or the shape reading (restArguments) see another body than
 // JSON does. Strings holding brackets, quotes and backslashes do not
 // count as nesting: the arguments reach the guard, whose answer is the
 // one over MCP. "arguments" spelt with an escape is "arguments" to JSON.
@@ -122,7 +123,7 @@ func TestReview19fRESTBodyTrickyInput(t *testing.T) {
 	}
 }
 
-// TestReview19fJSONDepthAgreesWithTheGoSDK: jsonDepth counts as the
+// TestReview19fJSONDepthAgreesWithTheGoSDK: jsondepth.Of counts as the
 // go-sdk's depth check does (its internal/json checkMaxDepth, which
 // skips strings, an escape taking the next byte): on the tricky strings
 // above, and on every prefix of them.
@@ -163,8 +164,8 @@ func TestReview19fJSONDepthAgreesWithTheGoSDK(t *testing.T) {
 		`{"a":"[[[\\"}[[`,
 	} {
 		for i := 0; i <= len(s); i++ {
-			if got, want := jsonDepth([]byte(s[:i])), sdkDepth([]byte(s[:i])); got != want {
-				t.Errorf("jsonDepth(%q) = %d, the go-sdk's count %d", s[:i], got, want)
+			if got, want := jsondepth.Of([]byte(s[:i])), sdkDepth([]byte(s[:i])); got != want {
+				t.Errorf("jsondepth.Of(%q) = %d, the go-sdk's count %d", s[:i], got, want)
 			}
 		}
 	}
