@@ -143,7 +143,12 @@ type Options struct {
 	// admitted, after the limits and the write-ahead record: a call those
 	// refuse can be sent again with the same state and answer until the
 	// state expires (an older client, which never sees the state, is
-	// asked again). A decline uses the state up.
+	// asked again). A decline uses the state up. With a Limiter, the
+	// round that asks counts once against the call rate and checks the
+	// call's cost against the spend caps without spending it (as a dry run
+	// does; see Limiter): a call whose cost would not fit now is refused,
+	// SPEND_LIMIT_EXCEEDED, before the human is asked. The confirmed round
+	// then counts its cost only.
 	// The handler of a confirmed call runs its first round: its request
 	// carries neither the confirmation's state nor any input responses.
 	// It also seals the request state of a handler that asks the user for

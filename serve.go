@@ -635,7 +635,7 @@ func (g *Guard) plan(c *call, req *mcp.CallToolRequest, topts *ToolOptions) *Den
 // whose in-flight slot the caller releases when the call ends.
 func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (limiter.Decision, *DenialError) {
 	spend := c.spend()
-	ld := g.limit(ctx, req, c, calls, spend)
+	ld := g.limit(ctx, req, c, calls, spend, c.dryRun && !c.retry)
 	switch {
 	case ld.Err != nil && ctx.Err() != nil:
 		// Not the limiter's failure: the limiter refuses a call whose
@@ -693,8 +693,12 @@ func (c *call) spend() float64 {
 	return c.cost
 }
 
-// limit asks the limiter about this call.
-func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int, spend float64) limiter.Decision {
+// limit asks the limiter about this call: calls against the call rate and
+// spend against the spend caps; with peek, the call's cost is checked
+// against the spend caps instead, and not taken ([limiter.Request].DryRun):
+// for a dry run's first round, and for the round that asks the human to
+// confirm a call.
+func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int, spend float64, peek bool) limiter.Decision {
 	key := c.session
 	if key == "" {
 		key = g.sessionKey(req, c.id)
@@ -707,10 +711,7 @@ func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, ca
 		Calls:   calls,
 		Cost:    spend,
 	}
-	if c.dryRun && !c.retry {
-		// A preview: the cost is checked against the spend caps, as the
-		// real call's would be, and not taken. (A later round of the
-		// logical call was checked in its first.)
+	if peek {
 		r.Cost, r.DryRun = c.cost, true
 	}
 	// At the time of the decision, not of the call's start: an older
@@ -807,9 +808,10 @@ func (g *Guard) describe(c *call, topts ToolOptions) string {
 // confirmStep runs step 7. It returns done with the result to send when the
 // call ends here (asking the human, or a decline); a denial is left in
 // c.denial. The first round of a logical call counts once against the call
-// rate (and nothing against spend) before the human is asked, so a
-// rate-limited caller cannot flood the human with prompts; the confirmed
-// round then counts its spend only.
+// rate before the human is asked, so a rate-limited caller cannot flood
+// the human with prompts, and its cost is checked against the spend caps
+// without being spent, so no one is asked to confirm a call they would
+// refuse now; the confirmed round then counts its spend only.
 func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions) (res *mcp.CallToolResult, done bool) {
 	s := g.opts.Confirmer
 	if s == nil {
@@ -838,7 +840,9 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		}
 		var ld limiter.Decision
 		if g.opts.Limiter != nil {
-			ld = g.limit(ctx, req, c, 1, 0)
+			// The cost is checked, not spent: a call the spend caps
+			// would refuse now is refused before the human is asked.
+			ld = g.limit(ctx, req, c, 1, 0, true)
 			g.opts.Limiter.Release(ld)
 			if !ld.Allowed {
 				c.denial = limitDenial(ld)

@@ -62,7 +62,11 @@ import (
 // With opts.Limiter set, the round that asks counts once against the call
 // rate, and the confirmed round then counts nothing against it, as in the
 // Guard: a [Limit] inside Confirm sees that and charges the confirmed
-// round its spend only. Without it, asking is not counted. Confirm uses the
+// round its spend only. The round that asks also checks the call's cost
+// against the spend caps without spending it, as a dry run does: a call
+// whose cost would not fit now is refused (SPEND_LIMIT_EXCEEDED, with the
+// wait the confirmed round would get) before anyone is asked, and counts
+// no call. Without opts.Limiter, asking is not counted. Confirm uses the
 // confirmation up when it passes the call on, so a refusal further in (by
 // a Limit inside it) needs a new confirmation; the Guard, which checks the
 // limits first, leaves the confirmation to a retry.
