@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -148,8 +147,8 @@ func number(v []byte, at string) (float64, error) {
 	if err := want(v, at, '0', "a number"); err != nil {
 		return 0, err
 	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+	f, ok := parseNumber(string(v)) // not ParseFloat: see parseNumber
+	if !ok {
 		return 0, fmt.Errorf("policy: config: %s: %.40s: not a finite float64", at, v)
 	}
 	return f, nil

@@ -52,8 +52,11 @@
 // argument limit's "field" and "max"; one left out is the zero value of
 // its field (no default rule, ShowForbidden false, no writes allowed).
 // "class" is "read" or "write", exactly. The default rule has no "name".
-// "max" may be any finite number, and is compared as the float64 nearest
-// to it (as [ArgLimit].Max holds it); "cost" is 0 or more. The format is
+// "max" may be any finite number; [ArgLimit].Max holds the float64
+// nearest to it, and a call's number is compared with the shortest
+// decimal that reads as that float64 ("max": 99.99 allows 99.99 and
+// refuses 99.990000000000001; "max": 100.000000000000001 is 100); "cost"
+// is 0 or more. The format is
 // strict (see ParseConfig): a misspelt or unknown member, one given
 // twice, a null, or a value of the wrong type is an error naming its
 // place ("tools[2].rolls"), never silently dropped. ParseConfig checks

@@ -2,25 +2,75 @@ package policy
 
 import (
 	"cmp"
+	"math"
 	"strconv"
 )
 
-// aboveExactly reports whether the JSON number text n, whose nearest
-// float64 is max, is in fact larger than max. A number just above a limit
-// rounds to the limit itself ("100.000000000000001", or 2^53+1 against
-// 2^53), and a handler that decodes it exactly (an int64, a json.Number, a
-// decimal type) would act on more than the limit allows. Text that is not
-// JSON number syntax counts as above: it cannot be compared. The work is
-// linear in the length of n; it does not allocate for the short numbers
-// calls carry.
+// parseNumber returns the float64 nearest to the JSON number text n, and
+// false for text that is not JSON number syntax or a number beyond the
+// float64 range. strconv.ParseFloat misreads a number with more than 800
+// digits before its point: "1" and 1000 zeros "e-990", which is 1e10,
+// reads as 1e-191. Such a number is given to ParseFloat as its first 768
+// significant digits (enough to round any float64 correctly), a 1 if any
+// digit after them is not 0, and its exponent.
+func parseNumber(n string) (float64, bool) {
+	d, ok := parseDecimal(n)
+	if !ok {
+		return 0, false
+	}
+	if len(n) > 800 {
+		if d.zero() {
+			if d.neg {
+				return math.Copysign(0, -1), true
+			}
+			return 0, true
+		}
+		var buf [800]byte
+		b := buf[:0]
+		if d.neg {
+			b = append(b, '-')
+		}
+		b = append(b, "0."...)
+		i := d.lead
+		for ; i < d.len() && i < d.lead+768; i++ {
+			b = append(b, d.digit(i))
+		}
+		for ; i < d.len(); i++ {
+			if d.digit(i) != '0' {
+				b = append(b, '1')
+				break
+			}
+		}
+		b = append(b, 'e')
+		// Beyond ±9999 every number is 0 or out of range, as here.
+		b = strconv.AppendInt(b, min(max(d.point, -9999), 9999), 10)
+		n = string(b)
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	return f, err == nil && !math.IsInf(f, 0)
+}
+
+// aboveExactly reports whether the JSON number text n is larger than max
+// as its author wrote it: the
+// shortest decimal that reads as max (strconv's 'e' with precision -1), so
+// 99.99 for the float64 99.98999999999999488... that "99.99" becomes. A
+// number just above a limit rounds to the limit itself
+// ("100.000000000000001", or 2^53+1 against 2^53), and a handler that
+// decodes it exactly (an int64, a json.Number, a decimal type) would act
+// on more than the limit allows; but the limit's own value must pass,
+// which a comparison with the float64's exact binary value refused for
+// 99.99 or 0.3. A number whose float64 is below max is below that decimal
+// too (rounding is monotonic), and one above is above it, so the limit is
+// exactly that decimal. Text that is not JSON number syntax counts as
+// above: it cannot be compared. The work is linear in the length of n; it
+// does not allocate for the short numbers calls carry.
 func aboveExactly(n string, max float64) bool {
 	a, ok := parseDecimal(n)
 	if !ok {
 		return true
 	}
-	var buf [800]byte
-	// 767 significant digits hold every float64 exactly; more only pad.
-	b, ok := parseDecimal(strconv.AppendFloat(buf[:0], max, 'e', 780, 64))
+	var buf [32]byte
+	b, ok := parseDecimal(strconv.AppendFloat(buf[:0], max, 'e', -1, 64))
 	return !ok || compareDecimal(a, b) > 0
 }
 
@@ -135,10 +185,11 @@ func (d *decimal[S]) sign() int {
 	return 1
 }
 
-// aboveMax reports whether the argument field of args, whose float64 value
-// equals max, is in fact larger: for an [ExactArgs] that has the number's
-// text, by its exact decimal value. Without the text, the float64 is taken
-// as exact.
+// aboveMax reports whether the argument field of args is larger than max
+// by its exact decimal value (see aboveExactly), for an [ExactArgs] that
+// has the number's text; it decides for a number whose float64 equals max
+// or was misread (see parseNumber). Without the text, it is false: the
+// float64 is taken as exact.
 func aboveMax(args Args, field string, max float64) bool {
 	a, ok := args.(ExactArgs)
 	if !ok {

@@ -119,8 +119,10 @@ type ArgLimit struct {
 	Field string
 	// Max is the largest allowed value (inclusive). A number given as
 	// text (a json.Number in [MapArgs]) is compared by its exact decimal
-	// value, so one just above Max that rounds to Max as a float64 is
-	// refused.
+	// value with Max as written, the shortest decimal that reads as Max
+	// (99.99, not the float64's 99.98999999999999488...): 99.99 passes a
+	// Max of 99.99, and a number just above Max that rounds to Max as a
+	// float64 ("100.000000000000001" for 100) is refused.
 	Max float64
 	// ExemptRoles lists roles to which the limit does not apply. Empty means
 	// the limit applies to everyone. Its roles are exact names, none empty
@@ -636,10 +638,11 @@ type Args interface {
 }
 
 // ExactArgs is an [Args] that also gives the JSON text of a numeric field,
-// so that [Policy.CheckArgs] compares a number that rounds to a limit as a
-// float64 by its exact value: "100.000000000000001" is 100 as a float64,
-// yet above a Max of 100, and a handler that decodes it exactly (an int64,
-// a json.Number, a decimal type) acts on more than the limit. NumberText
+// so that [Policy.CheckArgs] compares the number by its exact value (see
+// [ArgLimit].Max), which a float64 may round or, past 800 digits, misread: "100.000000000000001"
+// is 100 as a float64, yet above a Max of 100, and a handler that decodes
+// it exactly (an int64, a json.Number, a decimal type) acts on more than
+// the limit. NumberText
 // returns ok false for a field whose value it holds as a float64 only,
 // which is then taken as exact. [MapArgs] is an ExactArgs; so is the
 // gateway's view of the raw arguments.
@@ -652,7 +655,9 @@ type ExactArgs interface {
 type MapArgs map[string]any
 
 // Number implements [Args]. Only finite float64 values (as encoding/json
-// decodes numbers) and json.Number count as numbers; booleans and strings
+// decodes numbers) and json.Number count as numbers (a json.Number as the
+// float64 nearest to its value, which json.Number.Float64 misses for one
+// with more than 800 digits before its point); booleans and strings
 // do not, nor do an infinite float64 or a json.Number whose text is not
 // JSON number syntax ("-Inf", "0x1p3", "+5"): no JSON call carries them,
 // and a handler may read them otherwise than the limit did. Nor do other
@@ -671,11 +676,7 @@ func (m MapArgs) Number(field string) (float64, bool) {
 	case float64:
 		return v, !math.IsInf(v, 0)
 	case json.Number:
-		if _, ok := parseDecimal(v); !ok {
-			return 0, false
-		}
-		f, err := v.Float64()
-		return f, err == nil
+		return parseNumber(string(v))
 	}
 	return 0, false
 }
@@ -727,10 +728,14 @@ func (p *Policy) Authorize(pr *Principal, tool string) Decision {
 
 // CheckArgs applies the argument limits of rule r (as returned by
 // [Policy.Authorize]) for pr. A nil args fails every limit that applies.
-// A value is refused when it is NaN or exceeds Max; one whose float64
-// equals Max, from an [ExactArgs] that has its text (a json.Number in a
-// [MapArgs]), is compared by its exact decimal value, and refused when that
-// is larger or when its text is not a JSON number. A nil r (the rule of a
+// A value is refused when it is NaN or its float64 exceeds Max; a value
+// from an [ExactArgs] that has its text (a json.Number in a [MapArgs]) is
+// also compared by its exact decimal value with the shortest decimal that
+// reads as Max (see [ArgLimit].Max), and refused when it is larger or when
+// its text is not a JSON number. The text decides even when the float64
+// is below Max: strconv.ParseFloat misreads a number with more than 800
+// digits before its point ("1", 1000 zeros, "e-990" is 1e10, read as
+// 1e-191). A nil r (the rule of a
 // NotFound decision) refuses the call with NotFound.
 func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 	if r == nil {
@@ -747,7 +752,7 @@ func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 		if !ok {
 			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " must be a number for this caller"}
 		}
-		if math.IsNaN(v) || v > l.Max || (v == l.Max && aboveMax(args, l.Field, l.Max)) {
+		if math.IsNaN(v) || v > l.Max || aboveMax(args, l.Field, l.Max) {
 			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " exceeds the limit for this caller"}
 		}
 	}

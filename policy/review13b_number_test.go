@@ -14,8 +14,9 @@ var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9
 
 // FuzzAboveExactly checks aboveExactly against math/big: for JSON number
 // text n and a finite max, it must report exactly whether n's value is
-// larger than max's; for any other text, it must report true (fail
-// closed). max is either n's nearest float64 (the case CheckArgs meets) or
+// larger than max as written, the shortest decimal that reads as max
+// (review 20: "99.99" was refused by a max of 99.99); for any other text, it must report true (fail
+// closed). max is either n's nearest float64 (the case that decides) or
 // any finite float64 (negative, zero, -0, subnormal, ±MaxFloat64).
 func FuzzAboveExactly(f *testing.F) {
 	seeds := []string{
@@ -74,7 +75,8 @@ func FuzzAboveExactly(f *testing.F) {
 		if !ok {
 			t.Fatalf("big.Rat cannot read %q", n)
 		}
-		want := r.Cmp(new(big.Rat).SetFloat64(max)) > 0
+		m, _ := new(big.Rat).SetString(strconv.FormatFloat(max, 'e', -1, 64))
+		want := r.Cmp(m) > 0
 		if got != want {
 			t.Fatalf("aboveExactly(%q, %v) = %v, want %v (math/big)", n, max, got, want)
 		}
