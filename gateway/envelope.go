@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/foldkey"
+	"github.com/mcpguard/mcpguard/internal/jsonnum"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/policy"
 )
@@ -439,11 +440,9 @@ func (a *rawArgs) Number(field string) (float64, bool) {
 	if !ok || len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil || math.IsInf(f, 0) {
-		return 0, false
-	}
-	return f, true
+	// Not strconv.ParseFloat, which misreads a number of more than 800
+	// digits before its point (jsonnum.Float).
+	return jsonnum.Float(string(v))
 }
 
 // NumberText implements policy.ExactArgs: the number's JSON text, so that

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/jsonnum"
 )
 
 // The JSON readers of ParseConfig. Each reads one value, found at the
@@ -147,7 +149,7 @@ func number(v []byte, at string) (float64, error) {
 	if err := want(v, at, '0', "a number"); err != nil {
 		return 0, err
 	}
-	f, ok := parseNumber(string(v)) // not ParseFloat: see parseNumber
+	f, ok := jsonnum.Float(string(v)) // not ParseFloat: see jsonnum.Float
 	if !ok {
 		return 0, fmt.Errorf("policy: config: %s: %.40s: not a finite float64", at, v)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpguard/mcpguard/internal/jsonnum"
 )
 
 // A Principal is the authenticated caller: the real user on whose behalf a
@@ -676,7 +678,7 @@ func (m MapArgs) Number(field string) (float64, bool) {
 	case float64:
 		return v, !math.IsInf(v, 0)
 	case json.Number:
-		return parseNumber(string(v))
+		return jsonnum.Float(string(v))
 	}
 	return 0, false
 }

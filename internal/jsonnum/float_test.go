@@ -1,4 +1,4 @@
-package policy
+package jsonnum
 
 import (
 	"math"
@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestReview20ParseNumberAgainstBig: parseNumber gives the float64 nearest
+// TestReview20ParseNumberAgainstBig: Float gives the float64 nearest
 // to long JSON numbers, which strconv.ParseFloat misreads past 800 digits,
 // as math/big reads them exactly.
 func TestReview20ParseNumberAgainstBig(t *testing.T) {
@@ -44,17 +44,17 @@ func TestReview20ParseNumberAgainstBig(t *testing.T) {
 			b.WriteString("e" + strconv.Itoa(r.IntN(2400)-1200))
 		}
 		n := b.String()
-		got, ok := parseNumber(n)
+		got, ok := Float(n)
 		want, _ := new(big.Rat).SetString(n)
 		f, _ := want.Float64()
 		if math.IsInf(f, 0) {
 			if ok {
-				t.Fatalf("parseNumber(%.60q, %d bytes) = %v, true; want out of range", n, len(n), got)
+				t.Fatalf("Float(%.60q, %d bytes) = %v, true; want out of range", n, len(n), got)
 			}
 			continue
 		}
 		if !ok || got != f || math.Signbit(got) != math.Signbit(f) && f != 0 {
-			t.Fatalf("parseNumber(%.60q, %d bytes) = %v, %v; want %v (math/big)", n, len(n), got, ok, f)
+			t.Fatalf("Float(%.60q, %d bytes) = %v, %v; want %v (math/big)", n, len(n), got, ok, f)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package policy
+package jsonnum
 
 import (
 	"math"
@@ -12,7 +12,7 @@ import (
 // jsonNumber is the JSON number grammar (RFC 8259, section 6).
 var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
 
-// FuzzAboveExactly checks aboveExactly against math/big: for JSON number
+// FuzzAboveExactly checks Above against math/big: for JSON number
 // text n and a finite max, it must report exactly whether n's value is
 // larger than max as written, the shortest decimal that reads as max
 // (review 20: "99.99" was refused by a max of 99.99); for any other text, it must report true (fail
@@ -56,10 +56,10 @@ func FuzzAboveExactly(f *testing.F) {
 		if math.IsNaN(max) || math.IsInf(max, 0) {
 			return
 		}
-		got := aboveExactly(n, max)
+		got := Above(n, max)
 		if !jsonNumber.MatchString(n) {
 			if !got {
-				t.Fatalf("aboveExactly(%q, %v) = false for text that is not a JSON number; want true (fail closed)", n, max)
+				t.Fatalf("Above(%q, %v) = false for text that is not a JSON number; want true (fail closed)", n, max)
 			}
 			return
 		}
@@ -78,7 +78,7 @@ func FuzzAboveExactly(f *testing.F) {
 		m, _ := new(big.Rat).SetString(strconv.FormatFloat(max, 'e', -1, 64))
 		want := r.Cmp(m) > 0
 		if got != want {
-			t.Fatalf("aboveExactly(%q, %v) = %v, want %v (math/big)", n, max, got, want)
+			t.Fatalf("Above(%q, %v) = %v, want %v (math/big)", n, max, got, want)
 		}
 	})
 }
