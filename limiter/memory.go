@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -130,8 +131,10 @@ func (c *clock) nanos(t time.Time) int64 {
 func hasMono(t time.Time) bool { return t != t.Round(0) }
 
 // Apply carries out b at time now; see [Store] and [Batch]. It fails only
-// for a batch that is not valid (Release and Refund both set), and then
-// changes nothing. A reservation's slots are leased to b.Lease, so that its
+// for a batch that is not valid (Release and Refund both set, or a check
+// outside the [Check] contract: an invalid Kind, a Max or N that is not a
+// positive finite number, a Rate or Spend Window that is not positive),
+// and then changes nothing. A reservation's slots are leased to b.Lease, so that its
 // release frees them once; a Lease of zero is no lease: its release frees
 // one slot of every check whoever took it.
 func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
@@ -291,6 +294,11 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 	case b.Refund:
 		o = opRefund
 	}
+	for i := range b.Checks {
+		if err := validCheck(&b.Checks[i]); err != nil {
+			return fmt.Errorf("limiter: check %d: %w", i, err)
+		}
+	}
 	var lbuf [stackChecks]memLimit
 	var cbuf [stackChecks]memCheck
 	ls, cs := lbuf[:0], cbuf[:0]
@@ -310,6 +318,28 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 		lease = &b.Lease
 	}
 	b.Denied, b.RetryAfter = s.apply(now, cs, o, lease)
+	return nil
+}
+
+// validCheck returns an error for a check outside the [Check] contract,
+// which the store would otherwise decide as some limit, or as none (a
+// negative Max or a NaN N allow every call).
+func validCheck(c *Check) error {
+	switch c.Kind {
+	case Rate, Spend:
+		if c.Window <= 0 {
+			return fmt.Errorf("window %v is not positive", c.Window)
+		}
+	case Concurrency:
+	default:
+		return fmt.Errorf("invalid kind %v", c.Kind)
+	}
+	if !(c.Max > 0) || math.IsInf(c.Max, 1) {
+		return fmt.Errorf("max %v is not a positive finite number", c.Max)
+	}
+	if !(c.N > 0) || math.IsInf(c.N, 1) {
+		return fmt.Errorf("n %v is not a positive finite number", c.N)
+	}
 	return nil
 }
 

@@ -41,12 +41,16 @@ type Check struct {
 	// Key is the bucket within the limit: the session key, the user, or ""
 	// for a global limit.
 	Key string
-	// Kind, Max and Window are those of the limit.
+	// Kind, Max and Window are those of the limit: a valid Kind, a Max
+	// that is a positive finite number and, for Rate and Spend, a
+	// positive Window.
 	Kind   Kind
 	Max    float64
 	Window time.Duration
 	// N is the amount the call takes: calls for Rate, cost units for Spend
-	// (both greater than zero), one slot for Concurrency.
+	// (both finite and greater than zero), one slot for Concurrency. A
+	// built-in store returns an error for a batch holding a check outside
+	// these bounds, and changes nothing.
 	N float64
 	// Peek makes the check a question: in a reservation it is evaluated
 	// as any other (it can deny the batch, and counts for RetryAfter), but

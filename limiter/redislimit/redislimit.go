@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -113,7 +114,9 @@ func (s *Store) Key(c limiter.Check) string {
 // Apply carries out b in one round trip; see [limiter.Store]. It returns an
 // error when Redis does not answer within the timeout, ctx is done, or the
 // script fails, and, without a round trip, for a batch that is not valid
-// (Release and Refund both set, a check of an invalid kind).
+// (Release and Refund both set, a check outside the [limiter.Check]
+// contract: an invalid kind, a Max or N that is not a positive finite
+// number, a Rate or Spend Window shorter than a microsecond).
 func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) error {
 	if b.Release && b.Refund {
 		return errors.New("redislimit: a batch cannot both release and refund")
@@ -150,6 +153,9 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 			kind = "c"
 		default:
 			return fmt.Errorf("redislimit: check %d has invalid kind %v", i, c.Kind)
+		}
+		if err := validCheck(&c); err != nil {
+			return fmt.Errorf("redislimit: check %d: %w", i, err)
 		}
 		if c.Peek && args[1] == "a" {
 			kind = "p" + kind // evaluated, not taken
@@ -200,5 +206,22 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 	}
 	b.Denied = int(r.v[0])
 	b.RetryAfter = time.Duration(r.v[1]) * time.Microsecond
+	return nil
+}
+
+// validCheck returns an error for a check outside the [limiter.Check]
+// contract, which the script would otherwise decide as some limit, or as
+// none (a NaN or negative N or Max allows every call). A Rate or Spend
+// Window must be at least the store's resolution, a microsecond.
+func validCheck(c *limiter.Check) error {
+	if c.Kind != limiter.Concurrency && c.Window.Microseconds() <= 0 {
+		return fmt.Errorf("window %v is shorter than a microsecond", c.Window)
+	}
+	if !(c.Max > 0) || math.IsInf(c.Max, 1) {
+		return fmt.Errorf("max %v is not a positive finite number", c.Max)
+	}
+	if !(c.N > 0) || math.IsInf(c.N, 1) {
+		return fmt.Errorf("n %v is not a positive finite number", c.N)
+	}
 	return nil
 }

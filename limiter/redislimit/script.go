@@ -18,7 +18,9 @@ import "github.com/redis/go-redis/v9"
 // Every check is evaluated before anything is written, so a denied batch
 // changes nothing; an allowed one writes the keys of its checks but the
 // Peek ones. Rate and spend keys hold the GCRA theoretical arrival
-// time and expire when it has passed (the bucket is full: same as absent).
+// time and expire when it has passed (the bucket is full: same as absent);
+// one holding anything else (another type, a value that is not a finite
+// number) fails the script before it writes, as a refund does too.
 // Concurrency keys are sorted sets of lease tokens scored by expiry.
 //
 // A refund moves a TAT back by the increment the acquire added, computed
@@ -46,6 +48,21 @@ local function increment(n, max, win)
     inc = 1
   end
   return inc
+end
+-- tat returns the theoretical arrival time held in key, or nil when the
+-- key is absent. A value that is not a finite number, which the script
+-- never writes, fails the script (the decision fails closed) rather than
+-- reading as some bucket: "nan" would read as full for ever.
+local function tat(key)
+  local v = redis.call('GET', key)
+  if not v then
+    return nil
+  end
+  local t = tonumber(v)
+  if not t or t ~= t or t == math.huge or t == -math.huge then
+    error({err = 'redislimit: a rate or spend key holds a value that is not a time'})
+  end
+  return t
 end
 local now = tonumber(ARGV[1])
 if not now then
@@ -83,19 +100,28 @@ if ARGV[2] == 'f' then
   -- never past full. It frees no slot. A key after the checks' keys marks
   -- the refund done, for five minutes, so that the client's retry of it
   -- (after a lost reply) gives back nothing more.
+  -- Every bucket is read before anything is written: Redis keeps the
+  -- writes of a script that fails midway (a key of the wrong type, a value
+  -- that is not a time), and a refund that fails must change nothing.
   local n = (#ARGV - 4) / 4
+  local tats = {}
+  for i = 1, n do
+    if ARGV[1 + 4 * i] ~= 'c' then
+      tats[i] = tat(KEYS[i])
+    end
+  end
   if #KEYS > n and not redis.call('SET', KEYS[n + 1], '1', 'NX', 'PX', 300000) then
     return {-1, 0}
   end
   for i = 1, n do
     local b = 1 + 4 * i
     local back = increment(tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])) - math.max(lease, 0)
+    local t = tats[i]
     if ARGV[b] ~= 'c' and back > 0 then
-      local tat = tonumber(redis.call('GET', KEYS[i]))
-      if tat and tat > now then
-        tat = tat - back
-        if tat > now then
-          redis.call('SET', KEYS[i], int(tat), 'PX', int(math.ceil((tat - now) / 1000)))
+      if t and t > now then
+        t = t - back
+        if t > now then
+          redis.call('SET', KEYS[i], int(t), 'PX', int(math.ceil((t - now) / 1000)))
         else
           redis.call('DEL', KEYS[i])
         end
@@ -137,11 +163,11 @@ for i = 1, #KEYS do
         never, denied, wait = true, i - 1, -1
       end
     else
-      local tat = tonumber(redis.call('GET', KEYS[i])) or now
-      if tat < now then
-        tat = now
+      local t = tat(KEYS[i]) or now
+      if t < now then
+        t = now
       end
-      tats[i] = tat + inc
+      tats[i] = t + inc
       local w = tats[i] - win - now
       if w > 0 and not never and w > wait then
         denied, wait = i - 1, w
