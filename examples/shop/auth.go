@@ -112,6 +112,9 @@ func (a *sessionAuth) Authenticate(ctx context.Context, req mcp.Request) (*mcpgu
 		session = tok
 	}
 	if !token.IsToken68(session) {
+		if a.stdio {
+			return nil, unauthenticated(sessionEnv + " is not a session (the value of the gateway's rs_auth cookie alone)")
+		}
 		return nil, unauthenticated("malformed session")
 	}
 	now := time.Now

@@ -102,9 +102,26 @@ func listenAddr(addr string, allowRemote bool) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// Timeouts of the HTTP server. No session check, cap or limit applies
+// before a request has been read, so a connection that stalls in its
+// headers or body, or idles between requests, is closed: a request (at
+// most 4 MiB, the go-sdk's cap) must arrive within httpReadTimeout. There
+// is no write timeout: each call has its own deadline (10 s), and a write
+// timeout would cut its answer.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpReadTimeout       = 30 * time.Second
+	httpIdleTimeout       = 2 * time.Minute
+)
+
+// newHTTPServer returns the HTTP server of h, with the timeouts above.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout, IdleTimeout: httpIdleTimeout}
+}
+
 // serveHTTP serves h on ln until ctx ends.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -67,6 +67,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
+	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -198,8 +199,12 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 			return 1
 		}
 		cfg.stdio, cfg.launch = true, os.Getenv(sessionEnv)
-		if cfg.launch == "" {
+		switch {
+		case cfg.launch == "":
 			log.Warn("shop: " + sessionEnv + " is not set: every call will be refused as unauthenticated")
+		case !token.IsToken68(cfg.launch):
+			// Never the value: it is a credential.
+			log.Warn("shop: " + sessionEnv + ` is not a session (the value of the gateway's rs_auth cookie alone: no "rs_auth=", no "Bearer ", no spaces or line breaks): every call will be refused as unauthenticated`)
 		}
 		s, err := newShop(cfg, stderr, log)
 		if err != nil {
@@ -281,7 +286,8 @@ const usage = `usage:
 
 environment:
   SHOP_GATEWAY_URL, MCP_TRANSPORT              defaults of --gateway and --transport
-  SHOP_MCP_SESSION                             the caller's RoboShop session (stdio only)
+  SHOP_MCP_SESSION                             the caller's RoboShop session (stdio only): the value
+                                               of the gateway's rs_auth cookie alone
   MCP_ENABLE_ADMIN_WRITES=true                 registers the three admin writes
   SHOP_MCP_CONFIRM_KEY                         confirmation signing key, hex or base64, at least 32
                                                bytes; required with --redis, refused without it

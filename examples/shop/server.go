@@ -180,7 +180,9 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	}
 	tools := map[string]mcpguard.ToolOptions{}
 	for _, sp := range s.specs {
-		if sp.confirm {
+		if sp.write {
+			// The confirmation prompt of an admin write, and the dry-run
+			// preview of every write, say what the call would do.
 			tools[sp.name] = mcpguard.ToolOptions{Describe: describe}
 		}
 	}
@@ -302,20 +304,33 @@ func (s *shop) auditSink(cfg config, stderr io.Writer) (audit.Sink, error) {
 	return js, nil
 }
 
-// describe states an admin write for the human asked to confirm it. The
-// amounts are the values the gateway gets, spelled plainly (99.90 EUR,
-// 1000 units), never as the model wrote them (9.99e1, 1e3).
+// describe states a write for the human asked to confirm it (the admin
+// writes) and for the preview of a dry run (every write). The amounts are
+// the values the gateway gets, spelled plainly (99.90 EUR, 1000 units),
+// never as the model wrote them (9.99e1, 1e3). The action stands alone on
+// the first line; the model's free text (a reason) follows, quoted, only
+// on a line of its own that says whose words they are, so that no quote or
+// phrase in it reads as the server's: a reason holds no line break (its
+// pattern refuses them, and the guard would show one as \n).
 func describe(tool string, args map[string]any) string {
 	switch tool {
+	case "update_cart":
+		if n, ok := integer(args, "quantity"); ok && n == 0 {
+			return fmt.Sprintf("remove %v from your cart", args["sku"])
+		}
+		return fmt.Sprintf("set the quantity of %v in your cart to %v", args["sku"], intArg(args, "quantity"))
 	case "admin_set_price":
 		return fmt.Sprintf("set the price of %v to %v EUR", args["sku"], priceArg(args, "price"))
 	case "admin_set_stock":
 		return fmt.Sprintf("set the stock of %v to %v units", args["sku"], intArg(args, "stock"))
 	case "admin_disable_user":
-		return fmt.Sprintf("disable the account %v, reason %q", args["userId"], fmt.Sprint(args["reason"]))
+		return fmt.Sprintf("disable the account %v\n%s%q", args["userId"], reasonLabel, fmt.Sprint(args["reason"]))
 	}
 	return "run " + tool
 }
+
+// reasonLabel opens the prompt's line of the reason the model gave.
+const reasonLabel = "reason, in the caller's words: "
 
 // parseAuditKey reads the audit key: hex, at least 32 hex digits.
 func parseAuditKey(v string) ([]byte, error) {

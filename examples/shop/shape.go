@@ -63,9 +63,17 @@ func shapeProduct(d any) any {
 	}
 }
 
-func shapeSearch(_ map[string]any, d any) any {
+// shapeSearch projects a search answer: at most the products the search
+// asked for (searchLimit), in the gateway's order; a gateway that sends
+// more (it ignored the limit) does not put more catalogue text before the
+// model than the call asked for.
+func shapeSearch(args map[string]any, d any) any {
 	m := obj(d)
-	return map[string]any{"strategy": m["strategy"], "products": list(m["items"], shapeProduct)}
+	items := m["items"]
+	if a, ok := items.([]any); ok && len(a) > searchLimit(args) {
+		items = a[:searchLimit(args)]
+	}
+	return map[string]any{"strategy": m["strategy"], "products": list(items, shapeProduct)}
 }
 
 func shapeCompare(args map[string]any, d any) any {
@@ -180,6 +188,13 @@ func nameSchema(null bool) map[string]any {
 
 func arrayOf(items any) map[string]any { return map[string]any{"type": "array", "items": items} }
 
+// arrayMax is arrayOf with at most n items.
+func arrayMax(items any, n int) map[string]any {
+	s := arrayOf(items)
+	s["maxItems"] = n
+	return s
+}
+
 // typ is the schema of a value of type t. A string is at most maxLabel
 // characters (ids, labels, e-mail, dates): longer is a malformed answer,
 // INVALID_RESPONSE. Names and descriptions, which are cut instead, set
@@ -202,12 +217,17 @@ func productSchema() map[string]any {
 	})
 }
 
+// maxCompare is the most SKUs compare_products takes, and so the most
+// products (and missing SKUs) its answer may hold: more is a malformed
+// answer, INVALID_RESPONSE.
+const maxCompare = 4
+
 func searchOutput() map[string]any {
-	return object(map[string]any{"strategy": nullable("string"), "products": arrayOf(productSchema())})
+	return object(map[string]any{"strategy": nullable("string"), "products": arrayMax(productSchema(), maxSearchLimit)})
 }
 
 func compareOutput() map[string]any {
-	return object(map[string]any{"products": arrayOf(productSchema()), "missing": arrayOf(typ("string"))})
+	return object(map[string]any{"products": arrayMax(productSchema(), maxCompare), "missing": arrayMax(typ("string"), maxCompare)})
 }
 
 func categoriesOutput() map[string]any {

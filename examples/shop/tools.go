@@ -121,6 +121,23 @@ func priceArg(args map[string]any, k string) any {
 	return args[k]
 }
 
+// Bounds of search_products: the limit when the model gives none, and the
+// largest it may give.
+const (
+	defaultSearchLimit = 5
+	maxSearchLimit     = 20
+)
+
+// searchLimit returns the number of products a search asks for: its limit
+// argument, or defaultSearchLimit. The gateway is asked for that many, and
+// more in its answer are cut (shapeSearch).
+func searchLimit(args map[string]any) int {
+	if n, ok := integer(args, "limit"); ok {
+		return int(n)
+	}
+	return defaultSearchLimit
+}
+
 // str returns a validated string argument.
 func str(args map[string]any, k string) string { s, _ := args[k].(string); return s }
 
@@ -145,15 +162,12 @@ func toolSpecs(adminWrites bool) []*toolSpec {
 				"Read-only: does not change the cart or place orders.",
 			input: map[string]any{
 				"query": textSchema(1, 200, "Keywords, e.g. \"robot vacuum\"."),
-				"limit": intSchema(1, 20, "Most products to return; default 5."),
+				"limit": intSchema(1, maxSearchLimit, "Most products to return; default 5."),
 			},
 			required: []string{"query"},
 			output:   searchOutput(),
 			request: func(a map[string]any) gatewayRequest {
-				q := url.Values{"q": {str(a, "query")}}
-				if n, ok := integer(a, "limit"); ok {
-					q.Set("limit", strconv.FormatInt(n, 10))
-				}
+				q := url.Values{"q": {str(a, "query")}, "limit": {strconv.Itoa(searchLimit(a))}}
 				return gatewayRequest{method: "GET", path: "/api/recommendations", query: q}
 			},
 			shape: shapeSearch, roles: customerRoles(),
@@ -168,7 +182,7 @@ func toolSpecs(adminWrites bool) []*toolSpec {
 		{
 			name: "compare_products", title: "Compare products",
 			description: "Compare two to four products side by side by SKU. Unknown SKUs are listed as missing. Read-only; does not rank or recommend.",
-			input: map[string]any{"skus": map[string]any{"type": "array", "items": skuSchema(), "minItems": 2, "maxItems": 4, "uniqueItems": true,
+			input: map[string]any{"skus": map[string]any{"type": "array", "items": skuSchema(), "minItems": 2, "maxItems": maxCompare, "uniqueItems": true,
 				"description": "Two to four SKUs."}},
 			required: []string{"skus"}, output: compareOutput(),
 			request: func(a map[string]any) gatewayRequest {
