@@ -11,12 +11,15 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/loopback"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,32 +36,38 @@ const (
 // maxRecorded bounds what /_received and admin_list_audit_log remember.
 const maxRecorded = 1000
 
-// ring is a bounded, concurrency-safe list of the most recent items.
+// ring is a bounded, concurrency-safe list of the most recent items:
+// once full, an item added takes the place of the oldest, in constant time.
 type ring[T any] struct {
 	mu    sync.Mutex
-	items []T
+	items []T // at most maxRecorded; once full, items[next] is the oldest
+	next  int
 }
 
 func (r *ring[T]) add(v T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.items) == maxRecorded {
-		copy(r.items, r.items[1:])
-		r.items = r.items[:maxRecorded-1]
+	if len(r.items) < maxRecorded {
+		r.items = append(r.items, v)
+		return
 	}
-	r.items = append(r.items, v)
+	r.items[r.next] = v
+	r.next = (r.next + 1) % maxRecorded
 }
 
+// list returns the items, oldest first.
 func (r *ring[T]) list() []T {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]T{}, r.items...)
+	out := make([]T, 0, len(r.items))
+	out = append(out, r.items[r.next:]...)
+	return append(out, r.items[:r.next]...)
 }
 
 func (r *ring[T]) clear() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.items = nil
+	r.items, r.next = nil, 0
 }
 
 // adminTools are the privileged tools of the HTTP mode, there so that the
@@ -92,7 +101,10 @@ func adminTools() []*mcp.Tool {
 }
 
 // receivedRequest is one JSON-RPC request that reached the server, as
-// listed by GET /_received.
+// listed by GET /_received. Each field is cut to maxField bytes (a cut
+// string ends with "…"; an id cut is the JSON string of its first bytes
+// and "…"), and Truncated says one was: the list's size stays bounded
+// whatever the clients send.
 type receivedRequest struct {
 	Time      time.Time       `json:"time"`
 	Method    string          `json:"method"`
@@ -101,6 +113,35 @@ type receivedRequest struct {
 	Subject   string          `json:"subject,omitempty"`
 	Role      string          `json:"role,omitempty"`
 	RequestID string          `json:"request_id,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"`
+}
+
+// maxField bounds each field of a receivedRequest, in bytes (before the
+// "…" of a cut one).
+const maxField = 256
+
+// cut returns s, or, when it is longer than maxField bytes, its first
+// bytes with "…" appended, setting *truncated.
+func cut(s string, truncated *bool) string {
+	c, more := textsafe.CutBytes(s, maxField)
+	if !more {
+		return s
+	}
+	*truncated = true
+	return c + "…"
+}
+
+// cutID is cut for an id, raw JSON: one longer than maxField bytes becomes
+// the JSON string of its first bytes and "…".
+func cutID(id json.RawMessage, truncated *bool) json.RawMessage {
+	if len(id) <= maxField {
+		return id
+	}
+	b, err := json.Marshal(cut(string(id), truncated))
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // maxBody bounds the request bodies the recorder reads.
@@ -120,16 +161,19 @@ func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		var truncated bool
 		base := receivedRequest{
 			Time:      time.Now().UTC(),
-			Subject:   r.Header.Get(headerSubject),
-			Role:      r.Header.Get(headerRole),
-			RequestID: r.Header.Get(headerRequestID),
+			Subject:   cut(r.Header.Get(headerSubject), &truncated),
+			Role:      cut(r.Header.Get(headerRole), &truncated),
+			RequestID: cut(r.Header.Get(headerRequestID), &truncated),
 		}
 		var msgs []message
 		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
-			var raws []json.RawMessage
-			if json.Unmarshal(trimmed, &raws) != nil {
+			// Only the last maxRecorded messages of a batch can stay
+			// listed: the others are not read into the list at all.
+			raws, ok := batchTail(trimmed, maxRecorded)
+			if !ok {
 				raws = []json.RawMessage{nil}
 			}
 			for _, raw := range raws {
@@ -140,11 +184,67 @@ func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 		}
 		for _, m := range msgs {
 			e := base
-			e.Method, e.ID, e.Tool = m.Method, m.ID, m.Tool
+			e.Truncated = truncated
+			e.Method, e.Tool = cut(m.Method, &e.Truncated), cut(m.Tool, &e.Truncated)
+			e.ID = cutID(m.ID, &e.Truncated)
 			rec.add(e)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// batchTail returns the last n messages of b, a JSON array, and whether
+// b is one (as json.Unmarshal would read it into a []json.RawMessage).
+// It costs a validation and one pass, and holds at most n messages,
+// however long the batch: a client cannot make the recorder spend more on
+// a batch than the listing keeps of it.
+func batchTail(b []byte, n int) ([]json.RawMessage, bool) {
+	b = bytes.TrimSpace(b)
+	if !json.Valid(b) || len(b) < 2 || b[0] != '[' {
+		return nil, false
+	}
+	inner := b[1 : len(b)-1] // valid JSON: b ends with its ']'
+	if len(bytes.TrimSpace(inner)) == 0 {
+		return nil, true
+	}
+	tail := make([]json.RawMessage, 0, n) // once full, tail[next] is the oldest
+	next := 0
+	push := func(msg []byte) {
+		msg = bytes.TrimSpace(msg)
+		if len(tail) < n {
+			tail = append(tail, msg)
+			return
+		}
+		tail[next] = msg
+		next = (next + 1) % n
+	}
+	// Valid JSON, so the members are split by the commas outside strings
+	// at depth 0 (a byte of a multi-byte character is never ASCII).
+	depth, inString, escaped, start := 0, false, false, 0
+	for i, c := range inner {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			push(inner[start:i])
+			start = i + 1
+		}
+	}
+	push(inner[start:])
+	return append(tail[next:], tail[:next]...), true
 }
 
 // message is what the recorder lists of one JSON-RPC message.
@@ -243,8 +343,13 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 		func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})))
 	mux.HandleFunc("GET /_received", func(w http.ResponseWriter, r *http.Request) {
+		b, err := json.Marshal(received.list())
+		if err != nil {
+			http.Error(w, "the list could not be encoded", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(received.list())
+		_, _ = io.WriteString(w, asciiJSON(b)+"\n")
 	})
 	mux.HandleFunc("DELETE /_received", func(w http.ResponseWriter, r *http.Request) {
 		received.clear()
@@ -287,6 +392,28 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 		}
 		return nil
 	}
+}
+
+// asciiJSON returns the JSON text js with every character outside
+// printable ASCII written as a \uXXXX escape (a surrogate pair beyond
+// U+FFFF): the same value to a JSON reader, and to a person reading it in
+// a terminal, no character that shows as nothing or reorders the text (a
+// tool name "\u200badmin_reset_key" does not read as admin_reset_key).
+// json.Marshal's text is valid UTF-8 with its control characters escaped.
+func asciiJSON(js []byte) string {
+	var b strings.Builder
+	for _, r := range string(js) {
+		switch {
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
 }
 
 // loopbackAddr returns addr with an empty host replaced by 127.0.0.1, and
