@@ -38,8 +38,9 @@ import (
 // skipped or not, and, among the keys it keeps: a key without a "kid", two
 // keys with the same "kid", an unknown kty or crv, a malformed member, or
 // a key that [NewJWT] would refuse (such as an RSA key under 2048 bits or
-// over 8192); and when no key is kept. Errors name the key by its kid,
-// or by its position when it has none or its kid is over 64 bytes long.
+// over 8192, or an Ed25519 key of small order); and when no key is kept.
+// Errors name the key by its kid, or by its position when it has none or
+// its kid is over 64 bytes long.
 func ParseJWKS(data []byte) (map[string]crypto.PublicKey, error) {
 	keys, _, err := parseJWKS(data, false)
 	return keys, err
@@ -371,6 +372,9 @@ func checkKey(k crypto.PublicKey) error {
 		if len(k) != ed25519.PublicKeySize {
 			return errors.New("Ed25519 key of the wrong size")
 		}
+		if smallOrder(k) {
+			return errors.New("Ed25519 key of small order (a signature anyone can make would verify with it)")
+		}
 	case nil:
 		return errors.New("nil key")
 	default:
@@ -378,6 +382,40 @@ func checkKey(k crypto.PublicKey) error {
 	}
 	return nil
 }
+
+// smallOrder reports whether k, an Ed25519 public key of the right size,
+// encodes a point of order 1, 2, 4 or 8 (the neutral point, all zeros,
+// ...), in any encoding crypto/ed25519 decodes (x's sign either way, y
+// at or over 2^255-19 as well). crypto/ed25519 does not check the order
+// of a public key, and under such a key a signature R || 0, R a point of
+// small order, verifies for one message in eight or more: anyone could
+// make tokens that verify.
+func smallOrder(k ed25519.PublicKey) bool {
+	le := slices.Clone(k)
+	le[31] &= 0x7f // x's sign
+	slices.Reverse(le)
+	y := new(big.Int).SetBytes(le)
+	y.Mod(y, curve25519P)
+	for _, s := range smallOrderY {
+		if y.Cmp(s) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// curve25519P is the prime of the field of Ed25519, 2^255-19.
+var curve25519P = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(19))
+
+// smallOrderY are the y coordinates of the eight points of Ed25519 of
+// small order (libsodium's blocklist, and "Taming the many EdDSAs",
+// list their encodings): 1 (the neutral point), -1 (order 2), 0 (two
+// points of order 4), and y8 and -y8 (two points of order 8 each).
+var smallOrderY = func() []*big.Int {
+	y8, _ := new(big.Int).SetString("05fc536d880238b13933c6d305acdfd5f098eff289f4c345b027b2c28f95e826", 16)
+	minus := func(y *big.Int) *big.Int { return new(big.Int).Sub(curve25519P, y) }
+	return []*big.Int{big.NewInt(1), minus(big.NewInt(1)), big.NewInt(0), y8, minus(y8)}
+}()
 
 // ecAlg returns the JWS algorithm of an ECDSA curve, or "".
 func ecAlg(c elliptic.Curve) string {

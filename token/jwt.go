@@ -35,12 +35,13 @@ type JWTConfig struct {
 	// Keys are the issuer's public keys by key id ("kid"), as [ParseJWKS]
 	// and [ParsePublicKeyPEM] return them: an *rsa.PublicKey (2048 to 8192
 	// bits), *ecdsa.PublicKey on P-256, P-384 or P-521, or
-	// ed25519.PublicKey, which verifies every algorithm of its type, or an
-	// [AlgKey] holding one of them, which verifies its Alg only (ParseJWKS
-	// returns one for a JWK with "alg"). A token names its key in its
-	// header's "kid"; a token without a "kid" may use the only key when
-	// Keys holds exactly one. The map is copied, the keys must not be
-	// modified afterwards. Set either Keys or KeySet.
+	// ed25519.PublicKey (not a point of small order), which verifies every
+	// algorithm of its type, or an [AlgKey] holding one of them, which
+	// verifies its Alg only (ParseJWKS returns one for a JWK with "alg").
+	// A token names its key in its header's "kid"; a token without a
+	// "kid" may use the only key when Keys holds exactly one. The map is
+	// copied, the keys must not be modified afterwards. Set either Keys or
+	// KeySet.
 	Keys map[string]crypto.PublicKey
 	// KeySet is the issuer's JWK Set fetched from its URL, for keys that
 	// the issuer rotates: a token's "kid" is looked up in the set's
@@ -163,7 +164,9 @@ type JWT struct {
 // neither of Keys and KeySet are set, when KeySet was not made by
 // [NewRemoteKeySet], when a key is nil, of another type, an RSA key
 // shorter than 2048 bits or longer than 8192, an ECDSA key on another
-// curve or off its curve, or an Ed25519 key of the wrong size, when an [AlgKey]'s Key is any of
+// curve or off its curve, or an Ed25519 key of the wrong size or of small
+// order (such as all zeros: crypto/ed25519 would verify signatures anyone
+// can make with it), when an [AlgKey]'s Key is any of
 // these or itself an AlgKey, or its Alg is not an algorithm of its Key's
 // type (see [AlgKey]), when Issuer or Audience is empty,
 // when a Types entry is empty (or "application/" alone), or when Leeway is

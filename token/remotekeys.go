@@ -71,8 +71,8 @@ type RemoteKeySetOptions struct {
 // kid and refreshed when the provider rotates them. It is safe for
 // concurrent use, and runs no goroutine of its own between lookups (its
 // HTTP client may keep an idle connection to the provider): it needs no
-// closing. Its errors, and String, show its URL without user info, query
-// or fragment, where a credential may be.
+// closing. Its errors, String, and its formatting with any verb show its
+// URL without user info, query or fragment, where a credential may be.
 //
 // Every response is read as [ParseJWKS] reads a set, with one difference:
 // a key for which ParseJWKS refuses the whole set (an unknown kty or crv,
@@ -256,6 +256,10 @@ func (s *RemoteKeySet) String() string {
 	defer s.mu.Unlock()
 	return s.shown
 }
+
+// Format prints [RemoteKeySet.String] for every verb, so that the URL's
+// credential is never printed (%#v, say, would print the fields).
+func (s *RemoteKeySet) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String())) }
 
 // checkKeySetURL accepts https URLs, and http URLs to a loopback host.
 func checkKeySetURL(raw string) error {
