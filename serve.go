@@ -812,6 +812,8 @@ func (g *Guard) describe(c *call, topts ToolOptions) string {
 // the human with prompts, and its cost is checked against the spend caps
 // without being spent, so no one is asked to confirm a call they would
 // refuse now; the confirmed round then counts its spend only.
+// The round that asks is not counted when a [Limit] step of the same
+// limiter outside has counted the call and taken its cost.
 func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions) (res *mcp.CallToolResult, done bool) {
 	s := g.opts.Confirmer
 	if s == nil {
@@ -839,11 +841,20 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			return nil, false
 		}
 		var ld limiter.Decision
-		if g.opts.Limiter != nil {
+		if g.opts.Limiter != nil && !limitedOutside(ctx, req, g.opts.Limiter) {
 			// The cost is checked, not spent: a call the spend caps
 			// would refuse now is refused before the human is asked.
 			ld = g.limit(ctx, req, c, 1, 0, true)
 			g.opts.Limiter.Release(ld)
+			if ld.Err != nil {
+				// Told as the confirmed round's would be (see charge).
+				if ctx.Err() != nil {
+					c.detail = "the client went away (the call's context ended) before the limiter decided"
+					g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", logName(c.name), "correlation_id", c.corr, "err", ctx.Err())
+				} else {
+					g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
+				}
+			}
 			if !ld.Allowed {
 				c.denial = limitDenial(ld)
 				return nil, false

@@ -69,7 +69,14 @@ import (
 // no call. Without opts.Limiter, asking is not counted. Confirm uses the
 // confirmation up when it passes the call on, so a refusal further in (by
 // a Limit inside it) needs a new confirmation; the Guard, which checks the
-// limits first, leaves the confirmation to a retry.
+// limits first, leaves the confirmation to a retry. A Limit outside
+// Confirm counts the logical call and takes its cost in the round that
+// asks (the confirmed round, which carries the state that Limit sealed,
+// counts nothing); when its limiter is opts.Limiter, Confirm does not
+// count or check that round again. A call Confirm refuses gets back what
+// a Limit outside charged it, but the decline of a client on 2026-07-28
+// comes in a round of its own, so the round that asked keeps its charge:
+// put Limit inside Confirm to charge confirmed calls only.
 //
 // Confirm returns an error for a nil signer or policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
@@ -92,12 +99,20 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c, topts, d := g.beginRound(ctx, req)
+			// A refused call consumes nothing: a Limit step outside this
+			// one gives back what it charged.
+			refuse := func(d *DenialError) (*mcp.CallToolResult, error) {
+				refundAdmissions(ctx, req)
+				res, err := g.deny(c, d)
+				g.audited(ctx, req, c)
+				return res, err
+			}
 			if d != nil {
-				return g.deny(c, d)
+				return refuse(d)
 			}
 			if !c.rule.Confirm {
 				if d := g.consume(ctx, c); d != nil {
-					return g.deny(c, d)
+					return refuse(d)
 				}
 				return g.sealed(c)(next(ctx, req))
 			}
@@ -107,22 +122,26 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 				if g.opts.Limiter != nil && !c.retry {
 					ld, d := g.charge(ctx, req, c, 1)
 					if d != nil {
-						return g.deny(c, d)
+						return refuse(d)
 					}
 					defer g.opts.Limiter.Release(ld)
 				}
 				if d := g.consume(ctx, c); d != nil {
-					return g.deny(c, d)
+					return refuse(d)
 				}
 				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
 			}
 			if !c.confirmed { // not the next round of a confirmed call
 				res, done := g.confirmStep(ctx, req, c, topts)
-				if done {
+				if done { // asked, or declined
+					if res.InputRequests == nil {
+						refundAdmissions(ctx, req)
+					}
+					g.audited(ctx, req, c)
 					return res, nil
 				}
 				if c.denial != nil {
-					return g.deny(c, c.denial)
+					return refuse(c.denial)
 				}
 				c.confirmed = true
 			}
@@ -130,11 +149,42 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 				ctx = context.WithValue(ctx, countedKey{}, true)
 			}
 			if d := g.consume(ctx, c); d != nil {
-				return g.deny(c, d)
+				return refuse(d)
 			}
 			return g.sealed(c)(next(ctx, req))
 		}
 	}, nil
+}
+
+// audited tells the Audit middleware around ctx's call of req what
+// Confirm decided about it, c, so that its record says what the Guard's
+// would: the round that asks the human is refused CONFIRMATION_REQUIRED
+// (its result is no error, and the tool did not run), and each decision
+// has its detail.
+func (g *Guard) audited(ctx context.Context, req *mcp.CallToolRequest, c *call) {
+	ac := auditCall(ctx, req)
+	if ac == nil {
+		return
+	}
+	if c.denial != nil {
+		ac.denial = c.denial
+	}
+	if ac.detail == "" {
+		ac.detail = c.detail
+	}
+}
+
+// limitedOutside reports whether a Limit step of l outside the calling
+// step (within the same Audit middleware) admitted ctx's call of req: it
+// counted the call against the call rate and took its cost.
+func limitedOutside(ctx context.Context, req *mcp.CallToolRequest, l *limiter.Limiter) bool {
+	ac := auditCall(ctx, req)
+	for lc := limitCall(ctx, req); lc != nil; lc = lc.outer {
+		if lc.ac == ac && lc.g.opts.Limiter == l {
+			return true
+		}
+	}
+	return false
 }
 
 // countedKey marks in a context a confirmed call whose logical call was
