@@ -261,7 +261,13 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 			res, err := next(ctx, req)
 			switch {
 			case err != nil:
-				c.denial, c.detail = wireDenial(err)
+				d, detail := wireDenial(err)
+				c.denial = d
+				if c.detail == "" {
+					// A step inside that refused said why (in
+					// protocol-error mode too): its words stay.
+					c.detail = detail
+				}
 			case res != nil && res.IsError:
 				var de *DenialError
 				if errors.As(res.GetError(), &de) {

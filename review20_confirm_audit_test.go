@@ -29,7 +29,7 @@ func TestConfirmStepAuditsAsTheGuard(t *testing.T) {
 		Code, Detail string
 		Cost         float64
 	}
-	run := func(t *testing.T, chain bool) []rec {
+	run := func(t *testing.T, chain, protocolErrors bool) []rec {
 		lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Spend, Scope: limiter.User, Max: 10, Window: time.Hour}}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -38,7 +38,8 @@ func TestConfirmStepAuditsAsTheGuard(t *testing.T) {
 		var s stub
 		opts := &mcpguard.Options{
 			Limiter: lim, Logger: quiet, Now: func() time.Time { return dsT0 },
-			Tools: map[string]mcpguard.ToolOptions{"wipe": {Cost: six}},
+			Tools:          map[string]mcpguard.ToolOptions{"wipe": {Cost: six}},
+			ProtocolErrors: protocolErrors,
 		}
 		var h mcp.ToolHandler
 		if chain {
@@ -88,11 +89,15 @@ func TestConfirmStepAuditsAsTheGuard(t *testing.T) {
 		}
 		return out
 	}
-	guard, chain := run(t, false), run(t, true)
-	if diff := cmp.Diff(guard, chain); diff != "" {
-		t.Errorf("the chain's records differ from the Guard's (-guard +chain):\n%s", diff)
-	}
-	if len(guard) != 7 || guard[0].Code != string(mcpguard.CodeConfirmationRequired) || guard[6].Code != string(mcpguard.CodeSpendLimitExceeded) {
-		t.Errorf("the Guard's records: %s", fmt.Sprint(guard))
+	// In protocol-error mode too: refusals are JSON-RPC errors then, and
+	// the Audit middleware kept no detail of the step that refused.
+	for _, pe := range []bool{false, true} {
+		guard, chain := run(t, false, pe), run(t, true, pe)
+		if diff := cmp.Diff(guard, chain); diff != "" {
+			t.Errorf("ProtocolErrors %v: the chain's records differ from the Guard's (-guard +chain):\n%s", pe, diff)
+		}
+		if len(guard) != 7 || guard[0].Code != string(mcpguard.CodeConfirmationRequired) || guard[6].Code != string(mcpguard.CodeSpendLimitExceeded) {
+			t.Errorf("ProtocolErrors %v: the Guard's records: %s", pe, fmt.Sprint(guard))
+		}
 	}
 }
