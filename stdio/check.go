@@ -72,6 +72,7 @@ type info struct {
 	request bool // it has a method: a request or a notification
 	id      idKey
 	echo    json.RawMessage // the id to answer a request with; nil: null
+	rawID   json.RawMessage // the id as read (its last occurrence); nil: none
 	method  string
 	params  json.RawMessage
 	raw     json.RawMessage // the message as read
@@ -249,7 +250,7 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 	if idOK && id.set && hasMethod {
 		echo = idRaw
 		if id.isStr {
-			echo, _ = json.Marshal(id.s) // valid UTF-8
+			echo, _ = marshal(id.s) // valid UTF-8
 		}
 	}
 	fail := func(reason string) (info, *lineError) {
@@ -265,7 +266,7 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 	if !idOK {
 		return fail(`"id" must be a string, a number or null`)
 	}
-	m.id, m.echo, m.raw = id, echo, raw
+	m.id, m.echo, m.rawID, m.raw = id, echo, idRaw, raw
 	if hasMethod {
 		if string(method) != "null" && (method[0] != '"' || json.Unmarshal(method, &m.method) != nil) {
 			return fail(`"method" must be a string`)
@@ -341,7 +342,7 @@ func errorLine(e *lineError) []byte {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	}
-	b, err := json.Marshal(struct {
+	b, err := marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   wireError       `json:"error"`
@@ -350,4 +351,17 @@ func errorLine(e *lineError) []byte {
 		b = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}`)
 	}
 	return append(b, '\n')
+}
+
+// marshal encodes v as the go-sdk encodes its messages: as json.Marshal
+// does, without the escaping of '<', '>' and '&' (which would write an id
+// made of them six times as long as it was read).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -185,7 +185,9 @@ func TestEveryUnansweredInitializeTracked(t *testing.T) {
 
 // TestSessionInitializeTracking: batches are refused while any initialize
 // passed is unanswered; the first successful answer decides the version
-// for good; when every initialize was refused, batches pass again.
+// for good; an initialize answered with an error leaves the version
+// unknown (the go-sdk may have negotiated one before a middleware failed),
+// so batches stay refused until one succeeds.
 func TestSessionInitializeTracking(t *testing.T) {
 	// Each asks for 2025-03-26, which has batches: the version asked for
 	// never decides.
@@ -210,7 +212,8 @@ func TestSessionInitializeTracking(t *testing.T) {
 		{"unanswered", []step{{init: 1}, {want: false}}},
 		{"answered_2025_03_26", []step{{init: 1}, {sent: result("1", "2025-03-26")}, {want: true}}},
 		{"answered_2025_11_25", []step{{init: 1}, {sent: result("1", "2025-11-25")}, {want: false}}},
-		{"refused", []step{{init: 1}, {sent: refused("1")}, {want: true}}},
+		{"refused", []step{{init: 1}, {sent: refused("1")}, {want: false}}},
+		{"refused_then_2025_03_26", []step{{init: 1}, {sent: refused("1")}, {init: 2}, {sent: result("2", "2025-03-26")}, {want: true}}},
 		{"refused_then_second_unanswered", []step{
 			{init: 1}, {init: 2}, {sent: refused("1")}, {want: false},
 			{sent: result("2", "2025-11-25")}, {want: false},
@@ -218,7 +221,7 @@ func TestSessionInitializeTracking(t *testing.T) {
 		{"refused_then_second_2025_03_26", []step{
 			{init: 1}, {init: 2}, {sent: refused("1")}, {sent: result("2", "2025-03-26")}, {want: true},
 		}},
-		{"both_refused", []step{{init: 1}, {init: 2}, {sent: refused("2")}, {sent: refused("1")}, {want: true}}},
+		{"both_refused", []step{{init: 1}, {init: 2}, {sent: refused("2")}, {sent: refused("1")}, {want: false}}},
 		{"duplicate_answered_after", []step{
 			{init: 1}, {init: 2}, {sent: result("1", "2025-03-26")}, {want: true}, {sent: refused("2")}, {want: true},
 		}},

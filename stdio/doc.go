@@ -21,8 +21,11 @@
 //     JSON, not a JSON-RPC 2.0 object, an empty or forbidden batch, longer
 //     than 16 MiB) is answered on the channel with a JSON-RPC error, -32700
 //     or -32600, logged on standard error, and the session goes on. Batches
-//     are refused from protocol version 2025-06-18 on, and while the answer
-//     to an initialize request is not out (the version is not known yet);
+//     are refused from protocol version 2025-06-18 on, while the answer to
+//     an initialize request is not out, and after one answered with an
+//     error until one succeeds (the version is not known: the SDK fixes it
+//     when its initialize handler runs, though a middleware may fail the
+//     answer after);
 //   - it refuses the same way the messages that the go-sdk v1.8.0 reads but
 //     never answers: a request, alone or in a batch, that reuses the id of a
 //     request in flight (jsonrpc2 drops it), and a batch that mixes
@@ -54,7 +57,11 @@
 //     reports end of input, and the session ends. [Options.DrainTimeout]
 //     (5 seconds by default) bounds the wait for those answers, after the
 //     stop as at end of input: a call that never ends does not hold the
-//     server for good;
+//     server for good. A subscriptions/listen call (SEP-2575, which the
+//     go-sdk's client opens over 2026-07-28 to hear of list changes) ends
+//     only when cancelled: when the wait starts, the transport hands the
+//     SDK a notifications/cancelled for each in flight, as the client
+//     would, so the SDK answers it and it does not hold the wait;
 //   - where descriptors are redirected, it asks for SIGPIPE
 //     ([os/signal.Notify]), so that a write to a broken pipe on descriptor
 //     1 or 2 fails with EPIPE instead of killing the process: a client

@@ -40,11 +40,13 @@ type session struct {
 
 	inits      map[idKey]bool // ids of initialize requests passed, not yet answered
 	negotiated string         // the protocolVersion of the first successful answer to one
+	initFailed bool           // one was answered without a version: the SDK may have negotiated one
 
-	batchIDs    map[idKey]bool // ids of batch members the SDK still tracks
-	maxInFlight int            // requests in flight beyond which one is refused
-	maxBytes    int            // bytes of requests in flight beyond which one is refused
-	stopped     bool           // the transport was stopped: every request is refused
+	listens     map[idKey]json.RawMessage // the ids, as read, of the subscriptions/listen calls in flight
+	batchIDs    map[idKey]bool            // ids of batch members the SDK still tracks
+	maxInFlight int                       // requests in flight beyond which one is refused
+	maxBytes    int                       // bytes of requests in flight beyond which one is refused
+	stopped     bool                      // the transport was stopped: every request is refused
 	closeOnce   sync.Once
 }
 
@@ -55,6 +57,7 @@ func newSession() *session {
 		changed:     make(chan struct{}),
 		closed:      make(chan struct{}),
 		inits:       map[idKey]bool{},
+		listens:     map[idKey]json.RawMessage{},
 		batchIDs:    map[idKey]bool{},
 		maxInFlight: maxInFlight,
 		maxBytes:    maxBytesInFlight,
@@ -77,10 +80,13 @@ func (s *session) stopping() {
 // without batches, and which one the transport cannot tell: the server may
 // not support the version asked for
 // (ServerOptions.SupportedProtocolVersions), and the SDK reads the
-// request's members by their exact names. The SDK
-// negotiates once, on the first initialize it takes; a refused one leaves
-// no version, and when every initialize passed was refused the session is
-// as before the first.
+// request's members by their exact names. The SDK negotiates once, when
+// its initialize handler first runs, whatever the answer: a receiving
+// middleware that fails after calling it has initialize answered with an
+// error at the version negotiated. So once an initialize is answered
+// without a version (an error), batches are refused until one is answered
+// with a version, as the next to succeed is the one that negotiates (after
+// a late failure, every later initialize is refused as a duplicate).
 func (s *session) batchRefusal() string {
 	switch {
 	case s.negotiated != "":
@@ -89,6 +95,8 @@ func (s *session) batchRefusal() string {
 		}
 	case len(s.inits) > 0:
 		return "a JSON-RPC batch must wait for the answer to initialize (the protocol version is not known yet)"
+	case s.initFailed:
+		return "a JSON-RPC batch must wait for an initialize that succeeds (one was answered with an error: the protocol version is not known)"
 	}
 	return ""
 }
@@ -166,8 +174,27 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 		if m.method == "initialize" && s.negotiated == "" {
 			s.inits[m.id] = true
 		}
+		if m.method == methodListen {
+			s.listens[m.id] = m.rawID
+		}
 	}
 	return nil
+}
+
+// methodListen is the call the go-sdk holds until it is cancelled (SEP-2575).
+const methodListen = "subscriptions/listen"
+
+// listening returns the ids of the subscriptions/listen calls in flight,
+// as they were read: a cancellation that names one so is shorter than the
+// call's own line, and fits in the go-sdk's frame as it did.
+func (s *session) listening() []json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]json.RawMessage, 0, len(s.listens))
+	for _, id := range s.listens {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // refusal returns why n requests of size bytes in all may not pass now,
@@ -199,13 +226,26 @@ func closing() *lineError {
 	return &lineError{code: codeClosing, reason: "the server is stopping and starts no new request; the requests read before the stop are answered"}
 }
 
-// outgoing is what the session needs of a message the go-sdk writes.
+// outgoing is what the session needs of a message the go-sdk writes. Its
+// members are kept raw, so that no result, whatever its shape, fails the
+// decoding of the line (and leaves the requests it answers in flight for
+// good): the result is read only for the answer to initialize.
 type outgoing struct {
 	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result *struct {
+	Method json.RawMessage `json:"method"`
+	Result json.RawMessage `json:"result"`
+}
+
+// protocolVersion returns the version that result, of an initialize,
+// carries, or "" when it carries none.
+func protocolVersion(result json.RawMessage) string {
+	var r struct {
 		ProtocolVersion string `json:"protocolVersion"`
-	} `json:"result"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return ""
+	}
+	return r.ProtocolVersion
 }
 
 // sent records a line the go-sdk wrote: its responses answer requests.
@@ -228,22 +268,28 @@ func (s *session) sent(line []byte) {
 	answered := false
 	for _, m := range msgs {
 		id, ok := parseID(m.ID)
-		if !ok || !id.set || m.Method != "" {
+		if !ok || !id.set || m.Method != nil {
 			continue
 		}
 		if s.pending[id] {
 			delete(s.pending, id)
 			s.bytes -= s.sizes[id]
 			delete(s.sizes, id)
+			delete(s.listens, id)
 			answered = true
 		}
 		delete(s.batchIDs, id)
 		if s.inits[id] {
 			// The first successful answer carries the version the SDK
-			// negotiated; a refused initialize leaves none.
+			// negotiated; an answer without one (an error) leaves it
+			// unknown (see batchRefusal).
 			delete(s.inits, id)
-			if s.negotiated == "" && m.Result != nil && m.Result.ProtocolVersion != "" {
-				s.negotiated = m.Result.ProtocolVersion
+			switch v := protocolVersion(m.Result); {
+			case s.negotiated != "":
+			case v != "":
+				s.negotiated = v
+			default:
+				s.initFailed = true
 			}
 		}
 	}

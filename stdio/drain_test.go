@@ -152,10 +152,12 @@ func TestSessionBatches(t *testing.T) {
 			{sent: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`},
 			{admit: []info{req(2)}},
 		}},
+		// The go-sdk may have negotiated before the error (a middleware
+		// that fails after its handler): the version is unknown.
 		{"initialize_refused", []step{
 			{init: "2025-11-25"},
 			{sent: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}`},
-			{admit: []info{req(2)}, ok: true},
+			{admit: []info{req(2)}},
 		}},
 	}
 	for _, tt := range tests {

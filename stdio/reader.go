@@ -17,7 +17,9 @@ import (
 // same while the input stays open: from then on the reader refuses every
 // request it reads, passes the rest (a handler may wait for the answer to
 // a request of its own), and reports end of file once the requests passed
-// before are answered (or the timeout after the stop).
+// before are answered (or the timeout after the stop). When such a wait
+// starts, it hands the SDK a cancellation of each subscriptions/listen call
+// in flight, which would otherwise never end ([reader.startDrain]).
 //
 // Its input is read by a goroutine of its own (started by the first Read),
 // so that a Read waiting for input also sees the stop, the last answer,
@@ -109,7 +111,7 @@ func (r *reader) next() {
 			// still takes its message.
 			r.lines.flush(r.line)
 			r.inErr = c.err
-			r.startGrace()
+			r.startDrain()
 		}
 	case <-stop:
 		r.stopNow()
@@ -140,14 +142,26 @@ func (r *reader) checkStop() {
 func (r *reader) stopNow() {
 	r.stopped = true
 	r.s.stopping()
-	r.startGrace()
+	r.startDrain()
 }
 
-// startGrace starts the timeout of the drain, at the first of the end of
-// input and the stop.
-func (r *reader) startGrace() {
-	if r.grace == nil && r.timeout >= 0 {
-		r.grace = time.After(r.timeout)
+// startDrain starts the drain, at the first of the end of input and the
+// stop: its timeout, and the end of the subscriptions/listen calls in
+// flight. The go-sdk holds such a call until it is cancelled, and only the
+// client cancels it, so the drain would otherwise wait for it until the
+// timeout, and the SDK then drop its answer. The reader hands the SDK a
+// notifications/cancelled for each, as the client would (and as the SDK's
+// own ServerSession.Close cancels them): the SDK answers it, and the
+// client reads the end of its listen.
+func (r *reader) startDrain() {
+	if r.grace != nil || r.timeout < 0 {
+		return
+	}
+	r.grace = time.After(r.timeout)
+	for _, id := range r.s.listening() {
+		r.ready = append(r.ready, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
+		r.ready = append(r.ready, id...)
+		r.ready = append(r.ready, "}}\n"...)
 	}
 }
 

@@ -32,8 +32,11 @@ type Options struct {
 	// end of input and the stop. Past it the transport logs how many
 	// requests are unanswered, and the SDK ends the session and cancels
 	// the calls still running (their context's cause is io.EOF, or the read
-	// error); their answers are lost. Zero means 5 seconds; negative turns
-	// draining off (end of input, or the stop, ends the session at once).
+	// error); their answers are lost. A subscriptions/listen call, which
+	// the SDK holds until it is cancelled, is cancelled when the drain
+	// starts (the transport hands the SDK a notifications/cancelled for
+	// it), and answered. Zero means 5 seconds; negative turns draining off
+	// (end of input, or the stop, ends the session at once).
 	DrainTimeout time.Duration
 	// Stop, once closed, stops the server gracefully, as closing its input
 	// does though the input stays open: the transport starts no new
@@ -82,7 +85,8 @@ type Options struct {
 // At end of input the transport waits (up to Options.DrainTimeout) for the
 // answers to requests already read, then reports end of file; it does the
 // same when Options.Stop is closed, refusing (-32004) the requests it reads
-// after it. Where
+// after it. It cancels, when it starts that wait, the subscriptions/listen
+// calls in flight, which end only so. Where
 // descriptors are redirected, and Stdout or Stderr is descriptor 1 or 2,
 // Isolate also asks for SIGPIPE ([os/signal.Notify]): a write to a broken
 // pipe on the standard output or error descriptor then fails with EPIPE
@@ -97,7 +101,8 @@ type Options struct {
 // (invalid request) for any other (not an object, "jsonrpc" not "2.0", an
 // id of the wrong type, a member given twice with an occurrence of the
 // wrong type, an empty batch, a batch where the negotiated protocol version
-// has none or sent before the answer to initialize is out, a JSON value
+// has none or sent before the answer to initialize is out (or, after an
+// initialize answered with an error, before one succeeds), a JSON value
 // that with its newline is longer than 16 MiB); it logs it, and goes on
 // serving. The -32600 answer carries the request's id when it can be read
 // and no request with that id is in flight, else null. Messages must not
