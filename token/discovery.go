@@ -135,7 +135,7 @@ func (s *RemoteKeySet) rediscover(ctx context.Context, from string) error {
 		return fail(fmt.Errorf(`the set at its new "jwks_uri": %w`, err))
 	}
 	s.mu.Lock()
-	s.url, s.shown, s.keys, s.expires = jwksURI, redactURL(jwksURI), keys, s.now().Add(ttl)
+	s.url, s.shown, s.keys, s.expires = hide(jwksURI), redactURL(jwksURI), keys, s.now().Add(ttl)
 	s.mu.Unlock()
 	return nil
 }

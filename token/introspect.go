@@ -182,9 +182,9 @@ type IntrospectionConfig struct {
 // most [IntrospectionConfig.MaxInFlight] requests are under way at once;
 // beyond, a lookup fails at once.
 type Introspector struct {
-	endpoint   string
-	shown      string // endpoint without user info or query, for errors and logs
-	authz      string // the Authorization header, or ""
+	endpoint   *string // see hide
+	shown      string  // endpoint without user info or query, for errors and logs
+	authz      *string // the Authorization header, or ""; see hide
 	client     *http.Client
 	timeout    time.Duration
 	issuer     string
@@ -198,7 +198,12 @@ type Introspector struct {
 	report     func(error)
 	now        func() time.Time
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	st *introState // under mu; behind a pointer, as the credentials are (see hide): its keys are digests of tokens
+}
+
+// introState is the state of an Introspector that changes, under its mu.
+type introState struct {
 	cache   map[[sha256.Size]byte]*answer
 	queue   answerQueue // the cached answers, soonest to expire first
 	flights map[[sha256.Size]byte]*introspection
@@ -255,7 +260,7 @@ func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 		return nil, errors.New("token: introspection: negative MaxCacheEntries or MaxInFlight")
 	}
 	i := &Introspector{
-		endpoint:   cfg.Endpoint,
+		endpoint:   hide(cfg.Endpoint),
 		shown:      redactURL(cfg.Endpoint),
 		client:     noRedirects(cfg.Client),
 		timeout:    cmpOr(cfg.Timeout, defaultIntrospectionTimeout),
@@ -269,8 +274,8 @@ func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 		maxFlights: cfg.MaxInFlight,
 		report:     cfg.ErrorHandler,
 		now:        cfg.Now,
-		cache:      map[[sha256.Size]byte]*answer{},
-		flights:    map[[sha256.Size]byte]*introspection{},
+		authz:      hide(""),
+		st:         &introState{cache: map[[sha256.Size]byte]*answer{}, flights: map[[sha256.Size]byte]*introspection{}},
 	}
 	if i.rolesClaim == "" {
 		i.rolesClaim = "scope"
@@ -283,7 +288,7 @@ func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 	}
 	if cfg.ClientID != "" {
 		cred := url.QueryEscape(cfg.ClientID) + ":" + url.QueryEscape(cfg.ClientSecret)
-		i.authz = "Basic " + base64.StdEncoding.EncodeToString([]byte(cred))
+		i.authz = hide("Basic " + base64.StdEncoding.EncodeToString([]byte(cred)))
 	}
 	if i.report == nil {
 		i.report = func(err error) {
@@ -399,28 +404,31 @@ func (i *Introspector) judge(a *answer, now time.Time) (*policy.Principal, time.
 // lookup returns the answer for tok: cached, or from the request under
 // way for it, or from a new one.
 func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) {
+	if i.st == nil {
+		return nil, fmt.Errorf("%w: an Introspector not made by NewIntrospector", ErrIntrospectionFailed)
+	}
 	key := sha256.Sum256([]byte(tok))
 	i.mu.Lock()
-	if a, ok := i.cache[key]; ok {
+	if a, ok := i.st.cache[key]; ok {
 		if i.now().Before(a.until) {
 			i.mu.Unlock()
 			return a, nil
 		}
 		i.drop(a)
 	}
-	f, ok := i.flights[key]
+	f, ok := i.st.flights[key]
 	if !ok && ctx.Err() != nil {
 		// Nobody would wait for a new request.
 		i.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrIntrospectionFailed, ctx.Err())
 	}
-	if !ok && len(i.flights) >= i.maxFlights {
+	if !ok && len(i.st.flights) >= i.maxFlights {
 		i.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d requests to the endpoint under way, the most allowed (MaxInFlight)", ErrIntrospectionFailed, i.maxFlights)
 	}
 	if !ok {
 		f = &introspection{done: make(chan struct{})}
-		i.flights[key] = f
+		i.st.flights[key] = f
 		go i.ask(context.WithoutCancel(ctx), key, tok, f)
 	}
 	i.mu.Unlock()
@@ -441,7 +449,7 @@ func (i *Introspector) ask(ctx context.Context, key [sha256.Size]byte, tok strin
 		i.report(err)
 	}
 	i.mu.Lock()
-	delete(i.flights, key)
+	delete(i.st.flights, key)
 	if err == nil {
 		i.store(key, a)
 	}
@@ -457,14 +465,14 @@ func (i *Introspector) request(ctx context.Context, tok string) (*answer, error)
 	ctx, cancel := context.WithTimeout(ctx, i.timeout)
 	defer cancel()
 	form := url.Values{"token": {tok}, "token_type_hint": {"access_token"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, i.endpoint, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *i.endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, errors.New("cannot make the request")
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if i.authz != "" {
-		req.Header.Set("Authorization", i.authz)
+	if *i.authz != "" {
+		req.Header.Set("Authorization", *i.authz)
 	}
 	resp, err := i.client.Do(req)
 	if err != nil {
@@ -626,24 +634,24 @@ func (i *Introspector) store(key [sha256.Size]byte, a *answer) {
 	if a.pr != nil && !a.exp.IsZero() && a.exp.After(now) && a.exp.Before(until) {
 		until = a.exp
 	}
-	if old, ok := i.cache[key]; ok {
+	if old, ok := i.st.cache[key]; ok {
 		i.drop(old)
 	}
-	for len(i.queue) > 0 && !now.Before(i.queue[0].until) {
-		i.drop(i.queue[0])
+	for len(i.st.queue) > 0 && !now.Before(i.st.queue[0].until) {
+		i.drop(i.st.queue[0])
 	}
-	for len(i.cache) >= i.maxEntries {
-		i.drop(i.queue[0])
+	for len(i.st.cache) >= i.maxEntries {
+		i.drop(i.st.queue[0])
 	}
 	a.key, a.until = key, until
-	i.cache[key] = a
-	heap.Push(&i.queue, a)
+	i.st.cache[key] = a
+	heap.Push(&i.st.queue, a)
 }
 
 // drop removes the cached answer a; i.mu is held.
 func (i *Introspector) drop(a *answer) {
-	heap.Remove(&i.queue, a.index)
-	delete(i.cache, a.key)
+	heap.Remove(&i.st.queue, a.index)
+	delete(i.st.cache, a.key)
 }
 
 // An answerQueue is a heap of cached answers, the soonest to expire first.

@@ -71,8 +71,9 @@ type RemoteKeySetOptions struct {
 // kid and refreshed when the provider rotates them. It is safe for
 // concurrent use, and runs no goroutine of its own between lookups (its
 // HTTP client may keep an idle connection to the provider): it needs no
-// closing. Its errors, String, and its formatting with any verb show its
-// URL without user info, query or fragment, where a credential may be.
+// closing. Its errors, String, and its formatting with any verb (as a
+// field of another value too) show its URL without user info, query or
+// fragment, where a credential may be.
 //
 // Every response is read as [ParseJWKS] reads a set, with one difference:
 // a key for which ParseJWKS refuses the whole set (an unknown kty or crv,
@@ -119,7 +120,7 @@ type RemoteKeySet struct {
 	disc        *discovery // the issuer's metadata, for a set DiscoverKeySet made; else nil
 
 	mu        sync.Mutex
-	url       string                      // where keys came from
+	url       *string                     // where keys came from (see hide)
 	shown     string                      // url without user info or query, for errors and logs
 	keys      map[string]crypto.PublicKey // the last good set
 	expires   time.Time                   // when keys are due for a refresh
@@ -150,7 +151,7 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 		return nil, err
 	}
 	s := &RemoteKeySet{
-		url:         rawURL,
+		url:         hide(rawURL),
 		shown:       redactURL(rawURL),
 		timeout:     cmpOr(o.Timeout, defaultFetchTimeout),
 		minInterval: cmpOr(o.MinRefreshInterval, defaultMinRefreshInterval),
@@ -260,6 +261,15 @@ func (s *RemoteKeySet) String() string {
 // Format prints [RemoteKeySet.String] for every verb, so that the URL's
 // credential is never printed (%#v, say, would print the fields).
 func (s *RemoteKeySet) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String())) }
+
+// hide returns s behind a pointer, for a field that may hold a
+// credential (of a RemoteKeySet, an Introspector). Format hides it, but
+// fmt calls Format only for a value it can reach as an interface: it
+// prints the fields of a *RemoteKeySet held in an unexported field with
+// %s, say (as "%!s(*token.RemoteKeySet=&{...})"), or those of a
+// RemoteKeySet value, and a pointer among those fields prints as an
+// address.
+func hide(s string) *string { return &s }
 
 // checkKeySetURL accepts https URLs, and http URLs to a loopback host.
 func checkKeySetURL(raw string) error {
@@ -471,7 +481,7 @@ func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k c
 func (s *RemoteKeySet) refresh(ctx context.Context, f *flight, kid string, hasKid bool) {
 	defer close(f.done)
 	s.mu.Lock()
-	from := s.url
+	from := *s.url
 	s.mu.Unlock()
 	keys, ttl, err := s.fetch(ctx, from)
 	s.mu.Lock()

@@ -21,11 +21,16 @@ import (
 // token or prefix was close. A Table is immutable and safe for concurrent
 // use; the zero Table holds no tokens.
 type Table struct {
-	entries []entry
+	entries []*entry
 }
 
+// An entry is a token of a Table. Its digest, which would let a guess be
+// checked offline, is behind two pointers, as in hide: fmt, printing the
+// fields of a Table value or of a *Table in an unexported field (with
+// %s, say: Format is not called there), shows addresses. Printed with a
+// verb a pointer does not take, a pointer to a struct is followed once.
 type entry struct {
-	digest [sha256.Size]byte
+	digest *[sha256.Size]byte
 	pr     *policy.Principal
 }
 
@@ -59,7 +64,8 @@ func New(tokens map[string]*policy.Principal) (*Table, error) {
 		if err := CheckPrincipal(cp); err != nil {
 			return nil, fmt.Errorf("token: entry %d: %v", n+1, err)
 		}
-		t.entries = append(t.entries, entry{digest: sha256.Sum256([]byte(tok)), pr: cp})
+		d := sha256.Sum256([]byte(tok))
+		t.entries = append(t.entries, &entry{digest: &d, pr: cp})
 	}
 	return t, nil
 }
