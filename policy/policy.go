@@ -124,7 +124,8 @@ type ArgLimit struct {
 	// value with Max as written, the shortest decimal that reads as Max
 	// (99.99, not the float64's 99.98999999999999488...): 99.99 passes a
 	// Max of 99.99, and a number just above Max that rounds to Max as a
-	// float64 ("100.000000000000001" for 100) is refused.
+	// float64 ("100.000000000000001" for 100) is refused. A Max of +Inf
+	// allows every number (that a float64 holds).
 	Max float64
 	// ExemptRoles lists roles to which the limit does not apply. Empty means
 	// the limit applies to everyone. Its roles are exact names, none empty

@@ -66,12 +66,16 @@ func Float(n string) (float64, bool) {
 // 99.99 or 0.3. A number whose float64 is below max is below that decimal
 // too (rounding is monotonic), and one above is above it, so the limit is
 // exactly that decimal. Text that is not JSON number syntax counts as
-// above: it cannot be compared. The work is linear in the length of n; it
+// above: it cannot be compared. Every number is below a max of +Inf and
+// above one of -Inf or NaN. The work is linear in the length of n; it
 // does not allocate for the short numbers calls carry.
 func Above(n string, max float64) bool {
 	a, ok := parseDecimal(n)
 	if !ok {
 		return true
+	}
+	if math.IsInf(max, 1) {
+		return false // "+Inf" is no decimal, but every number is below it
 	}
 	var buf [32]byte
 	b, ok := parseDecimal(strconv.AppendFloat(buf[:0], max, 'e', -1, 64))
