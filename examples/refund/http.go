@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/policy"
@@ -147,7 +148,8 @@ func cutID(id json.RawMessage, truncated *bool) json.RawMessage {
 // maxBody bounds the request bodies the recorder reads.
 const maxBody = 4 << 20
 
-// recorder records every JSON-RPC message POSTed to next, then hands the
+// recorder records every JSON-RPC message POSTed to next, read as the
+// go-sdk reads the body (see firstValue and readMessage), then hands the
 // request on unchanged.
 func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -169,18 +171,15 @@ func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 			RequestID: cut(r.Header.Get(headerRequestID), &truncated),
 		}
 		var msgs []message
-		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+		if first, ok := firstValue(body); ok && first[0] == '[' {
 			// Only the last maxRecorded messages of a batch can stay
 			// listed: the others are not read into the list at all.
-			raws, ok := batchTail(trimmed, maxRecorded)
-			if !ok {
-				raws = []json.RawMessage{nil}
-			}
+			raws, _ := batchTail(first, maxRecorded)
 			for _, raw := range raws {
 				msgs = append(msgs, readMessage(raw))
 			}
 		} else {
-			msgs = []message{readMessage(body)}
+			msgs = []message{readMessage(first)} // nil: "(unparseable)"
 		}
 		for _, m := range msgs {
 			e := base
@@ -193,24 +192,51 @@ func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 	})
 }
 
+// sdkMaxDepth is the deepest nesting of arrays and objects the go-sdk
+// reads in a POSTed body (its internal/json defaultMaxDepth), counted as
+// it counts it (jsondepth.Of).
+const sdkMaxDepth = 1000
+
+// firstValue returns the first JSON value of body as the go-sdk reads a
+// POSTed body: JSON white space (space, tab, line feed, carriage return)
+// before it is skipped, and whatever follows it is ignored, so
+// `{...}xyz` is the message {...}, which the server runs. ok is false
+// when body does not start with a JSON value (after a form feed or a
+// no-break space, say), or nests arrays and objects deeper than
+// sdkMaxDepth anywhere, which the go-sdk refuses unread.
+func firstValue(body []byte) (json.RawMessage, bool) {
+	if jsondepth.Of(body) > sdkMaxDepth {
+		return nil, false
+	}
+	var v json.RawMessage
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&v) != nil || len(v) == 0 {
+		return nil, false
+	}
+	return v, true
+}
+
+// jsonSpace is JSON's white space: Unicode's other spaces (a form feed, a
+// no-break space) are not, as bytes.TrimSpace would have them.
+const jsonSpace = " \t\n\r"
+
 // batchTail returns the last n messages of b, a JSON array, and whether
 // b is one (as json.Unmarshal would read it into a []json.RawMessage).
 // It costs a validation and one pass, and holds at most n messages,
 // however long the batch: a client cannot make the recorder spend more on
 // a batch than the listing keeps of it.
 func batchTail(b []byte, n int) ([]json.RawMessage, bool) {
-	b = bytes.TrimSpace(b)
+	b = bytes.Trim(b, jsonSpace)
 	if !json.Valid(b) || len(b) < 2 || b[0] != '[' {
 		return nil, false
 	}
 	inner := b[1 : len(b)-1] // valid JSON: b ends with its ']'
-	if len(bytes.TrimSpace(inner)) == 0 {
+	if len(bytes.Trim(inner, jsonSpace)) == 0 {
 		return nil, true
 	}
 	tail := make([]json.RawMessage, 0, n) // once full, tail[next] is the oldest
 	next := 0
 	push := func(msg []byte) {
-		msg = bytes.TrimSpace(msg)
+		msg = bytes.Trim(msg, jsonSpace)
 		if len(tail) < n {
 			tail = append(tail, msg)
 			return
