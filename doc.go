@@ -47,8 +47,9 @@
 // dry-runs (package dryrun); record a durable write-ahead
 // intent for writes (package audit); run the handler with the caller's
 // [Identity] in its context; validate its output (that it can be encoded,
-// as UTF-8; its size, capped by [Options].MaxOutputBytes at 4 MiB by
-// default; then its structured content against the tool's output schema);
+// as UTF-8, nested at most 512 levels deep; its size, capped by
+// [Options].MaxOutputBytes at 4 MiB by default; then its structured
+// content against the tool's output schema);
 // audit the outcome.
 //
 // # Chaining

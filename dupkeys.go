@@ -115,11 +115,9 @@ const manyKeys = 16
 
 // duplicateKey is the refusal of key k, which repeats prev (maybe in
 // another letter case: the fast path cannot say which, so neither says).
+// The key is quoted as the fast path quotes names (quoteName: cut, and
+// what does not print escaped); unlike the fast path's, the message names
+// the key alone, not its path.
 func duplicateKey(prev, k []byte) error {
-	return invalidArgs("argument "+quoteKey(k)+" appears twice", "")
-}
-
-func quoteKey(k []byte) string {
-	b, _ := json.Marshal(string(k))
-	return string(b)
+	return invalidArgs("argument "+quoteName(string(k))+" appears twice", "")
 }

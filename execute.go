@@ -99,12 +99,13 @@ var outputValidation = &ValidationOptions{Lenient: true, AllowControlChars: true
 // ValidateOutput checks the structured content of the handler's successful
 // results with v (the tool's output schema, see [NewOutputValidator]), as
 // the Guard's step 11 does: a result without structured content, or whose
-// structured content v refuses or that is not UTF-8 once encoded (a
-// json.RawMessage holds the tool's bytes as they are), is replaced by an
-// INVALID_RESPONSE refusal, so that a model is never handed malformed
-// data; for a write (as an [Authorize] or a write-path step inside an
-// [Audit] middleware tells it), the refusal says the write may have been
-// made. Tool errors, and results that ask for more input, pass through
+// structured content v refuses, that is not UTF-8 once encoded (a
+// json.RawMessage holds the tool's bytes as they are) or that is nested
+// more than 512 levels deep (the go-sdk's client would close its session
+// on it), is replaced by an INVALID_RESPONSE refusal, so that a model is
+// never handed malformed data; for a write (as an [Authorize] or a
+// write-path step inside an [Audit] middleware tells it), the refusal says
+// the write may have been made. Tool errors, and results that ask for more input, pass through
 // unchecked.
 //
 // A nil v stands for a tool without an output schema: ValidateOutput then

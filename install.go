@@ -14,6 +14,7 @@ import (
 	"weak"
 
 	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,6 +59,9 @@ func (e *toolEntry) checkOutput(res *mcp.CallToolResult, max int) error {
 		// decodes them otherwise would read what was never checked.
 		return errors.New("structured content is not UTF-8")
 	}
+	if nestedTooDeep(raw) {
+		return errNestedOutput("structured content")
+	}
 	doc, err := decodeResult(raw)
 	if err != nil {
 		return err
@@ -99,8 +103,9 @@ func (e *toolEntry) checkResult(res *mcp.CallToolResult, max int) error {
 // structuredEncodes refuses structured content v that the go-sdk could not
 // encode (it would send no answer at all), that it would send as bytes
 // that are not UTF-8 (a json.RawMessage holds its bytes as they are; a
-// client may not read the answer), or whose encoding has over max bytes
-// (a negative max is no cap).
+// client may not read the answer) or nested more than maxOutputDepth
+// levels deep, or whose encoding has over max bytes (a negative max is no
+// cap).
 func structuredEncodes(v any, max int) error {
 	if v == nil {
 		return nil
@@ -114,6 +119,9 @@ func structuredEncodes(v any, max int) error {
 		}
 		if !utf8.Valid(raw) {
 			return errors.New("structured content is not UTF-8")
+		}
+		if nestedTooDeep(raw) {
+			return errNestedOutput("structured content")
 		}
 		return nil
 	}
@@ -129,7 +137,25 @@ func structuredEncodes(v any, max int) error {
 		// A json.RawMessage in it, sent as its bytes are.
 		return errors.New("structured content is not UTF-8")
 	}
+	if nestedTooDeep(raw) {
+		return errNestedOutput("structured content")
+	}
 	return nil
+}
+
+// maxOutputDepth bounds the nesting of each encoded part of a tool's result
+// (its structured content, a _meta, its input requests): go-sdk v1.8.0's
+// client refuses a JSON-RPC message nested more than 1000 levels deep and
+// closes its session, and a part sits a few levels down in the answer.
+const maxOutputDepth = 512
+
+// nestedTooDeep reports whether raw, encoded JSON, nests objects and arrays
+// more than maxOutputDepth levels deep.
+func nestedTooDeep(raw []byte) bool { return jsondepth.Of(raw) > maxOutputDepth }
+
+// errNestedOutput refuses a part of a result nested too deeply.
+func errNestedOutput(part string) error {
+	return errors.New(part + " is nested more than " + strconv.Itoa(maxOutputDepth) + " levels deep")
 }
 
 // structuredSize refuses structured content v that is encoded JSON (a
@@ -150,7 +176,8 @@ func structuredSize(v any, max int) error {
 // carry (a sampling message's tool use or result). It fails on a part the
 // go-sdk could not encode, or would send as bytes that are not UTF-8 (a
 // json.RawMessage in it: encoding/json checks that one is JSON, not that
-// it is UTF-8; a Go string's invalid bytes it sends as U+FFFD).
+// it is UTF-8; a Go string's invalid bytes it sends as U+FFFD), or on one
+// nested more than maxOutputDepth levels deep.
 func restBytes(res *mcp.CallToolResult) (int, error) {
 	n := 0
 	add := func(v any) error {
@@ -160,6 +187,9 @@ func restBytes(res *mcp.CallToolResult) (int, error) {
 		}
 		if !utf8.Valid(raw) {
 			return errors.New("the result is not UTF-8 once encoded")
+		}
+		if nestedTooDeep(raw) {
+			return errNestedOutput("the result")
 		}
 		n += len(raw)
 		return nil

@@ -537,26 +537,57 @@ func hasControl(s string) bool {
 	return false
 }
 
+// invalidArgs is an INVALID_ARGUMENTS refusal with message msg and, when
+// field (a JSON pointer to the offending value) is not empty and at most
+// maxFieldBytes long, details.field. The pointer holds names the caller
+// chose, each up to MaxStringBytes long: a longer one is left out rather
+// than cut (a cut pointer points elsewhere).
 func invalidArgs(msg, field string) *DenialError {
 	e := Deny(CodeInvalidArguments, msg)
-	if field != "" {
+	if field != "" && len(field) <= maxFieldBytes {
 		e.Details = map[string]any{"field": field}
 	}
 	return e
 }
 
-func pointer(path []string) string {
-	if len(path) == 0 {
-		return ""
+// maxFieldBytes bounds the JSON pointer of a refusal's details.field.
+const maxFieldBytes = 256
+
+// maxNameBytes cuts the dotted argument name quoted in a refusal's message,
+// as the fast path does.
+const maxNameBytes = 64
+
+// quoteName quotes name, an argument's dotted path, for a refusal's message
+// as the fast path does: cut at maxNameBytes (at a rune's start) with "…",
+// and quoted by strconv.Quote, which escapes what does not print (a bidi
+// override among them).
+func quoteName(name string) string {
+	if len(name) > maxNameBytes {
+		cut := maxNameBytes
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "…"
 	}
-	return "/" + strings.Join(path, "/")
+	return strconv.Quote(name)
+}
+
+// pointer is the JSON pointer (RFC 6901) of path: "~" and "/" in a name
+// are escaped as "~0" and "~1", as the fast path does.
+func pointer(path []string) string {
+	var b strings.Builder
+	for _, tok := range path {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
 }
 
 func fieldName(path []string) string {
 	if len(path) == 0 {
 		return "value"
 	}
-	return fmt.Sprintf("argument %q", strings.Join(path, "."))
+	return "argument " + quoteName(strings.Join(path, "."))
 }
 
 // describe turns the first leaf cause of ve into a field pointer and a
