@@ -15,12 +15,13 @@ import (
 // ArgsSHA256 returns the hex SHA-256 of the canonical form of a tool call's
 // JSON arguments: objects with sorted keys, no insignificant whitespace,
 // numbers kept exactly as written (so 12.5 and 12.50 differ), and strings
-// re-encoded without HTML escaping. Empty arguments hash as null. It returns
-// an error for invalid JSON, trailing data, or an object that names a member
-// twice, or two members whose names differ only in letter case (Unicode
-// simple folding, as encoding/json matches struct fields): parsers disagree
-// on which occurrence wins, so the canonical form would bind the hash to
-// arguments a downstream may read otherwise.
+// re-encoded without HTML escaping. Empty arguments (nothing, or JSON
+// whitespace only) hash as null. It returns an error for invalid JSON,
+// trailing data, or an object that names a member twice, or two members
+// whose names differ only in letter case (Unicode simple folding, as
+// encoding/json matches struct fields): parsers disagree on which
+// occurrence wins, so the canonical form would bind the hash to arguments
+// a downstream may read otherwise.
 func ArgsSHA256(args json.RawMessage) (string, error) {
 	c, err := canonical(args)
 	if err != nil {
@@ -31,7 +32,9 @@ func ArgsSHA256(args json.RawMessage) (string, error) {
 }
 
 func canonical(args json.RawMessage) ([]byte, error) {
-	if len(bytes.TrimSpace(args)) == 0 {
+	// JSON whitespace only: bytes.TrimSpace would also take a vertical
+	// tab or a no-break space, no JSON at all, for empty arguments.
+	if len(bytes.Trim(args, " \t\r\n")) == 0 {
 		return []byte("null"), nil
 	}
 	v, err := decode(args)

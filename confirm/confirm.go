@@ -36,7 +36,9 @@ var (
 	ErrUnknownKey = errors.New("confirm: confirmation signed with an unknown key")
 	// ErrBadSignature: the state's signature does not match its content.
 	ErrBadSignature = errors.New("confirm: confirmation signature invalid")
-	// ErrExpired: the state's expiry has passed.
+	// ErrExpired: the state's expiry has passed, or the time it is judged
+	// at is not a clock reading: the zero time (a clock never set up) or
+	// any time not after 1970-01-01 UTC, at which no state is valid.
 	ErrExpired = errors.New("confirm: confirmation expired")
 	// ErrMismatch: the state was issued for another subject, tool or
 	// arguments.
@@ -145,16 +147,24 @@ const (
 	maxStateLen  = 4096
 	fixedLen     = 1 + 8 + nonceLen // version, expiry, nonce
 	macLen       = sha256.Size
+	maxExpiry    = 1 << 62 // the latest expiry a state can carry, in unix seconds
 	domainPrefix = "mcpguard/confirm\x00"
 )
 
 // Issue returns a state bound to c that expires at now plus the TTL,
 // rounded down to the whole second (the state carries unix seconds). It
 // returns an error when a claim is empty, the claims are too long for a
-// state (over about 4 KiB), or the random source fails.
+// state (over about 4 KiB), the random source fails, or now is not a
+// clock reading: the zero time, a time not after 1970-01-01 UTC, or one so
+// late that the expiry does not fit the state (such a state could never
+// verify).
 func (s *Signer) Issue(now time.Time, c Claims) (string, error) {
 	if c.Subject == "" || c.Tool == "" || c.ArgsSHA256 == "" {
 		return "", errors.New("confirm: subject, tool and arguments hash are required")
+	}
+	exp := now.Add(s.ttl).Unix()
+	if !clockReading(now) || exp <= 0 || exp > maxExpiry {
+		return "", errors.New("confirm: the time given is not a clock reading (zero, before 1970 or out of range)")
 	}
 	var nonce [nonceLen]byte
 	if err := s.readNonce(nonce[:]); err != nil {
@@ -162,7 +172,7 @@ func (s *Signer) Issue(now time.Time, c Claims) (string, error) {
 	}
 	p := make([]byte, 0, fixedLen+1+len(s.signKID)+3*binary.MaxVarintLen16+len(c.Subject)+len(c.Tool)+len(c.ArgsSHA256))
 	p = append(p, version)
-	p = binary.BigEndian.AppendUint64(p, uint64(now.Add(s.ttl).Unix()))
+	p = binary.BigEndian.AppendUint64(p, uint64(exp))
 	p = append(p, nonce[:]...)
 	p = append(p, byte(len(s.signKID)))
 	p = append(p, s.signKID...)
@@ -193,6 +203,12 @@ func (s *Signer) readNonce(b []byte) error {
 	_, err := io.ReadFull(s.rand, b)
 	return err
 }
+
+// clockReading reports whether now can be a reading of a working clock:
+// after 1970-01-01 UTC, so not the zero time. An earlier time is before
+// every expiry a state carries, and would make every state, however long
+// expired, valid.
+func clockReading(now time.Time) bool { return now.Unix() > 0 }
 
 func mac(key, payload []byte) []byte {
 	h := hmac.New(sha256.New, key)
@@ -235,13 +251,13 @@ type Ticket struct {
 }
 
 // Consume uses the checked state up: it reports [ErrReplayed] if it was used
-// already, [ErrExpired] if it expired by now, and [ErrStore] if the nonce
-// store fails.
+// already, [ErrExpired] if it expired by now (or now is not a clock
+// reading, as [ErrExpired] says), and [ErrStore] if the nonce store fails.
 func (t Ticket) Consume(ctx context.Context, now time.Time) error {
 	if t.s == nil {
 		return ErrMalformed
 	}
-	if !now.Before(t.expires) {
+	if !clockReading(now) || !now.Before(t.expires) {
 		return ErrExpired
 	}
 	first, err := t.s.nonces.Consume(ctx, t.nonce, now, t.expires)
@@ -256,10 +272,11 @@ func (t Ticket) Consume(ctx context.Context, now time.Time) error {
 
 // Used reports, without using the checked state up, whether Consume would
 // refuse it at now: [ErrReplayed] if it was used already, [ErrExpired] if
-// it expired by now, an error that unwraps to [ErrStore] (and to the
-// store's error) if the nonce store fails, and nil otherwise. A caller that
-// charges limits or writes records before it consumes the ticket calls Used
-// first, so that a replayed state is refused before it costs anything.
+// it expired by now (or now is not a clock reading), an error that unwraps
+// to [ErrStore] (and to the store's error) if the nonce store fails, and
+// nil otherwise. A caller that charges limits or writes records before it
+// consumes the ticket calls Used first, so that a replayed state is
+// refused before it costs anything.
 //
 // Used records nothing, so nil is no promise: a concurrent call may
 // consume the state first, and only Consume decides. When the nonce store
@@ -269,7 +286,7 @@ func (t Ticket) Used(ctx context.Context, now time.Time) error {
 	if t.s == nil {
 		return ErrMalformed
 	}
-	if !now.Before(t.expires) {
+	if !clockReading(now) || !now.Before(t.expires) {
 		return ErrExpired
 	}
 	nc, ok := t.s.nonces.(NonceChecker)
@@ -324,7 +341,7 @@ func (s *Signer) Check(now time.Time, state string, c Claims) (Ticket, error) {
 		return Ticket{}, ErrBadSignature
 	}
 	exp := time.Unix(pl.expires, 0)
-	if !now.Before(exp) {
+	if !clockReading(now) || !now.Before(exp) {
 		return Ticket{}, ErrExpired
 	}
 	if pl.claims != c {
@@ -341,7 +358,7 @@ func parse(b []byte) (payload, bool) {
 		return p, false
 	}
 	e := binary.BigEndian.Uint64(b[1:9])
-	if e > 1<<62 {
+	if e > maxExpiry {
 		return p, false
 	}
 	p.expires = int64(e)

@@ -1,6 +1,7 @@
 package confirm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -89,7 +90,7 @@ func Describe(tool string, args json.RawMessage) string {
 	b.WriteString(sanitize(tool))
 	v, err := decode(args)
 	switch {
-	case len(strings.TrimSpace(string(args))) == 0 || (err == nil && v == nil):
+	case len(bytes.Trim(args, " \t\r\n")) == 0 || (err == nil && v == nil):
 		b.WriteString(" with no arguments")
 		return b.String()
 	case err != nil:

@@ -3,17 +3,27 @@
 // replicas accept each confirmation once between them and nonces survive a
 // restart of any one replica.
 //
-// Each nonce is one key, written with SET key 1 PX ttl NX: one round trip,
-// atomic on the Redis server. The key lives until the confirmation's expiry
-// plus [Grace], which covers clock skew between replicas. Keys are prefixed,
-// so one Redis can serve several deployments.
+// Each nonce is one key, written by a short Lua script that does a SET NX
+// PX ttl: one round trip, atomic on the Redis server. The value written is
+// random and the call's own, so a command that go-redis sends again after
+// losing the reply recognises its own write and is not taken for a replay;
+// and a call that returns an error (so the confirmation is refused) then
+// deletes its own write if it reached Redis, so that the client's retry
+// with the same state is accepted rather than told the state was used. The
+// key lives until the confirmation's expiry plus [Grace], which covers
+// clock skew between replicas. Keys are prefixed, so one Redis can serve
+// several deployments. A Redis user with an ACL needs EVAL and EXISTS
+// (and, inside the scripts, GET, SET and DEL) on those keys; without them
+// every confirmation is refused.
 //
 // A nonce is remembered only as long as its key: a Redis that evicts keys
 // under memory pressure (any maxmemory-policy but noeviction, the
-// volatile-* ones included, since every nonce key has a TTL) or that loses
-// a write in a failover to a replica that had not received it may accept a
-// confirmation twice. Use noeviction, under which a full Redis refuses the
-// write and the confirmation fails closed. For the same reason, give [New]
+// volatile-* ones included, since every nonce key has a TTL), that loses
+// a write in a failover to a replica that had not received it, or that
+// restarts without having persisted it (no appendonly; RDB snapshots keep
+// only the writes before the last one) may accept a confirmation twice.
+// Use noeviction, under which a full Redis refuses the write and the
+// confirmation fails closed. For the same reason, give [New]
 // a single server, a failover client or a cluster, not a *redis.Ring of
 // several shards: a Ring moves the keys of a shard it finds down to the
 // others, where the nonces it held are unknown.

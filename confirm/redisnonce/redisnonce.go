@@ -2,6 +2,7 @@ package redisnonce
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -42,11 +43,22 @@ func New(client redis.UniversalClient, prefix string) *Store {
 }
 
 // Consume records nonce until expires plus [Grace] and reports whether this
-// was its first use, with one atomic SET NX PX. A nonce whose expiry is not
-// after now is never first and is not written. Errors from Redis and the
-// timeout are returned as is, and the caller refuses the confirmation; a
-// command that timed out may still have recorded the nonce, which only
-// makes the confirmation fail closed.
+// was its first use, with one atomic script on the Redis server (a SET NX
+// PX that also recognises its own write). A nonce whose expiry is not after
+// now is never first and is not written. Errors from Redis and the timeout
+// are returned as is, and the caller refuses the confirmation.
+//
+// Each call writes a random value of its own under the nonce's key, so
+// that when the client sends the command again because the first reply was
+// lost (go-redis retries a dropped connection, up to MaxRetries), the
+// repeat finds its own value and the call is still told it was first,
+// rather than that someone else used the nonce. And when the call returns
+// an error, although its write may have reached Redis, it then deletes the
+// key in the background if the key still holds its value (once, within
+// the Timeout), so that a retry with the same state is not refused as a
+// replay of a use nobody made. If Redis is unreachable for that too, or
+// the write arrives only after the delete, the nonce stays used: the
+// confirmation fails closed, and the retry is told it was used.
 func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Time) (bool, error) {
 	if s == nil {
 		return false, errNoClient
@@ -56,16 +68,39 @@ func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Tim
 	}
 	ttl := expires.Sub(now) + Grace
 	ms := (ttl + time.Millisecond - 1) / time.Millisecond
-	_, err := s.do(ctx, "SET", s.prefix+nonce, "1", "PX", strconv.FormatInt(int64(ms), 10), "NX")
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.Nil):
-		return false, nil
-	default:
+	key, token := s.prefix+nonce, rand.Text()
+	v, err := s.do(ctx, "EVAL", consumeScript, 1, key, token, strconv.FormatInt(int64(ms), 10))
+	n, ok := v.(int64)
+	if err == nil && !ok {
+		err = fmt.Errorf("redisnonce: the consume script replied %T", v)
+	}
+	if err != nil {
+		// The caller refuses the confirmation: give the nonce back if
+		// this call's write took it. Best effort: on failure it stays
+		// used.
+		go s.do(context.WithoutCancel(ctx), "EVAL", releaseScript, 1, key, token)
 		return false, err
 	}
+	return n == 1, nil
 }
+
+// releaseScript deletes KEYS[1] if it holds ARGV[1]: a consume whose caller
+// was told it failed gives its nonce back, and no one else's.
+const releaseScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`
+
+// consumeScript sets KEYS[1] to ARGV[1] for ARGV[2] milliseconds unless it
+// exists, and returns 1 when it set it, or when it holds ARGV[1] already
+// (this call's own write, sent again after a lost reply), else 0.
+const consumeScript = `local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if v == ARGV[1] then return 1 end
+return 0`
 
 // Used implements [github.com/mcpguard/mcpguard/confirm.NonceChecker]: it
 // reports whether nonce's key exists, with one EXISTS, bounded by the same
