@@ -64,6 +64,8 @@ func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pr *policy.
 	}
 	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pr: pr, cid: cid, start: start}, plans: plans, members: members,
 		acceptSSE: acceptsSSE(r.Header), answers: make(map[*plan][][]byte, len(members))}
+	b.out.timeout, b.out.origin = g.timeout, time.Now()
+	defer b.out.watch()()
 	b.runAll(r)
 	g.withheldSummary(b.lst)
 	sseMode := b.ew != nil
@@ -94,6 +96,9 @@ type batchOut struct {
 	mu      sync.Mutex
 	answers map[*plan][][]byte // answers read, until the response is a stream
 	ew      *eventWriter       // non-nil once the response is an event stream
+
+	// out bounds the writes to the client (see [writeGuard]).
+	out writeGuard
 }
 
 // run forwards m and reads its answer to the end. A redirect is answered
@@ -178,7 +183,8 @@ func (b *batchOut) stream() *eventWriter {
 	b.w.Header().Set("Content-Type", "text/event-stream")
 	b.w.Header().Set("Cache-Control", "no-cache, no-transform")
 	b.w.WriteHeader(http.StatusOK)
-	b.ew = &eventWriter{w: b.w, rc: http.NewResponseController(b.w)}
+	b.out.w = b.w // before the first write: see [writeGuard.check]
+	b.ew = &eventWriter{out: &b.out, rc: http.NewResponseController(b.w)}
 	for i := range b.plans {
 		if p := &b.plans[i]; p.local != nil && !p.m.notification() {
 			b.ew.writeMessage(p.local.appendResponse(nil, p.m.id, b.cid))
@@ -194,7 +200,7 @@ func (b *batchOut) stream() *eventWriter {
 		m.held = 0
 	}
 	b.answers = nil
-	b.ew.rc.Flush() // the header at once, whether or not an event follows
+	b.out.flush(b.ew.rc) // the header at once, whether or not an event follows
 	return b.ew
 }
 
@@ -268,13 +274,14 @@ func (b *batchOut) writeJSON() {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(size+1))
 	w.WriteHeader(http.StatusOK)
+	b.out.w = w // no member writes any more
 	sep := []byte{'['}
 	for _, msg := range all {
-		w.Write(sep)
-		w.Write(msg)
+		b.out.write(sep)
+		b.out.write(msg)
 		sep[0] = ','
 	}
-	w.Write([]byte{']'})
+	b.out.write([]byte{']'})
 }
 
 // memberHeaders fixes the protocol 2026-07-28 standard headers for a member

@@ -56,6 +56,16 @@
 //     one that never ends is cut as on a timeout. A call not yet sent when
 //     its client goes (the rest of a batch) is not sent, and is given back
 //     its limiter charge. A GET stream ends with its client.
+//   - A client that stops reading its answer counts as gone: a write to
+//     it that has not completed within Timeout (written in pieces of at
+//     most 32 KiB, so a client that reads slowly is not cut) breaks its
+//     connection (a write deadline in the past, set through
+//     http.ResponseController: a middleware's ResponseWriter must have an
+//     Unwrap method), and the answer is then read as for a client that
+//     hung up. Otherwise it would hold the handler, the answer read so
+//     far (up to 64 MiB with Pins or FilterToolsList, or for a batch),
+//     the call's in-flight place and the downstream's connection for as
+//     long as it kept its own open.
 //   - A downstream's redirect (3xx) is never relayed: the client would
 //     follow it to wherever it points (a downstream that redirects /mcp to
 //     /mcp/ names its own address) and send its requests there, judged by

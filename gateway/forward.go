@@ -210,6 +210,95 @@ type upstreamCall struct {
 	gone bool
 	// cut ends the call once its client has gone.
 	cut atomic.Pointer[time.Timer]
+	// out bounds the writes of the answer to the client (the timer
+	// checks it); its w is set before the first.
+	out writeGuard
+}
+
+// writeGuard bounds the writes of an answer to its client: a write that
+// has not completed within timeout (the client stopped reading, its
+// receive window full) is ended by a write deadline in the past on the
+// client's connection, so that it and every later write fail as when the
+// client went away. net/http then ends the request's context (HTTP/1
+// cancels it on a failed write, HTTP/2 resets the stream), and the call
+// ends as for a client gone: a POST's answer is still read, within the
+// timeout. Without the guard, a client that sent a call and never read
+// its answer would hold the handler, the answer read so far, the call's
+// in-flight slot and the downstream's connection for as long as it kept
+// its connection open. Writes go in pieces of at most maxGuardedWrite
+// bytes, so that a slow client that reads is not cut.
+type writeGuard struct {
+	w       http.ResponseWriter
+	timeout time.Duration
+	origin  time.Time
+	// since is when the current write began, in nanoseconds since
+	// origin plus one; 0 means no write in progress.
+	since atomic.Int64
+}
+
+// maxGuardedWrite is the most a writeGuard writes at once.
+const maxGuardedWrite = 32 << 10
+
+func (g *writeGuard) begin() { g.since.Store(int64(time.Since(g.origin)) + 1) }
+func (g *writeGuard) end()   { g.since.Store(0) }
+
+// write writes p to g.w, in pieces of at most maxGuardedWrite bytes.
+func (g *writeGuard) write(p []byte) (n int, err error) {
+	for len(p) > 0 {
+		k := min(len(p), maxGuardedWrite)
+		g.begin()
+		k, err = g.w.Write(p[:k])
+		g.end()
+		n += k
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// flush flushes rc, g.w's controller.
+func (g *writeGuard) flush(rc *http.ResponseController) {
+	g.begin()
+	rc.Flush()
+	g.end()
+}
+
+// check, run by a timer, ends a write that has lasted the timeout (see
+// [writeGuard]) and returns when to check again.
+func (g *writeGuard) check() time.Duration {
+	s := g.since.Load()
+	if s == 0 {
+		return g.timeout
+	}
+	if left := g.timeout - time.Duration(int64(time.Since(g.origin))+1-s); left > 0 {
+		return left
+	}
+	if g.since.CompareAndSwap(s, 0) {
+		// g.w was set before since: [writeGuard.begin].
+		http.NewResponseController(g.w).SetWriteDeadline(aLongTimeAgo)
+	}
+	return g.timeout
+}
+
+// watch checks g every timeout until stop is called, for writes that no
+// call's timer checks (a batch's merged answer).
+func (g *writeGuard) watch() (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTimer(g.timeout)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				t.Reset(g.check())
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 func (c *upstreamCall) mark() int64 { return int64(time.Since(c.origin)) + 1 }
@@ -230,6 +319,7 @@ func (c *upstreamCall) expire() {
 		}
 		next = c.timeout - waited
 	}
+	next = min(next, c.out.check())
 	t := c.timer.Load()
 	for t == nil { // fired before roundTrip stored it
 		runtime.Gosched()
@@ -332,6 +422,7 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(parent, ctxKey{}, pr))
 	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now()}
+	c.out.timeout, c.out.origin = c.timeout, c.origin
 	if method == http.MethodPost {
 		c.client = r.Context()
 	}
@@ -387,10 +478,10 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 }
 
 // outboundRequest returns the request to send downstream with ctx:
-// method, to the upstream URL with the client's query when the upstream
-// URL has none (the operator's query, when it has one, is sent as
-// configured: a client's never replaces or extends it), header, and body
-// (nil: none).
+// method, to the upstream URL with the client's query ([escapeQuery])
+// when the upstream URL has none (the operator's query, when it has one,
+// is sent as configured: a client's never replaces or extends it), header,
+// and body (nil: none).
 //
 // The gateway's own client, which never modifies a request, is given the
 // upstream URL itself when the client sent no query; another Transport
@@ -399,6 +490,9 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 // the next requests go.
 func (g *Gateway) outboundRequest(ctx context.Context, method, query string, header http.Header, body []byte) *http.Request {
 	u := g.upstream
+	if query != "" {
+		query = escapeQuery(query)
+	}
 	if !g.ownClient || u.RawQuery == "" && query != "" {
 		uq := *g.upstream
 		if uq.RawQuery == "" {
@@ -425,6 +519,35 @@ func (g *Gateway) outboundRequest(ctx context.Context, method, query string, hea
 		out.GetBody = func() (io.ReadCloser, error) { return g.requestBody(body), nil }
 	}
 	return out
+}
+
+// escapeQuery returns q, a client's query, with the bytes a request line
+// cannot hold percent-encoded: controls, spaces, DEL, bytes from 0x80 up
+// and '#' (RFC 9112 §3.2, RFC 3986 §3.4). An HTTP/1 client cannot send
+// them, but url.ParseRequestURI, which net/http's HTTP/2 server parses a
+// :path with, keeps spaces and those bytes in RawQuery: sent verbatim,
+// "x HTTP/1.0" would end the request line early. Encoded, the query means
+// the same to a downstream that decodes it.
+func escapeQuery(q string) string {
+	const hex = "0123456789ABCDEF"
+	var b []byte
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if c > ' ' && c < 0x7f && c != '#' {
+			if b != nil {
+				b = append(b, c)
+			}
+			continue
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(q)+16), q[:i]...)
+		}
+		b = append(b, '%', hex[c>>4], hex[c&15])
+	}
+	if b == nil {
+		return q
+	}
+	return string(b)
 }
 
 // requestBody returns a reader of b, a request body read from memory, for
@@ -519,7 +642,8 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	if r.Method != http.MethodGet {
 		rd = c
 	}
-	n, last, gone, err := g.copyBody(r.Context(), w, rd, sse, r.Method == http.MethodPost)
+	c.out.w = w
+	n, last, gone, err := g.copyBody(r.Context(), &c.out, rd, sse, r.Method == http.MethodPost)
 	if err == nil && sse && last != '\n' && last != '\r' {
 		// A body delimited by the connection's close has no framing to
 		// tell that it was cut, but an event stream does not end inside
@@ -620,22 +744,23 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// copyBody copies src to w; for an event stream every piece read is flushed
-// at once. n counts the bytes written to w, and last is the last byte read
-// from src ('\n' when none was: an empty stream ends at a line's end).
-// Without drain, a failed write to w (the client went away) ends
-// the copy with its error and gone set.
+// copyBody copies src to out's writer; for an event stream every piece
+// read is flushed at once. n counts the bytes written, and last is the
+// last byte read from src ('\n' when none was: an empty stream ends at a
+// line's end). Without drain, a failed write (the client went away, or
+// stopped reading: see [writeGuard]) ends the copy with its error and
+// gone set.
 // With drain, a client that went away (ctx, the client's request context,
 // ended before a write, or a write failed) sets gone, and the rest of src
 // is read and discarded, so that the caller learns how the downstream's
 // answer ended. err is src's error otherwise.
-func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Reader, flush, drain bool) (n int64, last byte, gone bool, err error) {
+func (g *Gateway) copyBody(ctx context.Context, out *writeGuard, src io.Reader, flush, drain bool) (n int64, last byte, gone bool, err error) {
 	bp := g.bufs.Get().(*bytes.Buffer)
 	defer g.bufs.Put(bp)
 	bp.Reset()
 	bp.Grow(32 << 10)
 	buf := bp.AvailableBuffer()[:32<<10]
-	rc := http.NewResponseController(w)
+	rc := http.NewResponseController(out.w)
 	last = '\n'
 	for {
 		k, rerr := src.Read(buf)
@@ -646,7 +771,7 @@ func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Re
 			gone = true
 		}
 		if k > 0 && !gone {
-			if _, werr := w.Write(buf[:k]); werr != nil {
+			if _, werr := out.write(buf[:k]); werr != nil {
 				if !drain {
 					return n, last, true, werr
 				}
@@ -654,7 +779,7 @@ func (g *Gateway) copyBody(ctx context.Context, w http.ResponseWriter, src io.Re
 			} else {
 				n += int64(k)
 				if flush {
-					rc.Flush()
+					out.flush(rc)
 				}
 			}
 		}

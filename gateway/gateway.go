@@ -63,6 +63,9 @@ type Options struct {
 	// POST's client has gone, it bounds the rest of the answer too, from
 	// when the client was last seen. Zero means 30 seconds. A GET stream
 	// (server-to-client events) is bounded only until its headers arrive.
+	// It also bounds every write of an answer to the client (in pieces of
+	// at most 32 KiB): a client that stopped reading counts as gone (see
+	// the package doc).
 	// An answer cut by the timeout after its relaying began reaches the
 	// client cut short, as a broken connection (see the package doc).
 	Timeout time.Duration

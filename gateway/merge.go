@@ -44,8 +44,9 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	if isSSE(c.resp.Header) {
 		copyResponseHeader(w.Header(), c.resp.Header, true)
 		w.WriteHeader(c.resp.StatusCode)
-		ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
-		ew.rc.Flush()
+		c.out.w = w
+		ew := &eventWriter{out: &c.out, rc: http.NewResponseController(w)}
+		c.out.flush(ew.rc)
 		// Without ids: a client that resumed the stream with a GET would
 		// get the replayed answer through passThrough, unfiltered.
 		err := readEvents(c, func(ev *event) { ew.write(ev, tf, true) })
@@ -75,7 +76,8 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
 	w.WriteHeader(c.resp.StatusCode)
-	w.Write(out)
+	c.out.w = w
+	c.out.write(out)
 	g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "filtered", true, "ms", float64(g.now().Sub(start).Microseconds())/1000)
 }
 
@@ -447,12 +449,13 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	}
 }
 
-// eventWriter writes events to a client, one flush per event. It is safe
-// for concurrent use.
+// eventWriter writes events to a client through out (which bounds the
+// writes: see [writeGuard]), one flush per event; rc is out.w's
+// controller. It is safe for concurrent use.
 type eventWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-	rc *http.ResponseController
+	mu  sync.Mutex
+	out *writeGuard
+	rc  *http.ResponseController
 }
 
 // write writes ev, with its data passed through tf when non-nil; stripIDs
@@ -498,8 +501,8 @@ func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 	buf = append(buf, '\n')
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.w.Write(buf)
-	e.rc.Flush()
+	e.out.write(buf)
+	e.out.flush(e.rc)
 }
 
 // isDataLine reports whether l, a raw line of an event, is a data field,

@@ -125,8 +125,9 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
 	w.WriteHeader(c.resp.StatusCode)
-	ew := &eventWriter{w: w, rc: http.NewResponseController(w)}
-	ew.rc.Flush()
+	c.out.w = w
+	ew := &eventWriter{out: &c.out, rc: http.NewResponseController(w)}
+	c.out.flush(ew.rc)
 	err := readEvents(rd, func(ev *event) { ew.write(ev, func(msg []byte) []byte { return g.guardAnswer(l, msg) }, false) })
 	code := ""
 	if err != nil {
@@ -166,7 +167,8 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 		w.Header()["Content-Length"] = []string{strconv.Itoa(len(out))}
 	}
 	w.WriteHeader(status)
-	if _, werr := w.Write(out); werr != nil || r.Context().Err() != nil {
+	c.out.w = w
+	if _, werr := c.out.write(out); werr != nil || r.Context().Err() != nil {
 		call.clientWentAway()
 	}
 	call.finish("")
