@@ -615,6 +615,14 @@ func describe(ve *jsonschema.ValidationError) (field, msg string) {
 		return pointer(f), fmt.Sprintf("unknown %s", fieldName(f))
 	case *kind.Pattern:
 		msg = fmt.Sprintf("%s must match the pattern %s", name, k.Want)
+	case *kind.MinItems:
+		msg = fmt.Sprintf("%s must have at least %d items", name, k.Want)
+	case *kind.MaxItems:
+		msg = fmt.Sprintf("%s must have at most %d items", name, k.Want)
+	case *kind.MinProperties:
+		msg = fmt.Sprintf("%s must have at least %d properties", name, k.Want)
+	case *kind.MaxProperties:
+		msg = fmt.Sprintf("%s must have at most %d properties", name, k.Want)
 	case *kind.MinLength:
 		msg = fmt.Sprintf("%s must be at least %d characters", name, k.Want)
 	case *kind.MaxLength:

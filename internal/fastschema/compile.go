@@ -87,9 +87,9 @@ const (
 )
 
 type bound struct {
-	op  boundOp
-	lit string
-	d   decimal
+	op   boundOp
+	text string // the bound as the reference's message prints it (ratText)
+	d    decimal
 }
 
 type scalarKind uint8
@@ -254,6 +254,9 @@ func (c *compiler) buildObject(m map[string]any, root bool) (*node, error) {
 			return nil, err
 		}
 	}
+	// Bounds in the order v6 checks them: minimum, maximum,
+	// exclusiveMinimum, exclusiveMaximum.
+	slices.SortStableFunc(n.bounds, func(a, b bound) int { return int(a.op) - int(b.op) })
 	for _, pname := range slices.Sorted(maps.Keys(props)) {
 		sn, err := c.buildNode(props[pname], false)
 		if err != nil {
@@ -399,7 +402,7 @@ func parseBound(k string, v any) (bound, error) {
 	if err != nil {
 		return bound{}, err
 	}
-	b := bound{lit: lit, d: d}
+	b := bound{text: ratText(lit), d: d}
 	switch k {
 	case "minimum":
 		b.op = opMin
@@ -411,6 +414,24 @@ func parseBound(k string, v any) (bound, error) {
 		b.op = opExMax
 	}
 	return b, nil
+}
+
+// ratText prints the number lit, which big.Rat parses, as mcpguard's
+// reference path prints a bound in a message: an integer in full, any
+// other number as the nearest float64 (fmt.Sprint). It runs at compile
+// time, so that a refusal allocates no more than its message; a bound of
+// 1e999999 (which v6 accepts) costs a tenth of a second there, and its
+// million digits are in the message, as on the reference path.
+func ratText(lit string) string {
+	r, ok := new(big.Rat).SetString(lit)
+	if !ok {
+		return lit
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return fmt.Sprint(f)
 }
 
 func parseScalar(v any) (scalar, error) {

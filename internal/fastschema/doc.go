@@ -24,4 +24,19 @@
 // math/big: no float64 overflow (1.8e308), underflow (1e-400 is not 0) or
 // rounding (9007199254740993 is not 9007199254740992); 1.0 and 1e400 are
 // integers, -0 is 0. A refused literal costs time linear in its length.
+//
+// Messages are mcpguard's reference messages, word for word, for a
+// document with one problem, or several on one value (checked in v6's
+// order: type, const and enum, format, then the keywords of the value's
+// type): the document itself is "value", types are listed in v6's order,
+// a bound is printed as the reference prints it ("<= 100" for 1e2), a
+// count bound says its count ("must have at least 2 items"), names are
+// cut at 64 bytes and pointers escaped as RFC 6901 says ("~0", "~1") on
+// both paths. They may differ for a document with problems in several
+// places: the reference names a problem of an object or array itself (a
+// missing required or an unknown name, too few items) before one inside
+// it, and otherwise the one at the smallest path, walking objects in map
+// order; the fast path names the first problem its scan meets. They
+// differ too for duplicates (named here by their path, there by the key
+// alone).
 package fastschema

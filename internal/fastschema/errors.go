@@ -52,6 +52,7 @@ const maxNameBytes = 64
 func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *bound) *failure {
 	buf := make([]byte, 0, 256)   // pointer, then message
 	dotted := make([]byte, 0, 96) // the name, a.b.0
+	segs := 0
 	add := func(tok []byte) {
 		buf = append(buf, '/')
 		for _, c := range tok {
@@ -64,9 +65,10 @@ func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *b
 				buf = append(buf, c)
 			}
 		}
-		if len(dotted) > 0 {
+		if segs > 0 {
 			dotted = append(dotted, '.')
 		}
+		segs++
 		dotted = append(dotted, tok...)
 	}
 	addKey := func(raw []byte, plain bool) {
@@ -92,8 +94,9 @@ func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *b
 	}
 	plen = len(buf)
 	name := func() {
-		if len(dotted) == 0 {
-			buf = append(buf, "arguments"...)
+		if plen == 0 {
+			// The document itself, as the reference calls it.
+			buf = append(buf, "value"...)
 			return
 		}
 		if len(dotted) > maxNameBytes {
@@ -126,12 +129,8 @@ func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *b
 	case errDup:
 		name()
 		buf = append(buf, " appears twice"...)
-	case errKeyTooLong:
-		buf = append(buf, "argument names must be at most "...)
-		buf = strconv.AppendInt(buf, int64(st.s.opts.MaxStringBytes), 10)
-		buf = append(buf, " bytes long"...)
-	case errKeyControl:
-		buf = append(buf, "argument names must not contain control characters"...)
+	case errKeyTooLong, errKeyControl:
+		buf = append(buf, "argument names must be short and free of control characters"...)
 	case errTooLong:
 		num(" is longer than ", st.s.opts.MaxStringBytes, " bytes")
 	case errControl:
@@ -147,7 +146,9 @@ func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *b
 		name()
 		buf = append(buf, " must be"...)
 		sep := " "
-		for i := range numTypes {
+		// In v6's order (jsonschema.Types.ToStrings): null, boolean,
+		// number, integer, string, array, object.
+		for _, i := range [numTypes]int{6, 5, 3, 4, 2, 1, 0} {
 			if n.types&(1<<uint(i)) != 0 {
 				buf = append(buf, sep...)
 				buf = append(buf, typeName(i)...)
@@ -174,7 +175,7 @@ func (st *state) fail(k errKind, plen int, key []byte, plain bool, n *node, b *b
 		buf = append(buf, " must be "...)
 		buf = append(buf, [...]string{opMin: ">=", opMax: "<=", opExMin: ">", opExMax: "<"}[b.op]...)
 		buf = append(buf, ' ')
-		buf = append(buf, b.lit...)
+		buf = append(buf, b.text...)
 	case errRequired:
 		buf = append(buf, "missing required "...)
 		name()

@@ -114,20 +114,21 @@ func (st *state) object(n *node) *failure {
 	return st.objectEnd(n, seen, count, plen)
 }
 
-// objectEnd applies required, minProperties and maxProperties.
+// objectEnd applies minProperties, maxProperties and required, in v6's
+// order.
 func (st *state) objectEnd(n *node, seen uint64, count, plen int) *failure {
+	if n.minProps >= 0 && count < n.minProps {
+		return st.fail(errMinProps, plen, nil, false, n, nil)
+	}
+	if n.maxProps >= 0 && count > n.maxProps {
+		return st.fail(errMaxProps, plen, nil, false, n, nil)
+	}
 	if missing := n.required &^ seen; missing != 0 {
 		for _, i := range n.reqOrder {
 			if missing&(1<<uint(i)) != 0 {
 				return st.fail(errRequired, plen, []byte(n.names[i].name), true, n, nil)
 			}
 		}
-	}
-	if n.minProps >= 0 && count < n.minProps {
-		return st.fail(errMinProps, plen, nil, false, n, nil)
-	}
-	if n.maxProps >= 0 && count > n.maxProps {
-		return st.fail(errMaxProps, plen, nil, false, n, nil)
 	}
 	return nil
 }

@@ -220,14 +220,10 @@ func (st *state) str(n *node) *failure {
 	if e := st.checkNode(n, tString, st.depth); e != nil {
 		return e
 	}
-	if n.minLen >= 0 && info.runes < n.minLen {
-		return st.fail(errMinLen, st.depth, nil, false, n, nil)
-	}
-	if n.maxLen >= 0 && info.runes > n.maxLen {
-		return st.fail(errMaxLen, st.depth, nil, false, n, nil)
-	}
+	// The checks in v6's order: const and enum, format, then minLength,
+	// maxLength and pattern.
 	if n.pattern == nil && n.format == nil && len(n.enums) == 0 {
-		return nil
+		return st.strLength(n, &info)
 	}
 	b := st.raw[info.start:info.end]
 	if !info.plain {
@@ -249,8 +245,22 @@ func (st *state) str(n *node) *failure {
 	if n.format != nil && !n.format(b) {
 		return st.fail(errFormat, st.depth, nil, false, n, nil)
 	}
+	if e := st.strLength(n, &info); e != nil {
+		return e
+	}
 	if n.pattern != nil && !n.pattern.match(b) {
 		return st.fail(errPattern, st.depth, nil, false, n, nil)
+	}
+	return nil
+}
+
+// strLength applies minLength and maxLength, counted in code points.
+func (st *state) strLength(n *node, info *strInfo) *failure {
+	if n.minLen >= 0 && info.runes < n.minLen {
+		return st.fail(errMinLen, st.depth, nil, false, n, nil)
+	}
+	if n.maxLen >= 0 && info.runes > n.maxLen {
+		return st.fail(errMaxLen, st.depth, nil, false, n, nil)
 	}
 	return nil
 }
