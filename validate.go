@@ -31,7 +31,12 @@ type ValidationOptions struct {
 	// otherwise then accept unknown fields, as JSON Schema does by default.
 	// False (the default) rejects unknown fields even when the tool's schema
 	// forgot "additionalProperties": false. Lenient mode still refuses
-	// duplicate member names and invalid UTF-8 or lone surrogates.
+	// duplicate member names and invalid UTF-8 or lone surrogates, and
+	// (as strict mode does where a schema admits undeclared fields with
+	// additionalProperties or patternProperties) a field whose name
+	// differs from a property the object's schema declares only in letter
+	// case: encoding/json would match {"AMOUNT": 1e6} to a handler's field
+	// "amount", which the schema's checks of "amount" never saw.
 	Lenient bool
 	// MaxStringBytes bounds every string in the arguments (and every
 	// argument name). 0, or a negative value, means 65536.
@@ -45,8 +50,10 @@ type ValidationOptions struct {
 // A Validator checks a JSON value against one compiled JSON Schema, the way
 // mcpguard validates tool arguments: no type coercion, formats asserted,
 // unknown fields refused in strict mode, strings bounded and free of
-// control characters, and (in lenient mode too) no duplicate member names
-// and no invalid UTF-8 or lone UTF-16 surrogates. "$ref" resolves only within the schema: nothing is
+// control characters, and (in lenient mode too) no duplicate member names,
+// no name that differs from a declared property's only in letter case
+// where the schema admits undeclared ones, and no invalid UTF-8 or lone
+// UTF-16 surrogates. "$ref" resolves only within the schema: nothing is
 // ever loaded from disk or the network. A Validator is immutable and safe
 // for concurrent use. The zero Validator refuses every value: make one with
 // [NewValidator] or [NewOutputValidator].
@@ -54,6 +61,7 @@ type Validator struct {
 	sch     *jsonschema.Schema
 	base    *jsonschema.Schema // strict mode: the schema as written, checked first
 	fast    *fastschema.Schema // nil when the schema is outside the fast subset
+	cases   *caseNode          // nil when no undeclared name can pass (see caseNode)
 	maxStr  int
 	ctrlOK  bool
 	isInput bool
@@ -100,6 +108,10 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 			return nil, errors.New("mcpguard: schema must be a JSON object")
 		}
 	}
+	var cases *caseNode
+	if input {
+		cases = newCaseCheck(doc, o.Lenient)
+	}
 	var base *jsonschema.Schema
 	if input && !o.Lenient {
 		// Strict mode: the closed schema, checked together with the schema
@@ -117,7 +129,7 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 	if err != nil {
 		return nil, err
 	}
-	v := &Validator{sch: sch, base: base, maxStr: o.MaxStringBytes, ctrlOK: o.AllowControlChars, isInput: input}
+	v := &Validator{sch: sch, base: base, cases: cases, maxStr: o.MaxStringBytes, ctrlOK: o.AllowControlChars, isInput: input}
 	if input {
 		// The fast path validates the raw bytes without decoding them and
 		// gives exactly v6's verdict on the subset it accepts (proved by
@@ -394,7 +406,22 @@ func (v *Validator) check(raw json.RawMessage) (any, error) {
 		if e := v.fast.Validate(raw); e != nil {
 			return nil, invalidArgs(e.Message, e.Pointer)
 		}
-		return nil, nil
+		if v.cases == nil {
+			return nil, nil
+		}
+		// Checked after the schema, as on the reference path, so that
+		// both name the same problem.
+		if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+			return nil, nil
+		}
+		doc, err := decodeStrict(raw)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.cases.check(doc, nil); err != nil {
+			return nil, err
+		}
+		return doc, nil
 	}
 	return v.Validate(raw)
 }
@@ -441,7 +468,7 @@ func (v *Validator) ValidateValue(doc any) error {
 	}
 	err := v.validateV6(doc)
 	if err == nil {
-		return nil
+		return v.cases.check(doc, nil)
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
