@@ -3,14 +3,12 @@ package confirm
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"math/big"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/textsafe"
@@ -155,7 +153,7 @@ func value(v any) string {
 		// Strings inside hold characters cleaning would remove, or that
 		// show as nothing: show them escaped, as text does for a
 		// top-level string.
-		js = asciiJSON(js)
+		js = textsafe.ASCIIJSON(js)
 	}
 	return sanitize(js)
 }
@@ -168,24 +166,6 @@ func literal(s string) bool {
 		return true
 	}
 	return s != "" && strings.IndexByte("-0123456789", s[0]) >= 0 && json.Valid([]byte(s))
-}
-
-// asciiJSON escapes every character of the JSON text js outside printable
-// ASCII as \uXXXX (a surrogate pair beyond U+FFFF).
-func asciiJSON(js string) string {
-	var b strings.Builder
-	for _, r := range js {
-		switch {
-		case r >= 0x20 && r < 0x7f:
-			b.WriteRune(r)
-		case r > 0xffff:
-			r1, r2 := utf16.EncodeRune(r)
-			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
 }
 
 // number renders a number exactly as sent, or, when it is too long to

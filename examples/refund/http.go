@@ -11,10 +11,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
@@ -420,27 +418,9 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	}
 }
 
-// asciiJSON returns the JSON text js with every character outside
-// printable ASCII written as a \uXXXX escape (a surrogate pair beyond
-// U+FFFF): the same value to a JSON reader, and to a person reading it in
-// a terminal, no character that shows as nothing or reorders the text (a
-// tool name "\u200badmin_reset_key" does not read as admin_reset_key).
-// json.Marshal's text is valid UTF-8 with its control characters escaped.
-func asciiJSON(js []byte) string {
-	var b strings.Builder
-	for _, r := range string(js) {
-		switch {
-		case r >= 0x20 && r < 0x7f:
-			b.WriteRune(r)
-		case r > 0xffff:
-			r1, r2 := utf16.EncodeRune(r)
-			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
-}
+// asciiJSON is [textsafe.ASCIIJSON] of js: a tool name
+// "\u200badmin_reset_key" does not read as admin_reset_key.
+func asciiJSON(js []byte) string { return textsafe.ASCIIJSON(string(js)) }
 
 // loopbackAddr returns addr with an empty host replaced by 127.0.0.1, and
 // refuses a port that is not a number from 0 to 65535 and a non-loopback

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -177,4 +178,33 @@ func CutBytes(s string, maxBytes int) (string, bool) {
 		cut--
 	}
 	return s[:cut], true
+}
+
+// ASCIIJSON returns the JSON text js with every character outside printable
+// ASCII written as a \uXXXX escape (a surrogate pair beyond U+FFFF): the
+// same value to a JSON reader, and to a person reading it in a terminal no
+// character that shows as nothing or reorders the text. js must be valid
+// UTF-8 (json.Marshal's text is, its control characters escaped).
+func ASCIIJSON(js string) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	esc := func(r rune) {
+		b.WriteString(`\u`)
+		for shift := 12; shift >= 0; shift -= 4 {
+			b.WriteByte(hex[(r>>shift)&15])
+		}
+	}
+	for _, r := range js {
+		switch {
+		case r >= 0x20 && r < 0x7f:
+			b.WriteByte(byte(r))
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			esc(r1)
+			esc(r2)
+		default:
+			esc(r)
+		}
+	}
+	return b.String()
 }
