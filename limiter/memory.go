@@ -295,7 +295,7 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 		o = opRefund
 	}
 	for i := range b.Checks {
-		if err := validCheck(&b.Checks[i]); err != nil {
+		if err := b.Checks[i].Valid(); err != nil {
 			return fmt.Errorf("limiter: check %d: %w", i, err)
 		}
 	}
@@ -318,28 +318,6 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 		lease = &b.Lease
 	}
 	b.Denied, b.RetryAfter = s.apply(now, cs, o, lease)
-	return nil
-}
-
-// validCheck returns an error for a check outside the [Check] contract,
-// which the store would otherwise decide as some limit, or as none (a
-// negative Max or a NaN N allow every call).
-func validCheck(c *Check) error {
-	switch c.Kind {
-	case Rate, Spend:
-		if c.Window <= 0 {
-			return fmt.Errorf("window %v is not positive", c.Window)
-		}
-	case Concurrency:
-	default:
-		return fmt.Errorf("invalid kind %v", c.Kind)
-	}
-	if !(c.Max > 0) || math.IsInf(c.Max, 1) {
-		return fmt.Errorf("max %v is not a positive finite number", c.Max)
-	}
-	if !(c.N > 0) || math.IsInf(c.N, 1) {
-		return fmt.Errorf("n %v is not a positive finite number", c.N)
-	}
 	return nil
 }
 

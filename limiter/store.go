@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -183,4 +185,29 @@ type Batch struct {
 	// cannot help because the denying check's N exceeds its Max, and zero
 	// when only Concurrency checks denied.
 	RetryAfter time.Duration
+}
+
+// Valid returns an error for a check outside the Check contract (see its
+// fields): an invalid Kind, a Max or N that is not a positive finite
+// number, a Rate or Spend Window that is not positive. A store would
+// otherwise decide such a check as some limit, or as none (a negative Max
+// or a NaN N allows every call); the built-in stores refuse a batch that
+// holds one. The Limiter never sends one.
+func (c *Check) Valid() error {
+	switch c.Kind {
+	case Rate, Spend:
+		if c.Window <= 0 {
+			return fmt.Errorf("window %v is not positive", c.Window)
+		}
+	case Concurrency:
+	default:
+		return fmt.Errorf("invalid kind %v", c.Kind)
+	}
+	if !(c.Max > 0) || math.IsInf(c.Max, 1) {
+		return fmt.Errorf("max %v is not a positive finite number", c.Max)
+	}
+	if !(c.N > 0) || math.IsInf(c.N, 1) {
+		return fmt.Errorf("n %v is not a positive finite number", c.N)
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -154,8 +153,12 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		default:
 			return fmt.Errorf("redislimit: check %d has invalid kind %v", i, c.Kind)
 		}
-		if err := validCheck(&c); err != nil {
+		if err := c.Valid(); err != nil {
 			return fmt.Errorf("redislimit: check %d: %w", i, err)
+		}
+		if c.Kind != limiter.Concurrency && c.Window < time.Microsecond {
+			// The store's resolution.
+			return fmt.Errorf("redislimit: check %d: window %v is shorter than a microsecond", i, c.Window)
 		}
 		if c.Peek && args[1] == "a" {
 			kind = "p" + kind // evaluated, not taken
@@ -206,22 +209,5 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 	}
 	b.Denied = int(r.v[0])
 	b.RetryAfter = time.Duration(r.v[1]) * time.Microsecond
-	return nil
-}
-
-// validCheck returns an error for a check outside the [limiter.Check]
-// contract, which the script would otherwise decide as some limit, or as
-// none (a NaN or negative N or Max allows every call). A Rate or Spend
-// Window must be at least the store's resolution, a microsecond.
-func validCheck(c *limiter.Check) error {
-	if c.Kind != limiter.Concurrency && c.Window.Microseconds() <= 0 {
-		return fmt.Errorf("window %v is shorter than a microsecond", c.Window)
-	}
-	if !(c.Max > 0) || math.IsInf(c.Max, 1) {
-		return fmt.Errorf("max %v is not a positive finite number", c.Max)
-	}
-	if !(c.N > 0) || math.IsInf(c.N, 1) {
-		return fmt.Errorf("n %v is not a positive finite number", c.N)
-	}
 	return nil
 }
