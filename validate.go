@@ -32,11 +32,14 @@ type ValidationOptions struct {
 	// False (the default) rejects unknown fields even when the tool's schema
 	// forgot "additionalProperties": false. Lenient mode still refuses
 	// duplicate member names and invalid UTF-8 or lone surrogates, and
-	// (as strict mode does where a schema admits undeclared fields with
-	// additionalProperties or patternProperties) a field whose name
-	// differs from a property the object's schema declares only in letter
-	// case: encoding/json would match {"AMOUNT": 1e6} to a handler's field
-	// "amount", which the schema's checks of "amount" never saw.
+	// (as strict mode does where a schema may admit undeclared fields:
+	// additionalProperties, patternProperties, or an in-place applicator
+	// such as allOf or $ref, below which strict mode closes nothing) a
+	// field whose name differs from a property declared at its position
+	// only in letter case: encoding/json would match {"AMOUNT": 1e6} to a
+	// handler's field "amount", which the schema's checks of "amount"
+	// never saw. A schema too complex for that check to list its object
+	// positions (over 32768 of them) is refused.
 	Lenient bool
 	// MaxStringBytes bounds every string in the arguments (and every
 	// argument name). 0, or a negative value, means 65536.
@@ -52,8 +55,9 @@ type ValidationOptions struct {
 // unknown fields refused in strict mode, strings bounded and free of
 // control characters, and (in lenient mode too) no duplicate member names,
 // no name that differs from a declared property's only in letter case
-// where the schema admits undeclared ones, and no invalid UTF-8 or lone
-// UTF-16 surrogates. "$ref" resolves only within the schema: nothing is
+// where the schema may admit undeclared ones (see
+// [ValidationOptions].Lenient), and no invalid UTF-8 or lone UTF-16
+// surrogates. "$ref" resolves only within the schema: nothing is
 // ever loaded from disk or the network. A Validator is immutable and safe
 // for concurrent use. The zero Validator refuses every value: make one with
 // [NewValidator] or [NewOutputValidator].
@@ -82,7 +86,8 @@ func compileSchema(doc any) (*jsonschema.Schema, error) {
 // *jsonschema.Schema), or to true. Schemas without "$schema" are read as
 // draft 2020-12. A nil opts means the strictest setting (see
 // [ValidationOptions]). It returns an error for a schema that does not
-// marshal, is not an object (false included) or does not compile.
+// marshal, is not an object (false included), does not compile, or is too
+// complex for the letter-case check (see [ValidationOptions].Lenient).
 func NewValidator(schema any, opts *ValidationOptions) (*Validator, error) {
 	return newValidator(schema, opts, true)
 }
@@ -110,7 +115,9 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 	}
 	var cases *caseNode
 	if input {
-		cases = newCaseCheck(doc, o.Lenient)
+		if cases, err = newCaseCheck(doc, o.Lenient); err != nil {
+			return nil, err
+		}
 	}
 	var base *jsonschema.Schema
 	if input && !o.Lenient {
