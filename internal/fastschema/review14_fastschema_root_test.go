@@ -50,6 +50,13 @@ func TestReview14AgainstRootValidator(t *testing.T) {
 			if got != nil && got.Message == "arguments are nested too deeply" {
 				continue // the documented deviation
 			}
+			if got == nil && want != nil && strings.Contains(want.Error(), " only in letter case") {
+				// The root's letter-case check (casefold.go), which
+				// runs after either path's verdict, not in the fast
+				// path: a generated name such as "é" beside a declared
+				// "É" where the schema admits undeclared names.
+				continue
+			}
 			if (got == nil) != (want == nil) {
 				t.Fatalf("schema %s (strict %v, %+v):\nfast Validate(%q) = %v; mcpguard Validator.Validate = %v", src, strict, o, in, got, want)
 			}
