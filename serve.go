@@ -636,21 +636,26 @@ func (g *Guard) plan(c *call, req *mcp.CallToolRequest, topts *ToolOptions) *Den
 func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (limiter.Decision, *DenialError) {
 	spend := c.spend()
 	ld := g.limit(ctx, req, c, calls, spend, c.dryRun && !c.retry)
-	switch {
-	case ld.Err != nil && ctx.Err() != nil:
-		// Not the limiter's failure: the limiter refuses a call whose
-		// context ended before it decided (the client went away, or
-		// the call's deadline passed), whatever its fail-open options.
-		c.detail = "the client went away (the call's context ended) before the limiter decided"
-		g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", logName(c.name), "correlation_id", c.corr, "err", ctx.Err())
-	case ld.Err != nil:
-		g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
-	}
+	g.limitFailed(ctx, c, ld)
 	if !ld.Allowed {
 		return ld, limitDenial(ld)
 	}
 	c.charged = spend
 	return ld, nil
+}
+
+// limitFailed logs a decision ld the limiter could not make for c: as the
+// client's leaving (its detail says so) when the call's context ended
+// first, for the limiter refuses such a call whatever its fail-open
+// options; else as the limiter's failure.
+func (g *Guard) limitFailed(ctx context.Context, c *call, ld limiter.Decision) {
+	switch {
+	case ld.Err != nil && ctx.Err() != nil:
+		c.detail = "the client went away (the call's context ended) before the limiter decided"
+		g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", logName(c.name), "correlation_id", c.corr, "err", ctx.Err())
+	case ld.Err != nil:
+		g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
+	}
 }
 
 // refund gives back what step 8 charged c, whose decision was ld (the zero
@@ -846,15 +851,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			// would refuse now is refused before the human is asked.
 			ld = g.limit(ctx, req, c, 1, 0, true)
 			g.opts.Limiter.Release(ld)
-			if ld.Err != nil {
-				// Told as the confirmed round's would be (see charge).
-				if ctx.Err() != nil {
-					c.detail = "the client went away (the call's context ended) before the limiter decided"
-					g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", logName(c.name), "correlation_id", c.corr, "err", ctx.Err())
-				} else {
-					g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
-				}
-			}
+			g.limitFailed(ctx, c, ld)
 			if !ld.Allowed {
 				c.denial = limitDenial(ld)
 				return nil, false
