@@ -105,8 +105,8 @@ var outputValidation = &ValidationOptions{Lenient: true, AllowControlChars: true
 // on it), is replaced by an INVALID_RESPONSE refusal, so that a model is
 // never handed malformed data; for a write (as an [Authorize] or a
 // write-path step inside an [Audit] middleware tells it), the refusal says
-// the write may have been made. Tool errors, and results that ask for more input, pass through
-// unchecked.
+// the write may have been made. Tool errors, and results that ask for more
+// input, pass through unchecked.
 //
 // A nil v stands for a tool without an output schema: ValidateOutput then
 // passes every result through. Unlike a Guard's step 11, ValidateOutput
