@@ -22,10 +22,10 @@
 // # JWTs
 //
 // A [JWT] verifies signed bearer JWTs (RFC 7519) from one issuer for one
-// audience: asymmetric algorithms only (RS*, PS*, ES*, EdDSA; never "none"
-// or HMAC), each matched to the type of the key the token's "kid" selects,
-// and to the key's one algorithm when it has one (an [AlgKey]: a JWK with
-// "alg", RFC 8725 section 3.1);
+// audience: asymmetric algorithms only (RS*, PS*, ES*, Ed25519 and its
+// deprecated name EdDSA; never "none" or HMAC), each matched to the type
+// of the key the token's "kid" selects, and to the key's one algorithm
+// when it has one (an [AlgKey]: a JWK with "alg", RFC 8725 section 3.1);
 // "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact; the
 // header and the claims UTF-8, with no member named twice. The
 // subject is "sub", the roles a configurable claim (an array of strings or

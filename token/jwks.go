@@ -439,7 +439,7 @@ func keyAlgs(k crypto.PublicKey) []string {
 	case *ecdsa.PublicKey:
 		return []string{ecAlg(k.Curve)}
 	case ed25519.PublicKey:
-		return []string{"EdDSA"}
+		return []string{algEd25519, "EdDSA"}
 	}
 	return nil
 }

@@ -96,7 +96,8 @@ type JWTConfig struct {
 // that [NewJWT] accepts, and Alg one of the algorithms of its type:
 // "RS256", "RS384", "RS512", "PS256", "PS384" or "PS512" for an RSA key,
 // "ES256", "ES384" or "ES512" for an ECDSA key on P-256, P-384 or P-521
-// respectively, "EdDSA" for an Ed25519 key. NewJWT refuses any other
+// respectively, "Ed25519" (RFC 9864) or "EdDSA" (its deprecated name) for
+// an Ed25519 key. NewJWT refuses any other
 // AlgKey, among them one with an empty Alg and one whose Key is itself an
 // AlgKey, and an *AlgKey: use the value.
 type AlgKey struct {
@@ -112,7 +113,31 @@ func defaultTypes() []string { return []string{"JWT", "at+jwt"} }
 
 // allAlgs returns the algorithms a JWT may accept: those of every key type.
 func allAlgs() []string {
-	return []string{"EdDSA", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512"}
+	return []string{"Ed25519", "EdDSA", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512"}
+}
+
+// algEd25519 is RFC 9864's fully specified name of EdDSA with Ed25519, the
+// one Ed25519 signatures are to carry from now on: "EdDSA" named any EdDSA
+// curve and is deprecated.
+const algEd25519 = "Ed25519"
+
+// ed25519Method is the jwt package's EdDSA method under the name
+// algEd25519: the same verification, with an Ed25519 key only.
+type ed25519Method struct{ *jwt.SigningMethodEd25519 }
+
+func (ed25519Method) Alg() string { return algEd25519 }
+
+// The jwt package looks up a token's "alg" in its registry of methods,
+// which has no "Ed25519" (v5.3): register it, unless a later version does.
+// Registering adds the name to the process's registry, for every user of
+// the jwt package; it verifies exactly what "EdDSA" verifies with an
+// Ed25519 key.
+func init() {
+	if jwt.GetSigningMethod(algEd25519) == nil {
+		jwt.RegisterSigningMethod(algEd25519, func() jwt.SigningMethod {
+			return ed25519Method{jwt.SigningMethodEdDSA}
+		})
+	}
 }
 
 // A JWT verifies signed JSON Web Tokens (RFC 7519) issued by one issuer
@@ -128,7 +153,8 @@ func allAlgs() []string {
 //     (parsers differ on which of two they read);
 //   - its header's "alg" is RS256, RS384, RS512, PS256, PS384, PS512 (RSA
 //     keys), ES256, ES384, ES512 (ECDSA keys on P-256, P-384, P-521
-//     respectively) or EdDSA (Ed25519 keys), and matches the type of the
+//     respectively), Ed25519 (RFC 9864) or EdDSA, its deprecated name
+//     (Ed25519 keys), and matches the type of the
 //     key it selects, and, when that key is an [AlgKey] (a JWK with "alg"),
 //     equals its Alg: "none" and HMAC algorithms are never accepted;
 //   - its header's "kid" names a configured key (see [JWTConfig.Keys] and
