@@ -21,10 +21,13 @@
 // volatile-* ones included, since every nonce key has a TTL), that loses
 // a write in a failover to a replica that had not received it, or that
 // restarts without having persisted it (no appendonly; RDB snapshots keep
-// only the writes before the last one) may accept a confirmation twice.
+// only the writes before the last one), or that is flushed (FLUSHALL,
+// FLUSHDB) may accept a confirmation twice.
 // Use noeviction, under which a full Redis refuses the write and the
-// confirmation fails closed. For the same reason, give [New]
-// a single server, a failover client or a cluster, not a *redis.Ring of
-// several shards: a Ring moves the keys of a shard it finds down to the
-// others, where the nonces it held are unknown.
+// confirmation fails closed, and call [Store.CheckServer] at start-up: it
+// refuses any other policy (and a Ring of several shards), so that a
+// misconfigured Redis stops the deployment rather than forgets nonces.
+// For the same reason, give [New] a single server, a failover client or a
+// cluster, not a *redis.Ring of several shards: a Ring moves the keys of a
+// shard it finds down to the others, where the nonces it held are unknown.
 package redisnonce

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -125,8 +126,75 @@ func (s *Store) Used(ctx context.Context, nonce string, now, expires time.Time) 
 	return n > 0, nil
 }
 
+// CheckServer reports an error unless every Redis server the Store writes
+// nonces to runs with maxmemory-policy noeviction: the fail-closed option
+// for eviction. Under any other policy a full Redis may evict used nonces'
+// keys (the volatile-* policies too, as every nonce key has a TTL), and
+// their states are then accepted again; under noeviction it refuses the
+// write instead, and the confirmation is refused. Call it at start-up and
+// do not serve when it fails. It reads INFO memory (on each master of a
+// *redis.ClusterClient), so it fails when the Redis user may not run INFO,
+// and it refuses a *redis.Ring of more than one shard (see the package
+// doc). It cannot see the other ways a nonce is lost: a failover to a
+// replica that missed the write, a restart without persistence, a
+// FLUSHALL. It is bounded by the Timeout, as Consume is.
+func (s *Store) CheckServer(ctx context.Context) (err error) {
+	if s == nil || s.client == nil {
+		return errNoClient
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("redisnonce: the Redis client panicked: %v", r)
+		}
+	}()
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		ctx, cancel := context.WithTimeout(ctx, s.timeout())
+		defer cancel()
+		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			v, err := n.Info(ctx, "memory").Result()
+			return checkPolicy(v, err)
+		})
+	case *redis.Ring:
+		// Len counts the shards up now; the options, those configured.
+		if n := max(c.Len(), len(c.Options().Addrs)); n > 1 {
+			return fmt.Errorf("redisnonce: the client is a Ring of %d shards, which may move nonce keys between them and forget them", n)
+		}
+	}
+	v, err := s.do(ctx, "INFO", "memory")
+	str, ok := v.(string)
+	if err == nil && !ok {
+		err = fmt.Errorf("redisnonce: INFO replied %T", v)
+	}
+	return checkPolicy(str, err)
+}
+
+// checkPolicy reads maxmemory_policy from the reply to INFO memory.
+func checkPolicy(info string, err error) error {
+	if err != nil {
+		return fmt.Errorf("redisnonce: cannot read the server's maxmemory-policy: %w", err)
+	}
+	for line := range strings.Lines(info) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
+			if p != "noeviction" {
+				return fmt.Errorf("redisnonce: the server's maxmemory-policy is %q: it may evict used nonces, and their confirmations would be accepted again; set noeviction", p)
+			}
+			return nil
+		}
+	}
+	return errors.New("redisnonce: cannot read the server's maxmemory-policy: INFO memory does not show it")
+}
+
 // errNoClient is returned by a Store that has no Redis client.
 var errNoClient = errors.New("redisnonce: the store has no Redis client (use New with a client)")
+
+// timeout returns the Timeout, or DefaultTimeout when it is not set.
+func (s *Store) timeout() time.Duration {
+	if s.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return s.Timeout
+}
 
 // do runs one command, bounded by the Timeout on top of ctx. A Store
 // without a client, and a client that panics (a nil *redis.Client), give
@@ -136,11 +204,7 @@ func (s *Store) do(ctx context.Context, args ...any) (any, error) {
 	if s.client == nil {
 		return nil, errNoClient
 	}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
 	// go-redis honours the context deadline on the socket only with
 	// ContextTimeoutEnabled; wait on the context too, so a hung server
