@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpguard/mcpguard/internal/redisevict"
 )
 
 // Grace is how long past its expiry a nonce is remembered, so that a
@@ -137,52 +138,18 @@ func (s *Store) Used(ctx context.Context, nonce string, now, expires time.Time) 
 // and it refuses a *redis.Ring of more than one shard (see the package
 // doc). It cannot see the other ways a nonce is lost: a failover to a
 // replica that missed the write, a restart without persistence, a
-// FLUSHALL. It is bounded by the Timeout, as Consume is.
-func (s *Store) CheckServer(ctx context.Context) (err error) {
+// FLUSHALL. ctx and the Timeout bound it (on a client without
+// ContextTimeoutEnabled, go-redis waits up to its ReadTimeout).
+func (s *Store) CheckServer(ctx context.Context) error {
 	if s == nil || s.client == nil {
 		return errNoClient
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("redisnonce: the Redis client panicked: %v", r)
-		}
-	}()
-	switch c := s.client.(type) {
-	case *redis.ClusterClient:
-		ctx, cancel := context.WithTimeout(ctx, s.timeout())
-		defer cancel()
-		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			v, err := n.Info(ctx, "memory").Result()
-			return checkPolicy(v, err)
-		})
-	case *redis.Ring:
-		// Len counts the shards up now; the options, those configured.
-		if n := max(c.Len(), len(c.Options().Addrs)); n > 1 {
-			return fmt.Errorf("redisnonce: the client is a Ring of %d shards, which may move nonce keys between them and forget them", n)
-		}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	if err := redisevict.Check(ctx, s.client, "used nonces, whose confirmations would then be accepted again"); err != nil {
+		return fmt.Errorf("redisnonce: %w", err)
 	}
-	v, err := s.do(ctx, "INFO", "memory")
-	str, ok := v.(string)
-	if err == nil && !ok {
-		err = fmt.Errorf("redisnonce: INFO replied %T", v)
-	}
-	return checkPolicy(str, err)
-}
-
-// checkPolicy reads maxmemory_policy from the reply to INFO memory.
-func checkPolicy(info string, err error) error {
-	if err != nil {
-		return fmt.Errorf("redisnonce: cannot read the server's maxmemory-policy: %w", err)
-	}
-	for line := range strings.Lines(info) {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
-			if p != "noeviction" {
-				return fmt.Errorf("redisnonce: the server's maxmemory-policy is %q: it may evict used nonces, and their confirmations would be accepted again; set noeviction", p)
-			}
-			return nil
-		}
-	}
-	return errors.New("redisnonce: cannot read the server's maxmemory-policy: INFO memory does not show it")
+	return nil
 }
 
 // errNoClient is returned by a Store that has no Redis client.

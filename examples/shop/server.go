@@ -241,7 +241,10 @@ const (
 const redisLease = time.Minute
 
 // openRedis connects to the Redis at addr (redisaddr.Dial: it must answer
-// within 3 s) and closes the client with s; "" means no Redis (nil).
+// within 3 s) and closes the client with s; "" means no Redis (nil). A
+// Redis that may evict keys (a maxmemory-policy other than noeviction) is
+// refused: it would forget used confirmation nonces, spent budgets and
+// slots in flight under memory pressure, and accept their worth again.
 func (s *shop) openRedis(addr string) (*redis.Client, error) {
 	if addr == "" {
 		return nil, nil
@@ -251,6 +254,10 @@ func (s *shop) openRedis(addr string) (*redis.Client, error) {
 		return nil, err
 	}
 	s.closes = append(s.closes, rdb.Close)
+	// The nonces and the caps share this client: one check covers both.
+	if err := redisnonce.New(rdb, redisNoncePrefix).CheckServer(context.Background()); err != nil {
+		return nil, fmt.Errorf("--redis: %w", err)
+	}
 	return rdb, nil
 }
 

@@ -24,7 +24,8 @@
 // without persistence, or that evicts keys under memory pressure (every key
 // of the store has an expiry, so volatile-* policies evict them too; use
 // noeviction), forgets spent budgets and the slots of calls in flight, and
-// admits their worth again. A key under the prefix that holds something
+// admits their worth again: [Store.CheckServer], at start-up, refuses a
+// Redis whose maxmemory-policy is not noeviction. A key under the prefix that holds something
 // the store never writes (another type, a value that is not a time) makes
 // every decision and refund that reads it fail with an error, changing
 // nothing (the limiter then fails closed, unless told to fail open).

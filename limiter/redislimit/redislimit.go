@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/redisevict"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/redis/go-redis/v9"
 )
@@ -104,6 +105,33 @@ func (s *Store) Refunds() bool { return true }
 // taken, no key made, no expiry moved. A dry run is thus one round trip,
 // like any decision.
 func (s *Store) Peeks() bool { return true }
+
+// CheckServer reports an error unless every Redis server the Store writes
+// to runs with maxmemory-policy noeviction. Under any other policy a full
+// Redis may evict the store's keys (the volatile-* policies too, as every
+// key has an expiry), forgetting spent budgets and the slots of calls in
+// flight: the caps then admit their worth again. Under noeviction a full
+// Redis refuses the write instead, and the limiter fails as configured
+// (closed by default). Call it at start-up and do not serve when it fails.
+// It reads INFO memory (on each master of a *redis.ClusterClient), so it
+// fails when the Redis user may not run INFO or the client has no Info
+// method, and it refuses a *redis.Ring of more than one shard (a Ring
+// moves the keys of a shard it finds down to the others, where they are
+// unknown). It cannot see the other ways state is lost: a failover to a
+// replica that missed a write, a restart without persistence, a FLUSHALL.
+// ctx and [Options].Timeout bound it (on a client without
+// ContextTimeoutEnabled, go-redis waits up to its ReadTimeout).
+func (s *Store) CheckServer(ctx context.Context) error {
+	if s == nil || s.client == nil {
+		return errors.New("redislimit: the store has no Redis client (use New with a client)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := redisevict.Check(ctx, s.client, "spent budgets and the slots of calls in flight, which the caps would then admit again"); err != nil {
+		return fmt.Errorf("redislimit: %w", err)
+	}
+	return nil
+}
 
 // Key returns the Redis key holding the state of check c.
 func (s *Store) Key(c limiter.Check) string {
