@@ -206,12 +206,15 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
 		return
 	}
-	sid := r.Header.Get("X-Session-Id")
-	if !sessionName.MatchString(sid) {
+	// One X-Session-Id, never two: with two, a proxy reading the last and
+	// this server the first would disagree about the session charged.
+	sids := r.Header.Values("X-Session-Id")
+	if len(sids) != 1 || !sessionName.MatchString(sids[0]) {
 		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool,
-			mcpguard.Deny(mcpguard.CodeInvalidArguments, "X-Session-Id header required: 1 to 128 letters, digits or ._:-")))
+			mcpguard.Deny(mcpguard.CodeInvalidArguments, "one X-Session-Id header required: 1 to 128 letters, digits or ._:-")))
 		return
 	}
+	sid := sids[0]
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRESTBody))
 	var args json.RawMessage
 	d := badBody()
