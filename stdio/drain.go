@@ -226,33 +226,51 @@ func closing() *lineError {
 	return &lineError{code: codeClosing, reason: "the server is stopping and starts no new request; the requests read before the stop are answered"}
 }
 
-// outgoing is what the session needs of a message the go-sdk writes. Its
-// members are kept raw, so that no result, whatever its shape, fails the
-// decoding of the line (and leaves the requests it answers in flight for
-// good): the result is read only for the answer to initialize.
+// outgoing is what the session needs of a message the go-sdk writes: its
+// id, and whether it has a method. Its members are kept raw, so that no
+// message, whatever its shape, fails the decoding of the line (and leaves
+// the requests it answers in flight for good); the result is not kept, so
+// that reading an answer copies none of it, whatever its size. It is read
+// only for an answer to initialize ([initVersion]).
 type outgoing struct {
 	ID     json.RawMessage `json:"id"`
 	Method json.RawMessage `json:"method"`
-	Result json.RawMessage `json:"result"`
 }
 
-// protocolVersion returns the version that result, of an initialize,
-// carries, or "" when it carries none.
-func protocolVersion(result json.RawMessage) string {
-	var r struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
-	if json.Unmarshal(result, &r) != nil {
+// versioned is what the session reads of an answer to initialize.
+type versioned struct {
+	Result struct {
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+	} `json:"result"`
+}
+
+// initVersion returns the protocol version that the i-th answer of line
+// (a batch answer when batch is set) carries, or "" when it carries none
+// (an error, or a version that is not a string).
+func initVersion(line []byte, batch bool, i int) string {
+	var v versioned
+	if batch {
+		var vs []versioned
+		if json.Unmarshal(line, &vs) != nil || i >= len(vs) {
+			return ""
+		}
+		v = vs[i]
+	} else if json.Unmarshal(line, &v) != nil {
 		return ""
 	}
-	return r.ProtocolVersion
+	var version string
+	if json.Unmarshal(v.Result.ProtocolVersion, &version) != nil {
+		return ""
+	}
+	return version
 }
 
 // sent records a line the go-sdk wrote: its responses answer requests.
 func (s *session) sent(line []byte) {
 	line = bytes.TrimSpace(line)
+	batch := len(line) > 0 && line[0] == '['
 	var msgs []outgoing
-	if len(line) > 0 && line[0] == '[' {
+	if batch {
 		if json.Unmarshal(line, &msgs) != nil {
 			return
 		}
@@ -266,7 +284,7 @@ func (s *session) sent(line []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	answered := false
-	for _, m := range msgs {
+	for i, m := range msgs {
 		id, ok := parseID(m.ID)
 		if !ok || !id.set || m.Method != nil {
 			continue
@@ -284,12 +302,12 @@ func (s *session) sent(line []byte) {
 			// negotiated; an answer without one (an error) leaves it
 			// unknown (see batchRefusal).
 			delete(s.inits, id)
-			switch v := protocolVersion(m.Result); {
-			case s.negotiated != "":
-			case v != "":
-				s.negotiated = v
-			default:
-				s.initFailed = true
+			if s.negotiated == "" {
+				if v := initVersion(line, batch, i); v != "" {
+					s.negotiated = v
+				} else {
+					s.initFailed = true
+				}
 			}
 		}
 	}
