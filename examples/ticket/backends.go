@@ -31,11 +31,19 @@ const startTimeout = 5 * time.Second
 
 // openRedisStore connects to the Redis at addr (redisaddr.Dial: it must
 // answer within startTimeout) and returns the limiter store on it and the
-// client's Close.
+// client's Close. A Redis that may evict keys (a maxmemory-policy other
+// than noeviction) is refused: under memory pressure it would forget spent
+// budgets, and the sessions would get them again.
 func openRedisStore(addr string) (*redislimit.Store, func() error, error) {
 	rdb, err := redisaddr.Dial(addr, startTimeout)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The check has the start's time; decisions, the store's 250 ms.
+	check := redislimit.New(rdb, &redislimit.Options{Prefix: redisPrefix, Timeout: startTimeout})
+	if err := check.CheckServer(context.Background()); err != nil {
+		rdb.Close()
+		return nil, nil, fmt.Errorf("--redis: %w", err)
 	}
 	return redislimit.New(rdb, &redislimit.Options{Prefix: redisPrefix}), rdb.Close, nil
 }
