@@ -273,3 +273,49 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 		return next(ctx, method, req)
 	}
 }
+
+// unsendable returns the refusal of res, the result of a resources/read or
+// prompts/get, when a part of it is nested more than maxOutputDepth levels
+// deep (only a _meta, of the result, of a content or of a block, or the
+// input it asks for, can nest: go-sdk v1.8.0's client refuses a message
+// nested beyond 1000 levels and closes its session, so every later request
+// of the caller would fail), could not be encoded (the go-sdk would send
+// no answer) or would be sent as bytes that are not UTF-8: a JSON-RPC
+// error, as for INVALID_RESPONSE, whose message names no part. Its size is
+// not capped: [Options].MaxOutputBytes is for tool results. Any other
+// result is nil.
+func (g *Guard) unsendable(method string, res mcp.Result) error {
+	var parts mcp.CallToolResult // restBytes reads the parts that nest
+	switch r := res.(type) {
+	case *mcp.ReadResourceResult:
+		if r == nil {
+			return nil
+		}
+		parts.Meta, parts.InputRequests = r.Meta, r.InputRequests
+		for _, c := range r.Contents {
+			if c != nil {
+				parts.Content = append(parts.Content, &mcp.EmbeddedResource{Resource: c})
+			}
+		}
+	case *mcp.GetPromptResult:
+		if r == nil {
+			return nil
+		}
+		parts.Meta, parts.InputRequests = r.Meta, r.InputRequests
+		for _, m := range r.Messages {
+			if m != nil {
+				parts.Content = append(parts.Content, m.Content)
+			}
+		}
+	default:
+		return nil
+	}
+	_, err := restBytes(&parts)
+	if err == nil {
+		return nil
+	}
+	d := Deny(CodeInvalidResponse, "the server returned a malformed result")
+	d.CorrelationID = g.ids.Next()
+	g.log.Error("mcpguard: result refused", "method", method, "correlation_id", d.CorrelationID, "err", err)
+	return d.JSONRPCError(0)
+}
