@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mcpguard/mcpguard/internal/loopback"
@@ -96,7 +99,53 @@ func checkUpstream(raw string) (*url.URL, error) {
 	case u.User != nil:
 		return nil, fmt.Errorf("--upstream %s: the URL holds user information (user:password@), which the gateway never sends downstream: leave it out", shownUpstream(raw))
 	}
+	if err := checkHostPort(u); err != nil {
+		return nil, fmt.Errorf("--upstream %s: %w", shownUpstream(raw), err)
+	}
 	return u, nil
+}
+
+// checkHostPort refuses a URL that no connection can reach: one whose host
+// is empty (http://:8081/mcp), or whose port is empty after the colon, 0,
+// or beyond 65535.
+func checkHostPort(u *url.URL) error {
+	if u.Hostname() == "" {
+		return errors.New("the URL has no host")
+	}
+	port := u.Port()
+	if port == "" {
+		if strings.HasSuffix(u.Host, ":") {
+			return errors.New("the URL has an empty port after the colon: give the port, or leave the colon out for the scheme's default")
+		}
+		return nil
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("the URL's port %s is not one of 1 to 65535", port)
+	}
+	return nil
+}
+
+// checkHost refuses a --host that is not a host name or an IP address
+// (an IPv6 one with a zone, fe80::1%eth0, included): one holding a port
+// or a scheme, an IPv6 address in brackets, a space. The listen would
+// fail on it with a resolver's error, or, for an address in brackets,
+// the loopback check would read it otherwise than the listen.
+func checkHost(h string) error {
+	addr, _, _ := strings.Cut(h, "%")
+	switch {
+	case strings.HasPrefix(h, "["):
+		return fmt.Errorf("--host %q: give an IPv6 address without brackets (::1)", h)
+	case net.ParseIP(addr) != nil:
+		return nil
+	case strings.Contains(h, ":"):
+		return fmt.Errorf("--host %q: want a host name or IP address, without a port (give it as --port) or a scheme", h)
+	}
+	for _, c := range h {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return fmt.Errorf("--host %q: want a host name or IP address (letters, digits, '.', '-', '_')", h)
+		}
+	}
+	return nil
 }
 
 // checkPath refuses a --path that no request's path can equal: the
@@ -129,6 +178,9 @@ func checkServerURL(name, raw string, bare bool) error {
 		return fmt.Errorf("%s %s: http is accepted only to a loopback host (127.0.0.1, ::1, localhost): use https", name, shownUpstream(raw))
 	case bare && (u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != ""):
 		return fmt.Errorf("%s %s: want an https URL without user information, query or fragment", name, shownUpstream(raw))
+	}
+	if err := checkHostPort(u); err != nil {
+		return fmt.Errorf("%s %s: %w", name, shownUpstream(raw), err)
 	}
 	return nil
 }

@@ -77,11 +77,15 @@
 // one of --allowed-origins are refused (403), and so are requests that
 // came to a loopback address under another name (DNS rebinding).
 //
-// On SIGINT or SIGTERM the gateway stops taking requests and gives those
-// under way 5 s; then it closes their connections (a forwarded POST's
-// answer is still read from the downstream, for at most --timeout more)
-// and waits, at most --timeout and 5 s, for their handlers to record their
-// outcome before it closes the --audit sink.
+// On SIGINT or SIGTERM the gateway logs that it is shutting down, stops
+// taking requests and gives those under way 5 s; then it closes their
+// connections (a forwarded POST's answer is still read from the
+// downstream, for at most --timeout more) and waits, at most --timeout and
+// 5 s, for their handlers to record their outcome before it closes the
+// --audit sink, writing the records it buffered. It then logs "gateway
+// stopped" and exits with status 0; with status 1 if the wait ran out with
+// requests still running, or the --audit sink failed to write its records
+// (a full disk): either may have lost audit events, and the error says so.
 //
 // A JSONL --audit file is reopened on SIGHUP: once a log rotator has
 // renamed it, records go to a new file at the path (logrotate:
@@ -92,9 +96,12 @@
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
 // does not parse, an invalid MCP_GATEWAY_TOKENS, flags that exclude each
 // other, a flag given twice, an argument after the flags, a flag given as
-// "") stops the start with exit status 2, before anything is fetched,
-// opened or listened on; other failures exit with status 1. An --upstream
-// that is plain http to a host other than loopback is warned about.
+// "", a --host with a port or brackets, an --upstream or URL flag without
+// a host, or with a port not in 1 to 65535) stops the start with exit
+// status 2, before anything is fetched, opened or listened on; other
+// failures exit with status 1, their message naming the flag too. An
+// --upstream that is plain http to a host other than loopback is warned
+// about. --help describes the environment variables and exit statuses.
 //
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
@@ -144,8 +151,8 @@ func main() {
 	}
 }
 
-func run(logger *slog.Logger) error {
-	host := flag.String("host", "127.0.0.1", "address to listen on (loopback by default)")
+func run(logger *slog.Logger) (runErr error) {
+	host := flag.String("host", "127.0.0.1", "address to listen on (loopback by default): a host name or IP address, without port or brackets")
 	port := flag.Int("port", 8080, "port to listen on")
 	upstream := flag.String("upstream", "http://127.0.0.1:8081/mcp", "downstream MCP Streamable HTTP endpoint")
 	path := flag.String("path", "/mcp", "path the gateway serves MCP on: a plain path (no query, fragment or %-escape), not /healthz")
@@ -174,6 +181,7 @@ func run(logger *slog.Logger) error {
 	toolPins := flag.String("tool-pins", "", "approve only the tool definitions in this file (JSON from tool name to SHA-256, as --print-pins writes it): any other tool, or definition, is withheld from tools/list and its calls refused")
 	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit")
 	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, whose rules are refused or ask for a confirmation, or an empty --policy, stops the start (exit status 2)")
+	flag.CommandLine.Usage = usage
 	flag.Parse()
 
 	// Every check of the flags, and of the files and variables they
@@ -193,6 +201,8 @@ func run(logger *slog.Logger) error {
 		return usagef("--inflight %d: want 0 (no cap) or more", *inflight)
 	case checkPath(*path) != nil:
 		return usageError{checkPath(*path)}
+	case checkHost(*host) != nil:
+		return usageError{checkHost(*host)}
 	case *port < 0 || *port > 65535:
 		return usagef("--port %d: want 0 to 65535", *port)
 	case *leeway < 0 || *leeway > token.MaxLeeway:
@@ -344,12 +354,24 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	served := false // the gateway listened, and stopped on a signal
+	defer func() {
+		// Last: after the audit sink's close.
+		if served && runErr == nil {
+			logger.Info("gateway stopped")
+		}
+	}()
 	if *auditPath != "" {
 		sink, closeSink, err := openAudit(logger, *auditPath)
 		if err != nil {
-			return err
+			return fmt.Errorf("--audit: %w", err)
 		}
-		defer closeSink()
+		defer func() {
+			// The buffered records are written now: a failure loses them.
+			if err := closeSink(); err != nil {
+				runErr = errors.Join(runErr, fmt.Errorf("--audit %s: closing the audit sink, records may be lost: %w", *auditPath, err))
+			}
+		}()
 		opts.Audit = sink
 	} else {
 		defer hangup.Reopen(logger, "", nil)() // SIGHUP does not end the gateway
@@ -366,7 +388,7 @@ func run(logger *slog.Logger) error {
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
-		return err
+		return fmt.Errorf("--host %s --port %d: %w", *host, *port, err)
 	}
 	// active counts the requests whose handler runs, for the shutdown.
 	var active atomic.Int64
@@ -381,9 +403,11 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	shut := make(chan struct{})
+	var stillRunning atomic.Int64 // requests left when the wait ran out
 	go func() {
 		defer close(shut)
 		<-ctx.Done()
+		logger.Info("shutting down: new connections are refused; waiting for the requests under way", "requests", active.Load(), "grace", shutdownGrace)
 		shutdown, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		if srv.Shutdown(shutdown) == nil {
@@ -394,9 +418,9 @@ func run(logger *slog.Logger) error {
 		// handlers to record their outcome, at most the downstream
 		// timeout and 5 s.
 		srv.Close()
-		for deadline := time.Now().Add(opts.Timeout + 5*time.Second); active.Load() > 0; time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(opts.Timeout + shutdownExtra); active.Load() > 0; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				logger.Warn("shutting down with requests still running; their audit events may be lost", "requests", active.Load())
+				stillRunning.Store(active.Load())
 				return
 			}
 		}
@@ -410,7 +434,43 @@ func run(logger *slog.Logger) error {
 	// flight to end (and record their outcome) before the audit sink is
 	// closed and the process exits.
 	<-shut
+	served = true
+	if n := stillRunning.Load(); n > 0 {
+		return fmt.Errorf("shut down with %d requests still running after the wait (--timeout and %v): their audit events may be lost", n, shutdownExtra)
+	}
 	return nil
+}
+
+// usage prints --help: what the gateway does, the environment variables
+// it reads, the exit statuses, and the flags.
+func usage() {
+	out := flag.CommandLine.Output()
+	fmt.Fprint(out, `Usage: gateway [flags]
+
+The mcpguard MCP security gateway: an HTTP JSON-RPC reverse proxy in front of an
+MCP Streamable HTTP server (--upstream). It turns each request's bearer token
+into a principal, refuses admin_* tools/call requests from callers without the
+role admin (or decides every tools/call by --policy) before they reach the
+downstream, and forwards the rest. GET /healthz reports liveness and the
+upstream. Logs, each decision included, go to stderr.
+
+Environment:
+  MCP_GATEWAY_TOKENS  a JSON object from token to a role, a list of roles, or
+                      {"sub": "...", "role": "..." | "roles": [...]}; unset: the
+                      demo tokens admin-token and viewer-token, with a warning, and
+                      only on a loopback --host (not with --jwt-* or --introspect)
+  MCP_GATEWAY_INTROSPECT_CLIENT_ID, MCP_GATEWAY_INTROSPECT_CLIENT_SECRET
+                      with --introspect: the client's credentials (HTTP Basic)
+
+Exit status: 0 after --help or --print-pins, or after SIGINT or SIGTERM once the
+requests under way ended and the --audit records were written; 2 for a mistake
+in the flags or the environment (before anything is fetched, opened or listened
+on); 1 for any other failure, a shutdown that may have lost audit records
+included.
+
+Flags:
+`)
+	flag.PrintDefaults()
 }
 
 // checkTokenFlags refuses flags that the way tokens are verified would
@@ -519,12 +579,17 @@ func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.A
 // or fragment, any of which may hold a secret. A URL without a host, or
 // opaque, is shown only if it holds no "@", "?" or "#": url.Parse finds
 // no user information in it, yet "user:password@host" with the scheme
-// left out, or after "http:/", holds one.
+// left out, or after "http:/", holds one. A value that does not parse is
+// shown quoted (a scheme left out, a stray space or newline from a
+// template), on the same condition.
 func shownUpstream(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return "(an invalid URL)"
+		if strings.ContainsAny(raw, "@?#") {
+			return "(an invalid URL holding @, ? or #, not shown)"
+		}
+		return strconv.Quote(raw)
 	case u.Host == "" || u.Opaque != "":
 		if strings.ContainsAny(raw, "@?#") {
 			return "(a URL without a host)"
@@ -613,8 +678,9 @@ func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, c
 
 // openAudit opens the audit sink at path: SQLite for a .db file, JSONL
 // otherwise, reopened on SIGHUP (for log rotation). The returned func
-// closes it, flushing what it buffered.
-func openAudit(logger *slog.Logger, path string) (audit.Sink, func(), error) {
+// closes it, flushing what it buffered, and returns the first error of
+// that.
+func openAudit(logger *slog.Logger, path string) (audit.Sink, func() error, error) {
 	if strings.HasSuffix(path, ".db") {
 		db, err := audit.OpenSQLite(path)
 		if err != nil {
@@ -626,19 +692,24 @@ func openAudit(logger *slog.Logger, path string) (audit.Sink, func(), error) {
 			return nil, nil, err
 		}
 		stop := hangup.Reopen(logger, path, nil) // SIGHUP does not end the gateway
-		return sink, func() { stop(); sink.Close(); db.Close() }, nil
+		return sink, func() error { stop(); return errors.Join(sink.Close(), db.Close()) }, nil
 	}
 	sink, err := audit.OpenJSONL(path, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	stop := hangup.Reopen(logger, path, sink)
-	return sink, func() { stop(); sink.Close() }, nil
+	return sink, func() error { stop(); return sink.Close() }, nil
 }
 
 // shutdownGrace is how long the gateway lets requests end on their own at
 // shutdown.
 var shutdownGrace = 5 * time.Second
+
+// shutdownExtra is how much longer than --timeout the gateway waits at
+// shutdown, once it has closed the connections left, for their handlers
+// to record their outcome.
+var shutdownExtra = 5 * time.Second
 
 // policyName names the policy of the --policy flag, for the start-up log.
 func policyName(file string) string {
