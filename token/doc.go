@@ -14,7 +14,8 @@
 // A token without "sub" gets a subject derived from a digest of the token,
 // never the token itself; a table in which that subject is also another
 // entry's is refused, so that two tokens are never one principal by
-// accident.
+// accident. A "sub" or "role" written empty or null (a template's unset
+// variable) is refused, not read as left out.
 //
 // Over stateful Streamable HTTP, [Table.BindSessions] wraps the go-sdk's
 // handler so that each MCP session belongs to the principal that opened it.

@@ -71,12 +71,13 @@ func New(tokens map[string]*policy.Principal) (*Table, error) {
 }
 
 // Parse parses a token table (see the package documentation). Empty
-// tables, empty tokens, entries with neither a subject nor a role, unknown
-// fields, values that cannot travel in an HTTP header, and a subject
-// derived from a token (for an entry without "sub") that is also another
-// entry's subject are errors; errors never quote a token, and name
-// entries as [New] does (by their place among the tokens sorted in byte
-// order, not in data). Several entries may name one "sub".
+// tables, empty tokens, entries with neither a subject nor a role, a "sub"
+// or "role" written empty or null, unknown fields, values that cannot
+// travel in an HTTP header, and a subject derived from a token (for an
+// entry without "sub") that is also another entry's subject are errors;
+// errors never quote a token, and name entries as [New] does (by their
+// place among the tokens sorted in byte order, not in data). Several
+// entries may name one "sub".
 func Parse(data []byte) (*Table, error) {
 	if err := duplicateKeys(data); err != nil {
 		return nil, err
@@ -145,21 +146,48 @@ func parsePrincipal(v json.RawMessage) (*policy.Principal, error) {
 	if json.Unmarshal(v, &roles) == nil {
 		return &policy.Principal{Roles: roles}, nil
 	}
+	// "sub" and "role" are read raw, so that one written empty or null
+	// (a template's unset variable) is refused rather than taken as
+	// absent: an empty "sub" would get a subject derived from the token.
 	var obj struct {
-		Sub   string   `json:"sub"`
-		Role  string   `json:"role"`
-		Roles []string `json:"roles"`
+		Sub   json.RawMessage `json:"sub"`
+		Role  json.RawMessage `json:"role"`
+		Roles []string        `json:"roles"`
 	}
 	dec := json.NewDecoder(strings.NewReader(string(v)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&obj); err != nil {
 		return nil, errors.New(`value must be a role, a list of roles, or {"sub", "role" | "roles"}`)
 	}
-	pr := &policy.Principal{Subject: obj.Sub, Roles: slices.Clone(obj.Roles)}
-	if obj.Role != "" {
-		pr.Roles = append(pr.Roles, obj.Role)
+	sub, err := tableMember("sub", obj.Sub)
+	if err != nil {
+		return nil, err
+	}
+	one, err := tableMember("role", obj.Role)
+	if err != nil {
+		return nil, err
+	}
+	pr := &policy.Principal{Subject: sub, Roles: slices.Clone(obj.Roles)}
+	if one != "" {
+		pr.Roles = append(pr.Roles, one)
 	}
 	return pr, nil
+}
+
+// tableMember reads an entry's member name, raw as decoded: "" when it is
+// absent, an error when it is written empty, null or not a string.
+func tableMember(name string, raw json.RawMessage) (string, error) {
+	if raw == nil {
+		return "", nil
+	}
+	var s string
+	if string(raw) != "null" && json.Unmarshal(raw, &s) != nil {
+		return "", errors.New(`value must be a role, a list of roles, or {"sub", "role" | "roles"}`)
+	}
+	if s == "" {
+		return "", fmt.Errorf("%q is empty: leave it out, or give it a value", name)
+	}
+	return s, nil
 }
 
 func checkToken(tok string) error {
