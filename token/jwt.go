@@ -127,12 +127,14 @@ type ed25519Method struct{ *jwt.SigningMethodEd25519 }
 
 func (ed25519Method) Alg() string { return algEd25519 }
 
-// The jwt package looks up a token's "alg" in its registry of methods,
-// which has no "Ed25519" (v5.3): register it, unless a later version does.
-// Registering adds the name to the process's registry, for every user of
-// the jwt package; it verifies exactly what "EdDSA" verifies with an
-// Ed25519 key.
-func init() {
+// registerEd25519 registers algEd25519 with the jwt package, which looks
+// up a token's "alg" in its registry of methods and has no "Ed25519"
+// (v5.3), unless it has one already (a later version, or an earlier call).
+// [NewJWT] calls it, before any token is parsed. The registry is the
+// process's, for every user of the jwt package: the name verifies exactly
+// what "EdDSA" verifies with an Ed25519 key. Two calls at once may both
+// register it, alike.
+func registerEd25519() {
 	if jwt.GetSigningMethod(algEd25519) == nil {
 		jwt.RegisterSigningMethod(algEd25519, func() jwt.SigningMethod {
 			return ed25519Method{jwt.SigningMethodEdDSA}
@@ -219,6 +221,7 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if cfg.Leeway > MaxLeeway {
 		return nil, fmt.Errorf("token: JWT: leeway %v over %v: it would accept tokens that expired that long ago; set the clocks right instead", cfg.Leeway, MaxLeeway)
 	}
+	registerEd25519()
 	v := &JWT{keySet: cfg.KeySet, rolesClaim: cfg.RolesClaim}
 	if v.rolesClaim == "" {
 		v.rolesClaim = "roles"
