@@ -153,7 +153,10 @@ var (
 // object members sorted by the bytes of their keys (escapes decoded),
 // members with equal keys left in their order (a handler gets the last),
 // no insignificant whitespace, strings re-escaped the way encoding/json
-// does (each byte of invalid UTF-8 as \ufffd), numbers exactly as given:
+// does, but each byte of invalid UTF-8 written as itself (not as \ufffd:
+// "\xe2\x82" is one U+FFFD to a WHATWG decoder and "\xff\xff" two, and a
+// handler that keeps the raw arguments tells every such byte apart;
+// earlier versions hashed both as \ufffd\ufffd), numbers exactly as given:
 // "\u0041" and "A" hash alike, 1 and 1.0 (or 100 and 1e2) do not. An
 // escaped UTF-16 surrogate that is not half of a pair ("\ud800", or
 // "\udc00" first) stays an escape, in lower case, where encoding/json reads

@@ -15,8 +15,9 @@ import (
 // appendCanonical appends the canonical form of the JSON text raw to dst:
 // object members sorted by (decoded) key, equal keys in their order (see
 // sortDecoded and foldOrder for keys that differ but read alike), no
-// insignificant whitespace, strings re-escaped by appendString (those with
-// an escaped lone UTF-16 surrogate by appendLoneString), numbers as given.
+// insignificant whitespace, strings re-escaped by appendCanonString (those
+// with an escaped lone UTF-16 surrogate by appendLoneString), numbers as
+// given.
 // It reports false when raw is not one valid JSON value.
 //
 // It works in two passes, each linear in the size of raw: scan validates
@@ -82,7 +83,7 @@ type keyFlags uint8
 
 const (
 	escaped keyFlags = 1 << iota // the key had escapes: it is in canon.keys
-	invalid                      // the key holds invalid UTF-8, each byte of which a decoder reads as U+FFFD
+	invalid                      // the key holds invalid UTF-8, each byte of which Go's decoder reads as U+FFFD
 	lone                         // the key has an escaped lone surrogate: it is emitted from canon.loneKeys
 )
 
@@ -463,7 +464,7 @@ func (c *canon) emit(dst []byte) []byte {
 				i, _ := slices.BinarySearchFunc(c.loneKeys, m.ks, func(l [3]int, ks int) int { return l[0] - ks })
 				dst = append(dst, c.keys[c.loneKeys[i][1]:c.loneKeys[i][2]]...)
 			} else {
-				dst = appendString(dst, bytesString(m.key(c.src, c.keys)))
+				dst = appendCanonString(dst, bytesString(m.key(c.src, c.keys)))
 			}
 			dst = append(dst, ':')
 			c.pos = m.val
@@ -497,7 +498,7 @@ func (c *canon) emit(dst []byte) []byte {
 		if c.lone {
 			return appendLoneString(dst, c.src[start:c.pos])
 		}
-		return appendString(dst, bytesString(s))
+		return appendCanonString(dst, bytesString(s))
 	case b == 't':
 		c.pos += len("true")
 		return append(dst, "true"...)
@@ -645,7 +646,7 @@ func (c *canon) strSlow(out []byte) ([]byte, bool) {
 // appendLoneString appends the canonical form of raw, a JSON string
 // (quotes included) that scan found valid and that has an escaped UTF-16
 // surrogate that is not half of a pair ("\ud800", or "\udc00" first):
-// what appendString appends for its decoded text, except that each such
+// what appendCanonString appends for its decoded text, except that each such
 // surrogate is written as its escape, in lower case, not as U+FFFD. Go's
 // encoding/json reads U+FFFD in its place, but JavaScript's JSON.parse
 // and Python's json.loads keep it: {"a":"\ud800"} and {"a":"\ufffd"} are
@@ -655,7 +656,7 @@ func (c *canon) strSlow(out []byte) ([]byte, bool) {
 func appendLoneString(dst, raw []byte) []byte {
 	var seg []byte // decoded text since the last lone surrogate
 	text := func() {
-		q := appendString(nil, bytesString(seg))
+		q := appendCanonString(nil, bytesString(seg))
 		dst = append(dst, q[1:len(q)-1]...)
 		seg = seg[:0]
 	}
@@ -693,6 +694,44 @@ func appendLoneString(dst, raw []byte) []byte {
 		dst = append(dst, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
 	}
 	text()
+	return append(dst, '"')
+}
+
+// appendCanonString appends s as a JSON string, as appendString does,
+// except that each byte of invalid UTF-8 is written as itself, not as
+// \ufffd: "\xff\xfe" and "\xfe\xff", or "\xe2\x82" (one U+FFFD to a
+// WHATWG decoder) and "\xff\xff" (two), are different arguments to a
+// handler that keeps the raw bytes, or to some decoders, and must not
+// hash alike. No valid text is written with such a byte, and such a byte
+// never forms valid UTF-8 with the bytes written around it (what follows
+// it starts a character, an escape or the closing quote), so the form
+// stays unambiguous.
+func appendCanonString(dst []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return appendString(dst, s)
+	}
+	dst = append(dst, '"')
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) {
+			if c, size := utf8.DecodeRuneInString(s[i:]); c != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			break
+		}
+		if i > 0 {
+			// The valid text, escaped, without appendString's quotes.
+			n := len(dst)
+			dst = appendString(dst, s[:i])
+			dst = append(dst[:n], dst[n+1:len(dst)-1]...)
+		}
+		if i < len(s) {
+			dst = append(dst, s[i]) // a byte of invalid UTF-8
+			i++
+		}
+		s = s[i:]
+	}
 	return append(dst, '"')
 }
 

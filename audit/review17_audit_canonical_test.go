@@ -86,9 +86,9 @@ func TestReview17SameHashSameReading(t *testing.T) {
 }
 
 // TestReview17InvalidKeyCanonicalForm pins the canonical form of keys with
-// invalid UTF-8: each bad byte written as \ufffd (as before the fix above,
-// so the hash of arguments whose keys differ once decoded is unchanged),
-// keys sorted by their bytes, and, in an object with keys that decode
+// invalid UTF-8: each bad byte written as itself (since the twenty-first
+// session, TestReview21InvalidUTF8Hash; it was \ufffd), keys sorted by
+// their bytes, and, in an object with keys that decode
 // alike, sorted as decoded, those keys in their order in the document (the
 // third case: the one the fix changes). See also TestReview17gHashKept.
 func TestReview17InvalidKeyCanonicalForm(t *testing.T) {
@@ -97,10 +97,10 @@ func TestReview17InvalidKeyCanonicalForm(t *testing.T) {
 		return hex.EncodeToString(h[:])
 	}
 	for _, tc := range []struct{ raw, canon string }{
-		{"{\"\xff\":1}", `{"\ufffd":1}`},
-		{"{\"b\":1,\"\xff\":2,\"a\":3}", `{"a":3,"b":1,"\ufffd":2}`},
-		{"{\"\xff\":2,\"\xfe\":1}", `{"\ufffd":2,"\ufffd":1}`},
-		{"{\"z\xff\":1,\"\xc3\":2,\"\xf0\x9f\x8e\x89\":3}", `{"z\ufffd":1,"\ufffd":2,"` + "\U0001F389" + `":3}`},
+		{"{\"\xff\":1}", "{\"\xff\":1}"},
+		{"{\"b\":1,\"\xff\":2,\"a\":3}", "{\"a\":3,\"b\":1,\"\xff\":2}"},
+		{"{\"\xff\":2,\"\xfe\":1}", "{\"\xff\":2,\"\xfe\":1}"},
+		{"{\"z\xff\":1,\"\xc3\":2,\"\xf0\x9f\x8e\x89\":3}", "{\"z\xff\":1,\"\xc3\":2,\"\U0001F389\":3}"},
 	} {
 		if got, want := audit.ArgsSHA256(json.RawMessage(tc.raw)), sum(tc.canon); got != want {
 			t.Errorf("ArgsSHA256(%q) = %s, want the hash of %s", tc.raw, got, tc.canon)
