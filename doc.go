@@ -52,6 +52,15 @@
 // content against the tool's output schema);
 // audit the outcome.
 //
+// With [Guard.Install], the server's prompts and resources are served to
+// authenticated callers only, as their own; a resources/read or
+// prompts/get result nested more than 512 levels deep (go-sdk v1.8.0's
+// client closes its session on a message nested beyond 1000), or that
+// cannot be encoded, is refused with a JSON-RPC error -32603. The limits
+// and the audit apply to tools only; the policy's roles decide, besides
+// the tools a caller sees, who may read the UI resource a tool names
+// (MCP Apps; see [Guard.Install]).
+//
 // # Chaining
 //
 // Each step is also a stand-alone [Middleware] ([Recover], [Authenticate],

@@ -14,7 +14,7 @@
 // clock skew between replicas. Keys are prefixed, so one Redis can serve
 // several deployments. A Redis user with an ACL needs EVAL and EXISTS
 // (and, inside the scripts, GET, SET and DEL) on those keys; without them
-// every confirmation is refused.
+// every confirmation is refused. [Store.CheckServer] needs INFO too.
 //
 // A nonce is remembered only as long as its key: a Redis that evicts keys
 // under memory pressure (any maxmemory-policy but noeviction, the

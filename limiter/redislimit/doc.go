@@ -24,11 +24,15 @@
 // without persistence, or that evicts keys under memory pressure (every key
 // of the store has an expiry, so volatile-* policies evict them too; use
 // noeviction), forgets spent budgets and the slots of calls in flight, and
-// admits their worth again: [Store.CheckServer], at start-up, refuses a
-// Redis whose maxmemory-policy is not noeviction. A key under the prefix that holds something
-// the store never writes (another type, a value that is not a time) makes
-// every decision and refund that reads it fail with an error, changing
-// nothing (the limiter then fails closed, unless told to fail open).
+// admits their worth again. Call [Store.CheckServer] at start-up and do
+// not serve when it fails: it refuses a Redis whose maxmemory-policy is
+// not noeviction (it runs INFO, so a Redis user with an ACL needs that
+// command) and a *redis.Ring of several shards, which moves the keys of a
+// shard it finds down to the others. A key under the prefix that holds
+// something the store never writes (another type, a value that is not a
+// time) makes every decision and refund that reads it fail with an error,
+// changing nothing (the limiter then fails closed, unless told to fail
+// open).
 //
 // Every call to Redis is bounded by [Options].Timeout (250ms by default),
 // whatever the client's own timeouts. When Redis cannot be reached in time,

@@ -55,7 +55,8 @@ type Store struct {
 
 // New returns a Store using client, which may be a *redis.Client, a
 // *redis.ClusterClient (see the package documentation) or any other
-// [redis.Scripter], and options opts (nil means defaults).
+// [redis.Scripter] (one without an Info method, which [Store.CheckServer]
+// needs, fails that check), and options opts (nil means defaults).
 func New(client redis.Scripter, opts *Options) *Store {
 	if opts == nil {
 		opts = &Options{}
