@@ -14,7 +14,7 @@ import (
 
 // appendCanonical appends the canonical form of the JSON text raw to dst:
 // object members sorted by (decoded) key, equal keys in their order (see
-// sortDecoded and foldOrder for keys that differ but read alike), no
+// compareCoarse and foldOrder for keys that differ but read alike), no
 // insignificant whitespace, strings re-escaped by appendCanonString (those
 // with an escaped lone UTF-16 surrogate by appendLoneString), numbers as
 // given.
@@ -297,13 +297,16 @@ func (c *canon) scanObject(depth int) bool {
 	}
 	src, keys := c.src, c.keys
 	// Stable: members with equal keys keep their order.
-	if bad && len(ms) > 1 {
-		sortDecoded(ms, src, keys)
-	} else {
+	switch {
+	case bad && len(ms) > 1 && coarseAlike(ms, src, keys):
+		// Keys that some reader may read alike: see compareCoarse. No
+		// fold order: keys that fold alike are alike here.
+		slices.SortStableFunc(ms, func(a, b member) int { return compareCoarse(a.key(src, keys), b.key(src, keys)) })
+	default:
 		slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key(src, keys), b.key(src, keys)) })
-	}
-	if foldable && len(ms) > 1 {
-		foldOrder(ms, src, keys, !wideKeys)
+		if foldable && !bad && len(ms) > 1 {
+			foldOrder(ms, src, keys, !wideKeys)
+		}
 	}
 	first := c.addMembers(ms)
 	o := &c.objects()[oi]
@@ -338,24 +341,75 @@ func keyBytes(key []byte) (upper, wide bool) {
 	return upper, false
 }
 
-// sortDecoded sorts ms, the members of an object with a key of invalid
-// UTF-8, given in their document order. Keys that decode alike (each byte of
-// invalid UTF-8 read as U+FFFD) are one key to a handler, the last one in
-// the document read: only in an object with two such keys, whose bytes
-// differ, are members sorted as decoded, those that decode alike in their
-// order. Others are sorted by the bytes of their keys, as in earlier
-// versions, and keep their hash.
-func sortDecoded(ms []member, src, keys []byte) {
-	slices.SortStableFunc(ms, func(a, b member) int { return compareKeys(a, b, src, keys) })
-	for i := 1; i < len(ms); i++ {
-		a, b := ms[i-1], ms[i]
-		if compareKeys(a, b, src, keys) == 0 && !bytes.Equal(a.key(src, keys), b.key(src, keys)) {
-			return
+// coarseAlike reports whether two keys of ms, an object's members with a
+// key of invalid UTF-8, differ but compare alike under compareCoarse.
+func coarseAlike(ms []member, src, keys []byte) bool {
+	if len(ms) <= 16 {
+		for i := 1; i < len(ms); i++ {
+			ka := ms[i].key(src, keys)
+			for j := range i {
+				if kb := ms[j].key(src, keys); compareCoarse(ka, kb) == 0 && !bytes.Equal(ka, kb) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	sorted := slices.Clone(ms)
+	slices.SortFunc(sorted, func(a, b member) int {
+		if c := compareCoarse(a.key(src, keys), b.key(src, keys)); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.key(src, keys), b.key(src, keys))
+	})
+	for i := 1; i < len(sorted); i++ {
+		ka, kb := sorted[i-1].key(src, keys), sorted[i].key(src, keys)
+		if compareCoarse(ka, kb) == 0 && !bytes.Equal(ka, kb) {
+			return true
 		}
 	}
-	// Keys that decode alike are equal: sorted stably by their bytes,
-	// they stay in their order.
-	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key(src, keys), b.key(src, keys)) })
+	return false
+}
+
+// compareCoarse orders keys a and b, of an object with a key of invalid
+// UTF-8, as decoded with each run of invalid UTF-8 and U+FFFD read as one
+// U+FFFD and the rest case-folded (foldkey.Rune). Readers read invalid
+// UTF-8 differently: Go's encoding/json each byte as U+FFFD ("\xe2\x82" is
+// two), a WHATWG decoder (JavaScript's) each maximal invalid subpart
+// ("\xe2\x82" is one, like "\ufffd"), others a run of them as one, or the
+// bytes themselves; encoding/json matches keys to struct fields
+// case-folded. Keys that any of them reads alike compare equal here, so
+// that, sorted stably, they stay in their order in the document (the last
+// is the one a reader takes): {"\xe2\x82":1,"\ufffd":2} and
+// {"\ufffd":2,"\xe2\x82":1}, one object to Go but two to JavaScript, hash
+// differently. (Keys that compare equal but that no reader reads alike
+// keep their order too: the hash then tells apart documents that every
+// reader reads alike, which is safe.)
+func compareCoarse(a, b []byte) int {
+	next := func(k []byte) (rune, []byte) {
+		if len(k) == 0 {
+			return -1, k
+		}
+		r, n := utf8.DecodeRune(k)
+		if r != utf8.RuneError {
+			return foldkey.Rune(r), k[n:]
+		}
+		for len(k) > 0 {
+			if r, n = utf8.DecodeRune(k); r != utf8.RuneError {
+				break
+			}
+			k = k[n:]
+		}
+		return utf8.RuneError, k
+	}
+	for {
+		var ra, rb rune
+		ra, a = next(a)
+		rb, b = next(b)
+		if ra != rb || ra < 0 {
+			return int(ra) - int(rb)
+		}
+	}
 }
 
 // foldOrder orders ms, an object's members sorted by key, for readers that

@@ -14,8 +14,8 @@
 // A token without "sub" gets a subject derived from a digest of the token,
 // never the token itself; a table in which that subject is also another
 // entry's is refused, so that two tokens are never one principal by
-// accident. A "sub" or "role" written empty or null (a template's unset
-// variable) is refused, not read as left out.
+// accident. A "sub" or "role" written empty or null, or a "roles" written
+// null (a template's unset variable), is refused, not read as left out.
 //
 // Over stateful Streamable HTTP, [Table.BindSessions] wraps the go-sdk's
 // handler so that each MCP session belongs to the principal that opened it.
@@ -50,7 +50,10 @@
 // as the set itself is fetched), so that a provider that moves its
 // jwks_uri is followed. [JWT.Verifier] plugs a JWT into the go-sdk's
 // auth.RequireBearerToken, and a *JWT is itself a gateway.Authenticator.
-// Refusals unwrap to [ErrInvalidJWT] and never quote the token.
+// Refusals unwrap to [ErrInvalidJWT] and never quote the token. The jwt
+// package (github.com/golang-jwt/jwt/v5) has no "Ed25519" method: [NewJWT]
+// registers one with it, for the whole process, which verifies what
+// "EdDSA" verifies, with an Ed25519 key only.
 //
 // # Introspection
 //

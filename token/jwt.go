@@ -199,6 +199,14 @@ type JWT struct {
 // type (see [AlgKey]), when Issuer or Audience is empty,
 // when a Types entry is empty (or "application/" alone), or when Leeway is
 // negative or over [MaxLeeway].
+//
+// NewJWT registers the signing method "Ed25519" (RFC 9864) with the jwt
+// package (github.com/golang-jwt/jwt/v5), whose registry is the process's,
+// unless one is registered already: from then on, another parser of the
+// jwt package that does not restrict its methods (WithValidMethods) reads
+// that "alg" too, and verifies it as "EdDSA", with an ed25519.PublicKey
+// only; its method is not a *jwt.SigningMethodEd25519, so a key function
+// that checks for that type refuses it.
 func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if len(cfg.Keys) == 0 && cfg.KeySet == nil {
 		return nil, errors.New("token: JWT: no keys")

@@ -72,12 +72,12 @@ func New(tokens map[string]*policy.Principal) (*Table, error) {
 
 // Parse parses a token table (see the package documentation). Empty
 // tables, empty tokens, entries with neither a subject nor a role, a "sub"
-// or "role" written empty or null, unknown fields, values that cannot
-// travel in an HTTP header, and a subject derived from a token (for an
-// entry without "sub") that is also another entry's subject are errors;
-// errors never quote a token, and name entries as [New] does (by their
-// place among the tokens sorted in byte order, not in data). Several
-// entries may name one "sub".
+// or "role" written empty or null, a "roles" written null (an empty list
+// is no roles), unknown fields, values that cannot travel in an HTTP
+// header, and a subject derived from a token (for an entry without "sub")
+// that is also another entry's subject are errors; errors never quote a
+// token, and name entries as [New] does (by their place among the tokens
+// sorted in byte order, not in data). Several entries may name one "sub".
 func Parse(data []byte) (*Table, error) {
 	if err := duplicateKeys(data); err != nil {
 		return nil, err
@@ -146,13 +146,14 @@ func parsePrincipal(v json.RawMessage) (*policy.Principal, error) {
 	if json.Unmarshal(v, &roles) == nil {
 		return &policy.Principal{Roles: roles}, nil
 	}
-	// "sub" and "role" are read raw, so that one written empty or null
-	// (a template's unset variable) is refused rather than taken as
-	// absent: an empty "sub" would get a subject derived from the token.
+	// "sub", "role" and "roles" are read raw, so that one written null,
+	// or "sub" or "role" written empty (a template's unset variable), is
+	// refused rather than taken as absent: an empty "sub" would get a
+	// subject derived from the token, a null "roles" no roles.
 	var obj struct {
 		Sub   json.RawMessage `json:"sub"`
 		Role  json.RawMessage `json:"role"`
-		Roles []string        `json:"roles"`
+		Roles json.RawMessage `json:"roles"`
 	}
 	dec := json.NewDecoder(strings.NewReader(string(v)))
 	dec.DisallowUnknownFields()
@@ -167,7 +168,17 @@ func parsePrincipal(v json.RawMessage) (*policy.Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := &policy.Principal{Subject: sub, Roles: slices.Clone(obj.Roles)}
+	// "roles" written null is refused too; [] is no roles, on purpose.
+	var list []string
+	if obj.Roles != nil {
+		if string(obj.Roles) == "null" {
+			return nil, errors.New(`"roles" is null: leave it out, or give it a list`)
+		}
+		if json.Unmarshal(obj.Roles, &list) != nil {
+			return nil, errors.New(`value must be a role, a list of roles, or {"sub", "role" | "roles"}`)
+		}
+	}
+	pr := &policy.Principal{Subject: sub, Roles: list}
 	if one != "" {
 		pr.Roles = append(pr.Roles, one)
 	}

@@ -138,8 +138,9 @@ func (s *Store) Used(ctx context.Context, nonce string, now, expires time.Time) 
 // and it refuses a *redis.Ring of more than one shard (see the package
 // doc). It cannot see the other ways a nonce is lost: a failover to a
 // replica that missed the write, a restart without persistence, a
-// FLUSHALL. ctx and the Timeout bound it (on a client without
-// ContextTimeoutEnabled, go-redis waits up to its ReadTimeout).
+// FLUSHALL. ctx and the Timeout bound it, on a client without
+// ContextTimeoutEnabled too (the check is then left running on its own
+// goroutine until go-redis's ReadTimeout).
 func (s *Store) CheckServer(ctx context.Context) error {
 	if s == nil || s.client == nil {
 		return errNoClient

@@ -22,8 +22,26 @@ import (
 // it refuses a *redis.Ring of more than one shard (a Ring moves the keys
 // of a shard it finds down to the others, where they are unknown) and a
 // client it cannot ask (one without an Info method). A client that panics
-// (a nil *redis.Client) gives an error. ctx bounds it.
-func Check(ctx context.Context, c any, what string) (err error) {
+// (a nil *redis.Client) gives an error. ctx bounds it: the check runs on
+// its own goroutine, which Check leaves behind when ctx ends first (a
+// client without ContextTimeoutEnabled waits for a hung server up to its
+// ReadTimeout, and more with its retries).
+func Check(ctx context.Context, c any, what string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cannot read the server's maxmemory-policy: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- check(ctx, c, what) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("cannot read the server's maxmemory-policy: %w", ctx.Err())
+	}
+}
+
+// check is Check, on the caller's goroutine.
+func check(ctx context.Context, c any, what string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the Redis client panicked: %v", r)
@@ -33,10 +51,18 @@ func Check(ctx context.Context, c any, what string) (err error) {
 	case nil:
 		return errors.New("no Redis client")
 	case *redis.ClusterClient:
-		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 			info, err := n.Info(ctx, "memory").Result()
-			return policy(info, err, what)
+			if err := policy(info, err, what); err != nil {
+				return &masterError{addr: n.Options().Addr, err: err}
+			}
+			return nil
 		})
+		var me *masterError
+		if err != nil && !errors.As(err, &me) {
+			return fmt.Errorf("cannot read the cluster's masters: %w", err)
+		}
+		return err
 	case *redis.Ring:
 		// Len counts the shards up now; the options, those configured.
 		if n := max(c.Len(), len(c.Options().Addrs)); n > 1 {
@@ -52,6 +78,15 @@ func Check(ctx context.Context, c any, what string) (err error) {
 	info, err := ic.Info(ctx, "memory").Result()
 	return policy(info, err, what)
 }
+
+// masterError is the error of one master of a cluster.
+type masterError struct {
+	addr string
+	err  error
+}
+
+func (e *masterError) Error() string { return "master " + e.addr + ": " + e.err.Error() }
+func (e *masterError) Unwrap() error { return e.err }
 
 // policy reads maxmemory_policy from info, a reply to INFO memory (or
 // err); the error it returns names what.

@@ -120,8 +120,9 @@ func (s *Store) Peeks() bool { return true }
 // moves the keys of a shard it finds down to the others, where they are
 // unknown). It cannot see the other ways state is lost: a failover to a
 // replica that missed a write, a restart without persistence, a FLUSHALL.
-// ctx and [Options].Timeout bound it (on a client without
-// ContextTimeoutEnabled, go-redis waits up to its ReadTimeout).
+// ctx and [Options].Timeout bound it, on a client without
+// ContextTimeoutEnabled too (the check is then left running on its own
+// goroutine until go-redis's ReadTimeout).
 func (s *Store) CheckServer(ctx context.Context) error {
 	if s == nil || s.client == nil {
 		return errors.New("redislimit: the store has no Redis client (use New with a client)")
