@@ -110,6 +110,7 @@ func (b *batchOut) run(r *http.Request, m *member) {
 	memberHeaders(h, m.p.m)
 	c, err := b.g.roundTrip(r, b.pr, b.cid, http.MethodPost, h, m.p.m.raw)
 	if c != nil {
+		c.guard = &b.out
 		if s, sse := c.resp.StatusCode, isSSE(c.resp.Header); (m.p.filter || b.g.pins != nil) && (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse) {
 			b.g.refuseUnreadable(b.cid, c.resp)
 			c.close()
@@ -138,6 +139,7 @@ func (b *batchOut) run(r *http.Request, m *member) {
 		b.ew.writeMessage(msg)
 	}
 	b.held.Add(-held)
+	m.written()
 }
 
 // runAll forwards b's members, at most maxBatchInFlight at a time, and
@@ -198,6 +200,9 @@ func (b *batchOut) stream() *eventWriter {
 	for _, m := range b.members {
 		b.held.Add(-m.held)
 		m.held = 0
+		if _, ok := b.answers[m.p]; ok {
+			m.written()
+		}
 	}
 	b.answers = nil
 	b.out.flush(b.ew.rc) // the header at once, whether or not an event follows
@@ -217,11 +222,12 @@ func (b *batchOut) relay(m *member) {
 	}
 	answered := false
 	err := readEvents(m.c, func(ev *event) {
-		if ev.hasData && isResponse(ev.data) {
-			answered = true
-			m.checkGone()
-		}
+		resp := ev.hasData && isResponse(ev.data)
 		ew.write(ev, tf, true)
+		if resp {
+			answered = true
+			m.checkGone() // after the write, which the guard may end
+		}
 	})
 	var msgs [][]byte
 	switch {
@@ -263,6 +269,13 @@ func (b *batchOut) writeJSON() {
 		}
 	}
 	w := b.w
+	defer func() {
+		for _, m := range b.members {
+			if _, ok := b.answers[m.p]; ok {
+				m.written()
+			}
+		}
+	}()
 	if len(all) == 0 {
 		if len(b.members) > 0 {
 			w.WriteHeader(http.StatusAccepted)
@@ -373,8 +386,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			}
 		}
 	}
-	m.checkGone() // the answers are written once every member's is read
-	m.p.call.finish("")
+	// The call is finished once its answers are written ([member.written]).
 	return out, cr.n
 }
 
@@ -412,6 +424,16 @@ func errBatchTooLarge() *rpcError {
 	e := errUpstream(false)
 	e.message = "Upstream answer too large: a batch's answers are held to " + strconv.Itoa(maxBatchAnswers>>20) + " MiB in all"
 	return e
+}
+
+// written finishes m's call, whose answers collect read, once they have
+// been written to the client (or the write failed: the guard ended it, or
+// the client went away, which its outcome record then says). Until then
+// the call keeps its in-flight place, as a single call does while its
+// answer is relayed.
+func (m *member) written() {
+	m.checkGone()
+	m.p.call.finish("")
 }
 
 // checkGone notes in m's outcome record that the client went away, if it

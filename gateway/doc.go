@@ -62,10 +62,21 @@
 //     connection (a write deadline in the past, set through
 //     http.ResponseController: a middleware's ResponseWriter must have an
 //     Unwrap method), and the answer is then read as for a client that
-//     hung up. Otherwise it would hold the handler, the answer read so
-//     far (up to 64 MiB with Pins or FilterToolsList, or for a batch),
+//     hung up, for up to Timeout more (the client was there while the
+//     write waited). Otherwise it would hold the handler, the answer read
+//     so far (up to 64 MiB with Pins or FilterToolsList, or for a batch),
 //     the call's in-flight place and the downstream's connection for as
-//     long as it kept its own open.
+//     long as it kept its own open. A batch member's call keeps its
+//     in-flight place, and its outcome record waits, until its answer
+//     has been written (or that write failed). The gateway's own answers
+//     (refusals, upstream errors, the health check) are written so too
+//     when larger than 2 KiB: they echo the request's id, which the client
+//     chooses, and may be as large as the body; a smaller one is buffered
+//     by net/http and written once the handler has returned. Over HTTP/2
+//     the guard resets the stream, which ends a client's stall by flow
+//     control; a client that stops reading its whole connection also
+//     stops the reset, so set the server's HTTP2.WriteByteTimeout
+//     (http.HTTP2Config) when serving HTTP/2.
 //   - A downstream's redirect (3xx) is never relayed: the client would
 //     follow it to wherever it points (a downstream that redirects /mcp to
 //     /mcp/ names its own address) and send its requests there, judged by

@@ -168,7 +168,9 @@ func retryAfterSeconds(d time.Duration) int64 {
 }
 
 // writeError answers a single refused message with its semantic status.
-func writeError(w http.ResponseWriter, e *rpcError, id []byte, correlationID string) {
+// The answer echoes the message's id, which its client chose (as long as
+// the body, at most): it is written as [Gateway.writeOwn] writes.
+func (g *Gateway) writeError(w http.ResponseWriter, e *rpcError, id []byte, correlationID string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.challenge != "" {
@@ -182,5 +184,29 @@ func writeError(w http.ResponseWriter, e *rpcError, id []byte, correlationID str
 		h.Set("Accept-Encoding", "identity")
 	}
 	w.WriteHeader(e.status)
-	w.Write(e.appendResponse(nil, id, correlationID))
+	g.writeOwn(w, e.appendResponse(nil, id, correlationID))
+}
+
+// smallAnswer is the largest answer of the gateway's own that
+// [Gateway.writeOwn] writes without a guard: net/http's servers buffer
+// that much of an answer (HTTP/1 2 KiB, HTTP/2 4 KiB) and write it once
+// the handler has returned, holding nothing of the request's then but its
+// connection, as for a client that keeps one open (the server's
+// WriteTimeout, if any, bounds that write).
+const smallAnswer = 2 << 10
+
+// writeOwn writes p, an answer of the gateway's own whose header is
+// written (a refusal, the health check's), to w. One larger than
+// smallAnswer is written as a relayed answer is ([writeGuard]): a write
+// that does not complete within the timeout (the client stopped reading)
+// ends it, and the handler returns, instead of holding the request's body
+// buffer and the answer for as long as the client keeps its connection.
+func (g *Gateway) writeOwn(w http.ResponseWriter, p []byte) {
+	if len(p) <= smallAnswer {
+		w.Write(p)
+		return
+	}
+	out := writeGuard{w: w, timeout: g.timeout, origin: time.Now()}
+	defer out.watch()()
+	out.write(p)
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -213,6 +214,9 @@ type upstreamCall struct {
 	// out bounds the writes of the answer to the client (the timer
 	// checks it); its w is set before the first.
 	out writeGuard
+	// guard is the writeGuard that writes the answer when not out (a
+	// batch member's: the batch's); see [upstreamCall.watchClient].
+	guard *writeGuard
 }
 
 // writeGuard bounds the writes of an answer to its client: a write that
@@ -234,6 +238,13 @@ type writeGuard struct {
 	// since is when the current write began, in nanoseconds since
 	// origin plus one; 0 means no write in progress.
 	since atomic.Int64
+	// failed is when a write last failed (the guard ended it, or the
+	// client went away), as since; 0 means none did.
+	failed atomic.Int64
+	// mu is held by a check while it ends a write, and guards done:
+	// see [writeGuard.stop].
+	mu   sync.Mutex
+	done bool
 }
 
 // maxGuardedWrite is the most a writeGuard writes at once.
@@ -251,6 +262,7 @@ func (g *writeGuard) write(p []byte) (n int, err error) {
 		g.end()
 		n += k
 		if err != nil {
+			g.failed.Store(int64(time.Since(g.origin)) + 1)
 			return n, err
 		}
 		p = p[k:]
@@ -275,11 +287,26 @@ func (g *writeGuard) check() time.Duration {
 	if left := g.timeout - time.Duration(int64(time.Since(g.origin))+1-s); left > 0 {
 		return left
 	}
-	if g.since.CompareAndSwap(s, 0) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.done && g.since.CompareAndSwap(s, 0) {
 		// g.w was set before since: [writeGuard.begin].
 		http.NewResponseController(g.w).SetWriteDeadline(aLongTimeAgo)
 	}
 	return g.timeout
+}
+
+// stop ends g's checks, once no check is ending a write; called after
+// the last write, before the handler returns. A check that found a write
+// overdue just as it completed must not reach g.w after the handler
+// returned: net/http's HTTP/2 ResponseWriter has given back its state by
+// then (its SetWriteDeadline would dereference nil, a panic on the
+// timer's goroutine, which ends the process), and HTTP/1's would set the
+// deadline of a connection that may serve the next request.
+func (g *writeGuard) stop() {
+	g.mu.Lock()
+	g.done = true
+	g.mu.Unlock()
 }
 
 // watch checks g every timeout until stop is called, for writes that no
@@ -298,7 +325,10 @@ func (g *writeGuard) watch() (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		g.stop()
+	}
 }
 
 func (c *upstreamCall) mark() int64 { return int64(time.Since(c.origin)) + 1 }
@@ -336,6 +366,7 @@ func (c *upstreamCall) stop() {
 	if t := c.cut.Load(); t != nil {
 		t.Stop()
 	}
+	c.out.stop()
 }
 
 // expireCut ends a call whose client went away, as a timeout does.
@@ -348,7 +379,10 @@ func (c *upstreamCall) expireCut() {
 
 // watchClient notes, at now, whether the client of a POST is still there;
 // the first time it is not, it arms the cut: one timeout after the client
-// was last seen.
+// was last seen. A client is seen there until a write of its answer
+// failed, too: one that stopped reading was there while the write waited
+// for it, up to the timeout, and its answer is still read for up to one
+// timeout after the write guard ended it, not cut at once.
 func (c *upstreamCall) watchClient(now int64) {
 	if c.client == nil || c.gone {
 		return
@@ -358,6 +392,13 @@ func (c *upstreamCall) watchClient(now int64) {
 		return
 	}
 	c.gone = true
+	g := c.guard
+	if g == nil {
+		g = &c.out
+	}
+	if f := g.failed.Load(); f != 0 {
+		c.seen = max(c.seen, f+int64(g.origin.Sub(c.origin)))
+	}
 	if left := time.Duration(c.seen + int64(c.timeout) - now); left > 0 {
 		c.cut.Store(time.AfterFunc(left, c.expireCut))
 		return
@@ -694,7 +735,7 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 		call.clientWentAway()
 	}
 	call.finish(uerr.contract)
-	writeError(w, uerr, m.idOrNil(), cid)
+	g.writeError(w, uerr, m.idOrNil(), cid)
 }
 
 // logRelayed writes the "upstream" line of an answer relayed as it came:

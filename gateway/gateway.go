@@ -64,8 +64,9 @@ type Options struct {
 	// when the client was last seen. Zero means 30 seconds. A GET stream
 	// (server-to-client events) is bounded only until its headers arrive.
 	// It also bounds every write of an answer to the client (in pieces of
-	// at most 32 KiB): a client that stopped reading counts as gone (see
-	// the package doc).
+	// at most 32 KiB; an answer of the gateway's own of at most 2 KiB is
+	// left to net/http): a client that stopped reading counts as gone
+	// (see the package doc).
 	// An answer cut by the timeout after its relaying began reaches the
 	// client cut short, as a broken connection (see the package doc).
 	Timeout time.Duration
@@ -441,7 +442,7 @@ func (g *Gateway) serveAside(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Write(g.healthAnswer)
+		g.writeOwn(w, g.healthAnswer)
 		return
 	}
 	if g.resource != nil && r.URL.Path == g.resource.path {
@@ -456,7 +457,7 @@ func (g *Gateway) serveAside(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) refuseUnread(w http.ResponseWriter, r *http.Request, cid string, e *rpcError) {
 	g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", e.contract, "reason", e.message)
 	g.auditUnread(r, cid, e, g.now())
-	writeError(w, e, nil, cid)
+	g.writeError(w, e, nil, cid)
 }
 
 // serveNotPost serves the endpoint's other methods: a GET (the event
@@ -469,7 +470,7 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 		if aerr != nil {
 			g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", aerr.contract)
 			g.auditUnread(r, cid, aerr, g.now())
-			writeError(w, aerr, nil, cid)
+			g.writeError(w, aerr, nil, cid)
 			return
 		}
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", r.Method)
@@ -479,7 +480,7 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 		g.log.Warn("deny", "cid", cid, "outcome", e.contract, "reason", e.message)
 		g.auditUnread(r, cid, e, g.now())
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		writeError(w, e, nil, cid)
+		g.writeError(w, e, nil, cid)
 	}
 }
 

@@ -27,7 +27,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw)
 	if uerr != nil {
 		if uerr.status != 499 {
-			writeError(w, uerr, p.m.id, cid)
+			g.writeError(w, uerr, p.m.id, cid)
 		}
 		return
 	}
@@ -35,7 +35,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	if s, sse := c.resp.StatusCode, isSSE(c.resp.Header); (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse) {
 		// Its client would read another listing than the gateway filtered.
 		g.refuseUnreadable(cid, c.resp)
-		writeError(w, badAnswer(s), p.m.id, cid)
+		g.writeError(w, badAnswer(s), p.m.id, cid)
 		return
 	}
 	lst := &listing{r: r, pr: pr, cid: cid, start: start}
@@ -59,7 +59,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	}
 	body, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))
 	if err != nil {
-		writeError(w, errUpstream(err == errTimeout), p.m.id, cid)
+		g.writeError(w, errUpstream(err == errTimeout), p.m.id, cid)
 		return
 	}
 	out := tf(body)
@@ -70,7 +70,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 			// tools to hide.
 			out = body
 		} else {
-			writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
+			g.writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
 			return
 		}
 	}

@@ -96,7 +96,7 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 	if !readableAnswer(c.resp.Header, sse) {
 		g.refuseUnreadable(cid, c.resp)
 		call.finish("UPSTREAM_UNAVAILABLE")
-		writeError(w, badAnswer(c.resp.StatusCode), m.idOrNil(), cid)
+		g.writeError(w, badAnswer(c.resp.StatusCode), m.idOrNil(), cid)
 		return
 	}
 	if sse {
@@ -151,7 +151,7 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 	data, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))
 	if err != nil {
 		call.finish("UPSTREAM_UNAVAILABLE")
-		writeError(w, errUpstream(err == errTimeout), m.idOrNil(), l.cid)
+		g.writeError(w, errUpstream(err == errTimeout), m.idOrNil(), l.cid)
 		return
 	}
 	out := data
@@ -182,7 +182,7 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 func (g *Gateway) refuseAnswer(w http.ResponseWriter, cid string, m *message, status, n int, call *callState) {
 	g.log.Warn("upstream answer refused: not JSON, or larger than the limit", "cid", cid, "status", status, "bytes", n)
 	call.finish("UPSTREAM_UNAVAILABLE")
-	writeError(w, badAnswer(status), m.idOrNil(), cid)
+	g.writeError(w, badAnswer(status), m.idOrNil(), cid)
 }
 
 // logChecked writes the "upstream" line of a JSON answer checked whole

@@ -176,7 +176,7 @@ func (g *Gateway) planMessage(r *http.Request, pr *policy.Principal, cid string,
 func (g *Gateway) refuseBody(w http.ResponseWriter, r *http.Request, cid string, berr *rpcError, start time.Time) {
 	g.log.Warn("deny", "cid", cid, "method", "POST", "outcome", berr.contract)
 	g.auditUnread(r, cid, berr, start)
-	writeError(w, berr, nil, cid)
+	g.writeError(w, berr, nil, cid)
 }
 
 // refuseCaller logs, records and answers the refusal aerr of a POST whose
@@ -190,7 +190,7 @@ func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid strin
 	// unauthenticated call.
 	g.auditRefusal(r, nil, cid, msgs, aerr, "", start)
 	g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
-	writeError(w, aerr, id, cid)
+	g.writeError(w, aerr, id, cid)
 }
 
 // refuseEnvelope logs, records and answers the refusal perr of a POST
@@ -200,7 +200,7 @@ func (g *Gateway) refuseEnvelope(w http.ResponseWriter, r *http.Request, pr *pol
 	if g.sink != nil {
 		g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, perr.contract, perr.message, 0, start)
 	}
-	writeError(w, perr, nil, cid)
+	g.writeError(w, perr, nil, cid)
 }
 
 // refuseSession logs, records and answers the refusal e of a POST for its
@@ -221,7 +221,7 @@ func (g *Gateway) refuseSession(w http.ResponseWriter, r *http.Request, pr *poli
 	if !batch {
 		id = msgs[0].id
 	}
-	writeError(w, e, id, cid)
+	g.writeError(w, e, id, cid)
 }
 
 // refuseMessage logs and answers the local refusal of a POST's single
@@ -232,7 +232,7 @@ func (g *Gateway) refuseMessage(w http.ResponseWriter, cid string, pr *policy.Pr
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeError(w, p.local, p.m.id, cid)
+	g.writeError(w, p.local, p.m.id, cid)
 }
 
 // checkSession refuses a request that carries more than one Mcp-Session-Id

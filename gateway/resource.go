@@ -146,7 +146,7 @@ func (g *Gateway) serveResourceMetadata(w http.ResponseWriter, r *http.Request) 
 		h.Set("Content-Length", strconv.Itoa(len(g.resource.body)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
-			w.Write(g.resource.body)
+			g.writeOwn(w, g.resource.body)
 		}
 	case http.MethodOptions:
 		h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
