@@ -194,7 +194,7 @@ func copyResponseHeader(dst, src http.Header, keepType bool) {
 // the call, its connection and its in-flight slot forever.
 type upstreamCall struct {
 	resp     *http.Response
-	cancel   context.CancelFunc
+	cancel   context.CancelCauseFunc // errTimeout when the timer ends the call
 	timer    atomic.Pointer[time.Timer] // set just after it starts
 	timedOut atomic.Bool
 	timeout  time.Duration
@@ -344,7 +344,7 @@ func (c *upstreamCall) expire() {
 		waited := time.Duration(c.mark() - s)
 		if waited >= c.timeout {
 			c.timedOut.Store(true)
-			c.cancel()
+			c.cancel(errTimeout)
 			return
 		}
 		next = c.timeout - waited
@@ -373,7 +373,7 @@ func (c *upstreamCall) stop() {
 func (c *upstreamCall) expireCut() {
 	if !c.closed.Load() {
 		c.timedOut.Store(true)
-		c.cancel()
+		c.cancel(errTimeout)
 	}
 }
 
@@ -461,7 +461,7 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		// ends with its client.
 		parent = context.WithoutCancel(parent)
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(parent, ctxKey{}, pr))
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, ctxKey{}, pr))
 	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now()}
 	c.out.timeout, c.out.origin = c.timeout, c.origin
 	if method == http.MethodPost {
@@ -476,7 +476,7 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 			g.sessions.settle(sid, pr.Subject, false)
 		}
 		c.stop()
-		cancel()
+		cancel(nil)
 		if method != http.MethodPost && r.Context().Err() != nil {
 			// The client's going away ended the request; a POST's
 			// request does not end with its client, so its failure is
@@ -631,12 +631,14 @@ func (c *upstreamCall) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errTimeout is the error of a read that the call's timer ended, and the
+// cause of its context's cancellation.
 var errTimeout = errors.New("gateway: upstream timed out")
 
 func (c *upstreamCall) close() {
 	c.stop()
 	c.resp.Body.Close()
-	c.cancel()
+	c.cancel(nil)
 }
 
 func isSSE(h http.Header) bool {

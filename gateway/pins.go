@@ -134,8 +134,9 @@ func isDigest(s string) bool {
 // ToolDigest returns the lowercase hex SHA-256 of the canonical JSON of
 // tool, one tool object of a tools/list result: object keys sorted, no
 // insignificant white space, strings escaped as encoding/json does (but
-// for an escaped lone UTF-16 surrogate, kept as its escape), numbers as
-// written ([audit.ArgsSHA256]).
+// for an escaped lone UTF-16 surrogate, kept as its escape, and bytes of
+// invalid UTF-8, written as themselves), numbers as written
+// ([audit.ArgsSHA256] has the details).
 func ToolDigest(tool json.RawMessage) string { return audit.ArgsSHA256(tool) }
 
 // MarshalJSON returns the pins approved so far as a JSON object from tool

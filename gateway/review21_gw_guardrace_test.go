@@ -53,7 +53,7 @@ func TestReview21GuardNotAfterHandler(t *testing.T) {
 		run  func(w http.ResponseWriter)
 	}{
 		{"call", func(w http.ResponseWriter) {
-			c := &upstreamCall{timeout: timeout, origin: time.Now(), cancel: func() {}}
+			c := &upstreamCall{timeout: timeout, origin: time.Now(), cancel: func(error) {}}
 			c.out.timeout, c.out.origin, c.out.w = timeout, c.origin, w
 			c.timer.Store(time.AfterFunc(timeout, c.expire))
 			c.out.write([]byte("answer"))
