@@ -194,7 +194,7 @@ func copyResponseHeader(dst, src http.Header, keepType bool) {
 // the call, its connection and its in-flight slot forever.
 type upstreamCall struct {
 	resp     *http.Response
-	cancel   context.CancelCauseFunc // errTimeout when the timer ends the call
+	cancel   context.CancelCauseFunc    // errTimeout when the timer ends the call
 	timer    atomic.Pointer[time.Timer] // set just after it starts
 	timedOut atomic.Bool
 	timeout  time.Duration
