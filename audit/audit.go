@@ -165,13 +165,16 @@ var (
 // written in either, and hash differently (earlier versions hashed such a
 // surrogate as U+FFFD; a key with one still sorts where U+FFFD would).
 // Two more cases differ, so that arguments a decoder reads differently hash
-// differently: an object with two keys that differ but read alike (each
-// byte of invalid UTF-8 is U+FFFD to a decoder) has its members sorted by
-// their keys as read, and an object with two keys that differ only in
-// letter case (which encoding/json matches to one struct field, the last
-// one winning) by their keys case-folded; in either, members whose keys
-// read or fold alike stay in their order. Other objects hash as in earlier
-// versions. It returns "" for empty raw
+// differently: an object with a key of invalid UTF-8 and two keys that
+// differ but that some decoder may read alike (Go reads each bad byte as
+// U+FFFD, a WHATWG decoder such as JavaScript's each maximal invalid
+// subpart: "\xe2\x82" is "\ufffd\ufffd" to one, "\ufffd" to the other) has
+// its members sorted by their keys read with each run of invalid UTF-8 and
+// U+FFFD as one U+FFFD, case-folded; an object of valid keys, two of which
+// differ only in letter case (which encoding/json matches to one struct
+// field, the last one winning), by their keys case-folded; in either,
+// members whose keys compare alike so stay in their order. Other objects
+// hash as in earlier versions. It returns "" for empty raw
 // (or the JSON literal null), and the hash of the bytes as given when raw is
 // not valid JSON, so the record still identifies what was sent.
 func ArgsSHA256(raw json.RawMessage) string {
