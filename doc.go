@@ -181,9 +181,9 @@
 // a "$ref" from disk or network. Two keys of one object that differ only
 // in letter case (under Unicode simple folding: "seats", "SEATS",
 // "\u017feats") are duplicates too, in every object: encoding/json gives a
-// handler's struct field the value of either, whichever comes last. (A tool whose arguments
-// hold case-sensitive names as keys, environment variables say, takes them
-// as an array of name and value pairs.) Strict mode only ever refuses more
+// handler's struct field the value of either, whichever comes last. (A
+// tool whose arguments hold case-sensitive names as keys, environment
+// variables say, takes them as an array of name and value pairs.) Strict mode only ever refuses more
 // than the schema as written: it is checked together with it. A number
 // literal longer than 128 characters or with an exponent beyond ±400 is
 // refused too, whichever validator runs: exact arithmetic on it would cost
@@ -193,5 +193,9 @@
 // cross-checked against the configured class; it is never trusted. A tool
 // the policy hides from some caller cannot bind arguments to HTTP headers
 // (x-mcp-header): the go-sdk checks those headers before the guard runs,
-// and its answer would give the tool away (see [Guard.Install]).
+// and its answer would give the tool away (see [Guard.Install]). A request
+// nested more than 1000 levels deep (arguments at about 996) never reaches
+// the guard: go-sdk v1.8.0 cannot read it, and answers 400 over
+// Streamable HTTP or, over a stream transport (stdio, in memory), closes
+// that client's session, which hurts the sender alone.
 package mcpguard
