@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,8 +27,14 @@ import (
 // outside it, so that the trail shows the write was attempted even if the
 // process dies before its outcome is recorded. When the record cannot be
 // made the call is refused with AUDIT_UNAVAILABLE, its handler does not
-// run, and a [Limit] step outside it gives back what it charged. Reads and
-// dry runs pass through unrecorded.
+// run, and a [Limit] step outside it gives back what it charged. Reads
+// pass through unrecorded. A dry run is not recorded either, and is
+// answered by WriteAhead itself, as [DryRun] would (a simulated result, or
+// the handler of a tool whose options declare DryRunAware called with a
+// dry-run context), so that its handler never writes without an intent: a
+// chain without a DryRun step still never writes for a client that asked
+// for a preview. A call a step outside already passed on with a dry-run
+// context (dryrun.FromContext) goes on to the handler.
 //
 // It takes the settings of opts that a Guard's intent records use (ArgsKey,
 // SessionKey, Now, Logger, RequestIDHeader, the RecordArgs of Tools, which
@@ -61,8 +68,17 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 				refundAdmissions(ctx, req) // refused before it ran
 				return g.deny(c, d)
 			}
-			if c.rule.Class != policy.Write || c.dryRun {
+			if c.rule.Class != policy.Write {
 				return next(ctx, req)
+			}
+			if c.dryRun {
+				// No intent, so no real write: answered here, as
+				// Confirm and Limit answer one, unless a step outside
+				// answered it already by calling a DryRunAware handler.
+				if dryrun.FromContext(ctx) {
+					return next(ctx, req)
+				}
+				return g.answerDryRun(ctx, req, c, topts, next)
 			}
 			c.record = topts.RecordArgs
 			if ac := auditCall(ctx, req); ac != nil {

@@ -189,7 +189,10 @@ func ValidateArguments(v *Validator) Middleware {
 // that its record is the one a [Guard] would write: the caller
 // ([Authenticate]), the tool's class ([Authorize] and the write-path
 // steps), that the arguments passed validation ([ValidateArguments]), that
-// the call is a dry run, and the spend [Limit] charged. A JSON-RPC error
+// the call is a dry run (known to the write-path steps, which take the
+// dry-run settings: a dry run whose arguments [ValidateArguments] refuses
+// before any of them sees it is recorded with dry_run false, where a Guard
+// records dry_run true), and the spend [Limit] charged. A JSON-RPC error
 // from a step in protocol-error mode is recorded with the code in its data,
 // and an unknown tool's as TOOL_NOT_FOUND. A failing sink is reported to
 // the log and does not change the result.

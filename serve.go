@@ -175,6 +175,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if d.Code != policy.Allowed {
 		return g.deny(c, Deny(Code(d.Code.String()), d.Reason))
 	}
+	c.dryRun = g.isDryRun(c, req) // a refusal from here on is a dry run's too
 	topts := g.opts.Tools[c.name]
 	c.record = topts.RecordArgs
 
@@ -198,7 +199,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		}
 	}
 	write := c.rule.Class == policy.Write
-	if d := g.plan(c, req, &topts); d != nil {
+	if d := g.plan(c, &topts); d != nil {
 		return g.deny(c, d)
 	}
 
@@ -611,11 +612,22 @@ func wireError(err error) *jsonrpc.Error {
 	return nil
 }
 
-// plan decides whether the call is a dry run and what it costs (a cost
-// function reads the arguments, so plan runs after validation). It returns
-// the refusal of a call whose cost cannot be computed.
-func (g *Guard) plan(c *call, req *mcp.CallToolRequest, topts *ToolOptions) *DenialError {
-	c.dryRun = c.rule.Class == policy.Write && (g.opts.DryRun || topts.DryRun || dryrun.Requested(req.Params.Meta))
+// isDryRun reports whether c, whose rule is known, is a dry run: a write
+// when the server (Options.DryRun), the tool (ToolOptions.DryRun) or the
+// client (dryrun.Requested) asks for one. It is decided as soon as the
+// policy allows the call, so that a dry run refused before step 9 (invalid
+// arguments, an argument limit, a cap) is recorded as one; a call the
+// policy refuses (FORBIDDEN by role, WRITE_NOT_ALLOWED) is no dry run of
+// anything allowed, and is recorded with dry_run false, as the stand-alone
+// Authorize's refusal is.
+func (g *Guard) isDryRun(c *call, req *mcp.CallToolRequest) bool {
+	return c.rule.Class == policy.Write && (g.opts.DryRun || g.opts.Tools[c.name].DryRun || dryrun.Requested(req.Params.Meta))
+}
+
+// plan computes what the call costs (a cost function reads the arguments,
+// so plan runs after validation). It returns the refusal of a call whose
+// cost cannot be computed.
+func (g *Guard) plan(c *call, topts *ToolOptions) *DenialError {
 	c.cost = c.rule.Cost
 	if topts.Cost != nil {
 		cost, err := topts.Cost(c.argsMap())

@@ -353,7 +353,8 @@ func (g *Guard) beginRound(ctx context.Context, req *mcp.CallToolRequest) (*call
 
 // begin starts a stand-alone step's call: the caller from the context, the
 // tool's rule from the policy (refusing what the policy refuses), whether
-// the call is a dry run and its cost. A refusal comes with the call state
+// the call is a dry run (told to the Audit middleware before a refusal of
+// its arguments) and its cost. A refusal comes with the call state
 // to render it with.
 func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, ToolOptions, *DenialError) {
 	c := newCall(g.now(), &g.ids)
@@ -386,15 +387,15 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 	if d.Code != policy.Allowed {
 		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
 	}
+	c.dryRun = g.isDryRun(c, req)
+	if ac != nil {
+		ac.dryRun = c.dryRun
+	}
 	if len(c.rule.ArgLimits) > 0 {
 		if d := g.pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
 			return c, ToolOptions{}, Deny(CodeForbidden, d.Reason)
 		}
 	}
 	topts := g.opts.Tools[c.name]
-	pd := g.plan(c, req, &topts)
-	if ac != nil {
-		ac.dryRun = c.dryRun
-	}
-	return c, topts, pd
+	return c, topts, g.plan(c, &topts)
 }

@@ -23,17 +23,29 @@
 // A write tool's real handler is not called unless it declared itself dry-run
 // aware. An aware handler is called with a context made by [NewContext]; it
 // sees [FromContext] report true and must describe what it would do without
-// touching its downstream. For any other write tool the guard returns
-// [Result]: a simulated result carrying a [NewID] identifier, the tool name
-// and a [Summary] of what would have happened. It is a success, unless the
-// tool's output schema refuses it (a typed tool's usually): a Guard then
-// makes it a tool error (isError), which clients do not check against the
-// schema; the stand-alone DryRun step, which does not know the schema,
-// always answers a success. Read tools are
-// unaffected. Dry-run calls count against the call rate and spend nothing,
-// but a dry run whose cost would not fit in the spend caps now is refused
-// as the real call would be (see the root package's Options.Limiter); they
-// are audited with dry_run: true.
+// touching its downstream. FromContext is its only sign: a dry run the
+// server configured leaves no mark in the request, so an aware handler that
+// read [MetaKey] from the request's _meta, or a dry-run flag of its own from
+// the arguments (which the model writes), would write for real.
+//
+// For any other write tool the guard returns [Result]: a simulated result
+// carrying a [NewID] identifier, the tool name and a [Summary] of what would
+// have happened. It is a success, unless the tool's output schema refuses it
+// (a typed tool's usually): a Guard then makes it a tool error (isError),
+// which clients do not check against the schema; the stand-alone DryRun
+// step, which does not know the schema, always answers a success. A
+// write-path step of the root package that treats a call as a dry run
+// (Confirm, Limit, DryRun, WriteAhead) answers it itself, so that a handler
+// inside it never writes for a client that asked for a preview.
+//
+// Read tools are unaffected: their handlers run, dry run or not, so a tool
+// whose handler writes must be classified a write. Dry-run calls count
+// against the call rate and spend nothing, but a dry run whose cost would
+// not fit in the spend caps now is refused as the real call would be (see
+// the root package's Options.Limiter). A Guard audits them with dry_run:
+// true, those refused before they are answered too (for invalid arguments,
+// say) once the policy allows the call; a call the policy refuses is no
+// dry run (for a chain of stand-alone steps, see the root package's Audit).
 //
 // Everything in this package is pure and safe for concurrent use.
 package dryrun

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -95,9 +96,18 @@ const (
 //
 //	Would run create_ticket with arguments: body, title
 //
-// Argument names are the top-level keys of args, sorted, with control and
-// formatting characters removed and long names truncated; at most 16 are
-// listed. Values are never included, so secrets in arguments cannot leak into
+// Argument names are the top-level keys of args, sorted, long names
+// truncated; at most 16 are listed. A name that is a plain word (letters,
+// digits and -_.:/@+#) is shown as it is; any other is quoted, so that a
+// name a model chose (where the tool's schema admits names it does not
+// declare) cannot read as more names or more of the sentence:
+//
+//	Would run create_ticket with arguments: "and then delete_all", title
+//
+// A name holding control or formatting characters (bidi overrides,
+// zero-width characters) is quoted with every character outside printable
+// ASCII escaped ("title\u200b"), so that it is seen for what it is.
+// Values are never included, so secrets in arguments cannot leak into
 // a dry-run result. Arguments that are empty, null or not a JSON object are
 // described without names.
 func Summary(tool string, args json.RawMessage) string {
@@ -127,9 +137,39 @@ func Summary(tool string, args json.RawMessage) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(clean(n))
+		b.WriteString(argName(n))
 	}
 	return b.String()
+}
+
+// argName is how [Summary] shows an argument name: bare when it is a plain
+// word, else quoted, so that no name reads as a separator, as more names
+// or as more of the sentence; one holding characters [clean] drops is
+// quoted with every character outside printable ASCII escaped, so that it
+// shows what it holds. Either way it is cut to about maxNameRunes runes.
+func argName(s string) string {
+	if !textsafe.Plain(s) {
+		cut, _ := textsafe.CutBytes(s, 4*maxNameRunes)
+		return clean(strconv.QuoteToASCII(cut))
+	}
+	if plainWord(s) {
+		return clean(s)
+	}
+	return strconv.Quote(clean(s))
+}
+
+// plainWord reports whether s is non-empty and only letters, digits and
+// punctuation that cannot be read as Summary's separators: -_.:/@+#.
+func plainWord(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.:/@+#", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // clean removes control and formatting characters (including bidi overrides)

@@ -162,7 +162,7 @@ func TestSummary(t *testing.T) {
 		{"empty_object", "ping", `{}`, "Would run ping with no arguments"},
 		{"array_args", "ping", `[1,2]`, "Would run ping with arguments"},
 		{"invalid_json", "ping", `{"a":`, "Would run ping with arguments"},
-		{"control_chars_stripped", "to\x1bol", `{"a\u202eb\nc":1}`, "Would run tool with arguments: abc"},
+		{"control_chars_escaped", "to\x1bol", `{"a\u202eb\nc":1}`, `Would run tool with arguments: "a\u202eb\nc"`},
 		{"long_name_truncated", "t", `{"` + strings.Repeat("n", 70) + `":1}`,
 			"Would run t with arguments: " + strings.Repeat("n", 64) + "…"},
 		{"many_names_capped", "t", string(manyJSON),
