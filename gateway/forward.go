@@ -417,7 +417,11 @@ func (c *upstreamCall) watchClient(now int64) {
 // and its tombstone, and an id a 2xx answer names is bound to the caller as
 // [sessions.bind] allows. A redirect (3xx) is never relayed: it is logged
 // and given as the error of an answer without a response ([badAnswer]).
-func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte) (*upstreamCall, *rpcError) {
+// guard, when not nil, is the writeGuard that writes the answer instead of
+// the call's own (a batch member's: the batch's); it is known before the
+// answer's headers arrive, when the client may be found gone already (see
+// [upstreamCall.watchClient]).
+func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte, guard *writeGuard) (*upstreamCall, *rpcError) {
 	ids := header[hdrSession]
 	if len(ids) > 1 {
 		// Only one could be checked; a downstream might read another.
@@ -462,7 +466,7 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		parent = context.WithoutCancel(parent)
 	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, ctxKey{}, pr))
-	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now()}
+	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now(), guard: guard}
 	c.out.timeout, c.out.origin = c.timeout, c.origin
 	if method == http.MethodPost {
 		c.client = r.Context()
@@ -653,7 +657,7 @@ func isSSE(h http.Header) bool {
 // an error answered instead.
 func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, m *message, call *callState) {
 	start := g.now()
-	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body)
+	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body, nil)
 	if uerr != nil {
 		g.unanswered(w, r, pr, cid, m, call, uerr, start)
 		return

@@ -24,7 +24,7 @@ import (
 // an event stream is relayed event by event, only the answer rewritten. One
 // it cannot read as its client does ([readableAnswer]) is a 502.
 func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, p *plan, start time.Time) {
-	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw)
+	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw, nil)
 	if uerr != nil {
 		if uerr.status != 499 {
 			g.writeError(w, uerr, p.m.id, cid)
