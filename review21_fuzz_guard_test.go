@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -378,38 +379,6 @@ func loneSurrogate(raw []byte) bool {
 	return false
 }
 
-// sdkDepth is the nesting depth of raw as go-sdk v1.8.0's checkMaxDepth
-// counts it: brackets outside strings.
-func sdkDepth(raw []byte) int {
-	depth, most := 0, 0
-	inString, escaped := false, false
-	for _, b := range raw {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			most = max(most, depth)
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return most
-}
-
 // FuzzReview21GuardArguments sends arbitrary bytes as the arguments of a
 // guarded raw tool in strict mode, over a real client session of each
 // protocol generation. The handler must run only with arguments the
@@ -471,7 +440,7 @@ func FuzzReview21GuardArguments(f *testing.F) {
 	}
 	gf := newGuardFuzz(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if sdkDepth(raw) > 998 {
+		if jsondepth.Of(raw) > 998 {
 			// The request would nest beyond the 1000 levels go-sdk
 			// v1.8.0's transport reads (internal/json defaultMaxDepth):
 			// it closes the connection before any handler, the guard's

@@ -207,25 +207,10 @@ func text(s string) string {
 		return sanitize(strconv.QuoteToASCII(s))
 	}
 	c := sanitize(s) // cut when long
-	if plain(c) {
+	if textsafe.Word(c) {
 		return c
 	}
 	return strconv.Quote(c)
-}
-
-// plain reports whether s can be shown without quotes: non-empty, letters,
-// digits and a few punctuation characters that cannot be confused with the
-// separators of Describe.
-func plain(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.:/@+#…", r) {
-			return false
-		}
-	}
-	return true
 }
 
 // sanitize removes control and formatting characters and invalid UTF-8, and

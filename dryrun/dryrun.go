@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -152,24 +151,10 @@ func argName(s string) string {
 		cut, _ := textsafe.CutBytes(s, 4*maxNameRunes)
 		return clean(strconv.QuoteToASCII(cut))
 	}
-	if plainWord(s) {
+	if textsafe.Word(s) {
 		return clean(s)
 	}
 	return strconv.Quote(clean(s))
-}
-
-// plainWord reports whether s is non-empty and only letters, digits and
-// punctuation that cannot be read as Summary's separators: -_.:/@+#.
-func plainWord(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.:/@+#", r) {
-			return false
-		}
-	}
-	return true
 }
 
 // clean removes control and formatting characters (including bidi overrides)

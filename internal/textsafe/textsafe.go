@@ -86,6 +86,22 @@ func Plain(s string) bool {
 	return true
 }
 
+// Word reports whether s can be shown without quotes beside other words
+// and separators: non-empty, only letters, digits and the punctuation
+// -_.:/@+# and "…" (which [Clean] puts where it cut), none of which reads
+// as a comma, a quote, a space or the end of a sentence.
+func Word(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.:/@+#…", r) {
+			return false
+		}
+	}
+	return true
+}
+
 // JSONReplaced reports whether raw, valid JSON text, holds text that a
 // decoder such as encoding/json reads as U+FFFD, in a string or a member
 // name: invalid UTF-8, or an escaped UTF-16 surrogate that is not half of
