@@ -795,7 +795,11 @@ type lostRow struct {
 // answer of the server (see answered); rows
 // are retried while the database is unreachable, except once the sink is
 // closing (closing, or Close called meanwhile), when commit gives up on a
-// row after three attempts and counts it and the rest of *rows lost. The
+// row after three attempts and counts it lost. Then, if the server did not
+// answer, it counts the rest of *rows lost too; if it answered (an error of
+// the moment, or a row it will never take: a trigger that raises 53200
+// for it), the next row gets one attempt, and the rest are given up only
+// if that fails too. The
 // first time a row fails while the database is unreachable, before that
 // row is retried, commit calls stalled (when not nil) with the row's index,
 // its error and the rows lost so far: the rows before that index are
@@ -848,10 +852,11 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 		}
 		unsure = cerr != nil // not found: the rows are not there
 	}
-	unreachable := false // while closing, the database was not reachable for a row: give up the rest
+	unreachable := false // while closing, the database was not reachable for a row, or failed two in a row: give up the rest
+	probe := false       // while closing, a row was given up though the server answered: the next gets one attempt
 	for i := 0; i < len(rows); i++ {
 		if unreachable {
-			last = fmt.Errorf("audit: sql event %s not recorded: the sink closed while the database was unreachable: %w", rows[i].corr, err)
+			last = fmt.Errorf("audit: sql event %s not recorded: the sink closed while the database was unreachable or kept failing: %w", rows[i].corr, err)
 			lost = append(lost, lostRow{i: i, err: last})
 			s.lost.Add(1)
 			continue
@@ -879,6 +884,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 				if done, err = s.committed(rows[i : i+1]); err == nil && done {
 					s.rows.Add(1)
 					s.batches.Add(1)
+					probe = false
 					break
 				}
 			}
@@ -888,6 +894,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 				if err == nil {
 					s.rows.Add(1)
 					s.batches.Add(1)
+					probe = false
 					break
 				}
 				unsure = errors.Is(err, errCommitUnknown)
@@ -895,12 +902,19 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 			// A failure of the moment is retried as if the database were
 			// unreachable: only a row the database refuses is dropped.
 			reachable := s.answered(err) && !s.transient(err) && !errors.Is(err, errCommitUnknown) && s.db.PingContext(context.Background()) == nil
-			if reachable || ((closing || s.closing.Load()) && attempt >= 3) {
+			if reachable || ((closing || s.closing.Load()) && (attempt >= 3 || probe)) {
 				last = fmt.Errorf("audit: sql event %s not recorded: %w", rows[i].corr, err)
 				lost = append(lost, lostRow{i: i, err: last})
 				s.lost.Add(1)
 				s.fail(last)
-				unreachable = !reachable
+				if !reachable {
+					// One row the server keeps answering with an error
+					// of the moment (a trigger that raises 53200 for it)
+					// costs it alone; the rest go if the next fails too.
+					answered := s.answered(err) && !errors.Is(err, errCommitUnknown)
+					unreachable = probe || !answered
+					probe = answered
+				}
 				break
 			}
 			s.fail(fmt.Errorf("audit: sql event %s (attempt %d): %w", rows[i].corr, attempt, err))
