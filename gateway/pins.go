@@ -67,6 +67,9 @@ type Pins struct {
 	fixed bool              // only the tools named: a new one is withheld
 	pin   map[string]string // name -> the digest approved
 	off   map[string]string // policy.NameKey(name) -> the other digest its last listing had
+	// keys maps policy.NameKey(name) to the first name pinned under it
+	// (trust on first use only; nil for a fixed set).
+	keys map[string]string
 }
 
 // InstructionsPin is the name under which [Pins] hold the server's
@@ -86,9 +89,15 @@ const maxPins = 10000
 // to that definition, for the life of the gateway (restart it to approve
 // a change). A call of a tool no listing has shown yet is not refused:
 // nothing is known of it to compare. At most 10,000 tools are pinned; a
-// further tool is withheld.
+// further tool is withheld. A tool is known by every spelling the policy
+// takes for its name ([policy.NameKey]): a listing that shows an approved
+// tool under another spelling ("REFUND" or "re\u00adfund", with a soft
+// hyphen, once "refund" is approved) is held to the approved
+// definition, and so withheld (TOOL_CHANGED, the definition names the
+// tool), not approved as a new tool's; a downstream that lists two tools
+// whose names differ only so gets the first one listed approved.
 func TrustOnFirstUse() *Pins {
-	return &Pins{pin: map[string]string{}, off: map[string]string{}}
+	return &Pins{pin: map[string]string{}, off: map[string]string{}, keys: map[string]string{}}
 }
 
 // ParsePins returns the fixed set of pins in data, a JSON object from tool
@@ -173,15 +182,21 @@ func (v pinVerdict) contract() string {
 // digest d. first is true when the verdict is news: the first listing of
 // a definition other than the pin since the tool last matched (a listing
 // of it is then recorded once, not at every listing). pinned is the digest
-// approved, "" if none.
+// approved, "" if none. With trust on first use, a name not pinned itself
+// but another spelling of a pinned one ([policy.NameKey]) is judged
+// against that one's pin.
 func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pinned, ok := p.pin[name]
 	key := policy.NameKey(name)
+	if other, seen := p.keys[key]; !ok && seen {
+		pinned, ok = p.pin[other], true
+	}
 	switch {
 	case !ok && !p.fixed && len(p.pin) < maxPins:
 		p.pin[name] = d
+		p.keys[key] = name
 		return pinOK, false, d
 	case !ok:
 		v = pinNotPinned
@@ -215,7 +230,7 @@ func (p *Pins) callable(name string) pinVerdict {
 	defer p.mu.Unlock()
 	if len(p.off) > 0 {
 		if _, off := p.off[policy.NameKey(name)]; off {
-			if _, ok := p.pin[name]; ok {
+			if _, ok := p.pin[name]; ok || p.keys[policy.NameKey(name)] != "" {
 				return pinChanged
 			}
 			return pinNotPinned
