@@ -175,8 +175,8 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if d.Code != policy.Allowed {
 		return g.deny(c, Deny(Code(d.Code.String()), d.Reason))
 	}
-	c.dryRun = g.isDryRun(c, req) // a refusal from here on is a dry run's too
 	topts := g.opts.Tools[c.name]
+	c.dryRun = g.isDryRun(c, req, &topts) // a refusal from here on is a dry run's too
 	c.record = topts.RecordArgs
 
 	// 6. Validate arguments.
@@ -613,15 +613,15 @@ func wireError(err error) *jsonrpc.Error {
 }
 
 // isDryRun reports whether c, whose rule is known, is a dry run: a write
-// when the server (Options.DryRun), the tool (ToolOptions.DryRun) or the
+// when the server (Options.DryRun), the tool (topts, its ToolOptions) or the
 // client (dryrun.Requested) asks for one. It is decided as soon as the
 // policy allows the call, so that a dry run refused before step 9 (invalid
 // arguments, an argument limit, a cap) is recorded as one; a call the
 // policy refuses (FORBIDDEN by role, WRITE_NOT_ALLOWED) is no dry run of
 // anything allowed, and is recorded with dry_run false, as the stand-alone
 // Authorize's refusal is.
-func (g *Guard) isDryRun(c *call, req *mcp.CallToolRequest) bool {
-	return c.rule.Class == policy.Write && (g.opts.DryRun || g.opts.Tools[c.name].DryRun || dryrun.Requested(req.Params.Meta))
+func (g *Guard) isDryRun(c *call, req *mcp.CallToolRequest, topts *ToolOptions) bool {
+	return c.rule.Class == policy.Write && (g.opts.DryRun || topts.DryRun || dryrun.Requested(req.Params.Meta))
 }
 
 // plan computes what the call costs (a cost function reads the arguments,

@@ -387,7 +387,8 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 	if d.Code != policy.Allowed {
 		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
 	}
-	c.dryRun = g.isDryRun(c, req)
+	topts := g.opts.Tools[c.name]
+	c.dryRun = g.isDryRun(c, req, &topts)
 	if ac != nil {
 		ac.dryRun = c.dryRun
 	}
@@ -396,6 +397,5 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 			return c, ToolOptions{}, Deny(CodeForbidden, d.Reason)
 		}
 	}
-	topts := g.opts.Tools[c.name]
 	return c, topts, g.plan(c, &topts)
 }
