@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -137,15 +138,15 @@ func TestJWTFlagsRefused(t *testing.T) {
 		{"http_url_not_loopback", "http://idp.example/jwks.json", cfg},
 		{"url_unreachable", "http://127.0.0.1:1/jwks.json", cfg},
 	} {
-		if _, err := authenticator(quietLogger(), tc.jwks, time.Minute, tc.cfg); err == nil {
+		if _, err := authenticator(context.Background(), quietLogger(), tc.jwks, time.Minute, tc.cfg); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
 	}
 	t.Setenv(gateway.TokensEnv, `{"tok":"admin"}`)
-	if _, err := authenticator(quietLogger(), good, time.Minute, cfg); err == nil || !strings.Contains(err.Error(), "choose one") {
+	if _, err := authenticator(context.Background(), quietLogger(), good, time.Minute, cfg); err == nil || !strings.Contains(err.Error(), "choose one") {
 		t.Errorf("keys and MCP_GATEWAY_TOKENS: err %v, want a refusal", err)
 	}
-	if a, err := authenticator(quietLogger(), "", time.Minute, token.JWTConfig{}); err != nil || a == nil {
+	if a, err := authenticator(context.Background(), quietLogger(), "", time.Minute, token.JWTConfig{}); err != nil || a == nil {
 		t.Errorf("MCP_GATEWAY_TOKENS alone: %v, %v", a, err)
 	}
 }

@@ -86,6 +86,11 @@
 // stopped" and exits with status 0; with status 1 if the wait ran out with
 // requests still running, or the --audit sink failed to write its records
 // (a full disk): either may have lost audit events, and the error says so.
+// A signal during the start (the token verifier's first fetch, the pin
+// check of --pin-tools or --tool-pins: each may wait on the network for
+// seconds) stops it there: the gateway logs "stopped by a signal before
+// serving", closes the --audit sink and exits with status 0 (1 if the
+// sink failed), never listening.
 //
 // A JSONL --audit file is reopened on SIGHUP: once a log rotator has
 // renamed it, records go to a new file at the path (logrotate:
@@ -338,18 +343,30 @@ func run(logger *slog.Logger) (runErr error) {
 	if plainOffLoopback(up) {
 		logger.Warn("--upstream is plain http to a host that is not loopback: the identity headers the downstream trusts, and every call's arguments and answer, cross the network unencrypted and can be read or forged on the way; use https, or put the downstream on the same host", "upstream", shownUpstream(*upstream))
 	}
+	// From here a signal stops the start (the checks below may wait on
+	// the network for seconds) as it stops the gateway later: the audit
+	// records written so far are flushed, and the exit status is 0.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stopped := func() error {
+		logger.Info("stopped by a signal before serving")
+		return nil
+	}
 	var auth gateway.Authenticator
 	if *introspect != "" {
 		cacheTTL := *inCacheTTL
 		if cacheTTL == 0 {
 			cacheTTL = -1 // token.IntrospectionConfig: not cached
 		}
-		auth, err = introspector(logger, token.IntrospectionConfig{
+		auth, err = introspector(ctx, logger, token.IntrospectionConfig{
 			Endpoint: *introspect, Issuer: *inIssuer, Audience: *inAudience,
 			RolesClaim: *inRoles, Leeway: *inLeeway, CacheTTL: cacheTTL,
 		})
 	} else {
-		auth, err = authenticator(logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
+		auth, err = authenticator(ctx, logger, *jwks, *minRefresh, token.JWTConfig{Issuer: *issuer, Audience: *audience, RolesClaim: *rolesClaim, Leeway: *leeway})
+	}
+	if ctx.Err() != nil {
+		return stopped()
 	}
 	if err != nil {
 		return err
@@ -382,9 +399,12 @@ func run(logger *slog.Logger) (runErr error) {
 	}
 	if opts.Pins != nil {
 		// At most 10 s: a downstream that hangs must not hold the start.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		checkPinsAtStart(ctx, logger, *upstream, opts.Timeout, opts.Pins, opts.Audit)
+		check, cancel := context.WithTimeout(ctx, 10*time.Second)
+		checkPinsAtStart(check, logger, *upstream, opts.Timeout, opts.Pins, opts.Audit)
 		cancel()
+	}
+	if ctx.Err() != nil {
+		return stopped() // the deferred close flushes the audit records
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
@@ -400,8 +420,6 @@ func run(logger *slog.Logger) (runErr error) {
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	shut := make(chan struct{})
 	var stillRunning atomic.Int64 // requests left when the wait ran out
 	go func() {
@@ -462,11 +480,11 @@ Environment:
   MCP_GATEWAY_INTROSPECT_CLIENT_ID, MCP_GATEWAY_INTROSPECT_CLIENT_SECRET
                       with --introspect: the client's credentials (HTTP Basic)
 
-Exit status: 0 after --help or --print-pins, or after SIGINT or SIGTERM once the
-requests under way ended and the --audit records were written; 2 for a mistake
-in the flags or the environment (before anything is fetched, opened or listened
-on); 1 for any other failure, a shutdown that may have lost audit records
-included.
+Exit status: 0 after --help or --print-pins, or after SIGINT or SIGTERM (during
+the start too) once the requests under way ended and the --audit records were
+written; 2 for a mistake in the flags or the environment (before anything is
+fetched, opened or listened on); 1 for any other failure, a shutdown that may
+have lost audit records included.
 
 Flags:
 `)
@@ -533,7 +551,7 @@ const introspectProbe = "mcpguard-gateway-start-probe"
 // or wrong credentials stop the start rather than refuse every token
 // later; the endpoint must answer it, and refuse it: an endpoint that
 // accepts a token nobody issued would accept any.
-func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.Authenticator, error) {
+func introspector(ctx context.Context, logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.Authenticator, error) {
 	if _, set := os.LookupEnv(gateway.TokensEnv); set {
 		return nil, usagef("--introspect and %s are both set: choose one way to verify tokens", gateway.TokensEnv)
 	}
@@ -556,7 +574,7 @@ func introspector(logger *slog.Logger, cfg token.IntrospectionConfig) (gateway.A
 	if err != nil {
 		return nil, usagef("--introspect: %w", err)
 	}
-	switch _, _, err := v.Introspect(context.Background(), introspectProbe); {
+	switch _, _, err := v.Introspect(ctx, introspectProbe); {
 	case errors.Is(err, token.ErrIntrospectionFailed):
 		return nil, fmt.Errorf("--introspect: asking the endpoint about a made-up token at start: %w", err)
 	case err == nil:
@@ -615,7 +633,7 @@ func isURL(jwks string) bool {
 // caused by unknown kids at least minRefresh apart; any other is a file,
 // read once. The issuer and audience are checked before anything is
 // fetched.
-func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, cfg token.JWTConfig) (gateway.Authenticator, error) {
+func authenticator(ctx context.Context, logger *slog.Logger, jwks string, minRefresh time.Duration, cfg token.JWTConfig) (gateway.Authenticator, error) {
 	if jwks == "" && cfg.Issuer == "" {
 		if cfg.Audience != "" {
 			return nil, usagef("--jwt-audience needs --jwt-jwks or --jwt-issuer")
@@ -643,14 +661,14 @@ func authenticator(logger *slog.Logger, jwks string, minRefresh time.Duration, c
 	}
 	switch {
 	case jwks == "":
-		set, err := token.DiscoverKeySet(context.Background(), cfg.Issuer, keySetOpts)
+		set, err := token.DiscoverKeySet(ctx, cfg.Issuer, keySetOpts)
 		if err != nil {
 			return nil, fmt.Errorf("--jwt-issuer without --jwt-jwks: finding the JWK Set from the issuer's discovery document (or give --jwt-jwks): %w", err)
 		}
 		logger.Info("found the JWK Set in the issuer's discovery document", "issuer", cfg.Issuer, "jwks_uri", set.String())
 		cfg.KeySet = set
 	case isURL(jwks):
-		set, err := token.NewRemoteKeySet(context.Background(), jwks, keySetOpts)
+		set, err := token.NewRemoteKeySet(ctx, jwks, keySetOpts)
 		if err != nil {
 			return nil, fmt.Errorf("--jwt-jwks: %w", err)
 		}

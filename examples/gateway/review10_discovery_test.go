@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -265,7 +266,7 @@ func TestJWTDiscoveryWithStaticTokensRefused(t *testing.T) {
 	}
 	idp := newDiscoveryIDP(t, edSet("k1", pub))
 	t.Setenv(gateway.TokensEnv, `{"tok":"admin"}`)
-	_, err = authenticator(quietLogger(), "", time.Minute, token.JWTConfig{Issuer: idp.issuer, Audience: "mcp-gateway"})
+	_, err = authenticator(context.Background(), quietLogger(), "", time.Minute, token.JWTConfig{Issuer: idp.issuer, Audience: "mcp-gateway"})
 	if err == nil || !strings.Contains(err.Error(), "choose one") {
 		t.Errorf("discovery and MCP_GATEWAY_TOKENS: err %v, want a refusal", err)
 	}

@@ -372,7 +372,7 @@ func TestIntrospectionWithStaticTokensRefused(t *testing.T) {
 	t.Setenv(gateway.TokensEnv, `{"tok":"admin"}`)
 	t.Setenv(introspectIDEnv, gwClientID)
 	t.Setenv(introspectSecretEnv, gwSecret)
-	_, err := introspector(quietLogger(), token.IntrospectionConfig{Endpoint: e.URL, Audience: "mcp-gateway"})
+	_, err := introspector(context.Background(), quietLogger(), token.IntrospectionConfig{Endpoint: e.URL, Audience: "mcp-gateway"})
 	if err == nil || !strings.Contains(err.Error(), "choose one") {
 		t.Errorf("--introspect and MCP_GATEWAY_TOKENS: err %v, want a refusal", err)
 	}
