@@ -1,6 +1,7 @@
 package token
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"crypto/sha256"
@@ -509,8 +510,16 @@ func (i *Introspector) request(ctx context.Context, tok string) (*answer, error)
 // read checks an answer, but for its times. An answer that cannot be read
 // is an error; one that refuses the token is an answer without principal.
 func (i *Introspector) read(data []byte) (*answer, error) {
+	// Numbers are kept as written (json.Number), so that one beyond
+	// float64's range (JSON sets none) leaves the answer readable: in
+	// "exp" or "nbf" it is out of range, anywhere else it is not read.
 	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, errors.New("the answer is not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("the answer is not a JSON object")
 	}
 	// A member named twice is read as its last occurrence by encoding/json
@@ -604,8 +613,9 @@ func numericDate(m map[string]any, name string) (t time.Time, ok bool) {
 	if !present {
 		return time.Time{}, true
 	}
-	f, isNumber := x.(float64)
-	if !isNumber || !(f >= 0 && f <= maxJWTTime) {
+	n, isNumber := x.(json.Number)
+	f, err := n.Float64()
+	if !isNumber || err != nil || !(f >= 0 && f <= maxJWTTime) {
 		return time.Time{}, false
 	}
 	sec, frac := math.Modf(f)
