@@ -57,6 +57,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -322,7 +323,7 @@ func usageError(fs *flag.FlagSet, cfg config, transport string) string {
 
 // checkFlags refuses settings that can never work, as usage errors: a
 // gateway URL that is not a plain http(s) base URL, an --origin that is
-// not an origin, and caps below one.
+// not an origin, and caps below one or above maxCap.
 func checkFlags(cfg config) error {
 	if _, err := gatewayURL(cfg.gateway); err != nil {
 		return err
@@ -332,14 +333,19 @@ func checkFlags(cfg config) error {
 			return err
 		}
 	}
-	if cfg.rate < 1 {
-		return fmt.Errorf("--rate %d: want at least 1 call a minute", cfg.rate)
+	if cfg.rate < 1 || cfg.rate > maxCap {
+		return fmt.Errorf("--rate %d: want 1 to %d calls a minute", cfg.rate, maxCap)
 	}
-	if cfg.inFlight < 1 {
-		return fmt.Errorf("--max-in-flight %d: want at least 1", cfg.inFlight)
+	if cfg.inFlight < 1 || cfg.inFlight > maxCap {
+		return fmt.Errorf("--max-in-flight %d: want 1 to %d", cfg.inFlight, maxCap)
 	}
 	return nil
 }
+
+// maxCap is the largest --rate and --max-in-flight: the limiter's most
+// in-flight slots, and a rate whose double (each session's request cap)
+// cannot overflow.
+const maxCap = math.MaxInt32
 
 func splitList(s string) []string {
 	var out []string
