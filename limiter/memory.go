@@ -462,7 +462,9 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 			continue
 		}
 		inc := increment(lim.window, c.n, lim.max)
-		if inc > lim.window {
+		if c.n > lim.max || inc > lim.window {
+			// More than the bucket holds: never, whatever the rounding
+			// of inc (down, which would fit n a little above max).
 			if wait >= 0 {
 				denied, wait = i, -1
 			}

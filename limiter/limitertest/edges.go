@@ -60,7 +60,8 @@ func testKeysDistinct(t *testing.T, s limiter.Store) {
 // testExtremeAmounts checks amounts at the edges of float64 and int: a cost
 // equal to a huge Max fits (no overflow turns it into "never"), a cost or a
 // number of calls beyond any Max never fits, and a positive cost however
-// small is never free.
+// small is never free. A cost above Max by less than one clock tick's worth
+// of units never fits either.
 func testExtremeAmounts(t *testing.T, s limiter.Store) {
 	t.Run("huge_max", func(t *testing.T) {
 		for _, max := range []float64{1e300, math.MaxFloat64} {
@@ -83,6 +84,9 @@ func testExtremeAmounts(t *testing.T, s limiter.Store) {
 			{0, limiter.Request{Session: "beyond", Calls: math.MaxInt}, denied(limiter.Rate, limiter.Session, 0)},
 			{0, limiter.Request{Session: "beyond", Cost: math.MaxFloat64}, denied(limiter.Spend, limiter.Session, 0)},
 			{0, limiter.Request{Session: "beyond", Cost: 1e300}, denied(limiter.Spend, limiter.Session, 0)},
+			// Above Max by less than the store's tick's worth: never too,
+			// however the time it would take is rounded.
+			{0, limiter.Request{Session: "beyond", Cost: 10.0000000001}, denied(limiter.Spend, limiter.Session, 0)},
 			// They took nothing: the full budgets remain.
 			{0, limiter.Request{Session: "beyond", Calls: 5, Cost: 10}, allowed},
 		})

@@ -158,7 +158,7 @@ for i = 1, #KEYS do
     end
   else
     local inc = increment(n, max, win)
-    if inc > win then
+    if n > max or inc > win then -- more than the bucket holds, however inc rounds
       if not never then
         never, denied, wait = true, i - 1, -1
       end
