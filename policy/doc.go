@@ -18,11 +18,12 @@
 // "admın_reset_key", with a dotless i; see [Policy.Resolve]), so that a
 // server matching names leniently is never offered a protected tool under
 // another spelling, and a name that folds onto a tool rule's gets the
-// default rule's demands as well; the write allowlist is exact. Write
-// tools are refused unless they are on the write allowlist: writes are off
-// by default. [New] refuses a configuration with a recognisable mistake
-// (see its list) rather than build a policy that silently does other than
-// its author meant.
+// default rule's demands as well; the write allowlist is exact, and such a
+// name of a write tool runs only when it and the tool rule's name are both
+// on it. Write tools are refused unless they are on the write allowlist:
+// writes are off by default. [New] refuses a configuration with a
+// recognisable mistake (see its list) rather than build a policy that
+// silently does other than its author meant.
 //
 // [Policy.CheckTool] is the registration check: a tool with no rule, or whose
 // configured class contradicts its ReadOnlyHint annotation, is a start-up

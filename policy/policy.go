@@ -484,7 +484,8 @@ func joinerWithinWord(s string, i int, r rune) bool {
 // specification compares tool names case-sensitively, but a server that
 // matches names leniently must not be offered a protected tool under a
 // spelling no rule names. Other compatibility forms (a full-width "ａ")
-// are other names. The write allowlist is matched exactly.
+// are other names. The write allowlist is matched exactly (but see
+// [Policy.Authorize]).
 //
 // A name that equals a tool rule's name only under folding is that tool
 // at a server that matches names leniently, and another tool, which the
@@ -709,7 +710,9 @@ func (p *Policy) Decide(pr *Principal, tool string, args Args) Decision {
 
 // Authorize checks everything but the arguments, in this order: a rule
 // exists (else NotFound), roles (NotFound when hidden, Forbidden with
-// ShowForbidden), write allowlist (WriteNotAllowed).
+// ShowForbidden), write allowlist (WriteNotAllowed). A name that equals a
+// write tool rule's name only under folding runs only when both it and
+// that rule's name are on the allowlist.
 func (p *Policy) Authorize(pr *Principal, tool string) Decision {
 	var buf [keyBufSize]byte
 	k := p.key(buf[:0], tool)
@@ -723,10 +726,26 @@ func (p *Policy) Authorize(pr *Principal, tool string) Decision {
 		}
 		return Decision{Code: Forbidden, Rule: r, Reason: "caller lacks a required role"}
 	}
-	if r.Class == Write && !p.WriteAllowed(tool) {
+	if r.Class == Write && !p.writeAllowed(tool, r) {
 		return Decision{Code: WriteNotAllowed, Rule: r, Reason: "write tool is not on the write allowlist"}
 	}
 	return Decision{Code: Allowed, Rule: r}
+}
+
+// writeAllowed reports whether the write tool whose rule is r may run when
+// called as tool: tool is on the write allowlist, and, when r is the rule
+// of a name that equals a write tool rule's name only under folding (see
+// [Policy.Resolve]), so is that rule's name, since at a server that matches
+// names leniently the call runs that tool.
+func (p *Policy) writeAllowed(tool string, r *ToolRule) bool {
+	if !p.WriteAllowed(tool) {
+		return false
+	}
+	if r.Name == tool || r.Name == "" { // its own rule, or the default
+		return true
+	}
+	own, ok := p.tools[r.Name]
+	return !ok || own.Class != Write || p.WriteAllowed(r.Name)
 }
 
 // CheckArgs applies the argument limits of rule r (as returned by
