@@ -527,7 +527,8 @@ func (p *Policy) resolve(tool string, k []byte) (*ToolRule, bool) {
 
 // RequiredRoles returns the role sets the tool demands: each inner slice is
 // satisfied by any one of its roles, and all must be satisfied. Nil means
-// anyone may call it (subject to the write allowlist). The slices are the
+// anyone may call it (subject to the write allowlist), or that no rule
+// matches tool ([Policy.Authorize] then refuses it). The slices are the
 // caller's: changing them does not change p.
 func (p *Policy) RequiredRoles(tool string) [][]string {
 	var buf [keyBufSize]byte
@@ -697,8 +698,9 @@ func (m MapArgs) NumberText(field string) (string, bool) {
 }
 
 // Decide says whether pr may call tool with args: [Policy.Authorize], then
-// [Policy.CheckArgs]. Args may be nil when the tool has no argument limits;
-// when it has some and args is nil, the call is refused (fail closed).
+// [Policy.CheckArgs]. Args may be nil when the tool has no argument limits
+// that apply to pr; when some apply and args is nil, the call is refused
+// (fail closed).
 // Decide does not allocate on the allowed path.
 func (p *Policy) Decide(pr *Principal, tool string, args Args) Decision {
 	d := p.Authorize(pr, tool)
