@@ -145,7 +145,11 @@ func (s *Store) Key(c limiter.Check) string {
 // script fails, and, without a round trip, for a batch that is not valid
 // (Release and Refund both set, a check outside the [limiter.Check]
 // contract: an invalid kind, a Max or N that is not a positive finite
-// number, a Rate or Spend Window shorter than a microsecond).
+// number, a Rate or Spend Window shorter than a microsecond), and for a
+// reservation or release with a Concurrency check (not a Peek) and no
+// Lease: a slot is a lease named by it, so reservations without one would
+// all share one slot. The [limiter.Limiter] gives a Lease to every
+// reservation that takes a slot.
 func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) error {
 	if b.Release && b.Refund {
 		return errors.New("redislimit: a batch cannot both release and refund")
@@ -185,6 +189,9 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		}
 		if err := c.Valid(); err != nil {
 			return fmt.Errorf("redislimit: check %d: %w", i, err)
+		}
+		if c.Kind == limiter.Concurrency && !c.Peek && !b.Refund && b.Lease == 0 {
+			return fmt.Errorf("redislimit: check %d: a concurrency check needs the batch's Lease, which names its slot", i)
 		}
 		if c.Kind != limiter.Concurrency && c.Window < time.Microsecond {
 			// The store's resolution.

@@ -42,3 +42,45 @@ func TestReview22AboveMaxNeverFits(t *testing.T) {
 		}
 	}
 }
+
+// TestReview22ConcurrencyNeedsLease: a reservation or release with a
+// Concurrency check and no Lease is refused without a round trip. Before,
+// every such reservation named the same slot ("instance:0"), so after the
+// first one the others took nothing: a store called directly with Lease 0
+// admitted any number of calls under a cap of one, where the MemoryStore
+// counts them.
+func TestReview22ConcurrencyNeedsLease(t *testing.T) {
+	srv := testsvc.StartRedis(t)
+	c := newClient(t, srv.Addr)
+	s := redislimit.New(c, &redislimit.Options{Prefix: "r22-lease:", Timeout: testTimeout})
+	check := limiter.Check{ID: "c", Key: "k", Kind: limiter.Concurrency, N: 1, Max: 1}
+	now := time.Now()
+	for i := range 3 {
+		b := &limiter.Batch{Checks: []limiter.Check{check}}
+		if err := s.Apply(context.Background(), now, b); err == nil {
+			t.Errorf("reservation %d without a Lease: Apply = nil (denied %d); want an error", i, b.Denied)
+		}
+	}
+	if err := s.Apply(context.Background(), now, &limiter.Batch{Release: true, Checks: []limiter.Check{check}}); err == nil {
+		t.Error("release without a Lease: Apply = nil; want an error")
+	}
+	// A Peek check takes no slot, and a rate check needs no lease.
+	peek := check
+	peek.Peek = true
+	rate := limiter.Check{ID: "r", Key: "k", Kind: limiter.Rate, N: 1, Max: 5, Window: time.Minute}
+	for _, cs := range [][]limiter.Check{{peek}, {rate}} {
+		b := &limiter.Batch{Checks: cs}
+		if err := s.Apply(context.Background(), now, b); err != nil || b.Denied != -1 {
+			t.Errorf("Apply(%+v) without a Lease = %v, denied %d; want nil, -1", cs, err, b.Denied)
+		}
+	}
+	// With leases, the cap of one holds.
+	b1 := &limiter.Batch{Lease: 1, Checks: []limiter.Check{check}}
+	b2 := &limiter.Batch{Lease: 2, Checks: []limiter.Check{check}}
+	if err := s.Apply(context.Background(), now, b1); err != nil || b1.Denied != -1 {
+		t.Fatalf("first leased reservation: %v, denied %d", err, b1.Denied)
+	}
+	if err := s.Apply(context.Background(), now, b2); err != nil || b2.Denied != 0 {
+		t.Errorf("second leased reservation under a cap of one: %v, denied %d; want denied 0", err, b2.Denied)
+	}
+}
