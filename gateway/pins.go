@@ -66,10 +66,15 @@ type Pins struct {
 	mu    sync.Mutex
 	fixed bool              // only the tools named: a new one is withheld
 	pin   map[string]string // name -> the digest approved
-	off   map[string]string // policy.NameKey(name) -> the other digest its last listing had
-	// keys maps policy.NameKey(name) to the first name pinned under it
-	// (trust on first use only; nil for a fixed set).
+	// keys maps policy.NameKey(name) to a name pinned under it (with
+	// trust on first use, the first one pinned).
 	keys map[string]string
+	// off maps policy.NameKey(name) to the names listed under it whose
+	// last listing had another definition than the pin, each to that
+	// digest: a name is cleared by a listing of its own that matches, not
+	// another spelling's. nOff counts its names.
+	off  map[string]map[string]string
+	nOff int
 }
 
 // InstructionsPin is the name under which [Pins] hold the server's
@@ -95,9 +100,11 @@ const maxPins = 10000
 // hyphen, once "refund" is approved) is held to the approved
 // definition, and so withheld (TOOL_CHANGED, the definition names the
 // tool), not approved as a new tool's; a downstream that lists two tools
-// whose names differ only so gets the first one listed approved.
+// whose names differ only so gets the first one listed approved. As the
+// other spelling's listing cannot show the approved definition, calls of
+// the tool by any spelling are then refused until the gateway restarts.
 func TrustOnFirstUse() *Pins {
-	return &Pins{pin: map[string]string{}, off: map[string]string{}, keys: map[string]string{}}
+	return &Pins{pin: map[string]string{}, keys: map[string]string{}, off: map[string]map[string]string{}}
 }
 
 // ParsePins returns the fixed set of pins in data, a JSON object from tool
@@ -124,7 +131,11 @@ func ParsePins(data []byte) (*Pins, error) {
 			return nil, fmt.Errorf("gateway: pins: tool %q: %q is not 64 lowercase hex digits", name, d)
 		}
 	}
-	return &Pins{fixed: true, pin: m, off: map[string]string{}}, nil
+	keys := make(map[string]string, len(m))
+	for name := range m {
+		keys[policy.NameKey(name)] = name
+	}
+	return &Pins{fixed: true, pin: m, keys: keys, off: map[string]map[string]string{}}, nil
 }
 
 // isDigest reports whether s is 64 lowercase hex digits.
@@ -180,17 +191,17 @@ func (v pinVerdict) contract() string {
 
 // listed checks one tool of a listing, named name, whose definition has
 // digest d. first is true when the verdict is news: the first listing of
-// a definition other than the pin since the tool last matched (a listing
-// of it is then recorded once, not at every listing). pinned is the digest
-// approved, "" if none. With trust on first use, a name not pinned itself
-// but another spelling of a pinned one ([policy.NameKey]) is judged
-// against that one's pin.
+// a definition other than the pin since name last matched (a listing of
+// it is then recorded once, not at every listing; past maxPins names
+// withheld, at every listing). pinned is the digest approved, "" if none.
+// With trust on first use, a name not pinned itself but another spelling
+// of a pinned one ([policy.NameKey]) is judged against that one's pin.
 func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pinned, ok := p.pin[name]
 	key := policy.NameKey(name)
-	if other, seen := p.keys[key]; !ok && seen {
+	if other, seen := p.keys[key]; !ok && seen && !p.fixed {
 		pinned, ok = p.pin[other], true
 	}
 	switch {
@@ -201,26 +212,46 @@ func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) 
 	case !ok:
 		v = pinNotPinned
 	case pinned == d:
-		delete(p.off, key)
+		if names, off := p.off[key]; off {
+			if _, off := names[name]; off {
+				delete(names, name)
+				p.nOff--
+			}
+			if len(names) == 0 {
+				delete(p.off, key)
+			}
+		}
 		return pinOK, false, pinned
 	default:
 		v = pinChanged
 	}
-	if p.off[key] == d {
-		return v, false, pinned
+	names, off := p.off[key]
+	if prev, seen := names[name]; seen {
+		if prev != d {
+			names[name] = d
+		}
+		return v, prev != d, pinned
 	}
-	if len(p.off) < maxPins || p.off[key] != "" {
-		p.off[key] = d
+	// A name past the bound is recorded at every listing, but a pinned
+	// name, and a key with a pin, are always held off: their calls are
+	// refused.
+	if _, own := p.pin[name]; own || p.nOff < maxPins || !off && p.keys[key] != "" {
+		if !off {
+			names = map[string]string{}
+			p.off[key] = names
+		}
+		names[name] = d
+		p.nOff++
 	}
 	return v, true, pinned
 }
 
 // callable refuses a tools/call of name: the empty verdict (pinOK) lets
-// it through. A tool whose last listing differed from its pin is refused,
-// under every spelling the policy takes for its name ([policy.NameKey]),
-// and a tool without a pin where none can be made: with a fixed set, or a
-// trust-on-first-use set that is full; and [InstructionsPin], whose pin is
-// the instructions'.
+// it through. A tool is refused, under every spelling the policy takes
+// for its name ([policy.NameKey]), while the last listing of any of those
+// spellings was withheld; and a tool without a pin where none can be
+// made: with a fixed set, or a trust-on-first-use set that is full; and
+// [InstructionsPin], whose pin is the instructions'.
 func (p *Pins) callable(name string) pinVerdict {
 	if name == InstructionsPin {
 		// The pin of the instructions is no tool's: it approves no call.
@@ -230,7 +261,7 @@ func (p *Pins) callable(name string) pinVerdict {
 	defer p.mu.Unlock()
 	if len(p.off) > 0 {
 		if _, off := p.off[policy.NameKey(name)]; off {
-			if _, ok := p.pin[name]; ok || p.keys[policy.NameKey(name)] != "" {
+			if _, ok := p.pin[name]; ok || !p.fixed && p.keys[policy.NameKey(name)] != "" {
 				return pinChanged
 			}
 			return pinNotPinned
