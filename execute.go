@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/mcpguard/mcpguard/audit"
-	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,8 +32,11 @@ import (
 // the handler of a tool whose options declare DryRunAware called with a
 // dry-run context), so that its handler never writes without an intent: a
 // chain without a DryRun step still never writes for a client that asked
-// for a preview. A call a step outside already passed on with a dry-run
-// context (dryrun.FromContext) goes on to the handler.
+// for a preview. A dry run that a step outside (a Guard's, or [DryRun],
+// [Limit] or [Confirm]) answered by passing that same call on to a
+// DryRunAware handler with a dry-run context goes on to the handler; the
+// dry-run context of another call (an aware handler that passes a dry run
+// of another write on to its chain) does not count.
 //
 // It takes the settings of opts that a Guard's intent records use (ArgsKey,
 // SessionKey, Now, Logger, RequestIDHeader, the RecordArgs of Tools, which
@@ -75,7 +77,7 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 				// No intent, so no real write: answered here, as
 				// Confirm and Limit answer one, unless a step outside
 				// answered it already by calling a DryRunAware handler.
-				if dryrun.FromContext(ctx) {
+				if dryRunAnswered(ctx, req) {
 					return next(ctx, req)
 				}
 				return g.answerDryRun(ctx, req, c, topts, next)

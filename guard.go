@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -62,7 +63,9 @@ type ToolOptions struct {
 // Options configure a [Guard]. The zero value (or nil) is a strict guard:
 // tool errors, strict validation, no limits, no dry-run, audit discarded,
 // and so, with no sink for a write-ahead intent, every call of a write tool
-// refused as AUDIT_UNAVAILABLE (see Audit and NoWriteAhead).
+// refused as AUDIT_UNAVAILABLE (see Audit and NoWriteAhead). [New] and the
+// stand-alone steps copy the Options they are given, the Tools map and
+// Validation too: changing them later changes nothing for a guard made.
 type Options struct {
 	// Audit receives one outcome event per call (and an intent event before
 	// a write runs). Nil discards events; a write then cannot get a durable
@@ -164,7 +167,10 @@ type Options struct {
 	// turn dry-run off. A dry run is checked against the spend caps without
 	// spending (see Limiter).
 	DryRun bool
-	// Tools holds per-tool settings keyed by tool name.
+	// Tools holds per-tool settings keyed by tool name. A call of a name
+	// that equals a tool's only under case folding, and so has its rule
+	// (see policy.Resolve), also gets that tool's DryRun and Cost (the
+	// larger cost of the two); its other settings are the name's own.
 	Tools map[string]ToolOptions
 	// ProtocolErrors reports denials as JSON-RPC errors instead of tool
 	// error results. TOOL_NOT_FOUND is always a JSON-RPC error, identical to
@@ -306,7 +312,20 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	if err := checkHeaderName(g.opts.RequestIDHeader); err != nil {
 		return nil, err
 	}
+	// The settings are the guard's own: a caller that changes its Options
+	// later (while calls read them) changes nothing here.
 	g.opts.ArgsKey = slices.Clone(g.opts.ArgsKey)
+	if g.opts.Tools != nil {
+		g.opts.Tools = maps.Clone(g.opts.Tools)
+		for name, o := range g.opts.Tools {
+			o.RecordArgs = slices.Clone(o.RecordArgs)
+			g.opts.Tools[name] = o
+		}
+	}
+	if v := g.opts.Validation; v != nil {
+		vo := *v
+		g.opts.Validation = &vo
+	}
 	g.keeper, _ = g.opts.Audit.(audit.Keeper)
 	switch g.maxOut = g.opts.MaxOutputBytes; {
 	case g.maxOut == 0:

@@ -175,7 +175,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if d.Code != policy.Allowed {
 		return g.deny(c, Deny(Code(d.Code.String()), d.Reason))
 	}
-	topts := g.opts.Tools[c.name]
+	topts := g.toolOptions(c)
 	c.dryRun = g.isDryRun(c, req, &topts) // a refusal from here on is a dry run's too
 	c.record = topts.RecordArgs
 
@@ -251,7 +251,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			res.IsError = e.simRefused
 			return res, nil
 		}
-		ctx = dryrun.NewContext(ctx)
+		ctx = awareContext(ctx, req)
 	}
 
 	// 10. Execute.
@@ -610,6 +610,46 @@ func wireError(err error) *jsonrpc.Error {
 		return we
 	}
 	return nil
+}
+
+// toolOptions returns the options of c's tool, whose rule is known: those
+// of Options.Tools for its name. A name that equals a tool rule's only
+// under case folding has that rule, combined with the default rule (see
+// policy.Resolve): a server that matches names leniently runs that tool
+// under it. So it also gets that tool's options where they protect: a dry
+// run when either asks for one, and the larger of their Cost functions'
+// costs (either failing fails it). The rest, DryRunAware above all (at a
+// server that does not match names leniently the name is another tool,
+// whose handler may not know of dry runs), are the name's own.
+func (g *Guard) toolOptions(c *call) ToolOptions {
+	o := g.opts.Tools[c.name]
+	n := c.rule.Name
+	if n == "" || n == c.name {
+		return o
+	}
+	t, ok := g.opts.Tools[n]
+	if !ok {
+		return o
+	}
+	o.DryRun = o.DryRun || t.DryRun
+	switch own := o.Cost; {
+	case t.Cost == nil:
+	case own == nil:
+		o.Cost = t.Cost
+	default:
+		o.Cost = func(args map[string]any) (float64, error) {
+			a, err := own(args)
+			if err != nil {
+				return 0, err
+			}
+			b, err := t.Cost(args)
+			if err != nil {
+				return 0, err
+			}
+			return max(a, b), nil
+		}
+	}
+	return o
 }
 
 // isDryRun reports whether c, whose rule is known, is a dry run: a write

@@ -50,11 +50,13 @@ import (
 // whose answer is waited for until the state expires) carrying a state
 // signed by s and bound to the caller's subject, the tool and its
 // arguments; the handler runs only for the call that returns the accepted
-// answer with that state, once. A dry run of such a tool is not
-// confirmed but answered by Confirm itself, as [DryRun] would (when
-// opts.Limiter is set, counted once against the call rate, and refused,
-// as [Limit] refuses one, when its cost would not fit in the spend caps
-// now): the handler inside never runs for real without a confirmation.
+// answer with that state, once. A dry run of a write tool, of such a tool
+// or not, is not confirmed but answered by Confirm itself, as [DryRun]
+// would (when opts.Limiter is set, counted once against the call rate,
+// and refused, as [Limit] refuses one, when its cost would not fit in the
+// spend caps now; once in all with a Limit of that limiter outside or
+// inside Confirm): the handler inside never writes for a dry run, nor
+// runs for real without a confirmation.
 // Confirm seals a handler's request for more input with s too, whatever
 // opts.Confirmer says, so the next round may reach another replica whose
 // signer has the same keys and nonce store.
@@ -110,21 +112,26 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 			if d != nil {
 				return refuse(d)
 			}
-			if !c.rule.Confirm {
+			if !c.rule.Confirm && !c.dryRun {
 				if d := g.consume(ctx, c); d != nil {
 					return refuse(d)
 				}
 				return g.sealed(c)(next(ctx, req))
 			}
 			if c.dryRun {
-				// Not confirmed, so answered here: a handler inside that
-				// does not know of dry runs would really write.
-				if g.opts.Limiter != nil && !c.retry {
+				// Answered here, for a tool Confirm asks about or not:
+				// a handler inside that does not know of dry runs would
+				// really write, with a record saying dry_run. Counted
+				// once: not again when a Limit of the same limiter outside
+				// counted it, and a Limit inside knows it was (the
+				// handler of a DryRunAware tool runs inside both).
+				if l := g.opts.Limiter; l != nil && !c.retry && !limitedOutside(ctx, req, l) {
 					ld, d := g.charge(ctx, req, c, 1)
 					if d != nil {
 						return refuse(d)
 					}
-					defer g.opts.Limiter.Release(ld)
+					defer l.Release(ld)
+					ctx = newLimitCtx(ctx, g, c, ld, req)
 				}
 				if d := g.consume(ctx, c); d != nil {
 					return refuse(d)
@@ -201,12 +208,13 @@ type countedKey struct{}
 // a dry run whose cost would not fit now is refused with the
 // SPEND_LIMIT_EXCEEDED and wait the real call would get, and one that fits
 // is answered by Limit itself, as [DryRun] would, so that a handler inside
-// never writes for free. The answer holds only for the moment it was made
-// (other calls may use the room before the real call), and a dry run's
-// cost never makes a real call fail (its call and in-flight slot count as
-// the real call's would); on a store that is not a [limiter.PeekStore] its
-// cost is not checked. An in-flight slot is held until the handler
-// returns. A refusal is RATE_LIMIT_EXCEEDED, SPEND_LIMIT_EXCEEDED or
+// never writes for free (a dry run that a [Confirm] of the same limiter
+// outside counted is not counted again). The answer holds only for the
+// moment it was made (other calls may use the room before the real call),
+// and a dry run's cost never makes a real call fail (its call and
+// in-flight slot count as the real call's would); on a store that is not a
+// [limiter.PeekStore] its cost is not checked. An in-flight slot is held
+// until the handler returns. A refusal is RATE_LIMIT_EXCEEDED, SPEND_LIMIT_EXCEEDED or
 // CONCURRENCY_LIMIT_EXCEEDED with the time to wait before retrying, except
 // for a call that costs more than a spend limit holds in all: no wait
 // helps, and it is refused as not retryable. A limiter whose store failed
@@ -234,6 +242,16 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 				refundAdmissions(ctx, req) // of Limit steps outside this one
 				return g.deny(c, d)
 			}
+			if c.dryRun && limitedOutside(ctx, req, l) {
+				// A Confirm of the same limiter outside counted this dry
+				// run and holds its in-flight slot: it is answered here,
+				// counted once.
+				if d := g.consume(ctx, c); d != nil {
+					refundAdmissions(ctx, req)
+					return g.deny(c, d)
+				}
+				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
+			}
 			calls := 1
 			if counted, _ := ctx.Value(countedKey{}).(bool); c.retry || counted && c.rule.Confirm && !c.dryRun {
 				calls = 0
@@ -255,7 +273,8 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 			if c.dryRun {
 				// It spent nothing, so it is answered here: a handler
 				// inside that does not know of dry runs would really write.
-				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
+				// A Confirm inside knows it counted the call.
+				return g.sealed(c)(g.answerDryRun(newLimitCtx(ctx, g, c, ld, req), req, c, topts, next))
 			}
 			// A WriteAhead inside that refuses the call gives its charge
 			// back through the context.
@@ -324,7 +343,28 @@ func (g *Guard) answerDryRun(ctx context.Context, req *mcp.CallToolRequest, c *c
 	if !topts.DryRunAware {
 		return dryrun.Result(c.name, g.describe(c, topts)), nil
 	}
-	return next(dryrun.NewContext(ctx), req)
+	return next(awareContext(ctx, req), req)
+}
+
+// answeredKey is the context key of the request whose dry run a step
+// answered by passing it on to a DryRunAware handler.
+type answeredKey struct{}
+
+// awareContext returns ctx marked as a dry run ([dryrun.NewContext]) for
+// the DryRunAware handler of req's call, and as that call's: a [WriteAhead]
+// inside passes req on (see dryRunAnswered).
+func awareContext(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	return context.WithValue(dryrun.NewContext(ctx), answeredKey{}, req)
+}
+
+// dryRunAnswered reports whether a step outside answered the dry run of
+// ctx's call of req by passing req on with a dry-run context (see
+// awareContext). The dry-run context of another call does not count: an
+// aware handler that passes a dry run of another write on to that write's
+// chain (a dispatcher) has not answered it.
+func dryRunAnswered(ctx context.Context, req *mcp.CallToolRequest) bool {
+	r, _ := ctx.Value(answeredKey{}).(*mcp.CallToolRequest)
+	return r == req && dryrun.FromContext(ctx)
 }
 
 // stepGuard returns the guard that runs a stand-alone step: the caller
@@ -387,7 +427,7 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 	if d.Code != policy.Allowed {
 		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
 	}
-	topts := g.opts.Tools[c.name]
+	topts := g.toolOptions(c)
 	c.dryRun = g.isDryRun(c, req, &topts)
 	if ac != nil {
 		ac.dryRun = c.dryRun
