@@ -176,24 +176,28 @@ func BearerTokens(t *token.Table) Authenticator {
 // refused too: the launching user's identity is never lent to a network
 // caller.
 func FromEnv(name string, t *token.Table) Authenticator {
-	return fromToken(os.Getenv(name), t, "environment variable "+name)
+	where := "environment variable " + name
+	return fromToken(os.Getenv(name), t, where+" is not set", where+" holds an unknown token")
 }
 
 // FromToken is [FromEnv] for a token obtained elsewhere (a flag, a file, a
 // secret manager): the identity of tok in t, resolved once, now. An empty
-// or unknown tok makes every call unauthenticated.
+// or unknown tok makes every call unauthenticated, the refusal saying
+// which (the token given to FromToken is empty, or unknown).
 func FromToken(tok string, t *token.Table) Authenticator {
-	return fromToken(tok, t, "the launching token")
+	return fromToken(tok, t, "the token given to FromToken is empty", "the token given to FromToken is not in the token table")
 }
 
-func fromToken(tok string, t *token.Table, where string) Authenticator {
+// fromToken resolves tok in t once; unset and unknown are the reasons
+// of the refusals when tok is empty or unknown.
+func fromToken(tok string, t *token.Table, unset, unknown string) Authenticator {
 	var id *Identity
 	var why error
 	switch pr := t.Lookup(tok); {
 	case tok == "":
-		why = unauthenticated(where + " is not set")
+		why = unauthenticated(unset)
 	case pr == nil:
-		why = unauthenticated(where + " holds an unknown token")
+		why = unauthenticated(unknown)
 	default:
 		id = &Identity{Principal: pr, Credential: NewCredential(tok)}
 	}

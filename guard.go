@@ -69,7 +69,8 @@ type ToolOptions struct {
 type Options struct {
 	// Audit receives one outcome event per call (and an intent event before
 	// a write runs). Nil discards events; a write then cannot get a durable
-	// intent and is refused with AUDIT_UNAVAILABLE unless NoWriteAhead is set.
+	// intent and is refused with AUDIT_UNAVAILABLE, not retryable (no retry
+	// can succeed), unless NoWriteAhead is set.
 	// A sink that is an [audit.Keeper] (the package's JSONL, SQL and fanout sinks)
 	// is handed each outcome event with Keep, and hashes its arguments (and,
 	// for JSONL, encodes it) off the call's path.

@@ -260,7 +260,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", logName(c.name), "correlation_id", c.corr, "err", aerr)
 			c.detail = "write-ahead intent not recorded"
 			g.refund(ctx, c, ld)
-			return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
+			d := Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted")
+			if g.opts.Audit == nil {
+				// No sink to wait for: no retry can succeed.
+				d.Message, d.RetryAfter = "the server has no audit trail for writes; the write was not attempted", -1
+			}
+			return g.deny(c, d)
 		}
 	}
 	if d := g.consume(ctx, c); d != nil {

@@ -807,10 +807,10 @@ func (p *Policy) CheckTool(name string, readOnlyHint *bool) error {
 	}
 	if readOnlyHint != nil {
 		if *readOnlyHint && r.Class == Write {
-			return fmt.Errorf("policy: tool %q is a write in the policy but annotated ReadOnlyHint=true", name)
+			return fmt.Errorf("policy: tool %q is a write in the policy but annotated ReadOnlyHint: true; drop the hint, or make the tool a read in the policy", name)
 		}
 		if !*readOnlyHint && r.Class == Read {
-			return fmt.Errorf("policy: tool %q is a read in the policy but annotated ReadOnlyHint=false", name)
+			return fmt.Errorf("policy: tool %q is a read in the policy but its annotations leave ReadOnlyHint false (its value when Annotations are set without it), which says it may write; set ReadOnlyHint: true, or make the tool a write in the policy", name)
 		}
 	}
 	return nil
