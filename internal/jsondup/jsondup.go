@@ -10,13 +10,19 @@ import (
 	"github.com/mcpguard/mcpguard/internal/foldkey"
 )
 
+// maxDepth is the deepest nesting encoding/json reads (its scanner's
+// maxNestingDepth): a value nested deeper is an error to it.
+const maxDepth = 10000
+
 // Member reports the first member name that an object of the JSON
 // text data names twice, and the depth of that object (1 for the
 // outermost value; arrays count). Names are compared exactly, or under Unicode case
 // folding (strings.EqualFold, as encoding/json matches struct fields) in
 // the objects at a depth for which fold, when not nil, returns true.
 // Malformed JSON is left to the decoding after: nothing past the error is
-// looked at. Numbers are read as written, so one that float64 cannot hold
+// looked at, nor past a value nested deeper than the 10000 levels
+// encoding/json reads (a reader that reads deeper must bound the depth
+// first). Numbers are read as written, so one that float64 cannot hold
 // (1e400), valid JSON that a decoder with UseNumber reads, is no error.
 func Member(data []byte, fold func(depth int) bool) (name string, depth int, found bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -56,6 +62,12 @@ func Member(data []byte, fold func(depth int) bool) (name string, depth int, fou
 			}
 			top.keys[key], top.expect = true, false
 			continue
+		}
+		if (t == json.Delim('{') || t == json.Delim('[')) && len(stack) == maxDepth {
+			// Following deeper nesting, which encoding/json refuses
+			// anyway, would cost a frame, a map and the decoder's own
+			// stack per level: about 120 bytes per byte of "[[[[".
+			return "", 0, false
 		}
 		switch t {
 		case json.Delim('{'):

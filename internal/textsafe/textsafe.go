@@ -15,9 +15,10 @@ import (
 // Clean returns s without invalid UTF-8, control characters (Cc), format
 // characters (Cf, which include the bidirectional overrides that can make
 // text read differently than it is, and the tag characters that can spell
-// hidden ASCII), the supplementary variation selectors U+E0100-U+E01EF
-// (which can carry hidden bytes), the other characters a renderer shows
-// as nothing (Unicode's Other_Default_Ignorable_Code_Point: the Hangul
+// hidden ASCII), the variation selectors but U+FE00-U+FE0F (the
+// supplementary ones U+E0100-U+E01EF, which can carry hidden bytes, and
+// the Mongolian free ones U+180B-U+180F), the other characters a renderer
+// shows as nothing (Unicode's Other_Default_Ignorable_Code_Point: the Hangul
 // fillers U+3164 and U+FFA0, the combining grapheme joiner, the unassigned
 // rest of the tag block) and line or paragraph separators, cut to
 // maxRunes runes with "…" appended when it was longer (a negative
@@ -89,17 +90,33 @@ func Plain(s string) bool {
 // Word reports whether s can be shown without quotes beside other words
 // and separators: non-empty, only letters, digits and the punctuation
 // -_.:/@+# and "…" (which [Clean] puts where it cut), none of which reads
-// as a comma, a quote, a space or the end of a sentence.
+// as a comma, a quote, a space or the end of a sentence. So not the
+// letters and digits shaped like those (see lookalike).
 func Word(s string) bool {
 	if s == "" {
 		return false
 	}
 	for _, r := range s {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.:/@+#…", r) {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.:/@+#…", r) || lookalike(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// lookalike reports a letter or digit shaped like punctuation: a modifier
+// letter (Lm: the quotes, primes and commas ʺ ʼ ˮ ˏ ꓹ among them), a click
+// letter (ǀ ǁ ǂ ǃ, the last an exclamation mark), the saltillo (Ꞌ ꞌ, an
+// apostrophe), or an Arabic-Indic zero (٠ ۰, a dot).
+func lookalike(r rune) bool {
+	if r < 0x01C0 {
+		return false
+	}
+	switch {
+	case 0x01C0 <= r && r <= 0x01C3, r == 0xA78B, r == 0xA78C, r == 0x0660, r == 0x06F0:
+		return true
+	}
+	return unicode.Is(unicode.Lm, r)
 }
 
 // JSONReplaced reports whether raw, valid JSON text, holds text that a
@@ -165,7 +182,7 @@ func hex4(b []byte) rune {
 // hidden reports a character Clean and CleanLines drop.
 func hidden(r rune) bool {
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point) ||
-		0xE0100 <= r && r <= 0xE01EF
+		0x180B <= r && r <= 0x180F || 0xE0100 <= r && r <= 0xE01EF
 }
 
 // Quoted returns s, text a client chose (a tool name, an HTTP method), in
@@ -197,10 +214,13 @@ func CutBytes(s string, maxBytes int) (string, bool) {
 }
 
 // ASCIIJSON returns the JSON text js with every character outside printable
-// ASCII written as a \uXXXX escape (a surrogate pair beyond U+FFFF): the
-// same value to a JSON reader, and to a person reading it in a terminal no
-// character that shows as nothing or reorders the text. js must be valid
-// UTF-8 (json.Marshal's text is, its control characters escaped).
+// ASCII written as a \uXXXX escape (a surrogate pair beyond U+FFFF), but
+// JSON's white space (a tab, a line feed, a carriage return: valid JSON
+// holds them only between tokens, where an escape is no JSON) as a space:
+// the same value to a JSON reader, and to a person reading it in a
+// terminal no character that shows as nothing or reorders the text. js
+// must be valid UTF-8 (json.Marshal's text is, its control characters
+// escaped).
 func ASCIIJSON(js string) string {
 	const hex = "0123456789abcdef"
 	var b strings.Builder
@@ -214,6 +234,8 @@ func ASCIIJSON(js string) string {
 		switch {
 		case r >= 0x20 && r < 0x7f:
 			b.WriteByte(byte(r))
+		case r == '\t' || r == '\n' || r == '\r':
+			b.WriteByte(' ')
 		case r > 0xffff:
 			r1, r2 := utf16.EncodeRune(r)
 			esc(r1)
