@@ -11,11 +11,11 @@ import (
 // it as UTF-8 JSON as sent: a Content-Encoding other than identity (an
 // Express downstream, express.json(), inflates deflate, gzip and br
 // bodies), or a Content-Type naming a charset other than UTF-8, or naming
-// one in a form the gateway cannot read (the TypeScript SDK decodes a body
-// in the charset its Content-Type names, UTF-7 included, in which a string
-// the gateway read as an argument can close the string and name another
-// tool). JSON between systems is UTF-8 (RFC 8259 §8.1); a Content-Type
-// without a charset is not checked.
+// one in a form the gateway cannot read, or twice (the TypeScript SDK
+// decodes a body in the charset its Content-Type names, UTF-7 included, in
+// which a string the gateway read as an argument can close the string and
+// name another tool). JSON between systems is UTF-8 (RFC 8259 §8.1); a
+// Content-Type without a charset is not checked.
 func checkBodyCoding(h http.Header) *rpcError {
 	if c := contentCoding(h); c != "" {
 		return errUnsupportedBody("Content-Encoding " + quoted(c) + " not supported: send the body unencoded")
@@ -53,13 +53,18 @@ func contentCoding(h http.Header) string {
 }
 
 // otherCharset reports whether h's Content-Type names a charset other than
-// UTF-8, or names one in a form that cannot be read.
+// UTF-8, or names one in a form that cannot be read, or names one twice:
+// mime.ParseMediaType reads "charset=utf-7; charset*=utf-8'en'utf-8" (or
+// "charset*0=utf-8") as UTF-8, its RFC 2231 value, where the content-type
+// package (the TypeScript SDK's) and Python's email.message (httpx's) read
+// UTF-7, the plain one.
 func otherCharset(h http.Header) bool {
 	for _, v := range h["Content-Type"] {
-		if !strings.Contains(strings.ToLower(v), "charset") {
+		n := strings.Count(strings.ToLower(v), "charset")
+		if n == 0 {
 			continue
 		}
-		if _, params, err := mime.ParseMediaType(v); err != nil || !strings.EqualFold(params["charset"], "utf-8") {
+		if _, params, err := mime.ParseMediaType(v); n > 1 || err != nil || !strings.EqualFold(params["charset"], "utf-8") {
 			return true
 		}
 	}

@@ -208,10 +208,10 @@
 // A POST body is judged as the bytes sent, read as UTF-8, so one that a
 // downstream could read otherwise is refused with 415 before it is read: a
 // Content-Encoding other than identity (Express's express.json() inflates
-// bodies), or a Content-Type naming a charset other than UTF-8 or naming
-// one in a form the gateway cannot read (the TypeScript SDK decodes a body
-// in the charset named: in UTF-7, a string argument can close itself and
-// name another tool).
+// bodies), or a Content-Type naming a charset other than UTF-8, naming one
+// in a form the gateway cannot read, or naming one twice (the TypeScript SDK
+// decodes a body in the charset named: in UTF-7, a string argument can close
+// itself and name another tool).
 //
 // # Errors
 //
