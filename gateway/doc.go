@@ -199,12 +199,14 @@
 // keeps the surrogate. The policy's rules apply to names under case folding too
 // ("ADMIN_reset_key" needs the role of "admin_*"; see
 // policy.Policy.Resolve). Member names that occur twice, or differ from
-// jsonrpc, id, method, params, name or arguments only in case, are refused
-// too: decoders disagree about them (encoding/json matches names
-// case-insensitively, the go-sdk does not), and a gateway that reads
-// another value than its downstream is a bypass. Argument-aware rules
-// (policy.ArgLimit) read arguments with the same strictness: two argument
-// names equal under Unicode case folding make every argument unreadable.
+// jsonrpc, id, method, params, name or arguments only in case or by what
+// follows a NUL ("name\u0000x"), are refused too: decoders disagree about
+// them (encoding/json matches names case-insensitively, the go-sdk does
+// not, a C reader such as cJSON cuts a name at a NUL), and a gateway that
+// reads another value than its downstream is a bypass. Argument-aware
+// rules (policy.ArgLimit) read arguments with the same strictness: two
+// argument names equal under Unicode case folding, each cut at a NUL, make
+// every argument unreadable.
 // A POST body is judged as the bytes sent, read as UTF-8, so one that a
 // downstream could read otherwise is refused with 415 before it is read: a
 // Content-Encoding other than identity (Express's express.json() inflates

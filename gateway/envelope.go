@@ -106,7 +106,7 @@ func parseMessage(raw []byte, m *message) {
 	bad := forEachField(raw, func(key, val []byte) *rpcError {
 		k := knownKey(key, envelopeKeys[:])
 		if k < 0 {
-			if foldsToKnown(key, envelopeKeys[:]) {
+			if foldsToKnown(cutNUL(key), envelopeKeys[:]) {
 				return errInvalidRequest("ambiguous member name " + strconv.Quote(string(key)))
 			}
 			return nil
@@ -199,7 +199,7 @@ func parseMessage(raw []byte, m *message) {
 	bad = forEachField(params, func(key, val []byte) *rpcError {
 		k := knownKey(key, paramsKeys[:])
 		if k < 0 {
-			if foldsToKnown(key, paramsKeys[:]) {
+			if foldsToKnown(cutNUL(key), paramsKeys[:]) {
 				return errInvalidParams("ambiguous parameter name " + strconv.Quote(string(key)))
 			}
 			return nil
@@ -261,6 +261,17 @@ func knownKey(key []byte, names []string) int {
 		}
 	}
 	return -1
+}
+
+// cutNUL returns key up to its first NUL: the name a reader that keeps
+// names as C strings (cJSON, among others) reads, so that "name\u0000" is
+// taken for another spelling of "name" (a second one, which such a reader
+// may prefer to the one the gateway judged).
+func cutNUL(key []byte) []byte {
+	if i := bytes.IndexByte(key, 0); i >= 0 {
+		return key[:i]
+	}
+	return key
 }
 
 // foldsToKnown reports whether key equals one of names ignoring case.
@@ -398,8 +409,9 @@ func skipString(b []byte, i int) int {
 }
 
 // rawArgs gives the policy strict access to a tools/call's arguments: an
-// argument named twice, or two names equal under Unicode case folding, make
-// every field unreadable (the call is then refused by any argument limit).
+// argument named twice, or two names equal under Unicode case folding (each
+// cut at a NUL, see cutNUL), make every field unreadable (the call is then
+// refused by any argument limit).
 type rawArgs struct {
 	fields map[string][]byte
 	broken bool
@@ -419,7 +431,7 @@ func newRawArgs(args []byte) *rawArgs {
 	folded := map[string]struct{}{}
 	var buf []byte
 	_ = forEachField(args, func(key, val []byte) *rpcError {
-		buf = foldkey.Append(buf[:0], key)
+		buf = foldkey.Append(buf[:0], cutNUL(key))
 		if _, dup := folded[string(buf)]; dup {
 			a.broken = true
 		} else {
