@@ -92,8 +92,7 @@ func (s *Schema) Validate(raw []byte) *Error {
 	st := s.pool.Get().(*state)
 	st.s = s
 	e := st.document(raw)
-	st.raw = nil
-	st.keys = st.keys[:0]
+	st.release()
 	// Do not let one huge document pin its scratch space in the pool.
 	const keep = 64 << 10
 	if cap(st.buf) > keep || cap(st.kbuf) > keep || cap(st.kbuf2) > keep || cap(st.keys) > keep/32 {

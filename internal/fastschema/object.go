@@ -13,6 +13,7 @@ func (st *state) enter() *failure {
 		return st.fail(errDepth, 0, nil, false, nil, nil)
 	}
 	st.depth++
+	st.high = max(st.high, st.depth)
 	return nil
 }
 
@@ -106,7 +107,7 @@ func (st *state) object(n *node) *failure {
 	if e := st.dupCheck(keysStart, plen, seen); e != nil {
 		return e
 	}
-	st.keys = st.keys[:keysStart]
+	st.dropKeys(keysStart)
 	st.depth--
 	if n == nil {
 		return nil

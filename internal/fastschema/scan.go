@@ -29,9 +29,10 @@ type state struct {
 	pos   int
 	depth int
 	path  [maxDepth]seg
-	keys  []keyEnt
-	buf   []byte // decoded string values
-	kbuf  []byte // decoded keys
+	high  int      // the deepest depth reached: path[:high] may point into raw
+	keys  []keyEnt // every entry past len is zero (see dropKeys)
+	buf   []byte   // decoded string values
+	kbuf  []byte   // decoded keys
 	kbuf2 []byte
 	fbuf  []byte // a folded key
 	lax   bool   // strings, keys and number literals are not bounded (see document)
@@ -65,7 +66,8 @@ func (st *state) document(raw []byte) *Error {
 	// again.
 	if e != nil && e.kind > errLastSyntactic {
 		// A schema violation: bounds first, if any is out.
-		st.raw, st.pos, st.depth, st.keys, st.badText = raw, 0, 0, st.keys[:0], false
+		st.raw, st.pos, st.depth, st.badText = raw, 0, 0, false
+		st.dropKeys(0)
 		e2 := st.whole(nil)
 		if e2 == nil {
 			if st.badText {
@@ -78,7 +80,8 @@ func (st *state) document(raw []byte) *Error {
 		}
 		e = e2 // a string or number out of bounds, unless worse comes
 	}
-	st.raw, st.pos, st.depth, st.keys, st.lax, st.badText = raw, 0, 0, st.keys[:0], true, false
+	st.raw, st.pos, st.depth, st.lax, st.badText = raw, 0, 0, true, false
+	st.dropKeys(0)
 	e2 := st.whole(nil)
 	st.lax = false
 	switch {
@@ -90,6 +93,24 @@ func (st *state) document(raw []byte) *Error {
 		return st.fail(errNotObject, 0, nil, false, nil, nil)
 	}
 	return e
+}
+
+// dropKeys truncates st.keys to n entries, zeroing the rest, so that no
+// slice of the arguments outlives the call in the pooled state.
+func (st *state) dropKeys(n int) {
+	clear(st.keys[n:])
+	st.keys = st.keys[:n]
+}
+
+// release clears what points into the arguments (raw itself, the path
+// and the names) before st goes back to the pool: a later call, with a
+// shallower document or fewer names, would overwrite only part of it, and
+// the pool would pin earlier arguments for as long as st is reused.
+func (st *state) release() {
+	st.raw = nil
+	clear(st.path[:st.high])
+	st.high = 0
+	st.dropKeys(0)
 }
 
 // whole checks one value and that only white space follows it.
