@@ -25,7 +25,13 @@ import (
 // withheld from the answer, logged and recorded (code TOOL_CHANGED), and
 // its calls are refused (-32001, 403) until a listing shows the pinned
 // definition again. With a fixed set ([ParsePins]) a tool the set does not
-// name is withheld, and refused, as well (TOOL_NOT_PINNED). The gateway
+// name is withheld, and refused, as well (TOOL_NOT_PINNED). A pinned tool
+// is refused under every spelling the policy takes for its name
+// ([policy.NameKey]) while one of them is withheld, and, once a spelling
+// not pinned itself ("REFUND" for a pinned "refund") was listed, until the
+// gateway restarts: no listing of that spelling can show a pinned
+// definition, and one that leaves it out does not say the downstream
+// dropped it (a listing may come in pages). The gateway
 // reads every tools/list answer to check it, as [Options.FilterToolsList]
 // does (which also hides the tools a caller's roles do not allow), and
 // every other answer too: a downstream could answer a tools/list on its
@@ -75,6 +81,10 @@ type Pins struct {
 	// another spelling's. nOff counts its names.
 	off  map[string]map[string]string
 	nOff int
+	// held holds the keys of a pin under which a name not pinned itself
+	// was withheld: no listing of that name can show a pin, so the key
+	// stays refused, even when off could not keep the name.
+	held map[string]bool
 }
 
 // InstructionsPin is the name under which [Pins] hold the server's
@@ -89,22 +99,32 @@ const InstructionsPin = "#instructions"
 // names them, and a tool past the bound is withheld (TOOL_NOT_PINNED).
 const maxPins = 10000
 
+// maxPinName bounds, in bytes, the name of a tool that a trust-on-first-use
+// set pins, and of one whose change [Pins] remember: the downstream
+// chooses the names, as long as a listing holds (64 MiB), and 10,000 names
+// of a megabyte would be kept. The specification asks for at most 128
+// characters.
+const maxPinName = 1024
+
 // TrustOnFirstUse returns pins that approve the definition of each tool
 // when a listing first shows it, and hold every later listing of the tool
 // to that definition, for the life of the gateway (restart it to approve
 // a change). A call of a tool no listing has shown yet is not refused:
 // nothing is known of it to compare. At most 10,000 tools are pinned; a
-// further tool is withheld. A tool is known by every spelling the policy
-// takes for its name ([policy.NameKey]): a listing that shows an approved
-// tool under another spelling ("REFUND" or "re\u00adfund", with a soft
-// hyphen, once "refund" is approved) is held to the approved
-// definition, and so withheld (TOOL_CHANGED, the definition names the
-// tool), not approved as a new tool's; a downstream that lists two tools
-// whose names differ only so gets the first one listed approved. As the
-// other spelling's listing cannot show the approved definition, calls of
-// the tool by any spelling are then refused until the gateway restarts.
+// further tool is withheld, and so is a tool whose name is longer than
+// 1024 bytes: their calls are refused (TOOL_NOT_PINNED). A tool is known
+// by every spelling the policy takes for its name ([policy.NameKey]): a
+// listing that shows an approved tool under another spelling ("REFUND" or
+// "re\u00adfund", with a soft hyphen, once "refund" is approved) is held
+// to the approved definition, and so withheld (TOOL_CHANGED, the
+// definition names the tool), not approved as a new tool's; a downstream
+// that lists two tools whose names differ only so gets the first one
+// listed approved. As the other spelling's listing cannot show the
+// approved definition, calls of the tool by any spelling are then refused
+// until the gateway restarts.
 func TrustOnFirstUse() *Pins {
-	return &Pins{pin: map[string]string{}, keys: map[string]string{}, off: map[string]map[string]string{}}
+	return &Pins{pin: map[string]string{}, keys: map[string]string{},
+		off: map[string]map[string]string{}, held: map[string]bool{}}
 }
 
 // ParsePins returns the fixed set of pins in data, a JSON object from tool
@@ -135,7 +155,8 @@ func ParsePins(data []byte) (*Pins, error) {
 	for name := range m {
 		keys[policy.NameKey(name)] = name
 	}
-	return &Pins{fixed: true, pin: m, keys: keys, off: map[string]map[string]string{}}, nil
+	return &Pins{fixed: true, pin: m, keys: keys,
+		off: map[string]map[string]string{}, held: map[string]bool{}}, nil
 }
 
 // isDigest reports whether s is 64 lowercase hex digits.
@@ -193,7 +214,8 @@ func (v pinVerdict) contract() string {
 // digest d. first is true when the verdict is news: the first listing of
 // a definition other than the pin since name last matched (a listing of
 // it is then recorded once, not at every listing; past maxPins names
-// withheld, at every listing). pinned is the digest approved, "" if none.
+// withheld, or for a name longer than maxPinName, at every listing).
+// pinned is the digest approved, "" if none.
 // With trust on first use, a name not pinned itself but another spelling
 // of a pinned one ([policy.NameKey]) is judged against that one's pin.
 func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) {
@@ -205,7 +227,7 @@ func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) 
 		pinned, ok = p.pin[other], true
 	}
 	switch {
-	case !ok && !p.fixed && len(p.pin) < maxPins:
+	case !ok && !p.fixed && len(p.pin) < maxPins && len(name) <= maxPinName:
 		p.pin[name] = d
 		p.keys[key] = name
 		return pinOK, false, d
@@ -225,6 +247,12 @@ func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) 
 	default:
 		v = pinChanged
 	}
+	_, own := p.pin[name]
+	if !own && p.keys[key] != "" {
+		// Another spelling of a pinned name: its listing cannot show the
+		// pin, so the key is refused for good.
+		p.held[key] = true
+	}
 	names, off := p.off[key]
 	if prev, seen := names[name]; seen {
 		if prev != d {
@@ -232,10 +260,10 @@ func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) 
 		}
 		return v, prev != d, pinned
 	}
-	// A name past the bound is recorded at every listing, but a pinned
-	// name, and a key with a pin, are always held off: their calls are
-	// refused.
-	if _, own := p.pin[name]; own || p.nOff < maxPins || !off && p.keys[key] != "" {
+	// A name past the bound, or a long one, is recorded at every listing,
+	// but a pinned name is always held off (and a key with a pin, by
+	// held): their calls are refused.
+	if own || p.nOff < maxPins && len(name) <= maxPinName {
 		if !off {
 			names = map[string]string{}
 			p.off[key] = names
@@ -250,8 +278,11 @@ func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) 
 // it through. A tool is refused, under every spelling the policy takes
 // for its name ([policy.NameKey]), while the last listing of any of those
 // spellings was withheld; and a tool without a pin where none can be
-// made: with a fixed set, or a trust-on-first-use set that is full; and
-// [InstructionsPin], whose pin is the instructions'.
+// made: with a fixed set, or a trust-on-first-use set that is full or
+// whose bound on names (maxPinName) the name exceeds; and
+// [InstructionsPin], whose pin is the instructions'. As a spelling not
+// pinned itself cannot show a pin's definition, a key refused for one
+// stays refused.
 func (p *Pins) callable(name string) pinVerdict {
 	if name == InstructionsPin {
 		// The pin of the instructions is no tool's: it approves no call.
@@ -259,15 +290,16 @@ func (p *Pins) callable(name string) pinVerdict {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.off) > 0 {
-		if _, off := p.off[policy.NameKey(name)]; off {
-			if _, ok := p.pin[name]; ok || !p.fixed && p.keys[policy.NameKey(name)] != "" {
+	if len(p.off) > 0 || len(p.held) > 0 {
+		key := policy.NameKey(name)
+		if _, off := p.off[key]; off || p.held[key] {
+			if _, ok := p.pin[name]; ok || !p.fixed && p.keys[key] != "" {
 				return pinChanged
 			}
 			return pinNotPinned
 		}
 	}
-	if _, ok := p.pin[name]; !ok && (p.fixed || len(p.pin) >= maxPins) {
+	if _, ok := p.pin[name]; !ok && (p.fixed || len(p.pin) >= maxPins || len(name) > maxPinName) {
 		return pinNotPinned
 	}
 	return pinOK
