@@ -119,8 +119,9 @@
 //     the gateway set or checked. The gateway sets [HeaderSubject],
 //     [HeaderRole] and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
 //     Authorization header is not forwarded, nor is Expect (the gateway has
-//     read the whole body), Accept-Encoding is sent as identity, and the
-//     downstream gets its own Host.
+//     read the whole body), nor are Origin and Sec-Fetch-Site (the gateway
+//     judged them: see Web pages), Accept-Encoding is sent as identity,
+//     and the downstream gets its own Host.
 //     Mcp-Session-Id and Mcp-Protocol-Version pass through.
 //   - Header values are read once: spaces and tabs around a value (which
 //     RFC 9110 excludes from it; an HTTP/2 client can send them) are
@@ -181,7 +182,10 @@
 // name (DNS rebinding; see Options.DisableLocalhostProtection), is refused
 // with -32001 and 403 before its token is read. A listed origin gets CORS
 // (a preflight answered without a token, its answers readable by its
-// pages).
+// pages). The gateway sends its downstream neither Origin nor
+// Sec-Fetch-Site, as it sends it its own Host: a downstream that checks
+// them, as the MCP transport asks servers to, would refuse every page the
+// gateway lets through.
 //
 // # Fail closed
 //

@@ -139,7 +139,12 @@ func hasOuterSpace(v string) bool {
 // header the gateway checked, or set, under its real name. The client's
 // Accept-Encoding is replaced by identity: the gateway reads answers (with
 // Pins or FilterToolsList) as they come, and without the header a
-// downstream may choose any coding (RFC 9110 §12.5.3).
+// downstream may choose any coding (RFC 9110 §12.5.3). Nor are Origin and
+// Sec-Fetch-Site: the gateway judged them (see [Gateway.checkOrigin]), as it
+// judged the Host it does not send, and a downstream that checks them (the
+// MCP transport asks servers to; http.CrossOriginProtection, which the
+// go-sdk recommends, reads both) would refuse every page the gateway let
+// through, which comes from another origin than the downstream's own.
 func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Header {
 	listed := connectionListed(in)
 	out := make(http.Header, len(in)+3)
@@ -147,7 +152,8 @@ func outboundHeader(in http.Header, pr *policy.Principal, cid string) http.Heade
 		switch {
 		case isHopByHop(k), listed[k], isGatewayHeader(k), strings.IndexByte(k, '_') >= 0,
 			k == "Authorization", k == "Accept-Encoding", k == "Content-Length", k == "Host", k == "Expect",
-			k == "Forwarded", k == "X-Forwarded-For", k == "X-Forwarded-Host", k == "X-Forwarded-Proto":
+			k == "Forwarded", k == "X-Forwarded-For", k == "X-Forwarded-Host", k == "X-Forwarded-Proto",
+			k == "Origin", k == "Sec-Fetch-Site":
 			continue
 		}
 		out[k] = v

@@ -173,9 +173,11 @@ type Options struct {
 	// Access-Control-Allow-Origin (replacing any CORS header of the
 	// downstream's) and exposes Mcp-Session-Id, Mcp-Protocol-Version,
 	// WWW-Authenticate and Retry-After; credentials are the Authorization
-	// header, never cookies, so no Access-Control-Allow-Credentials.
-	// Requests without an Origin (clients that are not browsers) are not
-	// affected. Nil means the request's own origin only.
+	// header, never cookies, so no Access-Control-Allow-Credentials. The
+	// downstream is sent neither Origin nor Sec-Fetch-Site, which the
+	// gateway judged: a downstream that checks them would refuse every
+	// page let through. Requests without an Origin (clients that are not
+	// browsers) are not affected. Nil means the request's own origin only.
 	AllowedOrigins []string
 	// DisableLocalhostProtection turns off the gateway's DNS rebinding
 	// protection, which, as the go-sdk's StreamableHTTPHandler does,
