@@ -36,7 +36,8 @@ import (
 // [Limit] or [Confirm]) answered by passing that same call on to a
 // DryRunAware handler with a dry-run context goes on to the handler; the
 // dry-run context of another call (an aware handler that passes a dry run
-// of another write on to its chain) does not count.
+// of another write on to its chain, or its own request on to another
+// chain with an Audit middleware of its own) does not count.
 //
 // It takes the settings of opts that a Guard's intent records use (ArgsKey,
 // SessionKey, Now, Logger, RequestIDHeader, the RecordArgs of Tools, which

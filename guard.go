@@ -170,8 +170,10 @@ type Options struct {
 	DryRun bool
 	// Tools holds per-tool settings keyed by tool name. A call of a name
 	// that equals a tool's only under case folding, and so has its rule
-	// (see policy.Resolve), also gets that tool's DryRun and Cost (the
-	// larger cost of the two); its other settings are the name's own.
+	// (see policy.Resolve), also gets that tool's DryRun, and costs the
+	// larger of the two costs, the name's and the tool's (each that of
+	// its Cost function, or else of its rule; the name's rule is the
+	// combined one); its other settings are the name's own.
 	Tools map[string]ToolOptions
 	// ProtocolErrors reports denials as JSON-RPC errors instead of tool
 	// error results. TOOL_NOT_FOUND is always a JSON-RPC error, identical to
@@ -316,13 +318,7 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	// The settings are the guard's own: a caller that changes its Options
 	// later (while calls read them) changes nothing here.
 	g.opts.ArgsKey = slices.Clone(g.opts.ArgsKey)
-	if g.opts.Tools != nil {
-		g.opts.Tools = maps.Clone(g.opts.Tools)
-		for name, o := range g.opts.Tools {
-			o.RecordArgs = slices.Clone(o.RecordArgs)
-			g.opts.Tools[name] = o
-		}
-	}
+	g.opts.Tools = cloneTools(g.opts.Tools)
 	if v := g.opts.Validation; v != nil {
 		vo := *v
 		g.opts.Validation = &vo
@@ -448,4 +444,19 @@ func (g *Guard) forgetAdded(k weak.Pointer[mcp.Server]) {
 	g.instMu.Lock()
 	defer g.instMu.Unlock()
 	delete(g.added, k)
+}
+
+// cloneTools returns a copy of tools whose RecordArgs are copies too (nil
+// for nil), so that a caller that changes its Options later changes
+// nothing for a guard or step made with them.
+func cloneTools(tools map[string]ToolOptions) map[string]ToolOptions {
+	if tools == nil {
+		return nil
+	}
+	out := maps.Clone(tools)
+	for name, o := range out {
+		o.RecordArgs = slices.Clone(o.RecordArgs)
+		out[name] = o
+	}
+	return out
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -229,7 +228,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 	if now == nil {
 		now = time.Now
 	}
-	tools, sessionKey := maps.Clone(o.Tools), o.SessionKey
+	tools, sessionKey := cloneTools(o.Tools), o.SessionKey
 	ids := new(corrid.Source)
 	ids.Init()
 	return func(next mcp.ToolHandler) mcp.ToolHandler {

@@ -621,40 +621,59 @@ func wireError(err error) *jsonrpc.Error {
 // of Options.Tools for its name. A name that equals a tool rule's only
 // under case folding has that rule, combined with the default rule (see
 // policy.Resolve): a server that matches names leniently runs that tool
-// under it. So it also gets that tool's options where they protect: a dry
-// run when either asks for one, and the larger of their Cost functions'
-// costs (either failing fails it). The rest, DryRunAware above all (at a
-// server that does not match names leniently the name is another tool,
-// whose handler may not know of dry runs), are the name's own.
+// under it, one that does not runs another tool, which the default rule
+// governs. So it also gets that tool's options where they protect: a dry
+// run when either asks for one, and, when either has a Cost function, the
+// larger of the two tools' costs, each its Cost function's or else its
+// rule's (the name's: the combined rule's, at least the default's). Either
+// function failing, or giving a cost that is not a finite number at least
+// zero, fails it. The rest, DryRunAware above all (the other tool's
+// handler may not know of dry runs), are the name's own.
 func (g *Guard) toolOptions(c *call) ToolOptions {
 	o := g.opts.Tools[c.name]
 	n := c.rule.Name
 	if n == "" || n == c.name {
 		return o
 	}
-	t, ok := g.opts.Tools[n]
-	if !ok {
-		return o
-	}
+	t := g.opts.Tools[n]
 	o.DryRun = o.DryRun || t.DryRun
-	switch own := o.Cost; {
-	case t.Cost == nil:
-	case own == nil:
-		o.Cost = t.Cost
-	default:
-		o.Cost = func(args map[string]any) (float64, error) {
-			a, err := own(args)
-			if err != nil {
-				return 0, err
-			}
-			b, err := t.Cost(args)
-			if err != nil {
-				return 0, err
-			}
-			return max(a, b), nil
+	if o.Cost == nil && t.Cost == nil {
+		return o // the combined rule's cost, the larger of the two
+	}
+	own, theirs := o.Cost, t.Cost
+	if own == nil {
+		own = fixedCost(c.rule.Cost)
+	}
+	if theirs == nil {
+		var cost float64
+		if r, ok := g.pol.Resolve(n); ok { // the tool's own rule
+			cost = r.Cost
 		}
+		theirs = fixedCost(cost)
+	}
+	o.Cost = func(args map[string]any) (float64, error) {
+		a, err := own(args)
+		if err == nil {
+			err = limiter.CheckCost(a) // max would hide a negative one
+		}
+		if err != nil {
+			return 0, err
+		}
+		b, err := theirs(args)
+		if err == nil {
+			err = limiter.CheckCost(b)
+		}
+		if err != nil {
+			return 0, err
+		}
+		return max(a, b), nil
 	}
 	return o
+}
+
+// fixedCost returns a Cost function that costs cost.
+func fixedCost(cost float64) func(map[string]any) (float64, error) {
+	return func(map[string]any) (float64, error) { return cost, nil }
 }
 
 // isDryRun reports whether c, whose rule is known, is a dry run: a write

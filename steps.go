@@ -346,25 +346,34 @@ func (g *Guard) answerDryRun(ctx context.Context, req *mcp.CallToolRequest, c *c
 	return next(awareContext(ctx, req), req)
 }
 
-// answeredKey is the context key of the request whose dry run a step
-// answered by passing it on to a DryRunAware handler.
+// answeredKey is the context key of the call whose dry run a step
+// answered by passing it on to a DryRunAware handler (an answered).
 type answeredKey struct{}
+
+// answered is a call whose dry run a step answered: its request, and the
+// call of the Audit middleware around the step (nil without one).
+type answered struct {
+	req *mcp.CallToolRequest
+	ac  *call
+}
 
 // awareContext returns ctx marked as a dry run ([dryrun.NewContext]) for
 // the DryRunAware handler of req's call, and as that call's: a [WriteAhead]
 // inside passes req on (see dryRunAnswered).
 func awareContext(ctx context.Context, req *mcp.CallToolRequest) context.Context {
-	return context.WithValue(dryrun.NewContext(ctx), answeredKey{}, req)
+	return context.WithValue(dryrun.NewContext(ctx), answeredKey{}, answered{req, auditCall(ctx, req)})
 }
 
 // dryRunAnswered reports whether a step outside answered the dry run of
 // ctx's call of req by passing req on with a dry-run context (see
-// awareContext). The dry-run context of another call does not count: an
-// aware handler that passes a dry run of another write on to that write's
-// chain (a dispatcher) has not answered it.
+// awareContext), within the same Audit middleware (as refundAdmissions
+// tells a call's Limit steps). The dry-run context of another call does
+// not count: an aware handler that passes a dry run of another write on
+// to that write's chain (a dispatcher), or its own request on to another
+// guarded chain with an Audit of its own (a router), has not answered it.
 func dryRunAnswered(ctx context.Context, req *mcp.CallToolRequest) bool {
-	r, _ := ctx.Value(answeredKey{}).(*mcp.CallToolRequest)
-	return r == req && dryrun.FromContext(ctx)
+	a, _ := ctx.Value(answeredKey{}).(answered)
+	return a.req == req && a.ac == auditCall(ctx, req) && dryrun.FromContext(ctx)
 }
 
 // stepGuard returns the guard that runs a stand-alone step: the caller
