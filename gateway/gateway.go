@@ -104,8 +104,9 @@ type Options struct {
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. args reads the call's top-level numeric
-	// arguments strictly (a duplicated field reads as absent), from a copy
-	// of its own: Cost may keep it and read it after it returned.
+	// arguments strictly (two argument names equal under case folding, each
+	// cut at a NUL, make every field read as absent), from a copy of its
+	// own: Cost may keep it and read it after it returned.
 	Cost func(tool string, args policy.Args) float64
 	// Audit, if non-nil, receives one outcome event for every tools/call
 	// decision, denials included, and a durable intent event before a write
