@@ -55,7 +55,12 @@
 //     answer is read for at most Timeout after the client was last seen:
 //     one that never ends is cut as on a timeout. A call not yet sent when
 //     its client goes (the rest of a batch) is not sent, and is given back
-//     its limiter charge. A GET stream ends with its client.
+//     its limiter charge. A GET stream ends with its client. So a client
+//     that resumes a POST's event stream (Last-Event-ID) while the gateway
+//     still reads it is refused by a go-sdk downstream (409 Conflict: the
+//     stream has a reader) until that read ends, with the answer or at
+//     most Timeout after the client went; it may resume then, the events
+//     it missed replayed from the downstream's event store.
 //   - A client that stops reading its answer counts as gone: a write to
 //     it that has not completed within Timeout (written in pieces of at
 //     most 32 KiB, so a client that reads slowly is not cut) breaks its
