@@ -44,7 +44,11 @@ type Options struct {
 	// client reads it (compressed, or an event stream in another charset
 	// than UTF-8), becomes an upstream error (502) instead of being relayed
 	// unfiltered. False (the default) relays tools/list unchanged. (A
-	// redirect is never relayed.)
+	// redirect is never relayed.) It reads the answers to tools/list
+	// requests: a listing a downstream sends elsewhere (on a GET stream,
+	// or, at a downstream that accepts a request id in flight twice, in
+	// the stream of another request the client gave the same id) is
+	// filtered only when Pins are set too, which read every answer.
 	FilterToolsList bool
 	// Pins, when not nil, holds every tools/list answer to the tool
 	// definitions approved ([Pins]): a tool listed with another definition
