@@ -36,11 +36,16 @@ type config struct {
 	Tools             map[string]toolConfig `yaml:"tools"`
 }
 
-// rateLimit is the per-session budget: both refill over Window.
+// rateLimit is the per-session budget and, when set, the per-user one: all
+// refill over Window. The per-session caps bound a session, which the
+// client names (X-Session-Id) or opens (/mcp) at will; the per-user caps
+// bound a caller across all its sessions. Nil means no per-user cap.
 type rateLimit struct {
-	CallsPerMin    int     `yaml:"calls_per_min"`
-	CostPerSession float64 `yaml:"cost_per_session"`
-	WindowSeconds  float64 `yaml:"window_seconds"`
+	CallsPerMin    int      `yaml:"calls_per_min"`
+	CostPerSession float64  `yaml:"cost_per_session"`
+	CallsPerUser   *int     `yaml:"calls_per_user"`
+	CostPerUser    *float64 `yaml:"cost_per_user"`
+	WindowSeconds  float64  `yaml:"window_seconds"`
 }
 
 // toolConfig is the registry entry of one tool. ReadOnly is a pointer so
@@ -120,16 +125,19 @@ func parseConfig(name string, data []byte) (*config, error) {
 // zero value: whether writes are simulated (false would make allowlisting
 // a write enough to run it for real) and what each tool costs (0 would
 // take it off the spend cap). A key that is missing or null (~, null, no
-// value) decodes to nil here.
+// value) decodes to nil here. The per-user caps may be left out, but not
+// written null, which would read as no cap.
 type stated struct {
-	DryRun *bool `yaml:"dry_run"`
-	Tools  map[string]struct {
+	DryRun    *bool          `yaml:"dry_run"`
+	RateLimit map[string]any `yaml:"rate_limit"`
+	Tools     map[string]struct {
 		CostUnits *float64 `yaml:"cost_units"`
 	} `yaml:"tools"`
 }
 
 // checkStated refuses a configuration, already decoded strictly, that
-// leaves dry_run or a tool's cost_units out or null.
+// leaves dry_run or a tool's cost_units out or null, or a per-user cap
+// null.
 func checkStated(data []byte) error {
 	var s stated
 	if err := yaml.Unmarshal(data, &s); err != nil { // decoded above: cannot fail
@@ -137,6 +145,11 @@ func checkStated(data []byte) error {
 	}
 	if s.DryRun == nil {
 		return errors.New("dry_run is required (true: write tools simulate; false: allowlisted writes run for real)")
+	}
+	for _, k := range []string{"calls_per_user", "cost_per_user"} {
+		if v, ok := s.RateLimit[k]; ok && v == nil {
+			return fmt.Errorf("rate_limit.%s is null: give a number, or leave the key out for no per-user cap", k)
+		}
 	}
 	names := make([]string, 0, len(s.Tools))
 	for n := range s.Tools {
@@ -190,12 +203,12 @@ func checkNodes(n *yaml.Node, path []string) error {
 }
 
 // checkNumber checks v, the value at path, when path is one of the
-// numbers of server.yaml: calls_per_min must be an integer, and no number
-// may be an integer with a leading zero.
+// numbers of server.yaml: calls_per_min and calls_per_user must be
+// integers, and no number may be an integer with a leading zero.
 func checkNumber(path []string, v *yaml.Node) error {
 	name := strings.Join(path, ".")
 	switch {
-	case len(path) == 2 && path[0] == "rate_limit" && (path[1] == "calls_per_min" || path[1] == "cost_per_session" || path[1] == "window_seconds"):
+	case len(path) == 2 && path[0] == "rate_limit" && slices.Contains([]string{"calls_per_min", "cost_per_session", "calls_per_user", "cost_per_user", "window_seconds"}, path[1]):
 	case len(path) == 3 && path[0] == "tools" && path[2] == "cost_units":
 	default:
 		return nil
@@ -203,8 +216,8 @@ func checkNumber(path []string, v *yaml.Node) error {
 	if v.Kind == yaml.AliasNode && v.Alias != nil {
 		v = v.Alias
 	}
-	if name == "rate_limit.calls_per_min" && (v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int") {
-		return fmt.Errorf("line %d: rate_limit.calls_per_min must be a whole number, not %q", v.Line, v.Value)
+	if (name == "rate_limit.calls_per_min" || name == "rate_limit.calls_per_user") && (v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int") {
+		return fmt.Errorf("line %d: %s must be a whole number, not %q", v.Line, name, v.Value)
 	}
 	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!int" {
 		if digits, ok := leadingZero(v.Value); ok {
@@ -236,6 +249,12 @@ func (c *config) check() error {
 	}
 	if !(r.CostPerSession > 0) || math.IsInf(r.CostPerSession, 0) {
 		return errors.New("rate_limit.cost_per_session must be a positive number")
+	}
+	if r.CallsPerUser != nil && *r.CallsPerUser < 1 {
+		return errors.New("rate_limit.calls_per_user must be at least 1 (leave it out for no per-user cap)")
+	}
+	if r.CostPerUser != nil && (!(*r.CostPerUser > 0) || math.IsInf(*r.CostPerUser, 0)) {
+		return errors.New("rate_limit.cost_per_user must be a positive number (leave it out for no per-user cap)")
 	}
 	if w := r.window(); w < limiter.MinWindow || w > limiter.MaxWindow || math.IsNaN(r.WindowSeconds) {
 		return errors.New("rate_limit.window_seconds must be between 0.001 and 50 years")
@@ -326,13 +345,22 @@ func (c *config) policyConfig() policy.Config {
 }
 
 // limits maps rate_limit onto the limiter: per session, calls and cost
-// units per window.
+// units per window, and per user (the authenticated subject, across all
+// its sessions) those of them that are set.
 func (c *config) limits() []limiter.Limit {
-	w := c.RateLimit.window()
-	return []limiter.Limit{
-		{Kind: limiter.Rate, Scope: limiter.Session, Max: float64(c.RateLimit.CallsPerMin), Window: w},
-		{Kind: limiter.Spend, Scope: limiter.Session, Max: c.RateLimit.CostPerSession, Window: w},
+	r := c.RateLimit
+	w := r.window()
+	ls := []limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.Session, Max: float64(r.CallsPerMin), Window: w},
+		{Kind: limiter.Spend, Scope: limiter.Session, Max: r.CostPerSession, Window: w},
 	}
+	if r.CallsPerUser != nil {
+		ls = append(ls, limiter.Limit{Kind: limiter.Rate, Scope: limiter.User, Max: float64(*r.CallsPerUser), Window: w})
+	}
+	if r.CostPerUser != nil {
+		ls = append(ls, limiter.Limit{Kind: limiter.Spend, Scope: limiter.User, Max: *r.CostPerUser, Window: w})
+	}
+	return ls
 }
 
 // checkRegistry is the start-up cross-check of the tools in code against

@@ -42,6 +42,8 @@ func TestShippedConfigMapsOntoPolicyAndLimiter(t *testing.T) {
 	wantLimits := []limiter.Limit{
 		{Kind: limiter.Rate, Scope: limiter.Session, Max: 5, Window: time.Minute},
 		{Kind: limiter.Spend, Scope: limiter.Session, Max: 10, Window: time.Minute},
+		{Kind: limiter.Rate, Scope: limiter.User, Max: 30, Window: time.Minute},
+		{Kind: limiter.Spend, Scope: limiter.User, Max: 60, Window: time.Minute},
 	}
 	if diff := cmp.Diff(wantLimits, c.limits()); diff != "" {
 		t.Errorf("limits (-want +got):\n%s", diff)
@@ -58,8 +60,8 @@ func TestConfigIsParsedStrictly(t *testing.T) {
 		yaml string
 		want []string // substrings of the error
 	}{
-		{"unknown_top_level_key", string(base) + "dryrun: false\n", []string{"line 22", "dryrun"}},
-		{"unknown_tool_key", strings.Replace(string(base), "    cost_units: 1\n", "    cost_units: 1\n    readonly: true\n", 1), []string{"line 13", "readonly"}},
+		{"unknown_top_level_key", string(base) + "dryrun: false\n", []string{"line 24", "dryrun"}},
+		{"unknown_tool_key", strings.Replace(string(base), "    cost_units: 1\n", "    cost_units: 1\n    readonly: true\n", 1), []string{"line 15", "readonly"}},
 		{"unknown_rate_key", strings.Replace(string(base), "  window_seconds: 60", "  window_seconds: 60\n  burst: 3", 1), []string{"line 9", "burst"}},
 		{"wrong_type", strings.Replace(string(base), "calls_per_min: 5", "calls_per_min: five", 1), []string{"line 6"}},
 		{"missing_read_only", strings.Replace(string(base), "    read_only: true\n", "", 1), []string{"tools.search_docs.read_only is required"}},
@@ -72,7 +74,7 @@ func TestConfigIsParsedStrictly(t *testing.T) {
 		{"empty", "", []string{"empty configuration"}},
 		// A key given twice is refused, not read as its last value: a
 		// second dry_run: false at the end would turn dry-run off.
-		{"duplicate_top_level_key", string(base) + "dry_run: false\n", []string{"line 22", `"dry_run" already defined`}},
+		{"duplicate_top_level_key", string(base) + "dry_run: false\n", []string{"line 24", `"dry_run" already defined`}},
 		{"duplicate_tool", strings.Replace(string(base), "  list_tools:\n", "  search_docs:\n    read_only: false\n    cost_units: 0\n  list_tools:\n", 1), []string{`"search_docs" already defined`}},
 	}
 	for _, tt := range tests {

@@ -39,7 +39,7 @@ func TestReview15ConfigRefusesWhatItWouldMisread(t *testing.T) {
 		{"null_key_top", r("dry_run: true", "~: false\ndry_run: true"), []string{"line 3", "null key"}},
 		{"null_word_key", r("dry_run: true", "null: false\ndry_run: true"), []string{"line 3", "null key"}},
 		{"null_key_rate_limit", r("  calls_per_min: 5", "  ~: 1\n  calls_per_min: 5"), []string{"line 6", "null key"}},
-		{"null_key_tools", r("  list_tools:\n", "  ~:\n    read_only: false\n  list_tools:\n"), []string{"line 18", "null key"}},
+		{"null_key_tools", r("  list_tools:\n", "  ~:\n    read_only: false\n  list_tools:\n"), []string{"line 20", "null key"}},
 		{"huge_file", b + "# " + strings.Repeat("x", maxConfigSize) + "\n", []string{"larger than 1 MiB"}},
 	}
 	for _, tt := range tests {

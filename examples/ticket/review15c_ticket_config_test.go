@@ -40,8 +40,8 @@ func TestReview15cConfigLeadingZeroNumbers(t *testing.T) {
 		{"calls_octal_signed", r("calls_per_min: 5 ", "calls_per_min: +060 "), []string{"line 6", "leading zero"}},
 		{"cost_per_session_octal", r("cost_per_session: 10 ", "cost_per_session: 010 "), []string{"line 7", "rate_limit.cost_per_session", "leading zero"}},
 		{"window_octal", r("window_seconds: 60 ", "window_seconds: 060 "), []string{"line 8", "rate_limit.window_seconds", "leading zero"}},
-		{"cost_units_octal", r("    cost_units: 5\n", "    cost_units: 010\n"), []string{"line 16", "tools.create_ticket.cost_units", "leading zero"}},
-		{"cost_units_octal_alias", alias, []string{"line 12", "tools.search_docs.cost_units", "leading zero"}},
+		{"cost_units_octal", r("    cost_units: 5\n", "    cost_units: 010\n"), []string{"line 18", "tools.create_ticket.cost_units", "leading zero"}},
+		{"cost_units_octal_alias", alias, []string{"line 14", "tools.search_docs.cost_units", "leading zero"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
