@@ -94,8 +94,9 @@
 //
 // A JSONL --audit file is reopened on SIGHUP: once a log rotator has
 // renamed it, records go to a new file at the path (logrotate:
-// postrotate "kill -HUP <pid>"; copytruncate is not needed). Otherwise
-// SIGHUP is logged and ignored.
+// postrotate "kill -HUP <pid>"; copytruncate is not needed). Otherwise,
+// and during the start before the --audit sink is open, SIGHUP is logged
+// and ignored.
 //
 // A mistake in the flags (a value out of range or malformed, a --path no
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
@@ -348,6 +349,12 @@ func run(logger *slog.Logger) (runErr error) {
 	// records written so far are flushed, and the exit status is 0.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP, which a log rotator or a service manager's reload may send at
+	// any time, is logged and ignored until the --audit sink takes it over
+	// (and without --audit, to the end): its default action would end the
+	// start.
+	hup := hangup.Reopen(logger, "", nil)
+	defer hup()
 	stopped := func() error {
 		logger.Info("stopped by a signal before serving")
 		return nil
@@ -383,6 +390,7 @@ func run(logger *slog.Logger) (runErr error) {
 		if err != nil {
 			return fmt.Errorf("--audit: %w", err)
 		}
+		hup() // the sink's own handler takes SIGHUP from here
 		defer func() {
 			// The buffered records are written now: a failure loses them.
 			if err := closeSink(); err != nil {
@@ -390,8 +398,6 @@ func run(logger *slog.Logger) (runErr error) {
 			}
 		}()
 		opts.Audit = sink
-	} else {
-		defer hangup.Reopen(logger, "", nil)() // SIGHUP does not end the gateway
 	}
 	g, err := gateway.New(*upstream, auth, opts)
 	if err != nil {

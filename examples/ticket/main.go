@@ -3,7 +3,8 @@
 // write, allowlist-gated, dry-run by default) and list_tools (read-only,
 // the whole registry with each tool's class and whether it is enabled),
 // behind one guard that authenticates every call as the real caller,
-// enforces the write allowlist, caps calls and cost per session, and
+// enforces the write allowlist, caps calls and cost per session (and per
+// user, when server.yaml sets calls_per_user or cost_per_user), and
 // audits every decision to a JSONL file and an SQLite (or PostgreSQL)
 // database.
 //
@@ -27,9 +28,10 @@
 // argument hashes (serve-http, serve-stdio and demo; tools records
 // nothing and ignores it); without it each process uses a random key.
 //
-// The per-session budgets live in the process's memory unless --redis
-// names a Redis: then every server on that Redis shares them (a REST
-// session's calls count together on every replica, and across restarts),
+// The budgets, per session and per user, live in the process's memory
+// unless --redis names a Redis: then every server on that Redis shares
+// them (a REST session's calls, and a user's, count together on every
+// replica, and across restarts),
 // and a Redis that cannot decide refuses the call (RATE_LIMIT_EXCEEDED,
 // retry in 1 s). The audit_log table is <audit-dir>/audit.db (SQLite)
 // unless --audit-postgres names a PostgreSQL database; audit.jsonl stays
@@ -111,7 +113,7 @@ commands:
 
 serve-http takes --host 127.0.0.1 and --port 8000 (a non-loopback --host
 only with --allow-remote). serve-http and serve-stdio also take --audit-dir
-DIR, --redis HOST:PORT (per-session budgets shared on Redis) and
+DIR, --redis HOST:PORT (per-session and per-user budgets shared on Redis) and
 --audit-postgres URL (audit_log in PostgreSQL); demo takes --audit-dir and
 --audit-postgres.
 
@@ -179,7 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd == "serve-http" || cmd == "serve-stdio" {
 		fs.StringVar(&auditDir, "audit-dir", auditDir, "directory for audit.jsonl and audit.db")
-		fs.StringVar(&redisAddr, "redis", "", "keep the per-session budgets on this Redis (host:port), shared by every server on it (default: in memory)")
+		fs.StringVar(&redisAddr, "redis", "", "keep the per-session and per-user budgets on this Redis (host:port), shared by every server on it (default: in memory)")
 		fs.StringVar(&pgURL, "audit-postgres", "", "write the audit_log table to this PostgreSQL database (postgres://...) instead of audit.db")
 	}
 	if err := fs.Parse(rest); err != nil {
