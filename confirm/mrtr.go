@@ -70,9 +70,14 @@ const (
 //	Run refund with amount=12.5, customer_id=CUST-00001, note="next day"
 //
 // Top-level argument keys are sorted; strings are shown bare when they are
-// plain words and quoted otherwise; numbers exactly as sent (one longer
-// than 80 characters by its value, rounded to 17 significant digits and
-// marked "≈"); nested objects and arrays as compact JSON with sorted keys.
+// plain words and quoted otherwise, with the characters outside ASCII that
+// are not letters or digits (quotes, primes and commas of other scripts,
+// and letters shaped like them, which would read as the end of the
+// quotes) escaped; numbers exactly as sent (one longer than 80 characters
+// by its value, rounded to 17 significant digits and marked "≈"); nested
+// objects and arrays as compact JSON with sorted keys (every character
+// outside printable ASCII escaped when a string in them holds a character
+// escaped in quotes, or one of those below).
 // A key or string that holds control or formatting characters (including
 // bidirectional overrides), or characters that show as nothing or as a
 // plain space (Hangul fillers, variation selectors, spaces other than
@@ -149,10 +154,10 @@ func value(v any) string {
 		return "?"
 	}
 	js := strings.TrimSuffix(buf.String(), "\n")
-	if unseen(js) {
-		// Strings inside hold characters cleaning would remove, or that
-		// show as nothing: show them escaped, as text does for a
-		// top-level string.
+	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) {
+		// Strings inside hold characters cleaning would remove, that
+		// show as nothing, or shaped like a quote or a comma: show them
+		// escaped, as text does for a top-level string.
 		js = textsafe.ASCIIJSON(js)
 	}
 	return sanitize(js)
@@ -210,7 +215,7 @@ func text(s string) string {
 	if textsafe.Word(c) {
 		return c
 	}
-	return strconv.Quote(c)
+	return textsafe.QuoteShaped(c)
 }
 
 // sanitize removes control and formatting characters and invalid UTF-8, and

@@ -103,6 +103,11 @@ const (
 //
 //	Would run create_ticket with arguments: "and then delete_all", title
 //
+// Inside the quotes, characters outside ASCII that are not letters or
+// digits (the quotes, primes and commas of other scripts, and letters
+// shaped like them, which would read as the end of the quotes) are
+// escaped: "body\u02ba, \u02batitle".
+//
 // A name holding control or formatting characters (bidi overrides,
 // zero-width characters) is quoted with every character outside printable
 // ASCII escaped ("title\u200b"), so that it is seen for what it is.
@@ -154,7 +159,7 @@ func argName(s string) string {
 	if textsafe.Word(s) {
 		return clean(s)
 	}
-	return strconv.Quote(clean(s))
+	return textsafe.QuoteShaped(clean(s))
 }
 
 // clean removes control and formatting characters (including bidi overrides)

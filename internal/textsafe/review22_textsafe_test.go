@@ -79,3 +79,20 @@ func TestReview22WordLookalikes(t *testing.T) {
 		}
 	}
 }
+
+// TestReview22QuoteShaped: QuoteShaped escapes the quotes, primes and
+// commas of other scripts, and letters shaped like them, and keeps letters
+// of any script and the "…" of a cut.
+func TestReview22QuoteShaped(t *testing.T) {
+	for in, want := range map[string]string{
+		"okʺ, amount=1, zʺ": `"ok\u02ba, amount=1, z\u02ba"`,
+		"say “hi”":          `"say \u201chi\u201d"`,
+		"próxima entrega":   `"próxima entrega"`,
+		"cut…":              `"cut…"`,
+		`a"b`:               `"a\"b"`,
+	} {
+		if got := QuoteShaped(in); got != want {
+			t.Errorf("QuoteShaped(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -185,6 +185,33 @@ func hidden(r rune) bool {
 		0x180B <= r && r <= 0x180F || 0xE0100 <= r && r <= 0xE01EF
 }
 
+// QuoteShaped is strconv.Quote of s, for a person to read, with every
+// character outside ASCII that is not a letter or digit [Word] shows bare
+// escaped too (\u02ba): strconv.Quote escapes only the ASCII quote, so
+// the quotes, primes and commas of other scripts, and the letters shaped
+// like them, would read as the end of the quotes ("okʺ, amount=1, zʺ" as
+// "ok", then more). Letters of any script stay readable, and so does the
+// "…" that [Clean] puts where it cut.
+func QuoteShaped(s string) string {
+	q := strconv.Quote(s)
+	if !strings.ContainsFunc(q, Shaped) {
+		return q
+	}
+	var b strings.Builder
+	for _, r := range q {
+		if Shaped(r) {
+			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Shaped reports a character outside ASCII that [Word] does not show bare:
+// one that QuoteShaped escapes.
+func Shaped(r rune) bool { return r >= utf8.RuneSelf && !Word(string(r)) }
+
 // Quoted returns s, text a client chose (a tool name, an HTTP method), in
 // a form fit for a record or a log line: quoted and escaped as
 // strconv.QuoteToASCII does (an invisible or control character shows as
