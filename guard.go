@@ -170,10 +170,10 @@ type Options struct {
 	DryRun bool
 	// Tools holds per-tool settings keyed by tool name. A call of a name
 	// that equals a tool's only under case folding, and so has its rule
-	// (see policy.Resolve), also gets that tool's DryRun, and costs the
-	// larger of the two costs, the name's and the tool's (each that of
-	// its Cost function, or else of its rule; the name's rule is the
-	// combined one); its other settings are the name's own.
+	// (see [policy.Policy.Resolve]), also gets that tool's DryRun, and
+	// costs the larger of the two costs, the name's and the tool's (each
+	// that of its Cost function, or else of its rule; the name's rule is
+	// the combined one); its other settings are the name's own.
 	Tools map[string]ToolOptions
 	// ProtocolErrors reports denials as JSON-RPC errors instead of tool
 	// error results. TOOL_NOT_FOUND is always a JSON-RPC error, identical to

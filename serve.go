@@ -620,9 +620,9 @@ func wireError(err error) *jsonrpc.Error {
 // toolOptions returns the options of c's tool, whose rule is known: those
 // of Options.Tools for its name. A name that equals a tool rule's only
 // under case folding has that rule, combined with the default rule (see
-// policy.Resolve): a server that matches names leniently runs that tool
-// under it, one that does not runs another tool, which the default rule
-// governs. So it also gets that tool's options where they protect: a dry
+// policy.Policy.Resolve): a server that matches names leniently runs that
+// tool under it, one that does not runs another tool, which the default
+// rule governs. So it also gets that tool's options where they protect: a dry
 // run when either asks for one, and, when either has a Cost function, the
 // larger of the two tools' costs, each its Cost function's or else its
 // rule's (the name's: the combined rule's, at least the default's). Either

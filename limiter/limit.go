@@ -80,12 +80,13 @@ const MaxWindow = 50 * 365 * 24 * time.Hour
 // Rate and Spend limits are enforced with GCRA (the generic cell rate
 // algorithm, equivalent to a token bucket): a bucket holds at most Max units
 // and refills continuously at Max units per Window. A call taking n units is
-// allowed when the bucket holds at least n units, and then takes them. So
+// allowed when the bucket holds at least n units, and then takes them; a
+// call of more than Max units is never allowed, however long it waits. So
 // after a quiet period up to Max units pass at once, and over any interval of
 // length d at most Max + Max*d/Window units pass; there is no window edge at
 // which 2*Max can pass in an instant, as with fixed windows. A call that
-// cannot be allowed is told exactly how long to wait until enough units have
-// refilled. Time resolution is one nanosecond in memory and one microsecond
+// cannot be allowed yet is told exactly how long to wait until enough units
+// have refilled. Time resolution is one nanosecond in memory and one microsecond
 // on Redis; the time a call takes from a bucket (Window*n/Max) is rounded
 // down to it, so a burst of exactly Max units always fits, but never to
 // zero: a call with a positive cost takes at least one tick, so a limit

@@ -165,7 +165,11 @@ type Batch struct {
 	Abandon bool
 	// Lease identifies the in-flight slots of one decision, or one refund;
 	// unique within the [Limiter] that made it. A store shared by several
-	// processes makes it unique across them.
+	// processes makes it unique across them. Zero is no lease: the
+	// [MemoryStore] counts such slots, and the Redis store refuses a
+	// reservation or release with a Concurrency check (not a Peek) and no
+	// Lease. The Limiter gives a Lease to every reservation that takes a
+	// slot.
 	Lease uint64
 	// Checks are the limits that apply to the call.
 	Checks []Check

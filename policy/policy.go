@@ -141,7 +141,9 @@ type Config struct {
 	RoleRules []RoleRule
 	// WriteAllowlist names the write tools that may run. Empty means no write
 	// tool runs: writes are off by default. A lone "*" allows every write
-	// tool; any other entry is an exact tool name.
+	// tool; any other entry is an exact tool name. A name that equals a
+	// write tool rule's name only under folding runs only when that
+	// rule's name is listed too (see [Policy.Authorize]).
 	WriteAllowlist []string
 	// Default, if non-nil, is the rule for tools without their own rule
 	// (useful in a gateway in front of a server whose tools are not known in
@@ -589,6 +591,8 @@ func (p *Policy) Visible(pr *Principal, tool string) bool {
 }
 
 // WriteAllowed reports whether tool is on the write allowlist.
+// [Policy.Authorize] asks more of a name that equals a write tool rule's
+// name only under folding: that rule's name must be on the allowlist too.
 func (p *Policy) WriteAllowed(tool string) bool {
 	return p.allWrites || p.writes[tool]
 }
