@@ -107,13 +107,17 @@ func Word(s string) bool {
 // lookalike reports a letter or digit shaped like punctuation: a modifier
 // letter (Lm: the quotes, primes and commas ʺ ʼ ˮ ˏ ꓹ among them), a click
 // letter (ǀ ǁ ǂ ǃ, the last an exclamation mark), the saltillo (Ꞌ ꞌ, an
-// apostrophe), or an Arabic-Indic zero (٠ ۰, a dot).
+// apostrophe), an Arabic-Indic zero (٠ ۰, a dot), the Yiddish double yod
+// (ײ, the gershayim's " shape), the Canadian syllabics finals ᐥ and ᐦ (a
+// double acute, two short vertical strokes: ") and the apostrophes ᑊ and ᛌ
+// (the West-Cree P, the runic short-twig-sol).
 func lookalike(r rune) bool {
 	if r < 0x01C0 {
 		return false
 	}
 	switch {
-	case 0x01C0 <= r && r <= 0x01C3, r == 0xA78B, r == 0xA78C, r == 0x0660, r == 0x06F0:
+	case 0x01C0 <= r && r <= 0x01C3, r == 0xA78B, r == 0xA78C, r == 0x0660, r == 0x06F0,
+		r == 0x05F2, r == 0x1425, r == 0x1426, r == 0x144A, r == 0x16CC:
 		return true
 	}
 	return unicode.Is(unicode.Lm, r)
@@ -190,8 +194,11 @@ func hidden(r rune) bool {
 // escaped too (\u02ba): strconv.Quote escapes only the ASCII quote, so
 // the quotes, primes and commas of other scripts, and the letters shaped
 // like them, would read as the end of the quotes ("okʺ, amount=1, zʺ" as
-// "ok", then more). Letters of any script stay readable, and so does the
-// "…" that [Clean] puts where it cut.
+// "ok", then more). Letters and digits of any script stay readable, and
+// so does the "…" that [Clean] puts where it cut; combining marks (an
+// accent written apart, the vowel signs of Indic scripts) are escaped.
+// The lookalikes are a list, not a proof: right-to-left letters beside
+// punctuation may still be reordered on screen.
 func QuoteShaped(s string) string {
 	q := strconv.Quote(s)
 	if !strings.ContainsFunc(q, Shaped) {
