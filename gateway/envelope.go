@@ -107,7 +107,8 @@ func parseMessage(raw []byte, m *message) {
 		k := knownKey(key, envelopeKeys[:])
 		if k < 0 {
 			if foldsToKnown(cutNUL(key), envelopeKeys[:]) {
-				return errInvalidRequest("ambiguous member name " + strconv.Quote(string(key)))
+				// Shown cut: anything may follow a NUL.
+				return errInvalidRequest("ambiguous member name " + quoted(string(key)))
 			}
 			return nil
 		}
@@ -200,7 +201,7 @@ func parseMessage(raw []byte, m *message) {
 		k := knownKey(key, paramsKeys[:])
 		if k < 0 {
 			if foldsToKnown(cutNUL(key), paramsKeys[:]) {
-				return errInvalidParams("ambiguous parameter name " + strconv.Quote(string(key)))
+				return errInvalidParams("ambiguous parameter name " + quoted(string(key)))
 			}
 			return nil
 		}
