@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/mcpguard/mcpguard/policy"
@@ -45,6 +46,33 @@ func TestReview22NULKeys(t *testing.T) {
 	} {
 		if got := rg.post(t, viewer, body); got.status != http.StatusOK {
 			t.Errorf("%s: status %d %s, want 200", body, got.status, got.body)
+		}
+	}
+}
+
+// TestReview22NULKeysInAnswers: an answer whose result (or tools) is named
+// a second time with a NUL after the name reads, to a client that cuts
+// names at a NUL and takes the first (cJSON), as that first member, which
+// the filter never judged. Such an answer is not relayed as it is.
+func TestReview22NULKeysInAnswers(t *testing.T) {
+	hidden := `{"name":"admin_reset_key","inputSchema":{"type":"object"}}`
+	shown := `{"name":"get_customer_record","inputSchema":{"type":"object"}}`
+	for _, answer := range []string{
+		`{"jsonrpc":"2.0","id":1,"result\u0000":{"tools":[` + hidden + `]},"result":{"tools":[` + shown + `]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools\u0000x":[` + hidden + `],"tools":[` + shown + `]}}`,
+	} {
+		down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(answer))
+		}))
+		g, err := New(down.URL+"/mcp", DemoTokens(), &Options{FilterToolsList: true, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rg := &rig{url: newServer(t, g).URL}
+		got := rg.post(t, viewer, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if strings.Contains(got.body, "admin_reset_key") {
+			t.Errorf("answer %s: relayed to the viewer as %d %s", answer, got.status, got.body)
 		}
 	}
 }
