@@ -437,7 +437,7 @@ func confirmRefusal(tool string) *rpcError {
 // the pins do not approve (see [Pins]).
 func pinRefusal(v pinVerdict, tool string) *rpcError {
 	shown := shortName(tool)
-	msg := "Tool definition changed: tool '" + shown + "' was listed with another definition than the one approved; its calls are refused until the approved one is listed again"
+	msg := "Tool definition changed: tool '" + shown + "', or another spelling of its name, was listed with another definition than the one approved; its calls are refused until the approved one is listed again (after another spelling was listed, until the gateway restarts)"
 	if v == pinNotPinned {
 		msg = "Tool not approved: tool '" + shown + "' has no approved definition"
 	}

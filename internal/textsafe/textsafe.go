@@ -195,8 +195,11 @@ func hidden(r rune) bool {
 // the quotes, primes and commas of other scripts, and the letters shaped
 // like them, would read as the end of the quotes ("okʺ, amount=1, zʺ" as
 // "ok", then more). Letters and digits of any script stay readable, and
-// so does the "…" that [Clean] puts where it cut; combining marks (an
-// accent written apart, the vowel signs of Indic scripts) are escaped.
+// so does the "…" that [Clean] puts where it cut; but the letters Word
+// takes for punctuation (see lookalike) are escaped, every modifier letter
+// (Lm) among them (the Japanese long-vowel mark ー and the iteration marks
+// 々 and ๆ too), and so are combining marks (an accent written apart, the
+// vowel signs of Indic scripts).
 // The lookalikes are a list, not a proof: right-to-left letters beside
 // punctuation may still be reordered on screen.
 func QuoteShaped(s string) string {
