@@ -106,7 +106,7 @@ func parseMessage(raw []byte, m *message) {
 	bad := forEachField(raw, func(key, val []byte) *rpcError {
 		k := knownKey(key, envelopeKeys[:])
 		if k < 0 {
-			if foldsToKnown(cutNUL(key), envelopeKeys[:]) {
+			if foldsToKnown(key, envelopeKeys[:]) {
 				// Shown cut: anything may follow a NUL.
 				return errInvalidRequest("ambiguous member name " + quoted(string(key)))
 			}
@@ -200,7 +200,7 @@ func parseMessage(raw []byte, m *message) {
 	bad = forEachField(params, func(key, val []byte) *rpcError {
 		k := knownKey(key, paramsKeys[:])
 		if k < 0 {
-			if foldsToKnown(cutNUL(key), paramsKeys[:]) {
+			if foldsToKnown(key, paramsKeys[:]) {
 				return errInvalidParams("ambiguous parameter name " + quoted(string(key)))
 			}
 			return nil
@@ -275,8 +275,10 @@ func cutNUL(key []byte) []byte {
 	return key
 }
 
-// foldsToKnown reports whether key equals one of names ignoring case.
+// foldsToKnown reports whether key, cut at its first NUL (see cutNUL),
+// equals one of names ignoring case.
 func foldsToKnown(key []byte, names []string) bool {
+	key = cutNUL(key)
 	for _, n := range names {
 		if bytes.EqualFold(key, []byte(n)) {
 			return true

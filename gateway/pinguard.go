@@ -58,7 +58,7 @@ func carriesTools(msg []byte) bool {
 				found = true
 			case string(k) == "result" && v[0] == '{':
 				forEachField(v, func(k, _ []byte) *rpcError {
-					found = found || foldsToKnown(cutNUL(k), listingKeys[:])
+					found = found || foldsToKnown(k, listingKeys[:])
 					return nil
 				})
 			}

@@ -122,7 +122,8 @@ func FuzzReview22EnvelopeKeys(f *testing.F) {
 }
 
 // newFuzzRig is newRig for a fuzz target: one gateway and downstream for all
-// the inputs of a worker.
+// the inputs of a worker, its logs discarded (newRig keeps them in memory,
+// which a million inputs would fill).
 func newFuzzRig(tb testing.TB) *rig {
 	d := &downstream{}
 	dsrv := httptest.NewServer(d)
