@@ -73,11 +73,13 @@ const (
 // plain words and quoted otherwise, with the characters outside ASCII that
 // are not letters or digits (quotes, primes and commas of other scripts,
 // and letters shaped like them, which would read as the end of the
-// quotes) escaped; numbers exactly as sent (one longer than 80 characters
-// by its value, rounded to 17 significant digits and marked "≈"); nested
-// objects and arrays as compact JSON with sorted keys (every character
-// outside printable ASCII escaped when a string in them holds a character
-// escaped in quotes, or one of those below).
+// quotes) escaped, and so are two or more apostrophes or backticks in a
+// row (a double quote's shape); numbers exactly as sent (one longer than
+// 80 characters by its value, rounded to 17 significant digits and marked
+// "≈"); nested objects and arrays as compact JSON with sorted keys
+// (apostrophes in a row escaped, and every character outside printable
+// ASCII when a string in them holds a character escaped in quotes, or one
+// of those below).
 // A key or string that holds control or formatting characters (including
 // bidirectional overrides), or characters that show as nothing or as a
 // plain space (Hangul fillers, variation selectors, spaces other than
@@ -135,8 +137,9 @@ func Describe(tool string, args json.RawMessage) string {
 func value(v any) string {
 	switch x := v.(type) {
 	case string:
-		if literal(x) {
-			// Quoted, or it would read as the number or literal it spells.
+		if literal(x) && !unseen(x) {
+			// Quoted, or it would read as the number or literal it spells
+			// ("1\t" is quoted by text with its tab escaped).
 			return strconv.Quote(sanitize(x))
 		}
 		return text(x)
@@ -160,7 +163,8 @@ func value(v any) string {
 		// escaped, as text does for a top-level string.
 		js = textsafe.ASCIIJSON(js)
 	}
-	return sanitize(js)
+	// Two apostrophes in a row read as a quote: escaped too.
+	return sanitize(textsafe.QuotePairs(js))
 }
 
 // literal reports whether s, shown bare, would read as a JSON literal or
@@ -207,9 +211,10 @@ func unseen(s string) bool {
 // cut when long. When it holds characters that cleaning would remove or
 // that show as nothing (see unseen), it is quoted with everything but
 // printable ASCII escaped, so that two different texts never read the same.
+// Either way apostrophes in a row (which read as a quote) are escaped.
 func text(s string) string {
 	if unseen(s) {
-		return sanitize(strconv.QuoteToASCII(s))
+		return sanitize(textsafe.QuotePairs(strconv.QuoteToASCII(s)))
 	}
 	c := sanitize(s) // cut when long
 	if textsafe.Word(c) {

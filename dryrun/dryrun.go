@@ -111,6 +111,8 @@ const (
 // A name holding control or formatting characters (bidi overrides,
 // zero-width characters) is quoted with every character outside printable
 // ASCII escaped ("title\u200b"), so that it is seen for what it is.
+// Either way two or more apostrophes or backticks in a row, which read as
+// a double quote, are escaped: "body\u0027\u0027, \u0027\u0027title".
 // Values are never included, so secrets in arguments cannot leak into
 // a dry-run result. Arguments that are empty, null or not a JSON object are
 // described without names.
@@ -150,11 +152,12 @@ func Summary(tool string, args json.RawMessage) string {
 // word, else quoted, so that no name reads as a separator, as more names
 // or as more of the sentence; one holding characters [clean] drops is
 // quoted with every character outside printable ASCII escaped, so that it
-// shows what it holds. Either way it is cut to about maxNameRunes runes.
+// shows what it holds. Either way apostrophes in a row are escaped
+// ([textsafe.QuotePairs]) and it is cut to about maxNameRunes runes.
 func argName(s string) string {
 	if !textsafe.Plain(s) {
 		cut, _ := textsafe.CutBytes(s, 4*maxNameRunes)
-		return clean(strconv.QuoteToASCII(cut))
+		return clean(textsafe.QuotePairs(strconv.QuoteToASCII(cut)))
 	}
 	if textsafe.Word(s) {
 		return clean(s)

@@ -200,10 +200,14 @@ func hidden(r rune) bool {
 // (Lm) among them (the Japanese long-vowel mark ー and the iteration marks
 // 々 and ๆ too), and so are combining marks (an accent written apart, the
 // vowel signs of Indic scripts).
-// The lookalikes are a list, not a proof: right-to-left letters beside
-// punctuation may still be reordered on screen.
+// Two or more ASCII apostrophes or backticks in a row, which read as a
+// double quote, are escaped as [QuotePairs] does; one alone (don't) is
+// not. The lookalikes are a list, not a proof: right-to-left letters
+// beside punctuation may still be reordered on screen, and two Hebrew
+// yods (יי), which Hebrew spells with, are shown as they are, though
+// they look like the double yod ײ.
 func QuoteShaped(s string) string {
-	q := strconv.Quote(s)
+	q := QuotePairs(strconv.Quote(s))
 	if !strings.ContainsFunc(q, Shaped) {
 		return q
 	}
@@ -214,6 +218,39 @@ func QuoteShaped(s string) string {
 			continue
 		}
 		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// QuotePairs returns s, quoted text (Go's or JSON's), with every ASCII
+// apostrophe and backtick that stands beside another of them escaped
+// (\u0027, \u0060): two in a row read as a double quote (Unicode's
+// confusables.txt gives two apostrophes as the skeleton of "), so ok and
+// two of them, then ", amount=1", would read as "ok", then more. Both
+// escapes mean the same character to a Go or JSON reader, and in JSON
+// text the two occur only in strings.
+func QuotePairs(s string) string {
+	tick := func(i int) bool { return i >= 0 && i < len(s) && (s[i] == '\'' || s[i] == '`') }
+	first := -1
+	for i := 0; i < len(s)-1 && first < 0; i++ {
+		if tick(i) && tick(i+1) {
+			first = i
+		}
+	}
+	if first < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:first])
+	for i := first; i < len(s); i++ {
+		switch {
+		case !tick(i) || !tick(i-1) && !tick(i+1):
+			b.WriteByte(s[i])
+		case s[i] == '\'':
+			b.WriteString(`\u0027`)
+		default:
+			b.WriteString(`\u0060`)
+		}
 	}
 	return b.String()
 }
