@@ -644,10 +644,12 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // matches escapes, and uritemplate.Match decodes them). To such a caller, resources/list omits it; resources/read,
 // resources/subscribe and a subscriptions/listen that names it are
 // answered with the go-sdk's own not-found error for its URI
-// (mcp.ResourceNotFoundError; a listen's for the first such URI it names),
-// whether a resource or a template serves it, and its handlers do not hear
-// of the request; a resources/updated notification for it does not reach
-// the session. (A subscription to a server without a SubscribeHandler,
+// (mcp.ResourceNotFoundError), whether a resource or a template serves it,
+// and its handlers do not hear of the request (a listen's first such URI
+// is answered so once the SubscribeHandler took the URIs it names before
+// it: its refusal of one of those is the answer, as the go-sdk's for a
+// listen of URIs it lacks); a resources/updated notification for it does
+// not reach the session. (A subscription to a server without a SubscribeHandler,
 // which refuses every one alike, is passed on.) So that these answers look
 // like those for a URI the server does not have, a SubscribeHandler, and a
 // template's handler, answer such a URI with mcp.ResourceNotFoundError, as

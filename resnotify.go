@@ -19,9 +19,14 @@ import (
 // sendingResources passes notifications/resources/updated on only to a
 // session whose caller may see the resource (see updateFor), and
 // notifications/resources/list_changed only to one whose caller may see a
-// change (see resourcesChanged). below answers the listings they make.
+// change (see resourcesChanged). below answers the listings they make. The
+// acknowledgement of a listen the guard made itself (refuseListen) is not
+// sent.
 func (g *Guard) sendingResources(next, below mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if probeAcked(ctx, method) {
+			return nil, nil
+		}
 		switch method {
 		case "notifications/resources/updated":
 			if !g.updateFor(ctx, req, below) {

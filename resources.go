@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync/atomic"
 
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -240,9 +241,9 @@ func (g *Guard) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest
 // listenResources wraps the handler that [Guard.listen] passes an
 // authenticated subscriptions/listen to (the caller's Identity is in its
 // context): a listen that names a UI resource its caller may not see is
-// refused with the go-sdk's error for a resource it does not have (the
-// first such one named), and a listen for resources/list_changed gives its
-// session a view, against which a change is told.
+// refused as if the server did not have the first such one named (see
+// refuseListen), and a listen for resources/list_changed gives its session
+// a view, against which a change is told.
 func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		r, ok := req.(*mcp.SubscriptionsListenRequest)
@@ -259,9 +260,9 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			sight := g.sight(id.Principal, links)
-			for _, uri := range n.ResourceSubscriptions {
+			for i, uri := range n.ResourceSubscriptions {
 				if subs && sight.hides(uri) {
-					return nil, mcp.ResourceNotFoundError(uri)
+					return nil, refuseListen(ctx, method, r, next, i)
 				}
 			}
 			if n.ResourcesListChanged {
@@ -272,6 +273,58 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// refuseListen answers r, a subscriptions/listen whose i-th resource is a
+// UI resource its caller may not see, as the server would answer if it did
+// not have that resource. The go-sdk subscribes a listen's resources in
+// order and answers the first refusal of its SubscribeHandler, so the URIs
+// before the i-th are passed on first (through next, in a listen of their
+// own whose acknowledgement is not sent: see [Guard.sendingResources]),
+// and a refusal of one of them is the answer; else it is the go-sdk's
+// not-found error for the i-th. (Answered at once for the i-th, a listen
+// naming an absent URI and then a hidden one told the hidden one apart.)
+func refuseListen(ctx context.Context, method string, r *mcp.SubscriptionsListenRequest, next mcp.MethodHandler, i int) error {
+	uris := r.Params.Notifications.ResourceSubscriptions
+	if i > 0 {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		p := &listenProbe{cancel: cancel}
+		params := *r.Params
+		params.Notifications = &mcp.NotificationSubscriptions{ResourceSubscriptions: slices.Clone(uris[:i])}
+		before := *r
+		before.Params = &params
+		if _, err := next(context.WithValue(ctx, listenProbeKey{}, p), method, &before); err != nil && !p.acked.Load() {
+			return err
+		}
+	}
+	return mcp.ResourceNotFoundError(uris[i])
+}
+
+// A listenProbe is the go-sdk's run of the part of a subscriptions/listen
+// before a resource its caller may not see (refuseListen): its
+// acknowledgement, which says that the go-sdk took every one of those
+// subscriptions, is not sent but ends the run.
+type listenProbe struct {
+	cancel context.CancelFunc
+	acked  atomic.Bool
+}
+
+type listenProbeKey struct{}
+
+// probeAcked reports whether a notification sent with ctx is the
+// acknowledgement of a listenProbe's listen, and if so ends the probe.
+func probeAcked(ctx context.Context, method string) bool {
+	if method != "notifications/subscriptions/acknowledged" {
+		return false
+	}
+	p, _ := ctx.Value(listenProbeKey{}).(*listenProbe)
+	if p == nil {
+		return false
+	}
+	p.acked.Store(true)
+	p.cancel()
+	return true
 }
 
 // unsendable returns the refusal of res, the result of a resources/read or
