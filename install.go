@@ -668,7 +668,12 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // resources/unsubscribe, completions and prompts are not filtered (no tool
 // names a prompt): a CompletionHandler that completes a template's
 // argument finds the caller's Identity in its context, and should offer
-// no value that names a UI resource the caller may not see.
+// no value that names a UI resource the caller may not see. A method the
+// server added with mcp.AddReceivingCustomMethod is served so too: to
+// authenticated callers only, its handler finding the caller's Identity in
+// its context, with no role check or audit record of the guard's (the
+// handler decides). Only the go-sdk's initialize, ping, logging/setLevel,
+// server/discover and notifications are passed on unauthenticated.
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the
@@ -819,10 +824,27 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			*mcp.ListResourceTemplatesRequest, *mcp.UnsubscribeRequest:
 			return g.asCaller(ctx, method, req, next)
 		}
+		if !housekeeping(method) {
+			// A method the server added (mcp.AddReceivingCustomMethod).
+			return g.asCaller(ctx, method, req, next)
+		}
 		res, err := next(ctx, method, req)
 		g.res.learn(res) // initialize and server/discover tell whether the server takes subscriptions
 		return res, err
 	}
+}
+
+// housekeeping reports whether method is one of the go-sdk's own that a
+// session makes whoever its caller: initialize, ping, logging/setLevel,
+// server/discover and notifications. The guard passes these on as they
+// come; every other method that reaches it is the server's own
+// (mcp.AddReceivingCustomMethod), or a standard one the guard handles.
+func housekeeping(method string) bool {
+	switch method {
+	case "initialize", "ping", "logging/setLevel", "server/discover":
+		return true
+	}
+	return strings.HasPrefix(method, "notifications/")
 }
 
 // errToolGone says that the server no longer has the tool the registry
