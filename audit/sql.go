@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"strconv"
 	"strings"
@@ -44,10 +45,10 @@ const SchemaVersion = 5
 // SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
 type SQLOptions struct {
 	// BatchSize is the most rows one transaction of the background writer
-	// commits: on PostgreSQL in one multi-row INSERT, at most 1024 rows
-	// (zero: 256); on SQLite in INSERTs of at most 32 rows (8 through a
-	// driver other than modernc.org/sqlite), at most 65536 rows (zero:
-	// 32768).
+	// commits: on PostgreSQL in multi-row INSERTs of power-of-two sizes (a
+	// batch of 300 rows: 256, 32, 8 and 4), at most 1024 rows (zero: 256);
+	// on SQLite in INSERTs of at most 32 rows (8 through a driver other
+	// than modernc.org/sqlite), at most 65536 rows (zero: 32768).
 	//
 	// On SQLite the writer takes at most 1024 queued rows at a time and
 	// inserts them into its open transaction; it commits when nothing more
@@ -232,8 +233,16 @@ func sqliteURIPath(path string) string {
 // write transactions. A new database file is created with mode 0600 (its
 // journal files take the same mode), as the JSONL sink's file is: an audit
 // trail is not for every user of the machine to read.
+//
+// The path ":memory:" (or "", a temporary one on disk) opens a database
+// private to the returned *sql.DB, gone once it is closed. SQLite gives
+// each connection such a database of its own, so the pool holds one
+// connection, kept open: with a second one, the sink would insert into a
+// database without its table, or a query would read another, empty one.
+// Do not change its limits.
 func OpenSQLite(path string) (*sql.DB, error) {
-	if path != "" && path != ":memory:" {
+	private := path == "" || path == ":memory:"
+	if !private {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
 			err = f.Close()
@@ -248,6 +257,12 @@ func OpenSQLite(path string) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
+	}
+	if private {
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
 	}
 	if err := db.Ping(); err != nil {
 		db.Close()
@@ -1020,21 +1035,28 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
 		s.noNative.Store(true) // another driver: use database/sql from now on
 	}
 	rows := *pr
+	// The statements first, by log2 of their rows: preparing one takes a
+	// connection of db's pool, whose only one (db.SetMaxOpenConns(1)) the
+	// transaction would hold (and a WriteDurable preparing its own holds
+	// stmtMu while it waits for one): the writer would wait for itself.
+	var stmts [11]*sql.Stmt // perStmt is at most 1024 rows
+	for left := len(rows); left > 0; {
+		n := s.stmtRows(left)
+		st, err := s.stmt(ctx, n)
+		if err != nil {
+			return err
+		}
+		stmts[bits.Len(uint(n))-1] = st
+		left -= n
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	for len(rows) > 0 {
-		// Chunks of power-of-two sizes keep the set of prepared statements small.
-		n := 1
-		for n*2 <= len(rows) && n*2 <= s.perStmt {
-			n *= 2
-		}
-		st, err := s.stmt(ctx, n)
-		if err != nil {
-			return err
-		}
+		n := s.stmtRows(len(rows))
+		st := stmts[bits.Len(uint(n))-1]
 		args = args[:0]
 		for i := range rows[:n] {
 			args = rows[i].appendArgs(args, s.d)
@@ -1050,6 +1072,17 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
 		return fmt.Errorf("%w: %w", errCommitUnknown, err)
 	}
 	return nil
+}
+
+// stmtRows returns the rows of the next INSERT of insertBatch when left
+// rows remain: chunks of power-of-two sizes keep the set of prepared
+// statements small.
+func (s *SQLSink) stmtRows(left int) int {
+	n := 1
+	for n*2 <= left && n*2 <= s.perStmt {
+		n *= 2
+	}
+	return n
 }
 
 // errCommitUnknown is the error of a COMMIT that failed: it may have
