@@ -14,7 +14,10 @@
 //     processes) at standard error, so a stray print lands in the log;
 //   - it does the same for standard input: the transport reads a private
 //     copy and descriptor 0 reads /dev/null, so a handler that reads
-//     os.Stdin gets end of file instead of stealing protocol bytes;
+//     os.Stdin gets end of file instead of stealing protocol bytes (where
+//     descriptors are redirected, a read of the copy that would block,
+//     when another process sharing the input made it non-blocking, is
+//     waited out, not taken for the end of input);
 //   - it hands the server only the input lines that the go-sdk takes as a
 //     JSON-RPC message: the SDK ends the session at the first line it
 //     cannot decode, dropping the answers in flight. Any other line (not

@@ -23,6 +23,6 @@ func isolate(stdin, stdout, stderr, null *os.File, std bool) (in, out *os.File, 
 	return stdin, stdout, nil
 }
 
-// wouldBlock reports whether err is a write's EAGAIN; the fallback does
-// not wait out any error (Windows has none such).
+// wouldBlock reports whether err is a read's or a write's EAGAIN; the
+// fallback does not wait out any error (Windows has none such).
 func wouldBlock(error) bool { return false }

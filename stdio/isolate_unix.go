@@ -72,6 +72,7 @@ func dupCloexec(fd int) (int, error) {
 	return nfd, nil
 }
 
-// wouldBlock reports whether err is a write's EAGAIN: the descriptor was
-// made non-blocking (by another process sharing it) and is full.
+// wouldBlock reports whether err is a read's or a write's EAGAIN: the
+// descriptor was made non-blocking (by another process sharing it) and is
+// empty, or full.
 func wouldBlock(err error) bool { return errors.Is(err, syscall.EAGAIN) }

@@ -201,7 +201,10 @@ func (r *reader) pump() {
 		case <-r.s.closed:
 			return
 		}
-		n, err := r.r.Read(buf)
+		n, closed, err := r.read(buf)
+		if closed {
+			return
+		}
 		select {
 		case r.chunks <- chunk{buf[:n], err}:
 		case <-r.s.closed:
@@ -210,6 +213,34 @@ func (r *reader) pump() {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// read reads into buf as a read of a blocking descriptor does: a read that
+// would block (EAGAIN: the input's descriptor, blocking when Isolate took
+// it and so outside the runtime's poller, made non-blocking since by
+// another process that shares it) is no end of input, and is tried again
+// after a pause (from 1ms, doubling up to maxWouldBlockPause) until input
+// comes or the read fails otherwise; closed reports that Close ended the
+// wait.
+func (r *reader) read(buf []byte) (n int, closed bool, err error) {
+	pause := time.Millisecond
+	for {
+		n, err = r.r.Read(buf)
+		if !wouldBlock(err) {
+			return n, false, err
+		}
+		if n > 0 {
+			return n, false, nil
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-r.s.closed:
+			t.Stop()
+			return 0, true, nil
+		}
+		pause = min(2*pause, maxWouldBlockPause)
 	}
 }
 

@@ -81,7 +81,10 @@ type Options struct {
 // terminal, as is usual: the read ends when the client writes or closes
 // its end. Until then, or until the process exits, that goroutine and the
 // input's copy stay, as the go-sdk's own stdio transport leaves its
-// reading goroutine.)
+// reading goroutine.) Where descriptors are redirected, a read that would
+// block (another process sharing the input made it non-blocking) is no end
+// of input: the transport waits it out, as a blocking input waits for the
+// client to write.
 // At end of input the transport waits (up to Options.DrainTimeout) for the
 // answers to requests already read, then reports end of file; it does the
 // same when Options.Stop is closed, refusing (-32004) the requests it reads
