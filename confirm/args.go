@@ -17,9 +17,11 @@ import (
 // numbers kept exactly as written (so 12.5 and 12.50 differ), and strings
 // re-encoded without HTML escaping. Empty arguments (nothing, or JSON
 // whitespace only) hash as null. It returns an error for invalid JSON,
-// trailing data, or an object that names a member twice, or two members
-// whose names differ only in letter case (Unicode simple folding, as
-// encoding/json matches struct fields): parsers disagree on which
+// trailing data, text that is not valid UTF-8 or escapes a lone UTF-16
+// surrogate (decoding makes either U+FFFD, so arguments a downstream reads
+// apart would hash alike), or an object that names a member twice, or two
+// members whose names differ only in letter case (Unicode simple folding,
+// as encoding/json matches struct fields): parsers disagree on which
 // occurrence wins, so the canonical form would bind the hash to arguments
 // a downstream may read otherwise.
 func ArgsSHA256(args json.RawMessage) (string, error) {

@@ -68,8 +68,14 @@ func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Tim
 	if !expires.After(now) {
 		return false, nil
 	}
-	ttl := expires.Sub(now) + Grace
-	ms := (ttl + time.Millisecond - 1) / time.Millisecond
+	// Summed in whole milliseconds (rounded up): Sub saturates at about
+	// 292 years (a TTL of math.MaxInt64), and adding Grace to that in
+	// nanoseconds would overflow into a negative PX, which Redis refuses.
+	d := expires.Sub(now)
+	ms := d/time.Millisecond + Grace/time.Millisecond
+	if d%time.Millisecond != 0 {
+		ms++
+	}
 	key, token := s.prefix+nonce, rand.Text()
 	v, err := s.do(ctx, "EVAL", consumeScript, 1, key, token, strconv.FormatInt(int64(ms), 10))
 	n, ok := v.(int64)
