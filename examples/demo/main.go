@@ -8,19 +8,23 @@
 // Flags: -audit PATH keeps the SQLite audit database at PATH (default: a
 // temporary file, removed at exit); a kept database collects every run,
 // a run stopped early (below) with the record of each call it made, and
-// the demo prints the records of its own run. An empty -audit, and any
-// other argument, is refused (exit status 2). SIGHUP is logged to stderr
-// and ignored, as by the other example binaries. Ctrl-C (SIGINT) or
-// SIGTERM stops the walkthrough, removes the temporary database, and exits
-// with status 128 plus the signal's number (130, 143); a second one ends
-// the demo at once. An output closed early (go run ./examples/demo | head) stops it
-// the same way, silently, with status 141 (128 plus SIGPIPE's number);
-// another failure to write the output, with status 1.
+// the demo prints the records of its own run, those of its sessions
+// (session_id "demo-", 12 random hexadecimal digits of the run, "-" and
+// the session's number), also while another run writes to the same
+// database. An empty -audit, and any other argument, is refused (exit
+// status 2). SIGHUP is logged to stderr and ignored, as by the other
+// example binaries. Ctrl-C (SIGINT) or SIGTERM stops the walkthrough,
+// removes the temporary database, and exits with status 128 plus the
+// signal's number (130, 143); a second one ends the demo at once. An
+// output closed early (go run ./examples/demo | head) stops it the same
+// way, silently, with status 141 (128 plus SIGPIPE's number); another
+// failure to write the output, with status 1.
 package main
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -182,8 +186,14 @@ func run(auditPath string, out io.Writer) error {
 // walk runs the walkthrough, printing to out, until it ends or ctx is
 // done: then it stops, cleans up and returns ctx's error.
 func walk(ctx context.Context, auditPath string, out io.Writer) error {
-	// A kept database (-audit) holds earlier runs too: list this run's.
+	// A kept database (-audit) holds other runs too, earlier ones and
+	// any running at the same time: list this run's, those of its
+	// sessions (see sessionTransport).
 	start := time.Now()
+	rid, err := runID()
+	if err != nil {
+		return err
+	}
 	if auditPath == "" {
 		dir, err := os.MkdirTemp("", "mcpguard-demo-")
 		if err != nil {
@@ -313,7 +323,7 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 
 	connect := func(token string, approve bool) (*mcp.ClientSession, error) {
 		ct, st := mcp.NewInMemoryTransports()
-		ss, err := server.Connect(ctx, st, nil)
+		ss, err := server.Connect(ctx, sessionTransport{st, fmt.Sprintf("%s-%d", rid, len(servers)+1)}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -403,9 +413,15 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 	if err := closeSink(); err != nil {
 		return err
 	}
-	evs, err := audit.QuerySQL(ctx, db, audit.SQLite, audit.Filter{Since: start})
+	all, err := audit.QuerySQL(ctx, db, audit.SQLite, audit.Filter{Since: start})
 	if err != nil {
 		return err
+	}
+	var evs []audit.Event
+	for _, e := range all {
+		if strings.HasPrefix(e.SessionID, rid+"-") {
+			evs = append(evs, e)
+		}
 	}
 	fmt.Fprintf(out, "\nAudit trail (%d records in %s, table audit_log):\n", len(evs), filepath.Base(auditPath))
 	for _, e := range evs {
@@ -421,6 +437,43 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 	}
 	return nil
 }
+
+// runID returns a new id for a run of the walkthrough: "demo-" and 12
+// random hexadecimal digits.
+func runID() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("run id: %w", err)
+	}
+	return "demo-" + hex.EncodeToString(b), nil
+}
+
+// sessionTransport is a server transport whose connection has the
+// session id id. An in-memory session has none, and its records none
+// either; with one, the records of this run's sessions are told apart
+// from another run's in a shared database. (The wrapper hides the
+// go-sdk's unexported hook on its in-memory connection, which only
+// refuses JSON-RPC batches; the demo's clients send none.)
+type sessionTransport struct {
+	mcp.Transport
+	id string
+}
+
+func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sessionConn{c, t.id}, nil
+}
+
+// sessionConn is a connection with the session id id.
+type sessionConn struct {
+	mcp.Connection
+	id string
+}
+
+func (c sessionConn) SessionID() string { return c.id }
 
 func brief(res *mcp.CallToolResult) string {
 	if res.StructuredContent != nil {
