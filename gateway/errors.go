@@ -19,7 +19,10 @@ const (
 	CodeMethodNotFound = -32601
 	// CodeInvalidParams: a request whose authorization cannot be decided (HTTP 400).
 	CodeInvalidParams = -32602
-	// CodeInternal: the gateway could not make the write-ahead audit record (HTTP 503).
+	// CodeInternal: the gateway could not make the write-ahead audit record
+	// (HTTP 503), or could not compute a call's cost (Options.Cost panicked
+	// or returned a negative, NaN or infinite one) or send it (a custom
+	// Transport panicked) (HTTP 500).
 	CodeInternal = -32603
 	// CodeUnauthenticated: no or bad bearer token (HTTP 401).
 	CodeUnauthenticated = -32000
@@ -91,6 +94,20 @@ func errAuthUnavailable(timeout bool) *rpcError {
 		e.message = "Authorization server timed out: the token could not be checked"
 	}
 	return e
+}
+
+// errCostFailed refuses a call whose cost Options.Cost could not give
+// ([Gateway.callCost]).
+func errCostFailed() *rpcError {
+	return &rpcError{code: CodeInternal, status: http.StatusInternalServerError, contract: "INTERNAL",
+		message: "Internal error: the cost of the call could not be computed"}
+}
+
+// errTransportFailed answers a call whose custom Transport panicked
+// ([errTransportPanic]).
+func errTransportFailed() *rpcError {
+	return &rpcError{code: CodeInternal, status: http.StatusInternalServerError, contract: "INTERNAL",
+		message: "Internal error: the request could not be sent downstream"}
 }
 
 func errTooLarge(limit int64) *rpcError {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/textproto"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -479,7 +481,13 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	}
 	c.waitSince.Store(1)
 	c.timer.Store(time.AfterFunc(g.timeout, c.expire))
-	resp, err := g.rt.RoundTrip(g.outboundRequest(ctx, method, r.URL.RawQuery, header, body))
+	var resp *http.Response
+	var err error
+	if g.ownClient {
+		resp, err = g.rt.RoundTrip(g.outboundRequest(ctx, method, r.URL.RawQuery, header, body))
+	} else {
+		resp, err = g.sendGuarded(g.outboundRequest(ctx, method, r.URL.RawQuery, header, body), cid)
+	}
 	c.waitSince.Store(0)
 	if err != nil {
 		if sid != "" {
@@ -487,6 +495,9 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		}
 		c.stop()
 		cancel(nil)
+		if err == errTransportPanic {
+			return nil, errTransportFailed()
+		}
 		if method != http.MethodPost && r.Context().Err() != nil {
 			// The client's going away ended the request; a POST's
 			// request does not end with its client, so its failure is
@@ -526,6 +537,69 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		g.sessions.bind(id, pr.Subject)
 	}
 	return c, nil
+}
+
+// errTransportPanic is the error of a custom Transport, or of its answer's
+// body, that panicked ([Gateway.sendGuarded]).
+var errTransportPanic = errors.New("gateway: the Transport panicked")
+
+// sendGuarded sends req with a Transport other than the gateway's own, and
+// makes a panic of it, in RoundTrip or in its answer body's Read or Close,
+// the call's failure (errTransportPanic), logged with its stack: the
+// gateway goes on with the call as on any other failure (its in-flight
+// place given back, its outcome recorded). Unrecovered, the panic left
+// the call's in-flight place taken for good, and in a batch, whose members
+// are sent from goroutines of their own, ended the process.
+func (g *Gateway) sendGuarded(req *http.Request, cid string) (resp *http.Response, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			g.transportPanicked(cid, v)
+			resp, err = nil, errTransportPanic
+		}
+	}()
+	resp, err = g.rt.RoundTrip(req)
+	if err == nil && resp != nil && resp.Body != nil {
+		resp.Body = &guardedBody{rc: resp.Body, g: g, cid: cid}
+	}
+	return resp, err
+}
+
+// transportPanicked logs the panic v of a custom Transport.
+func (g *Gateway) transportPanicked(cid string, v any) {
+	g.log.Error("the Transport panicked; the call failed", "cid", cid, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+}
+
+// guardedBody is the body of a custom Transport's answer, whose panic is
+// a failed read ([Gateway.sendGuarded]); after one, every read fails.
+type guardedBody struct {
+	rc     io.ReadCloser
+	g      *Gateway
+	cid    string
+	broken bool
+}
+
+func (b *guardedBody) Read(p []byte) (n int, err error) {
+	if b.broken {
+		return 0, errTransportPanic
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			b.broken = true
+			b.g.transportPanicked(b.cid, v)
+			n, err = 0, errTransportPanic
+		}
+	}()
+	return b.rc.Read(p)
+}
+
+func (b *guardedBody) Close() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			b.g.transportPanicked(b.cid, v)
+			err = errTransportPanic
+		}
+	}()
+	return b.rc.Close()
 }
 
 // outboundRequest returns the request to send downstream with ctx:

@@ -92,7 +92,10 @@ type Options struct {
 	// for callers that want that one. Another Transport is given each
 	// request with a URL of its own (one that modifies it changes no other
 	// request) and a copy of its body, which it may read after RoundTrip
-	// returned (http.RoundTripper allows it).
+	// returned (http.RoundTripper allows it). A panic of another Transport,
+	// in RoundTrip or in its answer body's Read or Close, is logged with its
+	// stack and fails the call (-32603, HTTP 500, INTERNAL, before the
+	// answer began; cut short after), which gives back its in-flight place.
 	Transport http.RoundTripper
 	// Limiter, if non-nil, applies rate, spend and in-flight caps to every
 	// allowed tools/call before it is forwarded, keyed by the Mcp-Session-Id
@@ -110,7 +113,11 @@ type Options struct {
 	// the tool's policy rule. args reads the call's top-level numeric
 	// arguments strictly (two argument names equal under case folding, each
 	// cut at a NUL, make every field read as absent), from a copy of its
-	// own: Cost may keep it and read it after it returned.
+	// own: Cost may keep it and read it after it returned. A cost that is
+	// negative, NaN or infinite (limiter.CheckCost), or a panic of Cost,
+	// refuses the call (-32603, HTTP 500, INTERNAL), with or without a
+	// Limiter, as the library's pipeline does, and is logged: a Cost that
+	// cannot price a call (its amount absent) may return NaN to refuse it.
 	Cost func(tool string, args policy.Args) float64
 	// Audit, if non-nil, receives one outcome event for every tools/call
 	// decision, denials included, and a durable intent event before a write

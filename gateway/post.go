@@ -3,9 +3,12 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -354,7 +357,12 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	c := &callState{g: g, pr: pr, cid: cid, ri: ri, tool: m.tool, class: class, args: m.args, start: start}
 	c.cost = d.Rule.Cost
 	if g.cost != nil {
-		c.cost = g.cost(m.tool, args)
+		var ok bool
+		if c.cost, ok = g.callCost(cid, m.tool, args); !ok {
+			p.local = errCostFailed()
+			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, "cost function failed", 0, start)
+			return p
+		}
 	}
 	if g.lim != nil {
 		// The session key: the session id, or with none (stateless HTTP)
@@ -391,6 +399,30 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	}
 	p.call = c
 	return p
+}
+
+// callCost returns Options.Cost's cost of a call of tool with args, and
+// false, logged, when it cannot be charged: Cost panicked, or returned a
+// cost that is negative, NaN or infinite (limiter.CheckCost). As in the
+// library's pipeline, the call is then refused: no cap can take such a
+// cost, no record can hold a NaN or an infinity, and a retry cannot help.
+// A panic must not end the handler either: the batch members decided
+// before the call would keep their in-flight places for good.
+func (g *Gateway) callCost(cid, tool string, args policy.Args) (cost float64, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			g.log.Error("Options.Cost panicked; the call was refused", "cid", cid, "tool", tool,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			cost, ok = 0, false
+		}
+	}()
+	cost = g.cost(tool, args)
+	if limiter.CheckCost(cost) != nil {
+		g.log.Error("Options.Cost returned a cost that is negative, NaN or infinite; the call was refused", "cid", cid,
+			"tool", tool, "cost", strconv.FormatFloat(cost, 'g', -1, 64))
+		return 0, false
+	}
+	return cost, true
 }
 
 // denial builds the -32001 (or -32601) refusal of a policy decision.
