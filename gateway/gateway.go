@@ -111,9 +111,11 @@ type Options struct {
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. args reads the call's top-level numeric
-	// arguments strictly (two argument names equal under case folding, each
-	// cut at a NUL, make every field read as absent), from a copy of its
-	// own: Cost may keep it and read it after it returned. A cost that is
+	// arguments strictly, from a copy of its own: Cost may keep it and read
+	// it after it returned. A call whose arguments name a field twice (two
+	// names equal under case folding, each cut at a NUL) is refused before
+	// Cost (-32602, HTTP 400): a downstream may read the field as either
+	// spelling, so no cost can be read from it. A cost that is
 	// negative, NaN or infinite (limiter.CheckCost), or a panic of Cost,
 	// refuses the call (-32603, HTTP 500, INTERNAL), with or without a
 	// Limiter, as the library's pipeline does, and is logged: a Cost that

@@ -357,6 +357,14 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	c := &callState{g: g, pr: pr, cid: cid, ri: ri, tool: m.tool, class: class, args: m.args, start: start}
 	c.cost = d.Rule.Cost
 	if g.cost != nil {
+		if ra.broken {
+			// Read as absent here, such a field may be read as its last
+			// spelling downstream (encoding/json into a struct matches
+			// "AMOUNT" to amount): no Cost can price the call.
+			p.local = errInvalidParams("an argument is named twice (or twice under case folding): the call's cost cannot be read")
+			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, p.local.message, 0, start)
+			return p
+		}
 		var ok bool
 		if c.cost, ok = g.callCost(cid, m.tool, args); !ok {
 			p.local = errCostFailed()
