@@ -672,8 +672,10 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // server added with mcp.AddReceivingCustomMethod is served so too: to
 // authenticated callers only, its handler finding the caller's Identity in
 // its context, with no role check or audit record of the guard's (the
-// handler decides). Only the go-sdk's initialize, ping, logging/setLevel,
-// server/discover and notifications are passed on unauthenticated.
+// handler decides), whatever its name ("notifications/acme/poke" too).
+// Only the go-sdk's initialize, ping, logging/setLevel, server/discover and
+// the notifications a client sends (initialized, cancelled, progress,
+// roots/list_changed) are passed on unauthenticated.
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the
@@ -836,15 +838,19 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 
 // housekeeping reports whether method is one of the go-sdk's own that a
 // session makes whoever its caller: initialize, ping, logging/setLevel,
-// server/discover and notifications. The guard passes these on as they
-// come; every other method that reaches it is the server's own
-// (mcp.AddReceivingCustomMethod), or a standard one the guard handles.
+// server/discover and the notifications a client sends (go-sdk v1.8.0's
+// serverMethodInfos). The guard passes these on as they come; every other
+// method that reaches it is the server's own (mcp.AddReceivingCustomMethod,
+// which takes any other name, "notifications/acme/poke" too, for a
+// request), or a standard one the guard handles.
 func housekeeping(method string) bool {
 	switch method {
-	case "initialize", "ping", "logging/setLevel", "server/discover":
+	case "initialize", "ping", "logging/setLevel", "server/discover",
+		"notifications/initialized", "notifications/cancelled",
+		"notifications/progress", "notifications/roots/list_changed":
 		return true
 	}
-	return strings.HasPrefix(method, "notifications/")
+	return false
 }
 
 // errToolGone says that the server no longer has the tool the registry

@@ -260,15 +260,19 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			sight := g.sight(id.Principal, links)
-			for i, uri := range n.ResourceSubscriptions {
-				if subs && sight.hides(uri) {
-					return nil, refuseListen(ctx, method, r, next, i)
-				}
+			hidden := -1
+			if subs {
+				hidden = slices.IndexFunc(n.ResourceSubscriptions, sight.hides)
 			}
+			// Given before a refusal too, as for a listen the go-sdk
+			// refuses (a URI the server does not have).
 			if n.ResourcesListChanged {
 				if all, _, err := listResourcePages(ctx, next, r.Session); err == nil {
 					g.res.show(r.Session, seq, digest(visibleResources(sight, all)))
 				}
+			}
+			if hidden >= 0 {
+				return nil, refuseListen(ctx, method, r, next, hidden)
 			}
 		}
 		return next(ctx, method, req)
@@ -284,19 +288,20 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 // and a refusal of one of them is the answer; else it is the go-sdk's
 // not-found error for the i-th. (Answered at once for the i-th, a listen
 // naming an absent URI and then a hidden one told the hidden one apart.)
+// That listen is passed on even when i is 0 (naming no URI): as every
+// listen that ends, it ends the list-changed subscriptions of the session's
+// other listens, as the go-sdk's refusal of an absent URI does.
 func refuseListen(ctx context.Context, method string, r *mcp.SubscriptionsListenRequest, next mcp.MethodHandler, i int) error {
 	uris := r.Params.Notifications.ResourceSubscriptions
-	if i > 0 {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		p := &listenProbe{cancel: cancel}
-		params := *r.Params
-		params.Notifications = &mcp.NotificationSubscriptions{ResourceSubscriptions: slices.Clone(uris[:i])}
-		before := *r
-		before.Params = &params
-		if _, err := next(context.WithValue(ctx, listenProbeKey{}, p), method, &before); err != nil && !p.acked.Load() {
-			return err
-		}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := &listenProbe{cancel: cancel}
+	params := *r.Params
+	params.Notifications = &mcp.NotificationSubscriptions{ResourceSubscriptions: slices.Clone(uris[:i])}
+	before := *r
+	before.Params = &params
+	if _, err := next(context.WithValue(ctx, listenProbeKey{}, p), method, &before); err != nil && !p.acked.Load() {
+		return err
 	}
 	return mcp.ResourceNotFoundError(uris[i])
 }
