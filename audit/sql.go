@@ -239,7 +239,9 @@ func sqliteURIPath(path string) string {
 // each connection such a database of its own, so the pool holds one
 // connection, kept open: with a second one, the sink would insert into a
 // database without its table, or a query would read another, empty one.
-// Do not change its limits.
+// Do not change its limits; and do not wait on the sink (Flush,
+// WriteDurable, Close) while holding that connection (open *sql.Rows, a
+// transaction): the sink's writer needs it.
 func OpenSQLite(path string) (*sql.DB, error) {
 	private := path == "" || path == ":memory:"
 	if !private {
