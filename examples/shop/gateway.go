@@ -43,7 +43,7 @@ func newGatewayClient(base, origin string) (*gatewayClient, error) {
 		return nil, err
 	}
 	if origin == "" {
-		origin = u.Scheme + "://" + u.Host
+		origin = urlOrigin(u)
 	} else if err := checkOrigin(origin); err != nil {
 		return nil, err
 	}
@@ -67,6 +67,19 @@ func gatewayURL(base string) (*url.URL, error) {
 		return nil, errors.New("--gateway: want http(s)://host[:port][/path], without user info, query or fragment")
 	}
 	return u, nil
+}
+
+// urlOrigin returns the origin of u as a browser sends it in an Origin
+// header (RFC 6454): the scheme and the host in lower case, and the port
+// only when it is not the scheme's default, so that a CSRF check comparing
+// it with the gateway's own origin accepts it (https://Shop.Example:443 is
+// https://shop.example).
+func urlOrigin(u *url.URL) string {
+	host := strings.TrimSuffix(u.Host, ":")
+	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
+		host = strings.TrimSuffix(host, ":"+p)
+	}
+	return u.Scheme + "://" + strings.ToLower(host)
 }
 
 // checkOrigin checks an --origin value: an http or https origin,

@@ -348,11 +348,16 @@ func parseAuditKey(v string) ([]byte, error) {
 	return b, nil
 }
 
-// parseKey reads a confirmation key in hex or base64.
+// parseKey reads a confirmation key in hex or base64, at least
+// confirm.MinSecretLen bytes. A value of hex digits only is hex: read as
+// base64, 48 hex digits (24 bytes, too short) would pass as 36 bytes.
 func parseKey(v string) ([]byte, error) {
 	v = strings.TrimSpace(v)
-	if b, err := hex.DecodeString(v); err == nil && len(b) >= confirm.MinSecretLen {
-		return b, nil
+	if v != "" && strings.Trim(v, "0123456789abcdefABCDEF") == "" {
+		if b, err := hex.DecodeString(v); err == nil && len(b) >= confirm.MinSecretLen {
+			return b, nil
+		}
+		return nil, fmt.Errorf("%s: want at least %d bytes in hex or base64", confirmKeyEnv, confirm.MinSecretLen)
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(v); err == nil && len(b) >= confirm.MinSecretLen {
