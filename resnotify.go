@@ -21,11 +21,11 @@ import (
 // notifications/resources/list_changed only to one whose caller may see a
 // change (see resourcesChanged). below answers the listings they make. The
 // acknowledgement of a listen the guard made itself (refuseListen) is not
-// sent.
+// sent: it fails, which ends that listen as a refused one.
 func (g *Guard) sendingResources(next, below mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if probeAcked(ctx, method) {
-			return nil, nil
+			return nil, errProbeAcked
 		}
 		switch method {
 		case "notifications/resources/updated":

@@ -290,12 +290,14 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 // naming an absent URI and then a hidden one told the hidden one apart.)
 // That listen is passed on even when i is 0 (naming no URI): as every
 // listen that ends, it ends the list-changed subscriptions of the session's
-// other listens, as the go-sdk's refusal of an absent URI does.
+// other listens, as the go-sdk's refusal of an absent URI does. It ends as
+// a refused one does, with the request's context alive: its
+// acknowledgement fails, and the go-sdk undoes its subscriptions with
+// that context (ended, an UnsubscribeHandler that honours it would fail,
+// and the go-sdk would keep the subscription).
 func refuseListen(ctx context.Context, method string, r *mcp.SubscriptionsListenRequest, next mcp.MethodHandler, i int) error {
 	uris := r.Params.Notifications.ResourceSubscriptions
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	p := &listenProbe{cancel: cancel}
+	p := &listenProbe{}
 	params := *r.Params
 	params.Notifications = &mcp.NotificationSubscriptions{ResourceSubscriptions: slices.Clone(uris[:i])}
 	before := *r
@@ -309,16 +311,18 @@ func refuseListen(ctx context.Context, method string, r *mcp.SubscriptionsListen
 // A listenProbe is the go-sdk's run of the part of a subscriptions/listen
 // before a resource its caller may not see (refuseListen): its
 // acknowledgement, which says that the go-sdk took every one of those
-// subscriptions, is not sent but ends the run.
+// subscriptions, is not sent but fails (errProbeAcked), which ends the run.
 type listenProbe struct {
-	cancel context.CancelFunc
-	acked  atomic.Bool
+	acked atomic.Bool
 }
 
 type listenProbeKey struct{}
 
+// errProbeAcked is the failure of a listenProbe's acknowledgement.
+var errProbeAcked = errors.New("mcpguard: the acknowledgement of the guard's own listen is not sent")
+
 // probeAcked reports whether a notification sent with ctx is the
-// acknowledgement of a listenProbe's listen, and if so ends the probe.
+// acknowledgement of a listenProbe's listen, and if so records it.
 func probeAcked(ctx context.Context, method string) bool {
 	if method != "notifications/subscriptions/acknowledged" {
 		return false
@@ -328,7 +332,6 @@ func probeAcked(ctx context.Context, method string) bool {
 		return false
 	}
 	p.acked.Store(true)
-	p.cancel()
 	return true
 }
 
