@@ -107,7 +107,8 @@ func routed(mux *http.ServeMux, r *http.Request) bool {
 // correlation id of its outcome record, like every other REST refusal.
 // The path is public knowledge (README), so a caller without a valid
 // token gets the 404 too, not a 401; the record names the caller when the
-// token is valid, and no tool (the path is not echoed anywhere).
+// token is valid (and then the REST session of a valid X-Session-Id,
+// restRecordSession), and no tool (the path is not echoed anywhere).
 func restNotFound(w http.ResponseWriter, r *http.Request, a *app) {
 	ctx := r.Context()
 	req := restRequest(r.Header, "")
@@ -265,7 +266,8 @@ func restRequest(h http.Header, tool string) *mcp.CallToolRequest {
 // is not authenticated) through the app's stand-alone audit chain, and
 // returns the refusal result: the guard's error shape, with the
 // correlation id of its outcome record. The record names the caller when
-// the token is valid; the arguments of a refused body are not recorded.
+// the token is valid, and then the REST session of a valid X-Session-Id
+// (restRecordSession); the arguments of a refused body are not recorded.
 func restRefuse(ctx context.Context, a *app, h http.Header, tool string, d *mcpguard.DenialError) *mcp.CallToolResult {
 	// The chain's Authenticate tells Audit the caller, for the record's
 	// subject and roles.

@@ -179,8 +179,11 @@ func newApp(o appOptions) (_ *app, err error) {
 	// stand-alone steps: Authenticate refuses a caller without a valid
 	// token first (401 before 400), Recover turns the refusal into the
 	// guard's error result with the correlation id of the record that
-	// Audit writes to the same trail.
-	auditStep, err := mcpguard.Audit(sink, &mcpguard.Options{ArgsKey: o.ArgsKey, Now: o.Now, Logger: o.Log})
+	// Audit writes to the same trail. The record of an authenticated
+	// caller's refusal names its REST session, as the guard's records of
+	// the session's calls do (restRecordSession).
+	auditStep, err := mcpguard.Audit(sink, &mcpguard.Options{ArgsKey: o.ArgsKey, Now: o.Now, Logger: o.Log,
+		SessionKey: restRecordSession})
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +224,22 @@ func newApp(o appOptions) (_ *app, err error) {
 		}
 	})
 	return a, nil
+}
+
+// restRecordSession is the session_id of the record of a REST request
+// refused before the guard, from the authenticated caller id: the REST
+// session that the request's one valid X-Session-Id names
+// (restSessionID), so that querying the session finds the refusal; ""
+// without such a header.
+func restRecordSession(req *mcp.CallToolRequest, id *mcpguard.Identity) string {
+	if req.Extra == nil {
+		return ""
+	}
+	sids := req.Extra.Header.Values("X-Session-Id")
+	if len(sids) != 1 || !sessionName.MatchString(sids[0]) {
+		return ""
+	}
+	return restSessionID(sids[0], id.Principal.Subject)
 }
 
 // dryRunLog is the audit sink that marks dry runs in the log: one
