@@ -87,13 +87,24 @@ const (
 // escaped; the tool name is shown with control and formatting characters
 // removed. Each key and value is truncated to 80 characters with "…", and
 // at most 20 arguments are listed. Arguments that are empty or null read "with no
-// arguments"; a non-object is shown whole; invalid JSON reads "with
-// unreadable arguments".
+// arguments"; a non-object is shown whole; invalid JSON, and arguments
+// [ArgsSHA256] refuses (a member named twice, text that is not UTF-8 or
+// escapes a lone surrogate), read "with unreadable arguments". A string
+// with fullwidth or mathematical letters or digits, or digits of another
+// script, is quoted (it may spell a number: "１２"); a nested value cut in
+// a number is cut before it ({"amount":…).
 func Describe(tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("Run ")
 	b.WriteString(sanitize(tool))
 	v, err := decode(args)
+	if err == nil {
+		// Arguments that name a member twice, or hold text that decodes
+		// to U+FFFD, would read as other arguments (the last value, the
+		// replacement character) that a downstream may read otherwise:
+		// the guard refuses them before it asks (see ArgsSHA256).
+		_, err = ArgsSHA256(args)
+	}
 	switch {
 	case len(bytes.Trim(args, " \t\r\n")) == 0 || (err == nil && v == nil):
 		b.WriteString(" with no arguments")
@@ -142,6 +153,11 @@ func value(v any) string {
 			// ("1\t" is quoted by text with its tab escaped).
 			return strconv.Quote(sanitize(x))
 		}
+		if compat(x) && !unseen(x) {
+			// Quoted too: in fullwidth or mathematical forms, or in
+			// another script's digits, it may spell one ("１２").
+			return textsafe.QuoteShaped(sanitize(x))
+		}
 		return text(x)
 	case json.Number:
 		return number(x)
@@ -164,7 +180,61 @@ func value(v any) string {
 		js = textsafe.ASCIIJSON(js)
 	}
 	// Two apostrophes in a row read as a quote: escaped too.
-	return sanitize(textsafe.QuotePairs(js))
+	return sanitize(cutBeforeNumber(textsafe.QuotePairs(js), maxDescribeRunes))
+}
+
+// cutBeforeNumber returns js, compact JSON, cut before the number that
+// its first max runes would end in, and marked "…": cut like text, a
+// nested 1.000…e3 (a thousand) would read as one. js fitting in max runes,
+// or cut elsewhere, is returned as it is, for sanitize to cut.
+func cutBeforeNumber(js string, max int) string {
+	if utf8.RuneCountInString(js) <= max {
+		return js
+	}
+	end, n := 0, 0
+	for end < len(js) && n < max {
+		_, size := utf8.DecodeRuneInString(js[end:])
+		end += size
+		n++
+	}
+	start, inString, escaped := -1, false, false
+	for i := 0; i < end; i++ {
+		c := js[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString, start = true, -1
+		case strings.IndexByte("-+.0123456789eE", c) >= 0:
+			if start < 0 {
+				start = i
+			}
+		default:
+			start = -1
+		}
+	}
+	if inString || start < 0 {
+		return js
+	}
+	return js[:start] + "…"
+}
+
+// compat reports whether s holds a fullwidth form of an ASCII character,
+// a mathematical letter or digit, or a decimal digit of another script:
+// characters that read as (or mean) the ASCII letters and digits, so that
+// s may spell a number or a literal ("１２", "𝟏𝟐", "ｔｒｕｅ").
+func compat(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return r >= 0xFF01 && r <= 0xFF5E || r >= 0x1D400 && r <= 0x1D7FF ||
+			r >= utf8.RuneSelf && unicode.Is(unicode.Nd, r)
+	})
 }
 
 // literal reports whether s, shown bare, would read as a JSON literal or
