@@ -238,9 +238,13 @@
 // [ErrAuthenticatorUnavailable]). Batches are answered with 200. Messages never contain tokens or
 // arguments; every error's data carries the error-contract code
 // (INVALID_REQUEST, the gateway's own, for a body or envelope it cannot
-// read: -32700 and -32600) and the request's correlation id. A go-sdk
-// client reports -32003 as mcp.ErrConnectionClosed (its own "client is
-// closing" code), with the gateway's message in the text.
+// read: -32700 and -32600) and the request's correlation id. A refusal
+// for the caller's roles (-32001, FORBIDDEN) names the tool, the caller's
+// roles and what it lacks: required_roles, any one of which would do, or,
+// when several role rules apply to the tool, required_role_sets, a role of
+// each of which is needed. A go-sdk client reports -32003 as
+// mcp.ErrConnectionClosed (its own "client is closing" code), with the
+// gateway's message in the text.
 //
 // # Discovery
 //

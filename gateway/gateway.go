@@ -489,7 +489,7 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 			g.writeError(w, aerr, nil, cid)
 			return
 		}
-		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", r.Method)
+		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)
 		g.passThrough(w, r, pr, cid, nil, nil, nil)
 	default:
 		e := errMethod(r.Method)

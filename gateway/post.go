@@ -199,7 +199,7 @@ func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid strin
 // refuseEnvelope logs, records and answers the refusal perr of a POST
 // whose body is not a JSON-RPC message or batch.
 func (g *Gateway) refuseEnvelope(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, perr *rpcError, start time.Time) {
-	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "outcome", perr.contract, "code", perr.code)
+	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "outcome", perr.contract, "code", perr.code)
 	if g.sink != nil {
 		g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, perr.contract, perr.message, 0, start)
 	}
@@ -216,7 +216,7 @@ func (g *Gateway) refuseSession(w http.ResponseWriter, r *http.Request, pr *poli
 		if m.response {
 			method = "(response)"
 		}
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", method, "tool", m.tool,
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", method, "tool", m.tool,
 			"outcome", e.contract, "code", e.code, "reason", reason)
 	}
 	g.auditRefusal(r, pr, cid, msgs, e, e.message, start)
@@ -440,27 +440,59 @@ func (g *Gateway) denial(pr *policy.Principal, tool string, d policy.Decision) *
 		return &rpcError{code: CodeMethodNotFound, status: http.StatusNotFound, contract: d.Code.String(),
 			message: "Method not found: unknown tool '" + shown + "'", data: map[string]any{"tool": shown}}
 	}
-	var req []string
-	for _, set := range g.pol.RequiredRoles(tool) {
-		for _, r := range set {
-			if !slices.Contains(req, r) {
-				req = append(req, r)
-			}
-		}
-	}
+	sets := requiredRoleSets(g.pol.RequiredRoles(tool))
 	data := map[string]any{"tool": shown, "roles": pr.Roles, "reason": d.Reason}
-	if len(req) > 0 {
-		data["required_roles"] = req
+	switch {
+	case len(sets) == 1:
+		data["required_roles"] = sets[0]
+	case len(sets) > 1:
+		// Each set must be met: a flat list would read as roles any one
+		// of which would do.
+		data["required_role_sets"] = sets
 	}
 	if len(pr.Roles) > 0 {
 		data["role"] = pr.Roles[0]
 	}
 	msg := "Unauthorized Tool Call: tool '" + shown + "': " + d.Reason
-	if d.Reason == "caller lacks a required role" && len(req) > 0 {
-		msg = "Unauthorized Tool Call: tool '" + shown + "' requires role " + strings.Join(req, " or ") +
+	if d.Reason == "caller lacks a required role" && len(sets) > 0 {
+		need := make([]string, len(sets))
+		for i, set := range sets {
+			need[i] = "role " + strings.Join(set, " or ")
+		}
+		msg = "Unauthorized Tool Call: tool '" + shown + "' requires " + strings.Join(need, " and ") +
 			", caller has role '" + strings.Join(pr.Roles, ",") + "'."
 	}
 	return &rpcError{code: CodeForbidden, status: http.StatusForbidden, contract: d.Code.String(), message: msg, data: data}
+}
+
+// requiredRoleSets returns the role sets of policy.Policy.RequiredRoles
+// that a caller must meet, each once, without a set that holds another
+// (meeting the smaller one meets it), in their order.
+func requiredRoleSets(sets [][]string) [][]string {
+	var out [][]string
+	for i, s := range sets {
+		implied := false
+		for j, o := range sets {
+			if j != i && (j < i || len(o) < len(s)) && subset(o, s) {
+				implied = true
+				break
+			}
+		}
+		if !implied {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// subset reports whether every role of a is in b.
+func subset(a, b []string) bool {
+	for _, r := range a {
+		if !slices.Contains(b, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // confirmRefusal is the -32001 refusal of a call whose rule asks for a
@@ -519,7 +551,7 @@ func (g *Gateway) logDecision(cid string, pr *policy.Principal, p *plan, e *rpcE
 	}
 	if e != nil {
 		p.outcome = "deny"
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", pr.Roles, "method", method, "tool", p.m.tool, "outcome", e.contract, "code", e.code)
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", method, "tool", p.m.tool, "outcome", e.contract, "code", e.code)
 		return
 	}
 	p.outcome = "allow"
