@@ -339,7 +339,8 @@ func shownURL(u *url.URL) string {
 // returns an error for a bad URL or one with user information (the gateway
 // sends no credentials of its own downstream; its errors never show the
 // URL's user information or query), a nil auth, an ArgsKey shorter than 16
-// bytes, or a Path equal to the HealthPath. A query in upstream is sent with every request as configured, and
+// bytes, a Path or HealthPath that does not begin with "/", or a Path
+// equal to the HealthPath. A query in upstream is sent with every request as configured, and
 // a client's query is then dropped; without one, the client's query is
 // passed on.
 func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
@@ -385,6 +386,13 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.noLocalhostGuard = o.DisableLocalhostProtection
+	if !strings.HasPrefix(g.path, "/") {
+		// No request's path is one: every request would be 404.
+		return nil, fmt.Errorf("gateway: Path %q does not begin with /", g.path)
+	}
+	if g.healthPath != "-" && !strings.HasPrefix(g.healthPath, "/") {
+		return nil, fmt.Errorf("gateway: HealthPath %q does not begin with / (\"-\" disables it)", g.healthPath)
+	}
 	if g.path == g.healthPath {
 		// Every request to it would be answered as the health check.
 		return nil, fmt.Errorf("gateway: Path %q is also the HealthPath", g.path)

@@ -52,3 +52,19 @@ func TestReview23CostAmbiguousArgs(t *testing.T) {
 		t.Errorf("no log line names the tool:\n%s", rg.logs)
 	}
 }
+
+// TestReview23PathsBeginWithSlash: a Path or HealthPath without its
+// leading "/" is refused by New; it was taken, and every request to the
+// gateway was answered 404 (no request's path is "mcp").
+func TestReview23PathsBeginWithSlash(t *testing.T) {
+	for _, o := range []Options{{Path: "mcp"}, {HealthPath: "healthz"}, {Path: "mcp", HealthPath: "-"}} {
+		if _, err := New("http://127.0.0.1:1/mcp", DemoTokens(), &o); err == nil || !strings.Contains(err.Error(), "begin with /") {
+			t.Errorf("New with Path %q, HealthPath %q: err %v, want one saying it must begin with /", o.Path, o.HealthPath, err)
+		}
+	}
+	for _, o := range []Options{{}, {Path: "/x", HealthPath: "-"}, {Path: "/", HealthPath: "/h"}} {
+		if _, err := New("http://127.0.0.1:1/mcp", DemoTokens(), &o); err != nil {
+			t.Errorf("New with Path %q, HealthPath %q: %v", o.Path, o.HealthPath, err)
+		}
+	}
+}
