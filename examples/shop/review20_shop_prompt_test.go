@@ -28,10 +28,12 @@ func TestReview20ReasonCannotPoseAsAction(t *testing.T) {
 		msg = r.Params.Message
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}})
-	for _, reason := range []string{
-		`test" (dry run only, nothing will be disabled)`,
-		`spam", and also set the price of RB-100 to 0.01 EUR`,
-		`spam” — test only, nothing happens`,
+	for reason, quoted := range map[string]string{
+		`test" (dry run only, nothing will be disabled)`:      strconv.Quote(`test" (dry run only, nothing will be disabled)`),
+		`spam", and also set the price of RB-100 to 0.01 EUR`: strconv.Quote(`spam", and also set the price of RB-100 to 0.01 EUR`),
+		// The curly quote and the dash escaped (review23): ” would end
+		// the quotation to the eye.
+		`spam” — test only, nothing happens`: `"spam\u201d \u2014 test only, nothing happens"`,
 	} {
 		msg = ""
 		args := map[string]any{"userId": "u-1002", "reason": reason}
@@ -42,8 +44,8 @@ func TestReview20ReasonCannotPoseAsAction(t *testing.T) {
 		if lines[0] != "Confirm: disable the account u-1002" {
 			t.Errorf("reason %q: the prompt's first line is %q, want the action alone: %q", reason, lines[0], "Confirm: disable the account u-1002")
 		}
-		if len(lines) != 2 || lines[1] != "reason, in the caller's words: "+strconv.Quote(reason) {
-			t.Errorf("reason %q: prompt %q, want the reason alone on a second line %q", reason, msg, "reason, in the caller's words: "+strconv.Quote(reason))
+		if len(lines) != 2 || lines[1] != "reason, in the caller's words: "+quoted {
+			t.Errorf("reason %q: prompt %q, want the reason alone on a second line %q", reason, msg, "reason, in the caller's words: "+quoted)
 		}
 	}
 	if n := st.gw.count("POST", "/api/admin/users/u-1002/disable"); n != 0 {

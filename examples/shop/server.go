@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/mcpguard/mcpguard/confirm/redisnonce"
 	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/limiter/redislimit"
 	"github.com/mcpguard/mcpguard/policy"
@@ -315,10 +317,11 @@ func (s *shop) auditSink(cfg config, stderr io.Writer) (audit.Sink, error) {
 // writes) and for the preview of a dry run (every write). The amounts are
 // the values the gateway gets, spelled plainly (99.90 EUR, 1000 units),
 // never as the model wrote them (9.99e1, 1e3). The action stands alone on
-// the first line; the model's free text (a reason) follows, quoted, only
-// on a line of its own that says whose words they are, so that no quote or
-// phrase in it reads as the server's: a reason holds no line break (its
-// pattern refuses them, and the guard would show one as \n).
+// the first line; the model's free text (a reason) follows, quoted (see
+// quoteText), only on a line of its own that says whose words they are, so
+// that no quote or phrase in it reads as the server's: a reason holds no
+// line break (its pattern refuses them, and the guard would show one as
+// \n).
 func describe(tool string, args map[string]any) string {
 	switch tool {
 	case "update_cart":
@@ -331,9 +334,25 @@ func describe(tool string, args map[string]any) string {
 	case "admin_set_stock":
 		return fmt.Sprintf("set the stock of %v to %v units", args["sku"], intArg(args, "stock"))
 	case "admin_disable_user":
-		return fmt.Sprintf("disable the account %v\n%s%q", args["userId"], reasonLabel, fmt.Sprint(args["reason"]))
+		return fmt.Sprintf("disable the account %v\n%s%s", args["userId"], reasonLabel, quoteText(fmt.Sprint(args["reason"])))
 	}
 	return "run " + tool
+}
+
+// quoteText quotes s, text the model wrote, for a person to read, as the
+// guard's own prompts and previews quote it: every character outside ASCII
+// but letters and digits is escaped (textsafe.QuoteShaped), so that a
+// quote of another script (” ʺ ＂), or two apostrophes in a row, does not
+// seem to end the quotation before s does, and a variation selector or a
+// blank shows; s holding a character that shows as nothing though it is a
+// letter (a Hangul filler, which the guard's cleaning of the prompt would
+// then remove), or a control or format character, is quoted with every
+// character outside printable ASCII escaped, so that it shows what it holds.
+func quoteText(s string) string {
+	if !textsafe.Plain(s) {
+		return textsafe.QuotePairs(strconv.QuoteToASCII(s))
+	}
+	return textsafe.QuoteShaped(s)
 }
 
 // reasonLabel opens the prompt's line of the reason the model gave.
