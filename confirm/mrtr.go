@@ -88,11 +88,15 @@ const (
 // removed. Each key and value is truncated to 80 characters with "…", and
 // at most 20 arguments are listed. Arguments that are empty or null read "with no
 // arguments"; a non-object is shown whole; invalid JSON, and arguments
-// [ArgsSHA256] refuses (a member named twice, text that is not UTF-8 or
-// escapes a lone surrogate), read "with unreadable arguments". A string
-// with fullwidth or mathematical letters or digits, or digits of another
-// script, is quoted (it may spell a number: "１２"); a nested value cut in
-// a number is cut before it ({"amount":…).
+// [ArgsSHA256] refuses (a member named twice, or two whose names differ
+// only in letter case, at any depth; text that is not UTF-8 or escapes a
+// lone surrogate), read "with unreadable arguments". A key or string with
+// fullwidth or mathematical letters or digits (ℯ and the other letters of
+// the Letterlike Symbols block among them, and ª º ſ), or digits of
+// another script, is quoted with those escaped (shown as "\uff11\uff12":
+// "１２" would read as the number or the key 12); a nested value holding
+// one is shown with everything outside printable ASCII escaped, and one
+// cut in a number is cut before it ({"amount":…).
 func Describe(tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("Run ")
@@ -153,11 +157,8 @@ func value(v any) string {
 			// ("1\t" is quoted by text with its tab escaped).
 			return strconv.Quote(sanitize(x))
 		}
-		if compat(x) && !unseen(x) {
-			// Quoted too: in fullwidth or mathematical forms, or in
-			// another script's digits, it may spell one ("１２").
-			return textsafe.QuoteShaped(sanitize(x))
-		}
+		// Quoted by text too, with compat forms escaped, when it may spell
+		// one in them ("１２", "1ℯ3").
 		return text(x)
 	case json.Number:
 		return number(x)
@@ -173,10 +174,11 @@ func value(v any) string {
 		return "?"
 	}
 	js := strings.TrimSuffix(buf.String(), "\n")
-	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) {
+	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || strings.ContainsFunc(js, compat) {
 		// Strings inside hold characters cleaning would remove, that
-		// show as nothing, or shaped like a quote or a comma: show them
-		// escaped, as text does for a top-level string.
+		// show as nothing, shaped like a quote or a comma, or read as
+		// ASCII (compat): show them escaped, as text does for a
+		// top-level string.
 		js = textsafe.ASCIIJSON(js)
 	}
 	// Two apostrophes in a row read as a quote: escaped too.
@@ -212,10 +214,13 @@ func cutBeforeNumber(js string, max int) string {
 			}
 		case c == '"':
 			inString, start = true, -1
-		case strings.IndexByte("-+.0123456789eE", c) >= 0:
+		case strings.IndexByte("-0123456789", c) >= 0:
 			if start < 0 {
 				start = i
 			}
+		case strings.IndexByte("+.eE", c) >= 0:
+			// In a number (none starts with one), or the e that ends
+			// true or false, which the cut leaves whole.
 		default:
 			start = -1
 		}
@@ -226,15 +231,25 @@ func cutBeforeNumber(js string, max int) string {
 	return js[:start] + "…"
 }
 
-// compat reports whether s holds a fullwidth form of an ASCII character,
-// a mathematical letter or digit, or a decimal digit of another script:
-// characters that read as (or mean) the ASCII letters and digits, so that
-// s may spell a number or a literal ("１２", "𝟏𝟐", "ｔｒｕｅ").
-func compat(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool {
-		return r >= 0xFF01 && r <= 0xFF5E || r >= 0x1D400 && r <= 0x1D7FF ||
-			r >= utf8.RuneSelf && unicode.Is(unicode.Nd, r)
-	})
+// compat reports a fullwidth form of an ASCII character, a mathematical
+// letter or digit (and the letters of the Letterlike Symbols block, where
+// the mathematical alphabets have some of theirs: ℯ, ℓ, ⅇ), another
+// character whose compatibility form (NFKC) is an ASCII letter (ª º ſ),
+// or a decimal digit of another script: characters that read as (or mean)
+// the ASCII letters and digits, so that a text with them may spell a
+// number, a literal or another key ("１２", "𝟏𝟐", "ｔｒｕｅ", "1ℯ3"). The
+// other compatibility digits and letters (¹ ① Ⅻ ₂ ⓐ) are not letters or
+// digits to [textsafe.Word], and are escaped as it is.
+func compat(r rune) bool {
+	switch {
+	case r < utf8.RuneSelf:
+		return false
+	case r >= 0xFF01 && r <= 0xFF5E, r >= 0x1D400 && r <= 0x1D7FF, r == 0xAA, r == 0xBA, r == 0x17F:
+		return true
+	case r >= 0x2100 && r <= 0x214F:
+		return unicode.IsLetter(r)
+	}
+	return unicode.Is(unicode.Nd, r)
 }
 
 // literal reports whether s, shown bare, would read as a JSON literal or
@@ -281,16 +296,29 @@ func unseen(s string) bool {
 // cut when long. When it holds characters that cleaning would remove or
 // that show as nothing (see unseen), it is quoted with everything but
 // printable ASCII escaped, so that two different texts never read the same.
+// Characters that read as ASCII letters or digits (see compat) are quoted
+// and escaped too ("\uff11\uff12", not "１２", which reads as "12").
 // Either way apostrophes in a row (which read as a quote) are escaped.
 func text(s string) string {
 	if unseen(s) {
 		return sanitize(textsafe.QuotePairs(strconv.QuoteToASCII(s)))
 	}
 	c := sanitize(s) // cut when long
-	if textsafe.Word(c) {
-		return c
+	if !strings.ContainsFunc(c, compat) {
+		if textsafe.Word(c) {
+			return c
+		}
+		return textsafe.QuoteShaped(c)
 	}
-	return textsafe.QuoteShaped(c)
+	var b strings.Builder
+	for _, r := range textsafe.QuoteShaped(c) {
+		if compat(r) {
+			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // sanitize removes control and formatting characters and invalid UTF-8, and

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/textsafe"
@@ -689,9 +690,19 @@ func checkReading(p oParse, v any) error {
 	return nil
 }
 
+// letterlike are the letters whose compatibility form (NFKC) is an ASCII
+// letter outside the fullwidth and mathematical blocks (the mathematical
+// letters the Letterlike Symbols block holds, the ordinal indicators, the
+// long s, the Kelvin sign); letterlikeASCII, that form of each.
+const (
+	letterlike      = "\u00aa\u00ba\u017fℂℊℋℌℍℎℐℑℒℓℕℙℚℛℜℝℤℨKℬℭℯℰℱℳℴℹⅅⅆⅇⅈⅉ"
+	letterlikeASCII = "aosCgHHHhIILlNPQRRRZZKBCeEFMoiDdeij"
+)
+
 // humanFold maps, one character for one, what a person reads as ASCII
 // punctuation, digits or letters to them: the compatibility forms (NFKC)
-// of ASCII (fullwidth forms, mathematical digits), the quotes, primes,
+// of ASCII (fullwidth forms, mathematical digits and letters, the
+// letterlike ones), the digits of other scripts, the quotes, primes,
 // apostrophes, commas, equals signs and spaces of other scripts (and the
 // letters shaped like them), and two apostrophes or backticks in a row
 // (a double quote).
@@ -703,6 +714,23 @@ func humanFold(s string) string {
 			rs[i] = r - 0xFF01 + '!'
 		case 0x1D7CE <= r && r <= 0x1D7FF:
 			rs[i] = '0' + (r-0x1D7CE)%10
+		case 0x1D400 <= r && r <= 0x1D6A3:
+			// The mathematical letters: alphabets of 52, A to z.
+			if n := (r - 0x1D400) % 52; n < 26 {
+				rs[i] = 'A' + n
+			} else {
+				rs[i] = 'a' + n - 26
+			}
+		case slices.Contains([]rune(letterlike), r):
+			rs[i] = rune(letterlikeASCII[slices.Index([]rune(letterlike), r)])
+		case r >= utf8.RuneSelf && unicode.Is(unicode.Nd, r):
+			// Another script's digit: its value, counted from the zero
+			// that starts its run (of ten, or of tens).
+			z := r
+			for unicode.Is(unicode.Nd, z-1) {
+				z--
+			}
+			rs[i] = '0' + (r-z)%10
 		case strings.ContainsRune("ʺ״″“”„‟❝❞˝ˮ〃ײᐦᐥ〞〟", r):
 			rs[i] = '"'
 		case strings.ContainsRune("ʹʼʻʽ‘’‛′׳ꞌꞋᑊᛌ՚ߴߵ", r):
