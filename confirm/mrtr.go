@@ -157,7 +157,7 @@ func value(v any) string {
 			// ("1\t" is quoted by text with its tab escaped).
 			return strconv.Quote(sanitize(x))
 		}
-		// Quoted by text too, with compat forms escaped, when it may spell
+		// Quoted by text too, with textsafe.ReadsASCII escaped, when it may spell
 		// one in them ("１２", "1ℯ3").
 		return text(x)
 	case json.Number:
@@ -174,10 +174,10 @@ func value(v any) string {
 		return "?"
 	}
 	js := strings.TrimSuffix(buf.String(), "\n")
-	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || strings.ContainsFunc(js, compat) {
+	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || strings.ContainsFunc(js, textsafe.ReadsASCII) {
 		// Strings inside hold characters cleaning would remove, that
 		// show as nothing, shaped like a quote or a comma, or read as
-		// ASCII (compat): show them escaped, as text does for a
+		// ASCII (textsafe.ReadsASCII): show them escaped, as text does for a
 		// top-level string.
 		js = textsafe.ASCIIJSON(js)
 	}
@@ -231,27 +231,6 @@ func cutBeforeNumber(js string, max int) string {
 	return js[:start] + "…"
 }
 
-// compat reports a fullwidth form of an ASCII character, a mathematical
-// letter or digit (and the letters of the Letterlike Symbols block, where
-// the mathematical alphabets have some of theirs: ℯ, ℓ, ⅇ), another
-// character whose compatibility form (NFKC) is an ASCII letter (ª º ſ),
-// or a decimal digit of another script: characters that read as (or mean)
-// the ASCII letters and digits, so that a text with them may spell a
-// number, a literal or another key ("１２", "𝟏𝟐", "ｔｒｕｅ", "1ℯ3"). The
-// other compatibility digits and letters (¹ ① Ⅻ ₂ ⓐ) are not letters or
-// digits to [textsafe.Word], and are escaped as it is.
-func compat(r rune) bool {
-	switch {
-	case r < utf8.RuneSelf:
-		return false
-	case r >= 0xFF01 && r <= 0xFF5E, r >= 0x1D400 && r <= 0x1D7FF, r == 0xAA, r == 0xBA, r == 0x17F:
-		return true
-	case r >= 0x2100 && r <= 0x214F:
-		return unicode.IsLetter(r)
-	}
-	return unicode.Is(unicode.Nd, r)
-}
-
 // literal reports whether s, shown bare, would read as a JSON literal or
 // number: "null", "true", "false", "12.5".
 func literal(s string) bool {
@@ -296,7 +275,7 @@ func unseen(s string) bool {
 // cut when long. When it holds characters that cleaning would remove or
 // that show as nothing (see unseen), it is quoted with everything but
 // printable ASCII escaped, so that two different texts never read the same.
-// Characters that read as ASCII letters or digits (see compat) are quoted
+// Characters that read as ASCII letters or digits (textsafe.ReadsASCII) are quoted
 // and escaped too ("\uff11\uff12", not "１２", which reads as "12").
 // Either way apostrophes in a row (which read as a quote) are escaped.
 func text(s string) string {
@@ -304,7 +283,7 @@ func text(s string) string {
 		return sanitize(textsafe.QuotePairs(strconv.QuoteToASCII(s)))
 	}
 	c := sanitize(s) // cut when long
-	if !strings.ContainsFunc(c, compat) {
+	if !strings.ContainsFunc(c, textsafe.ReadsASCII) {
 		if textsafe.Word(c) {
 			return c
 		}
@@ -312,7 +291,7 @@ func text(s string) string {
 	}
 	var b strings.Builder
 	for _, r := range textsafe.QuoteShaped(c) {
-		if compat(r) {
+		if textsafe.ReadsASCII(r) {
 			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
 			continue
 		}

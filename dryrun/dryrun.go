@@ -152,10 +152,13 @@ func Summary(tool string, args json.RawMessage) string {
 // word, else quoted, so that no name reads as a separator, as more names
 // or as more of the sentence; one holding characters [clean] drops is
 // quoted with every character outside printable ASCII escaped, so that it
-// shows what it holds. Either way apostrophes in a row are escaped
+// shows what it holds, and so is one holding characters that read as ASCII
+// letters or digits ([textsafe.ReadsASCII]: "\uff41mount" for ａmount,
+// which would read as amount). Either way apostrophes in a row are escaped
 // ([textsafe.QuotePairs]) and it is cut to about maxNameRunes runes.
 func argName(s string) string {
-	if !textsafe.Plain(s) {
+	if !textsafe.Plain(s) || strings.ContainsFunc(s, textsafe.ReadsASCII) {
+		// Escaped too: ａｍｏｕｎｔ would read as amount.
 		cut, _ := textsafe.CutBytes(s, 4*maxNameRunes)
 		return clean(textsafe.QuotePairs(strconv.QuoteToASCII(cut)))
 	}
