@@ -543,13 +543,24 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 // body, that panicked ([Gateway.sendGuarded]).
 var errTransportPanic = errors.New("gateway: the Transport panicked")
 
+// Errors of a custom Transport that broke http.RoundTripper's contract
+// ([Gateway.sendGuarded]), as net/http's Client gives them.
+var (
+	errTransportNoResponse = errors.New("gateway: the Transport returned a nil *Response with a nil error")
+	errTransportNoBody     = errors.New("gateway: the Transport returned a *Response with a content length but a nil Body")
+)
+
 // sendGuarded sends req with a Transport other than the gateway's own, and
 // makes a panic of it, in RoundTrip or in its answer body's Read or Close,
 // the call's failure (errTransportPanic), logged with its stack: the
 // gateway goes on with the call as on any other failure (its in-flight
 // place given back, its outcome recorded). Unrecovered, the panic left
 // the call's in-flight place taken for good, and in a batch, whose members
-// are sent from goroutines of their own, ended the process.
+// are sent from goroutines of their own, ended the process. As net/http's
+// Client does, it fails a call answered with neither a response nor an
+// error, and reads an answer's nil Body as empty (mock Transports give
+// one) unless its ContentLength is positive: the gateway read the nil
+// response or Body, and panicked.
 func (g *Gateway) sendGuarded(req *http.Request, cid string) (resp *http.Response, err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -558,10 +569,18 @@ func (g *Gateway) sendGuarded(req *http.Request, cid string) (resp *http.Respons
 		}
 	}()
 	resp, err = g.rt.RoundTrip(req)
-	if err == nil && resp != nil && resp.Body != nil {
-		resp.Body = &guardedBody{rc: resp.Body, g: g, cid: cid}
+	switch {
+	case err != nil:
+		return nil, err
+	case resp == nil:
+		return nil, errTransportNoResponse
+	case resp.Body == nil && resp.ContentLength > 0:
+		return nil, errTransportNoBody
+	case resp.Body == nil:
+		resp.Body = http.NoBody
 	}
-	return resp, err
+	resp.Body = &guardedBody{rc: resp.Body, g: g, cid: cid}
+	return resp, nil
 }
 
 // transportPanicked logs the panic v of a custom Transport.

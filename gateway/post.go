@@ -466,13 +466,25 @@ func (g *Gateway) denial(pr *policy.Principal, tool string, d policy.Decision) *
 }
 
 // requiredRoleSets returns the role sets of policy.Policy.RequiredRoles
-// that a caller must meet, each once, without a set that holds another
-// (meeting the smaller one meets it), in their order.
+// that a caller must meet, each once and each role in it once (a rule may
+// name a role twice), without a set that holds another (meeting the
+// smaller one meets it), in their order.
 func requiredRoleSets(sets [][]string) [][]string {
+	sets = slices.Clone(sets)
+	for i, s := range sets {
+		var u []string
+		for _, r := range s {
+			if !slices.Contains(u, r) {
+				u = append(u, r)
+			}
+		}
+		sets[i] = u
+	}
 	var out [][]string
 	for i, s := range sets {
 		implied := false
 		for j, o := range sets {
+			// o holds fewer roles, or the same ones and comes first.
 			if j != i && (j < i || len(o) < len(s)) && subset(o, s) {
 				implied = true
 				break
