@@ -134,7 +134,9 @@ type Options struct {
 	// without a tool. A tools/call refused for its name's characters gets
 	// one without a tool, the name quoted, escaped and cut in its detail
 	// (see the package doc). Arguments are recorded only as their SHA-256,
-	// or with ArgsKey as their HMAC-SHA256.
+	// or with ArgsKey as their HMAC-SHA256. A panic of the sink is a failed
+	// write, logged with its stack (a write tool's intent not recorded is
+	// refused, AUDIT_UNAVAILABLE).
 	Audit audit.Sink
 	// ArgsKey, when set, makes the audit events' args_sha256 an HMAC-SHA256
 	// under this key ([audit.ArgsHMAC]): a plain hash of arguments with few

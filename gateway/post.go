@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -398,7 +399,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	}
 	if d.Rule.Class == policy.Write && g.sink != nil {
 		e := g.event(pr, cid, ri, m.tool, class, m.args, audit.PhaseIntent, true, "", "", 0, start) // the outcome carries the charge, once
-		if err := audit.WriteDurable(r.Context(), g.sink, e); err != nil {
+		if err := g.writeAudit(r.Context(), cid, e, true); err != nil {
 			c.refund() // never forwarded: it consumes nothing
 			c.finish("AUDIT_UNAVAILABLE")
 			p.local = &rpcError{code: CodeInternal, status: http.StatusServiceUnavailable, contract: "AUDIT_UNAVAILABLE", message: "Audit unavailable: the call was not forwarded"}
@@ -628,9 +629,30 @@ func (g *Gateway) audit(ctx context.Context, pr *policy.Principal, cid string, r
 		return
 	}
 	e := g.event(pr, cid, ri, tool, class, args, phase, allowed, code, detail, cost, start)
-	if err := g.sink.Write(context.WithoutCancel(ctx), e); err != nil {
+	if err := g.writeAudit(context.WithoutCancel(ctx), cid, e, false); err != nil {
 		g.log.Error("audit write failed", "cid", cid, "err", err)
 	}
+}
+
+// errSinkPanic is the failure of an audit write whose sink panicked.
+var errSinkPanic = errors.New("gateway: the audit sink panicked")
+
+// writeAudit writes e to the sink, durably (audit.WriteDurable) when
+// durable. A panic of the sink is its write failing (errSinkPanic),
+// logged with its stack: unrecovered, it kept the call's in-flight place
+// for good, and a batch member's, decided on a goroutine of its own, ended
+// the process.
+func (g *Gateway) writeAudit(ctx context.Context, cid string, e *audit.Event, durable bool) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			g.log.Error("the audit sink panicked", "cid", cid, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errSinkPanic
+		}
+	}()
+	if durable {
+		return audit.WriteDurable(ctx, g.sink, e)
+	}
+	return g.sink.Write(ctx, e)
 }
 
 func (g *Gateway) event(pr *policy.Principal, cid string, ri reqInfo, tool, class string, args []byte, phase audit.Phase, allowed bool, code, detail string, cost float64, start time.Time) *audit.Event {

@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -66,5 +70,54 @@ func TestReview23PathsBeginWithSlash(t *testing.T) {
 		if _, err := New("http://127.0.0.1:1/mcp", DemoTokens(), &o); err != nil {
 			t.Errorf("New with Path %q, HealthPath %q: %v", o.Path, o.HealthPath, err)
 		}
+	}
+}
+
+// panicSink is an audit sink whose every write panics.
+type panicSink struct{}
+
+func (panicSink) Write(context.Context, *audit.Event) error { panic("review23: the sink's bug") }
+func (panicSink) Close() error                              { return nil }
+
+// TestReview23SinkPanicReleases: a panic of the audit sink is its write
+// failing, logged: the call's in-flight place is given back (a cap of one
+// admits the next call), a batch of calls does not end the process (its
+// members are decided on goroutines of their own), and a write whose
+// intent cannot be recorded is refused, not forwarded.
+func TestReview23SinkPanicReleases(t *testing.T) {
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Concurrency, Scope: limiter.Global, Max: 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = []policy.ToolRule{{Name: "pay", Class: policy.Write}}
+	cfg.WriteAllowlist = []string{"pay"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := newRig(t, &Options{Audit: panicSink{}, Limiter: lim, Policy: pol})
+	for i := range 3 {
+		if got := rg.post(t, viewer, call(strconv.Itoa(i), "get_customer_record", `{}`)); got.status != http.StatusOK {
+			t.Fatalf("call %d: status %d, want 200 (its place given back): %s", i, got.status, got.body)
+		}
+	}
+	got := rg.post(t, viewer, `[`+call(`1`, "get_customer_record", `{}`)+`,`+call(`2`, "get_customer_record", `{}`)+`]`)
+	if got.status != http.StatusOK || strings.Count(got.body, `"id"`) != 2 {
+		t.Errorf("batch: status %d: %s", got.status, got.body)
+	}
+	forwarded := len(rg.down.log())
+	got = rg.post(t, viewer, call(`9`, "pay", `{}`))
+	if _, code, data := rpcErr(t, got.body); code != CodeInternal || data["code"] != "AUDIT_UNAVAILABLE" {
+		t.Errorf("a write without its intent record: %d %v, want -32603 AUDIT_UNAVAILABLE: %s", code, data["code"], got.body)
+	}
+	if n := len(rg.down.log()); n != forwarded {
+		t.Errorf("the write was forwarded (%d requests, %d before)", n, forwarded)
+	}
+	if got := rg.post(t, viewer, call(`10`, "get_customer_record", `{}`)); got.status != http.StatusOK {
+		t.Errorf("a call after them: status %d, want 200: %s", got.status, got.body)
+	}
+	if !strings.Contains(rg.logs.String(), "panicked") {
+		t.Errorf("the log does not say the sink panicked:\n%s", rg.logs)
 	}
 }
