@@ -45,7 +45,11 @@
 // and spend stays taken. An acquire that the client retries after a lost
 // reply is carried out once when the decision holds an in-flight slot;
 // without one, its rate and spend are taken twice, so a client for the
-// limiter is best set not to retry (MaxRetries -1 in go-redis).
+// limiter is best set not to retry (MaxRetries -1 in go-redis), and to
+// honour contexts (ContextTimeoutEnabled): without that, go-redis may send
+// a decision's script after its caller was answered (once a hung Redis
+// came back and finished a new connection's handshake), and it is carried
+// out then.
 //
 // The store refunds ([limiter.RefundStore]): [limiter.Limiter.Refund] is one
 // script round trip, at the server's time, that moves each rate and spend

@@ -229,7 +229,13 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		r.err = ctx.Err()
 	}
 	if r.err != nil {
-		if cerr := caller.Err(); cerr != nil {
+		cerr := caller.Err()
+		if dl, ok := caller.Deadline(); cerr == nil && ok && !time.Now().Before(dl) {
+			// Past, though not yet marked done: a client timing out at
+			// the same deadline (ContextTimeoutEnabled) answered first.
+			cerr = context.DeadlineExceeded
+		}
+		if cerr != nil {
 			// The caller's context ended first: not Redis's fault.
 			return fmt.Errorf("redislimit: the caller gave up before redis answered: %w", cerr)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/testsvc"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/limiter/redislimit"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestReview15DoneContextNeverFailsOpen: with both fail-open options set, a
@@ -21,7 +22,13 @@ import (
 // sending a write got it past the spend cap.
 func TestReview15DoneContextNeverFailsOpen(t *testing.T) {
 	srv := testsvc.StartRedis(t)
-	c := newClient(t, srv.Addr)
+	// A client set as the package doc advises: without ContextTimeoutEnabled,
+	// go-redis may send a decision's script after its caller was answered
+	// (its connection's handshake done once Redis came back, the script
+	// loaded meanwhile by an abandon's EVAL), and what it takes stays
+	// taken (see the package doc), which the last check below would see.
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 16, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
 	l := newLimiter(t, redislimit.New(c, &redislimit.Options{Timeout: 300 * time.Millisecond}),
 		&limiter.Options{FailOpenReads: true, FailOpenWrites: true},
 		limiter.Limit{Kind: limiter.Spend, Scope: limiter.User, Max: 10, Window: time.Hour},
