@@ -92,9 +92,10 @@ const (
 // only in letter case, at any depth; text that is not UTF-8 or escapes a
 // lone surrogate), read "with unreadable arguments". A key or string with
 // fullwidth or mathematical letters or digits (ℯ and the other letters of
-// the Letterlike Symbols block among them, and ª º ſ), or digits of
-// another script, is quoted with those escaped (shown as "\uff11\uff12":
-// "１２" would read as the number or the key 12); a nested value holding
+// the Letterlike Symbols block among them, and ª º ſ), ligatures or
+// digraphs of ASCII letters (ﬁ, ĳ, ǳ), or digits of another script, is
+// quoted with those escaped (shown as "\uff11\uff12": "１２" would read as
+// the number or the key 12, "proﬁle" as profile); a nested value holding
 // one is shown with everything outside printable ASCII escaped, and one
 // cut in a number is cut before it ({"amount":…).
 func Describe(tool string, args json.RawMessage) string {

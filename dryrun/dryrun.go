@@ -110,7 +110,11 @@ const (
 //
 // A name holding control or formatting characters (bidi overrides,
 // zero-width characters) is quoted with every character outside printable
-// ASCII escaped ("title\u200b"), so that it is seen for what it is.
+// ASCII escaped ("title\u200b"), so that it is seen for what it is, and so
+// is one holding characters that read as ASCII letters or digits
+// (fullwidth, mathematical, ligatures, other scripts' digits: see
+// [textsafe.ReadsASCII]), so that ａｍｏｕｎｔ or proﬁle does not read as
+// amount or profile: "\uff41\uff4d\uff4f\uff55\uff4e\uff54".
 // Either way two or more apostrophes or backticks in a row, which read as
 // a double quote, are escaped: "body\u0027\u0027, \u0027\u0027title".
 // Values are never included, so secrets in arguments cannot leak into

@@ -324,18 +324,21 @@ func ASCIIJSON(js string) string {
 // ReadsASCII reports a fullwidth form of an ASCII character, a mathematical
 // letter or digit (and the letters of the Letterlike Symbols block, where
 // the mathematical alphabets have some of theirs: ℯ, ℓ, ⅇ), another
-// character whose compatibility form (NFKC) is an ASCII letter (ª º ſ),
-// or a decimal digit of another script: characters that read as (or mean)
-// the ASCII letters and digits, so that a text with them may spell a
-// number, a literal or another key ("１２", "𝟏𝟐", "ｔｒｕｅ", "1ℯ3"). The
-// other compatibility digits and letters (¹ ① Ⅻ ₂ ⓐ) are not letters or
-// digits to [Word]: [QuoteShaped] escapes them.
+// character whose compatibility form (NFKC) is an ASCII letter (ª º ſ) or
+// two or three of them (the ligatures ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ, the digraphs Ĳ ĳ Ǉ ǈ ǉ
+// Ǌ ǋ ǌ Ǳ ǲ ǳ), or a decimal digit of another script: characters that read
+// as (or mean) the ASCII letters and digits, so that a text with them may
+// spell a number, a literal or another key ("１２", "𝟏𝟐", "ｔｒｕｅ", "1ℯ3",
+// "proﬁle"). The other compatibility digits and letters (¹ ① Ⅻ ₂ ⓐ) are
+// not letters or digits to [Word]: [QuoteShaped] escapes them.
 func ReadsASCII(r rune) bool {
 	switch {
 	case r < utf8.RuneSelf:
 		return false
 	case r >= 0xFF01 && r <= 0xFF5E, r >= 0x1D400 && r <= 0x1D7FF, r == 0xAA, r == 0xBA, r == 0x17F:
 		return true
+	case r == 0x132, r == 0x133, r >= 0x1C7 && r <= 0x1CC, r >= 0x1F1 && r <= 0x1F3, r >= 0xFB00 && r <= 0xFB06:
+		return true // ligatures and digraphs: ĳ, ǳ, ﬁ
 	case r >= 0x2100 && r <= 0x214F:
 		return unicode.IsLetter(r)
 	}
