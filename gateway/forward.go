@@ -548,6 +548,7 @@ var errTransportPanic = errors.New("gateway: the Transport panicked")
 var (
 	errTransportNoResponse = errors.New("gateway: the Transport returned a nil *Response with a nil error")
 	errTransportNoBody     = errors.New("gateway: the Transport returned a *Response with a content length but a nil Body")
+	errTransportBadStatus  = errors.New("gateway: the Transport returned a *Response whose status is not that of a final answer (200 to 999)")
 )
 
 // sendGuarded sends req with a Transport other than the gateway's own, and
@@ -560,7 +561,10 @@ var (
 // Client does, it fails a call answered with neither a response nor an
 // error, and reads an answer's nil Body as empty (mock Transports give
 // one) unless its ContentLength is positive: the gateway read the nil
-// response or Body, and panicked.
+// response or Body, and panicked. It fails an answer whose status is not
+// a final one's, 200 to 999 (0 from a mock that sets none, or a 1xx, which
+// the gateway's own client skips or refuses): relayed, WriteHeader
+// panicked on it, and the call kept its place for good.
 func (g *Gateway) sendGuarded(req *http.Request, cid string) (resp *http.Response, err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -574,6 +578,11 @@ func (g *Gateway) sendGuarded(req *http.Request, cid string) (resp *http.Respons
 		return nil, err
 	case resp == nil:
 		return nil, errTransportNoResponse
+	case resp.StatusCode < 200 || resp.StatusCode > 999:
+		if resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, errTransportBadStatus
 	case resp.Body == nil && resp.ContentLength > 0:
 		return nil, errTransportNoBody
 	case resp.Body == nil:

@@ -97,8 +97,10 @@ type Options struct {
 	// stack and fails the call (-32603, HTTP 500, INTERNAL, before the
 	// answer began; cut short after), which gives back its in-flight place.
 	// As with net/http's Client, an answer's nil Body reads as empty, and
-	// a nil answer with a nil error, or a nil Body with a positive
-	// ContentLength, fails the call as the downstream's (HTTP 502).
+	// a nil answer with a nil error, a nil Body with a positive
+	// ContentLength, or a status outside 200 to 999 (the gateway's own
+	// client skips or refuses a 1xx), fails the call as the downstream's
+	// (HTTP 502).
 	Transport http.RoundTripper
 	// Limiter, if non-nil, applies rate, spend and in-flight caps to every
 	// allowed tools/call before it is forwarded, keyed by the Mcp-Session-Id
