@@ -72,6 +72,10 @@ func BenchmarkGateway(b *testing.B) {
 			b.ReportMetric(via.cpuPerOp(), "gw_cpu_µs/op")
 			b.ReportMetric(direct.busy(), "direct_busy")
 			b.ReportMetric(via.busy(), "gw_busy")
+			b.ReportMetric(direct.gcPerKop(), "direct_gc/kop")
+			b.ReportMetric(via.gcPerKop(), "gw_gc/kop")
+			b.ReportMetric(direct.kbPerOp(), "direct_kB/op")
+			b.ReportMetric(via.kbPerOp(), "gw_kB/op")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -95,6 +99,10 @@ type result struct {
 	d    time.Duration
 	cpu  time.Duration // this process's CPU time (user and system)
 	lats []time.Duration
+	// gcs and alloc are the garbage collections and the bytes allocated
+	// in the process (every party: the downstream's most of them).
+	gcs   uint32
+	alloc uint64
 }
 
 func (r *result) add(o result) {
@@ -102,7 +110,15 @@ func (r *result) add(o result) {
 	r.d += o.d
 	r.cpu += o.cpu
 	r.lats = append(r.lats, o.lats...)
+	r.gcs += o.gcs
+	r.alloc += o.alloc
 }
+
+// gcPerKop is the process's garbage collections per thousand requests.
+func (r *result) gcPerKop() float64 { return float64(r.gcs) * 1000 / float64(r.n) }
+
+// kbPerOp is the kilobytes the process allocated per request.
+func (r *result) kbPerOp() float64 { return float64(r.alloc) / 1024 / float64(r.n) }
 
 // cpuPerOp is the process's CPU time per request, in microseconds.
 func (r *result) cpuPerOp() float64 { return float64(r.cpu.Microseconds()) / float64(r.n) }
@@ -126,6 +142,8 @@ func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) 
 	lats := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	var failed atomic.Value
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	start, cpu0 := time.Now(), processCPU()
 	for range clients {
 		wg.Add(1)
@@ -163,7 +181,9 @@ func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) 
 	if f := failed.Load(); f != nil {
 		b.Fatalf("%s: %v", url, f)
 	}
-	return result{n: n, d: time.Since(start), cpu: processCPU() - cpu0, lats: lats}
+	d, cpu := time.Since(start), processCPU()-cpu0
+	runtime.ReadMemStats(&ms1)
+	return result{n: n, d: d, cpu: cpu, lats: lats, gcs: ms1.NumGC - ms0.NumGC, alloc: ms1.TotalAlloc - ms0.TotalAlloc}
 }
 
 // labelled runs start with the pprof label party=name, which the goroutines
