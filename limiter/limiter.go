@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/gaveup"
 )
 
 // Errors reported by the limiter. Returned errors unwrap to them.
@@ -313,7 +315,7 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 	if len(checks) == 0 {
 		return Decision{Allowed: true}
 	}
-	if err := gaveUp(ctx); err != nil {
+	if err := gaveup.Err(ctx); err != nil {
 		// The caller gave up: nothing to ask, nothing to abandon, and no
 		// fail-open (see Options).
 		return Decision{Err: fmt.Errorf("%w: %w", ErrStoreUnavailable, err)}
@@ -333,7 +335,7 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 			allow = l.failOpenW
 		}
 		err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
-		if cerr := gaveUp(ctx); cerr != nil {
+		if cerr := gaveup.Err(ctx); cerr != nil {
 			// The caller gave up (cancelled, or its deadline passed):
 			// fail-open is for a store that is down, not a way around
 			// the limits for a client that disconnects.
@@ -352,21 +354,6 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 	}
 	d.at = l.clockNano(now)
 	return d
-}
-
-// gaveUp returns ctx's error, or context.DeadlineExceeded once ctx's
-// deadline has passed though ctx does not say so yet: a store whose client
-// times out at that deadline (go-redis with ContextTimeoutEnabled) can
-// fail a hair before ctx's own timer fires, and the call would then be
-// taken for one that a down store failed, and let through fail-open.
-func gaveUp(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // startAbandon abandons lease in the background (see abandon), when the

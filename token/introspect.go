@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/mcpguard/mcpguard/internal/gaveup"
 	"github.com/mcpguard/mcpguard/internal/jsondup"
 	"github.com/mcpguard/mcpguard/policy"
 )
@@ -418,10 +419,10 @@ func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) 
 		i.drop(a)
 	}
 	f, ok := i.st.flights[key]
-	if !ok && ctx.Err() != nil {
+	if err := gaveup.Err(ctx); !ok && err != nil {
 		// Nobody would wait for a new request.
 		i.mu.Unlock()
-		return nil, fmt.Errorf("%w: %w", ErrIntrospectionFailed, ctx.Err())
+		return nil, fmt.Errorf("%w: %w", ErrIntrospectionFailed, err)
 	}
 	if !ok && len(i.st.flights) >= i.maxFlights {
 		i.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/gaveup"
 	"github.com/mcpguard/mcpguard/internal/redisevict"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/redis/go-redis/v9"
@@ -229,13 +230,9 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		r.err = ctx.Err()
 	}
 	if r.err != nil {
-		cerr := caller.Err()
-		if dl, ok := caller.Deadline(); cerr == nil && ok && !time.Now().Before(dl) {
-			// Past, though not yet marked done: a client timing out at
-			// the same deadline (ContextTimeoutEnabled) answered first.
-			cerr = context.DeadlineExceeded
-		}
-		if cerr != nil {
+		// A deadline passed though not yet marked done counts: a client
+		// timing out at it (ContextTimeoutEnabled) answers first.
+		if cerr := gaveup.Err(caller); cerr != nil {
 			// The caller's context ended first: not Redis's fault.
 			return fmt.Errorf("redislimit: the caller gave up before redis answered: %w", cerr)
 		}
