@@ -58,15 +58,33 @@ func newGatewayClient(base, origin string) (*gatewayClient, error) {
 // gatewayURL parses the gateway's base URL: http or https, a host, and
 // optionally a path; no user info (Go's HTTP client would send it to the
 // gateway as an Authorization header, a credential of the server's), no
-// query (each request sets its own) and no fragment. The error does not
-// repeat the value, which may hold a password.
+// query (each request sets its own) and no fragment, and a host of
+// printable ASCII (see asciiHost). The error does not repeat the value,
+// which may hold a password.
 func gatewayURL(base string) (*url.URL, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
 		return nil, errors.New("--gateway: want http(s)://host[:port][/path], without user info, query or fragment")
 	}
+	if !asciiHost(u.Host) {
+		return nil, errors.New("--gateway: the host is not printable ASCII (an internationalized name goes in its xn-- form)")
+	}
 	return u, nil
+}
+
+// asciiHost reports whether host (a URL's, percent-decoded) is printable
+// ASCII. A browser sends an internationalized name in its Origin in its
+// xn-- form, as Go's HTTP client sends it as Host; the shop has no IDNA
+// tables to spell it so, and an Origin of https://bücher.example would
+// fail every CSRF check.
+func asciiHost(host string) bool {
+	for i := 0; i < len(host); i++ {
+		if host[i] <= ' ' || host[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // urlOrigin returns the origin of u as a browser sends it in an Origin
@@ -83,11 +101,13 @@ func urlOrigin(u *url.URL) string {
 }
 
 // checkOrigin checks an --origin value: an http or https origin,
-// scheme://host[:port], and nothing more, as a browser sends it.
+// scheme://host[:port], and nothing more, as a browser sends it (a host
+// of printable ASCII, asciiHost).
 func checkOrigin(origin string) error {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" ||
+		!asciiHost(u.Host) {
 		return fmt.Errorf("--origin %q: want an origin, http(s)://host[:port]", origin)
 	}
 	return nil

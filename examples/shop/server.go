@@ -355,6 +355,9 @@ func quoteText(s string) string {
 	return textsafe.QuoteShaped(s)
 }
 
+// lineBreaks removes the line breaks that base64 decoding skips.
+var lineBreaks = strings.NewReplacer("\r", "", "\n", "")
+
 // reasonLabel opens the prompt's line of the reason the model gave.
 const reasonLabel = "reason, in the caller's words: "
 
@@ -369,11 +372,13 @@ func parseAuditKey(v string) ([]byte, error) {
 
 // parseKey reads a confirmation key in hex or base64, at least
 // confirm.MinSecretLen bytes. A value of hex digits only is hex: read as
-// base64, 48 hex digits (24 bytes, too short) would pass as 36 bytes.
+// base64, 48 hex digits (24 bytes, too short) would pass as 36 bytes. Line
+// breaks inside it (xxd -p wraps hex at 60 digits) are skipped, as base64
+// skips them.
 func parseKey(v string) ([]byte, error) {
 	v = strings.TrimSpace(v)
-	if v != "" && strings.Trim(v, "0123456789abcdefABCDEF") == "" {
-		if b, err := hex.DecodeString(v); err == nil && len(b) >= confirm.MinSecretLen {
+	if digits := lineBreaks.Replace(v); digits != "" && strings.Trim(digits, "0123456789abcdefABCDEF") == "" {
+		if b, err := hex.DecodeString(digits); err == nil && len(b) >= confirm.MinSecretLen {
 			return b, nil
 		}
 		return nil, fmt.Errorf("%s: want at least %d bytes in hex or base64", confirmKeyEnv, confirm.MinSecretLen)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -105,6 +107,16 @@ func brief(e map[string]any) string {
 	return string(b)
 }
 
+// burstSession returns the name of a demo run's burst session:
+// "demo-burst-session-" and 12 random hexadecimal digits, the run's own.
+func burstSession() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("burst session: %w", err)
+	}
+	return "demo-burst-session-" + hex.EncodeToString(b), nil
+}
+
 // runDemo runs the seed's four scenes in-process against the real guard,
 // with cfg (writes allowlisted too when allowWrites) and an audit trail in
 // auditDir (a temporary directory when empty), its audit_log table in the
@@ -190,11 +202,16 @@ func runDemo(ctx context.Context, w io.Writer, name string, cfg *config, allowWr
 	fmt.Fprintf(w, "  tickets really created downstream: %d\n", len(tickets.Created()))
 
 	n := cfg.RateLimit.CallsPerMin + 1
-	// The trail may be a kept one (--audit-dir) with earlier runs' records
-	// of the same session name: show this run's only.
+	// The trail may be a kept one (--audit-dir, --audit-postgres) with the
+	// records of other runs, earlier ones and any running at the same
+	// time: show this run's only, those of its own burst session, whose
+	// name ends in a random run id.
+	burst, err := burstSession()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	fmt.Fprintf(w, "\n=== 4. Rate limit: burst of calls past the cap ===\n")
-	const burst = "demo-burst-session"
 	for i := 1; i <= n; i++ {
 		m, isErr, err := d.call(ctx, "token-alice", burst, "search_docs", map[string]any{"query": "deploy"})
 		if err != nil {

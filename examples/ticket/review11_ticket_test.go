@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 )
 
@@ -18,7 +17,7 @@ func TestReview11DemoAuditShowsOnlyThisRun(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("run %d: exit %d: %s", run, code, errOut)
 		}
-		if got := strings.Count(out, `"session_id":"rest-demo-burst-session@alice"`); got != 6 {
+		if got := len(burstSessionLine.FindAllString(out, -1)); got != 6 {
 			t.Errorf("run %d: %d audit lines of the burst session, want the 6 of this run:\n%s", run, got, out)
 		}
 	}

@@ -187,10 +187,11 @@ func TestReview12AuditPostgres(t *testing.T) {
 		if code := run(t.Context(), []string{"demo", "--audit-postgres", url}, &out, &stderr); code != 0 {
 			t.Fatalf("demo: exit %d; stderr:\n%s", code, stderr.String())
 		}
-		sid := restSessionID("demo-burst-session", "alice")
-		if !strings.Contains(out.String(), "(PostgreSQL audit_log;") || strings.Count(out.String(), `{"session_id":"`+sid+`"`) != 6 {
-			t.Errorf("demo output: want the burst session's 6 records read from PostgreSQL:\n%s", out.String())
+		lines := burstSessionLine.FindAllStringSubmatch(out.String(), -1)
+		if !strings.Contains(out.String(), "(PostgreSQL audit_log;") || len(lines) != 6 {
+			t.Fatalf("demo output: want the burst session's 6 records read from PostgreSQL:\n%s", out.String())
 		}
+		sid := lines[0][1] // its name ends in the run's id (review23b)
 		if got := pgEvents(t, db, audit.Filter{SessionID: sid, Phase: audit.PhaseOutcome}); len(got) != 6 {
 			t.Errorf("PostgreSQL holds %d records of %s, want 6", len(got), sid)
 		}
