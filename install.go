@@ -679,10 +679,17 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 //
 // Install adds receiving and sending middleware to s; call it once, after
 // adding the tools and before serving. The guard sees tools/call before the
-// go-sdk looks the tool up or validates its arguments. A guard is
-// installed on one server only, as it keeps that server's tools: an
-// Install after one that succeeded, on the same server (which would run
-// the pipeline twice per call) or on another (whose tools of the same
+// go-sdk looks the tool up or validates its arguments. A sending middleware
+// added after Install (outside the guard's) is to pass on the context it is
+// given and return the error of the handler it wraps: a subscriptions/listen
+// refused at a hidden UI resource has the go-sdk run the URIs before it in a
+// listen of the guard's, which ends as a refused one when its
+// acknowledgement fails (such a middleware sees that failure; no client
+// does). Answered with nil instead, that listen would stay open, and its
+// session subscribed to those URIs, until the client cancelled the request.
+// A guard is installed on one server only, as it keeps that server's
+// tools: an Install after one that succeeded, on the same server (which
+// would run the pipeline twice per call) or on another (whose tools of the same
 // names would be held to the first server's schemas), is an error, and
 // changes nothing; an Install that failed may be repeated. For several
 // servers, make a Guard for each. So a getServer of

@@ -21,7 +21,8 @@ import (
 // notifications/resources/list_changed only to one whose caller may see a
 // change (see resourcesChanged). below answers the listings they make. The
 // acknowledgement of a listen the guard made itself (refuseListen) is not
-// sent: it fails, which ends that listen as a refused one.
+// sent: it fails, which ends that listen as a refused one (a sending
+// middleware added after Install sees the failure, and is to return it).
 func (g *Guard) sendingResources(next, below mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if probeAcked(ctx, method) {
