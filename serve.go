@@ -17,6 +17,7 @@ import (
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/internal/corrid"
+	"github.com/mcpguard/mcpguard/internal/gaveup"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
@@ -289,9 +290,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	c.running, c.ran = true, true
 	res, err = next(ctx, req)
 	res, err = sdkToolError(res, err)
-	if !write && g.opts.RetryReads && transient(res, err) && ctx.Err() == nil {
+	if !write && g.opts.RetryReads && transient(res, err) && gaveup.Err(ctx) == nil {
 		// Not once the call's context has ended (a timeout is
-		// Temporary too): the retry would run past the deadline.
+		// Temporary too), nor once its deadline has passed though the
+		// context does not say so yet (a downstream whose deadline is
+		// the call's fails a moment first): the retry would run past
+		// the deadline.
 		c.detail = "retried once after a transient error"
 		res, err = sdkToolError(next(ctx, req))
 	}
@@ -721,17 +725,21 @@ func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, c
 }
 
 // limitFailed logs a decision ld the limiter could not make for c: as the
-// client's leaving (its detail says so) when the call's context ended
-// first, for the limiter refuses such a call whatever its fail-open
-// options; else as the limiter's failure.
+// client's leaving (its detail says so) when ld refuses c and the call's
+// context ended first, or its deadline passed though the context does not
+// say so yet (as the limiter tells it: a store timing out at that deadline
+// fails a moment first), for the limiter refuses such a call whatever its
+// fail-open options; else as the limiter's failure.
 func (g *Guard) limitFailed(ctx context.Context, c *call, ld limiter.Decision) {
-	switch {
-	case ld.Err != nil && ctx.Err() != nil:
-		c.detail = "the client went away (the call's context ended) before the limiter decided"
-		g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", logName(c.name), "correlation_id", c.corr, "err", ctx.Err())
-	case ld.Err != nil:
-		g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
+	if ld.Err == nil {
+		return
 	}
+	if cerr := gaveup.Err(ctx); cerr != nil && !ld.Allowed {
+		c.detail = "the client went away (the call's context ended) before the limiter decided"
+		g.log.Info("mcpguard: call not admitted: its context ended before the limiter decided", "tool", logName(c.name), "correlation_id", c.corr, "err", cerr)
+		return
+	}
+	g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
 }
 
 // refund gives back what step 8 charged c, whose decision was ld (the zero

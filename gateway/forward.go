@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/gaveup"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 )
@@ -457,9 +458,10 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	}
 	parent := r.Context()
 	if method == http.MethodPost {
-		if parent.Err() != nil {
-			// The client went away before its call was sent: it is not
-			// sent, for nobody (the rest of a batch, say).
+		if gaveup.Err(parent) != nil {
+			// The client went away before its call was sent, or its
+			// deadline passed though its context does not say so yet:
+			// it is not sent, for nobody (the rest of a batch, say).
 			if sid != "" {
 				g.sessions.settle(sid, pr.Subject, false)
 			}
