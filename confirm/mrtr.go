@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,10 +75,11 @@ const (
 // quotes) escaped, and so are two or more apostrophes or backticks in a
 // row (a double quote's shape); numbers exactly as sent (one longer than
 // 80 characters by its value, rounded to 17 significant digits and marked
-// "≈"); nested objects and arrays as compact JSON with sorted keys
-// (apostrophes in a row escaped, and every character outside printable
-// ASCII when a string in them holds a character escaped in quotes, or one
-// of those below).
+// "≈", or, with an exponent beyond ±100000000, by its length: "(a number
+// of 94 characters)"); nested objects and arrays as compact JSON with
+// sorted keys (apostrophes in a row escaped, and every character outside
+// printable ASCII when a string in them holds a character escaped in
+// quotes, or one of those below).
 // A key or string that holds control or formatting characters (including
 // bidirectional overrides), or characters that show as nothing or as a
 // plain space (Hangul fillers, variation selectors, spaces other than
@@ -244,17 +244,113 @@ func literal(s string) bool {
 
 // number renders a number exactly as sent, or, when it is too long to
 // show whole, by its value rounded to 17 significant digits and marked
-// "≈": cut like a string, 1.000…e3 would read as one.
+// "≈" (cut like a string, 1.000…e3 would read as one), or, with an
+// exponent beyond ±maxShownExp, by its length.
 func number(n json.Number) string {
 	s := string(n)
 	if utf8.RuneCountInString(s) <= maxDescribeRunes {
 		return s
 	}
-	f, _, err := big.ParseFloat(s, 10, 64, big.ToNearestEven)
-	if err != nil { // an exponent beyond big.Float's range
-		return "(a number of " + strconv.Itoa(len(s)) + " characters)"
+	if v, ok := roundNumber(s); ok {
+		return "≈" + v
 	}
-	return "≈" + f.Text('g', 17)
+	return "(a number of " + strconv.Itoa(len(s)) + " characters)"
+}
+
+// maxShownExp bounds the decimal exponent of a number [number] shows by its
+// value.
+const maxShownExp = 100_000_000
+
+// roundNumber returns s, a JSON number, rounded to 17 significant digits
+// (half to even) and written as big.Float's Text('g', 17) writes it, in
+// time linear in its length: math/big's conversions take time quadratic
+// in the digits, and Text in the exponent (seconds for 1e-60000). It
+// reports false for an exponent beyond ±maxShownExp.
+func roundNumber(s string) (string, bool) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	exp := 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e := strings.TrimLeft(strings.TrimLeft(s[i+1:], "+-"), "0")
+		if len(e) > 9 {
+			return "", false
+		}
+		exp, _ = strconv.Atoi(e)
+		if strings.HasPrefix(s[i+1:], "-") {
+			exp = -exp
+		}
+		s = s[:i]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	// The value is 0.d × 10^point, d the significant digits.
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		if neg {
+			return "-0", true
+		}
+		return "0", true
+	}
+	point := exp + len(digits) - len(frac)
+	var d []byte
+	if len(digits) <= 17 {
+		d = []byte(digits)
+	} else {
+		d = []byte(digits[:17])
+		rest := digits[17:]
+		up := rest[0] > '5' || rest[0] == '5' && (strings.TrimRight(rest[1:], "0") != "" || d[16]&1 == 1)
+		for i := 16; up && i >= 0; i-- {
+			if d[i] < '9' {
+				d[i]++
+				up = false
+			} else {
+				d[i] = '0'
+			}
+		}
+		if up { // 99…9 rounded up
+			d = append([]byte{'1'}, d[:16]...)
+			point++
+		}
+	}
+	for len(d) > 1 && d[len(d)-1] == '0' {
+		d = d[:len(d)-1]
+	}
+	if point > maxShownExp || point < -maxShownExp {
+		return "", false
+	}
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	switch e := point - 1; {
+	case e < -4 || e >= 17:
+		// As %e: d.ddde±dd.
+		b.WriteByte(d[0])
+		if len(d) > 1 {
+			b.WriteByte('.')
+			b.Write(d[1:])
+		}
+		sign := "e+"
+		if e < 0 {
+			sign, e = "e-", -e
+		}
+		b.WriteString(sign)
+		if e < 10 {
+			b.WriteByte('0')
+		}
+		b.WriteString(strconv.Itoa(e))
+	case point <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -point))
+		b.Write(d)
+	case point >= len(d):
+		b.Write(d)
+		b.WriteString(strings.Repeat("0", point-len(d)))
+	default:
+		b.Write(d[:point])
+		b.WriteByte('.')
+		b.Write(d[point:])
+	}
+	return b.String(), true
 }
 
 // unseen reports whether s holds characters that cleaning would remove

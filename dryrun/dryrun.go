@@ -118,15 +118,15 @@ const (
 // Either way two or more apostrophes or backticks in a row, which read as
 // a double quote, are escaped: "body\u0027\u0027, \u0027\u0027title".
 // Values are never included, so secrets in arguments cannot leak into
-// a dry-run result. Arguments that are empty, null or not a JSON object are
-// described without names.
+// a dry-run result. Arguments that are empty (or JSON white space), null or
+// not a JSON object are described without names.
 func Summary(tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("Would run ")
 	b.WriteString(clean(tool))
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(args, &obj); err != nil || len(obj) == 0 {
-		if len(args) == 0 || string(args) == "null" || (err == nil && len(obj) == 0) {
+		if len(strings.Trim(string(args), " \t\r\n")) == 0 || (err == nil && len(obj) == 0) {
 			b.WriteString(" with no arguments")
 		} else {
 			b.WriteString(" with arguments")
