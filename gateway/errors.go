@@ -22,7 +22,7 @@ const (
 	// CodeInternal: the gateway could not make the write-ahead audit record
 	// (HTTP 503), or could not compute a call's cost (Options.Cost panicked
 	// or returned a negative, NaN or infinite one) or send it (a custom
-	// Transport panicked) (HTTP 500).
+	// Transport's RoundTrip panicked) (HTTP 500).
 	CodeInternal = -32603
 	// CodeUnauthenticated: no or bad bearer token (HTTP 401).
 	CodeUnauthenticated = -32000
@@ -103,8 +103,8 @@ func errCostFailed() *rpcError {
 		message: "Internal error: the cost of the call could not be computed"}
 }
 
-// errTransportFailed answers a call whose custom Transport panicked
-// ([errTransportPanic]).
+// errTransportFailed answers a call whose custom Transport's RoundTrip
+// panicked ([errTransportPanic]).
 func errTransportFailed() *rpcError {
 	return &rpcError{code: CodeInternal, status: http.StatusInternalServerError, contract: "INTERNAL",
 		message: "Internal error: the request could not be sent downstream"}

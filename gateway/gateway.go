@@ -94,8 +94,12 @@ type Options struct {
 	// request) and a copy of its body, which it may read after RoundTrip
 	// returned (http.RoundTripper allows it). A panic of another Transport,
 	// in RoundTrip or in its answer body's Read or Close, is logged with its
-	// stack and fails the call (-32603, HTTP 500, INTERNAL, before the
-	// answer began; cut short after), which gives back its in-flight place.
+	// stack and fails the call, which gives back its in-flight place: one
+	// in RoundTrip with -32603 (HTTP 500, INTERNAL); one in Read as a
+	// broken answer of the downstream does, with -32003 (HTTP 502, or the
+	// member's error in a batch) when the gateway reads the answer whole
+	// before it answers (a batch member's), cut short when it had begun
+	// relaying it.
 	// As with net/http's Client, an answer's nil Body reads as empty, and
 	// a nil answer with a nil error, a nil Body with a positive
 	// ContentLength, or a status outside 200 to 999 (the gateway's own
