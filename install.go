@@ -875,8 +875,9 @@ func gone(err error, req *mcp.CallToolRequest) bool {
 	return we.Code == nf.Code && we.Message == nf.Message && len(we.Data) == 0
 }
 
-// asCaller runs a request for the server's prompts or resources as its
-// authenticated caller: a caller the guard cannot authenticate is refused,
+// asCaller runs a request for the server's prompts or resources, or for a
+// method it added (mcp.AddReceivingCustomMethod), as its authenticated
+// caller: a caller the guard cannot authenticate is refused,
 // as at tools/list, and the handler finds the caller's [Identity] in its
 // context.
 func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {

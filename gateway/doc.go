@@ -240,9 +240,10 @@
 // (INVALID_REQUEST, the gateway's own, for a body or envelope it cannot
 // read: -32700 and -32600) and the request's correlation id. A refusal
 // for the caller's roles (-32001, FORBIDDEN) names the tool, the caller's
-// roles and what it lacks: required_roles, any one of which would do, or,
-// when several role rules apply to the tool, required_role_sets, a role of
-// each of which is needed. A call whose cost Options.Cost could not give,
+// roles and the roles the tool requires: required_roles, any one of which
+// would do, or, when several role rules apply to the tool,
+// required_role_sets, a role of each of which is needed (the caller may
+// meet some of them already). A call whose cost Options.Cost could not give,
 // or whose custom Transport's RoundTrip panicked, fails with -32603 and
 // 500 (INTERNAL). A go-sdk client reports -32003 as
 // mcp.ErrConnectionClosed (its own "client is closing" code), with the
