@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpguard/mcpguard/internal/readfold"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 )
 
@@ -690,94 +690,10 @@ func checkReading(p oParse, v any) error {
 	return nil
 }
 
-// letterlike are the letters whose compatibility form (NFKC) is an ASCII
-// letter outside the fullwidth and mathematical blocks (the mathematical
-// letters the Letterlike Symbols block holds, the ordinal indicators, the
-// long s, the Kelvin sign); letterlikeASCII, that form of each.
-const (
-	letterlike      = "\u00aa\u00ba\u017fℂℊℋℌℍℎℐℑℒℓℕℙℚℛℜℝℤℨKℬℭℯℰℱℳℴℹⅅⅆⅇⅈⅉ"
-	letterlikeASCII = "aosCgHHHhIILlNPQRRRZZKBCeEFMoiDdeij"
-)
-
-// humanFold maps, one character for one, what a person reads as ASCII
-// punctuation, digits or letters to them: the compatibility forms (NFKC)
-// of ASCII (fullwidth forms, mathematical digits and letters, the
-// letterlike ones), the digits of other scripts, the quotes, primes,
-// apostrophes, commas, equals signs and spaces of other scripts (and the
-// letters shaped like them), and two apostrophes or backticks in a row
-// (a double quote).
-func humanFold(s string) string {
-	rs := []rune(s)
-	for i, r := range rs {
-		switch {
-		case 0xFF01 <= r && r <= 0xFF5E:
-			rs[i] = r - 0xFF01 + '!'
-		case 0x1D7CE <= r && r <= 0x1D7FF:
-			rs[i] = '0' + (r-0x1D7CE)%10
-		case 0x1D400 <= r && r <= 0x1D6A3:
-			// The mathematical letters: alphabets of 52, A to z.
-			if n := (r - 0x1D400) % 52; n < 26 {
-				rs[i] = 'A' + n
-			} else {
-				rs[i] = 'a' + n - 26
-			}
-		case slices.Contains([]rune(letterlike), r):
-			rs[i] = rune(letterlikeASCII[slices.Index([]rune(letterlike), r)])
-		case r >= utf8.RuneSelf && unicode.Is(unicode.Nd, r):
-			// Another script's digit: its value, counted from the zero
-			// that starts its run (of ten, or of tens).
-			z := r
-			for unicode.Is(unicode.Nd, z-1) {
-				z--
-			}
-			rs[i] = '0' + (r-z)%10
-		case strings.ContainsRune("ʺ״″“”„‟❝❞˝ˮ〃ײᐦᐥ〞〟", r):
-			rs[i] = '"'
-		case strings.ContainsRune("ʹʼʻʽ‘’‛′׳ꞌꞋᑊᛌ՚ߴߵ", r):
-			rs[i] = '\''
-		case strings.ContainsRune("‚،ˏꓹ߸꘍᠂", r):
-			rs[i] = ','
-		case strings.ContainsRune("꞊᐀⹀", r):
-			rs[i] = '='
-		case r == 0xA0 || r == 0x2007 || r == 0x202F || 0x2000 <= r && r <= 0x200A || r == 0x3000 || r == 0x2800 || r == 0x3164 || r == 0xFFA0:
-			rs[i] = ' '
-		}
-	}
-	for i := 0; i+1 < len(rs); i++ {
-		if (rs[i] == '\'' || rs[i] == '`') && (rs[i+1] == '\'' || rs[i+1] == '`') {
-			rs[i], rs[i+1] = '"', '"'
-		}
-	}
-	return string(rs)
-}
-
-// ligatures are the letters whose compatibility form (NFKC) is two or
-// three ASCII letters (the Latin ligatures and digraphs); ligaturesASCII,
-// that form of each, one per entry.
-var (
-	ligatures      = []rune("ĲĳǇǈǉǊǋǌǱǲǳﬀﬁﬂﬃﬄﬅﬆ")
-	ligaturesASCII = []string{"IJ", "ij", "LJ", "Lj", "lj", "NJ", "Nj", "nj", "DZ", "Dz", "dz", "ff", "fi", "fl", "ffi", "ffl", "st", "st"}
-)
-
-// readFold is humanFold, with the ligatures written out as the letters
-// they join (a person reads proﬁle as profile): not one character for
-// one, so for comparing whole texts only.
-func readFold(s string) string {
-	var b strings.Builder
-	for _, r := range humanFold(s) {
-		if i := slices.Index(ligatures, r); i >= 0 {
-			b.WriteString(ligaturesASCII[i])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // checkHuman: the text as a person reads it has the strict reading's
 // structure (the same tokens, of the same kinds, in the same places).
 func checkHuman(text string, p oParse) error {
-	h := humanFold(text)
+	h := readfold.Fold(text)
 	if h == text {
 		return nil
 	}
@@ -979,11 +895,11 @@ func TestReview23DescribeOracleProperty(t *testing.T) {
 			t.Errorf("%s and %s both read\n%s", prev, c, text)
 		}
 		seen[text] = string(c)
-		if prev, ok := seenByPerson[readFold(text)]; ok && prev != string(c) {
+		if prev, ok := seenByPerson[readfold.Read(text)]; ok && prev != string(c) {
 			fails++
-			t.Errorf("%s and %s both read, to a person,\n%s", prev, c, readFold(text))
+			t.Errorf("%s and %s both read, to a person,\n%s", prev, c, readfold.Read(text))
 		}
-		seenByPerson[readFold(text)] = string(c)
+		seenByPerson[readfold.Read(text)] = string(c)
 	}
 }
 
@@ -1018,7 +934,7 @@ func FuzzReview23DescribeParsesBack(f *testing.F) {
 		if ta == tb && !strings.Contains(ta, ellipsis) && !strings.Contains(ta, "≈") {
 			t.Fatalf("%s and %s both read\n%s", a, b, ta)
 		}
-		if ha := readFold(ta); ha == readFold(tb) && !strings.Contains(ha, ellipsis) && !strings.Contains(ha, "≈") {
+		if ha := readfold.Read(ta); ha == readfold.Read(tb) && !strings.Contains(ha, ellipsis) && !strings.Contains(ha, "≈") {
 			t.Fatalf("%s and %s both read, to a person,\n%s\n%s", a, b, ta, tb)
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/readfold"
 )
 
 // TestReview23bCutKeepsLiterals: a nested value cut where true or false
@@ -64,7 +66,7 @@ func TestReview23bCompatReadsApart(t *testing.T) {
 			}
 		}
 		ta, tb := Describe(oracleTool, json.RawMessage(p[0])), Describe(oracleTool, json.RawMessage(p[1]))
-		if humanFold(ta) == humanFold(tb) {
+		if readfold.Fold(ta) == readfold.Fold(tb) {
 			t.Errorf("%s and %s both read, to a person,\n%s\n%s", p[0], p[1], ta, tb)
 		}
 	}

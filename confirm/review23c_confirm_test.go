@@ -3,6 +3,8 @@ package confirm
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/readfold"
 )
 
 // TestReview23cLigaturesReadApart: a key or string written with a Latin
@@ -22,8 +24,8 @@ func TestReview23cLigaturesReadApart(t *testing.T) {
 		{`{"v":["ﬁle"]}`, `{"v":["file"]}`},
 	} {
 		a, b := Describe(oracleTool, json.RawMessage(p[0])), Describe(oracleTool, json.RawMessage(p[1]))
-		if readFold(a) == readFold(b) {
-			t.Errorf("%s and %s both read %s", p[0], p[1], readFold(a))
+		if readfold.Read(a) == readfold.Read(b) {
+			t.Errorf("%s and %s both read %s", p[0], p[1], readfold.Read(a))
 		}
 		if err := checkParsesBack(Describe, p[0]); err != nil {
 			t.Errorf("Describe(%s)\n= %v", p[0], err)

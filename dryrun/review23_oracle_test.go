@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/confirm"
+	"github.com/mcpguard/mcpguard/internal/readfold"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 )
 
@@ -192,82 +192,6 @@ func sCheckName(t sTok, want string) error {
 	return fmt.Errorf("reads %+q, is %+q", got, want)
 }
 
-// sLetterlike are the letters whose compatibility form (NFKC) is an ASCII
-// letter outside the fullwidth and mathematical blocks; sLetterlikeASCII,
-// that form of each (as confirm's letterlike).
-const (
-	sLetterlike      = "\u00aa\u00ba\u017fℂℊℋℌℍℎℐℑℒℓℕℙℚℛℜℝℤℨKℬℭℯℰℱℳℴℹⅅⅆⅇⅈⅉ"
-	sLetterlikeASCII = "aosCgHHHhIILlNPQRRRZZKBCeEFMoiDdeij"
-)
-
-// sHumanFold: as confirm's humanFold, one character for one: the fullwidth
-// forms, the mathematical digits and letters, the letterlike ones and
-// other scripts' digits read as ASCII, and so do quote, comma and space
-// shapes.
-func sHumanFold(s string) string {
-	rs := []rune(s)
-	for i, r := range rs {
-		switch {
-		case 0xFF01 <= r && r <= 0xFF5E:
-			rs[i] = r - 0xFF01 + '!'
-		case 0x1D7CE <= r && r <= 0x1D7FF:
-			rs[i] = '0' + (r-0x1D7CE)%10
-		case 0x1D400 <= r && r <= 0x1D6A3:
-			if n := (r - 0x1D400) % 52; n < 26 {
-				rs[i] = 'A' + n
-			} else {
-				rs[i] = 'a' + n - 26
-			}
-		case slices.Contains([]rune(sLetterlike), r):
-			rs[i] = rune(sLetterlikeASCII[slices.Index([]rune(sLetterlike), r)])
-		case r >= utf8.RuneSelf && unicode.Is(unicode.Nd, r):
-			z := r
-			for unicode.Is(unicode.Nd, z-1) {
-				z--
-			}
-			rs[i] = '0' + (r-z)%10
-		case strings.ContainsRune("ʺ״″“”„‟❝❞˝ˮ〃ײᐦᐥ〞〟", r):
-			rs[i] = '"'
-		case strings.ContainsRune("ʹʼʻʽ‘’‛′׳ꞌꞋᑊᛌ՚ߴߵ", r):
-			rs[i] = '\''
-		case strings.ContainsRune("‚،ˏꓹ߸꘍᠂", r):
-			rs[i] = ','
-		case strings.ContainsRune("꞊᐀⹀", r):
-			rs[i] = '='
-		case r == 0xA0 || r == 0x2007 || r == 0x202F || 0x2000 <= r && r <= 0x200A || r == 0x3000 || r == 0x2800 || r == 0x3164 || r == 0xFFA0:
-			rs[i] = ' '
-		}
-	}
-	for i := 0; i+1 < len(rs); i++ {
-		if (rs[i] == '\'' || rs[i] == '`') && (rs[i+1] == '\'' || rs[i+1] == '`') {
-			rs[i], rs[i+1] = '"', '"'
-		}
-	}
-	return string(rs)
-}
-
-// sLigatures are the letters whose compatibility form is two or three ASCII
-// letters; sLigaturesASCII, that form of each.
-var (
-	sLigatures      = []rune("ĲĳǇǈǉǊǋǌǱǲǳﬀﬁﬂﬃﬄﬅﬆ")
-	sLigaturesASCII = []string{"IJ", "ij", "LJ", "Lj", "lj", "NJ", "Nj", "nj", "DZ", "Dz", "dz", "ff", "fi", "fl", "ffi", "ffl", "st", "st"}
-)
-
-// sReadFold is sHumanFold with the ligatures written out as the letters
-// they join (proﬁle reads as profile): not one character for one, so for
-// comparing whole texts only.
-func sReadFold(s string) string {
-	var b strings.Builder
-	for _, r := range sHumanFold(s) {
-		if i := slices.Index(sLigatures, r); i >= 0 {
-			b.WriteString(sLigaturesASCII[i])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 func sShape(s string, p sParse) string {
 	pos := func(i int) int { return utf8.RuneCountInString(s[:i]) }
 	var b strings.Builder
@@ -315,7 +239,7 @@ func checkSummary(render func(string, json.RawMessage) string, args string) erro
 			return fmt.Errorf("%s\n  name %d: %w", text, i, err)
 		}
 	}
-	if h := sHumanFold(text); h != text {
+	if h := readfold.Fold(text); h != text {
 		hp, err := sParseSummary(h)
 		if err != nil {
 			return fmt.Errorf("%s\n  a person reads %s, which %w", text, h, err)
@@ -410,11 +334,11 @@ func TestReview23SummaryOracle(t *testing.T) {
 			t.Errorf("%+q and %+q both read\n%s", prev, keys, text)
 		}
 		seen[text] = keys
-		if prev, ok := seenByPerson[sReadFold(text)]; ok && prev != keys {
+		if prev, ok := seenByPerson[readfold.Read(text)]; ok && prev != keys {
 			fails++
-			t.Errorf("%+q and %+q both read, to a person,\n%s", prev, keys, sReadFold(text))
+			t.Errorf("%+q and %+q both read, to a person,\n%s", prev, keys, readfold.Read(text))
 		}
-		seenByPerson[sReadFold(text)] = keys
+		seenByPerson[readfold.Read(text)] = keys
 	}
 }
 

@@ -3,6 +3,8 @@ package dryrun
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/readfold"
 )
 
 // TestReview23cLigaturesReadApart: an argument name written with a Latin
@@ -20,8 +22,8 @@ func TestReview23cLigaturesReadApart(t *testing.T) {
 		{`{"ℯ٣":1}`, `{"e3":1}`},
 	} {
 		a, b := Summary(sOracleTool, json.RawMessage(p[0])), Summary(sOracleTool, json.RawMessage(p[1]))
-		if sReadFold(a) == sReadFold(b) {
-			t.Errorf("%s and %s both read %s", p[0], p[1], sReadFold(a))
+		if readfold.Read(a) == readfold.Read(b) {
+			t.Errorf("%s and %s both read %s", p[0], p[1], readfold.Read(a))
 		}
 		if err := checkSummary(Summary, p[0]); err != nil {
 			t.Errorf("Summary(%s)\n= %v", p[0], err)
