@@ -265,7 +265,8 @@ const maxShownExp = 100_000_000
 // (half to even) and written as big.Float's Text('g', 17) writes it, in
 // time linear in its length: math/big's conversions take time quadratic
 // in the digits, and Text in the exponent (seconds for 1e-60000). It
-// reports false for an exponent beyond ±maxShownExp.
+// reports false when the exponent it would show is beyond ±maxShownExp, or
+// when s's exponent is written with more than nine digits.
 func roundNumber(s string) (string, bool) {
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -314,7 +315,7 @@ func roundNumber(s string) (string, bool) {
 	for len(d) > 1 && d[len(d)-1] == '0' {
 		d = d[:len(d)-1]
 	}
-	if point > maxShownExp || point < -maxShownExp {
+	if e := point - 1; e > maxShownExp || e < -maxShownExp {
 		return "", false
 	}
 	var b strings.Builder
