@@ -55,7 +55,11 @@
 //     answer is read for at most Timeout after the client was last seen:
 //     one that never ends is cut as on a timeout. A call not yet sent when
 //     its client goes (the rest of a batch) is not sent, and is given back
-//     its limiter charge. A GET stream ends with its client. So a client
+//     its limiter charge; so is one whose request's deadline (an
+//     embedder's middleware's, an http.TimeoutHandler's) has passed, and
+//     it is answered -32003 (with 504 alone, as a GET or DELETE that
+//     deadline ended is), for the client may be waiting still. A GET
+//     stream ends with its client. So a client
 //     that resumes a POST's event stream (Last-Event-ID) while the gateway
 //     still reads it is refused by a go-sdk downstream (409 Conflict: the
 //     stream has a reader) until that read ends, with the answer or at

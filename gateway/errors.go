@@ -73,9 +73,21 @@ func errUnauthenticated(why string, invalidToken bool) *rpcError {
 
 // errClientGone is the refusal of a request whose client went away (HTTP
 // 499, never written): before it was sent downstream (unsent), or, for a
-// GET or DELETE, while it was.
+// GET or DELETE, while it was. One whose context ended at a deadline is
+// answered errDeadlinePassed instead ([Gateway.unanswered]).
 func errClientGone(unsent bool) *rpcError {
 	return &rpcError{code: CodeUpstreamUnavailable, status: 499, contract: "UPSTREAM_UNAVAILABLE", message: "client went away", unsent: unsent}
+}
+
+// errDeadlinePassed answers a request refused as errClientGone whose
+// context ended at its deadline (an embedder's middleware's, an
+// http.TimeoutHandler's), or whose deadline passed: not as its client hung
+// up (net/http cancels the context then), so the client may still wait
+// for an answer.
+func errDeadlinePassed() *rpcError {
+	e := errUpstream(true)
+	e.message = "Request timed out: its deadline passed before the upstream answered"
+	return e
 }
 
 func errUpstream(timeout bool) *rpcError {

@@ -845,6 +845,12 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 		}
 		call.clientWentAway()
 		call.finish(uerr.contract)
+		if errors.Is(gaveup.Err(r.Context()), context.DeadlineExceeded) {
+			// Not its client's hanging up but a deadline: the client
+			// may be waiting still, and a handler that writes nothing
+			// answers it 200 with an empty body.
+			g.writeError(w, errDeadlinePassed(), m.idOrNil(), cid)
+		}
 		return
 	}
 	if r.Context().Err() != nil {

@@ -116,7 +116,10 @@ type Options struct {
 	// so is one whose client went away before it was sent. A forwarded
 	// call keeps its in-flight place until the downstream's answer has
 	// been read, also when its client hangs up first (then for at most
-	// Timeout: see the package doc). Nil means no caps.
+	// Timeout: see the package doc). A call its store-backed limiter
+	// refuses because the request's context had ended (or its deadline
+	// passed) before it decided is recorded as the client's leaving, not
+	// the limiter's failure. Nil means no caps.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. args reads the call's top-level numeric

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/gaveup"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 )
@@ -75,6 +76,11 @@ const (
 	clientGone       = "the client went away, or its connection was closed, before the answer was relayed"
 	clientGoneUnsent = "not forwarded: the client went away, or its connection was closed, before the call was sent downstream"
 )
+
+// clientGoneUndecided is the outcome record's detail of a call the limiter
+// refused as its request's context had ended (or its deadline passed)
+// before it decided: the client's leaving, not the limiter's failure.
+const clientGoneUndecided = "not forwarded: the client went away (the request's context ended) before the limiter decided"
 
 // clientWentAway notes in the call's outcome record that its client went
 // away (or its connection was closed) before its answer was relayed,
@@ -391,8 +397,14 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		if !ld.Allowed {
 			g.lim.Release(ld)
 			p.local = limitError(ld)
+			detail := p.local.message
+			if ld.Err != nil && gaveup.Err(r.Context()) != nil {
+				// The limiter refuses such a call whatever its store
+				// and fail-open options say: the client's leaving.
+				detail = clientGoneUndecided
+			}
 			// Nothing was charged: the record's cost is 0 (audit.Event.Cost).
-			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, p.local.message, 0, start)
+			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, detail, 0, start)
 			return p
 		}
 		c.lim, c.hasLim = ld, true
