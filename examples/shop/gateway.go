@@ -91,9 +91,16 @@ func asciiHost(host string) bool {
 // header (RFC 6454): the scheme and the host in lower case, and the port
 // only when it is not the scheme's default, so that a CSRF check comparing
 // it with the gateway's own origin accepts it (https://Shop.Example:443 is
-// https://shop.example).
+// https://shop.example). An IPv6 literal's zone is left out, as Go's HTTP
+// client leaves it out of the Host it sends and a browser sends none
+// (http://[fe80::1%25eth0]:8080 is http://[fe80::1]:8080).
 func urlOrigin(u *url.URL) string {
 	host := strings.TrimSuffix(u.Host, ":")
+	if i := strings.LastIndex(host, "]"); strings.HasPrefix(host, "[") && i > 0 {
+		if j := strings.LastIndex(host[:i], "%"); j > 0 {
+			host = host[:j] + host[i:]
+		}
+	}
 	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
 		host = strings.TrimSuffix(host, ":"+p)
 	}
