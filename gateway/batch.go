@@ -328,7 +328,13 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 				m.p.call.notForwarded()
 			}
 		}
-		return g.synth(m, m.err, ""), 0
+		e := m.err
+		if e.status == 499 {
+			// A member left unsent by its request's deadline is answered
+			// as a single request is, not as though its client had gone.
+			e = deadlineAnswer(m.ctx, e)
+		}
+		return g.synth(m, e, ""), 0
 	}
 	var out [][]byte
 	cr := &chargedReader{r: m.c, held: &b.held}

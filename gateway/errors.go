@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
-	"github.com/mcpguard/mcpguard/internal/textsafe"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/gaveup"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 )
 
 // JSON-RPC error codes the gateway answers with itself. Everything else is
@@ -87,6 +91,17 @@ func errClientGone(unsent bool) *rpcError {
 func errDeadlinePassed() *rpcError {
 	e := errUpstream(true)
 	e.message = "Request timed out: its deadline passed before the upstream answered"
+	return e
+}
+
+// deadlineAnswer returns the answer to e, a request's refusal as its client
+// went away (errClientGone, or a limiter's refusal as its context had
+// ended): errDeadlinePassed when the request's context (ctx) ended at its
+// deadline, or its deadline passed; e otherwise.
+func deadlineAnswer(ctx context.Context, e *rpcError) *rpcError {
+	if errors.Is(gaveup.Err(ctx), context.DeadlineExceeded) {
+		return errDeadlinePassed()
+	}
 	return e
 }
 

@@ -845,11 +845,11 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 		}
 		call.clientWentAway()
 		call.finish(uerr.contract)
-		if errors.Is(gaveup.Err(r.Context()), context.DeadlineExceeded) {
+		if e := deadlineAnswer(r.Context(), uerr); e != uerr {
 			// Not its client's hanging up but a deadline: the client
 			// may be waiting still, and a handler that writes nothing
 			// answers it 200 with an empty body.
-			g.writeError(w, errDeadlinePassed(), m.idOrNil(), cid)
+			g.writeError(w, e, m.idOrNil(), cid)
 		}
 		return
 	}

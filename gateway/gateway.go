@@ -119,7 +119,9 @@ type Options struct {
 	// Timeout: see the package doc). A call its store-backed limiter
 	// refuses because the request's context had ended (or its deadline
 	// passed) before it decided is recorded as the client's leaving, not
-	// the limiter's failure. Nil means no caps.
+	// the limiter's failure; one whose deadline passed is answered -32003
+	// with 504 (UPSTREAM_UNAVAILABLE), as a call its deadline left unsent
+	// is. Nil means no caps.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. args reads the call's top-level numeric

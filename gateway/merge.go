@@ -26,6 +26,11 @@ import (
 func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, p *plan, start time.Time) {
 	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw, nil)
 	if uerr != nil {
+		// A client gone is answered nothing; one whose deadline passed is
+		// answered, as in [Gateway.unanswered].
+		if uerr.status == 499 {
+			uerr = deadlineAnswer(r.Context(), uerr)
+		}
 		if uerr.status != 499 {
 			g.writeError(w, uerr, p.m.id, cid)
 		}

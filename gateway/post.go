@@ -400,7 +400,10 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 			detail := p.local.message
 			if ld.Err != nil && gaveup.Err(r.Context()) != nil {
 				// The limiter refuses such a call whatever its store
-				// and fail-open options say: the client's leaving.
+				// and fail-open options say: the client's leaving. One
+				// whose deadline passed is answered as a call its
+				// deadline left unsent is, not as the limiter's failure.
+				p.local = deadlineAnswer(r.Context(), p.local)
 				detail = clientGoneUndecided
 			}
 			// Nothing was charged: the record's cost is 0 (audit.Event.Cost).
