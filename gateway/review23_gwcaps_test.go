@@ -147,18 +147,8 @@ func TestReview23TransportPanicReleases(t *testing.T) {
 				name = where + "_batch"
 			}
 			t.Run(name, func(t *testing.T) {
-				lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Concurrency, Scope: limiter.User, Max: 1}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var mu sync.Mutex
-				var codes []string
-				sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
-					mu.Lock()
-					defer mu.Unlock()
-					codes = append(codes, e.Code)
-					return nil
-				})
+				lim := oneInFlight(t)
+				sink := &codeSink{}
 				tr := &panicky{}
 				tr.armed.Store(true)
 				tr.body.Store(where == "body")
@@ -208,8 +198,7 @@ func TestReview23TransportPanicReleases(t *testing.T) {
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
-				mu.Lock()
-				defer mu.Unlock()
+				codes := sink.all()
 				if len(codes) != 2 || codes[0] == "" || codes[1] != "" {
 					t.Errorf("outcome codes %q, want the failed call's and then the allowed one's", codes)
 				}
@@ -311,4 +300,37 @@ func TestReview23CostPanicReleases(t *testing.T) {
 	if !slices.Equal(codes, []string{"", "", "INTERNAL"}) {
 		t.Errorf("outcome codes %q, want one for each call, member 2's INTERNAL", codes)
 	}
+}
+
+// oneInFlight returns a limiter that lets each user have one call in
+// flight: a call whose place is never given back blocks the next.
+func oneInFlight(t *testing.T) *limiter.Limiter {
+	t.Helper()
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Concurrency, Scope: limiter.User, Max: 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// codeSink is an audit sink that keeps the code of every event it is given.
+type codeSink struct {
+	mu    sync.Mutex
+	codes []string
+}
+
+func (s *codeSink) Write(_ context.Context, e *audit.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.codes = append(s.codes, e.Code)
+	return nil
+}
+
+func (s *codeSink) Close() error { return nil }
+
+// all returns the codes kept so far.
+func (s *codeSink) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.codes)
 }

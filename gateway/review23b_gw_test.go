@@ -54,18 +54,8 @@ func TestReview23bNilBodyTransport(t *testing.T) {
 				name += "_batch"
 			}
 			t.Run(name, func(t *testing.T) {
-				lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Concurrency, Scope: limiter.User, Max: 1}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var mu sync.Mutex
-				var codes []string
-				sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
-					mu.Lock()
-					defer mu.Unlock()
-					codes = append(codes, e.Code)
-					return nil
-				})
+				lim := oneInFlight(t)
+				sink := &codeSink{}
 				rg := newRig(t, &Options{Limiter: lim, Audit: sink, Transport: nilBodyTransport{nilResp: nilResp, length: length}})
 				for i := range 2 {
 					body := call(`1`, "get_customer_record", "")
@@ -94,16 +84,13 @@ func TestReview23bNilBodyTransport(t *testing.T) {
 				}
 				deadline := time.Now().Add(2 * time.Second)
 				for {
-					mu.Lock()
-					n := len(codes)
-					mu.Unlock()
+					n := len(sink.all())
 					if n >= 2 || time.Now().After(deadline) {
 						break
 					}
 					time.Sleep(10 * time.Millisecond)
 				}
-				mu.Lock()
-				defer mu.Unlock()
+				codes := sink.all()
 				// An empty 200 relayed as it came (a single call without
 				// pins) is the downstream's answer; anything else fails.
 				want := "UPSTREAM_UNAVAILABLE"

@@ -1,17 +1,12 @@
 package gateway
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/mcpguard/mcpguard/audit"
-	"github.com/mcpguard/mcpguard/limiter"
 )
 
 // statusTransport answers every request with status and a JSON-RPC result,
@@ -43,18 +38,8 @@ func TestReview23cTransportBadStatus(t *testing.T) {
 				name += "_pins"
 			}
 			t.Run(name, func(t *testing.T) {
-				lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Concurrency, Scope: limiter.User, Max: 1}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var mu sync.Mutex
-				var codes []string
-				sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
-					mu.Lock()
-					defer mu.Unlock()
-					codes = append(codes, e.Code)
-					return nil
-				})
+				lim := oneInFlight(t)
+				sink := &codeSink{}
 				opts := &Options{Limiter: lim, Audit: sink, Transport: statusTransport{status: status}}
 				if pins {
 					opts.Pins = TrustOnFirstUse()
@@ -83,16 +68,13 @@ func TestReview23cTransportBadStatus(t *testing.T) {
 				}
 				deadline := time.Now().Add(2 * time.Second)
 				for {
-					mu.Lock()
-					n := len(codes)
-					mu.Unlock()
+					n := len(sink.all())
 					if n >= 2 || time.Now().After(deadline) {
 						break
 					}
 					time.Sleep(10 * time.Millisecond)
 				}
-				mu.Lock()
-				defer mu.Unlock()
+				codes := sink.all()
 				if len(codes) != 2 || codes[0] != "UPSTREAM_UNAVAILABLE" || codes[1] != "UPSTREAM_UNAVAILABLE" {
 					t.Errorf("outcome codes %q, want UPSTREAM_UNAVAILABLE for each call", codes)
 				}
