@@ -306,6 +306,13 @@ func NewTransport() *http.Transport {
 // its last "@" after the "scheme://" is taken for user information; and
 // when a "?" or "#" comes before that "@", which cannot tell a password
 // from a query, all that comes after the "scheme://" is hidden.
+// undecodedPath reports whether a Path or HealthPath holding r could not
+// be a request's decoded path as written: a query's "?", a fragment's "#",
+// an escape's "%" (the request's is decoded), or an ASCII control character.
+func undecodedPath(r rune) bool {
+	return r == '?' || r == '#' || r == '%' || r < ' ' || r == 0x7f
+}
+
 func shownRawURL(raw string) string {
 	start := 0
 	if i := strings.Index(raw, "://"); i > 0 && isScheme(raw[:i]) {
@@ -355,8 +362,10 @@ func shownURL(u *url.URL) string {
 // returns an error for a bad URL or one with user information (the gateway
 // sends no credentials of its own downstream; its errors never show the
 // URL's user information or query), a nil auth, an ArgsKey shorter than 16
-// bytes, a Path or HealthPath that does not begin with "/", or a Path
-// equal to the HealthPath. A query in upstream is sent with every request as configured, and
+// bytes, a Path or HealthPath that does not begin with "/" or that holds
+// "?", "#", "%" or an ASCII control character (each is matched against a
+// request's decoded path, without its query), or a Path equal to the
+// HealthPath. A query in upstream is sent with every request as configured, and
 // a client's query is then dropped; without one, the client's query is
 // passed on.
 func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
@@ -408,6 +417,14 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	}
 	if g.healthPath != "-" && !strings.HasPrefix(g.healthPath, "/") {
 		return nil, fmt.Errorf("gateway: HealthPath %q does not begin with / (\"-\" disables it)", g.healthPath)
+	}
+	// Both are compared with a request's path once decoded: "/mcp?v=1" is
+	// reached only as "/mcp%3Fv=1", and "/a%20b" only as "/a%2520b".
+	if i := strings.IndexFunc(g.path, undecodedPath); i >= 0 {
+		return nil, fmt.Errorf("gateway: Path %q holds %q: it is matched against the request's decoded path, without its query", g.path, g.path[i])
+	}
+	if i := strings.IndexFunc(g.healthPath, undecodedPath); i >= 0 {
+		return nil, fmt.Errorf("gateway: HealthPath %q holds %q: it is matched against the request's decoded path, without its query", g.healthPath, g.healthPath[i])
 	}
 	if g.path == g.healthPath {
 		// Every request to it would be answered as the health check.

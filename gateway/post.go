@@ -394,6 +394,9 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 			Session: sess, User: pr.Subject, Tool: m.tool,
 			Write: d.Rule.Class == policy.Write, Calls: 1, Cost: c.cost,
 		})
+		if ld.Err != nil {
+			g.limiterFailed(r.Context(), cid, m.tool, ld)
+		}
 		if !ld.Allowed {
 			g.lim.Release(ld)
 			p.local = limitError(ld)
@@ -543,6 +546,20 @@ func pinRefusal(v pinVerdict, tool string) *rpcError {
 	}
 	return &rpcError{code: CodeForbidden, status: http.StatusForbidden, contract: v.contract(), message: msg,
 		data: map[string]any{"tool": shown, "reason": strings.ToLower(v.contract())}}
+}
+
+// limiterFailed logs the decision ld that the limiter could not make as
+// asked for a call of tool (its store failed; the call is refused, or let
+// through by a fail-open option), with the store's error, as the guard
+// does: the refusal's own line names only its contract, as for a caller
+// over a limit. A refusal of a call whose client gave up first is not
+// the limiter's failure: it is answered and recorded as the client's
+// leaving.
+func (g *Gateway) limiterFailed(ctx context.Context, cid, tool string, ld limiter.Decision) {
+	if !ld.Allowed && gaveup.Err(ctx) != nil {
+		return
+	}
+	g.log.Error("limiter failed", "cid", cid, "tool", tool, "allowed", ld.Allowed, "err", ld.Err)
 }
 
 func limitError(d limiter.Decision) *rpcError {
