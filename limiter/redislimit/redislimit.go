@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -244,7 +245,10 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 	if b.Release || b.Refund {
 		return nil
 	}
-	if len(r.v) != 2 || r.v[0] < -1 || r.v[0] >= int64(len(b.Checks)) {
+	if len(r.v) != 2 || r.v[0] < -1 || r.v[0] >= int64(len(b.Checks)) ||
+		r.v[1] < -1 || r.v[1] > math.MaxInt64/int64(time.Microsecond) {
+		// Not an answer of the script: a wait that is not -1 (never), or
+		// that overflows a Duration, would be taken for some RetryAfter.
 		return fmt.Errorf("redislimit: unexpected script result %v", r.v)
 	}
 	b.Denied = int(r.v[0])

@@ -19,8 +19,9 @@ import "github.com/redis/go-redis/v9"
 // changes nothing; an allowed one writes the keys of its checks but the
 // Peek ones. Rate and spend keys hold the GCRA theoretical arrival
 // time and expire when it has passed (the bucket is full: same as absent);
-// one holding anything else (another type, a value that is not a finite
-// number) fails the script before it writes, as a refund does too.
+// one holding anything else (another type, a value that is not a number
+// within 2^53 microseconds of 1970) fails the script before it writes, as
+// a refund does too.
 // Concurrency keys are sorted sets of lease tokens scored by expiry.
 //
 // A refund moves a TAT back by the increment the acquire added, computed
@@ -50,16 +51,18 @@ local function increment(n, max, win)
   return inc
 end
 -- tat returns the theoretical arrival time held in key, or nil when the
--- key is absent. A value that is not a finite number, which the script
--- never writes, fails the script (the decision fails closed) rather than
--- reading as some bucket: "nan" would read as full for ever.
+-- key is absent. A value that is not a number within 2^53 microseconds of
+-- 1970 (the year 2255: beyond, Lua's numbers skip microseconds and a wait
+-- overflows a time.Duration), which the script never writes, fails the
+-- script (the decision fails closed) rather than reading as some bucket:
+-- "nan" would read as full for ever, "1e300" as spent for ever.
 local function tat(key)
   local v = redis.call('GET', key)
   if not v then
     return nil
   end
   local t = tonumber(v)
-  if not t or t ~= t or t == math.huge or t == -math.huge then
+  if not t or not (t > -2^53 and t < 2^53) then
     error({err = 'redislimit: a rate or spend key holds a value that is not a time'})
   end
   return t
