@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,13 @@ const lineSlack = 64
 
 // maxDepth is the go-sdk's nesting limit for one message.
 const maxDepth = 1000
+
+// maxBatch bounds the messages of a batch, as many as requests may be in
+// flight. A longer batch is refused whole, before any of its members is
+// read: checking each, holding each, and the go-sdk decoding each (some
+// 32 KB of garbage a message) made a 16 MiB batch of tiny members cost
+// gigabytes.
+const maxBatch = maxInFlight
 
 // idKey is a JSON-RPC id as the go-sdk compares ids: a string, or a number
 // truncated to an int64. The zero idKey is no id (absent or null).
@@ -71,11 +79,32 @@ func parseID(raw json.RawMessage) (k idKey, ok bool) {
 type info struct {
 	request bool // it has a method: a request or a notification
 	id      idKey
-	echo    json.RawMessage // the id to answer a request with; nil: null
+	echo    json.RawMessage // the id to answer a request with, once encoded ([info.answerID])
 	rawID   json.RawMessage // the id as read (its last occurrence); nil: none
 	method  string
 	params  json.RawMessage
 	raw     json.RawMessage // the message as read
+}
+
+// answerID returns the id to answer m, a request with an id, with: the id
+// as the go-sdk writes it ([echoID]). It is encoded at the first call (a
+// message that passes is never answered by the transport, and the id may
+// be as long as its line).
+func (m *info) answerID() json.RawMessage {
+	if m.echo == nil {
+		m.echo = echoID(m.rawID, m.id)
+	}
+	return m.echo
+}
+
+// echoID returns the id of a request, raw as read and id as the go-sdk
+// reads it, as the SDK writes it in an answer: a number as read, a string
+// encoded anew.
+func echoID(raw json.RawMessage, id idKey) json.RawMessage {
+	if !id.isStr {
+		return raw
+	}
+	return appendString(make([]byte, 0, len(id.s)+2), id.s)
 }
 
 // lineError is the answer to a refused line.
@@ -144,46 +173,155 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 		}
 		return value, []info{m}, false, nil
 	case '[':
-		var elems []json.RawMessage
-		if json.Unmarshal(value, &elems) != nil {
-			return nil, nil, false, parseError("the line is not one JSON value")
-		}
-		if len(elems) == 0 {
+		// The members are counted before any is read: a batch over the
+		// bound costs one pass over its bytes, not a decoding of each.
+		n := 0
+		elements(value, func([]byte) bool {
+			n++
+			return n <= maxBatch
+		})
+		if n == 0 {
 			return nil, nil, true, invalid("empty batch")
 		}
-		msgs = make([]info, 0, len(elems))
-		for _, e := range elems {
-			m, lerr := checkMessage(e)
-			if lerr != nil {
-				lerr.id, lerr.key = nil, idKey{} // a batch has no one id
-				lerr.reason = "batch member: " + lerr.reason
-				return nil, nil, true, lerr
+		if n > maxBatch {
+			return nil, nil, true, invalid("a batch of more than " + strconv.Itoa(maxBatch) + " messages; send fewer")
+		}
+		msgs = make([]info, 0, n)
+		elements(value, func(e []byte) bool {
+			m, err := checkMessage(e)
+			if err != nil {
+				err.id, err.key = nil, idKey{} // a batch has no one id
+				err.reason = "batch member: " + err.reason
+				lerr = err
+				return false
 			}
 			msgs = append(msgs, m)
+			return true
+		})
+		if lerr != nil {
+			return nil, nil, true, lerr
 		}
 		return value, msgs, true, nil
 	}
 	return nil, nil, false, invalid("a message must be a JSON object (or an array of them)")
 }
 
-// members calls fn with the name and the value of each member of obj, a
-// valid JSON object, in order, repeated names included.
-func members(obj []byte, fn func(name string, value json.RawMessage)) bool {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return false
+// The functions below walk a valid JSON text in place, without decoding
+// or copying it: the parts they hand out are slices of it.
+
+// isJSONSpace reports the blanks JSON allows between tokens.
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipSpace returns i moved past the blanks at b[i:].
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isJSONSpace(b[i]) {
+		i++
 	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return false
+	return i
+}
+
+// stringEnd returns the index just past the JSON string that opens at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
 		}
-		name, _ := t.(string)
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
-			return false
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the JSON value that starts at b[i],
+// b holding it whole and valid.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
 		}
-		fn(name, v)
+		return len(b)
+	}
+	for i < len(b) && !isJSONSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
+		i++
+	}
+	return i
+}
+
+// elements calls fn with each element of arr, a valid JSON array, in
+// order, until fn returns false.
+func elements(arr []byte, fn func(elem []byte) bool) {
+	i := skipSpace(arr, 1)
+	if arr[i] == ']' {
+		return
+	}
+	for {
+		end := valueEnd(arr, i)
+		if !fn(arr[i:end]) {
+			return
+		}
+		if i = skipSpace(arr, end); arr[i] != ',' {
+			return
+		}
+		i = skipSpace(arr, i+1)
+	}
+}
+
+// members calls fn with the name (decoded) and the value of each member of
+// obj, a valid JSON object, in order, repeated names included. The name is
+// a slice of obj unless it holds an escape.
+func members(obj []byte, fn func(name, value []byte)) {
+	i := skipSpace(obj, 1)
+	if obj[i] == '}' {
+		return
+	}
+	for {
+		end := stringEnd(obj, i)
+		name := obj[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			var s string
+			_ = json.Unmarshal(obj[i:end], &s) // a valid JSON string
+			name = []byte(s)
+		}
+		i = skipSpace(obj, skipSpace(obj, end)+1) // past the colon
+		end = valueEnd(obj, i)
+		fn(name, obj[i:end])
+		if i = skipSpace(obj, end); obj[i] != ',' {
+			return
+		}
+		i = skipSpace(obj, i+1)
+	}
+}
+
+// numbersFit reports whether every number in v, a valid JSON value, is
+// within the range of a float64, as decoding v into an any requires.
+func numbersFit(v []byte) bool {
+	for i := 0; i < len(v); {
+		switch c := v[i]; {
+		case c == '"':
+			i = stringEnd(v, i)
+		case c == '-' || c >= '0' && c <= '9':
+			end := valueEnd(v, i)
+			if _, err := strconv.ParseFloat(string(v[i:end]), 64); err != nil {
+				return false
+			}
+			i = end
+		default:
+			i++
+		}
 	}
 	return true
 }
@@ -203,25 +341,24 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 	}
 	var (
 		m                 info
-		version           string
+		versionRaw        []byte // the last occurrence that is a string
 		versionOK         = true
 		idRaw, method     json.RawMessage
 		idDecodes         = true
 		errorOK, hasError = true, false
 	)
-	ok := members(raw, func(name string, v json.RawMessage) {
-		switch name {
+	members(raw, func(name, v []byte) {
+		switch string(name) {
 		case "jsonrpc":
 			switch {
 			case string(v) == "null":
 			case v[0] == '"':
-				_ = json.Unmarshal(v, &version) // valid JSON string
+				versionRaw = v
 			default:
 				versionOK = false
 			}
 		case "id":
-			var x any
-			if json.Unmarshal(v, &x) != nil { // a number out of range
+			if !numbersFit(v) { // it would not decode into an any
 				idDecodes = false
 			}
 			idRaw = v
@@ -236,8 +373,9 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 			}
 		}
 	})
-	if !ok {
-		return info{}, invalid("a message must be a JSON object")
+	var version string
+	if versionRaw != nil {
+		_ = json.Unmarshal(versionRaw, &version) // a valid JSON string
 	}
 	id, idOK := parseID(idRaw)
 	idOK = idOK && idDecodes
@@ -246,17 +384,10 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 	// Answer a request with its id when the id can be read; never answer
 	// a response (no method) with its id, which the client would take for
 	// the answer to one of its own requests.
-	var echo json.RawMessage
-	if idOK && id.set && hasMethod {
-		echo = idRaw
-		if id.isStr {
-			echo, _ = marshal(id.s) // valid UTF-8
-		}
-	}
 	fail := func(reason string) (info, *lineError) {
-		lerr := &lineError{code: codeInvalidRequest, reason: reason, id: echo}
-		if echo != nil {
-			lerr.key = id
+		lerr := invalid(reason)
+		if idOK && id.set && hasMethod {
+			lerr.id, lerr.key = echoID(idRaw, id), id
 		}
 		return info{}, lerr
 	}
@@ -266,7 +397,7 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 	if !idOK {
 		return fail(`"id" must be a string, a number or null`)
 	}
-	m.id, m.echo, m.rawID, m.raw = id, echo, idRaw, raw
+	m.id, m.rawID, m.raw = id, idRaw, raw
 	if hasMethod {
 		if string(method) != "null" && (method[0] != '"' || json.Unmarshal(method, &m.method) != nil) {
 			return fail(`"method" must be a string`)
@@ -289,11 +420,11 @@ func validWireError(raw json.RawMessage) bool {
 		return false
 	}
 	valid := true
-	ok := members(raw, func(name string, v json.RawMessage) {
+	members(raw, func(name, v []byte) {
 		if string(v) == "null" {
 			return
 		}
-		switch name {
+		switch string(name) {
 		case "code":
 			if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
 				valid = false
@@ -304,31 +435,15 @@ func validWireError(raw json.RawMessage) bool {
 			}
 		}
 	})
-	return ok && valid
+	return valid
 }
 
 // errorLine is the JSON-RPC error response to a refused line, with its
 // newline: one error object, or for a batch's requests each answered
-// (e.ids), a batch answer of one error object per id.
+// (e.ids), a batch answer of one error object per id. It is written in one
+// buffer of its final size, the ids copied once: an id may be as long as
+// its line.
 func errorLine(e *lineError) []byte {
-	if len(e.ids) > 0 {
-		var b []byte
-		for i, id := range e.ids {
-			one := *e
-			one.id, one.ids = id, nil
-			if i == 0 {
-				b = append(b, '[')
-			} else {
-				b = append(b, ',')
-			}
-			b = append(b, bytes.TrimSuffix(errorLine(&one), []byte("\n"))...)
-		}
-		return append(b, ']', '\n')
-	}
-	id := e.id
-	if id == nil {
-		id = json.RawMessage("null")
-	}
 	prefix := "invalid request: "
 	switch e.code {
 	case codeParseError:
@@ -338,30 +453,95 @@ func errorLine(e *lineError) []byte {
 	case codeClosing:
 		prefix = "server is closing: "
 	}
-	type wireError struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
+	message := appendString(nil, prefix+e.reason)
+	code := strconv.Itoa(e.code)
+	ids := e.ids
+	if len(ids) == 0 {
+		ids = []json.RawMessage{e.id}
 	}
-	b, err := marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   wireError       `json:"error"`
-	}{"2.0", id, wireError{e.code, prefix + e.reason}})
-	if err != nil { // cannot happen: id is a valid JSON string or number
-		b = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}`)
+	const head, mid, tail = `{"jsonrpc":"2.0","id":`, `,"error":{"code":`, `}}`
+	size := 3 // the brackets and the newline
+	for _, id := range ids {
+		size += len(head) + max(len(id), len("null")) + len(mid) + len(code) + len(`,"message":`) + len(message) + len(tail) + 1
+	}
+	b := make([]byte, 0, size)
+	if len(e.ids) > 0 {
+		b = append(b, '[')
+	}
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if id == nil {
+			id = json.RawMessage("null")
+		}
+		b = append(b, head...)
+		b = append(b, id...)
+		b = append(b, mid...)
+		b = append(b, code...)
+		b = append(b, `,"message":`...)
+		b = append(b, message...)
+		b = append(b, tail...)
+	}
+	if len(e.ids) > 0 {
+		b = append(b, ']')
 	}
 	return append(b, '\n')
 }
 
-// marshal encodes v as the go-sdk encodes its messages: as json.Marshal
-// does, without the escaping of '<', '>' and '&' (which would write an id
-// made of them six times as long as it was read).
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+// appendString appends s to b as a JSON string, as the go-sdk encodes
+// one: as encoding/json does, without the escaping of '<', '>' and '&'
+// (which would write an id made of them six times as long as it was read).
+// '"', '\\' and the control characters are escaped (\b, \f, \n, \r and
+// \t by name, the others as \u00XX), U+2028 and U+2029 as \u2028 and
+// \u2029, and an invalid UTF-8 byte as \ufffd. It writes in place, without
+// encoding/json's buffers: an id may be as long as its line.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

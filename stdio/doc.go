@@ -21,14 +21,14 @@
 //   - it hands the server only the input lines that the go-sdk takes as a
 //     JSON-RPC message: the SDK ends the session at the first line it
 //     cannot decode, dropping the answers in flight. Any other line (not
-//     JSON, not a JSON-RPC 2.0 object, an empty or forbidden batch, longer
-//     than 16 MiB) is answered on the channel with a JSON-RPC error, -32700
-//     or -32600, logged on standard error, and the session goes on. Batches
-//     are refused from protocol version 2025-06-18 on, while the answer to
-//     an initialize request is not out, and after one answered with an
-//     error until one succeeds (the version is not known: the SDK fixes it
-//     when its initialize handler runs, though a middleware may fail the
-//     answer after);
+//     JSON, not a JSON-RPC 2.0 object, an empty or forbidden batch, a batch
+//     of more than 4096 messages, longer than 16 MiB) is answered on the
+//     channel with a JSON-RPC error, -32700 or -32600, logged on standard
+//     error, and the session goes on. Batches are refused from protocol
+//     version 2025-06-18 on, while the answer to an initialize request is
+//     not out, and after one answered with an error until one succeeds
+//     (the version is not known: the SDK fixes it when its initialize
+//     handler runs, though a middleware may fail the answer after);
 //   - it refuses the same way the messages that the go-sdk v1.8.0 reads but
 //     never answers: a request, alone or in a batch, that reuses the id of a
 //     request in flight (jsonrpc2 drops it), and a batch that mixes
@@ -42,8 +42,9 @@
 //     A request beyond a bound is answered with -32029 and its id (each
 //     request of a batch that would go beyond, in one batch answer, while
 //     the batch's answers to the server's requests pass; a batch of more
-//     than 4096 requests, which no wait would let pass, is answered with
-//     -32600 instead); the first of a
+//     than 4096 messages, which no wait would let pass, is refused whole
+//     with -32600 and a null id, before any of its messages is read, so
+//     that its cost is one pass over its bytes); the first of a
 //     run is logged and, when more followed, one line counts the whole
 //     run (the first included) when a request passes again or the input
 //     ends; notifications and responses still pass, and requests pass

@@ -144,7 +144,7 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			// answers to the server's requests.
 			for _, m := range msgs {
 				if m.request {
-					lerr.ids = append(lerr.ids, m.echo)
+					lerr.ids = append(lerr.ids, m.answerID())
 				}
 			}
 			return lerr
@@ -160,7 +160,7 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			return invalid("a request reuses the id of a request in flight, which the go-sdk v1.8.0 drops unanswered")
 		}
 		if lerr := s.refusal(1, len(m.raw)); lerr != nil {
-			lerr.id, lerr.key = m.echo, m.id
+			lerr.id, lerr.key = m.answerID(), m.id
 			return lerr
 		}
 	}
@@ -175,7 +175,8 @@ func (s *session) admit(msgs []info, batch bool) *lineError {
 			s.inits[m.id] = true
 		}
 		if m.method == methodListen {
-			s.listens[m.id] = m.rawID
+			// A copy: the id is a slice of the input's buffer.
+			s.listens[m.id] = bytes.Clone(m.rawID)
 		}
 	}
 	return nil

@@ -103,10 +103,12 @@ type Options struct {
 // (parse error, id null) for a line that is not one JSON value, -32600
 // (invalid request) for any other (not an object, "jsonrpc" not "2.0", an
 // id of the wrong type, a member given twice with an occurrence of the
-// wrong type, an empty batch, a batch where the negotiated protocol version
-// has none or sent before the answer to initialize is out (or, after an
-// initialize answered with an error, before one succeeds), a JSON value
-// that with its newline is longer than 16 MiB); it logs it, and goes on
+// wrong type, an empty batch, a batch of more than 4096 messages (refused
+// whole before any of its messages is read, so that it costs one pass over
+// its bytes), a batch where the negotiated protocol version has none or
+// sent before the answer to initialize is out (or, after an initialize
+// answered with an error, before one succeeds), a JSON value that with its
+// newline is longer than 16 MiB); it logs it, and goes on
 // serving. The -32600 answer carries the request's id when it can be read
 // and no request with that id is in flight, else null. Messages must not
 // span lines, as the MCP stdio transport requires.
@@ -127,8 +129,8 @@ type Options struct {
 // none in flight is never refused for its size. When the requests of a
 // batch would go beyond a bound, it answers each of them so, with its id,
 // in one batch answer, and passes only the batch's answers to the
-// server's requests; a batch of more than 4096 requests, which could
-// never pass, is answered so with -32600 (invalid request). The SDK would
+// server's requests (a batch of more than 4096 messages, which could
+// never pass, is refused as invalid, as above). The SDK would
 // run every call at once in a goroutine of its own, holding its params
 // (about twice their size) until it ends, so a flood of requests to slow
 // handlers would otherwise grow the server without limit: 4096 calls of
