@@ -109,6 +109,9 @@
 // --upstream that is plain http to a host other than loopback is warned
 // about. --help describes the environment variables and exit statuses.
 //
+// A request must arrive, its body included, within --timeout (its headers
+// within 10 s), and a kept-alive connection idle for 2 minutes is closed.
+//
 // Logs go to stderr. GET /healthz reports liveness and the upstream. With
 // --jwt-resource, the gateway serves its OAuth protected resource metadata
 // (RFC 9728) for MCP clients to discover --jwt-issuer (with --introspect,
@@ -162,7 +165,7 @@ func run(logger *slog.Logger) (runErr error) {
 	port := flag.Int("port", 8080, "port to listen on")
 	upstream := flag.String("upstream", "http://127.0.0.1:8081/mcp", "downstream MCP Streamable HTTP endpoint")
 	path := flag.String("path", "/mcp", "path the gateway serves MCP on: a plain path (no query, fragment or %-escape), not /healthz")
-	timeout := flag.Float64("timeout", 30, "downstream timeout in seconds")
+	timeout := flag.Float64("timeout", 30, "downstream timeout in seconds; also the time a request, its body included, may take to arrive")
 	filter := flag.Bool("filter-tools-list", false, "remove tools the caller may not call from tools/list")
 	rate := flag.String("rate", "", `per-user call rate for tools/call, as "N/duration" (e.g. 60/1m); empty: none`)
 	inflight := flag.Int("inflight", 0, "per-user tools/call calls in flight; 0: no cap")
@@ -424,7 +427,16 @@ func run(logger *slog.Logger) (runErr error) {
 			defer active.Add(-1)
 			g.ServeHTTP(w, r)
 		}),
+		// A client that sends a POST's headers and stalls in its body
+		// (no token is checked before the body is read) must not hold
+		// its handler, and the buffer grown to the declared
+		// Content-Length (up to --max-body), for ever: the whole request
+		// must arrive within --timeout, its headers within 10 s. net/http
+		// lifts the deadline once the body has been read, so it does not
+		// cut a long answer.
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       opts.Timeout,
+		IdleTimeout:       idleTimeout,
 	}
 	shut := make(chan struct{})
 	var stillRunning atomic.Int64 // requests left when the wait ran out
@@ -753,3 +765,9 @@ func pinMode(firstUse bool, file string) string {
 	}
 	return "off"
 }
+
+// idleTimeout is how long a kept-alive connection may wait for its next
+// request before the gateway closes it: without, connections that each
+// made one request (a GET /healthz needs no token) could be kept open for
+// ever, until the gateway ran out of file descriptors or memory.
+var idleTimeout = 2 * time.Minute
