@@ -594,22 +594,24 @@ func (g *Gateway) readBody(r *http.Request) (*bytes.Buffer, *rpcError) {
 	if e := checkBodyCoding(r.Header); e != nil {
 		return nil, e
 	}
-	buf := g.bufs.Get().(*bytes.Buffer)
-	buf.Reset()
 	if r.ContentLength > g.maxBody {
-		g.bufs.Put(buf)
 		return nil, errTooLarge(g.maxBody)
 	}
+	buf := g.bufs.Get().(*bytes.Buffer)
+	buf.Reset()
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// Up to 64 KiB ahead: the body is read before the token is
+		// checked, and a client declaring MaxBodyBytes and sending a byte
+		// would have the whole reserved for as long as it stalls.
+		buf.Grow(int(min(r.ContentLength, 64<<10)))
 	}
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, g.maxBody+1))
 	if int64(buf.Len()) > g.maxBody {
-		g.bufs.Put(buf)
+		g.putBuf(buf)
 		return nil, errTooLarge(g.maxBody)
 	}
 	if err != nil {
-		g.bufs.Put(buf)
+		g.putBuf(buf)
 		return nil, errInvalidRequest("body could not be read")
 	}
 	return buf, nil

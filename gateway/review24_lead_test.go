@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,23 @@ func TestReview24PathWithQueryIsRefused(t *testing.T) {
 		if _, err := New("http://127.0.0.1:1/mcp", DemoTokens(), &Options{Logger: discardLogger(), Path: p}); err != nil {
 			t.Errorf("Path %q: %v", p, err)
 		}
+	}
+}
+
+// TestReview24DeclaredBodyNotReservedUpFront: the gateway reads a POST's
+// body before it checks the token (to record the refused calls' tools), and
+// it grew its buffer to the declared Content-Length first: a client with no
+// token that declared 4 MiB and sent a byte made it hold 4 MiB for as long
+// as it stalled. The buffer now grows with what arrives.
+func TestReview24DeclaredBodyNotReservedUpFront(t *testing.T) {
+	g, err := New("http://127.0.0.1:1/mcp", DemoTokens(), &Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}"))
+	r.ContentLength = 4 << 20 // declared; two bytes arrive, then the body ends
+	buf, _ := g.readBody(r)
+	if buf != nil && buf.Cap() > 1<<20 {
+		t.Errorf("a body declared as 4 MiB of which 2 bytes came grew the buffer to %d bytes", buf.Cap())
 	}
 }
