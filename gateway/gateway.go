@@ -525,7 +525,7 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 	case http.MethodGet, http.MethodDelete:
 		pr, aerr := g.authenticate(r)
 		if aerr != nil {
-			g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", aerr.contract)
+			g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", aerr.contract, "reason", aerr.message)
 			g.auditUnread(r, cid, aerr, g.now())
 			g.writeError(w, aerr, nil, cid)
 			return

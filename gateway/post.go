@@ -184,7 +184,7 @@ func (g *Gateway) planMessage(r *http.Request, pr *policy.Principal, cid string,
 // refuseBody logs, records and answers the refusal berr of a POST whose
 // body could not be read.
 func (g *Gateway) refuseBody(w http.ResponseWriter, r *http.Request, cid string, berr *rpcError, start time.Time) {
-	g.log.Warn("deny", "cid", cid, "method", "POST", "outcome", berr.contract)
+	g.log.Warn("deny", "cid", cid, "method", "POST", "outcome", berr.contract, "reason", berr.message)
 	g.auditUnread(r, cid, berr, start)
 	g.writeError(w, berr, nil, cid)
 }
@@ -199,14 +199,14 @@ func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid strin
 	// A call's record has no detail, as the guard's record of an
 	// unauthenticated call.
 	g.auditRefusal(r, nil, cid, msgs, aerr, "", start)
-	g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code)
+	g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code, "reason", aerr.message)
 	g.writeError(w, aerr, id, cid)
 }
 
 // refuseEnvelope logs, records and answers the refusal perr of a POST
 // whose body is not a JSON-RPC message or batch.
 func (g *Gateway) refuseEnvelope(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, perr *rpcError, start time.Time) {
-	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "outcome", perr.contract, "code", perr.code)
+	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "outcome", perr.contract, "code", perr.code, "reason", perr.message)
 	if g.sink != nil {
 		g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, perr.contract, perr.message, 0, start)
 	}
@@ -596,7 +596,7 @@ func (g *Gateway) logDecision(cid string, pr *policy.Principal, p *plan, e *rpcE
 	}
 	if e != nil {
 		p.outcome = "deny"
-		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", method, "tool", p.m.tool, "outcome", e.contract, "code", e.code)
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", method, "tool", p.m.tool, "outcome", e.contract, "code", e.code, "reason", e.message)
 		return
 	}
 	p.outcome = "allow"

@@ -83,3 +83,22 @@ func TestReview24DeclaredBodyNotReservedUpFront(t *testing.T) {
 		t.Errorf("a body declared as 4 MiB of which 2 bytes came grew the buffer to %d bytes", buf.Cap())
 	}
 }
+
+// TestReview24DenyLinesSayWhy: a refusal's log line named its contract
+// only: an operator could not tell a missing token from a wrong one, or
+// which rule refused a call, without the audit trail. It says why now.
+func TestReview24DenyLinesSayWhy(t *testing.T) {
+	rg := newRig(t, nil)
+	rg.post(t, "", call(`1`, "get_customer_record", `{}`))
+	rg.post(t, "Bearer nope", call(`2`, "get_customer_record", `{}`))
+	rg.post(t, viewer, call(`3`, "admin_reset_key", `{}`))
+	logs := rg.logs.String()
+	for _, want := range []string{"missing bearer token", "invalid bearer token", "admin_reset_key"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs %q; want %q", logs, want)
+		}
+	}
+	if strings.Count(logs, "reason=") < 3 {
+		t.Errorf("logs %q; want a reason on each deny line", logs)
+	}
+}
