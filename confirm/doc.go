@@ -36,11 +36,12 @@
 //
 // # The state
 //
-// The state is base64url(payload) "." base64url(HMAC-SHA256("mcpguard/confirm\x00" ‖ payload)). The
-// payload holds a format version, the signing key id, the subject, the tool,
-// the SHA-256 of the canonical arguments, the expiry (unix seconds; default
-// two minutes after issue) and a 16-byte random nonce. It is integrity
-// protected, not encrypted: it reveals nothing the client did not send.
+// The state is base64url(payload) "." base64url(HMAC-SHA256(
+// "mcpguard/confirm\x00" ‖ payload)). The payload holds a format version,
+// the signing key id, the subject, the tool, the SHA-256 of the canonical
+// arguments, the expiry (unix seconds; default two minutes after issue)
+// and a 16-byte random nonce. It is integrity protected, not encrypted:
+// it reveals nothing the client did not send.
 // Keys are rotated by listing the new key first and keeping the old one
 // until states signed with it have expired.
 //

@@ -237,10 +237,12 @@
 // -32600 / -32700 with 400 (-32600 with 413 for a body over MaxBodyBytes,
 // 415 for one encoded or in another charset, 405 with Allow for an HTTP
 // method other than GET, POST and DELETE, or OPTIONS as a CORS preflight),
-// -32029 with 429 and Retry-After (limiter), -32003 with 502, or 504 on a
-// timeout (also when the authenticator could not judge the token: see
-// [ErrAuthenticatorUnavailable]). Batches are answered with 200. Messages never contain tokens or
-// arguments; every error's data carries the error-contract code
+// -32029 with 429 and Retry-After (limiter; with 503 and a Retry-After of
+// 1 s when its store failed: "Limiter unavailable"), -32003 with 502, or
+// 504 on a timeout or a request's passed deadline (also when the
+// authenticator could not judge the token: see
+// [ErrAuthenticatorUnavailable]). Batches are answered with 200. Messages
+// never contain tokens or arguments; every error's data carries the error-contract code
 // (INVALID_REQUEST, the gateway's own, for a body or envelope it cannot
 // read: -32700 and -32600) and the request's correlation id. A refusal
 // for the caller's roles (-32001, FORBIDDEN) names the tool, the caller's

@@ -33,8 +33,9 @@
 // a space-separated string; a dotted name such as "realm_access.roles"
 // reaches into nested objects, splitting at every dot but one written
 // `\.`, which is part of a name).
-// A header "typ", when present, must be "JWT"
-// or "at+jwt" (RFC 9068 access tokens; configurable), so that another kind
+// A header "typ", when present, must be "JWT" or "at+jwt" (RFC 9068
+// access tokens; configurable), in any letter case and with or without an
+// "application/" prefix, so that another kind
 // of JWT from the same issuer, such as a DPoP proof or a logout token, is
 // not taken for an access token. [ParseJWKS] loads an issuer's JWK Set and
 // [ParsePublicKeyPEM] a single PKIX public key, for fixed keys; a
