@@ -28,13 +28,13 @@ func Example() {
 	e := audit.Event{
 		Time: time.Now(), CorrelationID: "c-42", SessionID: "demo-1", Subject: "alice",
 		Roles: []string{"engineering"}, Tool: "create_ticket", Class: "write",
-		Phase: audit.PhaseIntent, Allowed: true, DryRun: true, ArgsSHA256: audit.ArgsSHA256(args), Cost: 5,
+		Phase: audit.PhaseIntent, Allowed: true, ArgsSHA256: audit.ArgsSHA256(args), // the outcome carries the cost
 	}
 	if err := audit.WriteDurable(ctx, sink, &e); err != nil {
 		fmt.Println("AUDIT_UNAVAILABLE:", err) // the handler must not run
 		return
 	}
-	e.Phase, e.LatencyMS, e.Detail = audit.PhaseOutcome, 0.25, "DRYRUN-1f2e"
+	e.Phase, e.LatencyMS, e.Cost = audit.PhaseOutcome, 0.25, 5
 	if err := sink.Write(ctx, &e); err != nil {
 		fmt.Println(err)
 	}
@@ -50,8 +50,8 @@ func Example() {
 		fmt.Println(stripTime.ReplaceAllString(string(line), ""))
 	}
 	// Output:
-	// {"correlation_id":"c-42","session_id":"demo-1","subject":"alice","roles":["engineering"],"tool":"create_ticket","class":"write","phase":"intent","allowed":true,"dry_run":true,"latency_ms":0,"args_sha256":"a751ca17d55926c2e6039135c68fb6f18b3c40f98c1b2c6d6e4e91cab28fbef1","cost":5}
-	// {"correlation_id":"c-42","session_id":"demo-1","subject":"alice","roles":["engineering"],"tool":"create_ticket","class":"write","phase":"outcome","allowed":true,"dry_run":true,"detail":"DRYRUN-1f2e","latency_ms":0.25,"args_sha256":"a751ca17d55926c2e6039135c68fb6f18b3c40f98c1b2c6d6e4e91cab28fbef1","cost":5}
+	// {"correlation_id":"c-42","session_id":"demo-1","subject":"alice","roles":["engineering"],"tool":"create_ticket","class":"write","phase":"intent","allowed":true,"dry_run":false,"latency_ms":0,"args_sha256":"a751ca17d55926c2e6039135c68fb6f18b3c40f98c1b2c6d6e4e91cab28fbef1"}
+	// {"correlation_id":"c-42","session_id":"demo-1","subject":"alice","roles":["engineering"],"tool":"create_ticket","class":"write","phase":"outcome","allowed":true,"dry_run":false,"latency_ms":0.25,"args_sha256":"a751ca17d55926c2e6039135c68fb6f18b3c40f98c1b2c6d6e4e91cab28fbef1","cost":5}
 }
 
 // ArgsSHA256 identifies arguments without recording them: key order and
