@@ -30,12 +30,15 @@ const keyBufSize = 256
 // every character replaced by its full case folding (CaseFolding.txt's C
 // and F mappings, so "ß" becomes "SS" and "ﬁ" "FI"), as the smallest rune
 // of each simple-folding orbit ("k", "K" and the Kelvin sign are "K"),
-// both dotted and dotless i as "I" (as Go's ToLower and ToUpper map the
-// Turkish "İ" and "ı"), and default-ignorable characters (format
-// characters, variation selectors, the combining grapheme joiner) left
-// out. Invalid UTF-8 becomes U+FFFD. It stops once more than limit bytes
-// were appended: a key cut so is longer than any of the policy's keys, and
-// its first limit bytes are those of the whole key.
+// also for the case pairs of Unicode 16 and 17 (see laterFold); both
+// dotted and dotless i as "I" (as Go's ToLower and ToUpper map the Turkish
+// "İ" and "ı"), and a combining dot above (U+0307) after an "I" left out
+// (Python and JavaScript lower-case "İ" as "i" and that dot); and
+// default-ignorable characters (format characters, variation selectors,
+// the combining grapheme joiner) left out. Invalid UTF-8 becomes U+FFFD.
+// It stops once more than limit bytes were appended: a key cut so is
+// longer than any of the policy's keys, and its first limit bytes are
+// those of the whole key.
 func appendKey(dst []byte, s string, limit int) []byte {
 	start := len(dst)
 	for i := 0; i < len(s) && len(dst)-start <= limit; {
@@ -50,10 +53,10 @@ func appendKey(dst []byte, s string, limit int) []byte {
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		i += n
-		if ignorable(r) {
+		if ignorable(r) || r == '\u0307' && len(dst) > start && dst[len(dst)-1] == 'I' {
 			continue
 		}
-		m := foldkey.Rune(r)
+		m := laterFold(foldkey.Rune(r))
 		if f := fullFold(m); f != "" {
 			dst = append(dst, f...)
 		} else {
@@ -73,6 +76,32 @@ func NameKey(name string) string { return keyOf(name) }
 // keyOf returns the key of a name given in the configuration.
 func keyOf(s string) string {
 	return string(appendKey(nil, s, len(s)*3+8))
+}
+
+// laterFold returns the smaller rune of a case pair that Unicode 16 or 17
+// added, which Go's unicode tables (Unicode 15.0) do not know yet while
+// JavaScript on a current ICU (Unicode 17) and Python 3.14 (Unicode 16)
+// lower- and upper-case by it; else r.
+// The smaller rune is the one the tables will give as the orbit's smallest
+// once they know the pair, so the key stays the same then.
+func laterFold(r rune) rune {
+	switch {
+	case r < 0x1C8A:
+		return r
+	case r == 0x1C8A: // Cyrillic tje
+		return 0x1C89
+	case r == 0xA7CB: // Latin capital ram's horn
+		return 0x0264
+	case r == 0xA7DC: // Latin capital lambda with stroke
+		return 0x019B
+	case 0xA7CC <= r && r <= 0xA7DB: // upper case even, lower case odd
+		return r &^ 1
+	case 0x10D70 <= r && r <= 0x10D85: // Garay
+		return r - 0x20
+	case 0x16EBB <= r && r <= 0x16ED3: // Beria Erfe
+		return r - 0x1B
+	}
+	return r
 }
 
 // ignorable reports a default-ignorable character (or a format character

@@ -480,9 +480,11 @@ func joinerWithinWord(s string, i int, r rune) bool {
 // demands its roles of "ADMIN_reset_key" too, and of every other spelling
 // that a lower-casing, upper-casing or case-folding server would take for
 // a name the rule matches: under Unicode full case folding ("ß" is "ss"),
-// with the Turkish dotted and dotless i taken for i (as Go's
-// strings.ToLower and ToUpper map them), and with default-ignorable
-// characters (format characters, variation selectors) left out. The MCP
+// with the case pairs of Unicode 16 and 17 (which Go's tables lack), with
+// the Turkish dotted and dotless i taken for i (as Go's strings.ToLower
+// and ToUpper map them), and so an i with a combining dot above (as Python
+// and JavaScript lower-case "İ"), and with default-ignorable characters
+// (format characters, variation selectors) left out. The MCP
 // specification compares tool names case-sensitively, but a server that
 // matches names leniently must not be offered a protected tool under a
 // spelling no rule names. Other compatibility forms (a full-width "ａ")
