@@ -359,6 +359,16 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 			g.refund(ctx, c, ld)
 			return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
 		}
+		// A read whose client went away while it ran (its context, the
+		// call's, was cancelled: the guard cancels it only once the call
+		// is over, and a write's never), failing for it, is the client's
+		// leaving, not a failure of the tool's: so its record and the log
+		// say. (A deadline is a timeout, below.)
+		if errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
+			c.detail = "the client went away (the call's context ended) while the tool ran"
+			g.log.Info("mcpguard: call ended: its client went away while the tool ran", "tool", logName(c.name), "correlation_id", c.corr)
+			return g.deny(c, Deny(CodeInternal, "the tool failed"))
+		}
 		// The error's text may hold argument values or secrets: it goes
 		// to the log, and the audit record gets its kind only.
 		g.log.Warn("mcpguard: tool handler failed", "tool", logName(c.name), "correlation_id", c.corr, "err", logText(err.Error()))
