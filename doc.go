@@ -54,8 +54,8 @@
 //
 // With [Guard.Install], the server's prompts and resources, and the methods
 // it added with mcp.AddReceivingCustomMethod, are served to authenticated
-// callers only, as their own; a resources/read or
-// prompts/get result nested more than 512 levels deep (go-sdk v1.8.0's
+// callers only, as their own; a resources/read, prompts/get or
+// completion/complete result nested more than 512 levels deep (go-sdk v1.8.0's
 // client closes its session on a message nested beyond 1000), or that
 // cannot be encoded, is refused with a JSON-RPC error -32603. The limits
 // and the audit apply to tools only; the policy's roles decide, besides

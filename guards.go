@@ -31,7 +31,10 @@ import (
 // code, a *jsonrpc.Error is passed on as it is, and any other error becomes
 // INTERNAL. The panic value and stack, and the text of such an error, go to
 // log (nil means [slog.Default]), never to the client; the tool's name
-// and that text are shown there as [Options].Logger says.
+// and that text are shown there as [Options].Logger says. An error that
+// wraps context.Canceled once ctx was cancelled (the client went away while
+// the handler ran) is no failure of the tool's: it is logged at Info,
+// without its text, and an [Audit] outside records it so.
 func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -54,7 +57,16 @@ func Recover(log *slog.Logger) Middleware {
 				if we := wireError(err); we != nil {
 					return nil, we
 				}
-				log.Error("mcpguard: tool handler failed", "tool", logName(toolName(req)), "err", logText(err.Error()))
+				if clientLeft(ctx, err) {
+					// Its client went away while it ran: no failure of the
+					// tool's (see Guard's settle).
+					log.Info(clientLeftLog, "tool", logName(toolName(req)))
+					if ac := auditCall(ctx, req); ac != nil {
+						ac.detail = clientLeftDetail
+					}
+				} else {
+					log.Error("mcpguard: tool handler failed", "tool", logName(toolName(req)), "err", logText(err.Error()))
+				}
 				return denied(ctx, Deny(CodeInternal, "the tool failed")), nil
 			case res == nil:
 				return denied(ctx, Deny(CodeInternal, "the tool returned no result")), nil
@@ -269,6 +281,9 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 					// A step inside that refused said why (in
 					// protocol-error mode too): its words stay.
 					c.detail = detail
+					if detail == "" && d.Code == CodeInternal && clientLeft(ctx, err) {
+						c.detail = clientLeftDetail
+					}
 				}
 			case res != nil && res.IsError:
 				var de *DenialError

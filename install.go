@@ -621,13 +621,13 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // resources/read, subscriptions, whether by resources/subscribe or
 // subscriptions/listen, and completions) are served to authenticated
 // callers only, as their own: a handler, the SubscribeHandler too, finds
-// the caller's [Identity] in its context. A resources/read or prompts/get
-// result with a part nested more than 512 levels deep (a _meta; go-sdk
-// v1.8.0's client closes its session on a message nested beyond 1000
-// levels), that the go-sdk could not encode (it would send no answer) or
-// would send as bytes that are not UTF-8 (a json.RawMessage in it), is
-// refused with a JSON-RPC error -32603, as INVALID_RESPONSE is; their
-// size is not capped ([Options].MaxOutputBytes is for tool results). The
+// the caller's [Identity] in its context. A resources/read, prompts/get or
+// completion/complete result with a part nested more than 512 levels deep
+// (a _meta; go-sdk v1.8.0's client closes its session on a message nested
+// beyond 1000 levels), that the go-sdk could not encode (it would send no
+// answer) or would send as bytes that are not UTF-8 (a json.RawMessage in
+// it), is refused with a JSON-RPC error -32603, as INVALID_RESPONSE is;
+// their size is not capped ([Options].MaxOutputBytes is for tool results). The
 // policy's roles, limits and audit apply to tools only, but for this: a
 // resource that a tool names as its UI resource (MCP Apps, SEP-1865:
 // _meta.ui.resourceUri, or the older
@@ -890,8 +890,9 @@ func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, ne
 
 // runAs runs an authenticated request with id in its context. A
 // resource's contents may be the caller's own, so a read's result is
-// marked CacheScope "private". A read's or a prompt's result that the
-// caller's client could not read is refused (see unsendable).
+// marked CacheScope "private". A read's, a prompt's or a completion's
+// result that the caller's client could not read is refused (see
+// unsendable).
 func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	res, err := next(NewContext(ctx, id), method, req)
 	if err == nil {

@@ -335,16 +335,16 @@ func probeAcked(ctx context.Context, method string) bool {
 	return true
 }
 
-// unsendable returns the refusal of res, the result of a resources/read or
-// prompts/get, when a part of it is nested more than maxOutputDepth levels
-// deep (only a _meta, of the result, of a content or of a block, or the
-// input it asks for, can nest: go-sdk v1.8.0's client refuses a message
-// nested beyond 1000 levels and closes its session, so every later request
-// of the caller would fail), could not be encoded (the go-sdk would send
-// no answer) or would be sent as bytes that are not UTF-8: a JSON-RPC
-// error, as for INVALID_RESPONSE, whose message names no part. Its size is
-// not capped: [Options].MaxOutputBytes is for tool results. Any other
-// result is nil.
+// unsendable returns the refusal of res, the result of a resources/read,
+// prompts/get or completion/complete, when a part of it is nested more than
+// maxOutputDepth levels deep (only a _meta, of the result, of a content or
+// of a block, or the input it asks for, can nest: go-sdk v1.8.0's client
+// refuses a message nested beyond 1000 levels and closes its session, so
+// every later request of the caller would fail), could not be encoded (the
+// go-sdk would send no answer) or would be sent as bytes that are not
+// UTF-8: a JSON-RPC error, as for INVALID_RESPONSE, whose message names no
+// part. Its size is not capped: [Options].MaxOutputBytes is for tool
+// results. Any other result is nil.
 func (g *Guard) unsendable(method string, res mcp.Result) error {
 	var parts mcp.CallToolResult // restBytes reads the parts that nest
 	switch r := res.(type) {
@@ -368,6 +368,11 @@ func (g *Guard) unsendable(method string, res mcp.Result) error {
 				parts.Content = append(parts.Content, m.Content)
 			}
 		}
+	case *mcp.CompleteResult:
+		if r == nil {
+			return nil
+		}
+		parts.Meta = r.Meta // its values are Go strings, sent as UTF-8
 	default:
 		return nil
 	}

@@ -359,20 +359,18 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 			g.refund(ctx, c, ld)
 			return g.deny(c, Deny(CodeInvalidArguments, "arguments failed validation"))
 		}
-		// A read whose client went away while it ran (its context, the
-		// call's, was cancelled: the guard cancels it only once the call
-		// is over, and a write's never), failing for it, is the client's
-		// leaving, not a failure of the tool's: so its record and the log
-		// say. (A deadline is a timeout, below.)
-		if errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
-			c.detail = "the client went away (the call's context ended) while the tool ran"
-			g.log.Info("mcpguard: call ended: its client went away while the tool ran", "tool", logName(c.name), "correlation_id", c.corr)
-			return g.deny(c, Deny(CodeInternal, "the tool failed"))
+		if clientLeft(ctx, err) {
+			// A read whose client went away while it ran, failing for it:
+			// the client's leaving, not a failure of the tool's, so its
+			// record and the log say; its code is as below.
+			c.detail = clientLeftDetail
+			g.log.Info(clientLeftLog, "tool", logName(c.name), "correlation_id", c.corr)
+		} else {
+			// The error's text may hold argument values or secrets: it goes
+			// to the log, and the audit record gets its kind only.
+			g.log.Warn("mcpguard: tool handler failed", "tool", logName(c.name), "correlation_id", c.corr, "err", logText(err.Error()))
+			c.detail = "handler error"
 		}
-		// The error's text may hold argument values or secrets: it goes
-		// to the log, and the audit record gets its kind only.
-		g.log.Warn("mcpguard: tool handler failed", "tool", logName(c.name), "correlation_id", c.corr, "err", logText(err.Error()))
-		c.detail = "handler error"
 		if sc != nil && sc.code == CodeInvalidResponse {
 			c.detail = "refused by the go-sdk's typed-tool wrapper"
 			return g.deny(c, c.failedWrite(Deny(CodeInvalidResponse, "the tool returned a malformed result")))
@@ -409,6 +407,23 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 	}
 	return res, nil
 }
+
+// clientLeft reports whether err, a handler's error, is its failing for
+// its client's going away: it wraps context.Canceled and the handler's
+// context ctx was cancelled. The Guard cancels a call's context only once
+// the call is over, and a write's never (its handler's ctx does not end
+// when the caller's does); a handler's own context.Canceled, its ctx
+// still live, is its own failure. (A deadline is a timeout.)
+func clientLeft(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+}
+
+// The record's detail, and the log line (at Info), of a call whose handler
+// failed for its client's going away (clientLeft).
+const (
+	clientLeftDetail = "the client went away (the call's context ended) while the tool ran"
+	clientLeftLog    = "mcpguard: call ended: its client went away while the tool ran"
+)
 
 // notRun reports whether a refusal of code c says that the call was not
 // carried out: a cap (a refused call consumes nothing) or AUDIT_UNAVAILABLE
