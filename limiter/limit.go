@@ -104,8 +104,12 @@ type Limit struct {
 	Kind Kind
 	// Scope is whose calls share the budget. Required.
 	Scope Scope
-	// Tool restricts the limit to calls of one tool. The zero value applies
-	// the limit to every tool, with one budget shared by all of them.
+	// Tool restricts the limit to calls of one tool: of that name, or of
+	// any spelling of it that the policy takes for it (policy.NameKey:
+	// "SEARCH" and "ſearch" for "search"), all sharing one budget, as a
+	// downstream server lenient with the case of names may run the one
+	// tool for each. The zero value applies the limit to every tool, with
+	// one budget shared by all of them.
 	Tool string
 	// Max is the budget: calls (Rate, at least 1), cost units (Spend,
 	// positive), or slots (Concurrency, a whole number at least 1).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/internal/gaveup"
+	"github.com/mcpguard/mcpguard/internal/namekey"
 )
 
 // Errors reported by the limiter. Returned errors unwrap to them.
@@ -63,7 +64,8 @@ type Request struct {
 	// empty User is a key like any other.
 	User string
 	// Tool is the name of the tool called; limits for another tool do not
-	// apply.
+	// apply. A limit for a tool applies to every spelling of its name that
+	// the policy takes for it (case folding: see [Limit].Tool).
 	Tool string
 	// Write says whether the tool is a write, for the fail-open policy.
 	Write bool
@@ -140,6 +142,7 @@ type Limiter struct {
 	refunds   bool          // the store carries out Refund batches
 	peeks     bool          // the store carries out Peek checks
 	clock     clock         // for Decision.at on a store other than memStore
+	toolKeys  []string      // the name key of each limit's Tool (see applies)
 }
 
 // maxAbandons bounds the abandons a Limiter runs at once: when a store is
@@ -177,6 +180,12 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 		}
 		seen[id] = i
 		l.ids[i] = id
+		if lim.Tool != "" {
+			if l.toolKeys == nil {
+				l.toolKeys = make([]string, len(l.limits))
+			}
+			l.toolKeys[i] = namekey.Of(lim.Tool)
+		}
 	}
 	if l.store == nil {
 		l.store = NewMemoryStore()
@@ -239,7 +248,7 @@ func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 	var held uint64
 	for i := range l.limits {
 		lim := &l.limits[i]
-		if lim.Tool != "" && lim.Tool != r.Tool {
+		if !l.applies(i, r.Tool) {
 			continue
 		}
 		n, peek := 1.0, false
@@ -286,6 +295,24 @@ func (l *Limiter) releaseMemory(d *Decision) {
 		}
 	}
 	l.memStore.apply(0, cs, opRelease, &d.lease)
+}
+
+// applies reports whether limit i applies to a call of tool: a limit for
+// every tool does, and a limit for one tool does when tool is its Tool or
+// another spelling of it under the policy's name matching (case folding,
+// see policy.NameKey), so that a downstream server lenient with the case
+// of names is not called under a spelling that escapes the tool's limit.
+func (l *Limiter) applies(i int, tool string) bool {
+	t := l.limits[i].Tool
+	return t == "" || t == tool || l.spells(i, tool)
+}
+
+// spells reports whether tool's name key is limit i's Tool's.
+func (l *Limiter) spells(i int, tool string) bool {
+	var buf [namekey.BufSize]byte
+	want := l.toolKeys[i]
+	// Cut once longer than want: it then differs.
+	return string(namekey.Append(buf[:0], tool, len(want))) == want
 }
 
 // taken returns the cost r takes if allowed: none for a dry run.
@@ -402,7 +429,7 @@ func (l *Limiter) build(dst []Check, r Request, o op, held uint64) ([]Check, uin
 	var conc uint64
 	for i := range l.limits {
 		lim := &l.limits[i]
-		if lim.Tool != "" && lim.Tool != r.Tool {
+		if !l.applies(i, r.Tool) {
 			continue
 		}
 		c := Check{ID: l.ids[i], Kind: lim.Kind, Max: lim.Max, Window: lim.Window}
