@@ -42,13 +42,14 @@
 //     A request beyond a bound is answered with -32029 and its id (each
 //     request of a batch that would go beyond, in one batch answer, while
 //     the batch's answers to the server's requests pass; a batch of more
-//     than 4096 messages, which no wait would let pass, is refused whole
-//     with -32600 and a null id, before any of its messages is read, so
-//     that its cost is one pass over its bytes); the first of a
-//     run is logged and, when more followed, one line counts the whole
-//     run (the first included) when a request passes again or the input
-//     ends; notifications and responses still pass, and requests pass
-//     again once answers are out;
+//     than 4096 messages, its notifications and answers counted with its
+//     requests, is refused whole with -32600 and a null id, its answers to
+//     the server's requests with it, before any of its messages is read,
+//     so that its cost is one pass over its bytes); the first of a run is
+//     logged and, when more followed, one line counts the whole run (the
+//     first included) when a request passes again or the input ends;
+//     notifications and responses still pass, and requests pass again once
+//     answers are out;
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`
 //     gets every answer (the go-sdk ends the session at end of input and

@@ -129,15 +129,17 @@ type Options struct {
 // none in flight is never refused for its size. When the requests of a
 // batch would go beyond a bound, it answers each of them so, with its id,
 // in one batch answer, and passes only the batch's answers to the
-// server's requests (a batch of more than 4096 messages, which could
-// never pass, is refused as invalid, as above). The SDK would
+// server's requests. A batch of more than 4096 messages is refused whole
+// as invalid, as above, whatever it holds: its notifications and answers
+// count with its requests, and are refused with them. The SDK would
 // run every call at once in a goroutine of its own, holding its params
 // (about twice their size) until it ends, so a flood of requests to slow
 // handlers would otherwise grow the server without limit: 4096 calls of
-// 16 MiB would hold some 128 GiB. Notifications and responses always
-// pass: a handler may be waiting for the answer to a request of its
-// own. A request counts as answered when the go-sdk writes its answer,
-// which it does for a cancelled request too; the SDK writes none for a
+// 16 MiB would hold some 128 GiB. Notifications and responses pass
+// whatever is in flight (but in a batch of more than 4096 messages): a
+// handler may be waiting for the answer to a request of its own. A
+// request counts as answered when the go-sdk writes its answer, which it
+// does for a cancelled request too; the SDK writes none for a
 // result it cannot marshal (a tool handler's NaN in StructuredContent,
 // say), and such a request stays in flight for good.
 //
