@@ -299,13 +299,6 @@ func NewTransport() *http.Transport {
 	return t
 }
 
-// shownRawURL quotes raw, a URL that may not parse, for an error: without
-// its query or fragment, and with what may be user information as "…".
-// Since raw may be malformed (a scheme left out or given one slash, a
-// password holding an unescaped "/", "?" or "#"), all that comes before
-// its last "@" after the "scheme://" is taken for user information; and
-// when a "?" or "#" comes before that "@", which cannot tell a password
-// from a query, all that comes after the "scheme://" is hidden.
 // undecodedPath reports whether a Path or HealthPath holding r could not
 // be a request's decoded path as written: a query's "?", a fragment's "#",
 // an escape's "%" (the request's is decoded), or an ASCII control character.
@@ -313,6 +306,13 @@ func undecodedPath(r rune) bool {
 	return r == '?' || r == '#' || r == '%' || r < ' ' || r == 0x7f
 }
 
+// shownRawURL quotes raw, a URL that may not parse, for an error: without
+// its query or fragment, and with what may be user information as "…".
+// Since raw may be malformed (a scheme left out or given one slash, a
+// password holding an unescaped "/", "?" or "#"), all that comes before
+// its last "@" after the "scheme://" is taken for user information; and
+// when a "?" or "#" comes before that "@", which cannot tell a password
+// from a query, all that comes after the "scheme://" is hidden.
 func shownRawURL(raw string) string {
 	start := 0
 	if i := strings.Index(raw, "://"); i > 0 && isScheme(raw[:i]) {
@@ -599,14 +599,8 @@ func (g *Gateway) readBody(r *http.Request) (*bytes.Buffer, *rpcError) {
 	}
 	buf := g.bufs.Get().(*bytes.Buffer)
 	buf.Reset()
-	if r.ContentLength > 0 {
-		// Up to 64 KiB ahead: the body is read before the token is
-		// checked, and a client declaring MaxBodyBytes and sending a byte
-		// would have the whole reserved for as long as it stalls.
-		buf.Grow(int(min(r.ContentLength, 64<<10)))
-	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, g.maxBody+1))
-	if int64(buf.Len()) > g.maxBody {
+	err := g.fill(buf, r.Body, r.ContentLength)
+	if err == errBodyTooLarge || int64(buf.Len()) > g.maxBody {
 		g.putBuf(buf)
 		return nil, errTooLarge(g.maxBody)
 	}
@@ -615,6 +609,67 @@ func (g *Gateway) readBody(r *http.Request) (*bytes.Buffer, *rpcError) {
 		return nil, errInvalidRequest("body could not be read")
 	}
 	return buf, nil
+}
+
+// fill reads src, a body of the declared length (or -1), into buf until
+// its end, or until it has read more than g.maxBody bytes (errBodyTooLarge,
+// or buf holds them). The body is read before the token is checked: buf
+// grows with what arrives, 64 KiB ahead (doubling past that), not to the
+// declared length first, which a client could declare and never send; and
+// never past the declared length (nor g.maxBody), so that a body costs its
+// length, not up to twice it (bytes.Buffer.ReadFrom doubles a full buffer
+// before it sees the end).
+func (g *Gateway) fill(buf *bytes.Buffer, src io.Reader, declared int64) error {
+	src = io.LimitReader(src, g.maxBody+1)
+	for {
+		if buf.Available() == 0 {
+			// Full: read a byte more before growing, as a body of its
+			// declared length ends here.
+			var one [1]byte
+			k, err := src.Read(one[:])
+			if k > 0 {
+				if int64(buf.Len()) >= g.maxBody {
+					return errBodyTooLarge // not grown to hold the byte
+				}
+				end := declared
+				if int64(buf.Len()) >= end {
+					end = g.maxBody // none declared, or more than declared
+				}
+				growExact(buf, int(min(int64(max(buf.Len(), 64<<10)), end-int64(buf.Len()))))
+				buf.WriteByte(one[0])
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		b := buf.AvailableBuffer()
+		k, err := src.Read(b[:cap(b)])
+		buf.Write(b[:k])
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// errBodyTooLarge ends [Gateway.fill] at a body over MaxBodyBytes.
+var errBodyTooLarge = errors.New("gateway: body over MaxBodyBytes")
+
+// growExact makes room in b for n more bytes, and no more (b.Grow at least
+// doubles its capacity).
+func growExact(b *bytes.Buffer, n int) {
+	if b.Available() >= n {
+		return
+	}
+	p := make([]byte, b.Len(), b.Len()+n)
+	copy(p, b.Bytes())
+	*b = *bytes.NewBuffer(p)
 }
 
 func (g *Gateway) putBuf(b *bytes.Buffer) {

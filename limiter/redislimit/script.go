@@ -20,8 +20,8 @@ import "github.com/redis/go-redis/v9"
 // Peek ones. Rate and spend keys hold the GCRA theoretical arrival
 // time and expire when it has passed (the bucket is full: same as absent);
 // one holding anything else (another type, a value that is not a number
-// within 2^53 microseconds of 1970) fails the script before it writes, as
-// a refund does too.
+// within 2^53 microseconds of 1970, or of now for a clock further back)
+// fails the script before it writes, as a refund does too.
 // Concurrency keys are sorted sets of lease tokens scored by expiry.
 //
 // A refund moves a TAT back by the increment the acquire added, computed
@@ -50,27 +50,29 @@ local function increment(n, max, win)
   end
   return inc
 end
+local now = tonumber(ARGV[1])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
 -- tat returns the theoretical arrival time held in key, or nil when the
 -- key is absent. A value that is not a number within 2^53 microseconds of
 -- 1970 (the year 2255: beyond, Lua's numbers skip microseconds and a wait
--- overflows a time.Duration), which the script never writes, fails the
--- script (the decision fails closed) rather than reading as some bucket:
--- "nan" would read as full for ever, "1e300" as spent for ever.
+-- overflows a time.Duration), or of now when now is further back (a
+-- test's clock at the zero time.Time, with ClientTime, writes such times),
+-- which the script never writes, fails the script (the decision fails
+-- closed) rather than reading as some bucket: "nan" would read as full for
+-- ever, "1e300" as spent for ever.
 local function tat(key)
   local v = redis.call('GET', key)
   if not v then
     return nil
   end
   local t = tonumber(v)
-  if not t or not (t > -2^53 and t < 2^53) then
+  if not t or not (t > math.min(-2^53, now - 2^53) and t < 2^53) then
     error({err = 'redislimit: a rate or spend key holds a value that is not a time'})
   end
   return t
-end
-local now = tonumber(ARGV[1])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local token = ARGV[3]
 local lease = tonumber(ARGV[4])
