@@ -124,7 +124,10 @@ type Options struct {
 	// is. Nil means no caps.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
-	// the tool's policy rule. args reads the call's top-level numeric
+	// the tool's policy rule. A call whose name equals a rule's only under
+	// case folding ("TRIGGER_REFUND" for trigger_refund: a downstream
+	// lenient with the case of names runs that tool) costs the larger of
+	// Cost's for its name and for the rule's. args reads the call's top-level numeric
 	// arguments strictly, from a copy of its own: Cost may keep it and read
 	// it after it returned. A call whose arguments name a field twice (two
 	// names equal under case folding, each cut at a NUL) is refused before

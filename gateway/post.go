@@ -373,7 +373,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 			return p
 		}
 		var ok bool
-		if c.cost, ok = g.callCost(cid, m.tool, args); !ok {
+		if c.cost, ok = g.priceCall(cid, m.tool, d.Rule.Name, args); !ok {
 			p.local = errCostFailed()
 			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, "cost function failed", 0, start)
 			return p
@@ -435,6 +435,19 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 // cost, no record can hold a NaN or an infinity, and a retry cannot help.
 // A panic must not end the handler either: the batch members decided
 // before the call would keep their in-flight places for good.
+// priceCall returns the cost of a call of tool whose policy rule is named
+// rule: Cost's for tool, or, when tool equals rule only under case
+// folding (policy.Policy.Resolve), the larger of Cost's for the two
+// names, for a downstream lenient with the case of names runs that tool
+// under it. ok is false when either failed (see callCost).
+func (g *Gateway) priceCall(cid, tool, rule string, args policy.Args) (cost float64, ok bool) {
+	if cost, ok = g.callCost(cid, tool, args); !ok || rule == "" || rule == tool {
+		return cost, ok
+	}
+	theirs, ok := g.callCost(cid, rule, args)
+	return max(cost, theirs), ok
+}
+
 func (g *Gateway) callCost(cid, tool string, args policy.Args) (cost float64, ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
