@@ -95,9 +95,18 @@ const (
 // the Letterlike Symbols block among them, and ª º ſ), ligatures or
 // digraphs of ASCII letters (ﬁ, ĳ, ǳ), or digits of another script, is
 // quoted with those escaped (shown as "\uff11\uff12": "１２" would read as
-// the number or the key 12, "proﬁle" as profile); a nested value holding
-// one is shown with everything outside printable ASCII escaped, and one
-// cut in a number is cut before it ({"amount":…).
+// the number or the key 12, "proﬁle" as profile), and so is one with
+// letters that Unicode's confusables.txt gives as shaped like an ASCII
+// letter or digit (Cyrillic А and З, Greek ο, Armenian օ, Cherokee Ꭺ,
+// Latin ı) where they read as ASCII: "\u0410cme", not Аcme, which reads
+// as Acme. A word (letters and digits) wholly in one other script that
+// holds a letter of it shaped like no ASCII one is shown as it is
+// (city=Москва); in a word with ASCII letters or digits every letter of
+// a script with such letters is escaped, and so is every one in a word of
+// lookalikes only ("\u0441\u043e\u0440" for the Russian сор, which reads
+// as cop): see textsafe.ReadsASCIIIn. A nested value holding one of these
+// is shown with everything outside printable ASCII escaped, and one cut
+// in a number is cut before it ({"amount":…).
 func Describe(tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("Run ")
@@ -158,8 +167,9 @@ func value(v any) string {
 			// ("1\t" is quoted by text with its tab escaped).
 			return strconv.Quote(sanitize(x))
 		}
-		// Quoted by text too, with textsafe.ReadsASCII escaped, when it may spell
-		// one in them ("１２", "1ℯ3").
+		// Quoted by text too, with what reads as ASCII escaped
+		// (textsafe.ReadsASCIIIn), when it may spell one in them ("１２",
+		// "1ℯ3", Cyrillic "З").
 		return text(x)
 	case json.Number:
 		return number(x)
@@ -175,11 +185,11 @@ func value(v any) string {
 		return "?"
 	}
 	js := strings.TrimSuffix(buf.String(), "\n")
-	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || strings.ContainsFunc(js, textsafe.ReadsASCII) {
+	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || textsafe.ReadsASCIIIn(js) {
 		// Strings inside hold characters cleaning would remove, that
 		// show as nothing, shaped like a quote or a comma, or read as
-		// ASCII (textsafe.ReadsASCII): show them escaped, as text does for a
-		// top-level string.
+		// ASCII (textsafe.ReadsASCIIIn, Аcme): show them escaped, as text
+		// does for a top-level string.
 		js = textsafe.ASCIIJSON(js)
 	}
 	// Two apostrophes in a row read as a quote: escaped too.
@@ -373,29 +383,23 @@ func unseen(s string) bool {
 // cut when long. When it holds characters that cleaning would remove or
 // that show as nothing (see unseen), it is quoted with everything but
 // printable ASCII escaped, so that two different texts never read the same.
-// Characters that read as ASCII letters or digits (textsafe.ReadsASCII) are quoted
-// and escaped too ("\uff11\uff12", not "１２", which reads as "12").
+// Characters that read as ASCII letters or digits where they stand
+// (textsafe.ReadsASCIIIn: fullwidth, mathematical, other scripts' digits
+// and lookalike letters) are quoted and escaped too ("\uff11\uff12", not
+// "１２", which reads as "12"; "\u0410cme", not Аcme).
 // Either way apostrophes in a row (which read as a quote) are escaped.
 func text(s string) string {
 	if unseen(s) {
 		return sanitize(textsafe.QuotePairs(strconv.QuoteToASCII(s)))
 	}
 	c := sanitize(s) // cut when long
-	if !strings.ContainsFunc(c, textsafe.ReadsASCII) {
+	if !textsafe.ReadsASCIIIn(c) {
 		if textsafe.Word(c) {
 			return c
 		}
 		return textsafe.QuoteShaped(c)
 	}
-	var b strings.Builder
-	for _, r := range textsafe.QuoteShaped(c) {
-		if textsafe.ReadsASCII(r) {
-			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return textsafe.QuoteASCIIShaped(c)
 }
 
 // sanitize removes control and formatting characters and invalid UTF-8, and

@@ -111,10 +111,13 @@ const (
 // A name holding control or formatting characters (bidi overrides,
 // zero-width characters) is quoted with every character outside printable
 // ASCII escaped ("title\u200b"), so that it is seen for what it is, and so
-// is one holding characters that read as ASCII letters or digits
-// (fullwidth, mathematical, ligatures, other scripts' digits: see
-// [textsafe.ReadsASCII]), so that ａｍｏｕｎｔ or proﬁle does not read as
-// amount or profile: "\uff41\uff4d\uff4f\uff55\uff4e\uff54".
+// is one holding characters that read as ASCII letters or digits where
+// they stand (fullwidth, mathematical, ligatures, other scripts' digits,
+// and letters of other scripts shaped like ASCII ones: Cyrillic а in
+// аmount; see [textsafe.ReadsASCIIIn]), so that ａｍｏｕｎｔ, proﬁle or
+// аmount does not read as amount or profile:
+// "\uff41\uff4d\uff4f\uff55\uff4e\uff54". A name wholly in one other
+// script with a letter shaped like no ASCII one (адрес) is shown as it is.
 // Either way two or more apostrophes or backticks in a row, which read as
 // a double quote, are escaped: "body\u0027\u0027, \u0027\u0027title".
 // Values are never included, so secrets in arguments cannot leak into
@@ -157,11 +160,12 @@ func Summary(tool string, args json.RawMessage) string {
 // or as more of the sentence; one holding characters [clean] drops is
 // quoted with every character outside printable ASCII escaped, so that it
 // shows what it holds, and so is one holding characters that read as ASCII
-// letters or digits ([textsafe.ReadsASCII]: "\uff41mount" for ａmount,
-// which would read as amount). Either way apostrophes in a row are escaped
+// letters or digits where they stand ([textsafe.ReadsASCIIIn]:
+// "\uff41mount" for ａmount, "\u0430mount" for аmount, Cyrillic а, which
+// would read as amount). Either way apostrophes in a row are escaped
 // ([textsafe.QuotePairs]) and it is cut to about maxNameRunes runes.
 func argName(s string) string {
-	if !textsafe.Plain(s) || strings.ContainsFunc(s, textsafe.ReadsASCII) {
+	if !textsafe.Plain(s) || textsafe.ReadsASCIIIn(s) {
 		// Escaped too: ａｍｏｕｎｔ would read as amount.
 		cut, _ := textsafe.CutBytes(s, 4*maxNameRunes)
 		return clean(textsafe.QuotePairs(strconv.QuoteToASCII(cut)))

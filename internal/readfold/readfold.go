@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 )
 
 // letterlike are the letters whose compatibility form (NFKC) is an ASCII
@@ -22,10 +24,13 @@ const (
 // Fold maps, one character for one, what a person reads as ASCII
 // punctuation, digits or letters to them: the compatibility forms (NFKC)
 // of ASCII (fullwidth forms, mathematical digits and letters, the
-// letterlike ones), the digits of other scripts, the quotes, primes,
-// apostrophes, commas, equals signs and spaces of other scripts (and the
-// letters shaped like them), and two apostrophes or backticks in a row
-// (a double quote).
+// letterlike ones), the digits of other scripts, the letters (of other
+// scripts, and Latin ones) that Unicode's confusables.txt gives as shaped
+// like an ASCII letter or digit (Cyrillic а, Greek Ο, Armenian օ, Cherokee
+// Ꭺ, Latin ı: textsafe.LooksLike), wherever they stand, the quotes,
+// primes, apostrophes, commas, equals signs and spaces of other scripts
+// (and the letters shaped like them), and two apostrophes or backticks in
+// a row (a double quote).
 func Fold(s string) string {
 	rs := []rune(s)
 	for i, r := range rs {
@@ -43,6 +48,9 @@ func Fold(s string) string {
 			}
 		case slices.Contains([]rune(letterlike), r):
 			rs[i] = rune(letterlikeASCII[slices.Index([]rune(letterlike), r)])
+		case lookalike(r):
+			a, _ := textsafe.LooksLike(r)
+			rs[i] = rune(a)
 		case r >= utf8.RuneSelf && unicode.Is(unicode.Nd, r):
 			// Another script's digit: its value, counted from the zero
 			// that starts its run (of ten, or of tens).
@@ -69,6 +77,13 @@ func Fold(s string) string {
 		}
 	}
 	return string(rs)
+}
+
+// lookalike reports a letter that confusables.txt gives as shaped like an
+// ASCII letter or digit.
+func lookalike(r rune) bool {
+	_, ok := textsafe.LooksLike(r)
+	return ok
 }
 
 // ligatures are the letters whose compatibility form (NFKC) is two or

@@ -5,6 +5,7 @@ package textsafe
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -343,4 +344,181 @@ func ReadsASCII(r rune) bool {
 		return unicode.IsLetter(r)
 	}
 	return unicode.Is(unicode.Nd, r)
+}
+
+// lookalikeEntry is one letter of lookalikes: the letter, the ASCII letter
+// or digit it looks like, and its script (an index in lookalikeScripts).
+type lookalikeEntry struct {
+	r      rune
+	ascii  byte
+	script uint8
+}
+
+// lookalikeOf returns r's entry in lookalikes, and whether it has one.
+func lookalikeOf(r rune) (lookalikeEntry, bool) {
+	if r < 0x0131 {
+		return lookalikeEntry{}, false
+	}
+	i, ok := slices.BinarySearchFunc(lookalikes[:], r, func(e lookalikeEntry, r rune) int { return int(e.r - r) })
+	if !ok {
+		return lookalikeEntry{}, false
+	}
+	return lookalikes[i], true
+}
+
+// LooksLike returns the ASCII letter or digit that r, a letter outside
+// ASCII, is shaped like (Cyrillic а, Greek Ο, Cherokee Ꭺ: a, O, A), as
+// Unicode's confusables.txt gives it (r's skeleton), and whether there is
+// one. The letters [ReadsASCII] reports (fullwidth, mathematical,
+// letterlike) are left to it: LooksLike reports false for them.
+func LooksLike(r rune) (byte, bool) {
+	e, ok := lookalikeOf(r)
+	return e.ascii, ok
+}
+
+// ReadsASCIIIn reports whether s holds a character that reads as an ASCII
+// letter or digit where it stands: one [ReadsASCII] reports, or a letter
+// [LooksLike] gives an ASCII letter or digit for that the word rule below
+// does not leave bare. [QuoteASCIIShaped] escapes them.
+//
+// The word rule. A word is a run of letters and digits. The lookalikes of
+// a word wholly in one other script that also holds a letter of that
+// script shaped like no ASCII one (Москва, λόγος, שלום) are shown as they
+// are: such a word reads as that script, not as ASCII. In every other
+// word they are escaped: beside ASCII letters or digits or other Latin
+// letters (Аcme, Cyrillic А), beside letters of another script (сοк,
+// Greek ο), in a word of lookalikes only (АСМЕ, сор: these read as ASCII
+// whatever their script, so a short word of another script, wholly of
+// such letters, is escaped too), and always the Latin ones (ı, ɑ, ɡ: so
+// the Turkish dotless ı too). And in a word with ASCII letters or digits,
+// or other Latin letters, every letter of a script with lookalikes is
+// escaped, shaped like ASCII or not (ACMEъ, ACME and Cyrillic ъ): else it
+// would read as the same word in that script (АСМЕъ), shown as it is.
+// So an attacker who picks the text gets a lookalike shown bare only in a
+// word that visibly holds a letter of its own script, and no other text
+// reads, letter for letter, as that word. Not covered: two letters of one
+// script with one skeleton in such a word (Greek σ and ο, Hebrew ו and ן)
+// are shown as they are, and so are letters whose skeleton is two ASCII
+// letters (Cyrillic Ы, bl; Ю, lO), ASCII ligatures aside ([ReadsASCII]).
+func ReadsASCIIIn(s string) bool {
+	if strings.ContainsFunc(s, ReadsASCII) {
+		return true
+	}
+	var w word
+	for i, r := range s {
+		if w.start(s, i, r) && w.escapes(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// QuoteASCIIShaped is [QuoteShaped] with the characters [ReadsASCIIIn]
+// reports escaped too (\u0410cme for Аcme, Cyrillic А).
+func QuoteASCIIShaped(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteByte('"')
+	var w word
+	for i, r := range s {
+		inWord := w.start(s, i, r)
+		switch {
+		case Shaped(r) || ReadsASCII(r) || inWord && w.escapes(r):
+			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
+		case r < 0x20 || r == 0x7f || r == '"' || r == '\\':
+			q := strconv.Quote(string(r))
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return QuotePairs(b.String())
+}
+
+// word is the word a scan of a text is in, for the word rule of
+// [ReadsASCIIIn]: where it ends, and what it holds.
+type word struct {
+	end int // byte offset in the text
+	// latin: an ASCII letter or digit, or another Latin letter.
+	// script: the script (an index in lookalikeScripts) of its letters
+	// of scripts with lookalikes; mixed: letters of two such scripts;
+	// plain: a letter of such a script that looks like no ASCII one;
+	// looks: a lookalike.
+	latin, mixed, plain, looks bool
+	script                     uint8
+}
+
+// start reports whether r, at s[i:], is in a word, and when it starts
+// one, reads that word.
+func (w *word) start(s string, i int, r rune) bool {
+	if i < w.end {
+		return true
+	}
+	if !wordRune(r) {
+		return false
+	}
+	*w = word{end: i}
+	for w.end < len(s) {
+		r, n := utf8.DecodeRuneInString(s[w.end:])
+		if !wordRune(r) {
+			break
+		}
+		w.end += n
+		switch e, ok := lookalikeOf(r); {
+		case r < utf8.RuneSelf || ok && e.script == 0 || !ok && unicode.Is(unicode.Latin, r):
+			w.latin = true
+			w.looks = w.looks || ok
+		case ok:
+			w.looks = true
+			w.note(e.script)
+		case unicode.IsLetter(r):
+			if sc := scriptOf(r); sc > 0 {
+				w.plain = true
+				w.note(sc)
+			}
+		}
+	}
+	return true
+}
+
+func (w *word) note(script uint8) {
+	if w.script != 0 && w.script != script {
+		w.mixed = true
+	}
+	w.script = script
+}
+
+// escapes reports whether r, a character of w, is escaped by the word
+// rule of [ReadsASCIIIn].
+func (w *word) escapes(r rune) bool {
+	if r < utf8.RuneSelf || !w.looks && !(w.latin && w.script != 0) {
+		return false // fast: nothing to escape in w
+	}
+	if !w.latin && !w.mixed && w.plain {
+		return false // wholly in one other script, visibly
+	}
+	if _, ok := lookalikeOf(r); ok {
+		return true
+	}
+	return w.latin && !unicode.Is(unicode.Latin, r) && unicode.IsLetter(r) && scriptOf(r) > 0
+}
+
+// wordRune reports a character of a word: a letter or a digit.
+func wordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// scriptOf returns the index in lookalikeScripts of r's script, or 0 when
+// it has none there.
+func scriptOf(r rune) uint8 {
+	for i, t := range lookalikeScripts {
+		if t != nil && unicode.Is(t, r) {
+			return uint8(i)
+		}
+	}
+	return 0
 }
