@@ -100,7 +100,7 @@ func (l *Limiter) Kept(now time.Time, d Decision) float64 {
 	kept := 0.0
 	for i := range l.limits {
 		lim := &l.limits[i]
-		if lim.Kind != Spend || lim.Tool != "" && lim.Tool != d.tool {
+		if lim.Kind != Spend || !l.applies(i, d.tool) {
 			continue
 		}
 		share := 1.0
@@ -143,7 +143,7 @@ func (l *Limiter) refundMemory(now time.Time, d *Decision) {
 	r := Request{Session: d.session, User: d.user}
 	for i := range l.limits {
 		lim := &l.limits[i]
-		if lim.Tool != "" && lim.Tool != d.tool {
+		if !l.applies(i, d.tool) {
 			continue
 		}
 		var n float64
