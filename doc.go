@@ -54,10 +54,11 @@
 //
 // With [Guard.Install], the server's prompts and resources, and the methods
 // it added with mcp.AddReceivingCustomMethod, are served to authenticated
-// callers only, as their own; a resources/read, prompts/get or
-// completion/complete result nested more than 512 levels deep (go-sdk v1.8.0's
-// client closes its session on a message nested beyond 1000), or that
-// cannot be encoded, is refused with a JSON-RPC error -32603. The limits
+// callers only, as their own; a result of theirs (a list too, and a custom
+// method's) nested more than 512 levels deep (go-sdk v1.8.0's client
+// closes its session on a message nested beyond 1000), that cannot be
+// encoded, or not UTF-8 once encoded, is refused with a JSON-RPC error
+// -32603, and a tool that could not be listed so is refused. The limits
 // and the audit apply to tools only; the policy's roles decide, besides
 // the tools a caller sees, who may read the UI resource a tool names
 // (MCP Apps; see [Guard.Install]).

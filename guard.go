@@ -385,7 +385,8 @@ func (g *Guard) Policy() *policy.Policy { return g.pol }
 // against the policy now: a tool without a rule, or whose ReadOnlyHint
 // contradicts its class, is an error, as is a name its audit records
 // could not carry (see [Guard.Install]), a schema that does not compile,
-// an input schema that binds an argument to an HTTP header (x-mcp-header)
+// a tool that could not be listed (see [Guard.Install]), an input schema
+// that binds an argument to an HTTP header (x-mcp-header)
 // of a tool the policy hides from some caller (see [Guard.Install]), or a
 // nil h. A tool with Annotations hints ReadOnlyHint false unless it
 // sets it (false is the MCP default), so a read tool whose Annotations only

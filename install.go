@@ -295,6 +295,11 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 	if t.InputSchema == nil {
 		return nil, fmt.Errorf("mcpguard: tool %q has no input schema", t.Name)
 	}
+	// Listed, a tool its callers' clients could not read would close
+	// their sessions, or leave tools/list unanswered (see sendable).
+	if err := sendable("the tool", t); err != nil {
+		return nil, fmt.Errorf("mcpguard: tool %q cannot be listed: %w", t.Name, err)
+	}
 	if bindsHeaders(t.InputSchema) && !g.pol.Visible(&policy.Principal{}, t.Name) {
 		return nil, fmt.Errorf("mcpguard: tool %q binds arguments to HTTP headers (x-mcp-header) and the policy hides it from some callers: "+
 			"the go-sdk checks those headers against the tool before any middleware, so its answer would tell the tool from an unknown one; "+
@@ -589,7 +594,13 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // with a schema that does not compile, or
 // whose input schema binds an argument to an HTTP header (an x-mcp-header
 // annotation, SEP-2243) while the policy hides the tool from some caller
-// is a start-up error.
+// is a start-up error, and so is one with a part (its _meta, a schema)
+// nested more than 512 levels deep, which its callers' clients could not
+// read in a listing. One with bytes that are not UTF-8 once encoded (a
+// json.RawMessage in its _meta), which Install's own listing reads as
+// U+FFFD, is refused as a bad one added later is (below); one the go-sdk
+// cannot encode (a NaN in its _meta) gets no answer to that listing, and
+// Install does not return.
 // (On protocol 2026-07-28, go-sdk v1.8.0's Streamable HTTP server checks a
 // call's Mcp-Param-* headers against the tool it names before any
 // middleware runs, and answers a mismatch with its own error, which would
@@ -621,12 +632,16 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // resources/read, subscriptions, whether by resources/subscribe or
 // subscriptions/listen, and completions) are served to authenticated
 // callers only, as their own: a handler, the SubscribeHandler too, finds
-// the caller's [Identity] in its context. A resources/read, prompts/get or
-// completion/complete result with a part nested more than 512 levels deep
-// (a _meta; go-sdk v1.8.0's client closes its session on a message nested
-// beyond 1000 levels), that the go-sdk could not encode (it would send no
-// answer) or would send as bytes that are not UTF-8 (a json.RawMessage in
-// it), is refused with a JSON-RPC error -32603, as INVALID_RESPONSE is;
+// the caller's [Identity] in its context. A resources/read, prompts/get,
+// completion/complete, prompts/list, resources/list or
+// resources/templates/list result, or one of a method the server added
+// (mcp.AddReceivingCustomMethod), with a part nested more than 512 levels
+// deep (a _meta; go-sdk v1.8.0's client closes its session on a message
+// nested beyond 1000 levels), that the go-sdk could not encode (it would
+// send no answer: a NaN, a resource's NaN priority) or would send as bytes
+// that are not UTF-8 (a json.RawMessage in it), is refused with a JSON-RPC
+// error -32603, as INVALID_RESPONSE is, and so is a tools/list result
+// whose own _meta is such (its tools are checked when compiled, above);
 // their size is not capped ([Options].MaxOutputBytes is for tool results). The
 // policy's roles, limits and audit apply to tools only, but for this: a
 // resource that a tool names as its UI resource (MCP Apps, SEP-1865:
@@ -890,9 +905,8 @@ func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, ne
 
 // runAs runs an authenticated request with id in its context. A
 // resource's contents may be the caller's own, so a read's result is
-// marked CacheScope "private". A read's, a prompt's or a completion's
-// result that the caller's client could not read is refused (see
-// unsendable).
+// marked CacheScope "private". A result that the caller's client could
+// not read is refused (see unsendable).
 func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	res, err := next(NewContext(ctx, id), method, req)
 	if err == nil {
@@ -951,6 +965,9 @@ func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next m
 	out := *last
 	out.NextCursor, out.CacheScope = "", "private"
 	out.Tools = []*mcp.Tool{}
+	if err := sendableMeta(out.Meta); err != nil {
+		return nil, g.malformed("tools/list", err)
+	}
 	if req.Params != nil && req.Params.Cursor != "" {
 		return &out, nil
 	}

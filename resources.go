@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -134,11 +135,19 @@ func visibleResources(sight *uiSight, all []*mcp.Resource) []*mcp.Resource {
 
 // digest sums a listing of resources, to tell whether it changed.
 func digest(rs []*mcp.Resource) [32]byte {
+	d, _ := listing(rs)
+	return d
+}
+
+// listing is digest that also fails, as sendable does, on resources the
+// go-sdk could not send (a _meta, or a NaN priority): it reads the one
+// encoding of them.
+func listing(rs []*mcp.Resource) ([32]byte, error) {
 	raw, err := json.Marshal(rs)
 	if err != nil {
-		return [32]byte{}
+		return [32]byte{}, errors.New("the result does not marshal")
 	}
-	return sha256.Sum256(raw)
+	return sha256.Sum256(raw), sendableJSON("the result", raw)
 }
 
 // listResourcePages pages through resources/list below the guard and
@@ -186,12 +195,19 @@ func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 		return nil, err
 	}
 	shown := visibleResources(g.sight(id.Principal, links), all)
-	g.res.show(req.Session, seq, digest(shown))
+	sum, unsent := listing(shown)
+	g.res.show(req.Session, seq, sum)
 	out := *last
 	out.NextCursor, out.CacheScope = "", "private"
 	out.Resources = []*mcp.Resource{}
+	if err := sendableMeta(out.Meta); err != nil {
+		return nil, g.malformed("resources/list", err)
+	}
 	if req.Params != nil && req.Params.Cursor != "" {
 		return &out, nil
+	}
+	if unsent != nil {
+		return nil, g.malformed("resources/list", unsent)
 	}
 	out.Resources = shown
 	return &out, nil
@@ -336,52 +352,123 @@ func probeAcked(ctx context.Context, method string) bool {
 }
 
 // unsendable returns the refusal of res, the result of a resources/read,
-// prompts/get or completion/complete, when a part of it is nested more than
-// maxOutputDepth levels deep (only a _meta, of the result, of a content or
-// of a block, or the input it asks for, can nest: go-sdk v1.8.0's client
-// refuses a message nested beyond 1000 levels and closes its session, so
-// every later request of the caller would fail), could not be encoded (the
-// go-sdk would send no answer) or would be sent as bytes that are not
-// UTF-8: a JSON-RPC error, as for INVALID_RESPONSE, whose message names no
-// part. Its size is not capped: [Options].MaxOutputBytes is for tool
-// results. Any other result is nil.
+// prompts/get, completion/complete, prompts/list or
+// resources/templates/list, or of a method the server added
+// (mcp.AddReceivingCustomMethod), when a part of it is nested more than
+// maxOutputDepth levels deep (go-sdk v1.8.0's client refuses a message
+// nested beyond 1000 levels and closes its session, so every later request
+// of the caller would fail), could not be encoded (the go-sdk would send
+// no answer) or would be sent as bytes that are not UTF-8: a JSON-RPC
+// error, as for INVALID_RESPONSE, whose message names no part. Of a
+// standard result only the parts that can nest, fail or hold raw bytes
+// are read: a _meta (of the result, of a content, block, prompt or
+// template), a template's annotations (a NaN priority), the input it asks
+// for. Any other result (a custom method's, of any type) is encoded once
+// whole. Its size is not capped: [Options].MaxOutputBytes is for tool
+// results.
 func (g *Guard) unsendable(method string, res mcp.Result) error {
-	var parts mcp.CallToolResult // restBytes reads the parts that nest
+	var err error
 	switch r := res.(type) {
 	case *mcp.ReadResourceResult:
 		if r == nil {
 			return nil
 		}
+		var parts mcp.CallToolResult // restBytes reads the parts that nest
 		parts.Meta, parts.InputRequests = r.Meta, r.InputRequests
 		for _, c := range r.Contents {
 			if c != nil {
 				parts.Content = append(parts.Content, &mcp.EmbeddedResource{Resource: c})
 			}
 		}
+		_, err = restBytes(&parts)
 	case *mcp.GetPromptResult:
 		if r == nil {
 			return nil
 		}
+		var parts mcp.CallToolResult
 		parts.Meta, parts.InputRequests = r.Meta, r.InputRequests
 		for _, m := range r.Messages {
 			if m != nil {
 				parts.Content = append(parts.Content, m.Content)
 			}
 		}
+		_, err = restBytes(&parts)
 	case *mcp.CompleteResult:
 		if r == nil {
 			return nil
 		}
-		parts.Meta = r.Meta // its values are Go strings, sent as UTF-8
+		err = sendableMeta(r.Meta) // its values are Go strings, sent as UTF-8
+	case *mcp.ListPromptsResult:
+		if r == nil {
+			return nil
+		}
+		err = sendableMeta(r.Meta)
+		for _, p := range r.Prompts {
+			if p != nil && err == nil {
+				err = sendableMeta(p.Meta) // the rest are Go strings
+			}
+		}
+	case *mcp.ListResourceTemplatesResult:
+		if r == nil {
+			return nil
+		}
+		err = sendableMeta(r.Meta)
+		for _, t := range r.ResourceTemplates {
+			if t != nil && err == nil {
+				err = sendableMeta(t.Meta)
+			}
+			if t != nil && t.Annotations != nil && err == nil {
+				err = sendable("the result", t.Annotations)
+			}
+		}
 	default:
-		return nil
+		// A custom method's, of any type (or a subscription's, empty).
+		err = sendable("the result", res)
 	}
-	_, err := restBytes(&parts)
 	if err == nil {
 		return nil
 	}
+	return g.malformed(method, err)
+}
+
+// malformed returns the refusal of a result of method that its caller's
+// client could not read (see unsendable), err saying why, and logs it.
+func (g *Guard) malformed(method string, err error) error {
 	d := Deny(CodeInvalidResponse, "the server returned a malformed result")
 	d.CorrelationID = g.ids.Next()
 	g.log.Error("mcpguard: result refused", "method", method, "correlation_id", d.CorrelationID, "err", err)
 	return d.JSONRPCError(0)
+}
+
+// sendable fails on v, a part of a result (part names it), that the
+// go-sdk could not encode, would send as bytes that are not UTF-8 (a
+// json.RawMessage or a MarshalJSON in it: encoding/json checks that their
+// bytes are JSON, not that they are UTF-8) or whose encoding nests more
+// than maxOutputDepth levels deep, as restBytes does a part of a tool's
+// result.
+func sendable(part string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return errors.New(part + " does not marshal")
+	}
+	return sendableJSON(part, raw)
+}
+
+// sendableJSON is sendable for raw, a part already encoded.
+func sendableJSON(part string, raw []byte) error {
+	if !utf8.Valid(raw) {
+		return errors.New(part + " is not UTF-8 once encoded")
+	}
+	if nestedTooDeep(raw) {
+		return errNestedOutput(part)
+	}
+	return nil
+}
+
+// sendableMeta is sendable for a _meta, read only when it has a key.
+func sendableMeta(m mcp.Meta) error {
+	if len(m) == 0 {
+		return nil
+	}
+	return sendable("the result", m)
 }
