@@ -600,7 +600,7 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // json.RawMessage in its _meta), which Install's own listing reads as
 // U+FFFD, is refused as a bad one added later is (below); one the go-sdk
 // cannot encode (a NaN in its _meta) gets no answer to that listing, and
-// Install does not return.
+// Install fails after waiting 10 seconds for it.
 // (On protocol 2026-07-28, go-sdk v1.8.0's Streamable HTTP server checks a
 // call's Mcp-Param-* headers against the tool it names before any
 // middleware runs, and answers a mismatch with its own error, which would
@@ -759,10 +759,25 @@ func (g *Guard) Install(s *mcp.Server) error {
 	return nil
 }
 
+// installWait bounds serverTools' listing: in memory it takes
+// microseconds, but go-sdk v1.8.0 drops an answer it cannot encode (a tool
+// with a NaN in its _meta) and logs the failure to the server's logger
+// only, and the listing would wait for ever.
+var installWait = 10 * time.Second
+
 // serverTools lists s's tools through a throwaway in-memory session, and
 // returns s's capabilities as told to it.
 func serverTools(s *mcp.Server) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), installWait)
+	defer cancel()
+	tools, caps, err := listServerTools(ctx, s)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil, fmt.Errorf("the server did not answer its tools listing within %v (a tool the go-sdk cannot encode, such as one with a NaN in its _meta, gets no answer): %w", installWait, err)
+	}
+	return tools, caps, err
+}
+
+func listServerTools(ctx context.Context, s *mcp.Server) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
