@@ -127,9 +127,12 @@ type Options struct {
 	// the tool's policy rule. A call whose name equals a rule's only under
 	// case folding ("TRIGGER_REFUND" for trigger_refund: a downstream
 	// lenient with the case of names runs that tool) costs the larger of
-	// Cost's for its name and for the rule's. args reads the call's top-level numeric
-	// arguments strictly, from a copy of its own: Cost may keep it and read
-	// it after it returned. A call whose arguments name a field twice (two
+	// Cost's for its name and for the rule's. Cost is asked for the name as
+	// called otherwise: one that prices a tool without a rule of its own (the
+	// Default rule's) should match names by policy.NameKey, as a Limit for a
+	// tool does, or another spelling of the name is priced as another tool.
+	// args reads the call's top-level numeric arguments strictly, from a copy
+	// of its own: Cost may keep it and read it after it returned. A call whose arguments name a field twice (two
 	// names equal under case folding, each cut at a NUL) is refused before
 	// Cost (-32602, HTTP 400): a downstream may read the field as either
 	// spelling, so no cost can be read from it. A cost that is

@@ -428,13 +428,6 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	return p
 }
 
-// callCost returns Options.Cost's cost of a call of tool with args, and
-// false, logged, when it cannot be charged: Cost panicked, or returned a
-// cost that is negative, NaN or infinite (limiter.CheckCost). As in the
-// library's pipeline, the call is then refused: no cap can take such a
-// cost, no record can hold a NaN or an infinity, and a retry cannot help.
-// A panic must not end the handler either: the batch members decided
-// before the call would keep their in-flight places for good.
 // priceCall returns the cost of a call of tool whose policy rule is named
 // rule: Cost's for tool, or, when tool equals rule only under case
 // folding (policy.Policy.Resolve), the larger of Cost's for the two
@@ -448,6 +441,13 @@ func (g *Gateway) priceCall(cid, tool, rule string, args policy.Args) (cost floa
 	return max(cost, theirs), ok
 }
 
+// callCost returns Options.Cost's cost of a call of tool with args, and
+// false, logged, when it cannot be charged: Cost panicked, or returned a
+// cost that is negative, NaN or infinite (limiter.CheckCost). As in the
+// library's pipeline, the call is then refused: no cap can take such a
+// cost, no record can hold a NaN or an infinity, and a retry cannot help.
+// A panic must not end the handler either: the batch members decided
+// before the call would keep their in-flight places for good.
 func (g *Gateway) callCost(cid, tool string, args policy.Args) (cost float64, ok bool) {
 	defer func() {
 		if v := recover(); v != nil {

@@ -143,6 +143,7 @@ type Limiter struct {
 	peeks     bool          // the store carries out Peek checks
 	clock     clock         // for Decision.at on a store other than memStore
 	toolKeys  []string      // the name key of each limit's Tool (see applies)
+	maxKey    int           // the length of the longest of toolKeys
 }
 
 // maxAbandons bounds the abandons a Limiter runs at once: when a store is
@@ -185,6 +186,7 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 				l.toolKeys = make([]string, len(l.limits))
 			}
 			l.toolKeys[i] = namekey.Of(lim.Tool)
+			l.maxKey = max(l.maxKey, len(l.toolKeys[i]))
 		}
 	}
 	if l.store == nil {
@@ -246,9 +248,13 @@ func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
 		cs = make([]memCheck, 0, len(l.limits))
 	}
 	var held uint64
+	var k *calledKey // made only with limits for one tool: its zeroing costs
+	if l.toolKeys != nil {
+		k = new(calledKey)
+	}
 	for i := range l.limits {
 		lim := &l.limits[i]
-		if !l.applies(i, r.Tool) {
+		if !l.applies(i, r.Tool, k) {
 			continue
 		}
 		n, peek := 1.0, false
@@ -302,17 +308,38 @@ func (l *Limiter) releaseMemory(d *Decision) {
 // another spelling of it under the policy's name matching (case folding,
 // see policy.NameKey), so that a downstream server lenient with the case
 // of names is not called under a spelling that escapes the tool's limit.
-func (l *Limiter) applies(i int, tool string) bool {
+// k is tool's key, made by the first limit for another name that needs it:
+// a decision makes it once, not once per limit (nil when no limit names
+// a tool).
+func (l *Limiter) applies(i int, tool string, k *calledKey) bool {
 	t := l.limits[i].Tool
-	return t == "" || t == tool || l.spells(i, tool)
+	if t == "" || t == tool {
+		return true
+	}
+	if !k.made {
+		// Cut once longer than every limit's key (it then differs from
+		// each), or than k.buf holds.
+		k.n, k.made = len(namekey.Append(k.buf[:0], tool, min(l.maxKey, keyCut))), true
+	}
+	want := l.toolKeys[i]
+	if k.n <= keyCut || len(want) <= keyCut {
+		// k.buf holds tool's whole key, or more of it than want is long.
+		return string(k.buf[:k.n]) == want
+	}
+	// Both are longer than k.buf holds: made again, on the heap.
+	return string(namekey.Append(make([]byte, 0, len(want)+8), tool, len(want))) == want
 }
 
-// spells reports whether tool's name key is limit i's Tool's.
-func (l *Limiter) spells(i int, tool string) bool {
-	var buf [namekey.BufSize]byte
-	want := l.toolKeys[i]
-	// Cut once longer than want: it then differs.
-	return string(namekey.Append(buf[:0], tool, len(want))) == want
+// keyCut is the longest key a calledKey holds whole: namekey.Append goes
+// less than 8 bytes past its limit.
+const keyCut = namekey.BufSize - 8
+
+// A calledKey is the name key of the tool a decision is for, in buf[:n]
+// once made (see Limiter.applies).
+type calledKey struct {
+	made bool
+	n    int
+	buf  [namekey.BufSize]byte
 }
 
 // taken returns the cost r takes if allowed: none for a dry run.
@@ -427,9 +454,13 @@ func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 // left out when the store does not peek.
 func (l *Limiter) build(dst []Check, r Request, o op, held uint64) ([]Check, uint64) {
 	var conc uint64
+	var k *calledKey // made only with limits for one tool: its zeroing costs
+	if l.toolKeys != nil {
+		k = new(calledKey)
+	}
 	for i := range l.limits {
 		lim := &l.limits[i]
-		if !l.applies(i, r.Tool) {
+		if !l.applies(i, r.Tool, k) {
 			continue
 		}
 		c := Check{ID: l.ids[i], Kind: lim.Kind, Max: lim.Max, Window: lim.Window}

@@ -98,9 +98,13 @@ func (l *Limiter) Kept(now time.Time, d Decision) float64 {
 		return 0
 	}
 	kept := 0.0
+	var k *calledKey // made only with limits for one tool: its zeroing costs
+	if l.toolKeys != nil {
+		k = new(calledKey)
+	}
 	for i := range l.limits {
 		lim := &l.limits[i]
-		if lim.Kind != Spend || !l.applies(i, d.tool) {
+		if lim.Kind != Spend || !l.applies(i, d.tool, k) {
 			continue
 		}
 		share := 1.0
@@ -141,9 +145,13 @@ func (l *Limiter) refundMemory(now time.Time, d *Decision) {
 		cs = make([]memCheck, 0, len(l.limits))
 	}
 	r := Request{Session: d.session, User: d.user}
+	var k *calledKey // made only with limits for one tool: its zeroing costs
+	if l.toolKeys != nil {
+		k = new(calledKey)
+	}
 	for i := range l.limits {
 		lim := &l.limits[i]
-		if !l.applies(i, d.tool) {
+		if !l.applies(i, d.tool, k) {
 			continue
 		}
 		var n float64

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) limiter.Store) {
 		{"concurrency_slots_released", testConcurrency},
 		{"release_twice_frees_one_slot", testReleaseTwice},
 		{"scopes_and_tools", testScopesAndTools},
+		{"tool_spellings_share_one_budget", testToolSpellings},
 		{"cost_above_max_never_fits", testNever},
 		{"keys_are_distinct", testKeysDistinct},
 		{"extreme_amounts", testExtremeAmounts},
@@ -47,8 +48,10 @@ func Run(t *testing.T, newStore func(t *testing.T) limiter.Store) {
 		{"refund_only_its_tool_and_keys", testRefundScopes},
 		{"refund_later_stays_within_limit", testRefundLater},
 		{"refund_keeps_slots", testRefundKeepsSlots},
+		{"refund_tool_spellings", testRefundToolSpellings},
 		{"dry_run_checks_spend_takes_nothing", testDryRunSpend},
 		{"dry_run_never_fails_a_real_call", testDryRunRace},
+		{"dry_run_tool_spellings", testDryRunToolSpellings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
