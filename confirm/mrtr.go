@@ -101,12 +101,16 @@ const (
 // Latin ı) where they read as ASCII: "\u0410cme", not Аcme, which reads
 // as Acme. A word (letters and digits) wholly in one other script that
 // holds a letter of it shaped like no ASCII one is shown as it is
-// (city=Москва); in a word with ASCII letters or digits every letter of
+// (city=Москва; a letter shaped like ASCII with marks, like two ASCII
+// letters or like ASCII punctuation, Cyrillic ё or ꚙ, is not such a
+// letter: "\u0421\u04bb\u04cf\u043e\u0451", not Сһӏоё, which reads as
+// Chloë); in a word with ASCII letters or digits every letter of
 // a script with such letters is escaped, and so is every one in a word of
 // lookalikes only ("\u0441\u043e\u0440" for the Russian сор, which reads
-// as cop): see textsafe.ReadsASCIIIn. A nested value holding one of these
-// is shown with everything outside printable ASCII escaped, and one cut
-// in a number is cut before it ({"amount":…).
+// as cop): see textsafe.ReadsASCIIIn. A nested value holding one of these,
+// in the whole of it or in the 80 characters shown, is shown with
+// everything outside printable ASCII escaped, and one cut in a number is
+// cut before it ({"amount":…).
 func Describe(tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("Run ")
@@ -185,11 +189,14 @@ func value(v any) string {
 		return "?"
 	}
 	js := strings.TrimSuffix(buf.String(), "\n")
-	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || textsafe.ReadsASCIIIn(js) {
+	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || textsafe.ReadsASCIIIn(js) ||
+		textsafe.ReadsASCIIIn(sanitize(cutBeforeNumber(js, maxDescribeRunes))) {
 		// Strings inside hold characters cleaning would remove, that
 		// show as nothing, shaped like a quote or a comma, or read as
-		// ASCII (textsafe.ReadsASCIIIn, Аcme): show them escaped, as text
-		// does for a top-level string.
+		// ASCII (textsafe.ReadsASCIIIn, Аcme), in the whole or in what
+		// is shown of it (a word cut before its letter of its own
+		// script): show them escaped, as text does for a top-level
+		// string.
 		js = textsafe.ASCIIJSON(js)
 	}
 	// Two apostrophes in a row read as a quote: escaped too.

@@ -117,7 +117,8 @@ const (
 // аmount; see [textsafe.ReadsASCIIIn]), so that ａｍｏｕｎｔ, proﬁle or
 // аmount does not read as amount or profile:
 // "\uff41\uff4d\uff4f\uff55\uff4e\uff54". A name wholly in one other
-// script with a letter shaped like no ASCII one (адрес) is shown as it is.
+// script with a letter shaped like no ASCII one (адрес; not ё or ꚙ, shaped
+// like ë and oo) is shown as it is, when that letter is in what is shown.
 // Either way two or more apostrophes or backticks in a row, which read as
 // a double quote, are escaped: "body\u0027\u0027, \u0027\u0027title".
 // Values are never included, so secrets in arguments cannot leak into
@@ -162,10 +163,12 @@ func Summary(tool string, args json.RawMessage) string {
 // shows what it holds, and so is one holding characters that read as ASCII
 // letters or digits where they stand ([textsafe.ReadsASCIIIn]:
 // "\uff41mount" for ａmount, "\u0430mount" for аmount, Cyrillic а, which
-// would read as amount). Either way apostrophes in a row are escaped
-// ([textsafe.QuotePairs]) and it is cut to about maxNameRunes runes.
+// would read as amount), in the whole name or in what is shown of it (a
+// word cut before its letter of its own script). Either way apostrophes
+// in a row are escaped ([textsafe.QuotePairs]) and it is cut to about
+// maxNameRunes runes.
 func argName(s string) string {
-	if !textsafe.Plain(s) || textsafe.ReadsASCIIIn(s) {
+	if !textsafe.Plain(s) || textsafe.ReadsASCIIIn(s) || textsafe.ReadsASCIIIn(clean(s)) {
 		// Escaped too: ａｍｏｕｎｔ would read as amount.
 		cut, _ := textsafe.CutBytes(s, 4*maxNameRunes)
 		return clean(textsafe.QuotePairs(strconv.QuoteToASCII(cut)))

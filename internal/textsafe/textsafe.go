@@ -111,14 +111,20 @@ func Word(s string) bool {
 // apostrophe), an Arabic-Indic zero (٠ ۰, a dot), the Yiddish double yod
 // (ײ, the gershayim's " shape), the Canadian syllabics finals ᐥ and ᐦ (a
 // double acute, two short vertical strokes: ") and the apostrophes ᑊ and ᛌ
-// (the West-Cree P, the runic short-twig-sol).
+// (the West-Cree P, the runic short-twig-sol), and the letters of scripts
+// without lookalikes (see [ReadsASCIIIn]) and Latin ones that Unicode's
+// confusables.txt gives as ASCII punctuation: the Katakana no ノ and the
+// ideograph 丿 (a slash: docsノx would read as docs/x), the ideograph 丶
+// (a backslash), the Devanagari and Latin glottal stops ॽ ʔ Ɂ (a question
+// mark) and the Latin ŉ ('n).
 func lookalike(r rune) bool {
-	if r < 0x01C0 {
+	if r < 0x0149 {
 		return false
 	}
 	switch {
 	case 0x01C0 <= r && r <= 0x01C3, r == 0xA78B, r == 0xA78C, r == 0x0660, r == 0x06F0,
-		r == 0x05F2, r == 0x1425, r == 0x1426, r == 0x144A, r == 0x16CC:
+		r == 0x05F2, r == 0x1425, r == 0x1426, r == 0x144A, r == 0x16CC,
+		r == 0x30CE, r == 0x4E3F, r == 0x4E36, r == 0x097D, r == 0x0294, r == 0x0241, r == 0x0149:
 		return true
 	}
 	return unicode.Is(unicode.Lm, r)
@@ -366,6 +372,41 @@ func lookalikeOf(r rune) (lookalikeEntry, bool) {
 	return lookalikes[i], true
 }
 
+// shapedEntry is one letter of asciiShaped: the letter, the text it
+// reads as, and its script (an index in lookalikeScripts).
+type shapedEntry struct {
+	r      rune
+	reads  string
+	script uint8
+}
+
+// ReadsLike returns the text that r, a letter of a script with lookalikes
+// that [LooksLike] has no ASCII letter or digit for, is shaped like, when
+// Unicode's confusables.txt gives that as ASCII once its combining marks
+// are dropped (r's skeleton, composed where Unicode has the letter with
+// its mark), and whether there is one: an ASCII letter with marks
+// (Cyrillic ё, Greek ό, η: ë, ó, n and U+0329), two ASCII letters (ꚙ, ӕ,
+// Ы: oo, ae, bl) or ASCII punctuation (Coptic Ⲻ, Cherokee Ꭾ, Hebrew י:
+// -, ?, '). The word rule of [ReadsASCIIIn] takes these as lookalikes.
+func ReadsLike(r rune) (string, bool) {
+	if e, ok := shapedOf(r); ok {
+		return e.reads, true
+	}
+	return "", false
+}
+
+// shapedOf returns r's entry in asciiShaped, and whether it has one.
+func shapedOf(r rune) (shapedEntry, bool) {
+	if r < asciiShaped[0].r {
+		return shapedEntry{}, false
+	}
+	i, ok := slices.BinarySearchFunc(asciiShaped[:], r, func(e shapedEntry, r rune) int { return int(e.r - r) })
+	if !ok {
+		return shapedEntry{}, false
+	}
+	return asciiShaped[i], true
+}
+
 // LooksLike returns the ASCII letter or digit that r, a letter outside
 // ASCII, is shaped like (Cyrillic а, Greek Ο, Cherokee Ꭺ: a, O, A), as
 // Unicode's confusables.txt gives it (r's skeleton), and whether there is
@@ -378,13 +419,18 @@ func LooksLike(r rune) (byte, bool) {
 
 // ReadsASCIIIn reports whether s holds a character that reads as an ASCII
 // letter or digit where it stands: one [ReadsASCII] reports, or a letter
-// [LooksLike] gives an ASCII letter or digit for that the word rule below
-// does not leave bare. [QuoteASCIIShaped] escapes them.
+// [LooksLike] gives an ASCII letter or digit for (or [ReadsLike] ASCII
+// text) that the word rule below does not leave bare. [QuoteASCIIShaped]
+// escapes them.
 //
 // The word rule. A word is a run of letters and digits. The lookalikes of
 // a word wholly in one other script that also holds a letter of that
 // script shaped like no ASCII one (Москва, λόγος, שלום) are shown as they
-// are: such a word reads as that script, not as ASCII. In every other
+// are: such a word reads as that script, not as ASCII. The letters
+// [ReadsLike] reports, shaped like ASCII with marks, like two ASCII letters
+// or like ASCII punctuation (ё, ό, ꚙ, Ы, Coptic Ⲻ), are lookalikes here,
+// not such a letter: else Сһӏоё (Cyrillic) would read as Chloë, ѕсһꚙӏ as
+// school. In every other
 // word they are escaped: beside ASCII letters or digits or other Latin
 // letters (Аcme, Cyrillic А), beside letters of another script (сοк,
 // Greek ο), in a word of lookalikes only (АСМЕ, сор: these read as ASCII
@@ -398,8 +444,8 @@ func LooksLike(r rune) (byte, bool) {
 // word that visibly holds a letter of its own script, and no other text
 // reads, letter for letter, as that word. Not covered: two letters of one
 // script with one skeleton in such a word (Greek σ and ο, Hebrew ו and ן)
-// are shown as they are, and so are letters whose skeleton is two ASCII
-// letters (Cyrillic Ы, bl; Ю, lO), ASCII ligatures aside ([ReadsASCII]).
+// are shown as they are, and so are letters whose skeleton is a letter
+// outside ASCII that may read as one (Cyrillic ь, Latin ƅ; к, Latin ĸ).
 func ReadsASCIIIn(s string) bool {
 	if strings.ContainsFunc(s, ReadsASCII) {
 		return true
@@ -474,7 +520,9 @@ func (w *word) start(s string, i int, r rune) bool {
 			w.note(e.script)
 		case unicode.IsLetter(r):
 			if sc := scriptOf(r); sc > 0 {
-				w.plain = true
+				_, shaped := shapedOf(r)
+				w.looks = w.looks || shaped
+				w.plain = w.plain || !shaped
 				w.note(sc)
 			}
 		}
@@ -499,6 +547,9 @@ func (w *word) escapes(r rune) bool {
 		return false // wholly in one other script, visibly
 	}
 	if _, ok := lookalikeOf(r); ok {
+		return true
+	}
+	if _, ok := shapedOf(r); ok {
 		return true
 	}
 	return w.latin && !unicode.Is(unicode.Latin, r) && unicode.IsLetter(r) && scriptOf(r) > 0
