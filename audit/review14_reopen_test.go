@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +35,7 @@ func TestJSONLReopenRefusesWhatIsNoFile(t *testing.T) {
 			}
 			switch kind {
 			case "fifo":
-				err = syscall.Mkfifo(path, 0o600)
+				err = mkfifo(path)
 			default:
 				err = os.Mkdir(path, 0o700)
 			}

@@ -84,7 +84,7 @@ func review16dCutAndGlued(path string) string {
 	first := bytes.IndexByte(b, '\n') + 1
 	// Room for the first line and half the second.
 	limit := uint64(checked) + uint64(len(torn)) + uint64(first) + uint64(first)/2
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, rlimit(limit)); err != nil {
 		return "setrlimit: " + err.Error()
 	}
 	s.ioSem <- struct{}{}
@@ -121,3 +121,14 @@ func review16dCutAndGlued(path string) string {
 	}
 	return fmt.Sprintf("ok (counted %v, error %v)", kept, werr)
 }
+
+// rlimit is the limit v, soft and hard, in the platform's type for it
+// (uint64 on most systems, int64 on FreeBSD and DragonFly).
+func rlimit(v uint64) *syscall.Rlimit {
+	var r syscall.Rlimit
+	setRlim(&r.Cur, v)
+	setRlim(&r.Max, v)
+	return &r
+}
+
+func setRlim[T int64 | uint64](p *T, v uint64) { *p = T(v) }

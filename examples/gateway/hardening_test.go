@@ -62,7 +62,7 @@ func startRun(t *testing.T, args ...string) (url string, runErr error, stop func
 		}
 		if m := runAddr.FindStringSubmatch(logs.String()); m != nil {
 			stop = func() {
-				syscall.Kill(os.Getpid(), syscall.SIGINT)
+				signalSelf(syscall.SIGINT)
 				select {
 				case <-done:
 				case <-time.After(10 * time.Second):
@@ -177,7 +177,7 @@ func TestSIGHUPReopensAuditFile(t *testing.T) {
 	if err := os.Rename(auditPath, auditPath+".1"); err != nil {
 		t.Fatal(err)
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	signalSelf(syscall.SIGHUP)
 	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "audit file reopened"); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no reopen logged after SIGHUP:\n%s", logs)
@@ -209,7 +209,7 @@ func TestSIGHUPWithoutJSONLIgnored(t *testing.T) {
 		if url == "" {
 			t.Fatalf("gateway did not start: %v\n%s", err, logs)
 		}
-		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		signalSelf(syscall.SIGHUP)
 		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "no audit file to reopen"); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("audit %q: no log of the SIGHUP:\n%s", audit, logs)

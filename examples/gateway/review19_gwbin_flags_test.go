@@ -45,7 +45,7 @@ func runAtStart(t *testing.T, env map[string]*string, args ...string) (string, e
 		case <-time.After(10 * time.Millisecond):
 		}
 		if runAddr.MatchString(logs.String()) {
-			syscall.Kill(os.Getpid(), syscall.SIGINT)
+			signalSelf(syscall.SIGINT)
 			<-done
 			t.Fatalf("gateway %q started; want a refusal at start; logs:\n%s", args, logs)
 		}
