@@ -40,7 +40,8 @@ type ToolOptions struct {
 	// a result that breaks the tool's contract; a DryRunAware handler can
 	// answer in the tool's own shape instead.
 	DryRunAware bool
-	// DryRun forces dry-run for every call of this tool.
+	// DryRun forces dry-run for every call of this tool when it is a
+	// write (a read tool's calls are never dry runs).
 	DryRun bool
 	// RecordArgs names top-level argument fields recorded verbatim in the
 	// audit trail. Nil means none: only args_sha256 is recorded (the

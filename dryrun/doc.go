@@ -10,11 +10,13 @@
 // configures it globally or per tool; a client may additionally ask for a
 // preview of one call by setting [MetaKey] to true in the _meta of its
 // tools/call request (any value but false counts, and the key in any letter
-// case: an unclear request gets a preview). The guard ORs the three (the
-// root package's Options.DryRun, its Options.Tools[name].DryRun, and the
-// client's request):
+// case: an unclear request gets a preview). For a write tool the guard ORs
+// the three (the root package's Options.DryRun, its
+// Options.Tools[name].DryRun, and the client's request); a read tool's
+// calls are never dry runs, whatever asks for one:
 //
-//	dry := opts.DryRun || opts.Tools[name].DryRun || dryrun.Requested(req.Params.Meta)
+//	dry := rule.Class == policy.Write &&
+//		(opts.DryRun || opts.Tools[name].DryRun || dryrun.Requested(req.Params.Meta))
 //
 // [Requested] only ever reports true or false, so the client's value can turn
 // dry-run on for a call but can never turn it off where the server turned it

@@ -266,7 +266,8 @@
 // # Logs and audit
 //
 // Each decision is logged (correlation id, principal, method, tool,
-// outcome; never arguments or tokens: a request refused for its session
+// outcome, and a refusal's message as its reason; never arguments or
+// tokens: a request refused for its session
 // gets a line for each of its messages, and a tool or instructions
 // withheld by the pins name the principal whose answer lost them) and,
 // with Options.Audit, recorded as an audit.Event with the session id and

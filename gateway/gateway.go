@@ -132,7 +132,8 @@ type Options struct {
 	// Default rule's) should match names by policy.NameKey, as a Limit for a
 	// tool does, or another spelling of the name is priced as another tool.
 	// args reads the call's top-level numeric arguments strictly, from a copy
-	// of its own: Cost may keep it and read it after it returned. A call whose arguments name a field twice (two
+	// of its own: Cost may keep it and read it after it returned. A call
+	// whose arguments name a field twice (two
 	// names equal under case folding, each cut at a NUL) is refused before
 	// Cost (-32602, HTTP 400): a downstream may read the field as either
 	// spelling, so no cost can be read from it. A cost that is

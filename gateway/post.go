@@ -564,10 +564,10 @@ func pinRefusal(v pinVerdict, tool string) *rpcError {
 // limiterFailed logs the decision ld that the limiter could not make as
 // asked for a call of tool (its store failed; the call is refused, or let
 // through by a fail-open option), with the store's error, as the guard
-// does: the refusal's own line names only its contract, as for a caller
-// over a limit. A refusal of a call whose client gave up first is not
-// the limiter's failure: it is answered and recorded as the client's
-// leaving.
+// does: the refusal's own line gives its contract and message ("Limiter
+// unavailable"), not the store's error. A refusal of a call whose client
+// gave up first is not the limiter's failure: it is answered and recorded
+// as the client's leaving.
 func (g *Gateway) limiterFailed(ctx context.Context, cid, tool string, ld limiter.Decision) {
 	if !ld.Allowed && gaveup.Err(ctx) != nil {
 		return
