@@ -297,7 +297,7 @@ func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
 	}
 	// Listed, a tool its callers' clients could not read would close
 	// their sessions, or leave tools/list unanswered (see sendable).
-	if err := sendable("the tool", t); err != nil {
+	if err := sendableTool(t); err != nil {
 		return nil, fmt.Errorf("mcpguard: tool %q cannot be listed: %w", t.Name, err)
 	}
 	if bindsHeaders(t.InputSchema) && !g.pol.Visible(&policy.Principal{}, t.Name) {
@@ -600,7 +600,9 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // json.RawMessage in its _meta), which Install's own listing reads as
 // U+FFFD, is refused as a bad one added later is (below); one the go-sdk
 // cannot encode (a NaN in its _meta) gets no answer to that listing, and
-// Install fails after waiting 10 seconds for it.
+// Install fails after waiting 10 seconds for it, as it does when a receiving
+// middleware of the server's holds that listing longer (its session is
+// closed once the middleware returns).
 // (On protocol 2026-07-28, go-sdk v1.8.0's Streamable HTTP server checks a
 // call's Mcp-Param-* headers against the tool it names before any
 // middleware runs, and answers a mismatch with its own error, which would
@@ -766,15 +768,37 @@ func (g *Guard) Install(s *mcp.Server) error {
 var installWait = 10 * time.Second
 
 // serverTools lists s's tools through a throwaway in-memory session, and
-// returns s's capabilities as told to it.
+// returns s's capabilities as told to it. It waits installWait at most:
+// closing that session waits for its handlers, and a receiving middleware
+// that ignores its context's end would hold it; that session is closed
+// once it returns.
 func serverTools(s *mcp.Server) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), installWait)
-	defer cancel()
-	tools, caps, err := listServerTools(ctx, s)
-	if err != nil && ctx.Err() != nil {
-		return nil, nil, fmt.Errorf("the server did not answer its tools listing within %v (a tool the go-sdk cannot encode, such as one with a NaN in its _meta, gets no answer): %w", installWait, err)
+	type listed struct {
+		tools []*mcp.Tool
+		caps  *mcp.ServerCapabilities
+		err   error
 	}
-	return tools, caps, err
+	done := make(chan listed, 1)
+	go func() {
+		defer cancel()
+		tools, caps, err := listServerTools(ctx, s)
+		done <- listed{tools, caps, err}
+	}()
+	var l listed
+	select {
+	case l = <-done:
+	case <-ctx.Done():
+		select {
+		case l = <-done:
+		default:
+			l.err = ctx.Err()
+		}
+	}
+	if l.err != nil && ctx.Err() != nil {
+		return nil, nil, fmt.Errorf("the server did not answer its tools listing within %v (a tool the go-sdk cannot encode, such as one with a NaN in its _meta, gets no answer): %w", installWait, l.err)
+	}
+	return l.tools, l.caps, l.err
 }
 
 func listServerTools(ctx context.Context, s *mcp.Server) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -452,6 +453,22 @@ func sendable(part string, v any) error {
 		return errors.New(part + " does not marshal")
 	}
 	return sendableJSON(part, raw)
+}
+
+// sendableTool is sendable for a tool, whose parts (its _meta, its
+// schemas) nest one level below the tool itself: a part is refused, as a
+// result's, when it nests more than maxOutputDepth levels deep.
+func sendableTool(t *mcp.Tool) error {
+	raw, err := json.Marshal(t)
+	switch {
+	case err != nil:
+		return errors.New("the tool does not marshal")
+	case !utf8.Valid(raw):
+		return errors.New("the tool is not UTF-8 once encoded")
+	case jsondepth.Of(raw) > maxOutputDepth+1:
+		return errNestedOutput("a part of the tool")
+	}
+	return nil
 }
 
 // sendableJSON is sendable for raw, a part already encoded.
