@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"unicode/utf8"
@@ -360,7 +361,9 @@ func probeAcked(ctx context.Context, method string) bool {
 // nested beyond 1000 levels and closes its session, so every later request
 // of the caller would fail), could not be encoded (the go-sdk would send
 // no answer) or would be sent as bytes that are not UTF-8: a JSON-RPC
-// error, as for INVALID_RESPONSE, whose message names no part. Of a
+// error, as for INVALID_RESPONSE, whose message names no part; and so is
+// a nil pointer (a handler's nil *T with no error: go-sdk v1.8.0 reads its
+// _meta after every middleware, and panics). Of a
 // standard result only the parts that can nest, fail or hold raw bytes
 // are read: a _meta (of the result, of a content, block, prompt or
 // template), a template's annotations (a NaN priority), the input it asks
@@ -368,6 +371,13 @@ func probeAcked(ctx context.Context, method string) bool {
 // whole. Its size is not capped: [Options].MaxOutputBytes is for tool
 // results.
 func (g *Guard) unsendable(method string, res mcp.Result) error {
+	if res != nil {
+		// A typed nil (a handler's nil *T): go-sdk v1.8.0 reads its _meta
+		// after every middleware and panics.
+		if v := reflect.ValueOf(res); v.Kind() == reflect.Pointer && v.IsNil() {
+			return g.malformed(method, errors.New("the result is a nil pointer"))
+		}
+	}
 	var err error
 	switch r := res.(type) {
 	case *mcp.ReadResourceResult:
