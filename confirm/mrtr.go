@@ -100,8 +100,9 @@ const (
 // letter or digit (Cyrillic А and З, Greek ο, Armenian օ, Cherokee Ꭺ,
 // Latin ı) where they read as ASCII: "\u0410cme", not Аcme, which reads
 // as Acme. A word (letters and digits) wholly in one other script that
-// holds a letter of it shaped like no ASCII one is shown as it is
-// (city=Москва; a letter shaped like ASCII with marks, like two ASCII
+// holds a letter of it shaped like no ASCII one, and that no other script
+// with lookalikes can spell alike, is shown as it is (city=Москва; not
+// to=ПАР, which reads as Greek ΠΑΡ: "\u041f\u0410\u0420"; a letter shaped like ASCII with marks, like two ASCII
 // letters or like ASCII punctuation, Cyrillic ё or ꚙ, is not such a
 // letter: "\u0421\u04bb\u04cf\u043e\u0451", not Сһӏоё, which reads as
 // Chloë); in a word with ASCII letters or digits every letter of

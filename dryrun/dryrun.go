@@ -117,7 +117,8 @@ const (
 // аmount; see [textsafe.ReadsASCIIIn]), so that ａｍｏｕｎｔ, proﬁle or
 // аmount does not read as amount or profile:
 // "\uff41\uff4d\uff4f\uff55\uff4e\uff54". A name wholly in one other
-// script with a letter shaped like no ASCII one (адрес; not ё or ꚙ, shaped
+// script with a letter shaped like no ASCII one, that no other script with
+// lookalikes can spell alike (адрес; not ПАР, Greek ΠΑΡ; not ё or ꚙ, shaped
 // like ë and oo) is shown as it is, when that letter is in what is shown.
 // Either way two or more apostrophes or backticks in a row, which read as
 // a double quote, are escaped: "body\u0027\u0027, \u0027\u0027title".

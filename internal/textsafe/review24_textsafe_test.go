@@ -68,7 +68,7 @@ func TestReview24ReadsASCIIIn(t *testing.T) {
 		{"Аcme", `"\u0410cme"`},
 		{"ACMEъ", `"ACME\u044a"`},
 		{"Москва Аcme", `"Москва \u0410cme"`},
-		{"сοк", `"\u0441\u03bfк"`},
+		{"сοк", `"\u0441\u03bf\u043a"`}, // к: Greek κ too (review24c)
 		{"x\"Аʺ\\''", `"x\"\u0410\u02ba\\\u0027\u0027"`},
 		{"１ｚ", `"\uff11\uff5a"`},
 	} {

@@ -420,18 +420,26 @@ func LooksLike(r rune) (byte, bool) {
 // ReadsASCIIIn reports whether s holds a character that reads as an ASCII
 // letter or digit where it stands: one [ReadsASCII] reports, or a letter
 // [LooksLike] gives an ASCII letter or digit for (or [ReadsLike] ASCII
-// text) that the word rule below does not leave bare. [QuoteASCIIShaped]
-// escapes them.
+// text) that the word rule below does not leave bare; or a letter shaped
+// like one of another script with lookalikes (Cyrillic П, Greek Π) in a
+// word that the rule does not leave bare. [QuoteASCIIShaped] escapes them.
 //
 // The word rule. A word is a run of letters and digits. The lookalikes of
-// a word wholly in one other script that also holds a letter of that
-// script shaped like no ASCII one (Москва, λόγος, שלום) are shown as they
-// are: such a word reads as that script, not as ASCII. The letters
+// a word wholly in one other script are shown as they are when no other
+// script, ASCII or one with lookalikes, has a word shaped like it, letter
+// for letter: when it holds a letter of its script shaped like no ASCII
+// one, and no other script has a letter like each of its letters (Москва,
+// λόγος, שלום; but not Cyrillic ПАР, как, в, or Greek ΠΑΡ, κακ, which read
+// as the same word in the other script). Such a word reads as that
+// script, and as no other text. The letters
 // [ReadsLike] reports, shaped like ASCII with marks, like two ASCII letters
 // or like ASCII punctuation (ё, ό, ꚙ, Ы, Coptic Ⲻ), are lookalikes here,
 // not such a letter: else Сһӏоё (Cyrillic) would read as Chloë, ѕсһꚙӏ as
 // school. In every other
-// word they are escaped: beside ASCII letters or digits or other Latin
+// word they are escaped, and with them every letter shaped like one of
+// another script with lookalikes (\u041f\u0410\u0420 for ПАР, not
+// П\u0410\u0420, which would read as Greek Π\u0391\u03a1): beside ASCII
+// letters or digits or other Latin
 // letters (Аcme, Cyrillic А), beside letters of another script (сοк,
 // Greek ο), in a word of lookalikes only (АСМЕ, сор: these read as ASCII
 // whatever their script, so a short word of another script, wholly of
@@ -442,10 +450,13 @@ func LooksLike(r rune) (byte, bool) {
 // would read as the same word in that script (АСМЕъ), shown as it is.
 // So an attacker who picks the text gets a lookalike shown bare only in a
 // word that visibly holds a letter of its own script, and no other text
-// reads, letter for letter, as that word. Not covered: two letters of one
+// reads, letter for letter, as that word. Which letters look alike is
+// Unicode's confusables.txt (see twins). Not covered: two letters of one
 // script with one skeleton in such a word (Greek σ and ο, Hebrew ו and ן)
 // are shown as they are, and so are letters whose skeleton is a letter
-// outside ASCII that may read as one (Cyrillic ь, Latin ƅ; к, Latin ĸ).
+// outside ASCII that may read as one (Cyrillic ь, Latin ƅ; м, Latin ʍ),
+// and letters like those of scripts without lookalikes (Malayalam ഉ,
+// Tamil உ), which are not in twins.
 func ReadsASCIIIn(s string) bool {
 	if strings.ContainsFunc(s, ReadsASCII) {
 		return true
@@ -489,10 +500,12 @@ type word struct {
 	// latin: an ASCII letter or digit, or another Latin letter.
 	// script: the script (an index in lookalikeScripts) of its letters
 	// of scripts with lookalikes; mixed: letters of two such scripts;
-	// plain: a letter of such a script that looks like no ASCII one;
-	// looks: a lookalike.
-	latin, mixed, plain, looks bool
-	script                     uint8
+	// looks: a lookalike, or a letter of such a script with twins;
+	// twins: the scripts (as in twins) with a letter that looks like
+	// each of those letters, ASCII (bit 0) for a lookalike.
+	latin, mixed, looks bool
+	script              uint8
+	twins               uint32
 }
 
 // start reports whether r, at s[i:], is in a word, and when it starts
@@ -504,7 +517,7 @@ func (w *word) start(s string, i int, r rune) bool {
 	if !wordRune(r) {
 		return false
 	}
-	*w = word{end: i}
+	*w = word{end: i, twins: ^uint32(0)}
 	for w.end < len(s) {
 		r, n := utf8.DecodeRuneInString(s[w.end:])
 		if !wordRune(r) {
@@ -517,12 +530,16 @@ func (w *word) start(s string, i int, r rune) bool {
 			w.looks = w.looks || ok
 		case ok:
 			w.looks = true
+			w.twins &= twinsOf(r) | 1
 			w.note(e.script)
 		case unicode.IsLetter(r):
 			if sc := scriptOf(r); sc > 0 {
-				_, shaped := shapedOf(r)
-				w.looks = w.looks || shaped
-				w.plain = w.plain || !shaped
+				t := twinsOf(r)
+				if _, shaped := shapedOf(r); shaped {
+					t |= 1
+				}
+				w.looks = w.looks || t != 0
+				w.twins &= t
 				w.note(sc)
 			}
 		}
@@ -543,7 +560,7 @@ func (w *word) escapes(r rune) bool {
 	if r < utf8.RuneSelf || !w.looks && !(w.latin && w.script != 0) {
 		return false // fast: nothing to escape in w
 	}
-	if !w.latin && !w.mixed && w.plain {
+	if !w.latin && !w.mixed && w.script != 0 && w.twins == 0 {
 		return false // wholly in one other script, visibly
 	}
 	if _, ok := lookalikeOf(r); ok {
@@ -552,7 +569,30 @@ func (w *word) escapes(r rune) bool {
 	if _, ok := shapedOf(r); ok {
 		return true
 	}
-	return w.latin && !unicode.Is(unicode.Latin, r) && unicode.IsLetter(r) && scriptOf(r) > 0
+	if r < twins[0].r || !unicode.IsLetter(r) || scriptOf(r) == 0 {
+		return false
+	}
+	return w.latin || twinsOf(r) != 0
+}
+
+// twinEntry is one letter of twins: the letter, and the scripts (bit i
+// for lookalikeScripts[i], bit 0 for ASCII) with a letter like it.
+type twinEntry struct {
+	r     rune
+	twins uint32
+}
+
+// twinsOf returns the scripts with a letter that looks like r (its set in
+// twins), or 0.
+func twinsOf(r rune) uint32 {
+	if r < twins[0].r {
+		return 0
+	}
+	i, ok := slices.BinarySearchFunc(twins[:], r, func(e twinEntry, r rune) int { return int(e.r - r) })
+	if !ok {
+		return 0
+	}
+	return twins[i].twins
 }
 
 // wordRune reports a character of a word: a letter or a digit.
