@@ -198,10 +198,12 @@ type prefixRule struct {
 // default-ignorable characters (a variation selector, a Hangul filler),
 // which no one sees and which a pattern "\u034f*" would make a lone "*";
 // a "*" in a tool rule's name or in an allowlist entry other than a lone
-// "*", and a role that is a lone "*" (none of them is a pattern); and an
+// "*", and a role that is a lone "*" (none of them is a pattern); an
 // argument field that looks like a path (with ".", "/", "[" or "]"), which
-// would be read as a top-level name a caller can send itself. The slices
-// of cfg are copied.
+// would be read as a top-level name a caller can send itself; and an
+// allowlist entry that is a write tool rule's name only under case folding
+// while that name is not listed, which allows nothing. The slices of cfg
+// are copied.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
@@ -324,7 +326,40 @@ func New(cfg Config) (*Policy, error) {
 		}
 		p.writes[w] = true
 	}
+	if !p.allWrites {
+		if err := p.checkFoldedWrites(cfg); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// checkFoldedWrites refuses a write allowlist entry that is no tool rule's
+// name but equals a write tool rule's name under folding, when that rule's
+// name is not listed: such an entry allows nothing (see [Policy.Authorize]),
+// and its author surely meant the rule's tool.
+func (p *Policy) checkFoldedWrites(cfg Config) error {
+	var byKey map[string][]string
+	for _, w := range cfg.WriteAllowlist {
+		if _, exact := p.tools[w]; exact {
+			continue
+		}
+		if byKey == nil {
+			byKey = make(map[string][]string)
+			for _, r := range cfg.Tools {
+				if r.Class == Write {
+					k := keyOf(r.Name)
+					byKey[k] = append(byKey[k], r.Name)
+				}
+			}
+		}
+		for _, name := range byKey[keyOf(w)] {
+			if !p.writes[name] {
+				return fmt.Errorf("policy: write allowlist: %q is the write tool %q only under case folding, and allows nothing unless %q is listed too (names are exact)", w, name, name)
+			}
+		}
+	}
+	return nil
 }
 
 // addKey returns the key of name, a rule's name or pattern, and makes it

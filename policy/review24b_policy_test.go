@@ -44,7 +44,7 @@ func TestReview24bDotAboveRoutesOnlyWiden(t *testing.T) {
 			{Pattern: "\ufb01*", Roles: []string{"fi"}},
 			{Pattern: "gI*", Roles: []string{"g"}},
 		},
-		WriteAllowlist: []string{"\u0131\u0307ptal", "\u0130ade"},
+		WriteAllowlist: []string{"\u0130ade"},
 		Default:        &policy.ToolRule{Class: policy.Read, Roles: []string{"viewer"}},
 	})
 	if err != nil {
