@@ -31,7 +31,9 @@ type Options struct {
 	// Timeout bounds every call to Redis. The zero value means 250ms.
 	Timeout time.Duration
 	// Lease is how long an in-flight slot stays taken when it is never
-	// released (its replica crashed). The zero value means 5 minutes.
+	// released (its replica crashed), in whole microseconds (a positive
+	// Lease under one is one). The zero value, or a negative one, means 5
+	// minutes.
 	Lease time.Duration
 	// ClientTime makes decisions at the time the limiter passes rather than
 	// at the Redis server's time. Replicas whose clocks differ then disagree;
@@ -76,7 +78,10 @@ func New(client redis.Scripter, opts *Options) *Store {
 	if s.timeout <= 0 {
 		s.timeout = 250 * time.Millisecond
 	}
-	if s.leaseUS <= 0 {
+	switch {
+	case opts.Lease > 0 && s.leaseUS == 0:
+		s.leaseUS = 1 // the script counts in microseconds
+	case s.leaseUS <= 0:
 		s.leaseUS = (5 * time.Minute).Microseconds()
 	}
 	var id [8]byte
