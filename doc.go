@@ -47,10 +47,10 @@
 // dry-runs (package dryrun); record a durable write-ahead
 // intent for writes (package audit); run the handler with the caller's
 // [Identity] in its context; validate its output (that it can be encoded,
-// as UTF-8, nested at most 512 levels deep; its size, capped by
-// [Options].MaxOutputBytes at 4 MiB by default; then its structured
-// content against the tool's output schema);
-// audit the outcome.
+// as UTF-8, with no content block nil, nested at most 512 levels deep;
+// its size, capped by [Options].MaxOutputBytes at 4 MiB by default; then
+// its structured content against the tool's output schema); audit the
+// outcome.
 //
 // With [Guard.Install], the server's prompts and resources, and the methods
 // it added with mcp.AddReceivingCustomMethod, are served to authenticated

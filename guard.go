@@ -203,9 +203,12 @@ type Options struct {
 	// detail gives the size. 0 means 4 MiB; a negative value means no cap.
 	// Whatever the cap, a result the go-sdk could not encode (a +Inf or a
 	// func in it, a json.RawMessage that is not JSON), to which it would
-	// send no answer at all, is refused as a malformed one; so is one it
-	// would send as bytes that are not UTF-8 (a json.RawMessage's, sent as
-	// they are), which a strict client cannot read, and one with a part
+	// send no answer at all, is refused as a malformed one, and so is a
+	// content block that is nil (sent as null, which a client cannot read)
+	// or a nil pointer (the go-sdk panics encoding it, ending the
+	// process); so is one it would send as bytes that are not UTF-8 (a
+	// json.RawMessage's, sent as they are), which a strict client cannot
+	// read, and one with a part
 	// (its structured content, a _meta) nested more than 512 levels deep:
 	// the go-sdk's client refuses a message nested beyond 1000 levels and
 	// closes its session.

@@ -177,7 +177,10 @@ func structuredSize(v any, max int) error {
 // go-sdk could not encode, or would send as bytes that are not UTF-8 (a
 // json.RawMessage in it: encoding/json checks that one is JSON, not that
 // it is UTF-8; a Go string's invalid bytes it sends as U+FFFD), or on one
-// nested more than maxOutputDepth levels deep.
+// nested more than maxOutputDepth levels deep. It fails on a content block
+// that is nil, or a nil pointer (a nil *mcp.TextContent): go-sdk v1.8.0
+// sends a nil one as null, which its client cannot read, and panics
+// encoding a nil pointer in a result's content, which ends the process.
 func restBytes(res *mcp.CallToolResult) (int, error) {
 	n := 0
 	add := func(v any) error {
@@ -195,33 +198,22 @@ func restBytes(res *mcp.CallToolResult) (int, error) {
 		return nil
 	}
 	for _, c := range res.Content {
+		if c == nil || nilPointer(c) {
+			return 0, errors.New("a content block is nil")
+		}
 		var meta mcp.Meta
 		var ann *mcp.Annotations
 		switch c := c.(type) {
-		case nil:
-			continue
 		case *mcp.TextContent:
-			if c == nil {
-				continue
-			}
 			n += len(c.Text)
 			meta, ann = c.Meta, c.Annotations
 		case *mcp.ImageContent:
-			if c == nil {
-				continue
-			}
 			n += len(c.Data) + len(c.MIMEType)
 			meta, ann = c.Meta, c.Annotations
 		case *mcp.AudioContent:
-			if c == nil {
-				continue
-			}
 			n += len(c.Data) + len(c.MIMEType)
 			meta, ann = c.Meta, c.Annotations
 		case *mcp.EmbeddedResource:
-			if c == nil {
-				continue
-			}
 			if r := c.Resource; r != nil {
 				n += len(r.URI) + len(r.MIMEType) + len(r.Text) + len(r.Blob)
 				if len(r.Meta) > 0 {
@@ -232,9 +224,6 @@ func restBytes(res *mcp.CallToolResult) (int, error) {
 			}
 			meta, ann = c.Meta, c.Annotations
 		case *mcp.ResourceLink:
-			if c == nil {
-				continue
-			}
 			if err := add(c); err != nil {
 				return 0, err
 			}
@@ -641,7 +630,10 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // deep (a _meta; go-sdk v1.8.0's client closes its session on a message
 // nested beyond 1000 levels), that the go-sdk could not encode (it would
 // send no answer: a NaN, a resource's NaN priority) or would send as bytes
-// that are not UTF-8 (a json.RawMessage in it), is refused with a JSON-RPC
+// that are not UTF-8 (a json.RawMessage in it), whose _meta cannot be read
+// (a handler's nil *T: go-sdk v1.8.0 reads it after every middleware, and
+// panics) or with a prompt message whose content block is nil or a nil
+// pointer (the go-sdk panics encoding one), is refused with a JSON-RPC
 // error -32603, as INVALID_RESPONSE is, and so is a tools/list result
 // whose own _meta is such (its tools are checked when compiled, above);
 // their size is not capped ([Options].MaxOutputBytes is for tool results). The

@@ -362,8 +362,9 @@ func probeAcked(ctx context.Context, method string) bool {
 // of the caller would fail), could not be encoded (the go-sdk would send
 // no answer) or would be sent as bytes that are not UTF-8: a JSON-RPC
 // error, as for INVALID_RESPONSE, whose message names no part; and so is
-// a nil pointer (a handler's nil *T with no error: go-sdk v1.8.0 reads its
-// _meta after every middleware, and panics). Of a
+// a result whose _meta cannot be read (see metaReadable: go-sdk v1.8.0
+// reads it after every middleware, and panics), and a prompt's message
+// whose content block is nil or a nil pointer (see restBytes). Of a
 // standard result only the parts that can nest, fail or hold raw bytes
 // are read: a _meta (of the result, of a content, block, prompt or
 // template), a template's annotations (a NaN priority), the input it asks
@@ -371,12 +372,8 @@ func probeAcked(ctx context.Context, method string) bool {
 // whole. Its size is not capped: [Options].MaxOutputBytes is for tool
 // results.
 func (g *Guard) unsendable(method string, res mcp.Result) error {
-	if res != nil {
-		// A typed nil (a handler's nil *T): go-sdk v1.8.0 reads its _meta
-		// after every middleware and panics.
-		if v := reflect.ValueOf(res); v.Kind() == reflect.Pointer && v.IsNil() {
-			return g.malformed(method, errors.New("the result is a nil pointer"))
-		}
+	if res != nil && !metaReadable(res) {
+		return g.malformed(method, errors.New("the result's _meta cannot be read (a nil pointer)"))
 	}
 	var err error
 	switch r := res.(type) {
@@ -440,6 +437,35 @@ func (g *Guard) unsendable(method string, res mcp.Result) error {
 		return nil
 	}
 	return g.malformed(method, err)
+}
+
+// metaReadable reports whether res's GetMeta returns, as go-sdk v1.8.0
+// has it do after every middleware (on protocol 2026-07-28): a handler's
+// nil *T with no error panics there, and so does a result of a custom
+// method's that reaches its _meta through a nil embedded pointer (a value
+// of a struct{ *mcp.ResultBase } that holds none). The go-sdk's own empty
+// result (of resources/subscribe, say), whose GetMeta always panics and
+// which the go-sdk never asks, is not asked either.
+func metaReadable(res mcp.Result) (ok bool) {
+	if nilPointer(res) {
+		return false
+	}
+	if t := reflect.TypeOf(res); t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct && t.Elem().NumField() == 0 {
+		return true // no field, so no _meta: the go-sdk's empty result
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	res.GetMeta()
+	return true
+}
+
+// nilPointer reports whether v holds a nil pointer.
+func nilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // malformed returns the refusal of a result of method that its caller's
