@@ -356,11 +356,12 @@ func isScheme(s string) bool {
 }
 
 // shownURL is u as logs and the health answer show it: without its user
-// information or query, any of which may hold a secret (a user name may be
-// a token: https://TOKEN@host).
+// information, query or fragment, any of which may hold a secret (a user
+// name may be a token: https://TOKEN@host; a fragment is never sent, so
+// only something pasted in with the URL can be there).
 func shownURL(u *url.URL) string {
 	v := *u
-	v.User, v.RawQuery, v.ForceQuery = nil, "", false
+	v.User, v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = nil, "", false, "", ""
 	return v.String()
 }
 

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -190,4 +192,47 @@ func checkServerURL(name, raw string, bare bool) error {
 // call, then cross the network unencrypted.
 func plainOffLoopback(u *url.URL) bool {
 	return u.Scheme == "http" && !loopback.IsHost(u.Host)
+}
+
+// maxFlagFile is the size of the largest file --tool-pins or --jwt-jwks
+// reads: 16 MiB.
+const maxFlagFile = 16 << 20
+
+// readFlagFile reads the file path of flag name (such as "--tool-pins"),
+// at most maxFlagFile bytes: a larger one (a wrong path, /dev/zero) is
+// refused, not read whole into memory.
+func readFlagFile(name, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFlagFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > maxFlagFile {
+		return nil, fmt.Errorf("%s %s: the file is over %d MiB, the most the gateway reads", name, path, maxFlagFile>>20)
+	}
+	return data, nil
+}
+
+// checkPrintPinsFlags refuses, with --print-pins, every flag set in fs but
+// --upstream and --timeout: --print-pins lists the tools as its own caller
+// (see printPins), with no policy, filter, pins or token verification, and
+// serves no one, so another flag would do nothing, and a mistake in one
+// would go unnoticed until the gateway is started with it.
+func checkPrintPinsFlags(fs *flag.FlagSet) error {
+	var other []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "print-pins", "upstream", "timeout":
+		default:
+			other = append(other, "--"+f.Name)
+		}
+	})
+	if len(other) > 0 {
+		return fmt.Errorf("%s with --print-pins: it takes only --upstream and --timeout (it lists the tools as the caller %s with the role admin, with no policy, filter or pins): leave the others out", strings.Join(other, ", "), printPinsSubject)
+	}
+	return nil
 }

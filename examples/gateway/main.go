@@ -60,7 +60,8 @@
 // the first call, not from the first listing a client makes; a downstream
 // it cannot list then is logged. --print-pins lists the downstream's tools
 // as the caller gateway-print-pins with the role admin, prints the file
-// --tool-pins reads, and exits:
+// --tool-pins reads, and exits; it takes no flag but --upstream and
+// --timeout (another stops it with exit status 2):
 //
 //	gateway --upstream http://127.0.0.1:8081/mcp --print-pins > pins.json
 //
@@ -172,7 +173,7 @@ func run(logger *slog.Logger) (runErr error) {
 	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
 	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client (slower; ignores a downstream's Keep-Alive timeout)")
 	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
-	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set, a file or an https:// URL (the provider's jwks_uri), instead of MCP_GATEWAY_TOKENS")
+	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set, a file (at most 16 MiB) or an https:// URL (the provider's jwks_uri), instead of MCP_GATEWAY_TOKENS")
 	issuer := flag.String("jwt-issuer", "", `the JWTs' required "iss"; without --jwt-jwks, an https URL whose discovery document (OpenID Connect, or RFC 8414) names the JWK Set, read at start`)
 	audience := flag.String("jwt-audience", "", `the audience the JWTs' "aud" must hold (with --jwt-jwks or --jwt-issuer)`)
 	rolesClaim := flag.String("jwt-roles-claim", "roles", "the JWT claim holding the roles: an array of strings or a space-separated string; a dotted path (realm_access.roles) reads nested objects, \\. is a dot inside a name (resource_access.mcp\\.example\\.com.roles)")
@@ -187,8 +188,8 @@ func run(logger *slog.Logger) (runErr error) {
 	allowedOrigins := flag.String("allowed-origins", "", `comma-separated web origins (https://app.example.com) whose pages may call the gateway, with CORS, or "*"; a request with another Origin than its own is refused (403)`)
 	inCacheTTL := flag.Duration("introspect-cache-ttl", time.Minute, `with --introspect: how long an answer accepting a token is reused (never past its "exp"); a revoked token is accepted for up to this long; 0: not reused (refusals are still reused for 10 s)`)
 	pinTools := flag.Bool("pin-tools", false, "approve each tool's definition when a tools/list answer first shows it; a tool listed later with another definition is withheld from tools/list and its calls refused, until its approved definition is listed again (once another spelling of its name was listed, until the gateway restarts)")
-	toolPins := flag.String("tool-pins", "", "approve only the tool definitions in this file (JSON from tool name to SHA-256, as --print-pins writes it): any other tool, or definition, is withheld from tools/list and its calls refused")
-	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit")
+	toolPins := flag.String("tool-pins", "", "approve only the tool definitions in this file (JSON from tool name to SHA-256, as --print-pins writes it; at most 16 MiB): any other tool, or definition, is withheld from tools/list and its calls refused")
+	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit; no flag but --upstream and --timeout may be given with it")
 	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, whose rules are refused or ask for a confirmation, or an empty --policy, stops the start (exit status 2)")
 	flag.CommandLine.Usage = usage
 	flag.Parse()
@@ -227,6 +228,9 @@ func run(logger *slog.Logger) (runErr error) {
 		return usageError{err}
 	}
 	if *printPinsFlag {
+		if err := checkPrintPinsFlags(flag.CommandLine); err != nil {
+			return usageError{err}
+		}
 		return printPins(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), stdout)
 	}
 	var pol *policy.Policy // nil: gateway.DefaultPolicy
@@ -648,8 +652,8 @@ func isURL(jwks string) bool {
 // both meant one of them. A jwks that is an http(s) URL, like a discovered
 // one, is fetched now and refreshed as token.RemoteKeySet does, its fetches
 // caused by unknown kids at least minRefresh apart; any other is a file,
-// read once. The issuer and audience are checked before anything is
-// fetched.
+// read once (at most maxFlagFile bytes). The issuer and audience are
+// checked before anything is fetched.
 func authenticator(ctx context.Context, logger *slog.Logger, jwks string, minRefresh time.Duration, cfg token.JWTConfig) (gateway.Authenticator, error) {
 	if jwks == "" && cfg.Issuer == "" {
 		if cfg.Audience != "" {
@@ -691,9 +695,9 @@ func authenticator(ctx context.Context, logger *slog.Logger, jwks string, minRef
 		}
 		cfg.KeySet = set
 	default:
-		data, err := os.ReadFile(jwks)
+		data, err := readFlagFile("--jwt-jwks", jwks)
 		if err != nil {
-			return nil, usagef("--jwt-jwks: %w", err)
+			return nil, usageError{err}
 		}
 		if cfg.Keys, err = token.ParseJWKS(data); err != nil {
 			return nil, usagef("--jwt-jwks %s: %w", jwks, err)

@@ -24,11 +24,12 @@ const printPinsSubject = "gateway-print-pins"
 
 var printPinsRoles = []string{"admin"}
 
-// loadPins reads the fixed set of --tool-pins.
+// loadPins reads the fixed set of --tool-pins, a file of at most
+// maxFlagFile bytes.
 func loadPins(path string) (*gateway.Pins, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFlagFile("--tool-pins", path)
 	if err != nil {
-		return nil, fmt.Errorf("--tool-pins: %w", err)
+		return nil, err
 	}
 	p, err := gateway.ParsePins(data)
 	if err != nil {
