@@ -129,7 +129,10 @@ type IntrospectionConfig struct {
 	// many lookups waited for it, before they go on: it should return
 	// quickly. Nil means a warning on slog.Default().
 	ErrorHandler func(error)
-	// Now returns the current time. Nil means time.Now.
+	// Now returns the current time. Nil means time.Now. A reading before
+	// the moment an answer was cached (a clock stepped back, which
+	// time.Now's monotonic reading never is) makes that answer stale: the
+	// endpoint is asked again.
 	Now func() time.Time
 }
 
@@ -219,9 +222,10 @@ type answer struct {
 	exp, nbf time.Time         // zero: absent
 
 	// Set while cached, under Introspector.mu.
-	key   [sha256.Size]byte
-	until time.Time
-	index int // in the queue
+	key    [sha256.Size]byte
+	stored time.Time // when it was cached
+	until  time.Time
+	index  int // in the queue
 }
 
 // An introspection is one request that concurrent lookups of a token
@@ -412,7 +416,11 @@ func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) 
 	key := sha256.Sum256([]byte(tok))
 	i.mu.Lock()
 	if a, ok := i.st.cache[key]; ok {
-		if i.now().Before(a.until) {
+		// A reading before the answer was cached (a clock stepped back,
+		// which time.Now's monotonic reading never is) cannot tell how
+		// long ago that was: the answer is asked again, not kept until
+		// the clock has caught up (a day, for a day's step).
+		if now := i.now(); now.Before(a.until) && !now.Before(a.stored) {
 			i.mu.Unlock()
 			return a, nil
 		}
@@ -643,7 +651,9 @@ func (i *Introspector) store(key [sha256.Size]byte, a *answer) {
 	}
 	until := now.Add(ttl)
 	if a.pr != nil && !a.exp.IsZero() && a.exp.After(now) && a.exp.Before(until) {
-		until = a.exp
+		// Reached from now, so that until keeps time.Now's monotonic
+		// reading, as exp, a wall time, does not.
+		until = now.Add(a.exp.Sub(now))
 	}
 	if old, ok := i.st.cache[key]; ok {
 		i.drop(old)
@@ -654,7 +664,7 @@ func (i *Introspector) store(key [sha256.Size]byte, a *answer) {
 	for len(i.st.cache) >= i.maxEntries {
 		i.drop(i.st.queue[0])
 	}
-	a.key, a.until = key, until
+	a.key, a.stored, a.until = key, now, until
 	i.st.cache[key] = a
 	heap.Push(&i.st.queue, a)
 }
