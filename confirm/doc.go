@@ -41,7 +41,10 @@
 // the signing key id, the subject, the tool, the SHA-256 of the canonical
 // arguments, the expiry (unix seconds; default two minutes after issue)
 // and a 16-byte random nonce. It is integrity protected, not encrypted:
-// it reveals nothing the client did not send.
+// the client can read all of it, including two things it did not send:
+// the subject the server authenticated it as (which a bearer token or a
+// gateway maps on the server, an e-mail or an internal id, say) and the
+// signing key's id. Choose key ids that say nothing secret.
 // Keys are rotated by listing the new key first and keeping the old one
 // until states signed with it have expired.
 //

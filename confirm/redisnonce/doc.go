@@ -10,11 +10,17 @@
 // and a call that returns an error (so the confirmation is refused) then
 // deletes its own write if it reached Redis, so that the client's retry
 // with the same state is accepted rather than told the state was used. The
-// key lives until the confirmation's expiry plus [Grace], which covers
-// clock skew between replicas. Keys are prefixed, so one Redis can serve
-// several deployments. A Redis user with an ACL needs EVAL and EXISTS
-// (and, inside the scripts, GET, SET and DEL) on those keys; without them
-// every confirmation is refused. [Store.CheckServer] needs INFO too.
+// key lives until the confirmation's expiry plus [Grace] on the Redis
+// server's clock (TIME), which all replicas share, and a nonce whose
+// expiry plus Grace has passed on that clock is never first: whatever
+// their clocks read, replicas accept a confirmation once between them (one
+// whose clock lags by more than Grace is refused its late states). So the
+// store needs Redis 5 or later: earlier versions refuse a script that
+// writes after reading TIME, and every confirmation is then refused. Keys
+// are prefixed, so one Redis can serve several deployments. A Redis user
+// with an ACL needs EVAL (and, inside the scripts, TIME, GET, EXISTS, SET
+// and DEL) on those keys; without them every confirmation is refused.
+// [Store.CheckServer] needs INFO too.
 //
 // A nonce is remembered only as long as its key: a Redis that evicts keys
 // under memory pressure (any maxmemory-policy but noeviction, the

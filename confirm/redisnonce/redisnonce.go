@@ -13,8 +13,10 @@ import (
 	"github.com/mcpguard/mcpguard/internal/redisevict"
 )
 
-// Grace is how long past its expiry a nonce is remembered, so that a
-// replica whose clock lags by up to Grace still sees it as used.
+// Grace is how long past its expiry, on the Redis server's clock, a nonce
+// is remembered, so that a replica whose clock lags by up to Grace may
+// still use a state it counts as valid. A nonce is never first once its
+// expiry plus Grace has passed on that clock (see [Store.Consume]).
 const Grace = time.Minute
 
 // DefaultTimeout bounds each call to Redis when [Store.Timeout] is zero, on
@@ -47,8 +49,14 @@ func New(client redis.UniversalClient, prefix string) *Store {
 // Consume records nonce until expires plus [Grace] and reports whether this
 // was its first use, with one atomic script on the Redis server (a SET NX
 // PX that also recognises its own write). A nonce whose expiry is not after
-// now is never first and is not written. Errors from Redis and the timeout
-// are returned as is, and the caller refuses the confirmation.
+// now is never first and is not written. The key's lifetime is reckoned on
+// the Redis server's clock (TIME), which all replicas share: it lives until
+// expires plus Grace by that clock, whatever the clock of the replica that
+// used it reads, and a nonce whose expiry plus Grace has passed by that
+// clock is never first, since its key, had it been used, would be gone (a
+// replica whose clock lags by more than Grace is refused its late states
+// rather than accepting them twice). Errors from Redis and the timeout are
+// returned as is, and the caller refuses the confirmation.
 //
 // Each call writes a random value of its own under the nonce's key, so
 // that when the client sends the command again because the first reply was
@@ -68,16 +76,8 @@ func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Tim
 	if !expires.After(now) {
 		return false, nil
 	}
-	// Summed in whole milliseconds (rounded up): Sub saturates at about
-	// 292 years (a TTL of math.MaxInt64), and adding Grace to that in
-	// nanoseconds would overflow into a negative PX, which Redis refuses.
-	d := expires.Sub(now)
-	ms := d/time.Millisecond + Grace/time.Millisecond
-	if d%time.Millisecond != 0 {
-		ms++
-	}
 	key, token := s.prefix+nonce, rand.Text()
-	v, err := s.do(ctx, "EVAL", consumeScript, 1, key, token, strconv.FormatInt(int64(ms), 10))
+	v, err := s.do(ctx, "EVAL", consumeScript, 1, key, token, forgetAt(expires))
 	n, ok := v.(int64)
 	if err == nil && !ok {
 		err = fmt.Errorf("redisnonce: the consume script replied %T", v)
@@ -92,6 +92,32 @@ func (s *Store) Consume(ctx context.Context, nonce string, now, expires time.Tim
 	return n == 1, nil
 }
 
+// maxForgetAt bounds the time a key is kept until, in unix milliseconds:
+// 2^53, about the year 287000, which Lua's numbers hold exactly (an
+// expiry a Signer's state can carry goes up to 2^62 seconds).
+const maxForgetAt = 1 << 53
+
+// forgetAt returns, in unix milliseconds (rounded up) as a decimal string,
+// the time on Redis's clock until which the key of a nonce that expires
+// at expires is kept: expires plus Grace, at most maxForgetAt.
+func forgetAt(expires time.Time) string {
+	sec := expires.Unix()
+	if sec >= maxForgetAt/1000-int64(Grace/time.Second) {
+		return strconv.FormatInt(maxForgetAt, 10)
+	}
+	ms := sec*1000 + int64(Grace/time.Millisecond) + int64(expires.Nanosecond()/int(time.Millisecond))
+	if expires.Nanosecond()%int(time.Millisecond) != 0 {
+		ms++
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+// redisNow is the Lua code that sets now to the Redis server's clock, in
+// unix milliseconds.
+const redisNow = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
 // releaseScript deletes KEYS[1] if it holds ARGV[1]: a consume whose caller
 // was told it failed gives its nonce back, and no one else's.
 const releaseScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -99,22 +125,30 @@ const releaseScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`
 
-// consumeScript sets KEYS[1] to ARGV[1] for ARGV[2] milliseconds unless it
-// exists, and returns 1 when it set it, or when it holds ARGV[1] already
-// (this call's own write, sent again after a lost reply), else 0.
-const consumeScript = `local v = redis.call('GET', KEYS[1])
-if not v then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
+// consumeScript sets KEYS[1] to ARGV[1] until ARGV[2] (unix milliseconds
+// on the server's clock) unless it exists or that time has passed, and
+// returns 1 when it set it, or when it holds ARGV[1] already (this call's
+// own write, sent again after a lost reply), else 0.
+const consumeScript = redisNow + `local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then return 1 end
-return 0`
+local px = tonumber(ARGV[2]) - now
+if v or px <= 0 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', px)
+return 1`
+
+// usedScript returns 1 when KEYS[1] exists or the time ARGV[1] (unix
+// milliseconds on the server's clock) until which it would be kept has
+// passed, else 0. It writes nothing.
+const usedScript = redisNow + `if tonumber(ARGV[1]) <= now then return 1 end
+return redis.call('EXISTS', KEYS[1])`
 
 // Used implements [github.com/mcpguard/mcpguard/confirm.NonceChecker]: it
-// reports whether nonce's key exists, with one EXISTS, bounded by the same
-// timeout as Consume, and writes nothing. A nonce whose expiry is not after
-// now counts as used without asking Redis. Errors from Redis and the
-// timeout are returned as is.
+// reports whether nonce's key exists, or whether the time until which it
+// would be kept (expires plus Grace on Redis's clock, as Consume reckons
+// it) has passed, with one script, bounded by the same timeout as Consume,
+// and writes nothing. A nonce whose expiry is not after now counts as used
+// without asking Redis. Errors from Redis and the timeout are returned as
+// is.
 func (s *Store) Used(ctx context.Context, nonce string, now, expires time.Time) (bool, error) {
 	if s == nil {
 		return false, errNoClient
@@ -122,13 +156,13 @@ func (s *Store) Used(ctx context.Context, nonce string, now, expires time.Time) 
 	if !expires.After(now) {
 		return true, nil
 	}
-	v, err := s.do(ctx, "EXISTS", s.prefix+nonce)
+	v, err := s.do(ctx, "EVAL", usedScript, 1, s.prefix+nonce, forgetAt(expires))
 	if err != nil {
 		return false, err
 	}
 	n, ok := v.(int64)
 	if !ok {
-		return false, fmt.Errorf("redisnonce: EXISTS replied %T", v)
+		return false, fmt.Errorf("redisnonce: the used script replied %T", v)
 	}
 	return n > 0, nil
 }
