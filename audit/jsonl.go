@@ -109,6 +109,7 @@ type JSONLSink struct {
 	scratch  []byte // room for a kept event's argument hash
 	appended uint64 // sequence number of the last event in buf, kept or in the file
 	synced   uint64 // sequence number of the last event on stable storage
+	written  uint64 // sequence number of the last event written to the file
 	err      error  // sticky write error
 	closed   bool
 
@@ -673,8 +674,11 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 	if err != nil {
 		s.err = fmt.Errorf("audit: jsonl write: %w", err)
 		err = s.err
-	} else if sync {
-		s.synced = target
+	} else {
+		s.written = target
+		if sync {
+			s.synced = target
+		}
 	}
 	s.mu.Unlock()
 	return err
@@ -768,7 +772,11 @@ func (s *JSONLSink) Sync() error {
 // the start of a line cut short (the lines before it once the old file is
 // fsynced), so that a line may read back from both files but never from
 // neither. Writes that wait for their line to be durable are answered once
-// it is, in either file.
+// it is, in either file. The one exception is the lines earlier flushes
+// wrote to the old file without fsync, which are no longer buffered: if
+// the old file, a regular file, then fails its fsync, they may be lost;
+// the sink refuses further writes, as after a failed write, and Reopen
+// returns the error.
 //
 // Until Reopen is called the sink writes to the renamed file (and, on
 // Unix, to the file at the path once the renamed one is removed; see
@@ -800,31 +808,40 @@ func (s *JSONLSink) Reopen() error {
 	b := s.buf
 	s.buf = s.spare[:0]
 	target := s.appended
+	// Lines earlier flushes wrote to the old file without fsync: durable
+	// only once its fsync succeeds, and not in b to be written again.
+	unsynced := s.written > s.synced
 	s.mu.Unlock()
 
 	// rest is what is not known to be durable in the old file.
 	rest := b
 	var n int
 	var oldErr error
+	oldSynced := false
 	if len(b) > 0 {
 		n, oldErr = s.writeLines(s.f, s.regular, b)
 	}
 	if oldErr == nil {
 		s.syncs.Add(1)
 		if oldErr = s.f.Sync(); oldErr == nil {
-			rest = nil
+			rest, oldSynced = nil, true
 		}
-	} else if cut := bytes.LastIndexByte(b[:n], '\n') + 1; cut > 0 {
+	} else if cut := bytes.LastIndexByte(b[:n], '\n') + 1; cut > 0 || unsynced {
 		// The lines the old file took whole stay there, once they are
 		// durable: the page cache does not survive a crash.
 		s.syncs.Add(1)
 		if s.f.Sync() == nil {
-			rest = b[cut:]
+			rest, oldSynced = b[cut:], true
 		}
 	}
 	if oldErr != nil {
 		oldErr = fmt.Errorf("audit: jsonl write: %w", oldErr)
 	}
+	// An fsync of a regular old file that failed may have lost the lines
+	// earlier flushes wrote to it: the sink refuses writes, as after a
+	// failed write, rather than pass them for durable. (A pipe or a device
+	// cannot be fsynced, and holds nothing to lose.)
+	lostOld := unsynced && !oldSynced && s.regular
 
 	f, openErr := openJSONLFile(s.path, s.perm)
 	if openErr == nil {
@@ -852,8 +869,10 @@ func (s *JSONLSink) Reopen() error {
 		old, s.f, s.regular = s.f, f, newRegular
 	}
 	switch {
+	case lostOld:
+		s.err = oldErr
 	case len(rest) == 0 || (openErr == nil && newErr == nil):
-		s.synced = target // every line is durable, in one file or the other
+		s.synced, s.written = target, target // every line is durable, in one file or the other
 	case newErr != nil:
 		s.err = newErr
 	default:
@@ -863,7 +882,7 @@ func (s *JSONLSink) Reopen() error {
 	if old != nil {
 		old.Close()
 	}
-	if openErr == nil && newErr == nil {
+	if openErr == nil && newErr == nil && !lostOld {
 		return nil // the old file's failure, if any, lost nothing
 	}
 	return errors.Join(oldErr, openErr, newErr)
