@@ -53,6 +53,8 @@
 // runtime's default (for a demo blocked writing to an output no longer
 // read); and it stops as at the first, silently with status 141 (128 plus
 // SIGPIPE's number), when its output is closed early (ticket demo | head).
+// serve-http goes on when its stdout or stderr is closed early: its writes
+// there fail (SIGPIPE is caught), and its audit records are kept.
 //
 // See README.md.
 package main
@@ -302,6 +304,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Redis: redisAddr, AuditPostgres: pgURL}
 	if cmd == "serve-stdio" {
 		opts.Authn = func(t *token.Table) mcpguard.Authenticator { return mcpguard.FromEnv(tokenEnv, t) }
+	}
+	if cmd == "serve-http" {
+		// An output whose reader went away (`2>&1 | head`, a log collector
+		// that died) must not end the server in the middle of a call, before
+		// its audit records: with SIGPIPE notified, a write to it fails
+		// (EPIPE) instead. (stdio.Isolate does the same for serve-stdio.)
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		defer signal.Stop(pipe)
 	}
 	a, err := newApp(opts)
 	if err != nil {
