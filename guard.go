@@ -205,12 +205,12 @@ type Options struct {
 	// func in it, a json.RawMessage that is not JSON), to which it would
 	// send no answer at all, is refused as a malformed one, and so is a
 	// content block that is nil (sent as null, which a client cannot read)
-	// or a nil pointer (the go-sdk panics encoding it, ending the
-	// process); so is one it would send as bytes that are not UTF-8 (a
-	// json.RawMessage's, sent as they are), which a strict client cannot
-	// read, and one with a part
-	// (its structured content, a _meta) nested more than 512 levels deep:
-	// the go-sdk's client refuses a message nested beyond 1000 levels and
+	// or a nil pointer, or a part whose MarshalJSON panics (the go-sdk
+	// panics encoding it, ending the process); so is one it would send as
+	// bytes that are not UTF-8 (a json.RawMessage's, sent as they are),
+	// which a strict client cannot read, and one with a part (its
+	// structured content, a _meta) nested more than 512 levels deep: the
+	// go-sdk's client refuses a message nested beyond 1000 levels and
 	// closes its session.
 	MaxOutputBytes int
 	// Validation tunes argument validation. Nil means strict.

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -46,7 +47,7 @@ func (e *toolEntry) checkOutput(res *mcp.CallToolResult, max int) error {
 	if err := structuredSize(res.StructuredContent, max); err != nil {
 		return err
 	}
-	raw, err := json.Marshal(res.StructuredContent)
+	raw, err := marshal(res.StructuredContent)
 	if err != nil {
 		return errors.New("structured content does not marshal")
 	}
@@ -126,7 +127,7 @@ func structuredEncodes(v any, max int) error {
 		return nil
 	}
 	// A value the go-sdk will encode: its encoding is what is sent.
-	raw, err := json.Marshal(v)
+	raw, err := marshal(v)
 	if err != nil {
 		return errors.New("structured content does not marshal")
 	}
@@ -174,17 +175,18 @@ func structuredSize(v any, max int) error {
 // and of res's own _meta and input requests, its request state, and the
 // JSON of a resource link or a block of a kind a tool result does not
 // carry (a sampling message's tool use or result). It fails on a part the
-// go-sdk could not encode, or would send as bytes that are not UTF-8 (a
-// json.RawMessage in it: encoding/json checks that one is JSON, not that
-// it is UTF-8; a Go string's invalid bytes it sends as U+FFFD), or on one
-// nested more than maxOutputDepth levels deep. It fails on a content block
+// go-sdk could not encode (or would panic encoding: see marshal), or would
+// send as bytes that are not UTF-8 (a json.RawMessage in it: encoding/json
+// checks that one is JSON, not that it is UTF-8; a Go string's invalid
+// bytes it sends as U+FFFD), or on one nested more than maxOutputDepth
+// levels deep. It fails on a content block
 // that is nil, or a nil pointer (a nil *mcp.TextContent): go-sdk v1.8.0
 // sends a nil one as null, which its client cannot read, and panics
 // encoding a nil pointer in a result's content, which ends the process.
 func restBytes(res *mcp.CallToolResult) (int, error) {
 	n := 0
 	add := func(v any) error {
-		raw, err := json.Marshal(v)
+		raw, err := marshal(v)
 		if err != nil {
 			return errors.New("the result does not marshal")
 		}
@@ -633,9 +635,13 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // that are not UTF-8 (a json.RawMessage in it), whose _meta cannot be read
 // (a handler's nil *T: go-sdk v1.8.0 reads it after every middleware, and
 // panics) or with a prompt message whose content block is nil or a nil
-// pointer (the go-sdk panics encoding one), is refused with a JSON-RPC
-// error -32603, as INVALID_RESPONSE is, and so is a tools/list result
-// whose own _meta is such (its tools are checked when compiled, above);
+// pointer, or a part whose MarshalJSON panics (the go-sdk panics encoding
+// one), is refused with a JSON-RPC error -32603, as INVALID_RESPONSE is,
+// and so is such a handler's error that is, or wraps, a nil pointer (the
+// go-sdk panics answering with it), a resources/read that panics below
+// the guard (go-sdk v1.8.0's own read handler does on a nil content), and
+// a tools/list result whose own _meta is such (its tools are checked when
+// compiled, above);
 // their size is not capped ([Options].MaxOutputBytes is for tool results). The
 // policy's roles, limits and audit apply to tools only, but for this: a
 // resource that a tool names as its UI resource (MCP Apps, SEP-1865:
@@ -937,9 +943,13 @@ func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, ne
 // runAs runs an authenticated request with id in its context. A
 // resource's contents may be the caller's own, so a read's result is
 // marked CacheScope "private". A result that the caller's client could
-// not read is refused (see unsendable).
+// not read is refused (see unsendable), and so is an error the go-sdk
+// could not answer with (see answerable).
 func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	res, err := next(NewContext(ctx, id), method, req)
+	if err != nil && !answerable(err) {
+		return nil, g.malformed(method, errors.New("the error is, or wraps, a nil pointer"))
+	}
 	if err == nil {
 		if werr := g.unsendable(method, res); werr != nil {
 			return nil, werr
@@ -951,6 +961,25 @@ func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.
 		return &out, nil
 	}
 	return res, err
+}
+
+// answerable reports whether go-sdk v1.8.0 can answer a request with err,
+// a handler's error, which it reads after every middleware: it panics, ending
+// the process, on an error that is a nil pointer (a handler's nil *T: it asks
+// its text, and errors.Is of it) or wraps a nil *jsonrpc.Error (whose code it
+// reads), and so on one whose Error panics.
+func answerable(err error) (ok bool) {
+	if nilPointer(err) {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_ = err.Error()
+	var we *jsonrpc.Error
+	return !errors.As(err, &we) || we != nil
 }
 
 // authenticateList authenticates a request other than tools/call, which

@@ -2,6 +2,9 @@ package mcpguard
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,14 +19,26 @@ import (
 
 // sending marks the registry stale at a tools/list_changed notification,
 // and passes the notification on only to sessions whose caller may see a
-// change (see toolsChanged).
+// change (see toolsChanged). A request to the client that panics below it
+// fails instead, as a malformed one: on a protocol before 2026-07-28,
+// go-sdk v1.8.0 asks the client a handler's input requests itself, below
+// the guard, each from a goroutine of its own, and panics encoding one that
+// holds a nil pointer where a content block is (a sampling message's),
+// which ended the process.
 func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		if method == "notifications/tools/list_changed" {
 			g.reg.invalidate()
 			if !g.toolsChanged(ctx, req, below) {
 				return nil, nil
 			}
+		}
+		if !strings.HasPrefix(method, "notifications/") {
+			defer func() {
+				if r := recover(); r != nil {
+					res, err = nil, g.malformed(method, errors.New("sending the request panicked: "+logText(fmt.Sprint(r))))
+				}
+			}()
 		}
 		return next(ctx, method, req)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sync/atomic"
@@ -145,7 +146,7 @@ func digest(rs []*mcp.Resource) [32]byte {
 // go-sdk could not send (a _meta, or a NaN priority): it reads the one
 // encoding of them.
 func listing(rs []*mcp.Resource) ([32]byte, error) {
-	raw, err := json.Marshal(rs)
+	raw, err := marshal(rs)
 	if err != nil {
 		return [32]byte{}, errors.New("the result does not marshal")
 	}
@@ -216,8 +217,18 @@ func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 }
 
 // readResource answers resources/read of a UI resource the caller may not
-// see with the go-sdk's own error for a resource it does not have.
-func (g *Guard) readResource(ctx context.Context, req *mcp.ReadResourceRequest, next mcp.MethodHandler) (mcp.Result, error) {
+// see with the go-sdk's own error for a resource it does not have. A read
+// that panics below the guard is refused as a malformed result: go-sdk
+// v1.8.0's own read handler panics on a handler's result with a nil
+// content (it fills in each content's URI), before the guard can see the
+// result; the panic ended the process. (A resource handler's own panic is
+// refused so too.)
+func (g *Guard) readResource(ctx context.Context, req *mcp.ReadResourceRequest, next mcp.MethodHandler) (res mcp.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, g.malformed("resources/read", errors.New("the read panicked: "+logText(fmt.Sprint(r))))
+		}
+	}()
 	id, err := g.authenticateList(ctx, req, "resources/read")
 	if err != nil {
 		return nil, err
@@ -478,17 +489,31 @@ func (g *Guard) malformed(method string, err error) error {
 }
 
 // sendable fails on v, a part of a result (part names it), that the
-// go-sdk could not encode, would send as bytes that are not UTF-8 (a
-// json.RawMessage or a MarshalJSON in it: encoding/json checks that their
-// bytes are JSON, not that they are UTF-8) or whose encoding nests more
-// than maxOutputDepth levels deep, as restBytes does a part of a tool's
-// result.
+// go-sdk could not encode (or would panic encoding: see marshal), would
+// send as bytes that are not UTF-8 (a json.RawMessage or a MarshalJSON in
+// it: encoding/json checks that their bytes are JSON, not that they are
+// UTF-8) or whose encoding nests more than maxOutputDepth levels deep, as
+// restBytes does a part of a tool's result.
 func sendable(part string, v any) error {
-	raw, err := json.Marshal(v)
+	raw, err := marshal(v)
 	if err != nil {
 		return errors.New(part + " does not marshal")
 	}
 	return sendableJSON(part, raw)
+}
+
+// marshal is json.Marshal that fails, rather than panics, on v with a
+// MarshalJSON that panics: encoding/json recovers none, and go-sdk v1.8.0's
+// content blocks panic on a nil one they hold (a *mcp.ToolResultContent's,
+// or a nil pointer's where a mcp.Content is encoded), so the go-sdk's
+// encoding of an answer holding one would end the process.
+func marshal(v any) (raw []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			raw, err = nil, errors.New("encoding panicked")
+		}
+	}()
+	return json.Marshal(v)
 }
 
 // sendableTool is sendable for a tool, whose parts (its _meta, its
