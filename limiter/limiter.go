@@ -154,7 +154,8 @@ const maxAbandons = 64
 
 // New returns a Limiter applying limits, with options opts (nil means
 // defaults). It returns an error if a limit is invalid, two limits have the
-// same [Limit.ID], or there are more than 64 limits.
+// same [Limit.ID], there are more than 64 limits, or the store is a
+// [MemoryStore] not made by [NewMemoryStore].
 func New(limits []Limit, opts *Options) (*Limiter, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -193,6 +194,9 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 		l.store = NewMemoryStore()
 	}
 	if ms, ok := l.store.(*MemoryStore); ok {
+		if !ms.made() {
+			return nil, errUnmadeStore
+		}
 		l.memStore = ms
 		l.mem = make([]memLimit, len(l.limits))
 		for i, lim := range l.limits {

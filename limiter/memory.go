@@ -53,8 +53,8 @@ const (
 // In-flight slots are leases: a second release of the same [Decision] (or
 // [Batch] Lease) frees nothing, as on Redis.
 //
-// A MemoryStore is safe for concurrent use. Its zero value is not usable;
-// call [NewMemoryStore].
+// A MemoryStore is safe for concurrent use. Its zero value is not usable
+// ([New] and Apply refuse it with an error); call [NewMemoryStore].
 type MemoryStore struct {
 	seed   maphash.Seed
 	clock  clock
@@ -91,6 +91,12 @@ func NewMemoryStore() *MemoryStore {
 	}
 	return s
 }
+
+// made reports whether s was made by NewMemoryStore.
+func (s *MemoryStore) made() bool { return s != nil && s.shards[0].m != nil }
+
+// errUnmadeStore is returned for a MemoryStore not made by NewMemoryStore.
+var errUnmadeStore = errors.New("limiter: the MemoryStore is not usable (make it with NewMemoryStore)")
 
 // nanos returns t on the store's clock (see [MemoryStore] and clock).
 func (s *MemoryStore) nanos(t time.Time) int64 { return s.clock.nanos(t) }
@@ -131,12 +137,13 @@ func (c *clock) nanos(t time.Time) int64 {
 func hasMono(t time.Time) bool { return t != t.Round(0) }
 
 // Apply carries out b at time now; see [Store] and [Batch]. It fails only
-// for a batch that is not valid (Release and Refund both set, or a check
-// outside the [Check] contract: an invalid Kind, a Max or N that is not a
-// positive finite number, a Rate or Spend Window that is not positive),
-// and then changes nothing. A reservation's slots are leased to b.Lease, so that its
-// release frees them once; a Lease of zero is no lease: its release frees
-// one slot of every check whoever took it.
+// on a store not made by [NewMemoryStore], and for a batch that is not
+// valid (Release and Refund both set, or a check outside the [Check]
+// contract: an invalid Kind, a Max or N that is not a positive finite
+// number, a Rate or Spend Window that is not positive), and then changes
+// nothing. A reservation's slots are leased to b.Lease, so that its release
+// frees them once; a Lease of zero is no lease: its release frees one slot
+// of every check whoever took it.
 func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
 	return s.applyBatch(s.nanos(now), b)
 }
@@ -280,6 +287,8 @@ type memCheck struct {
 func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 	o := opReserve
 	switch {
+	case !s.made():
+		return errUnmadeStore
 	case b.Release && b.Refund:
 		return errors.New("limiter: a batch cannot both release and refund")
 	case b.Release && b.Abandon && b.Lease == 0:

@@ -60,7 +60,9 @@ type Store struct {
 // New returns a Store using client, which may be a *redis.Client, a
 // *redis.ClusterClient (see the package documentation) or any other
 // [redis.Scripter] (one without an Info method, which [Store.CheckServer]
-// needs, fails that check), and options opts (nil means defaults).
+// needs, fails that check), and options opts (nil means defaults). A Store
+// with a nil client, or the zero Store, fails every Apply and CheckServer
+// with an error (the limiter then fails as configured, closed by default).
 func New(client redis.Scripter, opts *Options) *Store {
 	if opts == nil {
 		opts = &Options{}
@@ -132,7 +134,7 @@ func (s *Store) Peeks() bool { return true }
 // goroutine until go-redis's ReadTimeout).
 func (s *Store) CheckServer(ctx context.Context) error {
 	if s == nil || s.client == nil {
-		return errors.New("redislimit: the store has no Redis client (use New with a client)")
+		return errNoClient
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -142,6 +144,9 @@ func (s *Store) CheckServer(ctx context.Context) error {
 	return nil
 }
 
+// errNoClient is returned by a Store that has no Redis client.
+var errNoClient = errors.New("redislimit: the store has no Redis client (use New with a client)")
+
 // Key returns the Redis key holding the state of check c.
 func (s *Store) Key(c limiter.Check) string {
 	return s.prefix + c.ID + ":" + c.Key
@@ -149,15 +154,19 @@ func (s *Store) Key(c limiter.Check) string {
 
 // Apply carries out b in one round trip; see [limiter.Store]. It returns an
 // error when Redis does not answer within the timeout, ctx is done, or the
-// script fails, and, without a round trip, for a batch that is not valid
-// (Release and Refund both set, a check outside the [limiter.Check]
-// contract: an invalid kind, a Max or N that is not a positive finite
-// number, a Rate or Spend Window shorter than a microsecond), and for a
-// reservation or release with a Concurrency check (not a Peek) and no
-// Lease: a slot is a lease named by it, so reservations without one would
-// all share one slot. The [limiter.Limiter] gives a Lease to every
-// reservation that takes a slot.
+// script fails (or the client panics, as a nil *redis.Client does), and,
+// without a round trip, for a Store without a client (see [New]), for a
+// batch that is not valid (Release and Refund both set, a check outside the
+// [limiter.Check] contract: an invalid kind, a Max or N that is not a
+// positive finite number, a Rate or Spend Window shorter than a
+// microsecond), and for a reservation or release with a Concurrency check
+// (not a Peek) and no Lease: a slot is a lease named by it, so
+// reservations without one would all share one slot. The
+// [limiter.Limiter] gives a Lease to every reservation that takes a slot.
 func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) error {
+	if s == nil || s.client == nil {
+		return errNoClient
+	}
 	if b.Release && b.Refund {
 		return errors.New("redislimit: a batch cannot both release and refund")
 	}
@@ -224,6 +233,13 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 	}
 	done := make(chan result, 1)
 	go func() {
+		// A panic here (a nil *redis.Client) would end the process: no
+		// recover of the caller's reaches this goroutine.
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("the Redis client panicked: %v", p)}
+			}
+		}()
 		v, err := script.Run(ctx, s.client, keys, args...).Int64Slice()
 		done <- result{v, err}
 	}()
