@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 )
@@ -27,7 +28,8 @@ type JSONLOptions struct {
 	// ends without Close (killed, or a panic nothing recovers) loses the
 	// lines still buffered: those written since the last flush, about
 	// BufferSize bytes at most, and, with a positive FlushInterval, less
-	// than FlushInterval ago.
+	// than FlushInterval ago. A line written to what cannot be fsynced (a
+	// pipe, a terminal) counts as durable once written.
 	Durable bool
 	// FlushInterval is how often a buffered sink writes its buffer to the file
 	// (without fsync). Zero: 100ms. Negative: never in the background.
@@ -211,6 +213,18 @@ func terminateTornTail(f *os.File) error {
 		return err
 	}
 	return f.Sync()
+}
+
+// syncFile fsyncs f, a file of the sink; regular says whether it is a
+// regular file. A pipe, a socket or a terminal cannot be fsynced (EINVAL)
+// and holds nothing a crash of this host could lose: a line written to
+// it is as durable as it gets, and its fsync no failure.
+func syncFile(f *os.File, regular bool) error {
+	err := f.Sync()
+	if err != nil && !regular && errors.Is(err, syscall.EINVAL) {
+		return nil
+	}
+	return err
 }
 
 // isRegular reports whether f is a regular file (not a pipe, a terminal,
@@ -664,7 +678,7 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 	}
 	if err == nil && sync {
 		s.syncs.Add(1)
-		err = s.f.Sync()
+		err = syncFile(s.f, s.regular)
 	}
 	if err == nil && len(b) > 0 && s.regular && unlinked(s.f) {
 		err = s.follow(b, sync)
@@ -771,12 +785,13 @@ func (s *JSONLSink) Sync() error {
 // durably (its write or fsync failed) are written to the new one, from
 // the start of a line cut short (the lines before it once the old file is
 // fsynced), so that a line may read back from both files but never from
-// neither. Writes that wait for their line to be durable are answered once
-// it is, in either file. The one exception is the lines earlier flushes
-// wrote to the old file without fsync, which are no longer buffered: if
-// the old file, a regular file, then fails its fsync, they may be lost;
-// the sink refuses further writes, as after a failed write, and Reopen
-// returns the error.
+// neither; so are, on Unix, all of them when the old file has no name
+// left (removed since the rotator renamed it). Writes that wait for their
+// line to be durable are answered once it is, in either file. The one
+// exception is the lines earlier flushes wrote to the old file without
+// fsync, which are no longer buffered: if the old file, a regular file,
+// then fails its fsync, they may be lost; the sink refuses further
+// writes, as after a failed write, and Reopen returns the error.
 //
 // Until Reopen is called the sink writes to the renamed file (and, on
 // Unix, to the file at the path once the renamed one is removed; see
@@ -823,15 +838,24 @@ func (s *JSONLSink) Reopen() error {
 	}
 	if oldErr == nil {
 		s.syncs.Add(1)
-		if oldErr = s.f.Sync(); oldErr == nil {
+		if oldErr = syncFile(s.f, s.regular); oldErr == nil {
 			rest, oldSynced = nil, true
 		}
 	} else if cut := bytes.LastIndexByte(b[:n], '\n') + 1; cut > 0 || unsynced {
 		// The lines the old file took whole stay there, once they are
 		// durable: the page cache does not survive a crash.
 		s.syncs.Add(1)
-		if s.f.Sync() == nil {
+		if syncFile(s.f, s.regular) == nil {
 			rest, oldSynced = b[cut:], true
+		}
+	}
+	if len(b) > 0 && s.regular && unlinked(s.f) {
+		// The old file has no name left (removed, or replaced by a file
+		// renamed over the path): b would go with it, so b goes to the
+		// new file, as a flush moves its lines (see follow).
+		rest = b
+		if oldErr == nil {
+			oldErr = errors.New("the file was removed")
 		}
 	}
 	if oldErr != nil {
@@ -856,7 +880,7 @@ func (s *JSONLSink) Reopen() error {
 	if openErr == nil && len(rest) > 0 {
 		if _, newErr = s.writeLines(f, newRegular, rest); newErr == nil {
 			s.syncs.Add(1)
-			newErr = f.Sync()
+			newErr = syncFile(f, newRegular)
 		}
 		if newErr != nil {
 			newErr = fmt.Errorf("audit: jsonl write: %w", newErr)
