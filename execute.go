@@ -120,17 +120,22 @@ var outputValidation = &ValidationOptions{Lenient: true, AllowControlChars: true
 // the Guard's step 11 does: a result without structured content, or whose
 // structured content v refuses, that is not UTF-8 once encoded (a
 // json.RawMessage holds the tool's bytes as they are) or that is nested
-// more than 512 levels deep (the go-sdk's client would close its session
-// on it), is replaced by an INVALID_RESPONSE refusal, so that a model is
-// never handed malformed data; for a write (as an [Authorize] or a
-// write-path step inside an [Audit] middleware tells it), the refusal says
-// the write may have been made. Tool errors, and results that ask for more
-// input, pass through unchecked.
+// more than 512 levels deep (the go-sdk's client would close its session on
+// it), is replaced by an INVALID_RESPONSE refusal, so that a model is never
+// handed malformed data; and so is one with a part the go-sdk could not
+// encode or would panic encoding (a content block that is nil or a nil
+// pointer: the go-sdk's panic would end the process), or that is not UTF-8
+// or nested so once encoded (a _meta), as step 11 refuses it; for a write
+// (as an [Authorize] or a write-path step inside an [Audit] middleware
+// tells it), the refusal says the write may have been made. Tool errors,
+// and results that ask for more input, pass through unchecked.
 //
 // A nil v stands for a tool without an output schema: ValidateOutput then
-// passes every result through. Unlike a Guard's step 11, ValidateOutput
-// does not cap a result's size ([Options].MaxOutputBytes): the cost of
-// checking a large structured content grows with it.
+// passes every result through, so that a nil content block in one still
+// ends the process in the go-sdk ([Guard.Wrap] and [Guard.Install] check
+// every result). Unlike a Guard's step 11, ValidateOutput does not cap a
+// result's size ([Options].MaxOutputBytes): the cost of checking a large
+// structured content grows with it.
 func ValidateOutput(v *Validator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		if v == nil {
@@ -142,7 +147,7 @@ func ValidateOutput(v *Validator) Middleware {
 				return res, err
 			}
 			e := toolEntry{out: v}
-			if oerr := e.checkOutput(res, -1); oerr != nil {
+			if oerr := e.checkResult(res, -1); oerr != nil {
 				d := Deny(CodeInvalidResponse, "the tool returned a malformed result")
 				if ac := auditCall(ctx, req); ac != nil {
 					ac.detail = "output: " + oerr.Error()

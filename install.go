@@ -637,9 +637,14 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // panics) or with a prompt message whose content block is nil or a nil
 // pointer, or a part whose MarshalJSON panics (the go-sdk panics encoding
 // one), is refused with a JSON-RPC error -32603, as INVALID_RESPONSE is,
-// and so is such a handler's error that is, or wraps, a nil pointer (the
-// go-sdk panics answering with it), a resources/read that panics below
-// the guard (go-sdk v1.8.0's own read handler does on a nil content), and
+// and so is such a handler's error that the go-sdk panics answering with
+// (a nil pointer, one whose text panics, or one that wraps a nil
+// *jsonrpc.Error or a nil pointer whose Is method reads it), a
+// resources/read that panics below the guard (go-sdk v1.8.0's own read
+// handler does on a nil content; a resource handler's own panic is refused
+// so too, and logged with its stack to [Options].Logger, as a tool
+// handler's is; a prompt's, a completion's or a custom method's handler
+// that panics still ends the process, as the go-sdk recovers none), and
 // a tools/list result whose own _meta is such (its tools are checked when
 // compiled, above);
 // their size is not capped ([Options].MaxOutputBytes is for tool results). The
@@ -948,7 +953,7 @@ func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, ne
 func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	res, err := next(NewContext(ctx, id), method, req)
 	if err != nil && !answerable(err) {
-		return nil, g.malformed(method, errors.New("the error is, or wraps, a nil pointer"))
+		return nil, g.malformed(method, errors.New("the go-sdk cannot answer with the error (it is, or wraps, a nil pointer)"))
 	}
 	if err == nil {
 		if werr := g.unsendable(method, res); werr != nil {
@@ -967,7 +972,12 @@ func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.
 // a handler's error, which it reads after every middleware: it panics, ending
 // the process, on an error that is a nil pointer (a handler's nil *T: it asks
 // its text, and errors.Is of it) or wraps a nil *jsonrpc.Error (whose code it
-// reads), and so on one whose Error panics.
+// reads), and so on one whose Error panics, or an Is method in whose tree
+// does: its jsonrpc2 asks errors.Is(err, ErrNotHandled), an errors.New
+// value, and errors.Is(err, ErrMethodNotFound), a *jsonrpc.Error, which call
+// the Is method of every error err wraps (a nil *jsonrpc.Error's, after a
+// *jsonrpc.Error that is not nil, or a nil *T's that reads its receiver),
+// until one says yes.
 func answerable(err error) (ok bool) {
 	if nilPointer(err) {
 		return false
@@ -979,7 +989,13 @@ func answerable(err error) (ok bool) {
 	}()
 	_ = err.Error()
 	var we *jsonrpc.Error
-	return !errors.As(err, &we) || we != nil
+	if errors.As(err, &we) && we == nil {
+		return false
+	}
+	// As the go-sdk asks, with targets of the same types.
+	_ = errors.Is(err, errToolGone)
+	_ = errors.Is(err, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound})
+	return true
 }
 
 // authenticateList authenticates a request other than tools/call, which

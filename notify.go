@@ -2,8 +2,6 @@ package mcpguard
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/mcpguard/mcpguard/policy"
@@ -36,7 +34,7 @@ func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 		if !strings.HasPrefix(method, "notifications/") {
 			defer func() {
 				if r := recover(); r != nil {
-					res, err = nil, g.malformed(method, errors.New("sending the request panicked: "+logText(fmt.Sprint(r))))
+					res, err = nil, g.panicked(ctx, method, r)
 				}
 			}()
 		}

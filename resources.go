@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"unicode/utf8"
@@ -222,11 +223,11 @@ func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 // v1.8.0's own read handler panics on a handler's result with a nil
 // content (it fills in each content's URI), before the guard can see the
 // result; the panic ended the process. (A resource handler's own panic is
-// refused so too.)
+// refused so too; the log shows its stack, see panicked.)
 func (g *Guard) readResource(ctx context.Context, req *mcp.ReadResourceRequest, next mcp.MethodHandler) (res mcp.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, g.malformed("resources/read", errors.New("the read panicked: "+logText(fmt.Sprint(r))))
+			res, err = nil, g.panicked(ctx, "resources/read", r)
 		}
 	}()
 	id, err := g.authenticateList(ctx, req, "resources/read")
@@ -485,6 +486,22 @@ func (g *Guard) malformed(method string, err error) error {
 	d := Deny(CodeInvalidResponse, "the server returned a malformed result")
 	d.CorrelationID = g.ids.Next()
 	g.log.Error("mcpguard: result refused", "method", method, "correlation_id", d.CorrelationID, "err", err)
+	return d.JSONRPCError(0)
+}
+
+// panicked returns the refusal of a request of method that panicked below
+// the guard with r, as a malformed result (see malformed), and logs it
+// with the panic value and the stack, as a tool handler's panic is logged:
+// where it happened (a handler of the server's own, say) is not lost. A
+// request to the client made for a tool call (ctx is its handler's) has
+// the call's correlation id, which the call's refusal then carries: the
+// client is told the id of the call's audit record.
+func (g *Guard) panicked(ctx context.Context, method string, r any) error {
+	d := Deny(CodeInvalidResponse, "the server returned a malformed result")
+	if d.CorrelationID = correlationFrom(ctx); d.CorrelationID == "" {
+		d.CorrelationID = g.ids.Next()
+	}
+	g.log.Error("mcpguard: result refused", "method", method, "correlation_id", d.CorrelationID, "panic", logText(fmt.Sprint(r)), "stack", string(debug.Stack()))
 	return d.JSONRPCError(0)
 }
 
