@@ -271,10 +271,7 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 		return sink.Close()
 	}
 	defer closeSink()
-	lim, err := limiter.New([]limiter.Limit{
-		{Kind: limiter.Rate, Scope: limiter.User, Max: 30, Window: time.Minute},
-		{Kind: limiter.Spend, Scope: limiter.User, Tool: "trigger_refund", Max: 100, Window: time.Hour},
-	}, nil)
+	lim, err := limiter.New(demoLimits(), nil)
 	if err != nil {
 		return err
 	}
@@ -400,7 +397,7 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 	show(bob, "bob: trigger_refund 40.00 as a dry-run preview", "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": 40, "reason": "damaged on arrival"}, mcp.Meta{dryrun.MetaKey: true})
 	show(bob, "bob: trigger_refund 40.00 (bob's human declines)", "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": 40, "reason": "damaged on arrival"}, nil)
 	show(ada, "ada: trigger_refund 60.00 (ada's human accepts)", "trigger_refund", map[string]any{"customer_id": "CUST-00002", "amount": 60, "reason": "late delivery, goodwill"}, nil)
-	fmt.Fprintln(out, "\nSpend cap: 100.00 refunded per user per hour")
+	fmt.Fprintln(out, "\nSpend cap: a budget of 100.00 per user, refilling at 100.00 an hour")
 	show(ada, "ada: trigger_refund 50.00 more", "trigger_refund", map[string]any{"customer_id": "CUST-00002", "amount": 50, "reason": "second complaint, goodwill"}, nil)
 	if err := context.Cause(ctx); err != nil {
 		return err
@@ -436,6 +433,17 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 		fmt.Fprintf(out, "  %-7s %s %-16s %-20s %-22s dry_run=%-5v %s\n", e.Phase, verdict, who, e.Tool, e.Code, e.DryRun, e.Detail)
 	}
 	return nil
+}
+
+// demoLimits are the walkthrough's caps: 30 calls a minute per user, and
+// a refund budget of 100.00 per user. Each is a bucket that refills
+// continuously (GCRA), not a fixed window: the budget refills at 100.00 an
+// hour, so up to 200.00 can be refunded within one hour.
+func demoLimits() []limiter.Limit {
+	return []limiter.Limit{
+		{Kind: limiter.Rate, Scope: limiter.User, Max: 30, Window: time.Minute},
+		{Kind: limiter.Spend, Scope: limiter.User, Tool: "trigger_refund", Max: 100, Window: time.Hour},
+	}
 }
 
 // runID returns a new id for a run of the walkthrough: "demo-" and 12
