@@ -337,7 +337,10 @@ func New(cfg Config) (*Policy, error) {
 // checkFoldedWrites refuses a write allowlist entry that is no tool rule's
 // name but equals a write tool rule's name under folding, when that rule's
 // name is not listed: such an entry allows nothing (see [Policy.Authorize]),
-// and its author surely meant the rule's tool.
+// and its author surely meant the rule's tool. Its error says whether
+// listing that name too would make the entry allow its call: not without
+// a default rule, nor when the names of several rules fold alike, since a
+// call by the entry's name then has no rule (see [Policy.Resolve]).
 func (p *Policy) checkFoldedWrites(cfg Config) error {
 	var byKey map[string][]string
 	for _, w := range cfg.WriteAllowlist {
@@ -353,9 +356,18 @@ func (p *Policy) checkFoldedWrites(cfg Config) error {
 				}
 			}
 		}
-		for _, name := range byKey[keyOf(w)] {
-			if !p.writes[name] {
+		k := keyOf(w)
+		for _, name := range byKey[k] {
+			switch {
+			case p.writes[name]:
+			case p.folded[k] != nil:
 				return fmt.Errorf("policy: write allowlist: %q is the write tool %q only under case folding, and allows nothing unless %q is listed too (names are exact)", w, name, name)
+			default:
+				why := "there is no default rule"
+				if p.def != nil {
+					why = "the names of several tool rules fold alike"
+				}
+				return fmt.Errorf("policy: write allowlist: %q is the write tool %q only under case folding, and allows nothing: names are exact, and a call by %q has no rule (%s); list %q instead", w, name, w, why, name)
 			}
 		}
 	}

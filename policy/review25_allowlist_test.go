@@ -18,7 +18,8 @@ func TestAllowlistFoldedEntryRefused(t *testing.T) {
 		t.Fatalf("New = %v, want an error naming trigger_refund", err)
 	}
 
-	// Listed with the rule's own name, the spelling is meaningful: accepted.
+	// Listed with the rule's own name, it is accepted (it allows its call
+	// with a default rule; without one, as here, that call is unknown).
 	cfg.WriteAllowlist = []string{"Trigger_Refund", "trigger_refund"}
 	if _, err := New(cfg); err != nil {
 		t.Fatalf("both names listed: New = %v", err)
