@@ -4,7 +4,8 @@
 // caller, tools a caller lacks the roles for are invisible, writes are off unless
 // allowlisted, dangerous writes need a signed human confirmation, calls are
 // capped, arguments and results are strictly validated, and every decision
-// is audited.
+// on a tool call is audited, refusals included (a refused request of
+// another kind, a tools/list without credentials say, is logged).
 //
 // A [Guard] assembles the pipeline. One line protects every tool of a
 // server, typed (mcp.AddTool) or raw (Server.AddTool), and filters
