@@ -21,12 +21,14 @@ import (
 
 // WriteAhead records a write's intent before its handler runs, as the
 // Guard's step 10 does: a call of a tool whose rule in p is a write, and
-// that is not a dry run, first gets a durable intent record in sink
-// ([audit.WriteDurable]) under the correlation id of the [Audit] middleware
-// outside it, so that the trail shows the write was attempted even if the
-// process dies before its outcome is recorded. When the record cannot be
-// made the call is refused with AUDIT_UNAVAILABLE, its handler does not
-// run, and a [Limit] step outside it gives back what it charged. Reads
+// that is not a dry run (by opts' settings, the client's request, or a
+// dry-run context: a dry run a step outside answered for a DryRunAware
+// handler is one whatever opts say), first gets a durable intent record
+// in sink ([audit.WriteDurable]) under the correlation id of the [Audit]
+// middleware outside it, so that the trail shows the write was attempted
+// even if the process dies before its outcome is recorded. When the record
+// cannot be made the call is refused with AUDIT_UNAVAILABLE, its handler
+// does not run, and a [Limit] step outside it gives back what it charged. Reads
 // pass through unrecorded. A dry run is not recorded either, and is
 // answered by WriteAhead itself, as [DryRun] would (a simulated result, or
 // the handler of a tool whose options declare DryRunAware called with a

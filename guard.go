@@ -166,8 +166,10 @@ type Options struct {
 	Confirmer *confirm.Signer
 	// DryRun turns dry-run on for every write tool. A client can also ask
 	// for a preview per call with the dryrun.MetaKey _meta key; it can never
-	// turn dry-run off. A dry run is checked against the spend caps without
-	// spending (see Limiter).
+	// turn dry-run off. A call of a write tool made with a dry-run context
+	// (dryrun.FromContext: a DryRunAware handler that calls another guarded
+	// tool with its context) is a dry run too. A dry run is checked against
+	// the spend caps without spending (see Limiter).
 	DryRun bool
 	// Tools holds per-tool settings keyed by tool name. A call of a name
 	// that equals a tool's only under case folding, and so has its rule

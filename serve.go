@@ -177,7 +177,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		return g.deny(c, Deny(Code(d.Code.String()), d.Reason))
 	}
 	topts := g.toolOptions(c)
-	c.dryRun = g.isDryRun(c, req, &topts) // a refusal from here on is a dry run's too
+	c.dryRun = g.isDryRun(ctx, c, req, &topts) // a refusal from here on is a dry run's too
 	c.record = topts.RecordArgs
 
 	// 6. Validate arguments.
@@ -707,14 +707,18 @@ func fixedCost(cost float64) func(map[string]any) (float64, error) {
 
 // isDryRun reports whether c, whose rule is known, is a dry run: a write
 // when the server (Options.DryRun), the tool (topts, its ToolOptions) or the
-// client (dryrun.Requested) asks for one. It is decided as soon as the
-// policy allows the call, so that a dry run refused before step 9 (invalid
-// arguments, an argument limit, a cap) is recorded as one; a call the
-// policy refuses (FORBIDDEN by role, WRITE_NOT_ALLOWED) is no dry run of
-// anything allowed, and is recorded with dry_run false, as the stand-alone
-// Authorize's refusal is.
-func (g *Guard) isDryRun(c *call, req *mcp.CallToolRequest, topts *ToolOptions) bool {
-	return c.rule.Class == policy.Write && (g.opts.DryRun || topts.DryRun || dryrun.Requested(req.Params.Meta))
+// client (dryrun.Requested) asks for one, or that is made with a dry-run
+// context (dryrun.FromContext): a DryRunAware handler that serves its dry
+// run by calling another guarded write with its context, or a step outside
+// that answered this call's dry run with settings of its own, has not
+// asked for a write. It is decided as soon as the policy allows the call,
+// so that a dry run refused before step 9 (invalid arguments, an argument
+// limit, a cap) is recorded as one; a call the policy refuses (FORBIDDEN
+// by role, WRITE_NOT_ALLOWED) is no dry run of anything allowed, and is
+// recorded with dry_run false, as the stand-alone Authorize's refusal is.
+func (g *Guard) isDryRun(ctx context.Context, c *call, req *mcp.CallToolRequest, topts *ToolOptions) bool {
+	return c.rule.Class == policy.Write &&
+		(g.opts.DryRun || topts.DryRun || dryrun.Requested(req.Params.Meta) || dryrun.FromContext(ctx))
 }
 
 // plan computes what the call costs (a cost function reads the arguments,

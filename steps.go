@@ -285,12 +285,14 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 
 // DryRun answers the dry runs of write tools, as the Guard's step 9 does. A
 // call of a write tool is a dry run when the client asks for one (the
-// dryrun.MetaKey _meta key), when opts.DryRun is set, or when the tool's
-// options set DryRun. A dry run of a tool whose options declare
-// DryRunAware runs the handler with a dry-run context (dryrun.FromContext);
-// any other gets a simulated result (dryrun.Result, described by the tool's
-// Describe option or dryrun.Summary) and its handler does not run. Reads and
-// other calls pass through unchanged. Unlike a Guard, DryRun does not know
+// dryrun.MetaKey _meta key), when opts.DryRun is set, when the tool's
+// options set DryRun, or when it is made with a dry-run context
+// (dryrun.FromContext), as in a Guard (see [Options].DryRun). A dry run of
+// a tool whose options declare DryRunAware runs the handler with a dry-run
+// context (dryrun.FromContext); any other gets a simulated result
+// (dryrun.Result, described by the tool's Describe option or
+// dryrun.Summary) and its handler does not run. Reads and other calls pass
+// through unchanged. Unlike a Guard, DryRun does not know
 // the tool's output schema, so its simulated result is always a success,
 // which a client may check against that schema and refuse: a tool with an
 // output schema (every typed tool) is best declared DryRunAware, with a
@@ -437,7 +439,7 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
 	}
 	topts := g.toolOptions(c)
-	c.dryRun = g.isDryRun(c, req, &topts)
+	c.dryRun = g.isDryRun(ctx, c, req, &topts)
 	if ac != nil {
 		ac.dryRun = c.dryRun
 	}

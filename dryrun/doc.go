@@ -12,11 +12,15 @@
 // tools/call request (any value but false counts, and the key in any letter
 // case: an unclear request gets a preview). For a write tool the guard ORs
 // the three (the root package's Options.DryRun, its
-// Options.Tools[name].DryRun, and the client's request); a read tool's
-// calls are never dry runs, whatever asks for one:
+// Options.Tools[name].DryRun, and the client's request) with the call's
+// context: a call made with a context marked by [NewContext] (a dry-run
+// aware handler that serves its dry run by calling another guarded tool
+// with the context it was given) is a dry run as well. A read tool's calls
+// are never dry runs, whatever asks for one:
 //
 //	dry := rule.Class == policy.Write &&
-//		(opts.DryRun || opts.Tools[name].DryRun || dryrun.Requested(req.Params.Meta))
+//		(opts.DryRun || opts.Tools[name].DryRun ||
+//			dryrun.Requested(req.Params.Meta) || dryrun.FromContext(ctx))
 //
 // [Requested] only ever reports true or false, so the client's value can turn
 // dry-run on for a call but can never turn it off where the server turned it
@@ -30,7 +34,11 @@
 // touching its downstream. FromContext is its only sign: a dry run the
 // server configured leaves no mark in the request, so an aware handler that
 // read [MetaKey] from the request's _meta, or a dry-run flag of its own from
-// the arguments (which the model writes), would write for real.
+// the arguments (which the model writes), would write for real. The mark
+// lives in the context only: a guarded tool the handler calls with that
+// context gets a dry run, but one it reaches through an MCP client session
+// (whose server sees a request, not the context) or with a context of its
+// own (context.Background in a goroutine) does not.
 //
 // For any other write tool the guard returns [Result]: a simulated result
 // carrying a [NewID] identifier, the tool name and a [Summary] of what would
