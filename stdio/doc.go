@@ -53,7 +53,12 @@
 //   - at end of input, or a read error, it waits for the answers to
 //     requests already read before reporting it, so `printf ... | server`
 //     gets every answer (the go-sdk ends the session at end of input and
-//     would drop them);
+//     would drop them); a request of the server's to the client (roots,
+//     sampling, elicitation) left unanswered then, or written after, can
+//     no longer be answered, so the transport hands the SDK an error
+//     answer to it (-32003, "client is closing"; -32601 to a ping, which
+//     stops the SDK's keepalive instead of closing the session): the
+//     handler waiting for it goes on, and its call is answered;
 //   - when [Options.Stop] is closed (on SIGTERM, say), it stops the server
 //     gracefully: a request read after the stop is answered at once with
 //     -32004 (the go-sdk's "server is closing") and not started, while the

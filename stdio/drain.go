@@ -35,7 +35,7 @@ type session struct {
 	pending map[idKey]bool // ids of requests passed, not yet answered
 	sizes   map[idKey]int  // their sizes in bytes, as read
 	bytes   int            // the sum of sizes
-	changed chan struct{}  // closed and replaced whenever pending shrinks
+	changed chan struct{}  // closed and replaced whenever pending shrinks or the server asks
 	closed  chan struct{}  // closed by close: stop waiting
 
 	inits      map[idKey]bool // ids of initialize requests passed, not yet answered
@@ -43,6 +43,7 @@ type session struct {
 	initFailed bool           // one was answered without a version: the SDK may have negotiated one
 
 	listens     map[idKey]json.RawMessage // the ids, as read, of the subscriptions/listen calls in flight
+	asked       map[idKey]ask             // the server's requests the client has not answered
 	batchIDs    map[idKey]bool            // ids of batch members the SDK still tracks
 	maxInFlight int                       // requests in flight beyond which one is refused
 	maxBytes    int                       // bytes of requests in flight beyond which one is refused
@@ -58,6 +59,7 @@ func newSession() *session {
 		closed:      make(chan struct{}),
 		inits:       map[idKey]bool{},
 		listens:     map[idKey]json.RawMessage{},
+		asked:       map[idKey]ask{},
 		batchIDs:    map[idKey]bool{},
 		maxInFlight: maxInFlight,
 		maxBytes:    maxBytesInFlight,
@@ -230,12 +232,40 @@ func closing() *lineError {
 // outgoing is what the session needs of a message the go-sdk writes: its
 // id, and whether it has a method. Its members are kept raw, so that no
 // message, whatever its shape, fails the decoding of the line (and leaves
-// the requests it answers in flight for good); the result is not kept, so
-// that reading an answer copies none of it, whatever its size. It is read
-// only for an answer to initialize ([initVersion]).
+// the requests it answers in flight for good); the result and the params
+// are not kept, so that reading a message copies none of them, whatever
+// their size. The result is read only for an answer to initialize
+// ([initVersion]), the params only for a cancellation ([cancelledID]).
 type outgoing struct {
 	ID     json.RawMessage `json:"id"`
 	Method json.RawMessage `json:"method"`
+}
+
+// methodCancelled is the notification with which the go-sdk gives up a
+// request of its own (its context ended), and the client one of its.
+const methodCancelled = "notifications/cancelled"
+
+// cancelledID returns the id of the request that the i-th message of line
+// (a batch when batch is set), a notifications/cancelled, gives up, as the
+// go-sdk compares ids.
+func cancelledID(line []byte, batch bool, i int) idKey {
+	type cancelled struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	var c cancelled
+	if batch {
+		var cs []cancelled
+		if json.Unmarshal(line, &cs) != nil || i >= len(cs) {
+			return idKey{}
+		}
+		c = cs[i]
+	} else if json.Unmarshal(line, &c) != nil {
+		return idKey{}
+	}
+	id, _ := parseID(c.Params.RequestID)
+	return id
 }
 
 // versioned is what the session reads of an answer to initialize.
@@ -266,7 +296,8 @@ func initVersion(line []byte, batch bool, i int) string {
 	return version
 }
 
-// sent records a line the go-sdk wrote: its responses answer requests.
+// sent records a line the go-sdk wrote: its responses answer requests, its
+// requests ask the client, and its cancellations give up such requests.
 func (s *session) sent(line []byte) {
 	line = bytes.TrimSpace(line)
 	batch := len(line) > 0 && line[0] == '['
@@ -284,10 +315,22 @@ func (s *session) sent(line []byte) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	answered := false
+	changed := false
 	for i, m := range msgs {
 		id, ok := parseID(m.ID)
-		if !ok || !id.set || m.Method != nil {
+		if m.Method != nil {
+			switch {
+			case ok && id.set:
+				// The reader answers it when the input ends first
+				// ([session.takeAsked]): wake it.
+				s.asked[id] = ask{id: m.ID, ping: string(m.Method) == `"ping"`}
+				changed = true
+			case string(m.Method) == `"`+methodCancelled+`"`:
+				delete(s.asked, cancelledID(line, batch, i))
+			}
+			continue
+		}
+		if !ok || !id.set {
 			continue
 		}
 		if s.pending[id] {
@@ -295,7 +338,7 @@ func (s *session) sent(line []byte) {
 			s.bytes -= s.sizes[id]
 			delete(s.sizes, id)
 			delete(s.listens, id)
-			answered = true
+			changed = true
 		}
 		delete(s.batchIDs, id)
 		if s.inits[id] {
@@ -312,10 +355,41 @@ func (s *session) sent(line []byte) {
 			}
 		}
 	}
-	if answered {
+	if changed {
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
+}
+
+// replied records the client's answers among msgs, messages that passed:
+// the server's requests they answer no longer wait.
+func (s *session) replied(msgs []info) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		if !m.request {
+			delete(s.asked, m.id)
+		}
+	}
+}
+
+// ask is a request of the server's to the client.
+type ask struct {
+	id   json.RawMessage // as the go-sdk wrote it
+	ping bool
+}
+
+// takeAsked returns the server's requests that the client has not
+// answered, and forgets them.
+func (s *session) takeAsked() []ask {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	asks := make([]ask, 0, len(s.asked))
+	for k, a := range s.asked {
+		asks = append(asks, a)
+		delete(s.asked, k)
+	}
+	return asks
 }
 
 // inFlight reports whether a request with id was passed and is not yet
@@ -327,7 +401,8 @@ func (s *session) inFlight(id idKey) bool {
 }
 
 // unanswered returns the number of requests passed and not yet answered,
-// and a channel closed when that number next shrinks.
+// and a channel closed when that number next shrinks, or the go-sdk next
+// writes a request of the server's.
 func (s *session) unanswered() (int, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

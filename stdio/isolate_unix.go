@@ -38,14 +38,14 @@ func isolate(stdin, stdout, stderr, null *os.File, _ bool) (in, out *os.File, er
 		syscall.Close(inFD)
 		return nil, nil, err
 	}
-	if err := dup2(int(stderr.Fd()), int(stdout.Fd())); err != nil {
+	if err := redirect(int(stderr.Fd()), int(stdout.Fd())); err != nil {
 		syscall.Close(inFD)
 		syscall.Close(outFD)
 		return nil, nil, err
 	}
-	if err := dup2(int(null.Fd()), int(stdin.Fd())); err != nil {
+	if err := redirect(int(null.Fd()), int(stdin.Fd())); err != nil {
 		// Undo the stdout redirection: leave everything as it was.
-		_ = dup2(outFD, int(stdout.Fd()))
+		_ = redirect(outFD, int(stdout.Fd()))
 		syscall.Close(inFD)
 		syscall.Close(outFD)
 		return nil, nil, err
@@ -70,6 +70,22 @@ func dupCloexec(fd int) (int, error) {
 	}
 	syscall.CloseOnExec(nfd)
 	return nfd, nil
+}
+
+// redirect makes fd a copy of target. dup2 clears close-on-exec on fd; a
+// descriptor above 2 (a file given in Options, which Go opened
+// close-on-exec) gets it back, so that child processes do not inherit it,
+// while 0, 1 and 2 are theirs to inherit.
+func redirect(target, fd int) error {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	if err := dup2(target, fd); err != nil {
+		return err
+	}
+	if fd > 2 {
+		syscall.CloseOnExec(fd)
+	}
+	return nil
 }
 
 // wouldBlock reports whether err is a read's or a write's EAGAIN: the

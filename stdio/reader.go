@@ -19,7 +19,9 @@ import (
 // a request of its own), and reports end of file once the requests passed
 // before are answered (or the timeout after the stop). When such a wait
 // starts, it hands the SDK a cancellation of each subscriptions/listen call
-// in flight, which would otherwise never end ([reader.startDrain]).
+// in flight, which would otherwise never end ([reader.startDrain]); and
+// once the input has ended, an error answer to each request of the
+// server's that the client has not answered ([reader.answerAsked]).
 //
 // Its input is read by a goroutine of its own (started by the first Read),
 // so that a Read waiting for input also sees the stop, the last answer,
@@ -92,6 +94,9 @@ func (r *reader) next() {
 	}
 	var answered <-chan struct{}
 	if r.inErr != nil || r.stopped {
+		if r.inErr != nil && r.timeout >= 0 && r.answerAsked() {
+			return
+		}
 		n, changed := r.s.unanswered()
 		if n == 0 || r.timeout < 0 {
 			r.end()
@@ -163,6 +168,31 @@ func (r *reader) startDrain() {
 		r.ready = append(r.ready, id...)
 		r.ready = append(r.ready, "}}\n"...)
 	}
+}
+
+// answerAsked hands the go-sdk, once the input has ended, an error answer
+// to each request of the server's that the client has not answered: none
+// can come now, and the handler waiting for one (roots, sampling,
+// elicitation) would hold its call, and the drain, until DrainTimeout, and
+// its answer would be lost though the client still reads the output. The
+// answer is -32003, the SDK's "client is closing", but for a ping: -32601
+// (method not found), which the SDK's keepalive takes for a client without
+// ping, and stops, where another failure would close the session and drop
+// the answers of the calls under way. It reports whether it handed any.
+func (r *reader) answerAsked() bool {
+	asks := r.s.takeAsked()
+	for _, a := range asks {
+		code := "-32003,\"message\":\"client is closing"
+		if a.ping {
+			code = "-32601,\"message\":\"method not found"
+		}
+		r.ready = append(r.ready, `{"jsonrpc":"2.0","id":`...)
+		r.ready = append(r.ready, a.id...)
+		r.ready = append(r.ready, `,"error":{"code":`...)
+		r.ready = append(r.ready, code...)
+		r.ready = append(r.ready, `: the input ended before the client answered"}}`+"\n"...)
+	}
+	return len(asks) > 0
 }
 
 // end ends the input for the go-sdk: with its error, or at end of file
@@ -261,6 +291,7 @@ func (r *reader) line(line []byte, tooLong bool) {
 		}
 		if e == nil {
 			if pass != nil {
+				r.s.replied(msgs)
 				r.ready = append(r.ready, pass...)
 				r.ready = append(r.ready, '\n')
 				if hasCall(msgs) {
@@ -313,6 +344,7 @@ func hasCall(msgs []info) bool {
 // among msgs, the members of a batch whose requests are refused: a handler
 // may be waiting for one of them, holding its place in flight.
 func (r *reader) passAnswers(msgs []info) {
+	r.s.replied(msgs)
 	for _, m := range msgs {
 		if !m.request {
 			r.ready = append(r.ready, m.raw...)

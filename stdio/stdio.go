@@ -12,7 +12,9 @@ import (
 
 // Options select the files [Isolate] works on and how its transport ends.
 // A nil *Options means the process's own standard streams, with the
-// defaults below.
+// defaults below. Where descriptors are redirected, the descriptor of a
+// Stdin or Stdout above 2 is left close-on-exec, so that child processes
+// do not inherit it; 0, 1 and 2 are theirs to inherit.
 type Options struct {
 	// Stdin is the file the JSON-RPC channel reads from. Nil means os.Stdin.
 	// After Isolate its descriptor reads the null device.
@@ -32,8 +34,11 @@ type Options struct {
 	// end of input and the stop. Past it the transport logs how many
 	// requests are unanswered, and the SDK ends the session and cancels
 	// the calls still running (their context's cause is io.EOF, or the read
-	// error); their answers are lost. A subscriptions/listen call, which
-	// the SDK holds until it is cancelled, is cancelled when the drain
+	// error); their answers are lost. A call waiting, at end of input, for
+	// the client's answer to a request of the server's does not hold it:
+	// the transport answers that request to the SDK with an error. A
+	// subscriptions/listen call, which the SDK holds until it is
+	// cancelled, is cancelled when the drain
 	// starts (the transport hands the SDK a notifications/cancelled for
 	// it), and answered. Zero means 5 seconds; negative turns draining off
 	// (end of input, or the stop, ends the session at once).
@@ -88,8 +93,11 @@ type Options struct {
 // At end of input the transport waits (up to Options.DrainTimeout) for the
 // answers to requests already read, then reports end of file; it does the
 // same when Options.Stop is closed, refusing (-32004) the requests it reads
-// after it. It cancels, when it starts that wait, the subscriptions/listen
-// calls in flight, which end only so. Where
+// after it. Once the input has ended, it answers to the go-sdk itself, with
+// an error, the server's requests to the client that the client has not
+// answered (-32003; -32601 to a ping), as none can come. It cancels, when
+// it starts that wait, the subscriptions/listen calls in flight, which end
+// only so. Where
 // descriptors are redirected, and Stdout or Stderr is descriptor 1 or 2,
 // Isolate also asks for SIGPIPE ([os/signal.Notify]): a write to a broken
 // pipe on the standard output or error descriptor then fails with EPIPE
