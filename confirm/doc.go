@@ -25,14 +25,19 @@
 // admitted, uses the state up. Only Consume is authoritative: two
 // concurrent calls with the same unused state can both pass Used, and only
 // one of them passes Consume. Used tells a used state only with a nonce
-// store that implements [NonceChecker] (the built-in ones do).
+// store that implements [NonceChecker] (the built-in ones do). Such a
+// guard consumes the ticket of a "decline" or "cancel" too, before it
+// answers: a state left unused could be sent again with "accept".
 //
 // On protocol 2026-07-28 the client performs the retry itself. For clients
 // on older protocol versions (2025-11-25) the go-sdk's server middleware turns
 // the input request into an elicitation/create round trip and re-invokes the
 // handler with the answer, so the same guard code serves both. The guard
-// should count the logical call once against rate and spend limits (for
-// example only on the round that carries a RequestState).
+// should count the logical call once against rate and spend limits: its
+// call rate in the round that asks, so that a caller cannot ask the human
+// without limit, and its spend in the round that runs the tool (as
+// mcpguard's Guard does); counted only in the round that carries a
+// RequestState, asking would cost nothing.
 //
 // # The state
 //
