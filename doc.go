@@ -77,6 +77,37 @@
 // session or request makes a Guard for each, from the same Options (see
 // [Guard.Install]).
 //
+// # Sessions over HTTP
+//
+// IMPORTANT: over stateful Streamable HTTP, bind every MCP session to the
+// user who opened it. The guard authenticates each request on its own, so
+// a call runs as its real caller whatever session it names; but go-sdk
+// v1.8.0 serves anyone who presents a session's Mcp-Session-Id (learnt
+// from a log, a proxy, a Referer) unless the request that opened the
+// session carried a verified user (auth.TokenInfo with a UserID), and
+// much of a session is not a call: its stream (GET, resumed with
+// Last-Event-ID), with the notifications and questions the server sends
+// its client; its DELETE; the cancellation of its calls; its per-session
+// budget and audit session id; and the answers to the server's questions,
+// which no one authenticates: on an unbound session anyone, with a token
+// or without, can answer "accept" to the confirmation an older client's
+// user is asked for (below). Bind sessions with [token.Table.BindSessions]
+// around the handler (with [BearerTokens]), or put the handler behind
+// auth.RequireBearerToken (with [FromTokenInfo]): another user's requests
+// on the session, and those without a valid token, then get 403. An
+// [Authenticator] of other headers binds nothing; behind mcpguard's
+// gateway ([FromGatewayHeaders]) the gateway binds the sessions itself.
+// Serve stateless (StreamableHTTPOptions.Stateless) where no binding is
+// possible. A session opened without a token stays bound to no one,
+// whatever tokens its later requests carry. As a last line, the guard
+// does not ask an older client (protocol before 2026-07-28) to confirm by
+// an elicitation inside a call that arrived over HTTP on a session with an
+// id but carries neither a verified user nor the gateway's subject header:
+// it refuses the call, CONFIRMATION_REQUIRED. Stream transports (stdio, in
+// memory) have one client per session and are not affected; nor are
+// clients on 2026-07-28 or later, whose answer comes in a call of theirs
+// with a state bound to their subject.
+//
 // # Errors
 //
 // A refusal is a [*DenialError] with a [Code] from the error contract; it

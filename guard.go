@@ -144,8 +144,13 @@ type Options struct {
 	// elicitation is asked with an elicitation inside the call, whose
 	// answer is waited for until the state expires (then the call is
 	// refused, CONFIRMATION_REQUIRED, as is a call no one can be asked
-	// for). An accepted confirmation is used up only when the call is
-	// admitted, after the limits and the write-ahead record: a call those
+	// for). That answer comes back on the session, from whoever may post
+	// on it: over Streamable HTTP the older client is asked only on a
+	// session bound to a verified user (a call with neither a TokenInfo
+	// UserID nor the gateway's subject header is refused so; see
+	// "Sessions over HTTP" in the package documentation). An accepted
+	// confirmation is used up only when the call is admitted, after the
+	// limits and the write-ahead record: a call those
 	// refuse can be sent again with the same state and answer until the
 	// state expires (an older client, which never sees the state, is
 	// asked again). A decline uses the state up. With a Limiter, the

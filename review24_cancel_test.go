@@ -18,6 +18,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -205,9 +206,14 @@ func (f *r24Fix) connect(kind string, rc *r24Client) *mcp.ClientSession {
 		}
 	case "http", "http_stateless":
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv }, &mcp.StreamableHTTPOptions{Stateless: kind == "http_stateless", PropagateRequestCancellation: true})
-		hs := httptest.NewServer(h)
+		// The session is bound to bob, its user: the guard asks an older
+		// client to confirm only on such a session (review25e).
+		bobToken := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+			return &auth.TokenInfo{UserID: "bob"}, nil
+		}
+		hs := httptest.NewServer(auth.RequireBearerToken(bobToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
 		f.t.Cleanup(hs.Close)
-		ct = &mcp.StreamableClientTransport{Endpoint: hs.URL}
+		ct = &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: &http.Client{Transport: bearerRT{"bob-token"}}}
 	}
 	cs, err := c.Connect(ctx, ct, copts)
 	if err != nil {

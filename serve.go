@@ -21,6 +21,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -958,6 +959,12 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm: the client does not support elicitation")
 			return nil, false
 		}
+		if !supportsMRTR(req.Session) && !bound(req) {
+			// Anyone who knows the session id could answer the question.
+			c.detail = "the session is not bound to a verified user"
+			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm: the session is not bound to its user")
+			return nil, false
+		}
 		var ld limiter.Decision
 		if g.opts.Limiter != nil && !limitedOutside(ctx, req, g.opts.Limiter) {
 			// The cost is checked, not spent: a call the spend caps
@@ -1167,6 +1174,31 @@ func supportsMRTR(ss *mcp.ServerSession) bool {
 	}
 	ip := ss.InitializeParams()
 	return ip == nil || ip.ProtocolVersion >= "2026-07-28"
+}
+
+// bound reports whether the answer to an elicitation asked in req's
+// session can come only from req's caller. It comes back on the session,
+// from whoever the transport lets post on it: on a stream (stdio, in
+// memory, a request without HTTP headers) the one client; over stateful
+// Streamable HTTP (a request with headers, on a session with an id) go-sdk
+// v1.8.0 lets anyone who knows the session id post on it, unless the
+// request that opened it carried a verified user (auth.TokenInfo with a
+// UserID: auth.RequireBearerToken, token.Table.BindSessions), in which case
+// every request on the session carries that user, this call too; or unless
+// it came through mcpguard's gateway (the call carries the gateway's
+// subject header, [token.HeaderSubject]), which binds each session to its
+// subject itself. A call without either is on a session not so bound.
+// (One opened without a token and used with one is bound to no one, and is
+// not told apart.)
+func bound(req *mcp.CallToolRequest) bool {
+	if req.Extra == nil || req.Extra.Header == nil || req.Session == nil || req.Session.ID() == "" {
+		return true
+	}
+	if req.Extra.Header.Get(token.HeaderSubject) != "" {
+		return true
+	}
+	ti := req.Extra.TokenInfo
+	return ti != nil && ti.UserID != ""
 }
 
 // canElicit reports whether the go-sdk will send ss's client a form
