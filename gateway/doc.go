@@ -212,11 +212,14 @@
 // keeps the surrogate. The policy's rules apply to names under case folding too
 // ("ADMIN_reset_key" needs the role of "admin_*"; see
 // policy.Policy.Resolve). Member names that occur twice, or differ from
-// jsonrpc, id, method, params, name or arguments only in case or by what
-// follows a NUL ("name\u0000x"), are refused too: decoders disagree about
-// them (encoding/json matches names case-insensitively, the go-sdk does
-// not, a C reader such as cJSON cuts a name at a NUL), and a gateway that
-// reads another value than its downstream is a bypass. Argument-aware
+// jsonrpc, id, method, params, name or arguments only in case, by '_' or
+// '-' ("me_thod", "_params") or by what follows a NUL ("name\u0000x"), are
+// refused too: decoders disagree about them (encoding/json matches names
+// case-insensitively, encoding/json/v2's case-insensitive matching ignores
+// '_' and '-' as well, the go-sdk does neither, a C reader such as cJSON
+// cuts a name at a NUL), and a gateway that reads another value than its
+// downstream is a bypass: a client's response holding "me_thod" and
+// "para-ms" was forwarded unjudged, and read as a tools/call. Argument-aware
 // rules (policy.ArgLimit) read arguments with the same strictness: two
 // argument names equal under Unicode case folding, each cut at a NUL, make
 // every argument unreadable.

@@ -47,9 +47,11 @@ func (m *message) idOrNil() []byte {
 }
 
 // Known member names. Keys that equal one of these case-insensitively but not
-// exactly are refused: decoders disagree about them (encoding/json matches
-// struct fields case-insensitively, the go-sdk does not), and a gateway that
-// reads a different value than the downstream is a bypass.
+// exactly are refused, as are keys that equal one once '_' and '-' are
+// dropped: decoders disagree about them (encoding/json matches struct fields
+// case-insensitively, encoding/json/v2's case-insensitive matching also
+// ignores '_' and '-', the go-sdk does neither), and a gateway that reads a
+// different value than the downstream is a bypass.
 var (
 	envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 	paramsKeys   = [...]string{"name", "arguments"}
@@ -275,12 +277,28 @@ func cutNUL(key []byte) []byte {
 	return key
 }
 
-// foldsToKnown reports whether key, cut at its first NUL (see cutNUL),
-// equals one of names ignoring case.
+// foldsToKnown reports whether key, cut at its first NUL (see cutNUL) and
+// without '_' and '-', equals one of names ignoring case. encoding/json/v2
+// ignores '_' and '-' under its case-insensitive matching
+// (MatchCaseInsensitiveNames, a `case:ignore` tag), so that "me_thod" or
+// "_params" is read as "method" or "params" there. The names are ASCII
+// letters (as "instructions", 12 at most, and neither '_' nor '-'): a key
+// longer than 64 bytes once those are dropped (a letter that folds onto an
+// ASCII one takes at most 3) can equal none.
 func foldsToKnown(key []byte, names []string) bool {
-	key = cutNUL(key)
+	var buf [64]byte
+	k := buf[:0]
+	for _, c := range cutNUL(key) {
+		if c == '_' || c == '-' {
+			continue
+		}
+		if len(k) == len(buf) {
+			return false
+		}
+		k = append(k, c)
+	}
 	for _, n := range names {
-		if bytes.EqualFold(key, []byte(n)) {
+		if bytes.EqualFold(k, []byte(n)) {
 			return true
 		}
 	}
