@@ -228,10 +228,12 @@ func memberOf(obj []byte, name string) (v []byte, ok bool) {
 // that decode with it, match member names without regard to case, under
 // Unicode folding ("reſult" is "result"), as bytes.EqualFold does, and a
 // client that keeps names as C strings (cJSON) reads a name cut at its
-// first NUL ("result\u0000" is "result"; see cutNUL). (The go-sdk, the
-// TypeScript and the Python SDKs match them exactly.)
+// first NUL ("result\u0000" is "result"; see cutNUL); encoding/json/v2's
+// case-insensitive matching also ignores '_' and '-' ("to_ols" is "tools";
+// see foldsToKnown). (The go-sdk, the TypeScript and the Python SDKs match
+// them exactly.)
 func ambiguousKey(k []byte, name string) bool {
-	return string(k) != name && bytes.EqualFold(cutNUL(k), []byte(name))
+	return string(k) != name && foldsToKnown(k, []string{name})
 }
 
 // listable reports whether a tools/list answer keeps the tool named name,
