@@ -94,10 +94,12 @@ func (r *reader) next() {
 	}
 	var answered <-chan struct{}
 	if r.inErr != nil || r.stopped {
+		// The channel is taken before the asks: one the go-sdk writes
+		// after answerAsked took them closes it.
+		n, changed := r.s.unanswered()
 		if r.inErr != nil && r.timeout >= 0 && r.answerAsked() {
 			return
 		}
-		n, changed := r.s.unanswered()
 		if n == 0 || r.timeout < 0 {
 			r.end()
 			return
