@@ -15,15 +15,17 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strings"
 )
 
 // ParseJWKS parses an RFC 7517 JWK Set, {"keys": [...]}, of public keys and
 // returns them by key id, for [JWTConfig.Keys]. It reads keys of kty "RSA"
 // (n, e), "EC" (crv P-256, P-384 or P-521; x, y: a point on the curve) and
 // "OKP" (crv Ed25519; x); members are base64url without padding, strictly
-// decoded. A key whose "use" is present and not "sig", or whose "key_ops"
-// is present and lacks "verify", is skipped. A key's "alg", when present,
-// must be one that [JWT] accepts for that key.
+// decoded. Member names are matched exactly (RFC 7517): "USE" or "Kid" is
+// an unknown member, ignored. A key whose "use" is present and not "sig",
+// or whose "key_ops" is present and lacks "verify", is skipped. A key's
+// "alg", when present, must be one that [JWT] accepts for that key.
 //
 // A key without "alg" is returned bare: an *rsa.PublicKey,
 // *ecdsa.PublicKey or ed25519.PublicKey, which verifies every algorithm
@@ -80,16 +82,20 @@ func parseJWKS(data []byte, lenient bool) (map[string]crypto.PublicKey, []error,
 // signature key with a private member lists its kid too, and so does a
 // key with a member of the wrong type whose kid reads (see mayVerify).
 func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.PublicKey, error) {
-	var set struct {
-		Keys []json.RawMessage `json:"keys"`
-	}
+	// A map matches "keys" exactly, where a struct would take "KEYS" too
+	// (see exactMembers).
+	var set map[string]json.RawMessage
+	var list []json.RawMessage
 	if err := json.Unmarshal(data, &set); err != nil {
 		return nil, errors.New(`token: JWK Set: not a JSON object {"keys": [...]}`)
 	}
-	if set.Keys == nil {
+	if raw, ok := set["keys"]; ok && json.Unmarshal(raw, &list) != nil {
+		return nil, errors.New(`token: JWK Set: not a JSON object {"keys": [...]}`)
+	}
+	if list == nil {
 		return nil, errors.New(`token: JWK Set: no "keys" array`)
 	}
-	keys := make(map[string]crypto.PublicKey, len(set.Keys))
+	keys := make(map[string]crypto.PublicKey, len(list))
 	seen := map[string]bool{}    // the kids of the signature keys, kept or not (private ones too)
 	names := map[string]string{} // how the errors name the keys kept
 	// listed records another copy of a signature key's kid, one not kept:
@@ -103,21 +109,11 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 		}
 		return nil
 	}
-	for n, raw := range set.Keys {
+	for n, raw := range list {
 		var members map[string]json.RawMessage
-		var jwk struct {
-			Kty    string   `json:"kty"`
-			Kid    string   `json:"kid"`
-			Use    string   `json:"use"`
-			KeyOps []string `json:"key_ops"`
-			Alg    string   `json:"alg"`
-			N      string   `json:"n"`
-			E      string   `json:"e"`
-			Crv    string   `json:"crv"`
-			X      string   `json:"x"`
-			Y      string   `json:"y"`
-		}
-		if membersErr := json.Unmarshal(raw, &members); membersErr != nil || json.Unmarshal(raw, &jwk) != nil {
+		var jwk jwkMembers
+		membersErr := json.Unmarshal(raw, &members)
+		if membersErr != nil || json.Unmarshal(exactMembers(raw, members), &jwk) != nil {
 			if err := bad(fmt.Errorf("token: JWK %d: not an object of string members", n+1)); err != nil {
 				return nil, err
 			}
@@ -220,6 +216,69 @@ func parseJWKSKeys(data []byte, bad func(err error) error) (map[string]crypto.Pu
 		names[jwk.Kid] = name
 	}
 	return keys, nil
+}
+
+// jwkMembers are the members of a JWK that parseJWKSKeys reads, named
+// jwkNames.
+type jwkMembers struct {
+	Kty    string   `json:"kty"`
+	Kid    string   `json:"kid"`
+	Use    string   `json:"use"`
+	KeyOps []string `json:"key_ops"`
+	Alg    string   `json:"alg"`
+	N      string   `json:"n"`
+	E      string   `json:"e"`
+	Crv    string   `json:"crv"`
+	X      string   `json:"x"`
+	Y      string   `json:"y"`
+}
+
+// jwkNames are the names of the members in jwkMembers.
+func jwkNames() [10]string {
+	return [...]string{"kty", "kid", "use", "key_ops", "alg", "n", "e", "crv", "x", "y"}
+}
+
+// exactMembers returns raw, a JSON object whose members are members, to
+// be decoded into a jwkMembers; or, when a name of members is not one of
+// jwkNames but matches one under case folding, raw without such members.
+// Member names are case-sensitive (RFC 7517, section 4): "USE" or "uſe"
+// (with the long s) is an unknown member, ignored, where encoding/json,
+// which matches members to fields under case folding, would read either
+// as "use", the last one winning, and keep a key whose "use" is "enc" as a
+// signature key. Members named exactly stay as they are, duplicates too.
+func exactMembers(raw []byte, members map[string]json.RawMessage) []byte {
+	names := jwkNames()
+	folded := false
+	for name := range members {
+		if slices.Contains(names[:], name) {
+			continue
+		}
+		for _, n := range names {
+			folded = folded || strings.EqualFold(name, n)
+		}
+	}
+	if !folded {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return raw
+	}
+	out := []byte{'{'}
+	for dec.More() {
+		t, err := dec.Token()
+		var value json.RawMessage
+		if err != nil || dec.Decode(&value) != nil {
+			return raw
+		}
+		if name, _ := t.(string); slices.Contains(names[:], name) {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(append(append(append(out, '"'), name...), `":`...), value...)
+		}
+	}
+	return append(out, '}')
 }
 
 // mayVerify reports whether a JWK whose members do not all read as they
