@@ -641,7 +641,8 @@ func shownUpstream(raw string) string {
 
 // isURL reports whether --jwt-jwks names a URL rather than a file.
 func isURL(jwks string) bool {
-	return strings.HasPrefix(jwks, "https://") || strings.HasPrefix(jwks, "http://")
+	scheme, _, ok := strings.Cut(jwks, "://")
+	return ok && (strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "http"))
 }
 
 // authenticator returns the gateway's authenticator: JWTs verified with cfg
