@@ -103,10 +103,14 @@
 // does not ask an older client (protocol before 2026-07-28) to confirm by
 // an elicitation inside a call that arrived over HTTP on a session with an
 // id but carries neither a verified user nor the gateway's subject header:
-// it refuses the call, CONFIRMATION_REQUIRED. Stream transports (stdio, in
-// memory) have one client per session and are not affected; nor are
-// clients on 2026-07-28 or later, whose answer comes in a call of theirs
-// with a state bound to their subject.
+// it refuses the call, CONFIRMATION_REQUIRED. The go-sdk's HTTP+SSE
+// transport (mcp.NewSSEHandler) binds no session (anyone who has the
+// session id, in the query of every URL its client posts to, posts on it),
+// and its calls carry no headers: a call without headers in the context of
+// an HTTP request is refused so too. Stream transports (stdio, in memory)
+// have one client per session and are not affected; nor are clients on
+// 2026-07-28 or later, whose answer comes in a call of theirs with a state
+// bound to their subject.
 //
 // # Errors
 //

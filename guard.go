@@ -147,7 +147,8 @@ type Options struct {
 	// for). That answer comes back on the session, from whoever may post
 	// on it: over Streamable HTTP the older client is asked only on a
 	// session bound to a verified user (a call with neither a TokenInfo
-	// UserID nor the gateway's subject header is refused so; see
+	// UserID nor the gateway's subject header is refused so, as is one
+	// over the go-sdk's HTTP+SSE transport, which binds no session; see
 	// "Sessions over HTTP" in the package documentation). An accepted
 	// confirmation is used up only when the call is admitted, after the
 	// limits and the write-ahead record: a call those

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"reflect"
 	"runtime/debug"
 	"strconv"
@@ -959,7 +960,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm: the client does not support elicitation")
 			return nil, false
 		}
-		if !supportsMRTR(req.Session) && !bound(req) {
+		if !supportsMRTR(req.Session) && !bound(ctx, req) {
 			// Anyone who knows the session id could answer the question.
 			c.detail = "the session is not bound to a verified user"
 			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm: the session is not bound to its user")
@@ -1179,7 +1180,12 @@ func supportsMRTR(ss *mcp.ServerSession) bool {
 // bound reports whether the answer to an elicitation asked in req's
 // session can come only from req's caller. It comes back on the session,
 // from whoever the transport lets post on it: on a stream (stdio, in
-// memory, a request without HTTP headers) the one client; over stateful
+// memory, a request without HTTP headers) the one client; but the go-sdk's
+// HTTP+SSE transport (mcp.NewSSEHandler), whose calls carry no headers
+// either, lets anyone who knows the session id (in the query of every URL
+// the client posts to) post on it, and binds no session to a user: a call
+// without headers in the context of an HTTP request (ctx carries
+// http.ServerContextKey) is on a session not bound. Over stateful
 // Streamable HTTP (a request with headers, on a session with an id) go-sdk
 // v1.8.0 lets anyone who knows the session id post on it, unless the
 // request that opened it carried a verified user (auth.TokenInfo with a
@@ -1190,8 +1196,14 @@ func supportsMRTR(ss *mcp.ServerSession) bool {
 // subject itself. A call without either is on a session not so bound.
 // (One opened without a token and used with one is bound to no one, and is
 // not told apart.)
-func bound(req *mcp.CallToolRequest) bool {
-	if req.Extra == nil || req.Extra.Header == nil || req.Session == nil || req.Session.ID() == "" {
+func bound(ctx context.Context, req *mcp.CallToolRequest) bool {
+	if req.Session == nil {
+		return true
+	}
+	if req.Extra == nil || req.Extra.Header == nil {
+		return ctx.Value(http.ServerContextKey) == nil
+	}
+	if req.Session.ID() == "" {
 		return true
 	}
 	if req.Extra.Header.Get(token.HeaderSubject) != "" {
