@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -172,9 +173,10 @@ func BearerTokens(t *token.Table) Authenticator {
 // The MCP client's configuration sets the variable when it launches the
 // server, so every call runs as that user. When the variable is unset or
 // the token unknown, every call is refused as unauthenticated (there is no
-// default identity). Requests that arrive over HTTP (with headers) are
-// refused too: the launching user's identity is never lent to a network
-// caller.
+// default identity). Requests that arrive over HTTP (with headers, or over
+// the go-sdk's HTTP+SSE transport, whose calls carry none but run in an
+// HTTP request's context) are refused too: the launching user's identity
+// is never lent to a network caller.
 func FromEnv(name string, t *token.Table) Authenticator {
 	where := "environment variable " + name
 	return fromToken(os.Getenv(name), t, where+" is not set", where+" holds an unknown token")
@@ -202,8 +204,10 @@ func fromToken(tok string, t *token.Table, unset, unknown string) Authenticator 
 		id = &Identity{Principal: pr, Credential: NewCredential(tok)}
 	}
 	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
+		// Over the go-sdk's HTTP+SSE transport a call carries no headers,
+		// but its context is an HTTP request's.
 		extra := extraOf(req)
-		if extra != nil && (extra.Header != nil || extra.TokenInfo != nil) {
+		if extra != nil && (extra.Header != nil || extra.TokenInfo != nil) || ctx.Value(http.ServerContextKey) != nil {
 			return nil, unauthenticated("the launching identity is not available over HTTP")
 		}
 		if why != nil {

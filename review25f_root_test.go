@@ -46,7 +46,13 @@ func newSSERig(t *testing.T) *sseRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := mcpguard.New(pol, mcpguard.FromToken("alice-tok", tokens), &mcpguard.Options{
+	// Not FromToken, which refuses every call over HTTP+SSE (review25g):
+	// an authenticator that lets alice's calls through over SSE.
+	alice := tokens.Lookup("alice-tok")
+	authn := mcpguard.AuthenticatorFunc(func(context.Context, mcp.Request) (*mcpguard.Identity, error) {
+		return &mcpguard.Identity{Principal: alice}, nil
+	})
+	g, err := mcpguard.New(pol, authn, &mcpguard.Options{
 		Audit: &memSink{}, Confirmer: testSigner(t, nil),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
