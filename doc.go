@@ -103,7 +103,9 @@
 // does not ask an older client (protocol before 2026-07-28) to confirm by
 // an elicitation inside a call that arrived over HTTP on a session with an
 // id but carries neither a verified user nor the gateway's subject header:
-// it refuses the call, CONFIRMATION_REQUIRED. The go-sdk's HTTP+SSE
+// it refuses the call, CONFIRMATION_REQUIRED (a call with a verified user
+// on a session opened without one is asked: the guard cannot tell that
+// session from a bound one). The go-sdk's HTTP+SSE
 // transport (mcp.NewSSEHandler) binds no session (anyone who has the
 // session id, in the query of every URL its client posts to, posts on it),
 // and its calls carry no headers: a call without headers in the context of

@@ -13,7 +13,8 @@
 //
 // A write tool's handler runs only after its intent is durable:
 // [WriteDurable] uses a sink's [DurableWriter] method when it has one. For a
-// [JSONLSink] that means written and fsynced; for a [SQLSink], committed.
+// [JSONLSink] that means written and fsynced (written, to a pipe or a
+// terminal, which cannot be fsynced); for a [SQLSink], committed.
 // Plain Write on a buffered sink returns once the event is queued; call Flush
 // or Close to drain.
 //

@@ -785,8 +785,8 @@ func (s *JSONLSink) Sync() error {
 // durably (its write or fsync failed) are written to the new one, from
 // the start of a line cut short (the lines before it once the old file is
 // fsynced), so that a line may read back from both files but never from
-// neither; so are, on Unix, all of them when the old file has no name
-// left (removed since the rotator renamed it). Writes that wait for their
+// neither; so are, on Unix, all the buffered lines when the old file has
+// no name left (removed since the rotator renamed it). Writes that wait for their
 // line to be durable are answered once it is, in either file. The one
 // exception is the lines earlier flushes wrote to the old file without
 // fsync, which are no longer buffered: if the old file, a regular file,
@@ -799,7 +799,9 @@ func (s *JSONLSink) Sync() error {
 //
 // If the path cannot be opened, or names what is not a regular file (a
 // directory, a named pipe) where the sink's file is one, the sink writes
-// on to the old file and Reopen returns the error. A sink that refuses
+// on to the old file and Reopen returns the error; but when lines were to
+// go to the new file (the old one failed them, or has no name left), the
+// sink refuses further writes, as after a failed write. A sink that refuses
 // writes after a failed write ([JSONLSink]) stays so: Reopen returns that
 // error and does nothing (open a new sink). After Close Reopen returns
 // [ErrClosed].

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,9 +31,6 @@ import (
 // the records of a WriteDurable waiting on Reopen. A flush moves such lines
 // to the file at the path (see JSONLSink); Reopen must not lose them.
 func TestReview25bReopenAfterRemove(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("audit: an open file cannot be removed on Windows")
-	}
 	for _, how := range []string{"removed", "renamed-removed"} {
 		t.Run(how, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -83,9 +79,6 @@ func TestReview25bReopenAfterRemove(t *testing.T) {
 // directory, so Reopen can make no new one: the buffered record, which
 // went only to the nameless file, must not pass for durable.
 func TestReview25bReopenAfterDirectoryRemoved(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("audit: an open file cannot be removed on Windows")
-	}
 	dir := filepath.Join(t.TempDir(), "logs")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -121,9 +114,6 @@ func TestReview25bReopenAfterDirectoryRemoved(t *testing.T) {
 // or ErrClosed, and every accepted event is in exactly one of the files,
 // whole.
 func TestReview25bSIGHUPStorm(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("audit: no SIGHUP on Windows")
-	}
 	for round := range 6 {
 		durable := round%2 == 1
 		t.Run(fmt.Sprintf("round%d_durable_%v", round, durable), func(t *testing.T) {

@@ -119,8 +119,9 @@
 //     at (httpx, under the Python SDK, splits at U+2028, NEL, VT and the
 //     like) is dropped. A listing whose result, tools
 //     or a tool's name are named twice, or under another spelling that a
-//     client decoding with encoding/json takes for them ("Result",
-//     "Tools", "NAME"), is refused or withheld the same way.
+//     client decoding with encoding/json, or with encoding/json/v2 matching
+//     names case-insensitively, takes for them ("Result", "Tools", "NAME";
+//     "re_sult", "to-ols", "na_me"), is refused or withheld the same way.
 //   - Client headers in the x-mcp-gateway-* namespace are dropped, and so
 //     is every client header whose name has an underscore (as nginx does
 //     by default): servers that map "_" to "-" (CGI, WSGI) would read

@@ -143,7 +143,8 @@ type Config struct {
 	// tool runs: writes are off by default. A lone "*" allows every write
 	// tool; any other entry is an exact tool name. A name that equals a
 	// write tool rule's name only under folding runs only when that
-	// rule's name is listed too (see [Policy.Authorize]).
+	// rule's name is listed too (see [Policy.Authorize]); [New] refuses
+	// such an entry without it, as it would allow nothing.
 	WriteAllowlist []string
 	// Default, if non-nil, is the rule for tools without their own rule
 	// (useful in a gateway in front of a server whose tools are not known in

@@ -101,10 +101,12 @@
 //
 // A mistake in the flags (a value out of range or malformed, a --path no
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
-// does not parse, an invalid MCP_GATEWAY_TOKENS, flags that exclude each
-// other, a flag given twice, an argument after the flags, a flag given as
-// "", a --host with a port or brackets, an --upstream or URL flag without
-// a host, or with a port not in 1 to 65535) stops the start with exit
+// cannot be read or does not parse (or, for the last two, is over 16 MiB),
+// an invalid MCP_GATEWAY_TOKENS, flags that exclude each other (any but
+// --upstream and --timeout with --print-pins), a flag given twice, an
+// argument after the flags, a flag given as "", a --host with a port or
+// brackets, an --upstream or URL flag without a host, or with a port not
+// in 1 to 65535) stops the start with exit
 // status 2, before anything is fetched, opened or listened on; other
 // failures exit with status 1, their message naming the flag too. An
 // --upstream that is plain http to a host other than loopback is warned

@@ -9,8 +9,8 @@
 // (-session-cap, -user-cap, -cap-window); it never refunds a customer more
 // in all than they paid, within one process (the records are in its
 // memory: a restarted server, or a second one, starts from nothing
-// refunded). Every decision is audited to -audit (a JSONL file) or to
-// stderr. Standard output carries JSON-RPC and nothing else: a
+// refunded). Every decision on a tool call is audited to -audit (a JSONL
+// file) or to stderr. Standard output carries JSON-RPC and nothing else: a
 // stray print lands on stderr. SIGTERM and SIGINT stop it gracefully:
 // requests read after the signal are refused (-32004), the calls under way
 // finish, are audited and answered (for up to 5 seconds), and it exits 0;
