@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard"
@@ -330,6 +331,47 @@ func checkLoopback(host string, allowRemote bool) error {
 	return fmt.Errorf("--host %q is not a loopback address (add --allow-remote to insist; the dev token table would then be reachable from the network)", host)
 }
 
+// crossSite reports whether r was sent by a web page of another origin than
+// the server's own: a browser says so in Sec-Fetch-Site (cross-site,
+// same-site) and, on every request but a plain GET or HEAD, in Origin (one
+// that is not "http://" and r's Host, "null" included). A request with
+// neither header (a client that is not a browser) or with Sec-Fetch-Site
+// none (a URL typed in the address bar) is not.
+func crossSite(r *http.Request) bool {
+	switch site := r.Header.Values("Sec-Fetch-Site"); {
+	case len(site) > 1:
+		return true
+	case len(site) == 1 && site[0] != "same-origin" && site[0] != "none":
+		return true
+	}
+	switch origin := r.Header.Values("Origin"); len(origin) {
+	case 0:
+		return false
+	case 1:
+		return !strings.EqualFold(origin[0], "http://"+r.Host)
+	}
+	return true
+}
+
+// refuseCrossSite refuses with a plain-text 403, before h and so with no
+// audit record, a request that a web page of another origin sent
+// (crossSite). Such a page reaches a server on 127.0.0.1 under its own
+// Host, which the DNS rebinding check lets through, and may send a POST
+// without a preflight (text/plain) or a GET (an image): it cannot send a
+// bearer token, but each request would still be served a refusal and
+// recorded in the audit trail. The MCP Streamable HTTP transport asks
+// servers to check Origin; the server sends no CORS headers, so no page
+// of another origin could read an answer anyway.
+func refuseCrossSite(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if crossSite(r) {
+			http.Error(w, "forbidden: the request came from a web page of another origin", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // serveHTTP serves a on ln until ctx ends.
 func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) error {
 	rest := newRESTSessions(a.server, a.authn)
@@ -337,7 +379,8 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 	// The REST endpoints get the DNS rebinding protection that the
 	// go-sdk gives /mcp: a web page of another name rebound to 127.0.0.1
 	// must not call tools with a token it knows (the dev token table).
-	h := loopback.Guard(httpHandler(a, rest, log))
+	// Every endpoint refuses a web page of another origin (refuseCrossSite).
+	h := loopback.Guard(refuseCrossSite(httpHandler(a, rest, log)))
 	srv := &http.Server{
 		// Counted with the MCP requests (a.running): the audit sinks
 		// close after serveHTTP returns, so it waits for both (below).
