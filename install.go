@@ -639,15 +639,15 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // one), is refused with a JSON-RPC error -32603, as INVALID_RESPONSE is,
 // and so is such a handler's error that the go-sdk panics answering with
 // (a nil pointer, one whose text panics, or one that wraps a nil
-// *jsonrpc.Error or a nil pointer whose Is method reads it), a
-// resources/read that panics below the guard (go-sdk v1.8.0's own read
-// handler does on a nil content; a resource handler's own panic is refused
-// so too, and logged with its stack to [Options].Logger, as a tool
-// handler's is; a prompt's, a completion's or a custom method's handler
-// that panics still ends the process, as the go-sdk recovers none), and
-// a tools/list result whose own _meta is such (its tools are checked when
-// compiled, above);
-// their size is not capped ([Options].MaxOutputBytes is for tool results). The
+// *jsonrpc.Error or a nil pointer whose Is method reads it), a request
+// whose handler panics (a prompt's, a resource's, a completion's or a
+// custom method's: the go-sdk recovers none, and the panic ended the
+// process; it is logged with its stack to [Options].Logger, as a tool
+// handler's is), a resources/read that panics below the guard (go-sdk
+// v1.8.0's own read handler does on a nil content), and a tools/list
+// result whose own _meta is such (its tools are checked when compiled,
+// above); their size is not capped ([Options].MaxOutputBytes is for tool
+// results). The
 // policy's roles, limits and audit apply to tools only, but for this: a
 // resource that a tool names as its UI resource (MCP Apps, SEP-1865:
 // _meta.ui.resourceUri, or the older
@@ -949,9 +949,16 @@ func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, ne
 // resource's contents may be the caller's own, so a read's result is
 // marked CacheScope "private". A result that the caller's client could
 // not read is refused (see unsendable), and so is an error the go-sdk
-// could not answer with (see answerable).
-func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	res, err := next(NewContext(ctx, id), method, req)
+// could not answer with (see answerable), and a handler that panics (see
+// panicked): the go-sdk recovers none, and a prompt's, a completion's or a
+// custom method's panic ended the process, where a tool's is recovered.
+func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (res mcp.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, g.panicked(ctx, method, r)
+		}
+	}()
+	res, err = next(NewContext(ctx, id), method, req)
 	if err != nil && !answerable(err) {
 		return nil, g.malformed(method, errors.New("the go-sdk cannot answer with the error (it is, or wraps, a nil pointer)"))
 	}
