@@ -222,8 +222,10 @@
 // downstream is a bypass: a client's response holding "me_thod" and
 // "para-ms" was forwarded unjudged, and read as a tools/call. Argument-aware
 // rules (policy.ArgLimit) read arguments with the same strictness: two
-// argument names equal under Unicode case folding, each cut at a NUL, make
-// every argument unreadable.
+// argument names equal under Unicode case folding once '_' and '-' are
+// dropped ("amount" and "A_MOUNT"), each cut at a NUL, make every argument
+// unreadable (encoding/json/v2 with jsontext.AllowDuplicateNames takes the
+// last of them).
 // A POST body is judged as the bytes sent, read as UTF-8, so one that a
 // downstream could read otherwise is refused with 415 before it is read: a
 // Content-Encoding other than identity (Express's express.json() inflates

@@ -430,9 +430,12 @@ func skipString(b []byte, i int) int {
 }
 
 // rawArgs gives the policy strict access to a tools/call's arguments: an
-// argument named twice, or two names equal under Unicode case folding (each
-// cut at a NUL, see cutNUL), make every field unreadable (the call is then
-// refused by any argument limit).
+// argument named twice, or two names equal under Unicode case folding once
+// '_' and '-' are dropped (each cut at a NUL, see cutNUL: "amount" and
+// "A_MOUNT"), make every field unreadable (the call is then refused by any
+// argument limit). encoding/json gives a handler's struct field the last of
+// two case variants; encoding/json/v2's case-insensitive matching ignores '_'
+// and '-' too, and takes the last of them under jsontext.AllowDuplicateNames.
 type rawArgs struct {
 	fields map[string][]byte
 	broken bool
@@ -445,14 +448,14 @@ func newRawArgs(args []byte) *rawArgs {
 	if len(args) == 0 || args[0] != '{' {
 		return a
 	}
-	// Names are compared by their folded forms (equal exactly when
-	// bytes.EqualFold holds), one map look-up each: comparing every name
-	// with every other made one request's work grow with the square of its
-	// argument count.
+	// Names are compared by their folded forms without '_' and '-' (equal
+	// exactly when bytes.EqualFold holds of the names without them), one
+	// map look-up each: comparing every name with every other made one
+	// request's work grow with the square of its argument count.
 	folded := map[string]struct{}{}
 	var buf []byte
 	_ = forEachField(args, func(key, val []byte) *rpcError {
-		buf = foldkey.Append(buf[:0], cutNUL(key))
+		buf = dropDelimiters(foldkey.Append(buf[:0], cutNUL(key)))
 		if _, dup := folded[string(buf)]; dup {
 			a.broken = true
 		} else {
@@ -462,6 +465,19 @@ func newRawArgs(args []byte) *rawArgs {
 		return nil
 	})
 	return a
+}
+
+// dropDelimiters removes '_' and '-' from b in place. Folding maps '_' and
+// '-' to themselves and no other rune to a byte of theirs, so it may come
+// before or after.
+func dropDelimiters(b []byte) []byte {
+	out := b[:0]
+	for _, c := range b {
+		if c != '_' && c != '-' {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Number implements policy.Args.
