@@ -28,11 +28,12 @@
 // of the key the token's "kid" selects, and to the key's one algorithm
 // when it has one (an [AlgKey]: a JWK with "alg", RFC 8725 section 3.1);
 // "exp" required; "nbf" and "iat" checked; "iss" and "aud" exact; the
-// header and the claims UTF-8, with no member named twice. The
-// subject is "sub", the roles a configurable claim (an array of strings or
-// a space-separated string; a dotted name such as "realm_access.roles"
-// reaches into nested objects, splitting at every dot but one written
-// `\.`, which is part of a name).
+// header and the claims UTF-8, with no member named twice (nor two
+// claims named alike under case folding, "sub" and "SUB", which a Go
+// struct reads as one). The subject is "sub", the roles a configurable
+// claim (an array of strings or a space-separated string; a dotted name
+// such as "realm_access.roles" reaches into nested objects, splitting at
+// every dot but one written `\.`, which is part of a name).
 // A header "typ", when present, must be "JWT" or "at+jwt" (RFC 9068
 // access tokens; configurable), in any letter case and with or without an
 // "application/" prefix, so that another kind

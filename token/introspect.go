@@ -37,8 +37,9 @@ var ErrInvalidToken = errors.New("token: invalid token")
 // within the timeout, answered with a status other than 200 (a 401 when
 // it refuses the client's credentials, a redirect, which is not followed),
 // or with a body that is not one JSON object of at most 64 KiB without a
-// member named twice, or that is an OAuth error ("error" without
-// "active"). Such a failure is never cached, and is not a
+// member named twice (two of its own members whose names fold alike, as
+// "sub" and "SUB" do, count as one named twice), or that is an OAuth error
+// ("error" without "active"). Such a failure is never cached, and is not a
 // refusal: it does not unwrap to [ErrInvalidToken]. A timeout, of the
 // request or of the caller's context, also unwraps to
 // context.DeadlineExceeded.
@@ -532,8 +533,12 @@ func (i *Introspector) read(data []byte) (*answer, error) {
 		return nil, errors.New("the answer is not a JSON object")
 	}
 	// A member named twice is read as its last occurrence by encoding/json
-	// and as its first by some other parsers: the answer is ambiguous.
-	if _, _, dup := jsondup.Member(data, nil); dup {
+	// and as its first by some other parsers: the answer is ambiguous. So
+	// are two members whose names fold alike: they are read exactly here,
+	// and as one, the last, by encoding/json decoding into a struct (as
+	// the go-sdk's example verifier does).
+	fold := func(depth int) bool { return depth == 1 }
+	if _, _, dup := jsondup.Member(data, fold); dup {
 		return nil, errors.New("the answer names a member twice")
 	}
 	_, hasActive := m["active"]

@@ -69,7 +69,9 @@ type JWTConfig struct {
 	// two names, so a path reads one place: a member such as
 	// "authz.roles", which a user may be able to add to an object that
 	// also holds the issuer's "authz" (a profile merged into a claim),
-	// never stands in for the nested one.
+	// never stands in for the nested one; an object on the path that also
+	// names the next step in another letter case ("ROLES" beside "roles")
+	// refuses the token.
 	RolesClaim string
 	// Leeway is the clock skew allowed when checking "exp", "nbf" and
 	// "iat". Zero means none: a token is refused from the second it
@@ -152,7 +154,12 @@ func registerEd25519() {
 //   - it is at most 8 KiB long and is a compact JWS (three base64url
 //     segments, without padding, line breaks or any other character)
 //     whose header and claims set are each UTF-8 and name no member twice
-//     (parsers differ on which of two they read);
+//     (parsers differ on which of two they read), and whose claims set
+//     names no two claims, nor two members of an object on the roles
+//     claim's path, alike under Unicode case folding ("sub" and "SUB" or
+//     "ſub"): claims are matched exactly, where encoding/json decoding
+//     into a struct (golang-jwt's RegisteredClaims, a Go service the token
+//     is passed on to) reads the last of the two;
 //   - its header's "alg" is RS256, RS384, RS512, PS256, PS384, PS512 (RSA
 //     keys), ES256, ES384, ES512 (ECDSA keys on P-256, P-384, P-521
 //     respectively), Ed25519 (RFC 9864) or EdDSA, its deprecated name
@@ -398,7 +405,10 @@ func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
 // 5.2, RFC 7519 sections 4 and 7.2): encoding/json reads the last of two
 // members, and an invalid byte as U+FFFD; another parser, such as a
 // downstream's the token is passed on to, may read the first, or drop the
-// byte. A segment that does not decode is left to the parser.
+// byte. Two claims whose names fold alike ("sub" and "SUB") count as one
+// named twice: encoding/json reads them into a struct's field as one, the
+// last, where the exact names are read here. A segment that does not
+// decode is left to the parser.
 func checkSegments(tok string) error {
 	for i := 0; i < len(tok); i++ {
 		c := tok[i]
@@ -410,7 +420,11 @@ func checkSegments(tok string) error {
 	if len(parts) != 3 {
 		return nil
 	}
-	for n, what := range [...]struct{ is, names string }{{"header is", "header names"}, {"claims are", "claims name"}} {
+	topLevel := func(depth int) bool { return depth == 1 }
+	for n, what := range [...]struct {
+		is, names string
+		fold      func(depth int) bool
+	}{{"header is", "header names", nil}, {"claims are", "claims name", topLevel}} {
 		data, err := base64.RawURLEncoding.Strict().DecodeString(parts[n])
 		if err != nil {
 			return nil
@@ -418,7 +432,7 @@ func checkSegments(tok string) error {
 		if !utf8.Valid(data) {
 			return invalid("%s not UTF-8", what.is)
 		}
-		if _, _, dup := jsondup.Member(data, nil); dup {
+		if _, _, dup := jsondup.Member(data, what.fold); dup {
 			return invalid("%s a member twice", what.names)
 		}
 	}
@@ -516,8 +530,10 @@ func (v *JWT) roles(claims jwt.MapClaims) ([]string, error) {
 // dots never stands in for a nested one, so that whoever names members
 // in an object on the path (a user-editable profile merged into it)
 // cannot choose the roles. A member missing on the way means no roles, a
-// step into something that is not a JSON object is an error. Errors give
-// the reason without quoting a value.
+// step into something that is not a JSON object is an error, and so is
+// an object on the path that names the step's member in another letter
+// case too ("ROLES" beside "roles", which a Go struct reads as one).
+// Errors give the reason without quoting a value.
 func readRoles(claims map[string]any, name string) ([]string, error) {
 	raw, ok := claims[name]
 	if !ok && strings.Contains(name, ".") {
@@ -564,6 +580,11 @@ func nestedClaim(claims map[string]any, path string) (any, bool, error) {
 		var present bool
 		if cur, present = obj[name]; !present {
 			return nil, false, nil
+		}
+		for k := range obj {
+			if k != name && strings.EqualFold(k, name) {
+				return nil, false, fmt.Errorf("%s claim: an object on its path names a member twice, in two letter cases", path)
+			}
 		}
 	}
 	return cur, true, nil
