@@ -81,11 +81,14 @@ type Identity struct {
 
 // An Authenticator resolves the caller of a request (a tools/call or a
 // tools/list, or, under [Guard.Install], a request for the server's
-// prompts or resources). req.GetExtra() is nil on stdio and in-memory transports;
-// over HTTP it carries the headers and, behind auth.RequireBearerToken, the
-// verified TokenInfo. It returns an error that unwraps to
-// [ErrUnauthenticated] when there is no valid identity; it never invents a
-// default one, and it never reads tool arguments (the model writes those).
+// prompts or resources). req.GetExtra() is nil on stdio and in-memory
+// transports, and over the go-sdk's HTTP+SSE transport too (its calls run
+// in the context of the HTTP request that opened the stream); over
+// Streamable HTTP it carries the headers and, behind
+// auth.RequireBearerToken, the verified TokenInfo. It returns an error
+// that unwraps to [ErrUnauthenticated] when there is no valid identity; it
+// never invents a default one, and it never reads tool arguments (the
+// model writes those).
 // The call is refused with the error's code and message when the error is
 // a [*DenialError] with code UNAUTHENTICATED, UPSTREAM_UNAVAILABLE (the
 // identity provider could not be asked: retryable), RATE_LIMIT_EXCEEDED or
@@ -119,8 +122,9 @@ func unauthenticated(msg string) error { return Deny(CodeUnauthenticated, msg) }
 // auth.RequireBearerToken middleware: the principal comes from
 // extra.TokenInfo (subject UserID, roles Scopes unless roles is non-nil, in
 // which case roles maps the TokenInfo to roles), and the credential from the
-// Authorization header. A request without TokenInfo or without a UserID is
-// unauthenticated.
+// Authorization header. A request without TokenInfo (stdio, in memory, and
+// the go-sdk's HTTP+SSE transport, even behind the middleware) or without a
+// UserID is unauthenticated.
 func FromTokenInfo(roles func(*auth.TokenInfo) []string) Authenticator {
 	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
 		extra := extraOf(req)
@@ -146,10 +150,11 @@ func FromTokenInfo(roles func(*auth.TokenInfo) []string) Authenticator {
 // BearerTokens returns an Authenticator that reads "Authorization: Bearer
 // <token>" from the request's HTTP headers (RFC 6750; the scheme is
 // case-insensitive) and looks it up in t in constant time. Requests without
-// headers (stdio, in-memory) are unauthenticated. It authenticates each
-// call, not the MCP session it arrives on: over stateful Streamable HTTP,
-// wrap the handler with [token.Table.BindSessions], so that no principal
-// can use (or end) a session another opened.
+// headers (stdio, in memory, the go-sdk's HTTP+SSE transport) are
+// unauthenticated. It authenticates each call, not the MCP session it
+// arrives on: over stateful Streamable HTTP, wrap the handler with
+// [token.Table.BindSessions], so that no principal can use (or end) a
+// session another opened.
 func BearerTokens(t *token.Table) Authenticator {
 	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
 		extra := extraOf(req)
@@ -175,8 +180,12 @@ func BearerTokens(t *token.Table) Authenticator {
 // the token unknown, every call is refused as unauthenticated (there is no
 // default identity). Requests that arrive over HTTP (with headers, or over
 // the go-sdk's HTTP+SSE transport, whose calls carry none but run in an
-// HTTP request's context) are refused too: the launching user's identity
-// is never lent to a network caller.
+// HTTP request's context, whichever HTTP server serves it) are refused too:
+// the launching user's identity is not lent to a client over HTTP. A
+// transport of the server's own that carries network clients otherwise (an
+// mcp.IOTransport on a socket, or one connected with a context that is not
+// the HTTP request's) cannot be told from stdio and gets that identity:
+// serve FromEnv on stdio (or in memory) only.
 func FromEnv(name string, t *token.Table) Authenticator {
 	where := "environment variable " + name
 	return fromToken(os.Getenv(name), t, where+" is not set", where+" holds an unknown token")
@@ -207,7 +216,7 @@ func fromToken(tok string, t *token.Table, unset, unknown string) Authenticator 
 		// Over the go-sdk's HTTP+SSE transport a call carries no headers,
 		// but its context is an HTTP request's.
 		extra := extraOf(req)
-		if extra != nil && (extra.Header != nil || extra.TokenInfo != nil) || ctx.Value(http.ServerContextKey) != nil {
+		if extra != nil && (extra.Header != nil || extra.TokenInfo != nil) || inHTTPRequest(ctx) {
 			return nil, unauthenticated("the launching identity is not available over HTTP")
 		}
 		if why != nil {
@@ -217,13 +226,23 @@ func fromToken(tok string, t *token.Table, unset, unknown string) Authenticator 
 	})
 }
 
+// inHTTPRequest reports whether ctx is (or derives from) an HTTP request's
+// context. net/http puts http.ServerContextKey in it, and
+// http.LocalAddrContextKey after Server.ConnContext (which may start from a
+// context of its own); quic-go's HTTP/3 server puts only the latter.
+func inHTTPRequest(ctx context.Context) bool {
+	return ctx.Value(http.ServerContextKey) != nil || ctx.Value(http.LocalAddrContextKey) != nil
+}
+
 // FromGatewayHeaders returns the Authenticator of a server that sits behind
 // the mcpguard gateway and trusts it: the principal is the one named by the
 // gateway's [token.HeaderSubject] and [token.HeaderRole] headers. A request
-// without them gets anonymous (nil: it is unauthenticated); malformed
-// values are refused. This is sound only where nothing but the gateway can
-// reach the server, since the gateway strips these headers from its clients
-// and nothing else does.
+// without them gets anonymous (nil: it is unauthenticated), and so does
+// every request over a transport that carries no headers (stdio, in memory,
+// the go-sdk's HTTP+SSE transport: the gateway's identity never reaches
+// such a call); malformed values are refused. This is sound only where
+// nothing but the gateway can reach the server, since the gateway strips
+// these headers from its clients and nothing else does.
 func FromGatewayHeaders(anonymous *policy.Principal) Authenticator {
 	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
 		extra := extraOf(req)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,7 +34,10 @@ type sseRig struct {
 	sids []string
 }
 
-func newSSERig(t *testing.T) *sseRig {
+// With noServerKey the server's ConnContext starts from a context of its
+// own, so that the calls' context lacks http.ServerContextKey (as an
+// HTTP/3 server's does): the guard must still see an HTTP request.
+func newSSERig(t *testing.T, noServerKey bool) *sseRig {
 	t.Helper()
 	tokens, err := token.New(map[string]*policy.Principal{"alice-tok": {Subject: "alice", Roles: []string{"user"}}})
 	if err != nil {
@@ -63,7 +67,7 @@ func newSSERig(t *testing.T) *sseRig {
 		t.Fatal(err)
 	}
 	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if sid := req.URL.Query().Get("sessionid"); sid != "" {
 			r.mu.Lock()
 			r.sids = append(r.sids, sid)
@@ -71,6 +75,10 @@ func newSSERig(t *testing.T) *sseRig {
 		}
 		h.ServeHTTP(w, req)
 	}))
+	if noServerKey {
+		hs.Config.ConnContext = func(context.Context, net.Conn) context.Context { return context.Background() }
+	}
+	hs.Start()
 	t.Cleanup(hs.Close)
 	r.url = hs.URL
 	return r
@@ -94,7 +102,15 @@ func (r *sseRig) sid() string {
 // write while she was still being asked. It is refused, as on an unbound
 // Streamable HTTP session, and the write does not run.
 func TestReview25fSSESessionConfirmation(t *testing.T) {
-	r := newSSERig(t)
+	for _, noServerKey := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noServerKey=%v", noServerKey), func(t *testing.T) {
+			review25fSSESessionConfirmation(t, noServerKey)
+		})
+	}
+}
+
+func review25fSSESessionConfirmation(t *testing.T, noServerKey bool) {
+	r := newSSERig(t, noServerKey)
 	v := &victim{asked: make(chan string, 4), answer: make(chan string, 4)}
 	elicit := func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		v.asked <- req.Params.Message

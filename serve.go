@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"reflect"
 	"runtime/debug"
 	"strconv"
@@ -1184,8 +1183,8 @@ func supportsMRTR(ss *mcp.ServerSession) bool {
 // HTTP+SSE transport (mcp.NewSSEHandler), whose calls carry no headers
 // either, lets anyone who knows the session id (in the query of every URL
 // the client posts to) post on it, and binds no session to a user: a call
-// without headers in the context of an HTTP request (ctx carries
-// http.ServerContextKey) is on a session not bound. Over stateful
+// without headers in the context of an HTTP request (see inHTTPRequest)
+// is on a session not bound. Over stateful
 // Streamable HTTP (a request with headers, on a session with an id) go-sdk
 // v1.8.0 lets anyone who knows the session id post on it, unless the
 // request that opened it carried a verified user (auth.TokenInfo with a
@@ -1201,7 +1200,7 @@ func bound(ctx context.Context, req *mcp.CallToolRequest) bool {
 		return true
 	}
 	if req.Extra == nil || req.Extra.Header == nil {
-		return ctx.Value(http.ServerContextKey) == nil
+		return !inHTTPRequest(ctx)
 	}
 	if req.Session.ID() == "" {
 		return true
