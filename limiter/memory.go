@@ -92,8 +92,10 @@ func NewMemoryStore() *MemoryStore {
 	return s
 }
 
-// made reports whether s was made by NewMemoryStore.
-func (s *MemoryStore) made() bool { return s != nil && s.shards[0].m != nil }
+// made reports whether s was made by NewMemoryStore: its seed, which
+// maphash.MakeSeed never makes zero, is set once there and never written
+// again (a shard's map is replaced by a sweep, under the shard's lock).
+func (s *MemoryStore) made() bool { return s != nil && s.seed != maphash.Seed{} }
 
 // errUnmadeStore is returned for a MemoryStore not made by NewMemoryStore.
 var errUnmadeStore = errors.New("limiter: the MemoryStore is not usable (make it with NewMemoryStore)")
