@@ -84,7 +84,8 @@ func httpClient(t *testing.T, url, token, version string, co clientOpts) *mcp.Cl
 // protocol generations: an accepted call runs once after one question; a
 // declined one never runs. Where the server cannot put the question to the
 // client (stateless HTTP has no channel for the older protocol's
-// elicitation), the call is refused and does not run.
+// elicitation) or will not (a stateful session bound to no verified user,
+// on which anyone could answer it), the call is refused and does not run.
 func TestConfirmationOverStreamableHTTP(t *testing.T) {
 	for _, mode := range []string{"stateful", "stateless"} {
 		for _, v := range protocolVersions {
@@ -98,6 +99,18 @@ func TestConfirmationOverStreamableHTTP(t *testing.T) {
 						t.Fatalf("%s: %v", action, err)
 					}
 					code := errorCode(t, res)
+					// Since 3851d36 an older client is not asked on a
+					// session bound to no verified user (this server's
+					// authenticator reads a header; see "Sessions over
+					// HTTP"), nor can it be over stateless HTTP: only a
+					// client on 2026-07-28 or later is asked here.
+					wantAsked := int64(0)
+					if cs.InitializeResult().ProtocolVersion >= "2026-07-28" {
+						wantAsked = 1
+					}
+					if asked.Load() != wantAsked {
+						t.Errorf("%s on protocol %s: asked %d times, want %d", action, cs.InitializeResult().ProtocolVersion, asked.Load(), wantAsked)
+					}
 					switch {
 					case asked.Load() == 0:
 						if code != "CONFIRMATION_REQUIRED" || down.calls.Load() != 0 {
