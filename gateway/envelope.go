@@ -278,25 +278,14 @@ func cutNUL(key []byte) []byte {
 }
 
 // foldsToKnown reports whether key, cut at its first NUL (see cutNUL) and
-// without '_' and '-', equals one of names ignoring case. encoding/json/v2
-// ignores '_' and '-' under its case-insensitive matching
-// (MatchCaseInsensitiveNames, a `case:ignore` tag), so that "me_thod" or
-// "_params" is read as "method" or "params" there. The names are ASCII
-// letters (as "instructions", 12 at most, and neither '_' nor '-'): a key
-// longer than 64 bytes once those are dropped (a letter that folds onto an
-// ASCII one takes at most 3) can equal none.
+// without '_' and '-' (see dropDelimiters), equals one of names ignoring
+// case. encoding/json/v2 ignores '_' and '-' under its case-insensitive
+// matching (MatchCaseInsensitiveNames, a `case:ignore` tag), so that
+// "me_thod" or "_params" is read as "method" or "params" there. The names
+// have neither. A key of up to 64 bytes is compared without allocating.
 func foldsToKnown(key []byte, names []string) bool {
 	var buf [64]byte
-	k := buf[:0]
-	for _, c := range cutNUL(key) {
-		if c == '_' || c == '-' {
-			continue
-		}
-		if len(k) == len(buf) {
-			return false
-		}
-		k = append(k, c)
-	}
+	k := dropDelimiters(append(buf[:0], cutNUL(key)...))
 	for _, n := range names {
 		if bytes.EqualFold(k, []byte(n)) {
 			return true
@@ -467,9 +456,10 @@ func newRawArgs(args []byte) *rawArgs {
 	return a
 }
 
-// dropDelimiters removes '_' and '-' from b in place. Folding maps '_' and
-// '-' to themselves and no other rune to a byte of theirs, so it may come
-// before or after.
+// dropDelimiters removes '_' and '-' from b in place: the name
+// encoding/json/v2's case-insensitive matching compares. Folding maps '_'
+// and '-' to themselves and no other rune to a byte of theirs, so it may
+// come before or after.
 func dropDelimiters(b []byte) []byte {
 	out := b[:0]
 	for _, c := range b {
