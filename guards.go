@@ -43,7 +43,7 @@ func Recover(log *slog.Logger) Middleware {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 			defer func() {
 				if r := recover(); r != nil {
-					log.Error("mcpguard: tool handler panicked", "tool", logName(toolName(req)), "panic", logText(fmt.Sprint(r)), "stack", string(debug.Stack()))
+					log.Error("mcpguard: tool handler panicked", "tool", logName(toolName(req)), "panic", panicText(r), "stack", string(debug.Stack()))
 					res, err = denied(ctx, Deny(CodeInternal, "the tool failed unexpectedly")), nil
 				}
 			}()

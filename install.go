@@ -640,14 +640,17 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // and so is such a handler's error that the go-sdk panics answering with
 // (a nil pointer, one whose text panics, or one that wraps a nil
 // *jsonrpc.Error or a nil pointer whose Is method reads it), a request
-// whose handler panics (a prompt's, a resource's, a completion's or a
-// custom method's: the go-sdk recovers none, and the panic ended the
-// process; it is logged with its stack to [Options].Logger, as a tool
-// handler's is), a resources/read that panics below the guard (go-sdk
-// v1.8.0's own read handler does on a nil content), and a tools/list
-// result whose own _meta is such (its tools are checked when compiled,
-// above); their size is not capped ([Options].MaxOutputBytes is for tool
-// results). The
+// whose handler panics (a prompt's, a resource's, a completion's, a custom
+// method's, the SubscribeHandler on resources/subscribe or
+// subscriptions/listen, or a listing's SetCacheable or a middleware below
+// the guard: the go-sdk recovers none, and the panic ended the process; it
+// is logged with its stack to [Options].Logger, as a tool handler's is;
+// one in the listing the guard makes for a notification or a tools/call
+// is a listing that failed), a resources/read that panics below the guard
+// (go-sdk v1.8.0's own read handler does on a nil content), and a
+// tools/list result whose own _meta is such (its tools are checked when
+// compiled, above); their size is not capped ([Options].MaxOutputBytes is
+// for tool results). The
 // policy's roles, limits and audit apply to tools only, but for this: a
 // resource that a tool names as its UI resource (MCP Apps, SEP-1865:
 // _meta.ui.resourceUri, or the older
@@ -758,10 +761,31 @@ func (g *Guard) Install(s *mcp.Server) error {
 		return g.receiving(next)
 	})
 	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		below := g.recovering(below)
 		return g.sendingResources(g.sending(next, below), below)
 	})
 	g.server = s
 	return nil
+}
+
+// recovering returns below, through which the guard lists the server's
+// tools and resources for a notification (notify.go, resnotify.go) or
+// for a tools/call whose registry is due, with a panic below it (a
+// SetCacheable of the server's, a middleware below the guard) a listing
+// that failed, see panicked: the go-sdk recovers none, and the panic ended
+// the process, from the goroutine sending the notification.
+func (g *Guard) recovering(below mcp.MethodHandler) mcp.MethodHandler {
+	if below == nil {
+		return nil
+	}
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				res, err = nil, g.panicked(ctx, method, r)
+			}
+		}()
+		return below(ctx, method, req)
+	}
 }
 
 // installWait bounds serverTools' listing: in memory it takes
@@ -831,8 +855,21 @@ func listServerTools(ctx context.Context, s *mcp.Server) ([]*mcp.Tool, *mcp.Serv
 	return out, caps, nil
 }
 
+// receiving is the guard's middleware for the requests a server receives.
+// A request other than a housekeeping one that panics below the guard (a
+// handler of the server's, its SetCacheable on a listing, a middleware
+// below the guard, or the go-sdk itself) is refused, see panicked: the
+// go-sdk recovers none, and the panic ended the process. A tool handler's
+// panic is a tool's failure, see serve.
 func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		if !housekeeping(method) {
+			defer func() {
+				if r := recover(); r != nil {
+					res, err = nil, g.panicked(ctx, method, r)
+				}
+			}()
+		}
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
 			name := ""
@@ -842,11 +879,12 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			e, refresh, gen := g.reg.lookup(name, time.Now())
 			// Stale or due: re-list from the server itself. If that fails,
 			// a stale registry answers TOOL_NOT_FOUND and a due one keeps
-			// its entries. A listing overtaken by a tools/list_changed
-			// notification is not installed, and is made again (a few
-			// times at most: the tools are changing under it).
+			// its entries (a listing that panics fails, see recovering).
+			// A listing overtaken by a tools/list_changed notification is
+			// not installed, and is made again (a few times at most: the
+			// tools are changing under it).
 			for try := 0; refresh && try < 3; try++ {
-				tools, err := listAll(ctx, next, r.Session)
+				tools, err := listAll(ctx, g.recovering(next), r.Session)
 				if err != nil {
 					break
 				}
@@ -894,7 +932,7 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			// A method the server added (mcp.AddReceivingCustomMethod).
 			return g.asCaller(ctx, method, req, next)
 		}
-		res, err := next(ctx, method, req)
+		res, err = next(ctx, method, req)
 		g.res.learn(res) // initialize and server/discover tell whether the server takes subscriptions
 		return res, err
 	}
@@ -949,16 +987,10 @@ func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, ne
 // resource's contents may be the caller's own, so a read's result is
 // marked CacheScope "private". A result that the caller's client could
 // not read is refused (see unsendable), and so is an error the go-sdk
-// could not answer with (see answerable), and a handler that panics (see
-// panicked): the go-sdk recovers none, and a prompt's, a completion's or a
-// custom method's panic ended the process, where a tool's is recovered.
-func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (res mcp.Result, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, g.panicked(ctx, method, r)
-		}
-	}()
-	res, err = next(NewContext(ctx, id), method, req)
+// could not answer with (see answerable); a handler that panics is
+// refused by receiving.
+func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	res, err := next(NewContext(ctx, id), method, req)
 	if err != nil && !answerable(err) {
 		return nil, g.malformed(method, errors.New("the go-sdk cannot answer with the error (it is, or wraps, a nil pointer)"))
 	}

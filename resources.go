@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -219,17 +218,13 @@ func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 
 // readResource answers resources/read of a UI resource the caller may not
 // see with the go-sdk's own error for a resource it does not have. A read
-// that panics below the guard is refused as a malformed result: go-sdk
-// v1.8.0's own read handler panics on a handler's result with a nil
-// content (it fills in each content's URI), before the guard can see the
-// result; the panic ended the process. (A resource handler's own panic is
-// refused so too; the log shows its stack, see panicked.)
-func (g *Guard) readResource(ctx context.Context, req *mcp.ReadResourceRequest, next mcp.MethodHandler) (res mcp.Result, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, g.panicked(ctx, "resources/read", r)
-		}
-	}()
+// that panics below the guard is refused as a malformed result (see
+// receiving): go-sdk v1.8.0's own read handler panics on a handler's
+// result with a nil content (it fills in each content's URI), before the
+// guard can see the result; the panic ended the process. (A resource
+// handler's own panic is refused so too; the log shows its stack, see
+// panicked.)
+func (g *Guard) readResource(ctx context.Context, req *mcp.ReadResourceRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authenticateList(ctx, req, "resources/read")
 	if err != nil {
 		return nil, err
@@ -501,7 +496,7 @@ func (g *Guard) panicked(ctx context.Context, method string, r any) error {
 	if d.CorrelationID = correlationFrom(ctx); d.CorrelationID == "" {
 		d.CorrelationID = g.ids.Next()
 	}
-	g.log.Error("mcpguard: result refused", "method", method, "correlation_id", d.CorrelationID, "panic", logText(fmt.Sprint(r)), "stack", string(debug.Stack()))
+	g.log.Error("mcpguard: result refused", "method", method, "correlation_id", d.CorrelationID, "panic", panicText(r), "stack", string(debug.Stack()))
 	return d.JSONRPCError(0)
 }
 

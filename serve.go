@@ -117,7 +117,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 1. Recover, and 12. audit on every way out.
 	defer func() {
 		if r := recover(); r != nil {
-			g.log.Error("mcpguard: tool handler panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", logText(fmt.Sprint(r)), "stack", string(debug.Stack()))
+			g.log.Error("mcpguard: tool handler panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r), "stack", string(debug.Stack()))
 			c.detail = "panic"
 			d := Deny(CodeInternal, "the tool failed unexpectedly")
 			if c.ran { // the handler, or step 11 on its result, panicked: it may have written
@@ -1298,6 +1298,19 @@ func logText(s string) string {
 		return s
 	}
 	return textsafe.Quoted(s, maxLoggedText)
+}
+
+// panicText is logText of r, a recovered panic's value. fmt recovers a
+// panic of r's String or Error method, but panics again when the value it
+// panicked with panics so too; in the deferred function that recovered r,
+// that panic ended the process. Such a value is shown by its type.
+func panicText(r any) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = fmt.Sprintf("a %T whose text panics", r)
+		}
+	}()
+	return logText(fmt.Sprint(r))
 }
 
 // buildEvent makes ev the audit record of c at time now; record names the
