@@ -120,6 +120,27 @@ func checkOrigin(origin string) error {
 	return nil
 }
 
+// checkAllowedOrigins refuses an --allowed-origins entry that no browser's
+// Origin can equal, which would silently allow nothing: one that is not
+// http(s)://host[:port] (a path, a trailing slash, user information, no
+// scheme) or that writes out its scheme's default port (browsers leave it
+// out). An entry may end in ":*" for any port.
+func checkAllowedOrigins(origins []string) error {
+	for _, o := range origins {
+		base, anyPort := strings.CutSuffix(o, ":*")
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" ||
+			!asciiHost(u.Host) || anyPort && u.Port() != "" {
+			return fmt.Errorf("--allowed-origins %q: want an origin, http(s)://host[:port] or http(s)://host:*, as a browser sends it", o)
+		}
+		if p := u.Port(); u.Scheme == "http" && p == "80" || u.Scheme == "https" && p == "443" {
+			return fmt.Errorf("--allowed-origins %q: leave out the default port, as browsers do in Origin", o)
+		}
+	}
+	return nil
+}
+
 // gatewayResponse is a gateway answer: its status and body. An answer
 // over maxGatewayBody has tooLarge set and no body: it is malformed, not a
 // sign that the gateway is unavailable, so it is never retried.

@@ -41,8 +41,9 @@ func mcpHandler(server *mcp.Server, o httpOptions, log *slog.Logger) http.Handle
 
 // hostOrigin refuses with 403 a request whose Host is not allowed (DNS
 // rebinding: a page on another name that resolves here), or that carries
-// an Origin (a browser page) that is not allowed. Requests without an
-// Origin, as non-browser MCP clients send, pass.
+// an Origin (a browser page) that is not allowed, or several (readers
+// differ on which counts). Requests without an Origin, as non-browser MCP
+// clients send, pass.
 func hostOrigin(o httpOptions, next http.Handler) http.Handler {
 	hosts := o.allowedHosts
 	if len(hosts) == 0 {
@@ -53,7 +54,7 @@ func hostOrigin(o httpOptions, next http.Handler) http.Handler {
 			http.Error(w, "forbidden: host not allowed", http.StatusForbidden)
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !matchAny(o.allowedOrigins, strings.ToLower(origin)) {
+		if origin := r.Header.Values("Origin"); len(origin) > 1 || len(origin) == 1 && !matchAny(o.allowedOrigins, strings.ToLower(origin[0])) {
 			http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
 			return
 		}

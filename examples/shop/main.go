@@ -146,6 +146,10 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "shop:", err)
 		return 2
 	}
+	if err := checkAllowedOrigins(splitList(origins)); err != nil {
+		fmt.Fprintln(stderr, "shop:", err)
+		return 2
+	}
 	// A --redis given is checked, even empty: "" would otherwise mean
 	// caps in memory, silently unshared between replicas.
 	redisGiven := false
