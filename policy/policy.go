@@ -723,11 +723,14 @@ type MapArgs map[string]any
 // types with a Float64 method (another JSON library's number): their text
 // would not be checked and compared exactly as a json.Number's is.
 // A field is read only under its exact name, and not at all when another
-// key equals it but for letter case ("Seats", "\u017feats" for "seats"):
-// encoding/json would give a handler's struct field that key's value.
+// key equals it but for letter case ("Seats", "\u017feats" for "seats"),
+// '_' and '-' ("s_eats", "-SEATS"): encoding/json would give a handler's
+// struct field a case variant's value, and encoding/json/v2's
+// case-insensitive matching (MatchCaseInsensitiveNames, a `case:ignore`
+// tag) also a variant with other underscores and dashes (see argNamesAlike).
 func (m MapArgs) Number(field string) (float64, bool) {
 	for k := range m {
-		if k != field && strings.EqualFold(k, field) {
+		if k != field && argNamesAlike(k, field) {
 			return 0, false
 		}
 	}
@@ -742,7 +745,7 @@ func (m MapArgs) Number(field string) (float64, bool) {
 
 // NumberText implements [ExactArgs]: the text of a json.Number value (as
 // encoding/json gives with UseNumber). Like Number, it reads nothing when
-// another key equals field but for letter case.
+// another key equals field but for letter case, '_' and '-'.
 func (m MapArgs) NumberText(field string) (string, bool) {
 	if _, ok := m.Number(field); !ok {
 		return "", false
