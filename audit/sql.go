@@ -130,6 +130,13 @@ type SQLSink struct {
 	// is already retrying a row against an unreachable database gives up
 	// instead of retrying for as long as the database is down.
 	closing atomic.Bool
+	// stop is the context of the writer's calls to the database and of
+	// WriteDurable's on PostgreSQL; Close cancels it once nothing was
+	// settled for closeStall (see watch): a server that stopped answering
+	// without closing its connections would hold them, and Close, for good.
+	stop      context.Context
+	cancel    context.CancelFunc
+	watchOnce sync.Once
 
 	stmtMu sync.Mutex
 	stmts  map[int]*sql.Stmt // INSERT statements by row count (powers of two)
@@ -321,6 +328,7 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 		done:    make(chan struct{}),
 		stmts:   map[int]*sql.Stmt{},
 	}
+	s.stop, s.cancel = context.WithCancel(context.Background())
 	if d == SQLite {
 		s.durable = make(chan item)
 		s.ckpt.wake = make(chan struct{}, 1)
@@ -487,10 +495,11 @@ func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 }
 
 // WriteDurable returns once e is committed (or the insert failed, or ctx
-// ended). Events queued by Write before it may still be uncommitted then:
-// e goes ahead of them. On PostgreSQL it inserts e in its own statement,
-// once more when the server answered with an error of the moment (its
-// connection ended by the server, a deadlock), which leaves e uncommitted.
+// ended, or [SQLSink.Close] gave up on the database). Events queued by
+// Write before it may still be uncommitted then: e goes ahead of them. On
+// PostgreSQL it inserts e in its own statement, once more when the server
+// answered with an error of the moment (its connection ended by the
+// server, a deadlock), which leaves e uncommitted.
 // On SQLite, where one connection writes at a time, the background writer
 // puts e in its next batch, ahead of the queued events, and commits it
 // with them: a concurrent insert would wait for the write lock, which the
@@ -523,6 +532,10 @@ func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 			return ctx.Err()
 		}
 	}
+	// Ended by Close too, should the server stop answering (see watch).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.stop, cancel)()
 	// Held until the row is in: Close, which takes s.mu, waits for the
 	// inserts under way before it closes the statements they use.
 	s.mu.RLock()
@@ -572,9 +585,14 @@ func (s *SQLSink) Flush(ctx context.Context) error {
 	}
 }
 
-// Close stops accepting events, waits for the WriteDurable calls under way,
-// commits every queued event and returns. If
-// the database keeps failing, Close gives up after a few attempts. It
+// Close stops accepting events, waits for the WriteDurable calls under way
+// (and the Write calls waiting for room in a full queue, which then queue
+// their events), commits every queued event and returns. If the database
+// keeps failing, Close gives up after a few attempts; once 5 seconds pass
+// in which no row was committed or refused, it ends the calls to the
+// database under way (the writer's, and WriteDurable's on PostgreSQL): a
+// server that stops answering without closing its connections (stopped,
+// or behind a network that drops its packets) would hold them for good. It
 // returns an error when events were lost ([SQLStats].Lost: given up at
 // Close, or refused by the database earlier), counting them. It does not
 // close the *sql.DB.
@@ -582,16 +600,21 @@ func (s *SQLSink) Close() error {
 	if s.queue == nil {
 		return errNotOpened
 	}
+	// Tell the writer first: a Write or Flush blocked on a full queue
+	// holds s.mu.RLock until the writer takes a row, which it would not
+	// while it retried a row the database cannot take.
+	s.closing.Store(true)
+	s.watchOnce.Do(func() { go s.watch() })
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
 	s.closed = true
-	s.closing.Store(true)
 	close(s.queue)
 	s.mu.Unlock()
 	<-s.done
+	s.cancel()
 	if s.ckptDone != nil {
 		close(s.ckpt.wake)
 		<-s.ckptDone
@@ -605,6 +628,32 @@ func (s *SQLSink) Close() error {
 		return fmt.Errorf("audit: sql sink closed with %d events not recorded: %w", n, s.loadErr())
 	}
 	return nil
+}
+
+// closeStall is how long Close waits for the database to settle a row
+// (commit it, or refuse it) before it ends the calls under way.
+const closeStall = 5 * time.Second
+
+// watch, started by Close, cancels s.stop when a period of closeStall
+// passes with no row settled, until the writer is done.
+func (s *SQLSink) watch() {
+	t := time.NewTicker(closeStall)
+	defer t.Stop()
+	settled := func() uint64 { return s.rows.Load() + s.lost.Load() }
+	last := settled()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		if n := settled(); n != last {
+			last = n
+			continue
+		}
+		s.cancel()
+		return
+	}
 }
 
 func (s *SQLSink) loadErr() error {
@@ -850,7 +899,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 		}
 		err = fmt.Errorf("audit: sql batch of %d events (attempt %d): %w", len(*pr), attempt, err)
 		s.fail(err)
-		if attempt >= 3 {
+		if attempt >= 3 || s.stop.Err() != nil {
 			break
 		}
 		time.Sleep(backoff)
@@ -918,8 +967,8 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 			}
 			// A failure of the moment is retried as if the database were
 			// unreachable: only a row the database refuses is dropped.
-			reachable := s.answered(err) && !s.transient(err) && !errors.Is(err, errCommitUnknown) && s.db.PingContext(context.Background()) == nil
-			if reachable || ((closing || s.closing.Load()) && (attempt >= 3 || probe)) {
+			reachable := s.answered(err) && !s.transient(err) && !errors.Is(err, errCommitUnknown) && s.db.PingContext(s.stop) == nil
+			if reachable || ((closing || s.closing.Load()) && (attempt >= 3 || probe || s.stop.Err() != nil)) {
 				last = fmt.Errorf("audit: sql event %s not recorded: %w", rows[i].corr, err)
 				lost = append(lost, lostRow{i: i, err: last})
 				s.lost.Add(1)
@@ -1028,7 +1077,7 @@ func (s *SQLSink) fail(err error) {
 // also inserts the rows grow (when not nil) adds to *rows meanwhile; the
 // database/sql path does not call grow.
 func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
-	ctx := context.Background()
+	ctx := s.stop
 	if s.d == SQLite && !s.noNative.Load() {
 		err := s.insertNative(ctx, pr, grow)
 		if !errors.Is(err, errNoNative) {
@@ -1109,7 +1158,7 @@ func (s *SQLSink) committed(rows []row) (bool, error) {
 	}
 	find := func(r *row) (bool, error) {
 		var one int
-		err := s.db.QueryRowContext(context.Background(), q, r.corr, r.timeNS, r.phase, r.tool, r.code, r.detail, r.argsHash, r.subject, r.reqID).Scan(&one)
+		err := s.db.QueryRowContext(s.stop, q, r.corr, r.timeNS, r.phase, r.tool, r.code, r.detail, r.argsHash, r.subject, r.reqID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}
