@@ -17,18 +17,23 @@ import (
 //
 // encoding/json matches a member to a struct field regardless of letter
 // case, so a raw handler that decodes the arguments into a struct with a
-// field "amount" reads {"AMOUNT": 1e6} as amount 1e6. Where the schema
-// admits members it does not declare (lenient mode, or an explicit
-// additionalProperties or patternProperties), "AMOUNT" is such a member,
-// and the schema's checks of "amount" (a maximum, say) never see it. So a
-// member whose name differs from a declared property's only in letter case
-// (Unicode simple folding, as encoding/json compares) is refused. A name
-// counts as declared wherever any schema applying at the position declares
-// it, in place (allOf, anyOf, oneOf, not, if/then/else, dependentSchemas,
-// local $ref, $recursiveRef, $dynamicRef, anchors) or not, since a handler
-// may read it either way. The values of members matching patternProperties
-// are checked against every patternProperties schema (the check may see
-// more declared names there, never fewer).
+// field "amount" reads {"AMOUNT": 1e6} as amount 1e6; encoding/json/v2's
+// case-insensitive matching (MatchCaseInsensitiveNames, a `case:ignore`
+// tag) also ignores '_' and '-', and reads {"a_mount": 1e6} so. Where the
+// schema admits members it does not declare (lenient mode, or an explicit
+// additionalProperties or patternProperties), "AMOUNT" and "a_mount" are
+// such members, and the schema's checks of "amount" (a maximum, say) never
+// see them. So a member whose name is not declared but differs from a
+// declared property's only in letter case (Unicode simple folding, as
+// encoding/json compares), '_' or '-' (foldkey.AppendName) is refused; a
+// declared name never is, whatever other declared names it resembles
+// ("user_id" and "userid" both declared: checkKeys refuses them together).
+// A name counts as declared wherever any schema applying at the position
+// declares it, in place (allOf, anyOf, oneOf, not, if/then/else,
+// dependentSchemas, local $ref, $recursiveRef, $dynamicRef, anchors) or
+// not, since a handler may read it either way. The values of members
+// matching patternProperties are checked against every patternProperties
+// schema (the check may see more declared names there, never fewer).
 type caseNode struct {
 	props  map[string]*caseNode
 	folded map[string]string // folded name -> declared name
@@ -163,7 +168,7 @@ func (b *caseBuilder) node(set []map[string]any) *caseNode {
 		props, _ := m["properties"].(map[string]any)
 		for name, sub := range props {
 			propSets[name] = append(propSets[name], schemaList(sub)...)
-			f := string(foldkey.Append(nil, []byte(name)))
+			f := string(foldkey.AppendName(nil, []byte(name)))
 			// Of several declared names that fold alike, the smallest is
 			// named, whatever the order of the map.
 			if p, ok := n.folded[f]; !ok || name < p {
@@ -339,9 +344,9 @@ func (b *caseBuilder) resolve(ref string) any {
 	return cur
 }
 
-// check refuses in doc, decoded arguments at path, a member whose name
-// differs from a property n declares only in letter case (see caseNode).
-// Of several, the first by path is named.
+// check refuses in doc, decoded arguments at path, a member whose name n
+// does not declare but differs from a property n declares only in letter
+// case, '_' or '-' (see caseNode). Of several, the first by path is named.
 func (n *caseNode) check(doc any, path []string) error {
 	if n == nil {
 		return nil
@@ -356,9 +361,9 @@ func (n *caseNode) check(doc any, path []string) error {
 		for _, k := range keys {
 			sub, declared := n.props[k]
 			if !declared {
-				if p, ok := n.folded[string(foldkey.Append(nil, []byte(k)))]; ok {
+				if p, ok := n.folded[string(foldkey.AppendName(nil, []byte(k)))]; ok {
 					at := append(path, k)
-					return invalidArgs(fieldName(at)+" differs from the declared argument "+quoteName(p)+" only in letter case", pointer(at))
+					return invalidArgs(fieldName(at)+" differs from the declared argument "+quoteName(p)+" only in letter case, '_' or '-'", pointer(at))
 				}
 				sub = n.extra
 			}

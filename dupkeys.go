@@ -8,9 +8,14 @@ import (
 )
 
 // checkKeys refuses a JSON document in which some object has the same key
-// twice or, when fold is set, two keys that differ only in letter case
-// (under Unicode simple folding: "seats", "SEATS" and "\u017feats"), which
-// encoding/json matches to one struct field; without fold, keys are
+// twice or, when fold is set, two keys that are one name to a handler
+// matching names loosely (foldkey.EqualName): that differ only in letter
+// case (under Unicode simple folding: "seats", "SEATS" and "\u017feats"),
+// which encoding/json matches to one struct field, or also in '_' and '-'
+// ("amount", "a_mount", "-AMOUNT"), which encoding/json/v2's
+// case-insensitive matching (MatchCaseInsensitiveNames, a `case:ignore`
+// tag) matches to one. So two names a schema declares ("user_id" and
+// "userid") may each come alone, not both. Without fold, keys are
 // compared byte for byte once decoded. Validators and handlers disagree
 // about which duplicate wins, so a duplicate is a way to smuggle a value
 // past validation. It assumes raw is otherwise valid JSON (the decoder
@@ -87,7 +92,7 @@ func checkKeys(raw []byte, fold bool) error {
 					f.set[sk] = k
 				} else {
 					for _, prev := range keys[f.start:] {
-						if fold && bytes.EqualFold(prev, k) || !fold && bytes.Equal(prev, k) {
+						if fold && foldkey.EqualName(prev, k) || !fold && bytes.Equal(prev, k) {
 							return duplicateKey(prev, k)
 						}
 					}
@@ -104,7 +109,7 @@ func checkKeys(raw []byte, fold bool) error {
 // setKey is the form of key k that checkKeys's set compares.
 func setKey(k []byte, fold bool) string {
 	if fold {
-		return string(foldkey.Append(nil, k))
+		return string(foldkey.AppendName(nil, k))
 	}
 	return string(k)
 }
@@ -114,7 +119,8 @@ func setKey(k []byte, fold bool) string {
 const manyKeys = 16
 
 // duplicateKey is the refusal of key k, which repeats prev (maybe in
-// another letter case: the fast path cannot say which, so neither says).
+// another letter case or with other '_' and '-': the fast path cannot say
+// which, so neither says).
 // The key is quoted as the fast path quotes names (quoteName: cut, and
 // what does not print escaped); unlike the fast path's, the message names
 // the key alone, not its path.

@@ -21,11 +21,14 @@ import (
 
 // ValidationOptions tune strict argument validation. The zero value is the
 // strictest setting. Whatever they say, arguments with a duplicate member
-// name, or with invalid UTF-8 or an escaped lone UTF-16 surrogate ("\ud800",
-// or "\udc00" first) in a string or a member name, are refused: encoding/json
-// reads such text as U+FFFD, so the validator would check other text than a
-// downstream that keeps it reads, and a confirmation could not be bound to
-// the exact arguments.
+// name (two names of one object that differ only in letter case, '_' or
+// '-' count as one: encoding/json, or encoding/json/v2's case-insensitive
+// matching, gives a handler's field the value of either), or with invalid
+// UTF-8 or an escaped lone UTF-16 surrogate ("\ud800", or "\udc00" first)
+// in a string or a member name, are refused: encoding/json reads such text
+// as U+FFFD, so the validator would check other text than a downstream that
+// keeps it reads, and a confirmation could not be bound to the exact
+// arguments.
 type ValidationOptions struct {
 	// Lenient turns strict mode off: object schemas that do not say
 	// otherwise then accept unknown fields, as JSON Schema does by default.
@@ -35,11 +38,13 @@ type ValidationOptions struct {
 	// (as strict mode does where a schema may admit undeclared fields:
 	// additionalProperties, patternProperties, or an in-place applicator
 	// such as allOf or $ref, below which strict mode closes nothing) a
-	// field whose name differs from a property declared at its position
-	// only in letter case: encoding/json would match {"AMOUNT": 1e6} to a
-	// handler's field "amount", which the schema's checks of "amount"
-	// never saw. A schema too complex for that check to list its object
-	// positions (over 32768 of them) is refused.
+	// field whose name is not declared at its position but differs from a
+	// property declared there only in letter case, '_' or '-':
+	// encoding/json would match {"AMOUNT": 1e6}, and encoding/json/v2's
+	// case-insensitive matching {"a_mount": 1e6} too, to a handler's field
+	// "amount", which the schema's checks of "amount" never saw. A schema
+	// too complex for that check to list its object positions (over 32768
+	// of them) is refused.
 	Lenient bool
 	// MaxStringBytes bounds every string in the arguments (and every
 	// argument name). 0, or a negative value, means 65536.
@@ -53,9 +58,10 @@ type ValidationOptions struct {
 // A Validator checks a JSON value against one compiled JSON Schema, the way
 // mcpguard validates tool arguments: no type coercion, formats asserted,
 // unknown fields refused in strict mode, strings bounded and free of
-// control characters, and (in lenient mode too) no duplicate member names,
-// no name that differs from a declared property's only in letter case
-// where the schema may admit undeclared ones (see
+// control characters, and (in lenient mode too) no duplicate member names
+// (two names that differ only in letter case, '_' or '-' being one), no
+// undeclared name that differs from a declared property's only so where
+// the schema may admit undeclared ones (see
 // [ValidationOptions].Lenient), and no invalid UTF-8 or lone UTF-16
 // surrogates. "$ref" resolves only within the schema: nothing is
 // ever loaded from disk or the network. A Validator is immutable and safe
@@ -435,13 +441,14 @@ func (v *Validator) check(raw json.RawMessage) (any, error) {
 
 // decodeStrict decodes one JSON value with json.Number numbers and refuses
 // trailing data and duplicate object keys, equal or differing only in
-// letter case (a duplicate is how a payload can say one thing to a
-// validator and another to a handler).
+// letter case, '_' or '-' (see checkKeys: a duplicate is how a payload can
+// say one thing to a validator and another to a handler).
 func decodeStrict(raw []byte) (any, error) { return decodeJSON(raw, true) }
 
 // decodeResult is decodeStrict for a tool's structured output: keys that
-// differ only in letter case are distinct there (nothing decodes a result
-// into the handler's struct fields), exact duplicates are refused.
+// differ only in letter case, '_' or '-' are distinct there (nothing
+// decodes a result into the handler's struct fields), exact duplicates are
+// refused.
 func decodeResult(raw []byte) (any, error) { return decodeJSON(raw, false) }
 
 func decodeJSON(raw []byte, fold bool) (any, error) {

@@ -287,14 +287,16 @@ func (c *compiler) buildObject(m map[string]any, root bool) (*node, error) {
 	}
 	if len(n.names) > 0 {
 		// Names that differ only in letter case are one name to
-		// encoding/json: an instance may hold only one of each group.
+		// encoding/json, and those that differ also in '_' and '-' to
+		// encoding/json/v2's case-insensitive matching
+		// (foldkey.AppendName): an instance may hold only one of each group.
 		n.folds = make(map[string]uint64, len(n.names))
 		for i, nm := range n.names {
-			n.folds[string(foldkey.Append(nil, []byte(nm.name)))] |= 1 << uint(i)
+			n.folds[string(foldkey.AppendName(nil, []byte(nm.name)))] |= 1 << uint(i)
 		}
 		n.twins = make([]uint64, len(n.names))
 		for i, nm := range n.names {
-			n.twins[i] = n.folds[string(foldkey.Append(nil, []byte(nm.name)))] &^ (1 << uint(i))
+			n.twins[i] = n.folds[string(foldkey.AppendName(nil, []byte(nm.name)))] &^ (1 << uint(i))
 		}
 	}
 	return n, nil

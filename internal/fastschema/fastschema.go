@@ -63,7 +63,9 @@ func Compile(doc any, opts Options) (s *Schema, ok bool) {
 // Validate checks raw, the "arguments" of a tool call, and returns nil when
 // it is valid. An empty raw (after trimming white space) or the literal null
 // counts as {}. The verdict is the reference pipeline's: no duplicate
-// object keys (compared after unescaping), well-formed JSON without
+// object keys (compared after unescaping, two keys that differ only in
+// letter case, '_' or '-' being one: see foldkey.AppendName), well-formed
+// JSON without
 // trailing data, no invalid UTF-8 and no escaped lone UTF-16 surrogate
 // ("\ud800", or "\udc00" first) in any string or key, whatever the
 // options (encoding/json reads both as U+FFFD), a JSON object at the

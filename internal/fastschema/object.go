@@ -1,7 +1,6 @@
 package fastschema
 
 import (
-	"bytes"
 	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"hash/maphash"
 	"slices"
@@ -68,7 +67,7 @@ func (st *state) object(n *node) *failure {
 				}
 				seen |= bit
 			} else {
-				st.fbuf = foldkey.Append(st.fbuf[:0], key)
+				st.fbuf = foldkey.AppendName(st.fbuf[:0], key)
 				var twins uint64
 				if n != nil && n.folds != nil {
 					twins = n.folds[string(st.fbuf)]
@@ -136,7 +135,8 @@ func (st *state) objectEnd(n *node, seen uint64, count, plen int) *failure {
 
 // dupCheck looks for two keys among st.keys[start:] (the object's unknown
 // names) that fold alike, and for one that folds like a known name the
-// object has (seen); folding alike, two names are one to encoding/json.
+// object has (seen); folding alike (foldkey.AppendName), two names are one
+// to encoding/json or to encoding/json/v2's case-insensitive matching.
 func (st *state) dupCheck(start, plen int, seen uint64) *failure {
 	ks := st.keys[start:]
 	for i := range ks {
@@ -184,7 +184,7 @@ func (st *state) sameKey(a, b *keyEnt) bool {
 		st.kbuf2 = decodeString(st.kbuf2[:0], kb)
 		kb = st.kbuf2
 	}
-	return bytes.EqualFold(ka, kb)
+	return foldkey.EqualName(ka, kb)
 }
 
 func (st *state) array(n *node) *failure {

@@ -213,7 +213,7 @@ func dupKeys(raw []byte) error {
 				stack = stack[:len(stack)-1]
 			} else {
 				k := tok.(string)
-				fk := string(foldkey.Append(nil, []byte(k))) // letter case aside
+				fk := string(foldkey.AppendName(nil, []byte(k))) // letter case, '_' and '-' aside
 				if top.keys[fk] {
 					return fmt.Errorf("duplicate key %q", k)
 				}

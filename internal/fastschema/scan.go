@@ -16,7 +16,7 @@ type seg struct {
 
 // A keyEnt is an object key kept for the duplicate check.
 type keyEnt struct {
-	hash  uint64 // of the folded key (see foldkey)
+	hash  uint64 // of the folded key (see foldkey.AppendName)
 	key   []byte // raw content
 	plain bool
 	twins uint64 // the object's known names that fold like the key
