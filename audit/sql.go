@@ -592,10 +592,15 @@ func (s *SQLSink) Flush(ctx context.Context) error {
 // in which no row was committed or refused, it ends the calls to the
 // database under way (the writer's, and WriteDurable's on PostgreSQL): a
 // server that stops answering without closing its connections (stopped,
-// or behind a network that drops its packets) would hold them for good. It
-// returns an error when events were lost ([SQLStats].Lost: given up at
-// Close, or refused by the database earlier), counting them. It does not
-// close the *sql.DB.
+// or behind a network that drops its packets) would hold them for good.
+// The events of those calls and those still queued are then counted lost,
+// though the server may yet commit a transaction whose COMMIT it was sent
+// (a slow server, as well as a silent one). Close then no longer waits
+// for the closing of the sink's prepared statements either, which goes on
+// in the background: pgx waits up to 5 s for the server's answer on each
+// idle connection of the pool. It returns an error when events were lost
+// ([SQLStats].Lost: given up at Close, or refused by the database
+// earlier), counting them. It does not close the *sql.DB.
 func (s *SQLSink) Close() error {
 	if s.queue == nil {
 		return errNotOpened
@@ -614,16 +619,29 @@ func (s *SQLSink) Close() error {
 	close(s.queue)
 	s.mu.Unlock()
 	<-s.done
-	s.cancel()
 	if s.ckptDone != nil {
 		close(s.ckpt.wake)
 		<-s.ckptDone
 	}
-	s.stmtMu.Lock()
-	for _, st := range s.stmts {
-		st.Close()
+	// Closing a statement deallocates it on each idle connection of the
+	// pool that prepared it, and pgx waits up to 5 s for each answer: a
+	// server that stopped answering would hold Close 5 s per connection.
+	// Close waits for it as for the writer (see watch), the rest goes on
+	// in the background.
+	stmtsClosed := make(chan struct{})
+	go func() {
+		defer close(stmtsClosed)
+		s.stmtMu.Lock()
+		defer s.stmtMu.Unlock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+	}()
+	select {
+	case <-stmtsClosed:
+	case <-s.stop.Done():
 	}
-	s.stmtMu.Unlock()
+	s.cancel() // ends watch
 	if n := s.lost.Load(); n > 0 {
 		return fmt.Errorf("audit: sql sink closed with %d events not recorded: %w", n, s.loadErr())
 	}
@@ -635,7 +653,8 @@ func (s *SQLSink) Close() error {
 const closeStall = 5 * time.Second
 
 // watch, started by Close, cancels s.stop when a period of closeStall
-// passes with no row settled, until the writer is done.
+// passes with no row settled, until Close cancels it itself (once the
+// writer is done and the statements are closed).
 func (s *SQLSink) watch() {
 	t := time.NewTicker(closeStall)
 	defer t.Stop()
@@ -643,7 +662,7 @@ func (s *SQLSink) watch() {
 	last := settled()
 	for {
 		select {
-		case <-s.done:
+		case <-s.stop.Done():
 			return
 		case <-t.C:
 		}
