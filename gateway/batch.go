@@ -108,7 +108,7 @@ type batchOut struct {
 func (b *batchOut) run(r *http.Request, m *member) {
 	h := outboundHeader(r.Header, b.pr, b.cid)
 	memberHeaders(h, m.p.m)
-	c, err := b.g.roundTrip(r, b.pr, b.cid, http.MethodPost, h, m.p.m.raw, &b.out)
+	c, err := b.g.roundTrip(r, b.pr, b.cid, http.MethodPost, h, m.p.m.raw, &b.out, false)
 	if c != nil {
 		if s, sse := c.resp.StatusCode, isSSE(c.resp.Header); (m.p.filter || b.g.pins != nil) && (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse) {
 			b.g.refuseUnreadable(b.cid, c.resp)

@@ -11,6 +11,19 @@
 // a call whose rule asks for a confirmation (policy.ToolRule.Confirm) is
 // refused (CONFIRMATION_REQUIRED), never forwarded without one.
 //
+// Only tools/call is judged by the policy. Every other request (initialize,
+// server/discover, ping, tools/list, which Options.FilterToolsList and
+// Options.Pins filter, prompts/*, resources/*, completion/complete,
+// logging/setLevel, subscriptions/listen, tasks/*, and methods the gateway
+// does not know), every notification and every client response is
+// forwarded to any authenticated caller, for the downstream to decide with
+// [HeaderSubject] and [HeaderRole]: whose a task is (tasks/get,
+// tasks/result, tasks/list, tasks/cancel), or which prompts and resources a
+// role may read. A tools/call that asks for a task ("task" in its params)
+// is judged as any tools/call; its in-flight place (Options.Limiter) is
+// given back, and its outcome recorded, when the downstream answers with
+// the task it created, not when the task ends.
+//
 // # Forwarding
 //
 //   - A request allowed whole is forwarded byte for byte and the answer,
@@ -59,7 +72,11 @@
 //     embedder's middleware's, an http.TimeoutHandler's) has passed, and
 //     it is answered -32003 (with 504 alone, as a GET or DELETE that
 //     deadline ended is), for the client may be waiting still. A GET
-//     stream ends with its client. So a client
+//     stream ends with its client, and so does the event stream answering
+//     a subscriptions/listen request (protocol 2026-07-28's stream of
+//     change notifications, which runs nothing downstream and stays open,
+//     silent until something changes): neither is bounded by Timeout once
+//     its header has come. So a client
 //     that resumes a POST's event stream (Last-Event-ID) while the gateway
 //     still reads it is refused by a go-sdk downstream (409 Conflict: the
 //     stream has a reader) until that read ends, with the answer or at

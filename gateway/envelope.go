@@ -37,6 +37,13 @@ func (m *message) notification() bool {
 	return m.hasMethod && m.id == nil && (m.invalid == nil || m.invalid.code == CodeInvalidParams)
 }
 
+// listen reports whether m is a subscriptions/listen request (protocol
+// 2026-07-28): its answer is an event stream that stays open, silent until
+// something changes, for as long as its client holds it.
+func (m *message) listen() bool {
+	return m != nil && m.method == "subscriptions/listen" && m.id != nil && m.invalid == nil
+}
+
 // idOrNil returns m's id, nil when m is nil (a GET or a DELETE) or has
 // none.
 func (m *message) idOrNil() []byte {

@@ -429,8 +429,9 @@ func (c *upstreamCall) watchClient(now int64) {
 // guard, when not nil, is the writeGuard that writes the answer instead of
 // the call's own (a batch member's: the batch's); it is known before the
 // answer's headers arrive, when the client may be found gone already (see
-// [upstreamCall.watchClient]).
-func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte, guard *writeGuard) (*upstreamCall, *rpcError) {
+// [upstreamCall.watchClient]). listen marks a POST of a subscriptions/listen
+// request ([message.listen]): its call ends with its client, as a GET's does.
+func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method string, header http.Header, body []byte, guard *writeGuard, listen bool) (*upstreamCall, *rpcError) {
 	ids := header[hdrSession]
 	if len(ids) > 1 {
 		// Only one could be checked; a downstream might read another.
@@ -472,13 +473,16 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		// read, within the timeout (see [upstreamCall]), so that the call
 		// keeps its in-flight slot until the downstream is done and its
 		// outcome record says what the downstream answered. A GET stream
-		// ends with its client.
-		parent = context.WithoutCancel(parent)
+		// ends with its client, and so does a subscriptions/listen, which
+		// runs nothing: its downstream waits for its request to end.
+		if !listen {
+			parent = context.WithoutCancel(parent)
+		}
 	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, ctxKey{}, pr))
 	c := &upstreamCall{cancel: cancel, timeout: g.timeout, origin: time.Now(), guard: guard}
 	c.out.timeout, c.out.origin = c.timeout, c.origin
-	if method == http.MethodPost {
+	if method == http.MethodPost && !listen {
 		c.client = r.Context()
 	}
 	c.waitSince.Store(1)
@@ -767,7 +771,8 @@ func isSSE(h http.Header) bool {
 // an error answered instead.
 func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, m *message, call *callState) {
 	start := g.now()
-	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body, nil)
+	listen := r.Method == http.MethodPost && m.listen()
+	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body, nil, listen)
 	if uerr != nil {
 		g.unanswered(w, r, pr, cid, m, call, uerr, start)
 		return
@@ -775,7 +780,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	defer c.close()
 	if s := c.resp.StatusCode; g.pins != nil && r.Method != http.MethodDelete && s >= 200 && s <= 299 {
 		// Any answer may carry a listing (see [Gateway.guardAnswer]).
-		g.relayChecked(w, r, pr, cid, m, c, call, start)
+		g.relayChecked(w, r, pr, cid, m, c, call, start, listen)
 		return
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
@@ -795,12 +800,15 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 		// long in coming.
 		http.NewResponseController(w).Flush()
 	}
+	// A GET stream, and a subscriptions/listen one, may be silent for
+	// long: no timeout once their header has come.
+	stream := r.Method == http.MethodGet || listen && sse
 	var rd io.Reader = c.resp.Body
-	if r.Method != http.MethodGet {
+	if !stream {
 		rd = c
 	}
 	c.out.w = w
-	n, last, gone, err := g.copyBody(r.Context(), &c.out, rd, sse, r.Method == http.MethodPost)
+	n, last, gone, err := g.copyBody(r.Context(), &c.out, rd, sse, r.Method == http.MethodPost && !listen)
 	if err == nil && sse && last != '\n' && last != '\r' {
 		// A body delimited by the connection's close has no framing to
 		// tell that it was cut, but an event stream does not end inside
@@ -815,7 +823,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	}
 	// A copy that failed once the client had gone was cut short too: an
 	// answer is then read for at most the timeout.
-	gone = gone || err != nil && r.Method == http.MethodPost && r.Context().Err() != nil
+	gone = gone || err != nil && r.Method == http.MethodPost && !listen && r.Context().Err() != nil
 	if gone {
 		call.clientWentAway()
 	}

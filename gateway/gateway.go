@@ -66,7 +66,9 @@ type Options struct {
 	// for a POST, every silence between two pieces of its body; once a
 	// POST's client has gone, it bounds the rest of the answer too, from
 	// when the client was last seen. Zero means 30 seconds. A GET stream
-	// (server-to-client events) is bounded only until its headers arrive.
+	// (server-to-client events), and the event stream answering a
+	// subscriptions/listen request, are bounded only until their headers
+	// arrive, and end with their client.
 	// It also bounds every write of an answer to the client (in pieces of
 	// at most 32 KiB; an answer of the gateway's own of at most 2 KiB is
 	// left to net/http): a client that stopped reading counts as gone

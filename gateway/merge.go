@@ -24,7 +24,7 @@ import (
 // an event stream is relayed event by event, only the answer rewritten. One
 // it cannot read as its client does ([readableAnswer]) is a 502.
 func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, p *plan, start time.Time) {
-	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw, nil)
+	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw, nil, false)
 	if uerr != nil {
 		// A client gone is answered nothing; one whose deadline passed is
 		// answered, as in [Gateway.unanswered].

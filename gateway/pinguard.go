@@ -80,7 +80,7 @@ func carriesTools(msg []byte) bool {
 // without its body. A GET's answer is read as an event stream
 // whatever its Content-Type, as the TypeScript SDK reads it. It stands for
 // passThrough's relaying, and ends call as passThrough does.
-func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message, c *upstreamCall, call *callState, start time.Time) {
+func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message, c *upstreamCall, call *callState, start time.Time, listen bool) {
 	l := &listing{r: r, pr: pr, cid: cid, start: start}
 	defer g.withheldSummary(l)
 	if r.Method == http.MethodPost && !(m != nil && m.hasMethod && m.id != nil) {
@@ -100,7 +100,7 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *polic
 		return
 	}
 	if sse {
-		g.relayCheckedEvents(w, r, l, c, call)
+		g.relayCheckedEvents(w, r, l, c, call, listen)
 		return
 	}
 	g.relayCheckedWhole(w, r, l, m, c, call)
@@ -117,10 +117,11 @@ func (g *Gateway) relayBodiless(w http.ResponseWriter, cid string, c *upstreamCa
 }
 
 // relayCheckedEvents relays c's event stream (a GET's, or a POST's
-// answered so), each event checked for a listing as it comes.
-func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *listing, c *upstreamCall, call *callState) {
+// answered so; listen: a subscriptions/listen's), each event checked for a
+// listing as it comes.
+func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *listing, c *upstreamCall, call *callState, listen bool) {
 	var rd io.Reader = c
-	if r.Method == http.MethodGet {
+	if r.Method == http.MethodGet || listen {
 		rd = c.resp.Body // no timeout: the stream may be silent for long
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)
