@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"github.com/mcpguard/mcpguard/internal/jsondup"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 )
@@ -21,9 +23,10 @@ import (
 // surrogate (decoding makes either U+FFFD, so arguments a downstream reads
 // apart would hash alike), or an object that names a member twice, or two
 // members whose names differ only in letter case (Unicode simple folding,
-// as encoding/json matches struct fields): parsers disagree on which
-// occurrence wins, so the canonical form would bind the hash to arguments
-// a downstream may read otherwise.
+// as encoding/json matches struct fields), '_' or '-' ("amount" and
+// "a_mount", as encoding/json/v2's case-insensitive matching reads them):
+// parsers disagree on which occurrence wins, so the canonical form would
+// bind the hash to arguments a downstream may read otherwise.
 func ArgsSHA256(args json.RawMessage) (string, error) {
 	c, err := canonical(args)
 	if err != nil {
@@ -56,6 +59,12 @@ func canonical(args json.RawMessage) ([]byte, error) {
 	if _, _, dup := jsondup.Member(args, func(int) bool { return true }); dup {
 		return nil, errors.New("confirm: arguments name an object member twice (or two that differ only in letter case)")
 	}
+	// encoding/json/v2's case-insensitive matching (MatchCaseInsensitiveNames,
+	// a `case:ignore` tag) leaves '_' and '-' out too: a handler using it
+	// reads {"amount":5,"a_mount":1e9} as one field, the last one winning.
+	if looseTwins(v) {
+		return nil, errors.New("confirm: arguments name two object members that differ only in letter case, '_' or '-'")
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -63,6 +72,42 @@ func canonical(args json.RawMessage) ([]byte, error) {
 		return nil, errors.New("confirm: arguments cannot be encoded")
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// looseTwins reports whether an object in v, decoded JSON, has two member
+// names that fold alike under foldkey.AppendName. Only an object with a
+// name holding '_' or '-' can: names without them fold as under
+// foldkey.Append, and jsondup.Member has refused those twins already.
+func looseTwins(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k := range x {
+			if strings.ContainsAny(k, "_-") {
+				seen := make(map[string]bool, len(x))
+				var buf []byte
+				for name := range x {
+					buf = foldkey.AppendName(buf[:0], []byte(name))
+					if seen[string(buf)] {
+						return true
+					}
+					seen[string(buf)] = true
+				}
+				break
+			}
+		}
+		for _, e := range x {
+			if looseTwins(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if looseTwins(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decode parses exactly one JSON value, keeping numbers as written.

@@ -86,11 +86,11 @@ const (
 // U+0020), is shown quoted with every character outside printable ASCII
 // escaped; the tool name is shown with control and formatting characters
 // removed. Each key and value is truncated to 80 characters with "…", and
-// at most 20 arguments are listed. Arguments that are empty or null read "with no
-// arguments"; a non-object is shown whole; invalid JSON, and arguments
-// [ArgsSHA256] refuses (a member named twice, or two whose names differ
-// only in letter case, at any depth; text that is not UTF-8 or escapes a
-// lone surrogate), read "with unreadable arguments". A key or string with
+// at most 20 arguments are listed. Arguments that are empty or null read
+// "with no arguments"; a non-object is shown whole; invalid JSON, and
+// arguments [ArgsSHA256] refuses (a member named twice, or two whose names
+// differ only in letter case, '_' or '-', at any depth; text that is not
+// UTF-8 or escapes a lone surrogate), read "with unreadable arguments". A key or string with
 // fullwidth or mathematical letters or digits (ℯ and the other letters of
 // the Letterlike Symbols block among them, and ª º ſ), ligatures or
 // digraphs of ASCII letters (ﬁ, ĳ, ǳ), or digits of another script, is
