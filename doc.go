@@ -102,10 +102,13 @@
 // whatever tokens its later requests carry. As a last line, the guard
 // does not ask an older client (protocol before 2026-07-28) to confirm by
 // an elicitation inside a call that arrived over HTTP on a session with an
-// id but carries neither a verified user nor the gateway's subject header:
-// it refuses the call, CONFIRMATION_REQUIRED (a call with a verified user
-// on a session opened without one is asked: the guard cannot tell that
-// session from a bound one). The go-sdk's HTTP+SSE
+// id unless it saw that session opened (its initialize) by the call's
+// verified user, or through the gateway for the call's subject: it refuses
+// the call, CONFIRMATION_REQUIRED. So a call with a verified user on a
+// session opened without one is refused; and only a guard installed on the
+// server ([Guard.Install]) sees sessions opened: a handler [Guard.Wrap]
+// guards, or a stand-alone [Confirm], on a server no guard is installed
+// on, refuses every such call. The go-sdk's HTTP+SSE
 // transport (mcp.NewSSEHandler) binds no session (anyone who has the
 // session id, in the query of every URL its client posts to, posts on it),
 // and its calls carry no headers: a call without headers in the context of

@@ -756,9 +756,10 @@ func (g *Guard) Install(s *mcp.Server) error {
 	// below is the server's own handling of what the guard receives; the
 	// guard lists the tools through it when they change (notify.go).
 	var below mcp.MethodHandler
+	op := &openers{}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		below = next
-		return g.receiving(next)
+		return g.receiving(next, op)
 	})
 	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		below := g.recovering(below)
@@ -860,8 +861,10 @@ func listServerTools(ctx context.Context, s *mcp.Server) ([]*mcp.Tool, *mcp.Serv
 // handler of the server's, its SetCacheable on a listing, a middleware
 // below the guard, or the go-sdk itself) is refused, see panicked: the
 // go-sdk recovers none, and the panic ended the process. A tool handler's
-// panic is a tool's failure, see serve.
-func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
+// panic is a tool's failure, see serve. It records in op who opened each
+// session over HTTP, from its initialize, and hands op to the pipeline of
+// each call over HTTP (see bound).
+func (g *Guard) receiving(next mcp.MethodHandler, op *openers) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		if !housekeeping(method) {
 			defer func() {
@@ -893,6 +896,9 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 					break
 				}
 				e, gen = nil, g.reg.generation()
+			}
+			if r.Extra != nil && r.Extra.Header != nil {
+				ctx = context.WithValue(ctx, openersKey{}, op)
 			}
 			res, err := g.serve(ctx, r, e, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				out, err := next(ctx, method, req)
@@ -934,6 +940,9 @@ func (g *Guard) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		res, err = next(ctx, method, req)
 		g.res.learn(res) // initialize and server/discover tell whether the server takes subscriptions
+		if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && err == nil {
+			op.opened(ir)
+		}
 		return res, err
 	}
 }

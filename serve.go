@@ -1184,17 +1184,20 @@ func supportsMRTR(ss *mcp.ServerSession) bool {
 // either, lets anyone who knows the session id (in the query of every URL
 // the client posts to) post on it, and binds no session to a user: a call
 // without headers in the context of an HTTP request (see inHTTPRequest)
-// is on a session not bound. Over stateful
-// Streamable HTTP (a request with headers, on a session with an id) go-sdk
-// v1.8.0 lets anyone who knows the session id post on it, unless the
-// request that opened it carried a verified user (auth.TokenInfo with a
-// UserID: auth.RequireBearerToken, token.Table.BindSessions), in which case
-// every request on the session carries that user, this call too; or unless
-// it came through mcpguard's gateway (the call carries the gateway's
-// subject header, [token.HeaderSubject]), which binds each session to its
-// subject itself. A call without either is on a session not so bound.
-// (One opened without a token and used with one is bound to no one, and is
-// not told apart.)
+// is on a session not bound. Over stateful Streamable HTTP (a request with
+// headers, on a session with an id) go-sdk v1.8.0 lets anyone who knows the
+// session id post on it, unless the request that opened it (its
+// initialize) carried a verified user (auth.TokenInfo with a UserID:
+// auth.RequireBearerToken, token.Table.BindSessions), in which case every
+// request on the session carries that user; or unless it came through
+// mcpguard's gateway (with the gateway's subject header,
+// [token.HeaderSubject]), which binds each session to its subject itself.
+// The session is bound when a guard's receiving middleware ([Guard.Install])
+// saw it opened so (see openers), by the user or subject req carries: a
+// session opened without a token is bound to no one, whatever tokens its
+// later requests carry, and a session no guard saw opened (a handler
+// [Guard.Wrap] guards, or a stand-alone step, on a server no guard is
+// installed on) is taken for one not bound.
 func bound(ctx context.Context, req *mcp.CallToolRequest) bool {
 	if req.Session == nil {
 		return true
@@ -1205,11 +1208,15 @@ func bound(ctx context.Context, req *mcp.CallToolRequest) bool {
 	if req.Session.ID() == "" {
 		return true
 	}
-	if req.Extra.Header.Get(token.HeaderSubject) != "" {
+	op, ok := openerOf(ctx, req.Session)
+	if !ok {
+		return false
+	}
+	if sub := req.Extra.Header.Get(token.HeaderSubject); sub != "" && sub == op.subject {
 		return true
 	}
 	ti := req.Extra.TokenInfo
-	return ti != nil && ti.UserID != ""
+	return op.user != "" && ti != nil && ti.UserID == op.user
 }
 
 // canElicit reports whether the go-sdk will send ss's client a form
