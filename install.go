@@ -671,15 +671,20 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // and its handlers do not hear of the request (a listen's first such URI
 // is answered so once the SubscribeHandler took the URIs it names before
 // it: its refusal of one of those is the answer, as the go-sdk's for a
-// listen of URIs it lacks); a resources/updated notification for it does
-// not reach the session. (A subscription to a server without a SubscribeHandler,
-// which refuses every one alike, is passed on.) So that these answers look
-// like those for a URI the server does not have, a SubscribeHandler, and a
-// template's handler, answer such a URI with mcp.ResourceNotFoundError, as
-// the go-sdk advises (one that takes any URI tells a hidden resource from
-// an absent one). resources/list answers in one page, as tools/list (a
-// cursor lists nothing): the go-sdk's cursors name the last resource of a
-// page. A resources/list_changed notification reaches a session only when
+// listen of URIs it lacks); so are resources/unsubscribe (passed on
+// first, its answer dropped, so that a subscription made while the caller
+// could see it ends) and a completion/complete whose ref/resource names
+// it (the CompletionHandler does not hear of it); a resources/updated
+// notification for it does not reach the session. (A subscription to a
+// server without a SubscribeHandler, or a completion to one without a
+// CompletionHandler, each refused alike, is passed on.) So that these
+// answers look like those for a URI the server does not have, a
+// SubscribeHandler, an UnsubscribeHandler, a CompletionHandler and a
+// template's handler answer such a URI with mcp.ResourceNotFoundError, as
+// the go-sdk advises a resource's handler to (one that takes any URI
+// tells a hidden resource from an absent one). resources/list answers in
+// one page, as tools/list (a cursor lists nothing): the go-sdk's cursors
+// name the last resource of a page. A resources/list_changed notification reaches a session only when
 // the resources its caller may see changed since it last listed them, or
 // listened for their changes (a tool change that hides or shows a UI
 // resource is not announced as one). Telling these notifications apart
@@ -688,8 +693,8 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // to. Resource templates are listed to every authenticated caller: a
 // template names a family of URIs, not a tool's resource, and hiding one
 // would hide the resources it serves to those who may see them.
-// resources/unsubscribe, completions and prompts are not filtered (no tool
-// names a prompt): a CompletionHandler that completes a template's
+// Prompts are not filtered (no tool names a prompt), nor completions but
+// for their ref/resource: a CompletionHandler that completes a template's
 // argument finds the caller's Identity in its context, and should offer
 // no value that names a UI resource the caller may not see. A method the
 // server added with mcp.AddReceivingCustomMethod is served so too: to
@@ -930,8 +935,11 @@ func (g *Guard) receiving(next mcp.MethodHandler, op *openers) mcp.MethodHandler
 			return g.readResource(ctx, r, next)
 		case *mcp.SubscribeRequest:
 			return g.subscribeResource(ctx, r, next)
-		case *mcp.ListPromptsRequest, *mcp.GetPromptRequest, *mcp.CompleteRequest,
-			*mcp.ListResourceTemplatesRequest, *mcp.UnsubscribeRequest:
+		case *mcp.UnsubscribeRequest:
+			return g.unsubscribeResource(ctx, r, next)
+		case *mcp.CompleteRequest:
+			return g.completeResource(ctx, r, next)
+		case *mcp.ListPromptsRequest, *mcp.GetPromptRequest, *mcp.ListResourceTemplatesRequest:
 			return g.asCaller(ctx, method, req, next)
 		}
 		if !housekeeping(method) {

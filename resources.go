@@ -263,6 +263,53 @@ func (g *Guard) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest
 	return g.runAs(ctx, id, "resources/subscribe", req, next)
 }
 
+// unsubscribeResource answers resources/unsubscribe from a UI resource the
+// caller may not see as subscribeResource answers a subscription to it:
+// with the go-sdk's error for a resource the server does not have. It is
+// passed on first, its answer dropped, so that a subscription made while
+// the caller could see the resource (its roles since shrank) ends.
+func (g *Guard) unsubscribeResource(ctx context.Context, req *mcp.UnsubscribeRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	id, err := g.authenticateList(ctx, req, "resources/unsubscribe")
+	if err != nil {
+		return nil, err
+	}
+	if req.Params != nil && g.res.subscribes() {
+		hide, err := g.hides(ctx, next, req.Session, id.Principal, req.Params.URI)
+		if err != nil {
+			return nil, err
+		}
+		if hide {
+			_, _ = g.runAs(ctx, id, "resources/unsubscribe", req, next)
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+	}
+	return g.runAs(ctx, id, "resources/unsubscribe", req, next)
+}
+
+// completeResource answers completion/complete for a ref/resource that
+// is, or means, a UI resource the caller may not see with the go-sdk's
+// error for a resource the server does not have, without asking the
+// CompletionHandler: a handler that refuses a URI it lacks so, as the
+// go-sdk advises a resource's handler to, would tell the hidden resource
+// apart. A request the go-sdk refuses before its handler (no argument
+// name), or a server without a CompletionHandler, is passed on.
+func (g *Guard) completeResource(ctx context.Context, req *mcp.CompleteRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	id, err := g.authenticateList(ctx, req, "completion/complete")
+	if err != nil {
+		return nil, err
+	}
+	if p := req.Params; p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" && p.Argument.Name != "" && g.res.completes() {
+		hide, err := g.hides(ctx, next, req.Session, id.Principal, p.Ref.URI)
+		if err != nil {
+			return nil, err
+		}
+		if hide {
+			return nil, mcp.ResourceNotFoundError(p.Ref.URI)
+		}
+	}
+	return g.runAs(ctx, id, "completion/complete", req, next)
+}
+
 // listenResources wraps the handler that [Guard.listen] passes an
 // authenticated subscriptions/listen to (the caller's Identity is in its
 // context): a listen that names a UI resource its caller may not see is
