@@ -1,6 +1,7 @@
 package fastschema
 
 import (
+	"cmp"
 	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"hash/maphash"
 	"slices"
@@ -30,7 +31,10 @@ func (st *state) object(n *node) *failure {
 		return e
 	}
 	keysStart := len(st.keys)
-	var seen uint64
+	// seen: the known names met; later: the known names that an unknown
+	// key met folds like. A key that folds like a known one met before, or
+	// a known key like an unknown one, is refused at once (see dupAt).
+	var seen, later uint64
 	count := 0
 	st.skipWS()
 	if st.pos < len(st.raw) && st.raw[st.pos] == '}' {
@@ -62,17 +66,20 @@ func (st *state) object(n *node) *failure {
 			}
 			if known >= 0 {
 				bit := uint64(1) << uint(known)
-				if seen&(bit|n.twins[known]) != 0 {
-					return st.fail(errDup, plen, rawKey, info.plain, n, nil)
+				if (seen|later)&(bit|n.twins[known]) != 0 {
+					return st.dupAt(keysStart, plen, rawKey, info.plain)
 				}
 				seen |= bit
 			} else {
 				st.fbuf = foldkey.AppendName(st.fbuf[:0], key)
-				var twins uint64
 				if n != nil && n.folds != nil {
-					twins = n.folds[string(st.fbuf)]
+					twins := n.folds[string(st.fbuf)]
+					if twins&seen != 0 {
+						return st.dupAt(keysStart, plen, rawKey, info.plain)
+					}
+					later |= twins
 				}
-				st.keys = append(st.keys, keyEnt{hash: maphash.Bytes(st.s.seed, st.fbuf), key: rawKey, plain: info.plain, twins: twins})
+				st.keys = append(st.keys, keyEnt{hash: maphash.Bytes(st.s.seed, st.fbuf), key: rawKey, plain: info.plain, at: info.start})
 			}
 			switch {
 			case known >= 0 && n.names[known].isProp:
@@ -103,7 +110,7 @@ func (st *state) object(n *node) *failure {
 			return st.syntax()
 		}
 	}
-	if e := st.dupCheck(keysStart, plen, seen); e != nil {
+	if e := st.dupCheck(keysStart, plen); e != nil {
 		return e
 	}
 	st.dropKeys(keysStart)
@@ -134,33 +141,38 @@ func (st *state) objectEnd(n *node, seen uint64, count, plen int) *failure {
 }
 
 // dupCheck looks for two keys among st.keys[start:] (the object's unknown
-// names) that fold alike, and for one that folds like a known name the
-// object has (seen); folding alike (foldkey.AppendName), two names are one
-// to encoding/json or to encoding/json/v2's case-insensitive matching.
-func (st *state) dupCheck(start, plen int, seen uint64) *failure {
+// names, in the order met) that fold alike (foldkey.AppendName): two names
+// that are one to encoding/json or to encoding/json/v2's case-insensitive
+// matching. Of several, it names the first key that folds like one before
+// it, as the reference does.
+func (st *state) dupCheck(start, plen int) *failure {
 	ks := st.keys[start:]
-	for i := range ks {
-		if ks[i].twins&seen != 0 {
-			return st.fail(errDup, plen, ks[i].key, ks[i].plain, nil, nil)
-		}
-	}
 	if len(ks) < 2 {
 		return nil
 	}
 	if len(ks) > 16 {
+		// By hash, keys of one hash in the order met: the second of each
+		// run of keys that fold alike is the first to repeat one.
 		slices.SortFunc(ks, func(a, b keyEnt) int {
-			switch {
-			case a.hash < b.hash:
-				return -1
-			case a.hash > b.hash:
-				return 1
+			if c := cmp.Compare(a.hash, b.hash); c != 0 {
+				return c
 			}
-			return 0
+			return cmp.Compare(a.at, b.at)
 		})
+		var dup *keyEnt
 		for i := 1; i < len(ks); i++ {
-			if ks[i].hash == ks[i-1].hash && st.sameKey(&ks[i], &ks[i-1]) {
-				return st.fail(errDup, plen, ks[i].key, ks[i].plain, nil, nil)
+			if ks[i].hash != ks[i-1].hash || dup != nil && ks[i].at > dup.at {
+				continue
 			}
+			for j := i - 1; j >= 0 && ks[j].hash == ks[i].hash; j-- {
+				if st.sameKey(&ks[i], &ks[j]) {
+					dup = &ks[i]
+					break
+				}
+			}
+		}
+		if dup != nil {
+			return st.fail(errDup, plen, dup.key, dup.plain, nil, nil)
 		}
 		return nil
 	}
@@ -172,6 +184,17 @@ func (st *state) dupCheck(start, plen int, seen uint64) *failure {
 		}
 	}
 	return nil
+}
+
+// dupAt refuses the key met now (raw, of the object at plen), which folds
+// like one met before, unless one of the unknown keys before it,
+// st.keys[start:], already folds like another: the reference names the
+// first key that repeats one.
+func (st *state) dupAt(start, plen int, raw []byte, plain bool) *failure {
+	if e := st.dupCheck(start, plen); e != nil {
+		return e
+	}
+	return st.fail(errDup, plen, raw, plain, nil, nil)
 }
 
 func (st *state) sameKey(a, b *keyEnt) bool {

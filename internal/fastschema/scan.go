@@ -19,7 +19,7 @@ type keyEnt struct {
 	hash  uint64 // of the folded key (see foldkey.AppendName)
 	key   []byte // raw content
 	plain bool
-	twins uint64 // the object's known names that fold like the key
+	at    int // where key starts in the document
 }
 
 // state is the per-call scratch space, pooled by the Schema.
