@@ -671,18 +671,21 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // and its handlers do not hear of the request (a listen's first such URI
 // is answered so once the SubscribeHandler took the URIs it names before
 // it: its refusal of one of those is the answer, as the go-sdk's for a
-// listen of URIs it lacks); so are resources/unsubscribe (passed on
-// first, its answer dropped, so that a subscription made while the caller
-// could see it ends) and a completion/complete whose ref/resource names
-// it (the CompletionHandler does not hear of it); a resources/updated
-// notification for it does not reach the session. (A subscription to a
-// server without a SubscribeHandler, or a completion to one without a
-// CompletionHandler, each refused alike, is passed on.) So that these
-// answers look like those for a URI the server does not have, a
-// SubscribeHandler, an UnsubscribeHandler, a CompletionHandler and a
-// template's handler answer such a URI with mcp.ResourceNotFoundError, as
-// the go-sdk advises a resource's handler to (one that takes any URI
-// tells a hidden resource from an absent one). resources/list answers in
+// listen of URIs it lacks); a resources/updated notification for it does
+// not reach the session. (A subscription to a server without a
+// SubscribeHandler, which refuses every one alike, is passed on.) So that
+// these answers look like those for a URI the server does not have, a
+// SubscribeHandler and a template's handler answer such a URI with
+// mcp.ResourceNotFoundError, as the go-sdk advises a resource's handler
+// to (one that takes any URI tells a hidden resource from an absent one).
+// resources/unsubscribe from it, and a completion/complete whose
+// ref/resource names it, are answered as the server answers them for a
+// URI it does not have, whatever its handlers: the guard asks it about
+// the URI with a random suffix, which it takes out of the answer (an
+// error's message and data, a completion's values), and the
+// CompletionHandler does not hear of the URI itself; an unsubscribe is
+// passed on first too, its answer dropped, so that a subscription made
+// while the caller could see the resource ends. resources/list answers in
 // one page, as tools/list (a cursor lists nothing): the go-sdk's cursors
 // name the last resource of a page. A resources/list_changed notification reaches a session only when
 // the resources its caller may see changed since it last listed them, or

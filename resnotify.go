@@ -100,9 +100,6 @@ type resources struct {
 	// subscribe says whether the server takes subscriptions (it has a
 	// SubscribeHandler), as its capabilities tell: 0 not known, 1 yes, 2 no.
 	subscribe atomic.Int32
-	// complete says whether the server completes (it has a
-	// CompletionHandler), as its capabilities tell: 0 not known, 1 yes, 2 no.
-	complete atomic.Int32
 	// the digest of the resources each session was last shown
 	sessionViews[[32]byte]
 
@@ -128,15 +125,7 @@ func (rs *resources) learn(res mcp.Result) {
 }
 
 func (rs *resources) learnCaps(caps *mcp.ServerCapabilities) {
-	if caps == nil {
-		return
-	}
-	if caps.Completions != nil {
-		rs.complete.Store(1)
-	} else {
-		rs.complete.Store(2)
-	}
-	if caps.Resources == nil {
+	if caps == nil || caps.Resources == nil {
 		return
 	}
 	if caps.Resources.Subscribe {
@@ -149,7 +138,3 @@ func (rs *resources) learnCaps(caps *mcp.ServerCapabilities) {
 // subscribes reports whether the server may take a subscription: unless
 // its capabilities said that it does not.
 func (rs *resources) subscribes() bool { return rs.subscribe.Load() != 2 }
-
-// completes reports whether the server may complete: unless its
-// capabilities said that it does not.
-func (rs *resources) completes() bool { return rs.complete.Load() != 2 }

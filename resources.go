@@ -2,17 +2,20 @@ package mcpguard
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -264,51 +267,103 @@ func (g *Guard) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest
 }
 
 // unsubscribeResource answers resources/unsubscribe from a UI resource the
-// caller may not see as subscribeResource answers a subscription to it:
-// with the go-sdk's error for a resource the server does not have. It is
-// passed on first, its answer dropped, so that a subscription made while
-// the caller could see the resource (its roles since shrank) ends.
+// caller may not see as the server answers one from a URI it does not have
+// (see asAbsent). It is passed on first, its answer dropped, so that a
+// subscription made while the caller could see the resource (its roles
+// since shrank) ends.
 func (g *Guard) unsubscribeResource(ctx context.Context, req *mcp.UnsubscribeRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authenticateList(ctx, req, "resources/unsubscribe")
 	if err != nil {
 		return nil, err
 	}
-	if req.Params != nil && g.res.subscribes() {
+	if req.Params != nil {
 		hide, err := g.hides(ctx, next, req.Session, id.Principal, req.Params.URI)
 		if err != nil {
 			return nil, err
 		}
 		if hide {
 			_, _ = g.runAs(ctx, id, "resources/unsubscribe", req, next)
-			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			return g.asAbsent(req.Params.URI, func(absent string) (mcp.Result, error) {
+				q, p := *req, *req.Params
+				p.URI, q.Params = absent, &p
+				return g.runAs(ctx, id, "resources/unsubscribe", &q, next)
+			})
 		}
 	}
 	return g.runAs(ctx, id, "resources/unsubscribe", req, next)
 }
 
 // completeResource answers completion/complete for a ref/resource that
-// is, or means, a UI resource the caller may not see with the go-sdk's
-// error for a resource the server does not have, without asking the
-// CompletionHandler: a handler that refuses a URI it lacks so, as the
-// go-sdk advises a resource's handler to, would tell the hidden resource
-// apart. A request the go-sdk refuses before its handler (no argument
-// name), or a server without a CompletionHandler, is passed on.
+// is, or means, a UI resource the caller may not see as the server answers
+// one for a URI it does not have (see asAbsent): the CompletionHandler
+// does not hear of the URI.
 func (g *Guard) completeResource(ctx context.Context, req *mcp.CompleteRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authenticateList(ctx, req, "completion/complete")
 	if err != nil {
 		return nil, err
 	}
-	if p := req.Params; p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" && p.Argument.Name != "" && g.res.completes() {
+	if p := req.Params; p != nil && p.Ref != nil && p.Ref.Type == "ref/resource" {
 		hide, err := g.hides(ctx, next, req.Session, id.Principal, p.Ref.URI)
 		if err != nil {
 			return nil, err
 		}
 		if hide {
-			return nil, mcp.ResourceNotFoundError(p.Ref.URI)
+			return g.asAbsent(p.Ref.URI, func(absent string) (mcp.Result, error) {
+				q, p, ref := *req, *req.Params, *req.Params.Ref
+				ref.URI, p.Ref, q.Params = absent, &ref, &p
+				return g.runAs(ctx, id, "completion/complete", &q, next)
+			})
 		}
 	}
 	return g.runAs(ctx, id, "completion/complete", req, next)
 }
+
+// asAbsent answers a request about uri, a UI resource the caller may not
+// see, as the server answers it about a URI it does not have: ask asks it
+// (below the guard, the go-sdk's checks and the server's handler) about
+// uri with a random suffix, which no resource has, and its answer is given
+// with that suffix taken out of its error's message and data, and out of
+// a completion's values. So the answer is the one for an absent URI
+// whether the handler refuses a URI it lacks (mcp.ResourceNotFoundError,
+// as the go-sdk advises a resource's handler to) or takes any URI (as the
+// go-sdk's example UnsubscribeHandler and CompletionHandler do); a handler
+// that answers by what the URI looks like (its scheme, a template that
+// matches it) is asked about one that looks the same.
+func (g *Guard) asAbsent(uri string, ask func(absent string) (mcp.Result, error)) (mcp.Result, error) {
+	suffix := "-" + strings.ToLower(rand.Text())
+	res, err := ask(uri + suffix)
+	strip := func(s string) string { return strings.ReplaceAll(s, suffix, "") }
+	if err != nil {
+		if je, ok := err.(*jsonrpc.Error); ok && je != nil {
+			out := *je
+			out.Message = strip(je.Message)
+			if je.Data != nil {
+				out.Data = json.RawMessage(strip(string(je.Data)))
+			}
+			return nil, &out
+		}
+		return nil, &strippedError{msg: strip(err.Error()), err: err}
+	}
+	if cr, ok := res.(*mcp.CompleteResult); ok && cr != nil {
+		out := *cr
+		out.Completion.Values = slices.Clone(cr.Completion.Values)
+		for i, v := range out.Completion.Values {
+			out.Completion.Values[i] = strip(v)
+		}
+		return &out, nil
+	}
+	return res, nil
+}
+
+// A strippedError is a handler's error, err, whose message is msg: the
+// go-sdk answers with msg and the code of the *jsonrpc.Error err wraps.
+type strippedError struct {
+	msg string
+	err error
+}
+
+func (e *strippedError) Error() string { return e.msg }
+func (e *strippedError) Unwrap() error { return e.err }
 
 // listenResources wraps the handler that [Guard.listen] passes an
 // authenticated subscriptions/listen to (the caller's Identity is in its
