@@ -40,8 +40,9 @@ type ToolOptions struct {
 	// a result that breaks the tool's contract; a DryRunAware handler can
 	// answer in the tool's own shape instead.
 	DryRunAware bool
-	// DryRun forces dry-run for every call of this tool when it is a
-	// write (a read tool's calls are never dry runs).
+	// DryRun forces dry-run for every call of this tool, a write: [New]
+	// refuses it for a tool the policy classes Read, whose calls are never
+	// dry runs.
 	DryRun bool
 	// RecordArgs names top-level argument fields recorded verbatim in the
 	// audit trail. Nil means none: only args_sha256 is recorded (the
@@ -105,20 +106,25 @@ type Options struct {
 	// caller to write again. False (the default) lets the read proceed and
 	// reports the failure to Logger.
 	AuditFailClosed bool
-	// Limiter applies rate, spend and in-flight caps. Nil means none. A
-	// call the limiter admitted and that is refused before its handler runs
-	// (a write without a durable intent, a confirmation found used, a
-	// confirmation state that could not be made, arguments the go-sdk's
-	// typed-tool wrapper could not read, decode or validate, as the package
-	// doc's # Errors says) is given back its calls and cost
-	// ([limiter.Limiter.Refund]):
-	// a call refused at once consumes nothing; one refused later keeps the
-	// part that may have refilled meanwhile, which its audit record's cost
-	// shows. When the limiter's store fails and the limiter fails closed,
-	// the call is refused as RATE_LIMIT_EXCEEDED with a wait of one second
-	// (see [Limit]); so is a call whose context ended before the limiter
-	// decided (the client went away), which is logged at Info, not as a
-	// limiter failure, and recorded with a detail that says so.
+	// Limiter applies rate, spend and in-flight caps. Nil means none.
+	// [New] refuses a limiter with a limit for one tool the policy has no
+	// rule for (a typo), or a spend limit for one tool that costs nothing
+	// (no Cost in its rule or the default rule, no Tools Cost function),
+	// which would cap nothing; a limit for a name that equals a tool
+	// rule's under case folding is that tool's, and with a default rule
+	// every name has a rule. A call the limiter admitted and that is
+	// refused before its handler runs (a write without a durable intent, a
+	// confirmation found used, a confirmation state that could not be made,
+	// arguments the go-sdk's typed-tool wrapper could not read, decode or
+	// validate, as the package doc's # Errors says) is given back its calls
+	// and cost ([limiter.Limiter.Refund]): a call refused at once consumes
+	// nothing; one refused later keeps the part that may have refilled
+	// meanwhile, which its audit record's cost shows. When the limiter's
+	// store fails and the limiter fails closed, the call is refused as
+	// RATE_LIMIT_EXCEEDED with a wait of one second (see [Limit]); so is a
+	// call whose context ended before the limiter decided (the client went
+	// away), which is logged at Info, not as a limiter failure, and
+	// recorded with a detail that says so.
 	//
 	// A dry run of a write counts one call against the rate and holds an
 	// in-flight slot, as the real call would, and spends nothing: its cost
@@ -182,7 +188,8 @@ type Options struct {
 	// (see [policy.Policy.Resolve]), also gets that tool's DryRun, and
 	// costs the larger of the two costs, the name's and the tool's (each
 	// that of its Cost function, or else of its rule; the name's rule is
-	// the combined one); its other settings are the name's own.
+	// the combined one); its other settings are the name's own. Settings
+	// for such a name apply to calls by it only, not to the tool's.
 	Tools map[string]ToolOptions
 	// ProtocolErrors reports denials as JSON-RPC errors instead of tool
 	// error results. TOOL_NOT_FOUND is always a JSON-RPC error, identical to
@@ -350,10 +357,17 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	for name := range g.opts.Tools {
-		if _, ok := p.Resolve(name); !ok {
+	for name, o := range g.opts.Tools {
+		r, ok := p.Resolve(name)
+		if !ok {
 			return nil, fmt.Errorf("mcpguard: options for tool %q, which has no policy rule", name)
 		}
+		if o.DryRun && r.Class != policy.Write {
+			return nil, fmt.Errorf("mcpguard: options for tool %q: DryRun, but the policy classes the tool a read, which never dry-runs; make its rule a Write if it writes", name)
+		}
+	}
+	if err := checkLimitTools(p, g.opts.Limiter, g.opts.Tools); err != nil {
+		return nil, err
 	}
 	g.mrtr = g.opts.Confirmer
 	if g.mrtr == nil {
@@ -367,11 +381,78 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	return g, nil
 }
 
+// checkLimitTools refuses a limit of l for one tool that caps nothing: no
+// call the policy p admits is of that tool, as its Tool has no rule (see
+// [policy.Policy.Resolve]) and equals no tool rule's name under folding
+// ([policy.NameKey]), by which a limit applies to the tool's other
+// spellings; or, for a spend limit, no call of the tool can cost anything
+// (no rule whose name equals its under folding has a cost, nor the default
+// rule, and no such name has a Cost function in tools). With a default
+// rule every name has a rule. A spend limit for every tool is accepted
+// whatever the costs: a configuration may cap spending before any tool
+// costs anything.
+func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]ToolOptions) error {
+	if l == nil {
+		return nil
+	}
+	var rules map[string][]*policy.ToolRule // the tool rules, by the key of their name
+	for _, lim := range l.Limits() {
+		if lim.Tool == "" {
+			continue
+		}
+		if rules == nil {
+			rules = map[string][]*policy.ToolRule{}
+			for _, n := range p.Tools() {
+				r, _ := p.Resolve(n)
+				k := policy.NameKey(n)
+				rules[k] = append(rules[k], r)
+			}
+		}
+		k := policy.NameKey(lim.Tool)
+		if _, ok := p.Resolve(lim.Tool); !ok && len(rules[k]) == 0 {
+			return fmt.Errorf("mcpguard: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing", lim, lim.Tool)
+		}
+		if lim.Kind == limiter.Spend && !mayCost(p, rules[k], tools, k) {
+			return fmt.Errorf("mcpguard: limiter limit %v: tool %q costs nothing (no Cost in its rule, no Cost function in its Options.Tools), so the limit caps nothing", lim, lim.Tool)
+		}
+	}
+	return nil
+}
+
+// mayCost reports whether a call of a name whose key is k can cost
+// anything: one of rules, the rules of the names with that key, or the
+// default rule has a cost, or one of the names with that key has a Cost
+// function in tools.
+func mayCost(p *policy.Policy, rules []*policy.ToolRule, tools map[string]ToolOptions, k string) bool {
+	// The default rule, which any other name resolves to: a name no rule
+	// of its own can take (the policy's names are tool names).
+	if def, ok := p.Resolve("\x00"); ok && def.Cost > 0 {
+		return true
+	}
+	for _, r := range rules {
+		if r.Cost > 0 {
+			return true
+		}
+	}
+	for n, o := range tools {
+		if o.Cost != nil && policy.NameKey(n) == k {
+			return true
+		}
+	}
+	return false
+}
+
 // New returns a guard enforcing p, with callers resolved by authn. It
 // returns an error for a nil policy or authenticator, for per-tool options
-// of tools the policy does not know, for an Options.ArgsKey shorter than 16
-// bytes, for an Options.RequestIDHeader that is not a header name, or for
-// tools that need confirmation while Options.Confirmer is nil.
+// of tools the policy does not know, for per-tool DryRun of a tool the
+// policy classes Read (reads are never dry runs), for a limit of
+// Options.Limiter for one tool that the policy has no rule for (unless its
+// name equals a tool rule's under case folding; with a default rule every
+// name has one), or, for a spend limit, that costs nothing (no cost in its
+// rule or the default rule, no Cost function), for an Options.ArgsKey
+// shorter than 16 bytes, for an Options.RequestIDHeader that is not a
+// header name, or for tools that need confirmation while
+// Options.Confirmer is nil.
 func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	g, err := newGuard(p, authn, opts)
 	if err != nil {

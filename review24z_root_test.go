@@ -10,15 +10,13 @@ import (
 )
 
 // TestDryRunReadRunsForReal checks what dryrun's package doc and
-// ToolOptions.DryRun say: dry-run is for writes only. A read tool's calls
-// run their handler, and are recorded as no dry run, whether the server
-// set ToolOptions.DryRun or Options.DryRun for it or the client asked for
-// a preview in _meta.
+// Options.DryRun say: dry-run is for writes only. A read tool's calls run
+// their handler, and are recorded as no dry run, whether the server set
+// Options.DryRun or the client asked for a preview in _meta.
+// (ToolOptions.DryRun for a read tool is refused by New: see
+// TestReview26DryRunOnReadTool.)
 func TestDryRunReadRunsForReal(t *testing.T) {
-	h := newHarness(t, basePolicy(false), &mcpguard.Options{
-		DryRun: true,
-		Tools:  map[string]mcpguard.ToolOptions{"echo": {DryRun: true}},
-	})
+	h := newHarness(t, basePolicy(false), &mcpguard.Options{DryRun: true})
 	cs := h.connect(bob, clientOpts{})
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
 		Name: "echo", Arguments: map[string]any{"text": "hi"}, Meta: mcp.Meta{dryrun.MetaKey: true},

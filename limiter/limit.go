@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -109,7 +110,10 @@ type Limit struct {
 	// "SEARCH" and "ſearch" for "search"), all sharing one budget, as a
 	// downstream server lenient with the case of names may run the one
 	// tool for each. The zero value applies the limit to every tool, with
-	// one budget shared by all of them.
+	// one budget shared by all of them. Tool is a name, not a pattern:
+	// [New] refuses one with a "*", which would cap only a tool of that
+	// very name, never every tool ("*") or every tool of a prefix
+	// ("admin_*").
 	Tool string
 	// Max is the budget: calls (Rate, at least 1), cost units (Spend,
 	// positive), or slots (Concurrency, a whole number at least 1).
@@ -159,6 +163,9 @@ func (l Limit) validate() error {
 	case Session, User, Global:
 	default:
 		return fmt.Errorf("invalid scope %d", l.Scope)
+	}
+	if strings.Contains(l.Tool, "*") {
+		return fmt.Errorf("tool %q: a limit names one tool exactly, and \"*\" is not a wildcard (a limit without a tool applies to every tool)", l.Tool)
 	}
 	if math.IsNaN(l.Max) || math.IsInf(l.Max, 0) || l.Max <= 0 {
 		return fmt.Errorf("max %v is not a positive finite number", l.Max)

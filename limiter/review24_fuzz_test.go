@@ -58,6 +58,9 @@ func FuzzReview24ToolLimitSpellings(f *testing.F) {
 		if tool == "" {
 			t.Skip("a limit for every tool")
 		}
+		if strings.Contains(tool, "*") {
+			t.Skip("New refuses a limit for a tool with a \"*\"")
+		}
 		spelling := review24Spelling(tool, other, seed)
 		same := policy.NameKey(spelling) == policy.NameKey(tool)
 		rate := []limiter.Limit{{Kind: limiter.Rate, Scope: limiter.Global, Tool: tool, Max: 1, Window: time.Hour}}
@@ -92,6 +95,9 @@ func FuzzReview24ToolRefundSpellings(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tool, other string, seed uint) {
 		if tool == "" {
 			t.Skip("a limit for every tool")
+		}
+		if strings.Contains(tool, "*") {
+			t.Skip("New refuses a limit for a tool with a \"*\"")
 		}
 		spelling := review24Spelling(tool, other, seed)
 		same := policy.NameKey(spelling) == policy.NameKey(tool)

@@ -141,10 +141,14 @@ type Config struct {
 	RoleRules []RoleRule
 	// WriteAllowlist names the write tools that may run. Empty means no write
 	// tool runs: writes are off by default. A lone "*" allows every write
-	// tool; any other entry is an exact tool name. A name that equals a
-	// write tool rule's name only under folding runs only when that
-	// rule's name is listed too (see [Policy.Authorize]); [New] refuses
-	// such an entry without it, as it would allow nothing.
+	// tool; any other entry is an exact tool name. [New] refuses an entry
+	// that has no rule (no tool rule of that name, and no default rule),
+	// or no rule of its own while the default rule is Read, as it would
+	// allow nothing; an entry naming a read tool's rule changes nothing
+	// (reads need no allowlist) and is accepted. A name that equals a
+	// write tool rule's name only under folding runs only when that rule's
+	// name is listed too (see [Policy.Authorize]); [New] refuses such an
+	// entry without it, as it would allow nothing.
 	WriteAllowlist []string
 	// Default, if non-nil, is the rule for tools without their own rule
 	// (useful in a gateway in front of a server whose tools are not known in
@@ -201,10 +205,13 @@ type prefixRule struct {
 // a "*" in a tool rule's name or in an allowlist entry other than a lone
 // "*", and a role that is a lone "*" (none of them is a pattern); an
 // argument field that looks like a path (with ".", "/", "[" or "]"), which
-// would be read as a top-level name a caller can send itself; and an
-// allowlist entry that is a write tool rule's name only under case folding
-// while that name is not listed, which allows nothing. The slices of cfg
-// are copied.
+// would be read as a top-level name a caller can send itself; and, unless
+// the allowlist has a lone "*", an allowlist entry that allows nothing: one
+// with no rule (a typo, with no default rule), one with no rule of its own
+// whose rule is Read (the default rule's: a read needs no allowlist, and
+// the tool its author listed as a write no rule classes so), and one that
+// is a write tool rule's name only under case folding while that name is
+// not listed. The slices of cfg are copied.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		tools:         make(map[string]*ToolRule, len(cfg.Tools)),
@@ -328,51 +335,92 @@ func New(cfg Config) (*Policy, error) {
 		p.writes[w] = true
 	}
 	if !p.allWrites {
-		if err := p.checkFoldedWrites(cfg); err != nil {
+		if err := p.checkWrites(cfg); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
 }
 
-// checkFoldedWrites refuses a write allowlist entry that is no tool rule's
-// name but equals a write tool rule's name under folding, when that rule's
-// name is not listed: such an entry allows nothing (see [Policy.Authorize]),
-// and its author surely meant the rule's tool. Its error says whether
-// listing that name too would make the entry allow its call: not without
-// a default rule, nor when the names of several rules fold alike, since a
-// call by the entry's name then has no rule (see [Policy.Resolve]).
-func (p *Policy) checkFoldedWrites(cfg Config) error {
+// checkWrites refuses a write allowlist entry that allows nothing (see
+// [Policy.Authorize]): one that has no rule (it names no tool rule and
+// there is no default rule), or no rule of its own and a rule that is a
+// read (the default rule is Read), which needs no allowlist: its author
+// took it for a write that no rule classes so; and one that is no tool
+// rule's name but equals a write tool rule's name under folding, when
+// that rule's name is not listed, since its author surely meant the rule's
+// tool. For that last, its error says whether listing that name too would
+// make the entry allow its call: not without a default rule, nor when the
+// names of several rules fold alike, since a call by the entry's name then
+// has no rule (see [Policy.Resolve]); listed together, both are accepted.
+func (p *Policy) checkWrites(cfg Config) error {
 	var byKey map[string][]string
 	for _, w := range cfg.WriteAllowlist {
-		if _, exact := p.tools[w]; exact {
-			continue
-		}
-		if byKey == nil {
-			byKey = make(map[string][]string)
-			for _, r := range cfg.Tools {
-				if r.Class == Write {
-					k := keyOf(r.Name)
-					byKey[k] = append(byKey[k], r.Name)
+		if _, exact := p.tools[w]; !exact {
+			if byKey == nil {
+				byKey = make(map[string][]string)
+				for _, r := range cfg.Tools {
+					if r.Class == Write {
+						k := keyOf(r.Name)
+						byKey[k] = append(byKey[k], r.Name)
+					}
 				}
 			}
-		}
-		k := keyOf(w)
-		for _, name := range byKey[k] {
-			switch {
-			case p.writes[name]:
-			case p.folded[k] != nil:
-				return fmt.Errorf("policy: write allowlist: %q is the write tool %q only under case folding, and allows nothing unless %q is listed too (names are exact)", w, name, name)
-			default:
-				why := "there is no default rule"
-				if p.def != nil {
-					why = "the names of several tool rules fold alike"
+			k := keyOf(w)
+			if names := byKey[k]; len(names) > 0 {
+				if err := p.checkFoldedWrite(w, k, names); err != nil {
+					return err
 				}
-				return fmt.Errorf("policy: write allowlist: %q is the write tool %q only under case folding, and allows nothing: names are exact, and a call by %q has no rule (%s); list %q instead", w, name, w, why, name)
+				continue
 			}
+		}
+		if err := p.checkWrite(w); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkFoldedWrite refuses the write allowlist entry w, of key k, which is
+// no tool rule's name but equals the names of the write tool rules names
+// under folding, when one of names is not listed.
+func (p *Policy) checkFoldedWrite(w, k string, names []string) error {
+	for _, name := range names {
+		switch {
+		case p.writes[name]:
+		case p.folded[k] != nil:
+			return fmt.Errorf("policy: write allowlist: %q is the write tool %q only under case folding, and allows nothing unless %q is listed too (names are exact)", w, name, name)
+		default:
+			why := "there is no default rule"
+			if p.def != nil {
+				why = "the names of several tool rules fold alike"
+			}
+			return fmt.Errorf("policy: write allowlist: %q is the write tool %q only under case folding, and allows nothing: names are exact, and a call by %q has no rule (%s); list %q instead", w, name, w, why, name)
+		}
+	}
+	return nil
+}
+
+// checkWrite refuses the write allowlist entry w when it has no rule, or
+// no rule of its own and a rule that is a read (the default rule's, or a
+// read tool's combined with it). An entry naming a read tool's own rule is
+// accepted: its author classed the tool, and the entry changes nothing.
+func (p *Policy) checkWrite(w string) error {
+	if _, own := p.tools[w]; own {
+		return nil
+	}
+	r, ok := p.Resolve(w)
+	switch {
+	case ok && r.Class == Write:
+		return nil
+	case !ok && p.foldsLike(w) != "":
+		return fmt.Errorf("policy: write allowlist: %q has no rule: it is the tool %q only under case folding, and allows nothing (names are exact)", w, p.foldsLike(w))
+	case !ok:
+		return fmt.Errorf("policy: write allowlist: %q names no tool rule, and there is no default rule: it allows nothing (names are exact)", w)
+	case r.Name != "":
+		return fmt.Errorf("policy: write allowlist: %q has no rule of its own: it is the read tool %q only under case folding, which needs no allowlist, and allows nothing (names are exact)", w, r.Name)
+	}
+	return fmt.Errorf("policy: write allowlist: %q has no rule of its own, and the default rule makes it a read, which needs no allowlist: it allows nothing; give the tool a Write rule if it writes", w)
 }
 
 // addKey returns the key of name, a rule's name or pattern, and makes it
