@@ -504,10 +504,10 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		if err == errTransportPanic {
 			return nil, errTransportFailed()
 		}
-		if method != http.MethodPost && r.Context().Err() != nil {
+		if (method != http.MethodPost || listen) && r.Context().Err() != nil {
 			// The client's going away ended the request; a POST's
-			// request does not end with its client, so its failure is
-			// the downstream's.
+			// request (but a subscriptions/listen's) does not end with
+			// its client, so its failure is the downstream's.
 			return nil, errClientGone(false)
 		}
 		timeout := c.timedOut.Load() || errors.Is(err, context.DeadlineExceeded)
@@ -821,9 +821,11 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
 	}
-	// A copy that failed once the client had gone was cut short too: an
-	// answer is then read for at most the timeout.
-	gone = gone || err != nil && r.Method == http.MethodPost && !listen && r.Context().Err() != nil
+	// A copy that failed once the client had gone was cut short too: a
+	// POST's answer is then read for at most the timeout; a GET's or a
+	// subscriptions/listen's stream, and a DELETE's answer, end with their
+	// client.
+	gone = gone || err != nil && r.Context().Err() != nil
 	if gone {
 		call.clientWentAway()
 	}

@@ -76,7 +76,9 @@ type Options struct {
 	// An answer cut by the timeout after its relaying began reaches the
 	// client cut short, as a broken connection (see the package doc).
 	Timeout time.Duration
-	// MaxBodyBytes caps a request body. Zero means 4 MiB.
+	// MaxBodyBytes caps a request body: a POST's, and a GET's or a
+	// DELETE's, which is read and dropped, not forwarded (over the cap:
+	// -32600, HTTP 413). Zero means 4 MiB.
 	MaxBodyBytes int64
 	// Transport sends requests downstream. Nil means the gateway's own
 	// HTTP/1.1 client, which writes each request and reads its answer on
@@ -148,9 +150,10 @@ type Options struct {
 	// decision, denials included, and a durable intent event before a write
 	// tool's call is forwarded (no durable intent: -32603, HTTP 503, not
 	// forwarded). A request refused before its messages could be read (its
-	// Origin, its HTTP method, or a POST body encoded or in another
+	// Origin, its HTTP method, a POST body encoded or in another
 	// charset, too large, unreadable, not JSON, or not an object or a
-	// non-empty array of at most 256 messages) gets one outcome event
+	// non-empty array of at most 256 messages, or a GET's or DELETE's body
+	// too large or unreadable) gets one outcome event
 	// without a tool. A tools/call refused for its name's characters gets
 	// one without a tool, the name quoted, escaped and cut in its detail
 	// (see the package doc). Arguments are recorded only as their SHA-256,
@@ -540,6 +543,10 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 			g.writeError(w, aerr, nil, cid)
 			return
 		}
+		if e := g.discardBody(r); e != nil {
+			g.refuseUnread(w, r, cid, e)
+			return
+		}
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)
 		g.passThrough(w, r, pr, cid, nil, nil, nil)
 	default:
@@ -549,6 +556,32 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		g.writeError(w, e, nil, cid)
 	}
+}
+
+// discardBody reads and drops the body of a GET or a DELETE, which is not
+// forwarded: it refuses one over MaxBodyBytes (413) or that could not be
+// read (400). net/http watches an HTTP/1 connection for its client's
+// leaving, which ends a GET stream, only once the request's body has been
+// read to its end (as the answer's header is written, it reads a body of
+// less than 256 KiB itself, but not a larger one): a GET with a body left
+// unread held its stream, the downstream's connection and, at a go-sdk
+// downstream, the session's one GET stream (another is refused, 409) for
+// good once its client had gone.
+func (g *Gateway) discardBody(r *http.Request) *rpcError {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	if r.ContentLength > g.maxBody {
+		return errTooLarge(g.maxBody)
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(r.Body, g.maxBody+1))
+	switch {
+	case n > g.maxBody:
+		return errTooLarge(g.maxBody)
+	case err != nil:
+		return errInvalidRequest("body could not be read")
+	}
+	return nil
 }
 
 // authenticate parses the Authorization header (RFC 6750 / 7235: the scheme
