@@ -223,11 +223,15 @@
 // as U+FFFD and a downstream in another language may not; it never loads
 // a "$ref" from disk or network. Two keys of one object that differ only
 // in letter case (under Unicode simple folding: "seats", "SEATS",
-// "\u017feats") are duplicates too, in every object: encoding/json gives a
-// handler's struct field the value of either, whichever comes last. (A
-// tool whose arguments hold case-sensitive names as keys, environment
-// variables say, takes them as an array of name and value pairs.) Strict mode only ever refuses more
-// than the schema as written: it is checked together with it. A number
+// "\u017feats"), '_' or '-' ("s_eats") are duplicates too, in every
+// object: encoding/json gives a handler's struct field the value of
+// either, whichever comes last, and so does encoding/json/v2's
+// case-insensitive matching, which also ignores '_' and '-'; where a
+// schema admits undeclared members, one that differs so from a declared
+// property is refused. (A tool whose arguments hold case-sensitive names
+// as keys, environment variables say, takes them as an array of name and
+// value pairs.) Strict mode only ever refuses more than the schema as
+// written: it is checked together with it. A number
 // literal longer than 128 characters or with an exponent beyond ±400 is
 // refused too, whichever validator runs: exact arithmetic on it would cost
 // seconds. The guard fails closed: a missing identity, an unknown tool, a
