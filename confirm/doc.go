@@ -62,8 +62,12 @@
 // caller's failed replay cannot burn the owner's confirmation. What this
 // proves is that the authenticated client answered the elicitation for those
 // exact arguments; like any MCP elicitation it cannot prove that a person,
-// rather than the client software, clicked. Error messages never contain
-// keys, arguments or subjects.
+// rather than the client software, clicked. A state is bound to the
+// subject alone, not to the issuer, tenant or session it came from: a
+// server whose authenticators can give two people one subject (the same
+// user id from two identity providers, say) must make subjects unique,
+// by a prefix per issuer for instance. Error messages never contain keys,
+// arguments or subjects.
 //
 // For several replicas, share one nonce store, for example
 // [github.com/mcpguard/mcpguard/confirm/redisnonce].
