@@ -42,7 +42,9 @@ type ToolOptions struct {
 	DryRunAware bool
 	// DryRun forces dry-run for every call of this tool, a write: [New]
 	// refuses it for a tool the policy classes Read, whose calls are never
-	// dry runs.
+	// dry runs, and for a name that is a write tool's only under case
+	// folding (see [Options].Tools) when that tool's own options do not
+	// set it, as the tool's own calls would write for real.
 	DryRun bool
 	// RecordArgs names top-level argument fields recorded verbatim in the
 	// audit trail. Nil means none: only args_sha256 is recorded (the
@@ -365,6 +367,13 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 		if o.DryRun && r.Class != policy.Write {
 			return nil, fmt.Errorf("mcpguard: options for tool %q: DryRun, but the policy classes the tool a read, which never dry-runs; make its rule a Write if it writes", name)
 		}
+		// A name that is a write tool's only under folding: its DryRun is
+		// for calls by that name, and the tool's own calls write for real.
+		if n := r.Name; o.DryRun && n != "" && n != name && !g.opts.Tools[n].DryRun {
+			if own, _ := p.Resolve(n); own.Class == policy.Write {
+				return nil, fmt.Errorf("mcpguard: options for tool %q: DryRun, but %q is the write tool %q only under case folding, whose own calls would write for real (options are for a name exactly); set DryRun in the options for %q", name, name, n, n)
+			}
+		}
 	}
 	if err := checkLimitTools(p, g.opts.Limiter, g.opts.Tools); err != nil {
 		return nil, err
@@ -445,7 +454,9 @@ func mayCost(p *policy.Policy, rules []*policy.ToolRule, tools map[string]ToolOp
 // New returns a guard enforcing p, with callers resolved by authn. It
 // returns an error for a nil policy or authenticator, for per-tool options
 // of tools the policy does not know, for per-tool DryRun of a tool the
-// policy classes Read (reads are never dry runs), for a limit of
+// policy classes Read (reads are never dry runs) or of a name that is a
+// write tool's only under case folding while the tool's own options do
+// not set DryRun (its calls would write for real), for a limit of
 // Options.Limiter for one tool that the policy has no rule for (unless its
 // name equals a tool rule's under case folding; with a default rule every
 // name has one), or, for a spend limit, that costs nothing (no cost in its

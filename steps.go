@@ -82,7 +82,9 @@ import (
 //
 // Confirm returns an error for a nil signer or policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
-// or per-tool options of tools p does not know.
+// per-tool options of tools p does not know, per-tool DryRun of a tool p
+// classes Read, or a limit of opts.Limiter that caps nothing (as [New]
+// refuses them).
 func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, error) {
 	if s == nil {
 		return nil, errors.New("mcpguard: nil confirmation signer")
@@ -225,16 +227,25 @@ type countedKey struct{}
 //
 // Limit returns an error for a nil limiter or policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
-// or per-tool options of tools p does not know.
+// per-tool options of tools p does not know, per-tool DryRun of a tool p
+// classes Read, or a limit of l that caps nothing (as [New] refuses one of
+// [Options].Limiter: for one tool p has no rule for, or a spend limit for
+// one tool that costs nothing); opts.Limiter is not l's and is not checked.
 func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, error) {
 	if l == nil {
 		return nil, errors.New("mcpguard: nil limiter")
 	}
-	g, err := stepGuard(p, opts)
+	// l is the limiter the step applies: New's checks of a limiter's
+	// limits are for it, whatever opts.Limiter says.
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Limiter = l
+	g, err := stepGuard(p, &o)
 	if err != nil {
 		return nil, err
 	}
-	g.opts.Limiter = l
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c, topts, d := g.beginRound(ctx, req)
@@ -299,8 +310,10 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 // handler that answers dry runs in its own shape.
 //
 // DryRun returns an error for a nil policy, an opts.ArgsKey shorter than 16
-// bytes, an opts.RequestIDHeader that is not a header name, or per-tool
-// options of tools p does not know.
+// bytes, an opts.RequestIDHeader that is not a header name, per-tool
+// options of tools p does not know, per-tool DryRun of a tool p classes
+// Read, or a limit of opts.Limiter that caps nothing (as [New] refuses
+// them).
 func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 	g, err := stepGuard(p, opts)
 	if err != nil {
