@@ -54,8 +54,10 @@ import (
 // refused the call would leave an intent with no write.
 //
 // WriteAhead returns an error for a nil sink or policy, an ArgsKey shorter
-// than 16 bytes, a RequestIDHeader that is not a header name, or per-tool
-// options of tools p does not know.
+// than 16 bytes, a RequestIDHeader that is not a header name, per-tool
+// options of tools p does not know, per-tool DryRun of a tool p classes
+// Read, or a limit of opts.Limiter that caps nothing (as [New] refuses
+// them).
 func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, error) {
 	if sink == nil {
 		return nil, errors.New("mcpguard: nil audit sink")
