@@ -360,6 +360,29 @@ func isScheme(s string) bool {
 	return s != ""
 }
 
+// checkLimitTools refuses a limit of l for one tool that no call p admits
+// is of: its Tool has no rule (see policy.Policy.Resolve) and equals no
+// tool rule's name under folding (policy.NameKey), by which a limit
+// applies to the tool's other spellings.
+func checkLimitTools(p *policy.Policy, l *limiter.Limiter) error {
+	if l == nil {
+		return nil
+	}
+	for _, lim := range l.Limits() {
+		if lim.Tool == "" {
+			continue
+		}
+		if _, ok := p.Resolve(lim.Tool); ok {
+			continue
+		}
+		k := policy.NameKey(lim.Tool)
+		if !slices.ContainsFunc(p.Tools(), func(n string) bool { return policy.NameKey(n) == k }) {
+			return fmt.Errorf("gateway: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing", lim, lim.Tool)
+		}
+	}
+	return nil
+}
+
 // shownURL is u as logs and the health answer show it: without its user
 // information, query or fragment, any of which may hold a secret (a user
 // name may be a token: https://TOKEN@host; a fragment is never sent, so
@@ -375,7 +398,9 @@ func shownURL(u *url.URL) string {
 // returns an error for a bad URL or one with user information (the gateway
 // sends no credentials of its own downstream; its errors never show the
 // URL's user information or query), a nil auth, an ArgsKey shorter than 16
-// bytes, a Path or HealthPath that does not begin with "/" or that holds
+// bytes, a limit of the Limiter for one tool the policy has no rule for
+// (a typo: it would cap nothing; with a Default rule every name has one),
+// a Path or HealthPath that does not begin with "/" or that holds
 // "?", "#", "%" or an ASCII control character (each is matched against a
 // request's decoded path, without its query), or a Path equal to the
 // HealthPath. A query in upstream is sent with every request as configured, and
@@ -410,6 +435,9 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	}
 	if g.pol == nil {
 		g.pol = DefaultPolicy()
+	}
+	if err := checkLimitTools(g.pol, o.Limiter); err != nil {
+		return nil, err
 	}
 	if g.path == "" {
 		g.path = "/mcp"
