@@ -205,7 +205,11 @@ type prefixRule struct {
 // a "*" in a tool rule's name or in an allowlist entry other than a lone
 // "*", and a role that is a lone "*" (none of them is a pattern); an
 // argument field that looks like a path (with ".", "/", "[" or "]"), which
-// would be read as a top-level name a caller can send itself; and, unless
+// would be read as a top-level name a caller can send itself; a role rule
+// whose pattern is a name (no trailing "*") that is no tool rule's, under
+// folding, when there are tool rules and no default rule (a typo: it
+// protects nothing, and the tool meant runs for every role; a prefix
+// pattern may be meant for tools yet to come, and is accepted); and, unless
 // the allowlist has a lone "*", an allowlist entry that allows nothing: one
 // with no rule (a typo, with no default rule), one with no rule of its own
 // whose rule is Read (the default rule's: a read needs no allowlist, and
@@ -315,6 +319,12 @@ func New(cfg Config) (*Policy, error) {
 			return nil, fmt.Errorf("policy: role rule %q: only a trailing * is supported", pat)
 		default:
 			k := p.addKey(pat)
+			// Without a default rule only a tool rule's tool runs: a role
+			// rule naming none (a typo, "refnd" for refund) protects
+			// nothing, and the tool meant runs for every role.
+			if _, known := p.folded[k]; !known && p.def == nil && len(cfg.Tools) > 0 {
+				return nil, fmt.Errorf("policy: role rule %q names no tool rule (there is no default rule): it protects nothing; name a tool of the policy, or a prefix with a trailing *", pat)
+			}
 			p.exactRoles[k] = append(p.exactRoles[k], slices.Clone(rr.Roles))
 		}
 	}
