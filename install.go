@@ -664,31 +664,35 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // case (as Unicode folds it: "ſ" for "s"), a query or fragment, its
 // host's userinfo, port or trailing dots, or dot segments, backslashes
 // for slashes and repeated or trailing slashes in its path (a template
-// matches escapes, and uritemplate.Match decodes them). To such a caller, resources/list omits it; resources/read,
-// resources/subscribe and a subscriptions/listen that names it are
-// answered with the go-sdk's own not-found error for its URI
-// (mcp.ResourceNotFoundError), whether a resource or a template serves it,
-// and its handlers do not hear of the request (a listen's first such URI
-// is answered so once the SubscribeHandler took the URIs it names before
-// it: its refusal of one of those is the answer, as the go-sdk's for a
-// listen of URIs it lacks); a resources/updated notification for it does
-// not reach the session. (A subscription to a server without a
-// SubscribeHandler, which refuses every one alike, is passed on.) So that
-// these answers look like those for a URI the server does not have, a
-// SubscribeHandler and a template's handler answer such a URI with
-// mcp.ResourceNotFoundError, as the go-sdk advises a resource's handler
-// to (one that takes any URI tells a hidden resource from an absent one).
-// resources/unsubscribe from it, and a completion/complete whose
-// ref/resource names it, are answered as the server answers them for a
-// URI it does not have, whatever its handlers: the guard asks it about
-// the URI with a random suffix, which it takes out of the answer (an
-// error's message and data, a completion's values), and the
-// CompletionHandler does not hear of the URI itself; an unsubscribe is
-// passed on first too, its answer dropped, so that a subscription made
-// while the caller could see the resource ends. resources/list answers in
-// one page, as tools/list (a cursor lists nothing): the go-sdk's cursors
-// name the last resource of a page. A resources/list_changed notification reaches a session only when
-// the resources its caller may see changed since it last listed them, or
+// matches escapes, and uritemplate.Match decodes them). To such a caller,
+// resources/list omits it; resources/read is answered with the go-sdk's own
+// not-found error for its URI (mcp.ResourceNotFoundError), whether a
+// resource or a template serves it, and its handler does not hear of the
+// request; a resources/updated notification for it does not reach the
+// session. resources/subscribe to it, a subscriptions/listen that names
+// it, resources/unsubscribe from it and a completion/complete whose
+// ref/resource names it are answered as the server answers them for a URI
+// it does not have, whatever its handlers (one that takes any URI, as the
+// go-sdk's examples do, too): the guard asks it about the URI with a
+// random suffix in its path, which it takes out of the answer (an error's
+// message and data, a completion's values) and of what the handlers send
+// the client on the request's context (a log message, a listen's
+// acknowledgement), and the handlers do not hear of the URI itself. The
+// suffix is the same for the life of the process, so a SubscribeHandler
+// that takes any URI subscribes the session to the suffixed one, which no
+// update names, and an unsubscribe from the hidden one ends it, as for an
+// absent URI; a subscription so made hears of no update even once the
+// caller may see the resource (subscribing again does). A handler that
+// answers by the URI's length (a limit within 27 bytes of it, a
+// completion's total) may tell the two apart. (A subscription to a server
+// without a SubscribeHandler, which refuses every one alike, is passed
+// on.) An unsubscribe is passed on first too, its answer, what its
+// handler sends the client and a panic of it dropped, so that a
+// subscription made while the caller could see the resource ends.
+// resources/list answers in one page, as tools/list (a cursor lists
+// nothing): the go-sdk's cursors name the last resource of a page. A
+// resources/list_changed notification reaches a session only when the
+// resources its caller may see changed since it last listed them, or
 // listened for their changes (a tool change that hides or shows a UI
 // resource is not announced as one). Telling these notifications apart
 // costs one listing of the server's tools (and, for list_changed, of its
@@ -712,12 +716,9 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // adding the tools and before serving. The guard sees tools/call before the
 // go-sdk looks the tool up or validates its arguments. A sending middleware
 // added after Install (outside the guard's) is to pass on the context it is
-// given and return the error of the handler it wraps: a subscriptions/listen
-// refused at a hidden UI resource has the go-sdk run the URIs before it in a
-// listen of the guard's, which ends as a refused one when its
-// acknowledgement fails (such a middleware sees that failure; no client
-// does). Answered with nil instead, that listen would stay open, and its
-// session subscribed to those URIs, until the client cancelled the request.
+// given and return the error of the handler it wraps (it sees a hidden UI
+// resource's URI with the guard's suffix, which the guard takes out after
+// it, in what the handlers send about it).
 // A guard is installed on one server only, as it keeps that server's
 // tools: an Install after one that succeeded, on the same server (which
 // would run the pipeline twice per call) or on another (whose tools of the same

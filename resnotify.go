@@ -2,6 +2,8 @@ package mcpguard
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -19,14 +21,25 @@ import (
 // sendingResources passes notifications/resources/updated on only to a
 // session whose caller may see the resource (see updateFor), and
 // notifications/resources/list_changed only to one whose caller may see a
-// change (see resourcesChanged). below answers the listings they make. The
-// acknowledgement of a listen the guard made itself (refuseListen) is not
-// sent: it fails, which ends that listen as a refused one (a sending
-// middleware added after Install sees the failure, and is to return it).
+// change (see resourcesChanged). below answers the listings they make. A
+// message a handler sends with the context of a request the guard asks
+// about a hidden UI resource (see askingKey) is sent with absentSuffix
+// taken out (and fails if it cannot be), or, for a request whose answer
+// the caller is not given, is not sent (a request to the client fails).
 func (g *Guard) sendingResources(next, below mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if probeAcked(ctx, method) {
-			return nil, errProbeAcked
+		switch a, _ := ctx.Value(askingKey{}).(asking); a {
+		case askQuiet:
+			if strings.HasPrefix(method, "notifications/") {
+				return nil, nil
+			}
+			return nil, errAskedQuiet
+		case askAbsent:
+			out, ok := withoutSuffix(req)
+			if !ok {
+				return nil, errAskedAbsent
+			}
+			req = out
 		}
 		switch method {
 		case "notifications/resources/updated":
@@ -138,3 +151,11 @@ func (rs *resources) learnCaps(caps *mcp.ServerCapabilities) {
 // subscribes reports whether the server may take a subscription: unless
 // its capabilities said that it does not.
 func (rs *resources) subscribes() bool { return rs.subscribe.Load() != 2 }
+
+// errAskedQuiet fails a request to the client made by a handler of a
+// request whose answer its caller is not given (askQuiet).
+var errAskedQuiet = errors.New("mcpguard: not sent: the request it is made for is not answered to its caller")
+
+// errAskedAbsent fails a message whose params the guard cannot send
+// without absentSuffix (askAbsent).
+var errAskedAbsent = errors.New("mcpguard: not sent: it cannot be sent without the guard's suffix")

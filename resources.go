@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
@@ -245,9 +244,12 @@ func (g *Guard) readResource(ctx context.Context, req *mcp.ReadResourceRequest, 
 }
 
 // subscribeResource answers resources/subscribe to a UI resource the
-// caller may not see with the go-sdk's error for a resource it does not
-// have, without asking the SubscribeHandler; a server without one refuses
-// every subscription alike, and is left to.
+// caller may not see as the server answers one to a URI it does not have
+// (see asAbsent): a SubscribeHandler that takes any URI subscribes the
+// session to that URI, which no update names, and an unsubscribe from the
+// hidden one ends it, as on a server without the resource. A server
+// without a SubscribeHandler refuses every subscription alike, and is left
+// to.
 func (g *Guard) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authenticateList(ctx, req, "resources/subscribe")
 	if err != nil {
@@ -260,7 +262,11 @@ func (g *Guard) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest
 			return nil, err
 		}
 		if hide {
-			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			return g.asAbsent(ctx, func(ctx context.Context) (mcp.Result, error) {
+				q, p := *req, *req.Params
+				p.URI, q.Params = withSuffix(p.URI), &p
+				return g.runAs(ctx, id, "resources/subscribe", &q, next)
+			})
 		}
 	}
 	return g.runAs(ctx, id, "resources/subscribe", req, next)
@@ -270,7 +276,8 @@ func (g *Guard) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest
 // caller may not see as the server answers one from a URI it does not have
 // (see asAbsent). It is passed on first, its answer dropped, so that a
 // subscription made while the caller could see the resource (its roles
-// since shrank) ends.
+// since shrank) ends: what its handler sends the client on the way (a log
+// message) is not sent, and a panic of it is logged only (see askingKey).
 func (g *Guard) unsubscribeResource(ctx context.Context, req *mcp.UnsubscribeRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authenticateList(ctx, req, "resources/unsubscribe")
 	if err != nil {
@@ -282,10 +289,11 @@ func (g *Guard) unsubscribeResource(ctx context.Context, req *mcp.UnsubscribeReq
 			return nil, err
 		}
 		if hide {
-			_, _ = g.runAs(ctx, id, "resources/unsubscribe", req, next)
-			return g.asAbsent(req.Params.URI, func(absent string) (mcp.Result, error) {
+			quiet := context.WithValue(ctx, askingKey{}, askQuiet)
+			_, _ = g.runAs(quiet, id, "resources/unsubscribe", req, g.recovering(next))
+			return g.asAbsent(ctx, func(ctx context.Context) (mcp.Result, error) {
 				q, p := *req, *req.Params
-				p.URI, q.Params = absent, &p
+				p.URI, q.Params = withSuffix(p.URI), &p
 				return g.runAs(ctx, id, "resources/unsubscribe", &q, next)
 			})
 		}
@@ -308,9 +316,9 @@ func (g *Guard) completeResource(ctx context.Context, req *mcp.CompleteRequest, 
 			return nil, err
 		}
 		if hide {
-			return g.asAbsent(p.Ref.URI, func(absent string) (mcp.Result, error) {
+			return g.asAbsent(ctx, func(ctx context.Context) (mcp.Result, error) {
 				q, p, ref := *req, *req.Params, *req.Params.Ref
-				ref.URI, p.Ref, q.Params = absent, &ref, &p
+				ref.URI, p.Ref, q.Params = withSuffix(ref.URI), &ref, &p
 				return g.runAs(ctx, id, "completion/complete", &q, next)
 			})
 		}
@@ -318,41 +326,122 @@ func (g *Guard) completeResource(ctx context.Context, req *mcp.CompleteRequest, 
 	return g.runAs(ctx, id, "completion/complete", req, next)
 }
 
-// asAbsent answers a request about uri, a UI resource the caller may not
-// see, as the server answers it about a URI it does not have: ask asks it
+// asAbsent answers a request about a UI resource the caller may not see
+// as the server answers it about a URI it does not have: ask asks it
 // (below the guard, the go-sdk's checks and the server's handler) about
-// uri with a random suffix, which no resource has, and its answer is given
-// with that suffix taken out of its error's message and data, and out of
-// a completion's values. So the answer is the one for an absent URI
-// whether the handler refuses a URI it lacks (mcp.ResourceNotFoundError,
-// as the go-sdk advises a resource's handler to) or takes any URI (as the
-// go-sdk's example UnsubscribeHandler and CompletionHandler do); a handler
-// that answers by what the URI looks like (its scheme, a template that
-// matches it) is asked about one that looks the same.
-func (g *Guard) asAbsent(uri string, ask func(absent string) (mcp.Result, error)) (mcp.Result, error) {
-	suffix := "-" + strings.ToLower(rand.Text())
-	res, err := ask(uri + suffix)
-	strip := func(s string) string { return strings.ReplaceAll(s, suffix, "") }
+// the resource's URI with absentSuffix in its path (withSuffix), which no
+// resource has, and its answer is given with that suffix taken out of its
+// error's message and data, and out of a completion's values; so is every
+// message its handler sends the client with ask's context (a log message,
+// a listen's acknowledgement: see askingKey). So the answer is the one for
+// an absent URI whether the handler refuses a URI it lacks
+// (mcp.ResourceNotFoundError, as the go-sdk advises a resource's handler
+// to) or takes any URI (as the go-sdk's example SubscribeHandler,
+// UnsubscribeHandler and CompletionHandler do); a handler that answers by
+// what the URI looks like (its scheme, a template that matches it) is
+// asked about one that looks the same, and one that keeps what it is asked
+// (a subscription, to end at an unsubscribe) is asked about the same URI
+// each time. A handler that answers by the URI's length (a limit, a
+// completion's total) may answer otherwise: the suffix is 27 bytes. A
+// handler's panic is answered as at any URI (see panicked).
+func (g *Guard) asAbsent(ctx context.Context, ask func(ctx context.Context) (mcp.Result, error)) (mcp.Result, error) {
+	res, err := ask(context.WithValue(ctx, askingKey{}, askAbsent))
 	if err != nil {
 		if je, ok := err.(*jsonrpc.Error); ok && je != nil {
 			out := *je
-			out.Message = strip(je.Message)
+			out.Message = stripSuffix(je.Message)
 			if je.Data != nil {
-				out.Data = json.RawMessage(strip(string(je.Data)))
+				out.Data = json.RawMessage(stripSuffix(string(je.Data)))
 			}
 			return nil, &out
 		}
-		return nil, &strippedError{msg: strip(err.Error()), err: err}
+		return nil, &strippedError{msg: stripSuffix(err.Error()), err: err}
 	}
 	if cr, ok := res.(*mcp.CompleteResult); ok && cr != nil {
 		out := *cr
 		out.Completion.Values = slices.Clone(cr.Completion.Values)
 		for i, v := range out.Completion.Values {
-			out.Completion.Values[i] = strip(v)
+			out.Completion.Values[i] = stripSuffix(v)
 		}
 		return &out, nil
 	}
 	return res, nil
+}
+
+// absentSuffix, added to a hidden UI resource's URI, makes the URI of
+// a resource the server does not have (see asAbsent). It is random, and
+// the same for the life of the process: a handler that keeps what it is
+// asked is asked the same URI each time, as it would be about an absent
+// one. Of base32 letters and a hyphen, it reads the same percent-encoded
+// or JSON-escaped.
+var absentSuffix = "-" + strings.ToLower(rand.Text())
+
+// withSuffix returns uri with absentSuffix added to its path, before its
+// query or fragment: a handler that ignores those (as one that reads a URI
+// leniently does) would ignore a suffix there too, and answer about the
+// hidden resource itself.
+func withSuffix(uri string) string {
+	i := strings.IndexAny(uri, "?#")
+	if i < 0 {
+		i = len(uri)
+	}
+	return uri[:i] + absentSuffix + uri[i:]
+}
+
+// stripSuffix takes absentSuffix out of s.
+func stripSuffix(s string) string { return strings.ReplaceAll(s, absentSuffix, "") }
+
+// An askingKey's value in a request's context says how the guard asks that
+// request below it, for what the handler sends the client with that
+// context (see [Guard.sendingResources]).
+type askingKey struct{}
+
+type asking int
+
+const (
+	// askAbsent: about a hidden UI resource's URI with absentSuffix
+	// (asAbsent): the suffix is taken out of each message sent.
+	askAbsent asking = iota + 1
+	// askQuiet: a request whose answer the caller is not given (an
+	// unsubscribe from a hidden UI resource): nothing is sent.
+	askQuiet
+)
+
+// withoutSuffix returns req, a message sent to the client, with
+// absentSuffix taken out of its params (of the go-sdk's types, whose
+// encoding they are read back from), and false if that cannot be done.
+func withoutSuffix(req mcp.Request) (mcp.Request, bool) {
+	rv := reflect.ValueOf(req)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return req, false
+	}
+	f := rv.Elem().FieldByName("Params")
+	if !f.IsValid() || (f.Kind() != reflect.Pointer && f.Kind() != reflect.Interface) {
+		return req, false
+	}
+	raw, err := marshal(f.Interface())
+	if err != nil {
+		return req, false
+	}
+	if !strings.Contains(string(raw), absentSuffix) {
+		return req, true
+	}
+	pv := f
+	if pv.Kind() == reflect.Interface { // the go-sdk's ServerRequest[Params]
+		pv = pv.Elem()
+	}
+	if pv.Kind() != reflect.Pointer || pv.IsNil() {
+		return req, false
+	}
+	p := reflect.New(pv.Type().Elem())
+	if json.Unmarshal([]byte(stripSuffix(string(raw))), p.Interface()) != nil {
+		return req, false
+	}
+	out := reflect.New(rv.Elem().Type())
+	out.Elem().Set(rv.Elem())
+	out.Elem().FieldByName("Params").Set(p)
+	r, ok := out.Interface().(mcp.Request)
+	return r, ok
 }
 
 // A strippedError is a handler's error, err, whose message is msg: the
@@ -367,10 +456,15 @@ func (e *strippedError) Unwrap() error { return e.err }
 
 // listenResources wraps the handler that [Guard.listen] passes an
 // authenticated subscriptions/listen to (the caller's Identity is in its
-// context): a listen that names a UI resource its caller may not see is
-// refused as if the server did not have the first such one named (see
-// refuseListen), and a listen for resources/list_changed gives its session
-// a view, against which a change is told.
+// context): a listen that names UI resources its caller may not see is
+// passed on naming them with absentSuffix (withSuffix), as asAbsent asks,
+// so that the go-sdk and the SubscribeHandler answer it as they answer one
+// naming URIs the server does not have: refused at the first one the
+// handler refuses, else acknowledged with the URIs as named and held open
+// (its subscription to a hidden one hears of no update, as to an absent
+// resource, even once its caller may see the resource). A listen for
+// resources/list_changed gives its session a view, against which a change
+// is told.
 func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		r, ok := req.(*mcp.SubscriptionsListenRequest)
@@ -387,79 +481,31 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			sight := g.sight(id.Principal, links)
-			hidden := -1
-			if subs {
-				hidden = slices.IndexFunc(n.ResourceSubscriptions, sight.hides)
-			}
-			// Given before a refusal too, as for a listen the go-sdk
-			// refuses (a URI the server does not have).
 			if n.ResourcesListChanged {
 				if all, _, err := listResourcePages(ctx, next, r.Session); err == nil {
 					g.res.show(r.Session, seq, digest(visibleResources(sight, all)))
 				}
 			}
-			if hidden >= 0 {
-				return nil, refuseListen(ctx, method, r, next, hidden)
+			if subs && slices.ContainsFunc(n.ResourceSubscriptions, sight.hides) {
+				uris := slices.Clone(n.ResourceSubscriptions)
+				for i, u := range uris {
+					if sight.hides(u) {
+						uris[i] = withSuffix(u)
+					}
+				}
+				notes := *n
+				notes.ResourceSubscriptions = uris
+				params := *r.Params
+				params.Notifications = &notes
+				q := *r
+				q.Params = &params
+				return g.asAbsent(ctx, func(ctx context.Context) (mcp.Result, error) {
+					return next(ctx, method, &q)
+				})
 			}
 		}
 		return next(ctx, method, req)
 	}
-}
-
-// refuseListen answers r, a subscriptions/listen whose i-th resource is a
-// UI resource its caller may not see, as the server would answer if it did
-// not have that resource. The go-sdk subscribes a listen's resources in
-// order and answers the first refusal of its SubscribeHandler, so the URIs
-// before the i-th are passed on first (through next, in a listen of their
-// own whose acknowledgement is not sent: see [Guard.sendingResources]),
-// and a refusal of one of them is the answer; else it is the go-sdk's
-// not-found error for the i-th. (Answered at once for the i-th, a listen
-// naming an absent URI and then a hidden one told the hidden one apart.)
-// That listen is passed on even when i is 0 (naming no URI): as every
-// listen that ends, it ends the list-changed subscriptions of the session's
-// other listens, as the go-sdk's refusal of an absent URI does. It ends as
-// a refused one does, with the request's context alive: its
-// acknowledgement fails, and the go-sdk undoes its subscriptions with
-// that context (ended, an UnsubscribeHandler that honours it would fail,
-// and the go-sdk would keep the subscription).
-func refuseListen(ctx context.Context, method string, r *mcp.SubscriptionsListenRequest, next mcp.MethodHandler, i int) error {
-	uris := r.Params.Notifications.ResourceSubscriptions
-	p := &listenProbe{}
-	params := *r.Params
-	params.Notifications = &mcp.NotificationSubscriptions{ResourceSubscriptions: slices.Clone(uris[:i])}
-	before := *r
-	before.Params = &params
-	if _, err := next(context.WithValue(ctx, listenProbeKey{}, p), method, &before); err != nil && !p.acked.Load() {
-		return err
-	}
-	return mcp.ResourceNotFoundError(uris[i])
-}
-
-// A listenProbe is the go-sdk's run of the part of a subscriptions/listen
-// before a resource its caller may not see (refuseListen): its
-// acknowledgement, which says that the go-sdk took every one of those
-// subscriptions, is not sent but fails (errProbeAcked), which ends the run.
-type listenProbe struct {
-	acked atomic.Bool
-}
-
-type listenProbeKey struct{}
-
-// errProbeAcked is the failure of a listenProbe's acknowledgement.
-var errProbeAcked = errors.New("mcpguard: the acknowledgement of the guard's own listen is not sent")
-
-// probeAcked reports whether a notification sent with ctx is the
-// acknowledgement of a listenProbe's listen, and if so records it.
-func probeAcked(ctx context.Context, method string) bool {
-	if method != "notifications/subscriptions/acknowledged" {
-		return false
-	}
-	p, _ := ctx.Value(listenProbeKey{}).(*listenProbe)
-	if p == nil {
-		return false
-	}
-	p.acked.Store(true)
-	return true
 }
 
 // unsendable returns the refusal of res, the result of a resources/read,

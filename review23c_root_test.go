@@ -48,7 +48,7 @@ func ctxUIServer(withAdmin bool) *uiServer {
 // refused, as the server without that resource refuses it, and leaves the
 // session subscribed to nothing. The go-sdk undoes the subscriptions of a
 // refused listen with the listen's context; the guard's run of the URIs
-// before the hidden one (refuseListen) ended that context first, so an
+// before the hidden one (since replaced, see asAbsent) ended that context first, so an
 // UnsubscribeHandler that honours its context failed, the go-sdk kept the
 // subscription, and later updates of the visible resource reached the
 // session: after [visible, hidden] but not after [visible, absent].

@@ -241,21 +241,19 @@ func TestReview23dRefusedListenTellsTheClientNothing(t *testing.T) {
 }
 
 // TestReview23dOuterSendingMiddleware: a sending middleware added after
-// Install sees, of a listen refused at a hidden UI resource, one
-// acknowledgement (of the guard's own listen of the URIs before it), which
-// fails (Install's doc asks such a middleware to return that error), and
-// nothing else the bare server's does not send.
+// Install sees, of a listen refused at a hidden UI resource, nothing the
+// bare server's does not send (no acknowledgement: the guard passes the
+// listen on with the hidden URI suffixed, which the server refuses).
 func TestReview23dOuterSendingMiddleware(t *testing.T) {
 	gsrv, _, gouter := r23dServer(t, true, true)
 	bsrv, _, bouter := r23dServer(t, false, false)
 	guarded, bare := rawConnectTo(t, gsrv, nil), rawConnectTo(t, bsrv, nil)
-	var want []string
+	var want []string // nothing
 	for _, notes := range r23dListens {
 		params := `{"notifications":` + notes + `}`
 		if got, want := guarded.response("subscriptions/listen", params), bare.response("subscriptions/listen", params); got != want {
 			t.Errorf("subscriptions/listen %s:\n got %s\nwant %s", notes, got, want)
 		}
-		want = append(want, "notifications/subscriptions/acknowledged: mcpguard: the acknowledgement of the guard's own listen is not sent")
 	}
 	var got []string
 	for _, s := range gouter.get() {
