@@ -497,7 +497,11 @@ func (g *Guard) Policy() *policy.Policy { return g.pol }
 // give a Title is refused; a tool with no Annotations hints nothing.
 // Wrap protects one raw handler; to protect every tool of a server,
 // including typed ones, and filter tools/list and its tools/list_changed
-// notifications, use [Guard.Install].
+// notifications, use [Guard.Install]. A wrapped handler on a server no
+// guard is installed on never sees a session opened, so over stateful
+// Streamable HTTP it does not ask an older client (protocol before
+// 2026-07-28) to confirm inside the call, and refuses such a call
+// CONFIRMATION_REQUIRED (see the package doc's "Sessions over HTTP").
 func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 	if h == nil {
 		return nil, errors.New("mcpguard: nil handler")
