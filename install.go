@@ -674,21 +674,22 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // ref/resource names it are answered as the server answers them for a URI
 // it does not have, whatever its handlers (one that takes any URI, as the
 // go-sdk's examples do, too): the guard asks it about the URI with a
-// random suffix in its path, which it takes out of the answer (an error's
-// message and data, a completion's values) and of what the handlers send
-// the client on the request's context (a log message, a listen's
-// acknowledgement), and the handlers do not hear of the URI itself. The
-// suffix is the same for the life of the process, so a SubscribeHandler
-// that takes any URI subscribes the session to the suffixed one, which no
-// update names, and an unsubscribe from the hidden one ends it, as for an
-// absent URI; a subscription so made hears of no update even once the
-// caller may see the resource (subscribing again does). A handler that
-// answers by the URI's length (a limit within 27 bytes of it, a
-// completion's total) may tell the two apart. (A subscription to a server
-// without a SubscribeHandler, which refuses every one alike, is passed
-// on.) An unsubscribe is passed on first too, its answer, what its
-// handler sends the client and a panic of it dropped, so that a
-// subscription made while the caller could see the resource ends.
+// random suffix in its path (before its query or fragment, or an escape
+// that decodes to the "?" or "#" of one), which it takes out of the answer
+// (an error's message and data, a completion's values) and of what the
+// handlers send the client on the request's context (a log message, a
+// listen's acknowledgement), and the handlers do not hear of the URI
+// itself. The suffix is the same for the life of the process, so a
+// SubscribeHandler that takes any URI subscribes the session to the
+// suffixed one, which no update names, and an unsubscribe from the hidden
+// one ends it, as for an absent URI; a subscription so made hears of no
+// update even once the caller may see the resource (subscribing again
+// does). A handler that answers by the URI's length (a limit within 27
+// bytes of it, a completion's total) may tell the two apart. (A
+// subscription to a server without a SubscribeHandler, which refuses every
+// one alike, is passed on.) An unsubscribe is passed on first too, its
+// answer, what its handler sends the client and a panic of it dropped, so
+// that a subscription made while the caller could see the resource ends.
 // resources/list answers in one page, as tools/list (a cursor lists
 // nothing): the go-sdk's cursors name the last resource of a page. A
 // resources/list_changed notification reaches a session only when the

@@ -379,13 +379,52 @@ var absentSuffix = "-" + strings.ToLower(rand.Text())
 // withSuffix returns uri with absentSuffix added to its path, before its
 // query or fragment: a handler that ignores those (as one that reads a URI
 // leniently does) would ignore a suffix there too, and answer about the
-// hidden resource itself.
+// hidden resource itself. That is before a percent-escape that decodes to
+// the "?" or "#" (as "%3F" and "%253F" do), as uriKey reads the URI: a
+// handler that decodes it would find the query there (see queryAt).
 func withSuffix(uri string) string {
-	i := strings.IndexAny(uri, "?#")
-	if i < 0 {
-		i = len(uri)
-	}
+	i := queryAt(uri)
 	return uri[:i] + absentSuffix + uri[i:]
+}
+
+// queryAt returns the index in uri of its query or fragment, as uriKey
+// finds them once the URI's percent-escapes are decoded until none are left
+// (unescapeAll): of the first "?" or "#", or of the first byte of the
+// escapes that decode to one; len(uri) if it has neither.
+func queryAt(uri string) int {
+	type decoded struct {
+		c    byte
+		from int // the index in uri of the first byte it is decoded from
+	}
+	unhex := func(c byte) (byte, bool) {
+		switch {
+		case '0' <= c && c <= '9':
+			return c - '0', true
+		case 'a' <= c && c <= 'f':
+			return c - 'a' + 10, true
+		case 'A' <= c && c <= 'F':
+			return c - 'A' + 10, true
+		}
+		return 0, false
+	}
+	// As in unescapeAll: b never holds an escape; "?" and "#" are never part
+	// of one, so the first of them in b is the one a handler finds.
+	b := make([]decoded, 0, len(uri))
+	for i := 0; i < len(uri); i++ {
+		b = append(b, decoded{uri[i], i})
+		for n := len(b); n >= 3 && b[n-3].c == '%'; n = len(b) {
+			hi, ok1 := unhex(b[n-2].c)
+			lo, ok2 := unhex(b[n-1].c)
+			if !ok1 || !ok2 {
+				break
+			}
+			b = append(b[:n-3], decoded{hi<<4 | lo, b[n-3].from})
+		}
+		if last := b[len(b)-1]; last.c == '?' || last.c == '#' {
+			return last.from
+		}
+	}
+	return len(uri)
 }
 
 // stripSuffix takes absentSuffix out of s.
