@@ -360,11 +360,17 @@ func isScheme(s string) bool {
 	return s != ""
 }
 
-// checkLimitTools refuses a limit of l for one tool that no call p admits
-// is of: its Tool has no rule (see policy.Policy.Resolve) and equals no
-// tool rule's name under folding (policy.NameKey), by which a limit
-// applies to the tool's other spellings.
-func checkLimitTools(p *policy.Policy, l *limiter.Limiter) error {
+// checkLimitTools refuses a limit of l for one tool that caps nothing: no
+// call p admits is of that tool, as its Tool has no rule (see
+// policy.Policy.Resolve) and equals no tool rule's name under folding
+// (policy.NameKey), by which a limit applies to the tool's other
+// spellings; or, for a spend limit when there is no Cost function (cost
+// is nil), no call of the tool can cost anything: a call is then charged
+// its rule's Cost, and neither the tool's rule, nor the rule of a name
+// that equals its under folding, nor the default rule has one. A spend
+// limit for every tool is accepted whatever the costs, as mcpguard.New
+// accepts it.
+func checkLimitTools(p *policy.Policy, l *limiter.Limiter, cost func(string, policy.Args) float64) error {
 	if l == nil {
 		return nil
 	}
@@ -372,12 +378,30 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter) error {
 		if lim.Tool == "" {
 			continue
 		}
-		if _, ok := p.Resolve(lim.Tool); ok {
+		k := policy.NameKey(lim.Tool)
+		var rules []*policy.ToolRule // of lim.Tool and of the names of p equal to it under folding
+		if r, ok := p.Resolve(lim.Tool); ok {
+			rules = append(rules, r)
+		}
+		for _, n := range p.Tools() {
+			if policy.NameKey(n) == k {
+				r, _ := p.Resolve(n)
+				rules = append(rules, r)
+			}
+		}
+		if len(rules) == 0 {
+			return fmt.Errorf("gateway: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing; name a tool of the policy, or leave Tool empty for every tool", lim, lim.Tool)
+		}
+		if lim.Kind != limiter.Spend || cost != nil {
 			continue
 		}
-		k := policy.NameKey(lim.Tool)
-		if !slices.ContainsFunc(p.Tools(), func(n string) bool { return policy.NameKey(n) == k }) {
-			return fmt.Errorf("gateway: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing", lim, lim.Tool)
+		// The default rule, which the names of k that have no rule of
+		// their own may resolve to (a tool name holds no NUL).
+		if def, ok := p.Resolve("\x00"); ok {
+			rules = append(rules, def)
+		}
+		if !slices.ContainsFunc(rules, func(r *policy.ToolRule) bool { return r.Cost > 0 }) {
+			return fmt.Errorf("gateway: limiter limit %v: tool %q costs nothing (no Cost in its rule, and no Options.Cost), so the limit caps nothing; give its rule a Cost, or set Options.Cost", lim, lim.Tool)
 		}
 	}
 	return nil
@@ -399,7 +423,10 @@ func shownURL(u *url.URL) string {
 // sends no credentials of its own downstream; its errors never show the
 // URL's user information or query), a nil auth, an ArgsKey shorter than 16
 // bytes, a limit of the Limiter for one tool the policy has no rule for
-// (a typo: it would cap nothing; with a Default rule every name has one),
+// (a typo: it would cap nothing; with a Default rule every name has one)
+// or, for a spend limit without a Cost function, whose rules cost nothing
+// (no Cost in its rule, in the rule of a name equal to it under case
+// folding, or in the Default rule: every call is charged 0),
 // a Path or HealthPath that does not begin with "/" or that holds
 // "?", "#", "%" or an ASCII control character (each is matched against a
 // request's decoded path, without its query), or a Path equal to the
@@ -436,7 +463,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	if g.pol == nil {
 		g.pol = DefaultPolicy()
 	}
-	if err := checkLimitTools(g.pol, o.Limiter); err != nil {
+	if err := checkLimitTools(g.pol, o.Limiter, o.Cost); err != nil {
 		return nil, err
 	}
 	if g.path == "" {
