@@ -154,9 +154,10 @@
 // [Guard.Install], a change to a hidden tool sends its caller no
 // tools/list_changed notification either, and the UI resource a hidden
 // tool names (MCP Apps) is to its caller a resource the server does not
-// have: unlisted, and read or subscribed to with the go-sdk's not-found
-// error (see [Guard.Install]). A handler (raw or
-// typed) that returns a [*DenialError], or a result carrying one (set with
+// have: unlisted, its reads answered with the go-sdk's not-found error,
+// and a subscribe, listen, unsubscribe or completion naming it answered as
+// the server answers one naming a URI it lacks (see [Guard.Install]). A
+// handler (raw or typed) that returns a [*DenialError], or a result carrying one (set with
 // SetError, as [DenialError.Result] does), refuses the call with it: the
 // answer has its code and message (a TOOL_NOT_FOUND is answered as an
 // unknown tool, as above) and the call's correlation id, and the record

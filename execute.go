@@ -56,8 +56,9 @@ import (
 // WriteAhead returns an error for a nil sink or policy, an ArgsKey shorter
 // than 16 bytes, a RequestIDHeader that is not a header name, per-tool
 // options of tools p does not know, per-tool DryRun of a tool p classes
-// Read, or a limit of opts.Limiter that caps nothing (as [New] refuses
-// them).
+// Read or of a name that is a write tool's only under case folding (unless
+// that tool's own options set it), or a limit of opts.Limiter that caps
+// nothing (as [New] refuses them).
 func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, error) {
 	if sink == nil {
 		return nil, errors.New("mcpguard: nil audit sink")

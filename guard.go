@@ -153,11 +153,14 @@ type Options struct {
 	// answer is waited for until the state expires (then the call is
 	// refused, CONFIRMATION_REQUIRED, as is a call no one can be asked
 	// for). That answer comes back on the session, from whoever may post
-	// on it: over Streamable HTTP the older client is asked only on a
-	// session bound to a verified user (a call with neither a TokenInfo
-	// UserID nor the gateway's subject header is refused so, as is one
-	// over the go-sdk's HTTP+SSE transport, which binds no session; see
-	// "Sessions over HTTP" in the package documentation). An accepted
+	// on it: over stateful Streamable HTTP the older client is asked only
+	// on a session that the guard saw opened (its initialize, through
+	// [Guard.Install]) by the call's verified user (TokenInfo UserID) or,
+	// through the gateway, for the call's subject; any other call is
+	// refused so, as is one to a handler [Guard.Wrap] guards on a server
+	// no guard is installed on, and one over the go-sdk's HTTP+SSE
+	// transport, which binds no session (see "Sessions over HTTP" in the
+	// package documentation). An accepted
 	// confirmation is used up only when the call is admitted, after the
 	// limits and the write-ahead record: a call those
 	// refuse can be sent again with the same state and answer until the

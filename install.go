@@ -678,8 +678,8 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // that decodes to the "?" or "#" of one), which it takes out of the answer
 // (an error's message and data, a completion's values) and of what the
 // handlers send the client on the request's context (a log message, a
-// listen's acknowledgement), and the handlers do not hear of the URI
-// itself. The suffix is the same for the life of the process, so a
+// listen's acknowledgement), and, but for an unsubscribe (below), the
+// handlers do not hear of the URI itself. The suffix is the same for the life of the process, so a
 // SubscribeHandler that takes any URI subscribes the session to the
 // suffixed one, which no update names, and an unsubscribe from the hidden
 // one ends it, as for an absent URI; a subscription so made hears of no
@@ -687,9 +687,9 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // does). A handler that answers by the URI's length (a limit within 27
 // bytes of it, a completion's total) may tell the two apart. (A
 // subscription to a server without a SubscribeHandler, which refuses every
-// one alike, is passed on.) An unsubscribe is passed on first too, its
-// answer, what its handler sends the client and a panic of it dropped, so
-// that a subscription made while the caller could see the resource ends.
+// one alike, is passed on.) An unsubscribe is also passed on first as it
+// is, its answer, what its handler sends the client and a panic of it
+// dropped, so that a subscription made while the caller could see the resource ends.
 // resources/list answers in one page, as tools/list (a cursor lists
 // nothing): the go-sdk's cursors name the last resource of a page. A
 // resources/list_changed notification reaches a session only when the

@@ -56,7 +56,11 @@ import (
 // and refused, as [Limit] refuses one, when its cost would not fit in the
 // spend caps now; once in all with a Limit of that limiter outside or
 // inside Confirm): the handler inside never writes for a dry run, nor
-// runs for real without a confirmation.
+// runs for real without a confirmation. Over stateful Streamable HTTP, a
+// Confirm on a server no guard is installed on ([Guard.Install]) sees no
+// session opened, and refuses an older client's call
+// CONFIRMATION_REQUIRED instead of asking (see the package doc's
+// "Sessions over HTTP").
 // Confirm seals a handler's request for more input with s too, whatever
 // opts.Confirmer says, so the next round may reach another replica whose
 // signer has the same keys and nonce store.
@@ -83,8 +87,9 @@ import (
 // Confirm returns an error for a nil signer or policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
 // per-tool options of tools p does not know, per-tool DryRun of a tool p
-// classes Read, or a limit of opts.Limiter that caps nothing (as [New]
-// refuses them).
+// classes Read or of a name that is a write tool's only under case folding
+// (unless that tool's own options set it), or a limit of opts.Limiter that
+// caps nothing (as [New] refuses them).
 func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, error) {
 	if s == nil {
 		return nil, errors.New("mcpguard: nil confirmation signer")
@@ -228,9 +233,11 @@ type countedKey struct{}
 // Limit returns an error for a nil limiter or policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
 // per-tool options of tools p does not know, per-tool DryRun of a tool p
-// classes Read, or a limit of l that caps nothing (as [New] refuses one of
-// [Options].Limiter: for one tool p has no rule for, or a spend limit for
-// one tool that costs nothing); opts.Limiter is not l's and is not checked.
+// classes Read or of a name that is a write tool's only under case folding
+// (unless that tool's own options set it), or a limit of l that caps
+// nothing (as [New] refuses one of [Options].Limiter: for one tool p has
+// no rule for, or a spend limit for one tool that costs nothing);
+// opts.Limiter is not l's and is not checked.
 func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, error) {
 	if l == nil {
 		return nil, errors.New("mcpguard: nil limiter")
@@ -312,8 +319,9 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 // DryRun returns an error for a nil policy, an opts.ArgsKey shorter than 16
 // bytes, an opts.RequestIDHeader that is not a header name, per-tool
 // options of tools p does not know, per-tool DryRun of a tool p classes
-// Read, or a limit of opts.Limiter that caps nothing (as [New] refuses
-// them).
+// Read or of a name that is a write tool's only under case folding (unless
+// that tool's own options set it), or a limit of opts.Limiter that caps
+// nothing (as [New] refuses them).
 func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 	g, err := stepGuard(p, opts)
 	if err != nil {

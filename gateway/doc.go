@@ -59,12 +59,13 @@
 //     an upstream error (-32003), and logged. A batch of more than 256
 //     messages is refused whole (-32600).
 //   - Notifications are honoured: a refused notification gets 204 and no body.
-//   - A POST forwarded downstream is not cancelled when its client hangs
-//     up: the downstream may go on with the call (a guarded write runs to
-//     completion), so its answer is still read to the end, and only then
-//     is the call's in-flight place given back and its outcome recorded
-//     (what the downstream answered, with the detail that the client went
-//     away or its connection was closed). Once the client has gone, the
+//   - A POST forwarded downstream (but a subscriptions/listen, below) is
+//     not cancelled when its client hangs up: the downstream may go on
+//     with the call (a guarded write runs to completion), so its answer is
+//     still read to the end, and only then is the call's in-flight place
+//     given back and its outcome recorded (what the downstream answered,
+//     with the detail that the client went away or its connection was
+//     closed). Once the client has gone, the
 //     answer is read for at most Timeout after the client was last seen:
 //     one that never ends is cut as on a timeout. A call not yet sent when
 //     its client goes (the rest of a batch) is not sent, and is given back
