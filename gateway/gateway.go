@@ -125,7 +125,9 @@ type Options struct {
 	// passed) before it decided is recorded as the client's leaving, not
 	// the limiter's failure; one whose deadline passed is answered -32003
 	// with 504 (UPSTREAM_UNAVAILABLE), as a call its deadline left unsent
-	// is. Nil means no caps.
+	// is. Nil means no caps. [New] refuses a limit for one tool that caps
+	// nothing: a tool the policy has no rule for, or, without Cost, a
+	// spend limit for a tool whose rules cost nothing.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. A call whose name equals a rule's only under

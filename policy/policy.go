@@ -105,7 +105,9 @@ type RoleRule struct {
 	// Pattern is a tool name, or a prefix followed by "*" such as
 	// "admin_*". A lone "*" matches every tool. Names are matched under
 	// case folding as well as exactly: "admin_*" matches
-	// "ADMIN_reset_key" too (see [Policy.Resolve]).
+	// "ADMIN_reset_key" too (see [Policy.Resolve]). Without a default
+	// rule, [New] refuses a tool name that no tool rule has (a typo would
+	// protect nothing); a prefix may name tools yet to come.
 	Pattern string
 	// Roles lists roles any one of which the caller needs. Must be
 	// non-empty; its roles are exact names, none empty or a lone "*".
