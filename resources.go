@@ -396,17 +396,6 @@ func queryAt(uri string) int {
 		c    byte
 		from int // the index in uri of the first byte it is decoded from
 	}
-	unhex := func(c byte) (byte, bool) {
-		switch {
-		case '0' <= c && c <= '9':
-			return c - '0', true
-		case 'a' <= c && c <= 'f':
-			return c - 'a' + 10, true
-		case 'A' <= c && c <= 'F':
-			return c - 'A' + 10, true
-		}
-		return 0, false
-	}
 	// As in unescapeAll: b never holds an escape; "?" and "#" are never part
 	// of one, so the first of them in b is the one a handler finds.
 	b := make([]decoded, 0, len(uri))

@@ -78,23 +78,26 @@ func foldRune(r rune) rune {
 	return unicode.ToLower(least)
 }
 
+// unhex returns the value of the hexadecimal digit c, and whether it is
+// one.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
 // unescapeAll decodes the percent-escapes of s until none are left: an
 // escape that decoding forms (as "%2561" forms "%61") is decoded too, in
 // one pass. The rest of s is kept as it is.
 func unescapeAll(s string) string {
 	if !strings.Contains(s, "%") {
 		return s
-	}
-	unhex := func(c byte) (byte, bool) {
-		switch {
-		case '0' <= c && c <= '9':
-			return c - '0', true
-		case 'a' <= c && c <= 'f':
-			return c - 'a' + 10, true
-		case 'A' <= c && c <= 'F':
-			return c - 'A' + 10, true
-		}
-		return 0, false
 	}
 	// b never holds an escape: each byte added may complete one, at its
 	// end, which is decoded at once (and may complete another).
