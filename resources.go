@@ -462,7 +462,11 @@ func withoutSuffix(req mcp.Request) (mcp.Request, bool) {
 		return req, false
 	}
 	p := reflect.New(pv.Type().Elem())
-	if json.Unmarshal([]byte(stripSuffix(string(raw))), p.Interface()) != nil {
+	// Numbers in untyped data (a log message's) as written: as float64s,
+	// one above 2^53 would change and one beyond its range fail.
+	d := json.NewDecoder(strings.NewReader(stripSuffix(string(raw))))
+	d.UseNumber()
+	if d.Decode(p.Interface()) != nil {
 		return req, false
 	}
 	out := reflect.New(rv.Elem().Type())
