@@ -302,7 +302,8 @@
 // before its messages could be read (its Origin; its HTTP method; a POST
 // body encoded or in another charset, too large, unreadable, not JSON, or
 // not an object or a non-empty array of at most 256 messages; a GET's or
-// DELETE's body, read and dropped, too large or unreadable), or for its
+// DELETE's body, read and dropped once its caller is authenticated, whom
+// its record names, too large or unreadable), or for its
 // credentials or its session (an unauthenticated initialize or GET, a
 // DELETE of another's session). A tools/call refused for its name's
 // characters (policy.CheckName) has no tool in its record: the detail

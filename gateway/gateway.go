@@ -78,7 +78,12 @@ type Options struct {
 	Timeout time.Duration
 	// MaxBodyBytes caps a request body: a POST's, and a GET's or a
 	// DELETE's, which is read and dropped, not forwarded (over the cap:
-	// -32600, HTTP 413). Zero means 4 MiB.
+	// -32600, HTTP 413). Zero means 4 MiB. The gateway sets no deadline on
+	// a body's arrival (a POST's is read before its token is checked): a
+	// client that stalls in one holds its handler until it leaves, unless
+	// the http.Server's ReadTimeout bounds it, which net/http lifts once
+	// the body has been read, so that it cuts no answer or stream
+	// (examples/gateway sets it to its --timeout).
 	MaxBodyBytes int64
 	// Transport sends requests downstream. Nil means the gateway's own
 	// HTTP/1.1 client, which writes each request and reads its answer on
@@ -155,10 +160,11 @@ type Options struct {
 	// Origin, its HTTP method, a POST body encoded or in another
 	// charset, too large, unreadable, not JSON, or not an object or a
 	// non-empty array of at most 256 messages, or a GET's or DELETE's body
-	// too large or unreadable) gets one outcome event
-	// without a tool. A tools/call refused for its name's characters gets
-	// one without a tool, the name quoted, escaped and cut in its detail
-	// (see the package doc). Arguments are recorded only as their SHA-256,
+	// too large or unreadable: read once its caller is authenticated, its
+	// record names the caller) gets one outcome event without a tool. A
+	// tools/call refused for its name's characters gets one without a
+	// tool, the name quoted, escaped and cut in its detail (see the
+	// package doc). Arguments are recorded only as their SHA-256,
 	// or with ArgsKey as their HMAC-SHA256. A panic of the sink is a failed
 	// write, logged with its stack (a write tool's intent not recorded is
 	// refused, AUDIT_UNAVAILABLE).
@@ -601,7 +607,7 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 			return
 		}
 		if e := g.discardBody(r); e != nil {
-			g.refuseUnread(w, r, cid, e)
+			g.refuseDiscarded(w, r, pr, cid, e)
 			return
 		}
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)
@@ -639,6 +645,15 @@ func (g *Gateway) discardBody(r *http.Request) *rpcError {
 		return errInvalidRequest("body could not be read")
 	}
 	return nil
+}
+
+// refuseDiscarded logs, records and answers the refusal e of the body of
+// pr's GET or DELETE ([Gateway.discardBody]): its caller is authenticated,
+// so its line and its record name it.
+func (g *Gateway) refuseDiscarded(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, e *rpcError) {
+	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method, "outcome", e.contract, "reason", e.message)
+	g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, g.now())
+	g.writeError(w, e, nil, cid)
 }
 
 // authenticate parses the Authorization header (RFC 6750 / 7235: the scheme
