@@ -21,6 +21,7 @@ func TestReview26WithoutSuffixKeepsNumbers(t *testing.T) {
 	if err := d.Decode(&v); err != nil {
 		t.Fatal(err)
 	}
+	//lint:ignore SA1019 a log message from a handler, deprecated or not
 	req := &mcp.LoggingMessageRequest{Params: &mcp.LoggingMessageParams{Level: "info", Data: v}}
 	out, ok := withoutSuffix(req)
 	if !ok {
