@@ -83,8 +83,7 @@ func TestReview26bOneDuplicateSameMessage(t *testing.T) {
 
 // FuzzReview26bArgNamesAlike: policy.MapArgs reads a field as unreadable
 // exactly when another key is one name with it to foldkey.EqualName, the
-// rule the validator's duplicate check applies (so policy's argNamesAlike
-// and foldkey.EqualName agree).
+// rule the validator's duplicate check applies.
 func FuzzReview26bArgNamesAlike(f *testing.F) {
 	for _, p := range [][2]string{
 		{"amount", "A_MOUNT"}, {"_", ""}, {"-", "_"}, {"\u212a-", "_k"}, {"\xff_", "\xc3"},

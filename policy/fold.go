@@ -1,12 +1,6 @@
 package policy
 
-import (
-	"strings"
-	"unicode/utf8"
-
-	"github.com/mcpguard/mcpguard/internal/foldkey"
-	"github.com/mcpguard/mcpguard/internal/namekey"
-)
+import "github.com/mcpguard/mcpguard/internal/namekey"
 
 // Names are matched by the rules under case folding as well as exactly
 // (see [Policy.Resolve]): the MCP specification has tool names compared
@@ -44,25 +38,3 @@ func keyOf(s string) string { return namekey.Of(s) }
 
 // ignorable reports a default-ignorable character (see namekey.Ignorable).
 func ignorable(r rune) bool { return namekey.Ignorable(r) }
-
-// argNamesAlike reports whether the argument names a and b are one name to
-// encoding/json/v2's case-insensitive matching (its foldName): equal under
-// Unicode simple case folding (strings.EqualFold) once every '_' and '-' is
-// left out, so "amount", "A_MOUNT" and "-amount-" are alike. Names that
-// encoding/json (v1) matches, strings.EqualFold of the names as they are,
-// are alike too. An invalid UTF-8 byte counts as U+FFFD, as in both.
-func argNamesAlike(a, b string) bool {
-	for {
-		a = strings.TrimLeft(a, "_-")
-		b = strings.TrimLeft(b, "_-")
-		if a == "" || b == "" {
-			return a == b
-		}
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb && foldkey.Rune(ra) != foldkey.Rune(rb) {
-			return false
-		}
-		a, b = a[na:], b[nb:]
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpguard/mcpguard/internal/foldkey"
 	"github.com/mcpguard/mcpguard/internal/jsonnum"
 )
 
@@ -787,10 +788,10 @@ type MapArgs map[string]any
 // '_' and '-' ("s_eats", "-SEATS"): encoding/json would give a handler's
 // struct field a case variant's value, and encoding/json/v2's
 // case-insensitive matching (MatchCaseInsensitiveNames, a `case:ignore`
-// tag) also a variant with other underscores and dashes (see argNamesAlike).
+// tag) also a variant with other underscores and dashes (foldkey.EqualName).
 func (m MapArgs) Number(field string) (float64, bool) {
 	for k := range m {
-		if k != field && argNamesAlike(k, field) {
+		if k != field && foldkey.EqualName([]byte(k), []byte(field)) {
 			return 0, false
 		}
 	}
