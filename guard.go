@@ -17,6 +17,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/internal/corrid"
+	"github.com/mcpguard/mcpguard/internal/limitcheck"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -393,65 +394,31 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	return g, nil
 }
 
-// checkLimitTools refuses a limit of l for one tool that caps nothing: no
-// call the policy p admits is of that tool, as its Tool has no rule (see
-// [policy.Policy.Resolve]) and equals no tool rule's name under folding
-// ([policy.NameKey]), by which a limit applies to the tool's other
-// spellings; or, for a spend limit, no call of the tool can cost anything
-// (no rule whose name equals its under folding has a cost, nor the default
-// rule, and no such name has a Cost function in tools). With a default
-// rule every name has a rule. A spend limit for every tool is accepted
-// whatever the costs: a configuration may cap spending before any tool
-// costs anything.
+// checkLimitTools refuses a limit of l for one tool that caps nothing (see
+// limitcheck.Find): no call the policy p admits is of that tool, or, for a
+// spend limit, no call of it can cost anything (no cost in a rule it may
+// be charged under, and no name equal to it under folding has a Cost
+// function in tools).
 func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]ToolOptions) error {
 	if l == nil {
 		return nil
 	}
-	var rules map[string][]*policy.ToolRule // the tool rules, by the key of their name
-	for _, lim := range l.Limits() {
-		if lim.Tool == "" {
-			continue
-		}
-		if rules == nil {
-			rules = map[string][]*policy.ToolRule{}
-			for _, n := range p.Tools() {
-				r, _ := p.Resolve(n)
-				k := policy.NameKey(n)
-				rules[k] = append(rules[k], r)
+	priced := func(k string) bool {
+		for n, o := range tools {
+			if o.Cost != nil && policy.NameKey(n) == k {
+				return true
 			}
 		}
-		k := policy.NameKey(lim.Tool)
-		if _, ok := p.Resolve(lim.Tool); !ok && len(rules[k]) == 0 {
-			return fmt.Errorf("mcpguard: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing", lim, lim.Tool)
-		}
-		if lim.Kind == limiter.Spend && !mayCost(p, rules[k], tools, k) {
-			return fmt.Errorf("mcpguard: limiter limit %v: tool %q costs nothing (no Cost in its rule, no Cost function in its Options.Tools), so the limit caps nothing", lim, lim.Tool)
-		}
+		return false
 	}
-	return nil
-}
-
-// mayCost reports whether a call of a name whose key is k can cost
-// anything: one of rules, the rules of the names with that key, or the
-// default rule has a cost, or one of the names with that key has a Cost
-// function in tools.
-func mayCost(p *policy.Policy, rules []*policy.ToolRule, tools map[string]ToolOptions, k string) bool {
-	// The default rule, which any other name resolves to: a name no rule
-	// of its own can take (the policy's names are tool names).
-	if def, ok := p.Resolve("\x00"); ok && def.Cost > 0 {
-		return true
+	switch pr := limitcheck.Find(p, l.Limits(), priced); {
+	case pr == nil:
+		return nil
+	case pr.NoRule:
+		return fmt.Errorf("mcpguard: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing", pr.Limit, pr.Limit.Tool)
+	default:
+		return fmt.Errorf("mcpguard: limiter limit %v: tool %q costs nothing (no Cost in its rule, no Cost function in its Options.Tools), so the limit caps nothing", pr.Limit, pr.Limit.Tool)
 	}
-	for _, r := range rules {
-		if r.Cost > 0 {
-			return true
-		}
-	}
-	for n, o := range tools {
-		if o.Cost != nil && policy.NameKey(n) == k {
-			return true
-		}
-	}
-	return false
 }
 
 // New returns a guard enforcing p, with callers resolved by authn. It

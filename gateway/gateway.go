@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/corrid"
+	"github.com/mcpguard/mcpguard/internal/limitcheck"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
@@ -368,51 +369,23 @@ func isScheme(s string) bool {
 	return s != ""
 }
 
-// checkLimitTools refuses a limit of l for one tool that caps nothing: no
-// call p admits is of that tool, as its Tool has no rule (see
-// policy.Policy.Resolve) and equals no tool rule's name under folding
-// (policy.NameKey), by which a limit applies to the tool's other
-// spellings; or, for a spend limit when there is no Cost function (cost
-// is nil), no call of the tool can cost anything: a call is then charged
-// its rule's Cost, and neither the tool's rule, nor the rule of a name
-// that equals its under folding, nor the default rule has one. A spend
-// limit for every tool is accepted whatever the costs, as mcpguard.New
-// accepts it.
+// checkLimitTools refuses a limit of l for one tool that caps nothing (see
+// limitcheck.Find): no call p admits is of that tool, or, for a spend limit
+// when there is no Cost function (cost is nil), no call of the tool can
+// cost anything: a call is then charged its rule's Cost, and no rule it
+// may be charged under has one.
 func checkLimitTools(p *policy.Policy, l *limiter.Limiter, cost func(string, policy.Args) float64) error {
 	if l == nil {
 		return nil
 	}
-	for _, lim := range l.Limits() {
-		if lim.Tool == "" {
-			continue
-		}
-		k := policy.NameKey(lim.Tool)
-		var rules []*policy.ToolRule // of lim.Tool and of the names of p equal to it under folding
-		if r, ok := p.Resolve(lim.Tool); ok {
-			rules = append(rules, r)
-		}
-		for _, n := range p.Tools() {
-			if policy.NameKey(n) == k {
-				r, _ := p.Resolve(n)
-				rules = append(rules, r)
-			}
-		}
-		if len(rules) == 0 {
-			return fmt.Errorf("gateway: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing; name a tool of the policy, or leave Tool empty for every tool", lim, lim.Tool)
-		}
-		if lim.Kind != limiter.Spend || cost != nil {
-			continue
-		}
-		// The default rule, which the names of k that have no rule of
-		// their own may resolve to (a tool name holds no NUL).
-		if def, ok := p.Resolve("\x00"); ok {
-			rules = append(rules, def)
-		}
-		if !slices.ContainsFunc(rules, func(r *policy.ToolRule) bool { return r.Cost > 0 }) {
-			return fmt.Errorf("gateway: limiter limit %v: tool %q costs nothing (no Cost in its rule, and no Options.Cost), so the limit caps nothing; give its rule a Cost, or set Options.Cost", lim, lim.Tool)
-		}
+	switch pr := limitcheck.Find(p, l.Limits(), func(string) bool { return cost != nil }); {
+	case pr == nil:
+		return nil
+	case pr.NoRule:
+		return fmt.Errorf("gateway: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing; name a tool of the policy, or leave Tool empty for every tool", pr.Limit, pr.Limit.Tool)
+	default:
+		return fmt.Errorf("gateway: limiter limit %v: tool %q costs nothing (no Cost in its rule, and no Options.Cost), so the limit caps nothing; give its rule a Cost, or set Options.Cost", pr.Limit, pr.Limit.Tool)
 	}
-	return nil
 }
 
 // shownURL is u as logs and the health answer show it: without its user
