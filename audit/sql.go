@@ -239,7 +239,8 @@ func sqliteURIPath(path string) string {
 // cache_size=-32768 (a page cache of 32 MiB per connection), and immediate
 // write transactions. A new database file is created with mode 0600 (its
 // journal files take the same mode), as the JSONL sink's file is: an audit
-// trail is not for every user of the machine to read.
+// trail is not for every user of the machine to read. Several processes
+// may open one database at once (each waits up to 10 s for the others).
 //
 // The path ":memory:" (or "", a temporary one on disk) opens a database
 // private to the returned *sql.DB, gone once it is closed. SQLite gives
@@ -262,7 +263,10 @@ func OpenSQLite(path string) (*sql.DB, error) {
 			return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
 		}
 	}
-	dsn := "file:" + sqliteURIPath(path) + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=temp_store(memory)&_pragma=cache_size(-32768)&_txlock=immediate"
+	// busy_timeout comes first: the driver runs the pragmas in order, and
+	// the switch to WAL of a new database that another process is opening
+	// too would otherwise fail at once with SQLITE_BUSY instead of waiting.
+	dsn := "file:" + sqliteURIPath(path) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=temp_store(memory)&_pragma=cache_size(-32768)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
@@ -273,11 +277,32 @@ func OpenSQLite(path string) (*sql.DB, error) {
 		db.SetConnMaxLifetime(0)
 		db.SetConnMaxIdleTime(0)
 	}
-	if err := db.Ping(); err != nil {
+	if err := pingSQLite(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// pingSQLite opens db's first connection, which runs the pragmas. Two
+// processes turning one new database to WAL at once can deadlock on its
+// locks, and SQLite then answers one of them SQLITE_BUSY at once, busy
+// timeout or not: that connection is tried again, for up to 10 s.
+func pingSQLite(db *sql.DB) error {
+	wait := 5 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := db.Ping()
+		var coded interface{ Code() int }
+		if err == nil || !errors.As(err, &coded) || time.Now().After(deadline) {
+			return err
+		}
+		if c := coded.Code() & 0xff; c != 5 && c != 6 { // BUSY, LOCKED
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
 
 // NewSQL returns a sink writing to db in dialect d, after creating or
