@@ -55,8 +55,9 @@ A strictly validated MCP server: get_customer_record and trigger_refund.
 
 Over stdio (the default) the caller is the owner of the token in
 ` + tokenEnv + `, looked up in the token table ` + tokensEnv + ` (a JSON
-object; unset, the demo tokens demo-token-alice and demo-token-bob). Without
-a known token every call is refused as unauthenticated.
+object; unset or empty, the demo tokens demo-token-alice and
+demo-token-bob). Without a known token every call is refused as
+unauthenticated.
 
 With -http it serves Streamable HTTP instead, WITHOUT authentication: it
 trusts the gateway's identity headers (the gateway demo's downstream).

@@ -17,7 +17,7 @@ const (
 	tokensEnv = "REFUND_MCP_TOKENS"
 )
 
-// demoTokens is the token table used when tokensEnv is unset.
+// demoTokens is the token table used when tokensEnv is unset or empty.
 func demoTokens() map[string]*policy.Principal {
 	return map[string]*policy.Principal{
 		"demo-token-alice": {Subject: "alice@example.com", Roles: []string{"support"}},
@@ -26,8 +26,8 @@ func demoTokens() map[string]*policy.Principal {
 }
 
 // loadTokens returns the token table of v, the value of tokensEnv: its
-// table, or the demo table (with a warning) when it is unset. Errors never
-// quote a token.
+// table, or the demo table (with a warning) when it is unset or empty.
+// Errors never quote a token.
 func loadTokens(v string, log *slog.Logger) (*token.Table, error) {
 	if v == "" {
 		log.Warn("using the built-in demo tokens; set " + tokensEnv + " for real ones")
