@@ -628,10 +628,12 @@ func (v *JWT) reason(t *jwt.Token, claims jwt.MapClaims, err error) error {
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return invalid("signature does not verify")
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		if _, ok := claims["exp"]; !ok {
-			return invalid("missing exp claim")
+		// The parser reads an "exp" of 0 as none, and an "iss" that is not
+		// a string as one of the wrong type, not as a missing one.
+		if x, ok := claims["exp"]; !ok || x == float64(0) {
+			return invalid("missing exp claim (or an exp of 0)")
 		}
-		if iss, _ := claims["iss"].(string); iss == "" {
+		if iss, ok := claims["iss"]; !ok || iss == "" {
 			return invalid("missing or empty iss claim")
 		}
 		return invalid("missing or empty aud claim")
