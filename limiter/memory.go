@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"sync"
 	"time"
 )
@@ -518,7 +519,14 @@ func (s *MemoryStore) decide(now int64, cs []memCheck) (int, time.Duration) {
 // increment is the GCRA emission interval for n units of a limit of max
 // units per window, in nanoseconds, rounded down: a burst of exactly max
 // units then fits in the window whatever the rounding of each increment.
+// For n no larger than max it is exact (see exactIncrement): in float64,
+// window*n/max may round up across a nanosecond, by more than one past 2^52
+// ns (52 days), so that a call of exactly max took more than the window and
+// never fitted.
 func increment(window int64, n, max float64) int64 {
+	if n <= max && window > 0 {
+		return exactIncrement(window, n, max)
+	}
 	x := math.Floor(span(window, n, max))
 	if x < 1 {
 		return 1 // a positive cost is never free (see Limit)
@@ -527,6 +535,55 @@ func increment(window int64, n, max float64) int64 {
 		return math.MaxInt64 / 4
 	}
 	return int64(x)
+}
+
+// exactIncrement is increment for 0 < n <= m and a positive window:
+// window*n/m rounded down exactly, and at least 1; at most window. n and m
+// are whole mantissas times powers of two, so the quotient is one of
+// integers of up to 128 bits: the float64 estimate is checked with a
+// multiplication and, when it is off (rounded across a nanosecond), made
+// again by a division.
+func exactIncrement(window int64, n, m float64) int64 {
+	mn, en := mantissa(n)
+	mm, em := mantissa(m)
+	// window*n/m = window*mn / (mm * 2^(em-en)), and em >= en as n <= m:
+	// floor(floor(window*mn / 2^(em-en)) / mm).
+	hi, lo := bits.Mul64(uint64(window), mn)
+	switch d := uint(em - en); {
+	case d >= 128:
+		hi, lo = 0, 0
+	case d >= 64:
+		hi, lo = 0, hi>>(d-64)
+	case d > 0:
+		hi, lo = hi>>d, lo>>d|hi<<(64-d)
+	}
+	q := uint64(window)
+	if x := span(window, n, m); x < float64(window) {
+		q = uint64(x)
+	}
+	ph, pl := bits.Mul64(q, mm)
+	dl, borrow := bits.Sub64(lo, pl, 0)
+	dh, borrow := bits.Sub64(hi, ph, borrow)
+	if borrow != 0 || dh != 0 || dl >= mm {
+		// The quotient is at most window (n <= m), so hi < mm: no
+		// overflow.
+		q, _ = bits.Div64(hi, lo, mm)
+	}
+	if q < 1 {
+		return 1 // a positive cost is never free (see Limit)
+	}
+	return int64(q)
+}
+
+// mantissa returns the whole mantissa and the biased exponent of a
+// positive finite f: f = mant * 2^(exp-1075).
+func mantissa(f float64) (mant uint64, exp int) {
+	b := math.Float64bits(f)
+	mant, exp = b&(1<<52-1), int(b>>52&0x7ff)
+	if exp == 0 {
+		return mant, 1 // subnormal
+	}
+	return mant | 1<<52, exp
 }
 
 // span is window*n/max, the time n units of a limit of max units per window

@@ -4,7 +4,8 @@
 // exact retry-after delays, fractional costs, in-flight slots and refill;
 // that distinct keys (empty, long, differing by a separator, case or Unicode
 // form) are distinct buckets, that costs at the edges of float64 neither
-// overflow into a denial nor come free, that a call at an earlier time
+// overflow into a denial nor come free, that a burst of exactly Max fits on
+// windows of months and years, that a call at an earlier time
 // than the last gets nothing extra, and that a limit for one tool charges
 // and releases the calls of every spelling of its name as one budget; for
 // a store whose slots are leases ([limiter.LeaseStore]), that a second

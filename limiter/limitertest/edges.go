@@ -61,7 +61,8 @@ func testKeysDistinct(t *testing.T, s limiter.Store) {
 // equal to a huge Max fits (no overflow turns it into "never"), a cost or a
 // number of calls beyond any Max never fits, and a positive cost however
 // small is never free. A cost above Max by less than one clock tick's worth
-// of units never fits either.
+// of units never fits either. A burst of exactly Max fits on the longest
+// windows.
 func testExtremeAmounts(t *testing.T, s limiter.Store) {
 	t.Run("huge_max", func(t *testing.T) {
 		for _, max := range []float64{1e300, math.MaxFloat64} {
@@ -90,6 +91,31 @@ func testExtremeAmounts(t *testing.T, s limiter.Store) {
 			// They took nothing: the full budgets remain.
 			{0, limiter.Request{Session: "beyond", Calls: 5, Cost: 10}, allowed},
 		})
+	})
+	t.Run("long_window_burst_fits", func(t *testing.T) {
+		// Window*n/Max rounded down exactly: on windows of months and years
+		// a rounding up of the product took a call of exactly Max for more
+		// than the bucket (refused for ever), or made the last call of a
+		// burst of Max wait a tick.
+		year := 365 * 24 * time.Hour
+		for i, c := range []struct {
+			limit limiter.Limit
+			req   limiter.Request
+			times int
+		}{
+			{limiter.Limit{Kind: limiter.Spend, Scope: limiter.Session, Max: 2755.2, Window: 90 * 24 * time.Hour}, limiter.Request{Cost: 2755.2}, 1},
+			{limiter.Limit{Kind: limiter.Spend, Scope: limiter.Session, Max: 5685.9, Window: year}, limiter.Request{Cost: 5685.9}, 1},
+			{limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: 11, Window: year}, limiter.Request{Calls: 1}, 11},
+			{limiter.Limit{Kind: limiter.Rate, Scope: limiter.Session, Max: 7, Window: limiter.MaxWindow - 77}, limiter.Request{Calls: 7}, 1},
+		} {
+			l := newLimiter(t, s, c.limit)
+			c.req.Session = fmt.Sprint("long-", i)
+			var steps []step
+			for range c.times {
+				steps = append(steps, step{0, c.req, allowed})
+			}
+			runSteps(t, l, steps)
+		}
 	})
 	t.Run("tiny_cost_not_free", func(t *testing.T) {
 		l := newLimiter(t, s, limiter.Limit{Kind: limiter.Spend, Scope: limiter.Session, Max: 10, Window: time.Minute})
