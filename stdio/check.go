@@ -163,7 +163,7 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 		return nil, nil, false, parseError("the line is not one JSON value")
 	}
 	if jsondepth.Of(value) > maxDepth {
-		return nil, nil, false, invalid("the message nests deeper than 1000 levels")
+		return nil, nil, false, withRequestID(value, invalid("the message nests deeper than 1000 levels"))
 	}
 	switch value[0] {
 	case '{':
@@ -204,6 +204,26 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 		return value, msgs, true, nil
 	}
 	return nil, nil, false, invalid("a message must be a JSON object (or an array of them)")
+}
+
+// withRequestID gives lerr, the refusal of value (valid JSON) as a whole,
+// the id of the request that value is, when it can be read, as
+// [checkMessage] answers a request it refuses: a client waits for an
+// answer with its id (a go-sdk client takes one without an id for a broken
+// connection, and ends its session). The walk in place does not recurse,
+// so a value nested too deep to pass is read safely.
+func withRequestID(value []byte, lerr *lineError) *lineError {
+	if value[0] != '{' {
+		return lerr // a batch has no one id
+	}
+	m, merr := checkMessage(value)
+	switch {
+	case merr != nil:
+		lerr.id, lerr.key = merr.id, merr.key
+	case m.request && m.id.set:
+		lerr.id, lerr.key = m.answerID(), m.id
+	}
+	return lerr
 }
 
 // The functions below walk a valid JSON text in place, without decoding

@@ -91,7 +91,7 @@ var checkLineCases = []struct {
 	{"dup_error_code", `{"jsonrpc":"2.0","id":1,"error":{"code":"x","code":1}}`, codeInvalidRequest, ""},
 	{"dup_error_message", `{"jsonrpc":"2.0","id":1,"error":{"message":5,"message":"x"}}`, codeInvalidRequest, ""},
 	{"batch_dup_member", `[{"jsonrpc":5,"jsonrpc":"2.0","id":1,"method":"ping"}]`, codeInvalidRequest, ""},
-	{"too_deep", `{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`, codeInvalidRequest, ""},
+	{"too_deep", `{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`, codeInvalidRequest, "1"},
 }
 
 // check runs the line check of a fresh session on line.

@@ -22,13 +22,15 @@
 //     JSON-RPC message: the SDK ends the session at the first line it
 //     cannot decode, dropping the answers in flight. Any other line (not
 //     JSON, not a JSON-RPC 2.0 object, an empty or forbidden batch, a batch
-//     of more than 4096 messages, longer than 16 MiB) is answered on the
-//     channel with a JSON-RPC error, -32700 or -32600, logged on standard
-//     error, and the session goes on. Batches are refused from protocol
-//     version 2025-06-18 on, while the answer to an initialize request is
-//     not out, and after one answered with an error until one succeeds
-//     (the version is not known: the SDK fixes it when its initialize
-//     handler runs, though a middleware may fail the answer after);
+//     of more than 4096 messages, longer than 16 MiB, nested deeper than
+//     1000 levels) is answered on the channel with a JSON-RPC error, -32700
+//     or -32600 (with the request's id when it can be read and no request
+//     with it is in flight), logged on standard error, and the session
+//     goes on. Batches are refused from protocol version 2025-06-18 on,
+//     while the answer to an initialize request is not out, and after one
+//     answered with an error until one succeeds (the version is not
+//     known: the SDK fixes it when its initialize handler runs, though a
+//     middleware may fail the answer after);
 //   - it refuses the same way the messages that the go-sdk v1.8.0 reads but
 //     never answers: a request, alone or in a batch, that reuses the id of a
 //     request in flight (jsonrpc2 drops it), and a batch that mixes

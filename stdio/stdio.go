@@ -116,10 +116,11 @@ type Options struct {
 // its bytes), a batch where the negotiated protocol version has none or
 // sent before the answer to initialize is out (or, after an initialize
 // answered with an error, before one succeeds), a JSON value that with its
-// newline is longer than 16 MiB); it logs it, and goes on
-// serving. The -32600 answer carries the request's id when it can be read
-// and no request with that id is in flight, else null. Messages must not
-// span lines, as the MCP stdio transport requires.
+// newline is longer than 16 MiB, or that nests deeper than the go-sdk's
+// 1000 levels); it logs it, and goes on serving. The -32600 answer carries
+// the request's id when it can be read (a line longer than 16 MiB is
+// dropped unread) and no request with that id is in flight, else null.
+// Messages must not span lines, as the MCP stdio transport requires.
 //
 // It refuses too, with -32600 and a null id, the messages that the go-sdk
 // v1.8.0 reads but never answers, or ends the session on: a request, alone
