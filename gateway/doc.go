@@ -77,7 +77,10 @@
 //     a subscriptions/listen request (protocol 2026-07-28's stream of
 //     change notifications, which runs nothing downstream and stays open,
 //     silent until something changes): neither is bounded by Timeout once
-//     its header has come. So a client
+//     its header has come. A principal holds at most Options.MaxStreams
+//     (32 by default) of the two open at once, each from when it is sent
+//     downstream until it ends: one more is refused (-32029, 429,
+//     CONCURRENCY_LIMIT_EXCEEDED), never forwarded. So a client
 //     that resumes a POST's event stream (Last-Event-ID) while the gateway
 //     still reads it is refused by a go-sdk downstream (409 Conflict: the
 //     stream has a reader) until that read ends, with the answer or at
@@ -261,8 +264,10 @@
 // -32600 / -32700 with 400 (-32600 with 413 for a body over MaxBodyBytes,
 // 415 for one encoded or in another charset, 405 with Allow for an HTTP
 // method other than GET, POST and DELETE, or OPTIONS as a CORS preflight),
-// -32029 with 429 and Retry-After (limiter; with 503 and a Retry-After of
-// 1 s when its store failed: "Limiter unavailable"), -32003 with 502, or
+// -32029 with 429 and Retry-After (limiter, or a GET or
+// subscriptions/listen stream past Options.MaxStreams; with 503 and a
+// Retry-After of 1 s when the limiter's store failed: "Limiter
+// unavailable"), -32003 with 502, or
 // 504 on a timeout or a request's passed deadline (also when the
 // authenticator could not judge the token: see
 // [ErrAuthenticatorUnavailable]). Batches are answered with 200. Messages
@@ -305,8 +310,9 @@
 // DELETE's body, read and dropped once its caller is authenticated, whom
 // its record names, too large or unreadable), or for its
 // credentials or its session (an unauthenticated initialize or GET, a
-// DELETE of another's session). A tools/call refused for its name's
-// characters (policy.CheckName) has no tool in its record: the detail
+// DELETE of another's session), or for its caller's open streams (a GET
+// or subscriptions/listen past Options.MaxStreams). A tools/call refused
+// for its name's characters (policy.CheckName) has no tool in its record: the detail
 // names it, quoted and escaped as strconv.QuoteToASCII writes it
 // ("admin_reset_key\u200b"), cut after 128 bytes with "..." (an HTTP
 // method refused is shown so too). A write-class

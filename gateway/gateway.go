@@ -230,6 +230,25 @@ type Options struct {
 	// page let through. Requests without an Origin (clients that are not
 	// browsers) are not affected. Nil means the request's own origin only.
 	AllowedOrigins []string
+	// MaxStreams caps the event streams one principal (by its subject)
+	// holds open through the gateway at once: its GET streams (a
+	// Streamable HTTP session's stream of server-to-client messages) and
+	// the streams answering its subscriptions/listen requests (protocol
+	// 2026-07-28), which stay open, silent for long, until their client
+	// leaves, and which a downstream (a stateless one above all) may accept
+	// in any number: each holds a handler, a downstream connection and
+	// their goroutines. A stream counts from when it is sent downstream
+	// until it ends, however it ends (its client leaves, the downstream ends
+	// it or fails, the server closes its connection); a GET answered with
+	// something other than a stream (405) counts only while it is answered.
+	// One past the cap is refused and never forwarded: -32029 with 429, a
+	// Retry-After of 1 s and CONCURRENCY_LIMIT_EXCEEDED (a GET's answer
+	// has a null id), logged and recorded as a refusal without a tool. A
+	// go-sdk client whose GET stream is refused goes on without it. Zero
+	// means 32; a negative value means no cap. (A subscriptions/listen in
+	// a batch, which protocol 2026-07-28 has not, is a member as any other,
+	// read within Timeout, and not counted.)
+	MaxStreams int
 	// DisableLocalhostProtection turns off the gateway's DNS rebinding
 	// protection, which, as the go-sdk's StreamableHTTPHandler does,
 	// refuses with -32001 and 403 a request to the MCP path that came to a
@@ -268,6 +287,7 @@ type Gateway struct {
 	bufs         sync.Pool
 	healthAnswer []byte
 	sessions     *sessions
+	streams      streamCount // Options.MaxStreams
 	ids          corrid.Source
 	resource     *resourceMetadata // nil without Options.ResourceMetadata
 	origins      origins
@@ -488,6 +508,9 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	if g.maxBody <= 0 {
 		g.maxBody = 4 << 20
 	}
+	if g.streams.max = o.MaxStreams; g.streams.max == 0 {
+		g.streams.max = defaultMaxStreams
+	}
 	if g.rt == nil {
 		g.rt = newUpstreamClient()
 	}
@@ -567,8 +590,9 @@ func (g *Gateway) refuseUnread(w http.ResponseWriter, r *http.Request, cid strin
 }
 
 // serveNotPost serves the endpoint's other methods: a GET (the event
-// stream) or a DELETE (a session's end) is forwarded once its caller is
-// authenticated; any other method is refused.
+// stream, within the caller's Options.MaxStreams) or a DELETE (a session's
+// end) is forwarded once its caller is authenticated; any other method is
+// refused.
 func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid string) {
 	switch r.Method {
 	case http.MethodGet, http.MethodDelete:
@@ -581,6 +605,10 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 		}
 		if e := g.discardBody(r); e != nil {
 			g.refuseDiscarded(w, r, pr, cid, e)
+			return
+		}
+		if r.Method == http.MethodGet {
+			g.serveStream(w, r, pr, cid, nil, nil)
 			return
 		}
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)

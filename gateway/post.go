@@ -149,6 +149,10 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 			g.refuseMessage(w, cid, pr, p)
 			return
 		}
+		if p.m.listen() {
+			g.serveStream(w, r, pr, cid, body, p)
+			return
+		}
 		g.logDecision(cid, pr, p, nil)
 		if p.filter {
 			g.forwardFiltered(w, r, pr, cid, p, start)

@@ -15,7 +15,8 @@
 //
 //	gateway --host 127.0.0.1 --port 8080 --upstream http://127.0.0.1:8081/mcp \
 //	        --path /mcp --timeout 30 [--policy policy.json] \
-//	        [--filter-tools-list] [--rate 60/1m] [--inflight 8] [--max-body 4194304] \
+//	        [--filter-tools-list] [--rate 60/1m] [--inflight 8] [--max-streams 32] \
+//	        [--max-body 4194304] \
 //	        [--audit audit.jsonl | audit.db] [--std-transport] [--allowed-origins URL,...] \
 //	        [--pin-tools | --tool-pins pins.json] \
 //	        [[--jwt-jwks keys.json|https://idp.example/jwks.json] --jwt-issuer URL
@@ -172,6 +173,7 @@ func run(logger *slog.Logger) (runErr error) {
 	filter := flag.Bool("filter-tools-list", false, "remove tools the caller may not call from tools/list")
 	rate := flag.String("rate", "", `per-user call rate for tools/call, as "N/duration" (e.g. 60/1m); empty: none`)
 	inflight := flag.Int("inflight", 0, "per-user tools/call calls in flight; 0: no cap")
+	maxStreams := flag.Int("max-streams", 32, "per-user GET and subscriptions/listen event streams open at once; one more is refused (429); 0: no cap")
 	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
 	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client (slower; ignores a downstream's Keep-Alive timeout)")
 	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
@@ -211,6 +213,8 @@ func run(logger *slog.Logger) (runErr error) {
 		return usagef("--max-body %d: want a positive number of bytes", *maxBody)
 	case *inflight < 0:
 		return usagef("--inflight %d: want 0 (no cap) or more", *inflight)
+	case *maxStreams < 0:
+		return usagef("--max-streams %d: want 0 (no cap) or more", *maxStreams)
 	case checkPath(*path) != nil:
 		return usageError{checkPath(*path)}
 	case checkHost(*host) != nil:
@@ -302,6 +306,10 @@ func run(logger *slog.Logger) (runErr error) {
 	opts := &gateway.Options{
 		Policy: pol, Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
 		Timeout: time.Duration(*timeout * float64(time.Second)), Logger: logger,
+		MaxStreams: *maxStreams,
+	}
+	if *maxStreams == 0 {
+		opts.MaxStreams = -1 // gateway.Options: zero is the default cap, negative none
 	}
 	if len(limits) > 0 {
 		lim, err := limiter.New(limits, nil)

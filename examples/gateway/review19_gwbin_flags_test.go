@@ -84,6 +84,7 @@ func TestReview19UsageErrorsExitTwo(t *testing.T) {
 		{"path_without_slash", nil, []string{"--path", "mcp"}, "--path"},
 		{"max_body_zero", nil, []string{"--max-body", "0"}, "--max-body"},
 		{"inflight_negative", nil, []string{"--inflight", "-1"}, "--inflight"},
+		{"max_streams_negative", nil, []string{"--max-streams", "-1"}, "--max-streams"},
 		{"rate_malformed", nil, []string{"--rate", "abc"}, "--rate"},
 		{"rate_zero", nil, []string{"--rate", "0/1m"}, "--rate"},
 		{"rate_zero_window", nil, []string{"--rate", "5/0s"}, "--rate"},
