@@ -270,7 +270,12 @@
 // unavailable"), -32003 with 502, or
 // 504 on a timeout or a request's passed deadline (also when the
 // authenticator could not judge the token: see
-// [ErrAuthenticatorUnavailable]). Batches are answered with 200. Messages
+// [ErrAuthenticatorUnavailable]). The token is checked before a POST's
+// body is read: a 401 (or an authenticator's 502 or 504) carries the id of
+// a request whose body is at most 64 KiB long; a longer one is not read
+// (a null id, and the connection closed after the answer), so a caller
+// without a token cannot make the gateway hold MaxBodyBytes of a body.
+// Batches are answered with 200. Messages
 // never contain tokens or arguments; every error's data carries the error-contract code
 // (INVALID_REQUEST, the gateway's own, for a body or envelope it cannot
 // read: -32700 and -32600) and the request's correlation id. A refusal

@@ -79,8 +79,10 @@ type Options struct {
 	Timeout time.Duration
 	// MaxBodyBytes caps a request body: a POST's, and a GET's or a
 	// DELETE's, which is read and dropped, not forwarded (over the cap:
-	// -32600, HTTP 413). Zero means 4 MiB. The gateway sets no deadline on
-	// a body's arrival (a POST's is read before its token is checked): a
+	// -32600, HTTP 413). Zero means 4 MiB. A body is read once its caller's
+	// token is accepted (of a POST refused 401, at most 64 KiB are read, for
+	// its id and records; a longer body is left unread and the connection
+	// closed). The gateway sets no deadline on a body's arrival: a
 	// client that stalls in one holds its handler until it leaves, unless
 	// the http.Server's ReadTimeout bounds it, which net/http lifts once
 	// the body has been read, so that it cuts no answer or stream
@@ -729,12 +731,11 @@ func (g *Gateway) readBody(r *http.Request) (*bytes.Buffer, *rpcError) {
 
 // fill reads src, a body of the declared length (or -1), into buf until
 // its end, or until it has read more than g.maxBody bytes (errBodyTooLarge,
-// or buf holds them). The body is read before the token is checked: buf
-// grows with what arrives, 64 KiB ahead (doubling past that), not to the
-// declared length first, which a client could declare and never send; and
-// never past the declared length (nor g.maxBody), so that a body costs its
-// length, not up to twice it (bytes.Buffer.ReadFrom doubles a full buffer
-// before it sees the end).
+// or buf holds them). buf grows with what arrives, 64 KiB ahead (doubling
+// past that), not to the declared length first, which a client could
+// declare and never send; and never past the declared length (nor
+// g.maxBody), so that a body costs its length, not up to twice it
+// (bytes.Buffer.ReadFrom doubles a full buffer before it sees the end).
 func (g *Gateway) fill(buf *bytes.Buffer, src io.Reader, declared int64) error {
 	src = io.LimitReader(src, g.maxBody+1)
 	for {

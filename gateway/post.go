@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -114,19 +115,22 @@ func (c *callState) finish(code string) {
 
 func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) {
 	start := g.now()
+	// The token first: a caller who has none, or a bad one, cannot make
+	// the gateway hold MaxBodyBytes of a body (refuseCaller reads at most
+	// strangerBody of it).
+	pr, aerr := g.authenticate(r)
+	if aerr != nil {
+		g.refuseCaller(w, r, cid, aerr, start)
+		return
+	}
 	buf, berr := g.readBody(r)
 	if berr != nil {
-		g.refuseBody(w, r, cid, berr, start)
+		g.refuseBody(w, r, pr, cid, berr, start)
 		return
 	}
 	defer g.putBuf(buf)
 	body := buf.Bytes()
 	msgs, batch, perr := parseBody(body)
-	pr, aerr := g.authenticate(r)
-	if aerr != nil {
-		g.refuseCaller(w, r, cid, msgs, batch, aerr, start)
-		return
-	}
 	if perr != nil {
 		g.refuseEnvelope(w, r, pr, cid, perr, start)
 		return
@@ -187,15 +191,40 @@ func (g *Gateway) planMessage(r *http.Request, pr *policy.Principal, cid string,
 
 // refuseBody logs, records and answers the refusal berr of a POST whose
 // body could not be read.
-func (g *Gateway) refuseBody(w http.ResponseWriter, r *http.Request, cid string, berr *rpcError, start time.Time) {
-	g.log.Warn("deny", "cid", cid, "method", "POST", "outcome", berr.contract, "reason", berr.message)
-	g.auditUnread(r, cid, berr, start)
+func (g *Gateway) refuseBody(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, berr *rpcError, start time.Time) {
+	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", "POST",
+		"outcome", berr.contract, "reason", berr.message)
+	if g.sink != nil {
+		g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, berr.contract, berr.message, 0, start)
+	}
 	g.writeError(w, berr, nil, cid)
 }
 
+// strangerBody is the most of a POST's body that the gateway reads when
+// its caller is not authenticated: enough for the messages of any request
+// a client means (for the answer's id, the log and the records), and no
+// more, so that callers without a token cannot make it hold MaxBodyBytes
+// each.
+const strangerBody = 64 << 10
+
 // refuseCaller logs, records and answers the refusal aerr of a POST whose
-// caller is not authenticated.
-func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid string, msgs []message, batch bool, aerr *rpcError, start time.Time) {
+// caller is not authenticated. It reads the body, when it is at most
+// strangerBody long (and MaxBodyBytes) and unencoded, to answer a single
+// request with its id and record each tools/call; a longer one is left
+// unread, and the connection closed after the answer.
+func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid string, aerr *rpcError, start time.Time) {
+	var msgs []message
+	batch := false
+	if limit := min(g.maxBody, strangerBody); checkBodyCoding(r.Header) == nil && r.ContentLength <= limit {
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		if err == nil && int64(len(body)) <= limit {
+			msgs, batch, _ = parseBody(body)
+		} else {
+			w.Header().Set("Connection", "close")
+		}
+	} else {
+		w.Header().Set("Connection", "close")
+	}
 	var id []byte
 	if !batch && len(msgs) == 1 {
 		id = msgs[0].id

@@ -27,8 +27,9 @@ func TestRefusedUnreadIsAudited(t *testing.T) {
 		subject          string
 	}{
 		{"origin", viewer, call(`1`, "get_customer_record", `{}`), []string{"Origin", "https://evil.example"}, 403, "FORBIDDEN", "Forbidden: Origin not allowed", ""},
-		{"too_large", viewer, big, nil, 413, "INVALID_REQUEST", "body exceeds 4096 bytes", ""},
-		{"too_large_unauthenticated", "", big, nil, 413, "INVALID_REQUEST", "body exceeds 4096 bytes", ""},
+		{"too_large", viewer, big, nil, 413, "INVALID_REQUEST", "body exceeds 4096 bytes", "viewer"},
+		// The token is checked before the body is read (review27).
+		{"too_large_unauthenticated", "", big, nil, 401, "UNAUTHENTICATED", "missing bearer token", ""},
 		{"not_json", viewer, `{"jsonrpc":"2.0",`, nil, 400, "INVALID_REQUEST", "Parse error", "viewer"},
 		{"not_json_unauthenticated", "", `{"jsonrpc":"2.0",`, nil, 401, "UNAUTHENTICATED", "missing bearer token", ""},
 		{"batch_too_long", viewer, "[" + strings.Repeat(`1,`, 256) + `1]`, nil, 400, "INVALID_REQUEST", "more than 256 members", "viewer"},

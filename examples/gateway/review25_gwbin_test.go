@@ -104,7 +104,7 @@ func TestReview25HangUpMidBody(t *testing.T) {
 	if url == "" {
 		t.Fatalf("gateway did not start: %v\n%s", err, logs)
 	}
-	c := rawPost(t, url, 1000, `{"jsonrpc":"2.0","id":1,"method":"tools/call",`)
+	c := rawPost(t, url, 1000, `{"jsonrpc":"2.0","id":1,"method":"tools/call",`, "Authorization: Bearer viewer-token")
 	time.Sleep(50 * time.Millisecond)
 	c.Close()
 	deadline := time.Now().Add(5 * time.Second)
