@@ -143,10 +143,10 @@ func hasMono(t time.Time) bool { return t != t.Round(0) }
 // on a store not made by [NewMemoryStore], and for a batch that is not
 // valid (Release and Refund both set, or a check outside the [Check]
 // contract: an invalid Kind, a Max or N that is not a positive finite
-// number, a Rate or Spend Window that is not positive), and then changes
-// nothing. A reservation's slots are leased to b.Lease, so that its release
-// frees them once; a Lease of zero is no lease: its release frees one slot
-// of every check whoever took it.
+// number, a Rate or Spend Window that is not positive or is longer than
+// [MaxWindow]), and then changes nothing. A reservation's slots are leased
+// to b.Lease, so that its release frees them once; a Lease of zero is no
+// lease: its release frees one slot of every check whoever took it.
 func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
 	return s.applyBatch(s.nanos(now), b)
 }

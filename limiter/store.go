@@ -45,7 +45,7 @@ type Check struct {
 	Key string
 	// Kind, Max and Window are those of the limit: a valid Kind, a Max
 	// that is a positive finite number and, for Rate and Spend, a
-	// positive Window.
+	// positive Window no longer than [MaxWindow].
 	Kind   Kind
 	Max    float64
 	Window time.Duration
@@ -193,15 +193,20 @@ type Batch struct {
 
 // Valid returns an error for a check outside the Check contract (see its
 // fields): an invalid Kind, a Max or N that is not a positive finite
-// number, a Rate or Spend Window that is not positive. A store would
-// otherwise decide such a check as some limit, or as none (a negative Max
-// or a NaN N allows every call); the built-in stores refuse a batch that
-// holds one. The Limiter never sends one.
+// number, a Rate or Spend Window that is not positive or is longer than
+// [MaxWindow]. A store would otherwise decide such a check as some limit,
+// or as none (a negative Max or a NaN N allows every call; on a window of
+// centuries a bucket's time passes the year 2262, where int64 nanoseconds
+// wrap); the built-in stores refuse a batch that holds one. The Limiter
+// never sends one.
 func (c *Check) Valid() error {
 	switch c.Kind {
 	case Rate, Spend:
 		if c.Window <= 0 {
 			return fmt.Errorf("window %v is not positive", c.Window)
+		}
+		if c.Window > MaxWindow {
+			return fmt.Errorf("window %v is longer than %v", c.Window, MaxWindow)
 		}
 	case Concurrency:
 	default:

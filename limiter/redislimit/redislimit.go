@@ -159,10 +159,11 @@ func (s *Store) Key(c limiter.Check) string {
 // batch that is not valid (Release and Refund both set, a check outside the
 // [limiter.Check] contract: an invalid kind, a Max or N that is not a
 // positive finite number, a Rate or Spend Window shorter than a
-// microsecond), and for a reservation or release with a Concurrency check
-// (not a Peek) and no Lease: a slot is a lease named by it, so
-// reservations without one would all share one slot. The
-// [limiter.Limiter] gives a Lease to every reservation that takes a slot.
+// microsecond or longer than [limiter.MaxWindow]), and for a reservation
+// or release with a Concurrency check (not a Peek) and no Lease: a slot is
+// a lease named by it, so reservations without one would all share one
+// slot. The [limiter.Limiter] gives a Lease to every reservation that
+// takes a slot.
 func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) error {
 	if s == nil || s.client == nil {
 		return errNoClient
