@@ -263,9 +263,10 @@ func OpenSQLite(path string) (*sql.DB, error) {
 			return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
 		}
 	}
-	// busy_timeout comes first: the driver runs the pragmas in order, and
-	// the switch to WAL of a new database that another process is opening
-	// too would otherwise fail at once with SQLITE_BUSY instead of waiting.
+	// The driver sets busy_timeout before the other pragmas wherever it
+	// is listed: a switch to WAL that meets another process's lock waits.
+	// Two processes switching one new database at once can deadlock,
+	// which SQLite answers at once with SQLITE_BUSY: see pingSQLite.
 	dsn := "file:" + sqliteURIPath(path) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=temp_store(memory)&_pragma=cache_size(-32768)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -623,9 +624,13 @@ func (s *SQLSink) Flush(ctx context.Context) error {
 // (a slow server, as well as a silent one). Close then no longer waits
 // for the closing of the sink's prepared statements either, which goes on
 // in the background: pgx waits up to 5 s for the server's answer on each
-// idle connection of the pool. It returns an error when events were lost
-// ([SQLStats].Lost: given up at Close, or refused by the database
-// earlier), counting them. It does not close the *sql.DB.
+// idle connection of the pool. On SQLite a call waiting for a lock that
+// another connection holds (another process writing to the database, a
+// backup) is not ended: SQLite's busy handler heeds no interrupt, so Close
+// waits for it up to the busy timeout (10 s with [OpenSQLite]). It
+// returns an error when events were lost ([SQLStats].Lost: given up at
+// Close, or refused by the database earlier), counting them. It does not
+// close the *sql.DB.
 func (s *SQLSink) Close() error {
 	if s.queue == nil {
 		return errNotOpened
