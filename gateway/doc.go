@@ -273,8 +273,9 @@
 // [ErrAuthenticatorUnavailable]). The token is checked before a POST's
 // body is read: a 401 (or an authenticator's 502 or 504) carries the id of
 // a request whose body is at most 64 KiB long; a longer one is not read
-// (a null id, and the connection closed after the answer), so a caller
-// without a token cannot make the gateway hold MaxBodyBytes of a body.
+// (a null id, and an HTTP/1 connection closed after the answer; an HTTP/2
+// stream is reset, its connection kept), so a caller without a token
+// cannot make the gateway hold MaxBodyBytes of a body.
 // Batches are answered with 200. Messages
 // never contain tokens or arguments; every error's data carries the error-contract code
 // (INVALID_REQUEST, the gateway's own, for a body or envelope it cannot

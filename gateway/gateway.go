@@ -81,9 +81,10 @@ type Options struct {
 	// DELETE's, which is read and dropped, not forwarded (over the cap:
 	// -32600, HTTP 413). Zero means 4 MiB. A body is read once its caller's
 	// token is accepted (of a POST refused 401, at most 64 KiB are read, for
-	// its id and records; a longer body is left unread and the connection
-	// closed). The gateway sets no deadline on a body's arrival: a
-	// client that stalls in one holds its handler until it leaves, unless
+	// its id and records; a longer body is left unread and an HTTP/1
+	// connection closed). The gateway sets no deadline on a body's
+	// arrival: a client that stalls in one holds its handler until it
+	// leaves, unless
 	// the http.Server's ReadTimeout bounds it, which net/http lifts once
 	// the body has been read, so that it cuts no answer or stream
 	// (examples/gateway sets it to its --timeout).

@@ -211,18 +211,23 @@ const strangerBody = 64 << 10
 // caller is not authenticated. It reads the body, when it is at most
 // strangerBody long (and MaxBodyBytes) and unencoded, to answer a single
 // request with its id and record each tools/call; a longer one is left
-// unread, and the connection closed after the answer.
+// unread, and an HTTP/1 connection closed after the answer. An HTTP/2
+// stream's unread body is dropped by the server, which resets the stream:
+// "Connection: close" there would make it shut down the whole connection
+// (a GOAWAY), with the other streams of its client, or of the proxy in
+// front that multiplexes many callers on it.
 func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid string, aerr *rpcError, start time.Time) {
 	var msgs []message
 	batch := false
+	unread := true
 	if limit := min(g.maxBody, strangerBody); checkBodyCoding(r.Header) == nil && r.ContentLength <= limit {
 		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err == nil && int64(len(body)) <= limit {
 			msgs, batch, _ = parseBody(body)
-		} else {
-			w.Header().Set("Connection", "close")
+			unread = false
 		}
-	} else {
+	}
+	if unread && r.ProtoMajor < 2 {
 		w.Header().Set("Connection", "close")
 	}
 	var id []byte

@@ -442,10 +442,11 @@ func run(logger *slog.Logger) (runErr error) {
 			g.ServeHTTP(w, r)
 		}),
 		// A client that sends a POST's headers and stalls in its body
-		// (no token is checked before the body is read) must not hold
-		// its handler, and the buffer of what it sent (64 KiB ahead of
-		// it), for ever: the whole request must arrive within --timeout,
-		// its headers within 10 s. net/http lifts the deadline once the
+		// (with a token; without one, in the 64 KiB the gateway reads
+		// for the refusal's id) must not hold its handler, and the
+		// buffer of what it sent (64 KiB ahead of it), for ever: the
+		// whole request must arrive within --timeout, its headers
+		// within 10 s. net/http lifts the deadline once the
 		// body has been read, so it does not cut a long answer.
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       opts.Timeout,
