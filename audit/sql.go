@@ -88,6 +88,12 @@ type SQLStats struct {
 // crash but the last commits may be lost on power loss (open with
 // _pragma=synchronous(FULL) to prevent that).
 //
+// On PostgreSQL (10 or later) a batch whose COMMIT gets no answer (its
+// connection broke) is not inserted again unless the server says its
+// transaction did not commit (txid_status): while that transaction is
+// still in progress, the writer ends its backend with pg_terminate_backend
+// (allowed on the backends of the sink's own role), which settles it.
+//
 // On SQLite through modernc.org/sqlite, the background writer inserts each
 // batch with the SQLite C API on one connection of db's pool (taken with
 // (*sql.Conn).Raw, so its pragmas and busy timeout apply), binding values by
@@ -923,13 +929,14 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 	backoff := 10 * time.Millisecond
 	var err error
 	unsure := false // a commit failed without saying whether it happened
+	var xid int64   // PostgreSQL: that transaction's id (see committed)
 	for attempt := 1; ; attempt++ {
 		err = nil
 		if unsure {
 			// Insert again only if the rows are not there: a retry of a
 			// commit that happened would record them twice.
 			var done bool
-			if done, err = s.committed(*pr); err == nil && done {
+			if done, err = s.committed(*pr, xid); err == nil && done {
 				s.rows.Add(uint64(len(*pr)))
 				s.batches.Add(1)
 				return nil, nil
@@ -937,7 +944,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 		}
 		if err == nil {
 			unsure = false
-			err = s.insertBatch(pr, args, grow)
+			xid, err = s.insertBatch(pr, args, grow)
 			grow = nil
 			if err == nil {
 				s.rows.Add(uint64(len(*pr)))
@@ -959,7 +966,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 		// The last attempt committed the whole batch or none of it: look
 		// for it as the attempts do (its first and last rows), not for its
 		// first row alone, which may repeat an earlier record.
-		done, cerr := s.committed(rows)
+		done, cerr := s.committed(rows, xid)
 		if cerr == nil && done {
 			s.rows.Add(uint64(len(rows)))
 			s.batches.Add(1)
@@ -969,7 +976,13 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 	}
 	unreachable := false // while closing, the database was not reachable for a row, or failed two in a row: give up the rest
 	probe := false       // while closing, a row was given up though the server answered: the next gets one attempt
+	own := false         // unsure is of a row's own insert, not of the batch
 	for i := 0; i < len(rows); i++ {
+		if own {
+			// Of the previous row's insert: this row is not in it, nor
+			// in the batch, found not committed before that insert.
+			unsure, own = false, false
+		}
 		if unreachable {
 			last = fmt.Errorf("audit: sql event %s not recorded: the sink closed while the database was unreachable or kept failing: %w", rows[i].corr, err)
 			lost = append(lost, lostRow{i: i, err: last})
@@ -981,7 +994,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 			// transaction of its own, so that a refused row costs one
 			// round inserted row by row, not the whole transaction.
 			chunk := rows[i:min(i+s.round, len(rows))]
-			if s.insertBatch(&chunk, args, nil) == nil {
+			if _, err := s.insertBatch(&chunk, args, nil); err == nil {
 				s.rows.Add(uint64(len(chunk)))
 				s.batches.Add(1)
 				i += len(chunk) - 1
@@ -996,7 +1009,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 				// committed: the row is there or not (a batch commits
 				// whole), and is inserted only if not.
 				var done bool
-				if done, err = s.committed(rows[i : i+1]); err == nil && done {
+				if done, err = s.committed(rows[i:i+1], xid); err == nil && done {
 					s.rows.Add(1)
 					s.batches.Add(1)
 					probe = false
@@ -1004,8 +1017,8 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 				}
 			}
 			if err == nil {
-				unsure = false
-				err = s.insertBatch(&one, args, nil)
+				unsure, own = false, true
+				xid, err = s.insertBatch(&one, args, nil)
 				if err == nil {
 					s.rows.Add(1)
 					s.batches.Add(1)
@@ -1124,13 +1137,15 @@ func (s *SQLSink) fail(err error) {
 
 // insertBatch inserts *rows in one transaction. The native SQLite writer
 // also inserts the rows grow (when not nil) adds to *rows meanwhile; the
-// database/sql path does not call grow.
-func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
+// database/sql path does not call grow. On PostgreSQL it returns the
+// transaction's id (txid_current), with which committed settles a commit
+// that failed without an answer.
+func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) (xid int64, err error) {
 	ctx := s.stop
 	if s.d == SQLite && !s.noNative.Load() {
 		err := s.insertNative(ctx, pr, grow)
 		if !errors.Is(err, errNoNative) {
-			return err
+			return 0, err
 		}
 		s.noNative.Store(true) // another driver: use database/sql from now on
 	}
@@ -1144,16 +1159,21 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
 		n := s.stmtRows(left)
 		st, err := s.stmt(ctx, n)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		stmts[bits.Len(uint(n))-1] = st
 		left -= n
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer tx.Rollback()
+	if s.d == Postgres {
+		if err := tx.QueryRowContext(ctx, `SELECT txid_current()`).Scan(&xid); err != nil {
+			return 0, err
+		}
+	}
 	for len(rows) > 0 {
 		n := s.stmtRows(len(rows))
 		st := stmts[bits.Len(uint(n))-1]
@@ -1162,16 +1182,17 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) error {
 			args = rows[i].appendArgs(args, s.d)
 		}
 		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
-			return err
+			return xid, err
 		}
 		rows = rows[n:]
 	}
 	if err := tx.Commit(); err != nil {
-		// The connection may have failed after the database committed:
+		// The connection may have failed after the database committed,
+		// or before the server committed (or even got the COMMIT):
 		// commit checks before it inserts the rows again.
-		return fmt.Errorf("%w: %w", errCommitUnknown, err)
+		return xid, fmt.Errorf("%w: %w", errCommitUnknown, err)
 	}
-	return nil
+	return xid, nil
 }
 
 // stmtRows returns the rows of the next INSERT of insertBatch when left
@@ -1190,16 +1211,38 @@ func (s *SQLSink) stmtRows(left int) int {
 var errCommitUnknown = errors.New("audit: commit failed, maybe after it happened")
 
 // committed reports whether the rows of a batch whose commit failed are
-// in audit_log: whether the commit happened (a batch commits whole). It
-// looks for the first row and the last, each by its correlation id, time
-// and phase and by the columns that tell apart the records of one call or
-// request (a gateway's records of a batch request share the first three
-// when its clock did not move between them): finding an earlier record
-// that shares a few columns with a row of the batch must not pass for
-// finding the batch. Only a batch whose first and last rows both repeat
-// records already in the table, to the last of those columns, is taken
-// for committed when it is not.
-func (s *SQLSink) committed(rows []row) (bool, error) {
+// in audit_log: whether the commit happened (a batch commits whole).
+//
+// On PostgreSQL, with the id of the batch's transaction (xid, not 0), it
+// asks the server for the transaction's status (txid_status) rather than
+// look for the rows: a COMMIT whose connection broke may still be under
+// way (a slow WAL flush, a synchronous standby, a deferred trigger), or
+// still on its way to the server, or its backend may be waiting, idle in
+// transaction, for a COMMIT it will never get on a connection it does not
+// know is lost; rows not there yet would pass for rows not there, and the
+// batch would be inserted again and then committed twice. While the
+// transaction is in progress, committed ends its backend
+// (pg_terminate_backend: the sink's role may end its own backends), which
+// settles it: committed if the backend was committing, rolled back
+// otherwise; it waits up to a second for that, then returns an error (the
+// caller asks again later). When the server no longer knows the
+// transaction (too old) or the status cannot be had, it looks for the rows
+// as on SQLite.
+//
+// Otherwise it looks for the first row and the last, each by its
+// correlation id, time and phase and by the columns that tell apart the
+// records of one call or request (a gateway's records of a batch request
+// share the first three when its clock did not move between them):
+// finding an earlier record that shares a few columns with a row of the
+// batch must not pass for finding the batch. Only a batch whose first and
+// last rows both repeat records already in the table, to the last of those
+// columns, is taken for committed when it is not.
+func (s *SQLSink) committed(rows []row, xid int64) (bool, error) {
+	if s.d == Postgres && xid != 0 {
+		if done, known, err := s.xactCommitted(xid); known || err != nil {
+			return done, err
+		}
+	}
 	q := `SELECT 1 FROM audit_log WHERE correlation_id = ? AND time_ns = ? AND phase = ? AND tool = ? AND code = ? AND detail = ? AND args_sha256 = ? AND subject = ? AND request_id = ? LIMIT 1`
 	if s.d == Postgres {
 		n := strconv.Itoa(indexPrefix)
@@ -1221,6 +1264,49 @@ func (s *SQLSink) committed(rows []row) (bool, error) {
 		return found, err
 	}
 	return find(&rows[len(rows)-1])
+}
+
+// xactCommitted reports whether the PostgreSQL transaction xid committed;
+// known is false when the server cannot tell (see committed). The error
+// of a transaction still in progress carries no SQLSTATE: it is no
+// refusal of the rows.
+func (s *SQLSink) xactCommitted(xid int64) (done, known bool, err error) {
+	// backend_xid holds the 32 bits of the epoch-extended id.
+	xid32 := strconv.FormatUint(uint64(xid)&0xffffffff, 10)
+	wait := 10 * time.Millisecond
+	for waited := time.Duration(0); ; waited += wait {
+		var status sql.NullString
+		if err := s.db.QueryRowContext(s.stop, `SELECT txid_status($1)`, xid).Scan(&status); err != nil {
+			if s.answered(err) && !s.transient(err) {
+				return false, false, nil // no txid_status: look for the rows
+			}
+			return false, false, fmt.Errorf("audit: checking whether a failed commit happened: %w", err)
+		}
+		switch status.String {
+		case "committed":
+			return true, true, nil
+		case "aborted":
+			return false, true, nil
+		case "in progress":
+		default: // NULL: too old to tell
+			return false, false, nil
+		}
+		if waited >= time.Second {
+			return false, false, fmt.Errorf("audit: checking whether a failed commit happened: transaction %d still in progress", xid)
+		}
+		_, err := s.db.ExecContext(s.stop, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_xid = $1::text::xid`, xid32)
+		if err != nil {
+			// Its backend may end by itself: ask again.
+			s.onError(fmt.Errorf("audit: ending the backend of transaction %d, whose commit failed: %v", xid, err))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.stop.Done():
+			t.Stop()
+			return false, false, fmt.Errorf("audit: checking whether a failed commit happened: %w", s.stop.Err())
+		}
+	}
 }
 
 // stmt returns the prepared INSERT of n rows.
