@@ -48,9 +48,11 @@ func sdkCheckMaxDepth(data []byte, maxDepth int) error {
 }
 
 // tokenDepth is how deep encoding/json's tokens nest in the valid JSON
-// text data.
+// text data. Numbers are read as json.Number: valid JSON such as 1E700
+// does not fit a float64.
 func tokenDepth(t *testing.T, data []byte) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
 	depth, deepest := 0, 0
 	for {
 		tok, err := dec.Token()
@@ -74,6 +76,7 @@ var review25Seeds = []string{
 	``, `1`, `"["`, `"\"["`, `"\\"[`, `[[]]`, `[{"a":[{}]}]`, `{"a\\":"]"}`,
 	`]]]][[`, `"unterminated [[[`, "[\"\xff\\\xff[\"]", `["\u005b"]`, `"\\\\\"[["`,
 	`[1,[2,[3]],{"x":{"y":[]}}]`, `{}{}[[]]`, strings.Repeat("[", 50),
+	`1E700`, `[[-1e400]]`,
 }
 
 // FuzzReview25Of: on any bytes, Of(b) > d exactly when the go-sdk refuses b
