@@ -295,6 +295,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
+	// The port first: one in use fails the start before the audit directory
+	// and files are created.
+	var ln net.Listener
+	if cmd != "serve-stdio" {
+		var err error
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
+			fmt.Fprintln(stderr, "ticket:", err)
+			return 1
+		}
+		defer ln.Close()
+	}
 	if err := os.MkdirAll(auditDir, 0o700); err != nil {
 		fmt.Fprintln(stderr, "ticket:", err)
 		return 1
@@ -340,11 +351,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if err != nil {
-		fmt.Fprintln(stderr, "ticket:", err)
-		return 1
-	}
 	// The first line on stdout is the address, for scripts and tests.
 	fmt.Fprintf(stdout, "ticket: serving http://%s (MCP at /mcp, REST at /tools)\n", ln.Addr())
 	if err := serveHTTP(ctx, a, ln, log); err != nil && !errors.Is(err, context.Canceled) {
