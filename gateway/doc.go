@@ -16,7 +16,8 @@
 // Options.Pins filter, prompts/*, resources/*, completion/complete,
 // logging/setLevel, subscriptions/listen, tasks/*, and methods the gateway
 // does not know), every notification and every client response is
-// forwarded to any authenticated caller, for the downstream to decide with
+// forwarded to any authenticated caller (a subscriptions/listen only
+// within Options.MaxStreams), for the downstream to decide with
 // [HeaderSubject] and [HeaderRole]: whose a task is (tasks/get,
 // tasks/result, tasks/list, tasks/cancel), or which prompts and resources a
 // role may read. A tools/call that asks for a task ("task" in its params)
@@ -77,15 +78,16 @@
 //     a subscriptions/listen request (protocol 2026-07-28's stream of
 //     change notifications, which runs nothing downstream and stays open,
 //     silent until something changes): neither is bounded by Timeout once
-//     its header has come. A principal holds at most Options.MaxStreams
-//     (32 by default) of the two open at once, each from when it is sent
-//     downstream until it ends: one more is refused (-32029, 429,
-//     CONCURRENCY_LIMIT_EXCEEDED), never forwarded. So a client
+//     its header has come. So a client
 //     that resumes a POST's event stream (Last-Event-ID) while the gateway
 //     still reads it is refused by a go-sdk downstream (409 Conflict: the
 //     stream has a reader) until that read ends, with the answer or at
 //     most Timeout after the client went; it may resume then, the events
-//     it missed replayed from the downstream's event store.
+//     it missed replayed from the downstream's event store. A principal
+//     holds at most Options.MaxStreams (32 by default) GET and
+//     subscriptions/listen streams open at once, each from when it is sent
+//     downstream until it ends: one more is refused (-32029, 429,
+//     CONCURRENCY_LIMIT_EXCEEDED), never forwarded.
 //   - A client that stops reading its answer counts as gone: a write to
 //     it that has not completed within Timeout (written in pieces of at
 //     most 32 KiB, so a client that reads slowly is not cut) breaks its
@@ -272,7 +274,8 @@
 // authenticator could not judge the token: see
 // [ErrAuthenticatorUnavailable]). The token is checked before a POST's
 // body is read: a 401 (or an authenticator's 502 or 504) carries the id of
-// a request whose body is at most 64 KiB long; a longer one is not read
+// a request whose body is at most 64 KiB (and MaxBodyBytes) long, neither
+// encoded nor in another charset; of any other body at most 64 KiB is read
 // (a null id, and an HTTP/1 connection closed after the answer; an HTTP/2
 // stream is reset, its connection kept), so a caller without a token
 // cannot make the gateway hold MaxBodyBytes of a body.
@@ -310,14 +313,16 @@
 // one outcome for every tools/call (without its tool when its params
 // cannot be read), and one
 // without a tool for a refused request that carries none: one refused
-// before its messages could be read (its Origin; its HTTP method; a POST
-// body encoded or in another charset, too large, unreadable, not JSON, or
-// not an object or a non-empty array of at most 256 messages; a GET's or
-// DELETE's body, read and dropped once its caller is authenticated, whom
-// its record names, too large or unreadable), or for its
-// credentials or its session (an unauthenticated initialize or GET, a
-// DELETE of another's session), or for its caller's open streams (a GET
-// or subscriptions/listen past Options.MaxStreams). A tools/call refused
+// before its messages could be read (its Origin; its HTTP method; without
+// a valid token, a POST whose body the gateway does not read, whatever it
+// holds: over 64 KiB, encoded, in another charset or unreadable; once its
+// caller is authenticated, whom its record names, a POST body encoded or
+// in another charset, too large, unreadable, not JSON, or not an object or
+// a non-empty array of at most 256 messages, or a GET's or DELETE's body,
+// read and dropped, too large or unreadable), or for its credentials or
+// its session (an unauthenticated initialize or GET, a DELETE of another's
+// session), or for its caller's open streams (a GET or
+// subscriptions/listen past Options.MaxStreams). A tools/call refused
 // for its name's characters (policy.CheckName) has no tool in its record: the detail
 // names it, quoted and escaped as strconv.QuoteToASCII writes it
 // ("admin_reset_key\u200b"), cut after 128 bytes with "..." (an HTTP

@@ -80,9 +80,10 @@ type Options struct {
 	// MaxBodyBytes caps a request body: a POST's, and a GET's or a
 	// DELETE's, which is read and dropped, not forwarded (over the cap:
 	// -32600, HTTP 413). Zero means 4 MiB. A body is read once its caller's
-	// token is accepted (of a POST refused 401, at most 64 KiB are read, for
-	// its id and records; a longer body is left unread and an HTTP/1
-	// connection closed). The gateway sets no deadline on a body's
+	// token is accepted (of a POST whose token is refused or cannot be
+	// judged, at most 64 KiB are read, for its id and records: a longer
+	// body, or one encoded or in another charset, is left unread and an
+	// HTTP/1 connection closed). The gateway sets no deadline on a body's
 	// arrival: a client that stalls in one holds its handler until it
 	// leaves, unless
 	// the http.Server's ReadTimeout bounds it, which net/http lifts once
@@ -161,12 +162,13 @@ type Options struct {
 	// decision, denials included, and a durable intent event before a write
 	// tool's call is forwarded (no durable intent: -32603, HTTP 503, not
 	// forwarded). A request refused before its messages could be read (its
-	// Origin, its HTTP method, a POST body encoded or in another
-	// charset, too large, unreadable, not JSON, or not an object or a
-	// non-empty array of at most 256 messages, or a GET's or DELETE's body
-	// too large or unreadable: read once its caller is authenticated, its
-	// record names the caller) gets one outcome event without a tool. A
-	// tools/call refused for its name's characters gets one without a
+	// Origin, its HTTP method, its token when the gateway does not read its
+	// body, whatever it holds: see MaxBodyBytes; or, once its caller is
+	// authenticated, whom its record names, a POST body encoded or in
+	// another charset, too large, unreadable, not JSON, or not an object or
+	// a non-empty array of at most 256 messages, or a GET's or DELETE's
+	// body too large or unreadable) gets one outcome event without a tool.
+	// A tools/call refused for its name's characters gets one without a
 	// tool, the name quoted, escaped and cut in its detail (see the
 	// package doc). Arguments are recorded only as their SHA-256,
 	// or with ArgsKey as their HMAC-SHA256. A panic of the sink is a failed

@@ -209,9 +209,10 @@ const strangerBody = 64 << 10
 
 // refuseCaller logs, records and answers the refusal aerr of a POST whose
 // caller is not authenticated. It reads the body, when it is at most
-// strangerBody long (and MaxBodyBytes) and unencoded, to answer a single
-// request with its id and record each tools/call; a longer one is left
-// unread, and an HTTP/1 connection closed after the answer. An HTTP/2
+// strangerBody long (and MaxBodyBytes), unencoded and in UTF-8
+// ([checkBodyCoding]), to answer a single request with its id and record
+// each tools/call; another is left unread (the rest of it, past
+// strangerBody), and an HTTP/1 connection closed after the answer. An HTTP/2
 // stream's unread body is dropped by the server, which resets the stream:
 // "Connection: close" there would make it shut down the whole connection
 // (a GOAWAY), with the other streams of its client, or of the proxy in
