@@ -6,8 +6,8 @@
 // (fsync with group commit), follows a log rotator's rename on
 // [JSONLSink.Reopen] and, on Unix, the removal of its file on its own, and
 // may share its file with other processes' sinks; [SQLSink] inserts batches
-// into an audit_log table on SQLite or PostgreSQL; [SlogSink] hands events
-// to a slog.Handler; [Fanout] writes to several sinks at once.
+// into an audit_log table on SQLite or PostgreSQL (10 or later); [SlogSink]
+// hands events to a slog.Handler; [Fanout] writes to several sinks at once.
 //
 // # Durability
 //

@@ -26,7 +26,8 @@ type Dialect string
 const (
 	// SQLite, through modernc.org/sqlite (driver name "sqlite"); see [OpenSQLite].
 	SQLite Dialect = "sqlite"
-	// Postgres, through github.com/jackc/pgx/v5/stdlib (driver name "pgx").
+	// Postgres, through github.com/jackc/pgx/v5/stdlib (driver name "pgx"):
+	// PostgreSQL 10 or later (see [SQLSink] on a COMMIT without an answer).
 	Postgres Dialect = "postgres"
 )
 
@@ -90,9 +91,13 @@ type SQLStats struct {
 //
 // On PostgreSQL (10 or later) a batch whose COMMIT gets no answer (its
 // connection broke) is not inserted again unless the server says its
-// transaction did not commit (txid_status): while that transaction is
-// still in progress, the writer ends its backend with pg_terminate_backend
-// (allowed on the backends of the sink's own role), which settles it.
+// transaction did not commit (txid_status), or that it committed but the
+// rows are not there (after a crash the server may give the id of a
+// transaction that never reached the disk to another): while that
+// transaction is still in progress, the writer ends its backend with
+// pg_terminate_backend (allowed on the backends of the sink's own role),
+// which settles it; it ends no other backend. On an older server it looks
+// for the rows, which may not be there yet while the commit is under way.
 //
 // On SQLite through modernc.org/sqlite, the background writer inserts each
 // batch with the SQLite C API on one connection of db's pool (taken with
@@ -929,14 +934,14 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 	backoff := 10 * time.Millisecond
 	var err error
 	unsure := false // a commit failed without saying whether it happened
-	var xid int64   // PostgreSQL: that transaction's id (see committed)
+	var xact pgXact // PostgreSQL: that transaction (see committed)
 	for attempt := 1; ; attempt++ {
 		err = nil
 		if unsure {
 			// Insert again only if the rows are not there: a retry of a
 			// commit that happened would record them twice.
 			var done bool
-			if done, err = s.committed(*pr, xid); err == nil && done {
+			if done, err = s.committed(*pr, xact); err == nil && done {
 				s.rows.Add(uint64(len(*pr)))
 				s.batches.Add(1)
 				return nil, nil
@@ -944,7 +949,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 		}
 		if err == nil {
 			unsure = false
-			xid, err = s.insertBatch(pr, args, grow)
+			xact, err = s.insertBatch(pr, args, grow)
 			grow = nil
 			if err == nil {
 				s.rows.Add(uint64(len(*pr)))
@@ -966,7 +971,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 		// The last attempt committed the whole batch or none of it: look
 		// for it as the attempts do (its first and last rows), not for its
 		// first row alone, which may repeat an earlier record.
-		done, cerr := s.committed(rows, xid)
+		done, cerr := s.committed(rows, xact)
 		if cerr == nil && done {
 			s.rows.Add(uint64(len(rows)))
 			s.batches.Add(1)
@@ -1009,7 +1014,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 				// committed: the row is there or not (a batch commits
 				// whole), and is inserted only if not.
 				var done bool
-				if done, err = s.committed(rows[i:i+1], xid); err == nil && done {
+				if done, err = s.committed(rows[i:i+1], xact); err == nil && done {
 					s.rows.Add(1)
 					s.batches.Add(1)
 					probe = false
@@ -1018,7 +1023,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 			}
 			if err == nil {
 				unsure, own = false, true
-				xid, err = s.insertBatch(&one, args, nil)
+				xact, err = s.insertBatch(&one, args, nil)
 				if err == nil {
 					s.rows.Add(1)
 					s.batches.Add(1)
@@ -1138,14 +1143,14 @@ func (s *SQLSink) fail(err error) {
 // insertBatch inserts *rows in one transaction. The native SQLite writer
 // also inserts the rows grow (when not nil) adds to *rows meanwhile; the
 // database/sql path does not call grow. On PostgreSQL it returns the
-// transaction's id (txid_current), with which committed settles a commit
+// transaction's id and its backend, with which committed settles a commit
 // that failed without an answer.
-func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) (xid int64, err error) {
+func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) (x pgXact, err error) {
 	ctx := s.stop
 	if s.d == SQLite && !s.noNative.Load() {
 		err := s.insertNative(ctx, pr, grow)
 		if !errors.Is(err, errNoNative) {
-			return 0, err
+			return x, err
 		}
 		s.noNative.Store(true) // another driver: use database/sql from now on
 	}
@@ -1159,19 +1164,19 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) (xid int6
 		n := s.stmtRows(left)
 		st, err := s.stmt(ctx, n)
 		if err != nil {
-			return 0, err
+			return x, err
 		}
 		stmts[bits.Len(uint(n))-1] = st
 		left -= n
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return x, err
 	}
 	defer tx.Rollback()
 	if s.d == Postgres {
-		if err := tx.QueryRowContext(ctx, `SELECT txid_current()`).Scan(&xid); err != nil {
-			return 0, err
+		if err := tx.QueryRowContext(ctx, `SELECT txid_current(), pg_backend_pid()`).Scan(&x.id, &x.pid); err != nil {
+			return pgXact{}, err
 		}
 	}
 	for len(rows) > 0 {
@@ -1182,7 +1187,7 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) (xid int6
 			args = rows[i].appendArgs(args, s.d)
 		}
 		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
-			return xid, err
+			return x, err
 		}
 		rows = rows[n:]
 	}
@@ -1190,9 +1195,9 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) (xid int6
 		// The connection may have failed after the database committed,
 		// or before the server committed (or even got the COMMIT):
 		// commit checks before it inserts the rows again.
-		return xid, fmt.Errorf("%w: %w", errCommitUnknown, err)
+		return x, fmt.Errorf("%w: %w", errCommitUnknown, err)
 	}
-	return xid, nil
+	return x, nil
 }
 
 // stmtRows returns the rows of the next INSERT of insertBatch when left
@@ -1213,21 +1218,25 @@ var errCommitUnknown = errors.New("audit: commit failed, maybe after it happened
 // committed reports whether the rows of a batch whose commit failed are
 // in audit_log: whether the commit happened (a batch commits whole).
 //
-// On PostgreSQL, with the id of the batch's transaction (xid, not 0), it
-// asks the server for the transaction's status (txid_status) rather than
-// look for the rows: a COMMIT whose connection broke may still be under
-// way (a slow WAL flush, a synchronous standby, a deferred trigger), or
-// still on its way to the server, or its backend may be waiting, idle in
-// transaction, for a COMMIT it will never get on a connection it does not
-// know is lost; rows not there yet would pass for rows not there, and the
-// batch would be inserted again and then committed twice. While the
-// transaction is in progress, committed ends its backend
-// (pg_terminate_backend: the sink's role may end its own backends), which
-// settles it: committed if the backend was committing, rolled back
+// On PostgreSQL, with the batch's transaction (x, not zero), it first asks
+// the server for the transaction's status (txid_status): a COMMIT whose
+// connection broke may still be under way (a slow WAL flush, a synchronous
+// standby, a deferred trigger), or still on its way to the server, or its
+// backend may be waiting, idle in transaction, for a COMMIT it will never
+// get on a connection it does not know is lost; rows not there yet would
+// pass for rows not there, and the batch would be inserted again and then
+// committed twice. While the transaction is in progress, committed ends its
+// backend (pg_terminate_backend: the sink's role may end its own backends),
+// which settles it: committed if the backend was committing, rolled back
 // otherwise; it waits up to a second for that, then returns an error (the
-// caller asks again later). When the server no longer knows the
-// transaction (too old) or the status cannot be had, it looks for the rows
-// as on SQLite.
+// caller asks again later). Once the transaction is over, it looks for the
+// rows as on SQLite, unless the transaction aborted: after a crash of the
+// server, the id of a transaction that wrote nothing to disk is handed out
+// again, and its status is then another transaction's (one that committed,
+// or is in progress in another backend, which committed does not end); the
+// rows of a transaction that committed are there. When the server no
+// longer knows the transaction (too old) or the status cannot be had, it
+// looks for the rows too.
 //
 // Otherwise it looks for the first row and the last, each by its
 // correlation id, time and phase and by the columns that tell apart the
@@ -1237,9 +1246,9 @@ var errCommitUnknown = errors.New("audit: commit failed, maybe after it happened
 // batch must not pass for finding the batch. Only a batch whose first and
 // last rows both repeat records already in the table, to the last of those
 // columns, is taken for committed when it is not.
-func (s *SQLSink) committed(rows []row, xid int64) (bool, error) {
-	if s.d == Postgres && xid != 0 {
-		if done, known, err := s.xactCommitted(xid); known || err != nil {
+func (s *SQLSink) committed(rows []row, x pgXact) (bool, error) {
+	if s.d == Postgres && x.id != 0 {
+		if done, known, err := s.xactCommitted(x); known || err != nil {
 			return done, err
 		}
 	}
@@ -1266,38 +1275,53 @@ func (s *SQLSink) committed(rows []row, xid int64) (bool, error) {
 	return find(&rows[len(rows)-1])
 }
 
-// xactCommitted reports whether the PostgreSQL transaction xid committed;
-// known is false when the server cannot tell (see committed). The error
-// of a transaction still in progress carries no SQLSTATE: it is no
-// refusal of the rows.
-func (s *SQLSink) xactCommitted(xid int64) (done, known bool, err error) {
+// pgXact is a PostgreSQL transaction of the writer: its id, epoch-extended
+// (txid_current), and the process id of its backend (pg_backend_pid).
+type pgXact struct {
+	id  int64
+	pid int64
+}
+
+// xactCommitted reports whether the PostgreSQL transaction x did not
+// commit (known, and done false) or is over and may have (known false: see
+// committed). The error of a transaction still in progress carries no
+// SQLSTATE: it is no refusal of the rows.
+func (s *SQLSink) xactCommitted(x pgXact) (done, known bool, err error) {
 	// backend_xid holds the 32 bits of the epoch-extended id.
-	xid32 := strconv.FormatUint(uint64(xid)&0xffffffff, 10)
+	xid32 := strconv.FormatUint(uint64(x.id)&0xffffffff, 10)
 	wait := 10 * time.Millisecond
+	missed := false // x's backend did not hold the id while it was in progress
 	for waited := time.Duration(0); ; waited += wait {
 		var status sql.NullString
-		if err := s.db.QueryRowContext(s.stop, `SELECT txid_status($1)`, xid).Scan(&status); err != nil {
+		if err := s.db.QueryRowContext(s.stop, `SELECT txid_status($1)`, x.id).Scan(&status); err != nil {
 			if s.answered(err) && !s.transient(err) {
 				return false, false, nil // no txid_status: look for the rows
 			}
 			return false, false, fmt.Errorf("audit: checking whether a failed commit happened: %w", err)
 		}
 		switch status.String {
-		case "committed":
-			return true, true, nil
 		case "aborted":
 			return false, true, nil
 		case "in progress":
-		default: // NULL: too old to tell
+		default: // committed (maybe another transaction given the id again), or NULL: too old to tell
 			return false, false, nil
 		}
-		if waited >= time.Second {
-			return false, false, fmt.Errorf("audit: checking whether a failed commit happened: transaction %d still in progress", xid)
+		if missed {
+			// In progress still, after x's backend was seen without it:
+			// the id is another transaction's, x ended without committing.
+			return false, true, nil
 		}
-		_, err := s.db.ExecContext(s.stop, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_xid = $1::text::xid`, xid32)
+		if waited >= time.Second {
+			return false, false, fmt.Errorf("audit: checking whether a failed commit happened: transaction %d still in progress", x.id)
+		}
+		var ended int
+		err := s.db.QueryRowContext(s.stop, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = $1 AND backend_xid = $2::text::xid`, x.pid, xid32).Scan(&ended)
 		if err != nil {
 			// Its backend may end by itself: ask again.
-			s.onError(fmt.Errorf("audit: ending the backend of transaction %d, whose commit failed: %v", xid, err))
+			s.onError(fmt.Errorf("audit: ending the backend of transaction %d, whose commit failed: %v", x.id, err))
+		} else if ended == 0 {
+			missed = true // x just ended, or the id is another's: ask again at once
+			continue
 		}
 		t := time.NewTimer(wait)
 		select {
