@@ -251,7 +251,8 @@ func sqliteURIPath(path string) string {
 // write transactions. A new database file is created with mode 0600 (its
 // journal files take the same mode), as the JSONL sink's file is: an audit
 // trail is not for every user of the machine to read. Several processes
-// may open one database at once (each waits up to 10 s for the others).
+// may open one database at once (each waits for the others: 10 s of tries,
+// the last of which may wait the busy timeout too, so 20 s at most).
 //
 // The path ":memory:" (or "", a temporary one on disk) opens a database
 // private to the returned *sql.DB, gone once it is closed. SQLite gives
@@ -299,7 +300,8 @@ func OpenSQLite(path string) (*sql.DB, error) {
 // pingSQLite opens db's first connection, which runs the pragmas. Two
 // processes turning one new database to WAL at once can deadlock on its
 // locks, and SQLite then answers one of them SQLITE_BUSY at once, busy
-// timeout or not: that connection is tried again, for up to 10 s.
+// timeout or not: that connection is tried again, for 10 s (a try may
+// itself wait the busy timeout, 10 s).
 func pingSQLite(db *sql.DB) error {
 	wait := 5 * time.Millisecond
 	deadline := time.Now().Add(10 * time.Second)
