@@ -609,7 +609,7 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 			return
 		}
 		if e := g.discardBody(r); e != nil {
-			g.refuseDiscarded(w, r, pr, cid, e)
+			g.refuseBody(w, r, pr, cid, e, g.now())
 			return
 		}
 		if r.Method == http.MethodGet {
@@ -653,12 +653,14 @@ func (g *Gateway) discardBody(r *http.Request) *rpcError {
 	return nil
 }
 
-// refuseDiscarded logs, records and answers the refusal e of the body of
-// pr's GET or DELETE ([Gateway.discardBody]): its caller is authenticated,
-// so its line and its record name it.
-func (g *Gateway) refuseDiscarded(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, e *rpcError) {
+// refuseBody logs, records and answers the refusal e of the body of pr's
+// request, which arrived at start: a POST's that could not be read
+// ([Gateway.readBody]), a GET's or DELETE's read and dropped
+// ([Gateway.discardBody]). Its caller is authenticated, so its line and
+// its record name it.
+func (g *Gateway) refuseBody(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, e *rpcError, start time.Time) {
 	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method, "outcome", e.contract, "reason", e.message)
-	g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, g.now())
+	g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, start)
 	g.writeError(w, e, nil, cid)
 }
 

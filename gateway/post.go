@@ -189,17 +189,6 @@ func (g *Gateway) planMessage(r *http.Request, pr *policy.Principal, cid string,
 	return g.decide(r, pr, cid, m, start)
 }
 
-// refuseBody logs, records and answers the refusal berr of a POST whose
-// body could not be read.
-func (g *Gateway) refuseBody(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, berr *rpcError, start time.Time) {
-	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", "POST",
-		"outcome", berr.contract, "reason", berr.message)
-	if g.sink != nil {
-		g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, berr.contract, berr.message, 0, start)
-	}
-	g.writeError(w, berr, nil, cid)
-}
-
 // strangerBody is the most of a POST's body that the gateway reads when
 // its caller is not authenticated: enough for the messages of any request
 // a client means (for the answer's id, the log and the records), and no
