@@ -87,7 +87,9 @@
 //     holds at most Options.MaxStreams (32 by default) GET and
 //     subscriptions/listen streams open at once, each from when it is sent
 //     downstream until it ends: one more is refused (-32029, 429,
-//     CONCURRENCY_LIMIT_EXCEEDED), never forwarded.
+//     CONCURRENCY_LIMIT_EXCEEDED), never forwarded; a GET that reconnects
+//     a stream is answered instead with an event stream that ends at once
+//     and asks the client to reconnect in 5 s (see Options.MaxStreams).
 //   - A client that stops reading its answer counts as gone: a write to
 //     it that has not completed within Timeout (written in pieces of at
 //     most 32 KiB, so a client that reads slowly is not cut) breaks its
@@ -267,7 +269,8 @@
 // 415 for one encoded or in another charset, 405 with Allow for an HTTP
 // method other than GET, POST and DELETE, or OPTIONS as a CORS preflight),
 // -32029 with 429 and Retry-After (limiter, or a GET or
-// subscriptions/listen stream past Options.MaxStreams; with 503 and a
+// subscriptions/listen stream past Options.MaxStreams, but for a GET that
+// reconnects a stream: see Options.MaxStreams; with 503 and a
 // Retry-After of 1 s when the limiter's store failed: "Limiter
 // unavailable"), -32003 with 502, or
 // 504 on a timeout or a request's passed deadline (also when the

@@ -246,11 +246,20 @@ type Options struct {
 	// until it ends, however it ends (its client leaves, the downstream ends
 	// it or fails, the server closes its connection); a GET answered with
 	// something other than a stream (405) counts only while it is answered.
-	// One past the cap is refused and never forwarded: -32029 with 429, a
-	// Retry-After of 1 s and CONCURRENCY_LIMIT_EXCEEDED (a GET's answer
-	// has a null id), logged and recorded as a refusal without a tool. A
-	// go-sdk client whose GET stream is refused goes on without it. Zero
-	// means 32; a negative value means no cap. (A subscriptions/listen in
+	// One past the cap is refused and never forwarded, logged and recorded
+	// as a refusal without a tool: -32029 with 429, a Retry-After of 1 s
+	// and CONCURRENCY_LIMIT_EXCEEDED (a GET's answer has a null id). A
+	// go-sdk client whose session's first GET, or whose
+	// subscriptions/listen, is refused so goes on without that stream (it
+	// does not ask again). It would end its session on an error status
+	// (any, 405 included) to a GET that reconnects a stream, so such a
+	// GET (one with a Last-Event-ID, or of a session whose GET was
+	// forwarded before) is answered 200 instead, with an event stream that
+	// ends at once: a comment giving the refusal, one event of no data
+	// whose id is the gateway's, and a retry field of 5 s, after which the
+	// client reconnects, as often as it is refused, until a place is free
+	// (the Last-Event-ID it resumed from, if any, is sent downstream then).
+	// Zero means 32; a negative value means no cap. (A subscriptions/listen in
 	// a batch, which protocol 2026-07-28 has not, is a member as any other,
 	// read within Timeout, and not counted.)
 	MaxStreams int
@@ -292,7 +301,8 @@ type Gateway struct {
 	bufs         sync.Pool
 	healthAnswer []byte
 	sessions     *sessions
-	streams      streamCount // Options.MaxStreams
+	streams      streamCount   // Options.MaxStreams
+	streamRetry  time.Duration // the SSE retry of [Gateway.waitStream]
 	ids          corrid.Source
 	resource     *resourceMetadata // nil without Options.ResourceMetadata
 	origins      origins
@@ -516,6 +526,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	if g.streams.max = o.MaxStreams; g.streams.max == 0 {
 		g.streams.max = defaultMaxStreams
 	}
+	g.streamRetry = defaultStreamRetry
 	if g.rt == nil {
 		g.rt = newUpstreamClient()
 	}

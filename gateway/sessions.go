@@ -112,6 +112,9 @@ type binding struct {
 	subject   string
 	seq       uint64
 	confirmed bool
+	// streamed: a GET of the session's was sent downstream (see
+	// [sessions.streamed]).
+	streamed bool
 }
 
 // A use is one subject's use of one session id, the key of the count of its
@@ -226,6 +229,30 @@ func (s *sessions) answeredLocked(id, subject string) int {
 	}
 	delete(s.inflight, u)
 	return 0
+}
+
+// markStreamed records that a GET of subject's on session id, bound to
+// subject confirmed, is being sent downstream: a later GET of that session
+// reconnects a stream ([Gateway.refuseStream]).
+func (s *sessions) markStreamed(id, subject string) {
+	id = sessionKey(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.owner[id]; ok && b.confirmed && b.subject == subject && !b.streamed {
+		b.streamed = true
+		s.owner[id] = b
+	}
+}
+
+// streamed reports whether a GET of subject's on session id was sent
+// downstream while the id was bound to subject confirmed, and the binding
+// has not changed since.
+func (s *sessions) streamed(id, subject string) bool {
+	id = sessionKey(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.owner[id]
+	return ok && b.subject == subject && b.streamed
 }
 
 // bind records that the downstream's 2xx answer to subject's request named

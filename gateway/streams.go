@@ -8,11 +8,31 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
 // defaultMaxStreams is the cap of Options.MaxStreams left zero.
 const defaultMaxStreams = 32
+
+// defaultStreamRetry is the reconnection delay (the SSE retry field) of the
+// event stream answering a GET past Options.MaxStreams ([Gateway.waitStream]).
+const defaultStreamRetry = 5 * time.Second
+
+// streamWaitPrefix begins the event id of the event stream answering a GET
+// past Options.MaxStreams, followed by the refusal's correlation id and the
+// Last-Event-ID the GET resumed from, if any ([Gateway.waitStream]).
+const streamWaitPrefix = "mcpguard-wait-"
+
+// resumedFrom returns v, a GET's Last-Event-ID, without the gateway's own
+// part ([streamWaitPrefix] and a correlation id): the id of the downstream's
+// event the client resumes from, "" for none.
+func resumedFrom(v string) string {
+	if strings.HasPrefix(v, streamWaitPrefix) && len(v) >= len(streamWaitPrefix)+corrid.Len {
+		return v[len(streamWaitPrefix)+corrid.Len:]
+	}
+	return v
+}
 
 // streamCount counts the streams each principal holds open through the
 // gateway (Options.MaxStreams): its GET streams and subscriptions/listen
@@ -61,7 +81,9 @@ func (s *streamCount) release(subject string) {
 // request p allows, as [Gateway.passThrough] does, holding one of pr's
 // stream places (Options.MaxStreams) until it returns, however it returns
 // (a panic, such as [abortCut]'s, included); with none left, r is refused
-// and never forwarded ([Gateway.refuseStream]).
+// and never forwarded ([Gateway.refuseStream]). A GET resuming from the
+// gateway's own event id ([Gateway.waitStream]) is sent with the id it
+// stood for, or none.
 func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, p *plan) {
 	var m *message
 	if p != nil {
@@ -72,6 +94,17 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy
 		return
 	}
 	defer g.streams.release(pr.Subject)
+	if id := r.Header.Get(hdrSession); p == nil && id != "" {
+		g.sessions.markStreamed(id, pr.Subject)
+	}
+	if v := r.Header.Get("Last-Event-ID"); p == nil && strings.HasPrefix(v, streamWaitPrefix) {
+		r = r.Clone(r.Context())
+		if id := resumedFrom(v); id != "" {
+			r.Header.Set("Last-Event-ID", id)
+		} else {
+			r.Header.Del("Last-Event-ID")
+		}
+	}
 	if p != nil {
 		g.logDecision(cid, pr, p, nil)
 	} else {
@@ -82,7 +115,13 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy
 
 // refuseStream logs, records and answers the refusal of pr's stream r
 // (m its subscriptions/listen request, nil for a GET) past
-// Options.MaxStreams: -32029 with 429 and a Retry-After of 1 s.
+// Options.MaxStreams: with -32029, 429 and a Retry-After of 1 s, but for a
+// GET that reconnects a stream, answered with [Gateway.waitStream]: one
+// that resumes from an event (Last-Event-ID), or of a session (its
+// Mcp-Session-Id bound to pr) whose GET was sent downstream before. A
+// go-sdk client takes a 429 to its session's first GET for "no stream" and
+// goes on without it, but fails its session on one to a GET that
+// reconnects.
 func (g *Gateway) refuseStream(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message) {
 	e := &rpcError{code: CodeLimitExceeded, status: http.StatusTooManyRequests, contract: "CONCURRENCY_LIMIT_EXCEEDED",
 		message: "Too many requests: open stream limit exceeded (" + strconv.Itoa(g.streams.max) +
@@ -94,5 +133,49 @@ func (g *Gateway) refuseStream(w http.ResponseWriter, r *http.Request, pr *polic
 	g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", method,
 		"outcome", e.contract, "code", e.code, "reason", e.message)
 	g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, e.contract, e.message, 0, g.now())
+	if m == nil {
+		sid := r.Header.Get(hdrSession)
+		if r.Header.Get("Last-Event-ID") != "" || sid != "" && g.sessions.streamed(sid, pr.Subject) {
+			g.waitStream(w, r, cid, e.message)
+			return
+		}
+	}
 	g.writeError(w, e, m.idOrNil(), cid)
+}
+
+// waitStream answers r, a GET refused past Options.MaxStreams (reason),
+// with an event stream that ends at once: a comment giving reason and cid,
+// then an event of no data whose id is [streamWaitPrefix], cid and the
+// Last-Event-ID r resumed from ([resumedFrom]), and whose retry field asks
+// for a reconnection after g.streamRetry. A go-sdk client fails its
+// session on any status but 2xx answering a GET that reconnects after its
+// stream ended (429 and 405 alike); this answer it takes for a stream the
+// server ended (Streamable HTTP since 2025-11-25 lets a server close a
+// stream so, for its client to poll) and reconnects, the id new each time,
+// so that the client counts each as progress and never gives up. The
+// reconnection is a GET as any other, sent downstream with the id it
+// resumed from ([Gateway.serveStream]) once a place is free.
+func (g *Gateway) waitStream(w http.ResponseWriter, r *http.Request, cid, reason string) {
+	id := streamWaitPrefix + cid + resumedFrom(r.Header.Get("Last-Event-ID"))
+	if strings.ContainsAny(id, "\r\n\x00") {
+		// A line break would end the field (an embedder may call
+		// ServeHTTP with any header); without the id it resumed from,
+		// the client's stream starts afresh.
+		id = streamWaitPrefix + cid
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	b := make([]byte, 0, 64+len(reason)+len(cid)+len(id))
+	b = append(b, ": "...)
+	b = append(b, reason...)
+	b = append(b, " (correlation id "...)
+	b = append(b, cid...)
+	b = append(b, ")\nid: "...)
+	b = append(b, id...)
+	b = append(b, "\nretry: "...)
+	b = strconv.AppendInt(b, g.streamRetry.Milliseconds(), 10)
+	b = append(b, "\n\n"...)
+	g.writeOwn(w, b)
 }
