@@ -13,7 +13,11 @@
 //
 // Rate and spend state is one key per limit and bucket key holding the GCRA
 // theoretical arrival time, expiring when the bucket is full again, so idle
-// keys vanish by themselves. In-flight slots are leases: members of a sorted
+// keys vanish by themselves. The key names the limit by [limiter.Limit.ID] (kind,
+// scope, window and tool, not Max), so replicas must run the same limits:
+// a replica whose limit has another window keeps budgets of its own (a
+// caller whose calls alternate gets both), and one with another Max reads
+// the shared state against its own cap. In-flight slots are leases: members of a sorted
 // set scored by their expiry. Releasing a slot removes its lease; a release
 // that cannot reach Redis is sent again in the background for about 13
 // seconds; a replica that crashes with calls in flight loses them only until
