@@ -233,6 +233,7 @@ func (b *batchOut) relay(m *member) {
 	case answered:
 		m.p.call.finish("")
 	case err != nil:
+		b.g.answerUnread(b.cid, m.c.resp.StatusCode, -1, err)
 		msgs = b.g.synth(m, errUpstream(err == errTimeout), "UPSTREAM_UNAVAILABLE")
 	default:
 		msgs = b.g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
@@ -363,6 +364,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 		case over:
 			return fail(nil)
 		case err != nil && len(out) == 0:
+			g.answerUnread(b.cid, m.c.resp.StatusCode, int(cr.n), err)
 			return fail(errUpstream(err == errTimeout))
 		}
 	} else {
@@ -371,6 +373,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 		case err == errOverBatchLimit:
 			return fail(nil)
 		case err != nil:
+			g.answerUnread(b.cid, m.c.resp.StatusCode, len(body), err)
 			return fail(errUpstream(err == errTimeout))
 		}
 		out = splitMessages(body)

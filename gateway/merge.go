@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/policy"
@@ -64,6 +65,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	}
 	body, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))
 	if err != nil {
+		g.answerUnread(cid, c.resp.StatusCode, len(body), err)
 		g.writeError(w, errUpstream(err == errTimeout), p.m.id, cid)
 		return
 	}
@@ -75,6 +77,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 			// tools to hide.
 			out = body
 		} else {
+			g.log.Warn("upstream answer refused: not JSON, or larger than the limit", "cid", cid, "status", c.resp.StatusCode, "bytes", len(body))
 			g.writeError(w, badAnswer(c.resp.StatusCode), p.m.id, cid)
 			return
 		}
@@ -84,6 +87,17 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 	c.out.w = w
 	c.out.write(out)
 	g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "filtered", true, "ms", float64(g.now().Sub(start).Microseconds())/1000)
+}
+
+// answerUnread logs a downstream answer that broke off (its connection, a
+// silence past the timeout) after n bytes were read (-1: not counted, an
+// event stream relayed as it came), where the gateway answers the request
+// or member -32003 itself: a filtered tools/list's or, with Pins, any JSON
+// answer, read whole, and a batch member's. For a request without an audit
+// record (a tools/list), this line is the only trail of why.
+func (g *Gateway) answerUnread(cid string, status, n int, err error) {
+	g.log.Warn("upstream error", "cid", cid, "upstream", g.upstreamStr, "status", status, "bytes", n,
+		"timeout", err == errTimeout, "err", err)
 }
 
 // maxUpstreamBody bounds a downstream JSON answer the gateway must parse.
@@ -238,13 +252,19 @@ func ambiguousKey(k []byte, name string) bool {
 
 // listable reports whether a tools/list answer keeps the tool named name,
 // defined by tool: with FilterToolsList, l's caller may call it (a tool
-// whose rule asks for a confirmation never); with Pins,
+// whose rule asks for a confirmation never, nor one whose name no call
+// may have: one policy.CheckName refuses, or with U+FFFD (an escaped lone
+// surrogate), as a tools/call's name is refused; " admin_x" matches no
+// admin_* rule); with Pins,
 // its definition is the one approved. A tool withheld for its definition
 // is logged and recorded, once per definition ([Pins.listed]), and one by
 // one for at most maxWithheldRecords tools per request and verdict (see
 // [Gateway.withheldSummary] for the rest).
 func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 	if g.filter {
+		if policy.CheckName(name) != nil || strings.ContainsRune(name, utf8.RuneError) {
+			return false
+		}
 		if d := g.pol.Decide(l.pr, name, permissiveArgs{}); !g.pol.Visible(l.pr, name) || !d.Allowed() || d.Rule.Confirm {
 			return false // Confirm: refused at call time (confirmRefusal)
 		}

@@ -151,6 +151,7 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 	status := c.resp.StatusCode
 	data, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))
 	if err != nil {
+		g.answerUnread(l.cid, status, len(data), err)
 		call.finish("UPSTREAM_UNAVAILABLE")
 		g.writeError(w, errUpstream(err == errTimeout), m.idOrNil(), l.cid)
 		return
