@@ -144,8 +144,10 @@ var (
 	// ErrNoSink is returned by [WriteDurable] for a nil sink.
 	ErrNoSink = errors.New("audit: no sink")
 	// ErrInvalidEvent is returned for an event that cannot be encoded
-	// or stored (a NaN or infinite number, a time outside years 0-9999,
-	// a record too large for the sink).
+	// or stored (a NaN or infinite number, a time outside years 0-9999
+	// in its own location or with an offset of a day or more, a record
+	// too large for the sink; a [SQLSink], which stores Unix nanoseconds,
+	// refuses a time outside years 1678-2261 in UTC).
 	ErrInvalidEvent = errors.New("audit: invalid event")
 )
 

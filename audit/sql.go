@@ -475,10 +475,12 @@ func (r *row) appendArgs(dst []any, d Dialect) []any {
 // Write queues e for the background writer. It blocks while the queue is
 // full, until there is room or ctx ends (then it returns ctx's error and e is
 // not recorded). It returns [ErrInvalidEvent] for an event that has no
-// correlation id, phase or time or cannot be stored (on PostgreSQL, one of
-// more than 1 GiB less 64 KiB of text, which one message to the server
-// cannot carry), and [ErrClosed] after Close. A nil error means queued:
-// use Flush, Close or WriteDurable to know it is committed.
+// correlation id, phase or time or cannot be stored (a NaN or infinite
+// number, a time outside years 1678-2261 in UTC, which Unix nanoseconds do
+// not hold; on PostgreSQL, one of more than 1 GiB less 64 KiB of text,
+// which one message to the server cannot carry), and [ErrClosed] after
+// Close. A nil error means queued: use Flush, Close or WriteDurable to
+// know it is committed.
 func (s *SQLSink) Write(ctx context.Context, e *Event) error {
 	if s.queue == nil {
 		return errNotOpened
@@ -1389,8 +1391,11 @@ func insertSQL(d Dialect, n int) string {
 }
 
 // Query returns the committed events that match f, oldest first (by time,
-// then insertion order), their Args read as [ReadJSONL] reads them. Call
-// Flush first to include queued events.
+// then insertion order), their Args read as [ReadJSONL] reads them. Their
+// times are in UTC: the instant is stored, not the location (a JSONL record
+// keeps the offset it was written with). Call Flush first to include
+// queued events. The events are read into memory all at once: bound a
+// query of a large table with f.Limit or a time range.
 func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
 	if s.queue == nil {
 		return nil, errNotOpened
