@@ -22,7 +22,8 @@ import (
 // go-sdk v1.8.0 asks the client a handler's input requests itself, below
 // the guard, each from a goroutine of its own, and panics encoding one that
 // holds a nil pointer where a content block is (a sampling message's),
-// which ended the process.
+// which ended the process. A request to the client sent within a guarded
+// call stops waiting when the call's caller cancels it (see askClient).
 func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		if method == "notifications/tools/list_changed" {
@@ -37,6 +38,7 @@ func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 					res, err = nil, g.panicked(ctx, method, r)
 				}
 			}()
+			return askClient(ctx, method, req, next)
 		}
 		return next(ctx, method, req)
 	}

@@ -63,6 +63,7 @@ type call struct {
 	requestID string               // the proxy's id of the request (Options.RequestIDHeader)
 	req       *mcp.CallToolRequest // the request of an Audit middleware's call (auditCall)
 	idCtx     identityCtx
+	detached  detachedCtx // a write's context (see detachedCtx)
 	outcome   audit.Event
 }
 
@@ -277,7 +278,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	c.idCtx = identityCtx{Context: ctx, id: id, corr: c.corr}
 	ctx = &c.idCtx
 	if write {
-		ctx = context.WithoutCancel(ctx) // a started write runs to completion
+		// A started write runs to completion.
+		c.detached = detachedCtx{Context: context.WithoutCancel(ctx), caller: ctx}
+		ctx = &c.detached
 	}
 	timeout := topts.Timeout
 	if timeout == 0 {
@@ -409,14 +412,61 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 	return res, nil
 }
 
+// detachedCtx is the context of a write's handler: not cancelled when its
+// caller's is, so that a started write runs to completion, but keeping the
+// caller's, so that a question the server puts to the client within the
+// call (an elicitation, a sampling or roots request) ends when the client
+// cancels the call or goes away (see askClient). On a client before
+// 2026-07-28 the go-sdk itself asks, within the call, the input requests of
+// a handler's first round, before it runs the next: the client that
+// cancelled would be waited for without end, the call holding its
+// in-flight places.
+type detachedCtx struct {
+	context.Context // context.WithoutCancel(caller)
+	caller          context.Context
+}
+
+type callerKey struct{}
+
+func (d *detachedCtx) Value(key any) any {
+	if _, ok := key.(callerKey); ok {
+		return d.caller
+	}
+	return d.Context.Value(key)
+}
+
+// askClient sends a request to the client (method is not a notification)
+// through next, its wait for the answer ended by the cancellation of the
+// guarded call it is sent in, if any: a write's handler (see detachedCtx)
+// is not cancelled with its caller, but nor is a question to a caller
+// that is gone, or that cancelled the call, left waiting.
+func askClient(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	caller, _ := ctx.Value(callerKey{}).(context.Context)
+	if caller == nil || caller.Done() == nil {
+		return next(ctx, method, req)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(caller, cancel)()
+	return next(ctx, method, req)
+}
+
 // clientLeft reports whether err, a handler's error, is its failing for
 // its client's going away: it wraps context.Canceled and the handler's
-// context ctx was cancelled. The Guard cancels a call's context only once
-// the call is over, and a write's never (its handler's ctx does not end
-// when the caller's does); a handler's own context.Canceled, its ctx
-// still live, is its own failure. (A deadline is a timeout.)
+// context ctx was cancelled, or for a write (whose handler's ctx does not
+// end when the caller's does, see detachedCtx) its caller's was: a
+// question to the client within the call ended so. The Guard cancels a
+// call's context only once the call is over; a handler's own
+// context.Canceled, its caller still there, is its own failure. (A
+// deadline is a timeout.)
 func clientLeft(ctx context.Context, err error) bool {
-	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+	if !errors.Is(err, context.Canceled) {
+		return false
+	}
+	if caller, _ := ctx.Value(callerKey{}).(context.Context); caller != nil {
+		ctx = caller
+	}
+	return errors.Is(ctx.Err(), context.Canceled)
 }
 
 // The record's detail, and the log line (at Info), of a call whose handler
