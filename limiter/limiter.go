@@ -239,13 +239,11 @@ func (l *Limiter) AllowAt(ctx context.Context, now time.Time, r Request) Decisio
 	if r.Calls < 0 {
 		return Decision{Err: fmt.Errorf("%w: %d calls", ErrInvalidRequest, r.Calls)}
 	}
-	if l.memStore != nil {
-		return l.allowMemory(now, &r)
+	if l.memStore == nil {
+		return l.allowStore(ctx, now, r)
 	}
-	return l.allowStore(ctx, now, r)
-}
-
-func (l *Limiter) allowMemory(now time.Time, r *Request) Decision {
+	// The in-memory decision, here rather than in a function of its own,
+	// whose Decision AllowAt would copy.
 	var buf [stackChecks]memCheck
 	cs := buf[:0]
 	if len(l.limits) > stackChecks {

@@ -67,8 +67,10 @@ type shard struct {
 	m    map[memKey]*memState
 	next int // sweep when len(m) reaches next
 	// leases are the leases holding slots whose low byte is this shard's
-	// index; nextLease numbers the leases the shard makes; leasePeak is
-	// the most leases held since the map was last made.
+	// index, and 0, which names no lease (a Lease of zero is none): a Go
+	// map draws a new hash seed, at some cost, whenever a delete empties
+	// it. nextLease numbers the leases the shard makes; leasePeak is the
+	// most leases held since the map was last made.
 	leases    map[uint64]struct{}
 	nextLease uint64
 	leasePeak int
@@ -87,7 +89,7 @@ func NewMemoryStore() *MemoryStore {
 	s := &MemoryStore{seed: maphash.MakeSeed(), clock: newClock()}
 	for i := range s.shards {
 		s.shards[i].m = make(map[memKey]*memState)
-		s.shards[i].leases = make(map[uint64]struct{})
+		s.shards[i].leases = map[uint64]struct{}{0: {}}
 		s.shards[i].next = minSweep
 	}
 	return s
@@ -236,27 +238,27 @@ func (sh *shard) reserveLease(idx uint8, lease *uint64) {
 		*lease = sh.nextLease<<8 | uint64(idx)
 	}
 	sh.leases[*lease] = struct{}{}
-	sh.leasePeak = max(sh.leasePeak, len(sh.leases))
+	sh.leasePeak = max(sh.leasePeak, len(sh.leases)-1)
 }
 
-// holds reports whether lease holds slots. sh.mu is held.
+// holds reports whether lease, not 0, holds slots. sh.mu is held.
 func (sh *shard) holds(lease uint64) bool {
 	_, ok := sh.leases[lease]
 	return ok
 }
 
-// releaseLease ends lease and reports whether it held slots; the map is made
+// releaseLease ends lease, not 0, and reports whether it held slots; the map is made
 // anew once it holds a quarter of its peak, since Go maps never shrink.
 // sh.mu is held.
 func (sh *shard) releaseLease(lease uint64) bool {
 	before := len(sh.leases)
 	delete(sh.leases, lease) // one lookup, not a lookup and a delete
-	n := len(sh.leases)
-	if n == before {
+	if len(sh.leases) == before {
 		return false
 	}
+	n := len(sh.leases) - 1 // leases held: 0 is none
 	if sh.leasePeak >= 1024 && n < sh.leasePeak/4 {
-		m := make(map[uint64]struct{}, n)
+		m := make(map[uint64]struct{}, n+1)
 		for k := range sh.leases {
 			m[k] = struct{}{}
 		}
