@@ -23,7 +23,9 @@
 // [ReadJSONL] streams a JSONL file as (Event, error) pairs: a torn or corrupt
 // line is an error carrying its line number, never an event (but see
 // [JSONLSink] on a line that lost only its newline), and iteration
-// can continue past it. [QueryJSONL] and [SQLSink.Query] select events by
-// session, subject, tool, correlation or request id, phase, outcome and
-// time range with one [Filter].
+// can continue past it. [QueryJSONL], [SQLSink.Query] and [QuerySQL] select
+// events by session, subject, tool, correlation or request id, phase,
+// outcome and time range with one [Filter], all in one order (time, then
+// the order stored); [Filter.Next] pages through a trail of any size, each
+// record once, where more records share an instant than a page holds.
 package audit

@@ -62,3 +62,61 @@ func ExampleArgsSHA256() {
 	fmt.Println(a == b, len(a))
 	// Output: true 64
 }
+
+// Export a trail page by page, every record once, also where more records
+// share an instant than a page holds; and go on later from where it ended.
+func ExampleFilter_Next() {
+	dir, _ := os.MkdirTemp("", "audit-export")
+	defer os.RemoveAll(dir)
+	db, err := audit.OpenSQLite(filepath.Join(dir, "audit.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer db.Close()
+	ctx := context.Background()
+	sink, err := audit.NewSQL(ctx, db, audit.SQLite, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sink.Close()
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, sec := range []int{0, 1, 1, 1, 1, 2} { // four records in one second of a coarse clock
+		e := audit.Event{Time: at.Add(time.Duration(sec) * time.Second), CorrelationID: fmt.Sprintf("c-%d", i), Phase: audit.PhaseOutcome}
+		if err := sink.Write(ctx, &e); err != nil {
+			fmt.Println(err)
+		}
+	}
+	if err := sink.Flush(ctx); err != nil {
+		fmt.Println(err)
+	}
+
+	// A record can take a moment from its time to being stored (a sink's
+	// queue, its retries): stop a margin before now.
+	f := audit.Filter{Until: time.Now().Add(-time.Minute), Limit: 2}
+	for {
+		page, err := sink.Query(ctx, f)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, e := range page {
+			fmt.Println(e.CorrelationID, e.Time.Format(time.TimeOnly))
+		}
+		f = f.Next(page)
+		if len(page) < f.Limit {
+			break
+		}
+	}
+	// Keep f: the next export sets f.Until anew and goes on from there.
+	fmt.Println("next: since", f.Since.Format(time.TimeOnly), "offset", f.Offset)
+	// Output:
+	// c-0 03:04:05
+	// c-1 03:04:06
+	// c-2 03:04:06
+	// c-3 03:04:06
+	// c-4 03:04:06
+	// c-5 03:04:07
+	// next: since 03:04:07 offset 1
+}

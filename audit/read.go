@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"iter"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,37 +157,105 @@ func (e *Event) validate() error {
 }
 
 // QueryJSONL returns the records of the JSONL file at path that match f, in
-// file order (a sink writes in time order, but concurrent writers of one
-// file may not: f.Limit keeps the first matches of the file, which are
-// then not always the oldest). Corrupt or torn lines are skipped and reported together in the
+// the order of every reader (see [Filter]): by time, then in file order, also
+// where the file is not in time order (concurrent writers of one file,
+// records copied in). It reads the whole file on every call, keeping in
+// memory the matches up to f.Offset+f.Limit (all of them without a Limit):
+// to read a large file once, stream it with [ReadJSONL]. Corrupt or torn
+// lines are skipped and reported together in the
 // returned error (an errors.Join of *[LineError]), next to the events that
 // were read: a non-nil error with events means the events are valid records
-// and some lines were not.
+// and some lines were not. A negative f.Offset is an error.
 func QueryJSONL(path string, f Filter) ([]Event, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit: query %s: %w", path, err)
 	}
 	defer file.Close()
-	var out []Event
+	// keep is how many of the oldest matches are kept: f.Offset+f.Limit,
+	// or all of them (no Limit, or a sum past what an int holds).
+	keep := math.MaxInt
+	if f.Limit > 0 && f.Offset <= math.MaxInt-f.Limit {
+		keep = f.Offset + f.Limit
+	}
+	var h matchHeap
 	var errs []error
+	seq := 0
 	for ev, err := range ReadJSONL(file) {
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if f.Match(&ev) {
-			out = append(out, ev)
-			if f.Limit > 0 && len(out) >= f.Limit {
-				break
-			}
+		if !f.Match(&ev) {
+			continue
+		}
+		m := match{ev: ev, seq: seq}
+		seq++
+		switch {
+		case len(h) < keep:
+			heap.Push(&h, m)
+		case m.before(&h[0]):
+			// Newer than every kept match but for the newest, which it
+			// replaces.
+			h[0] = m
+			heap.Fix(&h, 0)
+		}
+	}
+	slices.SortFunc(h, func(a, b match) int {
+		if a.before(&b) {
+			return -1
+		}
+		return 1
+	})
+	var out []Event
+	if f.Offset < len(h) {
+		out = make([]Event, 0, len(h)-f.Offset)
+		for _, m := range h[f.Offset:] {
+			out = append(out, m.ev)
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
+// match is a record QueryJSONL selected, seq the number of matches before it
+// in the file.
+type match struct {
+	ev  Event
+	seq int
+}
+
+// before reports whether m comes before n in the order of the readers: an
+// earlier time, or the same instant earlier in the file.
+func (m *match) before(n *match) bool {
+	c := m.ev.Time.Compare(n.ev.Time)
+	return c < 0 || c == 0 && m.seq < n.seq
+}
+
+// matchHeap is a heap of matches, the newest on top.
+type matchHeap []match
+
+func (h matchHeap) Len() int           { return len(h) }
+func (h matchHeap) Less(i, j int) bool { return h[j].before(&h[i]) }
+func (h matchHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *matchHeap) Push(x any)        { *h = append(*h, x.(match)) }
+func (h *matchHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return m
+}
+
 // Filter selects events. Zero fields match everything: every non-zero field
 // must match.
+//
+// Every reader ([SQLSink.Query], [QuerySQL], [QueryJSONL]) returns the
+// matching events in one order: by time (the instant, whatever the
+// location), then in the order they were stored (a table's insertion order,
+// a JSONL file's line order). Offset and Limit take a page of that order;
+// [Filter.Next] gives the filter of the next page.
 type Filter struct {
 	SessionID     string
 	Subject       string
@@ -201,12 +271,63 @@ type Filter struct {
 	Allowed   *bool     // nil matches both
 	Since     time.Time // inclusive; zero: no lower bound
 	Until     time.Time // exclusive; zero: no upper bound
-	Limit     int       // at most this many events, oldest first (QueryJSONL: the first in file order); 0: no limit
+	// Offset skips the first Offset matching events (in the order above);
+	// a negative Offset is an error. The skipped events are still read: a
+	// page far into a trail is found by Since, Offset counting only the
+	// events at that instant, as [Filter.Next] sets it.
+	Offset int
+	Limit  int // at most this many events, oldest first; 0: no limit
+}
+
+// Next returns the filter of the page after page, which a query of f
+// returned: f with Since the time of page's last event and Offset the
+// number of page's events at that instant (added to f.Offset when all of
+// page is at f.Since). f.Offset must count events at f.Since: 0, or as Next
+// set it. Next of an empty page is f.
+//
+// An export reads page after page until a page is shorter than Limit, and
+// can go on later, from the filter Next returned, to read what was stored
+// since. It reads once each record stored before the export got past its
+// place in the order of the readers (time, then the order stored). A record
+// stored later at a place the export has passed is not read: one whose time
+// is before the last record read (held up in a sink's queue or buffer,
+// stamped by a clock behind, copied in). A record stored later at the last
+// record's instant comes after it, and is read; but on PostgreSQL, whose
+// concurrent transactions (WriteDurable beside the background writer,
+// several sinks) may commit out of insertion order, one can come before it:
+// it is not read, and the next page repeats the record it pushed on. To
+// read every record exactly once, bound the export with Until a margin
+// before now, longer than a record can take from its time to being stored:
+// every record before Until is then stored when the export reads it.
+func (f Filter) Next(page []Event) Filter {
+	if len(page) == 0 {
+		return f
+	}
+	last := page[len(page)-1].Time
+	n := 0
+	for i := len(page) - 1; i >= 0 && page[i].Time.Equal(last); i-- {
+		n++
+	}
+	if n == len(page) && f.Offset > 0 && last.Equal(f.Since) {
+		f.Offset += n
+	} else {
+		f.Since, f.Offset = last, n
+	}
+	return f
+}
+
+// check returns the error of a filter no reader takes.
+func (f *Filter) check() error {
+	if f.Offset < 0 {
+		return fmt.Errorf("audit: query: negative Filter.Offset %d", f.Offset)
+	}
+	return nil
 }
 
 // Match reports whether e passes the filter. Text is compared as the sinks
 // record it: invalid UTF-8 and NUL bytes, in the filter or in e, stand for
-// U+FFFD, as in [SQLSink.Query].
+// U+FFFD, as in [SQLSink.Query]. Offset and Limit, which select among the
+// matches, play no part.
 func (f *Filter) Match(e *Event) bool {
 	switch {
 	case f.SessionID != "" && !sameText(e.SessionID, f.SessionID),

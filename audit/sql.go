@@ -1395,7 +1395,8 @@ func insertSQL(d Dialect, n int) string {
 // times are in UTC: the instant is stored, not the location (a JSONL record
 // keeps the offset it was written with). Call Flush first to include
 // queued events. The events are read into memory all at once: bound a
-// query of a large table with f.Limit or a time range.
+// query of a large table with f.Limit or a time range (page through it with
+// [Filter.Next]). A negative f.Offset is an error.
 func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
 	if s.queue == nil {
 		return nil, errNotOpened
@@ -1408,6 +1409,9 @@ func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
 // version before 4, which no sink of this version has upgraded yet, is read
 // as it is, its events' RequestID "".
 func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	cols := columns
 	var v int
 	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM audit_schema_version`).Scan(&v); err == nil && v >= 1 && v < 4 {
@@ -1419,6 +1423,9 @@ func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, er
 // queryEvents runs the query of f, selecting cols (columns, or what stands
 // for them in an older table).
 func queryEvents(ctx context.Context, db *sql.DB, d Dialect, f Filter, cols string) ([]Event, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	q, args := querySQLCols(d, f, cols)
 	rs, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -1510,6 +1517,11 @@ func querySQLCols(d Dialect, f Filter, cols string) (string, []any) {
 	q += " ORDER BY time_ns, id"
 	if f.Limit > 0 {
 		q += " LIMIT " + strconv.Itoa(f.Limit)
+	} else if f.Offset > 0 && d == SQLite {
+		q += " LIMIT -1" // SQLite takes an OFFSET only after a LIMIT
+	}
+	if f.Offset > 0 {
+		q += " OFFSET " + strconv.Itoa(f.Offset)
 	}
 	return q, args
 }

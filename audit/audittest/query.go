@@ -62,6 +62,9 @@ func RunQuery(t *testing.T, query func(ctx context.Context, f audit.Filter) ([]a
 		{"time_range", audit.Filter{Since: SessionStart.Add(2 * time.Second), Until: SessionStart.Add(4 * time.Second)}, []string{"c2/outcome", "c3/intent"}},
 		{"since_other_zone", audit.Filter{Since: SessionStart.Add(6 * time.Second).In(time.FixedZone("", -7*3600))}, []string{"c5/outcome", "c6/outcome"}},
 		{"limit", audit.Filter{Tool: "search_docs", Limit: 2}, []string{"c1/outcome", "c4/outcome"}},
+		{"offset", audit.Filter{Tool: "search_docs", Offset: 1, Limit: 2}, []string{"c4/outcome", "c5/outcome"}},
+		{"offset_no_limit", audit.Filter{Tool: "search_docs", Offset: 2}, []string{"c5/outcome", "c6/outcome"}},
+		{"offset_past_end", audit.Filter{Tool: "search_docs", Offset: 4}, nil},
 		{"no_match", audit.Filter{Subject: "mallory"}, nil},
 	}
 	for _, tt := range tests {
