@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -279,7 +280,8 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	ctx = &c.idCtx
 	if write {
 		// A started write runs to completion.
-		c.detached = detachedCtx{Context: context.WithoutCancel(ctx), caller: ctx}
+		c.detached.Context, c.detached.caller = context.WithoutCancel(ctx), ctx
+		defer c.detached.answered.Store(true)
 		ctx = &c.detached
 	}
 	timeout := topts.Timeout
@@ -420,34 +422,44 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 // 2026-07-28 the go-sdk itself asks, within the call, the input requests of
 // a handler's first round, before it runs the next: the client that
 // cancelled would be waited for without end, the call holding its
-// in-flight places.
+// in-flight places. Once the guard has answered the call the go-sdk
+// cancels the caller's context, which is no cancellation by the client: a
+// question the handler's work puts after that, on this context, is not
+// ended for it.
 type detachedCtx struct {
 	context.Context // context.WithoutCancel(caller)
 	caller          context.Context
+	answered        atomic.Bool // the guard has answered the call
 }
 
+// callerKey is the key under which a detachedCtx gives itself.
 type callerKey struct{}
 
 func (d *detachedCtx) Value(key any) any {
 	if _, ok := key.(callerKey); ok {
-		return d.caller
+		return d
 	}
 	return d.Context.Value(key)
 }
 
 // askClient sends a request to the client (method is not a notification)
 // through next, its wait for the answer ended by the cancellation of the
-// guarded call it is sent in, if any: a write's handler (see detachedCtx)
-// is not cancelled with its caller, but nor is a question to a caller
-// that is gone, or that cancelled the call, left waiting.
+// guarded write it is sent in, if any, while the guard has not answered
+// it: a write's handler (see detachedCtx) is not cancelled with its
+// caller, but nor is a question to a caller that is gone, or that
+// cancelled the call, left waiting.
 func askClient(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	caller, _ := ctx.Value(callerKey{}).(context.Context)
-	if caller == nil || caller.Done() == nil {
+	d, _ := ctx.Value(callerKey{}).(*detachedCtx)
+	if d == nil || d.caller.Done() == nil || d.answered.Load() {
 		return next(ctx, method, req)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(caller, cancel)()
+	defer context.AfterFunc(d.caller, func() {
+		if !d.answered.Load() {
+			cancel()
+		}
+	})()
 	return next(ctx, method, req)
 }
 
@@ -463,8 +475,8 @@ func clientLeft(ctx context.Context, err error) bool {
 	if !errors.Is(err, context.Canceled) {
 		return false
 	}
-	if caller, _ := ctx.Value(callerKey{}).(context.Context); caller != nil {
-		ctx = caller
+	if d, _ := ctx.Value(callerKey{}).(*detachedCtx); d != nil {
+		ctx = d.caller
 	}
 	return errors.Is(ctx.Err(), context.Canceled)
 }
