@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +55,8 @@ type member struct {
 // merged: as one JSON array in the client's order, or, when the client
 // accepts an event stream and a downstream answer is one, as an event
 // stream relaying every answer as it arrives (those read before the first
-// stream began come first).
+// stream began come first). A member's answer is one response at most,
+// with the member's own id ([batchOut.collect], [batchOut.relay]).
 func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, plans []plan, start time.Time) {
 	var members []*member
 	for i := range plans {
@@ -208,7 +210,11 @@ func (b *batchOut) stream() *eventWriter {
 	return b.ew
 }
 
-// relay relays m's event stream into the merged one, event by event.
+// relay relays m's event stream into the merged one, event by event: the
+// downstream's requests and notifications unchanged, and m's answer, the
+// first response, with m's own id ([withID]); other responses, and data a
+// client could not read as one request, notification or response (an
+// array of responses, not JSON), are dropped ([batchOut.dropped]).
 func (b *batchOut) relay(m *member) {
 	ew := b.stream()
 	var tf func([]byte) []byte
@@ -219,18 +225,36 @@ func (b *batchOut) relay(m *member) {
 		// Any answer may carry a listing (see [Gateway.guardAnswer]).
 		tf = func(msg []byte) []byte { return b.g.guardAnswer(b.lst, msg) }
 	}
-	answered := false
-	err := readEvents(m.c, func(ev *event) {
-		resp := ev.hasData && isResponse(ev.data)
-		ew.write(ev, tf, true)
-		if resp {
+	answered, dropped := false, 0
+	answer := func(msg []byte) []byte {
+		if msg = b.answer(m, msg); msg != nil {
 			answered = true
+		}
+		return msg
+	}
+	err := readEvents(m.c, func(ev *event) {
+		if !ev.hasData {
+			ew.write(ev, tf, true) // no message: a client dispatches none
+			return
+		}
+		switch kind, _ := classify(ev.data); {
+		case kind == kindServer:
+			ew.write(ev, tf, true)
+		case kind == kindResponse && m.expectsAnswer() && !answered:
+			ew.write(ev, answer, true)
+			if !answered {
+				dropped++ // unreadable (see [batchOut.answer])
+				return
+			}
 			m.checkGone() // after the write, which the guard may end
+		default:
+			dropped++
 		}
 	})
+	b.dropped(m, dropped)
 	var msgs [][]byte
 	switch {
-	case answered:
+	case answered || err == nil && !m.expectsAnswer():
 		m.p.call.finish("")
 	case err != nil:
 		b.g.answerUnread(b.cid, m.c.resp.StatusCode, -1, err)
@@ -241,6 +265,40 @@ func (b *batchOut) relay(m *member) {
 	for _, msg := range msgs {
 		ew.writeMessage(msg)
 	}
+}
+
+// answer returns msg, a response to m ([classify]), as m's answer: filtered
+// as m's answers are ([Gateway.filterTools], [Gateway.guardAnswer]), with
+// m's id ([withID]); nil when the filter refuses it.
+func (b *batchOut) answer(m *member, msg []byte) []byte {
+	_, msg = classify(msg)
+	switch {
+	case m.p.filter:
+		msg = b.g.filterTools(b.lst, msg)
+	case b.g.pins != nil:
+		// Any answer may carry a listing (see [Gateway.guardAnswer]).
+		msg = b.g.guardAnswer(b.lst, msg)
+	}
+	if msg == nil {
+		return nil
+	}
+	return withID(bytes.TrimSpace(msg), m.p.m.id)
+}
+
+// dropped logs, once for m, the n messages of m's downstream answer that
+// were dropped: responses past the first (or any, when m is not a request
+// with an id), and what a client could not read as one message.
+func (b *batchOut) dropped(m *member, n int) {
+	if n > 0 {
+		b.g.log.Warn("upstream answers dropped", "cid", b.cid, "upstream", b.g.upstreamStr, "method", m.p.m.method,
+			"tool", m.p.m.tool, "count", n)
+	}
+}
+
+// expectsAnswer reports whether m is answered: a request with an id, not a
+// notification or a client's response to a server request.
+func (m *member) expectsAnswer() bool {
+	return m.p.m.id != nil && !m.p.m.response
 }
 
 // writeJSON answers with one JSON array in the client's order, once every
@@ -314,14 +372,16 @@ func memberHeaders(h http.Header, m *message) {
 	}
 }
 
-// collect reads a member's answer and returns its JSON-RPC response
-// messages (server requests and notifications on an event stream are
-// dropped: the client did not accept a stream), and the bytes they hold,
-// charged to b.held: an answer that would take b.held past
+// collect reads a member's answer and returns it: the first JSON-RPC
+// response, with m's id ([batchOut.answer]), for a request with an id;
+// nothing otherwise (server requests and notifications on an event stream
+// are dropped: the client did not accept a stream; other responses and
+// response arrays too, logged: [batchOut.dropped]). It also returns the
+// bytes it holds, charged to b.held: an answer that would take b.held past
 // maxBatchAnswers is not kept, and the member is answered with
 // errBatchTooLarge.
 func (b *batchOut) collect(m *member) ([][]byte, int64) {
-	g, l := b.g, b.lst
+	g := b.g
 	if m.err != nil {
 		if m.err.unsent {
 			m.p.call.refund()
@@ -337,7 +397,15 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 		}
 		return g.synth(m, e, ""), 0
 	}
-	var out [][]byte
+	var answer []byte
+	dropped := 0
+	take := func(msg []byte) {
+		if !m.expectsAnswer() || answer != nil {
+			dropped++
+		} else if answer = b.answer(m, msg); answer == nil {
+			dropped++
+		}
+	}
 	cr := &chargedReader{r: m.c, held: &b.held}
 	fail := func(e *rpcError) ([][]byte, int64) {
 		b.held.Add(-cr.n)
@@ -351,19 +419,26 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 	if isSSE(m.c.resp.Header) {
 		over := false
 		err := readEvents(m.c, func(ev *event) {
-			if over || !ev.hasData || !isResponse(ev.data) {
+			if over || !ev.hasData {
 				return
 			}
-			if !cr.charge(len(ev.data)) {
-				over = true
-				return
+			switch kind, _ := classify(ev.data); {
+			case kind == kindServer:
+			case kind == kindResponse && m.expectsAnswer() && answer == nil:
+				if !cr.charge(len(ev.data)) {
+					over = true
+					return
+				}
+				take(bytes.Clone(ev.data))
+			default:
+				dropped++
 			}
-			out = append(out, bytes.Clone(ev.data))
 		})
+		b.dropped(m, dropped)
 		switch {
 		case over:
 			return fail(nil)
-		case err != nil && len(out) == 0:
+		case err != nil && answer == nil:
 			g.answerUnread(b.cid, m.c.resp.StatusCode, int(cr.n), err)
 			return fail(errUpstream(err == errTimeout))
 		}
@@ -376,26 +451,23 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			g.answerUnread(b.cid, m.c.resp.StatusCode, len(body), err)
 			return fail(errUpstream(err == errTimeout))
 		}
-		out = splitMessages(body)
-	}
-	if len(out) == 0 && m.p.m.id != nil {
-		return fail(badAnswer(m.c.resp.StatusCode))
-	}
-	if m.p.filter || g.pins != nil {
-		for i := range out {
-			if m.p.filter {
-				out[i] = g.filterTools(l, out[i])
-			} else {
-				// Any answer may carry a listing (see [Gateway.guardAnswer]).
-				out[i] = g.guardAnswer(l, out[i])
-			}
-			if out[i] == nil {
-				return fail(badAnswer(m.c.resp.StatusCode))
-			}
+		switch kind, t := classify(body); {
+		case kind == kindResponse:
+			take(t)
+		case kind == kindOther && len(t) > 0 && t[0] == '[':
+			dropped++ // an array with answers in it
 		}
+		b.dropped(m, dropped)
 	}
-	// The call is finished once its answers are written ([member.written]).
-	return out, cr.n
+	if answer == nil {
+		if m.expectsAnswer() {
+			return fail(badAnswer(m.c.resp.StatusCode))
+		}
+		b.held.Add(-cr.n)
+		return nil, 0
+	}
+	// The call is finished once its answer is written ([member.written]).
+	return [][]byte{answer}, cr.n
 }
 
 // chargedReader reads r and charges every byte read to held, the bytes a
@@ -473,44 +545,96 @@ func (g *Gateway) synth(m *member, e *rpcError, code string) [][]byte {
 	return [][]byte{e.appendResponse(nil, m.p.m.id, m.cid)}
 }
 
-// isResponse reports whether msg is a JSON-RPC response object.
-func isResponse(msg []byte) bool {
-	if len(msg) == 0 || msg[0] != '{' || !json.Valid(msg) {
-		return false
+// Kinds of message a downstream sends in answer to a batch member
+// ([classify]).
+const (
+	kindOther    = iota // not one message a client reads as below
+	kindResponse        // a response: a result or an error, no method
+	kindServer          // a request or a notification: a method, no result or error
+)
+
+// classify returns the kind of msg, one JSON-RPC message a downstream sent
+// (a JSON body, or an event's data), and msg without the JSON white space
+// around it, which a client skips. An object that names "id", "result",
+// "error" or "method" twice or under another spelling ([ambiguousKey]), or
+// has a method and a result or an error, is kindOther: clients disagree
+// about what it is. So is an array of messages, but one of requests and
+// notifications only (a server's batch, which has no answer in it).
+func classify(msg []byte) (int, []byte) {
+	msg = bytes.Trim(msg, " \t\r\n")
+	if len(msg) == 0 || !json.Valid(msg) {
+		return kindOther, msg
 	}
-	resp, method := false, false
+	switch msg[0] {
+	case '[':
+		n, server := 0, true
+		forEachElement(msg, 0, func(v []byte) {
+			n++
+			if k, _ := classify(v); v[0] != '{' || k != kindServer {
+				server = false
+			}
+		})
+		if n > 0 && server {
+			return kindServer, msg
+		}
+		return kindOther, msg
+	case '{':
+	default:
+		return kindOther, msg
+	}
+	var seen [4]int // id, result, error, method
+	bad := false
 	forEachField(msg, func(k, _ []byte) *rpcError {
-		switch string(k) {
-		case "result", "error":
-			resp = true
-		case "method":
-			method = true
+		for i, name := range [...]string{"id", "result", "error", "method"} {
+			switch {
+			case string(k) == name:
+				seen[i]++
+			case ambiguousKey(k, name):
+				bad = true
+			}
 		}
 		return nil
 	})
-	return resp && !method
+	switch {
+	case bad || seen[0] > 1 || seen[1] > 1 || seen[2] > 1 || seen[3] > 1:
+		return kindOther, msg
+	case seen[3] == 1 && seen[1]+seen[2] == 0:
+		return kindServer, msg
+	case seen[3] == 0 && seen[1]+seen[2] > 0:
+		return kindResponse, msg
+	}
+	return kindOther, msg
 }
 
-// splitMessages returns the messages of a JSON body: one object, or the
-// members of an array.
-func splitMessages(body []byte) [][]byte {
-	if !json.Valid(body) {
-		return nil
-	}
-	i := skipWS(body, 0)
-	switch body[i] {
-	case '{':
-		if isResponse(body[i:skipValue(body, i)]) {
-			return [][]byte{body[i:skipValue(body, i)]}
+// withID returns msg, a JSON object without white space around it that
+// names "id" at most once ([classify]), with id as its id: the value of
+// its "id" member replaced, or, without one, an "id" member put first. The
+// rest is kept byte for byte; msg itself is returned when its id is id.
+func withID(msg, id []byte) []byte {
+	i := skipWS(msg, 1)
+	for msg[i] != '}' {
+		kEnd := skipValue(msg, i)
+		key := msg[i+1 : kEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			s, _ := jsonString(msg[i:kEnd])
+			key = []byte(s)
 		}
-	case '[':
-		var out [][]byte
-		forEachElement(body, i, func(v []byte) {
-			if isResponse(v) {
-				out = append(out, v)
+		v := skipWS(msg, skipWS(msg, kEnd)+1) // past the ':'
+		vEnd := skipValue(msg, v)
+		if string(key) == "id" {
+			if bytes.Equal(msg[v:vEnd], id) {
+				return msg
 			}
-		})
-		return out
+			return slices.Concat(msg[:v], id, msg[vEnd:])
+		}
+		if i = skipWS(msg, vEnd); msg[i] == '}' {
+			break
+		}
+		i = skipWS(msg, i+1) // past the ','
 	}
-	return nil
+	sep := []byte{','}
+	if msg[skipWS(msg, 1)] == '}' {
+		sep = nil
+	}
+	return slices.Concat(msg[:1], []byte(`"id":`), id, sep, msg[1:])
 }

@@ -41,7 +41,10 @@
 //     answered with an error, as on its other failures. An answer the
 //     downstream sent before it read the whole request body (a 413 for a
 //     body over its own limit) is relayed, also when it then stopped
-//     reading and the rest of the body could not be written.
+//     reading and the rest of the body could not be written. The answer
+//     is the downstream's, with the ids it wrote: only a batch's member
+//     answers are given their member's id (below), for there an answer
+//     with another id could take the place of another member's.
 //   - The gateway's own client does not send a request on a pooled
 //     connection idle for 90 s, or for the downstream's Keep-Alive timeout
 //     less a second when that is shorter (the last one it announced), which
@@ -53,9 +56,19 @@
 //     headers (the go-sdk refuses batches from protocol 2025-06-18 on); the
 //     answers are merged into one JSON array in the client's order, or,
 //     when the client accepts an event stream and the downstream answers
-//     with one, relayed as one merged stream as they arrive. The answers
-//     held at once (read and not yet written to the client; for a JSON
-//     array, all of them) are bounded at 64 MiB in all, as one JSON
+//     with one, relayed as one merged stream as they arrive. A member
+//     that is a request with an id gets exactly one answer, with its own
+//     id byte for byte (the go-sdk answers id 1.5 with 1): the first
+//     response the downstream sent it, its id set to the member's and the
+//     rest unchanged (but a filtered listing); further responses, an
+//     array of responses, and data a client cannot read as one message
+//     are dropped and logged ("upstream answers dropped"), and a member
+//     sent no response is answered -32003. The downstream's requests and
+//     notifications in a member's event stream are relayed unchanged to
+//     a client that accepts a stream; a notification, or a client's
+//     response, is answered nothing, whatever the downstream sends. The
+//     answers held at once (read and not yet written to the client; for a
+//     JSON array, all of them) are bounded at 64 MiB in all, as one JSON
 //     answer is: a member whose answer would pass that is answered with
 //     an upstream error (-32003), and logged. A batch of more than 256
 //     messages is refused whole (-32600).
