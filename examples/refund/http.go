@@ -393,7 +393,7 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	// A web page on another name that resolves to 127.0.0.1 (DNS
 	// rebinding) must not read or clear /_received; the go-sdk checks /mcp
 	// the same way.
-	srv := &http.Server{Handler: loopback.Guard(mux), ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(loopback.Guard(mux))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -416,6 +416,22 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 		}
 		return nil
 	}
+}
+
+// Timeouts of the HTTP server. Nothing of the guard applies before a request
+// has been read, so a connection that stalls in its headers or body, or
+// idles between requests, is closed: a request (at most 4 MiB, the go-sdk's
+// cap) must arrive within httpReadTimeout. There is no write timeout: a
+// write timeout would cut a slow call's answer.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpReadTimeout       = 30 * time.Second
+	httpIdleTimeout       = 2 * time.Minute
+)
+
+// newHTTPServer returns the HTTP server of h, with the timeouts above.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout, IdleTimeout: httpIdleTimeout}
 }
 
 // asciiJSON is [textsafe.ASCIIJSON] of js: a tool name
