@@ -211,10 +211,12 @@ func (b *batchOut) stream() *eventWriter {
 }
 
 // relay relays m's event stream into the merged one, event by event: the
-// downstream's requests and notifications unchanged, and m's answer, the
-// first response, with m's own id ([withID]); other responses, and data a
-// client could not read as one request, notification or response (an
-// array of responses, not JSON), are dropped ([batchOut.dropped]).
+// downstream's requests and notifications unchanged (but for the lines
+// some client splits in two: [eventWriter.write], [breaksLine]), and m's
+// answer, the first response, with m's own id ([withID]); other
+// responses, and data a client could not read as one request,
+// notification or response (an array of responses, not JSON), are
+// dropped ([batchOut.dropped]).
 func (b *batchOut) relay(m *member) {
 	ew := b.stream()
 	var tf func([]byte) []byte
@@ -224,6 +226,12 @@ func (b *batchOut) relay(m *member) {
 	case b.g.pins != nil:
 		// Any answer may carry a listing (see [Gateway.guardAnswer]).
 		tf = func(msg []byte) []byte { return b.g.guardAnswer(b.lst, msg) }
+	default:
+		// Unchanged, but with a tf all the same: the write then drops a
+		// line other than data that some client ends a line in
+		// ([breaksLine]), after which that client would read a data line
+		// never classified here (an answer with any id).
+		tf = func(msg []byte) []byte { return msg }
 	}
 	answered, dropped := false, 0
 	answer := func(msg []byte) []byte {

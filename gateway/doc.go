@@ -65,10 +65,12 @@
 //     are dropped and logged ("upstream answers dropped"), and a member
 //     sent no response is answered -32003. The downstream's requests and
 //     notifications in a member's event stream are relayed unchanged to
-//     a client that accepts a stream; a notification, or a client's
-//     response, is answered nothing, whatever the downstream sends. The
-//     answers held at once (read and not yet written to the client; for a
-//     JSON array, all of them) are bounded at 64 MiB in all, as one JSON
+//     a client that accepts a stream (but a line other than a data field
+//     that some client splits in two is dropped, as with Pins below); a
+//     notification, or a client's response, is answered nothing, whatever
+//     the downstream sends. The answers held at once (read and not yet
+//     written to the client; for a JSON array, all of them) are bounded
+//     at 64 MiB in all, as one JSON
 //     answer is: a member whose answer would pass that is answered with
 //     an upstream error (-32003), and logged. A batch of more than 256
 //     messages is refused whole (-32600).
