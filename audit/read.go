@@ -276,7 +276,7 @@ type Filter struct {
 	// page far into a trail is found by Since, Offset counting only the
 	// events at that instant, as [Filter.Next] sets it.
 	Offset int
-	Limit  int // at most this many events, oldest first; 0: no limit
+	Limit  int // at most this many events, oldest first; 0 (or less): no limit
 }
 
 // Next returns the filter of the page after page, which a query of f
@@ -285,7 +285,9 @@ type Filter struct {
 // page is at f.Since). f.Offset must count events at f.Since: 0, or as Next
 // set it. Next of an empty page is f.
 //
-// An export reads page after page until a page is shorter than Limit, and
+// An export reads page after page until a page is shorter than Limit (a
+// positive one: with no Limit no page is ever shorter, and each is empty
+// after the first, which holds every match), and
 // can go on later, from the filter Next returned, to read what was stored
 // since. It reads once each record stored before the export got past its
 // place in the order of the readers (time, then the order stored). A record
