@@ -390,6 +390,12 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 			h.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		// A request must arrive, its body included, within
+		// httpReadTimeout: without it, a client that stalled in a body
+		// (/mcp reads it before any token is checked) held its
+		// connection for ever. net/http lifts the deadline once the body
+		// has been read, so it cuts no slow call or event stream.
+		ReadTimeout: httpReadTimeout,
 		// A keep-alive connection left idle is closed: without it, idle
 		// connections (GET /tools needs no token) held memory and
 		// descriptors for ever.
@@ -422,6 +428,11 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 // shutdownGrace is how long serveHTTP lets requests end on their own at
 // shutdown before it closes their connections.
 var shutdownGrace = 5 * time.Second
+
+// httpReadTimeout is how long serve-http waits for a request to arrive,
+// its body included (its headers: at most 10 s); a client still sending
+// then has its connection closed.
+var httpReadTimeout = 30 * time.Second
 
 // httpIdleTimeout is how long serve-http keeps a connection open with no
 // request on it.
