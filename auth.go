@@ -240,9 +240,12 @@ func inHTTPRequest(ctx context.Context) bool {
 // without them gets anonymous (nil: it is unauthenticated), and so does
 // every request over a transport that carries no headers (stdio, in memory,
 // the go-sdk's HTTP+SSE transport: the gateway's identity never reaches
-// such a call); malformed values are refused. This is sound only where
-// nothing but the gateway can reach the server, since the gateway strips
-// these headers from its clients and nothing else does.
+// such a call); malformed values are refused. On its own this is sound only
+// where nothing but the gateway can reach the server, since the gateway
+// strips these headers from its clients and nothing else does. Elsewhere,
+// give the gateway a signer (gateway.Options.Signer) and wrap the server's
+// HTTP handler in [token.GatewaySigner.Verify] with the same key: then only
+// requests the gateway signed, each once, reach this authenticator.
 func FromGatewayHeaders(anonymous *policy.Principal) Authenticator {
 	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
 		extra := extraOf(req)

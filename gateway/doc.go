@@ -167,7 +167,9 @@
 //     by default): servers that map "_" to "-" (CGI, WSGI) would read
 //     X_Mcp_Gateway_Role, Mcp_Session_Id or Content_Encoding as the header
 //     the gateway set or checked. The gateway sets [HeaderSubject],
-//     [HeaderRole] and [HeaderRequestID]. Hop-by-hop headers are dropped both ways, the
+//     [HeaderRole] and [HeaderRequestID] (and, with Options.Signer,
+//     [token.HeaderSignature], which signs them). Hop-by-hop headers are
+//     dropped both ways, the
 //     Authorization header is not forwarded, nor is Expect (the gateway has
 //     read the whole body), nor are Origin and Sec-Fetch-Site (the gateway
 //     judged them: see Web pages), Accept-Encoding is sent as identity,

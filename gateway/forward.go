@@ -489,10 +489,14 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	c.timer.Store(time.AfterFunc(g.timeout, c.expire))
 	var resp *http.Response
 	var err error
+	out := g.outboundRequest(ctx, method, r.URL.RawQuery, header, body)
+	if g.signer != nil {
+		g.signer.Sign(header, time.Now(), method, out.URL.RequestURI(), body)
+	}
 	if g.ownClient {
-		resp, err = g.rt.RoundTrip(g.outboundRequest(ctx, method, r.URL.RawQuery, header, body))
+		resp, err = g.rt.RoundTrip(out)
 	} else {
-		resp, err = g.sendGuarded(g.outboundRequest(ctx, method, r.URL.RawQuery, header, body), cid)
+		resp, err = g.sendGuarded(out, cid)
 	}
 	c.waitSince.Store(0)
 	if err != nil {

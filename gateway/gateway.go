@@ -274,6 +274,18 @@ type Options struct {
 	// protection cannot see the client's. Set it only behind a proxy on
 	// the same machine that passes on the public Host.
 	DisableLocalhostProtection bool
+	// Signer, if non-nil, signs every request sent downstream (a single
+	// POST, each batch member's own request, a GET stream, a DELETE) in
+	// [token.HeaderSignature], over its method, target, exact body and
+	// the identity headers the gateway set, so that a downstream that
+	// wraps its handler in [token.GatewaySigner.Verify] takes the
+	// identity only from the gateway (see the token package's "Signed
+	// gateway identity"). A request is signed once, when its header is
+	// final: the gateway's own client, which may send it again on a new
+	// connection when a reused one was closed before the answer, sends
+	// the same signature, which a downstream that read the first copy
+	// refuses as a replay. Nil means unsigned.
+	Signer *token.GatewaySigner
 }
 
 // A Gateway is an http.Handler that authenticates each request with a
@@ -292,6 +304,7 @@ type Gateway struct {
 	timeout      time.Duration
 	maxBody      int64
 	rt           http.RoundTripper
+	signer       *token.GatewaySigner
 	lim          *limiter.Limiter
 	cost         func(string, policy.Args) float64
 	sink         audit.Sink
@@ -474,6 +487,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		path: o.Path, healthPath: o.HealthPath, filter: o.FilterToolsList, pins: o.Pins,
 		timeout: o.Timeout, maxBody: o.MaxBodyBytes, rt: o.Transport,
 		lim: o.Limiter, cost: o.Cost, sink: o.Audit, argsKey: slices.Clone(o.ArgsKey), log: o.Logger, now: o.Now,
+		signer:   o.Signer,
 		sessions: newSessions(),
 	}
 	if g.pol == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -362,10 +365,20 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	defer waitCalls(g, log)
 
 	received := &ring[receivedRequest]{}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", recorder(received, mcp.NewStreamableHTTPHandler(
+	var mcpHandler http.Handler = recorder(received, mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})))
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log}))
+	signer, err := gatewaySigner(os.Getenv(gatewaySignKeyEnv))
+	if err != nil {
+		return err
+	}
+	if signer != nil {
+		// Only requests the gateway signed reach the server (and the
+		// record of what it received).
+		mcpHandler = signer.Verify(mcpHandler, &token.GatewayVerifyOptions{Logger: log})
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpHandler)
 	mux.HandleFunc("GET /_received", func(w http.ResponseWriter, r *http.Request) {
 		b, err := json.Marshal(received.list())
 		if err != nil {
@@ -388,8 +401,13 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	if err != nil {
 		return err
 	}
-	log.Warn("refund: serving MCP over HTTP WITHOUT authentication: it trusts whoever reaches it (the gateway demo's downstream)",
-		"url", "http://"+ln.Addr().String()+"/mcp")
+	if signer != nil {
+		log.Info("refund: serving MCP over HTTP to the gateway only: requests must carry its signature ("+gatewaySignKeyEnv+")",
+			"url", "http://"+ln.Addr().String()+"/mcp")
+	} else {
+		log.Warn("refund: serving MCP over HTTP WITHOUT authentication: it trusts whoever reaches it (the gateway demo's downstream)",
+			"url", "http://"+ln.Addr().String()+"/mcp")
+	}
 	// A web page on another name that resolves to 127.0.0.1 (DNS
 	// rebinding) must not read or clear /_received; the go-sdk checks /mcp
 	// the same way.
@@ -416,6 +434,28 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 		}
 		return nil
 	}
+}
+
+// gatewaySignKeyEnv names the environment variable holding the key (hex,
+// at least 32 bytes) shared with the gateway (its -sign-key): when set,
+// /mcp takes only requests the gateway signed with it.
+const gatewaySignKeyEnv = "REFUND_GATEWAY_SIGN_KEY"
+
+// gatewaySigner returns the verifier of the key written in hex in v, nil
+// for an empty v.
+func gatewaySigner(v string) (*token.GatewaySigner, error) {
+	if v == "" {
+		return nil, nil
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(v))
+	if err != nil {
+		return nil, errors.New(gatewaySignKeyEnv + " is not hex")
+	}
+	s, err := token.NewGatewaySigner(key)
+	if err != nil {
+		return nil, errors.New(gatewaySignKeyEnv + ": " + err.Error())
+	}
+	return s, nil
 }
 
 // Timeouts of the HTTP server. Nothing of the guard applies before a request
