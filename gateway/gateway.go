@@ -276,8 +276,9 @@ type Options struct {
 	DisableLocalhostProtection bool
 	// Signer, if non-nil, signs every request sent downstream (a single
 	// POST, each batch member's own request, a GET stream, a DELETE) in
-	// [token.HeaderSignature], over its method, target, exact body and
-	// the identity headers the gateway set, so that a downstream that
+	// [token.HeaderSignature], over its method, target, exact body, the
+	// identity headers the gateway set and its Mcp-Session-Id (a session
+	// the gateway let the principal use), so that a downstream that
 	// wraps its handler in [token.GatewaySigner.Verify] takes the
 	// identity only from the gateway (see the token package's "Signed
 	// gateway identity"). A request is signed once, when its header is

@@ -80,7 +80,8 @@
 //
 // The gateway tells a downstream who the caller is in [HeaderSubject],
 // [HeaderRole] and [HeaderRequestID]. With a [GatewaySigner] (the gateway's
-// Options.Signer) it also signs them, with the request, in
+// Options.Signer) it also signs them, with the request and the session it
+// runs in (Mcp-Session-Id: the gateway lets a principal use only its own), in
 // [HeaderSignature], and a downstream that wraps its handler in
 // [GatewaySigner.Verify] (with the same key) accepts only requests the
 // gateway sent, once each. The header is
@@ -88,30 +89,32 @@
 //	X-Mcp-Gateway-Signature: t=<unix seconds>,n=<32 hex digits>,v1=<64 hex digits>
 //
 // where n is a nonce, unique per request, and v1 is the lowercase hex of
-// HMAC-SHA256(key, message). The message is these nine fields in order,
+// HMAC-SHA256(key, message). The message is these ten fields in order,
 // each as its length in bytes (4 bytes, big-endian) followed by its bytes:
 // the string "mcpguard-gateway-signature-v1"; t, as written in the header;
 // n, as written; the HTTP method; the request target as sent (the path and
-// query of the request line, not decoded); the values of the subject, role
-// and request id headers (empty when absent); and the 32-byte SHA-256 of
-// the exact body bytes (of no bytes for a request without a body). A
-// verifier in another language refuses a request unless: the header is
-// present once, in that format, with t within its allowed skew of its
-// clock (60 s); each identity header is present at most once; the MAC
+// query of the request line, not decoded); the values of the subject, role,
+// request id and Mcp-Session-Id headers (empty when absent); and the 32-byte
+// SHA-256 of the exact body bytes (of no bytes for a request without a
+// body). A verifier in another language refuses a request unless: the
+// header is present once, in that format, with t within its allowed skew of
+// its clock (60 s); each identity header and Mcp-Session-Id is present at
+// most once; the MAC
 // under one of its keys equals v1 (compared in constant time); and it has
 // not accepted that MAC before (remembered until t plus the skew). In
 // Python:
 //
 //	def f(b): return struct.pack(">I", len(b)) + b
 //	msg = b"".join(map(f, [b"mcpguard-gateway-signature-v1", t, n, method,
-//	    target, subject, role, request_id, hashlib.sha256(body).digest()]))
+//	    target, subject, role, request_id, session_id,
+//	    hashlib.sha256(body).digest()]))
 //	ok = hmac.compare_digest(hmac.new(key, msg, hashlib.sha256).hexdigest(), v1)
 //
 // Test vector: the key 32 bytes of 0x0b; t 1767225600; n
 // "00112233445566770000000000000001"; POST "/mcp?x=1"; subject "ann", role
-// "support,billing", request id "0193a1b2c3d4-5e6f708192a3"; the body
-// {"jsonrpc":"2.0","id":1,"method":"tools/list"}; v1 is
-// 5611d8b6e3cff9c5d004d7c314a7cca2e3e84c5e88b5a23bf98989b33248d274.
+// "support,billing", request id "0193a1b2c3d4-5e6f708192a3", session id
+// "a1b2c3d4e5f6"; the body {"jsonrpc":"2.0","id":1,"method":"tools/list"};
+// v1 is 8102938af10bd1d1e77e5dafb0057b82ea159c49627232e508699e94cd5b6549.
 //
 // The nonce, not the request id, makes each signature unique: the members
 // of a batch are sent as requests of their own that share the batch's

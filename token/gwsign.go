@@ -25,6 +25,11 @@ const HeaderSignature = "X-Mcp-Gateway-Signature"
 // verifies here.
 const gwContext = "mcpguard-gateway-signature-v1"
 
+// headerSession is the MCP session header: the gateway lets a principal use
+// only the sessions it started, so the session a request runs in is signed
+// with the identity.
+const headerSession = "Mcp-Session-Id"
+
 // MinGatewayKeyLen is the least number of bytes of a [GatewaySigner] key.
 const MinGatewayKeyLen = 32
 
@@ -84,16 +89,17 @@ type gwMAC struct {
 // Sign sets h's [HeaderSignature] to a signature, made at now, of method,
 // target (the request target as sent: the URL's path and query, as
 // url.URL.RequestURI gives it), body (the exact bytes sent; nil for none)
-// and the first values of h's [HeaderSubject], [HeaderRole] and
-// [HeaderRequestID] (empty when absent). Call it once the header is final:
-// a downstream that verifies refuses a request whose signed parts changed.
+// and the first values of h's [HeaderSubject], [HeaderRole],
+// [HeaderRequestID] and Mcp-Session-Id (empty when absent). Call it once the
+// header is final: a downstream that verifies refuses a request whose signed
+// parts changed.
 func (s *GatewaySigner) Sign(h http.Header, now time.Time, method, target string, body []byte) {
 	m := s.pools[0].Get().(*gwMAC)
 	hex.Encode(m.nonce[:16], s.noncePrefix[:])
 	binary.BigEndian.PutUint64(m.buf[:], s.seq.Add(1))
 	hex.Encode(m.nonce[16:], m.buf[:])
-	h[HeaderSignature] = []string{m.sign(now.Unix(), m.nonce[:], method, target,
-		first(h[HeaderSubject]), first(h[HeaderRole]), first(h[HeaderRequestID]), body)}
+	h[HeaderSignature] = []string{m.sign(now.Unix(), m.nonce[:], method, target, first(h[HeaderSubject]),
+		first(h[HeaderRole]), first(h[HeaderRequestID]), first(h[headerSession]), body)}
 	s.pools[0].Put(m)
 }
 
@@ -106,7 +112,7 @@ func first(v []string) string {
 
 // sign returns the header value "t=<t>,n=<nonce>,v1=<hex MAC>" under m's
 // key.
-func (m *gwMAC) sign(t int64, nonce []byte, method, target, sub, role, rid string, body []byte) string {
+func (m *gwMAC) sign(t int64, nonce []byte, method, target, sub, role, rid, sid string, body []byte) string {
 	out := m.out[:0]
 	out = append(out, "t="...)
 	ts := len(out)
@@ -115,14 +121,14 @@ func (m *gwMAC) sign(t int64, nonce []byte, method, target, sub, role, rid strin
 	out = append(out, ",n="...)
 	out = append(out, nonce...)
 	out = append(out, ",v1="...)
-	mac := m.mac(out[ts:te], nonce, method, target, sub, role, rid, body)
+	mac := m.mac(out[ts:te], nonce, method, target, sub, role, rid, sid, body)
 	out = hex.AppendEncode(out, mac)
 	return string(out)
 }
 
 // mac returns the HMAC of the signed message, in m's scratch space: every
 // field as its length (4 bytes, big-endian) and its bytes.
-func (m *gwMAC) mac(t, nonce []byte, method, target, sub, role, rid string, body []byte) []byte {
+func (m *gwMAC) mac(t, nonce []byte, method, target, sub, role, rid, sid string, body []byte) []byte {
 	m.h.Reset()
 	m.field(gwContext)
 	m.fieldBytes(t)
@@ -132,6 +138,7 @@ func (m *gwMAC) mac(t, nonce []byte, method, target, sub, role, rid string, body
 	m.field(sub)
 	m.field(role)
 	m.field(rid)
+	m.field(sid)
 	m.sum = sha256.Sum256(body)
 	m.fieldBytes(m.sum[:])
 	return m.h.Sum(m.sum[:0])
@@ -154,11 +161,11 @@ func (m *gwMAC) fieldBytes(b []byte) {
 
 // verify reports whether mac is the MAC of the message under one of s's
 // keys, comparing in constant time.
-func (s *GatewaySigner) verify(mac []byte, t, nonce []byte, method, target, sub, role, rid string, body []byte) bool {
+func (s *GatewaySigner) verify(mac []byte, t, nonce []byte, method, target, sub, role, rid, sid string, body []byte) bool {
 	ok := false
 	for k := range s.keys {
 		m := s.pools[k].Get().(*gwMAC)
-		if hmac.Equal(m.mac(t, nonce, method, target, sub, role, rid, body), mac) {
+		if hmac.Equal(m.mac(t, nonce, method, target, sub, role, rid, sid, body), mac) {
 			ok = true
 		}
 		s.pools[k].Put(m)

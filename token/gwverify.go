@@ -29,7 +29,7 @@ type GatewayVerifyOptions struct {
 	// about MaxSkew past its time). A signature is never forgotten while
 	// it could still be accepted: when the cap is reached, requests are
 	// refused (503) until remembered ones expire. Zero means 262144
-	// (2,000 requests a second for two minutes; about 30 MB).
+	// (2,000 requests a second for two minutes; about 37 MB).
 	MaxRemembered int
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
@@ -42,22 +42,23 @@ type GatewayVerifyOptions struct {
 // Verify returns a handler that passes on to next only a request signed by
 // the gateway with one of s's keys ([GatewaySigner.Sign]): a
 // [HeaderSignature] naming a time within MaxSkew of now and a MAC of the
-// request's method, its target (http.Request.RequestURI), its body and its
-// [HeaderSubject], [HeaderRole] and [HeaderRequestID], and a signature not
-// seen before (a replay is refused, however soon). The body is read (at
-// most MaxBodyBytes) and given to next unchanged. A request without a
-// signature is refused too: Verify is for a downstream server that only the
-// gateway calls, and in front of [github.com/mcpguard/mcpguard.FromGatewayHeaders]
+// request's method, its target (http.Request.RequestURI), its body, its
+// [HeaderSubject], [HeaderRole] and [HeaderRequestID] and its Mcp-Session-Id
+// (the session the gateway let the principal use), and a signature not seen
+// before (a replay is refused, however soon). The body is read (at most
+// MaxBodyBytes) and given to next unchanged. A request without a signature
+// is refused too: Verify is for a downstream server that only the gateway
+// calls, and in front of [github.com/mcpguard/mcpguard.FromGatewayHeaders]
 // it makes that authenticator sound on a network others can reach. Refused
 // too is a request with one of those headers twice, or with another header
-// in the X-Mcp-Gateway- namespace (also spelled with underscores, which
-// some servers read as dashes): the gateway sends none. A refusal is a
-// JSON-RPC error (-32000) with 401; a body over the cap is answered with
-// 413 (-32600), a full replay memory with 503 (-32603). The handler is
-// safe for concurrent use; its replay memory is its own, so replicas
-// behind a load balancer each keep one (a replay sent to another replica
-// within MaxSkew is not refused: pin gateway connections to one replica,
-// or keep MaxSkew short).
+// in the X-Mcp-Gateway- namespace, or Mcp-Session-Id, spelled with
+// underscores (which some servers read as dashes): the gateway sends none.
+// A refusal is a JSON-RPC error (-32000) with 401; a body over the cap is
+// answered with 413 (-32600), a full replay memory with 503 (-32603). The
+// handler is safe for concurrent use; its replay memory is its own, so
+// replicas behind a load balancer each keep one (a replay sent to another
+// replica within MaxSkew is not refused: pin gateway connections to one
+// replica, or keep MaxSkew short).
 func (s *GatewaySigner) Verify(next http.Handler, opts *GatewayVerifyOptions) http.Handler {
 	v := &gwVerifier{s: s, next: next, skew: 60 * time.Second, maxBody: 4 << 20, maxSeen: 1 << 18,
 		now: time.Now, log: slog.Default(), seen: make(map[[32]byte]int64)}
@@ -78,7 +79,10 @@ func (s *GatewaySigner) Verify(next http.Handler, opts *GatewayVerifyOptions) ht
 			v.log = opts.Logger
 		}
 	}
-	v.skewSec = int64((v.skew + time.Second - 1) / time.Second)
+	v.skewSec = int64(v.skew / time.Second) // rounded up, without overflow
+	if v.skew%time.Second != 0 {
+		v.skewSec++
+	}
 	return v
 }
 
@@ -133,7 +137,7 @@ func (v *gwVerifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !soleGatewayHeaders(r.Header) {
-		v.refuse(w, r, gwUnauthorized, "an identity header twice, or an unknown X-Mcp-Gateway- header")
+		v.refuse(w, r, gwUnauthorized, "a signed header twice, or an unknown X-Mcp-Gateway- header")
 		return
 	}
 	t, nonce, mac, ok := parseGatewaySignature(sigs[0])
@@ -171,7 +175,7 @@ func (v *gwVerifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h := r.Header
 	if !v.s.verify(mac[:], []byte(t), []byte(nonce), r.Method, target,
-		first(h[HeaderSubject]), first(h[HeaderRole]), first(h[HeaderRequestID]), body) {
+		first(h[HeaderSubject]), first(h[HeaderRole]), first(h[HeaderRequestID]), first(h[headerSession]), body) {
 		v.refuse(w, r, gwUnauthorized, "bad signature")
 		return
 	}
@@ -187,9 +191,17 @@ func (v *gwVerifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // soleGatewayHeaders reports whether h has at most one value of each of
-// the gateway's headers and no other header in their namespace.
+// the gateway's headers and of Mcp-Session-Id, no other header in the
+// gateway's namespace and no Mcp-Session-Id spelled with underscores (which
+// some servers read as dashes).
 func soleGatewayHeaders(h http.Header) bool {
 	for k, vs := range h {
+		if len(k) == len(headerSession) && strings.EqualFold(strings.ReplaceAll(k, "_", "-"), headerSession) {
+			if k != headerSession || len(vs) > 1 {
+				return false
+			}
+			continue
+		}
 		if len(k) < len("x-mcp-gateway-") || !strings.EqualFold(strings.ReplaceAll(k[:len("x-mcp-gateway-")], "_", "-"), "x-mcp-gateway-") {
 			continue
 		}
