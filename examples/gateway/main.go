@@ -129,6 +129,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -334,6 +335,9 @@ func run(logger *slog.Logger) (runErr error) {
 	if *stdTransport {
 		opts.Transport = gateway.NewTransport()
 	}
+	if opts.Signer, err = signerFromEnv(); err != nil {
+		return err
+	}
 	// The authorization server that the resource metadata names.
 	asFlag, asURL := "--jwt-issuer", *issuer
 	if *introspect != "" {
@@ -511,6 +515,11 @@ Environment:
                       only on a loopback --host (not with --jwt-* or --introspect)
   MCP_GATEWAY_INTROSPECT_CLIENT_ID, MCP_GATEWAY_INTROSPECT_CLIENT_SECRET
                       with --introspect: the client's credentials (HTTP Basic)
+  MCP_GATEWAY_SIGN_KEY
+                      a key of at least 32 bytes, in hex: every request sent
+                      downstream is signed with it (X-Mcp-Gateway-Signature),
+                      so that a downstream holding the same key takes the
+                      identity headers from the gateway only
 
 Exit status: 0 after --help or --print-pins, or after SIGINT or SIGTERM (during
 the start too) once the requests under way ended and the --audit records were
@@ -569,6 +578,33 @@ const (
 	introspectIDEnv     = "MCP_GATEWAY_INTROSPECT_CLIENT_ID"
 	introspectSecretEnv = "MCP_GATEWAY_INTROSPECT_CLIENT_SECRET"
 )
+
+// signKeyEnv names the environment variable holding the key (hex, at least
+// token.MinGatewayKeyLen bytes) with which the gateway signs what it sends
+// downstream (gateway.Options.Signer): never a flag, which ps shows.
+const signKeyEnv = "MCP_GATEWAY_SIGN_KEY"
+
+// signerFromEnv returns the signer of the key in MCP_GATEWAY_SIGN_KEY, or
+// nil when it is unset; a set value that is empty, not hex or too short is
+// a usage error naming the variable, never quoting it.
+func signerFromEnv() (*token.GatewaySigner, error) {
+	v, set := os.LookupEnv(signKeyEnv)
+	if !set {
+		return nil, nil
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(v))
+	switch {
+	case strings.TrimSpace(v) == "":
+		return nil, usagef("%s is set but empty: give a key (openssl rand -hex 32), or unset it", signKeyEnv)
+	case err != nil:
+		return nil, usagef("%s is not hex: give a key of at least %d bytes in hex (openssl rand -hex 32)", signKeyEnv, token.MinGatewayKeyLen)
+	}
+	s, err := token.NewGatewaySigner(key)
+	if err != nil {
+		return nil, usagef("%s: %w", signKeyEnv, err)
+	}
+	return s, nil
+}
 
 // introspectProbe is the made-up token the gateway asks the endpoint
 // about at start.
