@@ -99,7 +99,9 @@
 // body). A verifier in another language refuses a request unless: the
 // header is present once, in that format, with t within its allowed skew of
 // its clock (60 s); each identity header and Mcp-Session-Id is present at
-// most once; the MAC
+// most once; no other header is in the X-Mcp-Gateway- namespace, and no
+// header names one of these or Mcp-Session-Id with "_" for "-" (a WSGI or
+// CGI server reads X_Mcp_Gateway_Subject as the subject header); the MAC
 // under one of its keys equals v1 (compared in constant time); and it has
 // not accepted that MAC before (remembered until t plus the skew). In
 // Python:

@@ -37,9 +37,10 @@ const MinGatewayKeyLen = 32
 // (HMAC-SHA256 under a key the two share) and, on the downstream's side,
 // verifies it ([GatewaySigner.Verify]). It holds one or more keys: it signs
 // with the first and accepts a signature by any, so that a key can be
-// rotated by giving downstreams the new key as a second one, then the
-// gateway the new key first, then dropping the old. It is safe for
-// concurrent use.
+// rotated by giving downstreams the new key beside the old (in either
+// order: a verifier accepts every key), then the gateway the new key, then
+// dropping the old. Make one with [NewGatewaySigner]: the zero value signs
+// nothing and verifies nothing. It is safe for concurrent use.
 type GatewaySigner struct {
 	keys [][]byte
 	// noncePrefix, drawn once, and seq make each signature's nonce: no
@@ -73,6 +74,9 @@ func NewGatewaySigner(key []byte, previous ...[]byte) (*GatewaySigner, error) {
 
 // String describes s without its keys.
 func (s *GatewaySigner) String() string {
+	if s == nil {
+		return "token.GatewaySigner(nil)"
+	}
 	return "token.GatewaySigner(" + strconv.Itoa(len(s.keys)) + " keys)"
 }
 
@@ -94,6 +98,9 @@ type gwMAC struct {
 // header is final: a downstream that verifies refuses a request whose signed
 // parts changed.
 func (s *GatewaySigner) Sign(h http.Header, now time.Time, method, target string, body []byte) {
+	if len(s.pools) == 0 {
+		return // the zero value: no key
+	}
 	m := s.pools[0].Get().(*gwMAC)
 	hex.Encode(m.nonce[:16], s.noncePrefix[:])
 	binary.BigEndian.PutUint64(m.buf[:], s.seq.Add(1))

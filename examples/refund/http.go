@@ -352,7 +352,9 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 		return err
 	}
 	// Deliberately trusts whoever reaches it: the gateway's identity headers,
-	// else "anonymous". Sound only behind the gateway (see -allow-remote).
+	// else "anonymous". Sound only behind the gateway (see -allow-remote),
+	// unless REFUND_GATEWAY_SIGN_KEY is set (below): then /mcp takes only
+	// requests the gateway signed.
 	g, err := mcpguard.New(pol, mcpguard.FromGatewayHeaders(&policy.Principal{Subject: "anonymous"}), opts)
 	if err != nil {
 		return err
@@ -437,7 +439,7 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 }
 
 // gatewaySignKeyEnv names the environment variable holding the key (hex,
-// at least 32 bytes) shared with the gateway (its -sign-key): when set,
+// at least 32 bytes) shared with the gateway (its MCP_GATEWAY_SIGN_KEY): when set,
 // /mcp takes only requests the gateway signed with it.
 const gatewaySignKeyEnv = "REFUND_GATEWAY_SIGN_KEY"
 

@@ -60,7 +60,8 @@ demo-token-bob). Without a known token every call is refused as
 unauthenticated.
 
 With -http it serves Streamable HTTP instead, WITHOUT authentication: it
-trusts the gateway's identity headers (the gateway demo's downstream).
+trusts the gateway's identity headers (the gateway demo's downstream); with
+REFUND_GATEWAY_SIGN_KEY set, only requests the gateway signed with that key.
 
 Flags:
 `
