@@ -462,8 +462,8 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 		switch kind, t := classify(body); {
 		case kind == kindResponse:
 			take(t)
-		case kind == kindOther && len(t) > 0 && t[0] == '[':
-			dropped++ // an array with answers in it
+		case kind == kindOther && len(t) > 0:
+			dropped++ // an array with answers in it, not JSON, an ambiguous object
 		}
 		b.dropped(m, dropped)
 	}
