@@ -18,7 +18,9 @@
 // does not know), every notification and every client response is
 // forwarded to any authenticated caller (a subscriptions/listen only
 // within Options.MaxStreams), for the downstream to decide with
-// [HeaderSubject] and [HeaderRole]: whose a task is (tasks/get,
+// [HeaderSubject] and [HeaderRole] (which it can trust only where nothing
+// but the gateway reaches it, or where it checks the gateway's signature:
+// Options.Signer, [token.GatewaySigner.Verify]): whose a task is (tasks/get,
 // tasks/result, tasks/list, tasks/cancel), or which prompts and resources a
 // role may read. A tools/call that asks for a task ("task" in its params)
 // is judged as any tools/call; its in-flight place (Options.Limiter) is
@@ -50,6 +52,13 @@
 //     less a second when that is shorter (the last one it announced), which
 //     the downstream may be closing: a tools/call is never sent twice (see
 //     Options.Transport).
+//   - To an https downstream the gateway's own client speaks TLS (1.2 or
+//     later unless Options.TLSConfig allows less) with Options.TLSConfig:
+//     a private CA's roots, a client certificate for a downstream that
+//     only the gateway may reach (mutual TLS). A failed handshake, or a
+//     new connection the downstream closes unanswered (a client
+//     certificate it refuses), fails the call with -32003 (502), logged
+//     with "TLS".
 //   - A batch is authorized member by member. Allowed members are sent as
 //     separate requests, concurrently but at most 16 of one batch at a
 //     time, each until its answer has been read, with the same session

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -120,6 +121,22 @@ type Options struct {
 	// client skips or refuses a 1xx), fails the call as the downstream's
 	// (HTTP 502).
 	Transport http.RoundTripper
+	// TLSConfig, if non-nil, is the TLS configuration of the gateway's own
+	// client for an https upstream: RootCAs for a downstream behind a
+	// private CA (nil: the system's roots), Certificates or
+	// GetClientCertificate for one that requires a client certificate
+	// (mutual TLS, so that only the gateway reaches it). It is cloned by
+	// [New] (later changes to it are not seen; GetClientCertificate can
+	// give a renewed certificate); a clone's ServerName, when empty, is the
+	// upstream's host, its NextProtos is http/1.1, and its MinVersion, when
+	// zero, TLS 1.2. A handshake that fails, and a new connection the
+	// downstream closes before answering (a TLS 1.3 downstream refuses a
+	// client certificate only after the handshake), fail the call with
+	// -32003 (HTTP 502), logged with "TLS". New refuses it with a
+	// Transport, which has its own, and with an http upstream, where it
+	// would be ignored. Nil means the zero configuration: the system's
+	// roots and no client certificate.
+	TLSConfig *tls.Config
 	// Limiter, if non-nil, applies rate, spend and in-flight caps to every
 	// allowed tools/call before it is forwarded, keyed by the Mcp-Session-Id
 	// header (session scope) and the principal's subject (user scope). A
@@ -459,10 +476,10 @@ func shownURL(u *url.URL) string {
 // folding, or in the Default rule: every call is charged 0),
 // a Path or HealthPath that does not begin with "/" or that holds
 // "?", "#", "%" or an ASCII control character (each is matched against a
-// request's decoded path, without its query), or a Path equal to the
-// HealthPath. A query in upstream is sent with every request as configured, and
-// a client's query is then dropped; without one, the client's query is
-// passed on.
+// request's decoded path, without its query), a Path equal to the
+// HealthPath, or a TLSConfig with a Transport or an http upstream. A query
+// in upstream is sent with every request as configured, and a client's
+// query is then dropped; without one, the client's query is passed on.
 func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -482,6 +499,12 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	}
 	if n := len(o.ArgsKey); n > 0 && n < 16 {
 		return nil, fmt.Errorf("gateway: ArgsKey of %d bytes, want at least 16", n)
+	}
+	switch {
+	case o.TLSConfig != nil && o.Transport != nil:
+		return nil, errors.New("gateway: TLSConfig and Transport are both set: TLSConfig is the gateway's own client's; set the Transport's own TLS configuration instead")
+	case o.TLSConfig != nil && u.Scheme != "https":
+		return nil, fmt.Errorf("gateway: TLSConfig is set but upstream %s is not https: it would be ignored", shownRawURL(upstream))
 	}
 	g := &Gateway{
 		upstream: u, upstreamStr: shownURL(u), auth: auth, pol: o.Policy,
@@ -543,7 +566,14 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	}
 	g.streamRetry = defaultStreamRetry
 	if g.rt == nil {
-		g.rt = newUpstreamClient()
+		c := newUpstreamClient()
+		if o.TLSConfig != nil {
+			c.tlsConfig = o.TLSConfig.Clone()
+			if c.tlsConfig.MinVersion == 0 {
+				c.tlsConfig.MinVersion = tls.VersionTLS12
+			}
+		}
+		g.rt = c
 	}
 	_, g.ownClient = g.rt.(*upstreamClient)
 	if g.log == nil {

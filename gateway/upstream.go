@@ -296,7 +296,9 @@ func (c *upstreamClient) dial(ctx context.Context, u *urlParts, key string) (*up
 		}
 		cfg.NextProtos = []string{"http/1.1"}
 		d := tls.Dialer{NetDialer: &c.dialer, Config: cfg}
-		nc, err = d.DialContext(ctx, "tcp", u.addr)
+		if nc, err = d.DialContext(ctx, "tcp", u.addr); err != nil && !isDialError(err) {
+			err = fmt.Errorf("gateway: TLS handshake with the downstream %s: %w", u.addr, err)
+		}
 	} else {
 		nc, err = c.dialer.DialContext(ctx, "tcp", u.addr)
 	}
@@ -392,6 +394,13 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 		pc.nc.Close()
 		if interrupted.Load() {
 			return nil, false, fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+		}
+		if _, isTLS := pc.nc.(*tls.Conn); isTLS && !pc.used && (pc.lr.n < 0 || pc.lr.n == c.maxHeader) {
+			// A TLS 1.3 downstream judges the client certificate after
+			// the client's handshake ended: one it refuses closes the
+			// connection, which fails the request's write or the read of
+			// its answer (an alert, or a reset) before a byte of it.
+			err = fmt.Errorf("gateway: the downstream closed a new TLS connection before answering (does it refuse the client certificate?): %w", err)
 		}
 		return nil, retry && pc.used, err
 	}
@@ -556,6 +565,13 @@ func replayable(r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// isDialError reports whether err, of a TLS dial, is the TCP connection's
+// (a refused connection, a dial timeout), not the handshake's.
+func isDialError(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) && ne.Op == "dial"
 }
 
 func isConnReset(err error) bool {

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpguard/mcpguard/internal/loopback"
 )
@@ -218,21 +223,120 @@ func readFlagFile(name, path string) ([]byte, error) {
 }
 
 // checkPrintPinsFlags refuses, with --print-pins, every flag set in fs but
-// --upstream and --timeout: --print-pins lists the tools as its own caller
-// (see printPins), with no policy, filter, pins or token verification, and
-// serves no one, so another flag would do nothing, and a mistake in one
-// would go unnoticed until the gateway is started with it.
+// --upstream, --timeout and the TLS flags of the upstream (--upstream-ca,
+// --upstream-cert, --upstream-key): --print-pins lists the tools as its own
+// caller (see printPins), with no policy, filter, pins or token
+// verification, and serves no one, so another flag would do nothing, and a
+// mistake in one would go unnoticed until the gateway is started with it.
 func checkPrintPinsFlags(fs *flag.FlagSet) error {
 	var other []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "print-pins", "upstream", "timeout":
+		case "print-pins", "upstream", "timeout", "upstream-ca", "upstream-cert", "upstream-key":
 		default:
 			other = append(other, "--"+f.Name)
 		}
 	})
 	if len(other) > 0 {
-		return fmt.Errorf("%s with --print-pins: it takes only --upstream and --timeout (it lists the tools as the caller %s with the role admin, with no policy, filter or pins): leave the others out", strings.Join(other, ", "), printPinsSubject)
+		return fmt.Errorf("%s with --print-pins: it takes only --upstream, --timeout and --upstream-ca, --upstream-cert, --upstream-key (it lists the tools as the caller %s with the role admin, with no policy, filter or pins): leave the others out", strings.Join(other, ", "), printPinsSubject)
 	}
 	return nil
+}
+
+// upstreamTLS returns the TLS configuration of the --upstream-ca,
+// --upstream-cert and --upstream-key files for an https upstream up, or nil
+// when none is given: the roots of the CA file in place of the system's
+// (every PEM block a certificate), and the client certificate of the cert
+// and key files (both or neither), which must be valid now; MinVersion TLS
+// 1.2. A key file that others may read is warned about, not refused (a
+// Kubernetes secret is mounted 0644 by default). Its errors are usage
+// errors naming the flag.
+func upstreamTLS(logger *slog.Logger, up *url.URL, caFile, certFile, keyFile string, now time.Time) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	switch {
+	case up.Scheme != "https":
+		return nil, usagef("%s: only with an https --upstream (it would be ignored over plain http)", tlsFlagNames(caFile, certFile, keyFile))
+	case certFile != "" && keyFile == "":
+		return nil, usagef("--upstream-cert without --upstream-key: give the client certificate's private key too")
+	case keyFile != "" && certFile == "":
+		return nil, usagef("--upstream-key without --upstream-cert: give the client certificate too")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		data, err := readFlagFile("--upstream-ca", caFile)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if cfg.RootCAs, err = parseRoots(data); err != nil {
+			return nil, usagef("--upstream-ca %s: %w", caFile, err)
+		}
+	}
+	if certFile != "" {
+		certPEM, err := readFlagFile("--upstream-cert", certFile)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		keyPEM, err := readFlagFile("--upstream-key", keyFile)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, usagef("--upstream-cert %s, --upstream-key %s: %w", certFile, keyFile, err)
+		}
+		switch leaf := cert.Leaf; {
+		case now.After(leaf.NotAfter):
+			return nil, usagef("--upstream-cert %s: the certificate expired at %s", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+		case now.Before(leaf.NotBefore):
+			return nil, usagef("--upstream-cert %s: the certificate is not valid before %s", certFile, leaf.NotBefore.UTC().Format(time.RFC3339))
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+		if fi, err := os.Stat(keyFile); err == nil && fi.Mode().Perm()&0o004 != 0 {
+			logger.Warn("--upstream-key: the private key file is readable by every user of this machine: make it readable by the gateway's user only (chmod 600)", "file", keyFile, "mode", fi.Mode().Perm().String())
+		}
+	}
+	return cfg, nil
+}
+
+// parseRoots returns the pool of the PEM certificates in data: at least
+// one, and no block that is not a certificate (a key or a request in the
+// file is a mistake). Text around the blocks is skipped, as in a system's
+// bundle.
+func parseRoots(data []byte) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	n := 0
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("the file holds a PEM block %q: want only certificates (CERTIFICATE)", b.Type)
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d: %w", n+1, err)
+		}
+		pool.AddCert(c)
+		n++
+	}
+	if n == 0 {
+		return nil, errors.New("the file holds no PEM certificate")
+	}
+	return pool, nil
+}
+
+// tlsFlagNames names the flags of --upstream-ca, --upstream-cert and
+// --upstream-key given (not empty), for a message.
+func tlsFlagNames(caFile, certFile, keyFile string) string {
+	var given []string
+	for _, f := range []struct{ name, v string }{{"--upstream-ca", caFile}, {"--upstream-cert", certFile}, {"--upstream-key", keyFile}} {
+		if f.v != "" {
+			given = append(given, f.name)
+		}
+	}
+	return strings.Join(given, ", ")
 }

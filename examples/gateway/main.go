@@ -17,6 +17,7 @@
 //	        --path /mcp --timeout 30 [--policy policy.json] \
 //	        [--filter-tools-list] [--rate 60/1m] [--inflight 8] [--max-streams 32] \
 //	        [--max-body 4194304] \
+//	        [--upstream-ca ca.pem] [--upstream-cert cert.pem --upstream-key key.pem] \
 //	        [--audit audit.jsonl | audit.db] [--std-transport] [--allowed-origins URL,...] \
 //	        [--pin-tools | --tool-pins pins.json] \
 //	        [[--jwt-jwks keys.json|https://idp.example/jwks.json] --jwt-issuer URL
@@ -61,8 +62,8 @@
 // the first call, not from the first listing a client makes; a downstream
 // it cannot list then is logged. --print-pins lists the downstream's tools
 // as the caller gateway-print-pins with the role admin, prints the file
-// --tool-pins reads, and exits; it takes no flag but --upstream and
-// --timeout (another stops it with exit status 2):
+// --tool-pins reads, and exits; it takes no flag but --upstream, --timeout
+// and the --upstream-* TLS flags (another stops it with exit status 2):
 //
 //	gateway --upstream http://127.0.0.1:8081/mcp --print-pins > pins.json
 //
@@ -103,8 +104,13 @@
 // A mistake in the flags (a value out of range or malformed, a --path no
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
 // cannot be read or does not parse (or, for the last two, is over 16 MiB),
-// an invalid MCP_GATEWAY_TOKENS, flags that exclude each other (any but
-// --upstream and --timeout with --print-pins), a flag given twice, an
+// an invalid MCP_GATEWAY_TOKENS or MCP_GATEWAY_SIGN_KEY, flags that
+// exclude each other (any but
+// --upstream, --timeout and the --upstream-* TLS flags with --print-pins;
+// --upstream-ca, --upstream-cert or --upstream-key with an http --upstream;
+// one of the last two without the other), a file of theirs that cannot be
+// read or parsed, a client certificate expired or not yet valid, a flag
+// given twice, an
 // argument after the flags, a flag given as "", a --host with a port or
 // brackets, an --upstream or URL flag without a host, or with a port not
 // in 1 to 65535) stops the start with exit
@@ -112,6 +118,17 @@
 // failures exit with status 1, their message naming the flag too. An
 // --upstream that is plain http to a host other than loopback is warned
 // about. --help describes the environment variables and exit statuses.
+//
+// For an https --upstream, --upstream-ca names the PEM file of the CA
+// certificates that verify the downstream (in place of the system's
+// roots), and --upstream-cert and --upstream-key the client certificate
+// the gateway presents (mutual TLS) and its key (one every user may read
+// is warned about); --std-transport, --print-pins and the pin check use
+// them too. Before it serves, the gateway makes one TLS connection to the
+// downstream: a handshake that fails, or a TLS 1.3 downstream that closes
+// the connection within half a second of it (a refused client
+// certificate), stops the start with status 1; a downstream that cannot
+// be reached is warned about.
 //
 // A request must arrive, its body included, within --timeout (its headers
 // within 10 s), and a kept-alive connection idle for 2 minutes is closed.
@@ -129,6 +146,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -169,6 +187,9 @@ func run(logger *slog.Logger) (runErr error) {
 	host := flag.String("host", "127.0.0.1", "address to listen on (loopback by default): a host name or IP address, without port or brackets")
 	port := flag.Int("port", 8080, "port to listen on")
 	upstream := flag.String("upstream", "http://127.0.0.1:8081/mcp", "downstream MCP Streamable HTTP endpoint")
+	upstreamCA := flag.String("upstream-ca", "", "with an https --upstream: a PEM file of the CA certificates that verify the downstream's certificate, in place of the system's roots")
+	upstreamCert := flag.String("upstream-cert", "", "with an https --upstream: a PEM file of the client certificate the gateway presents to the downstream (mutual TLS); with --upstream-key")
+	upstreamKey := flag.String("upstream-key", "", "the PEM file of --upstream-cert's private key (make it readable by the gateway's user only: one every user can read is warned about)")
 	path := flag.String("path", "/mcp", "path the gateway serves MCP on: a plain path (no query, fragment or %-escape), not /healthz")
 	timeout := flag.Float64("timeout", 30, "downstream timeout in seconds; also the time a request, its body included, may take to arrive")
 	filter := flag.Bool("filter-tools-list", false, "remove tools the caller may not call from tools/list")
@@ -238,7 +259,19 @@ func run(logger *slog.Logger) (runErr error) {
 		if err := checkPrintPinsFlags(flag.CommandLine); err != nil {
 			return usageError{err}
 		}
-		return printPins(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), stdout)
+	}
+	tlsCfg, err := upstreamTLS(logger, up, *upstreamCA, *upstreamCert, *upstreamKey, time.Now())
+	if err != nil {
+		return err
+	}
+	// Read before --print-pins, whose listing a downstream that checks
+	// signatures refuses unsigned.
+	signer, err := signerFromEnv()
+	if err != nil {
+		return err
+	}
+	if *printPinsFlag {
+		return printPinsWith(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), downstreamAccess{tlsCfg, signer}, stdout)
 	}
 	var pol *policy.Policy // nil: gateway.DefaultPolicy
 	if *policyFile != "" {
@@ -332,12 +365,15 @@ func run(logger *slog.Logger) (runErr error) {
 			opts.AllowedOrigins = append(opts.AllowedOrigins, strings.TrimSpace(o))
 		}
 	}
-	if *stdTransport {
-		opts.Transport = gateway.NewTransport()
+	switch {
+	case *stdTransport:
+		t := gateway.NewTransport()
+		t.TLSClientConfig = tlsCfg // nil: the zero configuration, as gateway.Options.TLSConfig
+		opts.Transport = t
+	default:
+		opts.TLSConfig = tlsCfg
 	}
-	if opts.Signer, err = signerFromEnv(); err != nil {
-		return err
-	}
+	opts.Signer = signer
 	// The authorization server that the resource metadata names.
 	asFlag, asURL := "--jwt-issuer", *issuer
 	if *introspect != "" {
@@ -362,8 +398,11 @@ func run(logger *slog.Logger) (runErr error) {
 		}
 		return usageError{err}
 	}
-	if plainOffLoopback(up) {
-		logger.Warn("--upstream is plain http to a host that is not loopback: the identity headers the downstream trusts, and every call's arguments and answer, cross the network unencrypted and can be read or forged on the way; use https, or put the downstream on the same host", "upstream", shownUpstream(*upstream))
+	switch {
+	case plainOffLoopback(up) && signer != nil:
+		logger.Warn("--upstream is plain http to a host that is not loopback: every call's arguments and answer, and the identity headers, cross the network unencrypted and can be read on the way (MCP_GATEWAY_SIGN_KEY's signature keeps them from being forged); use https (--upstream-ca and --upstream-cert for a private CA and mutual TLS), or put the downstream on the same host", "upstream", shownUpstream(*upstream))
+	case plainOffLoopback(up):
+		logger.Warn("--upstream is plain http to a host that is not loopback: the identity headers the downstream trusts, and every call's arguments and answer, cross the network unencrypted and can be read or forged on the way; use https (--upstream-ca and --upstream-cert for a private CA and mutual TLS) and MCP_GATEWAY_SIGN_KEY, or put the downstream on the same host", "upstream", shownUpstream(*upstream))
 	}
 	// From here a signal stops the start (the checks below may wait on
 	// the network for seconds) as it stops the gateway later: the audit
@@ -424,10 +463,22 @@ func run(logger *slog.Logger) (runErr error) {
 	if err != nil {
 		return err
 	}
+	if tlsCfg != nil {
+		// At most 10 s, as the pin check below.
+		check, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := checkUpstreamTLS(check, logger, up, tlsCfg, tlsFlagNames(*upstreamCA, *upstreamCert, *upstreamKey))
+		cancel()
+		if ctx.Err() != nil {
+			return stopped()
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if opts.Pins != nil {
 		// At most 10 s: a downstream that hangs must not hold the start.
 		check, cancel := context.WithTimeout(ctx, 10*time.Second)
-		checkPinsAtStart(check, logger, *upstream, opts.Timeout, opts.Pins, opts.Audit)
+		checkPinsAtStart(check, logger, *upstream, opts.Timeout, downstreamAccess{tlsCfg, signer}, opts.Pins, opts.Audit)
 		cancel()
 	}
 	if ctx.Err() != nil {
@@ -822,3 +873,51 @@ func pinMode(firstUse bool, file string) string {
 // made one request (a GET /healthz needs no token) could be kept open for
 // ever, until the gateway ran out of file descriptors or memory.
 var idleTimeout = 2 * time.Minute
+
+// tlsRefusalWait is how long checkUpstreamTLS waits, after a TLS 1.3
+// handshake, for the downstream to refuse the client certificate.
+const tlsRefusalWait = 500 * time.Millisecond
+
+// checkUpstreamTLS makes one TLS connection to up with cfg (as the
+// gateway's own client does: its ServerName, when empty, up's host;
+// http/1.1), sending nothing, and closes it. A downstream that cannot be
+// reached is logged, not an error (it may start after the gateway); a
+// handshake that fails (a certificate the roots do not verify, or for
+// another name; a client certificate refused), and a TLS 1.3 downstream
+// that closes the connection within tlsRefusalWait of the handshake (it
+// judges the client certificate only then), is an error naming the flags;
+// flags names the TLS flags given.
+func checkUpstreamTLS(ctx context.Context, logger *slog.Logger, up *url.URL, cfg *tls.Config, flags string) error {
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = up.Hostname()
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	port := up.Port()
+	if port == "" {
+		port = "443"
+	}
+	addr := net.JoinHostPort(up.Hostname(), port)
+	d := tls.Dialer{Config: cfg}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	var ne *net.OpError
+	switch {
+	case err != nil && (ctx.Err() != nil || errors.As(err, &ne) && ne.Op == "dial"):
+		logger.Warn("the downstream could not be reached at start to check TLS; calls fail until it can", "upstream", shownUpstream(up.String()), "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("--upstream %s with %s: the TLS handshake with the downstream failed: %w", shownUpstream(up.String()), flags, err)
+	}
+	defer nc.Close()
+	tc := nc.(*tls.Conn)
+	if tc.ConnectionState().Version >= tls.VersionTLS13 {
+		tc.SetReadDeadline(time.Now().Add(tlsRefusalWait))
+		var b [1]byte
+		_, err := tc.Read(b[:])
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("--upstream %s with %s: the downstream closed the TLS connection after the handshake (does it refuse the client certificate?): %w", shownUpstream(up.String()), flags, err)
+		}
+	}
+	logger.Info("TLS to the downstream checked at start", "upstream", shownUpstream(up.String()), "client_certificate", len(cfg.Certificates) > 0)
+	return nil
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
 	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
 )
 
 // printPinsSubject and printPinsRoles are the caller --print-pins lists the
@@ -43,8 +45,23 @@ func loadPins(path string) (*gateway.Pins, error) {
 // listing made: the file --tool-pins reads. A tool listed twice with two
 // definitions keeps the first; the second is logged as withheld.
 func printPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, w io.Writer) error {
+	return printPinsWith(ctx, logger, upstream, timeout, downstreamAccess{}, w)
+}
+
+// downstreamAccess is what the gateway's own requests to the downstream
+// need besides its URL: the TLS configuration of --upstream-ca,
+// --upstream-cert and --upstream-key (nil: none) and the signer of
+// MCP_GATEWAY_SIGN_KEY (nil: none), which a downstream that checks
+// signatures needs on every request, listings included.
+type downstreamAccess struct {
+	tls    *tls.Config
+	signer *token.GatewaySigner
+}
+
+// printPinsWith is printPins with a's TLS configuration and signer.
+func printPinsWith(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, a downstreamAccess, w io.Writer) error {
 	pins := gateway.TrustOnFirstUse()
-	n, err := listWithPins(ctx, logger, upstream, timeout, pins, nil)
+	n, err := listWithPins(ctx, logger, upstream, timeout, a, pins, nil)
 	if err != nil {
 		return fmt.Errorf("--print-pins: %w", err)
 	}
@@ -72,8 +89,8 @@ func printPins(ctx context.Context, logger *slog.Logger, upstream string, timeou
 // kept its listing from before would otherwise call a changed tool
 // unchecked.) A downstream that cannot be listed now is logged, and its
 // changes are found at the first listing.
-func checkPinsAtStart(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, pins *gateway.Pins, sink audit.Sink) {
-	n, err := listWithPins(ctx, logger, upstream, timeout, pins, sink)
+func checkPinsAtStart(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, a downstreamAccess, pins *gateway.Pins, sink audit.Sink) {
+	n, err := listWithPins(ctx, logger, upstream, timeout, a, pins, sink)
 	if err != nil {
 		logger.Warn("tool pins: the downstream's tools could not be listed at start; a changed tool is found at the first listing a client makes", "err", err)
 		return
@@ -87,9 +104,9 @@ func checkPinsAtStart(ctx context.Context, logger *slog.Logger, upstream string,
 // printPinsRoles, and returns how many tools the listing kept. That
 // gateway has no policy and no filter, so every tool the downstream lists
 // is judged. timeout bounds each wait on the downstream, and twice timeout
-// the whole.
-func listWithPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, pins *gateway.Pins, sink audit.Sink) (int, error) {
-	opts := &gateway.Options{Pins: pins, Timeout: timeout, Logger: logger}
+// the whole; a gives its TLS configuration and signer (nil: none).
+func listWithPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, a downstreamAccess, pins *gateway.Pins, sink audit.Sink) (int, error) {
+	opts := &gateway.Options{Pins: pins, Timeout: timeout, Logger: logger, TLSConfig: a.tls, Signer: a.signer}
 	if sink != nil {
 		opts.Audit = sink
 	}

@@ -119,6 +119,24 @@ func TestReview28SignKeyEnv(t *testing.T) {
 	if code, body := post(wrong+"/mcp", map[string]string{"Authorization": "Bearer viewer-token"}); code == http.StatusOK || strings.Contains(body, `"result"`) {
 		t.Errorf("through a gateway with another key: %d %s, want a refusal", code, body)
 	}
+	// --print-pins lists the downstream's tools with the gateway's own
+	// requests, which must be signed too (they were not: the listing was
+	// refused, and a --pin-tools start check could list nothing).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pp := exec.CommandContext(ctx, gwBin, "--upstream", down+"/mcp", "--print-pins")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MCP_GATEWAY_") {
+			pp.Env = append(pp.Env, kv)
+		}
+	}
+	pp.Env = append(pp.Env, "MCP_GATEWAY_SIGN_KEY="+key)
+	var ppErr strings.Builder
+	pp.Stderr = &ppErr
+	out, err := pp.Output()
+	if err != nil || !strings.Contains(string(out), `"trigger_refund"`) {
+		t.Errorf("--print-pins with MCP_GATEWAY_SIGN_KEY: %v, stdout %s\nstderr:\n%s", err, out, ppErr.String())
+	}
 	// What reached the refund server's tools: only the signed call.
 	resp, err := http.Get(down + "/_received")
 	if err != nil {
