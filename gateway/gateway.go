@@ -126,10 +126,12 @@ type Options struct {
 	// private CA (nil: the system's roots), Certificates or
 	// GetClientCertificate for one that requires a client certificate
 	// (mutual TLS, so that only the gateway reaches it). It is cloned by
-	// [New] (later changes to it are not seen; GetClientCertificate can
-	// give a renewed certificate); a clone's ServerName, when empty, is the
-	// upstream's host, its NextProtos is http/1.1, and its MinVersion, when
-	// zero, TLS 1.2. A handshake that fails, and a new connection the
+	// [New] (later changes to its fields are not seen, but changes to what
+	// they share, such as the RootCAs pool or the Certificates' elements,
+	// are; GetClientCertificate can give a renewed certificate); a clone's
+	// ServerName, when empty, is the upstream's host, its NextProtos is
+	// http/1.1, and its MinVersion, when zero, TLS 1.2. A handshake that
+	// fails, and a new connection the
 	// downstream closes before answering (a TLS 1.3 downstream refuses a
 	// client certificate only after the handshake), fail the call with
 	// -32003 (HTTP 502), logged with "TLS". New refuses it with a

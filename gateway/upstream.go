@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -642,11 +643,30 @@ func (b *upBody) finish(ok bool) {
 func (b *upBody) finishLocked(ok bool) {
 	b.done = true
 	stopped := b.stop()
-	if ok && stopped && b.keep && b.pc.br.Buffered() == 0 {
+	if ok && stopped && b.keep && b.pc.br.Buffered() == 0 && b.pc.tlsDrained() {
 		b.c.put(b.pc)
 		return
 	}
 	b.pc.nc.Close()
+}
+
+// tlsDrained reports whether pc's TLS connection, if it is one, holds
+// nothing read from the socket that was not given out: a TLS record that
+// arrived with the end of an answer is read into the connection's own
+// buffer, where neither pc.br nor the idle peek sees it, and the next
+// request on pc would take it for its answer. A read with a deadline in the
+// past takes such a record, or fails at once (post-handshake messages, such
+// as session tickets, are handled on the way).
+func (pc *upConn) tlsDrained() bool {
+	tc, ok := pc.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	tc.SetReadDeadline(aLongTimeAgo)
+	var b [1]byte
+	n, err := tc.Read(b[:])
+	tc.SetReadDeadline(time.Time{})
+	return n == 0 && errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // writeRequest writes req, with body in place of req.Body, in HTTP/1.1

@@ -286,6 +286,12 @@ func upstreamTLS(logger *slog.Logger, up *url.URL, caFile, certFile, keyFile str
 		if err != nil {
 			return nil, usagef("--upstream-cert %s, --upstream-key %s: %w", certFile, keyFile, err)
 		}
+		if cert.Leaf == nil {
+			// GODEBUG=x509keypairleaf=0 leaves it out.
+			if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+				return nil, usagef("--upstream-cert %s: %w", certFile, err)
+			}
+		}
 		switch leaf := cert.Leaf; {
 		case now.After(leaf.NotAfter):
 			return nil, usagef("--upstream-cert %s: the certificate expired at %s", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
