@@ -131,10 +131,10 @@ type Options struct {
 	// are; GetClientCertificate can give a renewed certificate); a clone's
 	// ServerName, when empty, is the upstream's host, its NextProtos is
 	// http/1.1, and its MinVersion, when zero, TLS 1.2. A handshake that
-	// fails, and a new connection the
-	// downstream closes before answering (a TLS 1.3 downstream refuses a
-	// client certificate only after the handshake), fail the call with
-	// -32003 (HTTP 502), logged with "TLS". New refuses it with a
+	// fails, and a new connection the downstream closes before answering
+	// (a TLS 1.3 downstream refuses a client certificate only after the
+	// handshake), fail the call with -32003 (HTTP 502), logged with
+	// "TLS". New refuses it with a
 	// Transport, which has its own, and with an http upstream, where it
 	// would be ignored. Nil means the zero configuration: the system's
 	// roots and no client certificate.
@@ -304,7 +304,8 @@ type Options struct {
 	// final: the gateway's own client, which may send it again on a new
 	// connection when a reused one was closed before the answer, sends
 	// the same signature, which a downstream that read the first copy
-	// refuses as a replay. Nil means unsigned.
+	// refuses as a replay. Nil means unsigned; so does a GatewaySigner not
+	// made by token.NewGatewaySigner, which holds no key.
 	Signer *token.GatewaySigner
 }
 

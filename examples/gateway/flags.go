@@ -199,8 +199,8 @@ func plainOffLoopback(u *url.URL) bool {
 	return u.Scheme == "http" && !loopback.IsHost(u.Host)
 }
 
-// maxFlagFile is the size of the largest file --tool-pins or --jwt-jwks
-// reads: 16 MiB.
+// maxFlagFile is the size of the largest file --tool-pins, --jwt-jwks,
+// --upstream-ca, --upstream-cert or --upstream-key reads: 16 MiB.
 const maxFlagFile = 16 << 20
 
 // readFlagFile reads the file path of flag name (such as "--tool-pins"),

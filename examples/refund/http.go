@@ -370,7 +370,8 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	var mcpHandler http.Handler = recorder(received, mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log}))
-	signer, err := gatewaySigner(os.Getenv(gatewaySignKeyEnv))
+	v, set := os.LookupEnv(gatewaySignKeyEnv)
+	signer, err := gatewaySigner(v, set)
 	if err != nil {
 		return err
 	}
@@ -444,10 +445,15 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 const gatewaySignKeyEnv = "REFUND_GATEWAY_SIGN_KEY"
 
 // gatewaySigner returns the verifier of the key written in hex in v, nil
-// for an empty v.
-func gatewaySigner(v string) (*token.GatewaySigner, error) {
-	if v == "" {
+// when the variable is unset (not set). A set but blank value is an error:
+// a key lost on the way (an export in another shell) must not turn the
+// server back into one that trusts whoever reaches it.
+func gatewaySigner(v string, set bool) (*token.GatewaySigner, error) {
+	if !set {
 		return nil, nil
+	}
+	if strings.TrimSpace(v) == "" {
+		return nil, errors.New(gatewaySignKeyEnv + " is set but empty: give the gateway's key, or unset it")
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(v))
 	if err != nil {

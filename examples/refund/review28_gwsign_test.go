@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -58,8 +59,12 @@ func startSignedHTTP(t *testing.T, key string) (string, *syncBuffer) {
 }
 
 func TestReview28GatewaySignKeyRefused(t *testing.T) {
-	for _, v := range []string{"zz", hex.EncodeToString(make([]byte, 31))} {
-		cmd := exec.Command(bin, "-http", "127.0.0.1:0")
+	// Set but empty too: a key lost on the way must not leave the server
+	// trusting whoever reaches it (it served unchecked, until killed).
+	for _, v := range []string{"zz", hex.EncodeToString(make([]byte, 31)), "", "  "} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "-http", "127.0.0.1:0")
 		cmd.Env = append(os.Environ(), gatewaySignKeyEnv+"="+v)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), gatewaySignKeyEnv) {
