@@ -172,11 +172,22 @@ func OpenJSONL(path string, opts *JSONLOptions) (*JSONLSink, error) {
 // durable.
 func openJSONLFile(path string, perm os.FileMode) (*os.File, error) {
 	created := false
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, perm)
-	if err == nil {
-		created = true
-	} else if errors.Is(err, os.ErrExist) {
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, perm)
+	var f *os.File
+	var err error
+	// A file renamed away between the two opens (a rotator renaming again)
+	// fails the second with ENOENT: create it then, a few times over.
+	for range 8 {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, perm)
+		if err == nil {
+			created = true
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			break
+		}
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, perm); !errors.Is(err, os.ErrNotExist) {
+			break
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err) // *os.PathError names path
