@@ -64,7 +64,6 @@ type call struct {
 	requestID string               // the proxy's id of the request (Options.RequestIDHeader)
 	req       *mcp.CallToolRequest // the request of an Audit middleware's call (auditCall)
 	idCtx     identityCtx
-	detached  detachedCtx // a write's context (see detachedCtx)
 	outcome   audit.Event
 }
 
@@ -280,9 +279,11 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	ctx = &c.idCtx
 	if write {
 		// A started write runs to completion.
-		c.detached.Context, c.detached.caller = context.WithoutCancel(ctx), ctx
-		defer c.detached.answered.Store(true)
-		ctx = &c.detached
+		// Made here, not kept in the call: a read's call stays a size
+		// class smaller.
+		d := &detachedCtx{Context: context.WithoutCancel(ctx), caller: ctx}
+		defer d.answered.Store(true)
+		ctx = d
 	}
 	timeout := topts.Timeout
 	if timeout == 0 {
