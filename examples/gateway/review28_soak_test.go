@@ -146,11 +146,15 @@ func TestReview28SoakGatewayBinary(t *testing.T) {
 		c.Close()
 	}
 	after := during
-	for deadline := time.Now().Add(3 * time.Second); after > before+2 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	// The gateway keeps an idle downstream connection for each request the
+	// load had under way at once (its pool, for 90 s by design): up to two
+	// per worker. A leak grows with the requests, not with the workers.
+	const slack = 2 + 2*4
+	for deadline := time.Now().Add(3 * time.Second); after > before+slack && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		after = r28Fds(t, pid)
 	}
 	t.Logf("gateway descriptors: baseline %d, at the end of the load %d (%d slow clients), after %d", before, during, len(slow), after)
-	if after > before+2 {
+	if after > before+slack {
 		t.Errorf("gateway descriptors %d after the load, baseline %d", after, before)
 	}
 }

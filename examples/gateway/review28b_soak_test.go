@@ -178,15 +178,20 @@ func TestReview28bSoakGatewayStatefulDownstream(t *testing.T) {
 	s1, g1 := sessions(), runtime.NumGoroutine()
 	tr.CloseIdleConnections()
 	fds2, th2, rss2 := fds1, th1, rss1
+	// The gateway keeps an idle downstream connection for each request the
+	// load had under way at once (its pool, for 90 s by design): at most two
+	// per worker (a POST and a GET stream) beyond the warm-up's. A leak
+	// grows with the sessions opened (hundreds), not with the workers.
+	const slack = 2 + 2*4
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if fds2, th2, rss2 = r28bStat(t, pid); fds2 <= fds0+2 {
+		if fds2, th2, rss2 = r28bStat(t, pid); fds2 <= fds0+slack {
 			break
 		}
 	}
 	g2 := runtime.NumGoroutine()
 	t.Logf("%d sessions opened (%d refused); gateway fds %d -> %d -> %d, threads %d -> %d -> %d, RSS %d -> %d -> %d KiB; downstream sessions %d -> %d, goroutines %d -> %d -> %d",
 		opened.Load(), refused.Load(), fds0, fds1, fds2, th0, th1, th2, rss0, rss1, rss2, s0, s1, g0, g1, g2)
-	if fds2 > fds0+2 {
+	if fds2 > fds0+slack {
 		t.Errorf("gateway descriptors %d after the load, baseline %d", fds2, fds0)
 	}
 
