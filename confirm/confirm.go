@@ -99,8 +99,9 @@ type Signer struct {
 
 // NewSigner returns a Signer that signs with keys[0] and verifies with any
 // of keys. It returns an error when keys is empty, a key id is empty, longer
-// than 64 bytes or repeated, a secret is shorter than [MinSecretLen], or the
-// TTL is negative or under one second (states carry whole seconds). The
+// than 64 bytes or repeated, a secret is shorter than [MinSecretLen], the
+// TTL is negative or under one second (states carry whole seconds), or
+// Nonces is a [MemoryNonceStore] not made by [NewMemoryNonceStore]. The
 // keys and options are copied.
 func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 	if len(keys) == 0 {
@@ -130,6 +131,9 @@ func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 		}
 		s.nonces = opts.Nonces
 		s.rand = opts.Rand
+		if m, ok := s.nonces.(*MemoryNonceStore); ok && !m.made() {
+			return nil, errUnmadeStore
+		}
 	}
 	if s.nonces == nil {
 		s.nonces = NewMemoryNonceStore()

@@ -3,6 +3,7 @@ package confirm
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"maps"
 	"sync"
 	"time"
@@ -53,7 +54,8 @@ func (f NonceStoreFunc) Consume(ctx context.Context, nonce string, now, expires 
 // forgot is never first, whatever a later call's clock says. It suits a
 // single server process; nonces are lost on restart, which is safe only
 // while every outstanding state expires no later than the restart completes.
-// The zero value is not usable; call [NewMemoryNonceStore]. It is safe for
+// The zero value is not usable ([NewSigner] refuses it, and its Consume
+// and Used return an error); call [NewMemoryNonceStore]. It is safe for
 // concurrent use.
 type MemoryNonceStore struct {
 	mu    sync.Mutex
@@ -85,10 +87,32 @@ func NewMemoryNonceStore() *MemoryNonceStore {
 	return &MemoryNonceStore{seen: make(map[string]time.Time)}
 }
 
-// Consume implements [NonceStore].
-func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires time.Time) (bool, error) {
+// errUnmadeStore is returned for a MemoryNonceStore not made by
+// NewMemoryNonceStore.
+var errUnmadeStore = errors.New("confirm: the MemoryNonceStore is not usable (make it with NewMemoryNonceStore)")
+
+// made reports whether m was made by NewMemoryNonceStore: its map is set
+// there, and replaced only by another, under m.mu.
+func (m *MemoryNonceStore) made() bool {
+	if m == nil {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.seen != nil
+}
+
+// Consume implements [NonceStore]. On a store not made by
+// [NewMemoryNonceStore] it returns an error.
+func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires time.Time) (bool, error) {
+	if m == nil {
+		return false, errUnmadeStore
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		return false, errUnmadeStore
+	}
 	if now.After(m.horizon) {
 		m.horizon = now
 	}
@@ -123,10 +147,17 @@ func (m *MemoryNonceStore) Consume(_ context.Context, nonce string, now, expires
 }
 
 // Used implements [NonceChecker]. It answers as Consume would, by the same
-// horizon and forgotten expiry, and changes neither.
+// horizon and forgotten expiry, and changes neither. On a store not made
+// by [NewMemoryNonceStore] it returns an error.
 func (m *MemoryNonceStore) Used(_ context.Context, nonce string, now, expires time.Time) (bool, error) {
+	if m == nil {
+		return false, errUnmadeStore
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.seen == nil {
+		return false, errUnmadeStore
+	}
 	now = actingNow(m.horizon, now)
 	if !expires.After(now) || !expires.After(m.forgotten) {
 		return true, nil

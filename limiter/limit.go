@@ -116,7 +116,8 @@ type Limit struct {
 	// ("admin_*").
 	Tool string
 	// Max is the budget: calls (Rate, at least 1), cost units (Spend,
-	// positive), or slots (Concurrency, a whole number at least 1).
+	// positive), or slots (Concurrency, a whole number from 1 to
+	// math.MaxInt32).
 	Max float64
 	// Window is the time over which Max refills, for Rate and Spend limits
 	// (at least [MinWindow], at most [MaxWindow]). It must be zero for
@@ -176,8 +177,11 @@ func (l Limit) validate() error {
 			return fmt.Errorf("max %v is less than one call", l.Max)
 		}
 	case Concurrency:
-		if l.Max != math.Trunc(l.Max) || l.Max > math.MaxInt32 {
+		if l.Max != math.Trunc(l.Max) {
 			return fmt.Errorf("max %v is not a whole number of slots", l.Max)
+		}
+		if l.Max > math.MaxInt32 {
+			return fmt.Errorf("max %v is more than %d slots", l.Max, math.MaxInt32)
 		}
 		if l.Window != 0 {
 			return errors.New("a concurrency limit has no window")

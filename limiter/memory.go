@@ -150,6 +150,10 @@ func hasMono(t time.Time) bool { return t != t.Round(0) }
 // to b.Lease, so that its release frees them once; a Lease of zero is no
 // lease: its release frees one slot of every check whoever took it.
 func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
+	if !s.made() {
+		// Before the clock is read: a nil store has none.
+		return errUnmadeStore
+	}
 	return s.applyBatch(s.nanos(now), b)
 }
 
