@@ -57,14 +57,14 @@ type member struct {
 // stream relaying every answer as it arrives (those read before the first
 // stream began come first). A member's answer is one response at most,
 // with the member's own id ([batchOut.collect], [batchOut.relay]).
-func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, plans []plan, start time.Time) {
+func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, plans []plan, start time.Time) {
 	var members []*member
 	for i := range plans {
 		if plans[i].local == nil {
 			members = append(members, &member{p: &plans[i], cid: cid, ctx: r.Context()})
 		}
 	}
-	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pr: pr, cid: cid, start: start}, plans: plans, members: members,
+	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pol: pol, pr: pr, cid: cid, start: start}, plans: plans, members: members,
 		acceptSSE: acceptsSSE(r.Header), answers: make(map[*plan][][]byte, len(members))}
 	b.out.timeout, b.out.origin = g.timeout, time.Now()
 	defer b.out.watch()()

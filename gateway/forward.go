@@ -773,7 +773,7 @@ func isSSE(h http.Header) bool {
 // piece by piece when it is an event stream. m is the message body holds
 // (a POST's single message), nil for a GET or a DELETE: its id is that of
 // an error answered instead.
-func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, m *message, call *callState) {
+func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, body []byte, m *message, call *callState) {
 	start := g.now()
 	listen := r.Method == http.MethodPost && m.listen()
 	c, uerr := g.roundTrip(r, pr, cid, r.Method, outboundHeader(r.Header, pr, cid), body, nil, listen)
@@ -784,7 +784,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pr *policy
 	defer c.close()
 	if s := c.resp.StatusCode; g.pins != nil && r.Method != http.MethodDelete && s >= 200 && s <= 299 {
 		// Any answer may carry a listing (see [Gateway.guardAnswer]).
-		g.relayChecked(w, r, pr, cid, m, c, call, start, listen)
+		g.relayChecked(w, r, pol, pr, cid, m, c, call, start, listen)
 		return
 	}
 	copyResponseHeader(w.Header(), c.resp.Header, true)

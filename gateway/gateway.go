@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -314,10 +315,12 @@ type Options struct {
 // is allowed to one downstream MCP Streamable HTTP endpoint. A Gateway is
 // safe for concurrent use.
 type Gateway struct {
-	upstream     *url.URL
-	upstreamStr  string
-	auth         Authenticator
-	pol          *policy.Policy
+	upstream    *url.URL
+	upstreamStr string
+	auth        Authenticator
+	// pol is the policy, replaced whole by SetPolicy; a request loads it
+	// once and is decided by what it loaded.
+	pol          atomic.Pointer[policy.Policy]
 	path         string
 	healthPath   string
 	filter       bool
@@ -510,19 +513,21 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: TLSConfig is set but upstream %s is not https: it would be ignored", shownRawURL(upstream))
 	}
 	g := &Gateway{
-		upstream: u, upstreamStr: shownURL(u), auth: auth, pol: o.Policy,
+		upstream: u, upstreamStr: shownURL(u), auth: auth,
 		path: o.Path, healthPath: o.HealthPath, filter: o.FilterToolsList, pins: o.Pins,
 		timeout: o.Timeout, maxBody: o.MaxBodyBytes, rt: o.Transport,
 		lim: o.Limiter, cost: o.Cost, sink: o.Audit, argsKey: slices.Clone(o.ArgsKey), log: o.Logger, now: o.Now,
 		signer:   o.Signer,
 		sessions: newSessions(),
 	}
-	if g.pol == nil {
-		g.pol = DefaultPolicy()
+	pol := o.Policy
+	if pol == nil {
+		pol = DefaultPolicy()
 	}
-	if err := checkLimitTools(g.pol, o.Limiter, o.Cost); err != nil {
+	if err := checkLimitTools(pol, o.Limiter, o.Cost); err != nil {
 		return nil, err
 	}
+	g.pol.Store(pol)
 	if g.path == "" {
 		g.path = "/mcp"
 	}
@@ -590,6 +595,39 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	g.ids.Init()
 	return g, nil
 }
+
+// SetPolicy makes p the policy that decides every tools/call from now on,
+// in place of Options.Policy or the policy an earlier SetPolicy set, for
+// a gateway that reloads its rules without a restart (the example binary
+// does on SIGHUP), keeping its clients' connections, sessions and streams.
+// It returns an error, and keeps the policy it has, for a nil p or a
+// policy New would refuse with the gateway's Limiter and Cost (a limit for
+// one tool that p has no rule for, or that costs nothing under p).
+//
+// A request is decided wholly by the policy of the moment it came: the
+// messages of a batch by one policy, and the listings (FilterToolsList)
+// in a POST's answer by that policy too, so calls under way finish as they
+// were allowed. A GET's event stream, which may stay open for hours, has
+// the listings it carries filtered by the policy of the moment. The
+// gateway tells no client that its tools changed (no
+// notifications/tools/list_changed): a client sees the new listing at its
+// next tools/list, and a call it makes is decided by the new policy
+// whatever its list shows. Nothing is recorded in Options.Audit: a caller
+// that wants the change in its trail records it there itself.
+func (g *Gateway) SetPolicy(p *policy.Policy) error {
+	if p == nil {
+		return errors.New("gateway: SetPolicy with a nil policy (DefaultPolicy is the default one)")
+	}
+	if err := checkLimitTools(p, g.lim, g.cost); err != nil {
+		return err
+	}
+	g.pol.Store(p)
+	return nil
+}
+
+// Policy returns the policy that decides tools/call now: Options.Policy
+// (or DefaultPolicy), or the last one SetPolicy set.
+func (g *Gateway) Policy() *policy.Policy { return g.pol.Load() }
 
 // ServeHTTP implements http.Handler.
 //
@@ -672,11 +710,11 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 			return
 		}
 		if r.Method == http.MethodGet {
-			g.serveStream(w, r, pr, cid, nil, nil)
+			g.serveStream(w, r, nil, pr, cid, nil, nil)
 			return
 		}
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)
-		g.passThrough(w, r, pr, cid, nil, nil, nil)
+		g.passThrough(w, r, nil, pr, cid, nil, nil, nil)
 	default:
 		e := errMethod(r.Method)
 		g.log.Warn("deny", "cid", cid, "outcome", e.contract, "reason", e.message)

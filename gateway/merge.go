@@ -24,7 +24,7 @@ import (
 // result the tools the caller may not call. A JSON answer is rewritten whole;
 // an event stream is relayed event by event, only the answer rewritten. One
 // it cannot read as its client does ([readableAnswer]) is a 502.
-func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, p *plan, start time.Time) {
+func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, p *plan, start time.Time) {
 	c, uerr := g.roundTrip(r, pr, cid, http.MethodPost, outboundHeader(r.Header, pr, cid), p.m.raw, nil, false)
 	if uerr != nil {
 		// A client gone is answered nothing; one whose deadline passed is
@@ -44,7 +44,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pr *po
 		g.writeError(w, badAnswer(s), p.m.id, cid)
 		return
 	}
-	lst := &listing{r: r, pr: pr, cid: cid, start: start}
+	lst := &listing{r: r, pol: pol, pr: pr, cid: cid, start: start}
 	defer g.withheldSummary(lst)
 	tf := func(msg []byte) []byte { return g.filterTools(lst, msg) }
 	if isSSE(c.resp.Header) {
@@ -107,7 +107,11 @@ const maxUpstreamBody = 64 << 20
 // or with Pins any request: see [Gateway.guardAnswer]): the caller's,
 // under the correlation id its withheld tools are recorded with.
 type listing struct {
-	r     *http.Request
+	r *http.Request
+	// pol decides which tools the caller may call (FilterToolsList): the
+	// policy a POST loaded when it came; nil for a GET's stream, whose
+	// listings the policy of the moment filters.
+	pol   *policy.Policy
 	pr    *policy.Principal
 	cid   string
 	start time.Time
@@ -265,7 +269,12 @@ func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
 		if policy.CheckName(name) != nil || strings.ContainsRune(name, utf8.RuneError) {
 			return false
 		}
-		if d := g.pol.Decide(l.pr, name, permissiveArgs{}); !g.pol.Visible(l.pr, name) || !d.Allowed() || d.Rule.Confirm {
+		pol := l.pol
+		if pol == nil {
+			// A GET's stream, which may last for hours: the policy now.
+			pol = g.pol.Load()
+		}
+		if d := pol.Decide(l.pr, name, permissiveArgs{}); !pol.Visible(l.pr, name) || !d.Allowed() || d.Rule.Confirm {
 			return false // Confirm: refused at call time (confirmRefusal)
 		}
 	}

@@ -80,8 +80,8 @@ func carriesTools(msg []byte) bool {
 // without its body. A GET's answer is read as an event stream
 // whatever its Content-Type, as the TypeScript SDK reads it. It stands for
 // passThrough's relaying, and ends call as passThrough does.
-func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message, c *upstreamCall, call *callState, start time.Time, listen bool) {
-	l := &listing{r: r, pr: pr, cid: cid, start: start}
+func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, m *message, c *upstreamCall, call *callState, start time.Time, listen bool) {
+	l := &listing{r: r, pol: pol, pr: pr, cid: cid, start: start}
 	defer g.withheldSummary(l)
 	if r.Method == http.MethodPost && !(m != nil && m.hasMethod && m.id != nil) {
 		// The answer to a notification or a client's response: no client

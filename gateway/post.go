@@ -143,9 +143,12 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 		g.refuseSession(w, r, pr, cid, msgs, batch, e, reason, start)
 		return
 	}
+	// One policy decides every message of the request, and filters the
+	// listings in its answers, whatever SetPolicy does meanwhile.
+	pol := g.pol.Load()
 	plans := make([]plan, len(msgs))
 	for i := range msgs {
-		plans[i] = g.planMessage(r, pr, cid, &msgs[i], batch, start)
+		plans[i] = g.planMessage(r, pol, pr, cid, &msgs[i], batch, start)
 	}
 	if !batch {
 		p := &plans[0]
@@ -154,26 +157,26 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 			return
 		}
 		if p.m.listen() {
-			g.serveStream(w, r, pr, cid, body, p)
+			g.serveStream(w, r, pol, pr, cid, body, p)
 			return
 		}
 		g.logDecision(cid, pr, p, nil)
 		if p.filter {
-			g.forwardFiltered(w, r, pr, cid, p, start)
+			g.forwardFiltered(w, r, pol, pr, cid, p, start)
 			return
 		}
-		g.passThrough(w, r, pr, cid, body, p.m, p.call)
+		g.passThrough(w, r, pol, pr, cid, body, p.m, p.call)
 		return
 	}
 	for i := range plans {
 		g.logDecision(cid, pr, &plans[i], plans[i].local)
 	}
-	g.serveBatch(w, r, pr, cid, plans, start)
+	g.serveBatch(w, r, pol, pr, cid, plans, start)
 }
 
 // planMessage decides message m of a POST: refused locally for its standard
 // headers, or as [Gateway.decide] judges it.
-func (g *Gateway) planMessage(r *http.Request, pr *policy.Principal, cid string, m *message, batch bool, start time.Time) plan {
+func (g *Gateway) planMessage(r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, m *message, batch bool, start time.Time) plan {
 	if m.invalid == nil {
 		check := checkStandardHeaders
 		if batch {
@@ -186,7 +189,7 @@ func (g *Gateway) planMessage(r *http.Request, pr *policy.Principal, cid string,
 			return plan{m: m, local: e}
 		}
 	}
-	return g.decide(r, pr, cid, m, start)
+	return g.decide(r, pol, pr, cid, m, start)
 }
 
 // strangerBody is the most of a POST's body that the gateway reads when
@@ -329,7 +332,7 @@ func checkMemberHeaders(h http.Header, m *message) *rpcError {
 
 // decide authorizes one message. Only tools/call is subject to the policy;
 // other requests, notifications and client responses are forwarded.
-func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *message, start time.Time) plan {
+func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, m *message, start time.Time) plan {
 	p := plan{m: m}
 	if m.invalid != nil {
 		p.local = m.invalid
@@ -355,7 +358,7 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 	ri := infoOf(r)
 	var args policy.Args
 	var ra *rawArgs
-	if g.pol.HasArgLimits(m.tool) || g.cost != nil {
+	if pol.HasArgLimits(m.tool) || g.cost != nil {
 		raw := m.args
 		if g.cost != nil {
 			// m.args is a slice of the pooled body, given back (and read
@@ -367,13 +370,13 @@ func (g *Gateway) decide(r *http.Request, pr *policy.Principal, cid string, m *m
 		ra = newRawArgs(raw)
 		args = ra
 	}
-	d := g.pol.Decide(pr, m.tool, args)
+	d := pol.Decide(pr, m.tool, args)
 	class := ""
 	if d.Rule != nil {
 		class = d.Rule.Class.String()
 	}
 	if !d.Allowed() {
-		p.local = g.denial(pr, m.tool, d)
+		p.local = g.denial(pol, pr, m.tool, d)
 		g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, d.Reason, 0, start)
 		return p
 	}
@@ -494,13 +497,13 @@ func (g *Gateway) callCost(cid, tool string, args policy.Args) (cost float64, ok
 }
 
 // denial builds the -32001 (or -32601) refusal of a policy decision.
-func (g *Gateway) denial(pr *policy.Principal, tool string, d policy.Decision) *rpcError {
+func (g *Gateway) denial(pol *policy.Policy, pr *policy.Principal, tool string, d policy.Decision) *rpcError {
 	shown := shortName(tool)
 	if d.Code == policy.NotFound {
 		return &rpcError{code: CodeMethodNotFound, status: http.StatusNotFound, contract: d.Code.String(),
 			message: "Method not found: unknown tool '" + shown + "'", data: map[string]any{"tool": shown}}
 	}
-	sets := requiredRoleSets(g.pol.RequiredRoles(tool))
+	sets := requiredRoleSets(pol.RequiredRoles(tool))
 	data := map[string]any{"tool": shown, "roles": pr.Roles, "reason": d.Reason}
 	switch {
 	case len(sets) == 1:

@@ -126,7 +126,7 @@ func TestReview19bBatchHeldAccounting(t *testing.T) {
 			start := time.Now()
 			plans := make([]plan, len(msgs))
 			for i := range msgs {
-				plans[i] = g.planMessage(r, pr, "cid", &msgs[i], true, start)
+				plans[i] = g.planMessage(r, g.pol.Load(), pr, "cid", &msgs[i], true, start)
 			}
 			// As serveBatch runs the members.
 			var members []*member

@@ -84,7 +84,7 @@ func (s *streamCount) release(subject string) {
 // and never forwarded ([Gateway.refuseStream]). A GET resuming from the
 // gateway's own event id ([Gateway.waitStream]) is sent with the id it
 // stood for, or none.
-func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, p *plan) {
+func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, body []byte, p *plan) {
 	var m *message
 	if p != nil {
 		m = p.m
@@ -110,7 +110,7 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy
 	} else {
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)
 	}
-	g.passThrough(w, r, pr, cid, body, m, nil)
+	g.passThrough(w, r, pol, pr, cid, body, m, nil)
 }
 
 // refuseStream logs, records and answers the refusal of pr's stream r

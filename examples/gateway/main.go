@@ -97,9 +97,16 @@
 //
 // A JSONL --audit file is reopened on SIGHUP: once a log rotator has
 // renamed it, records go to a new file at the path (logrotate:
-// postrotate "kill -HUP <pid>"; copytruncate is not needed). Otherwise,
-// and during the start before the --audit sink is open, SIGHUP is logged
-// and ignored.
+// postrotate "kill -HUP <pid>"; copytruncate is not needed). SIGHUP also
+// reads the --policy file again: the requests that come after are decided
+// by it (those under way finish as they were allowed; clients keep their
+// connections, sessions and streams, and see the new listing at their
+// next tools/list). A file that cannot be read, or that the start would
+// refuse, is logged ("--policy not reloaded") and the gateway keeps the
+// policy it has; a reload is logged with the file's SHA-256, as the start
+// is. Without either, and during the start before the --audit sink is
+// open, SIGHUP is logged and ignored. --tool-pins and the environment are
+// read at the start only.
 //
 // A mistake in the flags (a value out of range or malformed, a --path no
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
@@ -216,7 +223,7 @@ func run(logger *slog.Logger) (runErr error) {
 	pinTools := flag.Bool("pin-tools", false, "approve each tool's definition when a tools/list answer first shows it; a tool listed later with another definition is withheld from tools/list and its calls refused, until its approved definition is listed again (once another spelling of its name was listed, until the gateway restarts)")
 	toolPins := flag.String("tool-pins", "", "approve only the tool definitions in this file (JSON from tool name to SHA-256, as --print-pins writes it; at most 16 MiB): any other tool, or definition, is withheld from tools/list and its calls refused")
 	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit; no flag but --upstream, --timeout, --upstream-ca, --upstream-cert and --upstream-key may be given with it")
-	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, whose rules are refused or ask for a confirmation, or an empty --policy, stops the start (exit status 2)")
+	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, whose rules are refused or ask for a confirmation, or an empty --policy, stops the start (exit status 2); SIGHUP reads it again (a file refused then is logged, and the policy the gateway has stays)")
 	flag.CommandLine.Usage = usage
 	flag.Parse()
 
@@ -274,8 +281,9 @@ func run(logger *slog.Logger) (runErr error) {
 		return printPinsWith(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), downstreamAccess{tlsCfg, signer}, stdout)
 	}
 	var pol *policy.Policy // nil: gateway.DefaultPolicy
+	var policySum string   // the --policy file's SHA-256, for the logs
 	if *policyFile != "" {
-		if pol, err = loadPolicy(*policyFile); err != nil {
+		if pol, policySum, err = loadPolicy(*policyFile); err != nil {
 			return err
 		}
 	}
@@ -445,12 +453,16 @@ func run(logger *slog.Logger) (runErr error) {
 			logger.Info("gateway stopped")
 		}
 	}()
+	// SIGHUP reopens a JSONL --audit file and reloads --policy once the
+	// gateway is made (see onHangup).
+	var reopener hangup.Reopener
+	var made atomic.Pointer[gateway.Gateway]
 	if *auditPath != "" {
-		sink, closeSink, err := openAudit(logger, *auditPath)
+		sink, reopen, closeSink, err := openAudit(*auditPath)
 		if err != nil {
 			return fmt.Errorf("--audit: %w", err)
 		}
-		hup() // the sink's own handler takes SIGHUP from here
+		reopener = reopen
 		defer func() {
 			// The buffered records are written now: a failure loses them.
 			if err := closeSink(); err != nil {
@@ -459,10 +471,15 @@ func run(logger *slog.Logger) (runErr error) {
 		}()
 		opts.Audit = sink
 	}
+	stopHup := hangup.Handle(func() { onHangup(logger, *auditPath, reopener, *policyFile, made.Load()) })
+	hup() // stopHup's handler takes SIGHUP from here
+	// Before the --audit sink is closed: deferred after its close.
+	defer stopHup()
 	g, err := gateway.New(*upstream, auth, opts)
 	if err != nil {
 		return err
 	}
+	made.Store(g)
 	if tlsCfg != nil {
 		// At most 10 s, as the pin check below.
 		check, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -531,7 +548,7 @@ func run(logger *slog.Logger) (runErr error) {
 		}
 	}()
 	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter,
-		"pins", pinMode(*pinTools, *toolPins), "policy", policyName(*policyFile))
+		"pins", pinMode(*pinTools, *toolPins), "policy", policyName(*policyFile), "policy_sha256", policySum)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -815,29 +832,61 @@ func authenticator(ctx context.Context, logger *slog.Logger, jwks string, minRef
 }
 
 // openAudit opens the audit sink at path: SQLite for a .db file, JSONL
-// otherwise, reopened on SIGHUP (for log rotation). The returned func
-// closes it, flushing what it buffered, and returns the first error of
-// that.
-func openAudit(logger *slog.Logger, path string) (audit.Sink, func() error, error) {
+// otherwise, which reopen moves to the file at path (for log rotation,
+// on SIGHUP); nil for SQLite. The returned func closes the sink, flushing
+// what it buffered, and returns the first error of that.
+func openAudit(path string) (sink audit.Sink, reopen hangup.Reopener, closeSink func() error, err error) {
 	if strings.HasSuffix(path, ".db") {
 		db, err := audit.OpenSQLite(path)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sink, err := audit.NewSQL(context.Background(), db, audit.SQLite, nil)
 		if err != nil {
 			db.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		stop := hangup.Reopen(logger, path, nil) // SIGHUP does not end the gateway
-		return sink, func() error { stop(); return errors.Join(sink.Close(), db.Close()) }, nil
+		return sink, nil, func() error { return errors.Join(sink.Close(), db.Close()) }, nil
 	}
-	sink, err := audit.OpenJSONL(path, nil)
+	j, err := audit.OpenJSONL(path, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	stop := hangup.Reopen(logger, path, sink)
-	return sink, func() error { stop(); return sink.Close() }, nil
+	return j, j, j.Close, nil
+}
+
+// onHangup is what the gateway does on SIGHUP: it reopens a JSONL --audit
+// file (reopen, nil for none) and, once g is made, reads the --policy
+// file again and decides every tools/call by it from then on; a file
+// that cannot be read, does not parse, or whose rules the start would
+// refuse, is logged and the gateway keeps the policy it has. Without
+// either, SIGHUP is logged and ignored.
+func onHangup(logger *slog.Logger, auditPath string, reopen hangup.Reopener, policyFile string, g *gateway.Gateway) {
+	if reopen != nil {
+		hangup.ReopenNow(logger, auditPath, reopen)
+	}
+	switch {
+	case policyFile != "" && g != nil:
+		reloadPolicy(logger, policyFile, g)
+	case policyFile != "":
+		logger.Info("SIGHUP: --policy not reloaded: the gateway is still starting, with the file as it was read at the start", "policy", policyFile)
+	case reopen == nil:
+		hangup.ReopenNow(logger, auditPath, nil)
+	}
+}
+
+// reloadPolicy reads the --policy file again and makes it g's policy, or
+// logs why not.
+func reloadPolicy(logger *slog.Logger, path string, g *gateway.Gateway) {
+	p, sum, err := loadPolicy(path)
+	if err == nil {
+		err = g.SetPolicy(p)
+	}
+	if err != nil {
+		logger.Error("SIGHUP: --policy not reloaded; tools/call is decided by the policy the gateway had", "policy", path, "err", err)
+		return
+	}
+	logger.Info("SIGHUP: --policy reloaded; tools/call is decided by it from now on", "policy", path, "sha256", sum)
 }
 
 // shutdownGrace is how long the gateway lets requests end on their own at

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -30,11 +32,12 @@ func exitCode(err error) int {
 // loadPolicy reads the rules of the --policy file: JSON as
 // policy.ParseConfig reads it, at most policy.MaxConfigBytes, checked by
 // policy.New. A rule with "confirm" is refused: the gateway cannot ask a
-// human to confirm a call, and refuses every call of such a tool. Its
-// errors are usage errors.
-func loadPolicy(path string) (*policy.Policy, error) {
-	fail := func(err error) (*policy.Policy, error) {
-		return nil, usageError{fmt.Errorf("--policy %s: %w", path, err)}
+// human to confirm a call, and refuses every call of such a tool. It
+// returns the file's SHA-256 too, in hex, for the logs. Its errors are
+// usage errors.
+func loadPolicy(path string) (*policy.Policy, string, error) {
+	fail := func(err error) (*policy.Policy, string, error) {
+		return nil, "", usageError{fmt.Errorf("--policy %s: %w", path, err)}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,5 +70,6 @@ func loadPolicy(path string) (*policy.Policy, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return p, nil
+	sum := sha256.Sum256(data)
+	return p, hex.EncodeToString(sum[:]), nil
 }

@@ -1,6 +1,7 @@
 // Package hangup reopens the example binaries' audit files on SIGHUP, the
 // signal log rotators send once they have moved a file away (logrotate's
-// postrotate step).
+// postrotate step), and runs what else a binary does on it (the gateway
+// reloads its --policy file).
 package hangup
 
 import (
@@ -29,6 +30,27 @@ type Reopener interface {
 // signal a rotator sends every process it was told of never ends one
 // without its shutdown, whatever its audit trail.
 func Reopen(log *slog.Logger, name string, s Reopener) (stop func()) {
+	return Handle(func() { ReopenNow(log, name, s) })
+}
+
+// ReopenNow is what [Reopen] does on one SIGHUP: s.Reopen, its outcome
+// logged under name, or for a nil s a line saying SIGHUP is ignored.
+func ReopenNow(log *slog.Logger, name string, s Reopener) {
+	if s == nil {
+		log.Info("SIGHUP: no audit file to reopen; ignored")
+	} else if err := s.Reopen(); err != nil {
+		log.Error("SIGHUP: the audit file could not be reopened; records go on to the file the sink has, if it can still write", "audit", name, "err", err)
+	} else {
+		log.Info("SIGHUP: audit file reopened", "audit", name)
+	}
+}
+
+// Handle calls f on every SIGHUP the process gets until stop is called,
+// one call at a time, as [Reopen] calls Reopen: from now on SIGHUP no
+// longer ends the process, after stop neither, and stop returns once no f
+// runs any more. SIGHUPs that come while f runs make one more call at
+// most.
+func Handle(f func()) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -39,13 +61,7 @@ func Reopen(log *slog.Logger, name string, s Reopener) (stop func()) {
 			case <-done:
 				return
 			case <-ch:
-				if s == nil {
-					log.Info("SIGHUP: no audit file to reopen; ignored")
-				} else if err := s.Reopen(); err != nil {
-					log.Error("SIGHUP: the audit file could not be reopened; records go on to the file the sink has, if it can still write", "audit", name, "err", err)
-				} else {
-					log.Info("SIGHUP: audit file reopened", "audit", name)
-				}
+				f()
 			}
 		}
 	})
