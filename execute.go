@@ -58,7 +58,7 @@ import (
 // options of tools p does not know, per-tool DryRun of a tool p classes
 // Read or of a name that is a write tool's only under case folding (unless
 // that tool's own options set it), or a limit of opts.Limiter that caps
-// nothing (as [New] refuses them).
+// nothing or is below a rule's fixed cost (as [New] refuses them).
 func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, error) {
 	if sink == nil {
 		return nil, errors.New("mcpguard: nil audit sink")

@@ -115,7 +115,13 @@ type Options struct {
 	// (no Cost in its rule or the default rule, no Tools Cost function),
 	// which would cap nothing; a limit for a name that equals a tool
 	// rule's under case folding is that tool's, and with a default rule
-	// every name has a rule. A call the limiter admitted and that is
+	// every name has a rule. It also refuses a spend limit (for one tool
+	// or every tool) whose Max is below the Cost of a rule it caps, a tool
+	// rule's or the default rule's, when no Tools Cost function may price
+	// the calls charged under it: the limiter never admits a call of more
+	// than Max, so every such call would be refused for ever (a write tool
+	// not on the write allowlist, never called, excepted). A Cost equal
+	// to Max admits one call. A call the limiter admitted and that is
 	// refused before its handler runs (a write without a durable intent, a
 	// confirmation found used, a confirmation state that could not be made,
 	// arguments the go-sdk's typed-tool wrapper could not read, decode or
@@ -394,18 +400,28 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	return g, nil
 }
 
-// checkLimitTools refuses a limit of l for one tool that caps nothing (see
-// limitcheck.Find): no call the policy p admits is of that tool, or, for a
-// spend limit, no call of it can cost anything (no cost in a rule it may
-// be charged under, and no name equal to it under folding has a Cost
-// function in tools).
+// checkLimitTools refuses a limit of l that cannot do what it was meant to
+// (see limitcheck.Find): a limit for one tool that no call the policy p
+// admits is of, or, for a spend limit, no call of which can cost anything
+// (no cost in a rule it may be charged under, and no name equal to it
+// under folding has a Cost function in tools); or a spend limit whose Max
+// is below the Cost of a rule it caps, when no Cost function in tools may
+// price those calls (for the default rule under a limit for every tool:
+// no name the default rule governs has one).
 func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]ToolOptions) error {
 	if l == nil {
 		return nil
 	}
 	priced := func(k string) bool {
 		for n, o := range tools {
-			if o.Cost != nil && policy.NameKey(n) == k {
+			if o.Cost == nil {
+				continue
+			}
+			if k == "" { // a name without a tool rule (see limitcheck.Find)
+				if r, _ := p.Resolve(n); r.Name == "" {
+					return true
+				}
+			} else if policy.NameKey(n) == k {
 				return true
 			}
 		}
@@ -416,6 +432,12 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]Tool
 		return nil
 	case pr.NoRule:
 		return fmt.Errorf("mcpguard: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing", pr.Limit, pr.Limit.Tool)
+	case pr.Cost > 0:
+		rule := fmt.Sprintf("tool %q", pr.Rule)
+		if pr.Rule == "" {
+			rule = "the policy's default rule"
+		}
+		return fmt.Errorf("mcpguard: limiter limit %v: a call under %s costs %v (its rule's Cost, and no Cost function in Options.Tools), more than the limit's Max, so every such call would be refused for ever; raise Max to at least %v, or lower the Cost", pr.Limit, rule, pr.Cost, pr.Cost)
 	default:
 		return fmt.Errorf("mcpguard: limiter limit %v: tool %q costs nothing (no Cost in its rule, no Cost function in its Options.Tools), so the limit caps nothing", pr.Limit, pr.Limit.Tool)
 	}
@@ -430,7 +452,10 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]Tool
 // Options.Limiter for one tool that the policy has no rule for (unless its
 // name equals a tool rule's under case folding; with a default rule every
 // name has one), or, for a spend limit, that costs nothing (no cost in its
-// rule or the default rule, no Cost function), for an Options.ArgsKey
+// rule or the default rule, no Cost function), for a spend limit of
+// Options.Limiter (for one tool or every tool) whose Max is below the
+// fixed Cost of a rule it caps (no Cost function), which would refuse
+// every call charged under that rule for ever, for an Options.ArgsKey
 // shorter than 16 bytes, for an Options.RequestIDHeader that is not a
 // header name, or for tools that need confirmation while
 // Options.Confirmer is nil.

@@ -50,7 +50,10 @@ func TestReview9InnerLimitRefusalKeepsOuterCharge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &mcpguard.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// bulk's cost comes from a Cost function: a fixed Cost above the
+	// inner limit's Max is refused by Limit (no call could ever pass).
+	o := &mcpguard.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Tools: map[string]mcpguard.ToolOptions{"bulk": {Cost: func(map[string]any) (float64, error) { return 10, nil }}}}
 	outer, err := mcpguard.Limit(outerLim, pol, o)
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ import (
 // per-tool options of tools p does not know, per-tool DryRun of a tool p
 // classes Read or of a name that is a write tool's only under case folding
 // (unless that tool's own options set it), or a limit of opts.Limiter that
-// caps nothing (as [New] refuses them).
+// caps nothing or is below a rule's fixed cost (as [New] refuses them).
 func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, error) {
 	if s == nil {
 		return nil, errors.New("mcpguard: nil confirmation signer")
@@ -234,10 +234,11 @@ type countedKey struct{}
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
 // per-tool options of tools p does not know, per-tool DryRun of a tool p
 // classes Read or of a name that is a write tool's only under case folding
-// (unless that tool's own options set it), or a limit of l that caps
-// nothing (as [New] refuses one of [Options].Limiter: for one tool p has
-// no rule for, or a spend limit for one tool that costs nothing);
-// opts.Limiter is not l's and is not checked.
+// (unless that tool's own options set it), or a limit of l that [New]
+// refuses in [Options].Limiter: for one tool p has no rule for, a spend
+// limit for one tool that costs nothing, or a spend limit below the fixed
+// Cost of a rule it caps, which would refuse every call charged under
+// that rule; opts.Limiter is not l's and is not checked.
 func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, error) {
 	if l == nil {
 		return nil, errors.New("mcpguard: nil limiter")
@@ -321,7 +322,7 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 // options of tools p does not know, per-tool DryRun of a tool p classes
 // Read or of a name that is a write tool's only under case folding (unless
 // that tool's own options set it), or a limit of opts.Limiter that caps
-// nothing (as [New] refuses them).
+// nothing or is below a rule's fixed cost (as [New] refuses them).
 func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 	g, err := stepGuard(p, opts)
 	if err != nil {

@@ -157,7 +157,13 @@ type Options struct {
 	// with 504 (UPSTREAM_UNAVAILABLE), as a call its deadline left unsent
 	// is. Nil means no caps. [New] refuses a limit for one tool that caps
 	// nothing: a tool the policy has no rule for, or, without Cost, a
-	// spend limit for a tool whose rules cost nothing.
+	// spend limit for a tool whose rules cost nothing; and, without Cost,
+	// a spend limit (for one tool or every tool) whose Max is below the
+	// Cost of a rule it caps (a tool rule, or the Default rule), which
+	// would refuse every call charged under that rule for ever: a call of
+	// more than Max is never admitted (a write tool not on the write
+	// allowlist, never called, excepted). A Cost equal to Max admits one
+	// call.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. A call whose name equals a rule's only under
@@ -445,7 +451,10 @@ func isScheme(s string) bool {
 // limitcheck.Find): no call p admits is of that tool, or, for a spend limit
 // when there is no Cost function (cost is nil), no call of the tool can
 // cost anything: a call is then charged its rule's Cost, and no rule it
-// may be charged under has one.
+// may be charged under has one. Without a Cost function it also refuses a
+// spend limit (for one tool or every tool) whose Max is below the Cost of
+// a rule it caps: every call charged under that rule would be refused for
+// ever.
 func checkLimitTools(p *policy.Policy, l *limiter.Limiter, cost func(string, policy.Args) float64) error {
 	if l == nil {
 		return nil
@@ -455,6 +464,12 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, cost func(string, pol
 		return nil
 	case pr.NoRule:
 		return fmt.Errorf("gateway: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing; name a tool of the policy, or leave Tool empty for every tool", pr.Limit, pr.Limit.Tool)
+	case pr.Cost > 0:
+		rule := fmt.Sprintf("tool %q", pr.Rule)
+		if pr.Rule == "" {
+			rule = "the policy's Default rule"
+		}
+		return fmt.Errorf("gateway: limiter limit %v: a call under %s costs %v (its rule's Cost, and no Options.Cost), more than the limit's Max, so every such call would be refused for ever; raise Max to at least %v, lower the Cost, or set Options.Cost", pr.Limit, rule, pr.Cost, pr.Cost)
 	default:
 		return fmt.Errorf("gateway: limiter limit %v: tool %q costs nothing (no Cost in its rule, and no Options.Cost), so the limit caps nothing; give its rule a Cost, or set Options.Cost", pr.Limit, pr.Limit.Tool)
 	}
@@ -479,7 +494,10 @@ func shownURL(u *url.URL) string {
 // (a typo: it would cap nothing; with a Default rule every name has one)
 // or, for a spend limit without a Cost function, whose rules cost nothing
 // (no Cost in its rule, in the rule of a name equal to it under case
-// folding, or in the Default rule: every call is charged 0),
+// folding, or in the Default rule: every call is charged 0), a spend
+// limit without a Cost function whose Max is below the Cost of a rule it
+// caps (a tool rule, or the Default rule: every call charged under it
+// would be refused for ever; a Cost equal to Max admits one call),
 // a Path or HealthPath that does not begin with "/" or that holds
 // "?", "#", "%" or an ASCII control character (each is matched against a
 // request's decoded path, without its query), a Path equal to the

@@ -26,7 +26,8 @@ func TestReview26cSpendLimitForCostlessTool(t *testing.T) {
 		return p
 	}
 	lim := func(kind limiter.Kind, tool string) *limiter.Limiter {
-		l, err := limiter.New([]limiter.Limit{{Kind: kind, Scope: limiter.User, Tool: tool, Max: 1, Window: time.Minute}}, nil)
+		// Max 2: pay's Cost (a Max below it refuses every call of pay for ever).
+		l, err := limiter.New([]limiter.Limit{{Kind: kind, Scope: limiter.User, Tool: tool, Max: 2, Window: time.Minute}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

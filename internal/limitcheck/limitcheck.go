@@ -1,5 +1,6 @@
-// Package limitcheck finds the limits of a limiter that cap nothing under a
-// policy: shared by mcpguard.New and gateway.New, which word the refusal.
+// Package limitcheck finds the limits of a limiter that cannot do what
+// they were meant to under a policy: shared by mcpguard.New and
+// gateway.New, which word the refusal.
 package limitcheck
 
 import (
@@ -7,56 +8,122 @@ import (
 	"github.com/mcpguard/mcpguard/policy"
 )
 
-// A Problem is a limit for one tool that caps nothing.
+// A Problem is a limit that caps nothing, or a spend limit that refuses
+// every call of a tool for ever.
 type Problem struct {
 	Limit limiter.Limit
-	// NoRule: no call p admits is of the tool (it has no rule and equals
-	// no tool rule's name under folding). Else the limit is a spend limit
-	// for a tool no call of which can cost anything.
+	// NoRule: no call p admits is of the limit's tool (it has no rule and
+	// equals no tool rule's name under folding).
 	NoRule bool
+	// Cost, when positive, is the fixed cost of every call of a tool the
+	// spend limit caps, more than the limit's Max: the limiter never
+	// admits a call of more than Max units ([limiter.Limit]), so no call
+	// of that tool is ever admitted. Rule is the name of the tool rule
+	// whose Cost it is, or "" for the default rule's.
+	Cost float64
+	Rule string
+	// Else (neither NoRule nor a Cost) the limit is a spend limit for a
+	// tool no call of which can cost anything.
 }
 
-// Find returns the first limit of limits for one tool that caps nothing
-// under p, or nil. A limit applies to every spelling of its Tool that
-// equals it under folding ([policy.NameKey]), so it caps something when its
-// Tool has a rule ([policy.Policy.Resolve]: with a default rule every name
-// has one) or a tool rule's name equals it so; a spend limit, when besides
-// one of those rules, the rule of such a name or the default rule has a
-// cost, or priced reports that a Cost function may price calls by names of
-// its key. A limit for every tool (no Tool) is accepted whatever the costs:
-// a configuration may cap spending before any tool costs anything.
+// Find returns the first limit of limits that cannot do what it was meant
+// to under p, or nil. A limit for one tool applies to every spelling of
+// its Tool that equals it under folding ([policy.NameKey]), so it caps
+// something when its Tool has a rule ([policy.Policy.Resolve]: with a
+// default rule every name has one) or a tool rule's name equals it so; a
+// spend limit for one tool, when besides one of those rules, the rule of
+// such a name or the default rule has a cost, or priced reports that a
+// Cost function may price calls by names of its key. A limit for every
+// tool (no Tool) caps something whatever the costs: a configuration may
+// cap spending before any tool costs anything.
+//
+// A spend limit whose Max is below the Cost of a rule it applies to, when
+// priced does not report that a Cost function may price calls by names of
+// the rule's key, refuses every call charged under that rule for ever: a
+// tool rule's, for a limit for every tool or for the rule's key (a call by
+// another spelling of the rule's name costs at least as much); the
+// default rule's, for a limit for every tool (priced is then asked with
+// the empty key: whether a Cost function may price calls by a name
+// without a tool rule) or for a key no tool rule's name has. Find reports
+// it, unless the rule is a write's that is never admitted: a tool rule
+// whose name is not on the write allowlist, or the default rule when the
+// limit's Tool is not on it (for a limit for every tool, when the
+// allowlist is not a lone "*"). A cost equal to Max is allowed: a full
+// budget admits one such call.
 func Find(p *policy.Policy, limits []limiter.Limit, priced func(key string) bool) *Problem {
-	var rules map[string][]*policy.ToolRule // the tool rules, by the key of their name
+	var (
+		names []string                      // the tool rules' names, sorted
+		rules map[string][]*policy.ToolRule // the tool rules, by the key of their name
+	)
+	// The default rule, which any other name resolves to: a name no rule
+	// of its own can take (the policy's names are tool names).
+	def, _ := p.Resolve("\x00")
 	for _, lim := range limits {
-		if lim.Tool == "" {
+		if lim.Tool == "" && lim.Kind != limiter.Spend {
 			continue
 		}
 		if rules == nil {
+			names = p.Tools()
 			rules = map[string][]*policy.ToolRule{}
-			for _, n := range p.Tools() {
+			for _, n := range names {
 				r, _ := p.Resolve(n)
 				k := policy.NameKey(n)
 				rules[k] = append(rules[k], r)
 			}
+		}
+		if lim.Tool == "" {
+			for _, n := range names {
+				r, _ := p.Resolve(n)
+				if pr := over(p, lim, r, n, policy.NameKey(n), priced); pr != nil {
+					return pr
+				}
+			}
+			if pr := over(p, lim, def, "\x00", "", priced); pr != nil {
+				return pr
+			}
+			continue
 		}
 		k := policy.NameKey(lim.Tool)
 		own, ok := p.Resolve(lim.Tool)
 		if !ok && len(rules[k]) == 0 {
 			return &Problem{Limit: lim, NoRule: true}
 		}
-		if lim.Kind == limiter.Spend && !mayCost(p, own, rules[k]) && !priced(k) {
+		if lim.Kind != limiter.Spend {
+			continue
+		}
+		if !mayCost(def, own, rules[k]) && !priced(k) {
 			return &Problem{Limit: lim}
+		}
+		if len(rules[k]) == 0 { // every name of the key has the default rule
+			if pr := over(p, lim, def, lim.Tool, k, priced); pr != nil {
+				return pr
+			}
+		}
+		for _, r := range rules[k] {
+			if pr := over(p, lim, r, r.Name, k, priced); pr != nil {
+				return pr
+			}
 		}
 	}
 	return nil
 }
 
+// over returns the Problem of spend limit lim when the rule r (nil for
+// none) costs more than lim.Max, priced does not report that a Cost
+// function may price calls by names of key k, and r is a read's or that of
+// a write p may admit a call of by name (not on the write allowlist, it is
+// never called, whatever it costs); else nil.
+func over(p *policy.Policy, lim limiter.Limit, r *policy.ToolRule, name, k string, priced func(string) bool) *Problem {
+	if r == nil || r.Cost <= lim.Max || priced(k) || r.Class == policy.Write && !p.WriteAllowed(name) {
+		return nil
+	}
+	return &Problem{Limit: lim, Cost: r.Cost, Rule: r.Name}
+}
+
 // mayCost reports whether own (the rule a name resolves to, or nil), one of
-// rules or the default rule has a cost.
-func mayCost(p *policy.Policy, own *policy.ToolRule, rules []*policy.ToolRule) bool {
-	// The default rule, which any other name resolves to: a name no rule
-	// of its own can take (the policy's names are tool names).
-	if def, ok := p.Resolve("\x00"); ok && def.Cost > 0 {
+// rules or the default rule def (nil without one) has a cost.
+func mayCost(def, own *policy.ToolRule, rules []*policy.ToolRule) bool {
+	if def != nil && def.Cost > 0 {
 		return true
 	}
 	if own != nil && own.Cost > 0 {
