@@ -625,13 +625,14 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 // A request is decided wholly by the policy of the moment it came: the
 // messages of a batch by one policy, and the listings (FilterToolsList)
 // in a POST's answer by that policy too, so calls under way finish as they
-// were allowed. A GET's event stream, which may stay open for hours, has
-// the listings it carries filtered by the policy of the moment. The
-// gateway tells no client that its tools changed (no
-// notifications/tools/list_changed): a client sees the new listing at its
-// next tools/list, and a call it makes is decided by the new policy
-// whatever its list shows. Nothing is recorded in Options.Audit: a caller
-// that wants the change in its trail records it there itself.
+// were allowed. A GET's event stream, or a subscriptions/listen's, which
+// may stay open for hours, has the listings it carries filtered by the
+// policy of the moment. The gateway tells no client that its tools
+// changed (no notifications/tools/list_changed): a client sees the new
+// listing at its next tools/list, and a call it makes is decided by the
+// new policy whatever its list shows. Nothing is recorded in
+// Options.Audit: a caller that wants the change in its trail records it
+// there itself.
 func (g *Gateway) SetPolicy(p *policy.Policy) error {
 	if p == nil {
 		return errors.New("gateway: SetPolicy with a nil policy (DefaultPolicy is the default one)")
@@ -728,7 +729,7 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 			return
 		}
 		if r.Method == http.MethodGet {
-			g.serveStream(w, r, nil, pr, cid, nil, nil)
+			g.serveStream(w, r, pr, cid, nil, nil)
 			return
 		}
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)

@@ -109,8 +109,9 @@ const maxUpstreamBody = 64 << 20
 type listing struct {
 	r *http.Request
 	// pol decides which tools the caller may call (FilterToolsList): the
-	// policy a POST loaded when it came; nil for a GET's stream, whose
-	// listings the policy of the moment filters.
+	// policy a POST loaded when it came; nil for a GET's stream or a
+	// subscriptions/listen's, whose listings the policy of the moment
+	// filters.
 	pol   *policy.Policy
 	pr    *policy.Principal
 	cid   string
@@ -189,6 +190,12 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 				return nil // dropped
 			}
 		case "tools":
+			pol := l.pol
+			if pol == nil {
+				// A GET's or a subscriptions/listen's stream, which may
+				// last for hours: the policy now, one for the listing.
+				pol = g.pol.Load()
+			}
 			out := []byte{'['}
 			if v[0] == '[' {
 				forEachElement(v, 0, func(tool []byte) {
@@ -199,7 +206,7 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 					if !ok || name == nil {
 						return
 					}
-					if s, ok := jsonString(name); ok && g.listable(l, s, tool) {
+					if s, ok := jsonString(name); ok && g.listable(l, pol, s, tool) {
 						if len(out) > 1 {
 							out = append(out, ',')
 						}
@@ -255,7 +262,8 @@ func ambiguousKey(k []byte, name string) bool {
 }
 
 // listable reports whether a tools/list answer keeps the tool named name,
-// defined by tool: with FilterToolsList, l's caller may call it (a tool
+// defined by tool: with FilterToolsList, l's caller may call it under pol
+// (l.pol, or the policy of the moment for a stream's listing) (a tool
 // whose rule asks for a confirmation never, nor one whose name no call
 // may have: one policy.CheckName refuses, or with U+FFFD (an escaped lone
 // surrogate), as a tools/call's name is refused; " admin_x" matches no
@@ -264,15 +272,10 @@ func ambiguousKey(k []byte, name string) bool {
 // is logged and recorded, once per definition ([Pins.listed]), and one by
 // one for at most maxWithheldRecords tools per request and verdict (see
 // [Gateway.withheldSummary] for the rest).
-func (g *Gateway) listable(l *listing, name string, tool []byte) bool {
+func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []byte) bool {
 	if g.filter {
 		if policy.CheckName(name) != nil || strings.ContainsRune(name, utf8.RuneError) {
 			return false
-		}
-		pol := l.pol
-		if pol == nil {
-			// A GET's stream, which may last for hours: the policy now.
-			pol = g.pol.Load()
 		}
 		if d := pol.Decide(l.pr, name, permissiveArgs{}); !pol.Visible(l.pr, name) || !d.Allowed() || d.Rule.Confirm {
 			return false // Confirm: refused at call time (confirmRefusal)

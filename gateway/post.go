@@ -144,7 +144,8 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 		return
 	}
 	// One policy decides every message of the request, and filters the
-	// listings in its answers, whatever SetPolicy does meanwhile.
+	// listings in its answers, whatever SetPolicy does meanwhile (but for
+	// a subscriptions/listen stream's, as a GET's: see serveStream).
 	pol := g.pol.Load()
 	plans := make([]plan, len(msgs))
 	for i := range msgs {
@@ -157,7 +158,7 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 			return
 		}
 		if p.m.listen() {
-			g.serveStream(w, r, pol, pr, cid, body, p)
+			g.serveStream(w, r, pr, cid, body, p)
 			return
 		}
 		g.logDecision(cid, pr, p, nil)

@@ -83,8 +83,10 @@ func (s *streamCount) release(subject string) {
 // (a panic, such as [abortCut]'s, included); with none left, r is refused
 // and never forwarded ([Gateway.refuseStream]). A GET resuming from the
 // gateway's own event id ([Gateway.waitStream]) is sent with the id it
-// stood for, or none.
-func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, body []byte, p *plan) {
+// stood for, or none. Either stream may stay open for hours: the listings
+// it carries are filtered by the policy of the moment ([Gateway.SetPolicy]),
+// not by the one the subscriptions/listen was decided by.
+func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, body []byte, p *plan) {
 	var m *message
 	if p != nil {
 		m = p.m
@@ -110,7 +112,7 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pol *polic
 	} else {
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)
 	}
-	g.passThrough(w, r, pol, pr, cid, body, m, nil)
+	g.passThrough(w, r, nil, pr, cid, body, m, nil)
 }
 
 // refuseStream logs, records and answers the refusal of pr's stream r

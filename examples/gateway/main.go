@@ -102,11 +102,12 @@
 // by it (those under way finish as they were allowed; clients keep their
 // connections, sessions and streams, and see the new listing at their
 // next tools/list). A file that cannot be read, or that the start would
-// refuse, is logged ("--policy not reloaded") and the gateway keeps the
-// policy it has; a reload is logged with the file's SHA-256, as the start
-// is. Without either, and during the start before the --audit sink is
-// open, SIGHUP is logged and ignored. --tool-pins and the environment are
-// read at the start only.
+// refuse, or a path that names no regular file then (a named pipe), is
+// logged ("--policy not reloaded") and the gateway keeps the policy it
+// has; a reload is logged with the file's SHA-256, as the start is.
+// Without either, and during the start before the --audit sink is open,
+// SIGHUP is logged and ignored. --tool-pins and the environment are read
+// at the start only.
 //
 // A mistake in the flags (a value out of range or malformed, a --path no
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
@@ -547,8 +548,12 @@ func run(logger *slog.Logger) (runErr error) {
 			}
 		}
 	}()
-	logger.Info("gateway listening", "addr", "http://"+ln.Addr().String()+*path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter,
-		"pins", pinMode(*pinTools, *toolPins), "policy", policyName(*policyFile), "policy_sha256", policySum)
+	listening := []any{"addr", "http://" + ln.Addr().String() + *path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter,
+		"pins", pinMode(*pinTools, *toolPins), "policy", policyName(*policyFile)}
+	if policySum != "" {
+		listening = append(listening, "policy_sha256", policySum)
+	}
+	logger.Info("gateway listening", listening...)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -876,9 +881,19 @@ func onHangup(logger *slog.Logger, auditPath string, reopen hangup.Reopener, pol
 }
 
 // reloadPolicy reads the --policy file again and makes it g's policy, or
-// logs why not.
+// logs why not. A path that does not name a regular file then (a named
+// pipe, a device) is not read: opening a pipe no process writes to waits
+// for a writer, and the SIGHUP handler, which the shutdown waits for
+// before it closes the audit sink, would wait with it.
 func reloadPolicy(logger *slog.Logger, path string, g *gateway.Gateway) {
-	p, sum, err := loadPolicy(path)
+	var p *policy.Policy
+	var sum string
+	var err error
+	if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("--policy %s: not a regular file (%v)", path, st.Mode().Type())
+	} else {
+		p, sum, err = loadPolicy(path) // its error names what failed
+	}
 	if err == nil {
 		err = g.SetPolicy(p)
 	}
