@@ -104,10 +104,12 @@
 // next tools/list). A file that cannot be read, or that the start would
 // refuse, or a path that names no regular file then (a named pipe), is
 // logged ("--policy not reloaded") and the gateway keeps the policy it
-// has; a reload is logged with the file's SHA-256, as the start is.
-// Without either, and during the start before the --audit sink is open,
-// SIGHUP is logged and ignored. --tool-pins and the environment are read
-// at the start only.
+// has; a reload is logged with the file's SHA-256, as the start is. A
+// SIGHUP during the start, before the gateway is made (the token
+// verifier's first fetch may take seconds), has the file read again once
+// it is. Without either, and during the start before the --audit sink is
+// open, SIGHUP is logged and ignored. --tool-pins and the environment
+// are read at the start only.
 //
 // A mistake in the flags (a value out of range or malformed, a --path no
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
@@ -168,6 +170,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -421,8 +424,13 @@ func run(logger *slog.Logger) (runErr error) {
 	// SIGHUP, which a log rotator or a service manager's reload may send at
 	// any time, is logged and ignored until the --audit sink takes it over
 	// (and without --audit, to the end): its default action would end the
-	// start.
-	hup := hangup.Reopen(logger, "", nil)
+	// start. With --policy, one that comes before the gateway is made has
+	// the file read again when it is.
+	var reloader *policyReloader
+	if *policyFile != "" {
+		reloader = &policyReloader{logger: logger, path: *policyFile}
+	}
+	hup := hangup.Handle(func() { onHangup(logger, "", nil, reloader) })
 	defer hup()
 	stopped := func() error {
 		logger.Info("stopped by a signal before serving")
@@ -454,10 +462,9 @@ func run(logger *slog.Logger) (runErr error) {
 			logger.Info("gateway stopped")
 		}
 	}()
-	// SIGHUP reopens a JSONL --audit file and reloads --policy once the
-	// gateway is made (see onHangup).
+	// SIGHUP reopens a JSONL --audit file and reloads --policy (see
+	// onHangup).
 	var reopener hangup.Reopener
-	var made atomic.Pointer[gateway.Gateway]
 	if *auditPath != "" {
 		sink, reopen, closeSink, err := openAudit(*auditPath)
 		if err != nil {
@@ -472,7 +479,7 @@ func run(logger *slog.Logger) (runErr error) {
 		}()
 		opts.Audit = sink
 	}
-	stopHup := hangup.Handle(func() { onHangup(logger, *auditPath, reopener, *policyFile, made.Load()) })
+	stopHup := hangup.Handle(func() { onHangup(logger, *auditPath, reopener, reloader) })
 	hup() // stopHup's handler takes SIGHUP from here
 	// Before the --audit sink is closed: deferred after its close.
 	defer stopHup()
@@ -480,7 +487,9 @@ func run(logger *slog.Logger) (runErr error) {
 	if err != nil {
 		return err
 	}
-	made.Store(g)
+	if reloader != nil {
+		reloader.made(g)
+	}
 	if tlsCfg != nil {
 		// At most 10 s, as the pin check below.
 		check, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -861,22 +870,56 @@ func openAudit(path string) (sink audit.Sink, reopen hangup.Reopener, closeSink 
 }
 
 // onHangup is what the gateway does on SIGHUP: it reopens a JSONL --audit
-// file (reopen, nil for none) and, once g is made, reads the --policy
-// file again and decides every tools/call by it from then on; a file
-// that cannot be read, does not parse, or whose rules the start would
-// refuse, is logged and the gateway keeps the policy it has. Without
-// either, SIGHUP is logged and ignored.
-func onHangup(logger *slog.Logger, auditPath string, reopen hangup.Reopener, policyFile string, g *gateway.Gateway) {
+// file (reopen, nil for none) and reloads --policy (rl, nil without
+// one). Without either, SIGHUP is logged and ignored.
+func onHangup(logger *slog.Logger, auditPath string, reopen hangup.Reopener, rl *policyReloader) {
 	if reopen != nil {
 		hangup.ReopenNow(logger, auditPath, reopen)
 	}
 	switch {
-	case policyFile != "" && g != nil:
-		reloadPolicy(logger, policyFile, g)
-	case policyFile != "":
-		logger.Info("SIGHUP: --policy not reloaded: the gateway is still starting, with the file as it was read at the start", "policy", policyFile)
+	case rl != nil:
+		rl.hangup()
 	case reopen == nil:
 		hangup.ReopenNow(logger, auditPath, nil)
+	}
+}
+
+// A policyReloader reads the --policy file again on SIGHUP and makes it
+// the gateway's policy: at once once the gateway is made, and for a
+// SIGHUP that came before (the start read the file before it waited on
+// the token verifier's first fetch, which may take seconds), when it is.
+// Reloads run one at a time, so the last one reads the file last.
+type policyReloader struct {
+	logger *slog.Logger
+	path   string
+	mu     sync.Mutex // held by a reload; guards g and pending
+	g      *gateway.Gateway
+	// pending: a SIGHUP came before g was made.
+	pending bool
+}
+
+// hangup reloads the policy, or, before the gateway is made, has it
+// reloaded when it is.
+func (rl *policyReloader) hangup() {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if rl.g == nil {
+		rl.pending = true
+		rl.logger.Info("SIGHUP during the start: --policy will be read again once the gateway is made", "policy", rl.path)
+		return
+	}
+	reloadPolicy(rl.logger, rl.path, rl.g)
+}
+
+// made gives rl the gateway g, and reloads the policy if a SIGHUP came
+// before.
+func (rl *policyReloader) made(g *gateway.Gateway) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.g = g
+	if rl.pending {
+		rl.pending = false
+		reloadPolicy(rl.logger, rl.path, g)
 	}
 }
 

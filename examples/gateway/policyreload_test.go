@@ -3,6 +3,7 @@
 package main
 
 import (
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpguard/mcpguard/gateway"
 )
 
 // awaitLogCount waits until logs hold want lines with s.
@@ -110,5 +113,37 @@ func TestSIGHUPReloadsPolicyWithoutAudit(t *testing.T) {
 		if err := os.WriteFile(file, []byte(`{"tools":[{"name":"get_customer_record","class":"read"}]}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPolicyReloaderBeforeMade: a SIGHUP before the gateway is made (the
+// start read --policy before it waited on the token verifier) has the
+// file read again when it is, once.
+func TestPolicyReloaderBeforeMade(t *testing.T) {
+	file := writePolicy(t, `{"tools":[{"name":"get_customer_record","class":"read"}]}`)
+	logs := &runLogs{}
+	rl := &policyReloader{logger: slog.New(slog.NewTextHandler(logs, nil)), path: file}
+	if err := os.WriteFile(file, []byte(`{"tools":[{"name":"trigger_refund","class":"read"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rl.hangup()
+	if !strings.Contains(logs.String(), "SIGHUP during the start") {
+		t.Fatalf("the early SIGHUP not logged:\n%s", logs)
+	}
+	first, _, err := loadPolicy(writePolicy(t, `{"tools":[{"name":"get_customer_record","class":"read"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New("http://127.0.0.1:1/mcp", gateway.DemoTokens(), &gateway.Options{Policy: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl.made(g)
+	if _, ok := g.Policy().Resolve("trigger_refund"); !ok || strings.Count(logs.String(), "--policy reloaded") != 1 {
+		t.Fatalf("after made: trigger_refund resolved %v, logs:\n%s", ok, logs)
+	}
+	rl.made(g) // no SIGHUP since: no reload
+	if n := strings.Count(logs.String(), "--policy reloaded"); n != 1 {
+		t.Fatalf("%d reloads logged, want 1:\n%s", n, logs)
 	}
 }
