@@ -283,6 +283,21 @@ func (c *config) check() error {
 			return fmt.Errorf("allowed_write_tools: %q is a read-only tool", name)
 		}
 	}
+	// A tool that can be called (a read, or an allowlisted write) and costs
+	// more than a spend cap could never be: the limiter admits no call of
+	// more than its Max (and mcpguard.New refuses it, in the library's terms).
+	for _, name := range c.toolNames() {
+		t := c.Tools[name]
+		if !*t.ReadOnly && !c.writeEnabled(name) {
+			continue
+		}
+		if t.CostUnits > r.CostPerSession {
+			return fmt.Errorf("tools.%s.cost_units %v is more than rate_limit.cost_per_session %v: no call of it would ever fit; lower the cost or raise the cap", name, t.CostUnits, r.CostPerSession)
+		}
+		if r.CostPerUser != nil && t.CostUnits > *r.CostPerUser {
+			return fmt.Errorf("tools.%s.cost_units %v is more than rate_limit.cost_per_user %v: no call of it would ever fit; lower the cost or raise the cap", name, t.CostUnits, *r.CostPerUser)
+		}
+	}
 	return nil
 }
 
