@@ -112,6 +112,7 @@ func (b *batchOut) run(r *http.Request, m *member) {
 	memberHeaders(h, m.p.m)
 	c, err := b.g.roundTrip(r, b.pr, b.cid, http.MethodPost, h, m.p.m.raw, &b.out, false)
 	if c != nil {
+		m.p.call.answered(c.resp.StatusCode)
 		if s, sse := c.resp.StatusCode, isSSE(c.resp.Header); (m.p.filter || b.g.pins != nil) && (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse) {
 			b.g.refuseUnreadable(b.cid, c.resp)
 			c.close()
@@ -237,6 +238,7 @@ func (b *batchOut) relay(m *member) {
 	answer := func(msg []byte) []byte {
 		if msg = b.answer(m, msg); msg != nil {
 			answered = true
+			m.p.call.read(msg)
 		}
 		return msg
 	}
@@ -412,6 +414,8 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			dropped++
 		} else if answer = b.answer(m, msg); answer == nil {
 			dropped++
+		} else {
+			m.p.call.read(answer)
 		}
 	}
 	cr := &chargedReader{r: m.c, held: &b.held}
@@ -546,6 +550,7 @@ func (g *Gateway) synth(m *member, e *rpcError, code string) [][]byte {
 		code = e.contract
 	}
 	m.checkGone()
+	m.p.call.answeredErr(e)
 	m.p.call.finish(code)
 	if m.p.m.id == nil || m.p.m.response {
 		return nil

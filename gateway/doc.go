@@ -361,4 +361,23 @@
 // correlation id is the one sent downstream in [HeaderRequestID]: a
 // downstream guarded by mcpguard with Options.RequestIDHeader set to it
 // records it as its records' request_id, and the two trails join on it.
+//
+// A forwarded tools/call's outcome is allowed, with Code "", when the
+// downstream's answer was relayed (for a batch member, its JSON-RPC
+// response), whatever the answer says; it is UPSTREAM_UNAVAILABLE, not
+// allowed, when the gateway answered -32003 instead (no answer, a timeout,
+// a redirect, an answer it must read but cannot, a batch member's answer
+// without a JSON-RPC response), cut the relayed answer short, or did not
+// send the call, its client gone. Its Detail says what the gateway saw of
+// the answer: "downstream answered HTTP 503" for a status other than 2xx (a
+// single call's answer is relayed so, whatever its body), and, where the
+// gateway reads the answer anyway (a batch member's; with Pins, every one),
+// "downstream answered a JSON-RPC error" ("downstream answered HTTP 500
+// with a JSON-RPC error") or "tool reported an error" for a result with
+// isError true, as the library's guard records a tool error. A single
+// call's answer relayed without Pins is not parsed: a 2xx holding a
+// JSON-RPC error or a tool error has no detail, as a success has; the
+// downstream's own records (mcpguard's guard: joined on the correlation id)
+// tell them apart. A client gone (above) is told after these, joined with
+// "; ".
 package gateway

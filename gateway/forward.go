@@ -782,6 +782,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 		return
 	}
 	defer c.close()
+	call.answered(c.resp.StatusCode)
 	if s := c.resp.StatusCode; g.pins != nil && r.Method != http.MethodDelete && s >= 200 && s <= 299 {
 		// Any answer may carry a listing (see [Gateway.guardAnswer]).
 		g.relayChecked(w, r, pol, pr, cid, m, c, call, start, listen)
@@ -853,6 +854,7 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 	if uerr.unsent {
 		call.refund()
 	}
+	call.answeredErr(uerr)
 	if uerr.status == 499 {
 		if uerr.unsent {
 			call.notForwarded()

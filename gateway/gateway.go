@@ -196,7 +196,10 @@ type Options struct {
 	// body too large or unreadable) gets one outcome event without a tool.
 	// A tools/call refused for its name's characters gets one without a
 	// tool, the name quoted, escaped and cut in its detail (see the
-	// package doc). Arguments are recorded only as their SHA-256,
+	// package doc, which also says what a forwarded call's outcome
+	// records of the downstream's answer: its HTTP status when not a 2xx,
+	// and, where the gateway reads it, a JSON-RPC error or a tool error).
+	// Arguments are recorded only as their SHA-256,
 	// or with ArgsKey as their HMAC-SHA256. A panic of the sink is a failed
 	// write, logged with its stack (a write tool's intent not recorded is
 	// refused, AUDIT_UNAVAILABLE).

@@ -129,7 +129,14 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 	c.out.w = w
 	ew := &eventWriter{out: &c.out, rc: http.NewResponseController(w)}
 	c.out.flush(ew.rc)
-	err := readEvents(rd, func(ev *event) { ew.write(ev, func(msg []byte) []byte { return g.guardAnswer(l, msg) }, false) })
+	tf := func(msg []byte) []byte {
+		out := g.guardAnswer(l, msg)
+		if out != nil {
+			call.read(out)
+		}
+		return out
+	}
+	err := readEvents(rd, func(ev *event) { ew.write(ev, tf, false) })
 	code := ""
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
@@ -172,6 +179,9 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 	c.out.w = w
 	if _, werr := c.out.write(out); werr != nil || r.Context().Err() != nil {
 		call.clientWentAway()
+	}
+	if len(out) > 0 {
+		call.read(out)
 	}
 	call.finish("")
 	if g.log.Enabled(r.Context(), slog.LevelInfo) {

@@ -44,7 +44,12 @@ type callState struct {
 	hasLim   bool
 	done     bool
 	refunded bool
-	detail   string // the outcome record's detail
+	// reply is what the response says, where the gateway read it
+	// ([callState.read]), and status the downstream's HTTP status when not
+	// a 2xx ([callState.answered]): small, in the room the bools leave.
+	reply  replyKind
+	status int16
+	detail string // the outcome record's detail
 }
 
 // refund gives back the calls and cost the limiter charged the call, which
@@ -100,6 +105,100 @@ func (c *callState) notForwarded() {
 	}
 }
 
+// A replyKind is what a response the gateway read (a batch member's, any
+// with Pins) says, for the call's outcome record: nothing of note, a
+// JSON-RPC error, or a result that is a tool error (isError true), which
+// the record says as the guard's does.
+type replyKind uint8
+
+const (
+	replyNone replyKind = iota
+	replyRPCError
+	replyToolError
+)
+
+// answered notes in the call's outcome record the HTTP status of the
+// downstream's answer, when it is not a 2xx: "downstream answered HTTP
+// 503". A 3xx is never relayed (see [Gateway.roundTrip]).
+func (c *callState) answered(status int) {
+	if c != nil && (status < 200 || status > 299) {
+		c.status = int16(status) // 100 to 999: see [Gateway.sendGuarded]
+	}
+}
+
+// answeredErr notes the status of e, an upstream error answering the
+// call, when e says one ([badAnswer]).
+func (c *callState) answeredErr(e *rpcError) {
+	if s, ok := e.data["upstream_status"].(int); ok {
+		c.answered(s)
+	}
+}
+
+// read notes in the call's outcome record what msg, valid JSON that the
+// gateway read in the answer to the call, says when it is a JSON-RPC error
+// or a tool error ([replyOf]).
+func (c *callState) read(msg []byte) {
+	if c != nil {
+		if k := replyOf(msg); k != replyNone {
+			c.reply = k
+		}
+	}
+}
+
+// replyOf returns replyRPCError for msg, valid JSON with white space
+// around it, when it is an object with an error, replyToolError for one
+// whose result has isError true, else replyNone (a result, a request, a
+// notification, an array).
+func replyOf(msg []byte) replyKind {
+	msg = bytes.TrimSpace(msg)
+	if len(msg) == 0 || msg[0] != '{' {
+		return replyNone
+	}
+	kind := replyNone
+	forEachField(msg, func(k, v []byte) *rpcError {
+		switch {
+		case string(k) == "error" && v[0] == '{':
+			kind = replyRPCError
+		case string(k) == "result" && v[0] == '{':
+			forEachField(v, func(k, v []byte) *rpcError {
+				if string(k) == "isError" && string(v) == "true" {
+					kind = replyToolError
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	return kind
+}
+
+// outcomeDetail returns the outcome record's detail: the status and reply
+// noted, then the detail noted (the client gone), joined with "; ".
+func (c *callState) outcomeDetail() string {
+	d := ""
+	switch c.reply {
+	case replyRPCError:
+		d = "downstream answered a JSON-RPC error"
+	case replyToolError:
+		d = "tool reported an error"
+	}
+	if c.status != 0 {
+		h := "downstream answered HTTP " + strconv.Itoa(int(c.status))
+		switch c.reply {
+		case replyNone:
+			d = h
+		case replyRPCError:
+			d = h + " with a JSON-RPC error"
+		default:
+			d = h + "; " + d
+		}
+	}
+	if c.detail != "" {
+		d += "; " + c.detail
+	}
+	return d
+}
+
 // finish releases the call's in-flight slot and writes its outcome event.
 // code is "" for a relayed answer, else the error-contract name.
 func (c *callState) finish(code string) {
@@ -110,7 +209,11 @@ func (c *callState) finish(code string) {
 	if c.hasLim {
 		c.g.lim.Release(c.lim)
 	}
-	c.g.audit(context.Background(), c.pr, c.cid, c.ri, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, c.detail, c.cost, c.start)
+	detail := c.detail
+	if c.status != 0 || c.reply != replyNone {
+		detail = c.outcomeDetail()
+	}
+	c.g.audit(context.Background(), c.pr, c.cid, c.ri, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, detail, c.cost, c.start)
 }
 
 func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) {
