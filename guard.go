@@ -118,14 +118,16 @@ type Options struct {
 	// every name has a rule. It also refuses a spend limit (for one tool
 	// or every tool) whose Max is below the Cost of a rule it caps, a tool
 	// rule's or the default rule's, when no Tools Cost function may price
-	// the calls charged under it: the limiter never admits a call of more
-	// than Max, so every such call would be refused for ever (a write tool
-	// not on the write allowlist, never called, excepted). A Cost equal
-	// to Max admits one call. A call the limiter admitted and that is
-	// refused before its handler runs (a write without a durable intent, a
-	// confirmation found used, a confirmation state that could not be made,
-	// arguments the go-sdk's typed-tool wrapper could not read, decode or
-	// validate, as the package doc's # Errors says) is given back its calls
+	// the calls charged under it (for a tool rule, one for the tool's own
+	// name: a call by another spelling costs at least the rule's Cost):
+	// the limiter never admits a call of more than Max, so every such call
+	// would be refused for ever (a write tool not on the write allowlist,
+	// never called, excepted). A Cost equal to Max admits one call. A call
+	// the limiter admitted and that is refused before its handler runs (a
+	// write without a durable intent, a confirmation found used, a
+	// confirmation state that could not be made, arguments the go-sdk's
+	// typed-tool wrapper could not read, decode or validate, as the
+	// package doc's # Errors says) is given back its calls
 	// and cost ([limiter.Limiter.Refund]): a call refused at once consumes
 	// nothing; one refused later keeps the part that may have refilled
 	// meanwhile, which its audit record's cost shows. When the limiter's
@@ -406,13 +408,21 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 // (no cost in a rule it may be charged under, and no name equal to it
 // under folding has a Cost function in tools); or a spend limit whose Max
 // is below the Cost of a rule it caps, when no Cost function in tools may
-// price those calls (for the default rule under a limit for every tool:
-// no name the default rule governs has one).
+// price those calls lower: for a tool rule, none for its own name (a call
+// by another spelling costs the larger of its cost and the tool's, see
+// Guard.toolOptions); for the default rule, none for a name of the
+// limit's Tool, or, under a limit for every tool, for a name the default
+// rule alone governs.
 func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]ToolOptions) error {
 	if l == nil {
 		return nil
 	}
-	priced := func(k string) bool {
+	priced := func(k, rule string) bool {
+		if rule != "" {
+			// A call by another spelling costs at least what one by
+			// rule's own name does (see Guard.toolOptions).
+			return tools[rule].Cost != nil
+		}
 		for n, o := range tools {
 			if o.Cost == nil {
 				continue
@@ -432,12 +442,10 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]Tool
 		return nil
 	case pr.NoRule:
 		return fmt.Errorf("mcpguard: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing", pr.Limit, pr.Limit.Tool)
+	case pr.Cost > 0 && pr.Rule == "":
+		return fmt.Errorf("mcpguard: limiter limit %v: a call under the policy's default rule costs %v (its Cost, and no Cost function in Options.Tools), more than the limit's Max, so every such call would be refused for ever; raise Max to at least %v, or lower the Cost", pr.Limit, pr.Cost, pr.Cost)
 	case pr.Cost > 0:
-		rule := fmt.Sprintf("tool %q", pr.Rule)
-		if pr.Rule == "" {
-			rule = "the policy's default rule"
-		}
-		return fmt.Errorf("mcpguard: limiter limit %v: a call under %s costs %v (its rule's Cost, and no Cost function in Options.Tools), more than the limit's Max, so every such call would be refused for ever; raise Max to at least %v, or lower the Cost", pr.Limit, rule, pr.Cost, pr.Cost)
+		return fmt.Errorf("mcpguard: limiter limit %v: a call under tool %q costs %v (its rule's Cost, and no Cost function in Options.Tools for %q: one for another spelling prices no call lower), more than the limit's Max, so every such call would be refused for ever; raise Max to at least %v, lower the Cost, or give %q a Cost function", pr.Limit, pr.Rule, pr.Cost, pr.Rule, pr.Cost, pr.Rule)
 	default:
 		return fmt.Errorf("mcpguard: limiter limit %v: tool %q costs nothing (no Cost in its rule, no Cost function in its Options.Tools), so the limit caps nothing", pr.Limit, pr.Limit.Tool)
 	}
@@ -454,11 +462,11 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]Tool
 // name has one), or, for a spend limit, that costs nothing (no cost in its
 // rule or the default rule, no Cost function), for a spend limit of
 // Options.Limiter (for one tool or every tool) whose Max is below the
-// fixed Cost of a rule it caps (no Cost function), which would refuse
-// every call charged under that rule for ever, for an Options.ArgsKey
-// shorter than 16 bytes, for an Options.RequestIDHeader that is not a
-// header name, or for tools that need confirmation while
-// Options.Confirmer is nil.
+// fixed Cost of a rule it caps (no Cost function that may price its calls
+// lower: see [Options].Limiter), which would refuse every call charged
+// under that rule for ever, for an Options.ArgsKey shorter than 16 bytes,
+// for an Options.RequestIDHeader that is not a header name, or for tools
+// that need confirmation while Options.Confirmer is nil.
 func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	g, err := newGuard(p, authn, opts)
 	if err != nil {

@@ -462,7 +462,7 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, cost func(string, pol
 	if l == nil {
 		return nil
 	}
-	switch pr := limitcheck.Find(p, l.Limits(), func(string) bool { return cost != nil }); {
+	switch pr := limitcheck.Find(p, l.Limits(), func(string, string) bool { return cost != nil }); {
 	case pr == nil:
 		return nil
 	case pr.NoRule:
@@ -623,7 +623,8 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 // does on SIGHUP), keeping its clients' connections, sessions and streams.
 // It returns an error, and keeps the policy it has, for a nil p or a
 // policy New would refuse with the gateway's Limiter and Cost (a limit for
-// one tool that p has no rule for, or that costs nothing under p).
+// one tool that p has no rule for, or that costs nothing under p; a spend
+// limit whose Max is below the Cost of a rule of p it caps, without Cost).
 //
 // A request is decided wholly by the policy of the moment it came: the
 // messages of a batch by one policy, and the listings (FilterToolsList)

@@ -32,25 +32,26 @@ type Problem struct {
 // something when its Tool has a rule ([policy.Policy.Resolve]: with a
 // default rule every name has one) or a tool rule's name equals it so; a
 // spend limit for one tool, when besides one of those rules, the rule of
-// such a name or the default rule has a cost, or priced reports that a
-// Cost function may price calls by names of its key. A limit for every
-// tool (no Tool) caps something whatever the costs: a configuration may
-// cap spending before any tool costs anything.
+// such a name or the default rule has a cost, or priced(k, "") reports
+// that a Cost function may price calls by names of its key k. A limit for
+// every tool (no Tool) caps something whatever the costs: a configuration
+// may cap spending before any tool costs anything.
 //
-// A spend limit whose Max is below the Cost of a rule it applies to, when
-// priced does not report that a Cost function may price calls by names of
-// the rule's key, refuses every call charged under that rule for ever: a
-// tool rule's, for a limit for every tool or for the rule's key (a call by
-// another spelling of the rule's name costs at least as much); the
-// default rule's, for a limit for every tool (priced is then asked with
-// the empty key: whether a Cost function may price calls by a name
-// without a tool rule) or for a key no tool rule's name has. Find reports
-// it, unless the rule is a write's that is never admitted: a tool rule
-// whose name is not on the write allowlist, or the default rule when the
-// limit's Tool is not on it (for a limit for every tool, when the
-// allowlist is not a lone "*"). A cost equal to Max is allowed: a full
-// budget admits one such call.
-func Find(p *policy.Policy, limits []limiter.Limit, priced func(key string) bool) *Problem {
+// A spend limit whose Max is below the Cost of a rule it applies to refuses
+// every call charged under that rule for ever, unless a Cost function may
+// price such calls below it: a tool rule's, for a limit for every tool or
+// for the rule's key (a call by another spelling of the rule's name costs
+// at least as much), unless priced(k, name) reports, for the rule's key k
+// and name, that a Cost function may price a call charged under it below
+// its Cost; the default rule's, for a limit for every tool or for a key k
+// no tool rule's name has, unless priced(k, "") reports that a Cost
+// function may price calls by names of k (with k "", for a limit for
+// every tool: by a name without a tool rule). Find reports it, unless the
+// rule is a write's that is never admitted: a tool rule whose name is not
+// on the write allowlist, or the default rule when the limit's Tool is not
+// on it (for a limit for every tool, when the allowlist is not a lone
+// "*"). A cost equal to Max is allowed: a full budget admits one such call.
+func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string) bool) *Problem {
 	var (
 		names []string                      // the tool rules' names, sorted
 		rules map[string][]*policy.ToolRule // the tool rules, by the key of their name
@@ -91,7 +92,7 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key string) bool
 		if lim.Kind != limiter.Spend {
 			continue
 		}
-		if !mayCost(def, own, rules[k]) && !priced(k) {
+		if !mayCost(def, own, rules[k]) && !priced(k, "") {
 			return &Problem{Limit: lim}
 		}
 		if len(rules[k]) == 0 { // every name of the key has the default rule
@@ -109,12 +110,13 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key string) bool
 }
 
 // over returns the Problem of spend limit lim when the rule r (nil for
-// none) costs more than lim.Max, priced does not report that a Cost
-// function may price calls by names of key k, and r is a read's or that of
-// a write p may admit a call of by name (not on the write allowlist, it is
-// never called, whatever it costs); else nil.
-func over(p *policy.Policy, lim limiter.Limit, r *policy.ToolRule, name, k string, priced func(string) bool) *Problem {
-	if r == nil || r.Cost <= lim.Max || priced(k) || r.Class == policy.Write && !p.WriteAllowed(name) {
+// none) costs more than lim.Max, priced(k, r.Name) does not report that a
+// Cost function may price calls by names of key k charged under it below
+// that, and r is a read's or that of a write p may admit a call of by name
+// (not on the write allowlist, it is never called, whatever it costs);
+// else nil.
+func over(p *policy.Policy, lim limiter.Limit, r *policy.ToolRule, name, k string, priced func(string, string) bool) *Problem {
+	if r == nil || r.Cost <= lim.Max || priced(k, r.Name) || r.Class == policy.Write && !p.WriteAllowed(name) {
 		return nil
 	}
 	return &Problem{Limit: lim, Cost: r.Cost, Rule: r.Name}

@@ -30,12 +30,14 @@ func TestReview29FindSpendBelowCost(t *testing.T) {
 	spend := func(tool string, max float64) limiter.Limit {
 		return limiter.Limit{Kind: limiter.Spend, Scope: limiter.User, Tool: tool, Max: max, Window: time.Minute}
 	}
-	none := func(string) bool { return false }
-	only := func(name string) func(string) bool { return func(k string) bool { return k == policy.NameKey(name) } }
+	none := func(string, string) bool { return false }
+	only := func(name string) func(string, string) bool {
+		return func(k, _ string) bool { return k == policy.NameKey(name) }
+	}
 	for _, tt := range []struct {
 		name   string
 		limits []limiter.Limit
-		priced func(string) bool
+		priced func(string, string) bool
 		want   *Problem
 	}{
 		{"tool", []limiter.Limit{spend("search", 4.5)}, none, &Problem{Limit: spend("search", 4.5), Cost: 5, Rule: "search"}},
@@ -95,7 +97,7 @@ func TestReview29FindSpendBelowCostWrites(t *testing.T) {
 	spend := func(tool string, max float64) limiter.Limit {
 		return limiter.Limit{Kind: limiter.Spend, Scope: limiter.Session, Tool: tool, Max: max, Window: time.Minute}
 	}
-	none := func(string) bool { return false }
+	none := func(string, string) bool { return false }
 	for _, tt := range []struct {
 		name   string
 		p      *policy.Policy
