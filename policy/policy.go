@@ -946,6 +946,20 @@ func (p *Policy) foldsLike(name string) string {
 	return ""
 }
 
+// WriteAllowlist returns the entries of the write allowlist, sorted: a
+// lone "*" when it allows every write, none when it is empty.
+func (p *Policy) WriteAllowlist() []string {
+	if p.allWrites {
+		return []string{"*"}
+	}
+	names := make([]string, 0, len(p.writes))
+	for n := range p.writes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Tools returns the names of the tools with their own rule, sorted.
 func (p *Policy) Tools() []string {
 	names := make([]string, 0, len(p.tools))

@@ -48,9 +48,10 @@ type Problem struct {
 // function may price calls by names of k (with k "", for a limit for
 // every tool: by a name without a tool rule). Find reports it, unless the
 // rule is a write's that is never admitted: a tool rule whose name is not
-// on the write allowlist, or the default rule when the limit's Tool is not
-// on it (for a limit for every tool, when the allowlist is not a lone
-// "*"). A cost equal to Max is allowed: a full budget admits one such call.
+// on the write allowlist, or the default rule when the allowlist is not a
+// lone "*" and has no entry without a rule of its own (of key k, for a
+// limit for one tool), which the default rule would govern. A cost equal
+// to Max is allowed: a full budget admits one such call.
 func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string) bool) *Problem {
 	var (
 		names []string                      // the tool rules' names, sorted
@@ -75,11 +76,11 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string
 		if lim.Tool == "" {
 			for _, n := range names {
 				r, _ := p.Resolve(n)
-				if pr := over(p, lim, r, n, policy.NameKey(n), priced); pr != nil {
+				if pr := over(lim, r, ruleCalled(p, r), policy.NameKey(n), priced); pr != nil {
 					return pr
 				}
 			}
-			if pr := over(p, lim, def, "\x00", "", priced); pr != nil {
+			if pr := over(lim, def, defaultCalled(p, def, "", true), "", priced); pr != nil {
 				return pr
 			}
 			continue
@@ -96,12 +97,12 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string
 			return &Problem{Limit: lim}
 		}
 		if len(rules[k]) == 0 { // every name of the key has the default rule
-			if pr := over(p, lim, def, lim.Tool, k, priced); pr != nil {
+			if pr := over(lim, def, defaultCalled(p, def, k, false), k, priced); pr != nil {
 				return pr
 			}
 		}
 		for _, r := range rules[k] {
-			if pr := over(p, lim, r, r.Name, k, priced); pr != nil {
+			if pr := over(lim, r, ruleCalled(p, r), k, priced); pr != nil {
 				return pr
 			}
 		}
@@ -112,14 +113,40 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string
 // over returns the Problem of spend limit lim when the rule r (nil for
 // none) costs more than lim.Max, priced(k, r.Name) does not report that a
 // Cost function may price calls by names of key k charged under it below
-// that, and r is a read's or that of a write p may admit a call of by name
-// (not on the write allowlist, it is never called, whatever it costs);
-// else nil.
-func over(p *policy.Policy, lim limiter.Limit, r *policy.ToolRule, name, k string, priced func(string, string) bool) *Problem {
-	if r == nil || r.Cost <= lim.Max || priced(k, r.Name) || r.Class == policy.Write && !p.WriteAllowed(name) {
+// that, and called: some call under r may be admitted (a write's, off the
+// write allowlist, is never called, whatever it costs); else nil.
+func over(lim limiter.Limit, r *policy.ToolRule, called bool, k string, priced func(string, string) bool) *Problem {
+	if r == nil || !called || r.Cost <= lim.Max || priced(k, r.Name) {
 		return nil
 	}
 	return &Problem{Limit: lim, Cost: r.Cost, Rule: r.Name}
+}
+
+// ruleCalled reports whether p may admit a call under r, a tool rule: a
+// read's, or a write's whose name is on the write allowlist (a call by
+// another spelling needs the rule's own name there too).
+func ruleCalled(p *policy.Policy, r *policy.ToolRule) bool {
+	return r.Class != policy.Write || p.WriteAllowed(r.Name)
+}
+
+// defaultCalled reports whether p may admit a call under def, its default
+// rule (nil without one), by a name of key k (with every, by any name): a
+// read's, or a write's when the write allowlist allows every write or has
+// an entry of that key (any entry, with every) without a rule of its own,
+// which the default rule governs.
+func defaultCalled(p *policy.Policy, def *policy.ToolRule, k string, every bool) bool {
+	if def == nil || def.Class != policy.Write {
+		return def != nil
+	}
+	for _, w := range p.WriteAllowlist() {
+		if w == "*" {
+			return true
+		}
+		if r, _ := p.Resolve(w); r == def && (every || policy.NameKey(w) == k) {
+			return true
+		}
+	}
+	return false
 }
 
 // mayCost reports whether own (the rule a name resolves to, or nil), one of

@@ -75,9 +75,9 @@ func TestReview29FindSpendBelowCost(t *testing.T) {
 // TestReview29FindSpendBelowCostWrites: a write tool not on the write
 // allowlist is never admitted, whatever it costs, so a spend limit below
 // its cost changes nothing and is not reported; one on the allowlist is.
-// The default rule's writes are admitted for the names on the allowlist:
-// reported for a limit for such a name, or for every tool when the
-// allowlist is a lone "*".
+// The default rule's writes are admitted for the names on the allowlist
+// without a rule of their own: reported for a limit for such a name (under
+// folding), or for every tool when the allowlist has one, or is a lone "*".
 func TestReview29FindSpendBelowCostWrites(t *testing.T) {
 	pol := func(allow ...string) *policy.Policy {
 		p, err := policy.New(policy.Config{
@@ -89,6 +89,13 @@ func TestReview29FindSpendBelowCostWrites(t *testing.T) {
 			Default:        &policy.ToolRule{Class: policy.Write, Cost: 6},
 			WriteAllowlist: allow,
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	polRead := func() *policy.Policy {
+		p, err := policy.New(policy.Config{Default: &policy.ToolRule{Class: policy.Read, Cost: 6}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +114,12 @@ func TestReview29FindSpendBelowCostWrites(t *testing.T) {
 		{"not_allowed", pol(), []limiter.Limit{spend("create", 3), spend("", 3)}, nil},
 		{"allowed", pol("delete"), []limiter.Limit{spend("create", 3), spend("", 3)}, &Problem{Limit: spend("", 3), Cost: 5, Rule: "delete"}},
 		{"allowed_other_spelling", pol("create"), []limiter.Limit{spend("CREATE", 3)}, &Problem{Limit: spend("CREATE", 3), Cost: 5, Rule: "create"}},
-		{"default_not_allowed", pol("other"), []limiter.Limit{spend("another", 5.5), spend("", 5.5)}, nil},
+		{"default_not_allowed", pol("other"), []limiter.Limit{spend("another", 5.5)}, nil},
+		// "other", allowlisted, has the default rule: every call of it
+		// would cost 6.
+		{"default_allowed_every_tool", pol("other"), []limiter.Limit{spend("", 5.5)}, &Problem{Limit: spend("", 5.5), Cost: 6}},
+		{"default_allowed_other_spelling", pol("Other"), []limiter.Limit{spend("other", 5.5)}, &Problem{Limit: spend("other", 5.5), Cost: 6}},
+		{"default_read", polRead(), []limiter.Limit{spend("", 5.5)}, &Problem{Limit: spend("", 5.5), Cost: 6}},
 		{"default_allowed", pol("other"), []limiter.Limit{spend("other", 5.5)}, &Problem{Limit: spend("other", 5.5), Cost: 6}},
 		{"default_every_write", pol("*"), []limiter.Limit{spend("", 5.5)}, &Problem{Limit: spend("", 5.5), Cost: 6}},
 	} {
