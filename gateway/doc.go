@@ -371,13 +371,16 @@
 // send the call, its client gone. Its Detail says what the gateway saw of
 // the answer: "downstream answered HTTP 503" for a status other than 2xx (a
 // single call's answer is relayed so, whatever its body), and, where the
-// gateway reads the answer anyway (a batch member's; with Pins, every one),
-// "downstream answered a JSON-RPC error" ("downstream answered HTTP 500
-// with a JSON-RPC error") or "tool reported an error" for a result with
-// isError true, as the library's guard records a tool error. A single
-// call's answer relayed without Pins is not parsed: a 2xx holding a
-// JSON-RPC error or a tool error has no detail, as a success has; the
-// downstream's own records (mcpguard's guard: joined on the correlation id)
-// tell them apart. A client gone (above) is told after these, joined with
-// "; ".
+// gateway reads the answer anyway (a batch member's; with Pins, every 2xx
+// one), "downstream answered a JSON-RPC error" ("downstream answered HTTP
+// 500 with a JSON-RPC error") or "tool reported an error" for a result
+// with isError true, as the library's guard records a tool error. Only the
+// call's own response tells these, the one its client takes: the first
+// with the call's id (a batch member's, the one relayed as its answer),
+// not another request's response, a server's request or notification in
+// the stream, or a second response. A single call's answer relayed
+// without Pins is not parsed: a 2xx holding a JSON-RPC error or a tool
+// error has no detail, as a success has; the downstream's own records
+// (mcpguard's guard: joined on the correlation id) tell them apart. A
+// client gone (above) is told after these, joined with "; ".
 package gateway

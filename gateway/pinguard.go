@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/jsonnum"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -100,7 +101,7 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pol *poli
 		return
 	}
 	if sse {
-		g.relayCheckedEvents(w, r, l, c, call, listen)
+		g.relayCheckedEvents(w, r, l, m.idOrNil(), c, call, listen)
 		return
 	}
 	g.relayCheckedWhole(w, r, l, m, c, call)
@@ -117,9 +118,10 @@ func (g *Gateway) relayBodiless(w http.ResponseWriter, cid string, c *upstreamCa
 }
 
 // relayCheckedEvents relays c's event stream (a GET's, or a POST's
-// answered so; listen: a subscriptions/listen's), each event checked for a
-// listing as it comes.
-func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *listing, c *upstreamCall, call *callState, listen bool) {
+// answered so, id its request's; listen: a subscriptions/listen's), each
+// event checked for a listing as it comes, and call's response read for
+// its outcome record ([callAnswer]).
+func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *listing, id []byte, c *upstreamCall, call *callState, listen bool) {
 	var rd io.Reader = c
 	if r.Method == http.MethodGet || listen {
 		rd = c.resp.Body // no timeout: the stream may be silent for long
@@ -131,8 +133,8 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 	c.out.flush(ew.rc)
 	tf := func(msg []byte) []byte {
 		out := g.guardAnswer(l, msg)
-		if out != nil {
-			call.read(out)
+		if call != nil && out != nil {
+			call.read(callAnswer(out, id))
 		}
 		return out
 	}
@@ -180,13 +182,70 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 	if _, werr := c.out.write(out); werr != nil || r.Context().Err() != nil {
 		call.clientWentAway()
 	}
-	if len(out) > 0 {
-		call.read(out)
+	if call != nil && len(out) > 0 {
+		call.read(callAnswer(out, m.idOrNil()))
 	}
 	call.finish("")
 	if g.log.Enabled(r.Context(), slog.LevelInfo) {
 		g.logChecked(r.Context(), l.cid, status, len(out), l.start)
 	}
+}
+
+// callAnswer returns the response to the request with id in msg, valid
+// JSON relayed in the answer to that request: msg, or an object in msg
+// when it is an array (the first), that is a JSON-RPC response
+// ([classify]) whose id a client takes for id ([sameID]); nil when there
+// is none: a request, a notification, a response to another request. Only
+// what it returns is the call's answer, which its outcome record tells.
+func callAnswer(msg, id []byte) []byte {
+	msg = bytes.TrimSpace(msg)
+	if id == nil || len(msg) == 0 {
+		return nil
+	}
+	if msg[0] == '[' {
+		var found []byte
+		forEachElement(msg, 0, func(v []byte) {
+			if found == nil && v[0] == '{' {
+				found = callAnswer(v, id)
+			}
+		})
+		return found
+	}
+	if kind, _ := classify(msg); kind != kindResponse {
+		return nil
+	}
+	var got []byte
+	forEachField(msg, func(k, v []byte) *rpcError {
+		if string(k) == "id" {
+			got = v
+		}
+		return nil
+	})
+	if got == nil || !sameID(got, id) {
+		return nil
+	}
+	return msg
+}
+
+// sameID reports whether a client takes the JSON ids a and b for one: the
+// same text, strings with the same value, or numbers with the same value
+// (7 and 7.0).
+func sameID(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	isNum := func(v []byte) bool { return v[0] == '-' || v[0] >= '0' && v[0] <= '9' }
+	switch {
+	case a[0] == '"' && b[0] == '"':
+		x, okx := jsonString(a)
+		y, oky := jsonString(b)
+		return okx && oky && x == y
+	case isNum(a) && isNum(b):
+		x, okx := jsonnum.Float(string(a))
+		y, oky := jsonnum.Float(string(b))
+		return okx && oky && x == y
+	}
+	return false
 }
 
 // refuseAnswer answers a JSON answer of n bytes that is not JSON, or

@@ -106,13 +106,14 @@ func (c *callState) notForwarded() {
 }
 
 // A replyKind is what a response the gateway read (a batch member's, any
-// with Pins) says, for the call's outcome record: nothing of note, a
-// JSON-RPC error, or a result that is a tool error (isError true), which
-// the record says as the guard's does.
+// with Pins) says, for the call's outcome record: none read yet, nothing of
+// note, a JSON-RPC error, or a result that is a tool error (isError true),
+// which the record says as the guard's does.
 type replyKind uint8
 
 const (
 	replyNone replyKind = iota
+	replyResult
 	replyRPCError
 	replyToolError
 )
@@ -134,27 +135,26 @@ func (c *callState) answeredErr(e *rpcError) {
 	}
 }
 
-// read notes in the call's outcome record what msg, valid JSON that the
-// gateway read in the answer to the call, says when it is a JSON-RPC error
-// or a tool error ([replyOf]).
+// read notes in the call's outcome record what msg, the call's JSON-RPC
+// response that the gateway read, says when it is a JSON-RPC error or a
+// tool error ([replyOf]); a nil msg is none. Only the first is noted: the
+// one a client takes (the go-sdk's stops reading there); a later one is
+// dropped or ignored.
 func (c *callState) read(msg []byte) {
-	if c != nil {
-		if k := replyOf(msg); k != replyNone {
-			c.reply = k
-		}
+	if c != nil && c.reply == replyNone && msg != nil {
+		c.reply = replyOf(msg)
 	}
 }
 
-// replyOf returns replyRPCError for msg, valid JSON with white space
-// around it, when it is an object with an error, replyToolError for one
-// whose result has isError true, else replyNone (a result, a request, a
-// notification, an array).
+// replyOf returns replyRPCError for msg, a JSON-RPC response, valid JSON
+// with white space around it, when it has an error, replyToolError when
+// its result has isError true, else replyResult.
 func replyOf(msg []byte) replyKind {
 	msg = bytes.TrimSpace(msg)
 	if len(msg) == 0 || msg[0] != '{' {
-		return replyNone
+		return replyResult
 	}
-	kind := replyNone
+	kind := replyResult
 	forEachField(msg, func(k, v []byte) *rpcError {
 		switch {
 		case string(k) == "error" && v[0] == '{':
@@ -185,7 +185,7 @@ func (c *callState) outcomeDetail() string {
 	if c.status != 0 {
 		h := "downstream answered HTTP " + strconv.Itoa(int(c.status))
 		switch c.reply {
-		case replyNone:
+		case replyNone, replyResult:
 			d = h
 		case replyRPCError:
 			d = h + " with a JSON-RPC error"
@@ -210,7 +210,7 @@ func (c *callState) finish(code string) {
 		c.g.lim.Release(c.lim)
 	}
 	detail := c.detail
-	if c.status != 0 || c.reply != replyNone {
+	if c.status != 0 || c.reply > replyResult {
 		detail = c.outcomeDetail()
 	}
 	c.g.audit(context.Background(), c.pr, c.cid, c.ri, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, detail, c.cost, c.start)
