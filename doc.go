@@ -75,7 +75,8 @@
 // handler; [Guard.Install] guards a whole server, one per Guard: a
 // second Install is an error, so a getServer that builds a server per
 // session or request makes a Guard for each, from the same Options (see
-// [Guard.Install]).
+// [Guard.Install]). [Guard.SetPolicy] replaces a Guard's policy while it
+// serves.
 //
 // # Sessions over HTTP
 //

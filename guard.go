@@ -283,7 +283,9 @@ type Options struct {
 // tell). Guards that share a limiter.Store and an audit sink share limits
 // and an audit trail. The zero Guard is not usable: make one with [New].
 type Guard struct {
-	pol   *policy.Policy
+	// pol is the policy, replaced whole by SetPolicy: a call, or a
+	// listing, loads it once and is decided by what it loaded.
+	pol   atomic.Pointer[policy.Policy]
 	authn Authenticator
 	opts  Options
 	now   func() time.Time
@@ -306,6 +308,13 @@ type Guard struct {
 	// added holds, weakly, the servers AddTool added a tool to, on which
 	// Install is refused.
 	added map[weak.Pointer[mcp.Server]]struct{}
+
+	// polMu orders SetPolicy with the checks of tools against the policy
+	// by Wrap and Install, so that no tool is checked against a policy
+	// that is being replaced. wrapped holds, weakly, the entries of the
+	// tools Wrap guards, which SetPolicy checks against a new policy.
+	polMu   sync.Mutex
+	wrapped map[weak.Pointer[toolEntry]]struct{}
 }
 
 // Wait returns once no call is under way in the guard: every call it has
@@ -338,7 +347,8 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	if authn == nil {
 		return nil, errors.New("mcpguard: nil authenticator")
 	}
-	g := &Guard{pol: p, authn: authn}
+	g := &Guard{authn: authn}
+	g.pol.Store(p)
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -371,21 +381,8 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	for name, o := range g.opts.Tools {
-		r, ok := p.Resolve(name)
-		if !ok {
-			return nil, fmt.Errorf("mcpguard: options for tool %q, which has no policy rule", name)
-		}
-		if o.DryRun && r.Class != policy.Write {
-			return nil, fmt.Errorf("mcpguard: options for tool %q: DryRun, but the policy classes the tool a read, which never dry-runs; make its rule a Write if it writes", name)
-		}
-		// A name that is a write tool's only under folding: its DryRun is
-		// for calls by that name, and the tool's own calls write for real.
-		if n := r.Name; o.DryRun && n != "" && n != name && !g.opts.Tools[n].DryRun {
-			if own, _ := p.Resolve(n); own.Class == policy.Write {
-				return nil, fmt.Errorf("mcpguard: options for tool %q: DryRun, but %q is the write tool %q only under case folding, whose own calls would write for real (options are for a name exactly); set DryRun in the options for %q", name, name, n, n)
-			}
-		}
+	if err := checkToolOptions(p, g.opts.Tools); err != nil {
+		return nil, err
 	}
 	if err := checkLimitTools(p, g.opts.Limiter, g.opts.Tools); err != nil {
 		return nil, err
@@ -400,6 +397,49 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	g.reg.init()
 	g.ids.Init()
 	return g, nil
+}
+
+// checkToolOptions refuses options in tools that the policy p cannot
+// apply: for a name without a rule, or DryRun for a tool p classes Read
+// or for a name that is a write tool's only under case folding while that
+// tool's own options do not set it.
+func checkToolOptions(p *policy.Policy, tools map[string]ToolOptions) error {
+	for name, o := range tools {
+		r, ok := p.Resolve(name)
+		if !ok {
+			return fmt.Errorf("mcpguard: options for tool %q, which has no policy rule", name)
+		}
+		if o.DryRun && r.Class != policy.Write {
+			return fmt.Errorf("mcpguard: options for tool %q: DryRun, but the policy classes the tool a read, which never dry-runs; make its rule a Write if it writes", name)
+		}
+		// A name that is a write tool's only under folding: its DryRun is
+		// for calls by that name, and the tool's own calls write for real.
+		if n := r.Name; o.DryRun && n != "" && n != name && !tools[n].DryRun {
+			if own, _ := p.Resolve(n); own.Class == policy.Write {
+				return fmt.Errorf("mcpguard: options for tool %q: DryRun, but %q is the write tool %q only under case folding, whose own calls would write for real (options are for a name exactly); set DryRun in the options for %q", name, name, n, n)
+			}
+		}
+	}
+	return nil
+}
+
+// checkConfirmer refuses a policy p with a tool that needs confirmation,
+// or a default rule that does, when there is no Confirmer s.
+func checkConfirmer(p *policy.Policy, s *confirm.Signer) error {
+	if s != nil {
+		return nil
+	}
+	for _, name := range p.Tools() {
+		if r, _ := p.Resolve(name); r.Confirm {
+			return fmt.Errorf("mcpguard: tool %q needs confirmation but Options.Confirmer is nil", name)
+		}
+	}
+	// The default rule, which any other name resolves to: a name no rule
+	// of its own can take (the policy's names are tool names).
+	if r, ok := p.Resolve("\x00"); ok && r.Confirm {
+		return errors.New("mcpguard: the policy's default rule needs confirmation but Options.Confirmer is nil")
+	}
+	return nil
 }
 
 // checkLimitTools refuses a limit of l that cannot do what it was meant to
@@ -472,21 +512,15 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range p.Tools() {
-		if r, _ := p.Resolve(name); r.Confirm && g.opts.Confirmer == nil {
-			return nil, fmt.Errorf("mcpguard: tool %q needs confirmation but Options.Confirmer is nil", name)
-		}
-	}
-	// The default rule, which any other name resolves to: a name no rule
-	// of its own can take (the policy's names are tool names).
-	if r, ok := p.Resolve("\x00"); ok && r.Confirm && g.opts.Confirmer == nil {
-		return nil, errors.New("mcpguard: the policy's default rule needs confirmation but Options.Confirmer is nil")
+	if err := checkConfirmer(p, g.opts.Confirmer); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
 
-// Policy returns the guard's policy.
-func (g *Guard) Policy() *policy.Policy { return g.pol }
+// Policy returns the policy that decides the guard's calls now: the one
+// given to [New], or the last one [Guard.SetPolicy] set.
+func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint
@@ -509,11 +543,10 @@ func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 	if h == nil {
 		return nil, errors.New("mcpguard: nil handler")
 	}
-	e, err := g.compile(t)
+	e, err := g.compileWrapped(t)
 	if err != nil {
 		return nil, err
 	}
-	e.raw = true
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := g.serve(ctx, req, e, h)
 		if res == nil && err == nil { // cannot happen; never hand (nil, nil) to the SDK

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 	"weak"
@@ -20,21 +21,57 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A toolEntry is a tool's compiled guard state.
+// A toolEntry is a tool's compiled guard state. What it holds does not
+// depend on the policy, which [Guard.SetPolicy] may replace: the checks of
+// the tool that do are made against the policy a call or a listing loaded
+// (see check).
 type toolEntry struct {
 	tool *mcp.Tool
 	in   *Validator
 	out  *Validator
-	err  error // the tool failed its registration check: fail closed
+	// early and late are the failures of the registration checks that do
+	// not depend on the policy, before and after the one that does
+	// (binds): the tool is refused, fail closed.
+	early, late error
+	hint        *bool // the tool's ReadOnlyHint; nil without Annotations
+	binds       bool  // its input schema binds arguments to HTTP headers
+	// okUnder is the last policy under which check passed.
+	okUnder atomic.Pointer[policy.Policy]
 	// raw says that the handler is a raw one ([Guard.Wrap]): no error of
 	// its is the go-sdk's typed-tool wrapper's refusal of the arguments.
 	raw bool
 	// simRefused says that out refuses a simulated dry-run result
-	// (dryrun.Result), which is then answered as a tool error.
+	// (dryrun.Result), which is then answered as a tool error. Found
+	// whatever the tool's class: a new policy may make it a write.
 	simRefused bool
 	// ui lists the UI resources the tool names in its _meta (MCP Apps;
 	// see resources.go).
 	ui []string
+}
+
+// check returns the first of compile's checks that e's tool fails under
+// the policy p, in compile's order, or nil: a tool that fails one is
+// refused (every call TOOL_NOT_FOUND, absent from listings).
+func (e *toolEntry) check(p *policy.Policy) error {
+	if e.okUnder.Load() == p {
+		return nil
+	}
+	if err := p.CheckTool(e.tool.Name, e.hint); err != nil {
+		return fmt.Errorf("mcpguard: %w", err)
+	}
+	if e.early != nil {
+		return e.early
+	}
+	if e.binds && !p.Visible(&policy.Principal{}, e.tool.Name) {
+		return fmt.Errorf("mcpguard: tool %q binds arguments to HTTP headers (x-mcp-header) and the policy hides it from some callers: "+
+			"the go-sdk checks those headers against the tool before any middleware, so its answer would tell the tool from an unknown one; "+
+			"make the tool visible to every caller or drop the annotation", e.tool.Name)
+	}
+	if e.late != nil {
+		return e.late
+	}
+	e.okUnder.Store(p)
+	return nil
 }
 
 // checkOutput checks the structured content of res, a successful result,
@@ -261,60 +298,79 @@ func restBytes(res *mcp.CallToolResult) (int, error) {
 	return n, nil
 }
 
-// compile checks t against the policy and compiles its schemas.
+// compile checks t against the policy now and compiles its schemas.
 func (g *Guard) compile(t *mcp.Tool) (*toolEntry, error) {
+	return g.compileUnder(g.pol.Load(), t)
+}
+
+// compileUnder checks t against the policy p and compiles its schemas.
+func (g *Guard) compileUnder(p *policy.Policy, t *mcp.Tool) (*toolEntry, error) {
 	if t == nil {
 		return nil, errors.New("mcpguard: nil tool")
 	}
-	var hint *bool
+	e := g.build(t)
+	if err := e.check(p); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// build compiles the schemas of t, not nil, and makes the checks of it
+// that do not depend on the policy, whose failures the entry keeps (see
+// check).
+func (g *Guard) build(t *mcp.Tool) *toolEntry {
+	e := &toolEntry{tool: t}
 	if t.Annotations != nil {
 		h := t.Annotations.ReadOnlyHint
-		hint = &h
+		e.hint = &h
 	}
-	if err := g.pol.CheckTool(t.Name, hint); err != nil {
-		return nil, fmt.Errorf("mcpguard: %w", err)
+	e.early = earlyCheck(t)
+	if e.early != nil {
+		return e
 	}
-	// The records of a name over maxRecordedName bytes, or one CheckName
-	// refuses (only a default rule gets this far with such a one), would
-	// name no tool (recordedTool).
-	if len(t.Name) > maxRecordedName {
-		return nil, fmt.Errorf("mcpguard: tool %.64q...: its name has %d bytes, over %d: the audit records of its calls could not name it", t.Name, len(t.Name), maxRecordedName)
-	}
-	if err := policy.CheckName(t.Name); err != nil {
-		return nil, fmt.Errorf("mcpguard: tool refused: %w: no rule could name it, and the audit records of its calls could not", err)
-	}
-	if t.InputSchema == nil {
-		return nil, fmt.Errorf("mcpguard: tool %q has no input schema", t.Name)
-	}
-	// Listed, a tool its callers' clients could not read would close
-	// their sessions, or leave tools/list unanswered (see sendable).
-	if err := sendableTool(t); err != nil {
-		return nil, fmt.Errorf("mcpguard: tool %q cannot be listed: %w", t.Name, err)
-	}
-	if bindsHeaders(t.InputSchema) && !g.pol.Visible(&policy.Principal{}, t.Name) {
-		return nil, fmt.Errorf("mcpguard: tool %q binds arguments to HTTP headers (x-mcp-header) and the policy hides it from some callers: "+
-			"the go-sdk checks those headers against the tool before any middleware, so its answer would tell the tool from an unknown one; "+
-			"make the tool visible to every caller or drop the annotation", t.Name)
-	}
+	e.binds = bindsHeaders(t.InputSchema)
 	in, err := NewValidator(t.InputSchema, g.opts.Validation)
 	if err != nil {
-		return nil, fmt.Errorf("mcpguard: tool %q input schema: %w", t.Name, err)
+		e.late = fmt.Errorf("mcpguard: tool %q input schema: %w", t.Name, err)
+		return e
 	}
-	e := &toolEntry{tool: t, in: in}
+	e.in = in
 	if t.OutputSchema != nil {
 		out, err := newValidator(t.OutputSchema, outputValidation, false)
 		if err != nil {
-			return nil, fmt.Errorf("mcpguard: tool %q output schema: %w", t.Name, err)
+			e.in, e.late = nil, fmt.Errorf("mcpguard: tool %q output schema: %w", t.Name, err)
+			return e
 		}
 		e.out = out
 		// Step 9 answers the dry runs of a write tool that is not
 		// DryRunAware with a simulated result, which a client checks
 		// against the output schema like any other result.
-		if r, _ := g.pol.Resolve(t.Name); r.Class == policy.Write {
-			e.simRefused = e.checkOutput(dryrun.Result(t.Name, "Would run "+t.Name), -1) != nil
-		}
+		e.simRefused = e.checkOutput(dryrun.Result(t.Name, "Would run "+t.Name), -1) != nil
 	}
-	return e, nil
+	return e
+}
+
+// earlyCheck makes the checks of t, before its schemas are compiled, that
+// do not depend on the policy.
+func earlyCheck(t *mcp.Tool) error {
+	// The records of a name over maxRecordedName bytes, or one CheckName
+	// refuses (only a default rule gets this far with such a one), would
+	// name no tool (recordedTool).
+	if len(t.Name) > maxRecordedName {
+		return fmt.Errorf("mcpguard: tool %.64q...: its name has %d bytes, over %d: the audit records of its calls could not name it", t.Name, len(t.Name), maxRecordedName)
+	}
+	if err := policy.CheckName(t.Name); err != nil {
+		return fmt.Errorf("mcpguard: tool refused: %w: no rule could name it, and the audit records of its calls could not", err)
+	}
+	if t.InputSchema == nil {
+		return fmt.Errorf("mcpguard: tool %q has no input schema", t.Name)
+	}
+	// Listed, a tool its callers' clients could not read would close
+	// their sessions, or leave tools/list unanswered (see sendable).
+	if err := sendableTool(t); err != nil {
+		return fmt.Errorf("mcpguard: tool %q cannot be listed: %w", t.Name, err)
+	}
+	return nil
 }
 
 // bindsHeaders reports whether an input schema binds an argument to an
@@ -525,10 +581,9 @@ func (g *Guard) install(tools []*mcp.Tool) {
 			next[t.Name] = old
 			continue
 		}
-		e, err := g.compile(t)
-		if err != nil {
+		e := g.build(t)
+		if err := e.check(g.pol.Load()); err != nil {
 			g.log.Error("mcpguard: tool refused: every call will be TOOL_NOT_FOUND", "tool", logName(t.Name), "err", err)
-			e = &toolEntry{tool: t, err: err}
 		}
 		e.ui = uiResources(t)
 		next[t.Name] = e
@@ -756,6 +811,9 @@ func (g *Guard) Install(s *mcp.Server) error {
 	if err != nil {
 		return fmt.Errorf("mcpguard: listing the server's tools: %w", err)
 	}
+	// Checked and installed under one policy: a SetPolicy waits.
+	g.polMu.Lock()
+	defer g.polMu.Unlock()
 	for _, t := range tools {
 		if _, err := g.compile(t); err != nil {
 			return err
@@ -1108,20 +1166,21 @@ func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next m
 	if req.Params != nil && req.Params.Cursor != "" {
 		return &out, nil
 	}
-	out.Tools = g.visibleTools(id.Principal, tools)
+	out.Tools = g.visibleTools(g.pol.Load(), id.Principal, tools)
 	return &out, nil
 }
 
-// refused reports whether t is a tool the guard refuses (every call to it
-// answers TOOL_NOT_FOUND): from its registry entry for t, or, where the
-// registry holds none (a listing overtaken by a change), by compiling it.
-func (g *Guard) refused(t *mcp.Tool) bool {
+// refused reports whether t is a tool the guard refuses under the policy
+// p (every call to it answers TOOL_NOT_FOUND): from its registry entry for
+// t, or, where the registry holds none (a listing overtaken by a change),
+// by compiling it.
+func (g *Guard) refused(p *policy.Policy, t *mcp.Tool) bool {
 	g.reg.mu.RLock()
 	e := g.reg.byName[t.Name]
 	g.reg.mu.RUnlock()
 	if e != nil && (e.tool == t || sameTool(e.tool, t)) {
-		return e.err != nil
+		return e.check(p) != nil
 	}
-	_, err := g.compile(t)
+	_, err := g.compileUnder(p, t)
 	return err != nil
 }

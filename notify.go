@@ -62,26 +62,27 @@ func (g *Guard) listen(ctx context.Context, req *mcp.SubscriptionsListenRequest,
 	return next(NewContext(ctx, id), "subscriptions/listen", req)
 }
 
-// shows reports whether pr may see t: the policy shows it to pr and the
-// guard does not refuse it.
-func (g *Guard) shows(pr *policy.Principal, t *mcp.Tool) bool {
-	return g.pol.Visible(pr, t.Name) && !g.refused(t)
+// shows reports whether pr may see t under the policy p: p shows it to
+// pr and the guard does not refuse it under p.
+func (g *Guard) shows(p *policy.Policy, pr *policy.Principal, t *mcp.Tool) bool {
+	return p.Visible(pr, t.Name) && !g.refused(p, t)
 }
 
-// visibleTools returns the tools of tools that pr may see.
-func (g *Guard) visibleTools(pr *policy.Principal, tools []*mcp.Tool) []*mcp.Tool {
+// visibleTools returns the tools of tools that pr may see under the policy p.
+func (g *Guard) visibleTools(p *policy.Policy, pr *policy.Principal, tools []*mcp.Tool) []*mcp.Tool {
 	out := []*mcp.Tool{}
 	for _, t := range tools {
-		if g.shows(pr, t) {
+		if g.shows(p, pr, t) {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// changedFor reports whether a tool that pr may see, before or after, was
-// added, replaced or removed between the listings before and now.
-func (g *Guard) changedFor(pr *policy.Principal, before, now []*mcp.Tool) bool {
+// changedFor reports whether a tool that pr may see under the policy p,
+// before or after, was added, replaced or removed between the listings
+// before and now.
+func (g *Guard) changedFor(p *policy.Policy, pr *policy.Principal, before, now []*mcp.Tool) bool {
 	old := make(map[string]*mcp.Tool, len(before))
 	for _, t := range before {
 		old[t.Name] = t
@@ -92,12 +93,12 @@ func (g *Guard) changedFor(pr *policy.Principal, before, now []*mcp.Tool) bool {
 		if had && (o == t || sameTool(o, t)) {
 			continue
 		}
-		if g.shows(pr, t) || (had && g.shows(pr, o)) {
+		if g.shows(p, pr, t) || (had && g.shows(p, pr, o)) {
 			return true
 		}
 	}
 	for _, o := range old {
-		if g.shows(pr, o) {
+		if g.shows(p, pr, o) {
 			return true
 		}
 	}
@@ -125,5 +126,5 @@ func (g *Guard) toolsChanged(ctx context.Context, req mcp.Request, below mcp.Met
 		return false
 	}
 	before, had, ok := g.views.show(ss, seq, tools)
-	return ok && (!had || g.changedFor(&pr, before, tools))
+	return ok && (!had || g.changedFor(g.pol.Load(), &pr, before, tools))
 }

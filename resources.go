@@ -91,8 +91,9 @@ func (g *Guard) uiLinks(ctx context.Context, next mcp.MethodHandler, ss *mcp.Ser
 	// Overtaken by a change: judge the tools the registry lacks here.
 	for _, t := range missed {
 		if ui := uiResources(t); len(ui) > 0 {
-			_, err := g.compile(t)
-			links = append(links, &toolEntry{tool: t, err: err, ui: ui})
+			e := g.build(t)
+			e.ui = ui
+			links = append(links, e)
 		}
 	}
 	return links, nil

@@ -108,6 +108,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// outcome is recorded.
 	g.active.Add(1)
 	defer g.active.Add(-1)
+	// One policy decides the call throughout, whatever SetPolicy does
+	// meanwhile: its rule (c.rule) decides the steps after step 5.
+	pol := g.pol.Load()
 	c := newCall(g.now(), &g.ids)
 	c.hashKey = g.opts.ArgsKey
 	c.requestID = requestID(req, g.opts.RequestIDHeader)
@@ -167,10 +170,14 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// any rule applies, even one of its own or the policy's Default: a
 	// rule's refusal (WRITE_NOT_ALLOWED, FORBIDDEN) would tell a missing
 	// name from a hidden tool.
-	d := g.pol.Authorize(id.Principal, c.name)
-	if d.Code == policy.NotFound || e == nil || e.err != nil {
-		if e != nil && e.err != nil {
-			c.detail = "tool misconfigured: " + e.err.Error()
+	d := pol.Authorize(id.Principal, c.name)
+	var cerr error // the tool's registration check, under pol
+	if e != nil {
+		cerr = e.check(pol)
+	}
+	if d.Code == policy.NotFound || e == nil || cerr != nil {
+		if cerr != nil {
+			c.detail = "tool misconfigured: " + cerr.Error()
 		}
 		return g.deny(c, notFound(c.name))
 	}
@@ -178,7 +185,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if d.Code != policy.Allowed {
 		return g.deny(c, Deny(Code(d.Code.String()), d.Reason))
 	}
-	topts := g.toolOptions(c)
+	topts := g.toolOptions(pol, c)
 	c.dryRun = g.isDryRun(ctx, c, req, &topts) // a refusal from here on is a dry run's too
 	c.record = topts.RecordArgs
 
@@ -197,7 +204,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		c.decoded = true
 	}
 	if len(c.rule.ArgLimits) > 0 {
-		if d := g.pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
+		if d := pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
 			return g.deny(c, Deny(CodeForbidden, d.Reason))
 		}
 	}
@@ -710,7 +717,8 @@ func wireError(err error) *jsonrpc.Error {
 	return nil
 }
 
-// toolOptions returns the options of c's tool, whose rule is known: those
+// toolOptions returns the options of c's tool, whose rule in the policy p
+// is known: those
 // of Options.Tools for its name. A name that equals a tool rule's only
 // under case folding has that rule, combined with the default rule (see
 // policy.Policy.Resolve): a server that matches names leniently runs that
@@ -722,7 +730,7 @@ func wireError(err error) *jsonrpc.Error {
 // function failing, or giving a cost that is not a finite number at least
 // zero, fails it. The rest, DryRunAware above all (the other tool's
 // handler may not know of dry runs), are the name's own.
-func (g *Guard) toolOptions(c *call) ToolOptions {
+func (g *Guard) toolOptions(p *policy.Policy, c *call) ToolOptions {
 	o := g.opts.Tools[c.name]
 	n := c.rule.Name
 	if n == "" || n == c.name {
@@ -739,7 +747,7 @@ func (g *Guard) toolOptions(c *call) ToolOptions {
 	}
 	if theirs == nil {
 		var cost float64
-		if r, ok := g.pol.Resolve(n); ok { // the tool's own rule
+		if r, ok := p.Resolve(n); ok { // the tool's own rule
 			cost = r.Cost
 		}
 		theirs = fixedCost(cost)

@@ -448,7 +448,8 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 		return c, ToolOptions{}, Deny(CodeUnauthenticated, "authentication required")
 	}
 	c.id = id
-	d := g.pol.Authorize(id.Principal, c.name)
+	pol := g.pol.Load() // a step's policy is the one it was made with
+	d := pol.Authorize(id.Principal, c.name)
 	if d.Code == policy.NotFound {
 		return c, ToolOptions{}, notFound(c.name)
 	}
@@ -460,13 +461,13 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 	if d.Code != policy.Allowed {
 		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
 	}
-	topts := g.toolOptions(c)
+	topts := g.toolOptions(pol, c)
 	c.dryRun = g.isDryRun(ctx, c, req, &topts)
 	if ac != nil {
 		ac.dryRun = c.dryRun
 	}
 	if len(c.rule.ArgLimits) > 0 {
-		if d := g.pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
+		if d := pol.CheckArgs(id.Principal, c.rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
 			return c, ToolOptions{}, Deny(CodeForbidden, d.Reason)
 		}
 	}

@@ -156,11 +156,12 @@ func (s *uiSight) signature() string {
 
 // sight returns what pr may see of the UI resources of links: a UI
 // resource is pr's if one of the tools that name it is one pr may see
-// (tools/list would show it).
+// (tools/list would show it), under the policy now.
 func (g *Guard) sight(pr *policy.Principal, links []*toolEntry) *uiSight {
+	p := g.pol.Load()
 	s := &uiSight{seen: map[string]bool{}, hidden: map[string]bool{}, keys: map[string]bool{}}
 	for _, e := range links {
-		if e.err == nil && g.pol.Visible(pr, e.tool.Name) {
+		if e.check(p) == nil && p.Visible(pr, e.tool.Name) {
 			for _, u := range e.ui {
 				s.seen[u] = true
 			}
