@@ -85,8 +85,8 @@ type Options struct {
 }
 
 // A Signer issues and verifies confirmation states. It is safe for
-// concurrent use. The zero Signer is not usable (it has no key: nothing
-// verifies the states it issues): make one with [NewSigner].
+// concurrent use. The zero Signer is not usable (it has no key: its Issue
+// returns an error, and it verifies nothing): make one with [NewSigner].
 type Signer struct {
 	signKID string
 	signKey []byte
@@ -161,8 +161,11 @@ const (
 // state (over about 4 KiB), the random source fails, or now is not a
 // clock reading: the zero time, a time not after 1970-01-01 UTC, or one so
 // late that the expiry does not fit the state (such a state could never
-// verify).
+// verify), and on a Signer not made by [NewSigner], which has no key.
 func (s *Signer) Issue(now time.Time, c Claims) (string, error) {
+	if s == nil || len(s.signKey) == 0 {
+		return "", errors.New("confirm: the Signer is not usable (it has no key: make it with NewSigner)")
+	}
 	if c.Subject == "" || c.Tool == "" || c.ArgsSHA256 == "" {
 		return "", errors.New("confirm: subject, tool and arguments hash are required")
 	}

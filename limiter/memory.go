@@ -158,8 +158,9 @@ func (s *MemoryStore) Apply(_ context.Context, now time.Time, b *Batch) error {
 }
 
 // LeasesSlots implements [LeaseStore]: the store's slots are leases (see
-// Apply). Its Apply never fails, so a [Limiter] never abandons one of its
-// leases; an Abandon batch frees what the lease holds, as a release does.
+// Apply). A [Limiter] decides on it in memory, without a failing Apply, so
+// it never abandons one of its leases; an Abandon batch frees what the
+// lease holds, as a release does.
 func (s *MemoryStore) LeasesSlots() bool { return true }
 
 // Peeks implements [PeekStore]: a Peek check is decided with the others of
