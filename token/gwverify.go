@@ -19,16 +19,16 @@ import (
 type GatewayVerifyOptions struct {
 	// MaxSkew is how far a signature's time may be from the downstream's
 	// clock, either way, and how long its signature is remembered to
-	// refuse a replay. Zero means 60 seconds.
+	// refuse a replay. Zero (or negative) means 60 seconds.
 	MaxSkew time.Duration
 	// MaxBodyBytes caps the body read to check its digest; a request
-	// with a longer body is refused (413). Zero means 4 MiB, the
+	// with a longer body is refused (413). Zero (or negative) means 4 MiB, the
 	// gateway's default MaxBodyBytes.
 	MaxBodyBytes int64
 	// MaxRemembered caps the signatures remembered at once (each for
 	// about MaxSkew past its time). A signature is never forgotten while
 	// it could still be accepted: when the cap is reached, requests are
-	// refused (503) until remembered ones expire. Zero means 262144
+	// refused (503) until remembered ones expire. Zero (or negative) means 262144
 	// (2,000 requests a second for two minutes; about 37 MB).
 	MaxRemembered int
 	// Now is the clock. Nil means time.Now.
