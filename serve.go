@@ -1081,6 +1081,13 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm")
 			return nil, false
 		}
+		// The human may have taken minutes: a policy set meanwhile
+		// (Guard.SetPolicy, a tool revoked in an incident) that refuses
+		// the call now keeps the write from running.
+		if d := g.recheck(c); d != nil {
+			c.denial = d
+			return nil, false
+		}
 		state, responses = st, mcp.InputResponseMap{confirm.InputKey: er}
 	}
 	// The clock is read now, not at the call's start: on an older client the
@@ -1288,6 +1295,34 @@ func bound(ctx context.Context, req *mcp.CallToolRequest) bool {
 	}
 	ti := req.Extra.TokenInfo
 	return op.user != "" && ti != nil && ti.UserID == op.user
+}
+
+// recheck decides c, a call an older client was asked to confirm within
+// the call, once more by the policy of the moment the answer came, when
+// Guard.SetPolicy replaced the one that decided it: the denial of a call
+// that policy refuses (an unknown tool's for one it does not know or
+// hides), else nil.
+func (g *Guard) recheck(c *call) *DenialError {
+	p := g.pol.Load()
+	d := p.Authorize(c.id.Principal, c.name)
+	if d.Code == policy.Allowed && d.Rule == c.rule {
+		return nil // the same policy
+	}
+	detail := "the policy changed while the user was asked: "
+	switch {
+	case d.Code == policy.NotFound:
+		c.detail = detail + d.Reason
+		return notFound(c.name)
+	case d.Code != policy.Allowed:
+		c.detail = detail + d.Reason
+		return Deny(Code(d.Code.String()), d.Reason)
+	case len(d.Rule.ArgLimits) > 0:
+		if d := p.CheckArgs(c.id.Principal, d.Rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
+			c.detail = detail + d.Reason
+			return Deny(CodeForbidden, d.Reason)
+		}
+	}
+	return nil
 }
 
 // canElicit reports whether the go-sdk will send ss's client a form

@@ -35,8 +35,11 @@ import (
 // A call is decided wholly by the policy of the moment it came: its
 // authorization, argument limits, confirmation, cost and limits, dry run,
 // write-ahead record, output check and the class its audit records carry;
-// a call under way finishes as it was allowed (an older client asked to
-// confirm within the call too). A call that comes later is decided by p,
+// a call under way finishes as it was allowed, but for a write whose
+// confirmation an older client (before 2026-07-28) is asked for within
+// the call: the human may take minutes, so when the answer comes the call
+// is decided once more by the policy of that moment, and one it refuses
+// is not run. A call that comes later is decided by p,
 // a confirmation or a multi round-trip state issued before included: a
 // call of a tool p forbids is refused whatever state it carries. The
 // limiter's counts and spend are kept. A tools/list, and the resources
@@ -48,7 +51,9 @@ import (
 // by p whatever its list shows. The stand-alone steps ([Authorize],
 // [Confirm], [Limit], [DryRun], [WriteAhead]) keep the policy they were
 // made with. Nothing is recorded in Options.Audit: a caller that wants
-// the change in its trail records it there itself.
+// the change in its trail records it there itself. A server that makes a
+// Guard per session or request (see [Guard.Install]) sets the policy of
+// each, or makes the new ones with it.
 func (g *Guard) SetPolicy(p *policy.Policy) error {
 	if p == nil {
 		return errors.New("mcpguard: SetPolicy with a nil policy")
