@@ -159,11 +159,12 @@ type Options struct {
 	// nothing: a tool the policy has no rule for, or, without Cost, a
 	// spend limit for a tool whose rules cost nothing; and, without Cost,
 	// a spend limit (for one tool or every tool) whose Max is below the
-	// Cost of a rule it caps (a tool rule, or the Default rule), which
-	// would refuse every call charged under that rule for ever: a call of
-	// more than Max is never admitted (a write tool not on the write
-	// allowlist, never called, excepted). A Cost equal to Max admits one
-	// call.
+	// Cost of a rule it caps (a tool rule, the Default rule, or that of a
+	// write allowlist entry that is a tool's name only under folding,
+	// charged the larger of the two), which would refuse every call
+	// charged under that rule for ever: a call of more than Max is never
+	// admitted (a write tool not on the write allowlist, never called,
+	// excepted). A Cost equal to Max admits one call.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. A call whose name equals a rule's only under

@@ -19,7 +19,9 @@ type Problem struct {
 	// spend limit caps, more than the limit's Max: the limiter never
 	// admits a call of more than Max units ([limiter.Limit]), so no call
 	// of that tool is ever admitted. Rule is the name of the tool rule
-	// whose Cost it is, or "" for the default rule's.
+	// whose Cost it is, "" for the default rule's, or a write allowlist
+	// entry that is a tool rule's name only under folding, whose calls are
+	// charged the larger of that rule's Cost and the default rule's.
 	Cost float64
 	Rule string
 	// Else (neither NoRule nor a Cost) the limit is a spend limit for a
@@ -50,8 +52,13 @@ type Problem struct {
 // rule is a write's that is never admitted: a tool rule whose name is not
 // on the write allowlist, or the default rule when the allowlist is not a
 // lone "*" and has no entry without a rule of its own (of key k, for a
-// limit for one tool), which the default rule would govern. A cost equal
-// to Max is allowed: a full budget admits one such call.
+// limit for one tool), which the default rule would govern. It reports as
+// well a write allowlist entry w (of key k, for a limit for one tool) that
+// is a tool rule's name only under folding, whose calls are charged under
+// the rule of such names (the larger of the tool's Cost and the default
+// rule's), when that costs more than Max, unless priced(k, w) reports
+// that a Cost function may price them below it. A cost equal to Max is
+// allowed: a full budget admits one such call.
 func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string) bool) *Problem {
 	var (
 		names []string                      // the tool rules' names, sorted
@@ -83,6 +90,9 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string
 			if pr := over(lim, def, defaultCalled(p, def, "", true), "", priced); pr != nil {
 				return pr
 			}
+			if pr := foldedEntries(p, lim, "", true, priced); pr != nil {
+				return pr
+			}
 			continue
 		}
 		k := policy.NameKey(lim.Tool)
@@ -105,6 +115,33 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string
 			if pr := over(lim, r, ruleCalled(p, r), k, priced); pr != nil {
 				return pr
 			}
+		}
+		if pr := foldedEntries(p, lim, k, false, priced); pr != nil {
+			return pr
+		}
+	}
+	return nil
+}
+
+// foldedEntries returns the Problem of spend limit lim for an entry w of
+// p's write allowlist, of key k (any key, with every), that is a tool
+// rule's name only under folding: a call by w is charged under the rule of
+// such names, which costs the larger of the tool's Cost and the default
+// rule's, and is admitted when the tool's own name is on the allowlist too
+// or its rule is a read's ([policy.Policy.Authorize]). It is a Problem
+// when that costs more than lim.Max and priced(k, w) does not report that a
+// Cost function may price calls by w below it; else nil.
+func foldedEntries(p *policy.Policy, lim limiter.Limit, k string, every bool, priced func(string, string) bool) *Problem {
+	for _, w := range p.WriteAllowlist() {
+		r, ok := p.Resolve(w)
+		if !ok || r.Name == "" || r.Name == w || !every && policy.NameKey(w) != k {
+			continue // no rule, the default rule, its own, or another key
+		}
+		if own, _ := p.Resolve(r.Name); own.Class == policy.Write && !p.WriteAllowed(r.Name) {
+			continue // never admitted
+		}
+		if r.Cost > lim.Max && !priced(policy.NameKey(w), w) {
+			return &Problem{Limit: lim, Cost: r.Cost, Rule: w}
 		}
 	}
 	return nil
