@@ -107,9 +107,9 @@
 // has; a reload is logged with the file's SHA-256, as the start is. A
 // SIGHUP during the start, before the gateway is made (the token
 // verifier's first fetch may take seconds), has the file read again once
-// it is. Without either, and during the start before the --audit sink is
-// open, SIGHUP is logged and ignored. --tool-pins and the environment
-// are read at the start only.
+// it is. Without either (and, without --policy, during the start before
+// the --audit sink is open), SIGHUP is logged and ignored. --tool-pins
+// and the environment are read at the start only.
 //
 // A mistake in the flags (a value out of range or malformed, a --path no
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
