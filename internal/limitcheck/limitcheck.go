@@ -34,10 +34,12 @@ type Problem struct {
 // something when its Tool has a rule ([policy.Policy.Resolve]: with a
 // default rule every name has one) or a tool rule's name equals it so; a
 // spend limit for one tool, when besides one of those rules, the rule of
-// such a name or the default rule has a cost, or priced(k, "") reports
-// that a Cost function may price calls by names of its key k. A limit for
-// every tool (no Tool) caps something whatever the costs: a configuration
-// may cap spending before any tool costs anything.
+// such a name or the default rule has a cost (the default rule's counts
+// unless the names of two tool rules equal it so: no other name of its
+// key has a rule then), or priced(k, "") reports that a Cost function may
+// price calls by names of its key k. A limit for every tool (no Tool) caps
+// something whatever the costs: a configuration may cap spending before
+// any tool costs anything.
 //
 // A spend limit whose Max is below the Cost of a rule it applies to refuses
 // every call charged under that rule for ever, unless a Cost function may
@@ -187,9 +189,14 @@ func defaultCalled(p *policy.Policy, def *policy.ToolRule, k string, every bool)
 }
 
 // mayCost reports whether own (the rule a name resolves to, or nil), one of
-// rules or the default rule def (nil without one) has a cost.
+// rules (the tool rules of its key) or the default rule def (nil without
+// one) has a cost. Def's counts only with fewer than two rules: the names
+// of the key then have def, or the rule of a name that equals a tool
+// rule's only under folding, which costs at least def's Cost; with two, a
+// name of the key that is neither has no rule ([policy.Policy.Resolve]),
+// and no call of the key is charged under def.
 func mayCost(def, own *policy.ToolRule, rules []*policy.ToolRule) bool {
-	if def != nil && def.Cost > 0 {
+	if def != nil && def.Cost > 0 && len(rules) < 2 {
 		return true
 	}
 	if own != nil && own.Cost > 0 {
