@@ -35,11 +35,15 @@ import (
 // A call is decided wholly by the policy of the moment it came: its
 // authorization, argument limits, confirmation, cost and limits, dry run,
 // write-ahead record, output check and the class its audit records carry;
-// a call under way finishes as it was allowed, but for a write whose
-// confirmation an older client (before 2026-07-28) is asked for within
-// the call: the human may take minutes, so when the answer comes the call
-// is decided once more by the policy of that moment, and one it refuses
-// is not run. A call that comes later is decided by p,
+// a call under way finishes as it was allowed, but for one (a write,
+// mostly) whose confirmation an older client (before 2026-07-28) is asked
+// for within the call: the human may take minutes, so when the answer
+// comes the call is decided once more by the policy of that moment, and
+// one it refuses is not run. Not so for what a handler asks within the
+// call: its own questions, and, under [Guard.Install], the input requests
+// of its multi round-trip, which the go-sdk asks an older client below the
+// guard and then runs the handler's next round within the same call. A
+// call that comes later is decided by p,
 // a confirmation or a multi round-trip state issued before included: a
 // call of a tool p forbids is refused whatever state it carries. The
 // limiter's counts and spend are kept. A tools/list, and the resources
