@@ -42,7 +42,8 @@ type ToolOptions struct {
 	// answer in the tool's own shape instead.
 	DryRunAware bool
 	// DryRun forces dry-run for every call of this tool, a write: [New]
-	// refuses it for a tool the policy classes Read, whose calls are never
+	// (and [Guard.SetPolicy], for its policy) refuses it for a tool the
+	// policy classes Read, whose calls are never
 	// dry runs, and for a name that is a write tool's only under case
 	// folding (see [Options].Tools) when that tool's own options do not
 	// set it, as the tool's own calls would write for real.
@@ -110,7 +111,8 @@ type Options struct {
 	// reports the failure to Logger.
 	AuditFailClosed bool
 	// Limiter applies rate, spend and in-flight caps. Nil means none.
-	// [New] refuses a limiter with a limit for one tool the policy has no
+	// [New] (and [Guard.SetPolicy], for its policy) refuses a limiter
+	// with a limit for one tool the policy has no
 	// rule for (a typo), or a spend limit for one tool that costs nothing
 	// (no Cost in its rule or the default rule, no Tools Cost function),
 	// which would cap nothing; a limit for a name that equals a tool
