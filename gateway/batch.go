@@ -117,6 +117,7 @@ func (b *batchOut) run(r *http.Request, m *member) {
 			b.g.refuseUnreadable(b.cid, c.resp)
 			c.close()
 			c, err = nil, badAnswer(s)
+			err.cause = failUnreadable
 		}
 	}
 	b.mu.Lock()
@@ -268,9 +269,9 @@ func (b *batchOut) relay(m *member) {
 		m.p.call.finish("")
 	case err != nil:
 		b.g.answerUnread(b.cid, m.c.resp.StatusCode, -1, err)
-		msgs = b.g.synth(m, errUpstream(err == errTimeout), "UPSTREAM_UNAVAILABLE")
+		msgs = b.g.synth(m, errUpstreamFor(err, err == errTimeout, true), "UPSTREAM_UNAVAILABLE")
 	default:
-		msgs = b.g.synth(m, badAnswer(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
+		msgs = b.g.synth(m, noResponse(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
 	}
 	for _, msg := range msgs {
 		ew.writeMessage(msg)
@@ -425,6 +426,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			g.log.Warn("upstream answer refused: the batch answers over the limit", "cid", b.cid, "subject", b.pr.Subject,
 				"method", m.p.m.method, "tool", m.p.m.tool, "outcome", "UPSTREAM_UNAVAILABLE", "limit", maxBatchAnswers)
 			e = errBatchTooLarge()
+			e.cause = failBatchLimit
 		}
 		return g.synth(m, e, "UPSTREAM_UNAVAILABLE"), 0
 	}
@@ -452,7 +454,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			return fail(nil)
 		case err != nil && answer == nil:
 			g.answerUnread(b.cid, m.c.resp.StatusCode, int(cr.n), err)
-			return fail(errUpstream(err == errTimeout))
+			return fail(errUpstreamFor(err, err == errTimeout, true))
 		}
 	} else {
 		body, err := io.ReadAll(io.LimitReader(cr, maxUpstreamBody))
@@ -461,7 +463,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			return fail(nil)
 		case err != nil:
 			g.answerUnread(b.cid, m.c.resp.StatusCode, len(body), err)
-			return fail(errUpstream(err == errTimeout))
+			return fail(errUpstreamFor(err, err == errTimeout, true))
 		}
 		switch kind, t := classify(body); {
 		case kind == kindResponse:
@@ -473,7 +475,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 	}
 	if answer == nil {
 		if m.expectsAnswer() {
-			return fail(badAnswer(m.c.resp.StatusCode))
+			return fail(noResponse(m.c.resp.StatusCode))
 		}
 		b.held.Add(-cr.n)
 		return nil, 0
@@ -540,6 +542,14 @@ func badAnswer(status int) *rpcError {
 	e := errUpstream(false)
 	e.message = "Upstream answered without a JSON-RPC response"
 	e.data = map[string]any{"upstream_status": status}
+	return e
+}
+
+// noResponse is badAnswer(status) for a batch member's answer read whole
+// that held no JSON-RPC response for it.
+func noResponse(status int) *rpcError {
+	e := badAnswer(status)
+	e.cause = failNoResponse
 	return e
 }
 

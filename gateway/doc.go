@@ -382,5 +382,20 @@
 // without Pins is not parsed: a 2xx holding a JSON-RPC error or a tool
 // error has no detail, as a success has; the downstream's own records
 // (mcpguard's guard: joined on the correlation id) tell them apart. A
-// client gone (above) is told after these, joined with "; ".
+// call without an answer, or whose answer was cut short, says why, in a
+// fixed phrase that holds nothing of the error's text (the downstream's
+// address, its bytes: the log line has them): "downstream refused the
+// connection", "downstream timed out after 30s", "downstream reset the
+// connection", "downstream closed the connection before answering" (or
+// "before the answer's end"), "downstream answered malformed HTTP",
+// "downstream's TLS certificate was refused", "downstream's answer had no
+// JSON-RPC response" (a 2xx's: another status says it by itself), and so
+// on, or "the request to the downstream failed (the log says why)" for an
+// error of a custom Transport it cannot tell; a Transport that panicked
+// (INTERNAL) says "the Transport panicked". A call refused as the
+// authenticator could not judge its token (UPSTREAM_UNAVAILABLE too) says
+// "Authorization server unavailable: the token could not be checked". A
+// client gone (above) is told after these, joined with "; " (a timeout
+// after it went away is not: the gateway ends such a call one timeout
+// after its client was last seen).
 package gateway

@@ -50,6 +50,9 @@ type rpcError struct {
 	// unsent says the request was refused before anything of it was sent
 	// downstream, so a tools/call it carried is given back its charge.
 	unsent bool
+	// cause is why the downstream's exchange failed, for a call's outcome
+	// record ([callState.answeredErr]).
+	cause failKind
 }
 
 func errParse() *rpcError {

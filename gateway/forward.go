@@ -506,7 +506,9 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		c.stop()
 		cancel(nil)
 		if err == errTransportPanic {
-			return nil, errTransportFailed()
+			e := errTransportFailed()
+			e.cause = failPanic
+			return nil, e
 		}
 		if (method != http.MethodPost || listen) && r.Context().Err() != nil {
 			// The client's going away ended the request; a POST's
@@ -516,7 +518,7 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		}
 		timeout := c.timedOut.Load() || errors.Is(err, context.DeadlineExceeded)
 		g.log.Warn("upstream error", "cid", cid, "upstream", g.upstreamStr, "timeout", timeout, "err", err)
-		return nil, errUpstream(timeout)
+		return nil, errUpstreamFor(err, timeout, false)
 	}
 	c.resp = resp
 	if isRedirect(resp.StatusCode) {
@@ -825,6 +827,11 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	code := ""
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
+		if !gone || r.Method == http.MethodPost && !listen {
+			// The downstream's failure, not a failed write to the
+			// client (a POST's answer is read on: see [Gateway.copyBody]).
+			call.failed(failureOf(err, false, true))
+		}
 	}
 	// A copy that failed once the client had gone was cut short too: a
 	// POST's answer is then read for at most the timeout; a GET's or a

@@ -96,6 +96,7 @@ func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pol *poli
 	sse := r.Method == http.MethodGet || isSSE(c.resp.Header)
 	if !readableAnswer(c.resp.Header, sse) {
 		g.refuseUnreadable(cid, c.resp)
+		call.failed(failUnreadable)
 		call.finish("UPSTREAM_UNAVAILABLE")
 		g.writeError(w, badAnswer(c.resp.StatusCode), m.idOrNil(), cid)
 		return
@@ -142,6 +143,7 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 	code := ""
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
+		call.failed(failureOf(err, false, true))
 	}
 	if r.Method == http.MethodPost && r.Context().Err() != nil {
 		call.clientWentAway()
@@ -161,6 +163,7 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 	data, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))
 	if err != nil {
 		g.answerUnread(l.cid, status, len(data), err)
+		call.failed(failureOf(err, false, true))
 		call.finish("UPSTREAM_UNAVAILABLE")
 		g.writeError(w, errUpstream(err == errTimeout), m.idOrNil(), l.cid)
 		return
@@ -252,6 +255,7 @@ func sameID(a, b []byte) bool {
 // larger than the limit, as the downstream's failure.
 func (g *Gateway) refuseAnswer(w http.ResponseWriter, cid string, m *message, status, n int, call *callState) {
 	g.log.Warn("upstream answer refused: not JSON, or larger than the limit", "cid", cid, "status", status, "bytes", n)
+	call.failed(failNotJSON)
 	call.finish("UPSTREAM_UNAVAILABLE")
 	g.writeError(w, badAnswer(status), m.idOrNil(), cid)
 }

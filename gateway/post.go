@@ -48,6 +48,7 @@ type callState struct {
 	// ([callState.read]), and status the downstream's HTTP status when not
 	// a 2xx ([callState.answered]): small, in the room the bools leave.
 	reply  replyKind
+	fail   failKind // why there was no answer, or a cut one ([callState.failed])
 	status int16
 	detail string // the outcome record's detail
 }
@@ -128,10 +129,19 @@ func (c *callState) answered(status int) {
 }
 
 // answeredErr notes the status of e, an upstream error answering the
-// call, when e says one ([badAnswer]).
+// call, when e says one ([badAnswer]), and its cause ([rpcError.cause]).
 func (c *callState) answeredErr(e *rpcError) {
 	if s, ok := e.data["upstream_status"].(int); ok {
 		c.answered(s)
+	}
+	c.failed(e.cause)
+}
+
+// failed notes in the call's outcome record why the downstream's exchange
+// failed (k, unless failNone), unless a cause is noted already.
+func (c *callState) failed(k failKind) {
+	if c != nil && c.fail == failNone {
+		c.fail = k
 	}
 }
 
@@ -173,7 +183,11 @@ func replyOf(msg []byte) replyKind {
 }
 
 // outcomeDetail returns the outcome record's detail: the status and reply
-// noted, then the detail noted (the client gone), joined with "; ".
+// noted, the cause of a failure noted, then the detail noted (the client
+// gone), joined with "; ". An answer without a JSON-RPC response whose
+// status is noted is told by its status alone, and a timeout once the
+// client had gone is not told: the gateway ends the call of a client gone
+// one timeout after it was last seen ([upstreamCall.watchClient]).
 func (c *callState) outcomeDetail() string {
 	d := ""
 	switch c.reply {
@@ -193,7 +207,17 @@ func (c *callState) outcomeDetail() string {
 			d = h + "; " + d
 		}
 	}
+	switch {
+	case c.fail == failNone, c.fail == failNoResponse && c.status != 0, c.fail == failTimeout && c.detail == clientGone:
+	case d == "":
+		d = c.fail.phrase(c.g.timeout)
+	default:
+		d += "; " + c.fail.phrase(c.g.timeout)
+	}
 	if c.detail != "" {
+		if d == "" {
+			return c.detail
+		}
 		d += "; " + c.detail
 	}
 	return d
@@ -210,7 +234,7 @@ func (c *callState) finish(code string) {
 		c.g.lim.Release(c.lim)
 	}
 	detail := c.detail
-	if c.status != 0 || c.reply > replyResult {
+	if c.status != 0 || c.reply > replyResult || c.fail != failNone {
 		detail = c.outcomeDetail()
 	}
 	c.g.audit(context.Background(), c.pr, c.cid, c.ri, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, detail, c.cost, c.start)
@@ -332,8 +356,13 @@ func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid strin
 		id = msgs[0].id
 	}
 	// A call's record has no detail, as the guard's record of an
-	// unauthenticated call.
-	g.auditRefusal(r, nil, cid, msgs, aerr, "", start)
+	// unauthenticated call; but one the authenticator could not judge
+	// says so: its UPSTREAM_UNAVAILABLE is not the downstream's.
+	detail := ""
+	if aerr.contract != "UNAUTHENTICATED" {
+		detail = aerr.message
+	}
+	g.auditRefusal(r, nil, cid, msgs, aerr, detail, start)
 	g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code, "reason", aerr.message)
 	g.writeError(w, aerr, id, cid)
 }

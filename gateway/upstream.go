@@ -401,7 +401,7 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 			// the client's handshake ended: one it refuses closes the
 			// connection, which fails the request's write or the read of
 			// its answer (an alert, or a reset) before a byte of it.
-			err = fmt.Errorf("gateway: the downstream closed a new TLS connection before answering (does it refuse the client certificate?): %w", err)
+			err = &tlsClosedError{err}
 		}
 		return nil, retry && pc.used, err
 	}
@@ -466,7 +466,7 @@ func (c *upstreamClient) readFinal(pc *upConn, req *http.Request) (*http.Respons
 		err = errors.New("gateway: too many informational responses")
 	}
 	if err != nil {
-		return nil, err
+		return nil, asMalformed(err)
 	}
 	pc.lr.n = -1
 	return resp, nil
@@ -606,6 +606,7 @@ func (b *upBody) Read(p []byte) (int, error) {
 	b.mu.Unlock()
 	n, err := b.body.Read(p)
 	if err != nil {
+		err = asMalformed(err) // a bad chunk
 		b.mu.Lock()
 		if !b.done {
 			b.finishLocked(err == io.EOF)
