@@ -16,10 +16,13 @@
 // user info, query or fragment), --transport stdio|http (or
 // MCP_TRANSPORT), --addr 127.0.0.1:4107 (loopback unless --allow-remote),
 // --allowed-hosts and --allowed-origins (HTTP), --origin (sent to the
-// gateway with state changes), --redis host:port, --audit FILE (default:
-// JSON lines on stderr), --rate 60 and --max-in-flight 32. fake-gateway
-// takes --port (4110; 0 picks one). A command line that cannot work exits
-// 2; --help lists the flags and the environment variables and exits 0.
+// gateway with state changes), --redis host:port or
+// redis://[user@]host[:port][/db] (rediss:// for TLS, verified against the
+// system's roots; the password in SHOP_MCP_REDIS_PASSWORD, never in the
+// URL), --audit FILE (default: JSON lines on stderr), --rate 60 and
+// --max-in-flight 32. fake-gateway takes --port (4110; 0 picks one). A
+// command line that cannot work exits 2; --help lists the flags and the
+// environment variables and exits 0.
 //
 // Every call checks the caller's RoboShop session with GET /api/auth/me
 // (no cache, 3 s), which names the user and roles. Customers see eight
@@ -127,7 +130,7 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.BoolVar(&allowRemote, "allow-remote", false, "let --addr be a non-loopback address (do not: the session is not an OAuth token)")
 	fs.StringVar(&hosts, "allowed-hosts", strings.Join(defaultHosts(), ","), "comma-separated Host values accepted over HTTP; host:* allows any port")
 	fs.StringVar(&origins, "allowed-origins", "", "comma-separated Origin values accepted over HTTP (default none: browser pages are refused)")
-	fs.StringVar(&cfg.redisAddr, "redis", "", "Redis address (host:port) shared by replicas: the per-user rate, the in-flight cap and the confirmation nonces; needs "+confirmKeyEnv)
+	fs.StringVar(&cfg.redisAddr, "redis", "", "Redis shared by replicas, host:port or redis://[user@]host[:port][/db] (rediss:// for TLS; the password in $"+redisPasswordEnv+"): the per-user rate, the in-flight cap and the confirmation nonces; needs $"+confirmKeyEnv)
 	fs.StringVar(&cfg.auditPath, "audit", "", "append the audit trail to this JSONL file (default: JSON lines on stderr)")
 	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user; each session's requests (calls, listings), and the session checks the gateway refuses in all, twice that (over every replica on --redis)")
 	fs.IntVar(&cfg.inFlight, "max-in-flight", cfg.inFlight, "calls in flight across the process (over every replica on --redis)")
@@ -151,14 +154,19 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	// A --redis given is checked, even empty: "" would otherwise mean
-	// caps in memory, silently unshared between replicas.
+	// caps in memory, silently unshared between replicas. So is a Redis
+	// password without it, which would mean the same.
 	redisGiven := false
 	fs.Visit(func(f *flag.Flag) { redisGiven = redisGiven || f.Name == "redis" })
+	cfg.redisPass = os.Getenv(redisPasswordEnv)
 	if redisGiven {
-		if err := redisaddr.Check(cfg.redisAddr); err != nil {
+		if err := redisFlag(cfg.redisAddr, cfg.redisPass).Check(); err != nil {
 			fmt.Fprintln(stderr, "shop:", err)
 			return 2
 		}
+	} else if cfg.redisPass != "" {
+		fmt.Fprintf(stderr, "shop: %s needs --redis: without it the caps and the nonces are in the process's memory; unset it, or name the Redis\n", redisPasswordEnv)
+		return 2
 	}
 	cfg.adminWrites = os.Getenv(adminWritesEnv) == "true"
 	if v := os.Getenv(confirmKeyEnv); v != "" {
@@ -296,6 +304,8 @@ environment:
   MCP_ENABLE_ADMIN_WRITES=true                 registers the three admin writes
   SHOP_MCP_CONFIRM_KEY                         confirmation signing key, hex or base64, at least 32
                                                bytes; required with --redis, refused without it
+  SHOP_MCP_REDIS_PASSWORD                      password of the --redis server (its URL's user's, or
+                                               the default user's); refused without --redis
   SHOP_MCP_AUDIT_KEY                           key of the audit records' argument hash, at least
                                                32 hex digits; unset: a random key per process
 

@@ -38,6 +38,11 @@ const (
 	// auditKeyEnv holds the key of the audit records' argument hash (hex,
 	// at least 32 hex digits). Unset means a random key of this process's.
 	auditKeyEnv = "SHOP_MCP_AUDIT_KEY"
+	// redisPasswordEnv holds the password of the --redis server (of the
+	// user its URL names, or of the default user), only with --redis: the
+	// command line, which every user of the host can read, may not hold
+	// it. Unset means no password.
+	redisPasswordEnv = "SHOP_MCP_REDIS_PASSWORD"
 )
 
 // errConfirmKeyAlone refuses a confirmation key without Redis: processes
@@ -51,7 +56,8 @@ type config struct {
 	gateway     string        // the RoboShop gateway's base URL
 	origin      string        // Origin sent with state changes; "" means the gateway's own
 	adminWrites bool          // register the admin writes
-	redisAddr   string        // Redis of the caps and nonces; "" means memory
+	redisAddr   string        // Redis of the caps and nonces (host:port or redis[s]:// URL); "" means memory
+	redisPass   string        // password of redisAddr; "" means none
 	confirmKey  []byte        // nil means random; set only with redisAddr
 	auditKey    []byte        // args_sha256 HMAC key; nil means random
 	auditPath   string        // JSONL audit file; "" means the log
@@ -143,7 +149,7 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	if cfg.redisAddr == "" && cfg.confirmKey != nil {
 		return errConfirmKeyAlone
 	}
-	rdb, err := s.openRedis(cfg.redisAddr)
+	rdb, err := s.openRedis(cfg.redisAddr, cfg.redisPass)
 	if err != nil {
 		return err
 	}
@@ -242,16 +248,17 @@ const (
 // the session check's 3 s, after the write-ahead audit record).
 const redisLease = time.Minute
 
-// openRedis connects to the Redis at addr (redisaddr.Dial: it must answer
-// within 3 s) and closes the client with s; "" means no Redis (nil). A
+// openRedis connects to the Redis at addr (host:port or a redis:// or
+// rediss:// URL) with password (redisaddr.Flag.Dial: it must answer within
+// 3 s) and closes the client with s; "" means no Redis (nil). A
 // Redis that may evict keys (a maxmemory-policy other than noeviction) is
 // refused: it would forget used confirmation nonces, spent budgets and
 // slots in flight under memory pressure, and accept their worth again.
-func (s *shop) openRedis(addr string) (*redis.Client, error) {
+func (s *shop) openRedis(addr, password string) (*redis.Client, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	rdb, err := redisaddr.Dial(addr, 3*time.Second)
+	rdb, err := redisFlag(addr, password).Dial(3 * time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +268,12 @@ func (s *shop) openRedis(addr string) (*redis.Client, error) {
 		return nil, fmt.Errorf("--redis: %w", err)
 	}
 	return rdb, nil
+}
+
+// redisFlag is the --redis value v with its password, from
+// redisPasswordEnv.
+func redisFlag(v, password string) redisaddr.Flag {
+	return redisaddr.Flag{Value: v, Password: password, PasswordEnv: redisPasswordEnv}
 }
 
 // limiterStore returns the limiter's store: nil (the limiter's own memory

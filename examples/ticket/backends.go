@@ -29,13 +29,20 @@ const redisPrefix = "{mcpguard-ticket}:limiter:"
 // startTimeout bounds the first answer of Redis or PostgreSQL at start.
 const startTimeout = 5 * time.Second
 
-// openRedisStore connects to the Redis at addr (redisaddr.Dial: it must
-// answer within startTimeout) and returns the limiter store on it and the
-// client's Close. A Redis that may evict keys (a maxmemory-policy other
-// than noeviction) is refused: under memory pressure it would forget spent
+// redisFlag is the --redis value v with its password, from
+// redisPasswordEnv.
+func redisFlag(v, password string) redisaddr.Flag {
+	return redisaddr.Flag{Value: v, Password: password, PasswordEnv: redisPasswordEnv}
+}
+
+// openRedisStore connects to the Redis at addr (host:port or a redis:// or
+// rediss:// URL) with password (redisaddr.Flag.Dial: it must answer within
+// startTimeout) and returns the limiter store on it and the client's
+// Close. A Redis that may evict keys (a maxmemory-policy other than
+// noeviction) is refused: under memory pressure it would forget spent
 // budgets, and the sessions would get them again.
-func openRedisStore(addr string) (*redislimit.Store, func() error, error) {
-	rdb, err := redisaddr.Dial(addr, startTimeout)
+func openRedisStore(addr, password string) (*redislimit.Store, func() error, error) {
+	rdb, err := redisFlag(addr, password).Dial(startTimeout)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,8 +12,8 @@
 //
 //	ticket [--config server.yaml] tools
 //	ticket [--config server.yaml] demo [--allow-writes] [--audit-dir DIR] [--audit-postgres URL]
-//	ticket [--config server.yaml] serve-http [--host 127.0.0.1] [--port 8000] [--allow-remote] [--audit-dir DIR] [--redis HOST:PORT] [--audit-postgres URL]
-//	ticket [--config server.yaml] serve-stdio [--audit-dir DIR] [--redis HOST:PORT] [--audit-postgres URL]
+//	ticket [--config server.yaml] serve-http [--host 127.0.0.1] [--port 8000] [--allow-remote] [--audit-dir DIR] [--redis HOST:PORT|URL] [--audit-postgres URL]
+//	ticket [--config server.yaml] serve-stdio [--audit-dir DIR] [--redis HOST:PORT|URL] [--audit-postgres URL]
 //
 // server.yaml holds the tool registry (read_only, cost_units, description),
 // allowed_write_tools, dry_run and rate_limit; it is parsed strictly and
@@ -29,18 +29,21 @@
 // nothing and ignores it); without it each process uses a random key.
 //
 // The budgets, per session and per user, live in the process's memory
-// unless --redis names a Redis: then every server on that Redis shares
-// them (a REST session's calls, and a user's, count together on every
-// replica, and across restarts),
-// and a Redis that cannot decide refuses the call (RATE_LIMIT_EXCEEDED,
-// retry in 1 s). The audit_log table is <audit-dir>/audit.db (SQLite)
-// unless --audit-postgres names a PostgreSQL database; audit.jsonl stays
-// in --audit-dir either way. An empty or malformed value is a usage error
-// (exit 2); a server that does not answer at start stops the start (exit
-// 1). An empty --audit-dir, a --port outside 0 to 65535, a non-loopback
-// --host without --allow-remote and a malformed TICKET_MCP_AUDIT_KEY are
-// usage errors too (exit 2): every value is checked before anything is
-// opened.
+// unless --redis names a Redis (host:port, or
+// redis://[user@]host[:port][/db], rediss:// for TLS verified against the
+// system's roots, the password in TICKET_MCP_REDIS_PASSWORD and never in
+// the URL): then every server on that Redis shares them (a REST session's
+// calls, and a user's, count together on every replica, and across
+// restarts), and a Redis that cannot decide refuses the call
+// (RATE_LIMIT_EXCEEDED, retry in 1 s). The audit_log table is
+// <audit-dir>/audit.db (SQLite) unless --audit-postgres names a PostgreSQL
+// database; audit.jsonl stays in --audit-dir either way. An empty or
+// malformed value is a usage error (exit 2); a server that does not
+// answer at start stops the start (exit 1). An empty --audit-dir, a --port
+// outside 0 to 65535, a non-loopback --host without --allow-remote, a
+// malformed TICKET_MCP_AUDIT_KEY and a TICKET_MCP_REDIS_PASSWORD without
+// --redis are usage errors too (exit 2): every value is checked before
+// anything is opened.
 //
 // --host must be a loopback address unless --allow-remote is given. At
 // shutdown (SIGINT, SIGTERM; for serve-stdio also stdin closed) the
@@ -92,6 +95,12 @@ const tokenEnv = "TICKET_MCP_TOKEN"
 // random bytes, and its hashes compare only with each other.
 const auditKeyEnv = "TICKET_MCP_AUDIT_KEY"
 
+// redisPasswordEnv holds the password of the --redis server (of the user
+// its URL names, or of the default user), for serve-http and serve-stdio
+// with --redis only: the command line, which every user of the host can
+// read, may not hold it. Unset means no password.
+const redisPasswordEnv = "TICKET_MCP_REDIS_PASSWORD"
+
 // auditKey returns the key of auditKeyEnv's value v, nil for "" (a random
 // key per process).
 func auditKey(v string) ([]byte, error) {
@@ -115,9 +124,12 @@ commands:
 
 serve-http takes --host 127.0.0.1 and --port 8000 (a non-loopback --host
 only with --allow-remote). serve-http and serve-stdio also take --audit-dir
-DIR, --redis HOST:PORT (per-session and per-user budgets shared on Redis) and
---audit-postgres URL (audit_log in PostgreSQL); demo takes --audit-dir and
---audit-postgres.
+DIR, --redis HOST:PORT or redis://[user@]host[:port][/db] (rediss:// for TLS)
+(per-session and per-user budgets shared on Redis) and --audit-postgres URL
+(audit_log in PostgreSQL); demo takes --audit-dir and --audit-postgres.
+
+$` + redisPasswordEnv + ` is the password of the --redis server (of the
+user its URL names, or of the default user); never in --redis itself.
 
 $` + auditKeyEnv + ` (at least 32 hex digits) keys the records' argument
 hashes (HMAC-SHA-256) of serve-http, serve-stdio and demo, so that equal
@@ -183,7 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd == "serve-http" || cmd == "serve-stdio" {
 		fs.StringVar(&auditDir, "audit-dir", auditDir, "directory for audit.jsonl and audit.db")
-		fs.StringVar(&redisAddr, "redis", "", "keep the per-session and per-user budgets on this Redis (host:port), shared by every server on it (default: in memory)")
+		fs.StringVar(&redisAddr, "redis", "", "keep the per-session and per-user budgets on this Redis, host:port or redis://[user@]host[:port][/db] (rediss:// for TLS; the password in $"+redisPasswordEnv+"), shared by every server on it (default: in memory)")
 		fs.StringVar(&pgURL, "audit-postgres", "", "write the audit_log table to this PostgreSQL database (postgres://...) instead of audit.db")
 	}
 	if err := fs.Parse(rest); err != nil {
@@ -208,17 +220,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// checked even empty: "" would otherwise mean memory, SQLite or the
 	// default directory, silently.
 	var bad error
+	redisPassword, redisGiven := os.Getenv(redisPasswordEnv), false
 	fs.Visit(func(f *flag.Flag) {
+		redisGiven = redisGiven || f.Name == "redis"
 		switch {
 		case bad != nil:
 		case f.Name == "redis":
-			bad = redisaddr.Check(redisAddr)
+			bad = redisFlag(redisAddr, redisPassword).Check()
 		case f.Name == "audit-postgres":
 			_, bad = postgresConfig(pgURL)
 		case f.Name == "audit-dir" && auditDir == "":
 			bad = errors.New("--audit-dir: empty directory name (leave the flag out for the default)")
 		}
 	})
+	if bad == nil && redisPassword != "" && !redisGiven && (cmd == "serve-http" || cmd == "serve-stdio") {
+		// As an empty --redis: the budgets would be in memory, silently.
+		bad = fmt.Errorf("%s needs --redis: without it the budgets are in the process's memory; unset it, or name the Redis", redisPasswordEnv)
+	}
 	var key []byte
 	if bad == nil && cmd == "serve-http" {
 		if port < 0 || port > 65535 {
@@ -312,7 +330,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opts := appOptions{ConfigName: name, Config: cfg, AuditDir: auditDir, Log: log,
 		Marks: slog.New(slog.NewTextHandler(stderr, nil)), ArgsKey: key,
-		Redis: redisAddr, AuditPostgres: pgURL}
+		Redis: redisAddr, RedisPassword: redisPassword, AuditPostgres: pgURL}
 	if cmd == "serve-stdio" {
 		opts.Authn = func(t *token.Table) mcpguard.Authenticator { return mcpguard.FromEnv(tokenEnv, t) }
 	}

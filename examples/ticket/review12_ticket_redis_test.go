@@ -230,7 +230,7 @@ func TestReview12RedisFlagIsChecked(t *testing.T) {
 	}{
 		{"empty", "", 2, "--redis: empty"},
 		{"no_port", "127.0.0.1", 2, "host:port"},
-		{"url", "redis://127.0.0.1:6379", 2, "host:port"},
+		{"url", "redis://127.0.0.1:6379?db=1", 2, "--redis"},
 		{"bad_port", "127.0.0.1:redis", 2, "host:port"},
 		{"port_zero", "127.0.0.1:0", 2, "host:port"},
 		{"no_host", ":6379", 2, "host:port"},

@@ -39,10 +39,13 @@ type appOptions struct {
 	// audit_log table instead of audit.db (--audit-postgres). "" means
 	// SQLite.
 	AuditPostgres string
-	// Redis is the host:port of a Redis that keeps the limiter's budgets
-	// (--redis), shared by every server on it. "" means this process's
-	// memory.
+	// Redis is the host:port, or the redis:// or rediss:// URL, of a Redis
+	// that keeps the limiter's budgets (--redis), shared by every server
+	// on it. "" means this process's memory.
 	Redis string
+	// RedisPassword is the password of Redis (redisPasswordEnv). "" means
+	// none.
+	RedisPassword string
 	// Tickets is the downstream ticket system. Nil means a new one.
 	Tickets *TicketSystem
 	// Authn picks the authenticator from the token table. Nil means
@@ -140,7 +143,7 @@ func newApp(o appOptions) (_ *app, err error) {
 	// Redis that cannot decide refuses the call).
 	var lopts limiter.Options
 	if o.Redis != "" {
-		store, closeRedis, err := openRedisStore(o.Redis)
+		store, closeRedis, err := openRedisStore(o.Redis, o.RedisPassword)
 		if err != nil {
 			return nil, err
 		}

@@ -9,16 +9,16 @@ import (
 
 func TestCheck(t *testing.T) {
 	for _, v := range []string{"127.0.0.1:6379", "localhost:1", "[::1]:65535", "redis.internal:6380"} {
-		if err := Check(v); err != nil {
+		if err := (Flag{Value: v}).Check(); err != nil {
 			t.Errorf("Check(%q): %v", v, err)
 		}
 	}
 	for _, v := range []string{
 		"", "127.0.0.1", ":6379", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:redis",
-		"redis://127.0.0.1:6379", "pw@127.0.0.1:6379", "u:pw@127.0.0.1:6379", "127.0.0.1:6379/0",
+		"redis://:pw@127.0.0.1:6379", "pw@127.0.0.1:6379", "u:pw@127.0.0.1:6379", "127.0.0.1:6379/0",
 		"127.0.0.1:6379?password=pw", "a b:1",
 	} {
-		err := Check(v)
+		err := (Flag{Value: v}).Check()
 		switch {
 		case err == nil:
 			t.Errorf("Check(%q): nil, want an error", v)
@@ -47,7 +47,7 @@ func TestShown(t *testing.T) {
 // TestDialRefusesAndTimesOut: a bad value is refused before any dial, and
 // an address where nothing answers fails within the timeout.
 func TestDialRefusesAndTimesOut(t *testing.T) {
-	if _, err := Dial("pw@127.0.0.1:1", time.Second); err == nil || strings.Contains(err.Error(), "pw") {
+	if _, err := (Flag{Value: "pw@127.0.0.1:1"}).Dial(time.Second); err == nil || strings.Contains(err.Error(), "pw") {
 		t.Errorf("Dial with user info: %v, want a refusal that does not show it", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,7 +57,7 @@ func TestDialRefusesAndTimesOut(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	start := time.Now()
-	if _, err := Dial(addr, 500*time.Millisecond); err == nil || !strings.HasPrefix(err.Error(), "--redis") {
+	if _, err := (Flag{Value: addr}).Dial(500 * time.Millisecond); err == nil || !strings.HasPrefix(err.Error(), "--redis") {
 		t.Errorf("Dial(%s) with nothing listening: %v, want an error naming --redis", addr, err)
 	}
 	if d := time.Since(start); d > 5*time.Second {

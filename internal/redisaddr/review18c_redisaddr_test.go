@@ -24,10 +24,9 @@ func TestReview18cCheckSaysWhy(t *testing.T) {
 		{"127.0.0.1:0", []string{"port", "1 to 65535"}},
 		{"127.0.0.1:65536", []string{"port", "1 to 65535"}},
 		{"127.0.0.1:redis", []string{"port", "1 to 65535"}},
-		{"redis://127.0.0.1:6379", []string{"not a URL"}},
-		{"u:pw@127.0.0.1:6379", []string{"not a URL"}},
+		{"u:pw@127.0.0.1:6379", []string{"user info", "redis://"}},
 	} {
-		err := Check(tc.v)
+		err := (Flag{Value: tc.v}).Check()
 		if err == nil {
 			t.Errorf("Check(%q): nil, want an error", tc.v)
 			continue
@@ -48,8 +47,8 @@ func TestReview18cCheckSaysWhy(t *testing.T) {
 // mark of a URL, not a bad port number: the error does not blame the port.
 func TestReview18cCheckPathIsURL(t *testing.T) {
 	for _, v := range []string{"127.0.0.1:6379/2", "127.0.0.1:6379?db=2", "127.0.0.1:6379#x"} {
-		err := Check(v)
-		if err == nil || strings.Contains(err.Error(), "the port is not") || !strings.Contains(err.Error(), "not a URL") {
+		err := (Flag{Value: v}).Check()
+		if err == nil || strings.Contains(err.Error(), "the port is not") || !strings.Contains(err.Error(), "redis://") {
 			t.Errorf("Check(%q): %v, want the URL error, not the port's", v, err)
 		}
 	}
