@@ -301,7 +301,7 @@ func NewContext(ctx context.Context, id *Identity) context.Context {
 type identityCtx struct {
 	context.Context
 	id   *Identity
-	corr string // the call's correlation id (the pipeline's), or ""
+	call *call // the pipeline's call (its correlation id, see askClient), or nil
 }
 
 func (c *identityCtx) Value(key any) any {
@@ -309,8 +309,12 @@ func (c *identityCtx) Value(key any) any {
 	case identityKey{}:
 		return c.id
 	case corrKey{}:
-		if c.corr != "" {
-			return c.corr
+		if c.call != nil {
+			return c.call.corr
+		}
+	case callKey{}:
+		if c.call != nil {
+			return c.call
 		}
 	}
 	return c.Context.Value(key)

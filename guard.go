@@ -562,6 +562,11 @@ func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 // the guard is installed on ([Guard.Install]), which guards every tool of
 // it, added later too, it is an error (the pipeline would run twice per
 // call): add the tool with s.AddTool. Install on s is an error after it.
+// The first AddTool on s adds a sending middleware to s, as Install does,
+// through which a request the handler sends the client within a guarded
+// call passes: its answer is not delivered when [Guard.SetPolicy] set a
+// policy meanwhile that refuses the call, and its wait ends when the
+// caller of a write cancels the call.
 func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
 	if s == nil {
 		return errors.New("mcpguard: nil server")
@@ -582,6 +587,9 @@ func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
 		}
 		g.added[k] = struct{}{}
 		runtime.AddCleanup(s, g.forgetAdded, k)
+		// What a handler asks the client within a call is answered as
+		// under Install (see askClient).
+		s.AddSendingMiddleware(askingClient)
 	}
 	s.AddTool(t, wh)
 	return nil

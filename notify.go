@@ -23,7 +23,8 @@ import (
 // the guard, each from a goroutine of its own, and panics encoding one that
 // holds a nil pointer where a content block is (a sampling message's),
 // which ended the process. A request to the client sent within a guarded
-// call stops waiting when the call's caller cancels it (see askClient).
+// call stops waiting when the call's caller cancels it, and its answer is
+// withheld when a policy set meanwhile refuses the call (see askClient).
 func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		if method == "notifications/tools/list_changed" {
@@ -41,6 +42,17 @@ func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 			return askClient(ctx, method, req, next)
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// askingClient is the sending middleware [Guard.AddTool] adds to a server: a
+// request to the client (not a notification) is sent through askClient.
+func askingClient(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req)
+		}
+		return askClient(ctx, method, req, next)
 	}
 }
 

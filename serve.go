@@ -28,7 +28,8 @@ import (
 )
 
 // call is the state of one guarded tools/call, from which the audit record
-// is built on every way out.
+// is built on every way out. Its fields are ordered so that it takes 888
+// bytes at most: with the allocator's header, a size class of 896.
 type call struct {
 	start     time.Time
 	corr      string
@@ -37,13 +38,13 @@ type call struct {
 	rule      *policy.ToolRule
 	raw       json.RawMessage
 	args      map[string]any
-	decoded   bool     // args holds the decoded arguments (nil if they are not an object)
-	valid     bool     // the arguments passed validation
+	decoded   bool // args holds the decoded arguments (nil if they are not an object)
+	valid     bool // the arguments passed validation
+	dryRun    bool
 	record    []string // argument fields the tool records verbatim
 	cost      float64
 	charged   float64 // the spend the call was charged (or, with no limiter, would have been)
 	session   string  // Options.SessionKey's key of the call's session, once authenticated
-	dryRun    bool
 	denial    *DenialError
 	detail    string
 	running   bool            // the handler was called and the guard has not answered
@@ -52,14 +53,21 @@ type call struct {
 	confirmed bool            // a confirmation passed in this logical call
 	ticket    *confirm.Ticket // the state the call came with, checked, used up when admitted
 
+	// For what the server asks the client within the call (see askClient):
+	// the guard and the policy that decided the call, and the refusal of
+	// the call by a policy set while the client was asked.
+	guard   *Guard
+	pol     *policy.Policy
+	revoked atomic.Pointer[revocation]
+
 	// Memory of the call's own, so that a call allocates once: the
 	// correlation id's and the argument hash's bytes (corr and, unless the
 	// arguments' canonical form outgrows sumBuf, sum point into them), the
 	// identity's context and the outcome record.
 	corrBuf   [corrid.Len]byte
 	sumBuf    [256]byte // the hash, and room for small arguments' canonical form
-	sum       string
 	summed    bool
+	sum       string
 	hashKey   []byte               // Options.ArgsKey: the records' hash is keyed
 	requestID string               // the proxy's id of the request (Options.RequestIDHeader)
 	req       *mcp.CallToolRequest // the request of an Audit middleware's call (auditCall)
@@ -109,9 +117,12 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	g.active.Add(1)
 	defer g.active.Add(-1)
 	// One policy decides the call throughout, whatever SetPolicy does
-	// meanwhile: its rule (c.rule) decides the steps after step 5.
+	// meanwhile: its rule (c.rule) decides the steps after step 5. (But
+	// for the answers to what the call asks its client, see recheck and
+	// call.reask.)
 	pol := g.pol.Load()
 	c := newCall(g.now(), &g.ids)
+	c.guard, c.pol = g, pol
 	c.hashKey = g.opts.ArgsKey
 	c.requestID = requestID(req, g.opts.RequestIDHeader)
 	if req != nil && req.Params != nil {
@@ -282,7 +293,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		g.refund(ctx, c, ld)
 		return g.deny(c, d)
 	}
-	c.idCtx = identityCtx{Context: ctx, id: id, corr: c.corr}
+	c.idCtx = identityCtx{Context: ctx, id: id, call: c}
 	ctx = &c.idCtx
 	if write {
 		// A started write runs to completion.
@@ -304,7 +315,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	c.running, c.ran = true, true
 	res, err = next(ctx, req)
 	res, err = sdkToolError(res, err)
-	if !write && g.opts.RetryReads && transient(res, err) && gaveup.Err(ctx) == nil {
+	if !write && g.opts.RetryReads && transient(res, err) && gaveup.Err(ctx) == nil && c.revoked.Load() == nil {
 		// Not once the call's context has ended (a timeout is
 		// Temporary too), nor once its deadline has passed though the
 		// context does not say so yet (a downstream whose deadline is
@@ -312,6 +323,16 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		// the deadline.
 		c.detail = "retried once after a transient error"
 		res, err = sdkToolError(next(ctx, req))
+	}
+	if r := c.revoked.Load(); r != nil {
+		// The client answered a request the server sent it within the
+		// call after SetPolicy replaced the policy, which refuses the
+		// call now: the answer was withheld, and what the handler
+		// returned (one that went on without it too) is not the call's
+		// answer.
+		c.running = false
+		c.detail = r.detail
+		return g.deny(c, r.d)
 	}
 	// Still running: a runtime.Goexit in step 11 (a MarshalJSON of the
 	// result's) is recorded as the handler's would be.
@@ -455,8 +476,24 @@ func (d *detachedCtx) Value(key any) any {
 // guarded write it is sent in, if any, while the guard has not answered
 // it: a write's handler (see detachedCtx) is not cancelled with its
 // caller, but nor is a question to a caller that is gone, or that
-// cancelled the call, left waiting.
+// cancelled the call, left waiting. An answer to a request sent within a
+// guarded call is not delivered when Guard.SetPolicy replaced the policy
+// that decided the call and the policy now refuses it (see call.reask).
 func askClient(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	res, err := waitClient(ctx, method, req, next)
+	if err != nil {
+		return res, err
+	}
+	if c, _ := ctx.Value(callKey{}).(*call); c != nil {
+		if err := c.reask(method); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// waitClient sends a request to the client through next, as askClient.
+func waitClient(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	d, _ := ctx.Value(callerKey{}).(*detachedCtx)
 	if d == nil || d.caller.Done() == nil || d.answered.Load() {
 		return next(ctx, method, req)
@@ -469,6 +506,54 @@ func askClient(ctx context.Context, method string, req mcp.Request, next mcp.Met
 		}
 	})()
 	return next(ctx, method, req)
+}
+
+// callKey is the key under which the context of a guarded call's handler
+// gives the call (see identityCtx).
+type callKey struct{}
+
+// A revocation is the refusal of a call by a policy set while the client
+// was asked within the call, and its record's detail.
+type revocation struct {
+	d      *DenialError
+	detail string
+}
+
+// errRevoked is what a request the server sent the client within a guarded
+// call returns in place of the client's answer when the policy of the
+// moment refuses the call (see call.reask).
+var errRevoked = errors.New("mcpguard: the client's answer is withheld: the policy changed while the client was asked, and now refuses the call")
+
+// reask decides c once more, now that the client answered a request
+// (method) the server sent it within the call, when Guard.SetPolicy
+// replaced the policy that decided the call: a question (an elicitation, a
+// sampling or roots request, a handler's own or the input requests of its
+// multi round-trip, which the go-sdk asks an older client below the guard)
+// may have waited minutes for a human. It returns errRevoked when the
+// policy of the moment refuses c, and keeps that refusal (the first one,
+// when several requests are answered at once) for the call's answer; nil
+// when the policy was not replaced (a pointer compare) or allows c. It
+// may run concurrently with other requests of the call and with its
+// handler, and so reads only what is set before the handler runs: the
+// arguments are decoded anew, for the policy's argument limits.
+func (c *call) reask(method string) error {
+	if c.guard == nil {
+		return nil
+	}
+	p := c.guard.pol.Load()
+	if p == c.pol {
+		return nil
+	}
+	d, why := redecide(p, c, func() map[string]any {
+		doc, _ := decodeStrict(orEmpty(c.raw))
+		args, _ := doc.(map[string]any)
+		return args
+	})
+	if d == nil {
+		return nil
+	}
+	c.revoked.CompareAndSwap(nil, &revocation{d: d, detail: "the policy changed while the client was asked (" + method + "): " + why})
+	return errRevoked
 }
 
 // clientLeft reports whether err, a handler's error, is its failing for
@@ -1303,26 +1388,33 @@ func bound(ctx context.Context, req *mcp.CallToolRequest) bool {
 // that policy refuses (an unknown tool's for one it does not know or
 // hides), else nil.
 func (g *Guard) recheck(c *call) *DenialError {
-	p := g.pol.Load()
+	d, why := redecide(g.pol.Load(), c, c.argsMap)
+	if d != nil {
+		c.detail = "the policy changed while the user was asked: " + why
+	}
+	return d
+}
+
+// redecide decides c once more by the policy p: it returns the denial of
+// a call p refuses (an unknown tool's for one p does not know or hides)
+// and p's reason, else nil. args gives the call's arguments, for p's
+// argument limits.
+func redecide(p *policy.Policy, c *call, args func() map[string]any) (*DenialError, string) {
 	d := p.Authorize(c.id.Principal, c.name)
 	if d.Code == policy.Allowed && d.Rule == c.rule {
-		return nil // the same policy
+		return nil, "" // the same policy
 	}
-	detail := "the policy changed while the user was asked: "
 	switch {
 	case d.Code == policy.NotFound:
-		c.detail = detail + d.Reason
-		return notFound(c.name)
+		return notFound(c.name), d.Reason
 	case d.Code != policy.Allowed:
-		c.detail = detail + d.Reason
-		return Deny(Code(d.Code.String()), d.Reason)
+		return Deny(Code(d.Code.String()), d.Reason), d.Reason
 	case len(d.Rule.ArgLimits) > 0:
-		if d := p.CheckArgs(c.id.Principal, d.Rule, policy.MapArgs(c.argsMap())); !d.Allowed() {
-			c.detail = detail + d.Reason
-			return Deny(CodeForbidden, d.Reason)
+		if d := p.CheckArgs(c.id.Principal, d.Rule, policy.MapArgs(args())); !d.Allowed() {
+			return Deny(CodeForbidden, d.Reason), d.Reason
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // canElicit reports whether the go-sdk will send ss's client a form

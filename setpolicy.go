@@ -35,15 +35,24 @@ import (
 // A call is decided wholly by the policy of the moment it came: its
 // authorization, argument limits, confirmation, cost and limits, dry run,
 // write-ahead record, output check and the class its audit records carry;
-// a call under way finishes as it was allowed, but for one (a write,
-// mostly) whose confirmation an older client (before 2026-07-28) is asked
-// for within the call: the human may take minutes, so when the answer
-// comes the call is decided once more by the policy of that moment, and
-// one it refuses is not run. Not so for what a handler asks within the
-// call: its own questions, and, under [Guard.Install], the input requests
-// of its multi round-trip, which the go-sdk asks an older client below the
-// guard and then runs the handler's next round within the same call. A
-// call that comes later is decided by p,
+// a call under way finishes as it was allowed, but for one that waits on
+// its client within the call, where a human may take minutes: when the
+// client answers, a call whose policy was replaced meanwhile is decided
+// once more (its authorization, a tool hidden then looking unknown, and
+// its argument limits) by the policy of that moment. A call whose
+// confirmation an older client (before 2026-07-28) is asked for within the
+// call and that this refuses is not run. So too a read's or a write's
+// handler under [Guard.Install] or [Guard.AddTool] that asks the client
+// (its own elicitation, sampling or roots request, or, under Install, the
+// input requests of its multi round-trip, which the go-sdk asks an older
+// client below the guard before it runs the handler's next round within
+// the same call): the answer is not delivered (the request returns an
+// error, and the next round does not run), and the call ends with the
+// refusal, recorded with its code, whatever the handler returns then. A
+// handler given to [Guard.Wrap] and added with the server's own AddTool
+// is not seen asking: its own questions are answered as they come,
+// though the next round of its multi round-trip is a call of its own,
+// through the guard. A call that comes later is decided by p,
 // a confirmation or a multi round-trip state issued before included: a
 // call of a tool p forbids is refused whatever state it carries. The
 // limiter's counts and spend are kept. A tools/list, and the resources
