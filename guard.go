@@ -121,7 +121,11 @@ type Options struct {
 	// or every tool) whose Max is below the Cost of a rule it caps, a tool
 	// rule's or the default rule's, when no Tools Cost function may price
 	// the calls charged under it (for a tool rule, one for the tool's own
-	// name: a call by another spelling costs at least the rule's Cost):
+	// name: a call by another spelling costs at least the rule's Cost; for
+	// the default rule, one for each write allowlist entry it governs, or,
+	// when it admits any name, a read's or under a lone "*", one for a name
+	// of a limit's Tool, and none under a limit for every tool, as a name
+	// without one costs its Cost):
 	// the limiter never admits a call of more than Max, so every such call
 	// would be refused for ever (a write tool not on the write allowlist,
 	// never called, excepted). A Cost equal to Max admits one call. A call
@@ -452,40 +456,30 @@ func checkConfirmer(p *policy.Policy, s *confirm.Signer) error {
 // is below the Cost of a rule it caps, when no Cost function in tools may
 // price those calls lower: for a tool rule, none for its own name (a call
 // by another spelling costs the larger of its cost and the tool's, see
-// Guard.toolOptions); for the default rule, none for a name of the
-// limit's Tool, or, under a limit for every tool, for a name the default
-// rule alone governs.
+// Guard.toolOptions); for the default rule, when it admits any name (a
+// read's, or a write's under a lone "*" allowlist), none for a name of
+// the limit's Tool, and under a limit for every tool always (a name
+// without one costs its Cost); else (a write's) none for some entry of the
+// write allowlist it governs (of the limit's Tool, under folding, for a
+// limit for one tool): one for a name off the allowlist prices no call.
 func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]ToolOptions) error {
 	if l == nil {
 		return nil
 	}
-	priced := func(k, rule string) bool {
-		if rule != "" {
-			// A call by another spelling costs at least what one by
-			// rule's own name does (see Guard.toolOptions).
-			return tools[rule].Cost != nil
+	var named []string // the names with a Cost function
+	for n, o := range tools {
+		if o.Cost != nil {
+			named = append(named, n)
 		}
-		for n, o := range tools {
-			if o.Cost == nil {
-				continue
-			}
-			if k == "" { // a name without a tool rule (see limitcheck.Find)
-				if r, _ := p.Resolve(n); r.Name == "" {
-					return true
-				}
-			} else if policy.NameKey(n) == k {
-				return true
-			}
-		}
-		return false
 	}
+	priced := limitcheck.Priced(named)
 	switch pr := limitcheck.Find(p, l.Limits(), priced); {
 	case pr == nil:
 		return nil
 	case pr.NoRule:
 		return fmt.Errorf("mcpguard: limiter limit %v: the policy has no rule for tool %q, so the limit caps nothing", pr.Limit, pr.Limit.Tool)
 	case pr.Cost > 0 && pr.Rule == "":
-		return fmt.Errorf("mcpguard: limiter limit %v: a call under the policy's default rule costs %v (its Cost, and no Cost function in Options.Tools), more than the limit's Max, so every such call would be refused for ever; raise Max to at least %v, or lower the Cost", pr.Limit, pr.Cost, pr.Cost)
+		return fmt.Errorf("mcpguard: limiter limit %v: a call under the policy's default rule costs %v (its Cost, for a name without a Cost function in Options.Tools), more than the limit's Max, so every such call would be refused for ever; raise Max to at least %v, or lower the Cost", pr.Limit, pr.Cost, pr.Cost)
 	case pr.Cost > 0:
 		return fmt.Errorf("mcpguard: limiter limit %v: a call under tool %q costs %v (its rule's Cost, and no Cost function in Options.Tools for %q: one for another spelling prices no call lower), more than the limit's Max, so every such call would be refused for ever; raise Max to at least %v, lower the Cost, or give %q a Cost function", pr.Limit, pr.Rule, pr.Cost, pr.Rule, pr.Cost, pr.Rule)
 	default:

@@ -4,6 +4,8 @@
 package limitcheck
 
 import (
+	"slices"
+
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 )
@@ -48,19 +50,33 @@ type Problem struct {
 // at least as much), unless priced(k, name) reports, for the rule's key k
 // and name, that a Cost function may price a call charged under it below
 // its Cost; the default rule's, for a limit for every tool or for a key k
-// no tool rule's name has, unless priced(k, "") reports that a Cost
-// function may price calls by names of k (with k "", for a limit for
-// every tool: by a name without a tool rule). Find reports it, unless the
-// rule is a write's that is never admitted: a tool rule whose name is not
-// on the write allowlist, or the default rule when the allowlist is not a
-// lone "*" and has no entry without a rule of its own (of key k, for a
-// limit for one tool), which the default rule would govern. It reports as
-// well a write allowlist entry w (of key k, for a limit for one tool) that
-// is a tool rule's name only under folding, whose calls are charged under
-// the rule of such names (the larger of the tool's Cost and the default
-// rule's), when that costs more than Max, unless priced(k, w) reports
-// that a Cost function may price them below it. A cost equal to Max is
-// allowed: a full budget admits one such call.
+// no tool rule's name has: when it admits any name (a read's, or a write's
+// when the write allowlist is a lone "*"), unless priced(k, "") reports
+// that a Cost function may price calls by names of k (with k "", for a
+// limit for every tool: by every name without a tool rule, as one for some
+// names prices no call by another lower); else (a write's) for the entries
+// of the write allowlist without a rule of their own (of key k, for a limit
+// for one tool), which it governs, unless priced(key, w) reports, for each
+// such entry w and its key, that a Cost function may price calls by w below
+// its Cost (one for a name off the allowlist prices no call admitted). Find
+// reports it, unless the rule is a write's that is never admitted: a tool
+// rule whose name is not on the write allowlist, or the default rule when
+// the allowlist is not a lone "*" and has no such entry. It reports as well
+// a write allowlist entry w (of key k, for a limit for one tool) that is a
+// tool rule's name only under folding, whose calls are charged under the
+// rule of such names (the larger of the tool's Cost and the default
+// rule's), when that costs more than Max, unless priced(k, w) reports that
+// a Cost function may price them below it. A cost equal to Max is allowed:
+// a full budget admits one such call. Another name that is a tool rule's
+// only under folding, off the write allowlist, is not checked: a call by it
+// may cost more (the larger of the rule's Cost and the default rule's), but
+// the tool is admitted whenever it is, by its own name, at its own cost.
+// Nor, for a limit for one tool, is a name of its key that the default rule
+// governs, off the allowlist, when priced(k, "") reports a Cost function
+// for another: the tool is admitted by that one. A limit for one tool is
+// checked alike whichever spelling of it its Tool is, as the limiter
+// applies it to every spelling. [Priced] makes priced from the names with a
+// Cost function.
 func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string) bool) *Problem {
 	var (
 		names []string                      // the tool rules' names, sorted
@@ -89,7 +105,7 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string
 					return pr
 				}
 			}
-			if pr := over(lim, def, defaultCalled(p, def, "", true), "", priced); pr != nil {
+			if pr := overDefault(p, lim, def, "", true, priced); pr != nil {
 				return pr
 			}
 			if pr := foldedEntries(p, lim, "", true, priced); pr != nil {
@@ -109,7 +125,7 @@ func Find(p *policy.Policy, limits []limiter.Limit, priced func(key, rule string
 			return &Problem{Limit: lim}
 		}
 		if len(rules[k]) == 0 { // every name of the key has the default rule
-			if pr := over(lim, def, defaultCalled(p, def, k, false), k, priced); pr != nil {
+			if pr := overDefault(p, lim, def, k, false, priced); pr != nil {
 				return pr
 			}
 		}
@@ -168,24 +184,37 @@ func ruleCalled(p *policy.Policy, r *policy.ToolRule) bool {
 	return r.Class != policy.Write || p.WriteAllowed(r.Name)
 }
 
-// defaultCalled reports whether p may admit a call under def, its default
-// rule (nil without one), by a name of key k (with every, by any name): a
-// read's, or a write's when the write allowlist allows every write or has
-// an entry of that key (any entry, with every) without a rule of its own,
-// which the default rule governs.
-func defaultCalled(p *policy.Policy, def *policy.ToolRule, k string, every bool) bool {
-	if def == nil || def.Class != policy.Write {
-		return def != nil
+// overDefault returns the Problem of spend limit lim for def, p's default
+// rule (nil for none), for the calls by names of key k (by any name, with
+// every) that it alone governs, when def costs more than lim.Max: such a
+// call costs def's Cost unless its name has a Cost function. When def
+// admits names no configuration lists (a read's, or a write's when the
+// write allowlist is a lone "*"), it is a Problem unless priced(k, "")
+// reports that a Cost function may price calls by names of k (with every,
+// k is "": by every name without a tool rule, as a Cost function for some
+// names prices no call by another lower); else only the entries of the
+// write allowlist (of key k, unless every) that def governs are admitted,
+// and it is a Problem unless priced(key, w) reports, for each such entry w
+// and its key, that a Cost function may price calls by w below it (one for
+// a name off the allowlist prices no admitted call). Else nil.
+func overDefault(p *policy.Policy, lim limiter.Limit, def *policy.ToolRule, k string, every bool, priced func(string, string) bool) *Problem {
+	if def == nil || def.Cost <= lim.Max {
+		return nil
 	}
-	for _, w := range p.WriteAllowlist() {
-		if w == "*" {
-			return true
+	pr := &Problem{Limit: lim, Cost: def.Cost}
+	allow := p.WriteAllowlist()
+	if def.Class != policy.Write || slices.Equal(allow, []string{"*"}) {
+		if priced(k, "") {
+			return nil
 		}
-		if r, _ := p.Resolve(w); r == def && (every || policy.NameKey(w) == k) {
-			return true
+		return pr
+	}
+	for _, w := range allow {
+		if r, _ := p.Resolve(w); r == def && (every || policy.NameKey(w) == k) && !priced(policy.NameKey(w), w) {
+			return pr
 		}
 	}
-	return false
+	return nil
 }
 
 // mayCost reports whether own (the rule a name resolves to, or nil), one of
@@ -208,4 +237,20 @@ func mayCost(def, own *policy.ToolRule, rules []*policy.ToolRule) bool {
 		}
 	}
 	return false
+}
+
+// Priced returns the priced function of [Find] for a configuration whose
+// Cost functions are those of the names in named (mcpguard's
+// Options.Tools): for a name, whether it has one (a call by another
+// spelling of a tool rule's name costs at least what one by the rule's own
+// name does); for a key k and no name, whether a name of k has one; for
+// the key "" and no name (every name without a tool rule), false: the
+// names are finitely many.
+func Priced(named []string) func(key, rule string) bool {
+	return func(k, rule string) bool {
+		if rule != "" {
+			return slices.Contains(named, rule)
+		}
+		return k != "" && slices.ContainsFunc(named, func(n string) bool { return policy.NameKey(n) == k })
+	}
 }
