@@ -22,6 +22,7 @@ type failKind uint8
 const (
 	failNone           failKind = iota
 	failTimeout                 // the call's timer ended it (errTimeout)
+	failTimeoutOther            // another timeout: a dial's, a custom Transport's
 	failRefused                 // the connection was refused
 	failDNS                     // the host name did not resolve
 	failUnreachable             // another dial error
@@ -51,6 +52,8 @@ func (k failKind) phrase(timeout time.Duration) string {
 	switch k {
 	case failTimeout:
 		return "downstream timed out after " + timeout.String()
+	case failTimeoutOther:
+		return "downstream timed out (the Transport's own timeout, or the dial's)"
 	case failRefused:
 		return "downstream refused the connection"
 	case failDNS:
@@ -126,7 +129,8 @@ func (e *tlsClosedError) Unwrap() error { return e.err }
 
 // failureOf returns why err, of sending a call downstream or of reading its
 // answer (body: once its header had come), left the call without its
-// answer. timedOut says the call's timer ended it. The gateway's own
+// answer. timedOut says the call's timer ended it (as errTimeout in err
+// does); another timeout is failTimeoutOther. The gateway's own
 // client's errors and net/http's Transport's are told apart; another
 // Transport's, as far as they wrap the same errors.
 func failureOf(err error, timedOut, body bool) failKind {
@@ -141,12 +145,17 @@ func failureOf(err error, timedOut, body bool) failKind {
 		dns *net.DNSError
 		me  *malformedError
 		ne  *net.OpError
+		to  net.Error
 	)
 	switch {
 	case err == nil:
 		return failNone
-	case timedOut || errors.Is(err, errTimeout) || errors.Is(err, context.DeadlineExceeded):
+	case timedOut || errors.Is(err, errTimeout):
 		return failTimeout
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &to) && to.Timeout():
+		// Not the gateway's timer: a dial's timeout (net.Dialer's), or a
+		// custom Transport's own (net/http's ResponseHeaderTimeout).
+		return failTimeoutOther
 	case errors.Is(err, errTransportPanic):
 		return failPanic
 	case errors.Is(err, errTransportNoResponse) || errors.Is(err, errTransportNoBody) || errors.Is(err, errTransportBadStatus):

@@ -385,7 +385,9 @@
 // call without an answer, or whose answer was cut short, says why, in a
 // fixed phrase that holds nothing of the error's text (the downstream's
 // address, its bytes: the log line has them): "downstream refused the
-// connection", "downstream timed out after 30s", "downstream reset the
+// connection", "downstream timed out after 30s" (the gateway's Timeout; a
+// dial's or a custom Transport's own timeout says "downstream timed out
+// (the Transport's own timeout, or the dial's)"), "downstream reset the
 // connection", "downstream closed the connection before answering" (or
 // "before the answer's end"), "downstream answered malformed HTTP",
 // "downstream's TLS certificate was refused", "downstream's answer had no
@@ -394,8 +396,11 @@
 // error of a custom Transport it cannot tell; a Transport that panicked
 // (INTERNAL) says "the Transport panicked". A call refused as the
 // authenticator could not judge its token (UPSTREAM_UNAVAILABLE too) says
-// "Authorization server unavailable: the token could not be checked". A
-// client gone (above) is told after these, joined with "; " (a timeout
-// after it went away is not: the gateway ends such a call one timeout
-// after its client was last seen).
+// "Authorization server unavailable: the token could not be checked" (or
+// "timed out"), but "not forwarded: the client went away (the request's
+// context ended) before its token was checked" when the request's context
+// had ended by then, or its deadline passed. A client gone (above) is
+// told after these, joined with "; " (a timeout after it went away is
+// not: the gateway ends such a call one timeout after its client was last
+// seen).
 package gateway

@@ -518,7 +518,12 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		}
 		timeout := c.timedOut.Load() || errors.Is(err, context.DeadlineExceeded)
 		g.log.Warn("upstream error", "cid", cid, "upstream", g.upstreamStr, "timeout", timeout, "err", err)
-		return nil, errUpstreamFor(err, timeout, false)
+		// A timeout that is not the call's timer's (a dial's, a custom
+		// Transport's own) is answered as one, but its cause does not
+		// name the gateway's timeout ([failTimeoutOther]).
+		e := errUpstream(timeout)
+		e.cause = failureOf(err, c.timedOut.Load(), false)
+		return nil, e
 	}
 	c.resp = resp
 	if isRedirect(resp.StatusCode) {

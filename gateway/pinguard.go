@@ -164,6 +164,11 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 	if err != nil {
 		g.answerUnread(l.cid, status, len(data), err)
 		call.failed(failureOf(err, false, true))
+		if r.Context().Err() != nil {
+			// Its client gone, the gateway cut the call one timeout
+			// after it was last seen ([upstreamCall.watchClient]).
+			call.clientWentAway()
+		}
 		call.finish("UPSTREAM_UNAVAILABLE")
 		g.writeError(w, errUpstream(err == errTimeout), m.idOrNil(), l.cid)
 		return

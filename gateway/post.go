@@ -89,6 +89,12 @@ const (
 // before it decided: the client's leaving, not the limiter's failure.
 const clientGoneUndecided = "not forwarded: the client went away (the request's context ended) before the limiter decided"
 
+// clientGoneUnchecked is the outcome record's detail of a call refused as
+// the authenticator could not judge its token once its request's context
+// had ended (or its deadline passed): the client's leaving ended the
+// check, not the authorization server's failure.
+const clientGoneUnchecked = "not forwarded: the client went away (the request's context ended) before its token was checked"
+
 // clientWentAway notes in the call's outcome record that its client went
 // away (or its connection was closed) before its answer was relayed,
 // unless the record says already that the call was not forwarded.
@@ -357,10 +363,15 @@ func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid strin
 	}
 	// A call's record has no detail, as the guard's record of an
 	// unauthenticated call; but one the authenticator could not judge
-	// says so: its UPSTREAM_UNAVAILABLE is not the downstream's.
+	// says so: its UPSTREAM_UNAVAILABLE is not the downstream's. Nor is
+	// it the authorization server's when the request's context had ended
+	// (or its deadline passed): that ended the check.
 	detail := ""
 	if aerr.contract != "UNAUTHENTICATED" {
 		detail = aerr.message
+		if gaveup.Err(r.Context()) != nil {
+			detail = clientGoneUnchecked
+		}
 	}
 	g.auditRefusal(r, nil, cid, msgs, aerr, detail, start)
 	g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code, "reason", aerr.message)
