@@ -329,10 +329,13 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		// call after SetPolicy replaced the policy, which refuses the
 		// call now: the answer was withheld, and what the handler
 		// returned (one that went on without it too) is not the call's
-		// answer.
+		// answer. But the handler ran: a write's may have written (before
+		// it asked, or going on without the answer), which the caller is
+		// told, not a bare refusal that reads as "not run".
 		c.running = false
 		c.detail = r.detail
-		return g.deny(c, r.d)
+		d := *r.d
+		return g.deny(c, c.failedWrite(&d))
 	}
 	// Still running: a runtime.Goexit in step 11 (a MarshalJSON of the
 	// result's) is recorded as the handler's would be.
@@ -478,16 +481,26 @@ func (d *detachedCtx) Value(key any) any {
 // caller, but nor is a question to a caller that is gone, or that
 // cancelled the call, left waiting. An answer to a request sent within a
 // guarded call is not delivered when Guard.SetPolicy replaced the policy
-// that decided the call and the policy now refuses it (see call.reask).
+// that decided the call, or one the call is made within, and the policy
+// now refuses it (see call.reask).
 func askClient(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	res, err := waitClient(ctx, method, req, next)
 	if err != nil {
 		return res, err
 	}
-	if c, _ := ctx.Value(callKey{}).(*call); c != nil {
+	// The call the request is sent in, and each guarded call that one is
+	// made within (a handler's in-process call of another guarded tool,
+	// a Wrap'd handler under a guard installed on its server): each waits
+	// on the client, and each that a policy of its guard's refuses now
+	// keeps its refusal.
+	var revoked error
+	for c, _ := ctx.Value(callKey{}).(*call); c != nil; c = c.outer() {
 		if err := c.reask(method); err != nil {
-			return nil, err
+			revoked = err
 		}
+	}
+	if revoked != nil {
+		return nil, revoked
 	}
 	return res, nil
 }
@@ -512,6 +525,13 @@ func waitClient(ctx context.Context, method string, req mcp.Request, next mcp.Me
 // gives the call (see identityCtx).
 type callKey struct{}
 
+// outer returns the guarded call that c, a call whose handler runs, is made
+// within: the call whose handler's context c's came in, or nil.
+func (c *call) outer() *call {
+	o, _ := c.idCtx.Context.Value(callKey{}).(*call)
+	return o
+}
+
 // A revocation is the refusal of a call by a policy set while the client
 // was asked within the call, and its record's detail.
 type revocation struct {
@@ -529,9 +549,11 @@ var errRevoked = errors.New("mcpguard: the client's answer is withheld: the poli
 // replaced the policy that decided the call: a question (an elicitation, a
 // sampling or roots request, a handler's own or the input requests of its
 // multi round-trip, which the go-sdk asks an older client below the guard)
-// may have waited minutes for a human. It returns errRevoked when the
-// policy of the moment refuses c, and keeps that refusal (the first one,
-// when several requests are answered at once) for the call's answer; nil
+// may have waited minutes for a human. askClient asks it of each guarded
+// call the request is sent within (see call.outer). It returns errRevoked
+// when the policy of the moment refuses c, and keeps that refusal (the
+// first one, when several requests are answered at once) for the call's
+// answer (a write's saying the write may have been made); nil
 // when the policy was not replaced (a pointer compare) or allows c. It
 // may run concurrently with other requests of the call and with its
 // handler, and so reads only what is set before the handler runs: the

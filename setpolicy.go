@@ -48,11 +48,16 @@ import (
 // client below the guard before it runs the handler's next round within
 // the same call): the answer is not delivered (the request returns an
 // error, and the next round does not run), and the call ends with the
-// refusal, recorded with its code, whatever the handler returns then. A
-// handler given to [Guard.Wrap] and added with the server's own AddTool
-// is not seen asking: its own questions are answered as they come,
-// though the next round of its multi round-trip is a call of its own,
-// through the guard. A call that comes later is decided by p,
+// refusal, recorded with its code, whatever the handler returns then (a
+// write's refusal says that the write may have been made: its handler
+// ran). A guarded call that such a handler makes in-process with its
+// context (of a tool of this guard or of another's) waits with it: a
+// question the inner call's handler asks has both calls decided once more,
+// each by its guard's policy of the moment. A handler given to
+// [Guard.Wrap] and added with the server's own AddTool is not seen asking:
+// its own questions are answered as they come, though the next round of
+// its multi round-trip is a call of its own, through the guard. A call
+// that comes later is decided by p,
 // a confirmation or a multi round-trip state issued before included: a
 // call of a tool p forbids is refused whatever state it carries. The
 // limiter's counts and spend are kept. A tools/list, and the resources
