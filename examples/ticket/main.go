@@ -32,9 +32,9 @@
 // unless --redis names a Redis (host:port, or
 // redis://[user@]host[:port][/db], rediss:// for TLS verified against the
 // system's roots, the password in TICKET_MCP_REDIS_PASSWORD and never in
-// the URL): then every server on that Redis shares them (a REST session's
-// calls, and a user's, count together on every replica, and across
-// restarts), and a Redis that cannot decide refuses the call
+// the URL): then every server on that Redis and database shares them (a
+// REST session's calls, and a user's, count together on every replica, and
+// across restarts), and a Redis that cannot decide refuses the call
 // (RATE_LIMIT_EXCEEDED, retry in 1 s). The audit_log table is
 // <audit-dir>/audit.db (SQLite) unless --audit-postgres names a PostgreSQL
 // database; audit.jsonl stays in --audit-dir either way. An empty or
@@ -195,7 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd == "serve-http" || cmd == "serve-stdio" {
 		fs.StringVar(&auditDir, "audit-dir", auditDir, "directory for audit.jsonl and audit.db")
-		fs.StringVar(&redisAddr, "redis", "", "keep the per-session and per-user budgets on this Redis, host:port or redis://[user@]host[:port][/db] (rediss:// for TLS; the password in $"+redisPasswordEnv+"), shared by every server on it (default: in memory)")
+		fs.StringVar(&redisAddr, "redis", "", "keep the per-session and per-user budgets on this Redis, host:port or redis://[user@]host[:port][/db] (rediss:// for TLS; the password in $"+redisPasswordEnv+"), shared by every server on it and its database (default: in memory)")
 		fs.StringVar(&pgURL, "audit-postgres", "", "write the audit_log table to this PostgreSQL database (postgres://...) instead of audit.db")
 	}
 	if err := fs.Parse(rest); err != nil {
