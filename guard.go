@@ -62,7 +62,9 @@ type ToolOptions struct {
 	// given are a copy whose strings, and the keys of whose objects, have
 	// their line breaks and tabs written as the escapes \n, \r and \t.
 	Describe func(tool string, args map[string]any) string
-	// Timeout is the per-call deadline. 0 means [Options.Timeout].
+	// Timeout is the per-call deadline. 0 means [Options.Timeout]. It
+	// bounds the guarded calls the handler makes in-process with its
+	// context too, writes included (see [Guard.Wrap]).
 	Timeout time.Duration
 }
 
@@ -535,6 +537,23 @@ func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 // Streamable HTTP it does not ask an older client (protocol before
 // 2026-07-28) to confirm inside the call, and refuses such a call
 // CONFIRMATION_REQUIRED (see the package doc's "Sessions over HTTP").
+//
+// A handler may call a handler Wrap returned (of this guard or another's)
+// in-process, with its own context and a request carrying its call's
+// Session and Extra: that is a call of its own. Its caller is
+// authenticated from that request, as any call's is (the identity in the
+// context is not taken over, so a request without the call's Extra carries
+// no token), and authorized by that caller's roles. It has its own
+// correlation id and audit records, and is charged against the limits as
+// a call of its own, in an in-flight place of its own: under an in-flight
+// cap of 1 per user, the inner call of a call holding that place is
+// refused, CONCURRENCY_LIMIT_EXCEEDED. It is a dry run when the outer call
+// is one (see [Options].DryRun), asks for its own confirmation, and ends by
+// the outer call's deadline (a write's too, whose handler is otherwise not
+// ended with its caller); its confirmation question, and under
+// [Guard.Install] or [Guard.AddTool] its handler's own, ends when the
+// outer call's caller cancels. A panic in it is recovered by its guard:
+// the outer handler gets an INTERNAL tool error.
 func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 	if h == nil {
 		return nil, errors.New("mcpguard: nil handler")

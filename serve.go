@@ -302,6 +302,15 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		d := &detachedCtx{Context: context.WithoutCancel(ctx), caller: ctx}
 		defer d.answered.Store(true)
 		ctx = d
+		// But a write made in-process within another guarded call's
+		// handler keeps the deadline of the context it was called with
+		// (that call's Timeout, or its handler's own): it is part of that
+		// call, which must not overrun it.
+		if dl, ok := d.caller.Deadline(); ok && c.outer() != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl)
+			defer cancel()
+		}
 	}
 	timeout := topts.Timeout
 	if timeout == 0 {
@@ -457,7 +466,8 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 // in-flight places. Once the guard has answered the call the go-sdk
 // cancels the caller's context, which is no cancellation by the client: a
 // question the handler's work puts after that, on this context, is not
-// ended for it.
+// ended for it. It has no deadline; serve gives a write made in-process
+// within another guarded call's handler the deadline of its caller.
 type detachedCtx struct {
 	context.Context // context.WithoutCancel(caller)
 	caller          context.Context
@@ -476,13 +486,14 @@ func (d *detachedCtx) Value(key any) any {
 
 // askClient sends a request to the client (method is not a notification)
 // through next, its wait for the answer ended by the cancellation of the
-// guarded write it is sent in, if any, while the guard has not answered
-// it: a write's handler (see detachedCtx) is not cancelled with its
-// caller, but nor is a question to a caller that is gone, or that
-// cancelled the call, left waiting. An answer to a request sent within a
-// guarded call is not delivered when Guard.SetPolicy replaced the policy
-// that decided the call, or one the call is made within, and the policy
-// now refuses it (see call.reask).
+// guarded write it is sent in, if any, or of one that write is made within
+// (see withCallers), while the guard has not answered it: a write's
+// handler (see detachedCtx) is not cancelled with its caller, but nor is a
+// question to a caller that is gone, or that cancelled the call, left
+// waiting. An answer to a request sent within a guarded call is not
+// delivered when Guard.SetPolicy replaced the policy that decided the
+// call, or one the call is made within, and the policy now refuses it (see
+// call.reask).
 func askClient(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	res, err := waitClient(ctx, method, req, next)
 	if err != nil {
@@ -505,20 +516,52 @@ func askClient(ctx context.Context, method string, req mcp.Request, next mcp.Met
 	return res, nil
 }
 
-// waitClient sends a request to the client through next, as askClient.
+// waitClient sends a request to the client through next, as askClient,
+// its wait ended as withCallers says.
 func waitClient(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	ctx, stop := withCallers(ctx)
+	defer stop()
+	return next(ctx, method, req)
+}
+
+// withCallers returns ctx, ended too when the caller of the guarded write
+// whose handler ctx is within cancels the call (or goes away) while the
+// guard has not answered it, and a func that releases it. A write called
+// in-process within another write's handler, with its context, has that
+// write's detached context for its caller, which is never cancelled: so
+// too when the caller of any write it is made within cancels, while that
+// write, and each within it down to the innermost, has not been answered.
+func withCallers(ctx context.Context) (context.Context, context.CancelFunc) {
 	d, _ := ctx.Value(callerKey{}).(*detachedCtx)
-	if d == nil || d.caller.Done() == nil || d.answered.Load() {
-		return next(ctx, method, req)
+	if d == nil || d.answered.Load() {
+		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(d.caller, func() {
-		if !d.answered.Load() {
-			cancel()
+	var stops []func() bool
+	for ; d != nil && !d.answered.Load(); d = outerWrite(d) {
+		if d.caller.Done() == nil {
+			continue
 		}
-	})()
-	return next(ctx, method, req)
+		w := d
+		stops = append(stops, context.AfterFunc(w.caller, func() {
+			if !w.answered.Load() {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// outerWrite returns the detached context of the guarded write that the
+// write of d is made within (in-process, by that write's handler), or nil.
+func outerWrite(d *detachedCtx) *detachedCtx {
+	o, _ := d.caller.Value(callerKey{}).(*detachedCtx)
+	return o
 }
 
 // callKey is the key under which the context of a guarded call's handler
@@ -581,19 +624,25 @@ func (c *call) reask(method string) error {
 // clientLeft reports whether err, a handler's error, is its failing for
 // its client's going away: it wraps context.Canceled and the handler's
 // context ctx was cancelled, or for a write (whose handler's ctx does not
-// end when the caller's does, see detachedCtx) its caller's was: a
-// question to the client within the call ended so. The Guard cancels a
-// call's context only once the call is over; a handler's own
-// context.Canceled, its caller still there, is its own failure. (A
-// deadline is a timeout.)
+// end when the caller's does, see detachedCtx) its caller's was, or the
+// caller's of a write it is made within (see withCallers): a question to
+// the client within the call ended so. The Guard cancels a call's context
+// only once the call is over; a handler's own context.Canceled, its caller
+// still there, is its own failure. (A deadline is a timeout.)
 func clientLeft(ctx context.Context, err error) bool {
 	if !errors.Is(err, context.Canceled) {
 		return false
 	}
-	if d, _ := ctx.Value(callerKey{}).(*detachedCtx); d != nil {
-		ctx = d.caller
+	d, _ := ctx.Value(callerKey{}).(*detachedCtx)
+	if d == nil {
+		return errors.Is(ctx.Err(), context.Canceled)
 	}
-	return errors.Is(ctx.Err(), context.Canceled)
+	for ; d != nil && !d.answered.Load(); d = outerWrite(d) { // see withCallers
+		if errors.Is(d.caller.Err(), context.Canceled) {
+			return true
+		}
+	}
+	return false
 }
 
 // The record's detail, and the log line (at Info), of a call whose handler
@@ -1174,10 +1223,16 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		// An answer after the state's expiry is refused below, so the wait
 		// ends then: a client that never answers does not hold the call.
 		expires := time.Unix(c.start.Add(s.TTL()).Unix(), 0)
-		ectx, cancel := context.WithTimeout(ctx, expires.Sub(g.now()))
+		// A call made in-process within a write's handler has that
+		// write's detached context: the question ends when its caller
+		// cancels, as the write's own would (withCallers), whether or not
+		// a guard's sending middleware sees it.
+		wctx, stop := withCallers(ctx)
+		ectx, cancel := context.WithTimeout(wctx, expires.Sub(g.now()))
 		er, err := req.Session.Elicit(ectx, ask.InputRequests[confirm.InputKey].(*mcp.ElicitParams))
-		late := errors.Is(ectx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		late := errors.Is(ectx.Err(), context.DeadlineExceeded) && wctx.Err() == nil
 		cancel()
+		stop()
 		if err != nil && late {
 			c.detail = "no answer before the confirmation expired"
 			c.denial = Deny(CodeConfirmationRequired, "the user did not answer before the confirmation expired; the tool was not run")
