@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -38,7 +39,8 @@ type Flag struct {
 
 // Check checks the value of f: host:port, the port 1 to 65535 in decimal
 // digits, the host printable ASCII (an internationalized name in its xn--
-// form) without user info, a path, a query or white space; or a redis://
+// form) without user info, a path, a query or white space, and with a colon
+// only as an IPv6 address in brackets ([::1]:6379); or a redis://
 // or rediss:// URL with such a host, an optional port (6379), an optional
 // user name and an optional database number as its path, and no password,
 // query or fragment. A URL that names a user needs f.Password: without
@@ -95,6 +97,8 @@ func (f Flag) checkHostPort(v string) error {
 		// Not host:port, or a URL's path, query or fragment.
 	case !plainHost(host):
 		why = "the host has white space, a control character or a character outside ASCII (an internationalized name goes in its xn-- form); "
+	case !addrHost(host):
+		why = "the host has a colon but is not an IPv6 address; "
 	case !portNumber(port):
 		why = "the port is not a number from 1 to 65535; "
 	default:
@@ -138,6 +142,10 @@ func (f Flag) urlOptions(v string) (*redis.Options, error) {
 		return nil, bad("the URL names no host")
 	case !plainHost(host):
 		return nil, bad("the URL's host has white space, a control character or a character outside ASCII (an internationalized name goes in its xn-- form)")
+	case !addrHost(host) || strings.Contains(host, ":") && !strings.HasPrefix(u.Host, "["):
+		// url.Parse takes redis://::1 as the host ":" and the port 1, and
+		// redis://a]:1 as the host "a]".
+		return nil, bad("the URL's host has a colon or a bracket but is not an IPv6 address in brackets (redis://[::1]:6379)")
 	case port != "" && !portNumber(port), strings.HasSuffix(u.Host, ":"):
 		return nil, bad("the URL's port is not a number from 1 to 65535")
 	}
@@ -167,6 +175,20 @@ func plainHost(host string) bool {
 		}
 	}
 	return true
+}
+
+// addrHost reports whether host, of net.SplitHostPort or url.URL.Hostname,
+// has a colon only as an IPv6 address and no brackets: a host such as
+// "a:1" (of [a:1]:2) is dialled as a name no resolver has.
+func addrHost(host string) bool {
+	if strings.ContainsAny(host, "[]") {
+		return false
+	}
+	if !strings.Contains(host, ":") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Is6()
 }
 
 // portNumber reports whether s is a port from 1 to 65535 in decimal
