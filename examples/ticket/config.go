@@ -72,20 +72,29 @@ func loadConfig(path string) (*config, string, error) {
 		c, err := parseConfig(defaultConfigName, defaultConfig)
 		return c, defaultConfigName, err
 	}
-	f, err := os.Open(path)
+	data, err := readConfig(path)
 	if err != nil {
 		return nil, path, err
+	}
+	c, err := parseConfig(path, data)
+	return c, path, err
+}
+
+// readConfig reads the file at path, at most maxConfigSize bytes.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
 	if err != nil {
-		return nil, path, err
+		return nil, err
 	}
 	if len(data) > maxConfigSize {
-		return nil, path, fmt.Errorf("%s: larger than 1 MiB, not a server.yaml", path)
+		return nil, fmt.Errorf("%s: larger than 1 MiB, not a server.yaml", path)
 	}
-	c, err := parseConfig(path, data)
-	return c, path, err
+	return data, nil
 }
 
 // parseConfig parses and checks server.yaml strictly: unknown keys, a key

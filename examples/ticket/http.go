@@ -73,7 +73,7 @@ func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
 		func(*http.Request) *mcp.Server { return a.server },
 		&mcp.StreamableHTTPOptions{Logger: log}))))
 	mux.HandleFunc("GET /tools", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"tools": a.cfg.registry()})
+		writeJSON(w, http.StatusOK, map[string]any{"tools": a.cfg().registry()})
 	})
 	mux.HandleFunc("POST /tools/{name}/call", func(w http.ResponseWriter, r *http.Request) {
 		restCall(w, r, a, rest, log)
@@ -204,7 +204,7 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 	// name outside it is unknown to the guard too. Refused here, it gets a
 	// correlation id, which the go-sdk's unknown-tool error, the guard's
 	// answer, cannot carry.
-	if _, ok := a.cfg.Tools[tool]; !ok {
+	if _, ok := a.cfg().Tools[tool]; !ok {
 		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
 		return
 	}

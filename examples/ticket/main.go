@@ -20,6 +20,21 @@
 // cross-checked against the tools in code at start. Without --config the
 // copy of examples/ticket/server.yaml embedded in the binary is used.
 //
+// On SIGHUP serve-http and serve-stdio reopen audit.jsonl (for log
+// rotation) and read --config again, with the checks of the start, and
+// apply it without a restart ((*mcpguard.Guard).SetPolicy): the calls that
+// come after, in every session already open, are decided by its
+// allowed_write_tools and cost_units (those under way finish as they were
+// allowed), and list_tools and GET /tools show its registry. The reload is
+// logged at level INFO with what changed and the file's SHA-256. A file
+// that changes what only a restart applies (a tool added or removed, a
+// description, rate_limit, dry_run) is refused whole, the log line naming
+// it, and so is a file the start would refuse, or a path that names no
+// regular file then (a named pipe): the refusal is logged at level ERROR
+// ("--config not reloaded") and the server keeps the configuration it
+// has. A SIGHUP during the start has the file read again once the server
+// is made; without --config, SIGHUP only reopens audit.jsonl.
+//
 // serve-stdio takes the caller's identity from the TICKET_MCP_TOKEN
 // environment variable (never from tool arguments); serve-http takes it
 // from each request's Authorization: Bearer header. The token table is a
@@ -80,6 +95,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
 	"github.com/mcpguard/mcpguard/token"
@@ -134,6 +150,12 @@ user its URL names, or of the default user); never in --redis itself.
 $` + auditKeyEnv + ` (at least 32 hex digits) keys the records' argument
 hashes (HMAC-SHA-256) of serve-http, serve-stdio and demo, so that equal
 arguments can be matched across restarts; unset, a key is drawn at start.
+
+On SIGHUP serve-http and serve-stdio reopen audit.jsonl and read --config
+again: its allowed_write_tools and cost_units apply at once, in the sessions
+already open; a file that changes anything else (tools, descriptions,
+rate_limit, dry_run) or that the start would refuse is refused, logged, and
+the server keeps its configuration.
 `
 
 func main() {
@@ -252,6 +274,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ticket %s: %v\n", cmd, bad)
 		return 2
 	}
+	// info takes the lines an operator looks for (a reload, a reopening of
+	// audit.jsonl, a dry run) at level INFO, which log leaves out.
+	info := slog.New(slog.NewTextHandler(stderr, nil))
+
+	// SIGHUP, which a log rotator or a service manager's reload may send
+	// at any time, reads --config again (reloader) and reopens
+	// audit.jsonl (newApp). From here it no longer ends the process (its
+	// default action): one that comes before the server is made has the
+	// file read again once it is.
+	var rl *reloader
+	if cmd == "serve-http" || cmd == "serve-stdio" {
+		rl = &reloader{log: info, path: configPath}
+		stopReload := hangup.Handle(rl.hangup)
+		defer stopReload()
+	}
 
 	// Stdio: take the JSON-RPC channel off fds 0 and 1 before anything
 	// else can print. A signal stops it gracefully (see serveStdio).
@@ -273,7 +310,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	switch cmd {
 	case "tools":
-		if err := checkRegistry(name, cfg, tools(&TicketSystem{}, cfg)); err != nil {
+		if err := checkRegistry(name, cfg, tools(&TicketSystem{}, func() *config { return cfg })); err != nil {
 			fmt.Fprintln(stderr, "ticket:", err)
 			return 1
 		}
@@ -329,7 +366,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	opts := appOptions{ConfigName: name, Config: cfg, AuditDir: auditDir, Log: log,
-		Marks: slog.New(slog.NewTextHandler(stderr, nil)), ArgsKey: key,
+		Marks: info, Events: info, ArgsKey: key,
 		Redis: redisAddr, RedisPassword: redisPassword, AuditPostgres: pgURL}
 	if cmd == "serve-stdio" {
 		opts.Authn = func(t *token.Table) mcpguard.Authenticator { return mcpguard.FromEnv(tokenEnv, t) }
@@ -349,6 +386,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer a.Close()
+	rl.made(a)
 
 	if cmd == "serve-stdio" {
 		if os.Getenv(tokenEnv) == "" {

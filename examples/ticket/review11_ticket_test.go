@@ -34,7 +34,7 @@ func TestReview11ConfiguredDescriptionIsWhatClientsSee(t *testing.T) {
 		tc.Description = desc
 		c.Tools["search_docs"] = tc
 	})
-	for _, e := range ta.cfg.registry() {
+	for _, e := range ta.cfg().registry() {
 		if e.Name == "search_docs" && e.Description != desc {
 			t.Fatalf("registry description %q, want %q", e.Description, desc)
 		}

@@ -102,7 +102,7 @@ func TestReview12ListToolsOverREST(t *testing.T) {
 			if r.status != http.StatusOK {
 				t.Fatalf("list_tools: %d %v", r.status, r.body)
 			}
-			want := ta.cfg.registry()
+			want := ta.cfg().registry()
 			if diff := cmp.Diff(want, listed(t, r.body["result"])); diff != "" {
 				t.Errorf("list_tools (-want +got):\n%s", diff)
 			}

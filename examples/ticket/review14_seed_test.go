@@ -184,7 +184,7 @@ func TestReview14RegistryShowsWhatClientsSeeWithoutDescription(t *testing.T) {
 		return "(not listed)"
 	}
 	// GET /tools
-	if got := registryDesc(ta.cfg.registry()); got != listed {
+	if got := registryDesc(ta.cfg().registry()); got != listed {
 		t.Errorf("GET /tools describes search_docs as %q, tools/list as %q", got, listed)
 	}
 	// list_tools

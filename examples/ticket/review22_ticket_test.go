@@ -32,7 +32,7 @@ func TestReview22NewSessionPerCallDoesNotEscapeTheCaps(t *testing.T) {
 			t.Fatalf("call %d: %s", i, o.code)
 		}
 	}
-	if want := ta.cfg.RateLimit.CallsPerUser; want == nil || answered != *want {
+	if want := ta.cfg().RateLimit.CallsPerUser; want == nil || answered != *want {
 		t.Errorf("alice, a new REST session per call: %d of 100 searches answered, want calls_per_user (%v)", answered, want)
 	}
 	if o := ta.call(t, "token-bob", "s-0", "search_docs", map[string]any{"query": ""}); o.code != "" {
@@ -55,11 +55,11 @@ func TestReview22NewSessionPerWriteDoesNotEscapeTheSpendCap(t *testing.T) {
 			t.Fatalf("write %d: %s", i, o.code)
 		}
 	}
-	limit := ta.cfg.RateLimit.CostPerUser
+	limit := ta.cfg().RateLimit.CostPerUser
 	if limit == nil {
 		t.Fatalf("server.yaml sets no cost_per_user: %d of 40 tickets created", len(ta.tickets.Created()))
 	}
-	if got, want := len(ta.tickets.Created()), int(*limit/ta.cfg.Tools["create_ticket"].CostUnits); got != want {
+	if got, want := len(ta.tickets.Created()), int(*limit/ta.cfg().Tools["create_ticket"].CostUnits); got != want {
 		t.Errorf("alice, a new REST session per write: %d tickets created, want %d (cost_per_user %v)", got, want, *limit)
 	}
 }
@@ -69,7 +69,7 @@ func TestReview22NewSessionPerWriteDoesNotEscapeTheSpendCap(t *testing.T) {
 func TestReview22NewMCPSessionPerCallDoesNotEscapeTheCaps(t *testing.T) {
 	ta := newTestApp(t, nil)
 	base := startHTTP(t, ta)
-	want := ta.cfg.RateLimit.CallsPerUser
+	want := ta.cfg().RateLimit.CallsPerUser
 	if want == nil {
 		t.Fatal("server.yaml sets no calls_per_user")
 	}

@@ -58,6 +58,9 @@ type appOptions struct {
 	Log *slog.Logger
 	// Marks receives the [DRY RUN] lines. Nil means Log.
 	Marks *slog.Logger
+	// Events receives the lines of SIGHUP's reopening of audit.jsonl.
+	// Nil means Log.
+	Events *slog.Logger
 	// ArgsKey keys the audit records' args_sha256 (an HMAC-SHA256 of the
 	// arguments' canonical JSON, mcpguard.Options.ArgsKey): at least 16
 	// bytes. Nil means 32 random bytes of this app's.
@@ -68,7 +71,10 @@ type appOptions struct {
 // installed, and its audit trail. Every transport serves this one server,
 // so every call passes the same guard.
 type app struct {
-	cfg     *config
+	// conf is the configuration in force: the one of the start, or of
+	// the last reload (app.reload), which differs from it only in what
+	// the policy holds (allowed_write_tools, cost_units).
+	conf    atomic.Pointer[config]
 	server  *mcp.Server
 	guard   *mcpguard.Guard
 	tickets *TicketSystem
@@ -107,7 +113,12 @@ func newApp(o appOptions) (_ *app, err error) {
 	if o.Marks == nil {
 		o.Marks = o.Log
 	}
-	defs := tools(o.Tickets, o.Config)
+	if o.Events == nil {
+		o.Events = o.Log
+	}
+	a := &app{tickets: o.Tickets, dir: o.AuditDir}
+	a.conf.Store(o.Config)
+	defs := tools(o.Tickets, a.cfg)
 	if err := checkRegistry(o.ConfigName, o.Config, defs); err != nil {
 		return nil, err
 	}
@@ -131,7 +142,7 @@ func newApp(o appOptions) (_ *app, err error) {
 
 	// A failure from here on closes what was opened (a, not the nil
 	// returned).
-	a := &app{cfg: o.Config, tickets: o.Tickets, tokens: tokens, authn: authn, dir: o.AuditDir}
+	a.tokens, a.authn = tokens, authn
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -157,7 +168,7 @@ func newApp(o appOptions) (_ *app, err error) {
 	if a.jsonl, err = audit.OpenJSONL(filepath.Join(o.AuditDir, auditJSONL), nil); err != nil {
 		return nil, err
 	}
-	a.stopHUP = hangup.Reopen(o.Log, filepath.Join(o.AuditDir, auditJSONL), a.jsonl) // for log rotation
+	a.stopHUP = hangup.Reopen(o.Events, filepath.Join(o.AuditDir, auditJSONL), a.jsonl) // for log rotation
 	a.dialect = audit.SQLite
 	if o.AuditPostgres != "" {
 		a.dialect = audit.Postgres
@@ -228,6 +239,9 @@ func newApp(o appOptions) (_ *app, err error) {
 	})
 	return a, nil
 }
+
+// cfg returns the configuration in force.
+func (a *app) cfg() *config { return a.conf.Load() }
 
 // restRecordSession is the session_id of the record of a REST request
 // refused before the guard, from the authenticated caller id: the REST

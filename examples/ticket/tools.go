@@ -144,10 +144,11 @@ type toolDef struct {
 	add  func(*mcp.Server, *mcp.Tool)
 }
 
-// tools returns the tools in code, list_tools showing cfg's registry.
+// tools returns the tools in code, list_tools showing the registry of the
+// configuration cfg returns at the call.
 // Their read/write classification is the ReadOnlyHint annotation,
 // cross-checked against server.yaml at start.
-func tools(ts *TicketSystem, cfg *config) []*toolDef {
+func tools(ts *TicketSystem, cfg func() *config) []*toolDef {
 	return []*toolDef{
 		{
 			tool: &mcp.Tool{
@@ -282,16 +283,17 @@ func createTicket(ts *TicketSystem) mcp.ToolHandlerFor[ticketIn, ticketOut] {
 	}
 }
 
-// listTools answers the registry of cfg, as `ticket tools` and GET /tools
+// listTools answers the registry of the configuration cfg returns (the
+// one in force, after a reload the new one), as `ticket tools` and GET /tools
 // show it: every tool, each write with whether allowed_write_tools enables
 // it, so that a reviewer sees the whole surface. It is a guarded read like
 // search_docs: the caller is authenticated (the seed's list_tools() took no
 // token, but here no tool takes one), rate-limited and audited. It hides
 // nothing tools/list shows the caller: server.yaml has no role rules, so
 // every caller may see every tool.
-func listTools(cfg *config) mcp.ToolHandlerFor[listIn, listOut] {
+func listTools(cfg func() *config) mcp.ToolHandlerFor[listIn, listOut] {
 	return func(context.Context, *mcp.CallToolRequest, listIn) (*mcp.CallToolResult, listOut, error) {
-		return nil, listOut{Tools: cfg.registry()}, nil
+		return nil, listOut{Tools: cfg().registry()}, nil
 	}
 }
 
