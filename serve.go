@@ -531,6 +531,11 @@ func waitClient(ctx context.Context, method string, req mcp.Request, next mcp.Me
 // write's detached context for its caller, which is never cancelled: so
 // too when the caller of any write it is made within cancels, while that
 // write, and each within it down to the innermost, has not been answered.
+// A caller's deadline ends it as a deadline (context.DeadlineExceeded, a
+// timeout), not as a cancellation: a write made in-process within another
+// guarded call keeps that call's deadline (see serve), which would
+// otherwise end a question at once both ways, the one first that came
+// first.
 func withCallers(ctx context.Context) (context.Context, context.CancelFunc) {
 	d, _ := ctx.Value(callerKey{}).(*detachedCtx)
 	if d == nil || d.answered.Load() {
@@ -542,9 +547,16 @@ func withCallers(ctx context.Context) (context.Context, context.CancelFunc) {
 		if d.caller.Done() == nil {
 			continue
 		}
+		if dl, ok := d.caller.Deadline(); ok {
+			if cur, ok := ctx.Deadline(); !ok || dl.Before(cur) {
+				var stop context.CancelFunc
+				ctx, stop = context.WithDeadline(ctx, dl)
+				stops = append(stops, func() bool { stop(); return true })
+			}
+		}
 		w := d
 		stops = append(stops, context.AfterFunc(w.caller, func() {
-			if !w.answered.Load() {
+			if !w.answered.Load() && errors.Is(w.caller.Err(), context.Canceled) {
 				cancel()
 			}
 		}))
