@@ -87,6 +87,11 @@ func readConfig(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readConfigFile(path, f)
+}
+
+// readConfigFile reads f, opened at path, at most maxConfigSize bytes.
+func readConfigFile(path string, f *os.File) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/mcpguard/mcpguard/policy"
 )
@@ -95,14 +96,11 @@ func (rl *reloader) reload() {
 // (the tools and their descriptions, rate_limit, dry_run) is refused
 // whole, as is one the start would refuse, one the guard refuses (see
 // [mcpguard.Guard.SetPolicy]), and a path that does not name a regular
-// file: opening a named pipe no process writes to would wait for a
-// writer, and the SIGHUP handler with it. On an error the configuration
-// in force is kept.
+// file when it is opened (readRegular): reading a named pipe no process
+// writes to would wait for a writer, and the SIGHUP handler with it. On
+// an error the configuration in force is kept.
 func (a *app) reload(path string) (changes []string, sum string, err error) {
-	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, "", fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
-	}
-	data, err := readConfig(path)
+	data, err := readRegular(path)
 	if err != nil {
 		return nil, "", err
 	}
@@ -128,6 +126,28 @@ func (a *app) reload(path string) (changes []string, sum string, err error) {
 	}
 	a.conf.Store(c)
 	return policyChanges(old, c), sum, nil
+}
+
+// readRegular reads the regular file at path, as readConfig does. What
+// is checked is the file opened, not the path before: a named pipe put
+// in place of the file between a check and the open would have the open
+// wait for a writer. The open does not wait (O_NONBLOCK), nor makes a
+// terminal the process's (O_NOCTTY); what it opened is refused unless
+// it is a regular file.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
+	}
+	return readConfigFile(path, f)
 }
 
 // restartChanges names what differs between the configurations old and
