@@ -924,19 +924,13 @@ func (rl *policyReloader) made(g *gateway.Gateway) {
 }
 
 // reloadPolicy reads the --policy file again and makes it g's policy, or
-// logs why not. A path that does not name a regular file then (a named
-// pipe, a device) is not read: opening a pipe no process writes to waits
-// for a writer, and the SIGHUP handler, which the shutdown waits for
-// before it closes the audit sink, would wait with it.
+// logs why not. A path that does not name a regular file when it is opened
+// (a named pipe, a device) is not read (see reloadablePolicy): reading a
+// pipe no process writes to waits for a writer, and the SIGHUP handler,
+// which the shutdown waits for before it closes the audit sink, would wait
+// with it.
 func reloadPolicy(logger *slog.Logger, path string, g *gateway.Gateway) {
-	var p *policy.Policy
-	var sum string
-	var err error
-	if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
-		err = fmt.Errorf("--policy %s: not a regular file (%v)", path, st.Mode().Type())
-	} else {
-		p, sum, err = loadPolicy(path) // its error names what failed
-	}
+	p, sum, err := reloadablePolicy(path) // its error names what failed
 	if err == nil {
 		err = g.SetPolicy(p)
 	}

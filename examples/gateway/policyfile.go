@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/mcpguard/mcpguard/policy"
 )
@@ -36,10 +37,30 @@ func exitCode(err error) int {
 // returns the file's SHA-256 too, in hex, for the logs. Its errors are
 // usage errors.
 func loadPolicy(path string) (*policy.Policy, string, error) {
+	return readPolicy(path, false)
+}
+
+// reloadablePolicy is loadPolicy for a SIGHUP's reload, which takes a
+// regular file only: what is checked is the file opened, not the path
+// before, since a named pipe put in its place between a check and the
+// open would have the open wait for a writer, and the SIGHUP handler with
+// it (and the shutdown, which waits for the handler). The open does not
+// wait (O_NONBLOCK), nor makes a terminal the process's (O_NOCTTY). (At
+// the start, --policy <(...) is read as any file.)
+func reloadablePolicy(path string) (*policy.Policy, string, error) {
+	return readPolicy(path, true)
+}
+
+// readPolicy is loadPolicy; with regular, as reloadablePolicy.
+func readPolicy(path string, regular bool) (*policy.Policy, string, error) {
 	fail := func(err error) (*policy.Policy, string, error) {
 		return nil, "", usageError{fmt.Errorf("--policy %s: %w", path, err)}
 	}
-	f, err := os.Open(path)
+	flag := os.O_RDONLY
+	if regular {
+		flag |= syscall.O_NONBLOCK | syscall.O_NOCTTY
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -48,6 +69,15 @@ func loadPolicy(path string) (*policy.Policy, string, error) {
 		return fail(err)
 	}
 	defer f.Close()
+	if regular {
+		st, err := f.Stat()
+		if err != nil {
+			return fail(err)
+		}
+		if !st.Mode().IsRegular() {
+			return fail(fmt.Errorf("not a regular file (%v)", st.Mode().Type()))
+		}
+	}
 	// One byte more than allowed, for ParseConfig to say it is too large.
 	data, err := io.ReadAll(io.LimitReader(f, policy.MaxConfigBytes+1))
 	if err != nil {
