@@ -211,7 +211,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.IntVar(&port, "port", port, "port to listen on (0 picks a free one)")
 		fs.BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --host")
 	default:
-		fmt.Fprintf(stderr, "ticket: unknown command %q\n", cmd)
+		// Not echoed whole: it may be a URL, with its password, whose
+		// flag was forgotten.
+		fmt.Fprintf(stderr, "ticket: unknown command %s\n", redisaddr.Shown(cmd))
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
