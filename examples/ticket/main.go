@@ -389,6 +389,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer a.Close()
 	rl.made(a)
+	defer rl.closing() // before a.Close: no reload into a closed app
 
 	if cmd == "serve-stdio" {
 		if os.Getenv(tokenEnv) == "" {

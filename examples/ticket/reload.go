@@ -26,6 +26,8 @@ type reloader struct {
 	a    *app // guarded by mu; nil until made
 	// pending: a SIGHUP came before a was made. Guarded by mu.
 	pending bool
+	// closed: the server is shutting down (closing). Guarded by mu.
+	closed bool
 }
 
 // hangup reloads the configuration, or, before the app is made, has it
@@ -33,6 +35,10 @@ type reloader struct {
 func (rl *reloader) hangup() {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
+	if rl.closed {
+		rl.log.Info("SIGHUP while the server is shutting down: --config not read again", "config", rl.shown())
+		return
+	}
 	if rl.a == nil {
 		rl.pending = true
 		rl.log.Info("SIGHUP during the start: --config will be read again once the server is made", "config", rl.shown())
@@ -51,6 +57,15 @@ func (rl *reloader) made(a *app) {
 		rl.pending = false
 		rl.reload()
 	}
+}
+
+// closing ends the reloads, before the app is closed at shutdown: a
+// SIGHUP from then on, before its handler stops, reloads nothing. A
+// reload under way ends first.
+func (rl *reloader) closing() {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.closed = true
 }
 
 // shown names the configuration in the log.
