@@ -8,8 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 
+	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -40,13 +40,10 @@ func loadPolicy(path string) (*policy.Policy, string, error) {
 	return readPolicy(path, false)
 }
 
-// reloadablePolicy is loadPolicy for a SIGHUP's reload, which takes a
-// regular file only: what is checked is the file opened, not the path
-// before, since a named pipe put in its place between a check and the
-// open would have the open wait for a writer, and the SIGHUP handler with
-// it (and the shutdown, which waits for the handler). The open does not
-// wait (O_NONBLOCK), nor makes a terminal the process's (O_NOCTTY). (At
-// the start, --policy <(...) is read as any file.)
+// reloadablePolicy is loadPolicy for a SIGHUP's reload, which takes what
+// is a regular file when it is opened only (hangup.OpenRegular: a named
+// pipe would have the SIGHUP handler wait for a writer). (At the start,
+// --policy <(...) is read as any file.)
 func reloadablePolicy(path string) (*policy.Policy, string, error) {
 	return readPolicy(path, true)
 }
@@ -56,11 +53,11 @@ func readPolicy(path string, regular bool) (*policy.Policy, string, error) {
 	fail := func(err error) (*policy.Policy, string, error) {
 		return nil, "", usageError{fmt.Errorf("--policy %s: %w", path, err)}
 	}
-	flag := os.O_RDONLY
+	open := os.Open
 	if regular {
-		flag |= syscall.O_NONBLOCK | syscall.O_NOCTTY
+		open = hangup.OpenRegular
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := open(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -69,15 +66,6 @@ func readPolicy(path string, regular bool) (*policy.Policy, string, error) {
 		return fail(err)
 	}
 	defer f.Close()
-	if regular {
-		st, err := f.Stat()
-		if err != nil {
-			return fail(err)
-		}
-		if !st.Mode().IsRegular() {
-			return fail(fmt.Errorf("not a regular file (%v)", st.Mode().Type()))
-		}
-	}
 	// One byte more than allowed, for ParseConfig to say it is too large.
 	data, err := io.ReadAll(io.LimitReader(f, policy.MaxConfigBytes+1))
 	if err != nil {

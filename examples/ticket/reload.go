@@ -5,12 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 
+	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -143,25 +142,14 @@ func (a *app) reload(path string) (changes []string, sum string, err error) {
 	return policyChanges(old, c), sum, nil
 }
 
-// readRegular reads the regular file at path, as readConfig does. What
-// is checked is the file opened, not the path before: a named pipe put
-// in place of the file between a check and the open would have the open
-// wait for a writer. The open does not wait (O_NONBLOCK), nor makes a
-// terminal the process's (O_NOCTTY); what it opened is refused unless
-// it is a regular file.
+// readRegular reads the regular file at path, as readConfig does, but
+// refuses what is no regular file when it is opened (hangup.OpenRegular).
 func readRegular(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := hangup.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
-	}
 	return readConfigFile(path, f)
 }
 

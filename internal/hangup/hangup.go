@@ -1,10 +1,13 @@
 // Package hangup reopens the example binaries' audit files on SIGHUP, the
 // signal log rotators send once they have moved a file away (logrotate's
 // postrotate step), and runs what else a binary does on it (the gateway
-// reloads its --policy file).
+// reloads its --policy file, the ticket server its --config), opening the
+// file it reads again with [OpenRegular].
 package hangup
 
 import (
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -74,4 +77,28 @@ func Handle(f func()) (stop func()) {
 			wg.Wait()
 		})
 	}
+}
+
+// OpenRegular opens the file at path for a reload on SIGHUP, refusing it
+// unless it is a regular file. What is checked is the file opened, not
+// the path before: a named pipe put in its place between a check and the
+// open would have the open wait for a writer, and the SIGHUP handler with
+// it (and the shutdown, which waits for the handler). The open does not
+// wait (O_NONBLOCK), nor makes a terminal the process's (O_NOCTTY). Its
+// error for a file that is not regular is an *fs.PathError, as the open's,
+// that names the file's type.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("not a regular file (%v)", st.Mode().Type())}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
