@@ -394,7 +394,8 @@
 // JSON-RPC response" (a 2xx's: another status says it by itself), and so
 // on, or "the request to the downstream failed (the log says why)" for an
 // error of a custom Transport it cannot tell; a Transport that panicked
-// (INTERNAL) says "the Transport panicked". A call refused as the
+// says "the Transport panicked" (INTERNAL when its RoundTrip did,
+// UPSTREAM_UNAVAILABLE when its answer's body did). A call refused as the
 // authenticator could not judge its token (UPSTREAM_UNAVAILABLE too) says
 // "Authorization server unavailable: the token could not be checked" (or
 // "timed out"), but "not forwarded: the client went away (the request's
