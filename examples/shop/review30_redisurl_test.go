@@ -6,26 +6,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/internal/testsvc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/go-redis/v9"
 )
-
-// protectedRedis starts a redis-server whose default user needs password
-// and which has the ACL user app with the same password.
-func protectedRedis(t *testing.T, password string) *testsvc.Redis {
-	t.Helper()
-	rd := testsvc.StartRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: rd.Addr, MaxRetries: -1})
-	defer c.Close()
-	for _, cmd := range [][]any{
-		{"acl", "setuser", "app", "on", ">" + password, "~*", "&*", "+@all"},
-		{"config", "set", "requirepass", password},
-	} {
-		if err := c.Do(t.Context(), cmd...).Err(); err != nil {
-			t.Fatalf("%v: %v", cmd, err)
-		}
-	}
-	return rd
-}
 
 // TestReview30RedisPassword: the shop could reach only a Redis without a
 // password (--redis took host:port alone), so not a production one. The
@@ -36,7 +17,8 @@ func protectedRedis(t *testing.T, password string) *testsvc.Redis {
 // a redis:// URL, share each user's rate on that Redis.
 func TestReview30RedisPassword(t *testing.T) {
 	const pw = "shop-redis-s3cret"
-	rd := protectedRedis(t, pw)
+	rd := testsvc.StartRedis(t)
+	rd.Protect(t, pw)
 	key := confirmKeyEnv + "=" + strings.Repeat("ab", 32)
 	base := []string{"--gateway", "http://127.0.0.1:1", "--transport", "http", "--addr", "127.0.0.1:0", "--redis"}
 

@@ -10,26 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpguard/mcpguard/internal/testsvc"
-	"github.com/redis/go-redis/v9"
 )
-
-// protectedRedis starts a redis-server whose default user needs password
-// and which has the ACL user app with the same password.
-func protectedRedis(t *testing.T, password string) *testsvc.Redis {
-	t.Helper()
-	rd := testsvc.StartRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: rd.Addr, MaxRetries: -1})
-	defer c.Close()
-	for _, cmd := range [][]any{
-		{"acl", "setuser", "app", "on", ">" + password, "~*", "&*", "+@all"},
-		{"config", "set", "requirepass", password},
-	} {
-		if err := c.Do(t.Context(), cmd...).Err(); err != nil {
-			t.Fatalf("%v: %v", cmd, err)
-		}
-	}
-	return rd
-}
 
 // TestReview30RedisPassword: --redis took host:port alone, so the servers
 // could share their budgets only on a Redis without a password. The
@@ -40,7 +21,8 @@ func protectedRedis(t *testing.T, password string) *testsvc.Redis {
 // one as the ACL user of a redis:// URL, share a REST session's 5 calls.
 func TestReview30RedisPassword(t *testing.T) {
 	const pw = "ticket-redis-s3cret"
-	rd := protectedRedis(t, pw)
+	rd := testsvc.StartRedis(t)
+	rd.Protect(t, pw)
 	for _, tc := range []struct {
 		name, value, password, want string
 	}{

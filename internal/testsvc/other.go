@@ -27,6 +27,9 @@ func (r *Redis) Pause() error { return nil }
 // Resume is not supported here.
 func (r *Redis) Resume() error { return nil }
 
+// Protect does nothing.
+func (r *Redis) Protect(t testing.TB, password string) {}
+
 // Postgres is a throwaway PostgreSQL server; see the unix implementation.
 type Postgres struct {
 	DSN  string

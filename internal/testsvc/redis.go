@@ -111,6 +111,49 @@ func (r *Redis) Pause() error { return r.cmd.Process.Signal(syscall.SIGSTOP) }
 // Resume lets a paused server run again (SIGCONT).
 func (r *Redis) Resume() error { return r.cmd.Process.Signal(syscall.SIGCONT) }
 
+// Protect gives the server's default user the password password and adds
+// the ACL user "app" with the same password and every right, as a Redis
+// with AUTH is run in production. (Stop then finds the server gone at the
+// first PING, which it refuses without the password: it was killed
+// already.)
+func (r *Redis) Protect(t testing.TB, password string) {
+	t.Helper()
+	for _, cmd := range [][]string{
+		{"ACL", "SETUSER", "app", "on", ">" + password, "~*", "&*", "+@all"},
+		{"CONFIG", "SET", "requirepass", password},
+	} {
+		if err := command(r.Addr, cmd...); err != nil {
+			t.Fatalf("testsvc: %s %s: %v", cmd[0], cmd[1], err)
+		}
+	}
+}
+
+// command sends one command, args, in RESP and expects +OK.
+func command(addr string, args ...string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+OK" {
+		return fmt.Errorf("answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
