@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/loopback"
 )
 
@@ -51,7 +52,7 @@ func checkArgs(fs *flag.FlagSet, args []string) error {
 		seen[name] = true
 	}
 	if rest := fs.Args(); len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %s: every setting is a flag (a boolean flag takes a value as --flag=false)", shownArg(rest[0]))
+		return fmt.Errorf("unexpected argument %s: every setting is a flag (a boolean flag takes a value as --flag=false)", cliarg.Shown(rest[0]))
 	}
 	var empty []string
 	fs.Visit(func(f *flag.Flag) {
@@ -65,21 +66,6 @@ func checkArgs(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("--%s \"\": %s", empty[0], emptyWant(empty[0]))
 	}
 	return nil
-}
-
-// shownArg quotes a stray argument for an error, or names it without
-// showing it when it may hold a secret: a value whose flag was forgotten
-// may be a URL with user information or a secret in its query (the
-// upstream's, the introspection endpoint's), or an assignment such as
-// MCP_GATEWAY_SIGN_KEY=... put after the command.
-func shownArg(v string) string {
-	l := strings.ToLower(v)
-	for _, s := range []string{"://", "@", "password", "secret", "token", "key"} {
-		if strings.Contains(l, s) {
-			return "(a value that may hold a secret, not shown)"
-		}
-	}
-	return strconv.Quote(v)
 }
 
 // emptyWant says what a flag given as "" wants.

@@ -69,6 +69,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
 	"github.com/mcpguard/mcpguard/token"
@@ -94,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 					fmt.Fprintln(stderr, "usage: shop demo   (everything in-process: a synthetic gateway, the server over HTTP, two clients; no flags)")
 					return 0
 				}
-				fmt.Fprintf(stderr, "shop demo: unexpected arguments %s (it takes none)\n", shownArgs(args[1:]))
+				fmt.Fprintf(stderr, "shop demo: unexpected arguments %s (it takes none)\n", cliarg.List(args[1:]))
 				return 2
 			}
 			if err := demo(ctx, stdout); err != nil {
@@ -269,7 +270,7 @@ func runFakeGateway(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "shop fake-gateway: unexpected arguments %s (the port is --port N)\n", shownArgs(fs.Args()))
+		fmt.Fprintf(stderr, "shop fake-gateway: unexpected arguments %s (the port is --port N)\n", cliarg.List(fs.Args()))
 		return 2
 	}
 	if *port < 0 || *port > 65535 {
@@ -318,7 +319,7 @@ flags:
 // returns "" when there is nothing of the kind.
 func usageError(fs *flag.FlagSet, cfg config, transport string) string {
 	if fs.NArg() > 0 {
-		return "unexpected arguments " + shownArgs(fs.Args())
+		return "unexpected arguments " + cliarg.List(fs.Args())
 	}
 	if cfg.gateway == "" {
 		return "--gateway (or $SHOP_GATEWAY_URL) is required: the RoboShop gateway's base URL"
@@ -333,16 +334,6 @@ func usageError(fs *flag.FlagSet, cfg config, transport string) string {
 		return fmt.Sprintf("%s %q: want stdio or http", name, transport)
 	}
 	return ""
-}
-
-// shownArgs lists stray arguments for an error, each as [redisaddr.Shown]
-// shows it: one may be a URL, with its password, whose flag was forgotten.
-func shownArgs(args []string) string {
-	shown := make([]string, len(args))
-	for i, a := range args {
-		shown[i] = redisaddr.Shown(a)
-	}
-	return "[" + strings.Join(shown, " ") + "]"
 }
 
 // checkFlags refuses settings that can never work, as usage errors: a

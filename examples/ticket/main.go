@@ -90,11 +90,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
@@ -211,9 +211,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.IntVar(&port, "port", port, "port to listen on (0 picks a free one)")
 		fs.BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --host")
 	default:
-		// Not echoed whole: it may be a URL, with its password, whose
-		// flag was forgotten.
-		fmt.Fprintf(stderr, "ticket: unknown command %s\n", redisaddr.Shown(cmd))
+		// Not echoed whole when it may hold a secret: a URL whose flag
+		// was forgotten, or an assignment of TICKET_MCP_TOKEN.
+		fmt.Fprintf(stderr, "ticket: unknown command %s\n", cliarg.Shown(cmd))
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
@@ -229,13 +229,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		// Not echoed whole: a stray argument may be a URL, with its
-		// password, meant for --audit-postgres.
-		shown := make([]string, fs.NArg())
-		for i, a := range fs.Args() {
-			shown[i] = redisaddr.Shown(a)
-		}
-		fmt.Fprintf(stderr, "ticket %s: unexpected arguments [%s]\n", cmd, strings.Join(shown, " "))
+		// Not echoed whole when it may hold a secret: a URL meant for
+		// --audit-postgres, or an assignment of a secret variable.
+		fmt.Fprintf(stderr, "ticket %s: unexpected arguments %s\n", cmd, cliarg.List(fs.Args()))
 		return 2
 	}
 	// Every value is checked here, before anything is opened (the audit
