@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -68,16 +70,24 @@ const maxConfigSize = 1 << 20
 // loadConfig reads the configuration at path, or the embedded default when
 // path is empty.
 func loadConfig(path string) (*config, string, error) {
-	if path == "" {
-		c, err := parseConfig(defaultConfigName, defaultConfig)
-		return c, defaultConfigName, err
+	c, name, _, err := loadConfigSum(path)
+	return c, name, err
+}
+
+// loadConfigSum is loadConfig that also returns the SHA-256 of the bytes
+// it read (hex), which the start logs as a reload does, so that the two
+// can be compared.
+func loadConfigSum(path string) (c *config, name, sum string, err error) {
+	data, name := defaultConfig, defaultConfigName
+	if path != "" {
+		name = path
+		if data, err = readConfig(path); err != nil {
+			return nil, name, "", err
+		}
 	}
-	data, err := readConfig(path)
-	if err != nil {
-		return nil, path, err
-	}
-	c, err := parseConfig(path, data)
-	return c, path, err
+	h := sha256.Sum256(data)
+	c, err = parseConfig(name, data)
+	return c, name, hex.EncodeToString(h[:]), err
 }
 
 // readConfig reads the file at path, at most maxConfigSize bytes.

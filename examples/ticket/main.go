@@ -300,7 +300,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		isolated = t
 	}
 
-	cfg, name, err := loadConfig(configPath)
+	cfg, name, sum, err := loadConfigSum(configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "ticket:", err)
 		return 1
@@ -384,6 +384,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer a.Close()
+	if rl != nil {
+		// The configuration's SHA-256, to compare with a reload's.
+		info.Info("configuration in force", "config", name, "sha256", sum)
+	}
 	rl.made(a)
 	defer rl.closing() // before a.Close: no reload into a closed app
 
