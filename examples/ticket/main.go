@@ -384,8 +384,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer a.Close()
+	if cmd == "serve-http" {
+		// The first line on stdout is the address, for scripts and tests:
+		// before the start's log lines, for an output that takes both.
+		// Connections wait in the listener's queue until serveHTTP.
+		fmt.Fprintf(stdout, "ticket: serving http://%s (MCP at /mcp, REST at /tools)\n", ln.Addr())
+	}
 	if rl != nil {
-		// The configuration's SHA-256, to compare with a reload's.
+		// The configuration's SHA-256, to compare with a reload's (made
+		// may reload at once, after a SIGHUP during the start).
 		info.Info("configuration in force", "config", name, "sha256", sum)
 	}
 	rl.made(a)
@@ -410,8 +417,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	// The first line on stdout is the address, for scripts and tests.
-	fmt.Fprintf(stdout, "ticket: serving http://%s (MCP at /mcp, REST at /tools)\n", ln.Addr())
 	if err := serveHTTP(ctx, a, ln, log); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "ticket:", err)
 		return 1
