@@ -73,11 +73,32 @@ func postgresConfig(v string) (*pgx.ConnConfig, error) {
 	if u.Hostname() == "" && u.Query().Get("host") == "" {
 		return nil, errors.New("--audit-postgres: the URL names no host (" + postgresUsage + ")")
 	}
+	if urlHasPassword(u) {
+		// As --redis: not from the command line, which every user of the
+		// host can read (ps, /proc).
+		return nil, errors.New("--audit-postgres: a password in the URL is refused: the command line is readable by every user of the host; put it in PGPASSWORD or ~/.pgpass")
+	}
 	cfg, err := pgx.ParseConfig(v)
 	if err != nil {
 		return nil, fmt.Errorf("--audit-postgres: not a valid PostgreSQL URL%s (%s)", parseReason(err, u), postgresUsage)
 	}
 	return cfg, nil
+}
+
+// urlHasPassword reports whether u sets a password: in its user
+// information (user:password@, an empty one too) or as a query parameter,
+// in any case (pgx reads "password"; another spelling would be sent to
+// the server as a run-time parameter).
+func urlHasPassword(u *url.URL) bool {
+	if _, set := u.User.Password(); set {
+		return true
+	}
+	for k := range u.Query() {
+		if strings.EqualFold(k, "password") {
+			return true
+		}
+	}
+	return false
 }
 
 // parseReason returns ": <why>" for pgx's error err parsing u, without the

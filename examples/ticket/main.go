@@ -146,6 +146,8 @@ DIR, --redis HOST:PORT or redis://[user@]host[:port][/db] (rediss:// for TLS)
 
 $` + redisPasswordEnv + ` is the password of the --redis server (of the
 user its URL names, or of the default user); never in --redis itself.
+PostgreSQL's password is in $PGPASSWORD or ~/.pgpass; never in
+--audit-postgres itself.
 
 $` + auditKeyEnv + ` (at least 32 hex digits) keys the records' argument
 hashes (HMAC-SHA-256) of serve-http, serve-stdio and demo, so that equal
@@ -205,7 +207,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.BoolVar(&allowWrites, "allow-writes", false, "put create_ticket on the write allowlist for the demo (dry_run still applies)")
 		auditDir = ""
 		fs.StringVar(&auditDir, "audit-dir", "", "keep the demo's audit trail here (default: a temporary directory, removed after)")
-		fs.StringVar(&pgURL, "audit-postgres", "", "write (and read back) the audit_log table in this PostgreSQL database (postgres://...) instead of SQLite")
+		fs.StringVar(&pgURL, "audit-postgres", "", "write (and read back) the audit_log table in this PostgreSQL database (postgres://user@host/db; the password in PGPASSWORD or ~/.pgpass) instead of SQLite")
 	case "serve-http":
 		fs.StringVar(&host, "host", host, "address to listen on (loopback unless --allow-remote)")
 		fs.IntVar(&port, "port", port, "port to listen on (0 picks a free one)")
@@ -220,7 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cmd == "serve-http" || cmd == "serve-stdio" {
 		fs.StringVar(&auditDir, "audit-dir", auditDir, "directory for audit.jsonl and audit.db")
 		fs.StringVar(&redisAddr, "redis", "", "keep the per-session and per-user budgets on this Redis, host:port or redis://[user@]host[:port][/db] (rediss:// for TLS; the password in $"+redisPasswordEnv+"), shared by every server on it and its database (default: in memory)")
-		fs.StringVar(&pgURL, "audit-postgres", "", "write the audit_log table to this PostgreSQL database (postgres://...) instead of audit.db")
+		fs.StringVar(&pgURL, "audit-postgres", "", "write the audit_log table to this PostgreSQL database (postgres://user@host/db; the password in PGPASSWORD or ~/.pgpass) instead of audit.db")
 	}
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
