@@ -35,7 +35,10 @@
 // names as its tool only a name a tool could have: one [policy.CheckName]
 // refuses (a control or invisible character, white space at an end), or
 // over 1024 bytes, is recorded in the detail, escaped and cut, as log lines
-// show it too, and a Guard serves no tool so named);
+// show it too, and a Guard serves no tool so named; a call a guarded call's
+// handler makes in-process, with its context, of another guarded tool
+// records that call's correlation id as its parent_id, [audit.Event]'s
+// ParentID);
 // authenticate (an [Authenticator]: verified TokenInfo, HTTP headers, or the
 // launching environment of a stdio server; never a default identity unless
 // the server names one, as [FromGatewayHeaders]' anonymous principal; never

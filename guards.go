@@ -246,7 +246,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c := newCall(now(), ids)
-			c.hashKey, c.req = key, req
+			c.hashKey, c.req = keyOf(&key), req
 			c.requestID = requestID(req, reqIDHeader)
 			c.name, c.id = toolName(req), FromContext(ctx)
 			if req != nil && req.Params != nil {
@@ -258,7 +258,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 					c.session = sessionKey(req, c.id)
 				}
 				ev := &c.outcome
-				buildEvent(ev, now(), tools[c.name].RecordArgs, req, c, audit.PhaseOutcome)
+				buildEvent(ev, now(), tools[c.name].RecordArgs, req, c, parentCorr(ctx, c.corr), audit.PhaseOutcome)
 				if werr := sink.Write(context.WithoutCancel(ctx), ev); werr != nil {
 					log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", werr)
 				}
@@ -308,7 +308,8 @@ type auditCtx struct {
 	corr any // c.corr, boxed once
 }
 
-// auditKey is the context key of the [Audit] middleware's call.
+// auditKey is the context key of the [Audit] middleware's call: its
+// auditCtx.
 type auditKey struct{}
 
 func (a *auditCtx) Value(key any) any {
@@ -316,7 +317,7 @@ func (a *auditCtx) Value(key any) any {
 	case corrKey{}:
 		return a.corr
 	case auditKey{}:
-		return a.c
+		return a
 	}
 	return a.Context.Value(key)
 }
@@ -330,11 +331,11 @@ func (a *auditCtx) String() string { return fmt.Sprint(a.Context) + ".WithValue(
 // (a dispatcher) passes another request, whose guards must not rewrite
 // this record: the call is returned only for the request Audit saw.
 func auditCall(ctx context.Context, req *mcp.CallToolRequest) *call {
-	c, _ := ctx.Value(auditKey{}).(*call)
-	if c == nil || c.req != req {
+	a, _ := ctx.Value(auditKey{}).(*auditCtx)
+	if a == nil || a.c.req != req {
 		return nil
 	}
-	return c
+	return a.c
 }
 
 // wireDenial is the denial an error from below stands for in an audit
@@ -375,7 +376,9 @@ func correlationFrom(ctx context.Context) string {
 // whose handler ctx belongs to: the guard pipeline's (see [Guard]), or the
 // [Audit] middleware's around a chain. A handler puts it in its own errors
 // and logs, so that they name the record; a refusal of the guard carries it
-// already. It returns "" for a context of neither.
+// already. A guarded call the handler makes with ctx (of another tool,
+// in-process) records it as its parent ([audit.Event].ParentID). It returns
+// "" for a context of neither.
 func CorrelationID(ctx context.Context) string { return correlationFrom(ctx) }
 
 // denied renders d as a tool error carrying the correlation id of ctx's

@@ -68,7 +68,7 @@ type call struct {
 	sumBuf    [256]byte // the hash, and room for small arguments' canonical form
 	summed    bool
 	sum       string
-	hashKey   []byte               // Options.ArgsKey: the records' hash is keyed
+	hashKey   *[]byte              // Options.ArgsKey, when the records' hash is keyed (see key)
 	requestID string               // the proxy's id of the request (Options.RequestIDHeader)
 	req       *mcp.CallToolRequest // the request of an Audit middleware's call (auditCall)
 	idCtx     identityCtx
@@ -90,11 +90,30 @@ func (c *call) argsSHA256() string {
 		c.summed = true
 		// h is in sumBuf unless the canonical form outgrew it; either way
 		// nothing writes to it again.
-		if h := audit.AppendArgsHMAC(c.sumBuf[:0], c.hashKey, c.raw); len(h) > 0 {
+		if h := audit.AppendArgsHMAC(c.sumBuf[:0], c.key(), c.raw); len(h) > 0 {
 			c.sum = unsafe.String(&h[0], len(h))
 		}
 	}
 	return c.sum
+}
+
+// key returns the key of the records' argument hash (Options.ArgsKey), or
+// nil for a plain hash. The call holds a pointer to the key, 8 bytes where
+// the slice takes 24, so that it stays within its size class (see call).
+func (c *call) key() []byte {
+	if c.hashKey == nil {
+		return nil
+	}
+	return *c.hashKey
+}
+
+// keyOf returns what call.hashKey holds for key, the key of a Guard's or an
+// Audit middleware's records (which outlives their calls): nil for none.
+func keyOf(key *[]byte) *[]byte {
+	if len(*key) == 0 {
+		return nil
+	}
+	return key
 }
 
 // argsMap returns the decoded arguments, decoding them on first use (the
@@ -123,7 +142,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	pol := g.pol.Load()
 	c := newCall(g.now(), &g.ids)
 	c.guard, c.pol = g, pol
-	c.hashKey = g.opts.ArgsKey
+	c.hashKey = keyOf(&g.opts.ArgsKey)
 	c.requestID = requestID(req, g.opts.RequestIDHeader)
 	if req != nil && req.Params != nil {
 		c.name = req.Params.Name
@@ -585,6 +604,42 @@ type callKey struct{}
 func (c *call) outer() *call {
 	o, _ := c.idCtx.Context.Value(callKey{}).(*call)
 	return o
+}
+
+// parent returns the correlation id of the guarded call whose handler made
+// c, in-process, with its context (a composite tool's handler calling
+// another guarded tool; see outer), for the records of c (audit.Event's
+// ParentID): the direct outer call's, or "" for a call of its own. ctx is
+// the context c came with, or one c's pipeline made from it (the
+// handler's, once it runs). The outer call is a Guard's or an Audit
+// middleware's: whichever gives the correlation id of ctx's records (see
+// CorrelationID), past c's own.
+func (c *call) parent(ctx context.Context) string {
+	if c.idCtx.Context != nil {
+		ctx = c.idCtx.Context // the context c's handler was called within
+	}
+	return parentCorr(ctx, c.corr)
+}
+
+// parentCorr returns the correlation id of the outer call of the call
+// corr: the one that ctx's records belong to (CorrelationID), or, when
+// that is corr itself (ctx is of that call: its Audit middleware's, or
+// the Guard's call a stand-alone step took its id from), that of the call
+// whose handler that one was called within.
+func parentCorr(ctx context.Context, corr string) string {
+	for {
+		p := correlationFrom(ctx)
+		if p != corr {
+			return p
+		}
+		if c, _ := ctx.Value(callKey{}).(*call); c != nil && c.corr == corr && c.idCtx.Context != nil {
+			ctx = c.idCtx.Context
+		} else if a, _ := ctx.Value(auditKey{}).(*auditCtx); a != nil && a.c.corr == corr {
+			ctx = a.Context
+		} else {
+			return ""
+		}
+	}
 }
 
 // A revocation is the refusal of a call by a policy set while the client
@@ -1608,12 +1663,14 @@ func panicText(r any) (s string) {
 }
 
 // buildEvent makes ev the audit record of c at time now; record names the
-// argument fields the tool opted in to record verbatim.
-func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallToolRequest, c *call, phase audit.Phase) {
+// argument fields the tool opted in to record verbatim, parent the call
+// whose handler made c (see call.parent).
+func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallToolRequest, c *call, parent string, phase audit.Phase) {
 	tool, detail := recordedTool(c.name, c.detail)
 	*ev = audit.Event{
 		Time:          now,
 		CorrelationID: c.corr,
+		ParentID:      parent,
 		RequestID:     c.requestID,
 		Tool:          tool,
 		Phase:         phase,
@@ -1670,7 +1727,7 @@ func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		return errors.New("no audit sink configured")
 	}
 	var ev audit.Event
-	buildEvent(&ev, g.now(), c.record, req, c, audit.PhaseIntent)
+	buildEvent(&ev, g.now(), c.record, req, c, c.parent(ctx), audit.PhaseIntent)
 	if err := audit.WriteDurable(context.WithoutCancel(ctx), g.opts.Audit, &ev); err != nil {
 		return err
 	}
@@ -1696,14 +1753,14 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 			args = c.sumBuf[:copy(c.sumBuf[:], c.raw)]
 			c.summed = true // c.sum stays empty: the sink fills the record's
 		}
-		buildEvent(ev, g.now(), c.record, req, c, audit.PhaseOutcome)
+		buildEvent(ev, g.now(), c.record, req, c, c.parent(ctx), audit.PhaseOutcome)
 		if err := g.keeper.Keep(context.Background(), ev, args); err != nil {
 			g.log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
 			return false
 		}
 		return true
 	}
-	buildEvent(ev, g.now(), c.record, req, c, audit.PhaseOutcome)
+	buildEvent(ev, g.now(), c.record, req, c, c.parent(ctx), audit.PhaseOutcome)
 	// The outcome is recorded even when the client has gone away.
 	if err := g.opts.Audit.Write(context.Background(), ev); err != nil {
 		g.log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", err)

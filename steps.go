@@ -431,7 +431,7 @@ func (g *Guard) beginRound(ctx context.Context, req *mcp.CallToolRequest) (*call
 // to render it with.
 func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, ToolOptions, *DenialError) {
 	c := newCall(g.now(), &g.ids)
-	c.hashKey = g.opts.ArgsKey
+	c.hashKey = keyOf(&g.opts.ArgsKey)
 	c.requestID = requestID(req, g.opts.RequestIDHeader)
 	if id := correlationFrom(ctx); id != "" {
 		c.corr = id // the Audit middleware's record is this call's

@@ -23,6 +23,13 @@ import (
 type Event struct {
 	Time          time.Time `json:"time"`
 	CorrelationID string    `json:"correlation_id"`
+	// ParentID is the correlation id of the call whose handler made this
+	// one: a guarded call made in-process, with its context, by the
+	// handler of another guarded call (a composite tool calling another
+	// guarded tool; see mcpguard.CorrelationID). It is the direct outer
+	// call's only: the chain is followed from record to record. "" for a
+	// call of its own (every call a client sends).
+	ParentID string `json:"parent_id,omitempty"`
 	// RequestID is the id a proxy in front of the server gave the request
 	// (mcpguard's gateway: its correlation id, in the header
 	// X-Mcp-Gateway-Request-Id; see mcpguard.Options.RequestIDHeader), so

@@ -1,9 +1,10 @@
 // Package audit records every decision mcpguard makes about a tool call.
 //
 // An [Event] is one record: who (subject, roles, session), what (tool, class,
-// argument hash), which decision (allowed, code, dry run) and when. Sinks
-// record events: [JSONLSink] appends JSON lines to a file, buffered or durable
-// (fsync with group commit), follows a log rotator's rename on
+// argument hash), which decision (allowed, code, dry run) and when, and, for
+// a call another guarded call's handler made, that call's correlation id
+// (its parent). Sinks record events: [JSONLSink] appends JSON lines to a
+// file, buffered or durable (fsync with group commit), follows a log rotator's rename on
 // [JSONLSink.Reopen] and, on Unix, the removal of its file on its own, and
 // may share its file with other processes' sinks; [SQLSink] inserts batches
 // into an audit_log table on SQLite or PostgreSQL (10 or later); [SlogSink]
@@ -24,7 +25,7 @@
 // line is an error carrying its line number, never an event (but see
 // [JSONLSink] on a line that lost only its newline), and iteration
 // can continue past it. [QueryJSONL], [SQLSink.Query] and [QuerySQL] select
-// events by session, subject, tool, correlation or request id, phase,
+// events by session, subject, tool, correlation, request or parent id, phase,
 // outcome and time range with one [Filter], all in one order (time, then
 // the order stored); [Filter.Next] pages through a trail of any size, each
 // record once, where more records share an instant than a page holds.

@@ -32,6 +32,7 @@ func (e *Event) AppendJSON(dst []byte) ([]byte, error) {
 	}
 	dst = append(dst, `","correlation_id":`...)
 	dst = appendString(dst, e.CorrelationID)
+	dst = appendField(dst, `,"parent_id":`, e.ParentID)
 	dst = appendField(dst, `,"request_id":`, e.RequestID)
 	dst = appendField(dst, `,"session_id":`, e.SessionID)
 	dst = appendField(dst, `,"subject":`, e.Subject)

@@ -590,7 +590,8 @@ func keepable(e *Event, args json.RawMessage) (size int, ok bool) {
 	}
 	// At most six bytes of JSON per byte of a string (\u00XX).
 	n := len(e.CorrelationID) + len(e.SessionID) + len(e.Subject) + len(e.Tool) + len(e.Class) +
-		len(e.Phase) + len(e.Code) + len(e.Detail) + len(e.ArgsSHA256) + len(e.ProtocolVersion) + len(e.ClientName) + len(e.RequestID)
+		len(e.Phase) + len(e.Code) + len(e.Detail) + len(e.ArgsSHA256) + len(e.ProtocolVersion) + len(e.ClientName) + len(e.RequestID) +
+		len(e.ParentID)
 	for _, r := range e.Roles {
 		n += len(r) + 1
 	}
@@ -990,7 +991,7 @@ var _ io.Closer = (*JSONLSink)(nil)
 // which a [SQLSink] stores as U+FFFD (see text).
 func hasNUL(e *Event) bool {
 	for _, f := range [...]string{e.CorrelationID, e.SessionID, e.Subject, e.Tool, e.Class,
-		e.Code, e.Detail, e.ArgsSHA256, e.ProtocolVersion, e.ClientName, e.RequestID} {
+		e.Code, e.Detail, e.ArgsSHA256, e.ProtocolVersion, e.ClientName, e.RequestID, e.ParentID} {
 		if strings.IndexByte(f, 0) >= 0 {
 			return true
 		}
@@ -1004,7 +1005,7 @@ func hasNUL(e *Event) bool {
 // JSON, where NUL is escaped.
 func (e *Event) nulToReplacement() {
 	for _, f := range [...]*string{&e.CorrelationID, &e.SessionID, &e.Subject, &e.Tool, &e.Class,
-		&e.Code, &e.Detail, &e.ArgsSHA256, &e.ProtocolVersion, &e.ClientName, &e.RequestID} {
+		&e.Code, &e.Detail, &e.ArgsSHA256, &e.ProtocolVersion, &e.ClientName, &e.RequestID, &e.ParentID} {
 		*f = text(*f)
 	}
 }

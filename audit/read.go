@@ -266,11 +266,17 @@ type Filter struct {
 	// downstream's records of the same call. SQL sinks index it (schema
 	// version 5; a table a sink has not upgraded yet is read whole).
 	RequestID string
-	Phase     Phase
-	Code      string    // the outcome code; "" matches any
-	Allowed   *bool     // nil matches both
-	Since     time.Time // inclusive; zero: no lower bound
-	Until     time.Time // exclusive; zero: no upper bound
+	// ParentID selects the records of the calls made by the handler of
+	// the call of this correlation id ([Event].ParentID): the inner calls
+	// of a composite tool's call. SQL sinks index it (schema version 6; a
+	// table a sink has not upgraded yet has no parent ids, and matches
+	// none).
+	ParentID string
+	Phase    Phase
+	Code     string    // the outcome code; "" matches any
+	Allowed  *bool     // nil matches both
+	Since    time.Time // inclusive; zero: no lower bound
+	Until    time.Time // exclusive; zero: no upper bound
 	// Offset skips the first Offset matching events (in the order above);
 	// a negative Offset is an error. The skipped events are still read: a
 	// page far into a trail is found by Since, Offset counting only the
@@ -337,6 +343,7 @@ func (f *Filter) Match(e *Event) bool {
 		f.Tool != "" && !sameText(e.Tool, f.Tool),
 		f.CorrelationID != "" && !sameText(e.CorrelationID, f.CorrelationID),
 		f.RequestID != "" && !sameText(e.RequestID, f.RequestID),
+		f.ParentID != "" && !sameText(e.ParentID, f.ParentID),
 		f.Phase != "" && e.Phase != f.Phase,
 		f.Code != "" && !sameText(e.Code, f.Code),
 		f.Allowed != nil && e.Allowed != *f.Allowed,

@@ -10,12 +10,12 @@ import (
 )
 
 // TestLate14LogValueAllocs: an event with every field set (request_id
-// made them 19 attributes with the time) allocates the attributes' array
+// made them 19 attributes with the time, parent_id 20) allocates the attributes' array
 // once, not a second time when it outgrows the one LogValue reserves; the
 // other allocation is the roles' box (slog.Any).
 func TestLate14LogValueAllocs(t *testing.T) {
 	e := late14Event(1)
-	e.DryRun, e.Cost = true, 2
+	e.DryRun, e.Cost, e.ParentID = true, 2, "c-outer"
 	if n, want := len(e.LogValue().Group()), reflect.TypeFor[audit.Event]().NumField(); n != want {
 		t.Fatalf("LogValue has %d attributes, want one per field: %d", n, want)
 	}

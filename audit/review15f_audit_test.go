@@ -222,7 +222,7 @@ func TestReview15fConcurrentUpgradeV4(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
-			for _, q := range []string{`DROP INDEX audit_log_request`, `DELETE FROM audit_schema_version`, `INSERT INTO audit_schema_version (version) VALUES (4)`} {
+			for _, q := range []string{`DROP INDEX audit_log_request`, `DROP INDEX audit_log_parent`, `ALTER TABLE audit_log DROP COLUMN parent_id`, `DELETE FROM audit_schema_version`, `INSERT INTO audit_schema_version (version) VALUES (4)`} {
 				if _, err := db.Exec(q); err != nil {
 					t.Fatal(err)
 				}
@@ -261,10 +261,10 @@ func TestReview15fConcurrentUpgradeV4(t *testing.T) {
 				}
 			}
 			var n, v int
-			db.QueryRow(`SELECT COUNT(*) FROM audit_schema_version WHERE version = 5`).Scan(&n)
+			db.QueryRow(`SELECT COUNT(*) FROM audit_schema_version WHERE version = $1`, audit.SchemaVersion).Scan(&n)
 			db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name = 'audit_log_request'`).Scan(&v)
 			if n != 1 || v != 1 {
-				t.Errorf("version 5 recorded %d times, index %d", n, v)
+				t.Errorf("version %d recorded %d times, index %d", audit.SchemaVersion, n, v)
 			}
 		})
 	}
@@ -369,7 +369,7 @@ func TestReview15fPostgresUpgradeAndPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	for _, q := range []string{`DROP INDEX audit_log_request`, `DELETE FROM audit_schema_version`, `INSERT INTO audit_schema_version (version) VALUES (4)`} {
+	for _, q := range []string{`DROP INDEX audit_log_request`, `DROP INDEX audit_log_parent`, `ALTER TABLE audit_log DROP COLUMN parent_id`, `DELETE FROM audit_schema_version`, `INSERT INTO audit_schema_version (version) VALUES (4)`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -423,10 +423,10 @@ func TestReview15fPostgresUpgradeAndPlans(t *testing.T) {
 		}
 	}
 	var n, ix int
-	db.QueryRow(`SELECT COUNT(*) FROM audit_schema_version WHERE version = 5`).Scan(&n)
+	db.QueryRow(`SELECT COUNT(*) FROM audit_schema_version WHERE version = $1`, audit.SchemaVersion).Scan(&n)
 	db.QueryRow(`SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'audit_log_request'`).Scan(&ix)
 	if n != 1 || ix != 1 {
-		t.Errorf("version 5 recorded %d times, %d indexes audit_log_request", n, ix)
+		t.Errorf("version %d recorded %d times, %d indexes audit_log_request", audit.SchemaVersion, n, ix)
 	}
 	if _, err := db.Exec(`ANALYZE audit_log`); err != nil {
 		t.Fatal(err)

@@ -16,13 +16,14 @@ func (e *Event) LogValue() slog.Value {
 }
 
 // nAttrs is the most attributes attrs gives: one per field of [Event].
-const nAttrs = 19
+const nAttrs = 20
 
 func (e *Event) attrs(as []slog.Attr, withTime bool) []slog.Attr {
 	if withTime {
 		as = append(as, slog.Time("time", e.Time))
 	}
 	as = append(as, slog.String("correlation_id", e.CorrelationID))
+	as = appendStringAttr(as, "parent_id", e.ParentID)
 	as = appendStringAttr(as, "session_id", e.SessionID)
 	as = appendStringAttr(as, "subject", e.Subject)
 	if len(e.Roles) > 0 {

@@ -40,8 +40,10 @@ const (
 // instead of the whole value, which PostgreSQL refuses to index past about
 // 2.7 kB (the row, and its event, were lost). Version 4 adds the column
 // request_id ([Event].RequestID), empty in the rows before. Version 5
-// indexes request_id in the rows that have one.
-const SchemaVersion = 5
+// indexes request_id in the rows that have one. Version 6 adds the column
+// parent_id ([Event].ParentID), empty in the rows before, indexed in the
+// rows that have one.
+const SchemaVersion = 6
 
 // SQLOptions configures a [SQLSink]. A nil *SQLOptions means defaults.
 type SQLOptions struct {
@@ -176,20 +178,28 @@ type row struct {
 	timeNS                                    int64
 	corr, session, subject, roles, tool, cls  string
 	phase, code, detail, argsHash, proto, cli string
-	reqID                                     string
+	reqID, parentID                           string
 	allowed, dryRun                           bool
 	latency, cost                             float64
 	args                                      sql.NullString
 	timeText                                  [timeTextLen]byte // SQLite only: the column time
 }
 
-const columns = columnsV1 + ", request_id"
+const columns = columnsV1 + ", request_id, parent_id"
 
 // columnsV1 are the columns of schema versions 1 to 3, in the order of
-// columns: a query of such a table reads "" for request_id.
+// columns: a query of such a table reads "" for request_id and parent_id
+// (one of versions 4 and 5, "" for parent_id).
 const columnsV1 = "time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args"
 
-const nColumns = 19
+// What a query selects from a table of an earlier schema version, which no
+// sink of this version has upgraded: "" for the columns it lacks.
+const (
+	columnsBeforeV4 = columnsV1 + ", '', ''"
+	columnsBeforeV6 = columnsV1 + ", request_id, ''"
+)
+
+const nColumns = 20
 
 // insertColumns returns the columns an INSERT of dialect d sets: on SQLite,
 // the sink also writes the column time (see schemaV2).
@@ -402,6 +412,7 @@ func toRow(e *Event, d Dialect) (row, error) {
 		allowed: e.Allowed, dryRun: e.DryRun, code: text(e.Code), detail: text(e.Detail),
 		latency: e.LatencyMS, argsHash: text(e.ArgsSHA256), cost: e.Cost,
 		proto: text(e.ProtocolVersion), cli: text(e.ClientName), reqID: text(e.RequestID),
+		parentID: text(e.ParentID),
 	}
 	if d == SQLite {
 		var buf [64]byte // AppendFormat wants room to spare
@@ -465,7 +476,7 @@ func bad(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
 func (r *row) appendArgs(dst []any, d Dialect) []any {
 	dst = append(dst, r.timeNS, r.corr, r.session, r.subject, r.roles, r.tool, r.cls,
 		r.phase, r.allowed, r.dryRun, r.code, r.detail, r.latency, r.argsHash, r.cost,
-		r.proto, r.cli, r.args, r.reqID)
+		r.proto, r.cli, r.args, r.reqID, r.parentID)
 	if d == SQLite {
 		dst = append(dst, string(r.timeText[:]))
 	}
@@ -1405,17 +1416,23 @@ func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
 }
 
 // QuerySQL runs a [Filter] over the audit_log table of db, as [SQLSink.Query]
-// does, without a sink. It changes nothing in db: a table of a schema
-// version before 4, which no sink of this version has upgraded yet, is read
-// as it is, its events' RequestID "".
+// does, without a sink. It changes nothing in db: a table of an earlier
+// schema version, which no sink of this version has upgraded yet, is read
+// as it is, its events' RequestID "" (before version 4) and ParentID ""
+// (before version 6).
 func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
 	cols := columns
 	var v int
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM audit_schema_version`).Scan(&v); err == nil && v >= 1 && v < 4 {
-		cols = columnsV1 + ", ''"
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM audit_schema_version`).Scan(&v); err == nil && v >= 1 {
+		switch {
+		case v < 4:
+			cols = columnsBeforeV4
+		case v < 6:
+			cols = columnsBeforeV6
+		}
 	}
 	return queryEvents(ctx, db, d, f, cols)
 }
@@ -1461,12 +1478,12 @@ func querySQLCols(d Dialect, f Filter, cols string) (string, []any) {
 		return "left(" + col + ", " + n + ") = left(?, " + n + ") AND " + col + " = ?"
 	}
 	// broad is the condition on session_id, subject or tool. With a
-	// correlation or request id, which select a handful of rows, SQLite
+	// correlation, request or parent id, which select a handful of rows, SQLite
 	// (which keeps no statistics of the table) would search the index of
 	// the session, subject or tool instead, to spare the sort of the rows
 	// found, and read every row of that session, subject or tool: a column
 	// behind a unary + is no index's.
-	byID := f.CorrelationID != "" || f.RequestID != "" && cols == columns
+	byID := f.CorrelationID != "" || f.RequestID != "" && cols != columnsBeforeV4 || f.ParentID != "" && cols == columns
 	broad := func(col string) string {
 		if d == SQLite && byID {
 			return "+" + col + " = ?"
@@ -1486,12 +1503,21 @@ func querySQLCols(d Dialect, f Filter, cols string) (string, []any) {
 		add(indexed("correlation_id"), text(f.CorrelationID))
 	}
 	if f.RequestID != "" {
-		if cols == columns {
+		if cols != columnsBeforeV4 {
 			// request_id <> '' lets the planner use the partial index
 			// of schema version 5, which only rows with a request id are in.
 			add("request_id <> '' AND "+indexed("request_id"), text(f.RequestID))
 		} else {
 			// A table before schema version 4 has no request ids.
+			where = append(where, "1 = 0")
+		}
+	}
+	if f.ParentID != "" {
+		if cols == columns {
+			// As for request_id: the partial index of schema version 6.
+			add("parent_id <> '' AND "+indexed("parent_id"), text(f.ParentID))
+		} else {
+			// A table before schema version 6 has no parent ids.
 			where = append(where, "1 = 0")
 		}
 	}
@@ -1532,7 +1558,7 @@ func scanEvents(rs *sql.Rows) (out []Event, err error) {
 		var r row
 		if err := rs.Scan(&r.timeNS, &r.corr, &r.session, &r.subject, &r.roles, &r.tool,
 			&r.cls, &r.phase, &r.allowed, &r.dryRun, &r.code, &r.detail, &r.latency,
-			&r.argsHash, &r.cost, &r.proto, &r.cli, &r.args, &r.reqID); err != nil {
+			&r.argsHash, &r.cost, &r.proto, &r.cli, &r.args, &r.reqID, &r.parentID); err != nil {
 			return out, fmt.Errorf("audit: query: %w", err)
 		}
 		e := Event{
@@ -1541,6 +1567,7 @@ func scanEvents(rs *sql.Rows) (out []Event, err error) {
 			Allowed: r.allowed, DryRun: r.dryRun, Code: r.code, Detail: r.detail,
 			LatencyMS: r.latency, ArgsSHA256: r.argsHash, Cost: r.cost,
 			ProtocolVersion: r.proto, ClientName: r.cli, RequestID: r.reqID,
+			ParentID: r.parentID,
 		}
 		if r.roles != "" {
 			if err := json.Unmarshal([]byte(r.roles), &e.Roles); err != nil {

@@ -435,6 +435,7 @@ func (c nativeConn) insertRows(st uintptr, buf *cbuf, rows []row) error {
 			b.null()
 		}
 		b.text(r.reqID)
+		b.text(r.parentID)
 		b.text(unsafe.String(&r.timeText[0], len(r.timeText)))
 	}
 	if b.rc != sqlite3.SQLITE_OK {
@@ -453,7 +454,7 @@ func (c nativeConn) insertRows(st uintptr, buf *cbuf, rows []row) error {
 func (r *row) textLen() int {
 	return len(r.corr) + len(r.session) + len(r.subject) + len(r.roles) + len(r.tool) +
 		len(r.cls) + len(r.phase) + len(r.code) + len(r.detail) + len(r.argsHash) +
-		len(r.proto) + len(r.cli) + len(r.args.String) + len(r.reqID) + len(r.timeText)
+		len(r.proto) + len(r.cli) + len(r.args.String) + len(r.reqID) + len(r.parentID) + len(r.timeText)
 }
 
 // binder binds successive parameters of a statement; the first error

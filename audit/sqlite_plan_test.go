@@ -90,7 +90,7 @@ func TestSQLiteQueryPlans(t *testing.T) {
 // internal/pgtest, which cannot call QuerySQLText) checks on a server.
 func TestQuerySQLRequestIDText(t *testing.T) {
 	q, args := audit.QuerySQLText(audit.Postgres, audit.Filter{RequestID: "gw-1"})
-	const want = `SELECT time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args, request_id FROM audit_log WHERE request_id <> '' AND left(request_id, 256) = left($1, 256) AND request_id = $1 ORDER BY time_ns, id`
+	const want = `SELECT time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args, request_id, parent_id FROM audit_log WHERE request_id <> '' AND left(request_id, 256) = left($1, 256) AND request_id = $1 ORDER BY time_ns, id`
 	if q != want || len(args) != 1 || args[0] != "gw-1" {
 		t.Errorf("query %q %v,\nwant %q [gw-1]", q, args, want)
 	}

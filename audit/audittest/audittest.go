@@ -63,6 +63,7 @@ func Events() []audit.Event {
 			Phase: audit.PhaseOutcome, Allowed: true, DryRun: true, Code: "", Detail: "DRYRUN-1234",
 			LatencyMS: 1.25, ArgsSHA256: strings.Repeat("ab", 32), Cost: 5,
 			ProtocolVersion: "2026-07-28", ClientName: "claude", RequestID: "0193a1b2c3d4-5e6f708192a3",
+			ParentID: "0193a1b2c3d3-00000000000f",
 			Args: map[string]any{"title": "Broken <build> & \"CI\"", "n": 3.5, "tags": []any{"a", true, nil},
 				"nested": map[string]any{"k": "v"}},
 		},

@@ -14,8 +14,9 @@ import (
 var SessionStart = time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
 
 // SessionEvents returns one session of alice and one of bob, as the pipeline
-// records them: reads, a write denied by the allowlist, a dry-run write with
-// its intent, a rate-limit denial, an unauthenticated call. Write them to a
+// records them: reads, a write denied by the allowlist (made by the handler
+// of alice's first read: its parent), a dry-run write with its intent, a
+// rate-limit denial, an unauthenticated call. Write them to a
 // queryable sink before [RunQuery].
 func SessionEvents() []audit.Event {
 	ev := func(sec int, corr, sess, subj, tool, class string, ph audit.Phase, allowed, dry bool, code string) audit.Event {
@@ -25,9 +26,10 @@ func SessionEvents() []audit.Event {
 	}
 	o, i := audit.PhaseOutcome, audit.PhaseIntent
 	viaGateway := func(e audit.Event, id string) audit.Event { e.RequestID = id; return e }
+	within := func(e audit.Event, parent string) audit.Event { e.ParentID = parent; return e }
 	return []audit.Event{
 		ev(1, "c1", "s-alice", "alice", "search_docs", "read", o, true, false, ""),
-		ev(2, "c2", "s-alice", "alice", "create_ticket", "write", o, false, false, "WRITE_NOT_ALLOWED"),
+		within(ev(2, "c2", "s-alice", "alice", "create_ticket", "write", o, false, false, "WRITE_NOT_ALLOWED"), "c1"),
 		viaGateway(ev(3, "c3", "s-alice", "alice", "create_ticket", "write", i, true, true, ""), "gw-7"),
 		viaGateway(ev(4, "c3", "s-alice", "alice", "create_ticket", "write", o, true, true, ""), "gw-7"),
 		ev(5, "c4", "s-bob", "bob", "search_docs", "read", o, true, false, ""),
@@ -58,6 +60,8 @@ func RunQuery(t *testing.T, query func(ctx context.Context, f audit.Filter) ([]a
 		{"by_correlation", audit.Filter{CorrelationID: "c3"}, []string{"c3/intent", "c3/outcome"}},
 		{"by_request_id", audit.Filter{RequestID: "gw-7"}, []string{"c3/intent", "c3/outcome"}},
 		{"by_request_id_none", audit.Filter{RequestID: "gw-8"}, nil},
+		{"by_parent_id", audit.Filter{ParentID: "c1"}, []string{"c2/outcome"}},
+		{"by_parent_id_none", audit.Filter{ParentID: "c2"}, nil},
 		{"intents", audit.Filter{Phase: audit.PhaseIntent}, []string{"c3/intent"}},
 		{"time_range", audit.Filter{Since: SessionStart.Add(2 * time.Second), Until: SessionStart.Add(4 * time.Second)}, []string{"c2/outcome", "c3/intent"}},
 		{"since_other_zone", audit.Filter{Since: SessionStart.Add(6 * time.Second).In(time.FixedZone("", -7*3600))}, []string{"c5/outcome", "c6/outcome"}},

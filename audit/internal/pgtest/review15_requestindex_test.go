@@ -13,7 +13,7 @@ import (
 // requestQuery is the query audit's Filter{RequestID: $1} runs on
 // PostgreSQL (TestQuerySQLRequestIDText in package audit pins the same
 // text).
-const requestQuery = `SELECT time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args, request_id FROM audit_log WHERE request_id <> '' AND left(request_id, 256) = left($1, 256) AND request_id = $1 ORDER BY time_ns, id`
+const requestQuery = `SELECT time_ns, correlation_id, session_id, subject, roles, tool, class, phase, allowed, dry_run, code, detail, latency_ms, args_sha256, cost, protocol_version, client_name, args, request_id, parent_id FROM audit_log WHERE request_id <> '' AND left(request_id, 256) = left($1, 256) AND request_id = $1 ORDER BY time_ns, id`
 
 // TestReview15PostgresRequestIndex: schema version 5 indexes request_id
 // (its first 256 characters, for the rows that have one). A query by
