@@ -79,7 +79,8 @@
 // second Install is an error, so a getServer that builds a server per
 // session or request makes a Guard for each, from the same Options (see
 // [Guard.Install]). [Guard.SetPolicy] replaces a Guard's policy while it
-// serves.
+// serves; under Install, it sends tools/list_changed to each session whose
+// caller may see other tools under the new policy, and to no other.
 //
 // # Sessions over HTTP
 //

@@ -299,9 +299,10 @@ type Guard struct {
 	now   func() time.Time
 	log   *slog.Logger
 	reg   registry
-	views sessionViews[[]*mcp.Tool] // what each session was told of the tools (notify.go)
-	res   resources                 // what each session was told of the resources (resnotify.go)
-	mrtr  *confirm.Signer           // seals handlers' RequestState (see mrtr.go)
+	views sessionViews[toolsView] // what each session was told of the tools (notify.go)
+	lc    toolsNotifier           // tells sessions of a new policy (setpolicy.go)
+	res   resources               // what each session was told of the resources (resnotify.go)
+	mrtr  *confirm.Signer         // seals handlers' RequestState (see mrtr.go)
 	// keeper is opts.Audit when it can take outcome records over
 	// (audit.Keeper), which it then encodes in batches.
 	keeper audit.Keeper

@@ -669,7 +669,9 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // The go-sdk's tools/list_changed notification reaches a session only when
 // a tool its caller may see (before or after) was added, replaced or
 // removed since the session last listed the tools, or was last notified:
-// a change to a hidden tool tells a caller nothing. The caller is the one
+// a change to a hidden tool tells a caller nothing. A new policy
+// ([Guard.SetPolicy]) is told so too: the guard sends one to each session
+// whose caller may see other tools under it than it was last shown. The caller is the one
 // of the session's last authenticated request (a session whose roles
 // shrank is told no more than its new roles may see). A session that never
 // listed the tools nor listens for their changes (subscriptions/listen),
@@ -823,7 +825,7 @@ func (g *Guard) Install(s *mcp.Server) error {
 	g.res.learnCaps(caps)
 	// below is the server's own handling of what the guard receives; the
 	// guard lists the tools through it when they change (notify.go).
-	var below mcp.MethodHandler
+	var below, send mcp.MethodHandler
 	op := &openers{}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		below = next
@@ -831,8 +833,14 @@ func (g *Guard) Install(s *mcp.Server) error {
 	})
 	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		below := g.recovering(below)
-		return g.sendingResources(g.sending(next, below), below)
+		send = next
+		return g.sendingResources(g.sending(g.watchListens(next), below), below)
 	})
+	// A server whose capabilities turn tools/list_changed off is sent
+	// none for a new policy either (the go-sdk adds a tools capability
+	// of its own only with listChanged).
+	quiet := caps != nil && caps.Tools != nil && !caps.Tools.ListChanged
+	g.lc.target.Store(&notifyTarget{server: s, send: send, quiet: quiet})
 	g.server = s
 	return nil
 }
@@ -991,7 +999,7 @@ func (g *Guard) receiving(next mcp.MethodHandler, op *openers) mcp.MethodHandler
 		case *mcp.ListToolsRequest:
 			return g.listTools(ctx, r, next)
 		case *mcp.SubscriptionsListenRequest:
-			return g.listen(ctx, r, g.listenResources(next))
+			return g.listen(ctx, r, g.listenResources(g.endingListen(next)))
 		case *mcp.ListResourcesRequest:
 			return g.listResources(ctx, r, next)
 		case *mcp.ReadResourceRequest:
@@ -1154,9 +1162,7 @@ func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next m
 		return nil, err
 	}
 	g.updateSince(tools, gen)
-	if req.Session != nil {
-		g.views.show(req.Session, seq, tools)
-	}
+	pol, _, _, _ := g.showTools(req.Session, seq, tools)
 	out := *last
 	out.NextCursor, out.CacheScope = "", "private"
 	out.Tools = []*mcp.Tool{}
@@ -1166,7 +1172,7 @@ func (g *Guard) listTools(ctx context.Context, req *mcp.ListToolsRequest, next m
 	if req.Params != nil && req.Params.Cursor != "" {
 		return &out, nil
 	}
-	out.Tools = g.visibleTools(g.pol.Load(), id.Principal, tools)
+	out.Tools = g.visibleTools(pol, id.Principal, tools)
 	return &out, nil
 }
 

@@ -68,7 +68,7 @@ func (g *Guard) listen(ctx context.Context, req *mcp.SubscriptionsListenRequest,
 	if p := req.Params; p != nil && p.Notifications != nil && p.Notifications.ToolsListChanged && req.Session != nil {
 		seq := g.views.seen(req.Session, id.Principal)
 		if tools, err := listAll(ctx, next, req.Session); err == nil {
-			g.views.show(req.Session, seq, tools)
+			g.showTools(req.Session, seq, tools)
 		}
 	}
 	return next(NewContext(ctx, id), "subscriptions/listen", req)
@@ -91,10 +91,11 @@ func (g *Guard) visibleTools(p *policy.Policy, pr *policy.Principal, tools []*mc
 	return out
 }
 
-// changedFor reports whether a tool that pr may see under the policy p,
-// before or after, was added, replaced or removed between the listings
-// before and now.
-func (g *Guard) changedFor(p *policy.Policy, pr *policy.Principal, before, now []*mcp.Tool) bool {
+// changedFor reports whether the tools pr may see of the listing before
+// under the policy pb differ from those of the listing now under the
+// policy pa: a tool one shows and the other does not, or that both show
+// and that was replaced.
+func (g *Guard) changedFor(pb, pa *policy.Policy, pr *policy.Principal, before, now []*mcp.Tool) bool {
 	old := make(map[string]*mcp.Tool, len(before))
 	for _, t := range before {
 		old[t.Name] = t
@@ -102,15 +103,23 @@ func (g *Guard) changedFor(p *policy.Policy, pr *policy.Principal, before, now [
 	for _, t := range now {
 		o, had := old[t.Name]
 		delete(old, t.Name)
-		if had && (o == t || sameTool(o, t)) {
+		same := had && (o == t || sameTool(o, t))
+		if same && pb == pa {
 			continue
 		}
-		if g.shows(p, pr, t) || (had && g.shows(p, pr, o)) {
+		sa := g.shows(pa, pr, t)
+		if !had {
+			if sa {
+				return true
+			}
+			continue
+		}
+		if sb := g.shows(pb, pr, o); sa != sb || (sa && !same) {
 			return true
 		}
 	}
 	for _, o := range old {
-		if g.shows(p, pr, o) {
+		if g.shows(pb, pr, o) {
 			return true
 		}
 	}
@@ -119,8 +128,9 @@ func (g *Guard) changedFor(p *policy.Policy, pr *policy.Principal, before, now [
 
 // toolsChanged reports whether a tools/list_changed notification for the
 // session of req is to be passed on (below answers the listing it makes):
-// whether a tool its caller may see changed since the session last listed
-// the tools or was notified. A session that never listed them (nor listens
+// whether the tools its caller may see changed since the session last
+// listed them or was notified (by the server, or for a new policy: see
+// toolsView). A session that never listed them (nor listens
 // for their changes) has none to refresh, and a listing that fails tells
 // nothing: neither is notified.
 func (g *Guard) toolsChanged(ctx context.Context, req mcp.Request, below mcp.MethodHandler) bool {
@@ -137,6 +147,6 @@ func (g *Guard) toolsChanged(ctx context.Context, req mcp.Request, below mcp.Met
 		g.log.Error("mcpguard: tools/list_changed not passed on: listing the tools failed", "err", err)
 		return false
 	}
-	before, had, ok := g.views.show(ss, seq, tools)
-	return ok && (!had || g.changedFor(g.pol.Load(), &pr, before, tools))
+	pol, before, had, ok := g.showTools(ss, seq, tools)
+	return ok && (!had || g.changedFor(before.pol, pol, &pr, before.tools, tools))
 }

@@ -1,9 +1,13 @@
 package mcpguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
 	"weak"
 
 	"github.com/mcpguard/mcpguard/policy"
@@ -63,10 +67,25 @@ import (
 // limiter's counts and spend are kept. A tools/list, and the resources
 // that tools name as their UI (resources/list, resources/read and the
 // rest, see [Guard.Install]), are filtered by the policy of the moment of
-// the request. The guard tells no session that its tools changed (no
-// notifications/tools/list_changed is sent for SetPolicy): a client sees
-// the new listing at its next tools/list, and a call it makes is decided
-// by p whatever its list shows. The stand-alone steps ([Authorize],
+// the request. Under [Guard.Install], each session whose caller may see
+// other tools under p than it was last shown (by its last tools/list, or
+// its last tools/list_changed notification) is sent one
+// notifications/tools/list_changed, as the go-sdk sends its own (to a
+// session on a protocol before 2026-07-28 on the session, to one on
+// 2026-07-28 only on its subscriptions/listen for it, stamped with that
+// listen's subscriptionId), unless the server's capabilities turn them
+// off; no other session is, so a tool the caller cannot see before or
+// after tells it nothing. A session that never listed the tools nor
+// listens for their changes is sent none (see [Guard.Install]). They are
+// sent from a goroutine of the guard's shortly after SetPolicy returns,
+// one session at a time, in the order the server holds its sessions,
+// through the server's sending middleware added before Install (one
+// added after it does not see them); policies set in quick succession are
+// told together, each session checked against the policy of the moment.
+// Until its client lists again, a call it makes is decided by p whatever
+// its list shows. Without Install ([Guard.Wrap], [Guard.AddTool]) none is
+// sent: the guard filters no listing there, so none changes with the
+// policy. The stand-alone steps ([Authorize],
 // [Confirm], [Limit], [DryRun], [WriteAhead]) keep the policy they were
 // made with. Nothing is recorded in Options.Audit: a caller that wants
 // the change in its trail records it there itself. A server that makes a
@@ -115,6 +134,9 @@ func (g *Guard) SetPolicy(p *policy.Policy) error {
 		}
 	}
 	g.pol.Store(p)
+	if p != old {
+		g.tellPolicy()
+	}
 	return nil
 }
 
@@ -141,4 +163,219 @@ func (g *Guard) forgetWrapped(k weak.Pointer[toolEntry]) {
 	g.polMu.Lock()
 	defer g.polMu.Unlock()
 	delete(g.wrapped, k)
+}
+
+// A toolsView is what a session was last shown of the tools (notify.go):
+// the server's tools as the guard listed them, and the policy that
+// filtered them, against which a change of either is told.
+type toolsView struct {
+	tools []*mcp.Tool
+	pol   *policy.Policy
+}
+
+// A toolsNotifier tells the sessions of an installed guard's server that
+// their tools changed when SetPolicy changed what their callers may see.
+type toolsNotifier struct {
+	// mu is held for reading while a listing loads the policy it filters
+	// by and records it in the session's view (showTools), and for
+	// writing while the views are checked against the policy: a view is
+	// never recorded with a policy older than one the check saw.
+	mu     sync.RWMutex
+	target atomic.Pointer[notifyTarget] // set by Install
+
+	lmu     sync.Mutex
+	listens map[*mcp.ServerSession]any // a session's tools listen: its subscriptionId
+	again   bool                       // a check is due
+	running bool                       // the goroutine that checks is running
+}
+
+// A notifyTarget is what an installed guard sends its notifications
+// through.
+type notifyTarget struct {
+	server *mcp.Server
+	// send is the server's sending handler below the guard's middleware,
+	// through which the go-sdk's own notifications go on once the guard
+	// passed them.
+	send mcp.MethodHandler
+	// quiet says that the server's capabilities turn tools/list_changed
+	// off: the go-sdk sends none, nor does the guard.
+	quiet bool
+}
+
+// showTools records that ss was shown tools, read at seq, filtered by the
+// policy of the moment, which it returns with what ss was shown before
+// (see [sessionViews.show]).
+func (g *Guard) showTools(ss *mcp.ServerSession, seq uint64, tools []*mcp.Tool) (pol *policy.Policy, before toolsView, had, ok bool) {
+	g.lc.mu.RLock()
+	defer g.lc.mu.RUnlock()
+	pol = g.pol.Load()
+	before, had, ok = g.views.show(ss, seq, toolsView{tools: tools, pol: pol})
+	return pol, before, had, ok
+}
+
+// watchListens returns next, which learns from the acknowledgement of a
+// subscriptions/listen that asked for tools/list_changed the id the
+// go-sdk tells that listen's notifications by.
+func (g *Guard) watchListens(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/subscriptions/acknowledged" {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
+			if ss != nil && p != nil && p.Notifications.ToolsListChanged {
+				if id, ok := p.Meta[mcp.MetaKeySubscriptionID]; ok {
+					g.lc.lmu.Lock()
+					if g.lc.listens == nil {
+						g.lc.listens = map[*mcp.ServerSession]any{}
+					}
+					g.lc.listens[ss] = id
+					g.lc.lmu.Unlock()
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// endingListen returns next, the server's handling of a
+// subscriptions/listen, which forgets the tools listen of its session once
+// next returned: go-sdk v1.8.0 then ends the session's subscriptions,
+// whichever of its listens asked for them.
+func (g *Guard) endingListen(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "subscriptions/listen" {
+			return next(ctx, method, req) // a listing made for the listen
+		}
+		defer func() {
+			if ss, _ := req.GetSession().(*mcp.ServerSession); ss != nil {
+				g.lc.lmu.Lock()
+				delete(g.lc.listens, ss)
+				g.lc.lmu.Unlock()
+			}
+		}()
+		return next(ctx, method, req)
+	}
+}
+
+// tellPolicy has the sessions of the installed server checked against
+// the policy, from a goroutine of the guard's: one at a time, a check
+// asked for while one runs made after it (once however many were asked).
+func (g *Guard) tellPolicy() {
+	t := g.lc.target.Load()
+	if t == nil || t.quiet {
+		return
+	}
+	g.lc.lmu.Lock()
+	defer g.lc.lmu.Unlock()
+	g.lc.again = true
+	if g.lc.running {
+		return
+	}
+	g.lc.running = true
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				g.log.Error("mcpguard: telling sessions of a new policy panicked", "panic", r)
+				g.lc.lmu.Lock()
+				g.lc.running = false
+				g.lc.lmu.Unlock()
+			}
+		}()
+		for {
+			g.lc.lmu.Lock()
+			if !g.lc.again {
+				g.lc.running = false
+				g.lc.lmu.Unlock()
+				return
+			}
+			g.lc.again = false
+			g.lc.lmu.Unlock()
+			g.notifyPolicy(t)
+		}
+	}()
+}
+
+// notifyPolicy sends tools/list_changed to each session of t's server
+// whose caller may see other tools under the policy now than what the
+// session was last shown (see toolsView), as go-sdk v1.8.0 sends its own:
+// to a session on a protocol before 2026-07-28 (or with none) on the
+// session, and to one on 2026-07-28 only on its listen for tools/list_changed,
+// stamped with that listen's subscriptionId. A session told is shown
+// its tools under the policy now. Sessions are told in the order the
+// server holds them.
+func (g *Guard) notifyPolicy(t *notifyTarget) {
+	type due struct {
+		ss *mcp.ServerSession
+		id any // its listen's subscriptionId; nil: on the session
+	}
+	var tell []due
+	g.lc.mu.Lock()
+	pol := g.pol.Load()
+	for ss := range t.server.Sessions() {
+		g.lc.lmu.Lock()
+		id, listens := g.lc.listens[ss]
+		g.lc.lmu.Unlock()
+		if !listens && !legacySession(ss) {
+			continue // it cannot be told
+		}
+		pr, v, seq, ok := g.shownTools(ss)
+		if !ok || v.pol == pol {
+			continue
+		}
+		changed := g.changedFor(v.pol, pol, &pr, v.tools, v.tools)
+		g.reshowTools(ss, seq, toolsView{tools: v.tools, pol: pol})
+		if changed {
+			if !listens {
+				id = nil
+			}
+			tell = append(tell, due{ss, id})
+		}
+	}
+	g.lc.mu.Unlock()
+	if len(tell) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, d := range tell {
+		params := &mcp.ToolListChangedParams{}
+		if d.id != nil {
+			params.Meta = mcp.Meta{mcp.MetaKeySubscriptionID: d.id}
+		}
+		req := &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: d.ss, Params: params}
+		if _, err := t.send(ctx, "notifications/tools/list_changed", req); err != nil {
+			g.log.Warn("mcpguard: tools/list_changed for a new policy not sent", "err", err)
+		}
+	}
+}
+
+// legacySession reports whether go-sdk v1.8.0 sends ss its list_changed
+// notifications on the session, unasked: its protocol is before
+// 2026-07-28, or it has none.
+func legacySession(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip == nil || ip.ProtocolVersion < "2026-07-28"
+}
+
+// shownTools returns the caller of ss's view of the tools, what it was
+// shown and when; ok is false when it has no view, or was shown nothing.
+func (g *Guard) shownTools(ss *mcp.ServerSession) (pr policy.Principal, v toolsView, seq uint64, ok bool) {
+	vs := &g.views
+	vs.mu.RLock()
+	defer vs.mu.RUnlock()
+	sv := vs.m[weak.Make(ss)]
+	if sv == nil || sv.off || !sv.shown {
+		return pr, v, 0, false
+	}
+	return sv.pr, sv.val, sv.seq, true
+}
+
+// reshowTools makes v what ss was shown, unless its view changed since
+// it was read at seq (see shownTools).
+func (g *Guard) reshowTools(ss *mcp.ServerSession, seq uint64, v toolsView) {
+	vs := &g.views
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if sv := vs.m[weak.Make(ss)]; sv != nil && !sv.off && sv.shown && sv.seq == seq {
+		sv.val = v
+	}
 }
