@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,10 @@ import (
 // through the server's sending middleware added before Install (one
 // added after it does not see them); policies set in quick succession are
 // told together, each session checked against the policy of the moment.
+// Each has 10 seconds to be sent; one not sent within a second (its
+// client stopped reading, and its transport blocks the write) is left to
+// finish while the next session is told, and its session is sent no other
+// until it has.
 // Until its client lists again, a call it makes is decided by p whatever
 // its list shows. Without Install ([Guard.Wrap], [Guard.AddTool]) none is
 // sent: the guard filters no listing there, so none changes with the
@@ -187,7 +192,15 @@ type toolsNotifier struct {
 	listens map[*mcp.ServerSession]any // a session's tools listen: its subscriptionId
 	again   bool                       // a check is due
 	running bool                       // the goroutine that checks is running
+	// sending holds the sessions a notice is being sent to: one whose
+	// transport blocks the write (its client stopped reading) is sent no
+	// other until that one returns.
+	sending map[*mcp.ServerSession]bool
 }
+
+// noticeWait is how long the guard waits for one session's notice to be
+// sent before it tells the next session (see notifyPolicy).
+var noticeWait = time.Second
 
 // A notifyTarget is what an installed guard sends its notifications
 // through.
@@ -301,14 +314,74 @@ func (g *Guard) tellPolicy() {
 // session, and to one on 2026-07-28 only on its listen for tools/list_changed,
 // stamped with that listen's subscriptionId. A session told is shown
 // its tools under the policy now. Sessions are told in the order the
-// server holds them.
+// server holds them, each notice from a goroutine of its own with 10
+// seconds to be sent: one not sent within noticeWait (its transport
+// blocks the write, which a context does not end) is left to finish on its
+// own while the next session is told, and its session is sent no other
+// notice until it does (the one under way has its client list the tools
+// anew). A notice whose sending panics is logged, and the rest are sent.
 func (g *Guard) notifyPolicy(t *notifyTarget) {
-	type due struct {
-		ss *mcp.ServerSession
-		id any // its listen's subscriptionId; nil: on the session
+	tell := g.dueNotices(t)
+	if len(tell) == 0 {
+		return
 	}
-	var tell []due
+	wait := time.NewTimer(noticeWait)
+	defer wait.Stop()
+	for _, d := range tell {
+		g.lc.lmu.Lock()
+		busy := g.lc.sending[d.ss]
+		if !busy {
+			if g.lc.sending == nil {
+				g.lc.sending = map[*mcp.ServerSession]bool{}
+			}
+			g.lc.sending[d.ss] = true
+		}
+		g.lc.lmu.Unlock()
+		if busy {
+			continue
+		}
+		done := make(chan struct{})
+		go g.sendNotice(t, d, done)
+		wait.Reset(noticeWait)
+		select {
+		case <-done:
+		case <-wait.C:
+		}
+	}
+}
+
+// A notice is a tools/list_changed notification due to a session.
+type notice struct {
+	ss *mcp.ServerSession
+	id any // its listen's subscriptionId; nil: on the session
+}
+
+// dueNotices returns the notices due to the sessions of t's server for the
+// policy now, and makes it the policy of what each was shown. Whether the
+// guard refuses a tool under a policy is worked out once per tool and
+// policy, not per session: the sessions' views mostly hold the same tools
+// (the server's own, as its listings return them), and lc.mu, which every
+// tools/list waits for, is held meanwhile.
+func (g *Guard) dueNotices(t *notifyTarget) []notice {
+	type use struct {
+		p *policy.Policy
+		t *mcp.Tool
+	}
+	refused := map[use]bool{}
+	shows := func(p *policy.Policy, pr *policy.Principal, t *mcp.Tool) bool {
+		if !p.Visible(pr, t.Name) {
+			return false
+		}
+		r, ok := refused[use{p, t}]
+		if !ok {
+			r = g.refused(p, t)
+			refused[use{p, t}] = r
+		}
+		return !r
+	}
+	var tell []notice
 	g.lc.mu.Lock()
+	defer g.lc.mu.Unlock()
 	pol := g.pol.Load()
 	for ss := range t.server.Sessions() {
 		g.lc.lmu.Lock()
@@ -321,30 +394,42 @@ func (g *Guard) notifyPolicy(t *notifyTarget) {
 		if !ok || v.pol == pol {
 			continue
 		}
-		changed := g.changedFor(v.pol, pol, &pr, v.tools, v.tools)
+		changed := slices.ContainsFunc(v.tools, func(t *mcp.Tool) bool {
+			return shows(v.pol, &pr, t) != shows(pol, &pr, t)
+		})
 		g.reshowTools(ss, seq, toolsView{tools: v.tools, pol: pol})
 		if changed {
 			if !listens {
 				id = nil
 			}
-			tell = append(tell, due{ss, id})
+			tell = append(tell, notice{ss, id})
 		}
 	}
-	g.lc.mu.Unlock()
-	if len(tell) == 0 {
-		return
-	}
+	return tell
+}
+
+// sendNotice sends d through t, and closes done.
+func (g *Guard) sendNotice(t *notifyTarget, d notice, done chan<- struct{}) {
+	defer close(done)
+	defer func() {
+		g.lc.lmu.Lock()
+		delete(g.lc.sending, d.ss)
+		g.lc.lmu.Unlock()
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error("mcpguard: tools/list_changed for a new policy panicked", "panic", r)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, d := range tell {
-		params := &mcp.ToolListChangedParams{}
-		if d.id != nil {
-			params.Meta = mcp.Meta{mcp.MetaKeySubscriptionID: d.id}
-		}
-		req := &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: d.ss, Params: params}
-		if _, err := t.send(ctx, "notifications/tools/list_changed", req); err != nil {
-			g.log.Warn("mcpguard: tools/list_changed for a new policy not sent", "err", err)
-		}
+	params := &mcp.ToolListChangedParams{}
+	if d.id != nil {
+		params.Meta = mcp.Meta{mcp.MetaKeySubscriptionID: d.id}
+	}
+	req := &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: d.ss, Params: params}
+	if _, err := t.send(ctx, "notifications/tools/list_changed", req); err != nil {
+		g.log.Warn("mcpguard: tools/list_changed for a new policy not sent", "err", err)
 	}
 }
 
