@@ -258,7 +258,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 					c.session = sessionKey(req, c.id)
 				}
 				ev := &c.outcome
-				buildEvent(ev, now(), tools[c.name].RecordArgs, req, c, parentCorr(ctx, c.corr), audit.PhaseOutcome)
+				buildEvent(ev, now(), tools[c.name].RecordArgs, req, c, parentCorr(ctx, c.corr, req), audit.PhaseOutcome)
 				if werr := sink.Write(context.WithoutCancel(ctx), ev); werr != nil {
 					log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", werr)
 				}

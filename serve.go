@@ -70,7 +70,7 @@ type call struct {
 	sum       string
 	hashKey   *[]byte              // Options.ArgsKey, when the records' hash is keyed (see key)
 	requestID string               // the proxy's id of the request (Options.RequestIDHeader)
-	req       *mcp.CallToolRequest // the request of an Audit middleware's call (auditCall)
+	req       *mcp.CallToolRequest // the call's request (auditCall, parentCorr)
 	idCtx     identityCtx
 	outcome   audit.Event
 }
@@ -142,7 +142,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	pol := g.pol.Load()
 	c := newCall(g.now(), &g.ids)
 	c.guard, c.pol = g, pol
-	c.hashKey = keyOf(&g.opts.ArgsKey)
+	c.hashKey, c.req = keyOf(&g.opts.ArgsKey), req
 	c.requestID = requestID(req, g.opts.RequestIDHeader)
 	if req != nil && req.Params != nil {
 		c.name = req.Params.Name
@@ -611,34 +611,46 @@ func (c *call) outer() *call {
 // another guarded tool; see outer), for the records of c (audit.Event's
 // ParentID): the direct outer call's, or "" for a call of its own. ctx is
 // the context c came with, or one c's pipeline made from it (the
-// handler's, once it runs). The outer call is a Guard's or an Audit
-// middleware's: whichever gives the correlation id of ctx's records (see
-// CorrelationID), past c's own.
-func (c *call) parent(ctx context.Context) string {
+// handler's, once it runs); req is c's request. The outer call is a
+// Guard's or an Audit middleware's: whichever gives the correlation id of
+// ctx's records (see CorrelationID), past c's own.
+func (c *call) parent(ctx context.Context, req *mcp.CallToolRequest) string {
 	if c.idCtx.Context != nil {
 		ctx = c.idCtx.Context // the context c's handler was called within
 	}
-	return parentCorr(ctx, c.corr)
+	return parentCorr(ctx, c.corr, req)
 }
 
 // parentCorr returns the correlation id of the outer call of the call
-// corr: the one that ctx's records belong to (CorrelationID), or, when
-// that is corr itself (ctx is of that call: its Audit middleware's, or
-// the Guard's call a stand-alone step took its id from), that of the call
-// whose handler that one was called within.
-func parentCorr(ctx context.Context, corr string) string {
+// corr, of request req: the one that ctx's records belong to
+// (CorrelationID), or, when that is corr itself (ctx is of that call: its
+// Audit middleware's, or the Guard's call a stand-alone step took its id
+// from), that of the call whose handler that one was called within. A call
+// of the same request is no outer call but a layer of the same one (a
+// Guard installed on the server whose tool's handler is a Wrap'd one or an
+// Audit chain, an Audit chain around a Wrap'd handler): the client's call
+// passes through both, and is made by no handler; it is passed over too.
+func parentCorr(ctx context.Context, corr string, req *mcp.CallToolRequest) string {
 	for {
 		p := correlationFrom(ctx)
-		if p != corr {
-			return p
-		}
-		if c, _ := ctx.Value(callKey{}).(*call); c != nil && c.corr == corr && c.idCtx.Context != nil {
-			ctx = c.idCtx.Context
-		} else if a, _ := ctx.Value(auditKey{}).(*auditCtx); a != nil && a.c.corr == corr {
-			ctx = a.Context
-		} else {
+		if p == "" {
 			return ""
 		}
+		// The call that gave p, and the context it was called with.
+		var in context.Context
+		var preq *mcp.CallToolRequest
+		if c, _ := ctx.Value(callKey{}).(*call); c != nil && c.corr == p && c.idCtx.Context != nil {
+			in, preq = c.idCtx.Context, c.req
+		} else if a, _ := ctx.Value(auditKey{}).(*auditCtx); a != nil && a.c.corr == p {
+			in, preq = a.Context, a.c.req
+		}
+		if p != corr && (in == nil || preq != req) {
+			return p
+		}
+		if in == nil {
+			return ""
+		}
+		ctx, corr = in, p
 	}
 }
 
@@ -1727,7 +1739,7 @@ func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		return errors.New("no audit sink configured")
 	}
 	var ev audit.Event
-	buildEvent(&ev, g.now(), c.record, req, c, c.parent(ctx), audit.PhaseIntent)
+	buildEvent(&ev, g.now(), c.record, req, c, c.parent(ctx, req), audit.PhaseIntent)
 	if err := audit.WriteDurable(context.WithoutCancel(ctx), g.opts.Audit, &ev); err != nil {
 		return err
 	}
@@ -1753,14 +1765,14 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 			args = c.sumBuf[:copy(c.sumBuf[:], c.raw)]
 			c.summed = true // c.sum stays empty: the sink fills the record's
 		}
-		buildEvent(ev, g.now(), c.record, req, c, c.parent(ctx), audit.PhaseOutcome)
+		buildEvent(ev, g.now(), c.record, req, c, c.parent(ctx, req), audit.PhaseOutcome)
 		if err := g.keeper.Keep(context.Background(), ev, args); err != nil {
 			g.log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
 			return false
 		}
 		return true
 	}
-	buildEvent(ev, g.now(), c.record, req, c, c.parent(ctx), audit.PhaseOutcome)
+	buildEvent(ev, g.now(), c.record, req, c, c.parent(ctx, req), audit.PhaseOutcome)
 	// The outcome is recorded even when the client has gone away.
 	if err := g.opts.Audit.Write(context.Background(), ev); err != nil {
 		g.log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", err)

@@ -28,7 +28,9 @@ type Event struct {
 	// handler of another guarded call (a composite tool calling another
 	// guarded tool; see mcpguard.CorrelationID). It is the direct outer
 	// call's only: the chain is followed from record to record. "" for a
-	// call of its own (every call a client sends).
+	// call of its own (every call a client sends, also where two layers
+	// record it: a Wrap'd handler or an Audit chain on a server a Guard is
+	// installed on, an Audit chain around a Wrap'd handler).
 	ParentID string `json:"parent_id,omitempty"`
 	// RequestID is the id a proxy in front of the server gave the request
 	// (mcpguard's gateway: its correlation id, in the header

@@ -10,6 +10,13 @@
 // into an audit_log table on SQLite or PostgreSQL (10 or later); [SlogSink]
 // hands events to a slog.Handler; [Fanout] writes to several sinks at once.
 //
+// [NewSQL] upgrades a table of an earlier [SchemaVersion] in place. The
+// upgrades to versions 4 and 6 add a column with a constant default, which
+// rewrites no row on SQLite and on PostgreSQL 11 or later; PostgreSQL 10
+// rewrites the whole table and its indexes, holding a lock that stops every
+// reader and writer of the table until it is done: upgrade a large table
+// there at a quiet time.
+//
 // # Durability
 //
 // A write tool's handler runs only after its intent is durable:

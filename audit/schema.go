@@ -122,7 +122,9 @@ func schemaV3(d Dialect) []string {
 
 // schemaV4 upgrades audit_log from version 3 to 4: the column request_id
 // ([Event].RequestID), empty in the rows already there. Adding a column with
-// a constant default rewrites no row on either database.
+// a constant default rewrites no row on SQLite, nor on PostgreSQL 11 or
+// later; PostgreSQL 10 rewrites the table and its indexes (see the package
+// doc).
 func schemaV4(Dialect) []string {
 	return []string{`ALTER TABLE audit_log ADD COLUMN request_id TEXT NOT NULL DEFAULT ''`}
 }
@@ -143,12 +145,12 @@ func schemaV5(d Dialect) []string {
 
 // schemaV6 upgrades audit_log from version 5 to 6: the column parent_id
 // ([Event].ParentID), empty in the rows already there (adding a column with
-// a constant default rewrites no row on either database), and an index on
-// it for the rows that have one, partial as version 5's on request_id is:
-// a call made by no other call's handler (every call a client sends) costs
-// an insert nothing more. [Filter].ParentID finds the calls an outer call
-// made through it. On PostgreSQL the index holds the first indexPrefix
-// characters, as version 3's indexes do.
+// a constant default rewrites no row, but on PostgreSQL 10: see schemaV4),
+// and an index on it for the rows that have one, partial as version 5's on
+// request_id is: a call made by no other call's handler (every call a
+// client sends) costs an insert nothing more. [Filter].ParentID finds the
+// calls an outer call made through it. On PostgreSQL the index holds the
+// first indexPrefix characters, as version 3's indexes do.
 func schemaV6(d Dialect) []string {
 	qs := []string{`ALTER TABLE audit_log ADD COLUMN parent_id TEXT NOT NULL DEFAULT ''`}
 	if d == Postgres {
