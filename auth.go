@@ -310,7 +310,7 @@ func (c *identityCtx) Value(key any) any {
 		return c.id
 	case corrKey{}:
 		if c.call != nil {
-			return c.call.corr
+			return c.call // correlationFrom reads its corr: no string boxed per lookup
 		}
 	case callKey{}:
 		if c.call != nil {

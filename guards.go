@@ -362,14 +362,22 @@ func wireDenial(err error) (d *DenialError, detail string) {
 	return Deny(CodeInternal, ""), "protocol error"
 }
 
-// corrKey is the context key of the correlation id of the [Audit]
-// middleware's call.
+// corrKey is the context key of the correlation id of the call ctx belongs
+// to: a string for the [Audit] middleware's call (auditCtx), the *call
+// itself for the guard pipeline's (identityCtx), whose corr is read
+// without boxing a string at each lookup.
 type corrKey struct{}
 
-// correlationFrom returns the correlation id Audit put in ctx, or "".
+// correlationFrom returns the correlation id of the call ctx belongs to
+// (the Audit middleware's or the guard pipeline's), or "".
 func correlationFrom(ctx context.Context) string {
-	id, _ := ctx.Value(corrKey{}).(string)
-	return id
+	switch v := ctx.Value(corrKey{}).(type) {
+	case string:
+		return v
+	case *call: // the pipeline's (identityCtx)
+		return v.corr
+	}
+	return ""
 }
 
 // CorrelationID returns the correlation id of the audit record of the call
