@@ -545,7 +545,9 @@ func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 // authenticated from that request, as any call's is (the identity in the
 // context is not taken over, so a request without the call's Extra carries
 // no token), and authorized by that caller's roles. It has its own
-// correlation id and audit records, and is charged against the limits as
+// correlation id and audit records, which name the outer call's
+// correlation id as their parent ([audit.Event].ParentID), and is charged
+// against the limits as
 // a call of its own, in an in-flight place of its own: under an in-flight
 // cap of 1 per user, the inner call of a call holding that place is
 // refused, CONCURRENCY_LIMIT_EXCEEDED. It is a dry run when the outer call
