@@ -142,15 +142,15 @@ func checkHost(h string) error {
 	addr, _, _ := strings.Cut(h, "%")
 	switch {
 	case strings.HasPrefix(h, "["):
-		return fmt.Errorf("--host %q: give an IPv6 address without brackets (::1)", h)
+		return fmt.Errorf("--host %s: give an IPv6 address without brackets (::1)", cliarg.Shown(h))
 	case net.ParseIP(addr) != nil:
 		return nil
 	case strings.Contains(h, ":"):
-		return fmt.Errorf("--host %q: want a host name or IP address, without a port (give it as --port) or a scheme", h)
+		return fmt.Errorf("--host %s: want a host name or IP address, without a port (give it as --port) or a scheme", cliarg.Shown(h))
 	}
 	for _, c := range h {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
-			return fmt.Errorf("--host %q: want a host name or IP address (letters, digits, '.', '-', '_')", h)
+			return fmt.Errorf("--host %s: want a host name or IP address (letters, digits, '.', '-', '_')", cliarg.Shown(h))
 		}
 	}
 	return nil
@@ -164,11 +164,11 @@ func checkPath(p string) error {
 	u, err := url.Parse(p)
 	switch {
 	case !strings.HasPrefix(p, "/"):
-		return fmt.Errorf("--path %q: want a path beginning with /", p)
+		return fmt.Errorf("--path %s: want a path beginning with /", cliarg.Shown(p))
 	case err != nil || u.Path != p || u.Host != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return fmt.Errorf("--path %q: want a plain path, without query, fragment or %%-escapes (the gateway compares it with the request's decoded path)", p)
+		return fmt.Errorf("--path %s: want a plain path, without query, fragment or %%-escapes (the gateway compares it with the request's decoded path)", cliarg.Shown(p))
 	case p == "/healthz":
-		return fmt.Errorf("--path %q: the health check's path", p)
+		return fmt.Errorf("--path %s: the health check's path", cliarg.Shown(p))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -86,19 +87,26 @@ func matchAny(patterns []string, v string) bool {
 // host needs allowRemote, since the session passthrough is not an OAuth
 // profile and must not face the internet.
 func listenAddr(addr string, allowRemote bool) (string, error) {
+	// The value as cliarg shows it: a URL with its user information put
+	// here by mistake is not echoed (nor is the parser's error, which
+	// quotes it).
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("--addr %q: %v", addr, err)
+		why := "want host:port"
+		if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
+			why = ae.Err
+		}
+		return "", fmt.Errorf("--addr %s: %s", cliarg.Shown(addr), why)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", fmt.Errorf("--addr %q: the port must be a number from 0 to 65535", addr)
+		return "", fmt.Errorf("--addr %s: the port must be a number from 0 to 65535", cliarg.Shown(addr))
 	}
 	if host == "" {
 		host = "127.0.0.1"
 	}
 	ip := net.ParseIP(host)
 	if host != "localhost" && (ip == nil || !ip.IsLoopback()) && !allowRemote {
-		return "", fmt.Errorf("--addr %q is not a loopback address; /mcp must not be exposed publicly without OAuth (add --allow-remote to insist)", addr)
+		return "", fmt.Errorf("--addr %s is not a loopback address; /mcp must not be exposed publicly without OAuth (add --allow-remote to insist)", cliarg.Shown(addr))
 	}
 	return net.JoinHostPort(host, port), nil
 }

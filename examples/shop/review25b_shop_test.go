@@ -22,8 +22,10 @@ func TestReview25bAllowedOriginsChecked(t *testing.T) {
 		"ftp://app.example.com",
 		"https://user@app.example.com",
 	} {
-		if err := checkAllowedOrigins([]string{"https://ok.example.com", bad}); err == nil || !strings.Contains(err.Error(), bad) {
-			t.Errorf("checkAllowedOrigins(%q) = %v, want an error naming it", bad, err)
+		// One with user information is named without being shown, as a
+		// secret may be there (review31).
+		if err := checkAllowedOrigins([]string{"https://ok.example.com", bad}); err == nil || strings.Contains(bad, "@") == strings.Contains(err.Error(), bad) {
+			t.Errorf("checkAllowedOrigins(%q) = %v, want an error naming it (shown unless it has user information)", bad, err)
 		}
 		// Through the command line: an empty --redis, refused after the
 		// origins are checked, keeps a run without the check from serving.

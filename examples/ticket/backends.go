@@ -66,17 +66,19 @@ func postgresConfig(v string) (*pgx.ConnConfig, error) {
 	if v == "" {
 		return nil, errors.New("--audit-postgres: empty URL (" + postgresUsage + ")")
 	}
+	// The scheme in lower case, as pgx wants it: net/url lowers it, and pgx
+	// reads POSTGRES://... as a keyword/value string that sets nothing.
 	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+	if err != nil || (!strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://")) {
 		return nil, errors.New("--audit-postgres: not a postgres:// URL (" + postgresUsage + ")")
 	}
 	if u.Hostname() == "" && u.Query().Get("host") == "" {
 		return nil, errors.New("--audit-postgres: the URL names no host (" + postgresUsage + ")")
 	}
-	if urlHasPassword(u) {
+	if urlHasPassword(v) {
 		// As --redis: not from the command line, which every user of the
 		// host can read (ps, /proc).
-		return nil, errors.New("--audit-postgres: a password in the URL is refused: the command line is readable by every user of the host; put it in PGPASSWORD or ~/.pgpass")
+		return nil, errors.New("--audit-postgres: a password in the URL is refused: the command line is readable by every user of the host; put it in PGPASSWORD or ~/.pgpass (a client key's passphrase, sslpassword, in PGSSLPASSWORD)")
 	}
 	cfg, err := pgx.ParseConfig(v)
 	if err != nil {
@@ -85,16 +87,27 @@ func postgresConfig(v string) (*pgx.ConnConfig, error) {
 	return cfg, nil
 }
 
-// urlHasPassword reports whether u sets a password: in its user
-// information (user:password@, an empty one too) or as a query parameter,
-// in any case (pgx reads "password"; another spelling would be sent to
-// the server as a run-time parameter).
-func urlHasPassword(u *url.URL) bool {
-	if _, set := u.User.Password(); set {
+// urlHasPassword reports whether the postgres:// URL v sets a password,
+// read as pgx reads it (libpq's rules, not net/url's): user information
+// with a colon (user:password@, an empty one too) before the first '@'
+// that comes before any '/', or a query key password or sslpassword (the
+// client key's passphrase), percent-decoded, spaces trimmed, in any case
+// (pgx reads them in lower case; another spelling would be sent to the
+// server as a run-time parameter). Every '&'- or '?'-separated part of v is
+// taken as a possible key: pgx knows no fragment ('#' is a value's byte to
+// it), and a '?' in the user information moves where its query starts.
+func urlHasPassword(v string) bool {
+	rest := v[strings.Index(v, "://")+3:]
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' && strings.Contains(rest[:i], ":") {
 		return true
 	}
-	for k := range u.Query() {
-		if strings.EqualFold(k, "password") {
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == '&' || r == '?' }) {
+		k, _, _ := strings.Cut(part, "=")
+		if d, err := url.PathUnescape(k); err == nil {
+			k = d
+		}
+		k = strings.Trim(k, " ")
+		if strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
 			return true
 		}
 	}

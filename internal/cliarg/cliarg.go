@@ -12,20 +12,75 @@ import (
 // secretHints are the parts, in lower case, of an argument that may hold a
 // secret: a URL (user information, a password or token in its query), user
 // information without a scheme, and an assignment or word that names one
-// (MCP_GATEWAY_SIGN_KEY=..., SHOP_MCP_REDIS_PASSWORD=..., --token=...).
-var secretHints = []string{"://", "@", "password", "passwd", "secret", "token", "key", "auth"}
+// (MCP_GATEWAY_SIGN_KEY=..., SHOP_MCP_REDIS_PASSWORD=..., --token=...,
+// Bearer ...).
+var secretHints = []string{"://", "@", "password", "passwd", "secret", "token", "key", "auth", "bearer"}
+
+// maxShown is the longest argument shown, in bytes: a mistyped command or
+// a plain value is short, and a longer one is more likely data or a secret.
+const maxShown = 64
+
+// hidden is what Shown returns for an argument that may hold a secret.
+const hidden = "(a value that may hold a secret, not shown)"
 
 // Shown quotes v for an error, or names it without showing it when it may
-// hold a secret (see secretHints). A value shown is quoted with
-// strconv.Quote, so that no control character reaches a terminal.
+// hold a secret: when it has a part of secretHints (in any case), looks
+// like a secret given bare (see looksLikeSecret), or is longer than 64
+// bytes. A value shown is quoted with strconv.Quote, so that no control
+// character reaches a terminal.
 func Shown(v string) string {
+	if len(v) > maxShown {
+		return "(a value of " + strconv.Itoa(len(v)) + " bytes, not shown)"
+	}
 	l := strings.ToLower(v)
 	for _, s := range secretHints {
 		if strings.Contains(l, s) {
-			return "(a value that may hold a secret, not shown)"
+			return hidden
 		}
 	}
+	if looksLikeSecret(v) {
+		return hidden
+	}
 	return strconv.Quote(v)
+}
+
+// looksLikeSecret reports whether v has the form of a secret given without
+// its name: a JWT ("eyJ", a JSON object's start in base64), user:password
+// (a colon followed by something other than a port number), or a run of at
+// least 16 letters, digits, '_', '+', '=' or '-' that mixes letters and
+// digits, or upper and lower case (a hex or base64 key, a bearer token, a
+// session id). A mistyped command, a flag, a path, host:port are not so.
+func looksLikeSecret(v string) bool {
+	if strings.Contains(v, "eyJ") {
+		return true
+	}
+	if i := strings.LastIndexByte(v, ':'); i >= 0 && strings.Trim(v[i+1:], "0123456789") != "" {
+		return true
+	}
+	run, digit, letter, upper, lower := 0, false, false, false, false
+	for i := 0; i <= len(v); i++ {
+		var c byte
+		if i < len(v) {
+			c = v[i]
+		}
+		switch {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'a' && c <= 'z':
+			letter, lower = true, true
+		case c >= 'A' && c <= 'Z':
+			letter, upper = true, true
+		case c == '_' || c == '+' || c == '=' || c == '-':
+		default:
+			if run >= 16 && (digit && letter || upper && lower) {
+				return true
+			}
+			run, digit, letter, upper, lower = 0, false, false, false, false
+			continue
+		}
+		run++
+	}
+	return false
 }
 
 // List shows args as [Shown] does each, in brackets, space-separated.
