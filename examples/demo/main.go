@@ -42,6 +42,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/dryrun"
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
@@ -79,7 +80,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "demo: unexpected arguments %q (the audit database is -audit PATH)\n", fs.Args())
+		fmt.Fprintf(stderr, "demo: unexpected arguments %s (the audit database is -audit PATH)\n", cliarg.List(fs.Args()))
 		fs.Usage()
 		return 2
 	}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
@@ -104,7 +105,7 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "refund: unexpected arguments %q\n", fs.Args())
+		fmt.Fprintf(stderr, "refund: unexpected arguments %s\n", cliarg.List(fs.Args()))
 		return 2
 	}
 	if err := checkFlags(cfg); err != nil {
