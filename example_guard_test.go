@@ -235,7 +235,11 @@ func ExampleGuard_AddTool() {
 // one call with the [dryrun.MetaKey] _meta key (Options.DryRun would make
 // every write one). The handler does not run; the caller gets a summary of
 // what the call would do, from ToolOptions.Describe, with a synthetic
-// DRYRUN- id. The same call without the key runs.
+// DRYRUN- id. The same call without the key runs. (The preview of a tool
+// with an output schema it does not fit, a typed tool's usually, comes as a
+// tool error, isError, which clients do not check against the schema: a
+// client tells it by its "dry_run": true. A handler its ToolOptions declare
+// DryRunAware answers a dry run itself, in the tool's own shape.)
 func ExampleOptions_dryRun() {
 	ctx := context.Background()
 	pol, err := policy.New(policy.Config{
