@@ -50,7 +50,12 @@
 // would be when its cost would not fit in the spend caps now); answer
 // dry-runs (package dryrun); record a durable write-ahead
 // intent for writes (package audit); run the handler with the caller's
-// [Identity] in its context; validate its output (that it can be encoded,
+// [Identity] in its context, under its deadline ([Options].Timeout, which
+// starts here; a call made in-process within another guarded call's
+// handler keeps that call's deadline, and when it passed first, while the
+// human was asked to confirm or before a write's handler was called, the
+// call is refused UPSTREAM_UNAVAILABLE, retryable, its tool not run);
+// validate its output (that it can be encoded,
 // as UTF-8, with no content block nil, nested at most 512 levels deep;
 // its size, capped by [Options].MaxOutputBytes at 4 MiB by default; then
 // its structured content against the tool's output schema); audit the

@@ -133,7 +133,8 @@ type Options struct {
 	// never called, excepted). A Cost equal to Max admits one call. A call
 	// the limiter admitted and that is refused before its handler runs (a
 	// write without a durable intent, a confirmation found used, a
-	// confirmation state that could not be made, arguments the go-sdk's
+	// confirmation state that could not be made, a write whose deadline
+	// passed before its handler was called, arguments the go-sdk's
 	// typed-tool wrapper could not read, decode or validate, as the
 	// package doc's # Errors says) is given back its calls
 	// and cost ([limiter.Limiter.Refund]): a call refused at once consumes
@@ -169,9 +170,13 @@ type Options struct {
 	// elicitation is asked with an elicitation inside the call, whose
 	// answer is waited for until the state expires (then the call is
 	// refused, CONFIRMATION_REQUIRED, as is a call no one can be asked
-	// for). That answer comes back on the session, from whoever may post
-	// on it: over stateful Streamable HTTP the older client is asked only
-	// on a session that the guard saw opened (its initialize, through
+	// for), or until the deadline of the context the call came with (a
+	// call made in-process within another guarded call's handler has
+	// that call's; see [Guard.Wrap]), which refuses it as timed out
+	// before its tool ran: UPSTREAM_UNAVAILABLE, retryable. That answer
+	// comes back on the session, from whoever may post on it: over
+	// stateful Streamable HTTP the older client is asked only on a session
+	// that the guard saw opened (its initialize, through
 	// [Guard.Install]) by the call's verified user (TokenInfo UserID) or,
 	// through the gateway, for the call's subject; any other call is
 	// refused so, as is one to a handler [Guard.Wrap] guards on a server
@@ -252,7 +257,10 @@ type Options struct {
 	MaxOutputBytes int
 	// Validation tunes argument validation. Nil means strict.
 	Validation *ValidationOptions
-	// Timeout is the default per-call deadline. 0 means none.
+	// Timeout is the default per-call deadline. 0 means none. It bounds
+	// the handler, and starts when the handler is called: the question
+	// that asks an older client's human to confirm the call (see
+	// Confirmer) comes before it.
 	Timeout time.Duration
 	// RetryReads retries a read tool once when its handler fails with an
 	// error that unwraps to [ErrUpstreamUnavailable] or reports
@@ -553,10 +561,18 @@ func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 // refused, CONCURRENCY_LIMIT_EXCEEDED. It is a dry run when the outer call
 // is one (see [Options].DryRun), asks for its own confirmation, and ends by
 // the outer call's deadline (a write's too, whose handler is otherwise not
-// ended with its caller); its confirmation question, and under
-// [Guard.Install] or [Guard.AddTool] its handler's own, ends when the
-// outer call's caller cancels. A panic in it is recovered by its guard:
-// the outer handler gets an INTERNAL tool error.
+// ended with its caller). A handler the deadline ends timed out, as any
+// does (UPSTREAM_UNAVAILABLE; a write's not retryable); a call the
+// deadline ends while an older client's human is asked to confirm it, or
+// a write whose deadline passed before its handler was called (a slow
+// write-ahead record), timed out before its tool ran: it is refused
+// UPSTREAM_UNAVAILABLE, retryable, its tool not run after the deadline
+// whatever the human answers, given back what the limits charged it
+// (the round that asked the human keeps its count against the call rate,
+// as when the confirmation expires), and recorded so. Its confirmation
+// question, and under [Guard.Install] or [Guard.AddTool] its handler's
+// own, ends when the outer call's caller cancels. A panic in it is
+// recovered by its guard: the outer handler gets an INTERNAL tool error.
 func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 	if h == nil {
 		return nil, errors.New("mcpguard: nil handler")

@@ -331,6 +331,17 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			defer cancel()
 		}
 	}
+	if write && errors.Is(gaveup.Err(ctx), context.DeadlineExceeded) {
+		// The deadline of the call this write is made in-process within
+		// passed before its handler ran (a slow write-ahead record, say):
+		// a handler that does not look at its context would write past
+		// it, the caller waiting on it. Not started: it consumes nothing.
+		// (A read's handler is called as it was: its context says it is
+		// done, and it writes nothing.)
+		c.detail = "the call's deadline passed before the tool ran; the tool was not run"
+		g.refund(ctx, c, ld)
+		return g.deny(c, timedOutBeforeRun("the call's deadline passed before it could start"))
+	}
 	timeout := topts.Timeout
 	if timeout == 0 {
 		timeout = g.opts.Timeout
@@ -1097,6 +1108,14 @@ func (g *Guard) refund(ctx context.Context, c *call, ld limiter.Decision) {
 	c.charged = 0
 }
 
+// timedOutBeforeRun is the refusal of a call whose deadline passed before
+// its tool ran (why says when): UPSTREAM_UNAVAILABLE, as a call whose
+// handler the deadline ends gets ("the tool timed out"), but retryable,
+// for nothing was done.
+func timedOutBeforeRun(why string) *DenialError {
+	return Deny(CodeUpstreamUnavailable, "the tool timed out before it ran: "+why)
+}
+
 // failedWrite marks d, the refusal of a call whose handler ran and failed
 // (an error, a panic, no result, a malformed one), as not retryable when
 // the call is a write, and says why: the write may have been made, and a
@@ -1310,11 +1329,22 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		ectx, cancel := context.WithTimeout(wctx, expires.Sub(g.now()))
 		er, err := req.Session.Elicit(ectx, ask.InputRequests[confirm.InputKey].(*mcp.ElicitParams))
 		late := errors.Is(ectx.Err(), context.DeadlineExceeded) && wctx.Err() == nil
+		// The deadline of the context the call came with (a call made
+		// in-process within another guarded call's handler has that
+		// call's) passed while the human was asked: the call timed out,
+		// as one whose handler the deadline ends does, and, whatever the
+		// client answered, its tool is not run after it.
+		timedOut := !late && errors.Is(gaveup.Err(wctx), context.DeadlineExceeded)
 		cancel()
 		stop()
 		if err != nil && late {
 			c.detail = "no answer before the confirmation expired"
 			c.denial = Deny(CodeConfirmationRequired, "the user did not answer before the confirmation expired; the tool was not run")
+			return nil, false
+		}
+		if timedOut {
+			c.detail = "the call's deadline passed while the user was asked to confirm; the tool was not run"
+			c.denial = timedOutBeforeRun("the call's deadline passed while the user was asked to confirm")
 			return nil, false
 		}
 		if err != nil {
