@@ -44,8 +44,8 @@
 // the server names one, as [FromGatewayHeaders]' anonymous principal; never
 // tool arguments); resolve and authorize with the [policy] (hidden and
 // unknown tools get byte-identical answers; write tools need the allowlist);
-// validate the arguments strictly ([Validator]); ask for confirmation
-// (package confirm); apply rate, spend and in-flight limits (package
+// validate the arguments strictly ([Validator]); ask for confirmation (not
+// for a dry run; package confirm); apply rate, spend and in-flight limits (package
 // limiter; a dry run spends nothing, but is refused as the real call
 // would be when its cost would not fit in the spend caps now); answer
 // dry-runs (package dryrun); record a durable write-ahead
@@ -140,7 +140,11 @@
 // reads it with [CorrelationID]), so a model can read it and correct
 // itself. retryable is never true for a write whose handler started and
 // failed: it may have written (for a handler's own refusal, see below).
-// With [Options.ProtocolErrors] it is a JSON-RPC error instead:
+// With [Options.ProtocolErrors] it is a JSON-RPC error instead. The HTTP
+// statuses are [Code.HTTPStatus]'s, which the gateway and an HTTP route of
+// one's own answer with; an MCP server's answer over Streamable HTTP is
+// HTTP 200 whatever the code, without Retry-After (retry_after_seconds is
+// in the error's data):
 //
 //	UNAUTHENTICATED                                  -32000  HTTP 401
 //	FORBIDDEN, WRITE_NOT_ALLOWED, CONFIRMATION_REQUIRED  -32001  HTTP 403

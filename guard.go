@@ -51,6 +51,9 @@ type ToolOptions struct {
 	// RecordArgs names top-level argument fields recorded verbatim in the
 	// audit trail. Nil means none: only args_sha256 is recorded (the
 	// arguments' SHA-256, or their HMAC-SHA256 under [Options].ArgsKey).
+	// They are recorded once the call is authorized: a call refused before
+	// (unauthenticated, an unknown or hidden tool, forbidden, a write off
+	// the allowlist) has only the hash.
 	RecordArgs []string
 	// Describe renders the action in words for the dry-run summary and the
 	// confirmation prompt. Nil means a generic description listing the

@@ -88,7 +88,9 @@ import (
 // finish while the next session is told, and its session is sent no other
 // until it has.
 // Until its client lists again, a call it makes is decided by p whatever
-// its list shows. Without Install ([Guard.Wrap], [Guard.AddTool]) none is
+// its list shows. A write taken off the allowlist stays listed (its calls
+// refused WRITE_NOT_ALLOWED), as its caller may still see it: no session
+// is told of it; a policy that hides it (its roles) is. Without Install ([Guard.Wrap], [Guard.AddTool]) none is
 // sent: the guard filters no listing there, so none changes with the
 // policy. The stand-alone steps ([Authorize],
 // [Confirm], [Limit], [DryRun], [WriteAhead]) keep the policy they were

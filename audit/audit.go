@@ -50,7 +50,13 @@ type Event struct {
 	// Code is "" for an allowed call, else the refusal's code, e.g.
 	// "FORBIDDEN". A call the guard allowed whose tool answered with a
 	// tool error (isError, a result for the model to read) is allowed
-	// with Code "" and Detail "tool reported an error".
+	// with Code "" and Detail "tool reported an error". The round that asks
+	// a client on protocol 2026-07-28 or later to confirm a call (an
+	// input request, answered by the client's next call) is a record of
+	// its own: not allowed, CONFIRMATION_REQUIRED, Detail "confirmation
+	// requested", cost 0; an older client is asked within the call, which
+	// has one record. A count of refusals leaves those rounds out by
+	// their Detail.
 	Code string `json:"code,omitempty"`
 	// Detail says more, in words: for a call the Guard refused, its own
 	// account of the refusal where it has one ("confirmation requested",
