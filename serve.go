@@ -308,7 +308,17 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return g.deny(c, d)
 		}
 	}
+	if write && pastCallerDeadline(ctx) {
+		// Before its state is used up: the retry its refusal invites may
+		// use it.
+		return g.notStarted(ctx, c, ld)
+	}
 	if d := g.consume(ctx, c); d != nil {
+		if write && pastCallerDeadline(ctx) {
+			// The nonce store was asked with the call's context, and
+			// its deadline passed first: no fault of the store's.
+			return g.notStarted(ctx, c, ld)
+		}
 		g.refund(ctx, c, ld)
 		return g.deny(c, d)
 	}
@@ -338,9 +348,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		// it, the caller waiting on it. Not started: it consumes nothing.
 		// (A read's handler is called as it was: its context says it is
 		// done, and it writes nothing.)
-		c.detail = "the call's deadline passed before the tool ran; the tool was not run"
-		g.refund(ctx, c, ld)
-		return g.deny(c, timedOutBeforeRun("the call's deadline passed before it could start"))
+		return g.notStarted(ctx, c, ld)
 	}
 	timeout := topts.Timeout
 	if timeout == 0 {
@@ -1108,6 +1116,27 @@ func (g *Guard) refund(ctx context.Context, c *call, ld limiter.Decision) {
 	c.charged = 0
 }
 
+// pastCallerDeadline reports whether ctx, the context a call came with, is
+// of another guarded call's handler (the call is made in-process within
+// that call; see call.outer) and its deadline, which serve gives a write's
+// handler, has passed.
+func pastCallerDeadline(ctx context.Context) bool {
+	if ctx.Value(callKey{}) == nil {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// notStarted refuses c, a write whose deadline (see pastCallerDeadline)
+// passed before its handler was called, as timed out before it ran, and
+// gives back what step 8 charged it (its decision was ld).
+func (g *Guard) notStarted(ctx context.Context, c *call, ld limiter.Decision) (*mcp.CallToolResult, error) {
+	c.detail = "the call's deadline passed before the tool ran; the tool was not run"
+	g.refund(ctx, c, ld)
+	return g.deny(c, timedOutBeforeRun("the call's deadline passed before it could start"))
+}
+
 // timedOutBeforeRun is the refusal of a call whose deadline passed before
 // its tool ran (why says when): UPSTREAM_UNAVAILABLE, as a call whose
 // handler the deadline ends gets ("the tool timed out"), but retryable,
@@ -1425,9 +1454,9 @@ func confirmationDenial(err error) *DenialError {
 
 // consume uses up the state the call came with (a confirmation, or the
 // sealed state of a multi round-trip's next round), now that the call is
-// admitted: a refusal before this point (a limit, the audit trail) leaves
-// the client's state for a retry. It returns the refusal of a state used
-// meanwhile by another call.
+// admitted: a refusal before this point (a limit, the audit trail, a
+// deadline passed; see pastCallerDeadline) leaves the client's state for a
+// retry. It returns the refusal of a state used meanwhile by another call.
 //
 // A state used already is refused at step 7 (confirmStep and openState ask
 // confirm.Ticket.Used), so a replay is charged nothing and gets no
