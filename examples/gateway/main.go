@@ -177,6 +177,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/limiter"
@@ -342,7 +343,7 @@ func run(logger *slog.Logger) (runErr error) {
 		max, err1 := strconv.ParseFloat(n, 64)
 		window, err2 := time.ParseDuration(per)
 		if !ok || err1 != nil || err2 != nil {
-			return usagef("--rate %q: want N/duration, e.g. 60/1m", *rate)
+			return usagef("--rate %s: want N/duration, e.g. 60/1m", cliarg.Shown(*rate))
 		}
 		limits = append(limits, limiter.Limit{Kind: limiter.Rate, Scope: limiter.User, Max: max, Window: window})
 	}
@@ -360,7 +361,7 @@ func run(logger *slog.Logger) (runErr error) {
 	if len(limits) > 0 {
 		lim, err := limiter.New(limits, nil)
 		if err != nil {
-			return usagef("--rate %q: %w", *rate, err)
+			return usagef("--rate %s: %w", cliarg.Shown(*rate), err)
 		}
 		opts.Limiter = lim
 	}
@@ -404,8 +405,14 @@ func run(logger *slog.Logger) (runErr error) {
 	if _, err := gateway.New(*upstream, gateway.AuthenticatorFunc(notServed), opts); err != nil {
 		switch {
 		case *resource != "" && strings.Contains(err.Error(), "ResourceMetadata"):
+			if hidesSecret(*resource) || hidesSecret(asURL) {
+				return usagef("--jwt-resource %s, %s %s: not a resource and authorization server the gateway can name (want https URLs without user information, query or fragment)", cliarg.Shown(*resource), asFlag, cliarg.Shown(asURL))
+			}
 			return usagef("--jwt-resource %q, %s %q: %w", *resource, asFlag, asURL, err)
 		case strings.Contains(err.Error(), "AllowedOrigins"):
+			if hidesSecret(*allowedOrigins) {
+				return usagef("--allowed-origins %s: want origins, scheme://host[:port] (http or https, nothing after), or \"*\"", cliarg.Shown(*allowedOrigins))
+			}
 			return usagef("--allowed-origins %q: %w", *allowedOrigins, err)
 		}
 		return usageError{err}
@@ -1022,3 +1029,10 @@ func checkUpstreamTLS(ctx context.Context, logger *slog.Logger, up *url.URL, cfg
 	logger.Info("TLS to the downstream checked at start", "upstream", shownUpstream(up.String()), "client_certificate", len(cfg.Certificates) > 0)
 	return nil
 }
+
+// hidesSecret reports whether v, a URL or a list of them, may hold a
+// secret: user information, a query or a fragment ('@', '?', '#'), as for
+// a value that is not a URL at all (see the README). Then an error names
+// it without showing it ([cliarg.Shown]), nor quotes a library's message
+// that would.
+func hidesSecret(v string) bool { return strings.ContainsAny(v, "@?#") }

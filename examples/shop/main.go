@@ -331,7 +331,7 @@ func usageError(fs *flag.FlagSet, cfg config, transport string) string {
 				name = "--transport"
 			}
 		})
-		return fmt.Sprintf("%s %q: want stdio or http", name, transport)
+		return fmt.Sprintf("%s %s: want stdio or http", name, cliarg.Shown(transport))
 	}
 	return ""
 }

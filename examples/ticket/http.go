@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -328,7 +329,7 @@ func checkLoopback(host string, allowRemote bool) error {
 	if loopback.IsHost(host) || allowRemote {
 		return nil
 	}
-	return fmt.Errorf("--host %q is not a loopback address (add --allow-remote to insist; the dev token table would then be reachable from the network)", host)
+	return fmt.Errorf("--host %s is not a loopback address (add --allow-remote to insist; the dev token table would then be reachable from the network)", cliarg.Shown(host))
 }
 
 // crossSite reports whether r was sent by a web page of another origin than

@@ -1,7 +1,8 @@
 // Package cliarg shows a command-line argument in a usage error without
-// showing a secret it may hold. The example binaries name a stray argument
-// (one whose flag was forgotten, or an assignment put after the command)
-// and an unknown command with it.
+// showing a secret it may hold. The example binaries name with it a stray
+// argument (one whose flag was forgotten, or an assignment put after the
+// command), an unknown command, and a flag's value they refuse (a URL with
+// its password put into the wrong flag).
 package cliarg
 
 import (
