@@ -86,18 +86,19 @@ import (
 // Each has 10 seconds to be sent; one not sent within a second (its
 // client stopped reading, and its transport blocks the write) is left to
 // finish while the next session is told, and its session is sent no other
-// until it has.
-// Until its client lists again, a call it makes is decided by p whatever
-// its list shows. A write taken off the allowlist stays listed (its calls
-// refused WRITE_NOT_ALLOWED), as its caller may still see it: no session
-// is told of it; a policy that hides it (its roles) is. Without Install ([Guard.Wrap], [Guard.AddTool]) none is
-// sent: the guard filters no listing there, so none changes with the
-// policy. The stand-alone steps ([Authorize],
-// [Confirm], [Limit], [DryRun], [WriteAhead]) keep the policy they were
-// made with. Nothing is recorded in Options.Audit: a caller that wants
-// the change in its trail records it there itself. A server that makes a
-// Guard per session or request (see [Guard.Install]) sets the policy of
-// each, or makes the new ones with it.
+// until it has. A session is taken as told once its notice is sent or
+// fails (logged at WARN): one whose notice was lost is told of the next
+// change only. Until its client lists again, a call it makes is decided
+// by p whatever its list shows. A write taken off the allowlist stays
+// listed (its calls refused WRITE_NOT_ALLOWED), as its caller may still
+// see it: no session is told of it; a policy that hides it (its roles)
+// is. Without Install ([Guard.Wrap], [Guard.AddTool]) none is sent: the
+// guard filters no listing there, so none changes with the policy. The
+// stand-alone steps ([Authorize], [Confirm], [Limit], [DryRun],
+// [WriteAhead]) keep the policy they were made with. Nothing is recorded
+// in Options.Audit: a caller that wants the change in its trail records it
+// there itself. A server that makes a Guard per session or request (see
+// [Guard.Install]) sets the policy of each, or makes the new ones with it.
 func (g *Guard) SetPolicy(p *policy.Policy) error {
 	if p == nil {
 		return errors.New("mcpguard: SetPolicy with a nil policy")
@@ -292,7 +293,11 @@ func (g *Guard) tellPolicy() {
 				g.log.Error("mcpguard: telling sessions of a new policy panicked", "panic", r)
 				g.lc.lmu.Lock()
 				g.lc.running = false
+				pending := g.lc.again // a policy set during the round
 				g.lc.lmu.Unlock()
+				if pending {
+					g.tellPolicy()
+				}
 			}
 		}()
 		for {
