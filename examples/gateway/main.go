@@ -406,7 +406,7 @@ func run(logger *slog.Logger) (runErr error) {
 		switch {
 		case *resource != "" && strings.Contains(err.Error(), "ResourceMetadata"):
 			if hidesSecret(*resource) || hidesSecret(asURL) {
-				return usagef("--jwt-resource %s, %s %s: not a resource and authorization server the gateway can name (want https URLs without user information, query or fragment)", cliarg.Shown(*resource), asFlag, cliarg.Shown(asURL))
+				return usagef("--jwt-resource %s, %s %s: not a resource and authorization server the gateway can name (want https URLs without user information, query or fragment)", shownUpstream(*resource), asFlag, shownUpstream(asURL))
 			}
 			return usagef("--jwt-resource %q, %s %q: %w", *resource, asFlag, asURL, err)
 		case strings.Contains(err.Error(), "AllowedOrigins"):
@@ -761,12 +761,12 @@ func shownUpstream(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		if strings.ContainsAny(raw, "@?#") {
+		if hidesSecret(raw) {
 			return "(an invalid URL holding @, ? or #, not shown)"
 		}
 		return strconv.Quote(raw)
 	case u.Host == "" || u.Opaque != "":
-		if strings.ContainsAny(raw, "@?#") {
+		if hidesSecret(raw) {
 			return "(a URL without a host)"
 		}
 		return u.String()
@@ -1031,8 +1031,7 @@ func checkUpstreamTLS(ctx context.Context, logger *slog.Logger, up *url.URL, cfg
 }
 
 // hidesSecret reports whether v, a URL or a list of them, may hold a
-// secret: user information, a query or a fragment ('@', '?', '#'), as for
-// a value that is not a URL at all (see the README). Then an error names
-// it without showing it ([cliarg.Shown]), nor quotes a library's message
-// that would.
+// secret: user information, a query or a fragment ('@', '?', '#'). Then an
+// error shows it without them ([shownUpstream]) or not at all
+// ([cliarg.Shown]), and does not quote a library's message that would.
 func hidesSecret(v string) bool { return strings.ContainsAny(v, "@?#") }
