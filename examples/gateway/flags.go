@@ -175,8 +175,9 @@ func checkPath(p string) error {
 
 // checkServerURL refuses, before anything is fetched, the URL of flag
 // name that the token package would refuse: one that is not https, or
-// http to a loopback host; and, when bare, one with user information, a
-// query or a fragment (an issuer whose discovery document is read).
+// http to a loopback host; one with user information (a credential on the
+// command line); and, when bare, one with a query or a fragment too (an
+// issuer whose discovery document is read).
 func checkServerURL(name, raw string, bare bool) error {
 	u, err := url.Parse(raw)
 	switch {
@@ -186,6 +187,10 @@ func checkServerURL(name, raw string, bare bool) error {
 		return fmt.Errorf("%s %s: http is accepted only to a loopback host (127.0.0.1, ::1, localhost): use https", name, shownUpstream(raw))
 	case bare && (u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != ""):
 		return fmt.Errorf("%s %s: want an https URL without user information, query or fragment", name, shownUpstream(raw))
+	case u.User != nil:
+		// A credential on the command line, which every user of the host
+		// can read (ps, /proc), as --upstream and --jwt-issuer refuse.
+		return fmt.Errorf("%s %s: want a URL without user information (the command line is readable by every user of the host)", name, shownUpstream(raw))
 	}
 	if err := checkHostPort(u); err != nil {
 		return fmt.Errorf("%s %s: %w", name, shownUpstream(raw), err)
