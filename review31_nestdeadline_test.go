@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -347,67 +348,13 @@ func (s *ndSlowIntents) Write(ctx context.Context, e *audit.Event) error {
 func TestReview31NestDeadlineBeforeRun(t *testing.T) {
 	for _, outerTool := range []string{"refund_and_notify", "lookup_and_refund"} {
 		t.Run(outerTool, func(t *testing.T) {
-			rules := []policy.ToolRule{
-				{Name: "refund_and_notify", Class: policy.Write},
-				{Name: "lookup_and_refund", Class: policy.Read},
-				{Name: "trigger_refund", Class: policy.Write, Cost: 5},
-			}
-			p := r30Policy(t, policy.Config{Tools: rules, WriteAllowlist: []string{"refund_and_notify", "trigger_refund"}})
-			sink := &ndSlowIntents{memSink: &memSink{}}
-			g, err := mcpguard.New(p, fixed(bob), &mcpguard.Options{Audit: sink, Logger: quiet, Limiter: ndLimiter(t),
-				Tools: map[string]mcpguard.ToolOptions{outerTool: {Timeout: ndDeadline}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			obj := map[string]any{"type": "object"}
-			var refunds atomic.Int64
-			inner, err := g.Wrap(&mcp.Tool{Name: "trigger_refund", InputSchema: obj},
-				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-					refunds.Add(1)
-					return textResult("refund R-1 made"), nil
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var innerGot atomic.Value
-			var slow atomic.Bool
-			slow.Store(true)
-			tool := &mcp.Tool{Name: outerTool, InputSchema: obj, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: outerTool == "lookup_and_refund"}}
-			srv := mcp.NewServer(&mcp.Implementation{Name: "nest", Version: "1"}, nil)
-			if err := g.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				if slow.Load() {
-					sink.delay.Store(int64(2 * ndDeadline)) // the outer call's own intent is made
-				}
-				res, err := nestInnerCall(ctx, inner, req, "trigger_refund", `{}`)
-				innerGot.Store(ndRead(res, err))
-				return res, err
-			}); err != nil {
-				t.Fatal(err)
-			}
+			rig := ndBeforeRunRig(t, outerTool, nil)
+			srv, sink, refunds, slow := rig.srv, rig.sink, &rig.refunds, &rig.slow
 			cs := connectVersion(t, srv, nil, "")
 			if _, err := call(t, cs, outerTool, map[string]any{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := g.Wait(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if n := refunds.Load(); n != 0 {
-				t.Errorf("the inner write ran %d times after its caller's deadline", n)
-			}
-			ig, _ := innerGot.Load().(ndAnswer)
-			if ig.Code != "UPSTREAM_UNAVAILABLE" || !strings.HasPrefix(ig.Message, ndTimedOut) || !ig.Retryable {
-				t.Errorf("the inner call's answer: %+v; want UPSTREAM_UNAVAILABLE %q..., retryable", ig, ndTimedOut)
-			}
-			var recs []string
-			for _, e := range sink.all() {
-				if e.Tool == "trigger_refund" {
-					recs = append(recs, fmt.Sprint(e.Phase, "/", e.Allowed, "/", e.Code, "/", e.Detail))
-				}
-			}
-			want := "[intent/true// outcome/false/UPSTREAM_UNAVAILABLE/the call's deadline passed before the tool ran; the tool was not run]"
-			if fmt.Sprint(recs) != want {
-				t.Errorf("the inner write's records: %q\nwant %q", recs, want)
-			}
+			rig.checkNotRun(t)
 			slow.Store(false)
 			sink.delay.Store(0)
 			sink.memSink.mu.Lock()
@@ -418,5 +365,90 @@ func TestReview31NestDeadlineBeforeRun(t *testing.T) {
 				t.Errorf("a next call: %+v, the inner write ran %d times; want it run once (its charge was given back)", got, refunds.Load())
 			}
 		})
+	}
+}
+
+// ndRig is the composite tool of the before-run tests: outerTool (a write
+// or a read, with a Timeout of ndDeadline) calls the write trigger_refund
+// (cost 5; confirmed when signer is not nil) in-process, while the
+// write-ahead intents are slow (slow) and the inner call's answer is kept.
+type ndRig struct {
+	g        *mcpguard.Guard
+	srv      *mcp.Server
+	sink     *ndSlowIntents
+	refunds  atomic.Int64 // runs of trigger_refund's handler
+	innerGot atomic.Value // the inner call's ndAnswer
+	slow     atomic.Bool
+}
+
+func ndBeforeRunRig(t *testing.T, outerTool string, signer *confirm.Signer) *ndRig {
+	t.Helper()
+	rules := []policy.ToolRule{
+		{Name: "refund_and_notify", Class: policy.Write},
+		{Name: "lookup_and_refund", Class: policy.Read},
+		{Name: "trigger_refund", Class: policy.Write, Confirm: signer != nil, Cost: 5},
+	}
+	p := r30Policy(t, policy.Config{Tools: rules, WriteAllowlist: []string{"refund_and_notify", "trigger_refund"}})
+	r := &ndRig{sink: &ndSlowIntents{memSink: &memSink{}}}
+	opts := &mcpguard.Options{Audit: r.sink, Logger: quiet, Limiter: ndLimiter(t),
+		Tools: map[string]mcpguard.ToolOptions{outerTool: {Timeout: ndDeadline}}}
+	if signer != nil {
+		opts.Confirmer = signer
+	}
+	g, err := mcpguard.New(p, fixed(bob), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{"type": "object"}
+	inner, err := g.Wrap(&mcp.Tool{Name: "trigger_refund", InputSchema: obj},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			r.refunds.Add(1)
+			return textResult("refund R-1 made"), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.slow.Store(true)
+	tool := &mcp.Tool{Name: outerTool, InputSchema: obj, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: outerTool == "lookup_and_refund"}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "nest", Version: "1"}, nil)
+	if err := g.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r.slow.Load() {
+			r.sink.delay.Store(int64(2 * ndDeadline)) // the outer call's own intent is made
+		}
+		res, err := nestInnerCall(ctx, inner, req, "trigger_refund", `{}`)
+		r.innerGot.Store(ndRead(res, err))
+		return res, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.g, r.srv = g, srv
+	return r
+}
+
+// checkNotRun checks, once a call of the rig's outer tool has returned,
+// that the inner write was not run, was refused as timed out before it
+// ran (retryable), and that its records are its intent and that refusal.
+func (r *ndRig) checkNotRun(t *testing.T) {
+	t.Helper()
+	g, refunds, innerGot, sink := r.g, &r.refunds, &r.innerGot, r.sink
+	if err := g.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := refunds.Load(); n != 0 {
+		t.Errorf("the inner write ran %d times after its caller's deadline", n)
+	}
+	ig, _ := innerGot.Load().(ndAnswer)
+	if ig.Code != "UPSTREAM_UNAVAILABLE" || !strings.HasPrefix(ig.Message, ndTimedOut) || !ig.Retryable {
+		t.Errorf("the inner call's answer: %+v; want UPSTREAM_UNAVAILABLE %q..., retryable", ig, ndTimedOut)
+	}
+	var recs []string
+	for _, e := range sink.all() {
+		if e.Tool == "trigger_refund" {
+			recs = append(recs, fmt.Sprint(e.Phase, "/", e.Allowed, "/", e.Code, "/", e.Detail))
+		}
+	}
+	want := "[intent/true// outcome/false/UPSTREAM_UNAVAILABLE/the call's deadline passed before the tool ran; the tool was not run]"
+	if fmt.Sprint(recs) != want {
+		t.Errorf("the inner write's records: %q\nwant %q", recs, want)
 	}
 }
