@@ -308,19 +308,25 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return g.deny(c, d)
 		}
 	}
+	// A write made in-process within another guarded call's handler
+	// whose deadline has passed (a slow write-ahead record, say) is not
+	// started: a handler that does not look at its context would write
+	// past it, the caller waiting on it. Checked before the call's
+	// confirmation is used up, so that the retry its refusal invites may
+	// use it, and again after (the nonce store was asked with the call's
+	// context: if it failed at the deadline, no fault of the store's). A
+	// read's handler is called as it was: its context says it is done,
+	// and it writes nothing.
 	if write && pastCallerDeadline(ctx) {
-		// Before its state is used up: the retry its refusal invites may
-		// use it.
 		return g.notStarted(ctx, c, ld)
 	}
-	if d := g.consume(ctx, c); d != nil {
-		if write && pastCallerDeadline(ctx) {
-			// The nonce store was asked with the call's context, and
-			// its deadline passed first: no fault of the store's.
-			return g.notStarted(ctx, c, ld)
-		}
+	cd := g.consume(ctx, c)
+	if write && pastCallerDeadline(ctx) {
+		return g.notStarted(ctx, c, ld)
+	}
+	if cd != nil {
 		g.refund(ctx, c, ld)
-		return g.deny(c, d)
+		return g.deny(c, cd)
 	}
 	c.idCtx = identityCtx{Context: ctx, id: id, call: c}
 	ctx = &c.idCtx
@@ -340,15 +346,6 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			ctx, cancel = context.WithDeadline(ctx, dl)
 			defer cancel()
 		}
-	}
-	if write && errors.Is(gaveup.Err(ctx), context.DeadlineExceeded) {
-		// The deadline of the call this write is made in-process within
-		// passed before its handler ran (a slow write-ahead record, say):
-		// a handler that does not look at its context would write past
-		// it, the caller waiting on it. Not started: it consumes nothing.
-		// (A read's handler is called as it was: its context says it is
-		// done, and it writes nothing.)
-		return g.notStarted(ctx, c, ld)
 	}
 	timeout := topts.Timeout
 	if timeout == 0 {
