@@ -405,12 +405,12 @@ func run(logger *slog.Logger) (runErr error) {
 	if _, err := gateway.New(*upstream, gateway.AuthenticatorFunc(notServed), opts); err != nil {
 		switch {
 		case *resource != "" && strings.Contains(err.Error(), "ResourceMetadata"):
-			if hidesSecret(*resource) || hidesSecret(asURL) {
+			if cliarg.URLMayHoldSecret(*resource) || cliarg.URLMayHoldSecret(asURL) {
 				return usagef("--jwt-resource %s, %s %s: not a resource and authorization server the gateway can name (want https URLs without user information, query or fragment)", shownUpstream(*resource), asFlag, shownUpstream(asURL))
 			}
 			return usagef("--jwt-resource %q, %s %q: %w", *resource, asFlag, asURL, err)
 		case strings.Contains(err.Error(), "AllowedOrigins"):
-			if hidesSecret(*allowedOrigins) {
+			if cliarg.URLMayHoldSecret(*allowedOrigins) {
 				return usagef("--allowed-origins %s: want origins, scheme://host[:port] (http or https, nothing after), or \"*\"", cliarg.Shown(*allowedOrigins))
 			}
 			return usagef("--allowed-origins %q: %w", *allowedOrigins, err)
@@ -761,12 +761,12 @@ func shownUpstream(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		if hidesSecret(raw) {
+		if cliarg.URLMayHoldSecret(raw) {
 			return "(an invalid URL holding @, ? or #, not shown)"
 		}
 		return strconv.Quote(raw)
 	case u.Host == "" || u.Opaque != "":
-		if hidesSecret(raw) {
+		if cliarg.URLMayHoldSecret(raw) {
 			return "(a URL without a host)"
 		}
 		return u.String()
@@ -1029,9 +1029,3 @@ func checkUpstreamTLS(ctx context.Context, logger *slog.Logger, up *url.URL, cfg
 	logger.Info("TLS to the downstream checked at start", "upstream", shownUpstream(up.String()), "client_certificate", len(cfg.Certificates) > 0)
 	return nil
 }
-
-// hidesSecret reports whether v, a URL or a list of them, may hold a
-// secret: user information, a query or a fragment ('@', '?', '#'). Then an
-// error shows it without them ([shownUpstream]) or not at all
-// ([cliarg.Shown]), and does not quote a library's message that would.
-func hidesSecret(v string) bool { return strings.ContainsAny(v, "@?#") }

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -117,20 +116,9 @@ func checkOrigin(origin string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" ||
 		!asciiHost(u.Host) {
-		return fmt.Errorf("--origin %s: want an origin, http(s)://host[:port]", shownOrigin(origin))
+		return fmt.Errorf("--origin %s: want an origin, http(s)://host[:port]", cliarg.ShownURL(origin))
 	}
 	return nil
-}
-
-// shownOrigin quotes an --origin or --allowed-origins value for an error,
-// unless it holds '@', '?' or '#': then it is shown as [cliarg.Shown]
-// shows it, since user information, a query or a fragment may hold a
-// secret (a URL put in the wrong flag).
-func shownOrigin(v string) string {
-	if strings.ContainsAny(v, "@?#") {
-		return cliarg.Shown(v)
-	}
-	return strconv.Quote(v)
 }
 
 // checkAllowedOrigins refuses an --allowed-origins entry that no browser's
@@ -145,10 +133,10 @@ func checkAllowedOrigins(origins []string) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 			u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" ||
 			!asciiHost(u.Host) || anyPort && u.Port() != "" {
-			return fmt.Errorf("--allowed-origins %s: want an origin, http(s)://host[:port] or http(s)://host:*, as a browser sends it", shownOrigin(o))
+			return fmt.Errorf("--allowed-origins %s: want an origin, http(s)://host[:port] or http(s)://host:*, as a browser sends it", cliarg.ShownURL(o))
 		}
 		if p := u.Port(); u.Scheme == "http" && p == "80" || u.Scheme == "https" && p == "443" {
-			return fmt.Errorf("--allowed-origins %s: leave out the default port, as browsers do in Origin", shownOrigin(o))
+			return fmt.Errorf("--allowed-origins %s: leave out the default port, as browsers do in Origin", cliarg.ShownURL(o))
 		}
 	}
 	return nil

@@ -92,3 +92,19 @@ func List(args []string) string {
 	}
 	return "[" + strings.Join(shown, " ") + "]"
 }
+
+// URLMayHoldSecret reports whether v, a URL or a list of them, may hold a
+// secret in its user information, query or fragment: whether it has '@',
+// '?' or '#'. A binary then shows it without those parts, or as [ShownURL]
+// does, and does not quote a library's message about it, which would.
+func URLMayHoldSecret(v string) bool { return strings.ContainsAny(v, "@?#") }
+
+// ShownURL quotes v, a URL or a list of them (an origin, say), for an
+// error, unless it may hold a secret ([URLMayHoldSecret]): then it is
+// shown as [Shown] shows it.
+func ShownURL(v string) string {
+	if URLMayHoldSecret(v) {
+		return Shown(v)
+	}
+	return strconv.Quote(v)
+}
