@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -491,24 +490,14 @@ func asciiJSON(js []byte) string { return textsafe.ASCIIJSON(string(js)) }
 // refuses a port that is not a number from 0 to 65535 and a non-loopback
 // host unless allowRemote.
 func loopbackAddr(addr string, allowRemote bool) (string, error) {
-	// The value as cliarg shows it (nor the parser's error, which quotes
-	// it): a URL with its password put here by mistake is not echoed.
-	host, port, err := net.SplitHostPort(addr)
+	// The value as cliarg shows it: a URL with its password put here by
+	// mistake is not echoed.
+	hostport, local, err := loopback.ListenAddr(addr)
 	if err != nil {
-		why := "want host:port"
-		if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
-			why = ae.Err
-		}
-		return "", fmt.Errorf("-http %s: %s", cliarg.Shown(addr), why)
+		return "", fmt.Errorf("-http %s: %v", cliarg.Shown(addr), err)
 	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", fmt.Errorf("-http %s: the port must be a number from 0 to 65535", cliarg.Shown(addr))
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	if !loopback.IsHost(host) && !allowRemote {
+	if !local && !allowRemote {
 		return "", fmt.Errorf("-http %s is not a loopback address; the HTTP mode is unauthenticated (add -allow-remote to insist)", cliarg.Shown(addr))
 	}
-	return net.JoinHostPort(host, port), nil
+	return hostport, nil
 }

@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/internal/cliarg"
+	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -88,27 +88,15 @@ func matchAny(patterns []string, v string) bool {
 // profile and must not face the internet.
 func listenAddr(addr string, allowRemote bool) (string, error) {
 	// The value as cliarg shows it: a URL with its user information put
-	// here by mistake is not echoed (nor is the parser's error, which
-	// quotes it).
-	host, port, err := net.SplitHostPort(addr)
+	// here by mistake is not echoed.
+	hostport, local, err := loopback.ListenAddr(addr)
 	if err != nil {
-		why := "want host:port"
-		if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
-			why = ae.Err
-		}
-		return "", fmt.Errorf("--addr %s: %s", cliarg.Shown(addr), why)
+		return "", fmt.Errorf("--addr %s: %v", cliarg.Shown(addr), err)
 	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", fmt.Errorf("--addr %s: the port must be a number from 0 to 65535", cliarg.Shown(addr))
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	ip := net.ParseIP(host)
-	if host != "localhost" && (ip == nil || !ip.IsLoopback()) && !allowRemote {
+	if !local && !allowRemote {
 		return "", fmt.Errorf("--addr %s is not a loopback address; /mcp must not be exposed publicly without OAuth (add --allow-remote to insist)", cliarg.Shown(addr))
 	}
-	return net.JoinHostPort(host, port), nil
+	return hostport, nil
 }
 
 // Timeouts of the HTTP server. No session check, cap or limit applies

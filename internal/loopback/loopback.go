@@ -5,9 +5,11 @@
 package loopback
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -81,4 +83,27 @@ func Guard(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// ListenAddr checks addr, the host:port a server is told to listen on (a
+// flag's value), and returns it with an empty host made 127.0.0.1, and
+// whether its host is loopback, as [IsHost] tells. Its error does not
+// quote addr, which may be a URL whose password was put in the wrong
+// flag: the caller names the value as it may show it.
+func ListenAddr(addr string) (hostport string, local bool, err error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		why := "want host:port"
+		if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
+			why = ae.Err
+		}
+		return "", false, errors.New(why)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", false, errors.New("the port must be a number from 0 to 65535")
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), IsHost(host), nil
 }
