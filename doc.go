@@ -85,7 +85,9 @@
 // session or request makes a Guard for each, from the same Options (see
 // [Guard.Install]). [Guard.SetPolicy] replaces a Guard's policy while it
 // serves; under Install, it sends tools/list_changed to each session whose
-// caller may see other tools under the new policy, and to no other.
+// caller may see other tools under the new policy, and
+// resources/list_changed to each whose caller may see other resources (a
+// tool's UI resource), and to no other.
 //
 // # Sessions over HTTP
 //

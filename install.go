@@ -752,7 +752,8 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // resources/list_changed notification reaches a session only when the
 // resources its caller may see changed since it last listed them, or
 // listened for their changes (a tool change that hides or shows a UI
-// resource is not announced as one). Telling these notifications apart
+// resource is not announced as one; a new policy that does is, see
+// [Guard.SetPolicy]). Telling these notifications apart
 // costs one listing of the server's tools (and, for list_changed, of its
 // resources) per notification, however many sessions the go-sdk sends it
 // to. Resource templates are listed to every authenticated caller: a

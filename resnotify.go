@@ -1,12 +1,16 @@
 package mcpguard
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -16,7 +20,8 @@ import (
 // may not see (resources.go), which the guard does not: it passes the
 // first on only to a session whose caller may see its resource, and the
 // second only to one whose caller may see a change, as notify.go does for
-// tools/list_changed.
+// tools/list_changed. A new policy that changes the resources a caller may
+// see is told with the second too (see dueResourceNotices).
 
 // sendingResources passes notifications/resources/updated on only to a
 // session whose caller may see the resource (see updateFor), and
@@ -27,6 +32,7 @@ import (
 // taken out (and fails if it cannot be), or, for a request whose answer
 // the caller is not given, is not sent (a request to the client fails).
 func (g *Guard) sendingResources(next, below mcp.MethodHandler) mcp.MethodHandler {
+	g.res.below = below // for SetPolicy's notices (see dueResourceNotices)
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch a, _ := ctx.Value(askingKey{}).(asking); a {
 		case askQuiet:
@@ -81,8 +87,9 @@ func (g *Guard) updateFor(ctx context.Context, req mcp.Request, below mcp.Method
 // resourcesChanged reports whether a resources/list_changed notification
 // is to be passed on to the session of req: whether the resources its
 // caller may see changed since it last listed them (or listened for their
-// changes, or was notified). A session that did neither has none to
-// refresh, and a listing that fails tells nothing: neither is notified.
+// changes, or was notified, by the server or for a new policy). A session
+// that did neither has none to refresh, and a listing that fails tells
+// nothing: neither is notified.
 func (g *Guard) resourcesChanged(ctx context.Context, req mcp.Request, below mcp.MethodHandler) bool {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	if ss == nil || below == nil {
@@ -92,6 +99,7 @@ func (g *Guard) resourcesChanged(ctx context.Context, req mcp.Request, below mcp
 	if !ok || !shown {
 		return false
 	}
+	pol := g.pol.Load()
 	f, err := g.fanLinks(ctx, below, ss)
 	if err != nil {
 		g.log.Error("mcpguard: resources/list_changed not passed on: listing the tools failed", "err", err)
@@ -102,8 +110,9 @@ func (g *Guard) resourcesChanged(ctx context.Context, req mcp.Request, below mcp
 		g.log.Error("mcpguard: resources/list_changed not passed on: listing the resources failed", "err", err)
 		return false
 	}
-	before, had, ok := g.res.show(ss, seq, now)
-	return ok && had && before != now
+	before, had, ok := g.res.show(ss, seq, resView{now, pol})
+	g.shownUnder(pol)
+	return ok && had && before.sum != now
 }
 
 // resources is what the guard knows of each session that listed the
@@ -113,8 +122,16 @@ type resources struct {
 	// subscribe says whether the server takes subscriptions (it has a
 	// SubscribeHandler), as its capabilities tell: 0 not known, 1 yes, 2 no.
 	subscribe atomic.Int32
-	// the digest of the resources each session was last shown
-	sessionViews[[32]byte]
+	// what each session was last shown of the resources
+	sessionViews[resView]
+
+	// quiet says that the server's capabilities turn resources/list_changed
+	// off: the go-sdk sends none, nor does the guard for a new policy.
+	quiet atomic.Bool
+	// below is the server's handling of what the guard receives, through
+	// which it lists the tools and resources for a new policy. It is set
+	// at Install, before the guard's notifyTarget, and read after it.
+	below mcp.MethodHandler
 
 	fanMu sync.Mutex
 	fan   *fanout // the last notification's fan-out
@@ -141,6 +158,7 @@ func (rs *resources) learnCaps(caps *mcp.ServerCapabilities) {
 	if caps == nil || caps.Resources == nil {
 		return
 	}
+	rs.quiet.Store(!caps.Resources.ListChanged)
 	if caps.Resources.Subscribe {
 		rs.subscribe.Store(1)
 	} else {
@@ -159,3 +177,102 @@ var errAskedQuiet = errors.New("mcpguard: not sent: the request it is made for i
 // errAskedAbsent fails a message whose params the guard cannot send
 // without absentSuffix (askAbsent).
 var errAskedAbsent = errors.New("mcpguard: not sent: it cannot be sent without the guard's suffix")
+
+// A resView is what a session was last shown of the resources: the
+// digest of its listing, and the policy loaded before its UI resources
+// were told from the hidden ones (the policy they were told by, or one
+// older: see shownUnder).
+type resView struct {
+	sum [32]byte
+	pol *policy.Policy
+}
+
+// shownUnder has the sessions checked against the policy again when it is
+// no longer pol, which a view was just recorded with: a SetPolicy's check
+// may have read the session's view before the new one was recorded, which
+// the policy it was filtered by may have been overtaken meanwhile (see
+// dueResourceNotices).
+func (g *Guard) shownUnder(pol *policy.Policy) {
+	if g.pol.Load() != pol {
+		g.tellPolicy()
+	}
+}
+
+// dueResourceNotices returns tell, the tools/list_changed notices due, with
+// the resources/list_changed ones due to the sessions of t's server for the
+// policy now: to each whose caller may now see other resources (the policy
+// hides or shows a UI resource) than it was last shown, and that go-sdk
+// v1.8.0 would send its own to (see dueNotices); it makes what the policy
+// shows each what it was shown. Unless the server's capabilities turn them
+// off; a server without resources lists none under any policy, so none is
+// due there. The notices are in the order the server holds its sessions, a
+// session's tools notice before its resources one. The server's tools and
+// resources are listed once for all the sessions, and a listing is
+// filtered once for the callers who see the same UI resources (see
+// fanDigest); nothing is listed unless a session's view was made under
+// another policy. A listing that fails tells no more sessions: those not
+// checked are checked at the next policy.
+func (g *Guard) dueResourceNotices(t *notifyTarget, tell []notice) []notice {
+	below := g.res.below
+	if !g.res.used.Load() || g.res.quiet.Load() || below == nil {
+		return tell
+	}
+	pol := g.pol.Load()
+	type due struct {
+		notice
+		pr  policy.Principal
+		v   resView
+		seq uint64
+	}
+	var check []due
+	for ss := range t.server.Sessions() {
+		g.lc.lmu.Lock()
+		id := g.lc.listens[ss].resources
+		g.lc.lmu.Unlock()
+		if id == nil && !legacySession(ss) {
+			continue // it cannot be told
+		}
+		pr, v, seq, ok := shownView(&g.res.sessionViews, ss)
+		if ok && v.pol != pol {
+			check = append(check, due{notice{ss: ss, id: id, resources: true}, pr, v, seq})
+		}
+	}
+	if len(check) == 0 {
+		return tell
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	links, err := g.uiLinks(ctx, below, check[0].ss)
+	if err != nil {
+		g.log.Error("mcpguard: resources/list_changed for a new policy not sent: listing the tools failed", "err", err)
+		return tell
+	}
+	f := &fanout{links: links, digests: map[string][32]byte{}}
+	told := len(tell)
+	for _, d := range check {
+		sum, err := g.fanDigest(ctx, f, g.sight(&d.pr, links), below, d.ss)
+		if err != nil {
+			g.log.Error("mcpguard: resources/list_changed for a new policy not sent: listing the resources failed", "err", err)
+			break
+		}
+		reshowView(&g.res.sessionViews, d.ss, d.seq, resView{sum, pol})
+		if sum != d.v.sum {
+			tell = append(tell, d.notice)
+		}
+	}
+	if told == 0 || len(tell) == told {
+		return tell
+	}
+	order := map[*mcp.ServerSession]int{}
+	for ss := range t.server.Sessions() {
+		order[ss] = len(order)
+	}
+	at := func(d notice) int {
+		if i, ok := order[d.ss]; ok {
+			return i
+		}
+		return len(order) // closed meanwhile
+	}
+	slices.SortStableFunc(tell, func(a, b notice) int { return cmp.Compare(at(a), at(b)) })
+	return tell
+}

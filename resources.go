@@ -185,7 +185,8 @@ func listResourcePages(ctx context.Context, next mcp.MethodHandler, ss *mcp.Serv
 // name the last resource of a page, which may be a hidden one, and a page
 // shortened by the hidden ones would tell of them by its size. A cursor,
 // which the guard never gives, lists nothing. The listing becomes the
-// session's view, against which a change is told.
+// session's view, against which a change is told (of the server's
+// resources, or by a new policy: see dueResourceNotices).
 func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	id, err := g.authenticateList(ctx, req, "resources/list")
 	if err != nil {
@@ -200,9 +201,11 @@ func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 	if err != nil {
 		return nil, err
 	}
+	pol := g.pol.Load()
 	shown := visibleResources(g.sight(id.Principal, links), all)
 	sum, unsent := listing(shown)
-	g.res.show(req.Session, seq, sum)
+	g.res.show(req.Session, seq, resView{sum, pol})
+	g.shownUnder(pol)
 	out := *last
 	out.NextCursor, out.CacheScope = "", "private"
 	out.Resources = []*mcp.Resource{}
@@ -516,7 +519,10 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 			sight := g.sight(id.Principal, links)
 			if n.ResourcesListChanged {
 				if all, _, err := listResourcePages(ctx, next, r.Session); err == nil {
-					g.res.show(r.Session, seq, digest(visibleResources(sight, all)))
+					pol := g.pol.Load() // before the sight it is shown by
+					shown := visibleResources(g.sight(id.Principal, links), all)
+					g.res.show(r.Session, seq, resView{digest(shown), pol})
+					g.shownUnder(pol)
 				}
 			}
 			if subs && slices.ContainsFunc(n.ResourceSubscriptions, sight.hides) {

@@ -77,19 +77,26 @@ import (
 // listen's subscriptionId), unless the server's capabilities turn them
 // off; no other session is, so a tool the caller cannot see before or
 // after tells it nothing. A session that never listed the tools nor
-// listens for their changes is sent none (see [Guard.Install]). They are
-// sent from a goroutine of the guard's shortly after SetPolicy returns,
-// one session at a time, in the order the server holds its sessions,
-// through the server's sending middleware added before Install (one
-// added after it does not see them); policies set in quick succession are
-// told together, each session checked against the policy of the moment.
-// Each has 10 seconds to be sent; one not sent within a second (its
-// client stopped reading, and its transport blocks the write) is left to
-// finish while the next session is told, and its session is sent no other
-// until it has. A session is taken as told once its notice is sent or
-// fails (logged at WARN): one whose notice was lost is told of the next
-// change only. Until its client lists again, a call it makes is decided
-// by p whatever its list shows. A write taken off the allowlist stays
+// listens for their changes is sent none (see [Guard.Install]). So too,
+// each session whose caller may see other resources under p than it was
+// last shown (p hides or shows a tool's UI resource; shown by its last
+// resources/list, its listen for their changes, or its last
+// resources/list_changed notification) is sent one
+// notifications/resources/list_changed, unless the capabilities turn
+// those off (a server without resources lists none, under any policy).
+// They are sent from a goroutine of the guard's shortly after SetPolicy
+// returns, one at a time, in the order the server holds its sessions (a
+// session's tools notice before its resources one), through the server's
+// sending middleware added before Install (one added after it does not
+// see them); policies set in quick succession are told together, each
+// session checked against the policy of the moment. Each has 10 seconds
+// to be sent; one not sent within a second (its client stopped reading,
+// and its transport blocks the write) is left to finish while the next is
+// sent, and its session is sent no other of its kind until it has. A
+// session is taken as told once its notice is sent or fails (logged at
+// WARN): one whose notice was lost is told of the next change only. Until
+// its client lists again, a call it makes is decided by p whatever its
+// list shows. A write taken off the allowlist stays
 // listed (its calls refused WRITE_NOT_ALLOWED), as its caller may still
 // see it: no session is told of it; a policy that hides it (its roles)
 // is. Without Install ([Guard.Wrap], [Guard.AddTool]) none is sent: the
@@ -182,7 +189,8 @@ type toolsView struct {
 }
 
 // A toolsNotifier tells the sessions of an installed guard's server that
-// their tools changed when SetPolicy changed what their callers may see.
+// their tools, or their resources, changed when SetPolicy changed what
+// their callers may see.
 type toolsNotifier struct {
 	// mu is held for reading while a listing loads the policy it filters
 	// by and records it in the session's view (showTools), and for
@@ -192,17 +200,24 @@ type toolsNotifier struct {
 	target atomic.Pointer[notifyTarget] // set by Install
 
 	lmu     sync.Mutex
-	listens map[*mcp.ServerSession]any // a session's tools listen: its subscriptionId
-	again   bool                       // a check is due
-	running bool                       // the goroutine that checks is running
-	// sending holds the sessions a notice is being sent to: one whose
-	// transport blocks the write (its client stopped reading) is sent no
-	// other until that one returns.
-	sending map[*mcp.ServerSession]bool
+	listens map[*mcp.ServerSession]listenIDs // a session's listens
+	again   bool                             // a check is due
+	running bool                             // the goroutine that checks is running
+	// sending holds the sessions a notice is being sent to, of the tools
+	// or of the resources: one whose transport blocks the write (its client
+	// stopped reading) is sent no other of that kind until that one returns.
+	sending map[notice]bool
+}
+
+// listenIDs are the subscriptionIds of a session's listens for
+// tools/list_changed and for resources/list_changed (nil: none), as the
+// go-sdk acknowledged them.
+type listenIDs struct {
+	tools, resources any
 }
 
 // noticeWait is how long the guard waits for one session's notice to be
-// sent before it tells the next session (see notifyPolicy).
+// sent before it sends the next (see notifyPolicy).
 var noticeWait = time.Second
 
 // A notifyTarget is what an installed guard sends its notifications
@@ -230,20 +245,27 @@ func (g *Guard) showTools(ss *mcp.ServerSession, seq uint64, tools []*mcp.Tool) 
 }
 
 // watchListens returns next, which learns from the acknowledgement of a
-// subscriptions/listen that asked for tools/list_changed the id the
-// go-sdk tells that listen's notifications by.
+// subscriptions/listen that the go-sdk agreed to send tools/list_changed or
+// resources/list_changed on the id it tells that listen's notifications by.
 func (g *Guard) watchListens(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "notifications/subscriptions/acknowledged" {
 			ss, _ := req.GetSession().(*mcp.ServerSession)
 			p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
-			if ss != nil && p != nil && p.Notifications.ToolsListChanged {
-				if id, ok := p.Meta[mcp.MetaKeySubscriptionID]; ok {
+			if ss != nil && p != nil && (p.Notifications.ToolsListChanged || p.Notifications.ResourcesListChanged) {
+				if id, ok := p.Meta[mcp.MetaKeySubscriptionID]; ok && id != nil {
 					g.lc.lmu.Lock()
 					if g.lc.listens == nil {
-						g.lc.listens = map[*mcp.ServerSession]any{}
+						g.lc.listens = map[*mcp.ServerSession]listenIDs{}
 					}
-					g.lc.listens[ss] = id
+					l := g.lc.listens[ss]
+					if p.Notifications.ToolsListChanged {
+						l.tools = id
+					}
+					if p.Notifications.ResourcesListChanged {
+						l.resources = id
+					}
+					g.lc.listens[ss] = l
 					g.lc.lmu.Unlock()
 				}
 			}
@@ -253,9 +275,9 @@ func (g *Guard) watchListens(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // endingListen returns next, the server's handling of a
-// subscriptions/listen, which forgets the tools listen of its session once
-// next returned: go-sdk v1.8.0 then ends the session's subscriptions,
-// whichever of its listens asked for them.
+// subscriptions/listen, which forgets the listens of its session once next
+// returned: go-sdk v1.8.0 then ends the session's subscriptions, whichever
+// of its listens asked for them.
 func (g *Guard) endingListen(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "subscriptions/listen" {
@@ -277,7 +299,7 @@ func (g *Guard) endingListen(next mcp.MethodHandler) mcp.MethodHandler {
 // asked for while one runs made after it (once however many were asked).
 func (g *Guard) tellPolicy() {
 	t := g.lc.target.Load()
-	if t == nil || t.quiet {
+	if t == nil || (t.quiet && g.res.quiet.Load()) {
 		return
 	}
 	g.lc.lmu.Lock()
@@ -316,32 +338,36 @@ func (g *Guard) tellPolicy() {
 
 // notifyPolicy sends tools/list_changed to each session of t's server
 // whose caller may see other tools under the policy now than what the
-// session was last shown (see toolsView), as go-sdk v1.8.0 sends its own:
+// session was last shown (see toolsView), and resources/list_changed to
+// each whose caller may see other resources (see dueResourceNotices), as
+// go-sdk v1.8.0 sends its own:
 // to a session on a protocol before 2026-07-28 (or with none) on the
-// session, and to one on 2026-07-28 only on its listen for tools/list_changed,
-// stamped with that listen's subscriptionId. A session told is shown
-// its tools under the policy now. Sessions are told in the order the
-// server holds them, each notice from a goroutine of its own with 10
-// seconds to be sent: one not sent within noticeWait (its transport
-// blocks the write, which a context does not end) is left to finish on its
-// own while the next session is told, and its session is sent no other
-// notice until it does (the one under way has its client list the tools
-// anew). A notice whose sending panics is logged, and the rest are sent.
+// session, and to one on 2026-07-28 only on its listen for that
+// notification, stamped with that listen's subscriptionId. A session
+// checked is shown its tools (its resources) under the policy now.
+// Sessions are told in the order the server holds them, each notice from
+// a goroutine of its own with 10 seconds to be sent: one not sent within
+// noticeWait (its transport blocks the write, which a context does not
+// end) is left to finish on its own while the next is sent, and its
+// session is sent no other notice of its kind until it does (the one under
+// way has its client list the tools, or the resources, anew). A notice
+// whose sending panics is logged, and the rest are sent.
 func (g *Guard) notifyPolicy(t *notifyTarget) {
-	tell := g.dueNotices(t)
+	tell := g.dueResourceNotices(t, g.dueNotices(t))
 	if len(tell) == 0 {
 		return
 	}
 	wait := time.NewTimer(noticeWait)
 	defer wait.Stop()
 	for _, d := range tell {
+		k := notice{ss: d.ss, resources: d.resources}
 		g.lc.lmu.Lock()
-		busy := g.lc.sending[d.ss]
+		busy := g.lc.sending[k]
 		if !busy {
 			if g.lc.sending == nil {
-				g.lc.sending = map[*mcp.ServerSession]bool{}
+				g.lc.sending = map[notice]bool{}
 			}
-			g.lc.sending[d.ss] = true
+			g.lc.sending[k] = true
 		}
 		g.lc.lmu.Unlock()
 		if busy {
@@ -357,19 +383,25 @@ func (g *Guard) notifyPolicy(t *notifyTarget) {
 	}
 }
 
-// A notice is a tools/list_changed notification due to a session.
+// A notice is a tools/list_changed notification due to a session, or a
+// resources/list_changed one.
 type notice struct {
-	ss *mcp.ServerSession
-	id any // its listen's subscriptionId; nil: on the session
+	ss        *mcp.ServerSession
+	id        any // its listen's subscriptionId; nil: on the session
+	resources bool
 }
 
-// dueNotices returns the notices due to the sessions of t's server for the
-// policy now, and makes it the policy of what each was shown. Whether the
+// dueNotices returns the tools/list_changed notices due to the sessions of
+// t's server for the policy now (none if its capabilities turn them off),
+// and makes it the policy of what each was shown. Whether the
 // guard refuses a tool under a policy is worked out once per tool and
 // policy, not per session: the sessions' views mostly hold the same tools
 // (the server's own, as its listings return them), and lc.mu, which every
 // tools/list waits for, is held meanwhile.
 func (g *Guard) dueNotices(t *notifyTarget) []notice {
+	if t.quiet {
+		return nil
+	}
 	type use struct {
 		p *policy.Policy
 		t *mcp.Tool
@@ -392,24 +424,21 @@ func (g *Guard) dueNotices(t *notifyTarget) []notice {
 	pol := g.pol.Load()
 	for ss := range t.server.Sessions() {
 		g.lc.lmu.Lock()
-		id, listens := g.lc.listens[ss]
+		id := g.lc.listens[ss].tools
 		g.lc.lmu.Unlock()
-		if !listens && !legacySession(ss) {
+		if id == nil && !legacySession(ss) {
 			continue // it cannot be told
 		}
-		pr, v, seq, ok := g.shownTools(ss)
+		pr, v, seq, ok := shownView(&g.views, ss)
 		if !ok || v.pol == pol {
 			continue
 		}
 		changed := slices.ContainsFunc(v.tools, func(t *mcp.Tool) bool {
 			return shows(v.pol, &pr, t) != shows(pol, &pr, t)
 		})
-		g.reshowTools(ss, seq, toolsView{tools: v.tools, pol: pol})
+		reshowView(&g.views, ss, seq, toolsView{tools: v.tools, pol: pol})
 		if changed {
-			if !listens {
-				id = nil
-			}
-			tell = append(tell, notice{ss, id})
+			tell = append(tell, notice{ss: ss, id: id})
 		}
 	}
 	return tell
@@ -420,23 +449,30 @@ func (g *Guard) sendNotice(t *notifyTarget, d notice, done chan<- struct{}) {
 	defer close(done)
 	defer func() {
 		g.lc.lmu.Lock()
-		delete(g.lc.sending, d.ss)
+		delete(g.lc.sending, notice{ss: d.ss, resources: d.resources})
 		g.lc.lmu.Unlock()
 	}()
+	method := "notifications/tools/list_changed"
+	if d.resources {
+		method = "notifications/resources/list_changed"
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			g.log.Error("mcpguard: tools/list_changed for a new policy panicked", "panic", r)
+			g.log.Error("mcpguard: a list_changed notification for a new policy panicked", "method", method, "panic", r)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	params := &mcp.ToolListChangedParams{}
+	var meta mcp.Meta
 	if d.id != nil {
-		params.Meta = mcp.Meta{mcp.MetaKeySubscriptionID: d.id}
+		meta = mcp.Meta{mcp.MetaKeySubscriptionID: d.id}
 	}
-	req := &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: d.ss, Params: params}
-	if _, err := t.send(ctx, "notifications/tools/list_changed", req); err != nil {
-		g.log.Warn("mcpguard: tools/list_changed for a new policy not sent", "err", err)
+	var req mcp.Request = &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: d.ss, Params: &mcp.ToolListChangedParams{Meta: meta}}
+	if d.resources {
+		req = &mcp.ServerRequest[*mcp.ResourceListChangedParams]{Session: d.ss, Params: &mcp.ResourceListChangedParams{Meta: meta}}
+	}
+	if _, err := t.send(ctx, method, req); err != nil {
+		g.log.Warn("mcpguard: a list_changed notification for a new policy not sent", "method", method, "err", err)
 	}
 }
 
@@ -448,10 +484,10 @@ func legacySession(ss *mcp.ServerSession) bool {
 	return ip == nil || ip.ProtocolVersion < "2026-07-28"
 }
 
-// shownTools returns the caller of ss's view of the tools, what it was
-// shown and when; ok is false when it has no view, or was shown nothing.
-func (g *Guard) shownTools(ss *mcp.ServerSession) (pr policy.Principal, v toolsView, seq uint64, ok bool) {
-	vs := &g.views
+// shownView returns the caller of ss's view in vs (of the tools or of the
+// resources), what it was shown and when; ok is false when it has no view,
+// or was shown nothing.
+func shownView[V any](vs *sessionViews[V], ss *mcp.ServerSession) (pr policy.Principal, v V, seq uint64, ok bool) {
 	vs.mu.RLock()
 	defer vs.mu.RUnlock()
 	sv := vs.m[weak.Make(ss)]
@@ -461,10 +497,9 @@ func (g *Guard) shownTools(ss *mcp.ServerSession) (pr policy.Principal, v toolsV
 	return sv.pr, sv.val, sv.seq, true
 }
 
-// reshowTools makes v what ss was shown, unless its view changed since
-// it was read at seq (see shownTools).
-func (g *Guard) reshowTools(ss *mcp.ServerSession, seq uint64, v toolsView) {
-	vs := &g.views
+// reshowView makes v what ss was shown in vs, unless its view changed
+// since it was read at seq (see shownView).
+func reshowView[V any](vs *sessionViews[V], ss *mcp.ServerSession, seq uint64, v V) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if sv := vs.m[weak.Make(ss)]; sv != nil && !sv.off && sv.shown && sv.seq == seq {
