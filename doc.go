@@ -165,6 +165,11 @@
 // default) or matches the text. The code is the error contract's, shared
 // with the gateway.
 //
+// On the client's side, [DenialOf] reads a refusal back from what
+// mcp.ClientSession.CallTool returns, in either mode (and the gateway's own
+// refusals, those the go-sdk client lets through): its code, message,
+// whether and when to retry, correlation id and details.
+//
 // TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
 // tool, byte for byte, so a hidden tool cannot be probed; with
 // [Guard.Install], a change to a hidden tool sends its caller no

@@ -1,0 +1,259 @@
+package mcpguard
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/mcpguard/mcpguard/internal/jsondepth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The bounds of a denial [DenialOf] reads: its JSON at most maxDenialBytes long (for one the
+// go-sdk client has decoded, its strings and keys; each other value counts 8 bytes) and nested
+// at most maxDenialDepth levels deep, the envelope's levels included. mcpguard's own are flat
+// and far smaller; a larger one is not a denial.
+const (
+	maxDenialBytes = 64 << 10
+	maxDenialDepth = 32
+)
+
+// maxRetrySeconds is the largest retry_after_seconds a time.Duration holds.
+const maxRetrySeconds = math.MaxInt64 / int64(time.Second)
+
+// DenialOf returns the refusal of a guard that a tools/call's outcome carries, given res and
+// err as mcp.ClientSession.CallTool returns them, and whether there is one. The *DenialError
+// unwraps to the sentinel of its code (errors.Is(d, ErrRateLimitExceeded)), and tells a client
+// whether to retry: d.Code.Retryable() && d.RetryAfter >= 0, after RetryAfter; RetryAfter is
+// negative for a refusal that says it is not retryable although its code would be (no wait
+// can help, or a write may have been made). Read from a refusal in a shape DenialError
+// writes, d.Result() and d.JSONRPCError encode as it was encoded (but for an integer in
+// Details beyond float64's precision).
+//
+// A refusal is read in two shapes. A result with IsError set whose StructuredContent holds
+// {"error":{"code","message","retryable","retry_after_seconds"?,"correlation_id"?,
+// "details"?}}, the default ([DenialError.Result]): when StructuredContent is set, it alone
+// decides, a map[string]any (as the go-sdk client decodes it) or a json.RawMessage (as
+// Result sets it); the text is read only when StructuredContent is nil, from a result of one
+// text content. Or, with [Options.ProtocolErrors], an err that wraps a *jsonrpc.Error whose
+// data is that error object, not wrapped in "error" ([DenialError.JSONRPCError]); its message
+// is the error's when the data has none. An err that wraps a *DenialError is returned as is.
+//
+// DenialOf reports false for anything else: a result without IsError, whatever it holds; a
+// code outside the error contract, or not a string; no message, or an empty one; a field of
+// another type than the contract's (retry_after_seconds a whole number of seconds); retryable
+// missing from a result, or true for a code that is not retryable; a refusal over about 64
+// KiB or nested over 32 levels; text that is not JSON; a JSON-RPC error without such data,
+// as the go-sdk's own for an unknown tool, which a guard answers for a hidden tool too. Other
+// fields are ignored. Numbers in Details are float64s, as the go-sdk client decodes them;
+// Details may be a map that res holds.
+//
+// The gateway's own refusals are JSON-RPC errors whose data holds "code", "correlation_id"
+// and, beside them, its details ("tool", "reason", "required_roles"...): DenialOf reads
+// them, with their details gathered into Details, when the code is the contract's (the
+// gateway's INVALID_REQUEST, TOOL_CHANGED and TOOL_NOT_PINNED are not). But go-sdk v1.8.0's
+// Streamable HTTP client does not read the body of an HTTP 429, 500, 502, 503 or 504 answer:
+// the gateway's refusals by its limits, for its audit, INTERNAL and UPSTREAM_UNAVAILABLE reach
+// the caller as bare errors, which DenialOf reports false for. Nor does that client keep the
+// data of a JSON-RPC error -32003 (see the package documentation): a guard's
+// UPSTREAM_UNAVAILABLE in protocol-error mode is not read either.
+func DenialOf(res *mcp.CallToolResult, err error) (*DenialError, bool) {
+	if err != nil {
+		var de *DenialError
+		if errors.As(err, &de) {
+			return de, de != nil
+		}
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || we == nil {
+			return nil, false
+		}
+		return rpcDenial(we)
+	}
+	if res == nil || !res.IsError {
+		return nil, false
+	}
+	switch sc := res.StructuredContent.(type) {
+	case nil:
+	case map[string]any:
+		o, ok := sc["error"].(map[string]any)
+		if !ok || !knownCode(o) {
+			return nil, false
+		}
+		budget := maxDenialBytes
+		if !fits(sc, 0, &budget) {
+			return nil, false
+		}
+		return readDenial(o, "", false)
+	case json.RawMessage:
+		return resultDenial(sc)
+	default:
+		return nil, false
+	}
+	if len(res.Content) != 1 {
+		return nil, false
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok || tc == nil || len(tc.Text) > maxDenialBytes {
+		return nil, false
+	}
+	return resultDenial([]byte(tc.Text))
+}
+
+// resultDenial reads b, the JSON of a tool-error result's denial.
+func resultDenial(b []byte) (*DenialError, bool) {
+	top, ok := decodeDenial(b)
+	if !ok {
+		return nil, false
+	}
+	o, ok := top["error"].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	return readDenial(o, "", false)
+}
+
+// rpcDenial reads the denial in the data of we.
+func rpcDenial(we *jsonrpc.Error) (*DenialError, bool) {
+	o, ok := decodeDenial(we.Data)
+	if !ok {
+		return nil, false
+	}
+	return readDenial(o, we.Message, true)
+}
+
+// decodeDenial decodes b, a JSON object within the bounds of a denial.
+func decodeDenial(b []byte) (map[string]any, bool) {
+	if len(b) == 0 || len(b) > maxDenialBytes || jsondepth.Of(b) > maxDenialDepth {
+		return nil, false
+	}
+	var o map[string]any
+	if json.Unmarshal(b, &o) != nil || o == nil {
+		return nil, false
+	}
+	return o, true
+}
+
+// knownCode reports whether o's code is a string of the error contract.
+func knownCode(o map[string]any) bool {
+	c, ok := o["code"].(string)
+	return ok && Code(c).Sentinel() != nil
+}
+
+// fits reports whether v, decoded JSON whose containers are nested depth levels deep, stays
+// within maxDenialDepth levels and the bytes *budget has left, which it takes its own from.
+func fits(v any, depth int, budget *int) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if depth++; depth > maxDenialDepth {
+			return false
+		}
+		for k, e := range x {
+			if *budget -= len(k); !fits(e, depth, budget) {
+				return false
+			}
+		}
+	case []any:
+		if depth++; depth > maxDenialDepth {
+			return false
+		}
+		for _, e := range x {
+			if !fits(e, depth, budget) {
+				return false
+			}
+		}
+	case string:
+		*budget -= len(x)
+	default:
+		*budget -= 8
+	}
+	return *budget >= 0
+}
+
+// readDenial reads o, an error object of the contract. For a JSON-RPC error's data (rpc),
+// message is the error's, for data without one; retryable may be missing; and when details
+// is, the fields beside the contract's are the details, as the gateway writes them.
+func readDenial(o map[string]any, message string, rpc bool) (*DenialError, bool) {
+	if !knownCode(o) {
+		return nil, false
+	}
+	d := &DenialError{Code: Code(o["code"].(string))}
+	if v, ok := o["message"]; ok {
+		if message, ok = v.(string); !ok {
+			return nil, false
+		}
+	} else if !rpc {
+		return nil, false
+	}
+	if message == "" {
+		return nil, false
+	}
+	d.Message = message
+	retryable := true
+	if v, ok := o["retryable"]; ok {
+		if retryable, ok = v.(bool); !ok || retryable && !d.Code.Retryable() {
+			return nil, false
+		}
+	} else if !rpc {
+		return nil, false
+	}
+	if v, ok := o["retry_after_seconds"]; ok {
+		s, ok := wholeSeconds(v)
+		if !ok {
+			return nil, false
+		}
+		d.RetryAfter = time.Duration(s) * time.Second
+	}
+	if !retryable && d.Code.Retryable() {
+		d.RetryAfter = -1
+	}
+	if v, ok := o["correlation_id"]; ok {
+		if d.CorrelationID, ok = v.(string); !ok {
+			return nil, false
+		}
+	}
+	if v, ok := o["details"]; ok {
+		if v != nil {
+			if d.Details, ok = v.(map[string]any); !ok {
+				return nil, false
+			}
+		}
+	} else if rpc {
+		for k, v := range o {
+			switch k {
+			case "code", "message", "retryable", "retry_after_seconds", "correlation_id":
+				continue
+			}
+			if d.Details == nil {
+				d.Details = make(map[string]any, len(o))
+			}
+			d.Details[k] = v
+		}
+	}
+	return d, true
+}
+
+// wholeSeconds returns v, a number of seconds decoded from JSON, if it is a whole number
+// that a time.Duration holds.
+func wholeSeconds(v any) (int64, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n >= 0 && n <= float64(maxRetrySeconds) && n == math.Trunc(n) {
+			return int64(n), true
+		}
+	case json.Number:
+		if s, err := n.Int64(); err == nil && s >= 0 && s <= maxRetrySeconds {
+			return s, true
+		}
+	case int64:
+		if n >= 0 && n <= maxRetrySeconds {
+			return n, true
+		}
+	case int:
+		if n >= 0 && int64(n) <= maxRetrySeconds {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}
