@@ -74,7 +74,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	auditPath := fs.String("audit", "", "SQLite audit database (default: a temporary file)")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+	if err := cliarg.Parse(fs, args); errors.Is(err, flag.ErrHelp) {
 		return 0
 	} else if err != nil {
 		return 2

@@ -230,7 +230,13 @@ func run(logger *slog.Logger) (runErr error) {
 	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit; no flag but --upstream, --timeout, --upstream-ca, --upstream-cert and --upstream-key may be given with it")
 	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, whose rules are refused or ask for a confirmation, or an empty --policy, stops the start (exit status 2); SIGHUP reads it again (a file refused then is logged, and the policy the gateway has stays)")
 	flag.CommandLine.Usage = usage
-	flag.Parse()
+	// flag.CommandLine is ExitOnError: Parse exits (2 on an error, 0 after
+	// -h); a test's ContinueOnError FlagSet gets the error back.
+	if err := cliarg.Parse(flag.CommandLine, os.Args[1:]); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return usageError{err}
+	}
 
 	// Every check of the flags, and of the files and variables they
 	// name, comes first: a mistake stops the start with exit status 2

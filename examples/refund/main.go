@@ -98,7 +98,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cliarg.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0 // asked for: the usage is the answer
 		}

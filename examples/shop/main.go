@@ -135,7 +135,7 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.auditPath, "audit", "", "append the audit trail to this JSONL file (default: JSON lines on stderr)")
 	fs.IntVar(&cfg.rate, "rate", cfg.rate, "calls a minute per user; each session's requests (calls, listings), and the session checks the gateway refuses in all, twice that (over every replica on --redis)")
 	fs.IntVar(&cfg.inFlight, "max-in-flight", cfg.inFlight, "calls in flight across the process (over every replica on --redis)")
-	if err := fs.Parse(args); err != nil {
+	if err := cliarg.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -263,7 +263,7 @@ func runFakeGateway(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("shop fake-gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("port", 4110, "port to listen on, on 127.0.0.1 (0 picks one)")
-	if err := fs.Parse(args); err != nil {
+	if err := cliarg.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}

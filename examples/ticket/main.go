@@ -178,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	global.SetOutput(stderr)
 	global.Usage = func() { fmt.Fprint(stderr, usage) }
 	global.StringVar(&configPath, "config", "", "server.yaml to use (default: the embedded copy of examples/ticket/server.yaml)")
-	if err := global.Parse(args); err != nil {
+	if err := cliarg.Parse(global, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0 // asked for: the usage is the answer
 		}
@@ -224,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&redisAddr, "redis", "", "keep the per-session and per-user budgets on this Redis, host:port or redis://[user@]host[:port][/db] (rediss:// for TLS; the password in $"+redisPasswordEnv+"), shared by every server on it and its database (default: in memory)")
 		fs.StringVar(&pgURL, "audit-postgres", "", "write the audit_log table to this PostgreSQL database (postgres://user@host/db; the password in PGPASSWORD or ~/.pgpass) instead of audit.db")
 	}
-	if err := fs.Parse(rest); err != nil {
+	if err := cliarg.Parse(fs, rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}

@@ -2,7 +2,8 @@
 // showing a secret it may hold. The example binaries name with it a stray
 // argument (one whose flag was forgotten, or an assignment put after the
 // command), an unknown command, and a flag's value they refuse (a URL with
-// its password put into the wrong flag).
+// its password put into the wrong flag); they parse their flags with
+// [Parse], which shows so what the flag package's own errors quote.
 package cliarg
 
 import (
