@@ -34,19 +34,21 @@ const window = 4
 // handling and fs.Usage included, and prints and returns the same messages
 // but with every value or flag name that Shown hides shown as Shown shows
 // it: the value of "invalid value" and "invalid boolean value", the name of
-// "flag provided but not defined" (what followed the dashes: --https://u:pw@h
-// is a name holding a password) and the argument of "bad flag syntax". A
-// Set error (a custom flag.Value's) repeating such a value has it shown so
-// too, or is not shown when it repeats a part of it (4 bytes or more, in
-// any case). What Shown would quote is printed as the flag package prints
-// it, unquoted where it does not quote it. In a message of another form (a
-// later Go's), every argument, flag name or value in args that Shown hides,
-// and that is not a flag of fs, is shown so.
+// "flag provided but not defined" (what followed the dashes:
+// --https://u:pw@h is a name holding a password) and the argument of "bad
+// flag syntax". A Set error (a custom flag.Value's) repeating such a value
+// has it shown so too, or is not shown when it repeats a part of it (4 bytes
+// or more, in any case, as is or in the escapes of a Go string literal).
+// What Shown would quote is printed as the flag package prints it, unquoted
+// where it does not quote it. In a message of another form (a later Go's),
+// every argument, flag name or value in args that Shown hides, and that is
+// not a flag of fs, is shown so.
 //
 // As fs.Parse, it prints the message on fs.Output, then the usage (fs.Usage,
 // or the flag package's default usage when nil), and with ExitOnError exits
 // with status 2 (0 after -h), with PanicOnError panics with the error. It
-// leaves fs's output, usage and error handling as they were.
+// leaves fs's output, usage and error handling as they were (an output set
+// to os.Stderr is left as the default, which is os.Stderr).
 func Parse(fs *flag.FlagSet, args []string) error {
 	printed, usage, err := parseQuiet(fs, args)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
@@ -148,8 +150,9 @@ func hides(v string) bool { return Shown(v) != strconv.Quote(v) }
 
 // shownError is text, the error of a flag's Set for v, a value Shown
 // hides, with v (whole, or quoted) shown as Shown shows it, or errNotShown
-// when what is left repeats a part of v. The flag package's own errors of
-// its numbers, booleans and durations do not repeat it: they are shown.
+// when what is left repeats a part of v, as is or escaped (see unescaped).
+// The flag package's own errors of its numbers, booleans and durations do
+// not repeat it: they are shown.
 func shownError(text, v string) string {
 	if text == "parse error" || text == "value out of range" {
 		return text
@@ -157,14 +160,39 @@ func shownError(text, v string) string {
 	pieces := strings.Split(strings.ReplaceAll(text, strconv.Quote(v), v), v)
 	lv := strings.ToLower(v)
 	for _, p := range pieces {
-		lp := strings.ToLower(p)
-		for i := 0; i+window <= len(lv); i++ {
-			if strings.Contains(lp, lv[i:i+window]) {
-				return errNotShown
+		for _, lp := range []string{strings.ToLower(p), strings.ToLower(unescaped(p))} {
+			for i := 0; i+window <= len(lv); i++ {
+				if strings.Contains(lp, lv[i:i+window]) {
+					return errNotShown
+				}
 			}
 		}
 	}
 	return strings.Join(pieces, Shown(v))
+}
+
+// unescaped is s with each escape of a Go string literal in it (\x, \u, \U,
+// octal, \n, \") replaced by what it stands for: a Set error may quote a
+// value otherwise than strconv.Quote (time's errors escape every byte not
+// ASCII, %+q every rune), and its escapes spell the value out.
+func unescaped(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] == '\\' {
+			if r, multibyte, tail, err := strconv.UnquoteChar(s[i:], '"'); err == nil {
+				if multibyte {
+					b.WriteRune(r)
+				} else {
+					b.WriteByte(byte(r))
+				}
+				i = len(s) - len(tail)
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
 }
 
 // shownAny is msg, a message of a form the flag package did not have, with
