@@ -1,10 +1,9 @@
 package mcpguard
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,7 +104,7 @@ func (g *Guard) resourcesChanged(ctx context.Context, req mcp.Request, below mcp
 		g.log.Error("mcpguard: resources/list_changed not passed on: listing the tools failed", "err", err)
 		return false
 	}
-	now, err := g.fanDigest(ctx, f, g.sight(&pr, f.links), below, ss)
+	now, err := g.fanDigest(ctx, f, g.sightBy(pol, &pr, f.links), below, ss)
 	if err != nil {
 		g.log.Error("mcpguard: resources/list_changed not passed on: listing the resources failed", "err", err)
 		return false
@@ -179,9 +178,8 @@ var errAskedQuiet = errors.New("mcpguard: not sent: the request it is made for i
 var errAskedAbsent = errors.New("mcpguard: not sent: it cannot be sent without the guard's suffix")
 
 // A resView is what a session was last shown of the resources: the
-// digest of its listing, and the policy loaded before its UI resources
-// were told from the hidden ones (the policy they were told by, or one
-// older: see shownUnder).
+// digest of its listing, and the policy its UI resources were told from
+// the hidden ones by (see sightBy).
 type resView struct {
 	sum [32]byte
 	pol *policy.Policy
@@ -189,29 +187,32 @@ type resView struct {
 
 // shownUnder has the sessions checked against the policy again when it is
 // no longer pol, which a view was just recorded with: a SetPolicy's check
-// may have read the session's view before the new one was recorded, which
-// the policy it was filtered by may have been overtaken meanwhile (see
-// dueResourceNotices).
+// may have read the session's view before the new one was recorded (and
+// leaves it to the one recorded, see dueResourceNotices), while the policy
+// it was filtered by was overtaken meanwhile.
 func (g *Guard) shownUnder(pol *policy.Policy) {
 	if g.pol.Load() != pol {
 		g.tellPolicy()
 	}
 }
 
-// dueResourceNotices returns tell, the tools/list_changed notices due, with
-// the resources/list_changed ones due to the sessions of t's server for the
-// policy now: to each whose caller may now see other resources (the policy
-// hides or shows a UI resource) than it was last shown, and that go-sdk
-// v1.8.0 would send its own to (see dueNotices); it makes what the policy
-// shows each what it was shown. Unless the server's capabilities turn them
-// off; a server without resources lists none under any policy, so none is
-// due there. The notices are in the order the server holds its sessions, a
-// session's tools notice before its resources one. The server's tools and
-// resources are listed once for all the sessions, and a listing is
-// filtered once for the callers who see the same UI resources (see
-// fanDigest); nothing is listed unless a session's view was made under
-// another policy. A listing that fails tells no more sessions: those not
-// checked are checked at the next policy.
+// dueResourceNotices returns tell with the resources/list_changed notices
+// due to the sessions of t's server for the policy now appended: to each that go-sdk v1.8.0
+// would send its own to (see dueNotices) whose caller may see other UI
+// resources under it than under the policy of what it was last shown (the
+// policy hides or shows a tool's UI resource, as the server's tools are
+// now), and whose listing then differs from what it was shown; it makes
+// the policy now the policy of what each was shown. Unless the server's
+// capabilities turn them off; a server without resources lists none under
+// any policy, so none is due there. The notices are in the order the
+// server holds its sessions. The tools that name a UI resource are the
+// registry's (listed only when a tools/list_changed made it stale), so a
+// server none of whose tools names one lists nothing; the resources are
+// listed once, only when a caller's sight changed, and filtered once for
+// the callers who see the same UI resources (see fanDigest). A session
+// whose view a listing or a notification recorded meanwhile is told by
+// that (see shownUnder), not here. A listing that fails tells no more
+// sessions: those not checked are checked at the next policy.
 func (g *Guard) dueResourceNotices(t *notifyTarget, tell []notice) []notice {
 	below := g.res.below
 	if !g.res.used.Load() || g.res.quiet.Load() || below == nil {
@@ -242,37 +243,95 @@ func (g *Guard) dueResourceNotices(t *notifyTarget, tell []notice) []notice {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	links, err := g.uiLinks(ctx, below, check[0].ss)
-	if err != nil {
-		g.log.Error("mcpguard: resources/list_changed for a new policy not sent: listing the tools failed", "err", err)
-		return tell
+	links, ok := g.registryLinks()
+	if !ok {
+		var err error
+		if links, err = g.uiLinks(ctx, below, check[0].ss); err != nil {
+			g.log.Error("mcpguard: resources/list_changed for a new policy not sent: listing the tools failed", "err", err)
+			return tell
+		}
 	}
-	f := &fanout{links: links, digests: map[string][32]byte{}}
-	told := len(tell)
+	// A sight and its signature, per policy and caller: callers with the
+	// same name and roles share them.
+	type sightKey struct {
+		p   *policy.Policy
+		who string
+	}
+	type seen struct {
+		sight *uiSight
+		sig   string
+	}
+	sights := map[sightKey]seen{}
+	sightOf := func(p *policy.Policy, pr *policy.Principal) seen {
+		k := sightKey{p, fmt.Sprintf("%q", append([]string{pr.Subject}, pr.Roles...))}
+		s, ok := sights[k]
+		if !ok {
+			s.sight = g.sightBy(p, pr, links)
+			s.sig = s.sight.signature()
+			sights[k] = s
+		}
+		return s
+	}
+	var f *fanout
 	for _, d := range check {
-		sum, err := g.fanDigest(ctx, f, g.sight(&d.pr, links), below, d.ss)
+		now := sightOf(pol, &d.pr)
+		sight := now.sight
+		if sightOf(d.v.pol, &d.pr).sig == now.sig {
+			// The policy changes no UI resource this caller may see.
+			reshowView(&g.res.sessionViews, d.ss, d.seq, resView{d.v.sum, pol})
+			continue
+		}
+		if f == nil {
+			f = &fanout{links: links, digests: map[string][32]byte{}}
+		}
+		sum, err := g.fanDigest(ctx, f, sight, below, d.ss)
 		if err != nil {
 			g.log.Error("mcpguard: resources/list_changed for a new policy not sent: listing the resources failed", "err", err)
 			break
 		}
-		reshowView(&g.res.sessionViews, d.ss, d.seq, resView{sum, pol})
-		if sum != d.v.sum {
+		if reshowView(&g.res.sessionViews, d.ss, d.seq, resView{sum, pol}) && sum != d.v.sum {
 			tell = append(tell, d.notice)
 		}
 	}
-	if told == 0 || len(tell) == told {
-		return tell
-	}
-	order := map[*mcp.ServerSession]int{}
-	for ss := range t.server.Sessions() {
-		order[ss] = len(order)
-	}
-	at := func(d notice) int {
-		if i, ok := order[d.ss]; ok {
-			return i
-		}
-		return len(order) // closed meanwhile
-	}
-	slices.SortStableFunc(tell, func(a, b notice) int { return cmp.Compare(at(a), at(b)) })
 	return tell
+}
+
+// registryLinks returns the registry's entries of the server's tools that
+// name a UI resource, as uiLinks would list them; ok is false when a
+// tools/list_changed made the registry stale, and they are to be listed.
+func (g *Guard) registryLinks() (links []*toolEntry, ok bool) {
+	g.reg.mu.RLock()
+	defer g.reg.mu.RUnlock()
+	if g.reg.stale {
+		return nil, false
+	}
+	for _, e := range g.reg.byName {
+		if len(e.ui) > 0 {
+			links = append(links, e)
+		}
+	}
+	return links, true
+}
+
+// sightBy is [Guard.sight] under the policy p: what pr may see of the UI
+// resources of links, a UI resource being pr's if one of the tools that
+// name it is one pr may see under p.
+func (g *Guard) sightBy(p *policy.Policy, pr *policy.Principal, links []*toolEntry) *uiSight {
+	s := &uiSight{seen: map[string]bool{}, hidden: map[string]bool{}, keys: map[string]bool{}}
+	for _, e := range links {
+		if e.check(p) == nil && p.Visible(pr, e.tool.Name) {
+			for _, u := range e.ui {
+				s.seen[u] = true
+			}
+		}
+	}
+	for _, e := range links {
+		for _, u := range e.ui {
+			if !s.seen[u] && !s.hidden[u] {
+				s.hidden[u] = true
+				s.keys[uriKey(u)] = true
+			}
+		}
+	}
+	return s
 }

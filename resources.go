@@ -202,7 +202,7 @@ func (g *Guard) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 		return nil, err
 	}
 	pol := g.pol.Load()
-	shown := visibleResources(g.sight(id.Principal, links), all)
+	shown := visibleResources(g.sightBy(pol, id.Principal, links), all)
 	sum, unsent := listing(shown)
 	g.res.show(req.Session, seq, resView{sum, pol})
 	g.shownUnder(pol)
@@ -519,8 +519,8 @@ func (g *Guard) listenResources(next mcp.MethodHandler) mcp.MethodHandler {
 			sight := g.sight(id.Principal, links)
 			if n.ResourcesListChanged {
 				if all, _, err := listResourcePages(ctx, next, r.Session); err == nil {
-					pol := g.pol.Load() // before the sight it is shown by
-					shown := visibleResources(g.sight(id.Principal, links), all)
+					pol := g.pol.Load()
+					shown := visibleResources(g.sightBy(pol, id.Principal, links), all)
 					g.res.show(r.Session, seq, resView{digest(shown), pol})
 					g.shownUnder(pol)
 				}

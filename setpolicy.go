@@ -79,17 +79,20 @@ import (
 // after tells it nothing. A session that never listed the tools nor
 // listens for their changes is sent none (see [Guard.Install]). So too,
 // each session whose caller may see other resources under p than it was
-// last shown (p hides or shows a tool's UI resource; shown by its last
-// resources/list, its listen for their changes, or its last
+// last shown (p hides from the caller, or shows it, a tool's UI resource
+// that the policy of that showing did not, and its listing differs; shown
+// by its last resources/list, its listen for their changes, or its last
 // resources/list_changed notification) is sent one
 // notifications/resources/list_changed, unless the capabilities turn
-// those off (a server without resources lists none, under any policy).
-// They are sent from a goroutine of the guard's shortly after SetPolicy
-// returns, one at a time, in the order the server holds its sessions (a
-// session's tools notice before its resources one), through the server's
-// sending middleware added before Install (one added after it does not
-// see them); policies set in quick succession are told together, each
-// session checked against the policy of the moment. Each has 10 seconds
+// those off (a server without resources lists none, under any policy; one
+// none of whose tools names a UI resource lists nothing for p). They are
+// sent from a goroutine of the guard's shortly after SetPolicy returns,
+// one at a time: the tools notices first, in the order the server holds
+// its sessions, then the resources ones, in that order too (a slow
+// listing of the resources holds up no tools notice); through the
+// server's sending middleware added before Install (one added after it
+// does not see them); policies set in quick succession are told together,
+// each session checked against the policy of the moment. Each has 10 seconds
 // to be sent; one not sent within a second (its client stopped reading,
 // and its transport blocks the write) is left to finish while the next is
 // sent, and its session is sent no other of its kind until it has. A
@@ -247,30 +250,46 @@ func (g *Guard) showTools(ss *mcp.ServerSession, seq uint64, tools []*mcp.Tool) 
 // watchListens returns next, which learns from the acknowledgement of a
 // subscriptions/listen that the go-sdk agreed to send tools/list_changed or
 // resources/list_changed on the id it tells that listen's notifications by.
+// A listen's view is recorded before it is acknowledged: a SetPolicy's
+// check in between passes its session by (it cannot be told yet), so once
+// the acknowledgement is sent, a view made under an older policy has the
+// sessions checked again.
 func (g *Guard) watchListens(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "notifications/subscriptions/acknowledged" {
-			ss, _ := req.GetSession().(*mcp.ServerSession)
-			p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
-			if ss != nil && p != nil && (p.Notifications.ToolsListChanged || p.Notifications.ResourcesListChanged) {
-				if id, ok := p.Meta[mcp.MetaKeySubscriptionID]; ok && id != nil {
-					g.lc.lmu.Lock()
-					if g.lc.listens == nil {
-						g.lc.listens = map[*mcp.ServerSession]listenIDs{}
-					}
-					l := g.lc.listens[ss]
-					if p.Notifications.ToolsListChanged {
-						l.tools = id
-					}
-					if p.Notifications.ResourcesListChanged {
-						l.resources = id
-					}
-					g.lc.listens[ss] = l
-					g.lc.lmu.Unlock()
-				}
-			}
+		if method != "notifications/subscriptions/acknowledged" {
+			return next(ctx, method, req)
 		}
-		return next(ctx, method, req)
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
+		id := any(nil)
+		if ss != nil && p != nil && (p.Notifications.ToolsListChanged || p.Notifications.ResourcesListChanged) {
+			id = p.Meta[mcp.MetaKeySubscriptionID]
+		}
+		if id == nil {
+			return next(ctx, method, req)
+		}
+		g.lc.lmu.Lock()
+		if g.lc.listens == nil {
+			g.lc.listens = map[*mcp.ServerSession]listenIDs{}
+		}
+		l := g.lc.listens[ss]
+		if p.Notifications.ToolsListChanged {
+			l.tools = id
+		}
+		if p.Notifications.ResourcesListChanged {
+			l.resources = id
+		}
+		g.lc.listens[ss] = l
+		g.lc.lmu.Unlock()
+		res, err := next(ctx, method, req)
+		pol := g.pol.Load()
+		_, tv, _, tok := shownView(&g.views, ss)
+		_, rv, _, rok := shownView(&g.res.sessionViews, ss)
+		if (p.Notifications.ToolsListChanged && tok && tv.pol != pol) ||
+			(p.Notifications.ResourcesListChanged && rok && rv.pol != pol) {
+			g.tellPolicy()
+		}
+		return res, err
 	}
 }
 
@@ -345,15 +364,22 @@ func (g *Guard) tellPolicy() {
 // session, and to one on 2026-07-28 only on its listen for that
 // notification, stamped with that listen's subscriptionId. A session
 // checked is shown its tools (its resources) under the policy now.
-// Sessions are told in the order the server holds them, each notice from
-// a goroutine of its own with 10 seconds to be sent: one not sent within
+// The tools notices are sent first, then the resources ones are worked
+// out (which may list the server's resources, however slowly) and sent;
+// each in the order the server holds its sessions, each notice from a
+// goroutine of its own with 10 seconds to be sent: one not sent within
 // noticeWait (its transport blocks the write, which a context does not
 // end) is left to finish on its own while the next is sent, and its
 // session is sent no other notice of its kind until it does (the one under
 // way has its client list the tools, or the resources, anew). A notice
 // whose sending panics is logged, and the rest are sent.
 func (g *Guard) notifyPolicy(t *notifyTarget) {
-	tell := g.dueResourceNotices(t, g.dueNotices(t))
+	g.sendNotices(t, g.dueNotices(t))
+	g.sendNotices(t, g.dueResourceNotices(t, nil))
+}
+
+// sendNotices sends the notices of tell, one at a time (see notifyPolicy).
+func (g *Guard) sendNotices(t *notifyTarget, tell []notice) {
 	if len(tell) == 0 {
 		return
 	}
@@ -498,11 +524,13 @@ func shownView[V any](vs *sessionViews[V], ss *mcp.ServerSession) (pr policy.Pri
 }
 
 // reshowView makes v what ss was shown in vs, unless its view changed
-// since it was read at seq (see shownView).
-func reshowView[V any](vs *sessionViews[V], ss *mcp.ServerSession, seq uint64, v V) {
+// since it was read at seq (see shownView), and reports whether it did.
+func reshowView[V any](vs *sessionViews[V], ss *mcp.ServerSession, seq uint64, v V) bool {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if sv := vs.m[weak.Make(ss)]; sv != nil && !sv.off && sv.shown && sv.seq == seq {
 		sv.val = v
+		return true
 	}
+	return false
 }

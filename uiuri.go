@@ -158,24 +158,7 @@ func (s *uiSight) signature() string {
 // resource is pr's if one of the tools that name it is one pr may see
 // (tools/list would show it), under the policy now.
 func (g *Guard) sight(pr *policy.Principal, links []*toolEntry) *uiSight {
-	p := g.pol.Load()
-	s := &uiSight{seen: map[string]bool{}, hidden: map[string]bool{}, keys: map[string]bool{}}
-	for _, e := range links {
-		if e.check(p) == nil && p.Visible(pr, e.tool.Name) {
-			for _, u := range e.ui {
-				s.seen[u] = true
-			}
-		}
-	}
-	for _, e := range links {
-		for _, u := range e.ui {
-			if !s.seen[u] && !s.hidden[u] {
-				s.hidden[u] = true
-				s.keys[uriKey(u)] = true
-			}
-		}
-	}
-	return s
+	return g.sightBy(g.pol.Load(), pr, links)
 }
 
 // namedUI reports whether uri is, or means (see uriKey), a UI resource

@@ -1,0 +1,280 @@
+package mcpguard_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rn2Carol has neither of the roles rnPolicy gives report_app to: she sees
+// echo and the plain resource under every policy of these tests.
+var rn2Carol = &mcpguard.Identity{Principal: &policy.Principal{Subject: "carol", Roles: []string{"guest"}}, Credential: mcpguard.NewCredential("carol-secret")}
+
+// rn2Below is a receiving middleware added before Install, so below the
+// guard: it counts the listings that reach the server, and holds up (or
+// delays) the resources/list the guard makes for a new policy (one whose
+// context carries no caller) while armed.
+type rn2Below struct {
+	mu      sync.Mutex
+	lists   map[string]int
+	delay   atomic.Int64       // how long the guard's resources/list waits
+	gate    chan chan struct{} // armed: a guard's resources/list sends it a channel and waits for it closed
+	entered atomic.Int64
+	// listenGate, armed: a subscriptions/listen (once the guard passed it
+	// on, before the go-sdk acknowledges it) sends it a channel and waits
+	// for it closed.
+	listenGate chan chan struct{}
+}
+
+func (b *rn2Below) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "subscriptions/listen" {
+			b.mu.Lock()
+			gate := b.listenGate
+			b.listenGate = nil
+			b.mu.Unlock()
+			if gate != nil {
+				release := make(chan struct{})
+				gate <- release
+				<-release
+			}
+		}
+		if method == "tools/list" || method == "resources/list" {
+			b.mu.Lock()
+			b.lists[method]++
+			gate := b.gate
+			b.mu.Unlock()
+			if method == "resources/list" && mcpguard.FromContext(ctx) == nil {
+				b.entered.Add(1)
+				time.Sleep(time.Duration(b.delay.Load()))
+				if gate != nil {
+					release := make(chan struct{})
+					gate <- release
+					<-release
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (b *rn2Below) count(method string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lists[method]
+}
+
+// newRN2Rig is newRNRig with b below the guard; ui says whether
+// report_app names rnUI as its UI resource.
+func newRN2Rig(t *testing.T, v string, pol *policy.Policy, ui bool, b *rn2Below) *rnRig {
+	t.Helper()
+	r := &rnRig{t: t, v: v, auth: &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}, w: newRNWatch()}
+	if ui {
+		r.srv = rnServer(r.w, true, nil)
+	} else {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "rn", Version: "1"}, nil)
+		ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+		ok := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil }
+		srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ro}, ok)
+		srv.AddTool(&mcp.Tool{Name: "report_app", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ro}, ok)
+		read := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
+		}
+		srv.AddResource(&mcp.Resource{URI: "file:///plain.txt", Name: "plain"}, read)
+		srv.AddSendingMiddleware(r.w.middleware)
+		r.srv = srv
+	}
+	b.lists = map[string]int{}
+	r.srv.AddReceivingMiddleware(b.middleware)
+	g, err := mcpguard.New(pol, r.auth, &mcpguard.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Install(r.srv); err != nil {
+		t.Fatal(err)
+	}
+	r.g = g
+	return r
+}
+
+// TestReview32bResourceNoticeCallerChanged: a session that listed the
+// resources as bob and whose requests then come as carol (its client
+// authenticated anew as someone else) is not told of a new policy that
+// changes nothing carol may see: the notice would tell carol that what
+// another caller may see changed. A session of bob's connected after it
+// bounds the check.
+func TestReview32bResourceNoticeCallerChanged(t *testing.T) {
+	for _, v := range protocolVersions {
+		t.Run(versionName(v), func(t *testing.T) {
+			pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
+			r := newRNRig(t, v, pu, true, nil)
+			s := r.connect(bob, true, false)
+			r.auth.mu.Lock()
+			r.auth.ids[s.ss] = rn2Carol
+			r.auth.mu.Unlock()
+			if _, err := s.cs.ListTools(context.Background(), nil); err != nil { // as carol now
+				t.Fatal(err)
+			}
+			sentinel := r.connect(bob, true, false)
+			r.setPolicy(pa)
+			r.waitRes(sentinel, 1)
+			if n := r.w.resCount(s.ss); n != 0 {
+				t.Errorf("carol's session, whose resources pa does not change, was sent %d resources/list_changed", n)
+			}
+		})
+	}
+}
+
+// TestReview32bSlowResourceListingHoldsNoToolsNotice: a server whose
+// resources/list takes 2 s (a middleware below the guard that reads
+// them from a slow store) does not hold up the tools/list_changed of a
+// session listed before the one whose resources change.
+func TestReview32bSlowResourceListingHoldsNoToolsNotice(t *testing.T) {
+	pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
+	b := &rn2Below{}
+	r := newRN2Rig(t, "2025-11-25", pu, true, b)
+	tools := r.connect(bob, false, true)
+	res := r.connect(bob, true, false)
+	b.delay.Store(int64(2 * time.Second))
+	start := time.Now()
+	r.setPolicy(pa)
+	waitFor(t, func() bool { return tools.tlHeard.Load() >= 1 })
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the tools notice came %v after SetPolicy: held up by the resources listing", d)
+	}
+	r.waitRes(res, 1)
+}
+
+// TestReview32bNoUIResourcesNoListing: a server with resources and no
+// tool that names a UI resource lists nothing for a new policy, though
+// its sessions listed the resources: no policy can change them.
+func TestReview32bNoUIResourcesNoListing(t *testing.T) {
+	for _, v := range protocolVersions {
+		t.Run(versionName(v), func(t *testing.T) {
+			pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
+			b := &rn2Below{}
+			r := newRN2Rig(t, v, pu, false, b)
+			res := r.connect(bob, true, false)
+			sentinel := r.connect(bob, false, true)
+			lt, lr := b.count("tools/list"), b.count("resources/list")
+			// Two policies, each telling the sentinel: the second round
+			// starts after the first ended.
+			r.setPolicy(pa)
+			waitFor(t, func() bool { return sentinel.tlHeard.Load() >= 1 })
+			r.setPolicy(pu)
+			waitFor(t, func() bool { return sentinel.tlHeard.Load() >= 2 })
+			if n := b.count("resources/list") - lr; n != 0 {
+				t.Errorf("%d resources/list made for the new policies", n)
+			}
+			if n := b.count("tools/list") - lt; n != 0 {
+				t.Errorf("%d tools/list made for the new policies", n)
+			}
+			if n := r.w.resCount(res.ss); n != 0 {
+				t.Errorf("the session was sent %d resources/list_changed", n)
+			}
+		})
+	}
+}
+
+// TestReview32bListingDuringCheckNotTold: a session that lists the
+// resources under the new policy while the SetPolicy's check lists them
+// (after it read the session's view) has the new policy's listing: it is
+// not told to list again. A session connected after it, told, bounds the
+// check.
+// (On 2025-11-25: on the default protocol its client serves the listing
+// from its cache until it is told.)
+func TestReview32bListingDuringCheckNotTold(t *testing.T) {
+	for _, v := range []string{"2025-11-25"} {
+		t.Run(versionName(v), func(t *testing.T) {
+			pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
+			b := &rn2Below{}
+			r := newRN2Rig(t, v, pu, true, b)
+			s := r.connect(bob, true, false)
+			sentinel := r.connect(bob, true, false)
+			gate := make(chan chan struct{})
+			b.mu.Lock()
+			b.gate = gate
+			b.mu.Unlock()
+			r.setPolicy(pa)
+			var release chan struct{}
+			select {
+			case release = <-gate:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the check listed no resources")
+			}
+			b.mu.Lock()
+			b.gate = nil
+			b.mu.Unlock()
+			if got := s.uris(t); len(got) != 1 || got[0] != "file:///plain.txt" {
+				t.Fatalf("bob lists %v under pa", got)
+			}
+			close(release)
+			r.waitRes(sentinel, 1)
+			if n := r.w.resCount(s.ss); n != 0 {
+				t.Errorf("the session that listed under pa during the check was sent %d resources/list_changed", n)
+			}
+		})
+	}
+}
+
+// TestReview32bListenAcknowledgedAfterCheck: on the default protocol, a
+// listen for the tools' and the resources' changes whose acknowledgement
+// comes after a SetPolicy's check passed its session by (it could not be
+// told yet) has its session told of that policy once it can be: its
+// views were recorded under the policy before. A session on 2025-11-25,
+// told by that check, shows that it ran.
+func TestReview32bListenAcknowledgedAfterCheck(t *testing.T) {
+	pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
+	b := &rn2Below{}
+	r := newRN2Rig(t, "2025-11-25", pu, true, b)
+	sentinel := r.connect(bob, true, true)
+	gate := make(chan chan struct{})
+	b.mu.Lock()
+	b.listenGate = gate
+	b.mu.Unlock()
+
+	// A client on the default protocol, listening for both.
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := r.srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.auth.mu.Lock()
+	r.auth.ids[ss] = bob
+	r.auth.mu.Unlock()
+	var tools, res atomic.Int64
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { tools.Add(1) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { res.Add(1) },
+	}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
+	var release chan struct{}
+	select {
+	case release = <-gate:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no listen came")
+	}
+
+	r.setPolicy(pa)
+	waitFor(t, func() bool { return sentinel.tlHeard.Load() >= 1 && sentinel.resHeard.Load() >= 1 })
+	close(release)
+	waitFor(t, func() bool { r.w.mu.Lock(); defer r.w.mu.Unlock(); return r.w.acked[ss] })
+	deadline := time.Now().Add(3 * time.Second)
+	for (tools.Load() < 1 || res.Load() < 1) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if tools.Load() != 1 || res.Load() != 1 {
+		t.Errorf("the listening client heard %d tools/list_changed and %d resources/list_changed, want 1 and 1", tools.Load(), res.Load())
+	}
+}
