@@ -141,7 +141,10 @@
 //     no one. It is a 502 (a batch member's, an upstream error answering
 //     the member), logged with where it pointed.
 //   - With Options.FilterToolsList, tools/list results lose the tools the
-//     caller may not call, also inside event streams.
+//     caller may not call, also inside event streams. Not their UI
+//     resources (an MCP App's _meta.ui.resourceUri): resources/* are the
+//     downstream's to decide, and one guarded by mcpguard (Guard.Install,
+//     with mcpguard.FromGatewayHeaders) hides a hidden tool's.
 //   - With Options.Pins, tools/list results keep only the tools whose
 //     definitions were approved, and initialize results only the
 //     instructions approved ([Pins]: at their first listing, or a
