@@ -147,7 +147,9 @@ type Options struct {
 	// RATE_LIMIT_EXCEEDED with a wait of one second (see [Limit]); so is a
 	// call whose context ended before the limiter decided (the client went
 	// away), which is logged at Info, not as a limiter failure, and
-	// recorded with a detail that says so.
+	// recorded with a detail that says so; but a call made in-process
+	// within another guarded call's handler whose deadline passed first
+	// timed out instead (see [Guard.Wrap]).
 	//
 	// A dry run of a write counts one call against the rate and holds an
 	// in-flight slot, as the real call would, and spends nothing: its cost
@@ -567,12 +569,16 @@ func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 // ended with its caller). A handler the deadline ends timed out, as any
 // does (UPSTREAM_UNAVAILABLE; a write's not retryable); a call the
 // deadline ends while an older client's human is asked to confirm it, or
-// a write whose deadline passed before its handler was called (a slow
-// write-ahead record), timed out before its tool ran: it is refused
-// UPSTREAM_UNAVAILABLE, retryable, its tool not run after the deadline
-// whatever the human answers, given back what the limits charged it
-// (the round that asked the human keeps its count against the call rate,
-// as when the confirmation expires), and recorded so. Its confirmation
+// while the limiter's store is asked (a read's too, which the limiter did
+// not admit), or a write whose deadline passed before its handler was
+// called (a slow write-ahead record), timed out before its tool ran: it is
+// refused UPSTREAM_UNAVAILABLE, retryable, its tool not run after the
+// deadline whatever the human answers, given back what the limits charged
+// it (the round that asked the human keeps its count against the call
+// rate, as when the confirmation expires), and recorded so. A limiter's
+// store that fails before the deadline, and a write-ahead record that
+// fails (its sink is not given the deadline), keep their refusals
+// (RATE_LIMIT_EXCEEDED, AUDIT_UNAVAILABLE). Its confirmation
 // question, and under [Guard.Install] or [Guard.AddTool] its handler's
 // own, ends when the outer call's caller cancels. A panic in it is
 // recovered by its guard: the outer handler gets an INTERNAL tool error.

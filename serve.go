@@ -265,11 +265,15 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	}
 
 	// 8. Limit. A call refused from here on before it runs is given back
-	// what it was charged: a refused call consumes nothing.
+	// what it was charged: a refused call consumes nothing. A call the
+	// limiter could not decide by its caller's deadline timed out.
 	var ld limiter.Decision
 	if g.opts.Limiter != nil {
 		var d *DenialError
 		if ld, d = g.charge(ctx, req, c, calls); d != nil {
+			if undecidedAtDeadline(ctx, ld) {
+				return g.notStarted(ctx, c, ld) // nothing was charged
+			}
 			return g.deny(c, d)
 		}
 		defer g.opts.Limiter.Release(ld)
@@ -294,7 +298,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		ctx = awareContext(ctx, req)
 	}
 
-	// 10. Execute.
+	// 10. Execute. The write-ahead intent is written without the call's
+	// deadline (see auditIntent): its failure is the sink's, whenever it
+	// comes, and is refused as such.
 	if write && !c.dryRun && !g.opts.NoWriteAhead {
 		if aerr := g.auditIntent(ctx, req, c); aerr != nil {
 			g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", logName(c.name), "correlation_id", c.corr, "err", aerr)
@@ -1125,13 +1131,31 @@ func pastCallerDeadline(ctx context.Context) bool {
 	return ok && !time.Now().Before(dl)
 }
 
-// notStarted refuses c, a write whose deadline (see pastCallerDeadline)
-// passed before its handler was called, as timed out before it ran, and
-// gives back what step 8 charged it (its decision was ld).
+// undecidedAtDeadline reports whether ld, the limiter's decision on a call
+// that came with ctx, refuses it for want of an answer from the limiter's
+// store, which was asked with ctx, once ctx's deadline (see
+// pastCallerDeadline) has passed: the caller's time ran out, and the store
+// may not have failed. A store that failed before the deadline keeps its
+// refusal (limitDenial).
+func undecidedAtDeadline(ctx context.Context, ld limiter.Decision) bool {
+	return !ld.Allowed && errors.Is(ld.Err, limiter.ErrStoreUnavailable) && pastCallerDeadline(ctx)
+}
+
+// notStarted refuses c, whose deadline (see pastCallerDeadline) passed
+// before its handler was called (a write's; or any call's, before the
+// limiter decided it), as timed out before it ran, and gives back what
+// step 8 charged it (its decision was ld).
 func (g *Guard) notStarted(ctx context.Context, c *call, ld limiter.Decision) (*mcp.CallToolResult, error) {
-	c.detail = "the call's deadline passed before the tool ran; the tool was not run"
+	d := c.timedOutBeforeStart()
 	g.refund(ctx, c, ld)
-	return g.deny(c, timedOutBeforeRun("the call's deadline passed before it could start"))
+	return g.deny(c, d)
+}
+
+// timedOutBeforeStart records in c that its deadline passed before its
+// tool ran, and returns its refusal.
+func (c *call) timedOutBeforeStart() *DenialError {
+	c.detail = "the call's deadline passed before the tool ran; the tool was not run"
+	return timedOutBeforeRun("the call's deadline passed before it could start")
 }
 
 // timedOutBeforeRun is the refusal of a call whose deadline passed before
@@ -1323,6 +1347,10 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			ld = g.limit(ctx, req, c, 1, 0, true)
 			g.opts.Limiter.Release(ld)
 			g.limitFailed(ctx, c, ld)
+			if undecidedAtDeadline(ctx, ld) {
+				c.denial = c.timedOutBeforeStart()
+				return nil, false
+			}
 			if !ld.Allowed {
 				c.denial = limitDenial(ld)
 				return nil, false

@@ -228,7 +228,8 @@ type countedKey struct{}
 // and that fails closed ([limiter.ErrStoreUnavailable]) refuses the call as
 // RATE_LIMIT_EXCEEDED with a wait of one second, as the Guard does; a call
 // whose context ended before the limiter decided is refused the same way
-// (see [Options].Limiter).
+// (see [Options].Limiter), here also one the Guard would refuse as timed
+// out (made in-process within a guarded call whose deadline passed).
 //
 // Limit returns an error for a nil limiter or policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
