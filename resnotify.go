@@ -227,11 +227,9 @@ func (g *Guard) dueResourceNotices(t *notifyTarget, tell []notice) []notice {
 	}
 	var check []due
 	for ss := range t.server.Sessions() {
-		g.lc.lmu.Lock()
-		id := g.lc.listens[ss].resources
-		g.lc.lmu.Unlock()
-		if id == nil && !legacySession(ss) {
-			continue // it cannot be told
+		id, can := g.tellable(ss, true)
+		if !can {
+			continue
 		}
 		pr, v, seq, ok := shownView(&g.res.sessionViews, ss)
 		if ok && v.pol != pol {

@@ -449,11 +449,9 @@ func (g *Guard) dueNotices(t *notifyTarget) []notice {
 	defer g.lc.mu.Unlock()
 	pol := g.pol.Load()
 	for ss := range t.server.Sessions() {
-		g.lc.lmu.Lock()
-		id := g.lc.listens[ss].tools
-		g.lc.lmu.Unlock()
-		if id == nil && !legacySession(ss) {
-			continue // it cannot be told
+		id, can := g.tellable(ss, false)
+		if !can {
+			continue
 		}
 		pr, v, seq, ok := shownView(&g.views, ss)
 		if !ok || v.pol == pol {
@@ -508,6 +506,21 @@ func (g *Guard) sendNotice(t *notifyTarget, d notice, done chan<- struct{}) {
 func legacySession(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
 	return ip == nil || ip.ProtocolVersion < "2026-07-28"
+}
+
+// tellable reports whether a notice of its tools (of its resources) can
+// be sent to ss, as go-sdk v1.8.0 sends its own: on the session before
+// protocol 2026-07-28 (or with none), on 2026-07-28 only on a listen for
+// it; and returns that listen's subscriptionId (nil: on the session).
+func (g *Guard) tellable(ss *mcp.ServerSession, resources bool) (id any, ok bool) {
+	g.lc.lmu.Lock()
+	l := g.lc.listens[ss]
+	g.lc.lmu.Unlock()
+	id = l.tools
+	if resources {
+		id = l.resources
+	}
+	return id, id != nil || legacySession(ss)
 }
 
 // shownView returns the caller of ss's view in vs (of the tools or of the
