@@ -576,9 +576,10 @@ func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 // deadline whatever the human answers, given back what the limits charged
 // it (the round that asked the human keeps its count against the call
 // rate, as when the confirmation expires), and recorded so. A limiter's
-// store that fails before the deadline, and a write-ahead record that
-// fails (its sink is not given the deadline), keep their refusals
-// (RATE_LIMIT_EXCEEDED, AUDIT_UNAVAILABLE). Its confirmation
+// store that fails before the deadline, or answers outside its contract
+// however late, and a write-ahead record that fails (its sink is not
+// given the deadline), keep their refusals (RATE_LIMIT_EXCEEDED,
+// AUDIT_UNAVAILABLE). Its confirmation
 // question, and under [Guard.Install] or [Guard.AddTool] its handler's
 // own, ends when the outer call's caller cancels. A panic in it is
 // recovered by its guard: the outer handler gets an INTERNAL tool error.

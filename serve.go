@@ -270,8 +270,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	var ld limiter.Decision
 	if g.opts.Limiter != nil {
 		var d *DenialError
-		if ld, d = g.charge(ctx, req, c, calls); d != nil {
-			if undecidedAtDeadline(ctx, ld) {
+		var late bool
+		if ld, d, late = g.chargeLate(ctx, req, c, calls); d != nil {
+			if late {
 				return g.notStarted(ctx, c, ld) // nothing was charged
 			}
 			return g.deny(c, d)
@@ -1072,14 +1073,24 @@ func (g *Guard) plan(c *call, topts *ToolOptions) *DenialError {
 // meet now, and is not taken. It returns the refusal, or the decision
 // whose in-flight slot the caller releases when the call ends.
 func (g *Guard) charge(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (limiter.Decision, *DenialError) {
+	ld, d, _ := g.chargeLate(ctx, req, c, calls)
+	return ld, d
+}
+
+// chargeLate is charge, which also reports whether the limiter's refusal
+// is undecidedAtDeadline, as it stood when the limiter answered (before the
+// failure is logged: a slow log must not turn a store's failure into a
+// timeout).
+func (g *Guard) chargeLate(ctx context.Context, req *mcp.CallToolRequest, c *call, calls int) (ld limiter.Decision, d *DenialError, late bool) {
 	spend := c.spend()
-	ld := g.limit(ctx, req, c, calls, spend, c.dryRun && !c.retry)
+	ld = g.limit(ctx, req, c, calls, spend, c.dryRun && !c.retry)
+	late = undecidedAtDeadline(ctx, ld)
 	g.limitFailed(ctx, c, ld)
 	if !ld.Allowed {
-		return ld, limitDenial(ld)
+		return ld, limitDenial(ld), late
 	}
 	c.charged = spend
-	return ld, nil
+	return ld, nil, false
 }
 
 // limitFailed logs a decision ld the limiter could not make for c: as the
@@ -1135,10 +1146,13 @@ func pastCallerDeadline(ctx context.Context) bool {
 // that came with ctx, refuses it for want of an answer from the limiter's
 // store, which was asked with ctx, once ctx's deadline (see
 // pastCallerDeadline) has passed: the caller's time ran out, and the store
-// may not have failed. A store that failed before the deadline keeps its
+// may not have failed. Called as soon as the limiter answers. A store that
+// failed before the deadline, or answered outside its contract however
+// late (ld.Err then does not unwrap to context.DeadlineExceeded), keeps its
 // refusal (limitDenial).
 func undecidedAtDeadline(ctx context.Context, ld limiter.Decision) bool {
-	return !ld.Allowed && errors.Is(ld.Err, limiter.ErrStoreUnavailable) && pastCallerDeadline(ctx)
+	return !ld.Allowed && errors.Is(ld.Err, limiter.ErrStoreUnavailable) &&
+		errors.Is(ld.Err, context.DeadlineExceeded) && pastCallerDeadline(ctx)
 }
 
 // notStarted refuses c, whose deadline (see pastCallerDeadline) passed
@@ -1345,9 +1359,10 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			// The cost is checked, not spent: a call the spend caps
 			// would refuse now is refused before the human is asked.
 			ld = g.limit(ctx, req, c, 1, 0, true)
+			late := undecidedAtDeadline(ctx, ld) // before the log: see chargeLate
 			g.opts.Limiter.Release(ld)
 			g.limitFailed(ctx, c, ld)
-			if undecidedAtDeadline(ctx, ld) {
+			if late {
 				c.denial = c.timedOutBeforeStart()
 				return nil, false
 			}
