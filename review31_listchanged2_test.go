@@ -3,7 +3,6 @@ package mcpguard_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"net"
 	"runtime"
 	"strings"
@@ -32,9 +31,7 @@ func (r *lcRig) connectStuck(id *mcpguard.Identity) *lcRawSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.auth.mu.Lock()
-	r.auth.ids[ss] = id
-	r.auth.mu.Unlock()
+	r.bind(ss, id)
 	s := &lcRawSession{ss: ss, conn: cc}
 	t.Cleanup(func() { cc.Close(); ss.Close() })
 	rd := bufio.NewReader(cc)
@@ -75,13 +72,13 @@ func (r *lcRig) connectStuck(id *mcpguard.Identity) *lcRawSession {
 // session is closed, nothing of the guard's is left running.
 func TestReview31bStuckSessionStallsNoOther(t *testing.T) {
 	pu, pa := lcPolicy(t, "user"), lcPolicy(t, "admin")
-	r := newLCRig(t, "2025-11-25", pu)
+	r := newLCRig(t, "2025-11-25", pu, lcSpecTools)
 	stuck := r.connectStuck(bob)
-	user := r.connect(bob, true)
+	user := r.connect(bob, lcListTools)
 	base := runtime.NumGoroutine()
 
 	r.setPolicy(pa)
-	waitFor(t, func() bool { return user.heard.Load() >= 1 })
+	waitFor(t, func() bool { return user.toolsHeard.Load() >= 1 })
 	if got := user.names(t); len(got) != 1 || got[0] != "echo" {
 		t.Fatalf("bob lists %v under pa", got)
 	}
@@ -92,7 +89,7 @@ func TestReview31bStuckSessionStallsNoOther(t *testing.T) {
 			r.setPolicy(pa)
 		}
 		want := int64(i + 2)
-		waitFor(t, func() bool { return user.heard.Load() >= want })
+		waitFor(t, func() bool { return user.toolsHeard.Load() >= want })
 		user.names(t)
 	}
 	if n := runtime.NumGoroutine(); n > base+5 {
@@ -108,35 +105,15 @@ func TestReview31bStuckSessionStallsNoOther(t *testing.T) {
 // from being told, at this SetPolicy or the next.
 func TestReview31bPanickingSendTellsTheRest(t *testing.T) {
 	pu, pa := lcPolicy(t, "user"), lcPolicy(t, "admin")
-	r := &lcRig{t: t, v: "2025-11-25", auth: &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}, w: newLCWatch()}
-	r.srv = mcp.NewServer(&mcp.Implementation{Name: "lc", Version: "1"}, nil)
-	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	ok := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil }
-	for _, name := range []string{"echo", "report", "ops"} {
-		r.srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ro}, ok)
-	}
 	var victim atomic.Pointer[mcp.ServerSession]
-	r.srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "notifications/tools/list_changed" && req.GetSession() == victim.Load() {
-				panic("a logging middleware's bug")
-			}
-			return next(ctx, method, req)
-		}
-	})
-	g, err := mcpguard.New(pu, r.auth, &mcpguard.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(r.srv); err != nil {
-		t.Fatal(err)
-	}
-	r.g = g
-	first := r.connect(bob, true)
+	spec := lcSpecTools
+	spec.setup = lcPanicOn("notifications/tools/list_changed", &victim)
+	r := newLCRig(t, "2025-11-25", pu, spec)
+	first := r.connect(bob, lcListTools)
 	victim.Store(first.ss)
-	second := r.connect(bob, true)
+	second := r.connect(bob, lcListTools)
 	r.setPolicy(pa)
-	waitFor(t, func() bool { return second.heard.Load() >= 1 })
+	waitFor(t, func() bool { return second.toolsHeard.Load() >= 1 })
 	r.setPolicy(pu)
-	waitFor(t, func() bool { return second.heard.Load() >= 2 })
+	waitFor(t, func() bool { return second.toolsHeard.Load() >= 2 })
 }

@@ -2,7 +2,6 @@ package mcpguard_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,37 +70,19 @@ func (b *rn2Below) count(method string) int {
 	return b.lists[method]
 }
 
-// newRN2Rig is newRNRig with b below the guard; ui says whether
-// report_app names rnUI as its UI resource.
-func newRN2Rig(t *testing.T, v string, pol *policy.Policy, ui bool, b *rn2Below) *rnRig {
+// newRN2Rig is newLCRig on rnSpec with b below the guard; ui says whether
+// report_app names rnUI as its UI resource (without, the plain resource
+// is the server's only one).
+func newRN2Rig(t *testing.T, v string, pol *policy.Policy, ui bool, b *rn2Below) *lcRig {
 	t.Helper()
-	r := &rnRig{t: t, v: v, auth: &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}, w: newRNWatch()}
-	if ui {
-		r.srv = rnServer(r.w, true, nil)
-	} else {
-		srv := mcp.NewServer(&mcp.Implementation{Name: "rn", Version: "1"}, nil)
-		ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-		ok := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil }
-		srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ro}, ok)
-		srv.AddTool(&mcp.Tool{Name: "report_app", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ro}, ok)
-		read := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
-		}
-		srv.AddResource(&mcp.Resource{URI: "file:///plain.txt", Name: "plain"}, read)
-		srv.AddSendingMiddleware(r.w.middleware)
-		r.srv = srv
+	spec := rnSpec()
+	if !ui {
+		spec.ui = false
+		spec.resources = []mcp.Resource{rnPlainResource}
 	}
 	b.lists = map[string]int{}
-	r.srv.AddReceivingMiddleware(b.middleware)
-	g, err := mcpguard.New(pol, r.auth, &mcpguard.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(r.srv); err != nil {
-		t.Fatal(err)
-	}
-	r.g = g
-	return r
+	spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(b.middleware) }
+	return newLCRig(t, v, pol, spec)
 }
 
 // TestReview32bResourceNoticeCallerChanged: a session that listed the
@@ -114,15 +95,13 @@ func TestReview32bResourceNoticeCallerChanged(t *testing.T) {
 	for _, v := range protocolVersions {
 		t.Run(versionName(v), func(t *testing.T) {
 			pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
-			r := newRNRig(t, v, pu, true, nil)
-			s := r.connect(bob, true, false)
-			r.auth.mu.Lock()
-			r.auth.ids[s.ss] = rn2Carol
-			r.auth.mu.Unlock()
+			r := newLCRig(t, v, pu, rnSpec())
+			s := r.connect(bob, lcListRes)
+			r.bind(s.ss, rn2Carol)
 			if _, err := s.cs.ListTools(context.Background(), nil); err != nil { // as carol now
 				t.Fatal(err)
 			}
-			sentinel := r.connect(bob, true, false)
+			sentinel := r.connect(bob, lcListRes)
 			r.setPolicy(pa)
 			r.waitRes(sentinel, 1)
 			if n := r.w.resCount(s.ss); n != 0 {
@@ -140,12 +119,12 @@ func TestReview32bSlowResourceListingHoldsNoToolsNotice(t *testing.T) {
 	pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
 	b := &rn2Below{}
 	r := newRN2Rig(t, "2025-11-25", pu, true, b)
-	tools := r.connect(bob, false, true)
-	res := r.connect(bob, true, false)
+	tools := r.connect(bob, lcListTools)
+	res := r.connect(bob, lcListRes)
 	b.delay.Store(int64(2 * time.Second))
 	start := time.Now()
 	r.setPolicy(pa)
-	waitFor(t, func() bool { return tools.tlHeard.Load() >= 1 })
+	waitFor(t, func() bool { return tools.toolsHeard.Load() >= 1 })
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the tools notice came %v after SetPolicy: held up by the resources listing", d)
 	}
@@ -161,15 +140,15 @@ func TestReview32bNoUIResourcesNoListing(t *testing.T) {
 			pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
 			b := &rn2Below{}
 			r := newRN2Rig(t, v, pu, false, b)
-			res := r.connect(bob, true, false)
-			sentinel := r.connect(bob, false, true)
+			res := r.connect(bob, lcListRes)
+			sentinel := r.connect(bob, lcListTools)
 			lt, lr := b.count("tools/list"), b.count("resources/list")
 			// Two policies, each telling the sentinel: the second round
 			// starts after the first ended.
 			r.setPolicy(pa)
-			waitFor(t, func() bool { return sentinel.tlHeard.Load() >= 1 })
+			waitFor(t, func() bool { return sentinel.toolsHeard.Load() >= 1 })
 			r.setPolicy(pu)
-			waitFor(t, func() bool { return sentinel.tlHeard.Load() >= 2 })
+			waitFor(t, func() bool { return sentinel.toolsHeard.Load() >= 2 })
 			if n := b.count("resources/list") - lr; n != 0 {
 				t.Errorf("%d resources/list made for the new policies", n)
 			}
@@ -196,8 +175,8 @@ func TestReview32bListingDuringCheckNotTold(t *testing.T) {
 			pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
 			b := &rn2Below{}
 			r := newRN2Rig(t, v, pu, true, b)
-			s := r.connect(bob, true, false)
-			sentinel := r.connect(bob, true, false)
+			s := r.connect(bob, lcListRes)
+			sentinel := r.connect(bob, lcListRes)
 			gate := make(chan chan struct{})
 			b.mu.Lock()
 			b.gate = gate
@@ -234,47 +213,33 @@ func TestReview32bListenAcknowledgedAfterCheck(t *testing.T) {
 	pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
 	b := &rn2Below{}
 	r := newRN2Rig(t, "2025-11-25", pu, true, b)
-	sentinel := r.connect(bob, true, true)
+	sentinel := r.connect(bob, lcListRes|lcListTools)
 	gate := make(chan chan struct{})
 	b.mu.Lock()
 	b.listenGate = gate
 	b.mu.Unlock()
 
 	// A client on the default protocol, listening for both.
-	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := r.srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.auth.mu.Lock()
-	r.auth.ids[ss] = bob
-	r.auth.mu.Unlock()
-	var tools, res atomic.Int64
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { tools.Add(1) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { res.Add(1) },
-	}).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Close() })
+	s := r.dial(bob, "", lcListRes|lcListTools)
 	var release chan struct{}
 	select {
 	case release = <-gate:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no listen came")
 	}
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	defer open() // a failed wait leaves no listen held: the session's Close would wait for it
 
 	r.setPolicy(pa)
-	waitFor(t, func() bool { return sentinel.tlHeard.Load() >= 1 && sentinel.resHeard.Load() >= 1 })
-	close(release)
-	waitFor(t, func() bool { r.w.mu.Lock(); defer r.w.mu.Unlock(); return r.w.acked[ss] })
+	waitFor(t, func() bool { return sentinel.toolsHeard.Load() >= 1 && sentinel.resHeard.Load() >= 1 })
+	open()
+	waitFor(t, func() bool { return r.w.ackedOn(s.ss) })
 	deadline := time.Now().Add(3 * time.Second)
-	for (tools.Load() < 1 || res.Load() < 1) && time.Now().Before(deadline) {
+	for (s.toolsHeard.Load() < 1 || s.resHeard.Load() < 1) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if tools.Load() != 1 || res.Load() != 1 {
-		t.Errorf("the listening client heard %d tools/list_changed and %d resources/list_changed, want 1 and 1", tools.Load(), res.Load())
+	if s.toolsHeard.Load() != 1 || s.resHeard.Load() != 1 {
+		t.Errorf("the listening client heard %d tools/list_changed and %d resources/list_changed, want 1 and 1", s.toolsHeard.Load(), s.resHeard.Load())
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 // rnInternalRig is a server with report_app, whose UI resource a policy
 // shows to users or to admins only, a guard installed on it under pol,
-// and n sessions of bob's on 2025-11-25 that listed the resources; told
-// counts the resources/list_changed their clients heard.
+// and n sessions of bob's on 2025-11-25 that listed the resources (see
+// lcInternalRig).
 func rnInternalRig(t testing.TB, pol *policy.Policy, n int) (g *Guard, ss *mcp.ServerSession, told *atomic.Int64) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "rn", Version: "1"}, nil)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
@@ -27,36 +27,7 @@ func rnInternalRig(t testing.TB, pol *policy.Policy, n int) (g *Guard, ss *mcp.S
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
 	}
 	srv.AddResource(&mcp.Resource{URI: "ui://report/app", Name: "app"}, read)
-	bob := &Identity{Principal: &policy.Principal{Subject: "bob", Roles: []string{"user"}}, Credential: NewCredential("b")}
-	auth := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) { return bob, nil })
-	g, err := New(pol, auth, &Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	told = &atomic.Int64{}
-	for range n {
-		ct, st := mcp.NewInMemoryTransports()
-		s, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss = s
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
-			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { told.Add(1) },
-		}).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close(); s.Close() })
-		if _, err := cs.ListResources(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return g, ss, told
+	return lcInternalRig(t, srv, pol, n, true)
 }
 
 func rnInternalPolicy(t testing.TB, roles ...string) *policy.Policy {
@@ -109,16 +80,5 @@ func TestReview32ListingOvertakenByCheck(t *testing.T) {
 func BenchmarkReview32DueResourceNotices1000(b *testing.B) {
 	pols := []*policy.Policy{rnInternalPolicy(b, "user"), rnInternalPolicy(b, "admin")}
 	g, _, _ := rnInternalRig(b, pols[0], 1000)
-	t := g.lc.target.Load()
-	var most time.Duration
-	b.ResetTimer()
-	for i := range b.N {
-		g.pol.Store(pols[(i+1)%2])
-		start := time.Now()
-		if n := len(g.dueResourceNotices(t, nil)); n != 1000 {
-			b.Fatalf("%d sessions due a notice, want 1000", n)
-		}
-		most = max(most, time.Since(start))
-	}
-	b.ReportMetric(float64(most.Microseconds()), "max-µs")
+	benchDue(b, g, pols, func(t *notifyTarget) []notice { return g.dueResourceNotices(t, nil) })
 }
