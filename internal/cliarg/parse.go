@@ -112,8 +112,14 @@ func shownMessage(fs *flag.FlagSet, msg string, args []string) string {
 		}
 		return msg
 	case strings.HasPrefix(msg, notDefined):
-		if name := msg[len(notDefined):]; hides(name) {
+		// The name as typed, with its dashes, may look like a secret
+		// where the name alone does not (a run of 16 with them).
+		name := msg[len(notDefined):]
+		switch {
+		case hides(name):
 			return notDefined[:len(notDefined)-1] + Shown(name)
+		case hides("--" + name):
+			return notDefined[:len(notDefined)-1] + hidden
 		}
 		return msg
 	case strings.HasPrefix(msg, needsArg), strings.HasPrefix(msg, badBoolSet):
