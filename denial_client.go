@@ -13,7 +13,7 @@ import (
 
 // The bounds of a denial [DenialOf] reads: its JSON at most maxDenialBytes
 // long (for one the go-sdk client has decoded, the JSON it encodes to, but
-// for each number counted as 1 byte) and nested at most maxDenialDepth
+// for each float64 counted as 1 byte) and nested at most maxDenialDepth
 // levels deep, the envelope's levels included. mcpguard's own are flat and
 // far smaller; a larger one is not a denial.
 const (
@@ -163,7 +163,7 @@ func knownCode(o map[string]any) bool {
 // fits reports whether v, decoded JSON whose containers are nested depth
 // levels deep, stays within maxDenialDepth levels and the bytes *budget has
 // left, which it takes its own from: at most the length of v's JSON, each
-// number counted 1 byte, and at least 1 byte for each value, so that the
+// float64 counted 1 byte, and at least 1 byte for each value, so that the
 // walk ends within the budget. A value of a type encoding/json does not
 // decode into an any (but json.Number), or one JSON cannot hold (a NaN, an
 // infinity, a json.Number that is not a number), does not fit.

@@ -20,9 +20,10 @@ import (
 // "hang" waits for the caller's context to end and fails with its error (a
 // Redis server that does not answer); "fail" fails at once (nothing
 // listens); "owntimeout" fails at once with a timeout of its own (a
-// store's own bound on a request, shorter than the caller's); "garbage" ignores the context, answers after the outer call's
-// deadline has passed, and answers outside the Batch contract (a broken
-// store, not a slow one). Releases and abandons succeed, and are counted.
+// store's own bound on a request, shorter than the caller's); "garbage"
+// ignores the context, answers after the outer call's deadline has passed,
+// and answers outside the Batch contract (a broken store, not a slow one).
+// Releases and abandons succeed, and are counted.
 type nl2Store struct {
 	mode     string
 	reserves atomic.Int64
