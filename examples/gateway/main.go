@@ -756,29 +756,33 @@ func introspector(ctx context.Context, logger *slog.Logger, cfg token.Introspect
 }
 
 // shownUpstream returns --upstream (or another URL flag) as logs and
-// errors show it: without its user information, query
-// or fragment, any of which may hold a secret. A URL without a host, or
-// opaque, is shown only if it holds no "@", "?" or "#": url.Parse finds
-// no user information in it, yet "user:password@host" with the scheme
-// left out, or after "http:/", holds one. A value that does not parse is
-// shown quoted (a scheme left out, a stray space or newline from a
-// template), on the same condition.
+// errors show it: without its user information, query or fragment, any of
+// which may hold a secret, and not at all when its host or path holds a
+// JWT or a key-like run (a webhook's token: see cliarg.URLMayHoldSecret).
+// A URL without a host, or opaque, is shown only if it may hold no
+// secret: url.Parse finds no user information in it, yet
+// "user:password@host" with the scheme left out, or after "http:/", holds
+// one. A value that does not parse is shown quoted (a scheme left out, a
+// stray space or newline from a template), on the same condition.
 func shownUpstream(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
 		if cliarg.URLMayHoldSecret(raw) {
-			return "(an invalid URL holding @, ? or #, not shown)"
+			return "(an invalid URL that may hold a secret, not shown)"
 		}
 		return strconv.Quote(raw)
 	case u.Host == "" || u.Opaque != "":
 		if cliarg.URLMayHoldSecret(raw) {
-			return "(a URL without a host)"
+			return "(a URL without a host, not shown)"
 		}
 		return u.String()
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
+	if s := u.String(); !cliarg.URLMayHoldSecret(s) {
+		return s
+	}
+	return "(a URL whose host or path may hold a secret, not shown)"
 }
 
 // isURL reports whether --jwt-jwks names a URL rather than a file.

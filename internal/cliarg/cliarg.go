@@ -59,6 +59,13 @@ func looksLikeSecret(v string) bool {
 	if i := strings.LastIndexByte(v, ':'); i >= 0 && strings.Trim(v[i+1:], "0123456789") != "" {
 		return true
 	}
+	return keyRun(v)
+}
+
+// keyRun reports whether v has a run of at least 16 letters, digits, '_',
+// '+', '=' or '-' that mixes letters and digits, or upper and lower case:
+// a hex or base64 key, a bearer token, a session id.
+func keyRun(v string) bool {
 	run, digit, letter, upper, lower := 0, false, false, false, false
 	for i := 0; i <= len(v); i++ {
 		var c byte
@@ -94,18 +101,61 @@ func List(args []string) string {
 	return "[" + strings.Join(shown, " ") + "]"
 }
 
-// URLMayHoldSecret reports whether v, a URL or a list of them, may hold a
-// secret in its user information, query or fragment: whether it has '@',
-// '?' or '#'. A binary then shows it without those parts, or as [ShownURL]
-// does, and does not quote a library's message about it, which would.
-func URLMayHoldSecret(v string) bool { return strings.ContainsAny(v, "@?#") }
+// URLMayHoldSecret reports whether v, a URL or a comma-separated list of
+// them, may hold a secret: whether it has '@', '?' or '#' (user
+// information, a query, a fragment), an entry without a scheme that may be
+// a secret (a token or user:password put in the wrong flag: see
+// bareSecret), or a JWT or a key-like run in a URL's host or path (a
+// webhook's token). A
+// binary then shows it without those parts, or as [ShownURL] does, and
+// does not quote a library's message about it, which would.
+func URLMayHoldSecret(v string) bool {
+	if strings.ContainsAny(v, "@?#") {
+		return true
+	}
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if strings.Contains(e, "://") {
+			if strings.Contains(e, "eyJ") || keyRun(e) {
+				return true
+			}
+		} else if bareSecret(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// bareSecret reports whether e, an entry of a URL flag without a scheme,
+// may be a secret: a JWT, a key-like run (see keyRun), or user:password (a
+// colon followed by something other than a port number, up to a path:
+// host:port/path is not one).
+func bareSecret(e string) bool {
+	if strings.Contains(e, "eyJ") || keyRun(e) {
+		return true
+	}
+	if strings.HasPrefix(e, "[") { // an IPv6 address
+		if i := strings.IndexByte(e, ']'); i >= 0 {
+			e = e[i+1:]
+		}
+	}
+	_, rest, ok := strings.Cut(e, ":")
+	if !ok {
+		return false
+	}
+	port, _, _ := strings.Cut(rest, "/")
+	return strings.Trim(port, "0123456789") != ""
+}
 
 // ShownURL quotes v, a URL or a list of them (an origin, say), for an
 // error, unless it may hold a secret ([URLMayHoldSecret]): then it is
-// shown as [Shown] shows it.
+// named as [Shown] names a value it hides.
 func ShownURL(v string) string {
-	if URLMayHoldSecret(v) {
-		return Shown(v)
+	if !URLMayHoldSecret(v) {
+		return strconv.Quote(v)
 	}
-	return strconv.Quote(v)
+	if s := Shown(v); s != strconv.Quote(v) {
+		return s
+	}
+	return hidden
 }
