@@ -196,8 +196,8 @@ func (g *Guard) shownUnder(pol *policy.Policy) {
 	}
 }
 
-// dueResourceNotices returns tell with the resources/list_changed notices
-// due to the sessions of t's server for the policy now appended: to each that go-sdk v1.8.0
+// dueResourceNotices returns the resources/list_changed notices due to the
+// sessions of t's server for the policy now: to each that go-sdk v1.8.0
 // would send its own to (see dueNotices) whose caller may see other UI
 // resources under it than under the policy of what it was last shown (the
 // policy hides or shows a tool's UI resource, as the server's tools are
@@ -213,7 +213,7 @@ func (g *Guard) shownUnder(pol *policy.Policy) {
 // whose view a listing or a notification recorded meanwhile is told by
 // that (see shownUnder), not here. A listing that fails tells no more
 // sessions: those not checked are checked at the next policy.
-func (g *Guard) dueResourceNotices(t *notifyTarget, tell []notice) []notice {
+func (g *Guard) dueResourceNotices(t *notifyTarget) (tell []notice) {
 	below := g.res.below
 	if !g.res.used.Load() || g.res.quiet.Load() || below == nil {
 		return tell

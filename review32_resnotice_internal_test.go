@@ -80,5 +80,5 @@ func TestReview32ListingOvertakenByCheck(t *testing.T) {
 func BenchmarkReview32DueResourceNotices1000(b *testing.B) {
 	pols := []*policy.Policy{rnInternalPolicy(b, "user"), rnInternalPolicy(b, "admin")}
 	g, _, _ := rnInternalRig(b, pols[0], 1000)
-	benchDue(b, g, pols, func(t *notifyTarget) []notice { return g.dueResourceNotices(t, nil) })
+	benchDue(b, g, pols, func(t *notifyTarget) []notice { return g.dueResourceNotices(t) })
 }

@@ -375,7 +375,7 @@ func (g *Guard) tellPolicy() {
 // whose sending panics is logged, and the rest are sent.
 func (g *Guard) notifyPolicy(t *notifyTarget) {
 	g.sendNotices(t, g.dueNotices(t))
-	g.sendNotices(t, g.dueResourceNotices(t, nil))
+	g.sendNotices(t, g.dueResourceNotices(t))
 }
 
 // sendNotices sends the notices of tell, one at a time (see notifyPolicy).
