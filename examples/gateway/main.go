@@ -757,7 +757,7 @@ func introspector(ctx context.Context, logger *slog.Logger, cfg token.Introspect
 
 // shownUpstream returns --upstream (or another URL flag) as logs and
 // errors show it: without its user information, query or fragment, any of
-// which may hold a secret, and not at all when its host or path holds a
+// which may hold a secret, and not at all when its path holds a
 // JWT or a key-like run (a webhook's token: see cliarg.URLMayHoldSecret).
 // A URL without a host, or opaque, is shown only if it may hold no
 // secret: url.Parse finds no user information in it, yet
@@ -782,7 +782,7 @@ func shownUpstream(raw string) string {
 	if s := u.String(); !cliarg.URLMayHoldSecret(s) {
 		return s
 	}
-	return "(a URL whose host or path may hold a secret, not shown)"
+	return "(a URL whose path may hold a secret, not shown)"
 }
 
 // isURL reports whether --jwt-jwks names a URL rather than a file.

@@ -65,7 +65,10 @@ func looksLikeSecret(v string) bool {
 // keyRun reports whether v has a run of at least 16 letters, digits, '_',
 // '+', '=' or '-' that mixes letters and digits, or upper and lower case:
 // a hex or base64 key, a bearer token, a session id.
-func keyRun(v string) bool {
+func keyRun(v string) bool { return keyRunOf(v, true) }
+
+// keyRunOf is keyRun, with '-' in a run only when dash is set.
+func keyRunOf(v string, dash bool) bool {
 	run, digit, letter, upper, lower := 0, false, false, false, false
 	for i := 0; i <= len(v); i++ {
 		var c byte
@@ -79,7 +82,7 @@ func keyRun(v string) bool {
 			letter, lower = true, true
 		case c >= 'A' && c <= 'Z':
 			letter, upper = true, true
-		case c == '_' || c == '+' || c == '=' || c == '-':
+		case c == '_' || c == '+' || c == '=' || c == '-' && dash:
 		default:
 			if run >= 16 && (digit && letter || upper && lower) {
 				return true
@@ -105,8 +108,8 @@ func List(args []string) string {
 // them, may hold a secret: whether it has '@', '?' or '#' (user
 // information, a query, a fragment), an entry without a scheme that may be
 // a secret (a token or user:password put in the wrong flag: see
-// bareSecret), or a JWT or a key-like run in a URL's host or path (a
-// webhook's token). A
+// bareSecret), or a JWT or a key-like run in a URL's path (a webhook's
+// token). A
 // binary then shows it without those parts, or as [ShownURL] does, and
 // does not quote a library's message about it, which would.
 func URLMayHoldSecret(v string) bool {
@@ -115,8 +118,11 @@ func URLMayHoldSecret(v string) bool {
 	}
 	for _, e := range strings.Split(v, ",") {
 		e = strings.TrimSpace(e)
-		if strings.Contains(e, "://") {
-			if strings.Contains(e, "eyJ") || keyRun(e) {
+		if _, rest, ok := strings.Cut(e, "://"); ok {
+			// Its path, not its host (a name such as
+			// my-service-01234.svc.cluster.local is no secret), and runs
+			// without '-' (mcp-server-v2-production is none either).
+			if _, path, ok := strings.Cut(rest, "/"); ok && (strings.Contains(path, "eyJ") || keyRunOf(path, false)) {
 				return true
 			}
 		} else if bareSecret(e) {

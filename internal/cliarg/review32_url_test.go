@@ -25,6 +25,8 @@ func TestShownURL(t *testing.T) {
 		{"localhost:8080", `"localhost:8080"`, false},
 		{"127.0.0.1:8081/mcp", `"127.0.0.1:8081/mcp"`, false},
 		{"[::1]:8080", `"[::1]:8080"`, false},
+		{"http://my-service-01234.svc.cluster.local:8080/mcp-server-v2-production", `"http://my-service-01234.svc.cluster.local:8080/mcp-server-v2-production"`, false},
+		{"https://h.example/t/abcdEFGH01234567-x", hidden, true},
 		{"admin:hunter2", hidden, true},
 		{"http:usr1:pw1/x", hidden, true},
 		{"*", `"*"`, false},
