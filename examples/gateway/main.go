@@ -757,8 +757,9 @@ func introspector(ctx context.Context, logger *slog.Logger, cfg token.Introspect
 
 // shownUpstream returns --upstream (or another URL flag) as logs and
 // errors show it: without its user information, query or fragment, any of
-// which may hold a secret, and not at all when its path holds a
-// JWT or a key-like run (a webhook's token: see cliarg.URLMayHoldSecret).
+// which may hold a secret, and not at all when its path holds a JWT or a
+// key-like run (a webhook's token), or its host does and has no dot (a
+// token typed where the host belongs): see cliarg.URLMayHoldSecret.
 // A URL without a host, or opaque, is shown only if it may hold no
 // secret: url.Parse finds no user information in it, yet
 // "user:password@host" with the scheme left out, or after "http:/", holds
@@ -782,7 +783,7 @@ func shownUpstream(raw string) string {
 	if s := u.String(); !cliarg.URLMayHoldSecret(s) {
 		return s
 	}
-	return "(a URL whose path may hold a secret, not shown)"
+	return "(a URL whose host or path may hold a secret, not shown)"
 }
 
 // isURL reports whether --jwt-jwks names a URL rather than a file.

@@ -7,6 +7,7 @@
 package cliarg
 
 import (
+	"net"
 	"strconv"
 	"strings"
 )
@@ -67,8 +68,8 @@ func looksLikeSecret(v string) bool {
 // a hex or base64 key, a bearer token, a session id.
 func keyRun(v string) bool { return keyRunOf(v, true) }
 
-// keyRunOf is keyRun, with '-' in a run only when dash is set.
-func keyRunOf(v string, dash bool) bool {
+// keyRunOf is keyRun, with '-' and '_' in a run only when sep is set.
+func keyRunOf(v string, sep bool) bool {
 	run, digit, letter, upper, lower := 0, false, false, false, false
 	for i := 0; i <= len(v); i++ {
 		var c byte
@@ -82,7 +83,7 @@ func keyRunOf(v string, dash bool) bool {
 			letter, lower = true, true
 		case c >= 'A' && c <= 'Z':
 			letter, upper = true, true
-		case c == '_' || c == '+' || c == '=' || c == '-' && dash:
+		case c == '+' || c == '=' || (c == '_' || c == '-') && sep:
 		default:
 			if run >= 16 && (digit && letter || upper && lower) {
 				return true
@@ -108,10 +109,10 @@ func List(args []string) string {
 // them, may hold a secret: whether it has '@', '?' or '#' (user
 // information, a query, a fragment), an entry without a scheme that may be
 // a secret (a token or user:password put in the wrong flag: see
-// bareSecret), or a JWT or a key-like run in a URL's path (a webhook's
-// token). A
-// binary then shows it without those parts, or as [ShownURL] does, and
-// does not quote a library's message about it, which would.
+// bareSecret), or an entry with one that may hold a secret after "://"
+// (see afterScheme). A binary then shows it without those parts, or as
+// [ShownURL] does, and does not quote a library's message about it, which
+// would.
 func URLMayHoldSecret(v string) bool {
 	if strings.ContainsAny(v, "@?#") {
 		return true
@@ -119,10 +120,7 @@ func URLMayHoldSecret(v string) bool {
 	for _, e := range strings.Split(v, ",") {
 		e = strings.TrimSpace(e)
 		if _, rest, ok := strings.Cut(e, "://"); ok {
-			// Its path, not its host (a name such as
-			// my-service-01234.svc.cluster.local is no secret), and runs
-			// without '-' (mcp-server-v2-production is none either).
-			if _, path, ok := strings.Cut(rest, "/"); ok && (strings.Contains(path, "eyJ") || keyRunOf(path, false)) {
+			if afterScheme(rest) {
 				return true
 			}
 		} else if bareSecret(e) {
@@ -132,12 +130,53 @@ func URLMayHoldSecret(v string) bool {
 	return false
 }
 
-// bareSecret reports whether e, an entry of a URL flag without a scheme,
-// may be a secret: a JWT, a key-like run (see keyRun), or user:password (a
-// colon followed by something other than a port number, up to a path:
-// host:port/path is not one).
+// afterScheme reports whether rest, what follows "://" in a URL flag's
+// entry, may hold a secret: a JWT; a key-like run, not counting '-' and
+// '_' (see keyRunOf), in its host when the host has no dot (a token put
+// where the host belongs; a name such as my-service-01234.svc.cluster.local
+// or mcp-server-01234 is none) or in what follows the host (a webhook's
+// token in the path; mcp-server-v2-production is none); or a port that is
+// neither a number nor "*" (https://user:password, the host left out). The
+// host is an IPv6 address in brackets, or the leading run of letters,
+// digits, '.', '-', '_', '+' and '=' (a token's characters too).
+func afterScheme(rest string) bool {
+	if strings.Contains(rest, "eyJ") {
+		return true
+	}
+	n := 0
+	if strings.HasPrefix(rest, "[") { // an IPv6 address
+		n = strings.IndexByte(rest, ']') + 1
+	} else {
+		for n < len(rest) && (isAlnum(rest[n]) || strings.IndexByte(".-_+=", rest[n]) >= 0) {
+			n++
+		}
+	}
+	host, tail := rest[:n], rest[n:]
+	if !strings.Contains(host, ".") && keyRunOf(host, false) {
+		return true
+	}
+	if p, ok := strings.CutPrefix(tail, ":"); ok {
+		p, _, _ = strings.Cut(p, "/")
+		if p != "*" && strings.Trim(p, "0123456789") != "" {
+			return true
+		}
+	}
+	return keyRunOf(tail, false)
+}
+
+// isAlnum reports whether c is an ASCII letter or digit.
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// bareSecret reports whether e, an entry of a URL flag without "://", may
+// be a secret: a JWT; a key-like run (see keyRun; not counting '-' and '_'
+// when e has a dot, a host name such as my-service-01234.svc.cluster.local
+// being none); or user:password: a colon followed, up to the next ':' or
+// '/', by something other than a port number or "*" (host:port/path,
+// host:*, http:/host:port and an IP address are not one; http:/user:pw is).
 func bareSecret(e string) bool {
-	if strings.Contains(e, "eyJ") || keyRun(e) {
+	if strings.Contains(e, "eyJ") || keyRunOf(e, !strings.Contains(e, ".")) {
 		return true
 	}
 	if strings.HasPrefix(e, "[") { // an IPv6 address
@@ -145,12 +184,19 @@ func bareSecret(e string) bool {
 			e = e[i+1:]
 		}
 	}
-	_, rest, ok := strings.Cut(e, ":")
-	if !ok {
+	host, _, _ := strings.Cut(e, "/")
+	if ip, _, _ := strings.Cut(host, "%"); net.ParseIP(ip) != nil {
 		return false
 	}
-	port, _, _ := strings.Cut(rest, "/")
-	return strings.Trim(port, "0123456789") != ""
+	for i := strings.IndexByte(e, ':'); i >= 0; {
+		e = e[i+1:]
+		p := e[:strings.IndexAny(e+":", ":/")]
+		if p != "*" && strings.Trim(p, "0123456789") != "" {
+			return true
+		}
+		i = strings.IndexByte(e, ':')
+	}
+	return false
 }
 
 // ShownURL quotes v, a URL or a list of them (an origin, say), for an
