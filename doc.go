@@ -167,8 +167,9 @@
 //
 // On the client's side, [DenialOf] reads a refusal back from what
 // mcp.ClientSession.CallTool returns, in either mode (and the gateway's own
-// refusals, those the go-sdk client lets through): its code, message,
-// whether and when to retry, correlation id and details.
+// refusals, those the go-sdk client lets through; not a -32003's, whose
+// data go-sdk v1.8.0 drops): its code, message, whether and when to retry,
+// correlation id and details.
 //
 // TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
 // tool, byte for byte, so a hidden tool cannot be probed; with
