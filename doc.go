@@ -20,7 +20,8 @@
 //		WriteAllowlist: []string{"trigger_refund"},
 //	})
 //	g, _ := mcpguard.New(pol, mcpguard.FromEnv("MY_TOKEN", tokens), &mcpguard.Options{Audit: sink})
-//	if err := g.Install(server); err != nil { // a tool without a rule (and no Default rule) is a start-up error
+//	// A tool without a rule (and no Default rule) is a start-up error.
+//	if err := g.Install(server); err != nil {
 //		log.Fatal(err)
 //	}
 //
@@ -193,8 +194,8 @@
 // the SDK as such: both become INTERNAL (the SDK would crash on the first and send code 0 with the
 // error text for the second), except that an error wrapping
 // context.DeadlineExceeded or [ErrUpstreamUnavailable] becomes
-// UPSTREAM_UNAVAILABLE and a *jsonrpc.Error is passed on unchanged. So does the error of a typed tool
-// ([mcp.AddTool]), which the go-sdk's wrapper puts in a tool-error result
+// UPSTREAM_UNAVAILABLE and a *jsonrpc.Error is passed on unchanged. So
+// does the error of a typed tool ([mcp.AddTool]), which the go-sdk's wrapper puts in a tool-error result
 // with SetError, and any result carrying an error set that way; an output
 // the wrapper's validation refuses is INVALID_RESPONSE. The wrapper may
 // refuse arguments the guard's own validation let through: it reads them

@@ -83,8 +83,9 @@ func newCall(start time.Time, ids *corrid.Source) *call {
 	return c
 }
 
-// argsSHA256 returns audit.ArgsSHA256 (audit.ArgsHMAC under Options.ArgsKey) of the call's arguments, computed
-// once for both records of a write.
+// argsSHA256 returns audit.ArgsSHA256 (audit.ArgsHMAC under
+// Options.ArgsKey) of the call's arguments, computed once for both records
+// of a write.
 func (c *call) argsSHA256() string {
 	if !c.summed {
 		c.summed = true
@@ -784,8 +785,8 @@ func notRun(c Code) bool {
 // *json.UnmarshalTypeError, set as it is, exactly as a handler's error
 // would be: such an error is marked as a possible decode failure, which
 // the caller confirms against the call's arguments and the tool's input
-// schema ([undecodable]) before it calls it one. A *DenialError comes back as itself, so that a typed
-// tool's refusal is answered like a raw one's. A tool that wants the model
+// schema ([undecodable]) before it calls it one. A *DenialError comes back
+// as itself, so that a typed tool's refusal is answered like a raw one's. A tool that wants the model
 // to read its error returns a result with IsError and Content, without
 // SetError.
 func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
