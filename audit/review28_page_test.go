@@ -279,11 +279,21 @@ func TestReview28PageConcurrent(t *testing.T) {
 		})
 	}
 	var ew sync.WaitGroup
+	written := make(chan struct{}) // closed once every record is written and flushed
+	var once sync.Once
+	finish := func() { once.Do(func() { close(written) }) }
+	defer func() { finish(); ew.Wait() }() // a failed Flush leaves no export running
 	got := make([][]string, len(readers))
 	for k, r := range readers {
 		ew.Go(func() {
 			f := audit.Filter{Limit: 9}
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			for len(got[k]) <= 2*n { // more: a page read again and again
+				var last bool // the writers were done and flushed before this page
+				select {
+				case <-written:
+					last = true
+				default:
+				}
 				page, err := r.query(f)
 				if err != nil && !errors.Is(err, audit.ErrTornLine) {
 					t.Errorf("%s: %v", r.name, err)
@@ -292,7 +302,7 @@ func TestReview28PageConcurrent(t *testing.T) {
 				got[k] = append(got[k], r28pIDs(page)...)
 				f = f.Next(page)
 				if len(page) < f.Limit {
-					if len(got[k]) >= n {
+					if len(got[k]) >= n || last {
 						return
 					}
 					time.Sleep(time.Millisecond)
@@ -307,7 +317,8 @@ func TestReview28PageConcurrent(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ew.Wait() // each export ends when it has read n records, or after 5 s
+	finish()
+	ew.Wait() // each export ends when it has read n records, or caught up once all were written
 	var want []string
 	for i := range n {
 		want = append(want, fmt.Sprintf("c%04d", i))
