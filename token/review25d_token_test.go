@@ -75,7 +75,11 @@ func TestReview25dJWKNamesEdgeCases(t *testing.T) {
 		t.Errorf(`a set with "KEYS" only: %v, want no "keys" array`, err)
 	}
 	// Near-miss names cost what their bytes cost: 1 MiB of them in one
-	// key is read quickly.
+	// key (about 87,000 names) is read in about a second, 6 s under -race
+	// on a loaded host; compared with each other rather than with the ten
+	// names a JWK reads, they would take billions of comparisons. (The
+	// bound was 3 s until the thirty-third session: it failed on a loaded
+	// host.)
 	var b strings.Builder
 	for n := 0; b.Len() < 1<<20; n++ {
 		b.WriteString(`"KID` + strconv.Itoa(n) + `":"x","Kid":"x",`)
@@ -84,7 +88,9 @@ func TestReview25dJWKNamesEdgeCases(t *testing.T) {
 	if _, err := token.ParseJWKS([]byte(`{"keys":[` + with(b.String()+`"use":"sig"`) + "]}")); err != nil {
 		t.Errorf("1 MiB of near-miss names: %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	d := time.Since(start)
+	t.Logf("1 MiB of near-miss names read in %v", d)
+	if d > 30*time.Second {
 		t.Errorf("1 MiB of near-miss names took %v", d)
 	}
 }

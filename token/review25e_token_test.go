@@ -115,7 +115,13 @@ func TestReview25eIntrospectionFoldDepth(t *testing.T) {
 // TestReview25eFoldCostFullToken: a token of nearly 8 KiB made of many
 // short claims, many of which differ from each other only in letter case
 // within nested objects, and a roles path through an object of hundreds
-// of members, is verified quickly: the check is linear in the claims.
+// of members, is verified. The check is linear in the claims: jsondup's
+// TestMemberFoldNotQuadratic times it on 60,000 keys, where a quadratic
+// one takes half a minute. Here the token's 8 KiB cap keeps even a
+// quadratic check to milliseconds, less than the run-to-run spread of
+// 100 verifications under -race on a loaded host (2.4-4 s against a 2 s
+// bound, which this test had until the thirty-third session): the time is
+// logged, not judged.
 func TestReview25eFoldCostFullToken(t *testing.T) {
 	key := edKey(t)
 	v := newJWT(t, token.JWTConfig{Keys: map[string]crypto.PublicKey{"ed": key.Public()}, RolesClaim: "a.roles"})
@@ -141,7 +147,5 @@ func TestReview25eFoldCostFullToken(t *testing.T) {
 			t.Fatalf("Verify: %+v, %v", pr, err)
 		}
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("100 verifications of a %d-byte token took %v", len(tok), d)
-	}
+	t.Logf("100 verifications of a %d-byte token took %v", len(tok), time.Since(start))
 }
