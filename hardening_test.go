@@ -304,6 +304,11 @@ func TestNumberLiteralBounds(t *testing.T) {
 		{"12.5", ""},
 		{"1e400", ""}, // at the bound, and a multiple of 0.01
 		{"1e-999999", "INVALID_ARGUMENTS"},
+		// 1e-999999 is not a multiple of 0.01 either; zero is: the exponent
+		// bound alone decides these.
+		{"0e-400", ""},
+		{"0e-401", "INVALID_ARGUMENTS"},
+		{"0e-999999", "INVALID_ARGUMENTS"},
 		{"1E+401", "INVALID_ARGUMENTS"},
 		{"1" + strings.Repeat("0", 200000) + "e-200000", "INVALID_ARGUMENTS"},
 		{"1" + strings.Repeat("0", long), "INVALID_ARGUMENTS"},
