@@ -31,6 +31,26 @@ type rn2Below struct {
 	listenGate chan chan struct{}
 }
 
+// hold arms the gate, runs start (which makes the guard list resources),
+// and returns the release of the listing it holds, the gate disarmed.
+func (b *rn2Below) hold(t *testing.T, start func()) (release chan struct{}) {
+	t.Helper()
+	gate := make(chan chan struct{})
+	b.mu.Lock()
+	b.gate = gate
+	b.mu.Unlock()
+	start()
+	select {
+	case release = <-gate:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the check listed no resources")
+	}
+	b.mu.Lock()
+	b.gate = nil
+	b.mu.Unlock()
+	return release
+}
+
 func (b *rn2Below) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "subscriptions/listen" {
@@ -122,20 +142,7 @@ func TestReview32bSlowResourceListingHoldsNoToolsNotice(t *testing.T) {
 	r := newRN2Rig(t, "2025-11-25", pu, true, b)
 	tools := r.connect(bob, lcListTools)
 	res := r.connect(bob, lcListRes)
-	gate := make(chan chan struct{})
-	b.mu.Lock()
-	b.gate = gate
-	b.mu.Unlock()
-	r.setPolicy(pa)
-	var release chan struct{}
-	select {
-	case release = <-gate:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the check listed no resources")
-	}
-	b.mu.Lock()
-	b.gate = nil
-	b.mu.Unlock()
+	release := b.hold(t, func() { r.setPolicy(pa) })
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	defer open() // a failed wait leaves no listing held: the sessions' Close would wait for it
@@ -193,20 +200,7 @@ func TestReview32bListingDuringCheckNotTold(t *testing.T) {
 			r := newRN2Rig(t, v, pu, true, b)
 			s := r.connect(bob, lcListRes)
 			sentinel := r.connect(bob, lcListRes)
-			gate := make(chan chan struct{})
-			b.mu.Lock()
-			b.gate = gate
-			b.mu.Unlock()
-			r.setPolicy(pa)
-			var release chan struct{}
-			select {
-			case release = <-gate:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the check listed no resources")
-			}
-			b.mu.Lock()
-			b.gate = nil
-			b.mu.Unlock()
+			release := b.hold(t, func() { r.setPolicy(pa) })
 			if got := s.uris(t); len(got) != 1 || got[0] != "file:///plain.txt" {
 				t.Fatalf("bob lists %v under pa", got)
 			}
