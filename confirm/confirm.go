@@ -38,7 +38,7 @@ var (
 	ErrBadSignature = errors.New("confirm: confirmation signature invalid")
 	// ErrExpired: the state's expiry has passed, or the time it is judged
 	// at is not a clock reading: the zero time (a clock never set up) or
-	// any time not after 1970-01-01 UTC, at which no state is valid.
+	// any time before 1970-01-01 00:00:01 UTC, at which no state is valid.
 	ErrExpired = errors.New("confirm: confirmation expired")
 	// ErrMismatch: the state was issued for another subject, tool or
 	// arguments.
@@ -159,7 +159,7 @@ const (
 // rounded down to the whole second (the state carries unix seconds). It
 // returns an error when a claim is empty, the claims are too long for a
 // state (over about 4 KiB), the random source fails, or now is not a
-// clock reading: the zero time, a time not after 1970-01-01 UTC, or one so
+// clock reading: the zero time, a time before 1970-01-01 00:00:01 UTC, or one so
 // late that the expiry does not fit the state (such a state could never
 // verify), and on a Signer not made by [NewSigner], which has no key.
 func (s *Signer) Issue(now time.Time, c Claims) (string, error) {
@@ -211,8 +211,9 @@ func (s *Signer) readNonce(b []byte) error {
 	return err
 }
 
-// clockReading reports whether now can be a reading of a working clock:
-// after 1970-01-01 UTC, so not the zero time. An earlier time is before
+// clockReading reports whether now can be a reading of a working clock: at
+// or after 1970-01-01 00:00:01 UTC (a whole second after the epoch, as the
+// state counts time), so not the zero time. An earlier time is before
 // every expiry a state carries, and would make every state, however long
 // expired, valid.
 func clockReading(now time.Time) bool { return now.Unix() > 0 }
