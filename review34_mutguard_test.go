@@ -159,24 +159,31 @@ func TestReview34LaunchIdentityRefusals(t *testing.T) {
 			r := req("echo", "{}")
 			r.Extra = tt.extra
 			id, err := tt.authn.Authenticate(tt.ctx, r)
-			if tt.want != "" {
-				var de *mcpguard.DenialError
-				if !errors.As(err, &de) || de.Code != mcpguard.CodeUnauthenticated || de.Message != tt.want || id != nil {
-					t.Fatalf("got %v, %v; want UNAUTHENTICATED: %s", id, err, tt.want)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("refused: %v", err)
-			}
-			if id.Principal.Subject != "a" || id.Credential.Reveal() != "tok-a" {
-				t.Errorf("identity = %s with credential %q, want a with tok-a", id.Principal.Subject, id.Credential.Reveal())
-			}
+			checkAuthenticated(t, id, err, tt.want)
 		})
 	}
 }
 
 const overHTTP = "the launching identity is not available over HTTP"
+
+// checkAuthenticated checks an Authenticate answer: refused as UNAUTHENTICATED
+// with the message want, or, with want empty, subject "a" with credential tok-a.
+func checkAuthenticated(t *testing.T, id *mcpguard.Identity, err error, want string) {
+	t.Helper()
+	if want != "" {
+		var de *mcpguard.DenialError
+		if !errors.As(err, &de) || de.Code != mcpguard.CodeUnauthenticated || de.Message != want || id != nil {
+			t.Fatalf("got %v, %v; want UNAUTHENTICATED: %s", id, err, want)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	if id.Principal.Subject != "a" || id.Credential.Reveal() != "tok-a" {
+		t.Errorf("identity = %s with credential %q, want a with tok-a", id.Principal.Subject, id.Credential.Reveal())
+	}
+}
 
 // TestReview34AuthorizeUnknownLooksLikeSDK pins the stand-alone Authorize's answer to a tool
 // the policy does not know and to one the caller may not see: the JSON-RPC error the go-sdk
@@ -268,19 +275,7 @@ func TestReview34BearerTokensRefusals(t *testing.T) {
 			r := req("echo", "{}")
 			r.Extra = tt.extra
 			id, err := mcpguard.BearerTokens(tab).Authenticate(context.Background(), r)
-			if tt.want != "" {
-				var de *mcpguard.DenialError
-				if !errors.As(err, &de) || de.Code != mcpguard.CodeUnauthenticated || de.Message != tt.want || id != nil {
-					t.Fatalf("got %v, %v; want UNAUTHENTICATED: %s", id, err, tt.want)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("refused: %v", err)
-			}
-			if id.Principal.Subject != "a" || id.Credential.Reveal() != "tok-a" {
-				t.Errorf("identity = %s with credential %q, want a with tok-a", id.Principal.Subject, id.Credential.Reveal())
-			}
+			checkAuthenticated(t, id, err, tt.want)
 		})
 	}
 }
