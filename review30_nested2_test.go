@@ -18,7 +18,8 @@ import (
 // handler asks the client (an older one, asked within the call), who does
 // not answer in time. The inner write keeps the outer call's deadline, and
 // its question ends by it: the inner write timed out (UPSTREAM_UNAVAILABLE,
-// "the tool timed out"), every time. Before, the question was ended too by
+// "the tool timed out"), every time it ran (under load the deadline may
+// pass before it runs: UPSTREAM_UNAVAILABLE too, not run). Before, the question was ended too by
 // the guard's watch on its caller's context, which ends by the same
 // deadline, with context.Canceled: whichever came first, about one call in
 // three was refused INTERNAL "the tool failed", logged as a handler's
@@ -93,8 +94,21 @@ func TestReview30Nested2DeadlineEndsQuestion(t *testing.T) {
 					got[fmt.Sprint(e.Code, "/", e.Detail)]++
 				}
 			}
-			if want := map[string]int{"UPSTREAM_UNAVAILABLE/handler error": n}; fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("the inner write's outcomes, its question ended by its caller's deadline: %v, want %v", got, want)
+			// On a loaded machine the deadline can pass before a handler
+			// starts: the tool is then not run (the inner write, or the outer
+			// tool and with it the inner write), which is no failure either.
+			// Most calls must reach the question.
+			const asked, notRun = "UPSTREAM_UNAVAILABLE/handler error",
+				"UPSTREAM_UNAVAILABLE/the call's deadline passed before the tool ran; the tool was not run"
+			others := len(got)
+			for _, k := range []string{asked, notRun} {
+				if got[k] > 0 {
+					others--
+				}
+			}
+			if others > 0 || got[asked] < n/2 {
+				t.Errorf("the inner write's outcomes, its question ended by its caller's deadline: %v, want only %q or %q, and at least %d of the first",
+					got, asked, notRun, n/2)
 			}
 			if s := strings.Join(answers, " "); strings.Count(s, "UPSTREAM_UNAVAILABLE") != n {
 				t.Errorf("the outer call's answers: %s, want UPSTREAM_UNAVAILABLE (the inner write timed out)", s)
