@@ -460,7 +460,10 @@ func checkStandardHeaders(h http.Header, m *message) *rpcError {
 // which the gateway sends as its Mcp-Method and Mcp-Name headers when the
 // client sent Mcp-Method ([memberHeaders]), cannot be sent as a header
 // value exactly as it is ([validFieldValue]): a downstream that routes on
-// the header would read another name than the one authorized.
+// the header would read another name than the one authorized. parseMessage
+// refuses every such method and tool name already, so neither refusal
+// fires today; the check stays so that the headers the gateway builds do
+// not rest on the envelope's checks alone.
 func checkMemberHeaders(h http.Header, m *message) *rpcError {
 	if headerValue(h, "Mcp-Method") == "" || !m.hasMethod {
 		return nil
