@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"reflect"
-	"sync"
 	"testing"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -34,21 +33,13 @@ func TestHeaderRefusalIsAudited(t *testing.T) {
 			hdr: []string{"Mcp-Method", "tools/call"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var recs []audit.Event
-			sink := audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
-				mu.Lock()
-				defer mu.Unlock()
-				recs = append(recs, *e)
-				return nil
-			})
+			sink := &memSink{}
 			rg := newRig(t, &Options{Audit: sink})
 			got := rg.post(t, viewer, tc.body, tc.hdr...)
 			if got.status != http.StatusBadRequest || len(rg.down.log()) != 0 {
 				t.Fatalf("%d %s, %d forwarded; want 400, nothing forwarded", got.status, got.body, len(rg.down.log()))
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			recs := sink.since(0)
 			if tc.tool == "" {
 				if len(recs) != 0 {
 					t.Fatalf("%d records, want none: %+v", len(recs), recs)
