@@ -32,12 +32,8 @@ func TestReview35FailedElicitationIsNotAnExpiry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var body struct {
-				Error struct{ Code, Message string } `json:"error"`
-			}
-			raw, _ := json.Marshal(res.StructuredContent)
-			if err := json.Unmarshal(raw, &body); err != nil || !res.IsError ||
-				body.Error.Code != string(mcpguard.CodeConfirmationRequired) || body.Error.Message != "the user could not be asked to confirm" {
+			if code, msg := review35Refusal(t, res); code != string(mcpguard.CodeConfirmationRequired) ||
+				msg != "the user could not be asked to confirm" {
 				t.Errorf("result = %s, want CONFIRMATION_REQUIRED %q", mustJSON(res), "the user could not be asked to confirm")
 			}
 			if asked.Load() != 1 {
@@ -67,15 +63,28 @@ func TestReview35ConfirmationNotPreparedIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &body); err != nil || !res.IsError ||
-		body.Error.Code != string(mcpguard.CodeInternal) || body.Error.Message != "the confirmation could not be prepared" {
+	if code, msg := review35Refusal(t, res); code != string(mcpguard.CodeInternal) ||
+		msg != "the confirmation could not be prepared" {
 		t.Errorf("result = %s, want INTERNAL %q", mustJSON(res), "the confirmation could not be prepared")
 	}
 	if asked.Load() != 0 || h.down.calls.Load() != 0 {
 		t.Errorf("asked %d times, tool ran %d times; want 0, 0", asked.Load(), h.down.calls.Load())
 	}
+}
+
+// review35Refusal returns the code and message of the refusal a tool-error
+// result carries on the wire, or "", "" for a result that is not an error.
+func review35Refusal(t *testing.T, res *mcp.CallToolResult) (code, message string) {
+	t.Helper()
+	if res == nil || !res.IsError {
+		return "", ""
+	}
+	var body struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("structured content %s: %v", raw, err)
+	}
+	return body.Error.Code, body.Error.Message
 }
