@@ -142,14 +142,17 @@ func checkStackKept(t *testing.T, opts *Options, tool string) {
 	// (about one in a thousand calls with other processes on both cores;
 	// most likely a collection that found the goroutine not yet parked,
 	// whose stack is then shrunk later, during the next call): never a
-	// round of them. A round with a move is run again, and only a second
-	// one fails.
-	first := round()
-	if first == 0 {
-		return
+	// round of them. A round with a move is run again, up to three rounds
+	// in all, and only three rounds with moves fail (a stray move came in
+	// two rounds about once in fifteen runs on a quiet machine).
+	var moves []int64
+	for range 3 {
+		m := round()
+		if m == 0 {
+			return
+		}
+		moves = append(moves, m)
+		t.Logf("the stack moved during %d of %d calls", m, n)
 	}
-	t.Logf("the stack moved during %d of %d calls; running them again", first, n)
-	if m := round(); m != 0 {
-		t.Errorf("the connection's stack grew during %d, then %d of %d forwarded calls after a collection; want none (a frame on the forwarding path grew: see the test's comment)", first, m, n)
-	}
+	t.Errorf("the connection's stack grew during %v of %d forwarded calls after a collection, in each of three rounds; want none (a frame on the forwarding path grew: see the test's comment)", moves, n)
 }
