@@ -226,7 +226,9 @@ func (l *Limiter) Limits() []Limit { return append([]Limit(nil), l.limits...) }
 // at once. A denied call takes nothing from any limit. A dry run
 // ([Request].DryRun) takes no cost: its cost is checked against the Spend
 // limits (by a [PeekStore]; see Request). Stores with their own clock
-// (Redis) decide at their own time rather than now.
+// (Redis) decide at their own time rather than now. ctx bounds the store's
+// work (a nil ctx is taken as [context.Background]); the in-memory store
+// does not read it.
 //
 // Every allowed Decision must be passed to [Limiter.Release] exactly once
 // when the call ends, on every way out (use defer); a Decision that holds

@@ -45,11 +45,12 @@ import (
 //
 // When l's store is not a [RefundStore] whose Refunds reports true, Refund
 // changes nothing and returns an error that unwraps to
-// [ErrRefundUnsupported]. When the store fails (unreachable, too slow, or
-// ctx is done), Refund returns an error that unwraps to
-// [ErrStoreUnavailable]; the store then has given back nothing, as far as
-// it can tell. On the in-memory store it never fails and, like AllowAt,
-// does not allocate.
+// [ErrRefundUnsupported]. ctx bounds the store's work, as in AllowAt (a
+// nil ctx is taken as [context.Background]). When the store fails
+// (unreachable, too slow, or ctx is done), Refund returns an error that
+// unwraps to [ErrStoreUnavailable]; the store then has given back nothing,
+// as far as it can tell. On the in-memory store it never fails and, like
+// AllowAt, does not allocate.
 func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
 	if !d.Allowed || d.calls == 0 && d.cost == 0 {
 		return nil
