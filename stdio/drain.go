@@ -456,9 +456,6 @@ func (l *lines) flush(fn func(line []byte, tooLong bool)) {
 	l.partial, l.over = l.partial[:0], false
 }
 
-// midLine reports whether the stream is inside a line.
-func (l *lines) midLine() bool { return l.over || len(l.partial) > 0 }
-
 // writer is the one writer of the JSON-RPC output: the go-sdk's messages
 // and the transport's answers to refused lines, each a whole line. It
 // tells the session which requests the SDK answers, from lines of any

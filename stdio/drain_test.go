@@ -27,16 +27,16 @@ func TestLinesFeed(t *testing.T) {
 
 	got = nil
 	l.feed([]byte(strings.Repeat("x", 8)), fn)
-	if l.midLine() != true {
-		t.Error("midLine() = false inside a line")
+	if !l.over && len(l.partial) == 0 {
+		t.Error("the splitter holds nothing inside a line")
 	}
 	l.feed([]byte("yy\nok\nlast"), fn)
 	l.flush(fn)
 	if diff := cmp.Diff([]string{"<too long>", "ok", "last"}, got); diff != "" {
 		t.Errorf("after an overlong line (-want +got):\n%s", diff)
 	}
-	if l.midLine() {
-		t.Error("midLine() = true after flush")
+	if l.over || len(l.partial) > 0 {
+		t.Errorf("after flush: over %t, %d bytes held; want false, 0", l.over, len(l.partial))
 	}
 }
 
