@@ -19,11 +19,11 @@ import (
 // expiry plus Grace has passed on that clock (see [Store.Consume]).
 const Grace = time.Minute
 
-// DefaultTimeout bounds each call to Redis when [Store.Timeout] is zero, on
-// top of the caller's context: a hung Redis refuses confirmations quickly
-// instead of holding the request. Set ContextTimeoutEnabled in the client's
-// options so that the abandoned command also frees its connection at the
-// deadline.
+// DefaultTimeout bounds each call to Redis when [Store.Timeout] is zero or
+// negative, on top of the caller's context: a hung Redis refuses
+// confirmations quickly instead of holding the request. Set
+// ContextTimeoutEnabled in the client's options so that the abandoned
+// command also frees its connection at the deadline.
 const DefaultTimeout = time.Second
 
 // Store is a [github.com/mcpguard/mcpguard/confirm.NonceStore] on Redis,
@@ -31,8 +31,8 @@ const DefaultTimeout = time.Second
 // concurrent use. The zero Store has no client and refuses every nonce
 // with an error (so the confirmation is refused); use [New].
 type Store struct {
-	// Timeout bounds each call to Redis; zero means [DefaultTimeout]. Set
-	// it before first use.
+	// Timeout bounds each call to Redis; zero or negative means
+	// [DefaultTimeout]. Set it before first use.
 	Timeout time.Duration
 
 	client redis.UniversalClient
