@@ -28,7 +28,7 @@ type Options struct {
 	// between (else the tag would end in the caller's key, or be empty).
 	// Otherwise Redis refuses the script (CROSSSLOT) and decisions fail.
 	Prefix string
-	// Timeout bounds every call to Redis. The zero value means 250ms.
+	// Timeout bounds every call to Redis. Zero or negative means 250ms.
 	Timeout time.Duration
 	// Lease is how long an in-flight slot stays taken when it is never
 	// released (its replica crashed), in whole microseconds (a positive
