@@ -636,9 +636,11 @@ func fieldName(path []string) string {
 func describe(ve *jsonschema.ValidationError) (field, msg string) {
 	leaf := ve
 	for len(leaf.Causes) > 0 {
-		// prefer a deterministic leaf: the one with the smallest location
+		// prefer a deterministic leaf: the one with the smallest location,
+		// the first of those in the causes' order (a stable sort: sort.Slice
+		// keeps that order only for fewer than 13 causes)
 		causes := append([]*jsonschema.ValidationError(nil), leaf.Causes...)
-		sort.Slice(causes, func(i, j int) bool {
+		sort.SliceStable(causes, func(i, j int) bool {
 			return strings.Join(causes[i].InstanceLocation, "/") < strings.Join(causes[j].InstanceLocation, "/")
 		})
 		leaf = causes[0]
