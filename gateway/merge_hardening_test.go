@@ -139,45 +139,6 @@ func TestFilteredJSONArrayAnswer(t *testing.T) {
 	}
 }
 
-// TestFilteredListNotResumable: a filtered tools/list stream carries no event ids,
-// so a client cannot resume it with a GET, whose replayed answer would go
-// through passThrough unfiltered.
-func TestFilteredListNotResumable(t *testing.T) {
-	const list = `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_customer_record"},{"name":"admin_reset_key"}]}}`
-	url := filterGatewayFor(t, func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		if r.Method == http.MethodPost {
-			// A notification with an event id, then the stream closes
-			// before the answer (a server polling per SEP-1699, or a
-			// dropped connection).
-			io.WriteString(w, "id: s1-0\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"listing\"}}\n\n")
-			return
-		}
-		if r.Header.Get("Last-Event-ID") == "s1-0" {
-			io.WriteString(w, "id: s1-1\nevent: message\ndata: "+list+"\n\n")
-		}
-	})
-	rg := &rig{url: url}
-	first := rg.post(t, viewer, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	if !strings.Contains(first.body, "id: s1-0") {
-		t.Skipf("the filtered stream no longer offers resumption (ids stripped): %q", first.body)
-	}
-	req, _ := http.NewRequest(http.MethodGet, url+"/mcp", nil)
-	req.Header.Set("Authorization", viewer)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", "s1-0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if strings.Contains(string(b), "admin_reset_key") {
-		t.Errorf("the resumed tools/list answer reaches the viewer unfiltered: %q", b)
-	}
-}
-
 // TestBatchSSETruncatedMemberStream: in a merged event stream, a member whose downstream
 // stream ends in the middle of an event (no blank line) does not glue
 // that fragment onto the next event: the incomplete event is dropped, as
