@@ -159,12 +159,12 @@ func TestReview25bMarshalPanicRefused(t *testing.T) {
 	h := review25bServer(t)
 	for _, v := range protocolVersions {
 		for _, kind := range []string{"meta_panics", "nested_nil", "sampling_nil_content"} {
+			if kind == "sampling_nil_content" && v != "" {
+				// On 2025-11-25 the go-sdk asks the client itself, below
+				// the guard: TestReview25bOldSamplingNilContent.
+				continue
+			}
 			t.Run(versionName(v)+"/"+kind, func(t *testing.T) {
-				if kind == "sampling_nil_content" && v != "" {
-					// On 2025-11-25 the go-sdk asks the client itself, below
-					// the guard: TestReview25bOldSamplingNilContent.
-					t.Skip("the go-sdk fulfils input requests below the guard")
-				}
 				cs := review24cConnect(t, h, bob, v)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -200,10 +200,10 @@ func TestReview25bToolMarshalPanicInvalidResponse(t *testing.T) {
 	h := review25bServer(t)
 	for _, v := range protocolVersions {
 		for _, kind := range []string{"meta_panics", "block_meta_panics", "structured_panics", "nested_nil", "sampling_nil_content"} {
+			if kind == "sampling_nil_content" && v != "" {
+				continue // the go-sdk fulfils input requests below the guard
+			}
 			t.Run(versionName(v)+"/"+kind, func(t *testing.T) {
-				if kind == "sampling_nil_content" && v != "" {
-					t.Skip("the go-sdk fulfils input requests below the guard")
-				}
 				cs := h.connect(bob, clientOpts{version: v})
 				before := len(h.sink.all())
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
