@@ -504,8 +504,9 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 
 // Keep implements [Keeper]. A buffered sink holds e and encodes it later
 // (see [JSONLSink]), unless e has Args, args are longer than 4 KiB, or e
-// could fail to encode (a NaN, a time near the ends of years 0-9999, strings
-// near [MaxLineSize]): those are written at once, as by Write, so that every
+// could fail to encode (a NaN or an infinite cost or latency, a time in
+// year 0 or 9999 or with a zone offset of a day or more, strings near
+// [MaxLineSize]): those are written at once, as by Write, so that every
 // error Write would return is returned here. A durable sink writes e at once.
 func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
 	if s.stop == nil {
