@@ -23,10 +23,10 @@ const sigpipeChildEnv = "MCPGUARD_STDIO_SIGPIPE_CHILD"
 // TestSIGPIPEChild is the child of TestIsolateOtherFilesLeaveSIGPIPE: it
 // isolates a channel on pipes of its own (descriptors above 2), says so on
 // standard error, waits for a byte on standard input, then writes to its
-// own standard output, whose reader is gone. Run alone it skips.
+// own standard output, whose reader is gone. Run alone it does nothing.
 func TestSIGPIPEChild(t *testing.T) {
 	if os.Getenv(sigpipeChildEnv) != "1" {
-		t.Skip("run as a child process by TestIsolateOtherFilesLeaveSIGPIPE")
+		return // run as a child process by TestIsolateOtherFilesLeaveSIGPIPE
 	}
 	inR, _, err := os.Pipe()
 	if err != nil {
