@@ -548,6 +548,19 @@ func TestReview36FlushFailures(t *testing.T) {
 	}
 }
 
+// review36Open opens a sink without a flusher on a new file, closed when
+// the test ends, and returns it with the file's path.
+func review36Open(t *testing.T) (*JSONLSink, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	s, err := OpenJSONL(path, &JSONLOptions{FlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
 // review36Line is the line the sink writes for review36Event(id).
 func review36Line(t *testing.T, id string) string {
 	t.Helper()
@@ -662,12 +675,7 @@ func TestReview36OwnLinesNeverContinueATornLine(t *testing.T) {
 // Write takes it, and it reads back; one byte more and Write refuses it
 // (ErrInvalidEvent), rather than acknowledge a record nobody can read.
 func TestReview36LongestLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s, err := OpenJSONL(path, &JSONLOptions{FlushInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := review36Open(t)
 	e := review36Event("long")
 	base, err := e.AppendJSON(nil)
 	if err != nil {
@@ -718,12 +726,7 @@ func TestReview36LongestLine(t *testing.T) {
 // it: the same event reads back the same from every sink. An event
 // without one is recorded as it is.
 func TestReview36NULInText(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s, err := OpenJSONL(path, &JSONLOptions{FlushInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := review36Open(t)
 	ctx := context.Background()
 	w := review36Event("write")
 	w.Tool = "re\x00fund"
@@ -851,12 +854,7 @@ func TestReview36GroupCommitSkipsCoveredFsync(t *testing.T) {
 // torn line another writer is still in the middle of writing: it is
 // ended only before the sink's own next line.
 func TestReview36EmptyFlushWritesNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s, err := OpenJSONL(path, &JSONLOptions{FlushInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := review36Open(t)
 	torn := `{"time":"2026`
 	review36AppendFile(t, path, torn)
 	if err := s.Flush(); err != nil {
@@ -877,12 +875,7 @@ func TestReview36EmptyFlushWritesNothing(t *testing.T) {
 // the flush fails, and keeps failing, rather than send the lines where
 // they vanish and report them written.
 func TestReview36RemovedFileReplacedByDevice(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s, err := OpenJSONL(path, &JSONLOptions{FlushInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := review36Open(t)
 	review36WriteFlush(t, s, "l1")
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
@@ -954,12 +947,7 @@ func TestReview36MoveFails(t *testing.T) {
 // old file (a rotator that deletes it gets the disk space back), and the
 // next line goes to the new file.
 func TestReview36ReopenWritesKeptToOldFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s, err := OpenJSONL(path, &JSONLOptions{FlushInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := review36Open(t)
 	if err := s.Keep(context.Background(), review36Event("kept"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -1109,12 +1097,7 @@ func TestReview36ReopenErrorNamesOnlyTheOpen(t *testing.T) {
 // descriptors of the pipe, each one a writer that keeps its reader from
 // seeing the end of it.
 func TestReview36ReopenRefusesPipeAndClosesIt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s, err := OpenJSONL(path, &JSONLOptions{FlushInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := review36Open(t)
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
