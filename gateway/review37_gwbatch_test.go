@@ -258,38 +258,54 @@ func TestReview37BatchFilteredListEncodedAnswer(t *testing.T) {
 	}
 }
 
-// TestReview37FilteredListStreamHeaderFlushed pins that the header of a
-// single filtered tools/list answered with an event stream reaches the
-// client at once, before any event: a client waiting for the header (the
-// go-sdk's Connect does, for its streams) is not held until the downstream
-// sends its first event.
-func TestReview37FilteredListStreamHeaderFlushed(t *testing.T) {
-	release := make(chan struct{})
-	url, _ := r28Gateway(t, &Options{FilterToolsList: true}, func(w http.ResponseWriter, r *http.Request, _ string) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-release
-		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"tools\":[]}}\n\n")
-	})
-	defer close(release)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	const body = `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", viewer)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v, want the stream's header before its first event", body, err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
-		t.Errorf("POST %s: %d %q, want 200 text/event-stream", body, resp.StatusCode, ct)
+// TestReview37StreamHeaderFlushed pins that the header of an event stream
+// the gateway rewrites reaches the client at once, before any event: a
+// single filtered tools/list's, and a merged batch's as soon as the first
+// member's stream begins. A client waiting for the header (the go-sdk's
+// Connect does, for its streams) is not held until the downstream sends
+// its first event, which may be long in coming.
+func TestReview37StreamHeaderFlushed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  *Options
+		event string
+		body  string
+	}{
+		{"filtered_list", &Options{FilterToolsList: true},
+			"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"tools\":[]}}\n\n",
+			`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`},
+		{"batch", nil,
+			"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+			`[` + call(`1`, "get_customer_record", "") + `]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			url, _ := r28Gateway(t, tc.opts, func(w http.ResponseWriter, r *http.Request, _ string) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				<-release
+				io.WriteString(w, tc.event)
+			})
+			defer close(release)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", viewer)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("POST %s: %v, want the stream's header before its first event", tc.body, err)
+			}
+			defer resp.Body.Close()
+			if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+				t.Errorf("POST %s: %d %q, want 200 text/event-stream", tc.body, resp.StatusCode, ct)
+			}
+		})
 	}
 }
 
@@ -422,40 +438,6 @@ func TestReview37BatchAnswerHeaders(t *testing.T) {
 				t.Errorf("POST %s: headers (-want +got):\n%s", batch, diff)
 			}
 		})
-	}
-}
-
-// TestReview37BatchStreamHeaderFlushed pins that a merged batch stream's
-// header reaches the client as soon as the first member's stream begins,
-// before any event: a client waiting for the header is not held until the
-// downstream sends its first event, which may be long in coming.
-func TestReview37BatchStreamHeaderFlushed(t *testing.T) {
-	release := make(chan struct{})
-	url, _ := r28Gateway(t, nil, func(w http.ResponseWriter, r *http.Request, _ string) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-release
-		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
-	})
-	defer close(release)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	batch := `[` + call(`1`, "get_customer_record", "") + `]`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(batch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", viewer)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v, want the stream's header before its first event", batch, err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
-		t.Errorf("POST %s: %d %q, want 200 text/event-stream", batch, resp.StatusCode, ct)
 	}
 }
 
