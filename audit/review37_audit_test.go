@@ -473,6 +473,21 @@ func TestReview37KeepWakesFlusher(t *testing.T) {
 	})
 }
 
+// review37Add writes e to s with Keep (keep) or Write, failing the test
+// on an error.
+func review37Add(t *testing.T, s *JSONLSink, e *Event, keep bool) {
+	t.Helper()
+	var err error
+	if keep {
+		err = s.Keep(context.Background(), e, nil)
+	} else {
+		err = s.Write(context.Background(), e)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReview37NULFirstInField: a NUL byte that is the first byte of a text
 // field is recorded as U+FFFD, by Write and by Keep, as one anywhere else
 // in it: a SQLSink stores it so, and the same event must read back the same
@@ -490,15 +505,7 @@ func TestReview37NULFirstInField(t *testing.T) {
 			s := review37Open(t, path, &JSONLOptions{FlushInterval: -1})
 			e := review36Event("\x00id")
 			e.Detail = "\x00detail"
-			var err error
-			if tc.keep {
-				err = s.Keep(context.Background(), e, nil)
-			} else {
-				err = s.Write(context.Background(), e)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			review37Add(t, s, e, tc.keep)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -536,14 +543,7 @@ func TestReview37LineIsAppendJSONWithoutNUL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.keep {
-				err = s.Keep(context.Background(), e, nil)
-			} else {
-				err = s.Write(context.Background(), e)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			review37Add(t, s, e, tc.keep)
 			if err := s.Flush(); err != nil {
 				t.Fatal(err)
 			}
