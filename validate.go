@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"net/url"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -637,13 +636,14 @@ func describe(ve *jsonschema.ValidationError) (field, msg string) {
 	leaf := ve
 	for len(leaf.Causes) > 0 {
 		// prefer a deterministic leaf: the one with the smallest location,
-		// the first of those in the causes' order (a stable sort: sort.Slice
-		// keeps that order only for fewer than 13 causes)
-		causes := append([]*jsonschema.ValidationError(nil), leaf.Causes...)
-		sort.SliceStable(causes, func(i, j int) bool {
-			return strings.Join(causes[i].InstanceLocation, "/") < strings.Join(causes[j].InstanceLocation, "/")
-		})
-		leaf = causes[0]
+		// the first of those in the causes' order
+		next, at := leaf.Causes[0], strings.Join(leaf.Causes[0].InstanceLocation, "/")
+		for _, c := range leaf.Causes[1:] {
+			if loc := strings.Join(c.InstanceLocation, "/"); loc < at {
+				next, at = c, loc
+			}
+		}
+		leaf = next
 	}
 	path := leaf.InstanceLocation
 	name := fieldName(path)
