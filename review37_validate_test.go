@@ -530,3 +530,24 @@ func TestReview37StringBoundDefaults(t *testing.T) {
 		})
 	}
 }
+
+// A schema that does not compile is refused by every constructor, the
+// lenient and output ones included, where the compile of the schema as
+// written is the only check: a nil Validator returned without an error
+// would fail on the first call instead of at start-up.
+func TestReview37UncompilableSchemaRefused(t *testing.T) {
+	const schema = `{"type":"nope"}`
+	for name, newV := range map[string]func() (*Validator, error){
+		"strict": func() (*Validator, error) { return NewValidator(json.RawMessage(schema), nil) },
+		"lenient": func() (*Validator, error) {
+			return NewValidator(json.RawMessage(schema), &ValidationOptions{Lenient: true})
+		},
+		"output": func() (*Validator, error) { return NewOutputValidator(json.RawMessage(schema)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			if v, err := newV(); err == nil || v != nil {
+				t.Errorf("%s validator of %s = %v, %v; want nil and an error", name, schema, v, err)
+			}
+		})
+	}
+}
