@@ -704,16 +704,8 @@ func TestReview36LongestLine(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var got []string
-	for ev, err := range ReadJSONL(f) {
-		if err != nil {
-			t.Fatalf("ReadJSONL: %v", err)
-		}
+	for _, ev := range review37Read(t, path) {
 		got = append(got, fmt.Sprint(ev.CorrelationID, len(ev.Detail)))
 	}
 	if want := []string{fmt.Sprint("long", len(e.Detail))}; fmt.Sprint(got) != fmt.Sprint(want) {
@@ -744,16 +736,8 @@ func TestReview36NULInText(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var got []string
-	for ev, err := range ReadJSONL(f) {
-		if err != nil {
-			t.Fatalf("ReadJSONL: %v", err)
-		}
+	for _, ev := range review37Read(t, path) {
 		got = append(got, ev.CorrelationID+" "+ev.Tool+" "+ev.Detail)
 	}
 	want := []string{"write re\uFFFDfund ", "keep refund a\uFFFDb", "plain refund "}
