@@ -618,7 +618,9 @@ func (s *JSONLSink) encodeKeptFlushFull(ctx context.Context) error {
 }
 
 // encodeKept encodes the kept events into the buffer, in the order Keep
-// took them; s.mu is held. keepable made sure none can fail.
+// took them; s.mu is held. keepable made sure none can fail; should one
+// fail all the same, the sink records the loss as a failed write does: it
+// refuses further writes and the flush that encoded it returns the error.
 func (s *JSONLSink) encodeKept() {
 	for i := range s.kept {
 		k := &s.kept[i]
@@ -636,7 +638,11 @@ func (s *JSONLSink) encodeKept() {
 		n := len(s.buf)
 		line, err := ev.AppendJSON(s.buf)
 		if err != nil {
-			s.buf = s.buf[:n] // cannot happen: keepable checked e
+			s.buf = s.buf[:n]
+			if s.err == nil {
+				s.err = fmt.Errorf("audit: jsonl: a kept event could not be encoded and is not in the file: %w", err)
+			}
+			*k = kept{}
 			continue
 		}
 		s.buf = append(line, '\n')
@@ -700,6 +706,10 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 	s.spare = b[:0]
 	if err != nil {
 		s.err = fmt.Errorf("audit: jsonl write: %w", err)
+		err = s.err
+	} else if s.err != nil {
+		// encodeKept lost an event: the lines in b are written, but the
+		// caller must hear of the loss.
 		err = s.err
 	} else {
 		s.written = target
