@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/limiter"
+)
+
+// TestReview38LimiterDeadlinePassedIsAnswered504 pins the answer the
+// Limiter option's doc promises a tools/call whose deadline passed before
+// its store-backed limiter decided: -32003 with HTTP 504
+// (UPSTREAM_UNAVAILABLE), as a call its deadline left unsent, never the
+// limiter's own refusal (a 503 or 429 would tell the client to blame or
+// wait for the limiter). Both ways are covered: a deadline already passed
+// when the call reaches the limiter, and one that passes while the store
+// is deciding (the store returns the context's error, as a Redis client
+// does). The call is recorded as refused with the client's leaving as
+// its detail, and never reaches the downstream.
+func TestReview38LimiterDeadlinePassedIsAnswered504(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	store := limiter.StoreFunc(func(ctx context.Context, _ time.Time, b *limiter.Batch) error {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 100, Window: time.Hour}},
+		&limiter.Options{Store: store, FailOpenReads: true, FailOpenWrites: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &downstream{}
+	dsrv := httptest.NewServer(d)
+	t.Cleanup(dsrv.Close)
+	for _, tc := range []struct {
+		name    string
+		ctx     func() (context.Context, context.CancelFunc)
+		inStore bool
+	}{
+		{"passed_before", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		}, false},
+		{"passes_in_store", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &memSink{}
+			g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Audit: sink, Limiter: lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", strings.NewReader(call(`7`, "get_customer_record", `{"id":"c1"}`)))
+			req.Header.Set("Authorization", admin)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			rec := httptest.NewRecorder()
+			g.ServeHTTP(rec, req)
+			select {
+			case <-entered:
+				if !tc.inStore {
+					t.Errorf("the store was asked about a call whose deadline had passed")
+				}
+			default:
+				if tc.inStore {
+					t.Fatalf("the store was never asked")
+				}
+			}
+			var got struct {
+				ID    json.RawMessage `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("answer %d %q: %v", rec.Code, rec.Body.String(), err)
+			}
+			if rec.Code != http.StatusGatewayTimeout || got.Error.Code != CodeUpstreamUnavailable || string(got.ID) != "7" ||
+				!strings.Contains(got.Error.Message, "deadline passed") {
+				t.Errorf("answer %d %s; want 504, id 7, code %d, a message that the deadline passed", rec.Code, rec.Body.String(), CodeUpstreamUnavailable)
+			}
+			evs := sink.outcomes("get_customer_record")
+			if len(evs) != 1 || evs[0].Allowed || evs[0].Detail != clientGoneUndecided {
+				t.Errorf("outcome records %+v; want one, refused, detail %q", evs, clientGoneUndecided)
+			}
+			if b := d.bodies(); len(b) != 0 {
+				t.Errorf("sent downstream: %q", b)
+			}
+		})
+	}
+}
