@@ -50,19 +50,6 @@ func Rune(r rune) rune {
 	return m
 }
 
-// Plain reports whether key is ASCII without letters that fold to
-// non-ASCII runes ('k' and 's' in either case, whose orbits hold the
-// Kelvin sign and the long s): such a key folds alike with another ASCII
-// key only.
-func Plain(key []byte) bool {
-	for _, c := range key {
-		if c >= utf8.RuneSelf || c|0x20 == 'k' || c|0x20 == 's' {
-			return false
-		}
-	}
-	return true
-}
-
 // AppendName appends to dst the folded form of the argument name key as
 // encoding/json/v2's case-insensitive matching (MatchCaseInsensitiveNames,
 // a `case:ignore` tag) compares names (its foldName): [Append]'s, with

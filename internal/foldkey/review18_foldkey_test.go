@@ -72,23 +72,3 @@ func TestReview18Corners(t *testing.T) {
 		}
 	}
 }
-
-// TestReview18Plain: Plain keeps its word: a key it accepts folds alike
-// only with ASCII keys, so every character's simple-folding orbit must be
-// ASCII.
-func TestReview18Plain(t *testing.T) {
-	for c := 0; c < utf8.RuneSelf; c++ {
-		ascii := true
-		for f := unicode.SimpleFold(rune(c)); f != rune(c); f = unicode.SimpleFold(f) {
-			ascii = ascii && f < utf8.RuneSelf
-		}
-		if got := Plain([]byte{byte(c)}); got != ascii {
-			t.Errorf("Plain(%q) = %v, want %v", c, got, ascii)
-		}
-	}
-	for key, want := range map[string]bool{"": true, "amount": true, "seats": false, "kind": false, "é": false, "\xff": false} {
-		if got := Plain([]byte(key)); got != want {
-			t.Errorf("Plain(%q) = %v, want %v", key, got, want)
-		}
-	}
-}
