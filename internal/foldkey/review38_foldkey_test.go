@@ -21,3 +21,22 @@ func TestReview38AppendEveryASCIIPair(t *testing.T) {
 		}
 	}
 }
+
+// TestReview38AppendNameAgreesWithEqualNameOnEveryByte pins AppendName's
+// promise that two names fold alike exactly when EqualName reports them
+// equal, on every pair of one-byte names, the bytes that are not UTF-8
+// (0x80 to 0xff, each U+FFFD to encoding/json) included: the guard
+// compares names with one and looks them up by the other, so a byte the
+// two read differently would be one name to the lookup and two to the
+// comparison.
+func TestReview38AppendNameAgreesWithEqualNameOnEveryByte(t *testing.T) {
+	for a := range 256 {
+		for b := range 256 {
+			ka, kb := []byte{byte(a)}, []byte{byte(b)}
+			folded := bytes.Equal(AppendName(nil, ka), AppendName(nil, kb))
+			if eq := EqualName(ka, kb); folded != eq {
+				t.Errorf("AppendName(%q) == AppendName(%q): %v, but EqualName = %v", ka, kb, folded, eq)
+			}
+		}
+	}
+}
