@@ -53,11 +53,8 @@ func (s *Source) Next() string {
 	return string(b[:])
 }
 
-// Put writes a new id of s, made now, to b, for a caller that keeps it in
-// memory it has already allocated.
-func (s *Source) Put(b *[Len]byte) { s.PutAt(b, time.Now()) }
-
-// PutAt writes to b a new id of s made at t.
+// PutAt writes to b a new id of s made at t, for a caller that keeps it
+// in memory it has already allocated.
 func (s *Source) PutAt(b *[Len]byte, t time.Time) {
 	n := s.permute(s.seq.Add(1) & (1<<(2*half) - 1))
 	putHex(b[:12], uint64(t.UnixMilli()))

@@ -126,11 +126,11 @@ func TestSourcesDiffer(t *testing.T) {
 	t.Fatal("ten sources gave the same first id")
 }
 
-func BenchmarkPut(b *testing.B) {
+func BenchmarkPutAt(b *testing.B) {
 	var s Source
 	s.Init()
 	var id [Len]byte
 	for b.Loop() {
-		s.Put(&id)
+		s.PutAt(&id, time.Now())
 	}
 }
