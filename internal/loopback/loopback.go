@@ -57,7 +57,8 @@ func asciiEqualFold(s, lower string) bool {
 // from its String (an "ip:port"), whatever its type: a *net.TCPAddr, an
 // HTTP/3 server's *net.UDPAddr, a listener wrapper's own. A request that
 // came to another address (a server listening on a public interface) or
-// to a unix socket is never rebound.
+// to a unix socket is never rebound, nor is one whose context holds no
+// local address (a handler called other than by net/http's server).
 func Rebound(r *http.Request) bool {
 	if IsHost(r.Host) {
 		return false
