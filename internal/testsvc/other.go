@@ -43,3 +43,11 @@ func StartPostgres(t testing.TB) *Postgres {
 	Missing(t, "throwaway PostgreSQL is supported on unix systems only")
 	return nil
 }
+
+// StartRedisCluster skips t (or fails it under [RequireEnv]): the
+// throwaway servers are started on unix systems only.
+func StartRedisCluster(t testing.TB) string {
+	t.Helper()
+	Missing(t, "throwaway redis-server is supported on unix systems only")
+	return ""
+}

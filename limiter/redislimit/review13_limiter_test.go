@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -230,64 +228,12 @@ func TestReview13CallerClockSkewIgnored(t *testing.T) {
 	}
 }
 
-// startCluster starts a one-node Redis Cluster (all 16384 slots on one
-// server, on loopback) and returns a cluster client for it. CROSSSLOT is
-// enforced there as on any cluster.
+// startCluster starts a one-node Redis Cluster (testsvc.StartRedisCluster)
+// and returns a cluster client for it. CROSSSLOT is enforced there as on
+// any cluster.
 func startCluster(t *testing.T) *redis.ClusterClient {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		testsvc.Missing(t, "redis-server not found: install the Debian package redis-server")
-	}
-	var port int
-	for range 20 { // the cluster bus listens on port+10000 too
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if port+10000 > 65535 {
-			continue
-		}
-		if bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000)); err == nil {
-			bus.Close()
-			break
-		}
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	admin := redis.NewClient(&redis.Options{Addr: addr})
-	defer admin.Close()
-	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for admin.Ping(ctx).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("cluster node did not answer PING")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		info, _ := admin.ClusterInfo(ctx).Result()
-		if strings.Contains(info, "cluster_state:ok") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster state not ok after 20s:\n%s", info)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{testsvc.StartRedisCluster(t)}})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
