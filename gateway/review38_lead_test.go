@@ -97,3 +97,30 @@ func TestReview38LimiterDeadlinePassedIsAnswered504(t *testing.T) {
 		})
 	}
 }
+
+// TestReview38BatchMembersWithoutMethodHeader pins that the members of a
+// batch whose client sent no Mcp-Method are forwarded without one (and
+// without Mcp-Name): memberHeaders rewrites the standard headers a client
+// sent for the batch to each member's, and adds none the client did not
+// send, so that the downstream sees only what the client's protocol
+// version has.
+func TestReview38BatchMembersWithoutMethodHeader(t *testing.T) {
+	const app = "https://app.example.com"
+	rg := newRig(t, &Options{AllowedOrigins: []string{app}})
+	body := "[" + call(`1`, "get_customer_record", "") + `,{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`
+	got := rg.post(t, viewer, body, "Origin", app, "Sec-Fetch-Site", "cross-site")
+	if got.status != http.StatusOK {
+		t.Fatalf("the batch: %d %.300s", got.status, got.body)
+	}
+	log := rg.down.log()
+	if len(log) != 2 {
+		t.Fatalf("the downstream received %d requests, want the 2 members alone", len(log))
+	}
+	for _, r := range log {
+		for _, k := range []string{"Mcp-Method", "Mcp-Name"} {
+			if v := r.Header.Values(k); len(v) != 0 {
+				t.Errorf("%s: the downstream got %s %q, which the client never sent", r.Body, k, v)
+			}
+		}
+	}
+}
