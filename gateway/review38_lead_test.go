@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/mcpguard/mcpguard/limiter"
 )
 
@@ -122,5 +124,26 @@ func TestReview38BatchMembersWithoutMethodHeader(t *testing.T) {
 				t.Errorf("%s: the downstream got %s %q, which the client never sent", r.Body, k, v)
 			}
 		}
+	}
+}
+
+// TestReview38BatchStreamDataLinesAsSent pins that a merged stream relays
+// the data lines of an event it does not change as the downstream wrote
+// them: without the space after "data:", and a message split over two
+// data lines, byte for byte. Only an event whose data a filter changed is
+// written anew.
+func TestReview38BatchStreamDataLinesAsSent(t *testing.T) {
+	const progress = "data:{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\n" +
+		"data: \"params\":{\"progressToken\":1,\"progress\":1}}\n"
+	url, _ := r28Gateway(t, nil, func(w http.ResponseWriter, r *http.Request, _ string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message\n"+progress+"\n")
+		io.WriteString(w, "event: message\ndata:{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+	})
+	batch := `[` + call(`1`, "get_customer_record", "") + `]`
+	got := r28Post(t, url, batch, true)
+	want := "event: message\n" + progress + "\n" + "event: message\ndata:{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	if diff := cmp.Diff(want, got.body); diff != "" {
+		t.Errorf("POST %s: merged stream (-want +got):\n%s", batch, diff)
 	}
 }
