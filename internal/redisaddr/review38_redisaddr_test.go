@@ -30,3 +30,19 @@ func TestReview38ThrottledEdges(t *testing.T) {
 		t.Errorf("records:\n%s\nwant two: dial 1, then dial 3 with suppressed=1", buf.String())
 	}
 }
+
+// TestReview38DatabaseNumberRange pins the database numbers a --redis URL
+// may name, as its doc says: 0 to 2147483647 in decimal digits only, the
+// largest included and one more refused (Redis's own bound is lower, and
+// says so when the client selects it; what is refused here never reaches
+// it).
+func TestReview38DatabaseNumberRange(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0": true, "2147483646": true, "2147483647": true,
+		"2147483648": false, "4294967295": false, "4294967296": false, "": false, "+1": false, "-1": false,
+	} {
+		if got := dbNumber(s); got != want {
+			t.Errorf("dbNumber(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
