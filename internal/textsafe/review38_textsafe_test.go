@@ -156,3 +156,28 @@ func TestReview38WordAndHiddenEdges(t *testing.T) {
 		t.Errorf("Clean(%+q) = %+q, want %+q", "a\u180fb\u1810", got, want)
 	}
 }
+
+// TestReview38ReadsASCIIRangeEnds pins ReadsASCII at both ends of each of
+// its ranges and beside each of its single characters: the first and last
+// of a range read as ASCII, the character past either end (a symbol, a
+// letter of its own, or unassigned) does not, unless it is a decimal digit
+// of another script. A range one short leaves a fullwidth ～ or a
+// monospace 𝟿 unescaped in a consent prompt, where it reads as ~ or 9.
+func TestReview38ReadsASCIIRangeEnds(t *testing.T) {
+	for r, want := range map[rune]bool{
+		0xFF00: false, 0xFF01: true, 0xFF5E: true, 0xFF5F: false,
+		0x1D3FF: false, 0x1D400: true, 0x1D7FF: true, 0x1D800: false,
+		0xA9: false, 0xAA: true, 0xAB: false, 0xB9: false, 0xBA: true, 0xBB: false,
+		0x17E: false, 0x17F: true, 0x180: false,
+		0x131: false, 0x132: true, 0x133: true, 0x134: false,
+		0x1C6: false, 0x1C7: true, 0x1CC: true, 0x1CD: false,
+		0x1F0: false, 0x1F1: true, 0x1F3: true, 0x1F4: false,
+		0xFAFF: false, 0xFB00: true, 0xFB06: true, 0xFB07: false,
+		0x2100: false, 0x2102: true, 0x214E: true, 0x214F: false, 0x2150: false,
+		0x0660: true, 0x0966: true, 0x00B2: false,
+	} {
+		if got := ReadsASCII(r); got != want {
+			t.Errorf("ReadsASCII(%U %q) = %v, want %v", r, r, got, want)
+		}
+	}
+}
