@@ -70,8 +70,10 @@ type SQLOptions struct {
 	// queue has room or its context ends; events are never dropped to make
 	// room). Zero: 8192.
 	QueueSize int
-	// OnError is called by the background writer when a batch fails; the
-	// batch is retried. Zero: the error is printed to standard error.
+	// OnError is called by the background writer when a batch fails (the
+	// batch is retried), and on SQLite when a checkpoint of the WAL fails
+	// (the next one tries again), one call at a time: it need not be safe
+	// for concurrent use. Zero: the error is printed to standard error.
 	OnError func(error)
 }
 
@@ -362,6 +364,13 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 	}
 	if o.OnError == nil {
 		o.OnError = func(err error) { fmt.Fprintln(os.Stderr, err) }
+	}
+	// The writer and the checkpointer call it from their own goroutines.
+	onError, onErrorMu := o.OnError, new(sync.Mutex)
+	o.OnError = func(err error) {
+		onErrorMu.Lock()
+		defer onErrorMu.Unlock()
+		onError(err)
 	}
 	if err := migrate(ctx, db, d); err != nil {
 		return nil, err
