@@ -72,7 +72,8 @@ func TestStrictUnknownFieldRefused(t *testing.T) {
 			raw: `{"r":{"amount":1,"sneaky":true}}`,
 		},
 		{
-			// a $ref fragment is percent-encoded; resolve does not decode it.
+			// a $ref fragment is percent-encoded (resolve once did not
+			// decode it, and left the object open).
 			name: "percent_encoded_ref",
 			schema: `{"type":"object","properties":{"r":{"$ref":"#/$defs/a%25b"}},
 				"$defs":{"a%b":{"type":"object","properties":{"amount":{"type":"number"}}}}}`,
@@ -109,17 +110,17 @@ func TestStrictUnknownFieldRefused(t *testing.T) {
 			raw: `{"tree":{"name":"a","child":{"name":"b","sneaky":true}}}`,
 		},
 		{
-			// a $ref target outside $defs/definitions is never walked, so
-			// the objects nested in it are never closed.
+			// a $ref target outside $defs/definitions (once never walked,
+			// so the objects nested in it were never closed).
 			name: "ref_into_unknown_keyword_nested",
 			schema: `{"type":"object","properties":{"r":{"$ref":"#/components/R"}},
 				"components":{"R":{"type":"object","properties":{"inner":{"type":"object","properties":{"amount":{"type":"number"}}}}}}}`,
 			raw: `{"r":{"inner":{"amount":1,"sneaky":true}}}`,
 		},
 		{
-			// declaresInPlace gives up past depth 32 (two steps per
-			// allOf+$ref level), so a chain of 17 such levels leaves the
-			// property open although its schema declares fields.
+			// a chain of 17 allOf+$ref levels (declaresInPlace once gave up
+			// past depth 32, two steps per level, and left the property
+			// open although its schema declares fields).
 			name:   "deep_inplace_chain",
 			schema: deepChain(17),
 			raw:    `{"x":{"amount":1,"sneaky":true}}`,
