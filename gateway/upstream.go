@@ -425,9 +425,10 @@ func (c *upstreamClient) exchange(ctx context.Context, pc *upConn, req *http.Req
 	}
 	resp, err := c.readFinal(pc, req)
 	if err != nil {
-		// The peer closed a reused connection without a byte of answer:
-		// it was going away, and a replayable request may be sent again.
-		noAnswer := (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) && pc.br.Buffered() == 0
+		// The peer closed a reused connection without a byte of answer
+		// (none buffered, none read for this one): it was going away, and
+		// a replayable request may be sent again.
+		noAnswer := (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) && pc.br.Buffered() == 0 && pc.lr.n == c.maxHeader
 		return fail(err, noAnswer && replayable(req))
 	}
 	keep := !resp.Close && !req.Close
