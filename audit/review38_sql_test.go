@@ -9,12 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -610,48 +607,16 @@ func TestReview38PostgresCommitAnswerLostCounts(t *testing.T) {
 	if _, err := admin.Exec("CREATE DATABASE review38"); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	commitComplete := []byte("C\x00\x00\x00\x0bCOMMIT\x00") // the server's answer to a COMMIT
 	var drop atomic.Bool                                    // end the connection instead of passing on the next one
 	var dropped atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			srv, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(pg.Port))
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(srv, c); srv.Close() }()
-			go func() {
-				defer c.Close()
-				defer srv.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := srv.Read(buf)
-					if n > 0 {
-						if bytes.Contains(buf[:n], commitComplete) && drop.CompareAndSwap(true, false) {
-							dropped.Add(1)
-							return
-						}
-						if _, err := c.Write(buf[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+	ln := testsvc.CutProxy(t, pg.Port, true, func(piece []byte) bool {
+		if bytes.Contains(piece, commitComplete) && drop.CompareAndSwap(true, false) {
+			dropped.Add(1)
+			return true
 		}
-	}()
+		return false
+	})
 	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/review38?sslmode=disable", ln.Addr()))
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"net"
-	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -39,47 +36,15 @@ func TestPostgresCommitAnswerLost(t *testing.T) {
 	}
 	defer direct.Close()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	var drop atomic.Bool // drop the next COMMIT's answer, with the connection
 	var dropped atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(pg.Port))
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() {
-				defer c.Close()
-				defer s.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := s.Read(buf)
-					if n > 0 {
-						if bytes.Contains(buf[:n], commitComplete) && drop.CompareAndSwap(true, false) {
-							dropped.Add(1)
-							return
-						}
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+	ln := testsvc.CutProxy(t, pg.Port, true, func(piece []byte) bool {
+		if bytes.Contains(piece, commitComplete) && drop.CompareAndSwap(true, false) {
+			dropped.Add(1)
+			return true
 		}
-	}()
+		return false
+	})
 	proxied, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/acklost?sslmode=disable", ln.Addr()))
 	if err != nil {
 		t.Fatal(err)

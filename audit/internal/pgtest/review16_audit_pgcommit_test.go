@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/testsvc"
 )
 
 // TestReview16CommitLostBeforeServer: the connection breaks as the sink
@@ -93,46 +93,14 @@ func commitDropper(t *testing.T, port int) (ln net.Listener, drop, dropped *atom
 // with the test.
 func cuttingProxy(t *testing.T, port int, needle string) (ln net.Listener, cut, cuts *atomic.Int32) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	cut, cuts = new(atomic.Int32), new(atomic.Int32)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(c, s); c.Close() }()
-			go func() {
-				defer c.Close()
-				defer s.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if bytes.Contains(bytes.ToLower(buf[:n]), []byte(needle)) && cut.Add(-1) >= 0 {
-							cuts.Add(1)
-							return
-						}
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+	ln = testsvc.CutProxy(t, port, false, func(piece []byte) bool {
+		if bytes.Contains(bytes.ToLower(piece), []byte(needle)) && cut.Add(-1) >= 0 {
+			cuts.Add(1)
+			return true
 		}
-	}()
+		return false
+	})
 	return ln, cut, cuts
 }
 

@@ -1,0 +1,64 @@
+package testsvc
+
+import (
+	"io"
+	"net"
+	"strconv"
+	"testing"
+)
+
+// CutProxy is a TCP proxy on a loopback port in front of the server on
+// 127.0.0.1:port, for tests of a connection lost at a chosen moment. Each
+// piece read from the server (when fromServer is set) or from the client
+// is passed on unless cut reports true for it: then the proxy ends that
+// connection instead, so that the other side never gets the piece (a
+// commit lost on its way to the server, or its answer on its way back).
+// Everything else passes as it is. The proxy stops when t ends; it
+// returns the listener, whose Addr the client dials.
+func CutProxy(t testing.TB, port int, fromServer bool, cut func(piece []byte) bool) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			// from is the side watched, to the side it is passed to.
+			from, to := c, s
+			if fromServer {
+				from, to = s, c
+			}
+			go func() { io.Copy(from, to); from.Close() }()
+			go func() {
+				defer c.Close()
+				defer s.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := from.Read(buf)
+					if n > 0 {
+						if cut(buf[:n]) {
+							return
+						}
+						if _, werr := to.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln
+}
