@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +37,21 @@ func review38SQLite(t *testing.T, opts *SQLOptions) (*sql.DB, *SQLSink) {
 	}
 	t.Cleanup(func() { review36Within(t, "Close", func() { s.Close() }) })
 	return db, s
+}
+
+// review38NoWait opens a new SQLite database file in WAL mode whose
+// connections wait for no lock (busy timeout 0), closed when t ends, and
+// returns it with the DSN of its file (without the busy timeout) for
+// other connections.
+func review38NoWait(t *testing.T) (db *sql.DB, dsn string) {
+	t.Helper()
+	dsn = "file:" + filepath.Join(t.TempDir(), "audit.db") + "?_pragma=journal_mode(WAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, dsn
 }
 
 // review38Event is a small valid event named id, at sec seconds past a
@@ -530,12 +544,7 @@ func TestReview38RepeatedEventRecordedAgain(t *testing.T) {
 // writer for a while, not only of rows lost.
 func TestReview38OnErrorToldOfFailedBatch(t *testing.T) {
 	ctx := context.Background()
-	dsn := "file:" + filepath.Join(t.TempDir(), "audit.db") + "?_pragma=journal_mode(WAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(0)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, dsn := review38NoWait(t)
 	reported := make(chan error, 1)
 	released := make(chan struct{})
 	s, err := NewSQL(ctx, db, SQLite, &SQLOptions{OnError: func(err error) {
@@ -607,16 +616,7 @@ func TestReview38PostgresCommitAnswerLostCounts(t *testing.T) {
 	if _, err := admin.Exec("CREATE DATABASE review38"); err != nil {
 		t.Fatal(err)
 	}
-	commitComplete := []byte("C\x00\x00\x00\x0bCOMMIT\x00") // the server's answer to a COMMIT
-	var drop atomic.Bool                                    // end the connection instead of passing on the next one
-	var dropped atomic.Int32
-	ln := testsvc.CutProxy(t, pg.Port, true, func(piece []byte) bool {
-		if bytes.Contains(piece, commitComplete) && drop.CompareAndSwap(true, false) {
-			dropped.Add(1)
-			return true
-		}
-		return false
-	})
+	ln, drop, dropped := testsvc.CommitAnswerDropper(t, pg.Port)
 	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/review38?sslmode=disable", ln.Addr()))
 	if err != nil {
 		t.Fatal(err)
@@ -692,12 +692,7 @@ BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
 // for a moment at Close.
 func TestReview38ClosingRetriesFirstRow(t *testing.T) {
 	ctx := context.Background()
-	dsn := "file:" + filepath.Join(t.TempDir(), "audit.db") + "?_pragma=journal_mode(WAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(0)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, dsn := review38NoWait(t)
 	other, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
@@ -758,12 +753,7 @@ func TestReview38ClosingRetriesFirstRow(t *testing.T) {
 // those to know how many records the trail is missing.
 func TestReview38ClosingLockedCountsEveryLoss(t *testing.T) {
 	ctx := context.Background()
-	dsn := "file:" + filepath.Join(t.TempDir(), "audit.db") + "?_pragma=journal_mode(WAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(0)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, dsn := review38NoWait(t)
 	s, err := NewSQL(ctx, db, SQLite, &SQLOptions{OnError: func(error) {}})
 	if err != nil {
 		t.Fatal(err)

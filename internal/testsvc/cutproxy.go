@@ -1,9 +1,11 @@
 package testsvc
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
@@ -61,4 +63,25 @@ func CutProxy(t testing.TB, port int, fromServer bool, cut func(piece []byte) bo
 		}
 	}()
 	return ln
+}
+
+// commitComplete is PostgreSQL's CommandComplete message for a COMMIT: the
+// server's answer once the transaction is committed.
+var commitComplete = []byte("C\x00\x00\x00\x0bCOMMIT\x00")
+
+// CommitAnswerDropper is a [CutProxy] in front of the PostgreSQL server on
+// 127.0.0.1:port that, once drop is set, ends the connection carrying the
+// server's next answer to a COMMIT instead of passing it on (the commit
+// done, its answer lost), clears drop and counts it in dropped.
+func CommitAnswerDropper(t testing.TB, port int) (ln net.Listener, drop *atomic.Bool, dropped *atomic.Int32) {
+	t.Helper()
+	drop, dropped = new(atomic.Bool), new(atomic.Int32)
+	ln = CutProxy(t, port, true, func(piece []byte) bool {
+		if bytes.Contains(piece, commitComplete) && drop.CompareAndSwap(true, false) {
+			dropped.Add(1)
+			return true
+		}
+		return false
+	})
+	return ln, drop, dropped
 }

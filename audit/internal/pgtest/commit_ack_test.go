@@ -1,20 +1,14 @@
 package pgtest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/testsvc"
 )
-
-// commitComplete is PostgreSQL's CommandComplete message for a COMMIT:
-// the server sends it once the transaction is committed.
-var commitComplete = []byte("C\x00\x00\x00\x0bCOMMIT\x00")
 
 // TestPostgresCommitAnswerLost: the connection breaks after the server
 // committed a batch but before its answer reached the sink (a proxy drops
@@ -36,15 +30,7 @@ func TestPostgresCommitAnswerLost(t *testing.T) {
 	}
 	defer direct.Close()
 
-	var drop atomic.Bool // drop the next COMMIT's answer, with the connection
-	var dropped atomic.Int32
-	ln := testsvc.CutProxy(t, pg.Port, true, func(piece []byte) bool {
-		if bytes.Contains(piece, commitComplete) && drop.CompareAndSwap(true, false) {
-			dropped.Add(1)
-			return true
-		}
-		return false
-	})
+	ln, drop, dropped := testsvc.CommitAnswerDropper(t, pg.Port)
 	proxied, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@%s/acklost?sslmode=disable", ln.Addr()))
 	if err != nil {
 		t.Fatal(err)
