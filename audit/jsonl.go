@@ -620,8 +620,8 @@ func (s *JSONLSink) encodeKeptFlushFull(ctx context.Context) error {
 // encodeKept encodes the kept events into the buffer, in the order Keep
 // took them; s.mu is held. keepable made sure none can fail; should one
 // fail all the same, the sink records the loss as a failed write does: it
-// refuses further writes, and the call that encoded it (a flush, or the
-// Write or Keep that came next) returns the error.
+// refuses further writes, each of which returns the error, and so does a
+// flush that encoded it.
 func (s *JSONLSink) encodeKept() {
 	for i := range s.kept {
 		k := &s.kept[i]
