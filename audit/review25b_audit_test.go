@@ -200,7 +200,18 @@ func TestReview25bSIGHUPStorm(t *testing.T) {
 					time.Sleep(time.Duration(k%4) * 500 * time.Microsecond)
 				}
 			})
-			time.Sleep(150 * time.Millisecond)
+			// The storm runs at least 150 ms, and on a busy machine until it
+			// has loaded the sink (checked below), up to 30 s.
+			stormEnd, stormCap := time.Now().Add(150*time.Millisecond), time.Now().Add(30*time.Second)
+			for now := time.Now(); now.Before(stormCap); now = time.Now() {
+				mu.Lock()
+				loaded := len(acked) >= 100 && reopens.n.Load() >= 10
+				mu.Unlock()
+				if loaded && !now.Before(stormEnd) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			reopens.closed.Store(true)
 			if err := s.Close(); err != nil {
 				t.Errorf("Close: %v", err)

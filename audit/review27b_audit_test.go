@@ -402,7 +402,10 @@ func TestReview27bSQLiteCloseWhileLocked(t *testing.T) {
 	if err == nil || s.Stats().Lost != 1 {
 		t.Errorf("Close = %v, %d lost; want the event counted lost", err, s.Stats().Lost)
 	}
-	if took > busy+time.Second {
+	// Past the busy timeout by less than a second on a quiet machine; the
+	// bound leaves room for a busy one and still fails a Close that waits
+	// for a second busy timeout.
+	if took > busy+4*time.Second {
 		t.Errorf("Close took %v, past the busy timeout of %v", took, busy)
 	}
 	evs, err := audit.QuerySQL(ctx, db, audit.SQLite, audit.Filter{CorrelationID: "during"})
