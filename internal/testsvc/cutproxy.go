@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -15,24 +16,65 @@ import (
 // is passed on unless cut reports true for it: then the proxy ends that
 // connection instead, so that the other side never gets the piece (a
 // commit lost on its way to the server, or its answer on its way back).
-// Everything else passes as it is. The proxy stops when t ends; it
-// returns the listener, whose Addr the client dials.
+// Everything else passes as it is. The proxy stops when t ends, closing
+// the connections still open through it and waiting for its goroutines;
+// it returns the listener, whose Addr the client dials.
 func CutProxy(t testing.TB, port int, fromServer bool, cut func(piece []byte) bool) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	var (
+		mu     sync.Mutex
+		open   = map[net.Conn]bool{}
+		closed bool
+		wg     sync.WaitGroup
+	)
+	// track adds c to the connections closed at the end, or closes it
+	// when the end has come; untrack closes it and forgets it.
+	track := func(c net.Conn) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			c.Close()
+			return false
+		}
+		open[c] = true
+		return true
+	}
+	untrack := func(c net.Conn) {
+		c.Close()
+		mu.Lock()
+		delete(open, c)
+		mu.Unlock()
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		closed = true
+		for c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			if !track(c) {
+				continue
+			}
 			s, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
 			if err != nil {
-				c.Close()
+				untrack(c)
+				continue
+			}
+			if !track(s) {
+				untrack(c)
 				continue
 			}
 			// from is the side watched, to the side it is passed to.
@@ -40,10 +82,10 @@ func CutProxy(t testing.TB, port int, fromServer bool, cut func(piece []byte) bo
 			if fromServer {
 				from, to = s, c
 			}
-			go func() { io.Copy(from, to); from.Close() }()
-			go func() {
-				defer c.Close()
-				defer s.Close()
+			wg.Go(func() { io.Copy(from, to); from.Close() })
+			wg.Go(func() {
+				defer untrack(c)
+				defer untrack(s)
 				buf := make([]byte, 64<<10)
 				for {
 					n, err := from.Read(buf)
@@ -59,9 +101,9 @@ func CutProxy(t testing.TB, port int, fromServer bool, cut func(piece []byte) bo
 						return
 					}
 				}
-			}()
+			})
 		}
-	}()
+	})
 	return ln
 }
 
