@@ -95,10 +95,11 @@ type Options struct {
 	// Transport sends requests downstream. Nil means the gateway's own
 	// HTTP/1.1 client, which writes each request and reads its answer on
 	// the handler's goroutine over a keep-alive pool (256 idle connections
-	// per host, no compression). A connection idle for 90 s, or for the
+	// per host, no compression, a dial timeout of 30 s, TCP keep-alive
+	// probes every 30 s). A connection idle for 90 s, or for the
 	// downstream's Keep-Alive timeout less a second (the last it announced,
-	// on any answer: Node leaves the header out of the TypeScript SDK's
-	// event streams), is not used again: a request must not meet the
+	// on any answer that kept its connection: Node leaves the header out of
+	// the TypeScript SDK's event streams), is not used again: a request must not meet the
 	// downstream's closing of it (a tools/call is never sent twice). A
 	// downstream that closes idle connections sooner without ever
 	// announcing it can still close one as a request is sent on it.

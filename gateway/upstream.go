@@ -60,7 +60,9 @@ type target struct {
 // announced of its own idle timeout.
 //
 // The timeout a downstream announces (Keep-Alive: timeout=N) holds for all
-// its connections, whichever answer carried it: Node closes every idle
+// its connections, whichever answer carried it (an answer that closes its
+// connection is not read for it: Node sends the header only on the
+// others): Node closes every idle
 // connection after its keepAliveTimeout, but leaves out the header when
 // the handler set Connection itself, as the TypeScript SDK does on its
 // event streams, which answer most of its requests. So the last timeout a
@@ -611,11 +613,7 @@ func (b *upBody) Read(p []byte) (int, error) {
 		b.mu.Lock()
 		if !b.done {
 			b.finishLocked(err == io.EOF)
-			if err == io.EOF {
-				b.err = io.EOF
-			} else {
-				b.err = err
-			}
+			b.err = err
 		}
 		b.mu.Unlock()
 	}
