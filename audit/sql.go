@@ -1006,6 +1006,7 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 	unreachable := false // while closing, the database was not reachable for a row, or failed two in a row: give up the rest
 	probe := false       // while closing, a row was given up though the server answered: the next gets one attempt
 	own := false         // unsure is of a row's own insert, not of the batch
+	batchIn := false     // a row was found committed by the batch's transaction
 	for i := 0; i < len(rows); i++ {
 		if own {
 			// Of the previous row's insert: this row is not in it, nor
@@ -1040,7 +1041,12 @@ func (s *SQLSink) commit(pr *[]row, args []any, closing bool, grow func() bool, 
 				var done bool
 				if done, err = s.committed(rows[i:i+1], xact); err == nil && done {
 					s.rows.Add(1)
-					s.batches.Add(1)
+					if own || !batchIn {
+						// Its own transaction, or the batch's, counted
+						// once for all the rows found of it.
+						s.batches.Add(1)
+					}
+					batchIn = batchIn || !own
 					probe = false
 					break
 				}
