@@ -81,9 +81,7 @@ func compileGlushkov(src string) (glushkov, bool) {
 		return glushkov{}, false
 	}
 	var flat []*syntax.Regexp
-	if !flatten(re, &flat) {
-		return glushkov{}, false
-	}
+	flatten(re, &flat)
 	var g glushkov
 	if len(flat) > 0 && flat[0].Op == syntax.OpBeginText {
 		g.begin, flat = true, flat[1:]
@@ -153,30 +151,26 @@ func compileGlushkov(src string) (glushkov, bool) {
 }
 
 // flatten appends the concatenated pieces of re to flat, unwrapping
-// captures and concatenations and dropping empty matches. It reports false
-// for alternations and other operators whose pieces are not in sequence.
-func flatten(re *syntax.Regexp, flat *[]*syntax.Regexp) bool {
+// captures and concatenations, dropping empty matches and cutting literals
+// into one piece a character. Anything else (an alternation, a repeat, a
+// class, an anchor) is appended whole, as one piece, for toItem to judge.
+func flatten(re *syntax.Regexp, flat *[]*syntax.Regexp) {
 	switch re.Op {
 	case syntax.OpEmptyMatch:
-		return true
 	case syntax.OpCapture:
-		return flatten(re.Sub[0], flat)
+		flatten(re.Sub[0], flat)
 	case syntax.OpConcat:
 		for _, sub := range re.Sub {
-			if !flatten(sub, flat) {
-				return false
-			}
+			flatten(sub, flat)
 		}
-		return true
 	case syntax.OpLiteral:
 		// One piece per rune, so each is a single character.
 		for i := range re.Rune {
 			*flat = append(*flat, &syntax.Regexp{Op: syntax.OpLiteral, Flags: re.Flags, Rune: re.Rune[i : i+1]})
 		}
-		return true
+	default:
+		*flat = append(*flat, re)
 	}
-	*flat = append(*flat, re)
-	return true
 }
 
 // toItem converts a single character, class or repeat of one of them,
