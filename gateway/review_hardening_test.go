@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpguard/mcpguard/internal/testsvc"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -153,22 +153,15 @@ func TestArgumentScanLinear(t *testing.T) {
 		b.WriteString(`}`)
 		return call(`1`, "trigger_refund", b.String())
 	}
-	// timeOf measures the CPU time of the request's own thread where it
-	// can (on Linux), wall time elsewhere: on a busy machine a request of
-	// 8n arguments waits for a CPU more often than one of n, and its wall
-	// time tells that wait, not its work.
+	// timeOf measures the work of the request (testsvc.WorkTime: the CPU
+	// time of its thread on Linux), not its wall time: on a busy machine a
+	// request of 8n arguments waits for a CPU more often than one of n.
 	timeOf := func(body string) time.Duration {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		start := time.Now()
-		cpu0, onThread := threadCPU()
-		if w := serveOne(g, http.MethodPost, viewer, body); w.Code != http.StatusOK {
-			t.Fatalf("status %d: %s", w.Code, w.Body.String())
-		}
-		if cpu1, ok := threadCPU(); onThread && ok {
-			return cpu1 - cpu0
-		}
-		return time.Since(start)
+		return testsvc.WorkTime(func() {
+			if w := serveOne(g, http.MethodPost, viewer, body); w.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", w.Code, w.Body.String())
+			}
+		})
 	}
 	const n = 750
 	// The best of several runs of each, alternating, so that a collection

@@ -1,6 +1,6 @@
 //go:build linux
 
-package gateway
+package testsvc
 
 import (
 	"syscall"
@@ -11,7 +11,7 @@ import (
 // threadCPU is the CPU time the calling thread has used so far
 // (CLOCK_THREAD_CPUTIME_ID), and whether it could be read. A goroutine
 // reads its own work with it only while locked to its thread
-// (runtime.LockOSThread): time spent waiting for a CPU is not counted.
+// (see WorkTime): time spent waiting for a CPU is not counted.
 func threadCPU() (time.Duration, bool) {
 	const clockThreadCPUTimeID = 3
 	var ts syscall.Timespec

@@ -1,9 +1,9 @@
 //go:build !linux
 
-package gateway
+package testsvc
 
 import "time"
 
 // threadCPU reports that the calling thread's CPU time cannot be read
-// here: callers measure wall time instead.
+// here: WorkTime measures wall time instead.
 func threadCPU() (time.Duration, bool) { return 0, false }
