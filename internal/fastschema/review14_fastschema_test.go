@@ -151,26 +151,15 @@ var review14Probes = []struct {
 	{"top_level_string", `true`, `"{}"`, false, nil},
 }
 
+// TestReview14Probes checks each probe as review39Check does: Compile takes
+// the schema, the reference pipeline gives the table's verdict, and the fast
+// path the same one.
 func TestReview14Probes(t *testing.T) {
-	for _, tc := range review14Probes {
-		t.Run(tc.name, func(t *testing.T) {
-			opts := testOpts
-			if tc.opts != nil {
-				opts = *tc.opts
-			}
-			fast, ok := Compile(decodeSchema(t, tc.schema), opts)
-			if !ok {
-				t.Fatalf("Compile(%s) refused", tc.schema)
-			}
-			want, panicked := newOracle(t, decodeSchema(t, tc.schema), opts).verdict([]byte(tc.in))
-			if (want == nil) != tc.valid {
-				t.Fatalf("oracle(%q) = %v (panicked %v), want valid=%v", tc.in, want, panicked, tc.valid)
-			}
-			if got := fast.Validate([]byte(tc.in)); (got == nil) != tc.valid {
-				t.Fatalf("Validate(%q) = %v, want valid=%v", tc.in, got, tc.valid)
-			}
-		})
+	cases := make([]review39Case, len(review14Probes))
+	for i, p := range review14Probes {
+		cases[i] = review39Case{name: p.name, schema: p.schema, in: p.in, opts: p.opts, valid: p.valid}
 	}
+	review39Check(t, cases)
 }
 
 // TestReview14DepthLimit: 64 levels pass on both paths; at 65 only the
