@@ -54,6 +54,29 @@ func review38NoWait(t *testing.T) (db *sql.DB, dsn string) {
 	return db, dsn
 }
 
+// review38Lock takes the write lock of the database at dsn (as
+// review38NoWait returned it) on a connection of its own, which waits up to
+// 10 s for it, and returns that connection: the caller ends the lock with
+// ROLLBACK. The connection and its pool are closed when the test ends.
+func review38Lock(t *testing.T, dsn string) *sql.Conn {
+	t.Helper()
+	ctx := context.Background()
+	other, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	lock, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() })
+	if _, err := lock.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	return lock
+}
+
 // review38Event is a small valid event named id, at sec seconds past a
 // fixed instant.
 func review38Event(id string, sec int) *Event {
@@ -558,19 +581,7 @@ func TestReview38OnErrorToldOfFailedBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { review36Within(t, "Close", func() { s.Close() }) })
-	other, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := review38Lock(t, dsn)
 	if err := s.Write(ctx, review38Event("a", 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -693,11 +704,6 @@ BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
 func TestReview38ClosingRetriesFirstRow(t *testing.T) {
 	ctx := context.Background()
 	db, dsn := review38NoWait(t)
-	other, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
 	var lock *sql.Conn
 	var errs []string
 	s, err := NewSQL(ctx, db, SQLite, &SQLOptions{OnError: func(err error) {
@@ -723,12 +729,7 @@ func TestReview38ClosingRetriesFirstRow(t *testing.T) {
 		}
 		b.rows = append(b.rows, r)
 	}
-	if lock, err = other.Conn(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lock.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
+	lock = review38Lock(t, dsn)
 	review36Within(t, "commitBatch", func() { s.commitBatch(&b, nil, true, true, nil) })
 	if lock != nil {
 		t.Fatalf("the first row never failed while the lock was held; errors: %q", errs)
@@ -758,19 +759,7 @@ func TestReview38ClosingLockedCountsEveryLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := review38Lock(t, dsn)
 	var b writerBatch
 	for i, id := range []string{"a", "b", "c", "d"} {
 		r, err := toRow(review38Event(id, i), SQLite)

@@ -77,16 +77,7 @@ BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`); err != nil {
 func TestReview39ClosingRowGetsThreeAttempts(t *testing.T) {
 	ctx := context.Background()
 	db, dsn := review38NoWait(t)
-	other, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
+	var lock *sql.Conn
 	locked := true
 	var errs []string
 	s, err := NewSQL(ctx, db, SQLite, &SQLOptions{OnError: func(err error) {
@@ -103,9 +94,7 @@ func TestReview39ClosingRowGetsThreeAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { review36Within(t, "Close", func() { s.Close() }) })
-	if _, err := lock.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
+	lock = review38Lock(t, dsn)
 	b := writerBatch{rows: review39Rows(t, SQLite, review38Event("a", 0), review38Event("b", 1))}
 	review36Within(t, "commitBatch", func() { s.commitBatch(&b, nil, true, true, nil) })
 	if locked {
@@ -219,19 +208,7 @@ func TestReview39ClosingGivesUpAfterThreeAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { review36Within(t, "Close", func() { s.Close() }) })
-	other, err := sql.Open("sqlite", dsn+"&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := review38Lock(t, dsn)
 	b := writerBatch{rows: review39Rows(t, SQLite, review38Event("a", 0), review38Event("b", 1), review38Event("c", 2), review38Event("d", 3))}
 	review36Within(t, "commitBatch", func() { s.commitBatch(&b, nil, true, true, nil) })
 	if _, err := lock.ExecContext(ctx, `ROLLBACK`); err != nil {
