@@ -457,7 +457,10 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			return fail(errUpstreamFor(err, err == errTimeout, true))
 		}
 	} else {
-		body, err := io.ReadAll(io.LimitReader(cr, maxUpstreamBody))
+		// A byte past the bound, so that an answer over it takes the
+		// batch past maxBatchAnswers (no larger) and is refused as too
+		// large, not read cut short as an answer that is no JSON.
+		body, err := io.ReadAll(io.LimitReader(cr, maxUpstreamBody+1))
 		switch {
 		case err == errOverBatchLimit:
 			return fail(nil)
