@@ -457,9 +457,9 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			return fail(errUpstreamFor(err, err == errTimeout, true))
 		}
 	} else {
-		// A byte past the bound, so that an answer over it takes the
-		// batch past maxBatchAnswers (no larger) and is refused as too
-		// large, not read cut short as an answer that is no JSON.
+		// A byte past the bound, so that an answer over it also takes
+		// the batch past maxBatchAnswers (which is no larger) and is
+		// refused as too large, not read cut short as no JSON.
 		body, err := io.ReadAll(io.LimitReader(cr, maxUpstreamBody+1))
 		switch {
 		case err == errOverBatchLimit:

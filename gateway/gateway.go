@@ -99,8 +99,9 @@ type Options struct {
 	// probes every 30 s). A connection idle for 90 s, or for the
 	// downstream's Keep-Alive timeout less a second (the last it announced,
 	// on any answer that kept its connection: Node leaves the header out of
-	// the TypeScript SDK's event streams), is not used again: a request must not meet the
-	// downstream's closing of it (a tools/call is never sent twice). A
+	// the TypeScript SDK's event streams), is not used again: a request
+	// must not meet the downstream's closing of it (a tools/call is never
+	// sent twice). A
 	// downstream that closes idle connections sooner without ever
 	// announcing it can still close one as a request is sent on it.
 	// net/http's Transport hands each request and answer between

@@ -62,14 +62,13 @@ type target struct {
 // The timeout a downstream announces (Keep-Alive: timeout=N) holds for all
 // its connections, whichever answer carried it (an answer that closes its
 // connection is not read for it: Node sends the header only on the
-// others): Node closes every idle
-// connection after its keepAliveTimeout, but leaves out the header when
-// the handler set Connection itself, as the TypeScript SDK does on its
-// event streams, which answer most of its requests. So the last timeout a
-// downstream announced stays in force, for connections whose answers did
-// not repeat it too, until another one is announced. One limit for all the
-// connections of a pool also keeps its bottom the first to expire, which
-// put's sweep relies on.
+// others): Node closes every idle connection after its keepAliveTimeout,
+// but leaves out the header when the handler set Connection itself, as
+// the TypeScript SDK does on its event streams, which answer most of its
+// requests. So the last timeout a downstream announced stays in force, for
+// connections whose answers did not repeat it too, until another one is
+// announced. One limit for all the connections of a pool also keeps its
+// bottom the first to expire, which put's sweep relies on.
 type hostPool struct {
 	idle []*upConn // most recent last
 	// keepFor is the last Keep-Alive timeout announced less
