@@ -162,7 +162,8 @@ func pyLines(s string) []string {
 // stream that is not a data line (a comment, an event name, an id) is not
 // relayed with a character some clients end a line at and the gateway does
 // not (httpx splits lines as str.splitlines does): after it, such a client
-// reads a data line the gateway took for part of a comment.
+// reads a data line the gateway took for part of a comment (or of a field
+// whose name only starts with "data").
 func TestCheckedEventUnicodeLineBreaks(t *testing.T) {
 	for _, tc := range []struct{ name, sep string }{
 		{"line_separator", "\u2028"},
@@ -171,7 +172,9 @@ func TestCheckedEventUnicodeLineBreaks(t *testing.T) {
 		{"file_separator", "\x1c"},
 		{"vertical_tab", "\v"},
 	} {
-		for _, f := range []struct{ name, line string }{{"comment", ": ok"}, {"event", "event: message"}} {
+		// dataX is a field of its own, not a data field, though it starts
+		// with "data".
+		for _, f := range []struct{ name, line string }{{"comment", ": ok"}, {"event", "event: message"}, {"data_prefixed_field", "dataX: ok"}} {
 			field := f.line
 			t.Run(tc.name+"_"+f.name, func(t *testing.T) {
 				down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
