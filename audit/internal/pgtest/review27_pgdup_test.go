@@ -158,12 +158,7 @@ func TestReview27PostgresCommitAnswerCutWhileCommitting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := direct.Exec(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN IF NEW.tool = 'slow' THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$;
-CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON audit_log DEFERRABLE INITIALLY DEFERRED
-FOR EACH ROW EXECUTE FUNCTION slow_commit()`); err != nil {
-				t.Fatal(err)
-			}
+			slowCommits(t, direct, "1")
 			ctx := context.Background()
 			at := time.Unix(1_800_000_000, 0).UTC()
 			cut.Store(1)
@@ -230,12 +225,7 @@ func TestReview27PostgresRowCommitCutAfterBatchFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.db.Exec(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN IF NEW.tool = 'slow' THEN PERFORM pg_sleep(0.5); END IF; RETURN NULL; END $$;
-CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON audit_log DEFERRABLE INITIALLY DEFERRED
-FOR EACH ROW EXECUTE FUNCTION slow_commit()`); err != nil {
-		t.Fatal(err)
-	}
+	slowCommits(t, p.db, "0.5")
 	ctx := context.Background()
 	at := time.Unix(1_800_000_000, 0).UTC()
 	ev := func(id, tool string) *audit.Event {

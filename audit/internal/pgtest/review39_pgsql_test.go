@@ -130,13 +130,7 @@ func TestReview39ThreeCommitsWithoutAnswer(t *testing.T) {
 			cuts.lookups.Store(tc.lookups)
 			s, armed, errs := review39CommitsLost(t, p, cuts, "", "")
 			ctx := context.Background()
-			if err := s.Write(ctx, failEvent("before", 0)); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
-			armed.Store(true)
+			review39Arm(t, s, armed)
 			const n = 5
 			want := map[string]int{"before-00000": 1}
 			for i := range n {
@@ -354,12 +348,7 @@ func review39CommitUnderWay(t *testing.T, needle, report string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.db.Exec(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN IF NEW.tool = 'slow' THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$;
-CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON audit_log DEFERRABLE INITIALLY DEFERRED
-FOR EACH ROW EXECUTE FUNCTION slow_commit()`); err != nil {
-		t.Fatal(err)
-	}
+	slowCommits(t, p.db, "1")
 	ctx := context.Background()
 	cut.Store(1)
 	const n = 3
@@ -418,13 +407,7 @@ func TestReview39BatchesCountsFoundBatchOnce(t *testing.T) {
 	cuts.lookups.Store(1)
 	s, armed, errs := review39CommitsLost(t, p, cuts, "", "")
 	ctx := context.Background()
-	if err := s.Write(ctx, failEvent("before", 0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	armed.Store(true)
+	review39Arm(t, s, armed)
 	for i := range 5 {
 		if err := s.Write(ctx, failEvent("batch", i)); err != nil {
 			t.Fatal(err)
@@ -441,5 +424,32 @@ func TestReview39BatchesCountsFoundBatchOnce(t *testing.T) {
 	}
 	if got, want := s.Stats().Batches, review39Transactions(t, p.db); got != want {
 		t.Errorf("Stats().Batches = %d, want %d: the transactions that hold the rows (Stats: %+v)", got, want, s.Stats())
+	}
+}
+
+// review39Arm records the event "before" through s, with nothing cut yet,
+// and then arms the proxies of review39CommitsLost.
+func review39Arm(t *testing.T, s *audit.SQLSink, armed *atomic.Bool) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Write(ctx, failEvent("before", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+}
+
+// slowCommits makes every commit of an event whose tool is "slow" take
+// seconds longer (a deferred trigger that sleeps), on the database db
+// reaches.
+func slowCommits(t *testing.T, db *sql.DB, seconds string) {
+	t.Helper()
+	if _, err := db.Exec(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.tool = 'slow' THEN PERFORM pg_sleep(` + seconds + `); END IF; RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON audit_log DEFERRABLE INITIALLY DEFERRED
+FOR EACH ROW EXECUTE FUNCTION slow_commit()`); err != nil {
+		t.Fatal(err)
 	}
 }
