@@ -16,6 +16,7 @@ func TestOf(t *testing.T) {
 		{`["\"[[[",[1]]`, 2},   // an escaped quote does not end the string
 		{`["\\",[1]]`, 2},      // an escaped backslash does
 		{`]]][[[`, 3},          // a close at the top level is not counted below it
+		{`[][[]]`, 2},          // two texts: the first one's close returns to the top level
 		{`[[[`, 3},             // not JSON: counted all the same
 		{`"[[[`, 0},            // a string never closed
 		{`{"k":"v\u005b"}`, 1}, // an escape sequence, not a bracket
