@@ -2,6 +2,7 @@ package mcpguard
 
 import (
 	"errors"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -34,12 +35,30 @@ import (
 // not, since a handler may read it either way. The values of members
 // matching patternProperties are checked against every patternProperties
 // schema (the check may see more declared names there, never fewer).
+//
+// A reference the check cannot follow (one to another resource, or any
+// reference in a document that embeds resources with their own "$id",
+// whose references resolve against those) hides what its target declares,
+// there and below. Such a position, and every position below it, is
+// blind: there a member is also refused when its name is declared nowhere
+// in the document but differs only so from a name declared somewhere in
+// it (the validator resolves the reference, so the target's checks apply
+// to the declared name and not to its variant).
 type caseNode struct {
 	props  map[string]*caseNode
 	folded map[string]string // folded name -> declared name
 	extra  *caseNode         // additionalProperties, when a schema
 	prefix []*caseNode       // array elements by index (prefixItems, tuple items)
 	items  *caseNode         // array elements past prefix
+	// blind is the document's names when a reference the check cannot
+	// follow applies here (see caseNode), else nil.
+	blind *caseNames
+}
+
+// caseNames are the property names a schema document declares anywhere.
+type caseNames struct {
+	declared map[string]bool
+	folded   map[string]string // folded name -> the smallest declared name
 }
 
 // caseBuilder builds the caseNode tree of a schema document. A node stands
@@ -50,23 +69,33 @@ type caseBuilder struct {
 	root    map[string]any
 	anchors map[string]map[string]any // $anchor, $dynamicAnchor -> schema
 	memo    map[string]*caseNode
-	admit   bool // some schema that declares properties admits others
-	applied bool // some schema applies others in place (allOf, $ref, not...)
-	decl    bool // some schema declares properties
-	tooMany bool // more than maxCaseNodes positions
-	lax     bool // lenient mode: a schema that does not say so admits them
+	names   caseNames // every name the document declares
+	admit   bool      // some schema that declares properties admits others
+	applied bool      // some schema applies others in place (allOf, $ref, not...)
+	decl    bool      // some schema declares properties
+	tooMany bool      // more than maxCaseNodes positions
+	lax     bool      // lenient mode: a schema that does not say so admits them
+	// embedded: the document embeds resources with their own $id, against
+	// which their references resolve; the check follows none.
+	embedded bool
+	// unfollowed: inPlace met a reference it cannot follow (reset by node
+	// for each position); blind: some position has one.
+	unfollowed, blind bool
 }
 
 // newCaseCheck returns the case check of schema doc (as written, before
 // strict mode closes it), or nil when no object schema both declares
-// properties and admits members it does not declare: strict mode then
-// refuses every undeclared name already. A schema whose positions would
-// take more than maxCaseNodes nodes is refused (fail closed): unions of
-// schemas at a position can in principle multiply them.
+// properties and admits members it does not declare, and no reference
+// the check cannot follow hides one that might: strict mode then refuses
+// every undeclared name already. A schema whose positions would take more
+// than maxCaseNodes nodes is refused (fail closed): unions of schemas at a
+// position can in principle multiply them.
 func newCaseCheck(doc any, lenient bool) (*caseNode, error) {
 	root, _ := doc.(map[string]any)
-	b := &caseBuilder{root: root, anchors: map[string]map[string]any{}, memo: map[string]*caseNode{}, lax: lenient}
+	b := &caseBuilder{root: root, anchors: map[string]map[string]any{}, memo: map[string]*caseNode{}, lax: lenient,
+		names: caseNames{declared: map[string]bool{}, folded: map[string]string{}}}
 	b.findAnchors(doc)
+	b.embedded = hasNestedID(root, true)
 	n := b.node(schemaList(doc))
 	// Strict mode closes no schema below an in-place applicator (see
 	// closeObjects): where one applies, a declared name's case variant may
@@ -75,7 +104,7 @@ func newCaseCheck(doc any, lenient bool) (*caseNode, error) {
 	if b.tooMany {
 		return nil, errors.New("mcpguard: schema too complex: its object positions cannot be listed for the letter-case check")
 	}
-	if !b.admit && !(b.applied && b.decl) {
+	if !b.admit && !(b.applied && b.decl) && !b.blind {
 		return nil, nil
 	}
 	return n, nil
@@ -104,6 +133,9 @@ func schemaList(v any) []map[string]any {
 	return nil
 }
 
+// findAnchors records the anchors of the schemas in v and the property
+// names they declare (in b.names), leaving out the values of the keywords
+// that hold instances, not schemas.
 func (b *caseBuilder) findAnchors(v any) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -114,7 +146,20 @@ func (b *caseBuilder) findAnchors(v any) {
 				}
 			}
 		}
-		for _, sub := range x {
+		if props, ok := x["properties"].(map[string]any); ok {
+			for name := range props {
+				b.names.declared[name] = true
+				f := string(foldkey.AppendName(nil, []byte(name)))
+				if p, ok := b.names.folded[f]; !ok || name < p {
+					b.names.folded[f] = name
+				}
+			}
+		}
+		for k, sub := range x {
+			switch k {
+			case "const", "enum", "default", "examples":
+				continue
+			}
 			b.findAnchors(sub)
 		}
 	case []any:
@@ -130,9 +175,11 @@ func (b *caseBuilder) findAnchors(v any) {
 func (b *caseBuilder) node(set []map[string]any) *caseNode {
 	var all []map[string]any
 	seen := map[uintptr]bool{}
+	b.unfollowed = false
 	for _, m := range set {
 		all = b.inPlace(all, m, seen)
 	}
+	blind := b.unfollowed
 	// The key names only the schemas that say something here: two sets
 	// that differ in $ref or allOf wrappers alone share a node.
 	ptrs := make([]uintptr, 0, len(all))
@@ -150,6 +197,9 @@ func (b *caseBuilder) node(set []map[string]any) *caseNode {
 		kb.WriteString(strconv.FormatUint(uint64(p), 36))
 		kb.WriteByte(',')
 	}
+	if blind {
+		kb.WriteByte('!')
+	}
 	key := kb.String()
 	if n, ok := b.memo[key]; ok {
 		return n // built, or being built (a reference cycle)
@@ -159,6 +209,10 @@ func (b *caseBuilder) node(set []map[string]any) *caseNode {
 		return nil
 	}
 	n := &caseNode{props: map[string]*caseNode{}, folded: map[string]string{}}
+	if blind && len(b.names.folded) > 0 {
+		n.blind = &b.names
+		b.blind = true
+	}
 	b.memo[key] = n
 	propSets := map[string][]map[string]any{}
 	var extra, items, every []map[string]any
@@ -233,7 +287,7 @@ func (b *caseBuilder) node(set []map[string]any) *caseNode {
 	if !someIndex {
 		n.prefix = nil
 	}
-	if len(n.props) == 0 && n.extra == nil && n.items == nil && n.prefix == nil {
+	if len(n.props) == 0 && n.extra == nil && n.items == nil && n.prefix == nil && n.blind == nil {
 		return nil
 	}
 	return n
@@ -280,9 +334,12 @@ func (b *caseBuilder) inPlace(all []map[string]any, m map[string]any, seen map[u
 	}
 	for _, k := range []string{"$ref", "$recursiveRef", "$dynamicRef"} {
 		if ref, ok := m[k].(string); ok {
-			if sm, ok := b.resolve(ref).(map[string]any); ok {
+			switch t := b.resolve(ref).(type) {
+			case map[string]any:
 				b.applied = true
-				all = b.inPlace(all, sm, seen)
+				all = b.inPlace(all, t, seen)
+			case nil:
+				b.unfollowed = true
 			}
 		}
 	}
@@ -308,20 +365,35 @@ func (b *caseBuilder) admits(m map[string]any) bool {
 }
 
 // resolve returns the schema a local reference ("#", "#/$defs/x", "#anchor",
-// each possibly after the root's $id) names in the document, or nil.
+// each possibly after the root's $id; the fragment percent-encoded or not)
+// names in the document, or nil for one it cannot follow (another
+// resource, a bad pointer, or any reference in a document that embeds
+// resources: see caseBuilder.embedded).
 func (b *caseBuilder) resolve(ref string) any {
+	if b.embedded {
+		return nil
+	}
 	if id, ok := b.root["$id"].(string); ok && id != "" {
 		ref = strings.TrimPrefix(ref, strings.TrimSuffix(id, "#"))
 	}
 	if ref == "#" || ref == "" {
 		return b.root
 	}
-	p, ok := strings.CutPrefix(ref, "#/")
+	frag, ok := strings.CutPrefix(ref, "#")
 	if !ok {
-		if a, ok := strings.CutPrefix(ref, "#"); ok {
-			if m, ok := b.anchors[a]; ok {
-				return m
-			}
+		return nil
+	}
+	frag, err := url.PathUnescape(frag)
+	if err != nil {
+		return nil
+	}
+	if frag == "" {
+		return b.root
+	}
+	p, ok := strings.CutPrefix(frag, "/")
+	if !ok {
+		if m, ok := b.anchors[frag]; ok {
+			return m
 		}
 		return nil
 	}
@@ -346,9 +418,18 @@ func (b *caseBuilder) resolve(ref string) any {
 
 // check refuses in doc, decoded arguments at path, a member whose name n
 // does not declare but differs from a property n declares only in letter
-// case, '_' or '-' (see caseNode). Of several, the first by path is named.
-func (n *caseNode) check(doc any, path []string) error {
-	if n == nil {
+// case, '_' or '-', and at a blind position one whose name the document
+// declares nowhere but differs so from one it declares (see caseNode). Of
+// several, the first by path is named.
+func (n *caseNode) check(doc any, path []string) error { return n.checkBlind(doc, path, nil) }
+
+// checkBlind is check below a blind position (blind, the document's names,
+// non-nil) or not.
+func (n *caseNode) checkBlind(doc any, path []string, blind *caseNames) error {
+	if n != nil && n.blind != nil {
+		blind = n.blind
+	}
+	if n == nil && blind == nil {
 		return nil
 	}
 	switch x := doc.(type) {
@@ -359,25 +440,42 @@ func (n *caseNode) check(doc any, path []string) error {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			sub, declared := n.props[k]
+			var sub *caseNode
+			declared := false
+			if n != nil {
+				sub, declared = n.props[k]
+			}
 			if !declared {
-				if p, ok := n.folded[string(foldkey.AppendName(nil, []byte(k)))]; ok {
+				f := string(foldkey.AppendName(nil, []byte(k)))
+				p, ok := "", false
+				if n != nil {
+					p, ok = n.folded[f]
+				}
+				if !ok && blind != nil && !blind.declared[k] {
+					p, ok = blind.folded[f]
+				}
+				if ok {
 					at := append(path, k)
 					return invalidArgs(fieldName(at)+" differs from the declared argument "+quoteName(p)+" only in letter case, '_' or '-'", pointer(at))
 				}
-				sub = n.extra
+				if n != nil {
+					sub = n.extra
+				}
 			}
-			if err := sub.check(x[k], append(path, k)); err != nil {
+			if err := sub.checkBlind(x[k], append(path, k), blind); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, e := range x {
-			sub := n.items
-			if i < len(n.prefix) {
-				sub = n.prefix[i]
+			var sub *caseNode
+			if n != nil {
+				sub = n.items
+				if i < len(n.prefix) {
+					sub = n.prefix[i]
+				}
 			}
-			if err := sub.check(e, append(path, strconv.Itoa(i))); err != nil {
+			if err := sub.checkBlind(e, append(path, strconv.Itoa(i)), blind); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,152 @@
+package mcpguard
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestReview40CaseCheckBehindEveryReference: the letter-case check (a member
+// "AMOUNT" where the schema declares "amount" and admits undeclared
+// members) followed only plain local references. Behind a reference whose
+// fragment is percent-encoded ("#/$defs/a%20b", "#%61n"), one to a
+// resource embedded with its own $id, or one relative to the root's $id,
+// it saw no declared name, while the validator follows all of them: the
+// target's maximum applied to "amount" and never to "AMOUNT", which a
+// handler decoding with encoding/json reads as amount. So {"order":
+// {"AMOUNT":1e6}} passed a maximum of 100. A percent-encoded fragment is
+// now decoded and followed; a reference the check cannot follow makes its
+// position and those below it blind, where a variant of a name the
+// document declares anywhere is refused. Both paths (Validate and the
+// pipeline's check) refuse alike, with the same message.
+func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
+	const amount = `"amount":{"type":"number","maximum":100}`
+	const target = `{"type":"object","properties":{` + amount + `}}`
+	type verdict struct {
+		args    string
+		refused bool
+	}
+	// Every schema puts the target, which declares amount, behind the
+	// property order.
+	common := []verdict{
+		{`{"order":{"amount":5}}`, false},
+		{`{"order":{"amount":1e6}}`, true}, // the validator follows the reference
+		{`{"order":{"AMOUNT":1e6}}`, true},
+		{`{"order":{"a_mount":1e6}}`, true},
+		{`{"order":{"note":"x"}}`, false}, // a name no schema declares
+	}
+	for _, tc := range []struct {
+		name    string
+		schema  string
+		lenient bool
+		more    []verdict
+	}{
+		{
+			name:    "percent_encoded_pointer",
+			schema:  `{"type":"object","$defs":{"a b":` + target + `},"properties":{"order":{"$ref":"#/$defs/a%20b"}}}`,
+			lenient: true,
+			// Followed, not blind: a member the target does not declare
+			// is free-form below.
+			more: []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+		},
+		{
+			name:    "percent_encoded_percent",
+			schema:  `{"type":"object","$defs":{"a%b":` + target + `},"properties":{"order":{"$ref":"#/$defs/a%25b"}}}`,
+			lenient: true,
+		},
+		{
+			name: "percent_encoded_anchor",
+			schema: `{"type":"object","$defs":{"ab":{"$anchor":"an","type":"object","properties":{` + amount + `}}},
+				"properties":{"order":{"$ref":"#%61n"}}}`,
+			lenient: true,
+			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+		},
+		{
+			name: "embedded_resource",
+			schema: `{"type":"object","$defs":{"ab":{"$id":"urn:example:ab","type":"object","properties":{` + amount + `}}},
+				"properties":{"order":{"$ref":"urn:example:ab"}}}`,
+			lenient: true,
+			// Blind below the reference too.
+			more: []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, true}, {`{"order":{"z":{"amount":1}}}`, false}},
+		},
+		{
+			name: "relative_to_root_id",
+			schema: `{"$id":"http://example.com/dir/root.json","type":"object","$defs":{"ab":` + target + `},
+				"properties":{"order":{"$ref":"root.json#/$defs/ab"}}}`,
+			lenient: true,
+		},
+		{
+			// "#/$defs/in" inside the embedded resource names its own
+			// definition, not the root's (which declares nothing).
+			name: "relative_to_embedded_resource",
+			schema: `{"type":"object","$defs":{"in":{},
+				"b":{"$id":"urn:example:b","type":"object","allOf":[{"$ref":"#/$defs/in"}],
+				     "properties":{"z":{"$ref":"#/$defs/in"}},"$defs":{"in":` + target + `}}},
+				"properties":{"order":{"$ref":"urn:example:b"}}}`,
+			lenient: true,
+			more:    []verdict{{`{"order":{"z":{"AMOUNT":1e6}}}`, true}, {`{"order":{"z":{"amount":5}}}`, false}},
+		},
+		{
+			// Strict mode, the target opening itself explicitly: the
+			// closing cannot refuse AMOUNT, which the target evaluates.
+			name: "strict_embedded_open_target",
+			schema: `{"type":"object","$defs":{"ab":{"$id":"urn:example:ab","type":"object","properties":{` + amount + `},
+				"additionalProperties":true}},"properties":{"order":{"$ref":"urn:example:ab"}}}`,
+			more: []verdict{{`{"order":{"note":"x"}}`, false}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := NewValidator(json.RawMessage(tc.schema), &ValidationOptions{Lenient: tc.lenient})
+			if err != nil {
+				t.Fatalf("NewValidator: %v", err)
+			}
+			for _, c := range append(append([]verdict{}, common...), tc.more...) {
+				_, refErr := v.Validate(json.RawMessage(c.args))
+				_, pipeErr := v.check(json.RawMessage(c.args))
+				for path, err := range map[string]error{"reference": refErr, "pipeline": pipeErr} {
+					if got := err != nil; got != c.refused {
+						t.Errorf("%s path, %s: error %v, want refused %v", path, c.args, err, c.refused)
+					}
+					if err != nil && !errors.Is(err, ErrInvalidArguments) {
+						t.Errorf("%s path, %s: %v does not unwrap to ErrInvalidArguments", path, c.args, err)
+					}
+				}
+				if refErr != nil && pipeErr != nil && refErr.Error() != pipeErr.Error() {
+					t.Errorf("%s: the paths differ: %q and %q", c.args, refErr, pipeErr)
+				}
+				if c.refused && strings.Contains(c.args, "AMOUNT") && refErr != nil &&
+					!strings.Contains(refErr.Error(), `differs from the declared argument "amount"`) {
+					t.Errorf("%s: refused with %q, want the letter-case refusal", c.args, refErr)
+				}
+			}
+		})
+	}
+}
+
+// TestReview40CaseCheckBlindOnlyWhereNeeded: a reference the check cannot
+// follow adds a check only where the document declares a name to vary: a
+// schema that declares none gets no case check (and so no decoding on the
+// fast path).
+func TestReview40CaseCheckBlindOnlyWhereNeeded(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema string
+		lenient      bool
+		want         bool
+	}{
+		{"embedded_declares_nothing", `{"type":"object","$defs":{"ab":{"$id":"urn:example:ab","type":"object"}},
+			"properties":{"order":{"$ref":"urn:example:ab"}}}`, true, true},
+		{"embedded_no_names_anywhere", `{"type":"object","$defs":{"ab":{"$id":"urn:example:ab","type":"object"}},
+			"additionalProperties":{"$ref":"urn:example:ab"}}`, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := NewValidator(json.RawMessage(tc.schema), &ValidationOptions{Lenient: tc.lenient})
+			if err != nil {
+				t.Fatalf("NewValidator: %v", err)
+			}
+			if got := v.cases != nil; got != tc.want {
+				t.Errorf("case check built: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
