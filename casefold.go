@@ -37,13 +37,13 @@ import (
 // schema (the check may see more declared names there, never fewer).
 //
 // A reference the check cannot follow (one to another resource, or any
-// reference in a document that embeds resources with their own "$id",
-// whose references resolve against those) hides what its target declares,
-// there and below. Such a position, and every position below it, is
-// blind: there a member is also refused when its name is declared nowhere
-// in the document but differs only so from a name declared somewhere in
-// it (the validator resolves the reference, so the target's checks apply
-// to the declared name and not to its variant).
+// reference in a document that embeds resources with their own "$id", or
+// draft 4's "id", whose references resolve against those) hides what its
+// target declares, there and below. Such a position, and every position
+// below it, is blind: there a member is also refused when its name is
+// declared nowhere in the document but differs only so from a name
+// declared somewhere in it (the validator resolves the reference, so the
+// target's checks apply to the declared name and not to its variant).
 type caseNode struct {
 	props  map[string]*caseNode
 	folded map[string]string // folded name -> declared name
@@ -95,7 +95,7 @@ func newCaseCheck(doc any, lenient bool) (*caseNode, error) {
 	b := &caseBuilder{root: root, anchors: map[string]map[string]any{}, memo: map[string]*caseNode{}, lax: lenient,
 		names: caseNames{declared: map[string]bool{}, folded: map[string]string{}}}
 	b.findAnchors(doc)
-	b.embedded = hasNestedID(root, true)
+	b.embedded = hasNestedID(root, true) || hasNestedDraft4ID(root, true)
 	n := b.node(schemaList(doc))
 	// Strict mode closes no schema below an in-place applicator (see
 	// closeObjects): where one applies, a declared name's case variant may
@@ -362,6 +362,31 @@ func (b *caseBuilder) admits(m map[string]any) bool {
 	_, closed := m["additionalProperties"]
 	_, uclosed := m["unevaluatedProperties"]
 	return b.lax && !closed && !uclosed
+}
+
+// hasNestedDraft4ID reports whether v holds, below its top level, an "id"
+// whose value is a string: in draft 4 a resource embedded with its own id
+// (in later drafts a keyword the validator ignores; a property named id
+// has a schema, not a string, as its value).
+func hasNestedDraft4ID(v any, top bool) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["id"].(string); ok && !top {
+			return true
+		}
+		for _, sub := range x {
+			if hasNestedDraft4ID(sub, false) {
+				return true
+			}
+		}
+	case []any:
+		for _, sub := range x {
+			if hasNestedDraft4ID(sub, false) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resolve returns the schema a local reference ("#", "#/$defs/x", "#anchor",

@@ -88,6 +88,26 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			more:    []verdict{{`{"order":{"z":{"AMOUNT":1e6}}}`, true}, {`{"order":{"z":{"amount":5}}}`, false}},
 		},
 		{
+			// Draft 4 embeds a resource with "id"; "#/definitions/in" in it
+			// names its own definition.
+			name: "draft4_embedded_id",
+			schema: `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","definitions":{"in":{},
+				"b":{"id":"urn:example:b","type":"object","allOf":[{"$ref":"#/definitions/in"}],
+				     "properties":{"z":{"$ref":"#/definitions/in"}},"definitions":{"in":` + target + `}}},
+				"properties":{"order":{"$ref":"#/definitions/b"}}}`,
+			lenient: true,
+			more:    []verdict{{`{"order":{"z":{"AMOUNT":1e6}}}`, true}, {`{"order":{"z":{"amount":5}}}`, false}},
+		},
+		{
+			// A property named id (its value a schema) embeds nothing:
+			// the reference is followed, not blind.
+			name: "property_named_id",
+			schema: `{"type":"object","$defs":{"ab":{"type":"object","properties":{"id":{"type":"string"},` + amount + `}}},
+				"properties":{"order":{"$ref":"#/$defs/ab"}}}`,
+			lenient: true,
+			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+		},
+		{
 			// Strict mode, the target opening itself explicitly: the
 			// closing cannot refuse AMOUNT, which the target evaluates.
 			name: "strict_embedded_open_target",
