@@ -164,17 +164,19 @@ func newValidator(schema any, opts *ValidationOptions, input bool) (*Validator, 
 // closeObjects makes strict mode: the object schemas that apply to an
 // instance (the root, a property's value, an array's items, the values of
 // additionalProperties or patternProperties, the definitions such
-// positions name) and declare fields refuse the fields they do not
-// declare, unless they already say what to do with them. Where a schema
-// declares its fields only directly, it gains "additionalProperties":
-// false; where in-place applicators (allOf, anyOf, oneOf, if/then/else,
-// dependentSchemas, a $ref) declare some, or a $ref cannot be followed
-// here, "unevaluatedProperties": false, which sees the fields they
-// evaluate. A schema that declares no field stays open. Nothing below an
-// in-place applicator or a filter (not, contains, propertyNames) is
-// closed: closing there would change what a branch matches. Strict mode
-// is checked together with the schema as written (see newValidator), so
-// that whatever the closing does, it can only refuse more.
+// positions name, and those under keywords the validator does not apply,
+// where only a $ref can reach them) and declare fields refuse the fields
+// they do not declare, unless they already say what to do with them. Where
+// a schema declares its fields only directly, it gains
+// "additionalProperties": false; where in-place applicators (allOf, anyOf,
+// oneOf, if/then/else, dependentSchemas, a $ref) declare some, or a $ref
+// cannot be followed here, "unevaluatedProperties": false, which sees the
+// fields they evaluate. A schema that declares no field stays open.
+// Nothing below an in-place applicator or a filter (not, contains,
+// propertyNames) is closed: closing there would change what a branch
+// matches. Strict mode is checked together with the schema as written (see
+// newValidator), so that whatever the closing does, it can only refuse
+// more.
 //
 // Drafts before 2019-09 lack unevaluatedProperties and ignore the
 // siblings of $ref: there the definitions are closed themselves, a
@@ -268,6 +270,19 @@ func (c *closer) close(v any, apply bool) any {
 					c.close(t, c.old)
 				}
 			}
+		case "const", "enum", "default", "examples",
+			"allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+			"dependentSchemas", "dependencies", "contains", "propertyNames":
+			// Instances, or schemas below an in-place applicator or a
+			// filter: left as they are.
+		default:
+			// A keyword the validator does not apply (an extension such as
+			// "components") may hold schemas a $ref points to, also where
+			// the closing cannot follow the $ref (inside a resource
+			// embedded with its own id, against which it resolves): they
+			// are closed as definitions are. What is not a schema there,
+			// the validator never reads.
+			c.closeUnknown(sub)
 		}
 	}
 	if !apply {
@@ -285,6 +300,19 @@ func (c *closer) close(v any, apply bool) any {
 		m["additionalProperties"] = false
 	}
 	return m
+}
+
+// closeUnknown closes, as definitions, the schemas that v, the value of a
+// keyword the validator does not apply, may hold.
+func (c *closer) closeUnknown(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		c.close(x, c.old)
+	case []any:
+		for _, e := range x {
+			c.closeUnknown(e)
+		}
+	}
 }
 
 // declaresInPlace reports whether an in-place applicator of m (allOf,
