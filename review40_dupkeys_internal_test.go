@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,5 +43,58 @@ func TestReview40DuplicateKeysAtEachLevel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReview40DuplicateKeysStringsAndEscapes: the scan reads keys as the
+// decoder does. An escaped key is compared decoded ("\u0061" is a, and an
+// escaped quote or backslash does not end the key); a key with invalid
+// UTF-8 is compared decoded too, where every invalid byte reads as U+FFFD,
+// so keys that differ only there are one key to encoding/json; a string
+// value is never taken for a key. The scan runs before the decoder, on
+// any input: a text cut inside a key or a string, after a backslash
+// included, is left to the decoder (no panic), which refuses it.
+func TestReview40DuplicateKeysStringsAndEscapes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		raw  string
+		dup  bool
+	}{
+		{"value_equal_to_its_key", `{"a":"a"}`, false},
+		{"value_equal_to_next_key", `{"k":"v","v":1}`, false},
+		{"escaped_letter", `{"\u0061":1,"a":2}`, true},
+		{"escaped_quote_in_key", `{"a\"b":1,"a\"b":2}`, true},
+		{"escaped_quote_keys_differ", `{"a\"b":1,"a\"c":2}`, false},
+		{"escaped_backslash_in_key", `{"a\\":1,"a\\":2}`, true},
+		{"escaped_quote_in_value", `{"x":"\"","x":1}`, true},
+		{"invalid_utf8_bytes", "{\"a\x80\":1,\"a\x81\":2}", true},
+		{"invalid_utf8_lead_bytes", "{\"a\xff\":1,\"a\xfe\":2}", true},
+		{"invalid_utf8_only", "{\"\x80\":1,\"\x81\":2}", true},
+		{"valid_non_ascii_differ", `{"añ":1,"aé":2}`, false},
+		{"valid_non_ascii_same", `{"añ":1,"añ":2}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, fold := range []bool{false, true} {
+				err := checkKeys([]byte(tc.raw), fold)
+				if got := err != nil; got != tc.dup {
+					t.Errorf("checkKeys(%q, fold %v) = %v, want a duplicate refused: %v", tc.raw, fold, err, tc.dup)
+				}
+			}
+		})
+	}
+	v, err := NewValidator(json.RawMessage(`{"type":"object"}`), &ValidationOptions{Lenient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{`{"a`, `{"a\`, `{"a\u00`, `{"a\u0041`, `{"a":"b`, `{"a":"b\`, `{"a":1,"`, `{"a":1,"b\"`} {
+		for _, fold := range []bool{false, true} {
+			b := []byte(raw)
+			if err := checkKeys(b[:len(b):len(b)], fold); err != nil { // no room past the end
+				t.Errorf("checkKeys(%q, fold %v) = %v, want nil (the decoder's to refuse)", raw, fold, err)
+			}
+		}
+		if _, err := v.Validate(json.RawMessage(raw)); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+			t.Errorf("Validate(%q) = %v, want arguments that are not valid JSON", raw, err)
+		}
 	}
 }
