@@ -99,6 +99,22 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			more:    []verdict{{`{"order":{"z":{"AMOUNT":1e6}}}`, true}, {`{"order":{"z":{"amount":5}}}`, false}},
 		},
 		{
+			// The root's own $id (or draft 4's id) embeds nothing: a local
+			// reference is followed, not blind.
+			name: "root_id_local_ref",
+			schema: `{"$id":"urn:example:root","type":"object","$defs":{"ab":` + target + `},
+				"properties":{"order":{"$ref":"#/$defs/ab"}}}`,
+			lenient: true,
+			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+		},
+		{
+			name: "draft4_root_id_local_ref",
+			schema: `{"$schema":"http://json-schema.org/draft-04/schema#","id":"urn:example:root","type":"object",
+				"definitions":{"ab":` + target + `},"properties":{"order":{"$ref":"#/definitions/ab"}}}`,
+			lenient: true,
+			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+		},
+		{
 			// A property named id (its value a schema) embeds nothing:
 			// the reference is followed, not blind.
 			name: "property_named_id",
