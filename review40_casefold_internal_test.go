@@ -186,3 +186,40 @@ func TestReview40CaseCheckBlindOnlyWhereNeeded(t *testing.T) {
 		})
 	}
 }
+
+// TestReview40CaseCheckBelowDependentSchemas: strict mode closes nothing
+// below an in-place applicator, so an object a dependentSchemas branch
+// declares stays open there, and only the letter-case check refuses a
+// variant of a name it declares: {"a":1,"order":{"AMOUNT":1e6}} where
+// order's amount has a maximum of 100. (Draft 7's dependencies are closed
+// otherwise: before 2019-09 strict mode refuses what only a branch
+// declares.)
+func TestReview40CaseCheckBelowDependentSchemas(t *testing.T) {
+	const order = `{"properties":{"order":{"type":"object","properties":{"amount":{"type":"number","maximum":100}}}}}`
+	for _, tc := range []struct{ name, schema string }{
+		{"dependentSchemas", `{"type":"object","properties":{"a":{}},"dependentSchemas":{"a":` + order + `}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := NewValidator(json.RawMessage(tc.schema), nil)
+			if err != nil {
+				t.Fatalf("NewValidator: %v", err)
+			}
+			for _, c := range []struct {
+				args    string
+				refused bool
+			}{
+				{`{"a":1,"order":{"amount":5}}`, false},
+				{`{"a":1,"order":{"amount":1e6}}`, true},
+				{`{"a":1,"order":{"AMOUNT":1e6}}`, true},
+			} {
+				_, refErr := v.Validate(json.RawMessage(c.args))
+				_, pipeErr := v.check(json.RawMessage(c.args))
+				for path, err := range map[string]error{"reference": refErr, "pipeline": pipeErr} {
+					if got := err != nil; got != c.refused {
+						t.Errorf("%s path, %s: error %v, want refused %v", path, c.args, err, c.refused)
+					}
+				}
+			}
+		})
+	}
+}
