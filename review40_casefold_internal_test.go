@@ -43,8 +43,9 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 		more    []verdict
 	}{
 		{
-			name:    "percent_encoded_pointer",
-			schema:  `{"type":"object","$defs":{"a b":` + target + `},"properties":{"order":{"$ref":"#/$defs/a%20b"}}}`,
+			name: "percent_encoded_pointer",
+			schema: `{"type":"object","$defs":{"a b":` + target + `},"properties":{"order":{"$ref":"#/$defs/a%20b"}},
+				"required":["order"]}`,
 			lenient: true,
 			// Followed, not blind: a member the target does not declare
 			// is free-form below.
@@ -106,6 +107,23 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 				"properties":{"order":{"$ref":"#/$defs/ab"}}}`,
 			lenient: true,
 			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+		},
+		{
+			// A reference by the root's own $id, with a pointer or alone.
+			name: "root_id_absolute_ref",
+			schema: `{"$id":"urn:example:root","type":"object","$defs":{"ab":` + target + `},
+				"properties":{"order":{"$ref":"urn:example:root#/$defs/ab"},"self":{"$ref":"urn:example:root"}}}`,
+			lenient: true,
+			more: []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false},
+				{`{"self":{"order":{"AMOUNT":1e6}}}`, true}, {`{"self":{"z":{"AMOUNT":1}}}`, false}},
+		},
+		{
+			// Draft 4 embeds a resource with "id" in an array too (allOf).
+			name: "draft4_embedded_id_in_array",
+			schema: `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","definitions":{"in":{}},
+				"properties":{"order":{"allOf":[{"id":"urn:example:b","type":"object","allOf":[{"$ref":"#/definitions/in"}],
+				"definitions":{"in":` + target + `}}]}}}`,
+			lenient: true,
 		},
 		{
 			name: "draft4_root_id_local_ref",
