@@ -241,3 +241,50 @@ func TestReview40CaseCheckBelowDependentSchemas(t *testing.T) {
 		})
 	}
 }
+
+// TestReview40CaseCheckPointerThroughArrays: a JSON pointer may pass through
+// an array by index ("#/x-list/1", under an extension keyword): the letter-case check follows it to
+// the element the validator applies (not blind: a free-form member below
+// keeps its names). A pointer past the array's end, negative or not a
+// number is a schema the validator cannot compile: NewValidator says so,
+// the check having built without a panic.
+func TestReview40CaseCheckPointerThroughArrays(t *testing.T) {
+	const target = `{"type":"object","properties":{"amount":{"type":"number","maximum":100}}}`
+	schema := func(ref string) string {
+		return `{"type":"object","x-list":[{},` + target + `],"properties":{"order":{"$ref":"` + ref + `"}}}`
+	}
+	v, err := NewValidator(json.RawMessage(schema("#/x-list/1")), &ValidationOptions{Lenient: true})
+	if err != nil {
+		t.Fatalf("NewValidator: %v", err)
+	}
+	for _, c := range []struct {
+		args    string
+		refused bool
+	}{
+		{`{"order":{"amount":5}}`, false},
+		{`{"order":{"amount":1e6}}`, true},
+		{`{"order":{"AMOUNT":1e6}}`, true},
+		{`{"order":{"z":{"AMOUNT":1}}}`, false},
+	} {
+		_, refErr := v.Validate(json.RawMessage(c.args))
+		_, pipeErr := v.check(json.RawMessage(c.args))
+		for path, err := range map[string]error{"reference": refErr, "pipeline": pipeErr} {
+			if got := err != nil; got != c.refused {
+				t.Errorf("%s path, %s: error %v, want refused %v", path, c.args, err, c.refused)
+			}
+		}
+	}
+	// Index 0, a free-form schema: followed, and nothing declared there.
+	v, err = NewValidator(json.RawMessage(schema("#/x-list/0")), &ValidationOptions{Lenient: true})
+	if err != nil {
+		t.Fatalf("NewValidator: %v", err)
+	}
+	if _, err := v.check(json.RawMessage(`{"order":{"AMOUNT":1}}`)); err != nil {
+		t.Errorf(`$ref "#/x-list/0": check({"order":{"AMOUNT":1}}) = %v, want nil (order is free-form)`, err)
+	}
+	for _, ref := range []string{"#/x-list/2", "#/x-list/-1", "#/x-list/x", "#/x-list/1/properties/amount/x"} {
+		if _, err := NewValidator(json.RawMessage(schema(ref)), &ValidationOptions{Lenient: true}); err == nil {
+			t.Errorf("NewValidator with $ref %q = nil error, want the schema refused", ref)
+		}
+	}
+}
