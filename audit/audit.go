@@ -193,7 +193,9 @@ var (
 // members whose keys compare alike so stay in their order. Other objects
 // hash as in earlier versions. It returns "" for empty raw
 // (or the JSON literal null), and the hash of the bytes as given when raw is
-// not valid JSON, so the record still identifies what was sent.
+// not valid JSON or nests arrays and objects more than 1001 deep (the
+// go-sdk refuses a message past 1000), so the record still identifies what
+// was sent.
 func ArgsSHA256(raw json.RawMessage) string {
 	return string(AppendArgsSHA256(make([]byte, 0, 512), raw))
 }
