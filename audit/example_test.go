@@ -15,7 +15,11 @@ import (
 // Record a write tool's intent durably, then its outcome, in a JSONL file,
 // and read the session back.
 func Example() {
-	dir, _ := os.MkdirTemp("", "audit-example")
+	dir, err := os.MkdirTemp("", "audit-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "audit.jsonl")
 	sink, err := audit.OpenJSONL(path, nil) // buffered; intents are made durable on demand
@@ -66,7 +70,11 @@ func ExampleArgsSHA256() {
 // Export a trail page by page, every record once, also where more records
 // share an instant than a page holds; and go on later from where it ended.
 func ExampleFilter_Next() {
-	dir, _ := os.MkdirTemp("", "audit-export")
+	dir, err := os.MkdirTemp("", "audit-export")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer os.RemoveAll(dir)
 	db, err := audit.OpenSQLite(filepath.Join(dir, "audit.db"))
 	if err != nil {
