@@ -191,6 +191,12 @@ func (b *caseBuilder) node(set []map[string]any) *caseNode {
 			}
 		}
 	}
+	if len(ptrs) == 0 && !blind {
+		// No schema here names a member or an element: nothing is
+		// declared here or below. (Built as a node, the empty set would
+		// be its own additionalProperties and items, walked for nothing.)
+		return nil
+	}
 	slices.Sort(ptrs)
 	var kb strings.Builder
 	for _, p := range ptrs {

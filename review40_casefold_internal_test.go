@@ -288,3 +288,32 @@ func TestReview40CaseCheckPointerThroughArrays(t *testing.T) {
 		}
 	}
 }
+
+// TestReview40CaseCheckWalksOnlyDeclaringPositions: the case check has a
+// node only where some schema names members or elements (or a reference it
+// cannot follow makes the position blind): below a property whose schema
+// declares nothing, and for members no schema declares, there is none, so
+// the check does not walk those parts of the arguments. (The set of no
+// schemas was built as a node that was its own additionalProperties and
+// items, so every value of the arguments was walked.)
+func TestReview40CaseCheckWalksOnlyDeclaringPositions(t *testing.T) {
+	v, err := NewValidator(json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"},"note":{}}}`),
+		&ValidationOptions{Lenient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := v.cases
+	if n == nil {
+		t.Fatal("no case check for a lenient schema that declares amount")
+	}
+	if n.extra != nil || n.items != nil || n.props["amount"] != nil || n.props["note"] != nil {
+		t.Errorf("nodes for positions that declare nothing: extra %v, items %v, amount %v, note %v",
+			n.extra != nil, n.items != nil, n.props["amount"] != nil, n.props["note"] != nil)
+	}
+	if _, err := v.check(json.RawMessage(`{"amount":1,"note":{"AMOUNT":2},"other":[{"Amount":3}]}`)); err != nil {
+		t.Errorf("check: %v, want nil (nothing declared below amount, note or other)", err)
+	}
+	if _, err := v.check(json.RawMessage(`{"Amount":1}`)); err == nil {
+		t.Error(`check({"Amount":1}) = nil, want the letter-case refusal`)
+	}
+}
