@@ -510,3 +510,32 @@ func TestReview40DueSetAnswersKnownKidDuringRefresh(t *testing.T) {
 		t.Errorf("Authenticate(a token of kid a) that started the refresh = %v, want accepted from the last good set", err)
 	}
 }
+
+// TestReview40IntrospectTimeClaimBounds pins the range of an introspection answer's time
+// claims (exp, nbf, iat): 0 (the epoch) and 253402300799 (the last second of year 9999) are
+// times; past either end the answer is unreadable and the token refused. An issuer that
+// writes nbf 0 or a far exp must not have its tokens refused.
+func TestReview40IntrospectTimeClaimBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		claim string
+		value any
+		ok    bool
+	}{
+		{"nbf_epoch", "nbf", 0, true},
+		{"iat_epoch", "iat", 0, true},
+		{"exp_last_second", "exp", 253402300799, true},
+		{"exp_past_year_9999", "exp", 253402300800, false},
+		{"nbf_negative", "nbf", -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newIntroEndpoint(t)
+			e.answer(tokAnn, introAnswer(t, func(m map[string]any) { m[tc.claim] = tc.value }))
+			i, _ := newIntrospector(t, e, &clock{now: testNow}, nil)
+			pr, _, err := i.Introspect(t.Context(), tokAnn)
+			if got := err == nil && pr != nil; got != tc.ok {
+				t.Errorf("Introspect with %s %v = %v, %v; want accepted %v", tc.claim, tc.value, pr, err, tc.ok)
+			}
+		})
+	}
+}
