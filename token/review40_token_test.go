@@ -524,8 +524,8 @@ func TestReview40IntrospectTimeClaimBounds(t *testing.T) {
 	}{
 		{"nbf_epoch", "nbf", 0, true},
 		{"iat_epoch", "iat", 0, true},
-		{"exp_last_second", "exp", 253402300799, true},
-		{"exp_past_year_9999", "exp", 253402300800, false},
+		{"exp_last_second", "exp", int64(253402300799), true},
+		{"exp_past_year_9999", "exp", int64(253402300800), false},
 		{"nbf_negative", "nbf", -1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
