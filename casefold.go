@@ -375,19 +375,28 @@ func (b *caseBuilder) admits(m map[string]any) bool {
 // (in later drafts a keyword the validator ignores; a property named id
 // has a schema, not a string, as its value).
 func hasNestedDraft4ID(v any, top bool) bool {
+	return anyBelow(v, top, func(m map[string]any) bool {
+		_, ok := m["id"].(string)
+		return ok
+	})
+}
+
+// anyBelow reports whether an object in v below its top level (at it too
+// when top is false) satisfies f.
+func anyBelow(v any, top bool, f func(map[string]any) bool) bool {
 	switch x := v.(type) {
 	case map[string]any:
-		if _, ok := x["id"].(string); ok && !top {
+		if !top && f(x) {
 			return true
 		}
 		for _, sub := range x {
-			if hasNestedDraft4ID(sub, false) {
+			if anyBelow(sub, false, f) {
 				return true
 			}
 		}
 	case []any:
 		for _, sub := range x {
-			if hasNestedDraft4ID(sub, false) {
+			if anyBelow(sub, false, f) {
 				return true
 			}
 		}

@@ -201,24 +201,10 @@ func closeObjects(doc any) any {
 
 // hasNestedID reports whether v holds a "$id" below its top level.
 func hasNestedID(v any, top bool) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		if _, ok := x["$id"]; ok && !top {
-			return true
-		}
-		for _, sub := range x {
-			if hasNestedID(sub, false) {
-				return true
-			}
-		}
-	case []any:
-		for _, sub := range x {
-			if hasNestedID(sub, false) {
-				return true
-			}
-		}
-	}
-	return false
+	return anyBelow(v, top, func(m map[string]any) bool {
+		_, ok := m["$id"]
+		return ok
+	})
 }
 
 type closer struct {
