@@ -42,12 +42,13 @@ type ValidationOptions struct {
 	// encoding/json would match {"AMOUNT": 1e6}, and encoding/json/v2's
 	// case-insensitive matching {"a_mount": 1e6} too, to a handler's field
 	// "amount", which the schema's checks of "amount" never saw. At and
-	// below a reference that check cannot follow (to a resource embedded
-	// with its own "$id", or relative to the root's "$id"), where it cannot
-	// see the names declared, it refuses a field whose name the schema
-	// declares nowhere but that differs only so from one it declares
-	// anywhere. A schema too complex for that check to list its object
-	// positions (over 32768 of them) is refused.
+	// below a reference that check cannot follow (any in a schema that
+	// embeds a resource with its own "$id", or draft 4 "id"; one relative
+	// to the root's "$id"), where it cannot see the names declared, it
+	// refuses a field whose name the schema declares nowhere but that
+	// differs only so from one it declares anywhere. A schema too complex
+	// for that check to list its object positions (over 32768 of them) is
+	// refused.
 	Lenient bool
 	// MaxStringBytes bounds every string in the arguments (and every
 	// argument name). 0, or a negative value, means 65536.
