@@ -486,13 +486,13 @@ func (n *caseNode) checkBlind(doc any, path []string, blind *caseNames) error {
 				sub, declared = n.props[k]
 			}
 			if !declared {
-				f := string(foldkey.AppendName(nil, []byte(k)))
+				f := foldkey.AppendName(nil, []byte(k))
 				p, ok := "", false
 				if n != nil {
-					p, ok = n.folded[f]
+					p, ok = n.folded[string(f)]
 				}
 				if !ok && blind != nil && !blind.declared[k] {
-					p, ok = blind.folded[f]
+					p, ok = blind.folded[string(f)]
 				}
 				if ok {
 					at := append(path, k)
