@@ -267,11 +267,10 @@ func ambiguousKey(k []byte, name string) bool {
 // whose rule asks for a confirmation never, nor one whose name no call
 // may have: one policy.CheckName refuses, or with U+FFFD (an escaped lone
 // surrogate), as a tools/call's name is refused; " admin_x" matches no
-// admin_* rule); with Pins,
-// its definition is the one approved. A tool withheld for its definition
-// is logged and recorded, once per definition ([Pins.listed]), and one by
-// one for at most maxWithheldRecords tools per request and verdict (see
-// [Gateway.withheldSummary] for the rest).
+// admin_* rule); with Pins, its definition is the one approved. A tool
+// withheld for its definition is logged and recorded, once per definition
+// ([Pins.listed]), and one by one for at most maxWithheldRecords tools per
+// request and verdict (see [Gateway.withheldSummary] for the rest).
 func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []byte) bool {
 	if g.filter {
 		if policy.CheckName(name) != nil || strings.ContainsRune(name, utf8.RuneError) {
