@@ -23,13 +23,9 @@ import (
 func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 	const amount = `"amount":{"type":"number","maximum":100}`
 	const target = `{"type":"object","properties":{` + amount + `}}`
-	type verdict struct {
-		args    string
-		refused bool
-	}
 	// Every schema puts the target, which declares amount, behind the
 	// property order.
-	common := []verdict{
+	common := []review40Verdict{
 		{`{"order":{"amount":5}}`, false},
 		{`{"order":{"amount":1e6}}`, true}, // the validator follows the reference
 		{`{"order":{"AMOUNT":1e6}}`, true},
@@ -40,7 +36,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 		name    string
 		schema  string
 		lenient bool
-		more    []verdict
+		more    []review40Verdict
 	}{
 		{
 			name: "percent_encoded_pointer",
@@ -49,7 +45,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			lenient: true,
 			// Followed, not blind: a member the target does not declare
 			// is free-form below.
-			more: []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+			more: []review40Verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
 		},
 		{
 			name:    "percent_encoded_percent",
@@ -61,7 +57,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			schema: `{"type":"object","$defs":{"ab":{"$anchor":"an","type":"object","properties":{` + amount + `}}},
 				"properties":{"order":{"$ref":"#%61n"}}}`,
 			lenient: true,
-			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+			more:    []review40Verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
 		},
 		{
 			name: "embedded_resource",
@@ -69,7 +65,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 				"properties":{"order":{"$ref":"urn:example:ab"}}}`,
 			lenient: true,
 			// Blind below the reference too.
-			more: []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, true}, {`{"order":{"z":{"amount":1}}}`, false}},
+			more: []review40Verdict{{`{"order":{"z":{"AMOUNT":1}}}`, true}, {`{"order":{"z":{"amount":1}}}`, false}},
 		},
 		{
 			name: "relative_to_root_id",
@@ -86,7 +82,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 				     "properties":{"z":{"$ref":"#/$defs/in"}},"$defs":{"in":` + target + `}}},
 				"properties":{"order":{"$ref":"urn:example:b"}}}`,
 			lenient: true,
-			more:    []verdict{{`{"order":{"z":{"AMOUNT":1e6}}}`, true}, {`{"order":{"z":{"amount":5}}}`, false}},
+			more:    []review40Verdict{{`{"order":{"z":{"AMOUNT":1e6}}}`, true}, {`{"order":{"z":{"amount":5}}}`, false}},
 		},
 		{
 			// Draft 4 embeds a resource with "id"; "#/definitions/in" in it
@@ -97,7 +93,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 				     "properties":{"z":{"$ref":"#/definitions/in"}},"definitions":{"in":` + target + `}}},
 				"properties":{"order":{"$ref":"#/definitions/b"}}}`,
 			lenient: true,
-			more:    []verdict{{`{"order":{"z":{"AMOUNT":1e6}}}`, true}, {`{"order":{"z":{"amount":5}}}`, false}},
+			more:    []review40Verdict{{`{"order":{"z":{"AMOUNT":1e6}}}`, true}, {`{"order":{"z":{"amount":5}}}`, false}},
 		},
 		{
 			// The root's own $id (or draft 4's id) embeds nothing: a local
@@ -106,7 +102,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			schema: `{"$id":"urn:example:root","type":"object","$defs":{"ab":` + target + `},
 				"properties":{"order":{"$ref":"#/$defs/ab"}}}`,
 			lenient: true,
-			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+			more:    []review40Verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
 		},
 		{
 			// A reference by the root's own $id, with a pointer or alone.
@@ -114,7 +110,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			schema: `{"$id":"urn:example:root","type":"object","$defs":{"ab":` + target + `},
 				"properties":{"order":{"$ref":"urn:example:root#/$defs/ab"},"self":{"$ref":"urn:example:root"}}}`,
 			lenient: true,
-			more: []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false},
+			more: []review40Verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false},
 				{`{"self":{"order":{"AMOUNT":1e6}}}`, true}, {`{"self":{"z":{"AMOUNT":1}}}`, false}},
 		},
 		{
@@ -130,7 +126,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			schema: `{"$schema":"http://json-schema.org/draft-04/schema#","id":"urn:example:root","type":"object",
 				"definitions":{"ab":` + target + `},"properties":{"order":{"$ref":"#/definitions/ab"}}}`,
 			lenient: true,
-			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+			more:    []review40Verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
 		},
 		{
 			// A property named id (its value a schema) embeds nothing:
@@ -139,7 +135,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			schema: `{"type":"object","$defs":{"ab":{"type":"object","properties":{"id":{"type":"string"},` + amount + `}}},
 				"properties":{"order":{"$ref":"#/$defs/ab"}}}`,
 			lenient: true,
-			more:    []verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
+			more:    []review40Verdict{{`{"order":{"z":{"AMOUNT":1}}}`, false}},
 		},
 		{
 			// Strict mode, the target opening itself explicitly: the
@@ -147,7 +143,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			name: "strict_embedded_open_target",
 			schema: `{"type":"object","$defs":{"ab":{"$id":"urn:example:ab","type":"object","properties":{` + amount + `},
 				"additionalProperties":true}},"properties":{"order":{"$ref":"urn:example:ab"}}}`,
-			more: []verdict{{`{"order":{"note":"x"}}`, false}},
+			more: []review40Verdict{{`{"order":{"note":"x"}}`, false}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,25 +151,7 @@ func TestReview40CaseCheckBehindEveryReference(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewValidator: %v", err)
 			}
-			for _, c := range append(append([]verdict{}, common...), tc.more...) {
-				_, refErr := v.Validate(json.RawMessage(c.args))
-				_, pipeErr := v.check(json.RawMessage(c.args))
-				for path, err := range map[string]error{"reference": refErr, "pipeline": pipeErr} {
-					if got := err != nil; got != c.refused {
-						t.Errorf("%s path, %s: error %v, want refused %v", path, c.args, err, c.refused)
-					}
-					if err != nil && !errors.Is(err, ErrInvalidArguments) {
-						t.Errorf("%s path, %s: %v does not unwrap to ErrInvalidArguments", path, c.args, err)
-					}
-				}
-				if refErr != nil && pipeErr != nil && refErr.Error() != pipeErr.Error() {
-					t.Errorf("%s: the paths differ: %q and %q", c.args, refErr, pipeErr)
-				}
-				if c.refused && strings.Contains(c.args, "AMOUNT") && refErr != nil &&
-					!strings.Contains(refErr.Error(), `differs from the declared argument "amount"`) {
-					t.Errorf("%s: refused with %q, want the letter-case refusal", c.args, refErr)
-				}
-			}
+			review40Verdicts(t, v, append(append([]review40Verdict{}, common...), tc.more...))
 		})
 	}
 }
@@ -222,22 +200,11 @@ func TestReview40CaseCheckBelowDependentSchemas(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewValidator: %v", err)
 			}
-			for _, c := range []struct {
-				args    string
-				refused bool
-			}{
+			review40Verdicts(t, v, []review40Verdict{
 				{`{"a":1,"order":{"amount":5}}`, false},
 				{`{"a":1,"order":{"amount":1e6}}`, true},
 				{`{"a":1,"order":{"AMOUNT":1e6}}`, true},
-			} {
-				_, refErr := v.Validate(json.RawMessage(c.args))
-				_, pipeErr := v.check(json.RawMessage(c.args))
-				for path, err := range map[string]error{"reference": refErr, "pipeline": pipeErr} {
-					if got := err != nil; got != c.refused {
-						t.Errorf("%s path, %s: error %v, want refused %v", path, c.args, err, c.refused)
-					}
-				}
-			}
+			})
 		})
 	}
 }
@@ -257,23 +224,12 @@ func TestReview40CaseCheckPointerThroughArrays(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewValidator: %v", err)
 	}
-	for _, c := range []struct {
-		args    string
-		refused bool
-	}{
+	review40Verdicts(t, v, []review40Verdict{
 		{`{"order":{"amount":5}}`, false},
 		{`{"order":{"amount":1e6}}`, true},
 		{`{"order":{"AMOUNT":1e6}}`, true},
 		{`{"order":{"z":{"AMOUNT":1}}}`, false},
-	} {
-		_, refErr := v.Validate(json.RawMessage(c.args))
-		_, pipeErr := v.check(json.RawMessage(c.args))
-		for path, err := range map[string]error{"reference": refErr, "pipeline": pipeErr} {
-			if got := err != nil; got != c.refused {
-				t.Errorf("%s path, %s: error %v, want refused %v", path, c.args, err, c.refused)
-			}
-		}
-	}
+	})
 	// Index 0, a free-form schema: followed, and nothing declared there.
 	v, err = NewValidator(json.RawMessage(schema("#/x-list/0")), &ValidationOptions{Lenient: true})
 	if err != nil {
@@ -315,5 +271,38 @@ func TestReview40CaseCheckWalksOnlyDeclaringPositions(t *testing.T) {
 	}
 	if _, err := v.check(json.RawMessage(`{"Amount":1}`)); err == nil {
 		t.Error(`check({"Amount":1}) = nil, want the letter-case refusal`)
+	}
+}
+
+// A review40Verdict is whether a validator refuses the arguments args.
+type review40Verdict struct {
+	args    string
+	refused bool
+}
+
+// review40Verdicts checks v's verdict on each of cases on both paths
+// (Validate and the pipeline's check): refused or not as wanted, refusals
+// unwrapping to ErrInvalidArguments with the same message on both, and a
+// refusal of a member spelled AMOUNT the letter-case one.
+func review40Verdicts(t *testing.T, v *Validator, cases []review40Verdict) {
+	t.Helper()
+	for _, c := range cases {
+		_, refErr := v.Validate(json.RawMessage(c.args))
+		_, pipeErr := v.check(json.RawMessage(c.args))
+		for path, err := range map[string]error{"reference": refErr, "pipeline": pipeErr} {
+			if got := err != nil; got != c.refused {
+				t.Errorf("%s path, %s: error %v, want refused %v", path, c.args, err, c.refused)
+			}
+			if err != nil && !errors.Is(err, ErrInvalidArguments) {
+				t.Errorf("%s path, %s: %v does not unwrap to ErrInvalidArguments", path, c.args, err)
+			}
+		}
+		if refErr != nil && pipeErr != nil && refErr.Error() != pipeErr.Error() {
+			t.Errorf("%s: the paths differ: %q and %q", c.args, refErr, pipeErr)
+		}
+		if c.refused && strings.Contains(c.args, "AMOUNT") && refErr != nil &&
+			!strings.Contains(refErr.Error(), `differs from the declared argument "amount"`) {
+			t.Errorf("%s: refused with %q, want the letter-case refusal", c.args, refErr)
+		}
 	}
 }
