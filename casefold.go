@@ -94,7 +94,7 @@ func newCaseCheck(doc any, lenient bool) (*caseNode, error) {
 	root, _ := doc.(map[string]any)
 	b := &caseBuilder{root: root, anchors: map[string]map[string]any{}, memo: map[string]*caseNode{}, lax: lenient,
 		names: caseNames{declared: map[string]bool{}, folded: map[string]string{}}}
-	b.findAnchors(doc)
+	b.index(doc)
 	b.embedded = hasNestedID(root, true) || hasNestedDraft4ID(root, true)
 	n := b.node(schemaList(doc))
 	// Strict mode closes no schema below an in-place applicator (see
@@ -133,10 +133,10 @@ func schemaList(v any) []map[string]any {
 	return nil
 }
 
-// findAnchors records the anchors of the schemas in v and the property
+// index records the anchors of the schemas in v and the property
 // names they declare (in b.names), leaving out the values of the keywords
 // that hold instances, not schemas.
-func (b *caseBuilder) findAnchors(v any) {
+func (b *caseBuilder) index(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		for _, k := range []string{"$anchor", "$dynamicAnchor"} {
@@ -160,11 +160,11 @@ func (b *caseBuilder) findAnchors(v any) {
 			case "const", "enum", "default", "examples":
 				continue
 			}
-			b.findAnchors(sub)
+			b.index(sub)
 		}
 	case []any:
 		for _, sub := range x {
-			b.findAnchors(sub)
+			b.index(sub)
 		}
 	}
 }
