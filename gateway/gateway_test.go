@@ -383,7 +383,12 @@ func TestSSEStreamedIncrementally(t *testing.T) {
 			if batch {
 				body = `[` + body + `,` + call(`6`, "admin_x", "") + `]`
 			}
-			req, _ := http.NewRequest(http.MethodPost, rg.gw.URL+"/mcp", strings.NewReader(body))
+			// A gateway that held the stream back until the downstream
+			// finished would wait for ever: the downstream waits for the
+			// client to see the first event. The client gives up first.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rg.gw.URL+"/mcp", strings.NewReader(body))
 			req.Header.Set("Authorization", viewer)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")

@@ -86,7 +86,11 @@ func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
 		w.(http.Flusher).Flush()
 		if d.release != nil {
-			<-d.release
+			select {
+			case <-d.release:
+			case <-r.Context().Done(): // the gateway gave up on the stream
+				return
+			}
 		}
 		io.WriteString(w, "id: 2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(id)+",\"result\":{\"done\":true}}\n\n")
 		return
