@@ -582,16 +582,53 @@ func (e *eventWriter) writeMessage(msg []byte) {
 	e.write(&event{lines: [][]byte{append(append([]byte("event: message\ndata: "), msg...), '\n')}}, nil, false)
 }
 
-// acceptsSSE reports whether the client's Accept allows an event stream.
+// acceptsSSE reports whether the client's Accept allows an event stream:
+// the most specific media range that matches text/event-stream
+// (text/event-stream, then text/*, then */*) has a weight above 0, as RFC
+// 9110 section 12.5.1 reads it. Where one range is listed more than once,
+// it allows a stream if any of its listings does; a weight that is no
+// qvalue counts as 1.
 func acceptsSSE(h http.Header) bool {
+	best, ok := 0, false // specificity of the best match (0: none), whether it allows
 	for _, v := range h.Values("Accept") {
 		for _, f := range strings.Split(v, ",") {
-			base, _, _ := strings.Cut(f, ";")
+			base, params, _ := strings.Cut(f, ";")
+			spec := 0
 			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "text/event-stream", "text/*", "*/*":
-				return true
+			case "text/event-stream":
+				spec = 3
+			case "text/*":
+				spec = 2
+			case "*/*":
+				spec = 1
+			default:
+				continue
+			}
+			allows := !zeroWeight(params)
+			switch {
+			case spec > best:
+				best, ok = spec, allows
+			case spec == best:
+				ok = ok || allows
 			}
 		}
+	}
+	return ok
+}
+
+// zeroWeight reports whether a media range's parameters give it weight 0:
+// whether the first q parameter (its name in any case) holds RFC 9110's
+// qvalue 0, "0" optionally followed by a dot and up to three zeros.
+func zeroWeight(params string) bool {
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
+		name, val, ok := strings.Cut(p, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(name), "q") {
+			continue
+		}
+		whole, frac, _ := strings.Cut(strings.TrimSpace(val), ".")
+		return whole == "0" && len(frac) <= 3 && strings.Trim(frac, "0") == ""
 	}
 	return false
 }
