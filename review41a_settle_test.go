@@ -3,6 +3,7 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -129,6 +130,27 @@ func TestReview41aOutputRefusalMessage(t *testing.T) {
 			code, msg, _ := refusalOf(t, res, err)
 			if diff := cmp.Diff([]string{string(mcpguard.CodeInvalidResponse), tc.msg}, []string{code, msg}); diff != "" {
 				t.Errorf("look returning %s: code and message (-want +got):\n%s", tc.name, diff)
+			}
+		})
+	}
+}
+
+// A handler's own context.Canceled, its caller still there, is its own
+// failure, not its client's leaving: so its record says, for a read and
+// for a write (whose handler's context is detached from its caller's).
+func TestReview41aOwnCancelIsHandlerError(t *testing.T) {
+	for _, tool := range []string{"look", "put"} {
+		t.Run(tool, func(t *testing.T) {
+			sink := &memSink{}
+			cs := review41aServe(t, sink, mcpguard.Options{}, func() (*mcp.CallToolResult, error) {
+				return nil, fmt.Errorf("downstream: %w", context.Canceled)
+			})
+			res, err := call(t, cs, tool, map[string]any{})
+			if code, _, _ := refusalOf(t, res, err); code != string(mcpguard.CodeInternal) {
+				t.Errorf("%s: code %s, want INTERNAL", tool, code)
+			}
+			if got := review41aOutcome(t, sink).Detail; got != "handler error" {
+				t.Errorf("%s: outcome detail %q, want %q", tool, got, "handler error")
 			}
 		})
 	}
