@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,7 +111,14 @@ func TestReview41cSameTool(t *testing.T) {
 
 // review41cGuard returns a Guard whose policy has a read rule for each of
 // tools, logging to the returned buffer.
-func review41cGuard(t *testing.T, tools ...string) (*Guard, *bytes.Buffer) {
+func review41cGuard(t *testing.T, tools ...string) (*Guard, *review41cLog) {
+	t.Helper()
+	return review41cGuardWith(t, Options{}, tools...)
+}
+
+// review41cGuardWith is review41cGuard with the options opts, whose
+// Logger it replaces.
+func review41cGuardWith(t *testing.T, opts Options, tools ...string) (*Guard, *review41cLog) {
 	t.Helper()
 	var rules []policy.ToolRule
 	for _, n := range tools {
@@ -120,14 +128,33 @@ func review41cGuard(t *testing.T, tools ...string) (*Guard, *bytes.Buffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
+	buf := &review41cLog{}
+	opts.Logger = slog.New(slog.NewTextHandler(buf, nil))
 	id := &Identity{Principal: &policy.Principal{Subject: "bob"}}
 	g, err := New(pol, AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) { return id, nil }),
-		&Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+		&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, &buf
+	return g, buf
+}
+
+// review41cLog is a log that handlers may write while a test reads it.
+type review41cLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *review41cLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *review41cLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // Guard.install keeps the entry of a tool listed again, the same *mcp.Tool
