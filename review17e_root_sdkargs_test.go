@@ -110,6 +110,11 @@ func TestReview17eSDKRefusedArgumentsAreInvalidArguments(t *testing.T) {
 		{"nested_arrays", `{"amount":1,"rows":[[1],[2,1E+400]]}`},
 		{"map_dotted_key_long_literal", `{"amount":1,"by_key":{"a.b":1.000000000000000000000000000000000000000000e400}}`},
 		{"the_first_of_two", `{"amount":1,"count":1e309,"max":1e400}`},
+		// The go-sdk's decoder quotes the literal whole up to 31 bytes and
+		// cuts one of 32 or more at 32, with "...".
+		{"literal_of_31_bytes", `{"amount":1,"max":1.` + strings.Repeat("0", 25) + `e400}`},
+		{"literal_of_32_bytes", `{"amount":1,"max":1.` + strings.Repeat("0", 26) + `e400}`},
+		{"literal_of_33_bytes", `{"amount":1,"max":1.` + strings.Repeat("0", 27) + `e400}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &memSink{}
