@@ -15,22 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// review24dGuard is a guard for the Read tools named, whose caller is bob.
 func review24dGuard(t *testing.T, tools ...string) *Guard {
 	t.Helper()
-	var rules []policy.ToolRule
-	for _, n := range tools {
-		rules = append(rules, policy.ToolRule{Name: n, Class: policy.Read})
-	}
-	pol, err := policy.New(policy.Config{Tools: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := &Identity{Principal: &policy.Principal{Subject: "bob"}}
-	g, err := New(pol, AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) { return id, nil }),
-		&Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, _ := review41cGuardWith(t, Options{}, tools...)
 	return g
 }
 
