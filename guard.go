@@ -113,7 +113,9 @@ type Options struct {
 	// cannot be written. A write that ran keeps its result: its durable
 	// intent event stands for it, and a retryable refusal would invite the
 	// caller to write again. False (the default) lets the read proceed and
-	// reports the failure to Logger.
+	// reports the failure to Logger. [New] refuses it without an Audit
+	// sink: no outcome event could be written, so every read would run
+	// unrecorded.
 	AuditFailClosed bool
 	// Limiter applies rate, spend and in-flight caps. Nil means none.
 	// [New] (and [Guard.SetPolicy], for its policy) refuses a limiter
@@ -517,12 +519,18 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]Tool
 // fixed Cost of a rule it caps (no Cost function that may price its calls
 // lower: see [Options].Limiter), which would refuse every call charged
 // under that rule for ever, for an Options.ArgsKey shorter than 16 bytes,
-// for an Options.RequestIDHeader that is not a header name, or for tools
+// for an Options.RequestIDHeader that is not a header name, for
+// Options.AuditFailClosed without an Options.Audit sink, or for tools
 // that need confirmation while Options.Confirmer is nil.
 func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	g, err := newGuard(p, authn, opts)
 	if err != nil {
 		return nil, err
+	}
+	// Not in newGuard: the stand-alone steps take their sink apart from
+	// the Options, and none reads AuditFailClosed.
+	if g.opts.AuditFailClosed && g.opts.Audit == nil {
+		return nil, errors.New("mcpguard: AuditFailClosed without an Audit sink: no outcome record could be written, so every read would run unrecorded; set Options.Audit, or leave AuditFailClosed off")
 	}
 	if err := checkConfirmer(p, g.opts.Confirmer); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package mcpguard
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -117,9 +118,9 @@ func TestReview42bKeeperGetsArguments(t *testing.T) {
 	}
 }
 
-// Under AuditFailClosed a read whose outcome record was written runs, as
-// does one under a guard with no sink (Options.Audit nil discards the
-// records: none is lost that could be written).
+// Under AuditFailClosed a read whose outcome record was written runs,
+// whether the sink took it by Write or by Keep. (New refuses
+// AuditFailClosed without a sink: see TestReview42bFailClosedNeedsSink.)
 func TestReview42bFailClosedRecordWritten(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -127,7 +128,6 @@ func TestReview42bFailClosedRecordWritten(t *testing.T) {
 		kept  bool // the outcome went to the Keeper by Keep
 		wrote bool
 	}{
-		{"no_sink", func(*review42bKeeper) audit.Sink { return nil }, false, false},
 		{"plain_sink", func(k *review42bKeeper) audit.Sink { return struct{ audit.Sink }{k} }, false, true},
 		{"keeper", func(k *review42bKeeper) audit.Sink { return k }, true, true},
 	}
@@ -150,5 +150,26 @@ func TestReview42bFailClosedRecordWritten(t *testing.T) {
 				t.Errorf("records (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// New refuses AuditFailClosed without an Audit sink, which would run every
+// read unrecorded while the setting promises none runs so; the
+// stand-alone steps, which take their sink apart from the Options and do
+// not read AuditFailClosed, accept such Options.
+func TestReview42bFailClosedNeedsSink(t *testing.T) {
+	pol := review41bPolicy(t, policy.Config{Tools: []policy.ToolRule{{Name: "r", Class: policy.Read}}})
+	bob := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
+		return &Identity{Principal: &policy.Principal{Subject: "bob"}}, nil
+	})
+	opts := &Options{AuditFailClosed: true}
+	if _, err := New(pol, bob, opts); err == nil || !strings.Contains(err.Error(), "AuditFailClosed without an Audit sink") {
+		t.Errorf("New(AuditFailClosed, no sink): err = %v; want the contradiction refused", err)
+	}
+	if _, err := New(pol, bob, &Options{AuditFailClosed: true, Audit: &review42bKeeper{}}); err != nil {
+		t.Errorf("New(AuditFailClosed, a sink) = %v; want a guard", err)
+	}
+	if _, err := WriteAhead(&review42bKeeper{}, pol, opts); err != nil {
+		t.Errorf("WriteAhead(a sink, Options{AuditFailClosed}) = %v; want the step", err)
 	}
 }
