@@ -14,6 +14,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// review42aAt returns ctx with a deadline d from now (past for d < 0),
+// cancelled when t ends.
+func review42aAt(t *testing.T, ctx context.Context, d time.Duration) context.Context {
+	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(d))
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // pastCallerDeadline is true only for the context of a guarded call's
 // handler (one that carries the call) whose deadline has passed: not for a
 // top-level call's, however late, nor for a nested one with time left or
@@ -21,19 +29,14 @@ import (
 func TestReview42aPastCallerDeadline(t *testing.T) {
 	bg := context.Background()
 	nested := context.WithValue(bg, callKey{}, &call{})
-	at := func(ctx context.Context, d time.Duration) context.Context {
-		ctx, cancel := context.WithDeadline(ctx, time.Now().Add(d))
-		t.Cleanup(cancel)
-		return ctx
-	}
 	cases := []struct {
 		name string
 		ctx  context.Context
 		want bool
 	}{
-		{"top_level_past_deadline", at(bg, -time.Second), false},
-		{"nested_past_deadline", at(nested, -time.Second), true},
-		{"nested_deadline_ahead", at(nested, time.Hour), false},
+		{"top_level_past_deadline", review42aAt(t, bg, -time.Second), false},
+		{"nested_past_deadline", review42aAt(t, nested, -time.Second), true},
+		{"nested_deadline_ahead", review42aAt(t, nested, time.Hour), false},
 		{"nested_no_deadline", nested, false},
 	}
 	for _, tc := range cases {
@@ -54,12 +57,7 @@ func TestReview42aPastCallerDeadline(t *testing.T) {
 func TestReview42aUndecidedAtDeadline(t *testing.T) {
 	bg := context.Background()
 	nested := context.WithValue(bg, callKey{}, &call{})
-	at := func(ctx context.Context, d time.Duration) context.Context {
-		ctx, cancel := context.WithDeadline(ctx, time.Now().Add(d))
-		t.Cleanup(cancel)
-		return ctx
-	}
-	late, ahead, top := at(nested, -time.Second), at(nested, time.Hour), at(bg, -time.Second)
+	late, ahead, top := review42aAt(t, nested, -time.Second), review42aAt(t, nested, time.Hour), review42aAt(t, bg, -time.Second)
 	timedOut := fmt.Errorf("%w: %w", limiter.ErrStoreUnavailable, context.DeadlineExceeded)
 	failed := fmt.Errorf("%w: connection refused", limiter.ErrStoreUnavailable)
 	odd := fmt.Errorf("store answered late: %w", context.DeadlineExceeded)
