@@ -349,7 +349,8 @@ func TestReview15fCombinedPlans(t *testing.T) {
 }
 
 // TestReview15fPostgresUpgradeAndPlans: a version 4 PostgreSQL table is
-// upgraded by several openers at once while a sink writes to it; then a
+// upgraded by several openers at once, a sink writing to it from the first
+// upgrade on; then a
 // Filter by request id with a tool, session or time bound searches
 // audit_log_request (the table analysed, sequential scans allowed).
 func TestReview15fPostgresUpgradeAndPlans(t *testing.T) {
@@ -376,10 +377,21 @@ func TestReview15fPostgresUpgradeAndPlans(t *testing.T) {
 	}
 	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	stop := make(chan struct{})
+	// upgraded is closed when the first opener has upgraded the table: the
+	// sink, of this version, writes parent_id, which the version 4 table
+	// lacks until then (its batches would fail, and be dropped, however
+	// long the upgrade takes on a busy machine).
+	upgraded := make(chan struct{})
+	var once sync.Once
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // the sink that opened the table before keeps writing
+	go func() { // the sink that opened the table before writes while the other openers upgrade
 		defer wg.Done()
+		select {
+		case <-upgraded:
+		case <-stop:
+			return
+		}
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -405,6 +417,7 @@ func TestReview15fPostgresUpgradeAndPlans(t *testing.T) {
 			defer openers.Done()
 			s, err := audit.NewSQL(ctx, open(), audit.Postgres, nil)
 			if err == nil {
+				once.Do(func() { close(upgraded) })
 				err = s.Close()
 			}
 			errs[i] = err
