@@ -244,10 +244,16 @@ func withNewMeta(t *testing.T, params, version string) string {
 		mcp.MetaKeyProtocolVersion, version, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo)
 	if i := strings.Index(params, `"_meta":{`); i >= 0 {
 		i += len(`"_meta":{`)
+		if strings.HasPrefix(strings.TrimSpace(params[i:]), "}") {
+			return params[:i] + keys + params[i:] // an empty _meta
+		}
 		return params[:i] + keys + "," + params[i:]
 	}
 	if !strings.HasPrefix(params, "{") || !strings.HasSuffix(params, "}") {
 		t.Fatalf("params %q are not an object", params)
+	}
+	if strings.TrimSpace(params[1:len(params)-1]) == "" {
+		return `{"_meta":{` + keys + `}}`
 	}
 	return params[:len(params)-1] + `,"_meta":{` + keys + `}}`
 }
