@@ -23,15 +23,7 @@ import (
 func TestReview43ResourceUpdatedNotPassedWhileToolsListFails(t *testing.T) {
 	var failing atomic.Bool
 	srv := review26Server(true, nil)
-	// Added before Install: below the guard, it sees the guard's listings.
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && failing.Load() {
-				return nil, errors.New("review43: tools/list is down")
-			}
-			return next(ctx, method, req)
-		}
-	})
+	review43FailingToolsList(srv, &failing, nil)
 	h := review26Guard(t, srv)
 	r := review26Connect(t, h, bob, true)
 	for _, uri := range []string{plainURI, uiOpen} {
@@ -92,4 +84,22 @@ func TestReview43ResourceUpdatedNotPassedWhileToolsListFails(t *testing.T) {
 			t.Errorf("tools/list failing %v: bob heard %d resources/updated notifications, want %d", down, got, want)
 		}
 	}
+}
+
+// review43FailingToolsList makes tools/list fail on srv, with the error
+// "tools/list is down", while failing is set; seen, if not nil, is handed
+// the method of every other request. Call it before a guard is installed
+// on srv: below the guard, it fails the guard's own listings too.
+func review43FailingToolsList(srv *mcp.Server, failing *atomic.Bool, seen func(method string)) {
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && failing.Load() {
+				return nil, errors.New("review43: tools/list is down")
+			}
+			if seen != nil {
+				seen(method)
+			}
+			return next(ctx, method, req)
+		}
+	})
 }

@@ -3,7 +3,6 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -92,16 +91,9 @@ func TestReview43aToolsListFailureFailsClosed(t *testing.T) {
 	var failing atomic.Bool
 	var passed atomic.Int64
 	srv := review26Server(true, nil)
-	// Added before Install: below the guard, it sees the guard's listings.
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && failing.Load() {
-				return nil, errors.New("review43a: tools/list is down")
-			}
-			if failing.Load() && (strings.HasPrefix(method, "resources/") || method == "completion/complete") {
-				passed.Add(1)
-			}
-			return next(ctx, method, req)
+	review43FailingToolsList(srv, &failing, func(method string) {
+		if failing.Load() && (strings.HasPrefix(method, "resources/") || method == "completion/complete") {
+			passed.Add(1)
 		}
 	})
 	h := review26Guard(t, srv)
