@@ -118,15 +118,26 @@ func review26Connect(t *testing.T, h *harness, id *mcpguard.Identity, legacy boo
 // without them (correlation ids aside).
 func review26Same(t *testing.T, legacy bool, probes [][2]string) {
 	t.Helper()
-	g := review26Connect(t, review26Guard(t, review26Server(true, nil)), bob, legacy)
-	w := review26Connect(t, review26Guard(t, review26Server(false, nil)), bob, legacy)
+	review26SameOn(t, func(withAdmin bool) *mcp.Server { return review26Server(withAdmin, nil) }, legacy, probes)
+}
+
+// review26SameOn is review26Same for the servers build makes, with and
+// without the admin tools; it returns the answers of the server without
+// them, correlation ids masked, in the order of probes.
+func review26SameOn(t *testing.T, build func(withAdmin bool) *mcp.Server, legacy bool, probes [][2]string) []string {
+	t.Helper()
+	g := review26Connect(t, review26Guard(t, build(true)), bob, legacy)
+	w := review26Connect(t, review26Guard(t, build(false)), bob, legacy)
+	var wants []string
 	for _, p := range probes {
 		got := review26Corr.ReplaceAllString(g.response(p[0], p[1]), "${1}X")
 		want := review26Corr.ReplaceAllString(w.response(p[0], p[1]), "${1}X")
 		if got != want {
 			t.Errorf("bob's %s %s:\n got %s\nwant %s", p[0], p[1], got, want)
 		}
+		wants = append(wants, want)
 	}
+	return wants
 }
 
 func review26Q(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -45,21 +45,20 @@ func review43aRefusing(withAdmin, jsonrpcErr bool) *mcp.Server {
 // its code kept.
 func TestReview43aAbsentErrorsStripped(t *testing.T) {
 	for _, jsonrpcErr := range []bool{false, true} {
-		g := review26Connect(t, review26Guard(t, review43aRefusing(true, jsonrpcErr)), bob, true)
-		w := review26Connect(t, review26Guard(t, review43aRefusing(false, jsonrpcErr)), bob, true)
-		for _, p := range review43aProbes(uiAdmin, true) {
-			if p[0] == "resources/read" || p[0] == "resources/list" {
-				continue
+		t.Run(map[bool]string{false: "plain", true: "jsonrpc"}[jsonrpcErr], func(t *testing.T) {
+			var probes [][2]string
+			for _, p := range review43aProbes(uiAdmin, true) {
+				if p[0] != "resources/read" && p[0] != "resources/list" {
+					probes = append(probes, p)
+				}
 			}
-			got := review26Corr.ReplaceAllString(g.response(p[0], p[1]), "${1}X")
-			want := review26Corr.ReplaceAllString(w.response(p[0], p[1]), "${1}X")
-			if !strings.Contains(want, `"message":"no such resource as `+uiAdmin+`"`) {
-				t.Errorf("the server without the resource answered %s %s with %s, want its refusal", p[0], p[1], want)
+			build := func(withAdmin bool) *mcp.Server { return review43aRefusing(withAdmin, jsonrpcErr) }
+			for i, want := range review26SameOn(t, build, true, probes) {
+				if !strings.Contains(want, `"message":"no such resource as `+uiAdmin+`"`) {
+					t.Errorf("the server without the resource answered %s %s with %s, want its refusal", probes[i][0], probes[i][1], want)
+				}
 			}
-			if got != want {
-				t.Errorf("jsonrpc error %v: bob's %s %s:\n got %s\nwant %s", jsonrpcErr, p[0], p[1], got, want)
-			}
-		}
+		})
 	}
 }
 
