@@ -64,3 +64,33 @@ func TestReview44cUILinksOvertakenByChange(t *testing.T) {
 		t.Errorf("the listing overtaken by a change was installed in the registry")
 	}
 }
+
+// TestReview44cUILinksChangedTool: a tool the server replaced since the
+// registry listed it (the same name, now naming a UI resource) is judged as
+// the listing has it, not by the registry's entry: its UI resource is hidden
+// from a caller who may not see the tool.
+func TestReview44cUILinksChangedTool(t *testing.T) {
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{
+		{Name: "admin_app", Class: policy.Read, Roles: []string{"admin"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(pol, AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) { return nil, nil }),
+		&Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	g.update([]*mcp.Tool{{Name: "admin_app", InputSchema: schema, Annotations: ro}})
+	now := &mcp.Tool{Name: "admin_app", InputSchema: schema, Annotations: ro,
+		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://admin/app"}}}
+	next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{now}}, nil
+	}
+	got, err := g.hides(context.Background(), next, nil, &policy.Principal{Subject: "bob"}, "ui://admin/app")
+	if err != nil || !got {
+		t.Errorf("hides(bob, ui://admin/app) of the replaced tool = %v, %v; want true", got, err)
+	}
+}
