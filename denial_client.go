@@ -202,6 +202,9 @@ func fits(v any, depth int, budget *int) bool {
 		}
 	case bool:
 		*budget -= 4
+		if !x {
+			*budget-- // "false"
+		}
 	case nil:
 		*budget -= 4
 	default:

@@ -180,15 +180,14 @@ func TestReview44aDenialOtherFieldsIgnored(t *testing.T) {
 // TestReview44aDenialMapSizeBound: a refusal whose JSON is exactly 64 KiB
 // is read from the map a go-sdk client decodes it into (and from one
 // decoded with UseNumber) as from its text, whatever values it holds
-// (strings, keys, arrays, objects, one-digit numbers, true, null); one byte
+// (strings, keys, arrays, objects, one-digit numbers, true, false, null); one byte
 // more is read from none. Its last value is a number, which the walk of the
 // map reaches last when details is the error object's last member in the
-// map's order: each is read 40 times.
+// map's order: each is read 40 times. (Each false counted 4 bytes, as true,
+// let a map with falses in it be read up to a byte per false over the bound.)
 func TestReview44aDenialMapSizeBound(t *testing.T) {
-	// No false: fits counts each boolean 4 bytes, so a map with a false in
-	// it is read up to a byte per false over the bound.
 	const head = `{"error":{"code":"RATE_LIMIT_EXCEEDED","message":"no","retryable":true,"details":` +
-		`{"pad":[[1,2,true,null,{"k":"v","b":true},["w",true]],null,{"e":7,"f":[8]},"`
+		`{"pad":[[1,2,true,false,null,{"k":"v","b":false},["w",true,false]],null,{"e":7,"f":[8]},"`
 	const tail = `",7]}}}`
 	for _, size := range []int{64<<10 - 1, 64 << 10, 64<<10 + 1} {
 		text := head + strings.Repeat("x", size-len(head)-len(tail)) + tail
