@@ -220,6 +220,14 @@ func TestReview32bListingDuringCheckNotTold(t *testing.T) {
 // views were recorded under the policy before. A session on 2025-11-25,
 // told by that check, shows that it ran.
 func TestReview32bListenAcknowledgedAfterCheck(t *testing.T) {
+	review32bListenAfterCheck(t, lcListRes|lcListTools, 1, 1)
+}
+
+// review32bListenAfterCheck runs TestReview32bListenAcknowledgedAfterCheck
+// with a listen for the changes of lists, its client to hear wantTools
+// tools/list_changed and wantRes resources/list_changed.
+func review32bListenAfterCheck(t *testing.T, lists lcLists, wantTools, wantRes int64) {
+	t.Helper()
 	pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
 	b := &rn2Below{}
 	r := newRN2Rig(t, "2025-11-25", pu, true, b)
@@ -229,8 +237,8 @@ func TestReview32bListenAcknowledgedAfterCheck(t *testing.T) {
 	b.listenGate = gate
 	b.mu.Unlock()
 
-	// A client on the default protocol, listening for both.
-	s := r.dial(bob, "", lcListRes|lcListTools)
+	// A client on the default protocol, listening for lists.
+	s := r.dial(bob, "", lists)
 	var release chan struct{}
 	select {
 	case release = <-gate:
@@ -246,10 +254,11 @@ func TestReview32bListenAcknowledgedAfterCheck(t *testing.T) {
 	open()
 	waitFor(t, func() bool { return r.w.ackedOn(s.ss) })
 	deadline := time.Now().Add(3 * time.Second)
-	for (s.toolsHeard.Load() < 1 || s.resHeard.Load() < 1) && time.Now().Before(deadline) {
+	for (s.toolsHeard.Load() < wantTools || s.resHeard.Load() < wantRes) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if s.toolsHeard.Load() != 1 || s.resHeard.Load() != 1 {
-		t.Errorf("the listening client heard %d tools/list_changed and %d resources/list_changed, want 1 and 1", s.toolsHeard.Load(), s.resHeard.Load())
+	if s.toolsHeard.Load() != wantTools || s.resHeard.Load() != wantRes {
+		t.Errorf("the listening client heard %d tools/list_changed and %d resources/list_changed, want %d and %d",
+			s.toolsHeard.Load(), s.resHeard.Load(), wantTools, wantRes)
 	}
 }
