@@ -127,6 +127,14 @@ func TestReview35WriteAheadFailureIsLogged(t *testing.T) {
 	}
 	res, err := h(context.Background(), req("add_note", `{"title":"x"}`))
 	checkRan(t, codeOf(t, res, err), string(mcpguard.CodeAuditUnavailable), s.ran)
+	checkWriteAheadLogged(t, &logs, res, "add_note", "sink down")
+}
+
+// checkWriteAheadLogged fails t unless res is a refusal with a correlation
+// id and logs holds the error-level JSON line of a write-ahead failure that
+// names tool, that id and the sink's error errText.
+func checkWriteAheadLogged(t *testing.T, logs *bytes.Buffer, res *mcp.CallToolResult, tool, errText string) {
+	t.Helper()
 	var de *mcpguard.DenialError
 	if !errors.As(res.GetError(), &de) || de.CorrelationID == "" {
 		t.Fatalf("refusal %v carries no correlation id", res.GetError())
@@ -139,8 +147,8 @@ func TestReview35WriteAheadFailureIsLogged(t *testing.T) {
 		}
 		if rec["level"] == "ERROR" && strings.Contains(fmt.Sprint(rec["msg"]), "write-ahead") {
 			found = true
-			if rec["tool"] != "add_note" || rec["correlation_id"] != de.CorrelationID || rec["err"] != "sink down" {
-				t.Errorf("write-ahead failure logged as %v, want tool add_note, correlation_id %s, err \"sink down\"", rec, de.CorrelationID)
+			if rec["tool"] != tool || rec["correlation_id"] != de.CorrelationID || rec["err"] != errText {
+				t.Errorf("write-ahead failure logged as %v, want tool %s, correlation_id %s, err %q", rec, tool, de.CorrelationID, errText)
 			}
 		}
 	}

@@ -3,11 +3,7 @@ package mcpguard_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -45,26 +41,7 @@ func TestReview44aWriteAheadFailureIsLogged(t *testing.T) {
 	if code := codeOf(t, res, err); code != string(mcpguard.CodeAuditUnavailable) || ran != 0 {
 		t.Fatalf("pay with the trail down: %q, handler ran %d times; want AUDIT_UNAVAILABLE, not run", code, ran)
 	}
-	var de *mcpguard.DenialError
-	if !errors.As(res.GetError(), &de) || de.CorrelationID == "" {
-		t.Fatalf("refusal %v carries no correlation id", res.GetError())
-	}
-	var found bool
-	for line := range strings.Lines(logs.String()) {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if rec["level"] == "ERROR" && strings.Contains(fmt.Sprint(rec["msg"]), "write-ahead") {
-			found = true
-			if rec["tool"] != "pay" || rec["correlation_id"] != de.CorrelationID || rec["err"] != "disk full" {
-				t.Errorf("write-ahead failure logged as %v, want tool pay, correlation_id %s, err \"disk full\"", rec, de.CorrelationID)
-			}
-		}
-	}
-	if !found {
-		t.Errorf("no error-level log of the write-ahead failure; logs:\n%s", logs.String())
-	}
+	checkWriteAheadLogged(t, &logs, res, "pay", "disk full")
 	evs := sink.all()
 	if len(evs) != 1 || evs[0].Phase != audit.PhaseOutcome || evs[0].Code != string(mcpguard.CodeAuditUnavailable) ||
 		evs[0].Detail != "write-ahead intent not recorded" {
