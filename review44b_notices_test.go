@@ -150,48 +150,17 @@ func TestReview44bStuckSessionSentNoOther(t *testing.T) {
 	})
 }
 
-// TestReview44bPanickingNoticeLogged: a notice whose sending panics (a
-// sending middleware's bug below the guard) is logged as such, once; one
-// sent is not.
-func TestReview44bPanickingNoticeLogged(t *testing.T) {
-	const panicked = "mcpguard: a list_changed notification for a new policy panicked"
-	synctest.Test(t, func(t *testing.T) {
-		var victim atomic.Pointer[mcp.ServerSession]
-		spec := lcSpecTools
-		spec.setup = lcPanicOn("notifications/tools/list_changed", &victim)
-		log := &r44bLog{}
-		r := newR44bRig(t, lcPolicy(t, "user"), spec, log)
-		first := r.connect(bob, lcListTools)
-		second := r.connect(bob, lcListTools)
-		r.setPolicy(lcPolicy(t, "admin"))
-		synctest.Wait()
-		if n := second.toolsHeard.Load(); n != 1 {
-			t.Errorf("the second session heard %d tools/list_changed, want 1", n)
-		}
-		if n := log.count(panicked); n != 0 {
-			t.Errorf("notices sent without a panic logged %d panics", n)
-		}
-		victim.Store(first.ss)
-		r.setPolicy(lcPolicy(t, "user"))
-		synctest.Wait()
-		if n := second.toolsHeard.Load(); n != 2 {
-			t.Errorf("the second session heard %d tools/list_changed, want 2", n)
-		}
-		if n := log.count(panicked); n != 1 {
-			t.Errorf("one notice panicked, %d logged as such (%q)", n, log.msgs)
-		}
-	})
-}
-
-// TestReview44bFailedNoticeLogged: a notice whose sending fails (below the
-// guard) is logged as not sent, once; one sent is not; the session after
-// it is told all the same.
-func TestReview44bFailedNoticeLogged(t *testing.T) {
-	const notSent = "mcpguard: a list_changed notification for a new policy not sent"
-	synctest.Test(t, func(t *testing.T) {
-		var victim atomic.Pointer[mcp.ServerSession]
-		spec := lcSpecTools
-		spec.setup = func(srv *mcp.Server) {
+// TestReview44bBrokenNoticeLogged: a notice whose sending panics (a
+// sending middleware's bug below the guard) is logged as such, once, and
+// one whose sending fails (below the guard) as not sent, once; one sent is
+// logged as neither; the session after it is told all the same.
+func TestReview44bBrokenNoticeLogged(t *testing.T) {
+	const (
+		panicked = "mcpguard: a list_changed notification for a new policy panicked"
+		notSent  = "mcpguard: a list_changed notification for a new policy not sent"
+	)
+	failOn := func(victim *atomic.Pointer[mcp.ServerSession]) func(*mcp.Server) {
+		return func(srv *mcp.Server) {
 			srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 				return func(ctx context.Context, m string, req mcp.Request) (mcp.Result, error) {
 					if m == "notifications/tools/list_changed" && req.GetSession() == victim.Load() {
@@ -201,23 +170,45 @@ func TestReview44bFailedNoticeLogged(t *testing.T) {
 				}
 			})
 		}
-		log := &r44bLog{}
-		r := newR44bRig(t, lcPolicy(t, "user"), spec, log)
-		first := r.connect(bob, lcListTools)
-		second := r.connect(bob, lcListTools)
-		r.setPolicy(lcPolicy(t, "admin"))
-		synctest.Wait()
-		if n := log.count(notSent); n != 0 {
-			t.Errorf("notices sent logged %d as not sent", n)
-		}
-		victim.Store(first.ss)
-		r.setPolicy(lcPolicy(t, "user"))
-		synctest.Wait()
-		if n := second.toolsHeard.Load(); n != 2 {
-			t.Errorf("the second session heard %d tools/list_changed, want 2", n)
-		}
-		if n := log.count(notSent); n != 1 {
-			t.Errorf("one notice failed, %d logged as not sent (%q)", n, log.msgs)
-		}
-	})
+	}
+	panicOn := func(victim *atomic.Pointer[mcp.ServerSession]) func(*mcp.Server) {
+		return lcPanicOn("notifications/tools/list_changed", victim)
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(*atomic.Pointer[mcp.ServerSession]) func(*mcp.Server)
+		msg   string
+	}{
+		{"panics", panicOn, panicked},
+		{"fails", failOn, notSent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var victim atomic.Pointer[mcp.ServerSession]
+				spec := lcSpecTools
+				spec.setup = tc.setup(&victim)
+				log := &r44bLog{}
+				r := newR44bRig(t, lcPolicy(t, "user"), spec, log)
+				first := r.connect(bob, lcListTools)
+				second := r.connect(bob, lcListTools)
+				r.setPolicy(lcPolicy(t, "admin"))
+				synctest.Wait()
+				if n := second.toolsHeard.Load(); n != 1 {
+					t.Errorf("the second session heard %d tools/list_changed, want 1", n)
+				}
+				if n := log.count(panicked) + log.count(notSent); n != 0 {
+					t.Errorf("notices sent logged %d as broken (%q)", n, log.msgs)
+				}
+				victim.Store(first.ss)
+				r.setPolicy(lcPolicy(t, "user"))
+				synctest.Wait()
+				if n := second.toolsHeard.Load(); n != 2 {
+					t.Errorf("the second session heard %d tools/list_changed, want 2", n)
+				}
+				if n := log.count(tc.msg); n != 1 {
+					t.Errorf("one notice broken, %d logged as %q (%q)", n, tc.msg, log.msgs)
+				}
+			})
+		})
+	}
 }
