@@ -184,10 +184,11 @@ func TestReview44aDenialOtherFieldsIgnored(t *testing.T) {
 // more is read from none. Its last value is a number, which the walk of the
 // map reaches last when details is the error object's last member in the
 // map's order: each is read 40 times. (Each false counted 4 bytes, as true,
-// let a map with falses in it be read up to a byte per false over the bound.)
+// let a map with falses in it be read up to a byte per false over the bound;
+// it holds more falses than trues.)
 func TestReview44aDenialMapSizeBound(t *testing.T) {
 	const head = `{"error":{"code":"RATE_LIMIT_EXCEEDED","message":"no","retryable":true,"details":` +
-		`{"pad":[[1,2,true,false,null,{"k":"v","b":false},["w",true,false]],null,{"e":7,"f":[8]},"`
+		`{"pad":[[1,2,true,false,null,{"k":"v","b":false},["w",true,false]],null,{"e":7,"f":[8,false]},"`
 	const tail = `",7]}}}`
 	for _, size := range []int{64<<10 - 1, 64 << 10, 64<<10 + 1} {
 		text := head + strings.Repeat("x", size-len(head)-len(tail)) + tail
