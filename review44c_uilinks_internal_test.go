@@ -18,18 +18,8 @@ import (
 // tool added meanwhile that the caller may not see is hidden from it (here
 // the tool names one resource), and shown to a caller who may see the tool.
 func TestReview44cUILinksOvertakenByChange(t *testing.T) {
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{
-		{Name: "open_app", Class: policy.Read},
-		{Name: "admin_app", Class: policy.Read, Roles: []string{"admin"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(pol, AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) { return nil, nil }),
-		&Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := review44cGuard(t, policy.ToolRule{Name: "open_app", Class: policy.Read},
+		policy.ToolRule{Name: "admin_app", Class: policy.Read, Roles: []string{"admin"}})
 	schema := json.RawMessage(`{"type":"object"}`)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	open := &mcp.Tool{Name: "open_app", InputSchema: schema, Annotations: ro,
@@ -70,17 +60,7 @@ func TestReview44cUILinksOvertakenByChange(t *testing.T) {
 // the listing has it, not by the registry's entry: its UI resource is hidden
 // from a caller who may not see the tool.
 func TestReview44cUILinksChangedTool(t *testing.T) {
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{
-		{Name: "admin_app", Class: policy.Read, Roles: []string{"admin"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(pol, AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) { return nil, nil }),
-		&Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := review44cGuard(t, policy.ToolRule{Name: "admin_app", Class: policy.Read, Roles: []string{"admin"}})
 	schema := json.RawMessage(`{"type":"object"}`)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	g.update([]*mcp.Tool{{Name: "admin_app", InputSchema: schema, Annotations: ro}})
@@ -93,4 +73,20 @@ func TestReview44cUILinksChangedTool(t *testing.T) {
 	if err != nil || !got {
 		t.Errorf("hides(bob, ui://admin/app) of the replaced tool = %v, %v; want true", got, err)
 	}
+}
+
+// review44cGuard returns a guard, not installed, of a policy of tools whose
+// hides is called with the caller given.
+func review44cGuard(t *testing.T, tools ...policy.ToolRule) *Guard {
+	t.Helper()
+	pol, err := policy.New(policy.Config{Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(pol, AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) { return nil, nil }),
+		&Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
