@@ -18,17 +18,7 @@ import (
 // so a server that sees many short sessions (stateless HTTP makes one per
 // request) does not grow.
 func TestReview14ViewsAreBounded(t *testing.T) {
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	who := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
-		return &Identity{Principal: &policy.Principal{Subject: "bob"}}, nil
-	})
-	g, err := New(pol, who, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := review14BobGuard(t)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -76,4 +66,22 @@ func TestReview14ViewsAreBounded(t *testing.T) {
 	if n := count(); n > 0 {
 		t.Errorf("%d views remain after all %d sessions ended and were collected", n, sessions)
 	}
+}
+
+// review14BobGuard returns a guard, not installed, of a policy with one
+// read tool "t", every caller bob, logging nothing.
+func review14BobGuard(t *testing.T) *Guard {
+	t.Helper()
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	who := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
+		return &Identity{Principal: &policy.Principal{Subject: "bob"}}, nil
+	})
+	g, err := New(pol, who, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

@@ -3,13 +3,10 @@ package mcpguard
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"runtime"
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,17 +15,7 @@ import (
 // collected: a server that wraps a tool per session or request does not
 // grow the guard.
 func TestReview44bWrappedForgotten(t *testing.T) {
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	who := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
-		return &Identity{Principal: &policy.Principal{Subject: "bob"}}, nil
-	})
-	g, err := New(pol, who, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := review14BobGuard(t)
 	ok := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
 	}
