@@ -2,8 +2,11 @@ package mcpguard_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,10 +17,12 @@ import (
 // r45aGate is a receiving middleware added before Install (below the
 // guard) that, while armed, holds each resources/list the guard makes of
 // its own (its context carries no caller): the listing sends a channel on
-// the gate and waits for it closed.
+// the gate and waits for it closed. A listing of the guard's own of the
+// method fail names fails.
 type r45aGate struct {
 	mu   sync.Mutex
 	gate chan chan struct{}
+	fail atomic.Value // string
 }
 
 func (g *r45aGate) arm() chan chan struct{} {
@@ -35,6 +40,9 @@ func (g *r45aGate) disarm() {
 
 func (g *r45aGate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if f, _ := g.fail.Load().(string); f == method && mcpguard.FromContext(ctx) == nil {
+			return nil, errors.New("review45a: " + method + " is down")
+		}
 		if method == "resources/list" && mcpguard.FromContext(ctx) == nil {
 			g.mu.Lock()
 			gate := g.gate
@@ -61,6 +69,42 @@ func r45aNext(t *testing.T, gate chan chan struct{}, what string) chan struct{} 
 	}
 }
 
+// r45aPassed adds a sending middleware to r's server after Install, above
+// the guard, and returns a channel that is sent to each time the guard is
+// done with a resources/list_changed of the server's to ss.
+func r45aPassed(r *lcRig, ss *mcp.ServerSession) chan struct{} {
+	passed := make(chan struct{}, 1)
+	r.srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "notifications/resources/list_changed" && req.GetSession() == ss {
+				passed <- struct{}{}
+			}
+			return res, err
+		}
+	})
+	return passed
+}
+
+// r45aResend adds rnPlainResource to r's server again: its resources are
+// the same, and it sends its sessions a resources/list_changed.
+func r45aResend(r *lcRig) { r.srv.AddResource(&rnPlainResource, r45aRead) }
+
+func r45aRead(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
+}
+
+// r45aWait waits for the guard to be done with a server's notification
+// (see r45aPassed).
+func r45aWait(t *testing.T, passed chan struct{}) {
+	t.Helper()
+	select {
+	case <-passed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the guard did not finish with the server's resources/list_changed")
+	}
+}
+
 // TestReview45aServerNoticeOvertakenByPolicy: a resources/list_changed
 // the server sends (its resources the same) while a SetPolicy hides a UI
 // resource: the guard's check for the new policy reads the session's view
@@ -79,16 +123,7 @@ func TestReview45aServerNoticeOvertakenByPolicy(t *testing.T) {
 			spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
 			r := newLCRig(t, v, pu, spec)
 			s := r.connect(bob, lcListRes)
-			passed := make(chan struct{}, 1)
-			r.srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-					res, err := next(ctx, method, req)
-					if method == "notifications/resources/list_changed" && req.GetSession() == s.ss {
-						passed <- struct{}{}
-					}
-					return res, err
-				}
-			})
+			passed := r45aPassed(r, s.ss)
 
 			gate := g.arm()
 			held := map[chan struct{}]bool{}
@@ -104,11 +139,7 @@ func TestReview45aServerNoticeOvertakenByPolicy(t *testing.T) {
 					open(c)
 				}
 			}()
-			// The same resource again: the server tells its sessions.
-			read := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
-			}
-			r.srv.AddResource(&rnPlainResource, read)
+			r45aResend(r)
 			notice := r45aNext(t, gate, "the server's notification")
 			held[notice] = true
 			r.setPolicy(pa)
@@ -116,15 +147,63 @@ func TestReview45aServerNoticeOvertakenByPolicy(t *testing.T) {
 			held[check] = true
 			g.disarm()
 			open(notice)
-			select {
-			case <-passed:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the guard did not finish with the server's notification")
-			}
+			r45aWait(t, passed)
 			open(check)
 			r.waitRes(s, 1)
 			if got := s.uris(t); !slices.Equal(got, []string{"file:///plain.txt"}) {
 				t.Errorf("bob lists %v after being told of pa, want the plain resource only", got)
+			}
+		})
+	}
+}
+
+// TestReview45aSubscribedOnlyNotTold: a session that subscribed to a
+// resource and never listed the resources has none to refresh: the
+// server's resources/list_changed is not passed on to it, nor does it make
+// the session one that a new policy hiding a UI resource tells. A session
+// that listed, connected after it and told, bounds the check.
+func TestReview45aSubscribedOnlyNotTold(t *testing.T) {
+	pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
+	r := newLCRig(t, "2025-11-25", pu, rnSpec())
+	s := r.dial(bob, "2025-11-25", lcListRes)
+	// The server takes no subscription: the answer is an error, but the
+	// guard knows the session's caller now.
+	_ = s.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "file:///plain.txt"})
+	sentinel := r.connect(bob, lcListRes)
+	passed := r45aPassed(r, s.ss)
+	r45aResend(r)
+	r45aWait(t, passed)
+	r.setPolicy(pa)
+	r.waitRes(sentinel, 1)
+	if n := r.w.resCount(s.ss); n != 0 {
+		t.Errorf("the session that never listed the resources was sent %d resources/list_changed", n)
+	}
+}
+
+// TestReview45aServerNoticeListingFails: a resources/list_changed of the
+// server's (a resource added) whose listing fails, of the tools or of the
+// resources, is not passed on, and the failure is logged: the guard cannot
+// tell whether the session's caller may see the change.
+func TestReview45aServerNoticeListingFails(t *testing.T) {
+	for _, tc := range []struct{ method, msg string }{
+		{"tools/list", "mcpguard: resources/list_changed not passed on: listing the tools failed"},
+		{"resources/list", "mcpguard: resources/list_changed not passed on: listing the resources failed"},
+	} {
+		t.Run(strings.ReplaceAll(tc.method, "/", "_"), func(t *testing.T) {
+			g, log := &r45aGate{}, &r44bLog{}
+			spec := rnSpec()
+			spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+			r := newR44bRig(t, rnPolicy(t, "user"), spec, log)
+			s := r.connect(bob, lcListRes)
+			passed := r45aPassed(r, s.ss)
+			g.fail.Store(tc.method)
+			r.srv.AddResource(&mcp.Resource{URI: "file:///new.txt", Name: "new"}, r45aRead)
+			r45aWait(t, passed)
+			if n := r.w.resCount(s.ss); n != 0 {
+				t.Errorf("the server's notification was passed on %d times", n)
+			}
+			if !log.logged(tc.msg) {
+				t.Errorf("not logged: %q", tc.msg)
 			}
 		})
 	}
