@@ -71,13 +71,14 @@ func r45aNext(t *testing.T, gate chan chan struct{}, what string) chan struct{} 
 
 // r45aPassed adds a sending middleware to r's server after Install, above
 // the guard, and returns a channel that is sent to each time the guard is
-// done with a resources/list_changed of the server's to ss.
-func r45aPassed(r *lcRig, ss *mcp.ServerSession) chan struct{} {
-	passed := make(chan struct{}, 1)
+// done with a resources/list_changed of the server's to one of sessions.
+func r45aPassed(r *lcRig, sessions ...*mcp.ServerSession) chan struct{} {
+	passed := make(chan struct{}, len(sessions))
 	r.srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
-			if method == "notifications/resources/list_changed" && req.GetSession() == ss {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			if method == "notifications/resources/list_changed" && slices.Contains(sessions, ss) {
 				passed <- struct{}{}
 			}
 			return res, err
@@ -94,14 +95,16 @@ func r45aRead(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourc
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
 }
 
-// r45aWait waits for the guard to be done with a server's notification
-// (see r45aPassed).
-func r45aWait(t *testing.T, passed chan struct{}) {
+// r45aWait waits for the guard to be done with a server's notification to
+// each of n sessions (see r45aPassed).
+func r45aWait(t *testing.T, passed chan struct{}, n int) {
 	t.Helper()
-	select {
-	case <-passed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the guard did not finish with the server's resources/list_changed")
+	for range n {
+		select {
+		case <-passed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the guard did not finish with the server's resources/list_changed")
+		}
 	}
 }
 
@@ -147,7 +150,7 @@ func TestReview45aServerNoticeOvertakenByPolicy(t *testing.T) {
 			held[check] = true
 			g.disarm()
 			open(notice)
-			r45aWait(t, passed)
+			r45aWait(t, passed, 1)
 			open(check)
 			r.waitRes(s, 1)
 			if got := s.uris(t); !slices.Equal(got, []string{"file:///plain.txt"}) {
@@ -170,9 +173,9 @@ func TestReview45aSubscribedOnlyNotTold(t *testing.T) {
 	// guard knows the session's caller now.
 	_ = s.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "file:///plain.txt"})
 	sentinel := r.connect(bob, lcListRes)
-	passed := r45aPassed(r, s.ss)
+	passed := r45aPassed(r, s.ss, sentinel.ss) // both done before the policy
 	r45aResend(r)
-	r45aWait(t, passed)
+	r45aWait(t, passed, 2)
 	r.setPolicy(pa)
 	r.waitRes(sentinel, 1)
 	if n := r.w.resCount(s.ss); n != 0 {
@@ -198,7 +201,7 @@ func TestReview45aServerNoticeListingFails(t *testing.T) {
 			passed := r45aPassed(r, s.ss)
 			g.fail.Store(tc.method)
 			r.srv.AddResource(&mcp.Resource{URI: "file:///new.txt", Name: "new"}, r45aRead)
-			r45aWait(t, passed)
+			r45aWait(t, passed, 1)
 			if n := r.w.resCount(s.ss); n != 0 {
 				t.Errorf("the server's notification was passed on %d times", n)
 			}
