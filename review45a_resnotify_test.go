@@ -211,3 +211,37 @@ func TestReview45aServerNoticeListingFails(t *testing.T) {
 		})
 	}
 }
+
+// TestReview45aSessionReseenDuringNotice: a session whose request is
+// refused as unauthenticated while the guard lists the resources for a
+// server's resources/list_changed, and that then subscribed as bob again
+// without listing, has no listing to refresh when the guard is done: the
+// notification is not passed on to it.
+func TestReview45aSessionReseenDuringNotice(t *testing.T) {
+	g := &r45aGate{}
+	spec := rnSpec()
+	spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+	r := newLCRig(t, "2025-11-25", rnPolicy(t, "user"), spec)
+	s := r.connect(bob, lcListRes)
+	passed := r45aPassed(r, s.ss)
+	gate := g.arm()
+	r.srv.AddResource(&mcp.Resource{URI: "file:///new.txt", Name: "new"}, r45aRead)
+	release := r45aNext(t, gate, "the server's notification")
+	g.disarm()
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	defer open() // a failed step leaves no listing held
+
+	ctx := context.Background()
+	r.bind(s.ss, nil)
+	if _, err := s.cs.ListTools(ctx, nil); err == nil {
+		t.Fatal("tools/list without an identity: no error")
+	}
+	r.bind(s.ss, bob)
+	_ = s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///plain.txt"}) // the server takes none
+	open()
+	r45aWait(t, passed, 1)
+	if n := r.w.resCount(s.ss); n != 0 {
+		t.Errorf("the session, re-seen and not listed since, was passed %d resources/list_changed", n)
+	}
+}
