@@ -2,6 +2,7 @@ package mcpguard_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,6 +25,9 @@ type r45aGate struct {
 	mu   sync.Mutex
 	gate chan chan struct{}
 	fail atomic.Value // string
+	// left is how long the last resources/list of the guard's own had
+	// before its context's deadline (0: none).
+	left atomic.Int64
 }
 
 func (g *r45aGate) arm() chan chan struct{} {
@@ -44,6 +49,9 @@ func (g *r45aGate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, errors.New("review45a: " + method + " is down")
 		}
 		if method == "resources/list" && mcpguard.FromContext(ctx) == nil {
+			if dl, ok := ctx.Deadline(); ok {
+				g.left.Store(int64(time.Until(dl)))
+			}
 			g.mu.Lock()
 			gate := g.gate
 			g.mu.Unlock()
@@ -243,5 +251,100 @@ func TestReview45aSessionReseenDuringNotice(t *testing.T) {
 	r45aWait(t, passed, 1)
 	if n := r.w.resCount(s.ss); n != 0 {
 		t.Errorf("the session, re-seen and not listed since, was passed %d resources/list_changed", n)
+	}
+}
+
+// The UI resource of x_app, a tool a server adds after its sessions listed.
+const r45aXUI = "ui://x/app"
+
+// r45aPolicy is rnPolicy with report_app for users and x_app for xRoles.
+func r45aPolicy(t *testing.T, xRoles ...string) *policy.Policy {
+	t.Helper()
+	p, err := policy.New(policy.Config{Tools: []policy.ToolRule{
+		{Name: "echo", Class: policy.Read},
+		{Name: "report_app", Class: policy.Read, Roles: []string{"user"}},
+		{Name: "x_app", Class: policy.Read, Roles: xRoles},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// r45aAddX adds x_app, which names r45aXUI, to r's server.
+func r45aAddX(r *lcRig) {
+	r.srv.AddTool(&mcp.Tool{Name: "x_app", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Meta:        mcp.Meta{"ui": map[string]any{"resourceUri": r45aXUI}}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
+}
+
+// TestReview45aPolicyNoticeToolAdded: a SetPolicy after the server added a
+// tool (its tools/list_changed passed on, nothing listed since) judges the
+// sessions by the server's tools now: bob, who listed x_app's UI resource
+// before x_app named it, is told when the policy hides x_app from him, and
+// his next listing lacks the resource.
+func TestReview45aPolicyNoticeToolAdded(t *testing.T) {
+	spec := rnSpec()
+	spec.resources = append(spec.resources, mcp.Resource{URI: r45aXUI, Name: "x"})
+	r := newLCRig(t, "2025-11-25", r45aPolicy(t, "user"), spec)
+	s := r.connect(bob, lcListRes|lcListTools)
+	r45aAddX(r)
+	r.waitTools(s, 1) // x_app, which bob may see: the registry is stale now
+	r.setPolicy(r45aPolicy(t, "admin"))
+	r.waitRes(s, 1)
+	if got, want := s.uris(t), []string{"file:///plain.txt", rnUI}; !slices.Equal(got, want) {
+		t.Errorf("bob lists %v after being told, want %v", got, want)
+	}
+}
+
+// TestReview45aPolicyNoticeListingFails: a SetPolicy's check whose listing
+// fails (of the tools, which a tool added made it list, or of the
+// resources) tells the session nothing and logs why; the session keeps
+// its view, so a policy that shows it what it listed tells it nothing
+// either. The tools notices of that next policy, sent after the check
+// ended, bound the check.
+func TestReview45aPolicyNoticeListingFails(t *testing.T) {
+	for _, tc := range []struct{ method, msg string }{
+		{"tools/list", "mcpguard: resources/list_changed for a new policy not sent: listing the tools failed"},
+		{"resources/list", "mcpguard: resources/list_changed for a new policy not sent: listing the resources failed"},
+	} {
+		t.Run(strings.ReplaceAll(tc.method, "/", "_"), func(t *testing.T) {
+			g, log := &r45aGate{}, &r44bLog{}
+			spec := rnSpec()
+			spec.resources = append(spec.resources, mcp.Resource{URI: r45aXUI, Name: "x"})
+			spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+			pu := r45aPolicy(t, "user")
+			r := newR44bRig(t, pu, spec, log)
+			s := r.connect(bob, lcListRes|lcListTools)
+			r45aAddX(r)
+			r.waitTools(s, 1)
+			g.fail.Store(tc.method)
+			r.setPolicy(r45aPolicy(t, "admin"))
+			r.waitTools(s, 2) // x_app hidden
+			waitFor(t, func() bool { return log.logged(tc.msg) })
+			g.fail.Store("")
+			r.setPolicy(pu)
+			r.waitTools(s, 3) // x_app back
+			if n := r.w.resCount(s.ss); n != 0 {
+				t.Errorf("the session was sent %d resources/list_changed", n)
+			}
+		})
+	}
+}
+
+// TestReview45aPolicyNoticeListingBounded: the resources/list a SetPolicy's
+// check makes has 10 seconds: a server that never answers holds the check
+// (and the notices of every policy after it) no longer.
+func TestReview45aPolicyNoticeListingBounded(t *testing.T) {
+	g := &r45aGate{}
+	spec := rnSpec()
+	spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+	r := newLCRig(t, "2025-11-25", rnPolicy(t, "user"), spec)
+	s := r.connect(bob, lcListRes)
+	r.setPolicy(rnPolicy(t, "admin"))
+	r.waitRes(s, 1)
+	if left := time.Duration(g.left.Load()); left <= 5*time.Second || left > 10*time.Second {
+		t.Errorf("the check's resources/list had %v before its deadline, want 10s at most (and over 5s)", left)
 	}
 }
