@@ -22,9 +22,11 @@ import (
 // the gate and waits for it closed. A listing of the guard's own of the
 // method fail names fails.
 type r45aGate struct {
-	mu   sync.Mutex
-	gate chan chan struct{}
-	fail atomic.Value // string
+	mu      sync.Mutex
+	gate    chan chan struct{}
+	fail    atomic.Value // string
+	tools   atomic.Int64 // tools/list that reached the server
+	listens atomic.Int64 // subscriptions/listen that reached it
 	// left is how long the last resources/list of the guard's own had
 	// before its context's deadline (0: none).
 	left atomic.Int64
@@ -45,6 +47,12 @@ func (g *r45aGate) disarm() {
 
 func (g *r45aGate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			g.tools.Add(1)
+		case "subscriptions/listen":
+			g.listens.Add(1)
+		}
 		if f, _ := g.fail.Load().(string); f == method && mcpguard.FromContext(ctx) == nil {
 			return nil, errors.New("review45a: " + method + " is down")
 		}
@@ -346,5 +354,35 @@ func TestReview45aPolicyNoticeListingBounded(t *testing.T) {
 	r.waitRes(s, 1)
 	if left := time.Duration(g.left.Load()); left <= 5*time.Second || left > 10*time.Second {
 		t.Errorf("the check's resources/list had %v before its deadline, want 10s at most (and over 5s)", left)
+	}
+}
+
+// TestReview45aDiscoverTellsSubscriptions: the guard learns whether the
+// server takes subscriptions from a session's server/discover too, as
+// TestReview41cInitializeTellsSubscriptions shows it does from initialize:
+// a server that had no resources at Install and then gained some without
+// a SubscribeHandler says, to a client on the default protocol, that it
+// takes none, and the guard passes that client's subscription on without
+// listing the tools to find the UI resources the caller may not see.
+func TestReview45aDiscoverTellsSubscriptions(t *testing.T) {
+	g := &r45aGate{}
+	spec := rnSpec()
+	spec.resources = nil
+	spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+	r := newLCRig(t, "", rnPolicy(t, "user"), spec)
+	r.srv.AddResource(&rnPlainResource, r45aRead)
+	s := r.dial(bob, "", 0)
+	if caps := s.cs.InitializeResult().Capabilities; caps.Resources == nil || caps.Resources.Subscribe {
+		t.Fatalf("the server's capabilities: %+v, want resources without subscribe", caps.Resources)
+	}
+	before := g.tools.Load()
+	// On the default protocol a subscription is a subscriptions/listen,
+	// which the guard passes on after any listing it makes for it.
+	if err := s.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: rnUI}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return g.listens.Load() >= 1 })
+	if n := g.tools.Load() - before; n != 0 {
+		t.Errorf("%d tools/list below the guard for a subscription the server does not take, want 0", n)
 	}
 }
