@@ -115,3 +115,38 @@ func TestReview45bListRefusedWhateverFollows(t *testing.T) {
 		}
 	}
 }
+
+// TestReview45bNilListItemPassed: a nil item in a resources/templates/list
+// or prompts/list result (here appended by a middleware below the guard)
+// has nothing the caller's client could not read: the guard passes the
+// listing as the go-sdk sends it, a null item in it, and refuses nothing.
+func TestReview45bNilListItemPassed(t *testing.T) {
+	none := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil }
+	noPrompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return nil, nil }
+	h := newServerHarness(t, basePolicy(false), nil, func(s *mcp.Server) {
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "file:///a/{x}", Name: "a",
+			Annotations: &mcp.Annotations{Priority: 0.5}}, none)
+		s.AddPrompt(&mcp.Prompt{Name: "a"}, noPrompt)
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				res, err := next(ctx, method, req)
+				switch r := res.(type) {
+				case *mcp.ListResourceTemplatesResult:
+					r.ResourceTemplates = append(r.ResourceTemplates, nil)
+				case *mcp.ListPromptsResult:
+					r.Prompts = append(r.Prompts, nil)
+				}
+				return res, err
+			}
+		})
+	})
+	cs := h.connect(bob, clientOpts{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if res, err := cs.ListResourceTemplates(ctx, nil); err != nil || len(res.ResourceTemplates) != 2 || res.ResourceTemplates[1] != nil {
+		t.Errorf("resources/templates/list with a nil template: %v %s, want the listing, a null last", err, mustJSON(res))
+	}
+	if res, err := cs.ListPrompts(ctx, nil); err != nil || len(res.Prompts) != 2 || res.Prompts[1] != nil {
+		t.Errorf("prompts/list with a nil prompt: %v %s, want the listing, a null last", err, mustJSON(res))
+	}
+}
