@@ -234,6 +234,13 @@ type clientOpts struct {
 // connect opens a client session whose server side is bound to id (nil: no identity).
 func (h *harness) connect(id *mcpguard.Identity, co clientOpts) *mcp.ClientSession {
 	h.t.Helper()
+	cs, _ := h.connectBoth(id, co)
+	return cs
+}
+
+// connectBoth is connect, and returns the server side of the session too.
+func (h *harness) connectBoth(id *mcpguard.Identity, co clientOpts) (*mcp.ClientSession, *mcp.ServerSession) {
+	h.t.Helper()
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := h.srv.Connect(ctx, st, nil)
@@ -253,7 +260,7 @@ func (h *harness) connect(id *mcpguard.Identity, co clientOpts) *mcp.ClientSessi
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { cs.Close(); ss.Close() })
-	return cs
+	return cs, ss
 }
 
 // errorCode extracts the mcpguard error code of a tool-error result.

@@ -25,19 +25,7 @@ func TestReview45cVisibleToolChangeTold(t *testing.T) {
 	h.srv.AddTool(&mcp.Tool{Name: "lookup", Description: "v1", InputSchema: obj}, ok)
 
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := h.srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.auth.mu.Lock()
-	h.auth.ids[ss] = bob
-	h.auth.mu.Unlock()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Close() })
+	cs, ss := h.connectBoth(bob, clientOpts{version: "2025-11-25"})
 	if _, err := cs.ListTools(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
