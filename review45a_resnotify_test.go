@@ -89,12 +89,17 @@ func r45aNext(t *testing.T, gate chan chan struct{}, what string) chan struct{} 
 // the guard, and returns a channel that is sent to each time the guard is
 // done with a resources/list_changed of the server's to one of sessions.
 func r45aPassed(r *lcRig, sessions ...*mcp.ServerSession) chan struct{} {
+	return r45aPassedOf(r, "notifications/resources/list_changed", sessions...)
+}
+
+// r45aPassedOf is r45aPassed for the notification of the method notice.
+func r45aPassedOf(r *lcRig, notice string, sessions ...*mcp.ServerSession) chan struct{} {
 	passed := make(chan struct{}, len(sessions))
 	r.srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			if method == "notifications/resources/list_changed" && slices.Contains(sessions, ss) {
+			if method == notice && slices.Contains(sessions, ss) {
 				passed <- struct{}{}
 			}
 			return res, err
@@ -119,7 +124,7 @@ func r45aWait(t *testing.T, passed chan struct{}, n int) {
 		select {
 		case <-passed:
 		case <-time.After(5 * time.Second):
-			t.Fatal("the guard did not finish with the server's resources/list_changed")
+			t.Fatal("the guard did not finish with the server's list_changed notification")
 		}
 	}
 }
@@ -202,23 +207,37 @@ func TestReview45aSubscribedOnlyNotTold(t *testing.T) {
 // TestReview45aServerNoticeListingFails: a resources/list_changed of the
 // server's (a resource added) whose listing fails, of the tools or of the
 // resources, is not passed on, and the failure is logged: the guard cannot
-// tell whether the session's caller may see the change.
+// tell whether the session's caller may see the change. So for a
+// tools/list_changed (a tool added) whose tools listing fails.
 func TestReview45aServerNoticeListingFails(t *testing.T) {
-	for _, tc := range []struct{ method, msg string }{
-		{"tools/list", "mcpguard: resources/list_changed not passed on: listing the tools failed"},
-		{"resources/list", "mcpguard: resources/list_changed not passed on: listing the resources failed"},
+	for _, tc := range []struct {
+		name, method, msg string
+		tools             bool // the notice is the server's tools/list_changed
+	}{
+		{"tools_list", "tools/list", "mcpguard: resources/list_changed not passed on: listing the tools failed", false},
+		{"resources_list", "resources/list", "mcpguard: resources/list_changed not passed on: listing the resources failed", false},
+		{"tools_notice", "tools/list", "mcpguard: tools/list_changed not passed on: listing the tools failed", true},
 	} {
-		t.Run(strings.ReplaceAll(tc.method, "/", "_"), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			g, log := &r45aGate{}, &r44bLog{}
 			spec := rnSpec()
 			spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
 			r := newR44bRig(t, rnPolicy(t, "user"), spec, log)
-			s := r.connect(bob, lcListRes)
-			passed := r45aPassed(r, s.ss)
+			lists, notice, count := lcListRes, "notifications/resources/list_changed", r.w.resCount
+			if tc.tools {
+				lists, notice, count = lcListTools, "notifications/tools/list_changed", r.w.toolsCount
+			}
+			s := r.connect(bob, lists)
+			passed := r45aPassedOf(r, notice, s.ss)
 			g.fail.Store(tc.method)
-			r.srv.AddResource(&mcp.Resource{URI: "file:///new.txt", Name: "new"}, r45aRead)
+			if tc.tools {
+				r.srv.AddTool(&mcp.Tool{Name: "added", InputSchema: json.RawMessage(`{"type":"object"}`)},
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+			} else {
+				r.srv.AddResource(&mcp.Resource{URI: "file:///new.txt", Name: "new"}, r45aRead)
+			}
 			r45aWait(t, passed, 1)
-			if n := r.w.resCount(s.ss); n != 0 {
+			if n := count(s.ss); n != 0 {
 				t.Errorf("the server's notification was passed on %d times", n)
 			}
 			if !log.logged(tc.msg) {
