@@ -20,7 +20,7 @@ import (
 // resource the server does not have with mcp.ResourceNotFoundError, as the
 // go-sdk advises a resource's handler to (and the guard's documentation a
 // SubscribeHandler). unsub, if set, hears each URI unsubscribed from.
-func review26Server(withAdmin bool, unsub func(string)) *mcp.Server {
+func review26Server(withAdmin bool, unsub func(context.Context, *mcp.UnsubscribeRequest)) *mcp.Server {
 	have := map[string]bool{}
 	sopts := &mcp.ServerOptions{
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
@@ -31,7 +31,7 @@ func review26Server(withAdmin bool, unsub func(string)) *mcp.Server {
 		},
 		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 			if unsub != nil {
-				unsub(req.Params.URI)
+				unsub(ctx, req)
 			}
 			if !have[req.Params.URI] {
 				return mcp.ResourceNotFoundError(req.Params.URI)
@@ -255,9 +255,9 @@ func TestReview26HiddenUIResourceUnsubscribe(t *testing.T) {
 	// answered as for an absent resource, and the subscription ends.
 	var mu sync.Mutex
 	var heard []string
-	h := review26Guard(t, review26Server(true, func(uri string) {
+	h := review26Guard(t, review26Server(true, func(_ context.Context, req *mcp.UnsubscribeRequest) {
 		mu.Lock()
-		heard = append(heard, uri)
+		heard = append(heard, req.Params.URI)
 		mu.Unlock()
 	}))
 	r := review26Connect(t, h, alice, true)

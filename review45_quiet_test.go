@@ -1,0 +1,62 @@
+package mcpguard_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestReview45HiddenUnsubscribeSendsNothing: the guard passes a caller's
+// resources/unsubscribe from a UI resource it may no longer see to the
+// UnsubscribeHandler first with the resource's own URI, its answer
+// dropped, so that the subscription ends. What the handler sends the
+// client on that way is not sent: a notification is dropped (a progress
+// notification naming the resource would tell it from an absent one), and
+// a request to the client fails without reaching it.
+func TestReview45HiddenUnsubscribeSendsNothing(t *testing.T) {
+	var mu sync.Mutex
+	var rootsErr []error // the handler's roots requests' errors, on the resource's own URI
+	h := review26Guard(t, review26Server(true, func(ctx context.Context, req *mcp.UnsubscribeRequest) {
+		if req.Params.URI != uiAdmin {
+			return // asked as for an absent resource (see asAbsent)
+		}
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "t", Message: req.Params.URI})
+		_, err := req.Session.ListRoots(ctx, nil)
+		mu.Lock()
+		rootsErr = append(rootsErr, err)
+		mu.Unlock()
+	}))
+	r := review26Connect(t, h, alice, true)
+	if _, werr := r.call("resources/subscribe", `{"uri":`+review26Q(uiAdmin)+`}`); werr != nil {
+		t.Fatalf("alice subscribing: %v", werr)
+	}
+	h.auth.mu.Lock()
+	for ss, id := range h.auth.ids {
+		if id == alice {
+			h.auth.ids[ss] = &mcpguard.Identity{Principal: &policy.Principal{Subject: "alice", Roles: []string{"user"}}}
+		}
+	}
+	h.auth.mu.Unlock()
+	if _, werr := r.call("resources/unsubscribe", `{"uri":`+review26Q(uiAdmin)+`}`); werr == nil || werr.Message != "Resource not found" {
+		t.Errorf("alice, no longer admin, unsubscribing: %v; want the not-found error", werr)
+	}
+	// A ping after it: whatever the handler sent came before its answer.
+	if _, werr := r.call("ping", `{}`); werr != nil {
+		t.Fatalf("ping: %v", werr)
+	}
+	for _, m := range []string{"notifications/progress", "roots/list"} {
+		if slices.Contains(r.skipped, m) {
+			t.Errorf("the client was sent %s by the handler of a hidden resource's unsubscribe (got %q)", m, r.skipped)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(rootsErr) != 1 || rootsErr[0] == nil {
+		t.Errorf("the handler's roots requests returned %v; want one error", rootsErr)
+	}
+}
