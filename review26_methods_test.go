@@ -260,6 +260,19 @@ func TestReview26HiddenUIResourceUnsubscribe(t *testing.T) {
 		heard = append(heard, req.Params.URI)
 		mu.Unlock()
 	}))
+	review26DemotedUnsubscribe(t, h)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(heard, uiAdmin) {
+		t.Errorf("the UnsubscribeHandler heard %q; want %s (the subscription is to end)", heard, uiAdmin)
+	}
+}
+
+// review26DemotedUnsubscribe has alice, on a session of h, subscribe to
+// uiAdmin, lose the admin role, and unsubscribe: she is answered as for an
+// absent resource. It returns her session.
+func review26DemotedUnsubscribe(t *testing.T, h *harness) *review21Raw {
+	t.Helper()
 	r := review26Connect(t, h, alice, true)
 	if _, werr := r.call("resources/subscribe", `{"uri":`+review26Q(uiAdmin)+`}`); werr != nil {
 		t.Fatalf("alice subscribing: %v", werr)
@@ -274,9 +287,5 @@ func TestReview26HiddenUIResourceUnsubscribe(t *testing.T) {
 	if _, werr := r.call("resources/unsubscribe", `{"uri":`+review26Q(uiAdmin)+`}`); werr == nil || werr.Message != "Resource not found" {
 		t.Errorf("alice, no longer admin, unsubscribing: %v; want the not-found error", werr)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Contains(heard, uiAdmin) {
-		t.Errorf("the UnsubscribeHandler heard %q; want %s (the subscription is to end)", heard, uiAdmin)
-	}
+	return r
 }
