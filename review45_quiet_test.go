@@ -33,6 +33,7 @@ func TestReview45HiddenUnsubscribeSendsNothing(t *testing.T) {
 			return
 		}
 		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "t", Message: req.Params.URI})
+		//lint:ignore SA1019 a request to the client, deprecated or not
 		_, err := req.Session.ListRoots(ctx, nil)
 		mu.Lock()
 		rootsErr = append(rootsErr, err)
