@@ -73,6 +73,14 @@ func (g *r45aGate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// r45aGated returns a gate and rnSpec with the gate's middleware added to
+// the server before Install.
+func r45aGated() (*r45aGate, lcSpec) {
+	g, spec := &r45aGate{}, rnSpec()
+	spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+	return g, spec
+}
+
 // r45aNext waits for the next listing gate holds.
 func r45aNext(t *testing.T, gate chan chan struct{}, what string) chan struct{} {
 	t.Helper()
@@ -142,9 +150,7 @@ func TestReview45aServerNoticeOvertakenByPolicy(t *testing.T) {
 	for _, v := range protocolVersions {
 		t.Run(versionName(v), func(t *testing.T) {
 			pu, pa := rnPolicy(t, "user"), rnPolicy(t, "admin")
-			g := &r45aGate{}
-			spec := rnSpec()
-			spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+			g, spec := r45aGated()
 			r := newLCRig(t, v, pu, spec)
 			s := r.connect(bob, lcListRes)
 			passed := r45aPassed(r, s.ss)
@@ -219,9 +225,8 @@ func TestReview45aServerNoticeListingFails(t *testing.T) {
 		{"tools_notice", "tools/list", "mcpguard: tools/list_changed not passed on: listing the tools failed", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, log := &r45aGate{}, &r44bLog{}
-			spec := rnSpec()
-			spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+			g, spec := r45aGated()
+			log := &r44bLog{}
 			r := newR44bRig(t, rnPolicy(t, "user"), spec, log)
 			lists, notice, count := lcListRes, "notifications/resources/list_changed", r.w.resCount
 			if tc.tools {
@@ -253,9 +258,7 @@ func TestReview45aServerNoticeListingFails(t *testing.T) {
 // without listing, has no listing to refresh when the guard is done: the
 // notification is not passed on to it.
 func TestReview45aSessionReseenDuringNotice(t *testing.T) {
-	g := &r45aGate{}
-	spec := rnSpec()
-	spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+	g, spec := r45aGated()
 	r := newLCRig(t, "2025-11-25", rnPolicy(t, "user"), spec)
 	s := r.connect(bob, lcListRes)
 	passed := r45aPassed(r, s.ss)
@@ -337,10 +340,9 @@ func TestReview45aPolicyNoticeListingFails(t *testing.T) {
 		{"resources/list", "mcpguard: resources/list_changed for a new policy not sent: listing the resources failed"},
 	} {
 		t.Run(strings.ReplaceAll(tc.method, "/", "_"), func(t *testing.T) {
-			g, log := &r45aGate{}, &r44bLog{}
-			spec := rnSpec()
+			g, spec := r45aGated()
+			log := &r44bLog{}
 			spec.resources = append(spec.resources, mcp.Resource{URI: r45aXUI, Name: "x"})
-			spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
 			pu := r45aPolicy(t, "user")
 			r := newR44bRig(t, pu, spec, log)
 			s := r.connect(bob, lcListRes|lcListTools)
@@ -364,9 +366,7 @@ func TestReview45aPolicyNoticeListingFails(t *testing.T) {
 // check makes has 10 seconds: a server that never answers holds the check
 // (and the notices of every policy after it) no longer.
 func TestReview45aPolicyNoticeListingBounded(t *testing.T) {
-	g := &r45aGate{}
-	spec := rnSpec()
-	spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
+	g, spec := r45aGated()
 	r := newLCRig(t, "2025-11-25", rnPolicy(t, "user"), spec)
 	s := r.connect(bob, lcListRes)
 	r.setPolicy(rnPolicy(t, "admin"))
@@ -384,10 +384,8 @@ func TestReview45aPolicyNoticeListingBounded(t *testing.T) {
 // takes none, and the guard passes that client's subscription on without
 // listing the tools to find the UI resources the caller may not see.
 func TestReview45aDiscoverTellsSubscriptions(t *testing.T) {
-	g := &r45aGate{}
-	spec := rnSpec()
+	g, spec := r45aGated()
 	spec.resources = nil
-	spec.setup = func(srv *mcp.Server) { srv.AddReceivingMiddleware(g.middleware) }
 	r := newLCRig(t, "", rnPolicy(t, "user"), spec)
 	r.srv.AddResource(&rnPlainResource, r45aRead)
 	s := r.dial(bob, "", 0)
