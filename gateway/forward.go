@@ -343,20 +343,25 @@ func (g *writeGuard) watch() (stop func()) {
 func (c *upstreamCall) mark() int64 { return int64(time.Since(c.origin)) + 1 }
 
 // expire runs when the timer fires: it cancels the call if the current wait
-// has lasted the timeout, else re-arms for the rest.
+// has lasted the timeout, checks the writes of its answer (c.out) and
+// re-arms for the next of the two. It re-arms after a cancel too, until
+// the call is closed: a read that the cancel did not reach (data already
+// buffered, a Transport that does not heed its context) may still hand
+// the answer a piece to write, and that write is bounded only while the
+// timer checks it.
 func (c *upstreamCall) expire() {
 	if c.closed.Load() {
 		return
 	}
 	next := c.timeout
-	if s := c.waitSince.Load(); s != 0 {
+	if s := c.waitSince.Load(); s != 0 && !c.timedOut.Load() {
 		waited := time.Duration(c.mark() - s)
 		if waited >= c.timeout {
 			c.timedOut.Store(true)
 			c.cancel(errTimeout)
-			return
+		} else {
+			next = c.timeout - waited
 		}
-		next = c.timeout - waited
 	}
 	next = min(next, c.out.check())
 	t := c.timer.Load()
@@ -806,11 +811,14 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 		w.Header()["Content-Length"] = []string{strconv.FormatInt(c.resp.ContentLength, 10)}
 	}
 	w.WriteHeader(c.resp.StatusCode)
+	c.out.w = w
 	if sse {
 		// The header at once: a client may wait for it (the go-sdk's
 		// Connect waits for its GET stream's), and the first event may be
-		// long in coming.
-		http.NewResponseController(w).Flush()
+		// long in coming. Guarded as the body's writes: a client that
+		// stopped reading a previous answer on its connection may hold
+		// this one too.
+		c.out.flush(http.NewResponseController(w))
 	}
 	// A GET stream, and a subscriptions/listen one, may be silent for
 	// long: no timeout once their header has come.
@@ -819,7 +827,6 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	if !stream {
 		rd = c
 	}
-	c.out.w = w
 	n, last, gone, err := g.copyBody(r.Context(), &c.out, rd, sse, r.Method == http.MethodPost && !listen)
 	if err == nil && sse && last != '\n' && last != '\r' {
 		// A body delimited by the connection's close has no framing to
@@ -851,7 +858,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 		g.logRelayed(r.Context(), cid, c.resp.StatusCode, n, sse, gone, start, err)
 	}
 	if err != nil && !gone {
-		abortCut(w, r)
+		abortCut(&c.out, r)
 	}
 }
 
@@ -910,7 +917,7 @@ func (g *Gateway) logRelayed(ctx context.Context, cid string, status int, n int6
 // dispatches the cut line, fails to decode it and fails its session).
 var errEndedInLine = errors.New("gateway: downstream event stream ended inside a line")
 
-// abortCut ends w, the response to r whose header is written, as cut
+// abortCut ends out.w, the response to r whose header is written, as cut
 // short when the downstream's answer failed before its end (its
 // connection broke, a bad chunk, a silence past the timeout, an event the
 // gateway refuses, an event stream ended inside a line) and r's client is
@@ -921,9 +928,12 @@ var errEndedInLine = errors.New("gateway: downstream event stream ended inside a
 // cleanly. A client then reads an error, not a complete answer; a go-sdk
 // client that read a clean end after a cut line would dispatch the cut
 // event, fail to decode it and fail its whole session.
-func abortCut(w http.ResponseWriter, r *http.Request) {
+//
+// The flush goes through out, the guard of the response's writes: a
+// client that stopped reading would hold it for good otherwise.
+func abortCut(out *writeGuard, r *http.Request) {
 	if r.Context().Err() == nil {
-		http.NewResponseController(w).Flush()
+		out.flush(http.NewResponseController(out.w))
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -59,7 +59,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pol *p
 		g.log.Info("upstream", "cid", cid, "status", c.resp.StatusCode, "sse", true, "filtered", true,
 			"ms", float64(g.now().Sub(start).Microseconds())/1000, "err", errString(err))
 		if err != nil {
-			abortCut(w, r)
+			abortCut(&c.out, r)
 		}
 		return
 	}

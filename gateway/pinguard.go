@@ -152,7 +152,7 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 	g.log.Info("upstream", "cid", l.cid, "status", c.resp.StatusCode, "sse", true, "checked", true,
 		"ms", float64(g.now().Sub(l.start).Microseconds())/1000, "err", errString(err))
 	if err != nil {
-		abortCut(w, r)
+		abortCut(&c.out, r)
 	}
 }
 
