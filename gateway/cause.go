@@ -111,11 +111,19 @@ func (e *malformedError) Unwrap() error { return e.err }
 // net/http, as a malformedError unless it is the connection's (a net.Error,
 // an end of file) or errHeaderTooLarge.
 func asMalformed(err error) error {
-	var ne net.Error
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) || errors.Is(err, errHeaderTooLarge) {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isNetError(err) || errors.Is(err, errHeaderTooLarge) {
 		return err
 	}
 	return &malformedError{err}
+}
+
+// isNetError reports whether err is or wraps a net.Error. It is a function
+// of its own so that its target, which escapes to errors.As, is allocated
+// only when there is an error to look at: [asMalformed] runs on every read
+// of an answer's body, most of which succeed.
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // tlsClosedError is the error of a new TLS connection the downstream closed

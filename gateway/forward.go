@@ -675,11 +675,9 @@ func (g *Gateway) outboundRequest(ctx context.Context, method, query string, hea
 		}
 		u = &uq
 	}
-	out := &http.Request{
-		Method: method, URL: u, Header: header, Host: u.Host,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-	}
-	out = out.WithContext(ctx)
+	// One allocation, not two: WithContext copies a request made once.
+	out := blankRequest.WithContext(ctx)
+	out.Method, out.URL, out.Header, out.Host = method, u, header, u.Host
 	if body != nil {
 		if !g.ownClient {
 			// body is a pooled buffer, given back when the handler
@@ -695,6 +693,10 @@ func (g *Gateway) outboundRequest(ctx context.Context, method, query string, hea
 	}
 	return out
 }
+
+// blankRequest is the request [Gateway.outboundRequest] copies; never
+// written.
+var blankRequest = &http.Request{Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 
 // escapeQuery returns q, a client's query, with the bytes a request line
 // cannot hold percent-encoded: controls, spaces, DEL, bytes from 0x80 up

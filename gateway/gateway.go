@@ -864,8 +864,9 @@ func (g *Gateway) readBody(r *http.Request) (*bytes.Buffer, *rpcError) {
 // declare and never send; and never past the declared length (nor
 // g.maxBody), so that a body costs its length, not up to twice it
 // (bytes.Buffer.ReadFrom doubles a full buffer before it sees the end).
-func (g *Gateway) fill(buf *bytes.Buffer, src io.Reader, declared int64) error {
-	src = io.LimitReader(src, g.maxBody+1)
+func (g *Gateway) fill(buf *bytes.Buffer, body io.Reader, declared int64) error {
+	// A LimitedReader on the stack: io.LimitReader's would be allocated.
+	src := io.LimitedReader{R: body, N: g.maxBody + 1}
 	for {
 		if buf.Available() == 0 {
 			// Full: read a byte more before growing, as a body of its

@@ -725,7 +725,13 @@ func writeRequest(bw *bufio.Writer, req *http.Request, body io.ReadCloser) (err 
 	if body != nil {
 		if n > 0 {
 			var k int64
-			k, err = io.Copy(bw, io.LimitReader(body, n))
+			if br, ok := body.(*bodyReader); ok && int64(br.Len()) == n {
+				// The gateway's body, in memory: written as it is,
+				// without a LimitReader (an allocation).
+				k, err = br.WriteTo(bw)
+			} else {
+				k, err = io.Copy(bw, io.LimitReader(body, n))
+			}
 			if err == nil && k != n {
 				err = fmt.Errorf("gateway: request body has %d bytes, Content-Length %d", k, n)
 			}
