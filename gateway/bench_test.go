@@ -98,6 +98,8 @@ type result struct {
 	n    int
 	d    time.Duration
 	cpu  time.Duration // this process's CPU time (user and system)
+	sys  time.Duration // the part of cpu in system mode
+	csw  int64         // the process's context switches
 	lats []time.Duration
 	// gcs and alloc are the garbage collections and the bytes allocated
 	// in the process (every party: the downstream's most of them).
@@ -109,6 +111,8 @@ func (r *result) add(o result) {
 	r.n += o.n
 	r.d += o.d
 	r.cpu += o.cpu
+	r.sys += o.sys
+	r.csw += o.csw
 	r.lats = append(r.lats, o.lats...)
 	r.gcs += o.gcs
 	r.alloc += o.alloc
@@ -119,6 +123,13 @@ func (r *result) gcPerKop() float64 { return float64(r.gcs) * 1000 / float64(r.n
 
 // kbPerOp is the kilobytes the process allocated per request.
 func (r *result) kbPerOp() float64 { return float64(r.alloc) / 1024 / float64(r.n) }
+
+// sysPerOp is the process's CPU time in system mode per request, in
+// microseconds.
+func (r *result) sysPerOp() float64 { return float64(r.sys.Microseconds()) / float64(r.n) }
+
+// cswPerOp is the process's context switches per request.
+func (r *result) cswPerOp() float64 { return float64(r.csw) / float64(r.n) }
 
 // cpuPerOp is the process's CPU time per request, in microseconds.
 func (r *result) cpuPerOp() float64 { return float64(r.cpu.Microseconds()) / float64(r.n) }
@@ -144,7 +155,8 @@ func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) 
 	var failed atomic.Value
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	start, cpu0 := time.Now(), processCPU()
+	u0, s0, csw0 := processUsage()
+	start := time.Now()
 	for range clients {
 		wg.Add(1)
 		go func() {
@@ -181,9 +193,10 @@ func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) 
 	if f := failed.Load(); f != nil {
 		b.Fatalf("%s: %v", url, f)
 	}
-	d, cpu := time.Since(start), processCPU()-cpu0
+	d := time.Since(start)
+	u1, s1, csw1 := processUsage()
 	runtime.ReadMemStats(&ms1)
-	return result{n: n, d: d, cpu: cpu, lats: lats, gcs: ms1.NumGC - ms0.NumGC, alloc: ms1.TotalAlloc - ms0.TotalAlloc}
+	return result{n: n, d: d, cpu: u1 + s1 - u0 - s0, sys: s1 - s0, csw: csw1 - csw0, lats: lats, gcs: ms1.NumGC - ms0.NumGC, alloc: ms1.TotalAlloc - ms0.TotalAlloc}
 }
 
 // labelled runs start with the pprof label party=name, which the goroutines

@@ -10,9 +10,16 @@ import (
 // processCPU is the CPU time (user and system) this process has used so
 // far.
 func processCPU() time.Duration {
+	u, s, _ := processUsage()
+	return u + s
+}
+
+// processUsage is the CPU time this process has used so far in user and
+// in system mode, and its context switches (voluntary and not).
+func processUsage() (user, sys time.Duration, switches int64) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
+		return 0, 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano()), int64(ru.Nvcsw + ru.Nivcsw)
 }

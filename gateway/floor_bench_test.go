@@ -120,6 +120,12 @@ func BenchmarkGatewayFloor(b *testing.B) {
 		b.ReportMetric(direct.cpuPerOp(), "direct_cpu_µs/op")
 		b.ReportMetric(fl.cpuPerOp()-direct.cpuPerOp(), "floor_added_cpu_µs/op")
 		b.ReportMetric(via.cpuPerOp()-fl.cpuPerOp(), "gw_over_floor_cpu_µs/op")
+		// The same split by mode: system (the kernel's share: system
+		// calls, the loopback's TCP, waking threads) and user.
+		b.ReportMetric(fl.sysPerOp()-direct.sysPerOp(), "floor_added_sys_µs/op")
+		b.ReportMetric(via.sysPerOp()-fl.sysPerOp(), "gw_over_floor_sys_µs/op")
+		b.ReportMetric(fl.cswPerOp()-direct.cswPerOp(), "floor_added_switches/op")
+		b.ReportMetric(via.cswPerOp()-fl.cswPerOp(), "gw_over_floor_switches/op")
 		b.ReportMetric(0, "ns/op")
 	})
 }
