@@ -75,16 +75,19 @@ func (p *floorProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// BenchmarkGatewayFloor is BenchmarkGateway at 32 clients with a third
-// path: floorProxy, a proxy that does nothing but forward, on the same
-// server (net/http's) and the same upstream client as the gateway. What
-// the floor costs over direct is what any proxy built so costs in this
+// BenchmarkGatewayFloor is BenchmarkGateway at 32 clients with two more
+// paths. floor is floorProxy, a proxy that does nothing but forward, on the
+// same server (net/http's) and the same upstream client as the gateway:
+// what it costs over direct is what any proxy built so costs in this
 // setting (a second loopback hop, net/http's server, the client); what the
 // gateway costs over the floor is its own work (authentication, envelope
 // scan, policy, header rewrite, the call's timer, the write guard, two
-// decision-log lines) as this process runs it: beside a downstream that
-// keeps the garbage collector busy, several times what BenchmarkServeHTTP
-// measures alone. The three paths run in rounds whose order rotates.
+// decision-log lines) as this process runs it, beside a downstream that
+// keeps the garbage collector busy: more than BenchmarkServeHTTP measures
+// alone. gwquiet is the gateway with a logger that drops every line
+// unformatted (slog.DiscardHandler): gw less gwquiet is what its two
+// decision-log lines per call cost here. The paths run in rounds whose
+// order rotates.
 //
 //	go test ./gateway -run '^$' -bench BenchmarkGatewayFloor -benchtime 12000x -count 6
 func BenchmarkGatewayFloor(b *testing.B) {
@@ -94,6 +97,14 @@ func BenchmarkGatewayFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	gw := labelled("gw", func() string { return newBenchServer(b, g) })
+	// The same gateway with its log lines dropped before they are
+	// formatted (slog.DiscardHandler): what the two decision-log lines
+	// of every forwarded call cost in this setting.
+	gq, err := New(down+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	quiet := labelled("gwquiet", func() string { return newBenchServer(b, gq) })
 	floor := labelled("floor", func() string { return newBenchServer(b, newFloorProxy(b, down+"/mcp")) })
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
 	client := &http.Client{Transport: NewTransport()}
@@ -101,13 +112,14 @@ func BenchmarkGatewayFloor(b *testing.B) {
 	b.Run("clients=32", func(b *testing.B) {
 		defer pprof.SetGoroutineLabels(context.Background())
 		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("party", "client")))
-		var direct, via, fl result
-		const rounds = 9
+		var direct, via, fl, vq result
+		const rounds = 8
 		n := b.N/rounds + 1
 		paths := []func(){
 			func() { direct.add(load(b, client, down+"/mcp", "", body, clients, n)) },
 			func() { via.add(load(b, client, gw+"/mcp", "Bearer viewer-token", body, clients, n)) },
 			func() { fl.add(load(b, client, floor+"/mcp", "Bearer viewer-token", body, clients, n)) },
+			func() { vq.add(load(b, client, quiet+"/mcp", "Bearer viewer-token", body, clients, n)) },
 		}
 		for round := range rounds {
 			for i := range paths {
@@ -120,6 +132,8 @@ func BenchmarkGatewayFloor(b *testing.B) {
 		b.ReportMetric(direct.cpuPerOp(), "direct_cpu_µs/op")
 		b.ReportMetric(fl.cpuPerOp()-direct.cpuPerOp(), "floor_added_cpu_µs/op")
 		b.ReportMetric(via.cpuPerOp()-fl.cpuPerOp(), "gw_over_floor_cpu_µs/op")
+		b.ReportMetric(vq.opsPerSec()/direct.opsPerSec(), "gwquiet/direct")
+		b.ReportMetric(via.cpuPerOp()-vq.cpuPerOp(), "gw_log_cpu_µs/op")
 		// The same split by mode: system (the kernel's share: system
 		// calls, the loopback's TCP, waking threads) and user.
 		b.ReportMetric(fl.sysPerOp()-direct.sysPerOp(), "floor_added_sys_µs/op")
