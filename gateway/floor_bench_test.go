@@ -132,6 +132,12 @@ func BenchmarkGatewayFloor(b *testing.B) {
 		b.ReportMetric(direct.cpuPerOp(), "direct_cpu_µs/op")
 		b.ReportMetric(fl.cpuPerOp()-direct.cpuPerOp(), "floor_added_cpu_µs/op")
 		b.ReportMetric(via.cpuPerOp()-fl.cpuPerOp(), "gw_over_floor_cpu_µs/op")
+		// The collections per thousand calls, each path's: in this process
+		// they are the downstream's, paced by the heap all paths hold.
+		b.ReportMetric(direct.gcPerKop(), "direct_gc/kop")
+		b.ReportMetric(fl.gcPerKop(), "floor_gc/kop")
+		b.ReportMetric(via.gcPerKop(), "gw_gc/kop")
+		b.ReportMetric(vq.gcPerKop(), "gwquiet_gc/kop")
 		b.ReportMetric(vq.opsPerSec()/direct.opsPerSec(), "gwquiet/direct")
 		b.ReportMetric(via.cpuPerOp()-vq.cpuPerOp(), "gw_log_cpu_µs/op")
 		// The same split by mode: system (the kernel's share: system
