@@ -4,9 +4,6 @@ package gateway
 
 import "time"
 
-// processCPU is 0 where getrusage is not available: the benchmarks'
+// processUsage is 0 where getrusage is not available: the benchmarks'
 // CPU figures are then 0.
-func processCPU() time.Duration { return 0 }
-
-// processUsage is 0 where getrusage is not available.
 func processUsage() (user, sys time.Duration, switches int64) { return 0, 0, 0 }

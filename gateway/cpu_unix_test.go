@@ -7,13 +7,6 @@ import (
 	"time"
 )
 
-// processCPU is the CPU time (user and system) this process has used so
-// far.
-func processCPU() time.Duration {
-	u, s, _ := processUsage()
-	return u + s
-}
-
 // processUsage is the CPU time this process has used so far in user and
 // in system mode, and its context switches (voluntary and not).
 func processUsage() (user, sys time.Duration, switches int64) {
