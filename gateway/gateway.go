@@ -857,7 +857,7 @@ func (g *Gateway) readBody(r *http.Request) (*bytes.Buffer, *rpcError) {
 	return buf, nil
 }
 
-// fill reads src, a body of the declared length (or -1), into buf until
+// fill reads body, a body of the declared length (or -1), into buf until
 // its end, or until it has read more than g.maxBody bytes (errBodyTooLarge,
 // or buf holds them). buf grows with what arrives, 64 KiB ahead (doubling
 // past that), not to the declared length first, which a client could
