@@ -46,10 +46,11 @@ func TestRedirectNeverRelayed(t *testing.T) {
 // TestUnderscoreHeadersNotForwarded: a client header whose name has an
 // underscore is not forwarded (nginx's default, underscores_in_headers
 // off): CGI and WSGI servers read Content_Encoding as Content-Encoding,
-// which the gateway checked under its real name only.
+// which the gateway checked under its real name only. An underscore first
+// in the name counts too.
 func TestUnderscoreHeadersNotForwarded(t *testing.T) {
 	rg := newRig(t, nil)
-	if r := rg.post(t, viewer, call(`1`, "get_customer_record", `{}`), "Content_Encoding", "gzip", "X_Trace", "a", "X-Trace", "b"); r.status != 200 {
+	if r := rg.post(t, viewer, call(`1`, "get_customer_record", `{}`), "Content_Encoding", "gzip", "X_Trace", "a", "X-Trace", "b", "_Lead", "c"); r.status != 200 {
 		t.Fatalf("status %d %s", r.status, r.body)
 	}
 	log := rg.down.log()
