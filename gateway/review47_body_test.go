@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpguard/mcpguard/policy"
 )
 
 // TestReview47WriteRequestMemoryBody pins writeRequest on the gateway's own
@@ -51,5 +53,24 @@ func TestReview47WriteRequestMemoryBody(t *testing.T) {
 				t.Errorf("writeRequest(length %d, %d bytes) wrote (-want +got):\n%s", tc.length, len(tc.body), diff)
 			}
 		})
+	}
+}
+
+// TestReview47OutboundHeaderValuesApart pins what outboundHeader's comment
+// promises of the four values it sets from one array: each is capped at its
+// own length, so that a RoundTripper that appends to one (a value more for
+// Accept-Encoding, say) cannot overwrite the next, the subject, role or
+// request id the downstream trusts.
+func TestReview47OutboundHeaderValuesApart(t *testing.T) {
+	pr := &policy.Principal{Subject: "alice", Roles: []string{"viewer", "auditor"}}
+	out := outboundHeader(http.Header{"Content-Type": {"application/json"}}, pr, "cid-1")
+	want := map[string]string{"Accept-Encoding": "identity", HeaderSubject: "alice", HeaderRole: "viewer,auditor", HeaderRequestID: "cid-1"}
+	for k := range want {
+		_ = append(out[k], "appended by "+k)
+	}
+	for k, v := range want {
+		if got := out[k]; len(got) != 1 || got[0] != v {
+			t.Errorf("%s = %q after appends to each value, want [%q]", k, got, v)
+		}
 	}
 }
