@@ -248,17 +248,23 @@ func BenchmarkServeHTTP(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req, _ := http.NewRequest(http.MethodPost, "http://gw/mcp", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer viewer-token")
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			w := &discardWriter{h: http.Header{}}
-			g.ServeHTTP(w, req)
-			if w.status != http.StatusOK {
-				b.Fatalf("status %d", w.status)
+			if status := benchServe(g, body); status != http.StatusOK {
+				b.Fatalf("status %d", status)
 			}
 		}
 	})
+}
+
+// benchServe serves one viewer's POST of body to g, as a client with the
+// usual headers sends it, and returns the status answered.
+func benchServe(g *Gateway, body string) int {
+	req, _ := http.NewRequest(http.MethodPost, "http://gw/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer viewer-token")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	w := &discardWriter{h: http.Header{}}
+	g.ServeHTTP(w, req)
+	return w.status
 }
 
 // BenchmarkServeHTTPLog is BenchmarkServeHTTP on one goroutine, with its
@@ -278,14 +284,8 @@ func BenchmarkServeHTTPLog(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				req, _ := http.NewRequest(http.MethodPost, "http://gw/mcp", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer viewer-token")
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				w := &discardWriter{h: http.Header{}}
-				g.ServeHTTP(w, req)
-				if w.status != http.StatusOK {
-					b.Fatalf("status %d", w.status)
+				if status := benchServe(g, body); status != http.StatusOK {
+					b.Fatalf("status %d", status)
 				}
 			}
 		})
