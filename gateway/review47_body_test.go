@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -72,5 +75,41 @@ func TestReview47OutboundHeaderValuesApart(t *testing.T) {
 		if got := out[k]; len(got) != 1 || got[0] != v {
 			t.Errorf("%s = %q after appends to each value, want [%q]", k, got, v)
 		}
+	}
+}
+
+// TestReview47StreamLastByteAlone checks the end of a relayed event stream
+// when its last read hands the gateway one byte alone: that byte is the
+// stream's last, and decides whether it ended inside a line (cut short, a
+// read error for the client) or at a line's end (a clean end).
+func TestReview47StreamLastByteAlone(t *testing.T) {
+	const event = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n"
+	for _, tc := range []struct {
+		name   string
+		pieces []string
+		cut    bool
+	}{
+		{"inside_a_line", []string{event, "d"}, true},
+		{"at_a_line_end", []string{event + "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", "\n"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				io.Copy(io.Discard, r.Body)
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+					Body: &pieceBody{pieces: slices.Clone(tc.pieces), end: io.EOF}}, nil
+			})
+			g, err := New("http://127.0.0.1:1/mcp", DemoTokens(), &Options{Logger: discardLogger(), Timeout: 2 * time.Second, Transport: rt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := newServer(t, g)
+			status, got, err := readAnswer(t, gw.URL+"/mcp", http.MethodPost, call(`1`, "echo", ""))
+			switch {
+			case tc.cut && err == nil:
+				t.Errorf("a stream ended inside a line read as complete: %d %q", status, got)
+			case !tc.cut && err != nil:
+				t.Errorf("a complete stream read with error %v: %d %q", err, status, got)
+			}
+		})
 	}
 }
