@@ -3,8 +3,10 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,9 +81,9 @@ func TestReview47OutboundHeaderValuesApart(t *testing.T) {
 }
 
 // TestReview47StreamLastByteAlone checks the end of a relayed event stream
-// when its last read hands the gateway one byte alone: that byte is the
-// stream's last, and decides whether it ended inside a line (cut short, a
-// read error for the client) or at a line's end (a clean end).
+// when its last read hands the gateway one byte alone: that byte is relayed,
+// and, the stream's last, decides whether it ended inside a line (cut
+// short, a read error for the client) or at a line's end (a clean end).
 func TestReview47StreamLastByteAlone(t *testing.T) {
 	const event = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n"
 	for _, tc := range []struct {
@@ -109,7 +111,79 @@ func TestReview47StreamLastByteAlone(t *testing.T) {
 				t.Errorf("a stream ended inside a line read as complete: %d %q", status, got)
 			case !tc.cut && err != nil:
 				t.Errorf("a complete stream read with error %v: %d %q", err, status, got)
+			case !tc.cut && got != strings.Join(tc.pieces, ""):
+				t.Errorf("relayed %q, want %q", got, strings.Join(tc.pieces, ""))
 			}
 		})
+	}
+}
+
+// endlessEvents is an event stream that goes on, one event every few
+// milliseconds, until stop is closed, whatever its request's context says:
+// a Transport that does not heed the context (the Transport option does not
+// ask it to).
+type endlessEvents struct {
+	stop <-chan struct{}
+	read atomic.Int64
+}
+
+func (e *endlessEvents) Read(p []byte) (int, error) {
+	select {
+	case <-e.stop:
+		return 0, io.EOF
+	case <-time.After(5 * time.Millisecond):
+	}
+	e.read.Add(1)
+	return copy(p, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n"), nil
+}
+
+func (*endlessEvents) Close() error { return nil }
+
+// TestReview47StreamEndsWithItsClient checks that a GET's event stream,
+// relayed from a Transport whose body streams on whatever its context says,
+// ends with its client: the first write that fails (or a context that ended
+// before a write) ends the relay and the handler, which does not read the
+// stream on for nobody. A POST's answer is drained for its outcome; a GET's
+// has none.
+func TestReview47StreamEndsWithItsClient(t *testing.T) {
+	stop := make(chan struct{})
+	body := &endlessEvents{stop: stop}
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body}, nil
+	})
+	g, err := New("http://127.0.0.1:1/mcp", DemoTokens(), &Options{Logger: discardLogger(), Timeout: 5 * time.Second, Transport: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(done)
+		g.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer close(stop) // before srv.Close, which waits for the handler
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", viewer)
+	req.Header.Set("Accept", "text/event-stream")
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, err := resp.Body.Read(make([]byte, 64)); err != nil {
+		t.Fatalf("first read: %v", err)
+	}
+	resp.Body.Close() // an unfinished body: the connection is closed
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("the handler still relays a stream whose client left 3 s ago (%d events read)", body.read.Load())
 	}
 }
