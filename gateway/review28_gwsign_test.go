@@ -144,14 +144,8 @@ func BenchmarkReview28ServeHTTPSigned(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req, _ := http.NewRequest(http.MethodPost, "http://gw/mcp", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer viewer-token")
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			w := &discardWriter{h: http.Header{}}
-			g.ServeHTTP(w, req)
-			if w.status != http.StatusOK {
-				b.Fatalf("status %d", w.status)
+			if status := benchServe(g, body); status != http.StatusOK {
+				b.Fatalf("status %d", status)
 			}
 		}
 	})
