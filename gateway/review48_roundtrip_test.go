@@ -119,3 +119,39 @@ func TestReview48GoneBeforeSentFreesSession(t *testing.T) {
 		t.Errorf("the downstream received %d requests, want 1", n)
 	}
 }
+
+// TestReview48FailedCallFreesSession: a POST that names a session id bound
+// to no one, sent but never answered (the downstream broke the
+// connection), drops the binding it made: the id goes to no one, and
+// another principal may use it. Kept, it gave the id to a caller the
+// downstream never answered.
+func TestReview48FailedCallFreesSession(t *testing.T) {
+	d := &downstream{}
+	dsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(HeaderSubject) == "viewer" {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				c.Close()
+			}
+			return
+		}
+		d.ServeHTTP(w, r)
+	}))
+	defer dsrv.Close()
+	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	body := call(`1`, "get_customer_record", `{}`)
+	if got := (&rig{url: gw.URL}).post(t, viewer, body, hdrSession, "fresh-session"); got.status != http.StatusBadGateway {
+		t.Fatalf("viewer's call to a downstream that hangs up: %d %s; want 502", got.status, got.body)
+	}
+	if got := (&rig{url: gw.URL}).post(t, admin, body, hdrSession, "fresh-session"); got.status != http.StatusOK {
+		t.Errorf("another principal's call on the id after it: %d %s; want 200 (the failed call left the id bound)", got.status, got.body)
+	}
+	if n := len(d.log()); n != 1 {
+		t.Errorf("the downstream answered %d requests, want 1", n)
+	}
+}
