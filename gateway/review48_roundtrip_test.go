@@ -1,11 +1,18 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
 )
@@ -138,7 +145,8 @@ func TestReview48FailedCallFreesSession(t *testing.T) {
 		d.ServeHTTP(w, r)
 	}))
 	defer dsrv.Close()
-	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger()})
+	sink := &memSink{}
+	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Audit: sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,5 +161,121 @@ func TestReview48FailedCallFreesSession(t *testing.T) {
 	}
 	if n := len(d.log()); n != 1 {
 		t.Errorf("the downstream answered %d requests, want 1", n)
+	}
+	// The viewer's record names the failure: a connection closed before
+	// the answer's header, not one cut inside an answer.
+	if evs := sink.outcomes("get_customer_record"); len(evs) != 2 || evs[0].Subject != "viewer" ||
+		evs[0].Detail != "downstream closed the connection before answering" {
+		t.Errorf("records:\n%s\nwant the viewer's first, saying the downstream closed the connection before answering", outcomeSummary(evs))
+	}
+}
+
+// TestReview48RedirectFreesSession: a downstream's redirect is never relayed
+// (502, logged with where it pointed); a POST that named a session id bound
+// to no one drops the binding it made, as for any answer that is not a
+// 2xx, and the call's connection is not left taken (its answer unread, it
+// is closed).
+func TestReview48RedirectFreesSession(t *testing.T) {
+	d := &downstream{}
+	var conns, closed atomic.Int64
+	dsrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(HeaderSubject) == "viewer" {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Location", "/elsewhere/")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			io.WriteString(w, "moved")
+			return
+		}
+		d.ServeHTTP(w, r)
+	}))
+	dsrv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			closed.Add(1)
+		}
+	}
+	dsrv.Start()
+	defer dsrv.Close()
+	logs := &bytes.Buffer{}
+	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(lockedWriter{new(sync.Mutex), logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	rg := &rig{url: gw.URL}
+	body := call(`1`, "get_customer_record", `{}`)
+	if got := rg.post(t, viewer, body, hdrSession, "fresh-session"); got.status != http.StatusBadGateway {
+		t.Fatalf("viewer's call answered with a redirect: %d %s; want 502", got.status, got.body)
+	}
+	if l := logs.String(); !strings.Contains(l, "upstream redirect refused") || !strings.Contains(l, "status=307") || !strings.Contains(l, "/elsewhere/") {
+		t.Errorf("the redirect is not logged with where it pointed:\n%s", logs.String())
+	}
+	if got := rg.post(t, admin, body, hdrSession, "fresh-session"); got.status != http.StatusOK {
+		t.Errorf("another principal's call on the id after it: %d %s; want 200 (the redirected call left the id bound)", got.status, got.body)
+	}
+	// The redirect's connection, its answer unread, is closed (or reused),
+	// not left taken.
+	for deadline := time.Now().Add(5 * time.Second); conns.Load() != 1 && closed.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections to the downstream, none closed: the redirect's is still taken", conns.Load())
+		}
+	}
+}
+
+// TestReview48GoneClientsCallFails: a POST's call goes on downstream after
+// its client has gone; when the downstream then fails it (closes the
+// connection before answering), its record says so, not merely that the
+// client went away.
+func TestReview48GoneClientsCallFails(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	dsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		close(entered)
+		<-release
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close()
+		}
+	}))
+	defer dsrv.Close()
+	defer dsrv.CloseClientConnections()
+	sink := &memSink{}
+	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Audit: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	ctx, hangUp := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/mcp", strings.NewReader(call(`1`, "get_customer_record", `{}`)))
+		req.Header.Set("Authorization", viewer)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never reached the downstream")
+	}
+	hangUp()
+	<-done
+	time.Sleep(50 * time.Millisecond) // the gateway sees its client gone
+	close(release)
+	var evs []audit.Event
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if evs = sink.outcomes("get_customer_record"); len(evs) > 0 {
+			break
+		}
+	}
+	if len(evs) != 1 || !strings.Contains(evs[0].Detail, "downstream closed the connection before answering") {
+		t.Errorf("records:\n%s\nwant one, saying the downstream closed the connection before answering", outcomeSummary(evs))
 	}
 }
