@@ -279,3 +279,66 @@ func TestReview48GoneClientsCallFails(t *testing.T) {
 		t.Errorf("records:\n%s\nwant one, saying the downstream closed the connection before answering", outcomeSummary(evs))
 	}
 }
+
+// TestReview48CutCountsFromHeader: a POST's call whose client has gone is
+// read for one timeout after the client was last seen, and a client is
+// seen when the answer's header arrives too: one that hangs up on the
+// header of an answer whose first event comes late is still read for a
+// timeout from that header, not cut at the first read, as though it had
+// never been seen (a timeout from the call's start, long past).
+func TestReview48CutCountsFromHeader(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	header, ended := make(chan time.Time, 1), make(chan time.Time, 1)
+	dsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		time.Sleep(timeout * 5 / 6)
+		sent := time.Now() // before the gateway can have the header
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		header <- sent
+		defer func() { ended <- time.Now() }()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(timeout * 2 / 3):
+		}
+		for {
+			io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(timeout / 12):
+			}
+		}
+	}))
+	defer dsrv.Close()
+	defer dsrv.CloseClientConnections()
+	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(call(`1`, "ticker", `{}`)))
+	req.Header.Set("Authorization", viewer)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // hangs up on the header
+	sent := <-header
+	select {
+	case end := <-ended:
+		// The cut comes a timeout after the gateway had the header, which
+		// was after sent: never sooner, whatever the machine's load.
+		if d := end.Sub(sent); d < timeout*11/12 {
+			t.Errorf("the answer was cut %v after its header, want at least the timeout (%v) after it", d.Round(time.Millisecond), timeout)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answer was never cut after its client hung up")
+	}
+}
