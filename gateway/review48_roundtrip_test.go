@@ -3,11 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -340,5 +342,37 @@ func TestReview48CutCountsFromHeader(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the answer was never cut after its client hung up")
+	}
+}
+
+// TestReview48PinsCheckEvery2xx: with pins, a listing in the answer to a
+// tools/call, of any 2xx status, is checked, up to 299, the last of them: a downstream (or
+// whatever answers in its place) cannot pass a changed definition by
+// answering with an unusual success status.
+func TestReview48PinsCheckEvery2xx(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusCreated, http.StatusPartialContent, 299} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			pins, err := ParsePins([]byte(`{"get_customer_record":"` + ToolDigest(json.RawMessage(goodTool)) + `"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				io.WriteString(w, rugListing("7"))
+			}))
+			g, err := New(down.URL+"/mcp", DemoTokens(), &Options{Pins: pins, Logger: discardLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := newServer(t, g)
+			// A tools/call's answer: a tools/list's goes through the
+			// listing's own path.
+			got := (&rig{url: gw.URL}).post(t, admin, call(`7`, "get_customer_record", `{}`))
+			if strings.Contains(got.body, "id_rsa") {
+				t.Errorf("the changed definition reached the client: %d %s", got.status, got.body)
+			}
+		})
 	}
 }
