@@ -376,3 +376,47 @@ func TestReview48PinsCheckEvery2xx(t *testing.T) {
 		})
 	}
 }
+
+// TestReview48KnownLengthKept: a POST's answer of known length is relayed
+// with its Content-Length, also past what net/http's server buffers (it
+// sets the length itself of an answer that fits in its buffer, and
+// chunks a longer one): a client then sees an answer cut short as short.
+// An event stream is relayed as it comes, without one.
+func TestReview48KnownLengthKept(t *testing.T) {
+	pad := strings.Repeat("x", 8<<10)
+	for _, tc := range []struct {
+		name, ctype, body string
+		want              int64
+	}{
+		{"json", "application/json", `{"jsonrpc":"2.0","id":1,"result":{"pad":"` + pad + `"}}`, 0},
+		{"event stream", "text/event-stream", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pad\":\"" + pad + "\"}}\n\n", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == 0 {
+				tc.want = int64(len(tc.body))
+			}
+			down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", tc.ctype)
+				w.Header().Set("Content-Length", strconv.Itoa(len(tc.body)))
+				io.WriteString(w, tc.body)
+			}))
+			g, err := New(down.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := newServer(t, g)
+			got := (&rig{url: gw.URL}).post(t, viewer, call(`1`, "get_customer_record", `{}`))
+			if got.status != http.StatusOK || got.body != tc.body {
+				t.Fatalf("%d, %d bytes; want 200 and the downstream's %d", got.status, len(got.body), len(tc.body))
+			}
+			cl := int64(-1)
+			if v := got.header.Get("Content-Length"); v != "" {
+				cl, _ = strconv.ParseInt(v, 10, 64)
+			}
+			if cl != tc.want {
+				t.Errorf("Content-Length %d (-1: none), want %d", cl, tc.want)
+			}
+		})
+	}
+}
