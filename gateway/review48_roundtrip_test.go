@@ -420,3 +420,62 @@ func TestReview48KnownLengthKept(t *testing.T) {
 		})
 	}
 }
+
+// TestReview48GoneClientsAnswerCut: a POST's answer is read on after its
+// client has gone; when the downstream then cuts it, the call's record
+// says so (the connection closed before the answer's end), besides that
+// the client went away.
+func TestReview48GoneClientsAnswerCut(t *testing.T) {
+	first, release := make(chan struct{}), make(chan struct{})
+	dsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "1000")
+		io.WriteString(w, `{"jsonrpc"`)
+		w.(http.Flusher).Flush()
+		close(first)
+		<-release
+		io.WriteString(w, `:"2.0","id`)
+		w.(http.Flusher).Flush()
+		time.Sleep(50 * time.Millisecond)
+		panic(http.ErrAbortHandler) // the connection breaks inside the answer
+	}))
+	defer dsrv.Close()
+	sink := &memSink{}
+	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Audit: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	ctx, hangUp := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/mcp", strings.NewReader(call(`1`, "get_customer_record", `{}`)))
+		req.Header.Set("Authorization", viewer)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never reached the downstream")
+	}
+	hangUp() // inside the answer
+	<-done
+	time.Sleep(50 * time.Millisecond) // the gateway's request ends
+	close(release)
+	var evs []audit.Event
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if evs = sink.outcomes("get_customer_record"); len(evs) > 0 {
+			break
+		}
+	}
+	if len(evs) != 1 || !strings.Contains(evs[0].Detail, "before the answer's end") || !strings.Contains(evs[0].Detail, "client went away") {
+		t.Errorf("records:\n%s\nwant one, saying the downstream cut its answer and the client went away", outcomeSummary(evs))
+	}
+}
