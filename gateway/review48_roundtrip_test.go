@@ -233,14 +233,27 @@ func TestReview48RedirectFreesSession(t *testing.T) {
 // client went away.
 func TestReview48GoneClientsCallFails(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	dsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	evs := hangUpOn(t, entered, release, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		close(entered)
 		<-release
 		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			c.Close()
 		}
-	}))
+	})
+	if len(evs) != 1 || !strings.Contains(evs[0].Detail, "downstream closed the connection before answering") {
+		t.Errorf("records:\n%s\nwant one, saying the downstream closed the connection before answering", outcomeSummary(evs))
+	}
+}
+
+// hangUpOn sends viewer's tools/call of get_customer_record to a gateway
+// in front of down, with an audit sink; hangs up once reached is closed
+// (down closes it), waits a little for the gateway to see its client
+// gone, closes release and returns the call's outcome records, once there
+// are any (or after 5 s).
+func hangUpOn(t *testing.T, reached, release chan struct{}, down http.HandlerFunc) []audit.Event {
+	t.Helper()
+	dsrv := httptest.NewServer(down)
 	defer dsrv.Close()
 	defer dsrv.CloseClientConnections()
 	sink := &memSink{}
@@ -263,8 +276,9 @@ func TestReview48GoneClientsCallFails(t *testing.T) {
 		}
 	}()
 	select {
-	case <-entered:
+	case <-reached:
 	case <-time.After(10 * time.Second):
+		close(release)
 		t.Fatal("the call never reached the downstream")
 	}
 	hangUp()
@@ -277,9 +291,7 @@ func TestReview48GoneClientsCallFails(t *testing.T) {
 			break
 		}
 	}
-	if len(evs) != 1 || !strings.Contains(evs[0].Detail, "downstream closed the connection before answering") {
-		t.Errorf("records:\n%s\nwant one, saying the downstream closed the connection before answering", outcomeSummary(evs))
-	}
+	return evs
 }
 
 // TestReview48CutCountsFromHeader: a POST's call whose client has gone is
@@ -427,7 +439,7 @@ func TestReview48KnownLengthKept(t *testing.T) {
 // the client went away.
 func TestReview48GoneClientsAnswerCut(t *testing.T) {
 	first, release := make(chan struct{}), make(chan struct{})
-	dsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	evs := hangUpOn(t, first, release, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", "1000")
@@ -439,42 +451,7 @@ func TestReview48GoneClientsAnswerCut(t *testing.T) {
 		w.(http.Flusher).Flush()
 		time.Sleep(50 * time.Millisecond)
 		panic(http.ErrAbortHandler) // the connection breaks inside the answer
-	}))
-	defer dsrv.Close()
-	sink := &memSink{}
-	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Audit: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g)
-	defer gw.Close()
-	ctx, hangUp := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/mcp", strings.NewReader(call(`1`, "get_customer_record", `{}`)))
-		req.Header.Set("Authorization", viewer)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	select {
-	case <-first:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call never reached the downstream")
-	}
-	hangUp() // inside the answer
-	<-done
-	time.Sleep(50 * time.Millisecond) // the gateway's request ends
-	close(release)
-	var evs []audit.Event
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if evs = sink.outcomes("get_customer_record"); len(evs) > 0 {
-			break
-		}
-	}
+	})
 	if len(evs) != 1 || !strings.Contains(evs[0].Detail, "before the answer's end") || !strings.Contains(evs[0].Detail, "client went away") {
 		t.Errorf("records:\n%s\nwant one, saying the downstream cut its answer and the client went away", outcomeSummary(evs))
 	}
