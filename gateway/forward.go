@@ -440,6 +440,7 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 	ids := header[hdrSession]
 	if len(ids) > 1 {
 		// Only one could be checked; a downstream might read another.
+		g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "outcome", "INVALID_REQUEST", "reason", "more than one session id")
 		e := errInvalidRequest("more than one " + hdrSession + " header")
 		e.unsent = true
 		return nil, e
