@@ -735,6 +735,17 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 			g.refuseBody(w, r, pr, cid, e, g.now())
 			return
 		}
+		// Its session is judged before its decision is logged, as a
+		// POST's is: the log says deny, not allow and then deny
+		// (roundTrip judges it again as it binds it, for the requests
+		// that came between).
+		if e, reason := g.checkSession(r, pr); e != nil {
+			g.log.Warn("deny", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method,
+				"outcome", e.contract, "code", e.code, "reason", reason)
+			g.auditRefusal(r, pr, cid, nil, e, e.message, g.now())
+			g.writeError(w, e, nil, cid)
+			return
+		}
 		if r.Method == http.MethodGet {
 			g.serveStream(w, r, pr, cid, nil, nil)
 			return

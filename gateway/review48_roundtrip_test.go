@@ -17,16 +17,16 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/policy"
 )
 
-// TestReview48StreamSessionRefusals: a GET or a DELETE is not checked for
-// its session before it reaches roundTrip (a POST is, by checkSession), so
-// roundTrip's own refusals are a GET's and a DELETE's only ones: more than
-// one Mcp-Session-Id, an id no client could present, an id bound to
-// another principal. Each is answered without reaching the downstream,
-// logged as a denial with its reason (the first was not: a GET's log had
-// only its "allow" line), and recorded: the request's one audit record,
-// without a tool.
+// TestReview48StreamSessionRefusals: a GET's or a DELETE's session is
+// judged as a POST's is, before its decision is logged: more than one
+// Mcp-Session-Id, an id no client could present, an id bound to another
+// principal. Each is answered without reaching the downstream, logged as a
+// denial with its reason and with no "allow" line (they were judged only
+// in roundTrip, after the allow line; the first had no deny line at all),
+// and recorded: the request's one audit record, without a tool.
 func TestReview48StreamSessionRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name, method, auth string
@@ -49,6 +49,7 @@ func TestReview48StreamSessionRefusals(t *testing.T) {
 				t.Fatalf("viewer's call: %d %s", got.status, got.body)
 			}
 			before := len(rg.down.log())
+			allows := strings.Count(rg.logs.String(), "msg=allow")
 			sink.mu.Lock()
 			sink.evs = nil
 			sink.mu.Unlock()
@@ -84,6 +85,9 @@ func TestReview48StreamSessionRefusals(t *testing.T) {
 			}
 			if !denied {
 				t.Errorf("no deny line with outcome=%s and %s in the log:\n%s", tc.code, tc.reason, rg.logs.String())
+			}
+			if n := strings.Count(rg.logs.String(), "msg=allow") - allows; n != 0 {
+				t.Errorf("the refused request has %d allow lines in the log, want none:\n%s", n, rg.logs.String())
 			}
 		})
 	}
@@ -452,5 +456,53 @@ func TestReview48GoneClientsAnswerCut(t *testing.T) {
 	})
 	if len(evs) != 1 || !strings.Contains(evs[0].Detail, "before the answer's end") || !strings.Contains(evs[0].Detail, "client went away") {
 		t.Errorf("records:\n%s\nwant one, saying the downstream cut its answer and the client went away", outcomeSummary(evs))
+	}
+}
+
+// TestReview48RoundTripJudgesSessionItself: every request's session is
+// judged before it reaches roundTrip (checkSession), but roundTrip judges
+// it again where it binds it, and refuses, unsent and logged, a request
+// with more than one Mcp-Session-Id, an invalid id, or an id bound to
+// another principal since: a caller that skipped the first check still
+// sends nothing downstream.
+func TestReview48RoundTripJudgesSessionItself(t *testing.T) {
+	d := &downstream{}
+	dsrv := httptest.NewServer(d)
+	defer dsrv.Close()
+	logs := &bytes.Buffer{}
+	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.sessions.bind("sess-other", "someone-else")
+	pr := &policy.Principal{Subject: "viewer", Roles: []string{"viewer"}}
+	for _, tc := range []struct {
+		name   string
+		ids    []string
+		status int
+		reason string
+	}{
+		{"two ids", []string{"sess-a", "sess-b"}, http.StatusBadRequest, `reason="more than one session id"`},
+		{"invalid id", []string{"bad id"}, http.StatusBadRequest, `reason="invalid session id"`},
+		{"another's id", []string{"sess-other"}, http.StatusNotFound, `reason="session owned by another principal or no room"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs.Reset()
+			r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+			c, e := g.roundTrip(r, pr, "cid-1", http.MethodGet, http.Header{hdrSession: tc.ids}, nil, nil, false)
+			if c != nil {
+				c.close()
+				t.Fatal("sent")
+			}
+			if e == nil || e.status != tc.status || !e.unsent {
+				t.Errorf("refusal %+v, want status %d, unsent", e, tc.status)
+			}
+			if l := logs.String(); !strings.Contains(l, "msg=deny") || !strings.Contains(l, tc.reason) {
+				t.Errorf("log %q, want a deny line with %s", l, tc.reason)
+			}
+		})
+	}
+	if n := len(d.log()); n != 0 {
+		t.Errorf("the downstream received %d requests", n)
 	}
 }
