@@ -123,6 +123,11 @@ type Options struct {
 	// ContentLength, or a status outside 200 to 999 (the gateway's own
 	// client skips or refuses a 1xx), fails the call as the downstream's
 	// (HTTP 502).
+	// Timeout, and a client that leaves, reach another Transport only as
+	// its request's context ending, as net/http's Client's do: one whose
+	// RoundTrip or answer body goes on after that context ended (a call
+	// that does not return, reads that go on handing over data) holds the
+	// call, its handler and its in-flight place, until it ends.
 	Transport http.RoundTripper
 	// TLSConfig, if non-nil, is the TLS configuration of the gateway's own
 	// client for an https upstream: RootCAs for a downstream behind a
