@@ -62,6 +62,12 @@ func TestReview49FullTableShareAtTwo(t *testing.T) {
 				if s.allows("unseen", "stranger") || s.allows("unseen", "other") {
 					t.Error("a session buried for want of room is allowed before room is made")
 				}
+				// Vouched for again (another answer naming it): still
+				// one tombstone, counted once.
+				s.bind("unseen", "stranger")
+				if n := s.buried["stranger"].n; n != 1 {
+					t.Errorf("the stranger's tombstones counted %d after its session was buried twice, want 1", n)
+				}
 			}
 			checkSessionInvariants(t, s, map[use]int{}, -1)
 		})
@@ -226,4 +232,28 @@ func TestReview49BindVouched(t *testing.T) {
 		}
 		checkSessionInvariants(t, s, map[use]int{}, -1)
 	})
+}
+
+// TestReview49EndedSubjectLeavesNoHolding checks that a subject whose last
+// confirmed binding goes (its session ended with a DELETE, or displaced)
+// leaves nothing in the table's ranks: one entry per subject that ever
+// held a session would grow the table without bound.
+func TestReview49EndedSubjectLeavesNoHolding(t *testing.T) {
+	s := newSessions()
+	for i := range 100 {
+		id, sub := "x-"+strconv.Itoa(i), "sub-"+strconv.Itoa(i)
+		s.bind(id, sub)
+		if !s.admit(id, sub) {
+			t.Fatalf("%s refused on its own session", sub)
+		}
+		s.end(id, sub)
+	}
+	ranked := 0
+	for _, r := range s.ranks {
+		ranked += len(r)
+	}
+	if ranked != 0 || len(s.held) != 0 {
+		t.Errorf("after 100 subjects ended their only sessions: %d holdings ranked, %d held; want none", ranked, len(s.held))
+	}
+	checkSessionInvariants(t, s, map[use]int{}, -1)
 }
