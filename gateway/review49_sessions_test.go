@@ -234,11 +234,11 @@ func TestReview49BindVouched(t *testing.T) {
 	})
 }
 
-// TestReview49EndedSubjectLeavesNoHolding checks that a subject whose last
-// confirmed binding goes (its session ended with a DELETE, or displaced)
-// leaves nothing in the table's ranks: one entry per subject that ever
-// held a session would grow the table without bound.
-func TestReview49EndedSubjectLeavesNoHolding(t *testing.T) {
+// TestReview49EndedSessionsLeaveNothing checks that a subject whose last
+// confirmed binding, or last tombstone, goes (its session ended with a
+// DELETE) leaves nothing in the table: one entry per subject that ever held
+// a session would grow the table without bound.
+func TestReview49EndedSessionsLeaveNothing(t *testing.T) {
 	s := newSessions()
 	for i := range 100 {
 		id, sub := "x-"+strconv.Itoa(i), "sub-"+strconv.Itoa(i)
@@ -248,12 +248,60 @@ func TestReview49EndedSubjectLeavesNoHolding(t *testing.T) {
 		}
 		s.end(id, sub)
 	}
+	// One subject's displaced session, ended too: its tombstone goes, and
+	// with it the subject's count of tombstones.
+	s.bind("t-x", "t")
+	for i := range maxSessionsPerSubject {
+		s.bind("t-"+strconv.Itoa(i), "t")
+	}
+	if _, ok := s.tombs["t-x"]; !ok {
+		t.Fatal("setup: t-x not displaced")
+	}
+	s.admit("t-x", "t")
+	s.end("t-x", "t")
+	for i := range maxSessionsPerSubject {
+		s.forget("t-" + strconv.Itoa(i))
+	}
 	ranked := 0
 	for _, r := range s.ranks {
 		ranked += len(r)
 	}
-	if ranked != 0 || len(s.held) != 0 {
-		t.Errorf("after 100 subjects ended their only sessions: %d holdings ranked, %d held; want none", ranked, len(s.held))
+	if ranked != 0 || len(s.held) != 0 || len(s.buried) != 0 || len(s.tombs) != 0 {
+		t.Errorf("after every session ended: %d holdings ranked, %d held, %d tombstone holdings, %d tombstones; want none",
+			ranked, len(s.held), len(s.buried), len(s.tombs))
+	}
+	checkSessionInvariants(t, s, map[use]int{}, -1)
+}
+
+// TestReview49OldestTombstoneGoesFirst checks that past a subject's share
+// of tombstones its oldest goes first, counted from when each was made: a
+// session displaced, bound again and displaced again has a new tombstone,
+// and the old one's place in the queue does not make it go before older
+// ones.
+func TestReview49OldestTombstoneGoesFirst(t *testing.T) {
+	s := newSessions()
+	bindN := func(prefix string, n int) {
+		for i := range n {
+			s.bind(prefix+"-"+strconv.Itoa(i), "a")
+		}
+	}
+	s.bind("x", "a")
+	bindN("a", maxSessionsPerSubject) // x displaced: its first tombstone
+	s.bind("x", "a")                  // x bound again, a-0 displaced
+	for i := 1; i < maxSessionsPerSubject; i++ {
+		s.forget("a-" + strconv.Itoa(i))
+	}
+	bindN("c", maxSessionsPerSubject) // x displaced again, after a-0
+	if tb, ok := s.tombs["x"]; !ok || tb.seq <= s.tombs["a-0"].seq {
+		t.Fatalf("setup: x's tombstone %+v (%v), a-0's %+v; want x's newer", tb, ok, s.tombs["a-0"])
+	}
+	// a-0 and x buried, c-0 … c-1022 displaced: a's share overflows once.
+	bindN("d", maxSessionsPerSubject-1)
+	if _, ok := s.tombs["a-0"]; ok {
+		t.Error("a-0, a's oldest tombstone, is still there past a's share")
+	}
+	if tb, ok := s.tombs["x"]; !ok || tb.subject != "a" {
+		t.Errorf("x's tombstone, newer than a-0's, went first past a's share (%+v, %v)", tb, ok)
 	}
 	checkSessionInvariants(t, s, map[use]int{}, -1)
 }
