@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -304,4 +306,75 @@ func TestReview49OldestTombstoneGoesFirst(t *testing.T) {
 		t.Errorf("x's tombstone, newer than a-0's, went first past a's share (%+v, %v)", tb, ok)
 	}
 	checkSessionInvariants(t, s, map[use]int{}, -1)
+}
+
+// TestReview49Queue checks the session table's FIFO alone: pops come
+// oldest first across its compactions, skipping slots no longer live; a
+// queue with no live slot pops nothing; and a pop does not copy the queue
+// until most of it is spent (a copy on every pop makes a full table's
+// displacements quadratic).
+func TestReview49Queue(t *testing.T) {
+	live := map[string]bool{}
+	isLive := func(sl slot) bool { return live[sl.id] }
+	var q queue
+	const n = 200
+	for i := range n {
+		id := strconv.Itoa(i)
+		live[id] = i%3 != 1 // every third dropped meanwhile
+		q.push(slot{id, uint64(i + 1)}, n, isLive)
+	}
+	var got []int
+	for range n + 1 { // n pops at most, then one that finds none
+		sl, ok := q.pop(isLive)
+		if !ok {
+			break
+		}
+		i, _ := strconv.Atoi(sl.id)
+		got = append(got, i)
+		live[sl.id] = false
+	}
+	var want []int
+	for i := range n {
+		if i%3 != 1 {
+			want = append(want, i)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("popped %v, want the live slots oldest first, %v", got, want)
+	}
+	if sl, ok := q.pop(isLive); ok {
+		t.Errorf("a queue with no live slot popped %+v", sl)
+	}
+	var empty queue
+	if sl, ok := empty.pop(isLive); ok {
+		t.Errorf("an empty queue popped %+v", sl)
+	}
+
+	var big queue
+	always := func(slot) bool { return true }
+	for i := range 1000 {
+		big.push(slot{strconv.Itoa(i), uint64(i + 1)}, i+1, always)
+	}
+	if a := testing.AllocsPerRun(100, func() { big.pop(always) }); a != 0 {
+		t.Errorf("a pop from a queue of 1000, at most 101 of them spent, allocates %.1f times, want 0 (no copy)", a)
+	}
+}
+
+// TestReview49ValidSessionID checks the session ids the gateway accepts:
+// one to 256 visible ASCII characters, from '!' to '~', each of them,
+// the first and the last included.
+func TestReview49ValidSessionID(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{"!", true}, {"~", true}, {"!abc~", true}, {strings.Repeat("a", maxSessionIDLen), true},
+		{"", false}, {strings.Repeat("a", maxSessionIDLen+1), false},
+		{" abc", false}, {"abc ", false}, {"a b", false}, {"\tabc", false}, {"\x7fabc", false}, {"abc\x7f", false},
+		{"\x80abc", false}, {"abc\x80", false}, {"ébc", false}, {"\x00abc", false},
+	} {
+		if got := validSessionID(tc.id); got != tc.want {
+			t.Errorf("validSessionID(%q) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
 }
