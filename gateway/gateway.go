@@ -256,13 +256,14 @@ type Options struct {
 	// the scheme's default (443, 80) may be given or not. The MCP
 	// Streamable HTTP transport has servers validate the Origin header: a
 	// request to the MCP path with an Origin that is neither listed nor the
-	// request's own (its host and port those of the Host header, the
-	// default port written or not) is refused with -32001 and 403 before
-	// its token is read. A listed origin gets CORS: its preflight (OPTIONS)
-	// is answered without a token, allowing the headers MCP clients send
-	// (Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID,
-	// protocol 2026-07-28's Mcp-Method and Mcp-Name, and the Mcp-Param-*
-	// ones it asks for), and every answer to it names it in
+	// request's own (http or https, its host and port those of the Host
+	// header, the default port written or not, nothing after them) is
+	// refused with -32001 and 403 before its token is read. A listed origin
+	// gets CORS: its preflight (OPTIONS) is answered without a token,
+	// cacheable for 600 s (Access-Control-Max-Age, Vary: Origin), allowing
+	// the headers MCP clients send (Authorization, Mcp-Session-Id,
+	// Mcp-Protocol-Version, Last-Event-ID, protocol 2026-07-28's Mcp-Method
+	// and Mcp-Name, and the Mcp-Param-* ones it asks for), and every answer to it names it in
 	// Access-Control-Allow-Origin (replacing any CORS header of the
 	// downstream's) and exposes Mcp-Session-Id, Mcp-Protocol-Version,
 	// WWW-Authenticate and Retry-After; credentials are the Authorization

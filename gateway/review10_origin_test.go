@@ -166,7 +166,9 @@ func TestAllowedOriginsRefused(t *testing.T) {
 
 // TestCORSForAllowedOrigins: a page of a listed origin can use the gateway
 // from a browser: its preflight is answered (204, no token, not
-// forwarded) with the methods and headers an MCP client sends; every
+// forwarded) with the methods and headers an MCP client sends, cacheable
+// for 600 s and varying by Origin (a cache must not hand it to another
+// origin's page); every
 // answer to it, a 401 and an event stream included (still streamed),
 // names the origin, replacing the downstream's own CORS headers, and
 // exposes Mcp-Session-Id and WWW-Authenticate; no credentials mode. An
@@ -206,7 +208,8 @@ func TestCORSForAllowedOrigins(t *testing.T) {
 		!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
 		!strings.Contains(h.Get("Access-Control-Allow-Headers"), "Authorization") ||
 		!strings.Contains(h.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id") ||
-		h.Get("Access-Control-Allow-Credentials") != "" {
+		h.Get("Access-Control-Allow-Credentials") != "" ||
+		h.Get("Access-Control-Max-Age") != "600" || !strings.Contains(strings.Join(h.Values("Vary"), ","), "Origin") {
 		t.Errorf("preflight: %d %v", pre.StatusCode, h)
 	}
 	if n := len(rg.down.log()); n != 0 {
