@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,5 +77,61 @@ func TestReview49AllowedOriginsEdges(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("AllowedOrigins %q: error %v, want accepted %v", tc.entry, err, tc.ok)
 		}
+	}
+}
+
+// TestReview49HeaderName checks isHeaderName, which decides the Mcp-Param-*
+// names a preflight is allowed: an RFC 9110 token, every byte of it.
+func TestReview49HeaderName(t *testing.T) {
+	for _, s := range []string{"a", "z", "A", "Z", "0", "9", "!", "#", "$", "%", "&", "'", "*", "+", "-", ".", "^", "_", "`", "|", "~", "Mcp-Param-Region"} {
+		if !isHeaderName(s) {
+			t.Errorf("isHeaderName(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{"", " ", "@", "[", "{", "/", ":", "\"", "(", "a b", "\x7f", "\x80", "é", "@a", "a@", "Mcp-Param-a b", "Mcp-Param-[x]"} {
+		if isHeaderName(s) {
+			t.Errorf("isHeaderName(%q) = true, want false", s)
+		}
+	}
+}
+
+// TestReview49PreflightParamNames checks which Mcp-Param-* names a
+// preflight of an allowed origin gets allowed: a prefix with a name after
+// it, in any case, that is a header name; not the bare prefix.
+func TestReview49PreflightParamNames(t *testing.T) {
+	req := httptest.NewRequest(http.MethodOptions, "/mcp", nil)
+	req.Header.Set("Access-Control-Request-Headers", "mcp-param-, MCP-PARAM-Region, mcp-param-a@b, mcp-param-x")
+	w := httptest.NewRecorder()
+	preflight(w, req, "https://app.example.com")
+	got := w.Header().Get("Access-Control-Allow-Headers")
+	want := corsAllowHeaders + ", MCP-PARAM-Region, mcp-param-x"
+	if got != want {
+		t.Errorf("Access-Control-Allow-Headers %q, want %q", got, want)
+	}
+}
+
+// TestReview49CORSWriter checks the writer that names an allowed origin on
+// its answer: set on the first Write as on WriteHeader (an answer whose
+// handler never calls WriteHeader), in place of the downstream's CORS
+// headers, once.
+func TestReview49CORSWriter(t *testing.T) {
+	rec := httptest.NewRecorder()
+	rec.Header().Set("Access-Control-Allow-Origin", "*")
+	rec.Header().Set("Access-Control-Allow-Credentials", "true")
+	w := &corsWriter{ResponseWriter: rec, origin: "https://app.example.com"}
+	for range 3 {
+		if _, err := w.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := rec.Result().Header
+	if got := h.Get("Access-Control-Allow-Origin"); got != "https://app.example.com" {
+		t.Errorf("Access-Control-Allow-Origin %q after a Write alone, want the origin", got)
+	}
+	if got := h.Get("Access-Control-Allow-Credentials"); got != "" {
+		t.Errorf("the downstream's Access-Control-Allow-Credentials %q kept", got)
+	}
+	if got := rec.Header().Values("Vary"); len(got) != 1 || got[0] != "Origin" {
+		t.Errorf("Vary %q after three writes, want Origin once", got)
 	}
 }
