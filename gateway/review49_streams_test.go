@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -42,5 +44,83 @@ func TestReview49StreamCountNoCap(t *testing.T) {
 	s.release("a")
 	if s.open != nil {
 		t.Errorf("a stream count without a cap counted %v", s.open)
+	}
+}
+
+// TestReview49StreamAllowLogged checks that a stream the gateway lets
+// through, a GET's or a subscriptions/listen's, has its decision logged as
+// an allow line naming its principal and method, as every forwarded
+// request's is.
+func TestReview49StreamAllowLogged(t *testing.T) {
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	var logs lockedLog
+	_, base := r27Gateway(t, hold, Options{}, &logs)
+	for _, tc := range []struct {
+		listen bool
+		method string
+	}{{false, "GET"}, {true, "subscriptions/listen"}} {
+		s := r27Open(t, base, viewer, tc.listen)
+		if s.status != http.StatusOK {
+			t.Fatalf("%s: status %d, want 200", tc.method, s.status)
+		}
+		s.close()
+		found := false
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, "msg=allow") && strings.Contains(line, "method="+tc.method) && strings.Contains(line, "subject=") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no allow line for the %s stream let through:\n%s", tc.method, logs.String())
+		}
+	}
+}
+
+// TestReview49ListenDoesNotMarkSession checks that only a GET marks its
+// session as streamed (so that a later GET of it past the cap reconnects a
+// stream, [Gateway.refuseStream]): a subscriptions/listen on the session
+// does not, and neither does a GET without a session.
+func TestReview49ListenDoesNotMarkSession(t *testing.T) {
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	g, base := r27Gateway(t, hold, Options{}, nil)
+	g.sessions.bind("s-1", "viewer")
+	s := r27Open(t, base, viewer, true, "Mcp-Session-Id", "s-1")
+	if s.status != http.StatusOK {
+		t.Fatalf("listen: status %d, want 200", s.status)
+	}
+	s.close()
+	if g.sessions.streamed("s-1", "viewer") {
+		t.Error("a subscriptions/listen on session s-1 marked it as streamed")
+	}
+	s = r27Open(t, base, viewer, false)
+	if s.status != http.StatusOK {
+		t.Fatalf("GET: status %d, want 200", s.status)
+	}
+	s.close()
+	g.sessions.mu.Lock()
+	_, bound := g.sessions.owner[""]
+	g.sessions.mu.Unlock()
+	if bound || g.sessions.streamed("s-1", "viewer") {
+		t.Error("a GET without a session marked a session")
+	}
+	s = r27Open(t, base, viewer, false, "Mcp-Session-Id", "s-1")
+	if s.status != http.StatusOK {
+		t.Fatalf("GET on s-1: status %d, want 200", s.status)
+	}
+	s.close()
+	if !g.sessions.streamed("s-1", "viewer") {
+		t.Error("a GET on session s-1 did not mark it as streamed")
 	}
 }
