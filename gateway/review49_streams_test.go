@@ -124,3 +124,61 @@ func TestReview49ListenDoesNotMarkSession(t *testing.T) {
 		t.Error("a GET on session s-1 did not mark it as streamed")
 	}
 }
+
+// TestReview49WaitStreamAnswer checks the answer to a GET that reconnects
+// past Options.MaxStreams: an event stream (its type and no-cache said),
+// ending at once with a comment giving the reason, an event id of the
+// gateway's carrying the id the GET resumed from, and a retry of 5 s; its
+// refusal recorded once, not allowed, at no cost.
+func TestReview49WaitStreamAnswer(t *testing.T) {
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	sink := &memSink{}
+	_, base := r27Gateway(t, hold, Options{MaxStreams: 1, Audit: sink}, nil)
+	held := r27Open(t, base, viewer, false)
+	defer held.close()
+	if held.status != http.StatusOK {
+		t.Fatalf("first GET: status %d", held.status)
+	}
+	req, err := http.NewRequest(http.MethodGet, base+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", viewer)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", "ev-7")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("reconnecting GET past the cap: status %d, Content-Type %q, Cache-Control %q; want 200, text/event-stream, no-cache",
+			resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
+	}
+	b := string(body)
+	if !strings.HasPrefix(b, ": Too many requests: open stream limit exceeded") || !strings.Contains(b, "\nid: "+streamWaitPrefix) ||
+		!strings.Contains(b, "ev-7\nretry: 5000\n\n") {
+		t.Errorf("reconnecting GET past the cap answered %q", b)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var refusals int
+	for _, e := range sink.evs {
+		if e.Code == "CONCURRENCY_LIMIT_EXCEEDED" {
+			refusals++
+			if e.Allowed || e.Cost != 0 || e.Phase != "outcome" {
+				t.Errorf("the refusal's record %+v, want an outcome, not allowed, cost 0", e)
+			}
+		}
+	}
+	if refusals != 1 {
+		t.Errorf("%d records of the refusal, want 1: %+v", refusals, sink.evs)
+	}
+}
