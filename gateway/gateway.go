@@ -263,11 +263,12 @@ type Options struct {
 	// cacheable for 600 s (Access-Control-Max-Age, Vary: Origin), allowing
 	// the headers MCP clients send (Authorization, Mcp-Session-Id,
 	// Mcp-Protocol-Version, Last-Event-ID, protocol 2026-07-28's Mcp-Method
-	// and Mcp-Name, and the Mcp-Param-* ones it asks for), and every answer to it names it in
-	// Access-Control-Allow-Origin (replacing any CORS header of the
-	// downstream's) and exposes Mcp-Session-Id, Mcp-Protocol-Version,
-	// WWW-Authenticate and Retry-After; credentials are the Authorization
-	// header, never cookies, so no Access-Control-Allow-Credentials. The
+	// and Mcp-Name, and the Mcp-Param-* ones it asks for), and every answer
+	// to it names it in Access-Control-Allow-Origin (replacing any CORS
+	// header of the downstream's) and exposes Mcp-Session-Id,
+	// Mcp-Protocol-Version, WWW-Authenticate and Retry-After; credentials
+	// are the Authorization header, never cookies, so no
+	// Access-Control-Allow-Credentials. The
 	// downstream is sent neither Origin nor Sec-Fetch-Site, which the
 	// gateway judged: a downstream that checks them would refuse every
 	// page let through. Requests without an Origin (clients that are not
