@@ -52,15 +52,8 @@ func TestReview49StreamCountNoCap(t *testing.T) {
 // an allow line naming its principal and method, as every forwarded
 // request's is.
 func TestReview49StreamAllowLogged(t *testing.T) {
-	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
 	var logs lockedLog
-	_, base := r27Gateway(t, hold, Options{}, &logs)
+	_, base := r27Gateway(t, r49Hold, Options{}, &logs)
 	for _, tc := range []struct {
 		listen bool
 		method string
@@ -87,14 +80,7 @@ func TestReview49StreamAllowLogged(t *testing.T) {
 // stream, [Gateway.refuseStream]): a subscriptions/listen on the session
 // does not, and neither does a GET without a session.
 func TestReview49ListenDoesNotMarkSession(t *testing.T) {
-	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
-	g, base := r27Gateway(t, hold, Options{}, nil)
+	g, base := r27Gateway(t, r49Hold, Options{}, nil)
 	g.sessions.bind("s-1", "viewer")
 	s := r27Open(t, base, viewer, true, "Mcp-Session-Id", "s-1")
 	if s.status != http.StatusOK {
@@ -131,15 +117,8 @@ func TestReview49ListenDoesNotMarkSession(t *testing.T) {
 // gateway's carrying the id the GET resumed from, and a retry of 5 s; its
 // refusal recorded once, not allowed, at no cost.
 func TestReview49WaitStreamAnswer(t *testing.T) {
-	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
 	sink := &memSink{}
-	_, base := r27Gateway(t, hold, Options{MaxStreams: 1, Audit: sink}, nil)
+	_, base := r27Gateway(t, r49Hold, Options{MaxStreams: 1, Audit: sink}, nil)
 	held := r27Open(t, base, viewer, false)
 	defer held.close()
 	if held.status != http.StatusOK {
@@ -182,3 +161,13 @@ func TestReview49WaitStreamAnswer(t *testing.T) {
 		t.Errorf("%d records of the refusal, want 1: %+v", refusals, sink.evs)
 	}
 }
+
+// r49Hold is a downstream that answers every request with an event stream
+// held open until its client leaves.
+var r49Hold = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+})
