@@ -149,12 +149,7 @@ func TestReview48FailedCallFreesSession(t *testing.T) {
 		d.ServeHTTP(w, r)
 	}))
 	defer dsrv.Close()
-	sink := &memSink{}
-	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Audit: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g)
+	sink, gw := auditedGateway(t, dsrv.URL)
 	defer gw.Close()
 	body := call(`1`, "get_customer_record", `{}`)
 	if got := (&rig{url: gw.URL}).post(t, viewer, body, hdrSession, "fresh-session"); got.status != http.StatusBadGateway {
@@ -258,12 +253,7 @@ func hangUpOn(t *testing.T, reached, release chan struct{}, down http.HandlerFun
 	dsrv := httptest.NewServer(down)
 	defer dsrv.Close()
 	defer dsrv.CloseClientConnections()
-	sink := &memSink{}
-	g, err := New(dsrv.URL+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Audit: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g)
+	sink, gw := auditedGateway(t, dsrv.URL)
 	defer gw.Close()
 	ctx, hangUp := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -505,4 +495,16 @@ func TestReview48RoundTripJudgesSessionItself(t *testing.T) {
 	if n := len(d.log()); n != 0 {
 		t.Errorf("the downstream received %d requests", n)
 	}
+}
+
+// auditedGateway serves a gateway with the demo tokens and an audit sink
+// in front of the downstream at down; the caller closes the server.
+func auditedGateway(t *testing.T, down string) (*memSink, *httptest.Server) {
+	t.Helper()
+	sink := &memSink{}
+	g, err := New(down+"/mcp", DemoTokens(), &Options{Logger: discardLogger(), Audit: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sink, httptest.NewServer(g)
 }
