@@ -125,9 +125,10 @@ type Options struct {
 	// (HTTP 502).
 	// Timeout, and a client that leaves, reach another Transport only as
 	// its request's context ending, as net/http's Client's do: one whose
-	// RoundTrip or answer body goes on after that context ended (a call
-	// that does not return, reads that go on handing over data) holds the
-	// call, its handler and its in-flight place, until it ends.
+	// RoundTrip, or answer body's Read, does not return once that context
+	// ended, or whose answer to a POST goes on handing over data after it
+	// (a POST's answer is read to its end for the call's outcome), holds
+	// the call, its handler and its in-flight place, until it does.
 	Transport http.RoundTripper
 	// TLSConfig, if non-nil, is the TLS configuration of the gateway's own
 	// client for an https upstream: RootCAs for a downstream behind a
