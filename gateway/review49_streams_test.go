@@ -124,24 +124,12 @@ func TestReview49WaitStreamAnswer(t *testing.T) {
 	if held.status != http.StatusOK {
 		t.Fatalf("first GET: status %d", held.status)
 	}
-	req, err := http.NewRequest(http.MethodGet, base+"/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", viewer)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", "ev-7")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" {
+	resp := (&rig{url: base}).send(t, http.MethodGet, "", "Last-Event-ID", "ev-7")
+	if resp.status != http.StatusOK || resp.header.Get("Content-Type") != "text/event-stream" || resp.header.Get("Cache-Control") != "no-cache" {
 		t.Errorf("reconnecting GET past the cap: status %d, Content-Type %q, Cache-Control %q; want 200, text/event-stream, no-cache",
-			resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
+			resp.status, resp.header.Get("Content-Type"), resp.header.Get("Cache-Control"))
 	}
-	b := string(body)
+	b := resp.body
 	if !strings.HasPrefix(b, ": Too many requests: open stream limit exceeded") || !strings.Contains(b, "\nid: "+streamWaitPrefix) ||
 		!strings.Contains(b, "ev-7\nretry: 5000\n\n") {
 		t.Errorf("reconnecting GET past the cap answered %q", b)
