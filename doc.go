@@ -175,65 +175,62 @@
 // TOOL_NOT_FOUND is always the go-sdk's own JSON-RPC error for an unknown
 // tool, byte for byte, so a hidden tool cannot be probed; with
 // [Guard.Install], a change to a hidden tool sends its caller no
-// tools/list_changed notification either, and the UI resource a hidden
-// tool names (MCP Apps) is to its caller a resource the server does not
-// have: unlisted, its reads answered with the go-sdk's not-found error,
-// and a subscribe, listen, unsubscribe or completion naming it answered as
-// the server answers one naming a URI it lacks (see [Guard.Install]). A
-// handler (raw or typed) that returns a [*DenialError], or a result carrying one (set with
-// SetError, as [DenialError.Result] does), refuses the call with it: the
-// answer has its code and message (a TOOL_NOT_FOUND is answered as an
-// unknown tool, as above) and the call's correlation id, and the record
-// shows the call refused with that code. Its handler ran, so the call keeps
-// what the limits charged it. For a write it is not retryable (it may have
-// written), unless its code says that the call was not carried out: a cap
-// (RATE_, SPEND_, CONCURRENCY_LIMIT_EXCEEDED) or AUDIT_UNAVAILABLE, as
-// mcpguard's own stand-alone steps refuse inside a guarded handler. One
-// without a code is a failure of the handler's: INTERNAL, as below.
-// A handler that returns (nil, nil) or a plain error never reaches
-// the SDK as such: both become INTERNAL (the SDK would crash on the first and send code 0 with the
-// error text for the second), except that an error wrapping
-// context.DeadlineExceeded or [ErrUpstreamUnavailable] becomes
-// UPSTREAM_UNAVAILABLE and a *jsonrpc.Error is passed on unchanged. So
-// does the error of a typed tool ([mcp.AddTool]), which the go-sdk's wrapper puts in a tool-error result
-// with SetError, and any result carrying an error set that way; an output
-// the wrapper's validation refuses is INVALID_RESPONSE. The wrapper may
-// refuse arguments the guard's own validation let through: it reads them
-// with every number a float64, so it cannot read one beyond float64's
-// range (the guard accepts numbers up to 1e400), and its validator checks
-// multipleOf and the bounds in float64 (0.07 is no multiple of 0.01
-// there). Its refusal is known only by its text, which a handler's error
-// may start with too, with a value the caller chose: the guard works the
-// refusal out from the call's arguments and the tool's input schema as
-// go-sdk v1.8.0 would, and only an error of exactly that text (and of the
-// type errors.New makes) is taken for it: INVALID_ARGUMENTS, as below.
-// Any other is the handler's (the handler of a raw tool of a server the
-// guard is installed on, whose error is wholly the caller's text, can
-// still pass for it; none of a typed tool's can, as the wrapper does not
-// call it with such arguments). Arguments the
-// schema accepts but the wrapper cannot decode into the tool's Go type are
-// INVALID_ARGUMENTS when the guard can tell that the handler did not
-// run: when at the field the decoder's
-// *json.UnmarshalTypeError names the arguments hold a number that no Go
-// integer type the tool's input schema stands for there can hold (1e30,
-// or even 9223372036854775807, which the wrapper reads as a float64
-// first, for an int). Such a call is given back what the limits charged
-// it, and its record says so (a write's intent record is followed by that
-// outcome). The error's own type and field do not decide it: a handler's
-// error may be of that type, about a field of that name, of a value that
-// fits the tool's type but not the handler's. So a value the schema does
-// not rule out for the Go type (1e300 for a float32, which "number" also
-// stands for; a string that is no RFC 3339 time for a time.Time, which
-// "string" also stands for) and a decoder error of another kind (a custom
-// UnmarshalJSON's) are answered as the handler's error: INTERNAL. The
-// guard reads the input schema as the go-sdk derives it from the Go type:
-// one written by hand that says "integer" for a field of another type
-// would let a handler's error about that field pass for a decode failure.
-// Neither the wrapper's refusal nor its decode failure is looked for in
-// the error of a handler [Guard.Wrap] protects: that is a raw handler,
-// with no wrapper below it, and its error is its own.
-// A tool that wants the model to read its error message returns a result
-// with IsError and Content instead.
+// tools/list_changed notification either, and the UI resource a hidden tool
+// names (MCP Apps) is to its caller a resource the server does not have:
+// unlisted, its reads answered with the go-sdk's not-found error, and a
+// subscribe, listen, unsubscribe or completion naming it answered as the
+// server answers one naming a URI it lacks (see [Guard.Install]). A handler
+// (raw or typed) that returns a [*DenialError], or a result carrying one (set
+// with SetError, as [DenialError.Result] does), refuses the call with it: the
+// answer has its code and message (a TOOL_NOT_FOUND is answered as an unknown
+// tool, as above) and the call's correlation id, and the record shows the
+// call refused with that code. Its handler ran, so the call keeps what the
+// limits charged it. For a write it is not retryable (it may have written),
+// unless its code says that the call was not carried out: a cap (RATE_,
+// SPEND_, CONCURRENCY_LIMIT_EXCEEDED) or AUDIT_UNAVAILABLE, as mcpguard's own
+// stand-alone steps refuse inside a guarded handler. One without a code is a
+// failure of the handler's: INTERNAL, as below. A handler that returns (nil,
+// nil) or a plain error never reaches the SDK as such: both become INTERNAL
+// (the SDK would crash on the first and send code 0 with the error text for
+// the second), except that an error wrapping context.DeadlineExceeded or
+// [ErrUpstreamUnavailable] becomes UPSTREAM_UNAVAILABLE and a *jsonrpc.Error
+// is passed on unchanged. So does the error of a typed tool ([mcp.AddTool]),
+// which the go-sdk's wrapper puts in a tool-error result with SetError, and
+// any result carrying an error set that way; an output the wrapper's
+// validation refuses is INVALID_RESPONSE. The wrapper may refuse arguments
+// the guard's own validation let through: it reads them with every number a
+// float64, so it cannot read one beyond float64's range (the guard accepts
+// numbers up to 1e400), and its validator checks multipleOf and the bounds in
+// float64 (0.07 is no multiple of 0.01 there). Its refusal is known only by
+// its text, which a handler's error may start with too, with a value the
+// caller chose: the guard works the refusal out from the call's arguments and
+// the tool's input schema as go-sdk v1.8.0 would, and only an error of
+// exactly that text (and of the type errors.New makes) is taken for it:
+// INVALID_ARGUMENTS, as below. Any other is the handler's (the handler of a
+// raw tool of a server the guard is installed on, whose error is wholly the
+// caller's text, can still pass for it; none of a typed tool's can, as the
+// wrapper does not call it with such arguments). Arguments the schema accepts
+// but the wrapper cannot decode into the tool's Go type are INVALID_ARGUMENTS
+// when the guard can tell that the handler did not run: when at the field the
+// decoder's *json.UnmarshalTypeError names the arguments hold a number that
+// no Go integer type the tool's input schema stands for there can hold (1e30,
+// or even 9223372036854775807, which the wrapper reads as a float64 first,
+// for an int). Such a call is given back what the limits charged it, and its
+// record says so (a write's intent record is followed by that outcome). The
+// error's own type and field do not decide it: a handler's error may be of
+// that type, about a field of that name, of a value that fits the tool's type
+// but not the handler's. So a value the schema does not rule out for the Go
+// type (1e300 for a float32, which "number" also stands for; a string that is
+// no RFC 3339 time for a time.Time, which "string" also stands for) and a
+// decoder error of another kind (a custom UnmarshalJSON's) are answered as
+// the handler's error: INTERNAL. The guard reads the input schema as the
+// go-sdk derives it from the Go type: one written by hand that says "integer"
+// for a field of another type would let a handler's error about that field
+// pass for a decode failure. Neither the wrapper's refusal nor its decode
+// failure is looked for in the error of a handler [Guard.Wrap] protects: that
+// is a raw handler, with no wrapper below it, and its error is its own. A
+// tool that wants the model to read its error message returns a result with
+// IsError and Content instead.
 //
 // # Security
 //

@@ -772,23 +772,22 @@ func notRun(c Code) bool {
 // sdkToolError turns a tool-error result that carries a Go error (set with
 // CallToolResult.SetError: the go-sdk's wrapper of a typed tool does so for
 // the handler's error and for arguments it cannot decode) back into that
-// error, so that it is handled like a raw handler's: its text, which may
-// hold internals or argument values, does not reach the caller. An output
-// the wrapper's validation refuses is INVALID_RESPONSE (go-sdk v1.8.0 says
-// so only in the message of an error it returns, not sets). Arguments it
-// cannot read or its validation refuses come back as an error set as the
-// handler's is, known only by its text, starting `validating
-// "arguments"`, which a handler's error may start with too, with a value
-// the caller chose: such an error is marked as a possible refusal, which
-// the caller confirms by its whole text ([sdkRefusedArgs]). Arguments it
-// cannot decode into the tool's Go type come back as the decoder's own
-// *json.UnmarshalTypeError, set as it is, exactly as a handler's error
-// would be: such an error is marked as a possible decode failure, which
-// the caller confirms against the call's arguments and the tool's input
-// schema ([undecodable]) before it calls it one. A *DenialError comes back
-// as itself, so that a typed tool's refusal is answered like a raw one's. A tool that wants the model
-// to read its error returns a result with IsError and Content, without
-// SetError.
+// error, so that it is handled like a raw handler's: its text, which may hold
+// internals or argument values, does not reach the caller. An output the
+// wrapper's validation refuses is INVALID_RESPONSE (go-sdk v1.8.0 says so
+// only in the message of an error it returns, not sets). Arguments it cannot
+// read or its validation refuses come back as an error set as the handler's
+// is, known only by its text, starting `validating "arguments"`, which a
+// handler's error may start with too, with a value the caller chose: such an
+// error is marked as a possible refusal, which the caller confirms by its
+// whole text ([sdkRefusedArgs]). Arguments it cannot decode into the tool's
+// Go type come back as the decoder's own *json.UnmarshalTypeError, set as it
+// is, exactly as a handler's error would be: such an error is marked as a
+// possible decode failure, which the caller confirms against the call's
+// arguments and the tool's input schema ([undecodable]) before it calls it
+// one. A *DenialError comes back as itself, so that a typed tool's refusal is
+// answered like a raw one's. A tool that wants the model to read its error
+// returns a result with IsError and Content, without SetError.
 func sdkToolError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "validating tool output") {

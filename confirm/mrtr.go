@@ -70,48 +70,47 @@ const (
 //
 // Top-level argument keys are sorted; strings are shown bare when they are
 // plain words and quoted otherwise, with the characters outside ASCII that
-// are not letters or digits (quotes, primes and commas of other scripts,
-// and letters shaped like them, which would read as the end of the
-// quotes) escaped, and so are two or more apostrophes or backticks in a
-// row (a double quote's shape); numbers exactly as sent (one longer than
-// 80 characters by its value, rounded to 17 significant digits and marked
-// "≈", or, with an exponent beyond ±100000000, by its length: "(a number
-// of 94 characters)"); nested objects and arrays as compact JSON with
-// sorted keys (apostrophes in a row escaped, and every character outside
-// printable ASCII when a string in them holds a character escaped in
-// quotes, or one of those below).
-// A key or string that holds control or formatting characters (including
-// bidirectional overrides), or characters that show as nothing or as a
-// plain space (Hangul fillers, variation selectors, spaces other than
-// U+0020), is shown quoted with every character outside printable ASCII
-// escaped; the tool name is shown with control and formatting characters
-// removed. Each key and value is truncated to 80 characters with "…", and
-// at most 20 arguments are listed. Arguments that are empty or null read
-// "with no arguments"; a non-object is shown whole; invalid JSON, and
-// arguments [ArgsSHA256] refuses (a member named twice, or two whose names
-// differ only in letter case, '_' or '-', at any depth; text that is not
-// UTF-8 or escapes a lone surrogate), read "with unreadable arguments". A key or string with
-// fullwidth or mathematical letters or digits (ℯ and the other letters of
-// the Letterlike Symbols block among them, and ª º ſ), ligatures or
-// digraphs of ASCII letters (ﬁ, ĳ, ǳ), or digits of another script, is
-// quoted with those escaped (shown as "\uff11\uff12": "１２" would read as
-// the number or the key 12, "proﬁle" as profile), and so is one with
-// letters that Unicode's confusables.txt gives as shaped like an ASCII
-// letter or digit (Cyrillic А and З, Greek ο, Armenian օ, Cherokee Ꭺ,
-// Latin ı) where they read as ASCII: "\u0410cme", not Аcme, which reads
-// as Acme. A word (letters and digits) wholly in one other script that
-// holds a letter of it shaped like no ASCII one, and that no other script
-// with lookalikes can spell alike, is shown as it is (city=Москва; not
-// to=ПАР, which reads as Greek ΠΑΡ: "\u041f\u0410\u0420"; a letter shaped like ASCII with marks, like two ASCII
-// letters or like ASCII punctuation, Cyrillic ё or ꚙ, is not such a
-// letter: "\u0421\u04bb\u04cf\u043e\u0451", not Сһӏоё, which reads as
-// Chloë); in a word with ASCII letters or digits every letter of
-// a script with such letters is escaped, and so is every one in a word of
-// lookalikes only ("\u0441\u043e\u0440" for the Russian сор, which reads
-// as cop): see textsafe.ReadsASCIIIn. A nested value holding one of these,
-// in the whole of it or in the 80 characters shown, is shown with
-// everything outside printable ASCII escaped, and one cut in a number is
-// cut before it ({"amount":…).
+// are not letters or digits (quotes, primes and commas of other scripts, and
+// letters shaped like them, which would read as the end of the quotes)
+// escaped, and so are two or more apostrophes or backticks in a row (a double
+// quote's shape); numbers exactly as sent (one longer than 80 characters by
+// its value, rounded to 17 significant digits and marked "≈", or, with an
+// exponent beyond ±100000000, by its length: "(a number of 94 characters)");
+// nested objects and arrays as compact JSON with sorted keys (apostrophes in
+// a row escaped, and every character outside printable ASCII when a string in
+// them holds a character escaped in quotes, or one of those below). A key or
+// string that holds control or formatting characters (including bidirectional
+// overrides), or characters that show as nothing or as a plain space (Hangul
+// fillers, variation selectors, spaces other than U+0020), is shown quoted
+// with every character outside printable ASCII escaped; the tool name is
+// shown with control and formatting characters removed. Each key and value is
+// truncated to 80 characters with "…", and at most 20 arguments are listed.
+// Arguments that are empty or null read "with no arguments"; a non-object is
+// shown whole; invalid JSON, and arguments [ArgsSHA256] refuses (a member
+// named twice, or two whose names differ only in letter case, '_' or '-', at
+// any depth; text that is not UTF-8 or escapes a lone surrogate), read "with
+// unreadable arguments". A key or string with fullwidth or mathematical
+// letters or digits (ℯ and the other letters of the Letterlike Symbols block
+// among them, and ª º ſ), ligatures or digraphs of ASCII letters (ﬁ, ĳ, ǳ),
+// or digits of another script, is quoted with those escaped (shown as
+// "\uff11\uff12": "１２" would read as the number or the key 12, "proﬁle" as
+// profile), and so is one with letters that Unicode's confusables.txt gives
+// as shaped like an ASCII letter or digit (Cyrillic А and З, Greek ο,
+// Armenian օ, Cherokee Ꭺ, Latin ı) where they read as ASCII: "\u0410cme", not
+// Аcme, which reads as Acme. A word (letters and digits) wholly in one other
+// script that holds a letter of it shaped like no ASCII one, and that no
+// other script with lookalikes can spell alike, is shown as it is
+// (city=Москва; not to=ПАР, which reads as Greek ΠΑΡ: "\u041f\u0410\u0420"; a
+// letter shaped like ASCII with marks, like two ASCII letters or like ASCII
+// punctuation, Cyrillic ё or ꚙ, is not such a letter:
+// "\u0421\u04bb\u04cf\u043e\u0451", not Сһӏоё, which reads as Chloë); in a
+// word with ASCII letters or digits every letter of a script with such
+// letters is escaped, and so is every one in a word of lookalikes only
+// ("\u0441\u043e\u0440" for the Russian сор, which reads as cop): see
+// textsafe.ReadsASCIIIn. A nested value holding one of these, in the whole of
+// it or in the 80 characters shown, is shown with everything outside
+// printable ASCII escaped, and one cut in a number is cut before it
+// ({"amount":…).
 func Describe(tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("Run ")

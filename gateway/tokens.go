@@ -32,12 +32,12 @@ var ErrAuthenticatorUnavailable = errors.New("gateway: the authenticator could n
 
 // An Authenticator turns a bearer token into the principal it stands for. It
 // returns a non-nil error for a token it does not accept; the gateway then
-// answers 401 without saying why (but see [ErrAuthenticatorUnavailable]). The gateway also answers 401 (and logs an
-// error) for a principal without a subject or one that fails
-// [token.CheckPrincipal]: a role with a comma or a subject with outer spaces
-// would reach the downstream's identity headers as another identity.
-// Implementations are safe for concurrent use
-// and must not log the token.
+// answers 401 without saying why (but see [ErrAuthenticatorUnavailable]).
+// The gateway also answers 401 (and logs an error) for a principal without a
+// subject or one that fails [token.CheckPrincipal]: a role with a comma or a
+// subject with outer spaces would reach the downstream's identity headers as
+// another identity. Implementations are safe for concurrent use and must not
+// log the token.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (*policy.Principal, error)
 }
