@@ -71,6 +71,7 @@ func TestReview30FuzzWrapped(t *testing.T) {
 		{"batch limit", errOverBatchLimit, true, failBatchLimit},
 		{"header too large", errHeaderTooLarge, false, failHeaderTooLarge},
 		{"unknown CA", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{Cert: cert}}, false, failTLSCert},
+		{"no system roots", &tls.CertificateVerificationError{Err: x509.SystemRootsError{}}, false, failTLSCert},
 		{"hostname", x509.HostnameError{Certificate: cert, Host: "h"}, false, failTLSCert},
 		{"expired", x509.CertificateInvalidError{Cert: cert, Reason: x509.Expired}, false, failTLSCert},
 		{"tls closed", &tlsClosedError{io.EOF}, false, failTLSClosed},
