@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// pinnedAnswerRig is a gateway with trust-on-first-use Pins in front of a
+// downstream that answers its first request (a tools/list) with goodTool
+// and every later one with answer, as JSON or, with sse, as one event.
+func pinnedAnswerRig(t *testing.T, answer string, sse bool) *rig {
+	t.Helper()
+	var n atomic.Int64
+	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if n.Add(1) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"tools":[`+goodTool+`]}}`)
+			return
+		}
+		if sse {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	}))
+	g, err := New(down.URL+"/mcp", DemoTokens(), &Options{Pins: TrustOnFirstUse(), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := &rig{url: newServer(t, g).URL}
+	if r := rg.post(t, admin, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); r.status != http.StatusOK || !strings.Contains(r.body, "Look up a customer.") {
+		t.Fatalf("the first listing: %d %s", r.status, r.body)
+	}
+	return rg
+}
+
+// TestReview50GuardedAnswerOtherSpelling: with Pins, the answer to a
+// tools/call that carries a listing under another spelling of "result"
+// ("Result", which encoding/json clients match) does not reach the client
+// as it is, as JSON or as an event: the gateway cannot tell which result
+// such a client reads, so it fails closed.
+func TestReview50GuardedAnswerOtherSpelling(t *testing.T) {
+	answer := `{"jsonrpc":"2.0","id":2,"Result":{"tools":[` + poisonedTool + `]}}`
+	for _, sse := range []bool{false, true} {
+		rg := pinnedAnswerRig(t, answer, sse)
+		r := rg.post(t, admin, call("2", "get_customer_record", `{"customer_id":"CUST-00001"}`))
+		if strings.Contains(r.body, "id_rsa") {
+			t.Errorf("sse %v: the changed definition reached the client: %d %s", sse, r.status, r.body)
+		}
+	}
+}
+
+// TestReview50GuardedAnswerUntouched: with Pins, an answer that carries no
+// listing is relayed byte for byte, as JSON, as an array of messages and
+// as an event: its white space kept, and a cacheScope in its result left
+// as the downstream gave it (only a listing's is made private).
+func TestReview50GuardedAnswerUntouched(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		sse          bool
+	}{
+		{"json", `{ "jsonrpc" : "2.0", "id" : 2, "result" : { "content" : [ ], "cacheScope" : "public" } }`, false},
+		{"array", `[ { "jsonrpc" : "2.0", "id" : 2, "result" : { "content" : [ ], "cacheScope" : "public" } } ]`, false},
+		{"event", `{ "jsonrpc" : "2.0", "id" : 2, "result" : { "content" : [ ], "cacheScope" : "public" } }`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rg := pinnedAnswerRig(t, tc.answer, tc.sse)
+			r := rg.post(t, admin, call("2", "get_customer_record", `{"customer_id":"CUST-00001"}`))
+			if r.status != http.StatusOK {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			got := r.body
+			if tc.sse {
+				got = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(got), "event: message\ndata: "))
+			}
+			if got != tc.answer {
+				t.Errorf("relayed %q, want %q byte for byte", got, tc.answer)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Errorf("not JSON: %q", got)
+			}
+		})
+	}
+}
+
+// TestReview50PinnedCallUnreadableAnswer: with Pins, the answer to a
+// tools/call that the gateway must read but cannot (compressed, or an
+// event stream in another charset than UTF-8) is answered with a 502
+// carrying -32003 for the call's id, logged once, and recorded as the
+// call's outcome with its cause.
+func TestReview50PinnedCallUnreadableAnswer(t *testing.T) {
+	for _, tc := range []struct{ name, header, value string }{
+		{"gzip", "Content-Encoding", "gzip"},
+		{"utf7_events", "Content-Type", "text/event-stream; charset=utf-7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &memSink{}
+			url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set(tc.header, tc.value)
+				io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
+			})
+			got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), false)
+			if id, code, _ := rpcErr(t, got.body); got.status != http.StatusBadGateway || string(id) != "7" || code != -32003 {
+				t.Errorf("%d %s, want 502 and a -32003 error answering id 7", got.status, got.body)
+			}
+			var evs []string
+			for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				evs = nil
+				for _, e := range sink.outcomes("get_customer_record") {
+					evs = append(evs, e.Code+": "+e.Detail)
+				}
+				if len(evs) > 0 || time.Now().After(deadline) {
+					break
+				}
+			}
+			if want := "UPSTREAM_UNAVAILABLE: downstream's answer was encoded, or not UTF-8"; len(evs) != 1 || evs[0] != want {
+				t.Errorf("outcome records %q, want one %q", evs, want)
+			}
+			if n := strings.Count(logs.String(), `msg="upstream answer refused: encoded, or not UTF-8"`); n != 1 {
+				t.Errorf("%d refusal log lines, want 1; log:\n%s", n, logs)
+			}
+		})
+	}
+}
+
+// TestReview50PinnedNotificationAnswer: with Pins, the answer to a
+// tools/call sent as a notification (no id), which no client reads, is
+// relayed with its status and header but without its body or the type of
+// that body, logged as checked with the body dropped, and the call's
+// outcome is recorded.
+func TestReview50PinnedNotificationAnswer(t *testing.T) {
+	sink := &memSink{}
+	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Mcp-Session-Id", "s-1")
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, "Accepted")
+	})
+	got := r28Post(t, url, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"get_customer_record","arguments":{"customer_id":"CUST-00001"}}}`, false)
+	if got.status != http.StatusAccepted || got.body != "" {
+		t.Errorf("%d %q, want 202 without a body", got.status, got.body)
+	}
+	if s, ct := got.header.Get("Mcp-Session-Id"), got.header.Get("Content-Type"); s != "s-1" || ct != "" {
+		t.Errorf("Mcp-Session-Id %q, Content-Type %q; want s-1 and none", s, ct)
+	}
+	var evs []string
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		evs = nil
+		for _, e := range sink.outcomes("get_customer_record") {
+			evs = append(evs, strconv.FormatBool(e.Allowed)+" "+e.Code)
+		}
+		if len(evs) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(evs) != 1 || evs[0] != "true " {
+		t.Errorf("outcome records %q, want one allowed", evs)
+	}
+	if !strings.Contains(logs.String(), `msg=upstream `) || !strings.Contains(logs.String(), "status=202 checked=true body_dropped=true") {
+		t.Errorf("log, want an upstream line with status=202 checked=true body_dropped=true:\n%s", logs)
+	}
+}
