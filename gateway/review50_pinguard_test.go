@@ -170,3 +170,22 @@ func TestReview50PinnedNotificationAnswer(t *testing.T) {
 		t.Errorf("log, want an upstream line with status=202 checked=true body_dropped=true:\n%s", logs)
 	}
 }
+
+// TestReview50PinnedEventsStatusAndLog: with Pins, an event stream
+// answering a tools/call is relayed with the downstream's own 2xx status
+// (here 201), not a 200 of the gateway's, and its "upstream" line says it
+// was an event stream, checked.
+func TestReview50PinnedEventsStatusAndLog(t *testing.T) {
+	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
+	})
+	got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), true)
+	if got.status != http.StatusCreated || !strings.Contains(got.body, `"id":7,"result":{"content":[]}`) {
+		t.Errorf("%d %q, want 201 and the event", got.status, got.body)
+	}
+	if !strings.Contains(logs.String(), "msg=upstream ") || !strings.Contains(logs.String(), "status=201 sse=true checked=true") {
+		t.Errorf("log, want an upstream line with status=201 sse=true checked=true:\n%s", logs)
+	}
+}
