@@ -189,3 +189,49 @@ func TestReview50PinnedEventsStatusAndLog(t *testing.T) {
 		t.Errorf("log, want an upstream line with status=201 sse=true checked=true:\n%s", logs)
 	}
 }
+
+// TestReview50PinnedEventsKeepIDs: with Pins, the events of a stream
+// answering a tools/call keep their id and retry fields: the stream may be
+// resumed.
+func TestReview50PinnedEventsKeepIDs(t *testing.T) {
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "id: ev-5\nretry: 1500\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
+	})
+	got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), true)
+	if got.status != http.StatusOK || !strings.Contains(got.body, "id: ev-5\n") || !strings.Contains(got.body, "retry: 1500\n") {
+		t.Errorf("%d %q, want the event with its id and retry", got.status, got.body)
+	}
+}
+
+// TestReview50PinnedEventsCut: with Pins, an event stream answering a
+// tools/call that the downstream cuts between two events (no final chunk)
+// is recorded UPSTREAM_UNAVAILABLE with the cause that it was cut before
+// its end, not that it was never answered nor that it timed out.
+func TestReview50PinnedEventsCut(t *testing.T) {
+	sink := &memSink{}
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			chunk("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n"))
+	})
+	r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), true)
+	var evs []string
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		evs = nil
+		for _, e := range sink.outcomes("get_customer_record") {
+			evs = append(evs, e.Code+": "+e.Detail)
+		}
+		if len(evs) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if want := "UPSTREAM_UNAVAILABLE: downstream closed the connection before the answer's end"; len(evs) != 1 || evs[0] != want {
+		t.Errorf("outcome records %q, want one %q", evs, want)
+	}
+}
