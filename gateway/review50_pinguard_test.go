@@ -192,22 +192,23 @@ func TestReview50PinnedEventsStatusAndLog(t *testing.T) {
 
 // TestReview50PinnedEventsKeepIDs: with Pins, the events of a stream
 // answering a tools/call keep their id and retry fields: the stream may be
-// resumed.
+// resumed; and the answer ends cleanly.
 func TestReview50PinnedEventsKeepIDs(t *testing.T) {
 	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "id: ev-5\nretry: 1500\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
 	})
-	got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), true)
-	if got.status != http.StatusOK || !strings.Contains(got.body, "id: ev-5\n") || !strings.Contains(got.body, "retry: 1500\n") {
-		t.Errorf("%d %q, want the event with its id and retry", got.status, got.body)
+	got, err := r50Post(url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`))
+	if err != nil || !strings.Contains(got, "id: ev-5\n") || !strings.Contains(got, "retry: 1500\n") {
+		t.Errorf("%q, %v; want the event with its id and retry, and a clean end", got, err)
 	}
 }
 
 // TestReview50PinnedEventsCut: with Pins, an event stream answering a
 // tools/call that the downstream cuts between two events (no final chunk)
 // is recorded UPSTREAM_UNAVAILABLE with the cause that it was cut before
-// its end, not that it was never answered nor that it timed out.
+// its end, not that it was never answered nor that it timed out; its
+// client sees the answer cut, not a clean end.
 func TestReview50PinnedEventsCut(t *testing.T) {
 	sink := &memSink{}
 	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
@@ -220,7 +221,37 @@ func TestReview50PinnedEventsCut(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
 			chunk("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n"))
 	})
-	r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), true)
+	got, err := r50Post(url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`))
+	if err == nil || !strings.Contains(got, "progress") {
+		t.Errorf("the client read %q, error %v; want the first event, then the answer cut (an error)", got, err)
+	}
+	if evs, want := r50Outcomes(sink), "UPSTREAM_UNAVAILABLE: downstream closed the connection before the answer's end"; len(evs) != 1 || evs[0] != want {
+		t.Errorf("outcome records %q, want one %q", evs, want)
+	}
+}
+
+// r50Post posts body to the gateway at url as the viewer, accepting an
+// event stream, and returns the answer's body and the error reading it.
+func r50Post(url, body string) (string, error) {
+	req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", viewer)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// r50Outcomes waits up to 3 s for the outcome records of
+// get_customer_record in sink, and returns them as "CODE: detail".
+func r50Outcomes(sink *memSink) []string {
 	var evs []string
 	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		evs = nil
@@ -228,10 +259,55 @@ func TestReview50PinnedEventsCut(t *testing.T) {
 			evs = append(evs, e.Code+": "+e.Detail)
 		}
 		if len(evs) > 0 || time.Now().After(deadline) {
-			break
+			return evs
 		}
 	}
-	if want := "UPSTREAM_UNAVAILABLE: downstream closed the connection before the answer's end"; len(evs) != 1 || evs[0] != want {
-		t.Errorf("outcome records %q, want one %q", evs, want)
+}
+
+// TestReview50PinnedEventsClientGone: with Pins, a tools/call whose client
+// leaves while its event stream goes on is recorded as such once the
+// stream ends.
+func TestReview50PinnedEventsClientGone(t *testing.T) {
+	sink := &memSink{}
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
+	})
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", viewer)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatalf("the first event: %v", err)
+	}
+	resp.Body.Close() // the client leaves
+	if evs := r50Outcomes(sink); len(evs) != 1 || evs[0] != ": "+clientGone {
+		t.Errorf("outcome records %q, want one allowed saying %q", evs, clientGone)
+	}
+}
+
+// TestReview50PinnedJSONHeaders: with Pins, a JSON answer to a tools/call,
+// read whole to be checked, is relayed with the downstream's 2xx status
+// (here 201) and header (its session id among them).
+func TestReview50PinnedJSONHeaders(t *testing.T) {
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s-9")
+		w.Header().Set("X-Review50", "kept")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
+	})
+	got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), false)
+	if got.status != http.StatusCreated || got.header.Get("Mcp-Session-Id") != "s-9" || got.header.Get("X-Review50") != "kept" ||
+		got.header.Get("Content-Type") != "application/json" {
+		t.Errorf("%d %v, want the downstream's 201 and header", got.status, got.header)
 	}
 }
