@@ -311,3 +311,30 @@ func TestReview50PinnedJSONHeaders(t *testing.T) {
 		t.Errorf("%d %v, want the downstream's 201 and header", got.status, got.header)
 	}
 }
+
+// TestReview50PinnedJSONCut: with Pins, a JSON answer to a tools/call that
+// the downstream cuts short (fewer bytes than its Content-Length) is
+// answered with a 502 carrying -32003 for the call's id, and the cut is
+// logged with how much came.
+func TestReview50PinnedJSONCut(t *testing.T) {
+	sink := &memSink{}
+	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":\"2.0\"")
+	})
+	got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), false)
+	if id, code, _ := rpcErr(t, got.body); got.status != http.StatusBadGateway || string(id) != "7" || code != -32003 {
+		t.Errorf("%d %s, want 502 and a -32003 error answering id 7", got.status, got.body)
+	}
+	if evs, want := r50Outcomes(sink), "UPSTREAM_UNAVAILABLE: downstream closed the connection before the answer's end"; len(evs) != 1 || evs[0] != want {
+		t.Errorf("outcome records %q, want one %q", evs, want)
+	}
+	if !strings.Contains(logs.String(), `msg="upstream error"`) || !strings.Contains(logs.String(), "status=200 bytes=16 timeout=false") {
+		t.Errorf("log, want an upstream error line with status=200 bytes=16 timeout=false:\n%s", logs)
+	}
+}
