@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -336,5 +337,73 @@ func TestReview50PinnedJSONCut(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `msg="upstream error"`) || !strings.Contains(logs.String(), "status=200 bytes=16 timeout=false") {
 		t.Errorf("log, want an upstream error line with status=200 bytes=16 timeout=false:\n%s", logs)
+	}
+}
+
+// TestReview50PinnedJSONBodies: with Pins, a 2xx JSON answer to a
+// tools/call is relayed with its length when it is JSON (a long one too,
+// not chunked: a client sees a short answer as short), relayed empty when
+// the downstream sent nothing, and refused (502, -32003) when it is not
+// JSON, however short.
+func TestReview50PinnedJSONBodies(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		status       int
+	}{
+		{"json", `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`, http.StatusOK},
+		{"large_json", `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("z", 10000) + `"}]}}`, http.StatusOK},
+		{"one_byte_json", `7`, http.StatusOK},
+		{"empty", ``, http.StatusOK},
+		{"blank", " \n", http.StatusOK},
+		{"one_byte", `x`, http.StatusBadGateway},
+		{"two_bytes", `xy`, http.StatusBadGateway},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.answer)
+			})
+			got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), false)
+			if got.status != tc.status {
+				t.Fatalf("%d %q, want %d", got.status, got.body, tc.status)
+			}
+			if tc.status != http.StatusOK {
+				if id, code, _ := rpcErr(t, got.body); string(id) != "7" || code != -32003 {
+					t.Errorf("%s, want a -32003 error answering id 7", got.body)
+				}
+				return
+			}
+			if got.body != tc.answer {
+				t.Errorf("relayed %q, want %q", got.body, tc.answer)
+			}
+			if cl := got.header.Get("Content-Length"); cl != strconv.Itoa(len(tc.answer)) {
+				t.Errorf("Content-Length %q, want %d", cl, len(tc.answer))
+			}
+		})
+	}
+}
+
+// TestReview50PinnedJSONClientGone: with Pins, a tools/call whose client
+// gave up before its JSON answer came is recorded as such: the call goes
+// on downstream, its answer is read and checked, and relayed to no one.
+func TestReview50PinnedJSONClientGone(t *testing.T) {
+	sink := &memSink{}
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+		time.Sleep(300 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", viewer)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the client got %d before it gave up", resp.StatusCode)
+	}
+	if evs := r50Outcomes(sink); len(evs) != 1 || evs[0] != ": "+clientGone {
+		t.Errorf("outcome records %q, want one allowed saying %q", evs, clientGone)
 	}
 }
