@@ -297,9 +297,9 @@ func TestReview50PinnedEventsClientGone(t *testing.T) {
 
 // TestReview50PinnedJSONHeaders: with Pins, a JSON answer to a tools/call,
 // read whole to be checked, is relayed with the downstream's 2xx status
-// (here 201) and header (its session id among them).
+// (here 201) and header (its session id among them), and logged.
 func TestReview50PinnedJSONHeaders(t *testing.T) {
-	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s-9")
 		w.Header().Set("X-Review50", "kept")
@@ -310,6 +310,9 @@ func TestReview50PinnedJSONHeaders(t *testing.T) {
 	if got.status != http.StatusCreated || got.header.Get("Mcp-Session-Id") != "s-9" || got.header.Get("X-Review50") != "kept" ||
 		got.header.Get("Content-Type") != "application/json" {
 		t.Errorf("%d %v, want the downstream's 201 and header", got.status, got.header)
+	}
+	if !strings.Contains(logs.String(), "msg=upstream ") || !strings.Contains(logs.String(), "status=201 bytes=48 checked=true") {
+		t.Errorf("log, want an upstream line with status=201 bytes=48 checked=true:\n%s", logs)
 	}
 }
 
@@ -405,5 +408,45 @@ func TestReview50PinnedJSONClientGone(t *testing.T) {
 	}
 	if evs := r50Outcomes(sink); len(evs) != 1 || evs[0] != ": "+clientGone {
 		t.Errorf("outcome records %q, want one allowed saying %q", evs, clientGone)
+	}
+}
+
+// TestReview50PinnedCallAnswerRecorded: with Pins, the outcome record of a
+// tools/call tells what its answer said, the answer found as a client
+// finds it: the message, or the first response in an array of them, whose
+// id the client takes for the call's (7.0 for 7, not "7"); a response to
+// another id, or a later response, says nothing of the call.
+func TestReview50PinnedCallAnswerRecorded(t *testing.T) {
+	const (
+		toolErr  = `{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":true}}`
+		rpcError = `{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"no"}}`
+		note     = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
+		ok       = `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`
+	)
+	for _, tc := range []struct{ name, answer, want string }{
+		{"tool_error", toolErr, ": tool reported an error"},
+		{"rpc_error", rpcError, ": downstream answered a JSON-RPC error"},
+		{"array_first", "[" + toolErr + "," + note + "]", ": tool reported an error"},
+		{"array_after_note", "[" + note + "," + rpcError + "]", ": downstream answered a JSON-RPC error"},
+		{"array_after_scalar", `[1,{"jsonrpc":"2.0","id":7.0,"result":{"isError":true}}]`, ": tool reported an error"},
+		{"array_first_response_wins", "[" + ok + "," + toolErr + "]", ": "},
+		{"float_id", `{"jsonrpc":"2.0","id":7.0,"result":{"isError":true}}`, ": tool reported an error"},
+		{"string_id", `{"jsonrpc":"2.0","id":"7","result":{"isError":true}}`, ": "},
+		{"other_id", `{"jsonrpc":"2.0","id":8,"error":{"code":-32000,"message":"no"}}`, ": "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &memSink{}
+			url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.answer)
+			})
+			got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), false)
+			if got.status != http.StatusOK || got.body != tc.answer {
+				t.Errorf("%d %q, want 200 and the answer as it came", got.status, got.body)
+			}
+			if evs := r50Outcomes(sink); len(evs) != 1 || evs[0] != tc.want {
+				t.Errorf("outcome records %q, want one %q", evs, tc.want)
+			}
+		})
 	}
 }
