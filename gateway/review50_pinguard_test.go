@@ -450,3 +450,41 @@ func TestReview50PinnedCallAnswerRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestReview50SameID: the ids a client takes for one: the same text,
+// strings with the same value however escaped, numbers with the same value
+// however written (the first digit 0 to 9, or a sign); never a string and
+// a number, nor two different values.
+func TestReview50SameID(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{`7`, `7`, true},
+		{`null`, `null`, true},
+		{`"7"`, `"\u0037"`, true},
+		{`"a"`, `"b"`, false},
+		{`"7"`, `7`, false},
+		{`7`, `"7"`, false},
+		{`7`, `7.0`, true},
+		{`0`, `0.0`, true},
+		{`9`, `9.0`, true},
+		{`0.0`, `0`, true},
+		{`-1`, `-1.0`, true},
+		{`-1.0`, `-1`, true},
+		{`1e2`, `100`, true},
+		{`10`, `1`, false},
+		{`7`, `8`, false},
+		{`null`, `0`, false},
+		{`0`, `null`, false},
+		{`true`, `1`, false},
+		{`"7"`, `7.0`, false},
+		{`"`, `"`, true},
+		{`"\u00"`, `"\u00"`, true},
+		{`"\u00"`, `"\u01"`, false},
+	} {
+		if got := sameID([]byte(tc.a), []byte(tc.b)); got != tc.want {
+			t.Errorf("sameID(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
