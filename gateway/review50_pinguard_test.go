@@ -362,13 +362,17 @@ func TestReview50PinnedJSONBodies(t *testing.T) {
 		{"two_bytes", `xy`, http.StatusBadGateway},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+			url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, tc.answer)
 			})
 			got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), false)
 			if got.status != tc.status {
 				t.Fatalf("%d %q, want %d", got.status, got.body, tc.status)
+			}
+			refused := `msg="upstream answer refused: not JSON, or larger than the limit"`
+			if n, want := strings.Count(logs.String(), refused), tc.status != http.StatusOK; (n == 1) != want || n > 1 {
+				t.Errorf("%d log lines %s, want %v; log:\n%s", n, refused, want, logs)
 			}
 			if tc.status != http.StatusOK {
 				if id, code, _ := rpcErr(t, got.body); string(id) != "7" || code != -32003 {
@@ -482,6 +486,10 @@ func TestReview50SameID(t *testing.T) {
 		{`"`, `"`, true},
 		{`"\u00"`, `"\u00"`, true},
 		{`"\u00"`, `"\u01"`, false},
+		{`""`, `"\u00"`, false}, // one unreadable: not the other's value
+		{`"\u00"`, `""`, false},
+		{`-`, `0`, false},
+		{`0`, `-`, false},
 	} {
 		if got := sameID([]byte(tc.a), []byte(tc.b)); got != tc.want {
 			t.Errorf("sameID(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
