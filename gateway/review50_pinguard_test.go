@@ -496,3 +496,12 @@ func TestReview50SameID(t *testing.T) {
 		}
 	}
 }
+
+// TestReview50IsRedirect: every 3xx, and only those, is a redirection.
+func TestReview50IsRedirect(t *testing.T) {
+	for status, want := range map[int]bool{299: false, 300: true, 301: true, 308: true, 399: true, 400: false} {
+		if got := isRedirect(status); got != want {
+			t.Errorf("isRedirect(%d) = %v, want %v", status, got, want)
+		}
+	}
+}
