@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,7 +108,7 @@ func TestReview50PinnedCallUnreadableAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &memSink{}
-			url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+			url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set(tc.header, tc.value)
 				io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
@@ -141,7 +144,7 @@ func TestReview50PinnedCallUnreadableAnswer(t *testing.T) {
 // outcome is recorded.
 func TestReview50PinnedNotificationAnswer(t *testing.T) {
 	sink := &memSink{}
-	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Mcp-Session-Id", "s-1")
 		w.WriteHeader(http.StatusAccepted)
@@ -167,7 +170,7 @@ func TestReview50PinnedNotificationAnswer(t *testing.T) {
 	if len(evs) != 1 || evs[0] != "true " {
 		t.Errorf("outcome records %q, want one allowed", evs)
 	}
-	if !strings.Contains(logs.String(), `msg=upstream `) || !strings.Contains(logs.String(), "status=202 checked=true body_dropped=true") {
+	if !logs.waitFor("msg=upstream ", "status=202 checked=true body_dropped=true") {
 		t.Errorf("log, want an upstream line with status=202 checked=true body_dropped=true:\n%s", logs)
 	}
 }
@@ -177,7 +180,7 @@ func TestReview50PinnedNotificationAnswer(t *testing.T) {
 // (here 201), not a 200 of the gateway's, and its "upstream" line says it
 // was an event stream, checked.
 func TestReview50PinnedEventsStatusAndLog(t *testing.T) {
-	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
@@ -186,7 +189,7 @@ func TestReview50PinnedEventsStatusAndLog(t *testing.T) {
 	if got.status != http.StatusCreated || !strings.Contains(got.body, `"id":7,"result":{"content":[]}`) {
 		t.Errorf("%d %q, want 201 and the event", got.status, got.body)
 	}
-	if !strings.Contains(logs.String(), "msg=upstream ") || !strings.Contains(logs.String(), "status=201 sse=true checked=true") {
+	if !logs.waitFor("msg=upstream ", "status=201 sse=true checked=true") {
 		t.Errorf("log, want an upstream line with status=201 sse=true checked=true:\n%s", logs)
 	}
 }
@@ -195,7 +198,7 @@ func TestReview50PinnedEventsStatusAndLog(t *testing.T) {
 // answering a tools/call keep their id and retry fields: the stream may be
 // resumed; and the answer ends cleanly.
 func TestReview50PinnedEventsKeepIDs(t *testing.T) {
-	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "id: ev-5\nretry: 1500\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
 	})
@@ -212,7 +215,7 @@ func TestReview50PinnedEventsKeepIDs(t *testing.T) {
 // client sees the answer cut, not a clean end.
 func TestReview50PinnedEventsCut(t *testing.T) {
 	sink := &memSink{}
-	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		c, _, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			t.Error(err)
@@ -270,7 +273,7 @@ func r50Outcomes(sink *memSink) []string {
 // stream ends.
 func TestReview50PinnedEventsClientGone(t *testing.T) {
 	sink := &memSink{}
-	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
 		w.(http.Flusher).Flush()
@@ -299,7 +302,7 @@ func TestReview50PinnedEventsClientGone(t *testing.T) {
 // read whole to be checked, is relayed with the downstream's 2xx status
 // (here 201) and header (its session id among them), and logged.
 func TestReview50PinnedJSONHeaders(t *testing.T) {
-	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s-9")
 		w.Header().Set("X-Review50", "kept")
@@ -311,7 +314,7 @@ func TestReview50PinnedJSONHeaders(t *testing.T) {
 		got.header.Get("Content-Type") != "application/json" {
 		t.Errorf("%d %v, want the downstream's 201 and header", got.status, got.header)
 	}
-	if !strings.Contains(logs.String(), "msg=upstream ") || !strings.Contains(logs.String(), "status=201 bytes=48 checked=true") {
+	if !logs.waitFor("msg=upstream ", "status=201 bytes=48 checked=true") {
 		t.Errorf("log, want an upstream line with status=201 bytes=48 checked=true:\n%s", logs)
 	}
 }
@@ -322,7 +325,7 @@ func TestReview50PinnedJSONHeaders(t *testing.T) {
 // logged with how much came.
 func TestReview50PinnedJSONCut(t *testing.T) {
 	sink := &memSink{}
-	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		c, _, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			t.Error(err)
@@ -338,7 +341,7 @@ func TestReview50PinnedJSONCut(t *testing.T) {
 	if evs, want := r50Outcomes(sink), "UPSTREAM_UNAVAILABLE: downstream closed the connection before the answer's end"; len(evs) != 1 || evs[0] != want {
 		t.Errorf("outcome records %q, want one %q", evs, want)
 	}
-	if !strings.Contains(logs.String(), `msg="upstream error"`) || !strings.Contains(logs.String(), "status=200 bytes=16 timeout=false") {
+	if !logs.waitFor(`msg="upstream error"`, "status=200 bytes=16 timeout=false") {
 		t.Errorf("log, want an upstream error line with status=200 bytes=16 timeout=false:\n%s", logs)
 	}
 }
@@ -362,7 +365,7 @@ func TestReview50PinnedJSONBodies(t *testing.T) {
 		{"two_bytes", `xy`, http.StatusBadGateway},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+			url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, tc.answer)
 			})
@@ -395,7 +398,7 @@ func TestReview50PinnedJSONBodies(t *testing.T) {
 // on downstream, its answer is read and checked, and relayed to no one.
 func TestReview50PinnedJSONClientGone(t *testing.T) {
 	sink := &memSink{}
-	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		time.Sleep(300 * time.Millisecond)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
@@ -440,7 +443,7 @@ func TestReview50PinnedCallAnswerRecorded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &memSink{}
-			url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+			url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, tc.answer)
 			})
@@ -504,4 +507,60 @@ func TestReview50IsRedirect(t *testing.T) {
 			t.Errorf("isRedirect(%d) = %v, want %v", status, got, want)
 		}
 	}
+}
+
+// r50Logs is a gateway's text log, written and read under its lock.
+type r50Logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *r50Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *r50Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// waitFor waits up to 3 s for a line holding every one of subs (the
+// gateway logs some lines after its answer is relayed) and reports whether
+// one came.
+func (l *r50Logs) waitFor(subs ...string) bool {
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		for line := range strings.SplitSeq(l.String(), "\n") {
+			all := true
+			for _, s := range subs {
+				all = all && strings.Contains(line, s)
+			}
+			if all {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// r50Gateway is r28Gateway with a log that can be read while the gateway
+// writes to it.
+func r50Gateway(t *testing.T, opts *Options, answer func(w http.ResponseWriter, r *http.Request, body string)) (url string, logs *r50Logs) {
+	t.Helper()
+	d := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		answer(w, r, string(b))
+	}))
+	o := *opts
+	logs = &r50Logs{}
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	g, err := New(d.URL+"/mcp", DemoTokens(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newServer(t, g).URL, logs
 }
