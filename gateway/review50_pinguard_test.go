@@ -50,8 +50,8 @@ func pinnedAnswerRig(t *testing.T, answer string, sse bool) *rig {
 // TestReview50GuardedAnswerOtherSpelling: with Pins, the answer to a
 // tools/call that carries a listing under another spelling of "result"
 // ("Result", which encoding/json clients match) does not reach the client
-// as it is, as JSON or as an event: the gateway cannot tell which result
-// such a client reads, so it fails closed.
+// as it is, as JSON (a 502) or as an event (dropped): the gateway cannot
+// tell which result such a client reads, so it fails closed.
 func TestReview50GuardedAnswerOtherSpelling(t *testing.T) {
 	answer := `{"jsonrpc":"2.0","id":2,"Result":{"tools":[` + poisonedTool + `]}}`
 	for _, sse := range []bool{false, true} {
@@ -59,6 +59,10 @@ func TestReview50GuardedAnswerOtherSpelling(t *testing.T) {
 		r := rg.post(t, admin, call("2", "get_customer_record", `{"customer_id":"CUST-00001"}`))
 		if strings.Contains(r.body, "id_rsa") {
 			t.Errorf("sse %v: the changed definition reached the client: %d %s", sse, r.status, r.body)
+		}
+		// As JSON, a 502 for the call; as an event, the event dropped.
+		if want := map[bool]int{false: http.StatusBadGateway, true: http.StatusOK}[sse]; r.status != want {
+			t.Errorf("sse %v: status %d %s, want %d", sse, r.status, r.body, want)
 		}
 	}
 }
