@@ -1,21 +1,19 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
 // r28Gateway is a gateway with opts in front of a downstream whose answer
 // to each request the test writes byte for byte: answer gets the request
 // and its body.
-func r28Gateway(t *testing.T, opts *Options, answer func(w http.ResponseWriter, r *http.Request, body string)) (url string, logs *bytes.Buffer) {
+func r28Gateway(t *testing.T, opts *Options, answer func(w http.ResponseWriter, r *http.Request, body string)) (url string, logs *syncLog) {
 	t.Helper()
 	d := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -26,9 +24,8 @@ func r28Gateway(t *testing.T, opts *Options, answer func(w http.ResponseWriter, 
 	if opts != nil {
 		o = *opts
 	}
-	logs = &bytes.Buffer{}
-	var mu sync.Mutex
-	o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
+	logs = &syncLog{}
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	g, err := New(d.URL+"/mcp", DemoTokens(), &o)
 	if err != nil {
 		t.Fatal(err)

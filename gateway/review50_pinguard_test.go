@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,7 +109,7 @@ func TestReview50PinnedCallUnreadableAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &memSink{}
-			url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+			url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set(tc.header, tc.value)
 				io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
@@ -138,7 +135,7 @@ func TestReview50PinnedCallUnreadableAnswer(t *testing.T) {
 // outcome is recorded.
 func TestReview50PinnedNotificationAnswer(t *testing.T) {
 	sink := &memSink{}
-	url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Mcp-Session-Id", "s-1")
 		w.WriteHeader(http.StatusAccepted)
@@ -164,7 +161,7 @@ func TestReview50PinnedNotificationAnswer(t *testing.T) {
 // (here 201), not a 200 of the gateway's, and its "upstream" line says it
 // was an event stream, checked.
 func TestReview50PinnedEventsStatusAndLog(t *testing.T) {
-	url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
@@ -182,7 +179,7 @@ func TestReview50PinnedEventsStatusAndLog(t *testing.T) {
 // answering a tools/call keep their id and retry fields: the stream may be
 // resumed; and the answer ends cleanly.
 func TestReview50PinnedEventsKeepIDs(t *testing.T) {
-	url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "id: ev-5\nretry: 1500\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
 	})
@@ -199,7 +196,7 @@ func TestReview50PinnedEventsKeepIDs(t *testing.T) {
 // client sees the answer cut, not a clean end.
 func TestReview50PinnedEventsCut(t *testing.T) {
 	sink := &memSink{}
-	url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, r50Raw(t, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, r50Raw(t, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		chunk("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")))
 	got, err := r50Post(url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`))
 	if err == nil || !strings.Contains(got, "progress") {
@@ -249,7 +246,7 @@ func r50Outcomes(sink *memSink) []string {
 // stream ends.
 func TestReview50PinnedEventsClientGone(t *testing.T) {
 	sink := &memSink{}
-	url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
 		w.(http.Flusher).Flush()
@@ -278,7 +275,7 @@ func TestReview50PinnedEventsClientGone(t *testing.T) {
 // read whole to be checked, is relayed with the downstream's 2xx status
 // (here 201) and header (its session id among them), and logged.
 func TestReview50PinnedJSONHeaders(t *testing.T) {
-	url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s-9")
 		w.Header().Set("X-Review50", "kept")
@@ -301,7 +298,7 @@ func TestReview50PinnedJSONHeaders(t *testing.T) {
 // logged with how much came.
 func TestReview50PinnedJSONCut(t *testing.T) {
 	sink := &memSink{}
-	url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, r50Raw(t, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":\"2.0\""))
+	url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, r50Raw(t, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":\"2.0\""))
 	got := r28Post(t, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`), false)
 	if id, code, _ := rpcErr(t, got.body); got.status != http.StatusBadGateway || string(id) != "7" || code != -32003 {
 		t.Errorf("%d %s, want 502 and a -32003 error answering id 7", got.status, got.body)
@@ -333,7 +330,7 @@ func TestReview50PinnedJSONBodies(t *testing.T) {
 		{"two_bytes", `xy`, http.StatusBadGateway},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url, logs := r50Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
+			url, logs := r28Gateway(t, &Options{Pins: TrustOnFirstUse()}, func(w http.ResponseWriter, r *http.Request, _ string) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, tc.answer)
 			})
@@ -366,7 +363,7 @@ func TestReview50PinnedJSONBodies(t *testing.T) {
 // on downstream, its answer is read and checked, and relayed to no one.
 func TestReview50PinnedJSONClientGone(t *testing.T) {
 	sink := &memSink{}
-	url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+	url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 		time.Sleep(300 * time.Millisecond)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
@@ -411,7 +408,7 @@ func TestReview50PinnedCallAnswerRecorded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &memSink{}
-			url, _ := r50Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
+			url, _ := r28Gateway(t, &Options{Pins: TrustOnFirstUse(), Audit: sink}, func(w http.ResponseWriter, r *http.Request, _ string) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, tc.answer)
 			})
@@ -475,62 +472,6 @@ func TestReview50IsRedirect(t *testing.T) {
 			t.Errorf("isRedirect(%d) = %v, want %v", status, got, want)
 		}
 	}
-}
-
-// r50Logs is a gateway's text log, written and read under its lock.
-type r50Logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *r50Logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *r50Logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// waitFor waits up to 3 s for a line holding every one of subs (the
-// gateway logs some lines after its answer is relayed) and reports whether
-// one came.
-func (l *r50Logs) waitFor(subs ...string) bool {
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		for line := range strings.SplitSeq(l.String(), "\n") {
-			all := true
-			for _, s := range subs {
-				all = all && strings.Contains(line, s)
-			}
-			if all {
-				return true
-			}
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-}
-
-// r50Gateway is r28Gateway with a log that can be read while the gateway
-// writes to it.
-func r50Gateway(t *testing.T, opts *Options, answer func(w http.ResponseWriter, r *http.Request, body string)) (url string, logs *r50Logs) {
-	t.Helper()
-	d := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		answer(w, r, string(b))
-	}))
-	o := *opts
-	logs = &r50Logs{}
-	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	g, err := New(d.URL+"/mcp", DemoTokens(), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newServer(t, g).URL, logs
 }
 
 // r50Raw is a downstream's answer that writes raw, the bytes of an HTTP

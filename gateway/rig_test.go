@@ -144,6 +144,45 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// syncLog is a log written and read under its lock: a gateway's, read by
+// a test while the gateway writes it.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// waitFor waits up to 3 s for a line holding every one of subs (the
+// gateway logs some lines after its answer is relayed) and reports whether
+// one came.
+func (l *syncLog) waitFor(subs ...string) bool {
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		for line := range strings.SplitSeq(l.String(), "\n") {
+			all := true
+			for _, s := range subs {
+				all = all && strings.Contains(line, s)
+			}
+			if all {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 type reply struct {
 	status int
 	header http.Header
