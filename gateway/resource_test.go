@@ -46,6 +46,20 @@ func newMetadataRig(t *testing.T, path string, edit func(*oauthex.ProtectedResou
 	return &metadataRig{url: srv.URL, resource: md.Resource, down: d}
 }
 
+// challenge401 returns the one challenge of got, a 401 whose
+// WWW-Authenticate the go-sdk's client parses (oauthex.ParseWWWAuthenticate).
+func challenge401(t *testing.T, got reply) oauthex.Challenge {
+	t.Helper()
+	if got.status != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401: %s", got.status, got.body)
+	}
+	chs, err := oauthex.ParseWWWAuthenticate(got.header.Values("WWW-Authenticate"))
+	if err != nil || len(chs) != 1 {
+		t.Fatalf("WWW-Authenticate %q: %v, %d challenges", got.header.Values("WWW-Authenticate"), err, len(chs))
+	}
+	return chs[0]
+}
+
 // TestResourceMetadataDiscovery follows the MCP authorization
 // specification's discovery as the go-sdk's own client code does it: a
 // request without a token gets 401 whose challenge names the metadata
@@ -65,14 +79,7 @@ func TestResourceMetadataDiscovery(t *testing.T) {
 		{name: "wrong_scheme", auth: "Basic dmlld2VyOng=", invalidToken: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := r.post(t, tc.auth, call("1", "get_customer_record", ""))
-			if got.status != http.StatusUnauthorized {
-				t.Fatalf("status %d, want 401: %s", got.status, got.body)
-			}
-			chs, err := oauthex.ParseWWWAuthenticate(got.header.Values("WWW-Authenticate"))
-			if err != nil || len(chs) != 1 {
-				t.Fatalf("WWW-Authenticate %q: %v, %d challenges", got.header.Values("WWW-Authenticate"), err, len(chs))
-			}
+			ch := challenge401(t, r.post(t, tc.auth, call("1", "get_customer_record", "")))
 			want := map[string]string{
 				"realm":             "mcp-gateway",
 				"resource_metadata": rg.url + "/.well-known/oauth-protected-resource/mcp",
@@ -81,13 +88,13 @@ func TestResourceMetadataDiscovery(t *testing.T) {
 			if tc.invalidToken {
 				want["error"] = "invalid_token"
 			}
-			if chs[0].Scheme != "bearer" {
-				t.Errorf("scheme %q, want bearer", chs[0].Scheme)
+			if ch.Scheme != "bearer" {
+				t.Errorf("scheme %q, want bearer", ch.Scheme)
 			}
-			if diff := cmp.Diff(want, chs[0].Params); diff != "" {
+			if diff := cmp.Diff(want, ch.Params); diff != "" {
 				t.Errorf("challenge parameters (-want +got):\n%s", diff)
 			}
-			prm, err := oauthex.GetProtectedResourceMetadata(context.Background(), chs[0].Params["resource_metadata"], rg.resource, http.DefaultClient)
+			prm, err := oauthex.GetProtectedResourceMetadata(context.Background(), ch.Params["resource_metadata"], rg.resource, http.DefaultClient)
 			if err != nil {
 				t.Fatal(err)
 			}

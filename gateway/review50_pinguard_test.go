@@ -207,17 +207,20 @@ func TestReview50PinnedEventsCut(t *testing.T) {
 	}
 }
 
-// r50Post posts body to the gateway at url as the viewer, accepting an
-// event stream, and returns the answer's body and the error reading it.
-func r50Post(url, body string) (string, error) {
-	req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
-	if err != nil {
-		return "", err
-	}
+// r50Request is a POST of body to the gateway at url as the viewer,
+// accepting an event stream, bound to ctx.
+func r50Request(ctx context.Context, url, body string) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", viewer)
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// r50Post sends r50Request and returns the answer's body and the error
+// reading it.
+func r50Post(url, body string) (string, error) {
+	resp, err := http.DefaultClient.Do(r50Request(context.Background(), url, body))
 	if err != nil {
 		return "", err
 	}
@@ -253,11 +256,7 @@ func TestReview50PinnedEventsClientGone(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
 	})
-	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", viewer)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(r50Request(context.Background(), url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,11 +369,7 @@ func TestReview50PinnedJSONClientGone(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", viewer)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	if resp, err := http.DefaultClient.Do(r50Request(ctx, url, call(`7`, "get_customer_record", `{"customer_id":"CUST-00001"}`))); err == nil {
 		resp.Body.Close()
 		t.Fatalf("the client got %d before it gave up", resp.StatusCode)
 	}

@@ -16,19 +16,12 @@ import (
 func TestReview50ResourceWithoutScopes(t *testing.T) {
 	rg := newMetadataRig(t, "/mcp", func(m *oauthex.ProtectedResourceMetadata) { m.ScopesSupported = nil })
 	r := &rig{url: rg.url}
-	got := r.post(t, "", call("1", "get_customer_record", ""))
-	if got.status != http.StatusUnauthorized {
-		t.Fatalf("status %d, want 401: %s", got.status, got.body)
-	}
-	chs, err := oauthex.ParseWWWAuthenticate(got.header.Values("WWW-Authenticate"))
-	if err != nil || len(chs) != 1 {
-		t.Fatalf("WWW-Authenticate %q: %v, %d challenges", got.header.Values("WWW-Authenticate"), err, len(chs))
-	}
+	ch := challenge401(t, r.post(t, "", call("1", "get_customer_record", "")))
 	want := map[string]string{
 		"realm":             "mcp-gateway",
 		"resource_metadata": rg.url + "/.well-known/oauth-protected-resource/mcp",
 	}
-	if diff := cmp.Diff(want, chs[0].Params); diff != "" {
+	if diff := cmp.Diff(want, ch.Params); diff != "" {
 		t.Errorf("challenge parameters (-want +got):\n%s", diff)
 	}
 	resp, err := http.Get(rg.url + "/.well-known/oauth-protected-resource/mcp")
