@@ -394,7 +394,10 @@
 // connection", "downstream closed the connection before answering" (or
 // "before the answer's end"), "downstream answered malformed HTTP",
 // "downstream's TLS certificate was refused", "downstream's answer had no
-// JSON-RPC response" (a 2xx's: another status says it by itself), and so
+// JSON-RPC response" (a 2xx's: another status says it by itself; with
+// Pins, a single call's JSON answer relayed that holds none, as an empty
+// body, a notification or another request's response, is allowed and
+// says so too), and so
 // on, or "the request to the downstream failed (the log says why)" for an
 // error of a custom Transport it cannot tell; a Transport that panicked
 // says "the Transport panicked" (INTERNAL when its RoundTrip did,

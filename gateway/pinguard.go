@@ -157,7 +157,8 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 }
 
 // relayCheckedWhole reads c's JSON answer whole, checks it for a listing
-// and relays what passes.
+// and relays what passes; the outcome record of call, a tools/call's, says
+// what its response says ([callAnswer]), or that the answer held none.
 func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *listing, m *message, c *upstreamCall, call *callState) {
 	status := c.resp.StatusCode
 	data, err := io.ReadAll(io.LimitReader(c, maxUpstreamBody))
@@ -190,8 +191,15 @@ func (g *Gateway) relayCheckedWhole(w http.ResponseWriter, r *http.Request, l *l
 	if _, werr := c.out.write(out); werr != nil || r.Context().Err() != nil {
 		call.clientWentAway()
 	}
-	if call != nil && len(out) > 0 {
-		call.read(callAnswer(out, m.idOrNil()))
+	if call != nil {
+		if a := callAnswer(out, m.idOrNil()); a != nil {
+			call.read(a)
+		} else {
+			// Relayed as it came, but the client finds no answer to its
+			// call in it: recorded as a batch member's answer without
+			// one is, though allowed (the answer was relayed).
+			call.failed(failNoResponse)
+		}
 	}
 	call.finish("")
 	if g.log.Enabled(r.Context(), slog.LevelInfo) {

@@ -15,6 +15,8 @@ import (
 // error". Requests and notifications in the stream, whatever their params
 // hold, say nothing either; the call's own response still does, with its id
 // in another spelling a client takes as the same (7.0), or in a JSON array.
+// A JSON answer that holds no response to the call is relayed all the
+// same and recorded allowed, saying it had none.
 func TestReview29bOutcomeOnlyTheCallsAnswer(t *testing.T) {
 	const (
 		otherError   = `{"jsonrpc":"2.0","id":99,"error":{"code":-32603,"message":"boom"}}`
@@ -24,6 +26,7 @@ func TestReview29bOutcomeOnlyTheCallsAnswer(t *testing.T) {
 		next         = "\n\ndata: "
 		sse          = "text/event-stream"
 		js           = "application/json"
+		noResponse   = "downstream's answer had no JSON-RPC response"
 	)
 	single := call(`7`, "get_customer_record", "")
 	cases := []struct {
@@ -42,8 +45,8 @@ func TestReview29bOutcomeOnlyTheCallsAnswer(t *testing.T) {
 			"downstream answered a JSON-RPC error"},
 		{"stream: the call's error with id 7.0", r29Answer{200, sse, `{"jsonrpc":"2.0","id":7.0,"error":{"code":-1,"message":"x"}}`},
 			"downstream answered a JSON-RPC error"},
-		{"JSON: another id's error", r29Answer{200, js, otherError}, ""},
-		{"JSON: a server request whose params hold error", r29Answer{200, js, elicit}, ""},
+		{"JSON: another id's error", r29Answer{200, js, otherError}, noResponse},
+		{"JSON: a server request whose params hold error", r29Answer{200, js, elicit}, noResponse},
 		{"JSON: an array with the call's tool error", r29Answer{200, js, `[` + otherError + `,` + r29IsError + `]`}, "tool reported an error"},
 	}
 	for _, tc := range cases {

@@ -381,14 +381,17 @@ func TestReview50PinnedJSONClientGone(t *testing.T) {
 // TestReview50PinnedCallAnswerRecorded: with Pins, the outcome record of a
 // tools/call tells what its answer said, the answer found as a client
 // finds it: the message, or the first response in an array of them, whose
-// id the client takes for the call's (7.0 for 7, not "7"); a response to
-// another id, or a later response, says nothing of the call.
+// id the client takes for the call's (7.0 for 7, not "7"); a later
+// response says nothing of the call. An answer that holds no response to
+// the call (one to another id, a notification, an empty body) is relayed
+// as it came and recorded allowed, saying it had none.
 func TestReview50PinnedCallAnswerRecorded(t *testing.T) {
 	const (
-		toolErr  = `{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":true}}`
-		rpcError = `{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"no"}}`
-		note     = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
-		ok       = `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`
+		toolErr    = `{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":true}}`
+		rpcError   = `{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"no"}}`
+		note       = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
+		ok         = `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`
+		noResponse = "downstream's answer had no JSON-RPC response"
 	)
 	for _, tc := range []struct{ name, answer, want string }{
 		{"tool_error", toolErr, ": tool reported an error"},
@@ -398,8 +401,12 @@ func TestReview50PinnedCallAnswerRecorded(t *testing.T) {
 		{"array_after_scalar", `[1,{"jsonrpc":"2.0","id":7.0,"result":{"isError":true}}]`, ": tool reported an error"},
 		{"array_first_response_wins", "[" + ok + "," + toolErr + "]", ": "},
 		{"float_id", `{"jsonrpc":"2.0","id":7.0,"result":{"isError":true}}`, ": tool reported an error"},
-		{"string_id", `{"jsonrpc":"2.0","id":"7","result":{"isError":true}}`, ": "},
-		{"other_id", `{"jsonrpc":"2.0","id":8,"error":{"code":-32000,"message":"no"}}`, ": "},
+		// No response to the call: relayed as it came, allowed, and told.
+		{"string_id", `{"jsonrpc":"2.0","id":"7","result":{"isError":true}}`, ": " + noResponse},
+		{"other_id", `{"jsonrpc":"2.0","id":8,"error":{"code":-32000,"message":"no"}}`, ": " + noResponse},
+		{"notification", note, ": " + noResponse},
+		{"array_of_notes", "[" + note + "," + note + "]", ": " + noResponse},
+		{"empty", "", ": " + noResponse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &memSink{}
