@@ -61,7 +61,9 @@ func mrtrServer(t *testing.T, opts mcpguard.Options, version string, answer bool
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Audit = &memSink{}
+	if opts.Audit == nil {
+		opts.Audit = &memSink{}
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if opts.Confirmer == nil {
 		opts.Confirmer = testSigner(t, nil)
