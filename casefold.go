@@ -290,7 +290,10 @@ func (b *caseBuilder) node(set []map[string]any) *caseNode {
 		n.prefix = append(n.prefix, sub)
 		someIndex = someIndex || sub != nil
 	}
-	if !someIndex {
+	if !someIndex && n.items == nil {
+		// No element has a node: none needs a walk. (Beside items, an
+		// index without one stays, so that items, which do not apply
+		// there, are not checked there.)
 		n.prefix = nil
 	}
 	if len(n.props) == 0 && n.extra == nil && n.items == nil && n.prefix == nil && n.blind == nil {
