@@ -28,16 +28,6 @@ func r51Retry(t *testing.T, cs *mcp.ClientSession, state string) *mcp.CallToolRe
 	return res
 }
 
-// r51Text is the text of res's first content.
-func r51Text(res *mcp.CallToolResult) string {
-	if len(res.Content) == 0 {
-		return ""
-	}
-	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-		return tc.Text
-	}
-	return ""
-}
 
 // r51LastOutcome is the detail of the last outcome record in sink.
 func r51LastOutcome(t *testing.T, sink *memSink) audit.Event {
@@ -109,7 +99,7 @@ func TestReview51SealedStateStoreDown(t *testing.T) {
 	}
 	store.down.Store(true)
 	got := r51Retry(t, cs, res.RequestState)
-	if errorCode(t, got) != "INVALID_ARGUMENTS" || !strings.Contains(r51Text(got), "state store is unavailable") || runs.Load() != 0 {
+	if errorCode(t, got) != "INVALID_ARGUMENTS" || !strings.Contains(resText(got), "state store is unavailable") || runs.Load() != 0 {
 		t.Errorf("retry, store down: %s, handler completed %d times; want the store's unavailability", mustJSON(got), runs.Load())
 	}
 	store.down.Store(false)
@@ -118,7 +108,7 @@ func TestReview51SealedStateStoreDown(t *testing.T) {
 	}
 	// A state used already is refused as such, not as the store's fault.
 	got = r51Retry(t, cs, res.RequestState)
-	if errorCode(t, got) != "INVALID_ARGUMENTS" || !strings.Contains(r51Text(got), "expired, already used") {
+	if errorCode(t, got) != "INVALID_ARGUMENTS" || !strings.Contains(resText(got), "expired, already used") {
 		t.Errorf("replayed retry: %s; want expired or used", mustJSON(got))
 	}
 }
@@ -170,7 +160,7 @@ func TestReview51DryRunStateOnRealCall(t *testing.T) {
 			Name: tool, Arguments: args, RequestState: first.RequestState, Meta: mcp.Meta{dryrun.MetaKey: true},
 			InputResponses: mcp.InputResponseMap{sealAskKey: &mcp.ElicitResult{Action: "accept"}},
 		})
-		if err != nil || next.IsError || r51Text(next) != "would write" || writes.Load() != 0 {
+		if err != nil || next.IsError || resText(next) != "would write" || writes.Load() != 0 {
 			t.Errorf("%s: dry run's next round: %v %s, %d writes; want its preview", tool, err, mustJSON(next), writes.Load())
 		}
 	}
