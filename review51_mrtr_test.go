@@ -28,8 +28,7 @@ func r51Retry(t *testing.T, cs *mcp.ClientSession, state string) *mcp.CallToolRe
 	return res
 }
 
-
-// r51LastOutcome is the detail of the last outcome record in sink.
+// r51LastOutcome is the last outcome record in sink.
 func r51LastOutcome(t *testing.T, sink *memSink) audit.Event {
 	t.Helper()
 	evs := sink.all()
