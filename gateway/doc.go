@@ -397,9 +397,9 @@
 // JSON-RPC response" (a 2xx's: another status says it by itself; with
 // Pins, a single call's JSON answer relayed that holds none, as an empty
 // body, a notification or another request's response, is allowed and
-// says so too), and so
-// on, or "the request to the downstream failed (the log says why)" for an
-// error of a custom Transport it cannot tell; a Transport that panicked
+// says so too), and so on, or "the request to the downstream failed (the
+// log says why)" for an error of a custom Transport it cannot tell; a
+// Transport that panicked
 // says "the Transport panicked" (INTERNAL when its RoundTrip did,
 // UPSTREAM_UNAVAILABLE when its answer's body did). A call refused as the
 // authenticator could not judge its token (UPSTREAM_UNAVAILABLE too) says
