@@ -376,38 +376,36 @@
 // single call's answer is relayed so, whatever its body), and, where the
 // gateway reads the answer anyway (a batch member's; with Pins, every 2xx
 // one), "downstream answered a JSON-RPC error" ("downstream answered HTTP
-// 500 with a JSON-RPC error") or "tool reported an error" for a result
-// with isError true, as the library's guard records a tool error. Only the
-// call's own response tells these, the one its client takes: the first
-// with the call's id (a batch member's, the one relayed as its answer),
-// not another request's response, a server's request or notification in
-// the stream, or a second response. A single call's answer relayed
-// without Pins is not parsed: a 2xx holding a JSON-RPC error or a tool
-// error has no detail, as a success has; the downstream's own records
-// (mcpguard's guard: joined on the correlation id) tell them apart. A
-// call without an answer, or whose answer was cut short, says why, in a
-// fixed phrase that holds nothing of the error's text (the downstream's
-// address, its bytes: the log line has them): "downstream refused the
-// connection", "downstream timed out after 30s" (the gateway's Timeout; a
-// dial's or a custom Transport's own timeout says "downstream timed out
-// (the Transport's own timeout, or the dial's)"), "downstream reset the
-// connection", "downstream closed the connection before answering" (or
-// "before the answer's end"), "downstream answered malformed HTTP",
-// "downstream's TLS certificate was refused", "downstream's answer had no
-// JSON-RPC response" (a 2xx's: another status says it by itself; with
-// Pins, a single call's JSON answer relayed that holds none, as an empty
-// body, a notification or another request's response, is allowed and
-// says so too), and so on, or "the request to the downstream failed (the
-// log says why)" for an error of a custom Transport it cannot tell; a
-// Transport that panicked
-// says "the Transport panicked" (INTERNAL when its RoundTrip did,
-// UPSTREAM_UNAVAILABLE when its answer's body did). A call refused as the
-// authenticator could not judge its token (UPSTREAM_UNAVAILABLE too) says
-// "Authorization server unavailable: the token could not be checked" (or
-// "timed out"), but "not forwarded: the client went away (the request's
-// context ended) before its token was checked" when the request's context
-// had ended by then, or its deadline passed. A client gone (above) is
-// told after these, joined with "; " (a timeout after it went away is
-// not: the gateway ends such a call one timeout after its client was last
-// seen).
+// 500 with a JSON-RPC error") or "tool reported an error" for a result with
+// isError true, as the library's guard records a tool error. Only the
+// call's own response tells these, the one its client takes: the first with
+// the call's id (a batch member's, the one relayed as its answer), not
+// another request's response, a server's request or notification in the
+// stream, or a second response. A single call's answer relayed without Pins
+// is not parsed: a 2xx holding a JSON-RPC error or a tool error has no
+// detail, as a success has; the downstream's own records (mcpguard's guard:
+// joined on the correlation id) tell them apart. A call without an answer,
+// or whose answer was cut short, says why, in a fixed phrase that holds
+// nothing of the error's text (the downstream's address, its bytes: the log
+// line has them): "downstream refused the connection", "downstream timed
+// out after 30s" (the gateway's Timeout; a dial's or a custom Transport's
+// own timeout says "downstream timed out (the Transport's own timeout, or
+// the dial's)"), "downstream reset the connection", "downstream closed the
+// connection before answering" (or "before the answer's end"), "downstream
+// answered malformed HTTP", "downstream's TLS certificate was refused",
+// "downstream's answer had no JSON-RPC response" (a 2xx's: another status
+// says it by itself; with Pins, a single call's JSON answer relayed that
+// holds none, as an empty body, a notification or another request's
+// response, is allowed and says so too), and so on, or "the request to the
+// downstream failed (the log says why)" for an error of a custom Transport
+// it cannot tell; a Transport that panicked says "the Transport panicked"
+// (INTERNAL when its RoundTrip did, UPSTREAM_UNAVAILABLE when its answer's
+// body did). A call refused as the authenticator could not judge its token
+// (UPSTREAM_UNAVAILABLE too) says "Authorization server unavailable: the
+// token could not be checked" (or "timed out"), but "not forwarded: the
+// client went away (the request's context ended) before its token was
+// checked" when the request's context had ended by then, or its deadline
+// passed. A client gone (above) is told after these, joined with "; " (a
+// timeout after it went away is not: the gateway ends such a call one
+// timeout after its client was last seen).
 package gateway
