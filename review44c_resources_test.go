@@ -2,7 +2,6 @@ package mcpguard_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -60,34 +59,23 @@ func TestReview44cResourcePagesBounded(t *testing.T) {
 			h := review26Guard(t, srv)
 			r := review26Connect(t, h, bob, true)
 			resp := r.response("resources/list", `{}`)
-			var m struct {
-				Result *struct {
-					Resources  []json.RawMessage `json:"resources"`
-					NextCursor string            `json:"nextCursor"`
-				} `json:"result"`
-				Error *struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal([]byte(resp), &m); err != nil {
-				t.Fatal(err)
-			}
+			resources, listed, cursor, errMsg := listAnswer(t, resp, "resources")
 			if pages > 1000 {
-				if m.Result != nil || m.Error == nil || !strings.Contains(m.Error.Message, "did not terminate") {
-					t.Errorf("resources/list of %d pages: result %v, error %+v; want only an error, that it did not terminate",
-						pages, m.Result != nil, m.Error)
+				if listed || !strings.Contains(errMsg, "did not terminate") {
+					t.Errorf("resources/list of %d pages: result %v, error %q; want only an error, that it did not terminate",
+						pages, listed, errMsg)
 				}
 				if n := asked.Load(); n != 1000 {
 					t.Errorf("resources/list of %d pages: %d pages asked for, want 1000", pages, n)
 				}
 				return
 			}
-			if m.Result == nil {
-				t.Fatalf("resources/list of %d pages: error %+v, want a result", pages, m.Error)
+			if !listed {
+				t.Fatalf("resources/list of %d pages: error %q, want a result", pages, errMsg)
 			}
-			if len(m.Result.Resources) != pages || m.Result.NextCursor != "" {
+			if len(resources) != pages || cursor != "" {
 				t.Errorf("resources/list of %d pages: %d resources, cursor %q; want %d, none",
-					pages, len(m.Result.Resources), m.Result.NextCursor, pages)
+					pages, len(resources), cursor, pages)
 			}
 		})
 	}

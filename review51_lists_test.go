@@ -56,20 +56,9 @@ func TestReview51ToolPagesBounded(t *testing.T) {
 			h := review26Guard(t, srv)
 			on.Store(true)
 			resp := review26Connect(t, h, bob, true).response("tools/list", `{}`)
-			var m struct {
-				Result *struct {
-					Tools      []json.RawMessage `json:"tools"`
-					NextCursor string            `json:"nextCursor"`
-				} `json:"result"`
-				Error *struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal([]byte(resp), &m); err != nil {
-				t.Fatal(err)
-			}
+			_, listed, cursor, errMsg := listAnswer(t, resp, "tools")
 			if pages > 1000 {
-				if m.Result != nil || m.Error == nil || !strings.Contains(m.Error.Message, "did not terminate") {
+				if listed || !strings.Contains(errMsg, "did not terminate") {
 					t.Errorf("tools/list of %d pages: %s; want only an error, that it did not terminate", pages, resp)
 				}
 				if n := asked.Load(); n != 1000 {
@@ -77,7 +66,7 @@ func TestReview51ToolPagesBounded(t *testing.T) {
 				}
 				return
 			}
-			if m.Result == nil || m.Result.NextCursor != "" || asked.Load() != 1000 {
+			if !listed || cursor != "" || asked.Load() != 1000 {
 				t.Errorf("tools/list of %d pages: %s, %d pages asked for; want a result of one page", pages, resp, asked.Load())
 			}
 		})
@@ -140,4 +129,37 @@ func TestReview51InstallListingFails(t *testing.T) {
 			t.Errorf("%s: Install = %v; want the listing's failure", name, err)
 		}
 	}
+}
+
+// listAnswer reads resp, a JSON-RPC answer to a listing: the items under
+// key in its result, whether it has a result, its next cursor, and its
+// error's message ("" without one).
+func listAnswer(t *testing.T, resp, key string) (items []json.RawMessage, listed bool, cursor, errMsg string) {
+	t.Helper()
+	var m struct {
+		Result map[string]json.RawMessage `json:"result"`
+		Error  *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(resp), &m); err != nil {
+		t.Fatalf("%s: %v", resp, err)
+	}
+	if m.Error != nil {
+		errMsg = m.Error.Message
+	}
+	if m.Result == nil {
+		return nil, false, "", errMsg
+	}
+	if raw, ok := m.Result[key]; ok {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			t.Fatalf("%s: %v", resp, err)
+		}
+	}
+	if raw, ok := m.Result["nextCursor"]; ok {
+		if err := json.Unmarshal(raw, &cursor); err != nil {
+			t.Fatalf("%s: %v", resp, err)
+		}
+	}
+	return items, true, cursor, errMsg
 }
