@@ -2,11 +2,8 @@ package mcpguard
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,15 +20,7 @@ func TestReview51InstallLearnsToolsQuiet(t *testing.T) {
 		"list_changed_off": {&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}, true},
 		"list_changed_on":  {&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}, false},
 	} {
-		pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		who := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) { return nil, ErrUnauthenticated })
-		g, err := New(pol, who, &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := review14BobGuard(t)
 		srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ServerOptions{Capabilities: tc.caps})
 		srv.AddTool(&mcp.Tool{Name: "t", InputSchema: map[string]any{"type": "object"}},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
