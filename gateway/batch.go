@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,15 +148,24 @@ func (b *batchOut) run(r *http.Request, m *member) {
 }
 
 // runAll forwards b's members, at most maxBatchInFlight at a time, and
-// returns once each has been answered or relayed ([batchOut.run]).
+// returns once each has been answered or relayed ([batchOut.run]). A panic
+// on a member's goroutine (the operator's log handler's, say) is raised
+// again on the request's own once every member is done, as a
+// [*memberPanic] (http.ErrAbortHandler as itself): net/http then breaks
+// the request's connection, as for a panic of a single call's handler,
+// where unrecovered on the member's goroutine it ended the process.
 func (b *batchOut) runAll(r *http.Request) {
 	slots := make(chan struct{}, maxBatchInFlight)
 	var wg sync.WaitGroup
+	var first atomic.Pointer[memberPanic]
 	for _, m := range b.members {
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() {
+				if v := recover(); v != nil {
+					first.CompareAndSwap(nil, &memberPanic{v: v, stack: debug.Stack()})
+				}
 				<-slots
 				wg.Done()
 			}()
@@ -162,6 +173,30 @@ func (b *batchOut) runAll(r *http.Request) {
 		}()
 	}
 	wg.Wait()
+	if p := first.Load(); p != nil {
+		if p.v == http.ErrAbortHandler {
+			panic(p.v)
+		}
+		panic(p)
+	}
+}
+
+// A memberPanic is the panic, v, of a batch member's goroutine, raised
+// again on the request's ([batchOut.runAll]), with the stack of the
+// member's goroutine where it began.
+type memberPanic struct {
+	v     any
+	stack []byte
+}
+
+func (p *memberPanic) Error() string {
+	return fmt.Sprintf("%v (on a batch member's goroutine)\n\n%s", p.v, p.stack)
+}
+
+// Unwrap returns v if it is an error.
+func (p *memberPanic) Unwrap() error {
+	err, _ := p.v.(error)
+	return err
 }
 
 // copyHeaderLocked copies to the client the header of the first member, in

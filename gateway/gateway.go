@@ -221,7 +221,10 @@ type Options struct {
 	// Logger receives the decision logs (correlation id, principal, method,
 	// tool, outcome; never arguments or tokens). The lines of allowed
 	// requests carry no source location (a handler's AddSource shows none).
-	// Nil means slog.Default().
+	// A panic of its handler is the request's, on whichever goroutine it
+	// logged (a batch member's too): the server that runs the gateway
+	// recovers it (net/http breaks that request's connection). Nil means
+	// slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for limits and audit times. Nil means time.Now.
 	Now func() time.Time
