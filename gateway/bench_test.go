@@ -49,8 +49,10 @@ func BenchmarkGateway(b *testing.B) {
 			pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("party", "client")))
 			var direct, via result
 			// Alternate short rounds, each path first every other round,
-			// so that the drift of a shared machine hits both alike.
+			// so that the drift of a shared machine hits both alike,
+			// after a round that warms the process up.
 			const rounds = 10
+			warm(b, client, body, clients, b.N/rounds+1, benchPath{down, ""}, benchPath{gw, "Bearer viewer-token"})
 			for round := range rounds {
 				d := func() { direct.add(load(b, client, down+"/mcp", "", body, clients, b.N/rounds+1)) }
 				v := func() { via.add(load(b, client, gw+"/mcp", "Bearer viewer-token", body, clients, b.N/rounds+1)) }
@@ -197,6 +199,25 @@ func load(b *testing.B, c *http.Client, url, auth, body string, clients, n int) 
 	u1, s1, csw1 := processUsage()
 	runtime.ReadMemStats(&ms1)
 	return result{n: n, d: d, cpu: u1 + s1 - u0 - s0, sys: s1 - s0, csw: csw1 - csw0, lats: lats, gcs: ms1.NumGC - ms0.NumGC, alloc: ms1.TotalAlloc - ms0.TotalAlloc}
+}
+
+// A benchPath is a path a benchmark loads: its URL and Authorization ("" for
+// none).
+type benchPath struct{ url, auth string }
+
+// warm sends n requests from clients goroutines on each of paths, in turn,
+// and discards what they measure: a benchmark's process starts with a
+// small heap that the first thousands of calls grow, and until it has, the
+// garbage collector runs several times as often. Unwarmed, the paths of
+// the first measured round paid for that growth, the one that ran first
+// most of all: the direct path in every benchmark here, which raised every
+// ratio against it, and the gateway, second, against the paths after it
+// (BENCHMARKS.md, fifty-second session).
+func warm(b *testing.B, c *http.Client, body string, clients, n int, paths ...benchPath) {
+	b.Helper()
+	for _, p := range paths {
+		load(b, c, p.url+"/mcp", p.auth, body, clients, n)
+	}
 }
 
 // labelled runs start with the pprof label party=name, which the goroutines

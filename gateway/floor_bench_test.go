@@ -115,6 +115,8 @@ func BenchmarkGatewayFloor(b *testing.B) {
 		var direct, via, fl, vq result
 		const rounds = 8
 		n := b.N/rounds + 1
+		warm(b, client, body, clients, n, benchPath{down, ""}, benchPath{gw, "Bearer viewer-token"},
+			benchPath{floor, "Bearer viewer-token"}, benchPath{quiet, "Bearer viewer-token"})
 		paths := []func(){
 			func() { direct.add(load(b, client, down+"/mcp", "", body, clients, n)) },
 			func() { via.add(load(b, client, gw+"/mcp", "Bearer viewer-token", body, clients, n)) },

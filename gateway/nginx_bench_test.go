@@ -39,9 +39,11 @@ func BenchmarkVersusNginx(b *testing.B) {
 			var direct, via, nginx result
 			// Short rounds, the order of the three paths rotating from
 			// one round to the next, so that the drift of a shared
-			// machine hits all three alike.
+			// machine hits all three alike, after a round that warms the
+			// process up.
 			const rounds = 9
 			n := b.N/rounds + 1
+			warm(b, client, body, clients, n, benchPath{down, ""}, benchPath{gw, "Bearer viewer-token"}, benchPath{ngx, ""})
 			paths := []func(){
 				func() { direct.add(load(b, client, down+"/mcp", "", body, clients, n)) },
 				func() { via.add(load(b, client, gw+"/mcp", "Bearer viewer-token", body, clients, n)) },

@@ -77,6 +77,10 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 			var direct result
 			via, viaStd, via1 := newProxied(gwPID), newProxied(gwStdPID), newProxied(gw1PID)
 			nginx, stdp := newProxied(ngxPID), newProxied(stdPID)
+			// Every process starts with a small heap; a round warms
+			// them up (see warm).
+			warm(b, client, body, clients, b.N/3+1, benchPath{down, ""}, benchPath{gw, "Bearer viewer-token"},
+				benchPath{gwStd, "Bearer viewer-token"}, benchPath{gw1, "Bearer viewer-token"}, benchPath{ngx, ""}, benchPath{std, ""})
 			for round := 0; round < 3; round++ {
 				n := b.N/3 + 1
 				direct.add(load(b, client, down+"/mcp", "", body, clients, n))
