@@ -151,3 +151,50 @@ func BenchmarkGatewayFloor(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 	})
 }
+
+// BenchmarkGatewayFloorSplit runs the gateway and the floor (floorProxy)
+// in front of a downstream each, two go-sdk stateless JSON servers alike,
+// at 32 clients in alternating rounds after a warm one: a CPU profile then
+// tells apart what each downstream spends on the calls it is sent, which
+// BenchmarkGatewayFloor, one downstream for every path, cannot. The
+// downstreams' goroutines carry the pprof label party=downgw and
+// party=downfloor, the proxies' gw and floor:
+//
+//	go test ./gateway -run '^$' -bench BenchmarkGatewayFloorSplit -benchtime 30000x -cpuprofile split.out
+//	go tool pprof -tags split.out
+func BenchmarkGatewayFloorSplit(b *testing.B) {
+	downGW := labelled("downgw", func() string { return newBenchServer(b, echoHandler()) })
+	downFloor := labelled("downfloor", func() string { return newBenchServer(b, echoHandler()) })
+	g, err := New(downGW+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := labelled("gw", func() string { return newBenchServer(b, g) })
+	floor := labelled("floor", func() string { return newBenchServer(b, newFloorProxy(b, downFloor+"/mcp")) })
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	client := &http.Client{Transport: NewTransport()}
+	const clients = 32
+	b.Run("clients=32", func(b *testing.B) {
+		defer pprof.SetGoroutineLabels(context.Background())
+		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("party", "client")))
+		paths := []benchPath{{gw, "Bearer viewer-token"}, {floor, "Bearer viewer-token"}}
+		const rounds = 8
+		n := b.N/rounds + 1
+		warm(b, client, body, clients, n, paths...)
+		var via, fl result
+		for round := range rounds {
+			v := func() { via.add(load(b, client, gw+"/mcp", paths[0].auth, body, clients, n)) }
+			f := func() { fl.add(load(b, client, floor+"/mcp", paths[1].auth, body, clients, n)) }
+			if round%2 == 0 {
+				v()
+				f()
+			} else {
+				f()
+				v()
+			}
+		}
+		b.ReportMetric(via.opsPerSec()/fl.opsPerSec(), "gw/floor")
+		b.ReportMetric(via.cpuPerOp()-fl.cpuPerOp(), "gw_over_floor_cpu_µs/op")
+		b.ReportMetric(0, "ns/op")
+	})
+}
