@@ -41,7 +41,7 @@ func BenchmarkGateway(b *testing.B) {
 		b.Fatal(err)
 	}
 	gw := labelled("gw", func() string { return newBenchServer(b, g) })
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	client := &http.Client{Transport: NewTransport()}
 	for _, clients := range []int{1, 32} {
 		b.Run("clients="+itoa(clients), func(b *testing.B) {
@@ -82,6 +82,10 @@ func BenchmarkGateway(b *testing.B) {
 		})
 	}
 }
+
+// echoCall is the benchmarks' request: a tools/call of echoHandler's echo
+// tool, which answers with "hello" (load checks that it does).
+const echoCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
 
 // echoHandler is the benchmarks' downstream: a go-sdk stateless JSON server
 // with one tool, echo, that returns its msg argument.
@@ -265,7 +269,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -293,7 +297,7 @@ func benchServe(g *Gateway, body string) int {
 // unformatted (slog.DiscardHandler): the difference is what the two
 // decision-log lines of an allowed call cost the gateway alone.
 func BenchmarkServeHTTPLog(b *testing.B) {
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	for _, tc := range []struct {
 		name string
 		h    slog.Handler

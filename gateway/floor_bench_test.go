@@ -106,7 +106,7 @@ func BenchmarkGatewayFloor(b *testing.B) {
 	}
 	quiet := labelled("gwquiet", func() string { return newBenchServer(b, gq) })
 	floor := labelled("floor", func() string { return newBenchServer(b, newFloorProxy(b, down+"/mcp")) })
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	client := &http.Client{Transport: NewTransport()}
 	const clients = 32
 	b.Run("clients=32", func(b *testing.B) {
@@ -171,7 +171,7 @@ func BenchmarkGatewayFloorSplit(b *testing.B) {
 	}
 	gw := labelled("gw", func() string { return newBenchServer(b, g) })
 	floor := labelled("floor", func() string { return newBenchServer(b, newFloorProxy(b, downFloor+"/mcp")) })
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	client := &http.Client{Transport: NewTransport()}
 	const clients = 32
 	b.Run("clients=32", func(b *testing.B) {

@@ -55,7 +55,7 @@ func BenchmarkInstructions(b *testing.B) {
 	// sysmon_unix.go): given here, it does not re-execute itself, which
 	// callgrind would not follow.
 	gwEnv := append(withoutEnv(withoutEnv(os.Environ(), TokensEnv), "GODEBUG"), "GODEBUG=schedtrace=2147483647")
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	gw := countInstructions(b, vg, ctl, "gw", gwEnv, "Bearer viewer-token", body, gwBin, "--upstream", down+"/mcp")
 	std := countInstructions(b, vg, ctl, "stdproxy", os.Environ(), "", body, stdBin, "--upstream", down)
 	b.ReportMetric(gw, "gw_instr/req")

@@ -32,7 +32,7 @@ func BenchmarkVersusNginx(b *testing.B) {
 	gw := newBenchServer(b, g)
 	ngx, _ := startNginx(b, bin, strings.TrimPrefix(down, "http://"))
 
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	client := &http.Client{Transport: NewTransport()}
 	for _, clients := range []int{1, 32} {
 		b.Run("clients="+itoa(clients), func(b *testing.B) {

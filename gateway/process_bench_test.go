@@ -70,7 +70,7 @@ func BenchmarkProcessesVersusNginx(b *testing.B) {
 
 	ngx, ngxPID := startNginx(b, bin, downAddr)
 
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	client := &http.Client{Transport: NewTransport()}
 	for _, clients := range []int{1, 32} {
 		b.Run("clients="+itoa(clients), func(b *testing.B) {

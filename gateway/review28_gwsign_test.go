@@ -140,7 +140,7 @@ func BenchmarkReview28ServeHTTPSigned(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -30,7 +30,7 @@ func BenchmarkWarmUp(b *testing.B) {
 		}
 		paths = append(paths, benchPath{newBenchServer(b, g), "Bearer viewer-token"})
 	}
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"msg":"hello"}}}`
+	body := echoCall
 	client := &http.Client{Transport: NewTransport()}
 	const clients = 32
 	for _, warmed := range []bool{false, true} {
