@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,5 +44,27 @@ func TestReview53LineCutBeforeItsNewline(t *testing.T) {
 	}
 	if len(got) != 3 || got[0] != "first" || got[1] != "cut" || got[2] != "after" || len(lineErrs) != 0 {
 		t.Errorf("after reopening: events %v, line errors %v; want first, cut, after and none", got, lineErrs)
+	}
+}
+
+// TestReview53DanglingLinkRefused: OpenJSONL of a path that is a symbolic
+// link to no file fails with ENOENT (after its tries, quickly) rather
+// than create the file the link names.
+func TestReview53DanglingLinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	if err := os.Symlink(filepath.Join(dir, "missing.jsonl"), path); err != nil {
+		t.Skipf("cannot make a symbolic link here: %v", err)
+	}
+	s, err := audit.OpenJSONL(path, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("OpenJSONL of a dangling link = nil error")
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("OpenJSONL of a dangling link: %v, want ENOENT", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the link's target was created: %v", err)
 	}
 }
