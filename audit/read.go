@@ -35,7 +35,11 @@ func (e *LineError) Error() string { return fmt.Sprintf("audit: jsonl line %d: %
 func (e *LineError) Unwrap() error { return e.Err }
 
 // ErrTornLine is the [LineError.Err] of a last line without its newline:
-// a write cut short, never an acknowledged record.
+// a write cut short, never an acknowledged record; or, in a file a sink is
+// writing to as it is read, a line still being written (a reader may see
+// part of a write in progress). Only the last line read can be torn; a
+// torn line a sink has since ended with a newline reads as a corrupt line
+// (or, cut just before its newline, as the record it holds).
 var ErrTornLine = errors.New("torn line (no terminating newline)")
 
 // plainEvent has Event's fields and JSON tags but not its methods, so that
@@ -165,7 +169,10 @@ func (e *Event) validate() error {
 // lines are skipped and reported together in the
 // returned error (an errors.Join of *[LineError]), next to the events that
 // were read: a non-nil error with events means the events are valid records
-// and some lines were not. A negative f.Offset is an error.
+// and some lines were not. On a file a sink is appending to, the last line
+// may be one still being written, reported as torn ([ErrTornLine]): a
+// record in flight, which a query a moment later reads whole. A negative
+// f.Offset is an error.
 func QueryJSONL(path string, f Filter) ([]Event, error) {
 	if err := f.check(); err != nil {
 		return nil, err

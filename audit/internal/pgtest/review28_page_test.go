@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -65,6 +66,18 @@ func r28pTrail(t *testing.T, srv *server) (sinks []audit.Sink, flush func(), rea
 		{"postgres Query", func(f audit.Filter) ([]audit.Event, error) { return pgS.Query(ctx, f) }},
 		{"postgres QuerySQL", func(f audit.Filter) ([]audit.Event, error) { return audit.QuerySQL(ctx, pgDB, audit.Postgres, f) }},
 	}
+}
+
+// r28pInFlight reports whether err, a reader's, says only that the last
+// line of a JSONL file was torn: read while a writer appends, that is a
+// line still being written (QueryJSONL's doc), no fault of the file.
+func r28pInFlight(err error) bool {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return false
+	}
+	errs := j.Unwrap()
+	return len(errs) == 1 && errors.Is(errs[0], audit.ErrTornLine)
 }
 
 func r28pIDs(evs []audit.Event) []string {
@@ -219,6 +232,11 @@ func TestReview28Page(t *testing.T) {
 				for len(got[k]) <= 2*n { // more: a page read again and again
 					f.Until = watermark()
 					page, err := r.query(f)
+					if r28pInFlight(err) {
+						// A record past the watermark, being written:
+						// page holds every record before it.
+						err = nil
+					}
 					if err != nil {
 						t.Errorf("%s: %v", r.name, err)
 						return
