@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,8 +23,28 @@ func TestReview44bEndedListenForgotten(t *testing.T) {
 	pu, pa := lcPolicy(t, "user"), lcPolicy(t, "admin")
 	r := newLCRig(t, "", pu, lcSpecTools)
 	user := r.connect(bob, lcListTools)
+	// The client's Subscribe sends the listen and returns at once, before
+	// the server has even read it (go-sdk v1.8.0): wait for the server's
+	// handling of it, the guard's included, to return. (A middleware added
+	// now is the outermost, and passes by the session's first listen, open
+	// since before.)
+	ended := make(chan struct{})
+	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "subscriptions/listen" && req.GetSession() == user.ss {
+				close(ended)
+			}
+			return res, err
+		}
+	})
 	if err := user.cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "file:///plain.txt"}); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not end the subscription's listen")
 	}
 	sentinel := r.connect(bob, lcListTools)
 	r.setPolicy(pa)
