@@ -23,17 +23,18 @@ func TestReview44bEndedListenForgotten(t *testing.T) {
 	pu, pa := lcPolicy(t, "user"), lcPolicy(t, "admin")
 	r := newLCRig(t, "", pu, lcSpecTools)
 	user := r.connect(bob, lcListTools)
-	// The client's Subscribe sends the listen and returns at once, before
-	// the server has even read it (go-sdk v1.8.0): wait for the server's
-	// handling of it, the guard's included, to return. (A middleware added
-	// now is the outermost, and passes by the session's first listen, open
-	// since before.)
+	// The client's Subscribe sends the listen and returns at once, without
+	// waiting for the server's answer (go-sdk v1.8.0): wait for the
+	// server's handling of it, the guard's included, to return. (A
+	// middleware added now is the outermost, and passes by the session's
+	// first listen, open since before.)
 	ended := make(chan struct{})
+	end := sync.OnceFunc(func() { close(ended) })
 	r.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
 			if method == "subscriptions/listen" && req.GetSession() == user.ss {
-				close(ended)
+				end()
 			}
 			return res, err
 		}
