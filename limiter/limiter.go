@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -436,6 +438,10 @@ func (l *Limiter) startAbandon(r Request, held, lease uint64, now time.Time) {
 // slots to the expiry of their lease. Its clock is the decision's now (the
 // release's, for a release), moved on by the time since, so that a store
 // told the caller's time measures the lease as the reservation did.
+// A store whose Apply panics here (on its own goroutine, where the panic
+// would end the process, not reach a caller) is tried no more: the panic
+// is logged to [slog.Default] at Error, with its stack, and the slots are
+// left to the expiry of their lease.
 func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 	defer func() { <-l.abandons }()
 	start := time.Now()
@@ -443,12 +449,25 @@ func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 	wait := 50 * time.Millisecond
 	for range 8 {
 		b := &Batch{Release: true, Abandon: true, Lease: lease, Checks: checks}
-		if l.store.Apply(context.Background(), now.Add(time.Since(start)), b) == nil {
+		if panicked, err := l.applyAlone(now.Add(time.Since(start)), b); err == nil || panicked {
 			return
 		}
 		time.Sleep(wait)
 		wait *= 2
 	}
+}
+
+// applyAlone is the store's Apply of b by abandon; it reports and recovers
+// a panic of the store's.
+func (l *Limiter) applyAlone(now time.Time, b *Batch) (panicked bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Default().Error("limiter: the store panicked while abandoning a lease; its slots are left to the lease's expiry",
+				"lease", b.Lease, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			panicked = true
+		}
+	}()
+	return false, l.store.Apply(context.Background(), now, b)
 }
 
 // build appends to dst the checks of the limits that apply to r for o (for
