@@ -77,6 +77,11 @@ type IntrospectionConfig struct {
 	// way, redirects are never followed (a request carrying the client's
 	// credentials and the token is not sent again elsewhere): a redirect
 	// is a failed introspection. The client's CheckRedirect is replaced.
+	// The requests run on goroutines of the Introspector's, where a panic
+	// of the client's (its Transport's) would end the process: it fails
+	// the introspection instead, and is logged to slog.Default at Error
+	// with its stack (not its value, which may quote the token). So is a
+	// panic of ErrorHandler's, which is then ignored.
 	Client *http.Client
 	// Timeout bounds each request, from its start to the end of the
 	// answer's body. Zero means 5 seconds. Negative is an error.
@@ -302,6 +307,7 @@ func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 			slog.Default().Warn("token: introspection failed; the token is refused", "err", err)
 		}
 	}
+	i.report = shieldReport(i.report)
 	if i.now == nil {
 		i.now = time.Now
 	}
@@ -485,7 +491,7 @@ func (i *Introspector) request(ctx context.Context, tok string) (*answer, error)
 	if *i.authz != "" {
 		req.Header.Set("Authorization", *i.authz)
 	}
-	resp, err := i.client.Do(req)
+	resp, err := do(i.client, req)
 	if err != nil {
 		// net/http's error quotes the URL, whole.
 		var ue *url.Error

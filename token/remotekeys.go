@@ -31,7 +31,12 @@ const (
 type RemoteKeySetOptions struct {
 	// Client sends the requests. Nil means a client of its own. Either
 	// way, a redirect is followed only to a URL that NewRemoteKeySet
-	// would accept (https, or http to a loopback host).
+	// would accept (https, or http to a loopback host). Refreshes run on
+	// goroutines of the set's, where a panic of the client's (its
+	// Transport's) would end the process: it fails the fetch instead, and
+	// is logged to slog.Default at Error with its stack (not its value,
+	// which may quote the URL). So is a panic of ErrorHandler's, which is
+	// then ignored.
 	Client *http.Client
 	// Timeout bounds each fetch, from the request to the end of the body.
 	// Zero means 10 seconds.
@@ -164,6 +169,7 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 			slog.Default().Warn("token: JWK Set: a refresh failed (the last good set is kept) or left keys out", "err", err)
 		}
 	}
+	s.report = shieldReport(s.report)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -376,7 +382,7 @@ func get(ctx context.Context, client *http.Client, timeout time.Duration, rawURL
 		return nil, nil, err
 	}
 	req.Header.Set("Accept", accept)
-	resp, err := client.Do(req)
+	resp, err := do(client, req)
 	if err != nil {
 		// net/http's error quotes the URL, whole.
 		var ue *url.Error
