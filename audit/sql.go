@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/bits"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +76,9 @@ type SQLOptions struct {
 	// batch is retried), and on SQLite when a checkpoint of the WAL fails
 	// (the next one tries again), one call at a time: it need not be safe
 	// for concurrent use. Zero: the error is printed to standard error.
+	// A panic of OnError's (on the writer's goroutine, where it would end
+	// the process) is logged to slog.Default at Error, with its value and
+	// stack, and the writer goes on.
 	OnError func(error)
 }
 
@@ -370,6 +375,11 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 	o.OnError = func(err error) {
 		onErrorMu.Lock()
 		defer onErrorMu.Unlock()
+		defer func() {
+			if v := recover(); v != nil {
+				slog.Default().Error("audit: the SQL sink's OnError panicked", "err", err, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			}
+		}()
 		onError(err)
 	}
 	if err := migrate(ctx, db, d); err != nil {
