@@ -440,8 +440,8 @@ func (l *Limiter) startAbandon(r Request, held, lease uint64, now time.Time) {
 // told the caller's time measures the lease as the reservation did.
 // A store whose Apply panics here (on its own goroutine, where the panic
 // would end the process, not reach a caller) is tried no more: the panic
-// is logged to [slog.Default] at Error, with its stack, and the slots are
-// left to the expiry of their lease.
+// is logged to [slog.Default] at Error, with its value and stack, and the
+// slots are left to the expiry of their lease.
 func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 	defer func() { <-l.abandons }()
 	start := time.Now()

@@ -66,11 +66,13 @@ type Check struct {
 // A LeaseStore is a [Store] whose in-flight slots are leases named by
 // [Batch].Lease, so that it can free the slot of a reservation whose Apply
 // failed on the caller's side (or whose answer broke the Batch contract)
-// without touching any other: the [Limiter] then sends it an Abandon batch.
-// It does the same, in the background, for a release whose Apply failed. A
-// release of a Lease that holds no slot (one released already) frees
-// nothing, so a second [Limiter.Release] of a Decision frees no other
-// call's slot. The Redis store and the [MemoryStore] are LeaseStores.
+// without touching any other: the [Limiter] then sends it an Abandon batch,
+// as it does for a release whose Apply failed. Abandons are sent in the
+// background and retried for about 13 seconds; a panic of Apply's there is
+// logged to slog.Default at Error (with its value and stack) and ends that
+// Abandon, not the process. A release of a Lease that holds no slot (one
+// released already) frees nothing, so a second [Limiter.Release] of a
+// Decision frees no other call's slot. The Redis store and the [MemoryStore] are LeaseStores.
 type LeaseStore interface {
 	Store
 	// LeasesSlots reports that the store's slots are leases.
