@@ -12,9 +12,10 @@ import (
 
 // TestRaceFreeTestsRunInCI: .ci/run runs the tests under the race
 // detector, whose build leaves out the files built only without it
-// (//go:build !race: allocation counts, frame sizes), and then runs those
-// once more in a normal build, by name. A test of such a file that the
-// name pattern missed would never run in CI.
+// (//go:build !race: allocation counts, frame sizes) and in which some
+// tests skip or scale down (those that read raceEnabled), and then runs
+// those once more in a normal build, by name. A test of either kind that
+// the name pattern missed would never run whole in CI.
 func TestRaceFreeTestsRunInCI(t *testing.T) {
 	ci, err := os.ReadFile(".ci/run")
 	if err != nil {
@@ -26,7 +27,15 @@ func TestRaceFreeTestsRunInCI(t *testing.T) {
 	}
 	run := regexp.MustCompile(string(m[1]))
 	testFunc := regexp.MustCompile(`^func (Test[A-Za-z0-9_]*)\(`)
+	literal := regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
+	raceRef := regexp.MustCompile(`\braceEnabled\b`)
 	found := 0
+	check := func(path, name, why string) {
+		found++
+		if !run.MatchString(name) {
+			t.Errorf("%s: %s %s, and .ci/run's pattern %q does not run it in a normal build", path, name, why, m[1])
+		}
+	}
 	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -43,20 +52,29 @@ func TestRaceFreeTestsRunInCI(t *testing.T) {
 		}
 		defer f.Close()
 		sc := bufio.NewScanner(f)
-		raceFree := false
+		raceFree, fn, flagged := false, "", false
 		for sc.Scan() {
 			line := sc.Text()
 			if strings.HasPrefix(line, "//go:build ") {
 				raceFree = strings.Contains(line, "!race")
 			}
-			if strings.HasPrefix(line, "package ") && !raceFree {
-				return nil
-			}
 			if name := testFunc.FindStringSubmatch(line); name != nil {
-				found++
-				if !run.MatchString(name[1]) {
-					t.Errorf("%s: %s is built only without -race, and .ci/run's pattern %q does not run it", path, name[1], m[1])
+				fn, flagged = name[1], false
+				if raceFree {
+					check(path, fn, "is built only without -race")
 				}
+				continue
+			}
+			if strings.HasPrefix(line, "func ") {
+				fn = ""
+			}
+			code := literal.ReplaceAllString(line, `""`)
+			if i := strings.Index(code, "//"); i >= 0 {
+				code = code[:i]
+			}
+			if fn != "" && !raceFree && !flagged && raceRef.MatchString(code) {
+				flagged = true
+				check(path, fn, "skips or scales down under -race (raceEnabled)")
 			}
 		}
 		return sc.Err()
@@ -65,9 +83,9 @@ func TestRaceFreeTestsRunInCI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if found == 0 {
-		t.Error("found no test built only without -race: the walk is broken")
+		t.Error("found no test built only without -race or reading raceEnabled: the walk is broken")
 	}
 	if !t.Failed() {
-		t.Logf("%d tests built only without -race, all run by .ci/run's %q", found, m[1])
+		t.Logf("%d tests built only without -race or reading raceEnabled, all run by .ci/run's %q", found, m[1])
 	}
 }
