@@ -47,14 +47,21 @@ func (p *floorProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	p.relay(w, r, buf[:n], buf)
+}
+
+// relay sends body with r's header (less Authorization) to p's URL and
+// copies the answer to w through buf, and returns its status and the
+// bytes copied (status 0: none came).
+func (p *floorProxy) relay(w http.ResponseWriter, r *http.Request, body, buf []byte) (status int, n int64) {
 	r.Header.Del("Authorization")
 	out := &http.Request{Method: http.MethodPost, URL: p.u, Host: p.u.Host, Header: r.Header,
-		Body: io.NopCloser(bytes.NewReader(buf[:n])), ContentLength: int64(n),
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 	resp, err := p.rt.RoundTrip(out)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		return 0, 0
 	}
 	defer resp.Body.Close()
 	h := w.Header()
@@ -66,11 +73,12 @@ func (p *floorProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m, err := resp.Body.Read(buf)
 		if m > 0 {
 			if _, werr := w.Write(buf[:m]); werr != nil {
-				return
+				return resp.StatusCode, n
 			}
+			n += int64(m)
 		}
 		if err != nil {
-			return
+			return resp.StatusCode, n
 		}
 	}
 }
