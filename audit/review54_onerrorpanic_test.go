@@ -1,38 +1,18 @@
 package audit_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/internal/testlog"
 )
-
-// lockedLog is a bytes.Buffer safe for a logger on other goroutines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestReview54SQLOnErrorPanic: a SQL sink calls OnError on its writer's
 // goroutine, where a panic of OnError's ended the process, with every event
@@ -40,10 +20,7 @@ func (l *lockedLog) String() string {
 // batch that failed is retried, and every event is recorded once the
 // database takes writes again.
 func TestReview54SQLOnErrorPanic(t *testing.T) {
-	var logged lockedLog
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
-	t.Cleanup(func() { slog.SetDefault(old) })
+	logged := testlog.CaptureDefault(t)
 
 	path := filepath.Join(t.TempDir(), "audit.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(20)&_txlock=immediate")

@@ -114,24 +114,9 @@ func BenchmarkGatewayLean(b *testing.B) {
 	lean := labelled("lean", func() string {
 		return newBenchServer(b, &leanProxy{fl: newFloorProxy(b, down+"/mcp"), g: gl, level: leanFull})
 	})
-	body := echoCall
-	client := &http.Client{Transport: NewTransport()}
-	const clients = 32
 	b.Run("clients=32", func(b *testing.B) {
-		defer pprof.SetGoroutineLabels(context.Background())
-		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("party", "client")))
 		auth := "Bearer viewer-token"
-		paths := []benchPath{{down, ""}, {gw, auth}, {floor, auth}, {lean, auth}}
-		const rounds = 8
-		n := b.N/rounds + 1
-		warm(b, client, body, clients, n, paths...)
-		var res [4]result // direct, gw, floor, lean
-		for round := range rounds {
-			for i := range paths {
-				j := (round + i) % len(paths)
-				res[j].add(load(b, client, paths[j].url+"/mcp", paths[j].auth, body, clients, n))
-			}
-		}
+		res := rotate(b, []benchPath{{down, ""}, {gw, auth}, {floor, auth}, {lean, auth}})
 		direct, via, fl, ln := &res[0], &res[1], &res[2], &res[3]
 		b.ReportMetric(via.opsPerSec()/direct.opsPerSec(), "gw/direct")
 		b.ReportMetric(fl.opsPerSec()/direct.opsPerSec(), "floor/direct")
@@ -167,22 +152,8 @@ func BenchmarkGatewayLeanLevels(b *testing.B) {
 		})
 		paths = append(paths, benchPath{u, auth})
 	}
-	body := echoCall
-	client := &http.Client{Transport: NewTransport()}
-	const clients = 32
 	b.Run("clients=32", func(b *testing.B) {
-		defer pprof.SetGoroutineLabels(context.Background())
-		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("party", "client")))
-		const rounds = 8
-		n := b.N/rounds + 1
-		warm(b, client, body, clients, n, paths...)
-		res := make([]result, len(paths))
-		for round := range rounds {
-			for i := range paths {
-				j := (round + i) % len(paths)
-				res[j].add(load(b, client, paths[j].url+"/mcp", paths[j].auth, body, clients, n))
-			}
-		}
+		res := rotate(b, paths)
 		direct, fl := &res[0], &res[1]
 		b.ReportMetric(fl.opsPerSec()/direct.opsPerSec(), "floor/direct")
 		prev := fl
@@ -194,4 +165,25 @@ func BenchmarkGatewayLeanLevels(b *testing.B) {
 		}
 		b.ReportMetric(0, "ns/op")
 	})
+}
+
+// rotate loads each of paths with BenchmarkGatewayFloor's 32-client load of
+// echoCall, b.N calls in all, in eight rounds whose order rotates, after a
+// warm round of every path, from goroutines labelled party=client, and
+// returns each path's result.
+func rotate(b *testing.B, paths []benchPath) []result {
+	defer pprof.SetGoroutineLabels(context.Background())
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("party", "client")))
+	client := &http.Client{Transport: NewTransport()}
+	const clients, rounds = 32, 8
+	n := b.N/rounds + 1
+	warm(b, client, echoCall, clients, n, paths...)
+	res := make([]result, len(paths))
+	for round := range rounds {
+		for i := range paths {
+			j := (round + i) % len(paths)
+			res[j].add(load(b, client, paths[j].url+"/mcp", paths[j].auth, echoCall, clients, n))
+		}
+	}
+	return res
 }

@@ -1,15 +1,14 @@
 package limiter_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/testlog"
 	"github.com/mcpguard/mcpguard/limiter"
 )
 
@@ -41,24 +40,6 @@ func (s *panickyAbandons) counts() (reserves, abandons int) {
 	return s.reserves, s.abandons
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestReview54AbandonPanicContained: the limiter abandons a failed
 // reservation's lease on a goroutine of its own, where a panic of the
 // store's would end the process (on a caller's goroutine it reaches the
@@ -66,10 +47,7 @@ func (b *syncBuffer) String() string {
 // not tried again (the lease expires), and the limiter goes on deciding
 // and abandoning.
 func TestReview54AbandonPanicContained(t *testing.T) {
-	var logged syncBuffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
-	t.Cleanup(func() { slog.SetDefault(old) })
+	logged := testlog.CaptureDefault(t)
 
 	st := &panickyAbandons{}
 	l, err := limiter.New([]limiter.Limit{{Kind: limiter.Concurrency, Scope: limiter.User, Max: 1}}, &limiter.Options{Store: st})

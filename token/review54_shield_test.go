@@ -1,11 +1,9 @@
 package token_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/testlog"
 	"github.com/mcpguard/mcpguard/token"
 )
 
@@ -31,34 +30,6 @@ func (p *panickyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// lockedBuffer is a bytes.Buffer safe for a logger on other goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// captureDefaultLog sends slog.Default to a buffer for the test.
-func captureDefaultLog(t *testing.T) *lockedBuffer {
-	t.Helper()
-	buf := &lockedBuffer{}
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(old) })
-	return buf
-}
-
 // TestReview54IntrospectorClientPanic: an Introspector asks its endpoint
 // on a goroutine of its own, where a panic of the HTTP client's (a custom
 // Transport's) ended the process. It now fails the introspection, for
@@ -66,7 +37,7 @@ func captureDefaultLog(t *testing.T) *lockedBuffer {
 // panic; the panic is logged with its stack but not its value (here the
 // token and the client's credentials); the failure is not cached.
 func TestReview54IntrospectorClientPanic(t *testing.T) {
-	logged := captureDefaultLog(t)
+	logged := testlog.CaptureDefault(t)
 	e := newIntroEndpoint(t)
 	e.answer(tokAnn, introAnswer(t, nil))
 	tr := &panickyTransport{}
@@ -111,7 +82,7 @@ func TestReview54IntrospectorClientPanic(t *testing.T) {
 // lookups waiting for the failed introspection get its error, and a later
 // one asks again.
 func TestReview54IntrospectorErrorHandlerPanic(t *testing.T) {
-	logged := captureDefaultLog(t)
+	logged := testlog.CaptureDefault(t)
 	e := newIntroEndpoint(t)
 	e.setStatus(http.StatusInternalServerError)
 	var calls atomic.Int64
@@ -139,7 +110,7 @@ func TestReview54IntrospectorErrorHandlerPanic(t *testing.T) {
 // ErrorHandler's is contained; both are logged, and the set goes on
 // refreshing once the client is mended.
 func TestReview54RemoteKeySetPanics(t *testing.T) {
-	logged := captureDefaultLog(t)
+	logged := testlog.CaptureDefault(t)
 	a, b := edKey(t), edKey(t)
 	tr := &panickyTransport{}
 	f := newRemote(t, jwks(t, jwk(t, "a", a.Public())), token.RemoteKeySetOptions{Client: &http.Client{Transport: tr}})
