@@ -76,8 +76,8 @@ type SQLOptions struct {
 	// batch is retried), and on SQLite when a checkpoint of the WAL fails
 	// (the next one tries again), one call at a time: it need not be safe
 	// for concurrent use. Zero: the error is printed to standard error.
-	// A panic of OnError's (on the writer's goroutine, where it would end
-	// the process) is logged to slog.Default at Error, with its value and
+	// A panic of OnError's (on the writer's or checkpointer's goroutine,
+	// where it would end the process) is logged to slog.Default at Error, with its value and
 	// stack, and the writer goes on.
 	OnError func(error)
 }

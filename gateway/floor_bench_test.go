@@ -37,17 +37,24 @@ func newFloorProxy(b *testing.B, target string) *floorProxy {
 func (p *floorProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
-	buf := *bp
+	if body, ok := readInto(w, r, *bp); ok {
+		p.relay(w, r, body, *bp)
+	}
+}
+
+// readInto reads r's body, of its declared length, into buf and returns
+// it; it answers 400 and returns false when it cannot.
+func readInto(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, bool) {
 	if r.ContentLength < 0 || r.ContentLength > int64(len(buf)) {
 		http.Error(w, "body length", http.StatusBadRequest)
-		return
+		return nil, false
 	}
 	n, err := io.ReadFull(r.Body, buf[:r.ContentLength])
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return nil, false
 	}
-	p.relay(w, r, buf[:n], buf)
+	return buf[:n], true
 }
 
 // relay sends body with r's header (less Authorization) to p's URL and

@@ -49,16 +49,10 @@ func (p *leanProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.fl.bufs.Put(bp)
 	var body []byte
 	if p.level < leanParse {
-		if r.ContentLength < 0 || r.ContentLength > int64(len(*bp)) {
-			http.Error(w, "body length", http.StatusBadRequest)
+		var ok bool
+		if body, ok = readInto(w, r, *bp); !ok {
 			return
 		}
-		n, err := io.ReadFull(r.Body, (*bp)[:r.ContentLength])
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = (*bp)[:n]
 	} else {
 		buf, berr := g.readBody(r)
 		if berr != nil {
