@@ -26,9 +26,13 @@ type httpOptions struct {
 func defaultHosts() []string { return []string{"127.0.0.1:*", "localhost:*", "[::1]:*"} }
 
 // mcpHandler serves server at /mcp: Streamable HTTP, stateless, with JSON
-// responses, behind Host and Origin protection. The go-sdk's own DNS
-// rebinding check (a loopback connection with a non-loopback Host) stays
-// on; hostOrigin adds the allowlists. A call's context ends with its HTTP
+// responses, behind Host and Origin protection. hostOrigin's Host
+// allowlist is the DNS rebinding protection: by default it holds the
+// loopback names only, which is what the go-sdk's own check (a loopback
+// connection with a non-loopback Host) would allow, so that check is
+// turned off: left on, it refused every name --allowed-hosts adds on a
+// loopback address (a proxy on the same machine passing on its own name),
+// whatever the allowlist said. A call's context ends with its HTTP
 // request (on 2026-07-28, where the request is the call's whole life), so
 // a read the client abandons stops; the guard detaches writes from that
 // cancellation, so a started change still runs to its end.
@@ -36,7 +40,8 @@ func mcpHandler(server *mcp.Server, o httpOptions, log *slog.Logger) http.Handle
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", hostOrigin(o, mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, PropagateRequestCancellation: true, Logger: log})))
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, PropagateRequestCancellation: true,
+			DisableLocalhostProtection: true, Logger: log})))
 	return mux
 }
 

@@ -251,7 +251,7 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("shop: serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "gateway", cfg.gateway, "admin_writes", cfg.adminWrites)
-	h := mcpHandler(s.server, httpOptions{allowedHosts: splitList(hosts), allowedOrigins: splitList(origins)}, log)
+	h := mcpHandler(s.server, httpOptions{allowedHosts: hostAllowlist(fs, hosts, ln.Addr()), allowedOrigins: splitList(origins)}, log)
 	if err := serveHTTP(ctx, ln, h); err != nil {
 		log.Error("shop: " + err.Error())
 		return 1
@@ -361,6 +361,25 @@ func checkFlags(cfg config) error {
 // in-flight slots, and a rate whose double (each session's request cap)
 // cannot overflow.
 const maxCap = math.MaxInt32
+
+// hostAllowlist returns the Host values accepted over HTTP: hosts, the
+// --allowed-hosts value of fs, as given; by default, also the host of a
+// loopback listener's address a (127.0.0.2:*), so that the default accepts
+// the URL the shop logs whatever loopback --addr it was given. Another
+// address's names --allowed-hosts must list.
+func hostAllowlist(fs *flag.FlagSet, hosts string, a net.Addr) []string {
+	allowed := splitList(hosts)
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "allowed-hosts" })
+	if given {
+		return allowed
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return allowed
+	}
+	return append(allowed, net.JoinHostPort(host, "*"))
+}
 
 func splitList(s string) []string {
 	var out []string
