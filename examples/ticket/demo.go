@@ -128,6 +128,12 @@ func runDemo(ctx context.Context, w io.Writer, name string, cfg *config, allowWr
 	if allowWrites && !cfg.writeEnabled("create_ticket") {
 		c := *cfg
 		c.AllowedWriteTools = append(append([]string(nil), cfg.AllowedWriteTools...), "create_ticket")
+		// The file was checked without create_ticket on its allowlist:
+		// check what the demo runs (an allowlisted write's cost against
+		// the spend caps), in the configuration's terms.
+		if err := c.check(); err != nil {
+			return fmt.Errorf("%s with --allow-writes: %w", name, err)
+		}
 		cfg = &c
 	}
 	if auditDir == "" {

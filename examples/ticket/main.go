@@ -54,11 +54,11 @@
 // <audit-dir>/audit.db (SQLite) unless --audit-postgres names a PostgreSQL
 // database; audit.jsonl stays in --audit-dir either way. An empty or
 // malformed value is a usage error (exit 2); a server that does not
-// answer at start stops the start (exit 1). An empty --audit-dir, a --port
-// outside 0 to 65535, a non-loopback --host without --allow-remote, a
-// malformed TICKET_MCP_AUDIT_KEY and a TICKET_MCP_REDIS_PASSWORD without
-// --redis are usage errors too (exit 2): every value is checked before
-// anything is opened.
+// answer at start stops the start (exit 1). An empty --config or
+// --audit-dir, a --port outside 0 to 65535, a non-loopback --host without
+// --allow-remote, a malformed TICKET_MCP_AUDIT_KEY and a
+// TICKET_MCP_REDIS_PASSWORD without --redis are usage errors too (exit 2):
+// every value is checked before anything is opened.
 //
 // --host must be a loopback address unless --allow-remote is given. At
 // shutdown (SIGINT, SIGTERM; for serve-stdio also stdin closed) the
@@ -116,6 +116,9 @@ const auditKeyEnv = "TICKET_MCP_AUDIT_KEY"
 // with --redis only: the command line, which every user of the host can
 // read, may not hold it. Unset means no password.
 const redisPasswordEnv = "TICKET_MCP_REDIS_PASSWORD"
+
+// errEmptyConfig is the usage error of --config given as "".
+var errEmptyConfig = errors.New("--config: empty file name (leave the flag out for the embedded server.yaml)")
 
 // auditKey returns the key of auditKeyEnv's value v, nil for "" (a random
 // key per process).
@@ -242,11 +245,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// checked even empty: "" would otherwise mean memory, SQLite or the
 	// default directory, silently.
 	var bad error
+	// --config "" (an empty variable in a template) would otherwise mean
+	// the embedded server.yaml, silently: its allowlist, dry_run and caps
+	// instead of the file meant.
+	global.Visit(func(f *flag.Flag) {
+		if f.Name == "config" && configPath == "" {
+			bad = errEmptyConfig
+		}
+	})
 	redisPassword, redisGiven := os.Getenv(redisPasswordEnv), false
 	fs.Visit(func(f *flag.Flag) {
 		redisGiven = redisGiven || f.Name == "redis"
 		switch {
 		case bad != nil:
+		case f.Name == "config" && configPath == "":
+			bad = errEmptyConfig
 		case f.Name == "redis":
 			bad = redisFlag(redisAddr, redisPassword).Check()
 		case f.Name == "audit-postgres":
