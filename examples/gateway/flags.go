@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -351,4 +352,49 @@ func tlsFlagNames(caFile, certFile, keyFile string) string {
 		}
 	}
 	return strings.Join(given, ", ")
+}
+
+// anyOrigin reports whether --allowed-origins lists "*", every origin.
+func anyOrigin(origins string) bool {
+	for o := range strings.SplitSeq(origins, ",") {
+		if strings.TrimSpace(o) == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// upstreamIsListen reports whether up, the --upstream URL, names the
+// address the gateway listens on, --host and --port: the same host (an
+// IP address equal to it, "localhost" for a loopback one, a loopback
+// upstream for an unspecified --host, which listens on every address)
+// and the same port (the scheme's default when up gives none). With
+// --port 0 (a free port) it never does. Names are not resolved: only
+// what the flags say is compared.
+func upstreamIsListen(up *url.URL, host string, port int) bool {
+	upPort := up.Port()
+	if upPort == "" {
+		upPort = map[string]string{"http": "80", "https": "443"}[up.Scheme]
+	}
+	if n, err := strconv.Atoi(upPort); err != nil || port == 0 || n != port {
+		return false
+	}
+	upHost := up.Hostname()
+	if strings.EqualFold(upHost, host) {
+		return true
+	}
+	a, aErr := netip.ParseAddr(upHost)
+	b, bErr := netip.ParseAddr(host)
+	isLocalhost := func(ip netip.Addr) bool { // what "localhost" names
+		return ip.Unmap() == netip.AddrFrom4([4]byte{127, 0, 0, 1}) || ip == netip.IPv6Loopback()
+	}
+	switch {
+	case aErr == nil && bErr == nil:
+		return a.Unmap() == b.Unmap() || b.IsUnspecified() && a.IsLoopback()
+	case bErr == nil: // upHost is a name
+		return loopback.IsHost(upHost) && (b.IsUnspecified() || isLocalhost(b))
+	case aErr == nil: // host is a name
+		return loopback.IsHost(host) && isLocalhost(a)
+	}
+	return false
 }

@@ -277,6 +277,11 @@ func run(logger *slog.Logger) (runErr error) {
 		if err := checkPrintPinsFlags(flag.CommandLine); err != nil {
 			return usageError{err}
 		}
+	} else if upstreamIsListen(up, *host, *port) {
+		// Every request would come back to the gateway without its
+		// Authorization (never forwarded), and every client, whatever
+		// its token, would get the gateway's own 401.
+		return usagef("--upstream %s is the gateway's own address (--host %s --port %d): it would forward every request to itself, and answer every one 401; give the downstream's address", shownUpstream(*upstream), *host, *port)
 	}
 	tlsCfg, err := upstreamTLS(logger, up, *upstreamCA, *upstreamCert, *upstreamKey, time.Now())
 	if err != nil {
@@ -330,10 +335,17 @@ func run(logger *slog.Logger) (runErr error) {
 	case *introspect != "" && *resource != "" && *inIssuer == "":
 		return usagef("--jwt-resource with --introspect needs --introspect-issuer: the authorization server its metadata names")
 	}
-	if _, set := os.LookupEnv(gateway.TokensEnv); !set && *jwks == "" && *issuer == "" && *introspect == "" && !loopback.IsHost(*host) {
+	_, tokensSet := os.LookupEnv(gateway.TokensEnv)
+	demoTokens := !tokensSet && *jwks == "" && *issuer == "" && *introspect == ""
+	switch {
+	case demoTokens && !loopback.IsHost(*host):
 		// The demo tokens are in the source: on an address others
 		// reach, anyone would be admin.
 		return usagef("--host %s is not a loopback address, and the built-in demo tokens (admin-token, viewer-token) are public: set %s, or verify JWTs or use --introspect", *host, gateway.TokensEnv)
+	case demoTokens && anyOrigin(*allowedOrigins):
+		// So would any web page the operator's browser opens: "*" lets
+		// every page send the public admin-token and read the answer.
+		return usagef("--allowed-origins *: with the built-in demo tokens (admin-token, viewer-token), which are public, every web page would be admin: list the origins, or set %s, or verify JWTs or use --introspect", gateway.TokensEnv)
 	}
 	if *audience == "" {
 		// The MCP authorization specification binds tokens to the
@@ -607,7 +619,8 @@ Environment:
   MCP_GATEWAY_TOKENS  a JSON object from token to a role, a list of roles, or
                       {"sub": "...", "role": "..." | "roles": [...]}; unset: the
                       demo tokens admin-token and viewer-token, with a warning, and
-                      only on a loopback --host (not with --jwt-* or --introspect)
+                      only on a loopback --host and without --allowed-origins "*"
+                      (not with --jwt-* or --introspect)
   MCP_GATEWAY_INTROSPECT_CLIENT_ID, MCP_GATEWAY_INTROSPECT_CLIENT_SECRET
                       with --introspect: the client's credentials (HTTP Basic)
   MCP_GATEWAY_SIGN_KEY

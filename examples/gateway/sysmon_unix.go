@@ -16,7 +16,10 @@ import (
 // proxied request, which on a small virtual machine cost more than the
 // proxying. With schedtrace set sysmon never deep-sleeps and backs off to
 // one wakeup every 10 ms. The interval is the largest there is (24.8 days),
-// so the scheduler summary line it also enables is printed about never.
+// so the scheduler summary line it also enables is printed rarely: the
+// runtime counts the interval from its monotonic clock's zero, the host's
+// boot on Linux, so on a host up longer than that the line comes once at
+// start, then every 24.8 days.
 const quietSysmon = "schedtrace=2147483647"
 
 // execQuietSysmon re-executes the binary in place (same process id, same
