@@ -1,36 +1,17 @@
 package mcpguard_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/testlog"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// review55Log is a concurrency-safe log buffer.
-type review55Log struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *review55Log) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *review55Log) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // TestReview55InstallListingPanics: Install lists the server's tools
 // through a throwaway in-memory session, and the server's own code runs on
@@ -93,7 +74,7 @@ func TestReview55InstallListingPanics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			log := &review55Log{}
+			log := &testlog.Buffer{}
 			auth := &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}
 			g, err := mcpguard.New(pol, auth, &mcpguard.Options{Confirmer: testSigner(t, nil),
 				Logger: slog.New(slog.NewJSONHandler(log, nil))})
