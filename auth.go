@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -121,7 +122,9 @@ func unauthenticated(msg string) error { return Deny(CodeUnauthenticated, msg) }
 // FromTokenInfo returns an Authenticator for servers behind the go-sdk's
 // auth.RequireBearerToken middleware: the principal comes from
 // extra.TokenInfo (subject UserID, roles Scopes unless roles is non-nil, in
-// which case roles maps the TokenInfo to roles), and the credential from the
+// which case roles maps the TokenInfo to roles, attributes a copy of the
+// map[string]string its Extra holds under [token.ExtraAttrs], as the
+// token package's Verifiers give them), and the credential from the
 // Authorization header. A request without TokenInfo (stdio, in memory, and
 // the go-sdk's HTTP+SSE transport, even behind the middleware) or without a
 // UserID is unauthenticated.
@@ -140,6 +143,9 @@ func FromTokenInfo(roles func(*auth.TokenInfo) []string) Authenticator {
 			r = roles(ti)
 		}
 		id := &Identity{Principal: &policy.Principal{Subject: ti.UserID, Roles: slices.Clone(r)}}
+		if a, ok := ti.Extra[token.ExtraAttrs].(map[string]string); ok && len(a) != 0 {
+			id.Principal.Attrs = maps.Clone(a)
+		}
 		if tok, ok := token.Bearer(extra.Header); ok {
 			id.Credential = NewCredential(tok)
 		}

@@ -2,15 +2,33 @@ package token
 
 import (
 	"context"
+	"maps"
 	"net/http"
 
+	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
+// ExtraAttrs is the key of auth.TokenInfo's Extra under which the
+// Verifiers of this package ([Table.Verifier], [JWT.Verifier],
+// [Introspector.Verifier]) give the principal's Attrs, a
+// map[string]string, when it has any; mcpguard.FromTokenInfo reads them
+// back into the caller's Identity.
+const ExtraAttrs = "mcpguard.attrs"
+
+// withAttrs returns ti with pr's Attrs, a copy, in its Extra (see
+// [ExtraAttrs]).
+func withAttrs(ti *auth.TokenInfo, pr *policy.Principal) *auth.TokenInfo {
+	if len(pr.Attrs) != 0 {
+		ti.Extra = map[string]any{ExtraAttrs: maps.Clone(pr.Attrs)}
+	}
+	return ti
+}
+
 // Verifier returns a TokenVerifier over t for the go-sdk's
 // auth.RequireBearerToken: a known token gives a TokenInfo whose UserID is
-// its principal's subject and whose Scopes are its roles; any other is
-// auth.ErrInvalidToken. Static tokens do not expire: use it with
+// its principal's subject, whose Scopes are its roles and whose Extra
+// holds its Attrs ([ExtraAttrs]); any other is auth.ErrInvalidToken. Static tokens do not expire: use it with
 // RequireBearerTokenOptions.AllowMissingExpiration, as [Table.BindSessions]
 // does.
 func (t *Table) Verifier() auth.TokenVerifier {
@@ -19,7 +37,7 @@ func (t *Table) Verifier() auth.TokenVerifier {
 		if pr == nil {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: pr.Subject, Scopes: append([]string(nil), pr.Roles...)}, nil
+		return withAttrs(&auth.TokenInfo{UserID: pr.Subject, Scopes: append([]string(nil), pr.Roles...)}, pr), nil
 	}
 }
 

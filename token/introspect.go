@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -101,6 +102,13 @@ type IntrospectionConfig struct {
 	// name). An answer without it has no roles. Zero means "scope", the
 	// member RFC 7662 defines.
 	RolesClaim string
+	// AttrClaims maps names of the principal's Attrs to the members of
+	// the answer that hold them, read as [JWTConfig.AttrClaims] reads
+	// claims: each a string, an answer without one having no such
+	// attribute, one where it is not a string refusing the token. Nil
+	// means no Attrs. NewIntrospector copies the map; an empty attribute
+	// name or member is an error.
+	AttrClaims map[string]string
 	// Leeway is the clock skew allowed when checking "exp" and "nbf".
 	// Zero means none. Negative, or over [MaxLeeway], is an error.
 	// [Introspector.Verifier]'s Expiration is the answer's own "exp":
@@ -201,6 +209,7 @@ type Introspector struct {
 	issuer     string
 	audience   string
 	rolesClaim string
+	attrClaims map[string]string // nil: none
 	leeway     time.Duration
 	ttl        time.Duration // negative: accepting answers are not cached
 	negTTL     time.Duration // negative: refusing answers are not cached
@@ -253,8 +262,8 @@ const MaxLeeway = 5 * time.Minute
 // returns an error when Endpoint is not an https URL (or http to a
 // loopback host) or has user info or a fragment, when only one of ClientID
 // and ClientSecret is set, when Audience is empty, when Timeout,
-// Leeway, MaxCacheEntries or MaxInFlight is negative, or when Leeway is
-// over [MaxLeeway]. Its errors never contain the client's secret.
+// Leeway, MaxCacheEntries or MaxInFlight is negative, when Leeway is
+// over [MaxLeeway], or when AttrClaims holds an empty name. Its errors never contain the client's secret.
 func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 	if _, err := checkServerURL(cfg.Endpoint, "the endpoint (give credentials as ClientID and ClientSecret)", true); err != nil {
 		return nil, fmt.Errorf("token: introspection endpoint %s: %w", redactURL(cfg.Endpoint), err)
@@ -271,7 +280,12 @@ func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 	case cfg.MaxCacheEntries < 0 || cfg.MaxInFlight < 0:
 		return nil, errors.New("token: introspection: negative MaxCacheEntries or MaxInFlight")
 	}
+	attrs, err := copyAttrClaims(cfg.AttrClaims)
+	if err != nil {
+		return nil, fmt.Errorf("token: introspection: %w", err)
+	}
 	i := &Introspector{
+		attrClaims: attrs,
 		endpoint:   hide(cfg.Endpoint),
 		shown:      redactURL(cfg.Endpoint),
 		client:     noRedirects(cfg.Client),
@@ -352,8 +366,9 @@ func (e *refusal) Unwrap() []error {
 // Introspect returns the principal of tok, whose Subject is the answer's
 // "sub" and Roles its roles member (nil without one), and the time of its
 // "exp" (zero without one), asking the endpoint unless a cached answer
-// serves (see [Introspector] for every check). The principal has no Attrs
-// and is the caller's. A refusal unwraps to [ErrInvalidToken]; a token the
+// serves (see [Introspector] for every check). Its Attrs are the members
+// [IntrospectionConfig.AttrClaims] names (nil without any). The principal
+// is the caller's. A refusal unwraps to [ErrInvalidToken]; a token the
 // endpoint could not judge, or a lookup whose ctx ended before the answer
 // came, is an error that unwraps to [ErrIntrospectionFailed].
 func (i *Introspector) Introspect(ctx context.Context, tok string) (*policy.Principal, time.Time, error) {
@@ -380,7 +395,8 @@ func (i *Introspector) Authenticate(ctx context.Context, tok string) (*policy.Pr
 // Verifier returns a TokenVerifier over i for the go-sdk's
 // auth.RequireBearerToken: a token that [Introspector.Introspect] accepts
 // gives a TokenInfo whose UserID is its subject, whose Scopes are its
-// roles and whose Expiration is its "exp" (zero without one: the go-sdk
+// roles, whose Extra holds its Attrs ([ExtraAttrs]) and whose Expiration
+// is its "exp" (zero without one: the go-sdk
 // then refuses it unless RequireBearerTokenOptions.AllowMissingExpiration
 // is set); a refusal is an error that unwraps to both auth.ErrInvalidToken
 // (the go-sdk answers 401 with the error's text) and [ErrInvalidToken]. A
@@ -397,7 +413,7 @@ func (i *Introspector) Verifier() auth.TokenVerifier {
 			}
 			return nil, ErrIntrospectionFailed
 		}
-		return &auth.TokenInfo{UserID: pr.Subject, Scopes: pr.Roles, Expiration: exp}, nil
+		return withAttrs(&auth.TokenInfo{UserID: pr.Subject, Scopes: pr.Roles, Expiration: exp}, pr), nil
 	}
 }
 
@@ -411,7 +427,7 @@ func (i *Introspector) judge(a *answer, now time.Time) (*policy.Principal, time.
 	case !a.nbf.IsZero() && now.Add(i.leeway).Before(a.nbf):
 		return nil, time.Time{}, &refusal{reason: "not valid yet (nbf)"}
 	}
-	return &policy.Principal{Subject: a.pr.Subject, Roles: slices.Clone(a.pr.Roles)}, a.exp, nil
+	return &policy.Principal{Subject: a.pr.Subject, Roles: slices.Clone(a.pr.Roles), Attrs: maps.Clone(a.pr.Attrs)}, a.exp, nil
 }
 
 // lookup returns the answer for tok: cached, or from the request under
@@ -590,7 +606,11 @@ func (i *Introspector) read(data []byte) (*answer, error) {
 	if err != nil {
 		return refuse(err.Error())
 	}
-	pr := &policy.Principal{Subject: sub, Roles: roles}
+	attrs, err := readAttrs(m, i.attrClaims)
+	if err != nil {
+		return refuse(err.Error())
+	}
+	pr := &policy.Principal{Subject: sub, Roles: roles, Attrs: attrs}
 	if err := CheckPrincipal(pr); err != nil {
 		return refuse(err.Error())
 	}

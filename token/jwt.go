@@ -73,6 +73,14 @@ type JWTConfig struct {
 	// names the next step in another letter case ("ROLES" beside "roles")
 	// refuses the token.
 	RolesClaim string
+	// AttrClaims maps names of the principal's Attrs to the claims that
+	// hold them, each read as RolesClaim is (a claim's name, or a dotted
+	// path into nested objects): {"tenant": "tid", "team":
+	// "org.team"}. Such a claim must be a string; a token without it has
+	// no such attribute, and one where it is not a string is refused.
+	// Nil means no Attrs. NewJWT copies the map; an empty attribute name
+	// or claim is an error.
+	AttrClaims map[string]string
 	// Leeway is the clock skew allowed when checking "exp", "nbf" and
 	// "iat". Zero means none: a token is refused from the second it
 	// expires. Negative, or over [MaxLeeway], is an error.
@@ -184,14 +192,15 @@ func registerEd25519() {
 //     (RFC 8705, RFC 9449) is valid only with a proof of that key, which
 //     this verifier cannot check;
 //   - "sub" is a non-empty string, the roles claim is absent, an array of
-//     strings or a string, and the resulting principal passes
-//     [CheckPrincipal].
+//     strings or a string, each claim of [JWTConfig.AttrClaims] is absent
+//     or a string, and the resulting principal passes [CheckPrincipal].
 type JWT struct {
 	keys       map[string]crypto.PublicKey // nil with keySet; values as checked by configKey
 	keySet     *RemoteKeySet
 	algs       []string // the algorithms the parser accepts before key selects a key
 	types      []string // the "typ" values accepted, normalised
 	rolesClaim string
+	attrClaims map[string]string // nil: none
 	opts       []jwt.ParserOption
 }
 
@@ -204,8 +213,8 @@ type JWT struct {
 // can make with it), when an [AlgKey]'s Key is any of
 // these or itself an AlgKey, or its Alg is not an algorithm of its Key's
 // type (see [AlgKey]), when Issuer or Audience is empty,
-// when a Types entry is empty (or "application/" alone), or when Leeway is
-// negative or over [MaxLeeway].
+// when a Types entry is empty (or "application/" alone), when Leeway is
+// negative or over [MaxLeeway], or when AttrClaims holds an empty name.
 //
 // NewJWT registers the signing method "Ed25519" (RFC 9864) with the jwt
 // package (github.com/golang-jwt/jwt/v5), whose registry is the process's,
@@ -236,8 +245,12 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if cfg.Leeway > MaxLeeway {
 		return nil, fmt.Errorf("token: JWT: leeway %v over %v: it would accept tokens that expired that long ago; set the clocks right instead", cfg.Leeway, MaxLeeway)
 	}
+	attrs, err := copyAttrClaims(cfg.AttrClaims)
+	if err != nil {
+		return nil, fmt.Errorf("token: JWT: %w", err)
+	}
 	registerEd25519()
-	v := &JWT{keySet: cfg.KeySet, rolesClaim: cfg.RolesClaim}
+	v := &JWT{keySet: cfg.KeySet, rolesClaim: cfg.RolesClaim, attrClaims: attrs}
 	if v.rolesClaim == "" {
 		v.rolesClaim = "roles"
 	}
@@ -444,8 +457,9 @@ func checkSegments(tok string) error {
 const maxJWTTime = 253402300799
 
 // Verify checks tok (see [JWT] for every check) and returns its principal,
-// whose Subject is "sub" and Roles the roles claim (nil without one), and
-// the time of its "exp". The principal has no Attrs. Every refusal is an
+// whose Subject is "sub", Roles the roles claim (nil without one) and
+// Attrs the claims [JWTConfig.AttrClaims] names (nil without any), and
+// the time of its "exp". Every refusal is an
 // error that unwraps to [ErrInvalidJWT] and says why without quoting the
 // token.
 //
@@ -499,7 +513,11 @@ func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.T
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	pr := &policy.Principal{Subject: sub, Roles: roles}
+	attrs, err := readAttrs(claims, v.attrClaims)
+	if err != nil {
+		return nil, time.Time{}, invalid("%v", err)
+	}
+	pr := &policy.Principal{Subject: sub, Roles: roles, Attrs: attrs}
 	if err := CheckPrincipal(pr); err != nil {
 		return nil, time.Time{}, invalid("%v", err)
 	}
@@ -535,15 +553,9 @@ func (v *JWT) roles(claims jwt.MapClaims) ([]string, error) {
 // case too ("ROLES" beside "roles", which a Go struct reads as one).
 // Errors give the reason without quoting a value.
 func readRoles(claims map[string]any, name string) ([]string, error) {
-	raw, ok := claims[name]
-	if !ok && strings.Contains(name, ".") {
-		var err error
-		if raw, ok, err = nestedClaim(claims, name); err != nil {
-			return nil, err
-		}
-	}
-	if !ok {
-		return nil, nil
+	raw, ok, err := claimAt(claims, name)
+	if err != nil || !ok {
+		return nil, err
 	}
 	switch r := raw.(type) {
 	case string:
@@ -566,6 +578,57 @@ func readRoles(claims map[string]any, name string) ([]string, error) {
 		return roles, nil
 	}
 	return nil, fmt.Errorf("%s claim is neither a string nor an array of strings", name)
+}
+
+// claimAt returns the claim name of claims: the member of that name, else,
+// for a name with dots, the nested one it is the path of (see readRoles).
+func claimAt(claims map[string]any, name string) (any, bool, error) {
+	raw, ok := claims[name]
+	if !ok && strings.Contains(name, ".") {
+		return nestedClaim(claims, name)
+	}
+	return raw, ok, nil
+}
+
+// copyAttrClaims returns a copy of spec, a JWTConfig's or an
+// IntrospectionConfig's AttrClaims, checked: nil for none.
+func copyAttrClaims(spec map[string]string) (map[string]string, error) {
+	if len(spec) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(spec))
+	for attr, claim := range spec {
+		if attr == "" || claim == "" {
+			return nil, errors.New("AttrClaims: an empty attribute name or claim")
+		}
+		out[attr] = claim
+	}
+	return out, nil
+}
+
+// readAttrs reads the attributes spec maps to claims of claims (see
+// [JWTConfig.AttrClaims]): nil when spec is, or none is present. Errors
+// name the claim without quoting a value.
+func readAttrs(claims map[string]any, spec map[string]string) (map[string]string, error) {
+	var attrs map[string]string
+	for attr, claim := range spec {
+		raw, ok, err := claimAt(claims, claim)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		v, isString := raw.(string)
+		if !isString {
+			return nil, fmt.Errorf("%s claim is not a string", claim)
+		}
+		if attrs == nil {
+			attrs = make(map[string]string, len(spec))
+		}
+		attrs[attr] = v
+	}
+	return attrs, nil
 }
 
 // nestedClaim reads the claim path: member names separated by dots, a
@@ -663,8 +726,8 @@ func (v *JWT) Authenticate(ctx context.Context, tok string) (*policy.Principal, 
 // Verifier returns a TokenVerifier over v for the go-sdk's
 // auth.RequireBearerToken: a token that [JWT.Verify] accepts gives a
 // TokenInfo whose UserID is its subject, whose Scopes are its roles (so
-// that RequireBearerTokenOptions.Scopes requires roles) and whose
-// Expiration is its "exp"; any other is an error that unwraps to both
+// that RequireBearerTokenOptions.Scopes requires roles), whose Extra holds
+// its Attrs ([ExtraAttrs]) and whose Expiration is its "exp"; any other is an error that unwraps to both
 // auth.ErrInvalidToken (the go-sdk answers 401 with the error's text) and
 // [ErrInvalidJWT].
 func (v *JWT) Verifier() auth.TokenVerifier {
@@ -677,6 +740,6 @@ func (v *JWT) Verifier() auth.TokenVerifier {
 			}
 			return nil, fmt.Errorf("%w: %w", auth.ErrInvalidToken, err)
 		}
-		return &auth.TokenInfo{UserID: pr.Subject, Scopes: slices.Clone(pr.Roles), Expiration: exp}, nil
+		return withAttrs(&auth.TokenInfo{UserID: pr.Subject, Scopes: slices.Clone(pr.Roles), Expiration: exp}, pr), nil
 	}
 }
