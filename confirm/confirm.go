@@ -100,9 +100,9 @@ type Signer struct {
 // NewSigner returns a Signer that signs with keys[0] and verifies with any
 // of keys. It returns an error when keys is empty, a key id is empty, longer
 // than 64 bytes or repeated, a secret is shorter than [MinSecretLen], the
-// TTL is negative or under one second (states carry whole seconds), or
-// Nonces is a [MemoryNonceStore] not made by [NewMemoryNonceStore]. The
-// keys and options are copied.
+// TTL is negative or under one second (states carry whole seconds),
+// Nonces is a [MemoryNonceStore] not made by [NewMemoryNonceStore], or
+// Nonces is a nil [NonceStoreFunc]. The keys and options are copied.
 func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("confirm: at least one key is required")
@@ -133,6 +133,11 @@ func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 		s.rand = opts.Rand
 		if m, ok := s.nonces.(*MemoryNonceStore); ok && !m.made() {
 			return nil, errUnmadeStore
+		}
+		if f, ok := s.nonces.(NonceStoreFunc); ok && f == nil {
+			// Not the nil interface that asks for the default store:
+			// every confirmation would be refused.
+			return nil, errNilStoreFunc
 		}
 	}
 	if s.nonces == nil {

@@ -62,6 +62,10 @@ func Answer(p *mcp.CallToolParamsRaw) (action string, ok bool) {
 const (
 	maxDescribeKeys  = 20
 	maxDescribeRunes = 80
+	// maxToolRunes bounds the tool name Describe shows: every name
+	// MCP allows (128 characters) and every name mcpguard's Guard
+	// serves (1024 bytes) is shown whole.
+	maxToolRunes = 1024
 )
 
 // Describe states a tool call in words for the human asked to confirm it:
@@ -83,8 +87,10 @@ const (
 // overrides), or characters that show as nothing or as a plain space (Hangul
 // fillers, variation selectors, spaces other than U+0020), is shown quoted
 // with every character outside printable ASCII escaped; the tool name is
-// shown with control and formatting characters removed. Each key and value is
-// truncated to 80 characters with "…", and at most 20 arguments are listed.
+// shown with control and formatting characters removed, whole up to 1024
+// characters (MCP allows 128; a longer one is cut with "…"). Each
+// key and value is truncated to 80 characters with "…", and at most 20
+// arguments are listed.
 // Arguments that are empty or null read "with no arguments"; a non-object is
 // shown whole; invalid JSON, and arguments [ArgsSHA256] refuses (a member
 // named twice, or two whose names differ only in letter case, '_' or '-', at
@@ -114,7 +120,9 @@ const (
 func Describe(tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("Run ")
-	b.WriteString(sanitize(tool))
+	// Not cut like a value: two tools whose names differ only past 80
+	// characters would be asked about in one message.
+	b.WriteString(textsafe.Clean(tool, maxToolRunes))
 	v, err := decode(args)
 	if err == nil {
 		// Arguments that name a member twice, or hold text that decodes

@@ -41,10 +41,17 @@ type NonceChecker interface {
 // NonceStoreFunc adapts a function to a [NonceStore].
 type NonceStoreFunc func(ctx context.Context, nonce string, now, expires time.Time) (bool, error)
 
-// Consume calls f.
+// Consume calls f. A nil f cannot decide: it returns an error, and the
+// confirmation is refused ([NewSigner] refuses a nil f as Options.Nonces).
 func (f NonceStoreFunc) Consume(ctx context.Context, nonce string, now, expires time.Time) (bool, error) {
+	if f == nil {
+		return false, errNilStoreFunc
+	}
 	return f(ctx, nonce, now, expires)
 }
+
+// errNilStoreFunc is returned by a nil NonceStoreFunc.
+var errNilStoreFunc = errors.New("confirm: the NonceStoreFunc is nil")
 
 // MemoryNonceStore is an in-process [NonceStore]. It forgets each nonce once
 // its expiry has passed (expired entries are evicted on later calls), so its
