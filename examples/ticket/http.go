@@ -70,7 +70,7 @@ func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
 	// "session user mismatch"; one without passes on to the guard, which
 	// refuses and audits its calls.
 	// newMCPSessions: each caller holds a bounded number of sessions.
-	mux.Handle("/mcp", newMCPSessions(a.server, a.tokens).handler(a.tokens.BindSessions(mcp.NewStreamableHTTPHandler(
+	mux.Handle("/mcp", newMCPSessions(a.server, a.ids).handler(a.ids.bindSessions(mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return a.server },
 		&mcp.StreamableHTTPOptions{Logger: log}))))
 	mux.HandleFunc("GET /tools", func(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@
 //	ticket [--config server.yaml] tools
 //	ticket [--config server.yaml] demo [--allow-writes] [--audit-dir DIR] [--audit-postgres URL]
 //	ticket [--config server.yaml] serve-http [--host 127.0.0.1] [--port 8000] [--allow-remote] [--audit-dir DIR] [--redis HOST:PORT|URL] [--audit-postgres URL]
+//	        [--jwt-jwks FILE|URL --jwt-issuer ISS --jwt-audience AUD [--jwt-roles-claim roles] [--jwt-team-claim team]]
 //	ticket [--config server.yaml] serve-stdio [--audit-dir DIR] [--redis HOST:PORT|URL] [--audit-postgres URL]
 //
 // server.yaml holds the tool registry (read_only, cost_units, description),
@@ -38,7 +39,16 @@
 // serve-stdio takes the caller's identity from the TICKET_MCP_TOKEN
 // environment variable (never from tool arguments); serve-http takes it
 // from each request's Authorization: Bearer header. The token table is a
-// development-only static one (token-alice, token-bob, token-admin).
+// development-only static one (token-alice, token-bob, token-admin);
+// with --jwt-jwks, serve-http verifies the bearer tokens as JWTs of an
+// identity provider instead (signed by a key of the JWK Set, a file read
+// at start or a jwks_uri fetched at start and when a token names a key it
+// lacks; "iss" --jwt-issuer, "aud" holding --jwt-audience): the caller is
+// "sub", its roles the --jwt-roles-claim claim and its team, which
+// search_docs filters by, the --jwt-team-claim string claim (either a
+// dotted path into nested objects). The --jwt-* flags need --jwt-jwks,
+// --jwt-issuer and --jwt-audience (else exit 2); a JWK Set that cannot be
+// read or fetched stops the start (exit 1).
 // TICKET_MCP_AUDIT_KEY (hex, at least 16 bytes) keys the audit records'
 // argument hashes (serve-http, serve-stdio and demo; tools records
 // nothing and ignores it); without it each process uses a random key.
@@ -90,6 +100,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -142,7 +153,9 @@ commands:
   serve-stdio               serve MCP over stdio as the user of $` + tokenEnv + `
 
 serve-http takes --host 127.0.0.1 and --port 8000 (a non-loopback --host
-only with --allow-remote). serve-http and serve-stdio also take --audit-dir
+only with --allow-remote), and verifies bearer tokens as JWTs of an identity
+provider instead of the dev-only table with --jwt-jwks FILE|URL --jwt-issuer
+ISS --jwt-audience AUD [--jwt-roles-claim roles] [--jwt-team-claim team]. serve-http and serve-stdio also take --audit-dir
 DIR, --redis HOST:PORT or redis://[user@]host[:port][/db] (rediss:// for TLS)
 (per-session and per-user budgets shared on Redis) and --audit-postgres URL
 (audit_log in PostgreSQL); demo takes --audit-dir and --audit-postgres.
@@ -203,6 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		auditDir    = "ticket-audit"
 		redisAddr   string
 		pgURL       string
+		jwtf        = jwtFlags{rolesClaim: "roles", teamClaim: "team"}
 	)
 	switch cmd {
 	case "tools", "serve-stdio":
@@ -215,6 +229,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&host, "host", host, "address to listen on (loopback unless --allow-remote)")
 		fs.IntVar(&port, "port", port, "port to listen on (0 picks a free one)")
 		fs.BoolVar(&allowRemote, "allow-remote", false, "allow a non-loopback --host")
+		fs.StringVar(&jwtf.jwks, "jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set, a file or the identity provider's jwks_uri (https://, or http:// to a loopback host), instead of the dev-only token table")
+		fs.StringVar(&jwtf.issuer, "jwt-issuer", "", `with --jwt-jwks: the JWTs' required "iss"`)
+		fs.StringVar(&jwtf.audience, "jwt-audience", "", `with --jwt-jwks: the audience the JWTs' "aud" must hold (this server's identifier)`)
+		fs.StringVar(&jwtf.rolesClaim, "jwt-roles-claim", jwtf.rolesClaim, "with --jwt-jwks: the claim holding the caller's roles (an array of strings or a space-separated string; a dotted path reads nested objects)")
+		fs.StringVar(&jwtf.teamClaim, "jwt-team-claim", jwtf.teamClaim, "with --jwt-jwks: the string claim holding the caller's team, which search_docs filters by (a dotted path reads nested objects)")
 	default:
 		// Not echoed whole when it may hold a secret: a URL whose flag
 		// was forgotten, or an assignment of TICKET_MCP_TOKEN.
@@ -253,9 +272,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			bad = errEmptyConfig
 		}
 	})
-	redisPassword, redisGiven := os.Getenv(redisPasswordEnv), false
+	redisPassword, redisGiven, jwtGiven := os.Getenv(redisPasswordEnv), false, false
 	fs.Visit(func(f *flag.Flag) {
 		redisGiven = redisGiven || f.Name == "redis"
+		jwtGiven = jwtGiven || strings.HasPrefix(f.Name, "jwt-")
 		switch {
 		case bad != nil:
 		case f.Name == "config" && configPath == "":
@@ -273,6 +293,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		bad = fmt.Errorf("%s needs --redis: without it the budgets are in the process's memory; unset it, or name the Redis", redisPasswordEnv)
 	}
 	var key []byte
+	if bad == nil {
+		bad = jwtf.check(jwtGiven)
+	}
 	if bad == nil && cmd == "serve-http" {
 		if port < 0 || port > 65535 {
 			bad = fmt.Errorf("--port %d: not a port (0 to 65535; 0 picks a free one)", port)
@@ -363,6 +386,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
+	// The JWT keys before the port: a JWK Set that cannot be read or
+	// fetched fails the start before anything listens.
+	var verifier *token.JWT
+	if jwtf.jwks != "" {
+		var err error
+		if verifier, err = jwtf.verifier(ctx, info); err != nil {
+			fmt.Fprintf(stderr, "ticket %s: %v\n", cmd, err)
+			return 1
+		}
+		info.Info("ticket: verifying bearer tokens as JWTs, not with the dev-only token table",
+			"issuer", jwtf.issuer, "audience", jwtf.audience, "roles_claim", jwtf.rolesClaim, "team_claim", jwtf.teamClaim)
+	}
+
 	// The port first: one in use fails the start before the audit directory
 	// and files are created.
 	var ln net.Listener
@@ -380,7 +416,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opts := appOptions{ConfigName: name, Config: cfg, AuditDir: auditDir, Log: log,
 		Marks: info, Events: info, ArgsKey: key,
-		Redis: redisAddr, RedisPassword: redisPassword, AuditPostgres: pgURL}
+		Redis: redisAddr, RedisPassword: redisPassword, AuditPostgres: pgURL, JWT: verifier}
 	if cmd == "serve-stdio" {
 		opts.Authn = func(t *token.Table) mcpguard.Authenticator { return mcpguard.FromEnv(tokenEnv, t) }
 	}

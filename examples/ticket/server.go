@@ -49,8 +49,11 @@ type appOptions struct {
 	// Tickets is the downstream ticket system. Nil means a new one.
 	Tickets *TicketSystem
 	// Authn picks the authenticator from the token table. Nil means
-	// mcpguard.BearerTokens (HTTP).
+	// HTTP's: mcpguard.BearerTokens, or JWTs with JWT.
 	Authn func(*token.Table) mcpguard.Authenticator
+	// JWT verifies HTTP's bearer tokens as JWTs instead of the dev-only
+	// token table (serve-http's --jwt-* flags). Nil means the table.
+	JWT *token.JWT
 	// Now is the guard's clock, and the limiter's in memory (on Redis the
 	// limiter decides at the Redis server's time). Nil means time.Now.
 	Now func() time.Time
@@ -78,7 +81,7 @@ type app struct {
 	server  *mcp.Server
 	guard   *mcpguard.Guard
 	tickets *TicketSystem
-	tokens  *token.Table
+	ids     identities // HTTP's bearer tokens
 	authn   mcpguard.Authenticator
 	// refuse audits a REST refusal decided before the guard, after
 	// authenticating the caller (restRefuse); record audits one that
@@ -130,7 +133,8 @@ func newApp(o appOptions) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	authn := mcpguard.BearerTokens(tokens)
+	ids := identities{table: tokens, jwt: o.JWT}
+	authn := ids.authenticator()
 	if o.Authn != nil {
 		authn = o.Authn(tokens)
 	}
@@ -142,7 +146,7 @@ func newApp(o appOptions) (_ *app, err error) {
 
 	// A failure from here on closes what was opened (a, not the nil
 	// returned).
-	a.tokens, a.authn = tokens, authn
+	a.ids, a.authn = ids, authn
 	defer func() {
 		if err != nil {
 			a.Close()

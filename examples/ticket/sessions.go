@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/mcpguard/mcpguard"
-	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -265,14 +264,14 @@ const maxMCPSessionsPerSubject = 128
 // bounded by the static token table. Safe for concurrent use.
 type mcpSessions struct {
 	server *mcp.Server
-	tokens *token.Table
+	ids    identities
 
 	mu   sync.Mutex
 	held map[string][]string // subject -> ids of the sessions it opened, oldest first
 }
 
-func newMCPSessions(s *mcp.Server, t *token.Table) *mcpSessions {
-	return &mcpSessions{server: s, tokens: t, held: map[string][]string{}}
+func newMCPSessions(s *mcp.Server, ids identities) *mcpSessions {
+	return &mcpSessions{server: s, ids: ids, held: map[string][]string{}}
 }
 
 // handler wraps h, the /mcp handler: a POST without Mcp-Session-Id that
@@ -285,13 +284,7 @@ func (m *mcpSessions) handler(h http.Handler) http.Handler {
 			return
 		}
 		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-			subject := ""
-			if tok, ok := token.Bearer(r.Header); ok {
-				if pr := m.tokens.Lookup(tok); pr != nil {
-					subject = pr.Subject
-				}
-			}
-			m.opened(subject, id)
+			m.opened(m.ids.subject(r), id)
 		}
 	})
 }
