@@ -261,7 +261,8 @@ const maxMCPSessionsPerSubject = 128
 // maxMCPSessionsPerSubject sessions, the sessions opened without a valid
 // token counting as one caller's (""): opening one more closes the
 // caller's oldest. A caller never closes another's, and the total is
-// bounded by the static token table. Safe for concurrent use.
+// bounded by the callers the tokens stand for (the static table's, or an
+// identity provider's users with --jwt-jwks). Safe for concurrent use.
 type mcpSessions struct {
 	server *mcp.Server
 	ids    identities
