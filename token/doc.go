@@ -33,7 +33,9 @@
 // struct reads as one). The subject is "sub", the roles a configurable
 // claim (an array of strings or a space-separated string; a dotted name
 // such as "realm_access.roles" reaches into nested objects, splitting at
-// every dot but one written `\.`, which is part of a name).
+// every dot but one written `\.`, which is part of a name), and the
+// principal's Attrs the string claims [JWTConfig.AttrClaims] names (a
+// tenant, a team), read alike.
 // A header "typ", when present, must be "JWT" or "at+jwt" (RFC 9068
 // access tokens; configurable), in any letter case and with or without an
 // "application/" prefix, so that another kind
@@ -51,7 +53,9 @@
 // set cannot be fetched or lacks a token's kid after a refresh (as rarely
 // as the set itself is fetched), so that a provider that moves its
 // jwks_uri is followed. [JWT.Verifier] plugs a JWT into the go-sdk's
-// auth.RequireBearerToken, and a *JWT is itself a gateway.Authenticator.
+// auth.RequireBearerToken (the Attrs travel in the TokenInfo's Extra under
+// [ExtraAttrs], where mcpguard.FromTokenInfo reads them), and a *JWT is
+// itself a gateway.Authenticator.
 // Refusals unwrap to [ErrInvalidJWT] and never quote the token. The jwt
 // package (github.com/golang-jwt/jwt/v5) has no "Ed25519" method: [NewJWT]
 // registers one with it, for the whole process, which verifies what
@@ -65,8 +69,9 @@
 // authenticated with the client's credentials (HTTP Basic), and reads the
 // answer as a JWT's claims are read: "active" must be true, "aud" must
 // hold the audience, "iss" must be the issuer when one is configured,
-// "exp" and "nbf" are checked, the subject is "sub" and the roles
-// "scope" (or a configured member). Answers are cached under the token's
+// "exp" and "nbf" are checked, the subject is "sub", the roles
+// "scope" (or a configured member) and the Attrs the members
+// [IntrospectionConfig.AttrClaims] names. Answers are cached under the token's
 // digest (acceptances for a minute, never past "exp"; refusals for 10
 // seconds), concurrent lookups of one token share one request, and at
 // most 64 requests are under way at once (MaxInFlight). It
