@@ -28,7 +28,8 @@ func withAttrs(ti *auth.TokenInfo, pr *policy.Principal) *auth.TokenInfo {
 // Verifier returns a TokenVerifier over t for the go-sdk's
 // auth.RequireBearerToken: a known token gives a TokenInfo whose UserID is
 // its principal's subject, whose Scopes are its roles and whose Extra
-// holds its Attrs ([ExtraAttrs]); any other is auth.ErrInvalidToken. Static tokens do not expire: use it with
+// holds its Attrs ([ExtraAttrs]); any other is auth.ErrInvalidToken.
+// Static tokens do not expire: use it with
 // RequireBearerTokenOptions.AllowMissingExpiration, as [Table.BindSessions]
 // does.
 func (t *Table) Verifier() auth.TokenVerifier {

@@ -263,7 +263,8 @@ const MaxLeeway = 5 * time.Minute
 // loopback host) or has user info or a fragment, when only one of ClientID
 // and ClientSecret is set, when Audience is empty, when Timeout,
 // Leeway, MaxCacheEntries or MaxInFlight is negative, when Leeway is
-// over [MaxLeeway], or when AttrClaims holds an empty name. Its errors never contain the client's secret.
+// over [MaxLeeway], or when AttrClaims holds an empty name. Its errors
+// never contain the client's secret.
 func NewIntrospector(cfg IntrospectionConfig) (*Introspector, error) {
 	if _, err := checkServerURL(cfg.Endpoint, "the endpoint (give credentials as ClientID and ClientSecret)", true); err != nil {
 		return nil, fmt.Errorf("token: introspection endpoint %s: %w", redactURL(cfg.Endpoint), err)

@@ -727,9 +727,9 @@ func (v *JWT) Authenticate(ctx context.Context, tok string) (*policy.Principal, 
 // auth.RequireBearerToken: a token that [JWT.Verify] accepts gives a
 // TokenInfo whose UserID is its subject, whose Scopes are its roles (so
 // that RequireBearerTokenOptions.Scopes requires roles), whose Extra holds
-// its Attrs ([ExtraAttrs]) and whose Expiration is its "exp"; any other is an error that unwraps to both
-// auth.ErrInvalidToken (the go-sdk answers 401 with the error's text) and
-// [ErrInvalidJWT].
+// its Attrs ([ExtraAttrs]) and whose Expiration is its "exp"; any other
+// is an error that unwraps to both auth.ErrInvalidToken (the go-sdk
+// answers 401 with the error's text) and [ErrInvalidJWT].
 func (v *JWT) Verifier() auth.TokenVerifier {
 	return func(ctx context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		pr, exp, err := v.verify(ctx, tok)
