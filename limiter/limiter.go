@@ -126,6 +126,7 @@ type Decision struct {
 	lease               uint64
 	held                uint64 // bit i: holds a slot of limits[i]
 	at                  int64  // AllowAt's now on the store's or the Limiter's clock (for Refund)
+	atKind              uint8  // what at holds, on a store other than the memory one (see Limiter.stamp)
 }
 
 // A Limiter applies a set of limits to tool calls. It is safe for
@@ -412,7 +413,7 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		// reservation, its slots included, is not known.
 		l.startAbandon(r, held, lease, now)
 	}
-	d.at = l.clockNano(now)
+	d.at, d.atKind = l.stamp(now)
 	return d
 }
 

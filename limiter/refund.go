@@ -70,7 +70,7 @@ func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	elapsed := max(time.Duration(l.clockNano(now)-d.at), 0)
+	elapsed := max(time.Duration(l.since(now, &d)), 0)
 	b := &Batch{Refund: true, Lease: l.lease.Add(1), Checks: checks, Elapsed: elapsed}
 	if err := l.store.Apply(ctx, now, b); err != nil {
 		return fmt.Errorf("%w: refund: %w", ErrStoreUnavailable, err)
@@ -93,7 +93,7 @@ func (l *Limiter) Kept(now time.Time, d Decision) float64 {
 	if l.memStore != nil {
 		elapsed = l.memStore.nanos(now) - d.at
 	} else {
-		elapsed = l.clockNano(now) - d.at
+		elapsed = l.since(now, &d)
 	}
 	if elapsed <= 0 {
 		return 0
@@ -117,19 +117,61 @@ func (l *Limiter) Kept(now time.Time, d Decision) float64 {
 	return math.Round(kept*1000) / 1000
 }
 
-// clockNano returns t in nanoseconds on l's clock (see clock: the monotonic
-// time since l was made, for a reading of time.Now), for the time between
-// a decision and its refund on a store with its own clock, so that a step
-// of the wall clock between the two changes neither Refund's Elapsed nor
-// Kept. A caller of such a store may pass any now, the zero time say,
-// which the store ignores: a t outside the range of int64 nanoseconds (the
-// zero time among them) reads the clock instead. The in-memory store
-// measures on its own clock (see MemoryStore), in which its buckets are.
-func (l *Limiter) clockNano(t time.Time) int64 {
-	if t.Before(minNano) || t.After(maxNano) {
-		t = time.Now()
+// The kinds of Decision.at on a store other than the memory one (see
+// stamp).
+const (
+	atClock uint8 = iota // a reading of l's clock for a now within int64 nanoseconds
+	atZero               // a reading of l's clock for the zero time passed as now
+	atEarly              // the Unix nanoseconds (wrapped) of another now outside them
+)
+
+// stamp returns t in nanoseconds for the time between a decision and its
+// refund on a store with its own clock, and its kind: on l's clock (see
+// clock: the monotonic time since l was made, for a reading of time.Now),
+// so that a step of the wall clock between the two changes neither
+// Refund's Elapsed nor Kept. A caller of such a store may pass any now, the
+// zero time say, which the store ignores: the zero time reads the clock
+// instead. Another t outside the range of int64 nanoseconds (before 1678,
+// after 2262) is a test's clock, which a store deciding at the time it is
+// given (the Redis store's ClientTime) decides at: it counts as its Unix
+// nanoseconds, wrapped, whose differences are exact within 292 years. The
+// in-memory store measures on its own clock (see MemoryStore), in which its
+// buckets are.
+func (l *Limiter) stamp(t time.Time) (int64, uint8) {
+	switch {
+	case t.IsZero():
+		return l.clock.nanos(time.Now()), atZero
+	case t.Before(minNano) || t.After(maxNano):
+		return wrappedNano(t), atEarly
 	}
-	return l.clock.nanos(t)
+	return l.clock.nanos(t), atClock
+}
+
+// since returns the time from d's now to now (see stamp), on a store other
+// than the memory one: the difference of their stamps when both read the
+// clock or both are early times; from the zero time when one of them is
+// the zero time and the other an early time (a test's clock that starts at
+// the zero time); and, for a clock read at one end and an early time at the
+// other (a test's clock crossing 1678 or 2262), a time longer than any
+// increment, so that a refund gives back nothing rather than too much.
+func (l *Limiter) since(now time.Time, d *Decision) int64 {
+	x, k := l.stamp(now)
+	at, ak := d.at, d.atKind
+	switch {
+	case k == atEarly && ak == atZero:
+		at, ak = wrappedNano(time.Time{}), atEarly
+	case k == atZero && ak == atEarly:
+		x, k = wrappedNano(time.Time{}), atEarly
+	}
+	if (k == atEarly) != (ak == atEarly) {
+		return math.MaxInt64
+	}
+	return x - at // wraps for early times, exactly within 292 years
+}
+
+// wrappedNano returns t's Unix nanoseconds modulo 2^64.
+func wrappedNano(t time.Time) int64 {
+	return t.Unix()*int64(time.Second) + int64(t.Nanosecond())
 }
 
 var (

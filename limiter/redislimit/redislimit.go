@@ -40,8 +40,10 @@ type Options struct {
 	// it is meant for tests that control time, such as limitertest. Keys
 	// still expire on the server's clock: a limiter's clock that runs slower
 	// than the server's (a test's standing still while real time passes)
-	// sees buckets refill, and leases end, early. The zero value uses the
-	// server's time.
+	// sees buckets refill, and leases end, early. Rate and spend checks
+	// take any time; a concurrency check (an in-flight slot, scored by its
+	// expiry since 1970) fails at a time before 1970. The zero value uses
+	// the server's time.
 	ClientTime bool
 }
 
@@ -209,6 +211,12 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		}
 		if c.Kind == limiter.Concurrency && !c.Peek && !b.Refund && b.Lease == 0 {
 			return fmt.Errorf("redislimit: check %d: a concurrency check needs the batch's Lease, which names its slot", i)
+		}
+		if c.Kind == limiter.Concurrency && s.clientTime && now.UnixMicro() <= 0 {
+			// A slot's score is its expiry in microseconds since 1970, an
+			// abandoned one's minus that: before 1970 the two would be
+			// taken for each other.
+			return fmt.Errorf("redislimit: check %d: with ClientTime, a concurrency check needs a time after 1970 (%v)", i, now)
 		}
 		if c.Kind != limiter.Concurrency && c.Window < time.Microsecond {
 			// The store's resolution.
