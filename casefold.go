@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,9 +33,13 @@ import (
 // A name counts as declared wherever any schema applying at the position
 // declares it, in place (allOf, anyOf, oneOf, not, if/then/else,
 // dependentSchemas, local $ref, $recursiveRef, $dynamicRef, anchors) or
-// not, since a handler may read it either way. The values of members
-// matching patternProperties are checked against every patternProperties
-// schema (the check may see more declared names there, never fewer).
+// not, since a handler may read it either way. The values of undeclared
+// members are checked against every patternProperties schema (the check
+// may see more declared names there, never fewer); a declared member's
+// value against every schema the validator applies to it: those that
+// declare it, the patternProperties schemas whose pattern matches its
+// name, and the additionalProperties and unevaluatedProperties of a
+// schema applying beside them that does not declare it.
 //
 // A reference the check cannot follow (one to another resource, or any
 // reference in a document that embeds resources with their own "$id", or
@@ -71,7 +76,7 @@ type caseBuilder struct {
 	memo    map[string]*caseNode
 	names   caseNames // every name the document declares
 	admit   bool      // some schema that declares properties admits others
-	applied bool      // some schema applies others in place (allOf, $ref, not...)
+	applied bool      // some schema applies others in place (allOf, $ref, not...) or through contains
 	decl    bool      // some schema declares properties
 	tooMany bool      // more than maxCaseNodes positions
 	lax     bool      // lenient mode: a schema that does not say so admits them
@@ -81,6 +86,22 @@ type caseBuilder struct {
 	// unfollowed: inPlace met a reference it cannot follow (reset by node
 	// for each position); blind: some position has one.
 	unfollowed, blind bool
+	patterns          map[string]*regexp.Regexp // patternProperties compiled (nil: regexp refuses it)
+}
+
+// matches reports whether the patternProperties pattern pat matches name,
+// as the validator's default engine (regexp, unanchored) decides; a
+// pattern regexp does not compile counts as matching.
+func (b *caseBuilder) matches(pat, name string) bool {
+	re, ok := b.patterns[pat]
+	if !ok {
+		re, _ = regexp.Compile(pat)
+		if b.patterns == nil {
+			b.patterns = map[string]*regexp.Regexp{}
+		}
+		b.patterns[pat] = re
+	}
+	return re == nil || re.MatchString(name)
 }
 
 // newCaseCheck returns the case check of schema doc (as written, before
@@ -97,10 +118,10 @@ func newCaseCheck(doc any, lenient bool) (*caseNode, error) {
 	b.index(doc)
 	b.embedded = hasNestedID(root, true) || hasNestedDraft4ID(root, true)
 	n := b.node(schemaList(doc))
-	// Strict mode closes no schema below an in-place applicator (see
-	// closeObjects): where one applies, a declared name's case variant may
-	// be admitted, so the check is kept. Such a schema is outside the fast
-	// path's subset: no decode is added there.
+	// Strict mode closes no schema below an in-place applicator or
+	// contains (see closeObjects): where one applies, a declared name's
+	// case variant may be admitted, so the check is kept. Such a schema
+	// is outside the fast path's subset: no decode is added there.
 	if b.tooMany {
 		return nil, errors.New("mcpguard: schema too complex: its object positions cannot be listed for the letter-case check")
 	}
@@ -265,7 +286,38 @@ func (b *caseBuilder) node(set []map[string]any) *caseNode {
 		tuples = append(tuples, tp)
 		items = append(items, tp.rest...)
 		every = append(every, schemaList(m["unevaluatedItems"])...)
-		every = append(every, schemaList(m["contains"])...)
+		if c := schemaList(m["contains"]); len(c) > 0 {
+			// Strict mode closes nothing below a filter: an object
+			// schema there admits undeclared names, as below allOf.
+			b.applied = true
+			every = append(every, c...)
+		}
+	}
+	// A declared member's value is checked by more than the schemas that
+	// declare it: by every patternProperties schema whose pattern matches
+	// its name, and, in a schema that applies here without declaring it
+	// (an allOf branch beside the one that does), by that schema's
+	// additionalProperties (unless one of its patterns matches) and
+	// unevaluatedProperties.
+	for name := range propSets {
+		for _, m := range all {
+			props, _ := m["properties"].(map[string]any)
+			_, own := props[name]
+			matched := false
+			pp, _ := m["patternProperties"].(map[string]any)
+			for pat, sub := range pp {
+				if b.matches(pat, name) {
+					matched = true
+					propSets[name] = append(propSets[name], schemaList(sub)...)
+				}
+			}
+			if !own {
+				if !matched {
+					propSets[name] = append(propSets[name], schemaList(m["additionalProperties"])...)
+				}
+				propSets[name] = append(propSets[name], schemaList(m["unevaluatedProperties"])...)
+			}
+		}
 	}
 	for name, s := range propSets {
 		n.props[name] = b.node(s)
