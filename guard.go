@@ -332,10 +332,8 @@ type Guard struct {
 	// added holds, weakly, the servers AddTool added a tool to, on which
 	// Install is refused.
 	added map[weak.Pointer[mcp.Server]]struct{}
-	// listing is the layer the last Install added to recover the panics
-	// of the server's code while it lists the server's tools (see
-	// listCatch).
-	listing *listCatch
+	// catching is the server the last Install added catchListing to.
+	catching weak.Pointer[mcp.Server]
 
 	// polMu orders SetPolicy with the checks of tools against the policy
 	// by Wrap and Install, so that no tool is checked against a policy

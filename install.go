@@ -816,9 +816,10 @@ func (g *Guard) Install(s *mcp.Server) error {
 	if _, ok := g.added[weak.Make(s)]; ok {
 		return errors.New("mcpguard: the guard's AddTool added a tool to this server: Install would run that tool's pipeline twice per call; add its tools with the server's AddTool")
 	}
-	catch := g.listCatchFor(s)
-	tools, caps, err := serverTools(s, catch)
-	if p := catch.panic.Load(); p != nil {
+	g.catchListings(s)
+	li := &toolListing{}
+	tools, caps, err := serverTools(s, li)
+	if p := li.panic.Load(); p != nil {
 		g.log.Error("mcpguard: the server panicked while Install listed its tools", "method", p.method, "panic", p.text, "stack", p.stack)
 	}
 	if err != nil {
@@ -882,61 +883,63 @@ func (g *Guard) recovering(below mcp.MethodHandler) mcp.MethodHandler {
 // only, and the listing would wait for ever.
 var installWait = 10 * time.Second
 
-// listCatch recovers a panic of the server's own code (a receiving
-// middleware added before Install, a SetCacheable, an InitializedHandler)
-// on the throwaway session through which Install lists its tools
-// ([serverTools]): the go-sdk recovers none, and such a panic ended the
-// process from one of its goroutines, with a stack that names neither
-// Install nor the guard. Code that holds for every session a transport
-// makes (a request's Extra, or its TokenInfo, not nil) may not hold for an
-// in-memory one. The layer is a receiving middleware added before the
-// listing, below where the guard's go once it is installed; for every
-// other session, and once the listing is over, it passes each request on.
-type listCatch struct {
-	server  weak.Pointer[mcp.Server]
-	session atomic.Pointer[mcp.ServerSession] // the listing's; nil: none
-	panic   atomic.Pointer[listPanic]         // the first panic
+// A toolListing is one listing of a server's tools by Install (see
+// [serverTools]): the context of its throwaway session holds it, under
+// listingKey, and catchListing records there the first panic of the
+// server's own code on that session.
+type toolListing struct {
+	panic atomic.Pointer[listPanic]
 }
 
-// listPanic is a panic listCatch recovered: its text, the method of the
+type listingKey struct{}
+
+// listPanic is a panic catchListing recovered: its text, the method of the
 // request it ended and its stack.
 type listPanic struct{ text, method, stack string }
 
-// listCatchFor returns the listCatch of s, adding its layer to s unless the
-// guard's last Install, which failed, added one to s already. Called with
-// instMu held.
-func (g *Guard) listCatchFor(s *mcp.Server) *listCatch {
-	if l := g.listing; l != nil && l.server.Value() == s {
-		l.panic.Store(nil)
-		return l
-	}
-	l := &listCatch{server: weak.Make(s)}
-	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-			if ss := l.session.Load(); ss == nil || req.GetSession() != mcp.Session(ss) {
-				return next(ctx, method, req)
-			}
-			defer func() {
-				if r := recover(); r != nil {
-					l.panic.CompareAndSwap(nil, &listPanic{panicText(r), method, string(debug.Stack())})
-					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server panicked"}
-				}
-			}()
+// catchListing is the receiving middleware that recovers a panic of the
+// server's own code (a receiving middleware added before Install, a
+// SetCacheable, an InitializedHandler) on a session through which Install
+// lists its tools: the go-sdk recovers none, and such a panic ended the
+// process from one of its goroutines, with a stack that names neither
+// Install nor the guard. Code that holds for every session a transport
+// makes (a request's Extra, or its TokenInfo, not nil) may not hold for an
+// in-memory one. Every other request it passes on: it is a layer below
+// where the guard's go once it is installed, which stays.
+func catchListing(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		li, _ := ctx.Value(listingKey{}).(*toolListing)
+		if li == nil {
 			return next(ctx, method, req)
 		}
-	})
-	g.listing = l
-	return l
+		defer func() {
+			if r := recover(); r != nil {
+				li.panic.CompareAndSwap(nil, &listPanic{panicText(r), method, string(debug.Stack())})
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server panicked"}
+			}
+		}()
+		return next(ctx, method, req)
+	}
+}
+
+// catchListings adds catchListing to s, unless the guard's last Install,
+// which failed, added it to s already. Called with instMu held.
+func (g *Guard) catchListings(s *mcp.Server) {
+	if g.catching.Value() == s {
+		return
+	}
+	s.AddReceivingMiddleware(catchListing)
+	g.catching = weak.Make(s)
 }
 
 // serverTools lists s's tools through a throwaway in-memory session, and
-// returns s's capabilities as told to it; catch recovers a panic of s's
-// code on that session. It waits installWait at most:
+// returns s's capabilities as told to it; li records a panic of s's code
+// on that session (see catchListing). It waits installWait at most:
 // closing that session waits for its handlers, and a receiving middleware
 // that ignores its context's end would hold it; that session is closed
 // once it returns.
-func serverTools(s *mcp.Server, catch *listCatch) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), installWait)
+func serverTools(s *mcp.Server, li *toolListing) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), listingKey{}, li), installWait)
 	type listed struct {
 		tools []*mcp.Tool
 		caps  *mcp.ServerCapabilities
@@ -945,7 +948,7 @@ func serverTools(s *mcp.Server, catch *listCatch) ([]*mcp.Tool, *mcp.ServerCapab
 	done := make(chan listed, 1)
 	go func() {
 		defer cancel()
-		tools, caps, err := listServerTools(ctx, s, catch)
+		tools, caps, err := listServerTools(ctx, s)
 		done <- listed{tools, caps, err}
 	}()
 	var l listed
@@ -958,7 +961,7 @@ func serverTools(s *mcp.Server, catch *listCatch) ([]*mcp.Tool, *mcp.ServerCapab
 			l.err = ctx.Err()
 		}
 	}
-	if p := catch.panic.Load(); p != nil {
+	if p := li.panic.Load(); p != nil {
 		return nil, nil, fmt.Errorf("the server's own code panicked on %s (a receiving middleware added before Install, a SetCacheable, an InitializedHandler; in Install's in-memory session a request's Extra and its TokenInfo may be nil): %s", p.method, p.text)
 	}
 	if l.err != nil && ctx.Err() != nil {
@@ -967,14 +970,12 @@ func serverTools(s *mcp.Server, catch *listCatch) ([]*mcp.Tool, *mcp.ServerCapab
 	return l.tools, l.caps, l.err
 }
 
-func listServerTools(ctx context.Context, s *mcp.Server, catch *listCatch) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {
+func listServerTools(ctx context.Context, s *mcp.Server) ([]*mcp.Tool, *mcp.ServerCapabilities, error) {
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	catch.session.Store(ss)
-	defer catch.session.Store(nil)
 	defer ss.Close()
 	cl := mcp.NewClient(&mcp.Implementation{Name: "mcpguard-install", Version: "1"}, nil)
 	cs, err := cl.Connect(ctx, ct, nil)
