@@ -184,8 +184,9 @@
 //     dropped both ways, the
 //     Authorization header is not forwarded, nor is Expect (the gateway has
 //     read the whole body), nor are Origin and Sec-Fetch-Site (the gateway
-//     judged them: see Web pages), Accept-Encoding is sent as identity,
-//     and the downstream gets its own Host.
+//     judged them: see Web pages), nor are Forwarded, X-Forwarded-For,
+//     X-Forwarded-Host and X-Forwarded-Proto, Accept-Encoding is sent as
+//     identity, and the downstream gets its own Host.
 //     Mcp-Session-Id and Mcp-Protocol-Version pass through.
 //   - Header values are read once: spaces and tabs around a value (which
 //     RFC 9110 excludes from it; an HTTP/2 client can send them) are
