@@ -35,7 +35,12 @@ type JSONLOptions struct {
 	// (without fsync). Zero: 100ms. Negative: never in the background.
 	FlushInterval time.Duration
 	// BufferSize is the number of buffered bytes at which a Write first
-	// writes the buffer to the file. Zero: 64 KiB.
+	// writes the buffer to the file. It bounds the buffer too: a Write or
+	// Keep that finds BufferSize bytes buffered already (the file is
+	// slower than its writers, or a write to it hangs) waits for the
+	// buffer to be written before it adds its event, until its ctx ends;
+	// it then returns ctx's error, and the event is not recorded (as a
+	// [SQLSink]'s Write that finds its queue full). Zero: 64 KiB.
 	BufferSize int
 	// Perm is the mode of a newly created file. Zero: 0600.
 	Perm os.FileMode
@@ -425,7 +430,9 @@ func (s *JSONLSink) flusher(every time.Duration) {
 // otherwise once e is buffered (see [JSONLOptions]). It returns
 // [ErrInvalidEvent] for an event without correlation id, phase or time or
 // that cannot be encoded, [ErrClosed] after
-// Close, and the sink's sticky error after a failed file write.
+// Close, and the sink's sticky error after a failed file write. It returns
+// ctx's error, e not recorded, when ctx ends while it waits for a full
+// buffer to be written (see [JSONLOptions].BufferSize).
 func (s *JSONLSink) Write(ctx context.Context, e *Event) error {
 	return s.write(ctx, e, s.durable)
 }
@@ -446,6 +453,16 @@ func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
 		return fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
 	seq, full, err := s.append(e)
+	for err == errBufferFull {
+		// The buffer holds BufferSize bytes: wait for the file, or for
+		// ctx, before adding to it. A ctx that ends first leaves e out,
+		// and says so: the buffer, and what a crash loses, stays bounded
+		// however long a write to the file takes.
+		if err = s.flush(ctx, false, 0); err != nil {
+			return err
+		}
+		seq, full, err = s.append(e)
+	}
 	if err != nil {
 		return err
 	}
@@ -485,6 +502,9 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 	}()
 	if err := s.unusable(); err != nil {
 		return 0, false, err
+	}
+	if len(s.buf) >= s.bufSize {
+		return 0, false, errBufferFull
 	}
 	if hasNUL(e) {
 		c := *e
@@ -526,10 +546,20 @@ func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) er
 		}
 		return s.write(ctx, e, s.durable)
 	}
-	s.mu.Lock()
-	if err := s.unusable(); err != nil {
+	for {
+		s.mu.Lock()
+		if err := s.unusable(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		if len(s.buf)+s.keptSize < s.bufSize {
+			break // s.mu held
+		}
+		// Full: wait for the file, as Write does.
 		s.mu.Unlock()
-		return err
+		if err := s.flush(ctx, false, 0); err != nil {
+			return err
+		}
 	}
 	s.kept = append(s.kept, kept{e, args})
 	s.keptSize += size
@@ -560,6 +590,10 @@ func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) er
 	}
 	return nil
 }
+
+// errBufferFull is append's answer when the buffer holds BufferSize bytes:
+// the caller waits for a flush before it adds its event.
+var errBufferFull = errors.New("audit: jsonl buffer full")
 
 // kept is an event taken over by Keep, and the arguments to hash into it.
 type kept struct {
@@ -670,8 +704,14 @@ func (s *JSONLSink) unusable() error {
 func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 	select {
 	case s.ioSem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		// The file is busy: wait for it, or for ctx. (A free file is
+		// taken even with ctx done.)
+		select {
+		case s.ioSem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	defer func() { <-s.ioSem }()
 	s.mu.Lock()
