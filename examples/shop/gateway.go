@@ -47,6 +47,12 @@ func newGatewayClient(base, origin string) (*gatewayClient, error) {
 		origin = urlOrigin(u)
 	} else if err := checkOrigin(origin); err != nil {
 		return nil, err
+	} else {
+		// Sent as a browser serialises it, as the default is: a CSRF check
+		// comparing it with the gateway's own origin refuses
+		// https://Shop.Example:443 (every write would fail as forbidden).
+		o, _ := url.Parse(origin)
+		origin = urlOrigin(o)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy, tr.DisableCompression = nil, true
