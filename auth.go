@@ -3,6 +3,7 @@ package mcpguard
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -173,6 +174,43 @@ func BearerTokens(t *token.Table) Authenticator {
 		}
 		pr := t.Lookup(tok)
 		if pr == nil {
+			return nil, unauthenticated("invalid bearer token")
+		}
+		return &Identity{Principal: pr, Credential: NewCredential(tok)}, nil
+	})
+}
+
+// A TokenAuthenticator turns a bearer token into the principal it stands
+// for: *token.JWT and *token.Introspector are ones. It returns an error
+// for a token it refuses, one that unwraps to token.ErrIntrospectionFailed
+// when it could not judge the token (its identity provider did not
+// answer).
+type TokenAuthenticator interface {
+	Authenticate(ctx context.Context, tok string) (*policy.Principal, error)
+}
+
+// Bearer is [BearerTokens] for the tokens a verifies (a *token.JWT, a
+// *token.Introspector): it reads "Authorization: Bearer <token>" from the
+// request's HTTP headers and asks a. A request without a bearer token, or
+// whose token a refuses, is unauthenticated; one whose token a could not
+// judge (an error that unwraps to token.ErrIntrospectionFailed) is refused
+// UPSTREAM_UNAVAILABLE, which a client may retry. Over stateful Streamable
+// HTTP, wrap the handler with token.BindSessions and a's Verifier.
+func Bearer(a TokenAuthenticator) Authenticator {
+	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
+		extra := extraOf(req)
+		if extra == nil || extra.Header == nil {
+			return nil, unauthenticated("no bearer token")
+		}
+		tok, ok := token.Bearer(extra.Header)
+		if !ok {
+			return nil, unauthenticated("no bearer token")
+		}
+		pr, err := a.Authenticate(ctx, tok)
+		switch {
+		case errors.Is(err, token.ErrIntrospectionFailed):
+			return nil, Deny(CodeUpstreamUnavailable, "the bearer token could not be checked")
+		case err != nil || pr == nil:
 			return nil, unauthenticated("invalid bearer token")
 		}
 		return &Identity{Principal: pr, Credential: NewCredential(tok)}, nil

@@ -105,8 +105,10 @@
 // which no one authenticates: on an unbound session anyone, with a token
 // or without, can answer "accept" to the confirmation an older client's
 // user is asked for (below). Bind sessions with [token.Table.BindSessions]
-// around the handler (with [BearerTokens]), or put the handler behind
-// auth.RequireBearerToken (with [FromTokenInfo]): another user's requests
+// around the handler (with [BearerTokens]), with [token.BindSessions] and
+// a JWT's or an introspector's Verifier (with [Bearer]), or put the
+// handler behind auth.RequireBearerToken (with [FromTokenInfo]): another
+// user's requests
 // on the session, and those without a valid token, then get 403. An
 // [Authenticator] of other headers binds nothing; behind mcpguard's
 // gateway ([FromGatewayHeaders]) the gateway binds the sessions itself.

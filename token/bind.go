@@ -57,12 +57,33 @@ func (t *Table) Verifier() auth.TokenVerifier {
 // unauthenticated, as it does without BindSessions; the go-sdk refuses it
 // on any session bound to a user.
 func (t *Table) BindSessions(h http.Handler) http.Handler {
-	strict := auth.RequireBearerToken(t.Verifier(), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return BindSessions(t.Verifier(), h)
+}
+
+// BindSessions is [Table.BindSessions] for the tokens verify accepts (a
+// [JWT.Verifier], an [Introspector.Verifier]): a request whose bearer
+// token verify accepts goes through the go-sdk's auth.RequireBearerToken
+// with the TokenInfo verify gave (the token is verified once), so that
+// the MCP session it opens is bound to that UserID and the go-sdk answers
+// 403 ("session user mismatch") to another's request on it; one without a
+// bearer token, or with one verify refuses (or cannot judge), passes to h
+// unchanged, with no TokenInfo, so that the guard inside refuses, and
+// audits, its calls as unauthenticated. A TokenInfo without Expiration is
+// taken as one that does not expire (a static table's); one that has
+// expired is refused by the go-sdk (401).
+func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tok, ok := Bearer(r.Header); ok && t.Lookup(tok) != nil {
-			strict.ServeHTTP(w, r)
+		tok, ok := Bearer(r.Header)
+		if !ok {
+			h.ServeHTTP(w, r)
 			return
 		}
-		h.ServeHTTP(w, r)
+		ti, err := verify(r.Context(), tok, r)
+		if err != nil || ti == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		verified := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return ti, nil }
+		auth.RequireBearerToken(verified, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h).ServeHTTP(w, r)
 	})
 }

@@ -18,7 +18,9 @@
 // null (a template's unset variable), is refused, not read as left out.
 //
 // Over stateful Streamable HTTP, [Table.BindSessions] wraps the go-sdk's
-// handler so that each MCP session belongs to the principal that opened it.
+// handler so that each MCP session belongs to the principal that opened it;
+// [BindSessions] does so for the tokens any TokenVerifier accepts (a
+// JWT's, an Introspector's).
 //
 // # JWTs
 //

@@ -10,9 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
@@ -119,51 +116,21 @@ func (ids identities) subject(r *http.Request) string {
 }
 
 // authenticator is the guard's: it reads "Authorization: Bearer" from a
-// request's HTTP headers, as mcpguard.BearerTokens does with the table.
+// request's HTTP headers.
 func (ids identities) authenticator() mcpguard.Authenticator {
 	if ids.jwt == nil {
 		return mcpguard.BearerTokens(ids.table)
 	}
-	return mcpguard.AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*mcpguard.Identity, error) {
-		var h http.Header
-		if req != nil && req.GetExtra() != nil {
-			h = req.GetExtra().Header
-		}
-		tok, ok := token.Bearer(h)
-		if !ok {
-			return nil, mcpguard.Deny(mcpguard.CodeUnauthenticated, "no bearer token")
-		}
-		pr, err := ids.jwt.Authenticate(ctx, tok)
-		if err != nil {
-			return nil, mcpguard.Deny(mcpguard.CodeUnauthenticated, "invalid bearer token")
-		}
-		return &mcpguard.Identity{Principal: pr, Credential: mcpguard.NewCredential(tok)}, nil
-	})
+	return mcpguard.Bearer(ids.jwt)
 }
 
 // bindSessions binds each MCP session at h to the principal that opened
-// it, as token.Table.BindSessions does: a request with a valid token goes
-// through the go-sdk's auth.RequireBearerToken, one without passes on to
-// h, whose guard refuses and audits its calls.
+// it: a request with a valid token goes through the go-sdk's
+// auth.RequireBearerToken, one without passes on to h, whose guard refuses
+// and audits its calls.
 func (ids identities) bindSessions(h http.Handler) http.Handler {
 	if ids.jwt == nil {
 		return ids.table.BindSessions(h)
 	}
-	verify := ids.jwt.Verifier()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := token.Bearer(r.Header)
-		if !ok {
-			h.ServeHTTP(w, r)
-			return
-		}
-		ti, err := verify(r.Context(), tok, r)
-		if err != nil {
-			h.ServeHTTP(w, r)
-			return
-		}
-		// Verified once: the go-sdk is given what it verifies to.
-		auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
-			return ti, nil
-		}, nil)(h).ServeHTTP(w, r)
-	})
+	return token.BindSessions(ids.jwt.Verifier(), h)
 }
