@@ -69,8 +69,9 @@ func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
 	// another user's requests on it (calls, streams, DELETE) get 403
 	// "session user mismatch"; one without passes on to the guard, which
 	// refuses and audits its calls.
-	// newMCPSessions: each caller holds a bounded number of sessions.
-	mux.Handle("/mcp", newMCPSessions(a.server, a.ids).handler(a.ids.bindSessions(mcp.NewStreamableHTTPHandler(
+	// newMCPSessions: each caller holds a bounded number of sessions (by
+	// the TokenInfo the binding gives a valid token).
+	mux.Handle("/mcp", a.ids.bindSessions(newMCPSessions(a.server).handler(mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return a.server },
 		&mcp.StreamableHTTPOptions{Logger: log}))))
 	mux.HandleFunc("GET /tools", func(w http.ResponseWriter, r *http.Request) {

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/mcpguard/mcpguard"
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 )
 
@@ -91,28 +90,6 @@ func (j *jwtFlags) verifier(ctx context.Context, log *slog.Logger) (*token.JWT, 
 type identities struct {
 	table *token.Table
 	jwt   *token.JWT // nil: the table
-}
-
-// principal returns the principal of tok, nil when it stands for none.
-func (ids identities) principal(ctx context.Context, tok string) *policy.Principal {
-	if ids.jwt == nil {
-		return ids.table.Lookup(tok)
-	}
-	pr, err := ids.jwt.Authenticate(ctx, tok)
-	if err != nil {
-		return nil
-	}
-	return pr
-}
-
-// subject returns the subject of r's bearer token, "" without a valid one.
-func (ids identities) subject(r *http.Request) string {
-	if tok, ok := token.Bearer(r.Header); ok {
-		if pr := ids.principal(r.Context(), tok); pr != nil {
-			return pr.Subject
-		}
-	}
-	return ""
 }
 
 // authenticator is the guard's: it reads "Authorization: Bearer" from a

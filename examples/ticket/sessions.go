@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -265,14 +266,13 @@ const maxMCPSessionsPerSubject = 128
 // identity provider's users with --jwt-jwks). Safe for concurrent use.
 type mcpSessions struct {
 	server *mcp.Server
-	ids    identities
 
 	mu   sync.Mutex
 	held map[string][]string // subject -> ids of the sessions it opened, oldest first
 }
 
-func newMCPSessions(s *mcp.Server, ids identities) *mcpSessions {
-	return &mcpSessions{server: s, ids: ids, held: map[string][]string{}}
+func newMCPSessions(s *mcp.Server) *mcpSessions {
+	return &mcpSessions{server: s, held: map[string][]string{}}
 }
 
 // handler wraps h, the /mcp handler: a POST without Mcp-Session-Id that
@@ -285,7 +285,13 @@ func (m *mcpSessions) handler(h http.Handler) http.Handler {
 			return
 		}
 		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-			m.opened(m.ids.subject(r), id)
+			// The caller is the user the session binding verified (it
+			// runs first: see httpHandler); "" without a valid token.
+			subject := ""
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				subject = ti.UserID
+			}
+			m.opened(subject, id)
 		}
 	})
 }
