@@ -163,21 +163,15 @@ func FromTokenInfo(roles func(*auth.TokenInfo) []string) Authenticator {
 // [token.Table.BindSessions], so that no principal can use (or end) a
 // session another opened.
 func BearerTokens(t *token.Table) Authenticator {
-	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
-		extra := extraOf(req)
-		if extra == nil || extra.Header == nil {
-			return nil, unauthenticated("no bearer token")
-		}
-		tok, ok := token.Bearer(extra.Header)
-		if !ok {
-			return nil, unauthenticated("no bearer token")
-		}
-		pr := t.Lookup(tok)
-		if pr == nil {
-			return nil, unauthenticated("invalid bearer token")
-		}
-		return &Identity{Principal: pr, Credential: NewCredential(tok)}, nil
-	})
+	return Bearer(tableTokens{t})
+}
+
+// tableTokens is a token table as a [TokenAuthenticator]: a token it does
+// not hold is refused (Authenticate returns a nil principal).
+type tableTokens struct{ t *token.Table }
+
+func (a tableTokens) Authenticate(_ context.Context, tok string) (*policy.Principal, error) {
+	return a.t.Lookup(tok), nil
 }
 
 // A TokenAuthenticator turns a bearer token into the principal it stands
