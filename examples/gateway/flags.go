@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -214,19 +213,7 @@ const maxFlagFile = 16 << 20
 // at most maxFlagFile bytes: a larger one (a wrong path, /dev/zero) is
 // refused, not read whole into memory.
 func readFlagFile(name, path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFlagFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(data) > maxFlagFile {
-		return nil, fmt.Errorf("%s %s: the file is over %d MiB, the most the gateway reads", name, path, maxFlagFile>>20)
-	}
-	return data, nil
+	return cliarg.ReadFile(name, path, maxFlagFile)
 }
 
 // checkPrintPinsFlags refuses, with --print-pins, every flag set in fs but

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/token"
 )
 
@@ -62,17 +61,9 @@ func (j *jwtFlags) verifier(ctx context.Context, log *slog.Logger) (*token.JWT, 
 		}
 		cfg.KeySet = set
 	} else {
-		f, err := os.Open(j.jwks)
+		data, err := cliarg.ReadFile("--jwt-jwks", j.jwks, maxJWKSFile)
 		if err != nil {
-			return nil, fmt.Errorf("--jwt-jwks: %w", err)
-		}
-		data, err := io.ReadAll(io.LimitReader(f, maxJWKSFile+1))
-		f.Close()
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("--jwt-jwks: %w", err)
-		case len(data) > maxJWKSFile:
-			return nil, fmt.Errorf("--jwt-jwks %s: larger than %d MiB", j.jwks, maxJWKSFile>>20)
+			return nil, err
 		}
 		if cfg.Keys, err = token.ParseJWKS(data); err != nil {
 			return nil, fmt.Errorf("--jwt-jwks %s: %w", j.jwks, err)

@@ -211,6 +211,13 @@ func TestReview55JWTFlagErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"keys": "no"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	huge := filepath.Join(t.TempDir(), "huge.json") // sparse: a wrong path, a dump
+	if err := os.WriteFile(huge, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, maxJWKSFile+1); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // a server that does start stops at once
 	for _, c := range []struct {
@@ -226,6 +233,7 @@ func TestReview55JWTFlagErrors(t *testing.T) {
 		{"stdio", []string{"serve-stdio", "--jwt-jwks", jwks}, 2, "jwt-jwks"},
 		{"missing_file", []string{"serve-http", "--port", "0", "--jwt-jwks", filepath.Join(t.TempDir(), "none.json"), "--jwt-issuer", review55Issuer, "--jwt-audience", review55Audience}, 1, "--jwt-jwks"},
 		{"bad_file", []string{"serve-http", "--port", "0", "--jwt-jwks", bad, "--jwt-issuer", review55Issuer, "--jwt-audience", review55Audience}, 1, "--jwt-jwks"},
+		{"huge_file", []string{"serve-http", "--port", "0", "--jwt-jwks", huge, "--jwt-issuer", review55Issuer, "--jwt-audience", review55Audience}, 1, "--jwt-jwks " + huge + ": the file is over 16 MiB"},
 		{"plain_http_elsewhere", []string{"serve-http", "--port", "0", "--jwt-jwks", "http://idp.example/jwks.json", "--jwt-issuer", review55Issuer, "--jwt-audience", review55Audience}, 1, "--jwt-jwks"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
