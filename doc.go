@@ -109,7 +109,9 @@
 // a JWT's or an introspector's Verifier (with [Bearer]), or put the
 // handler behind auth.RequireBearerToken (with [FromTokenInfo]): another
 // user's requests
-// on the session, and those without a valid token, then get 403. An
+// on the session, and those without a valid token, then get 403 (one
+// whose bearer token the binding's verifier refuses, 401 with
+// WWW-Authenticate: Bearer error="invalid_token"). An
 // [Authenticator] of other headers binds nothing; behind mcpguard's
 // gateway ([FromGatewayHeaders]) the gateway binds the sessions itself.
 // Serve stateless (StreamableHTTPOptions.Stateless) where no binding is

@@ -180,7 +180,8 @@ func forgeAccepts(t *testing.T, url, sid, tok string) []int {
 // TestReview25eBoundSessionRefusesOthers: over stateful Streamable HTTP
 // assembled as documented (BindSessions around the go-sdk handler), bob,
 // a caller without a token, and one with an unknown token, knowing alice's
-// session id, get 403 for every request on it: calls, listings, reads,
+// session id, get 403 for every request on it (the unknown token 401,
+// invalid_token, since TestReview56BindSessionsTellsToRefresh): calls, listings, reads,
 // prompts, a cancellation of her call, an answer to her confirmation
 // question, her stream (resumed or not) and its DELETE. Her call is not
 // confirmed by their answers and her session outlives their DELETE.
@@ -194,9 +195,13 @@ func TestReview25eBoundSessionRefusesOthers(t *testing.T) {
 	done := alice.startWipe(t)
 	for _, tok := range []string{"bob-tok", "", "nobody-tok"} {
 		who := map[string]string{"bob-tok": "bob", "": "no token", "nobody-tok": "unknown token"}[tok]
+		want := http.StatusForbidden
+		if tok == "nobody-tok" {
+			want = http.StatusUnauthorized
+		}
 		for i, code := range forgeAccepts(t, r.url, sid, tok) {
-			if code != http.StatusForbidden {
-				t.Errorf("%s: answer to request %d on alice's session: HTTP %d, want 403", who, i+1, code)
+			if code != want {
+				t.Errorf("%s: answer to request %d on alice's session: HTTP %d, want %d", who, i+1, code, want)
 			}
 		}
 		for _, body := range []string{
@@ -207,17 +212,17 @@ func TestReview25eBoundSessionRefusesOthers(t *testing.T) {
 			`{"jsonrpc":"2.0","id":95,"method":"prompts/get","params":{"name":"greet"}}`,
 			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`,
 		} {
-			if code, b := rawSend(t, r.url, http.MethodPost, sid, tok, body, nil); code != http.StatusForbidden {
-				t.Errorf("%s: POST %s on alice's session: HTTP %d %q, want 403", who, body, code, b)
+			if code, b := rawSend(t, r.url, http.MethodPost, sid, tok, body, nil); code != want {
+				t.Errorf("%s: POST %s on alice's session: HTTP %d %q, want %d", who, body, code, b, want)
 			}
 		}
 		for _, hdr := range []map[string]string{nil, {"Last-Event-ID": "0_1"}, {"Last-Event-ID": "1_1"}} {
-			if code, b := rawSend(t, r.url, http.MethodGet, sid, tok, "", hdr); code != http.StatusForbidden {
-				t.Errorf("%s: GET %v on alice's session: HTTP %d %q, want 403", who, hdr, code, b)
+			if code, b := rawSend(t, r.url, http.MethodGet, sid, tok, "", hdr); code != want {
+				t.Errorf("%s: GET %v on alice's session: HTTP %d %q, want %d", who, hdr, code, b, want)
 			}
 		}
-		if code, _ := rawSend(t, r.url, http.MethodDelete, sid, tok, "", nil); code != http.StatusForbidden {
-			t.Errorf("%s: DELETE of alice's session: HTTP %d, want 403", who, code)
+		if code, _ := rawSend(t, r.url, http.MethodDelete, sid, tok, "", nil); code != want {
+			t.Errorf("%s: DELETE of alice's session: HTTP %d, want %d", who, code, want)
 		}
 	}
 	alice.answer <- "decline"

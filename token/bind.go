@@ -2,6 +2,8 @@ package token
 
 import (
 	"context"
+	"errors"
+	"io"
 	"maps"
 	"net/http"
 
@@ -48,14 +50,17 @@ func (t *Table) Verifier() auth.TokenVerifier {
 // with [Table.Verifier]: the go-sdk records the subject as the session's
 // user when the session opens, and answers 403 ("session user mismatch")
 // to any request on the session that is not that user's, another
-// principal's or one without a valid token, for calls, listings, streams
-// and DELETE alike. Without it, anyone who learns a session id can use the
+// principal's or one without a token, for calls, listings, streams and
+// DELETE alike. Without it, anyone who learns a session id can use the
 // session (its per-session budget, its audit session id) and end it.
 //
 // A request without a known token passes to h unchanged, with no
 // TokenInfo, so that the guard inside refuses, and audits, its calls as
 // unauthenticated, as it does without BindSessions; the go-sdk refuses it
-// on any session bound to a user.
+// on any session bound to a user: with an unknown bearer token (the
+// user's own, revoked) as 401 with WWW-Authenticate: Bearer
+// error="invalid_token" (RFC 6750), so that a client learns to get a new
+// token, not that the session is another user's.
 func (t *Table) BindSessions(h http.Handler) http.Handler {
 	return BindSessions(t.Verifier(), h)
 }
@@ -65,12 +70,23 @@ func (t *Table) BindSessions(h http.Handler) http.Handler {
 // token verify accepts goes through the go-sdk's auth.RequireBearerToken
 // with the TokenInfo verify gave (the token is verified once), so that
 // the MCP session it opens is bound to that UserID and the go-sdk answers
-// 403 ("session user mismatch") to another's request on it; one without a
+// 403 ("session user mismatch") to another's request on it. One without a
 // bearer token, or with one verify refuses (or cannot judge), passes to h
 // unchanged, with no TokenInfo, so that the guard inside refuses, and
-// audits, its calls as unauthenticated. A TokenInfo without Expiration is
-// taken as one that does not expire (a static table's); one that has
-// expired is refused by the go-sdk (401).
+// audits, its calls as unauthenticated. On a session bound to a user the
+// go-sdk refuses it, and BindSessions answers for it what it is: a token
+// verify refused (an error that unwraps to auth.ErrInvalidToken: expired,
+// revoked, unknown) gets 401 with WWW-Authenticate: Bearer
+// error="invalid_token" (RFC 6750), so that a client whose token expired
+// mid-session refreshes it, and one verify could not judge (any other
+// error: the identity provider did not answer) gets 503, to be sent
+// again; a request without a bearer token keeps the go-sdk's 403.
+//
+// A TokenInfo without Expiration is taken as one that does not expire (a
+// static table's). verify judges the expiry, within its leeway
+// ([JWTConfig.Leeway], [IntrospectionConfig.Leeway]): a TokenInfo that
+// expired more than [MaxLeeway] ago, which no verifier of this package
+// gives, is refused by the go-sdk (401).
 func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := Bearer(r.Header)
@@ -80,10 +96,84 @@ func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 		}
 		ti, err := verify(r.Context(), tok, r)
 		if err != nil || ti == nil {
-			h.ServeHTTP(w, r)
+			if r.Header.Get(headerSession) == "" {
+				h.ServeHTTP(w, r) // no session to be refused on
+				return
+			}
+			rw := &refusedOnSession{ResponseWriter: w, invalid: errors.Is(err, auth.ErrInvalidToken)}
+			defer rw.finish()
+			h.ServeHTTP(rw, r)
 			return
 		}
 		verified := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return ti, nil }
-		auth.RequireBearerToken(verified, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h).ServeHTTP(w, r)
+		// verify accepted ti within its leeway: the go-sdk, which checks
+		// the Expiration again, is to allow what any leeway may.
+		opts := &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: MaxLeeway}
+		auth.RequireBearerToken(verified, opts)(h).ServeHTTP(w, r)
 	})
+}
+
+// userMismatch is the body of the go-sdk's 403 to a request on a session
+// bound to another user (http.Error's, with its newline).
+const userMismatch = "session user mismatch\n"
+
+// refusedOnSession is the ResponseWriter of a request on a session whose
+// bearer token verify refused (invalid) or could not judge: it answers
+// the go-sdk's 403 "session user mismatch" as a refusal of the token (401
+// or 503), and passes every other answer on unchanged. A 403 is held until
+// its body shows whether it is that one.
+type refusedOnSession struct {
+	http.ResponseWriter
+	invalid bool // verify refused the token (else it could not judge it)
+	held    bool // a 403 not yet written
+	swallow bool // the refusal is written: drop the go-sdk's body
+}
+
+func (w *refusedOnSession) WriteHeader(code int) {
+	if code == http.StatusForbidden && !w.held && !w.swallow {
+		w.held = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *refusedOnSession) Write(p []byte) (int, error) {
+	if w.swallow {
+		return len(p), nil
+	}
+	if w.held {
+		w.held = false
+		if string(p) == userMismatch {
+			w.swallow = true
+			h := w.Header()
+			if w.invalid {
+				h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				w.ResponseWriter.WriteHeader(http.StatusUnauthorized)
+				_, err := io.WriteString(w.ResponseWriter, "invalid token\n")
+				return len(p), err
+			}
+			w.ResponseWriter.WriteHeader(http.StatusServiceUnavailable)
+			_, err := io.WriteString(w.ResponseWriter, "the bearer token could not be verified now\n")
+			return len(p), err
+		}
+		w.ResponseWriter.WriteHeader(http.StatusForbidden)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush writes a held 403 and flushes.
+func (w *refusedOnSession) Flush() {
+	w.finish()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap is for http.ResponseController.
+func (w *refusedOnSession) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes a 403 held and never followed by a body.
+func (w *refusedOnSession) finish() {
+	if w.held {
+		w.held = false
+		w.ResponseWriter.WriteHeader(http.StatusForbidden)
+	}
 }

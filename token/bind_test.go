@@ -116,10 +116,14 @@ func TestBindSessions(t *testing.T) {
 			srv.Close()
 			continue
 		}
-		for _, tok := range []string{"bob-token", "", "no-such-token"} {
+		for _, tok := range []string{"bob-token", ""} {
 			if status, out := callIn(tok); status != http.StatusForbidden {
 				t.Errorf("token %q in alice's session: %d %s, want 403", tok, status, out)
 			}
+		}
+		// An unknown token (alice's, revoked) is told to get a new one.
+		if status, out := callIn("no-such-token"); status != http.StatusUnauthorized {
+			t.Errorf("token %q in alice's session: %d %s, want 401", "no-such-token", status, out)
 		}
 		req, _ := http.NewRequest(http.MethodDelete, srv.URL, nil)
 		req.Header.Set("Mcp-Session-Id", sid)

@@ -112,7 +112,8 @@ type IntrospectionConfig struct {
 	// Leeway is the clock skew allowed when checking "exp" and "nbf".
 	// Zero means none. Negative, or over [MaxLeeway], is an error.
 	// [Introspector.Verifier]'s Expiration is the answer's own "exp":
-	// give auth.RequireBearerTokenOptions.ClockSkew the same value.
+	// give auth.RequireBearerTokenOptions.ClockSkew the same value
+	// ([BindSessions] does so itself).
 	Leeway time.Duration
 	// CacheTTL is how long an answer that accepts a token is reused before
 	// the endpoint is asked again, never past the token's "exp": a token

@@ -86,7 +86,8 @@ type JWTConfig struct {
 	// expires. Negative, or over [MaxLeeway], is an error.
 	// [JWT.Verifier]'s Expiration is the token's own "exp": give
 	// auth.RequireBearerTokenOptions.ClockSkew the same value, or the
-	// go-sdk refuses a token within the leeway anyway.
+	// go-sdk refuses a token within the leeway anyway ([BindSessions]
+	// does so itself).
 	Leeway time.Duration
 	// Types are the header "typ" values accepted (RFC 8725, section
 	// 3.11), compared without regard to case and to an "application/"

@@ -33,7 +33,7 @@ func TestReview55BindSessionsAnyVerifier(t *testing.T) {
 		case tok == "static":
 			return &auth.TokenInfo{UserID: "svc"}, nil // no Expiration: does not expire
 		case tok == "stale":
-			return &auth.TokenInfo{UserID: "old", Expiration: time.Now().Add(-time.Minute)}, nil
+			return &auth.TokenInfo{UserID: "old", Expiration: time.Now().Add(-token.MaxLeeway - time.Minute)}, nil // past any leeway (TestReview56BindSessionsLeeway)
 		}
 		return nil, errors.Join(auth.ErrInvalidToken, errors.New("unknown"))
 	}

@@ -67,8 +67,9 @@ func httpHandler(a *app, rest *restSessions, log *slog.Logger) http.Handler {
 	// BindSessions: a request with a valid token goes through the go-sdk's
 	// auth.RequireBearerToken, so the session it opens is its user's and
 	// another user's requests on it (calls, streams, DELETE) get 403
-	// "session user mismatch"; one without passes on to the guard, which
-	// refuses and audits its calls.
+	// "session user mismatch" (401 invalid_token with a token that does
+	// not verify); one without passes on to the guard, which refuses and
+	// audits its calls.
 	// newMCPSessions: each caller holds a bounded number of sessions (by
 	// the TokenInfo the binding gives a valid token).
 	mux.Handle("/mcp", a.ids.bindSessions(newMCPSessions(a.server).handler(mcp.NewStreamableHTTPHandler(
