@@ -155,6 +155,10 @@ type Limiter struct {
 // expires.
 const maxAbandons = 64
 
+// abandonTries is how many times an abandon is tried: the pauses between
+// them double from 50ms, so the last comes 12.75s after the first.
+const abandonTries = 9
+
 // New returns a Limiter applying limits, with options opts (nil means
 // defaults). It returns an error if a limit is invalid, two limits have the
 // same [Limit.ID], there are more than 64 limits, or the store is a
@@ -435,8 +439,9 @@ func (l *Limiter) startAbandon(r Request, held, lease uint64, now time.Time) {
 // reservation whose Apply failed (or answered outside the [Batch]
 // contract) may have taken, telling the store to make a late arrival of it
 // take nothing; or those of a release whose Apply failed.
-// It retries with growing pauses (about 13 seconds in all), then leaves the
-// slots to the expiry of their lease. Its clock is the decision's now (the
+// It tries nine times, with pauses doubling from 50ms, the last try about
+// 13 seconds after the first, then leaves the slots to the expiry of their
+// lease. Its clock is the decision's now (the
 // release's, for a release), moved on by the time since, so that a store
 // told the caller's time measures the lease as the reservation did.
 // A store whose Apply panics here (on its own goroutine, where the panic
@@ -448,9 +453,12 @@ func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
 	start := time.Now()
 	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, opRelease, held)
 	wait := 50 * time.Millisecond
-	for range 8 {
+	for i := range abandonTries {
 		b := &Batch{Release: true, Abandon: true, Lease: lease, Checks: checks}
-		if panicked, err := l.applyAlone(now.Add(time.Since(start)), b); err == nil || panicked {
+		if panicked, err := l.applyAlone(now.Add(time.Since(start)), b); err == nil || panicked ||
+			i == abandonTries-1 {
+			// No pause after the last try: it would only hold a place
+			// among the maxAbandons.
 			return
 		}
 		time.Sleep(wait)

@@ -62,7 +62,7 @@ func TestAbandonSparesCountingStore(t *testing.T) {
 
 // TestAbandonGoroutinesBounded checks that with Redis hung (it accepts
 // connections and answers nothing) the abandons of failed decisions stay
-// bounded: each would live ~13 s (8 attempts) and leave a goroutine blocked
+// bounded: each would live ~13 s (9 attempts) and leave a goroutine blocked
 // in go-redis per attempt, so under load during an outage their number
 // would grow with the request rate, as would the load on a Redis already
 // too slow. At most 64 run at once; past that, leases expire.
@@ -105,7 +105,7 @@ func TestAbandonGoroutinesBounded(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	grown := runtime.NumGoroutine() - before
 	t.Logf("%d failed decisions: %d more goroutines 200ms later", calls, grown)
-	c.Close() // the abandons still running now fail fast until their 8 attempts are spent
+	c.Close() // the abandons still running now fail fast until their 9 attempts are spent
 	// At most 64 abandons run at once, each with at most one store call
 	// in flight (whose goroutine may outlive its timeout with Redis hung),
 	// and go-redis's own dialers and waiters. Measured: 96 as a rule, up
