@@ -198,7 +198,9 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 	if auditPath == "" {
 		dir, err := os.MkdirTemp("", "mcpguard-demo-")
 		if err != nil {
-			return err
+			// Its error alone ("stat /gone: no such file or directory")
+			// says neither what was made there nor how to do without.
+			return fmt.Errorf("the temporary audit database, in %s: %w (-audit PATH keeps it elsewhere)", os.TempDir(), err)
 		}
 		defer os.RemoveAll(dir)
 		auditPath = filepath.Join(dir, "audit.db")
@@ -346,12 +348,23 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 		fmt.Fprintf(out, "  %s\n", label)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
 		switch {
+		case err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled):
+			// The demo gave the call up, not the server: no protocol error.
+			fmt.Fprintln(out, "    -> interrupted: the demo stopped before the answer came")
 		case err != nil:
 			fmt.Fprintf(out, "    -> protocol error: %v\n", err)
 		case res.IsError:
 			fmt.Fprintf(out, "    -> refused: %s\n", briefError(res))
 		default:
 			fmt.Fprintf(out, "    -> ok: %s\n", brief(res))
+		}
+	}
+
+	// section prints a section's heading, unless the walkthrough was
+	// interrupted: a section it no longer runs is not announced.
+	section := func(heading string) {
+		if ctx.Err() == nil {
+			fmt.Fprintf(out, "\n%s\n", heading)
 		}
 	}
 
@@ -383,22 +396,22 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 		fmt.Fprintf(out, "\n%s sees: %s\n", u.name, strings.Join(names, ", "))
 	}
 
-	fmt.Fprintln(out, "\nAuthentication")
+	section("Authentication")
 	show(anon, "no token: get_customer_record", "get_customer_record", map[string]any{"customer_id": "CUST-00001"}, nil)
-	fmt.Fprintln(out, "\nReads, strictly validated")
+	section("Reads, strictly validated")
 	show(bob, "bob: get_customer_record CUST-00001", "get_customer_record", map[string]any{"customer_id": "CUST-00001"}, nil)
 	show(bob, "bob: get_customer_record with a malformed id", "get_customer_record", map[string]any{"customer_id": "cust-1"}, nil)
 	show(bob, `bob: trigger_refund with amount "10.0" (a string)`, "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": "10.0", "reason": "damaged on arrival"}, nil)
 	show(bob, "bob: get_customer_record with an extra field admin=true", "get_customer_record", map[string]any{"customer_id": "CUST-00001", "admin": true}, nil)
-	fmt.Fprintln(out, "\nHidden and disallowed tools")
+	section("Hidden and disallowed tools")
 	show(bob, "bob: admin_reset_key (hidden: looks exactly like a tool that does not exist)", "admin_reset_key", map[string]any{"key_id": "K1"}, nil)
 	show(bob, "bob: no_such_tool", "no_such_tool", map[string]any{}, nil)
 	show(ada, "ada: admin_reset_key (a write not on the allowlist)", "admin_reset_key", map[string]any{"key_id": "K1"}, nil)
-	fmt.Fprintln(out, "\nWrites: dry-run, then a signed one-time human confirmation")
+	section("Writes: dry-run, then a signed one-time human confirmation")
 	show(bob, "bob: trigger_refund 40.00 as a dry-run preview", "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": 40, "reason": "damaged on arrival"}, mcp.Meta{dryrun.MetaKey: true})
 	show(bob, "bob: trigger_refund 40.00 (bob's human declines)", "trigger_refund", map[string]any{"customer_id": "CUST-00001", "amount": 40, "reason": "damaged on arrival"}, nil)
 	show(ada, "ada: trigger_refund 60.00 (ada's human accepts)", "trigger_refund", map[string]any{"customer_id": "CUST-00002", "amount": 60, "reason": "late delivery, goodwill"}, nil)
-	fmt.Fprintln(out, "\nSpend cap: a budget of 100.00 per user, refilling at 100.00 an hour")
+	section("Spend cap: a budget of 100.00 per user, refilling at 100.00 an hour")
 	show(ada, "ada: trigger_refund 50.00 more", "trigger_refund", map[string]any{"customer_id": "CUST-00002", "amount": 50, "reason": "second complaint, goodwill"}, nil)
 	if err := context.Cause(ctx); err != nil {
 		return err

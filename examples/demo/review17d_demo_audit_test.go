@@ -46,10 +46,14 @@ func TestReview17dDemoStoppedKeepsItsRecords(t *testing.T) {
 		stop    string
 	}
 	var cuts []cut
-	for k := 1; k <= 9; k++ {
+	// 10 answers: bob's refund declined; 11: ada's refunded, whose
+	// outcome, queued when the output fails, must still be recorded.
+	for k := 1; k <= 12; k++ {
 		cuts = append(cuts, cut{name: fmt.Sprintf("after_answer_%d", k), answers: k})
 	}
-	// ada's human accepts while the output is gone: the refund runs.
+	// ada's human accepts while the output is gone: the demo stops before
+	// its client sends the answer (the second round of the call), and
+	// the refund does not run.
 	cuts = append(cuts, cut{name: "while_ada_is_asked", answers: 1 << 30, stop: "late delivery"})
 	for _, c := range cuts {
 		t.Run(c.name, func(t *testing.T) {
