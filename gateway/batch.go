@@ -283,6 +283,12 @@ func (b *batchOut) relay(m *member) {
 			ew.write(ev, tf, true) // no message: a client dispatches none
 			return
 		}
+		if len(ev.data) == 0 {
+			// An empty data field (a go-sdk downstream's priming
+			// event, whose id is stripped here): a client dispatches
+			// nothing, so nothing was dropped.
+			return
+		}
 		switch kind, _ := classify(ev.data); {
 		case kind == kindServer:
 			ew.write(ev, tf, true)
@@ -468,8 +474,8 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 	if isSSE(m.c.resp.Header) {
 		over := false
 		err := readEvents(m.c, func(ev *event) {
-			if over || !ev.hasData {
-				return
+			if over || len(ev.data) == 0 {
+				return // no message (a priming event's empty data)
 			}
 			switch kind, _ := classify(ev.data); {
 			case kind == kindServer:

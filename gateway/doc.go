@@ -158,7 +158,8 @@
 //     call. Every other answer is read too, GET streams
 //     included: a client takes a response for the request its id names,
 //     on whatever stream it comes, and a listing found there is checked
-//     alike; an event that is not JSON is dropped, a 2xx JSON answer that
+//     alike; an event that is not JSON is dropped (one of empty data, no
+//     message, is relayed: a priming event's id), a 2xx JSON answer that
 //     is not JSON (or over 64 MiB) is a 502 (the answer to a notification
 //     or a client's response, which no client reads, is relayed without
 //     its body; a DELETE's answer is relayed as it is).

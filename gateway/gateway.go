@@ -60,7 +60,8 @@ type Options struct {
 	// refused. The gateway then reads every answer, GET streams included,
 	// for listings (see [Pins]): a JSON answer it cannot read as JSON is an
 	// upstream error, and so is an answer compressed or an event stream in
-	// another charset than UTF-8; an event that is not JSON is dropped, and
+	// another charset than UTF-8; an event that is not JSON is dropped (one
+	// of empty data, no message, is relayed: a priming event's id), and
 	// a JSON answer is read whole (up to 64 MiB) before it is relayed. The
 	// answer to a notification or a client's response, which no client
 	// reads, is relayed without its body.
@@ -830,11 +831,24 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 	if len(vals) > 1 {
 		return nil, errUnauthenticated("more than one Authorization header", true)
 	}
-	scheme, tok, ok := strings.Cut(strings.TrimLeft(vals[0], " \t"), " ")
+	v := strings.TrimLeft(vals[0], " \t")
+	scheme, tok, ok := strings.Cut(v, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return nil, errUnauthenticated("Authorization scheme must be Bearer", true)
+		// The Bearer scheme without a token (an empty variable in
+		// "Bearer $TOKEN", its space trimmed as the header came) is not
+		// another scheme, nor is one followed by a tab.
+		scheme, _, tab := strings.Cut(v, "\t")
+		switch {
+		case !strings.EqualFold(scheme, "Bearer"):
+			return nil, errUnauthenticated("Authorization scheme must be Bearer", true)
+		case tab:
+			return nil, errUnauthenticated("malformed bearer token", true)
+		}
 	}
 	tok = strings.Trim(tok, " \t")
+	if tok == "" {
+		return nil, errUnauthenticated("empty bearer token", true)
+	}
 	if !token.IsToken68(tok) {
 		return nil, errUnauthenticated("malformed bearer token", true)
 	}

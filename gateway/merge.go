@@ -502,12 +502,15 @@ type eventWriter struct {
 // drops id and retry fields (events merged from several streams cannot be
 // resumed). With tf, a line that is not a data field and has a character
 // some client ends a line at ([breaksLine]) is dropped: after it, that
-// client would read a data line tf never saw.
+// client would read a data line tf never saw. An event whose data is empty
+// carries no message (a client dispatches none) and is not given to tf: a
+// go-sdk downstream's priming event (its id) and close event (its retry),
+// which a client resumes the stream by, are relayed.
 func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 	var buf []byte
 	data := ev.data
 	rewrite := false
-	if tf != nil && ev.hasData {
+	if tf != nil && len(data) > 0 {
 		nd := tf(data)
 		if nd == nil {
 			return // not JSON: dropped rather than relayed unfiltered
@@ -577,9 +580,27 @@ func breaksLine(l []byte) bool {
 	return false
 }
 
-// writeMessage writes one JSON-RPC message as an event.
+// writeMessage writes one JSON-RPC message, valid JSON, as an event: one
+// data line per line of msg, which a downstream's JSON body may spread over
+// lines (LF, CRLF or a lone CR, JSON white space between its tokens). In one
+// data field, its first line break ended the field for a client, and an
+// empty line the event: the client read "{" as the message.
 func (e *eventWriter) writeMessage(msg []byte) {
-	e.write(&event{lines: [][]byte{append(append([]byte("event: message\ndata: "), msg...), '\n')}}, nil, false)
+	l := make([]byte, 0, len(msg)+32)
+	l = append(l, "event: message\n"...)
+	for {
+		i := bytes.IndexAny(msg, "\r\n")
+		if i < 0 {
+			break
+		}
+		l = append(append(append(l, "data: "...), msg[:i]...), '\n')
+		if msg[i] == '\r' && i+1 < len(msg) && msg[i+1] == '\n' {
+			i++
+		}
+		msg = msg[i+1:]
+	}
+	l = append(append(append(l, "data: "...), msg...), '\n')
+	e.write(&event{lines: [][]byte{l}}, nil, false)
 }
 
 // acceptsSSE reports whether the client's Accept allows an event stream:
