@@ -177,8 +177,9 @@ func (a tableTokens) Authenticate(_ context.Context, tok string) (*policy.Princi
 // A TokenAuthenticator turns a bearer token into the principal it stands
 // for: *token.JWT and *token.Introspector are ones. It returns an error
 // for a token it refuses, one that unwraps to token.ErrIntrospectionFailed
-// when it could not judge the token (its identity provider did not
-// answer).
+// when it could not judge the token (an Introspector's endpoint did not
+// answer; a JWT judges every token itself, and refuses one signed by a key
+// it could not fetch).
 type TokenAuthenticator interface {
 	Authenticate(ctx context.Context, tok string) (*policy.Principal, error)
 }
