@@ -16,9 +16,10 @@
 // example binaries. Ctrl-C (SIGINT) or SIGTERM stops the walkthrough,
 // removes the temporary database, and exits with status 128 plus the
 // signal's number (130, 143); a second one ends the demo at once. An
-// output closed early (go run ./examples/demo | head) stops it the same
-// way, silently, with status 141 (128 plus SIGPIPE's number); another
-// failure to write the output, with status 1.
+// output closed early (a built demo's | head) stops it the same way,
+// silently, with status 141 (128 plus SIGPIPE's number; under go run,
+// the go command says "exit status 141" and exits 1); another failure to
+// write the output, with status 1.
 package main
 
 import (
