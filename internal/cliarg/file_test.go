@@ -3,6 +3,7 @@ package cliarg
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,5 +36,20 @@ func TestReadFile(t *testing.T) {
 	_, err = ReadFile("--keys", dir, 5)
 	if err == nil || !strings.HasPrefix(err.Error(), "--keys: ") {
 		t.Errorf("ReadFile of a directory: err %v, want an error naming the flag", err)
+	}
+}
+
+// TestReadFileLimitBounds: a limit of math.MaxInt64 read nothing (its
+// LimitReader's limit, one more, overflowed), and a negative one is none.
+func TestReadFileLimitBounds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("abc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := ReadFile("--f", path, math.MaxInt64); err != nil || string(data) != "abc" {
+		t.Errorf("ReadFile with the largest limit = %q, %v; want the file", data, err)
+	}
+	if _, err := ReadFile("--f", path, -1); err == nil {
+		t.Error("ReadFile of 3 bytes with a negative limit: no error")
 	}
 }
