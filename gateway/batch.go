@@ -250,10 +250,12 @@ func (b *batchOut) stream() *eventWriter {
 // relay relays m's event stream into the merged one, event by event: the
 // downstream's requests and notifications unchanged (but for the lines
 // some client splits in two: [eventWriter.write], [breaksLine]), and m's
-// answer, the first response, with m's own id ([withID]); other
-// responses, and data a client could not read as one request,
-// notification or response (an array of responses, not JSON), are
-// dropped ([batchOut.dropped]).
+// answer, the first response, with m's own id ([withID]), in an event
+// every client reads; other responses, and data a client could not read as
+// one request, notification or response (an array of responses, not
+// JSON), are dropped ([batchOut.dropped]). An event every client skips
+// for its name ([event.ignored]) is no message: neither relayed nor
+// taken for the answer.
 func (b *batchOut) relay(m *member) {
 	ew := b.stream()
 	var tf func([]byte) []byte
@@ -283,16 +285,23 @@ func (b *batchOut) relay(m *member) {
 			ew.write(ev, tf, true) // no message: a client dispatches none
 			return
 		}
-		if len(ev.data) == 0 {
+		if len(ev.data) == 0 || ev.ignored() {
 			// An empty data field (a go-sdk downstream's priming
-			// event, whose id is stripped here): a client dispatches
-			// nothing, so nothing was dropped.
+			// event, whose id is stripped here), or an event every
+			// client skips for its name: a client dispatches nothing,
+			// so nothing was dropped.
 			return
 		}
 		switch kind, _ := classify(ev.data); {
 		case kind == kindServer:
 			ew.write(ev, tf, true)
 		case kind == kindResponse && m.expectsAnswer() && !answered:
+			if ev.named && string(ev.name) != "message" {
+				// A name that some client reads as "message" and
+				// another does not ([event.ignored]): without it,
+				// every client reads the answer.
+				ev = ev.unnamed()
+			}
 			ew.write(ev, answer, true)
 			if !answered {
 				dropped++ // unreadable (see [batchOut.answer])
@@ -425,7 +434,8 @@ func memberHeaders(h http.Header, m *message) {
 }
 
 // collect reads a member's answer and returns it: the first JSON-RPC
-// response, with m's id ([batchOut.answer]), for a request with an id;
+// response (in an event stream, the first in an event a client reads:
+// [event.ignored]), with m's id ([batchOut.answer]), for a request with an id;
 // nothing otherwise (server requests and notifications on an event stream
 // are dropped: the client did not accept a stream; other responses and
 // response arrays too, logged: [batchOut.dropped]). It also returns the
@@ -474,8 +484,10 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 	if isSSE(m.c.resp.Header) {
 		over := false
 		err := readEvents(m.c, func(ev *event) {
-			if over || len(ev.data) == 0 {
-				return // no message (a priming event's empty data)
+			if over || len(ev.data) == 0 || ev.ignored() {
+				// No message: a priming event's empty data, or an
+				// event every client skips for its name.
+				return
 			}
 			switch kind, _ := classify(ev.data); {
 			case kind == kindServer:

@@ -69,7 +69,11 @@
 //     that is a request with an id gets exactly one answer, with its own
 //     id byte for byte (the go-sdk answers id 1.5 with 1): the first
 //     response the downstream sent it, its id set to the member's and the
-//     rest unchanged (but a filtered listing); further responses, an
+//     rest unchanged (but a filtered listing), in an event named message
+//     (an event named otherwise, which the go-sdk, TypeScript and Python
+//     SDKs skip, is no message: neither relayed nor taken for the answer,
+//     but a name some client reads as message once trimmed, as the go-sdk
+//     does, "message " say, is one); further responses, an
 //     array of responses, and data a client cannot read as one message
 //     are dropped and logged ("upstream answers dropped"), and a member
 //     sent no response is answered -32003. The downstream's requests and
@@ -159,7 +163,9 @@
 //     included: a client takes a response for the request its id names,
 //     on whatever stream it comes, and a listing found there is checked
 //     alike; an event that is not JSON is dropped (one of empty data, no
-//     message, is relayed: a priming event's id), a 2xx JSON answer that
+//     message, is relayed: a priming event's id; so is one named other
+//     than message, which clients skip, without its data, which is not
+//     checked, as with FilterToolsList), a 2xx JSON answer that
 //     is not JSON (or over 64 MiB) is a 502 (the answer to a notification
 //     or a client's response, which no client reads, is relayed without
 //     its body; a DELETE's answer is relayed as it is).

@@ -385,11 +385,42 @@ func rewriteObject(obj []byte, f func(k, v []byte) []byte) []byte {
 	return append(out, '}')
 }
 
-// An event is one server-sent event: its raw lines and its data.
+// An event is one server-sent event: its raw lines, its data and its name.
 type event struct {
 	lines   [][]byte // raw field lines, each with its line ending
 	data    []byte   // the data field values joined by "\n"
 	hasData bool
+	name    []byte // the value of its last event field
+	named   bool   // whether it has an event field
+}
+
+// ignored reports whether every client skips ev, whatever its data: an
+// event named other than "message". The go-sdk's client, the TypeScript
+// and the Python SDKs dispatch only an event named "message" or not named
+// (the SSE default), reading its name as the SSE specification does (one
+// space after the colon dropped) or, as the go-sdk does, with the white
+// space around it trimmed ("event:  message " is a message to the go-sdk,
+// not to the TypeScript SDK): ev is ignored only when neither reading is
+// "message" or empty. So an event some client dispatches is never taken
+// for one ignored, and one every client skips is never taken for a
+// message: neither an answer nor a listing to check.
+func (ev *event) ignored() bool {
+	n := bytes.TrimSpace(ev.name)
+	return len(n) > 0 && string(n) != "message"
+}
+
+// unnamed returns ev without its event fields: an event of the default
+// name, "message", to every client.
+func (ev *event) unnamed() *event {
+	out := *ev
+	out.lines = nil
+	for _, l := range ev.lines {
+		if !isField(l, "event") {
+			out.lines = append(out.lines, l)
+		}
+	}
+	out.name, out.named = nil, false
+	return &out
 }
 
 // errBareCR refuses an event stream that ends a line with a lone CR, which
@@ -440,6 +471,12 @@ func readEvents(r io.Reader, fn func(*event)) error {
 				continue
 			}
 			ev.lines = append(ev.lines, line)
+			if v, ok := bytes.CutPrefix(trimmed, []byte("event")); ok && (len(v) == 0 || v[0] == ':') {
+				// The last event field names the event ("event" alone
+				// names it "", the default).
+				ev.name = bytes.TrimPrefix(bytes.TrimPrefix(v, []byte(":")), []byte(" "))
+				ev.named = true
+			}
 			if v, ok := bytes.CutPrefix(trimmed, []byte("data")); ok && (len(v) == 0 || v[0] == ':') {
 				v = bytes.TrimPrefix(bytes.TrimPrefix(v, []byte(":")), []byte(" "))
 				if ev.hasData {
@@ -505,12 +542,15 @@ type eventWriter struct {
 // client would read a data line tf never saw. An event whose data is empty
 // carries no message (a client dispatches none) and is not given to tf: a
 // go-sdk downstream's priming event (its id) and close event (its retry),
-// which a client resumes the stream by, are relayed.
+// which a client resumes the stream by, are relayed. With tf, an event
+// every client skips ([event.ignored]) is not given to tf either: it is
+// relayed without its data, which was not checked, its id kept.
 func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 	var buf []byte
 	data := ev.data
 	rewrite := false
-	if tf != nil && len(data) > 0 {
+	skipped := tf != nil && ev.ignored()
+	if tf != nil && len(data) > 0 && !skipped {
 		nd := tf(data)
 		if nd == nil {
 			return // not JSON: dropped rather than relayed unfiltered
@@ -523,7 +563,7 @@ func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 		if stripIDs && (bytes.HasPrefix(l, []byte("id")) || bytes.HasPrefix(l, []byte("retry"))) {
 			continue
 		}
-		if tf != nil && !isDataLine(l) && breaksLine(l) {
+		if tf != nil && !isDataLine(l) && breaksLine(l) || skipped && isDataLine(l) {
 			continue
 		}
 		if rewrite && bytes.HasPrefix(l, []byte("data")) {
@@ -550,8 +590,12 @@ func (e *eventWriter) write(ev *event, tf func([]byte) []byte, stripIDs bool) {
 
 // isDataLine reports whether l, a raw line of an event, is a data field,
 // as readEvents reads one.
-func isDataLine(l []byte) bool {
-	v, ok := bytes.CutPrefix(l, []byte("data"))
+func isDataLine(l []byte) bool { return isField(l, "data") }
+
+// isField reports whether l, a raw line of an event, is a field named
+// name, as readEvents reads one.
+func isField(l []byte, name string) bool {
+	v, ok := bytes.CutPrefix(l, []byte(name))
 	return ok && (len(v) == 0 || v[0] == ':' || v[0] == '\n' || v[0] == '\r')
 }
 
