@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -184,14 +186,48 @@ func migration(to int, d Dialect) []string {
 const migrationLockKey = "469908990817"
 
 // migrate creates or upgrades the schema to SchemaVersion in one
-// transaction. A database busy with a concurrent opener's migration (on
-// SQLite opened without OpenSQLite's immediate transactions, a deferred
-// transaction cannot take the write lock it needs) is retried for a while.
+// transaction. A database busy with another connection's or process's
+// write lock, or a concurrent opener's migration (on SQLite opened without
+// OpenSQLite's immediate transactions, a deferred transaction cannot take
+// the write lock it needs) is retried for 30 s, or until ctx ends. On
+// SQLite the migration's connection waits here rather than in its busy
+// handler (its busy timeout is 0 meanwhile): a cancelled ctx does not cut
+// that wait short, and each try could wait the busy timeout again. A
+// read-only SQLite database is refused at once: the sink could write
+// nothing to it.
 func migrate(ctx context.Context, db *sql.DB, d Dialect) error {
-	wait := 10 * time.Millisecond
+	var on txBeginner = db // PostgreSQL: each try on a connection that works
+	if d == SQLite {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("audit: migrate: %w", err)
+		}
+		defer conn.Close()
+		var busy int64
+		if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil {
+			return fmt.Errorf("audit: migrate: %w", err)
+		}
+		if busy > 0 {
+			if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+				return fmt.Errorf("audit: migrate: %w", err)
+			}
+			defer func() {
+				q := `PRAGMA busy_timeout = ` + strconv.FormatInt(busy, 10)
+				if _, err := conn.ExecContext(context.Background(), q); err != nil {
+					// Not back in the pool without its busy timeout.
+					conn.Raw(func(any) error { return driver.ErrBadConn })
+				}
+			}()
+		}
+		on = conn
+	}
+	wait, maxWait := 10*time.Millisecond, 500*time.Millisecond
+	if d == SQLite {
+		maxWait = 100 * time.Millisecond // as often as SQLite's busy handler, nearly
+	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		err := migrateOnce(ctx, db, d)
-		if err == nil || !transientErr(d, err) || time.Now().After(deadline) {
+		err := migrateOnce(ctx, on, d)
+		if err == nil || !transientErr(d, err) || sqliteReadOnly(d, err) || time.Now().After(deadline) {
 			return err
 		}
 		select {
@@ -199,12 +235,24 @@ func migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 			return err
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, 500*time.Millisecond)
+		wait = min(2*wait, maxWait)
 	}
 }
 
-func migrateOnce(ctx context.Context, db *sql.DB, d Dialect) error {
-	tx, err := db.BeginTx(ctx, nil)
+// sqliteReadOnly reports whether err is SQLite's SQLITE_READONLY (any
+// extended code): the database, or its file, takes no writes.
+func sqliteReadOnly(d Dialect, err error) bool {
+	var coded interface{ Code() int }
+	return d == SQLite && errors.As(err, &coded) && coded.Code()&0xff == 8
+}
+
+// txBeginner is a *sql.DB or a *sql.Conn.
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+func migrateOnce(ctx context.Context, on txBeginner, d Dialect) error {
+	tx, err := on.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("audit: migrate: %w", err)
 	}
@@ -219,17 +267,45 @@ func migrateOnce(ctx context.Context, db *sql.DB, d Dialect) error {
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS audit_schema_version (version INTEGER NOT NULL)`); err != nil {
+		if sqliteReadOnly(d, err) {
+			return fmt.Errorf("audit: the SQLite database is read-only: %w", err)
+		}
 		return fmt.Errorf("audit: create schema table: %w", err)
 	}
 	var v int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM audit_schema_version`).Scan(&v); err != nil {
 		return fmt.Errorf("audit: migrate: read version: %w", err)
 	}
+	if d == SQLite {
+		// A write that changes nothing: a database that takes no writes
+		// (opened read-only, a read-only file or mount) fails it here,
+		// not in the writer after NewSQL returned.
+		if _, err := tx.ExecContext(ctx, `UPDATE audit_schema_version SET version = version WHERE 0`); err != nil {
+			if sqliteReadOnly(d, err) {
+				return fmt.Errorf("audit: the SQLite database is read-only: %w", err)
+			}
+			return fmt.Errorf("audit: migrate: %w", err)
+		}
+	}
 	switch {
 	case v == SchemaVersion:
 		return nil
 	case v > SchemaVersion:
 		return fmt.Errorf("audit: audit_log schema version %d is newer than this library's %d", v, SchemaVersion)
+	case v == 0:
+		q := `SELECT COUNT(*) FROM sqlite_master WHERE name = 'audit_log' AND type IN ('table', 'view')`
+		if d == Postgres {
+			// Where CREATE TABLE puts it: the first schema of search_path.
+			q = `SELECT COUNT(*) FROM (SELECT to_regclass(quote_ident(current_schema()) || '.audit_log') AS t) r WHERE t IS NOT NULL`
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, q).Scan(&n); err != nil {
+			return fmt.Errorf("audit: migrate: %w", err)
+		}
+		if n > 0 {
+			return errors.New("audit: the database has a table audit_log that is not mcpguard's " +
+				"(audit_schema_version does not record it): rename or drop it, or use another database")
+		}
 	}
 	for to := v + 1; to <= SchemaVersion; to++ {
 		for _, q := range migration(to, d) {

@@ -267,9 +267,11 @@ func sqliteURIPath(path string) string {
 // cache_size=-32768 (a page cache of 32 MiB per connection), and immediate
 // write transactions. A new database file is created with mode 0600 (its
 // journal files take the same mode), as the JSONL sink's file is: an audit
-// trail is not for every user of the machine to read. Several processes
-// may open one database at once (each waits for the others: 10 s of tries,
-// the last of which may wait the busy timeout too, so 20 s at most).
+// trail is not for every user of the machine to read; a path that is a
+// symbolic link to no file is refused (an error wrapping [os.ErrNotExist])
+// rather than have the file it names created. Several processes may open
+// one database at once (each waits for the others: 10 s of tries, the last
+// of which may wait the busy timeout too, so 20 s at most).
 //
 // The path ":memory:" (or "", a temporary one on disk) opens a database
 // private to the returned *sql.DB, gone once it is closed. SQLite gives
@@ -287,6 +289,12 @@ func OpenSQLite(path string) (*sql.DB, error) {
 			err = f.Close()
 		} else if errors.Is(err, os.ErrExist) {
 			err = nil
+			if _, serr := os.Stat(path); errors.Is(serr, os.ErrNotExist) {
+				// A symbolic link to no file, which O_EXCL does not
+				// follow: SQLite would create its target, with mode
+				// 0644. Refused, as OpenJSONL refuses it.
+				err = fmt.Errorf("a symbolic link to a file that does not exist: %w", serr)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
@@ -338,7 +346,10 @@ func pingSQLite(db *sql.DB) error {
 
 // NewSQL returns a sink writing to db in dialect d, after creating or
 // checking the schema (an error if the database holds a newer schema version
-// than [SchemaVersion]). Close the sink to drain its queue.
+// than [SchemaVersion], a table audit_log that is not this package's, or, on
+// SQLite, takes no writes). On SQLite, while another connection or process
+// holds the database's write lock, NewSQL waits for it 30 s at most, or
+// until ctx ends. Close the sink to drain its queue.
 func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLSink, error) {
 	if d != SQLite && d != Postgres {
 		return nil, fmt.Errorf("audit: unknown SQL dialect %q", d)
