@@ -28,13 +28,15 @@ import (
 // normalises the two returns the go-sdk mishandles: (nil, nil) and a plain
 // error (which would reach the client as JSON-RPC code 0, text and all).
 // A *DenialError the handler returns is rendered as a tool error of its own
-// code, a *jsonrpc.Error is passed on as it is, and any other error becomes
-// INTERNAL. The panic value and stack, and the text of such an error, go to
-// log (nil means [slog.Default]), never to the client; the tool's name
-// and that text are shown there as [Options].Logger says. An error that
-// wraps context.Canceled once ctx was cancelled (the client went away while
-// the handler ran) is no failure of the tool's: it is logged at Info,
-// without its text, and an [Audit] outside records it so.
+// code (one without a code is no refusal of the error contract, and becomes
+// INTERNAL, as in a [Guard]), a *jsonrpc.Error is passed on as it is, and
+// any other error becomes INTERNAL. The panic value and stack, and the text
+// of such an error, go to log (nil means [slog.Default]), never to the
+// client; the tool's name and that text are shown there as
+// [Options].Logger says. An error that wraps context.Canceled once ctx was
+// cancelled (the client went away while the handler ran) is no failure of
+// the tool's: it is logged at Info, without its text, and an [Audit]
+// outside records it so.
 func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -50,8 +52,10 @@ func Recover(log *slog.Logger) Middleware {
 			res, err = next(ctx, req)
 			switch {
 			case err != nil:
+				// One without a code is no refusal of the contract: a
+				// failure of the handler's, INTERNAL, as the Guard has it.
 				var de *DenialError
-				if errors.As(err, &de) {
+				if errors.As(err, &de) && de != nil && de.Code != "" {
 					return denied(ctx, de), nil
 				}
 				if we := wireError(err); we != nil {
@@ -285,9 +289,14 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 						c.detail = clientLeftDetail
 					}
 				}
-			case res != nil && res.IsError:
+			case res == nil:
+				// (nil, nil): the Recover outside answers INTERNAL (and
+				// the go-sdk would crash on it), so no call was carried
+				// out as allowed, as the Guard records it.
+				c.denial, c.detail = Deny(CodeInternal, ""), "handler returned no result"
+			case res.IsError:
 				var de *DenialError
-				if errors.As(res.GetError(), &de) {
+				if errors.As(res.GetError(), &de) && de != nil && de.Code != "" {
 					c.denial = de
 				} else {
 					c.detail = "tool reported an error"
@@ -345,7 +354,7 @@ func auditCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 // INTERNAL, with detail saying so for a protocol error.
 func wireDenial(err error) (d *DenialError, detail string) {
 	var de *DenialError
-	if errors.As(err, &de) {
+	if errors.As(err, &de) && de != nil && de.Code != "" {
 		return de, ""
 	}
 	we := wireError(err)
