@@ -79,7 +79,10 @@ const (
 // escaped, and so are two or more apostrophes or backticks in a row (a double
 // quote's shape); numbers exactly as sent (one longer than 80 characters by
 // its value, rounded to 17 significant digits and marked "≈", or, with an
-// exponent beyond ±100000000, by its length: "(a number of 94 characters)");
+// exponent beyond ±100000000, by its length: "(a number of 94 characters)"),
+// and so is a string longer than 80 characters that spells a number, its
+// value in quotes ("≈1000"; by its length: (a number of 94 characters, in a
+// string));
 // nested objects and arrays as compact JSON with sorted keys (apostrophes in
 // a row escaped, and every character outside printable ASCII when a string in
 // them holds a character escaped in quotes, or one of those below). A key or
@@ -92,14 +95,14 @@ const (
 // key and value is truncated to 80 characters with "…", and at most 20
 // arguments are listed.
 // Arguments that are empty or null read "with no arguments"; a non-object is
-// shown whole; invalid JSON, and arguments [ArgsSHA256] refuses (a member
-// named twice, or two whose names differ only in letter case, '_' or '-', at
-// any depth; text that is not UTF-8 or escapes a lone surrogate), read "with
-// unreadable arguments". A key or string with fullwidth or mathematical
-// letters or digits (ℯ and the other letters of the Letterlike Symbols block
-// among them, and ª º ſ), ligatures or digraphs of ASCII letters (ﬁ, ĳ, ǳ),
-// or digits of another script, is quoted with those escaped (shown as
-// "\uff11\uff12": "１２" would read as the number or the key 12, "proﬁle" as
+// shown as one value is (cut alike); invalid JSON, and arguments [ArgsSHA256]
+// refuses (a member named twice, or two whose names differ only in letter
+// case, '_' or '-', at any depth; text that is not UTF-8 or escapes a lone
+// surrogate), read "with unreadable arguments". A key or string with
+// fullwidth or mathematical letters or digits (ℯ and the other letters of the
+// Letterlike Symbols block among them, and ª º ſ), ligatures or digraphs of
+// ASCII letters (ﬁ, ĳ, ǳ), or digits of another script, is quoted with those
+// escaped (shown as "\uff11\uff12": "１２" would read as the number or the key 12, "proﬁle" as
 // profile), and so is one with letters that Unicode's confusables.txt gives
 // as shaped like an ASCII letter or digit (Cyrillic А and З, Greek ο,
 // Armenian օ, Cherokee Ꭺ, Latin ı) where they read as ASCII: "\u0410cme", not
@@ -115,8 +118,8 @@ const (
 // ("\u0441\u043e\u0440" for the Russian сор, which reads as cop): see
 // textsafe.ReadsASCIIIn. A nested value holding one of these, in the whole of
 // it or in the 80 characters shown, is shown with everything outside
-// printable ASCII escaped, and one cut in a number is cut before it
-// ({"amount":…).
+// printable ASCII escaped, and one cut in a number, or in a string that
+// spells one, is cut before it ({"amount":…).
 func Describe(tool string, args json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString("Run ")
@@ -176,7 +179,13 @@ func value(v any) string {
 	case string:
 		if literal(x) && !unseen(x) {
 			// Quoted, or it would read as the number or literal it spells
-			// ("1\t" is quoted by text with its tab escaped).
+			// ("1\t" is quoted by text with its tab escaped); and when too
+			// long to show whole, shown by its value as a number is: cut
+			// like text, "1.000…e3" would read as one, and a downstream
+			// that reads numbers from strings reads a thousand.
+			if utf8.RuneCountInString(x) > maxDescribeRunes {
+				return numberString(x)
+			}
 			return strconv.Quote(sanitize(x))
 		}
 		// Quoted by text too, with what reads as ASCII escaped
@@ -211,10 +220,11 @@ func value(v any) string {
 	return sanitize(cutBeforeNumber(textsafe.QuotePairs(js), maxDescribeRunes))
 }
 
-// cutBeforeNumber returns js, compact JSON, cut before the number that
-// its first max runes would end in, and marked "…": cut like text, a
-// nested 1.000…e3 (a thousand) would read as one. js fitting in max runes,
-// or cut elsewhere, is returned as it is, for sanitize to cut.
+// cutBeforeNumber returns js, compact JSON, cut before the number, or the
+// string value that spells one (see literal), that its first max runes
+// would end in, and marked "…": cut like text, a nested 1.000…e3 (a
+// thousand) would read as one, and "1000000" as "10…". js fitting in max
+// runes, or cut elsewhere, is returned as it is, for sanitize to cut.
 func cutBeforeNumber(js string, max int) string {
 	if utf8.RuneCountInString(js) <= max {
 		return js
@@ -225,7 +235,7 @@ func cutBeforeNumber(js string, max int) string {
 		end += size
 		n++
 	}
-	start, inString, escaped := -1, false, false
+	start, quote, inString, escaped := -1, -1, false, false
 	for i := 0; i < end; i++ {
 		c := js[i]
 		switch {
@@ -239,7 +249,7 @@ func cutBeforeNumber(js string, max int) string {
 				inString = false
 			}
 		case c == '"':
-			inString, start = true, -1
+			inString, start, quote = true, -1, i
 		case strings.IndexByte("-0123456789", c) >= 0:
 			if start < 0 {
 				start = i
@@ -251,10 +261,42 @@ func cutBeforeNumber(js string, max int) string {
 			start = -1
 		}
 	}
+	if inString && numberValueAt(js, quote) {
+		return js[:quote] + "…"
+	}
 	if inString || start < 0 {
 		return js
 	}
 	return js[:start] + "…"
+}
+
+// numberValueAt reports whether the string of js, compact JSON, that opens
+// with the quote at js[q] is a value (not a member name) that spells a
+// JSON number or literal. Its text is as written in js: encoding/json
+// escapes no character a number is written with.
+func numberValueAt(js string, q int) bool {
+	for i, escaped := q+1, false; i < len(js); i++ {
+		switch c := js[i]; {
+		case escaped:
+			escaped = false
+		case c == '\\':
+			escaped = true
+		case c == '"':
+			return literal(js[q+1:i]) && (i+1 == len(js) || js[i+1] != ':')
+		}
+	}
+	return false
+}
+
+// numberString renders s, a string longer than maxDescribeRunes that spells
+// a JSON number, as [number] renders a number, in quotes: "≈1000" (a
+// string shows its ≈ escaped, so none reads so), or, with an exponent
+// beyond ±maxShownExp, by its length.
+func numberString(s string) string {
+	if v, ok := roundNumber(s); ok {
+		return `"≈` + v + `"`
+	}
+	return "(a number of " + strconv.Itoa(len(s)) + " characters, in a string)"
 }
 
 // literal reports whether s, shown bare, would read as a JSON literal or

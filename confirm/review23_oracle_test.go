@@ -209,10 +209,29 @@ func valueTokens(s string, i int) []oTok {
 			e := i + k + len(" characters)")
 			out = append(out, oTok{'N', s[i:e], i, e})
 		}
+		if k := strings.Index(s[i:], " characters, in a string)"); k > 0 {
+			e := i + k + len(" characters, in a string)")
+			out = append(out, oTok{'N', s[i:e], i, e})
+		}
+	}
+	// A long string that spells a number, by its value: "≈1000" (a
+	// string shows its ≈ escaped, so this is no string's text).
+	numStr := -1
+	if strings.HasPrefix(s[i:], `"≈`) {
+		j := i + len(`"≈`)
+		for j < len(s) && strings.IndexByte("0123456789.e+-", s[j]) >= 0 {
+			j++
+		}
+		if j < len(s) && s[j] == '"' {
+			numStr = j + 1
+			out = append(out, oTok{'~', s[i:numStr], i, numStr})
+		}
 	}
 	ends, cuts := lexQuoted(s, i)
 	for _, e := range ends {
-		out = append(out, oTok{'q', s[i:e], i, e})
+		if e != numStr {
+			out = append(out, oTok{'q', s[i:e], i, e})
+		}
 	}
 	for _, e := range cuts {
 		if cutAt(s[i:e]) {
@@ -379,8 +398,25 @@ func checkString(tok oTok, want string) error {
 		if got, err = unquotePartial(tok.raw, tok.kind == 'q'); err != nil {
 			return err
 		}
+	case '~', 'N':
+		// Spelling a number, too long to show whole: by its value, or
+		// by its length, as a number.
+		if !isJSONNumber(want) || utf8.RuneCountInString(want) <= oMaxRunes {
+			return fmt.Errorf("string %q shown as %c %s", want, tok.kind, tok.raw)
+		}
+		if tok.kind == 'N' {
+			if tok.raw != "(a number of "+strconv.Itoa(len(want))+" characters, in a string)" {
+				return fmt.Errorf("%s for a string of a number of %d characters", tok.raw, len(want))
+			}
+			return nil
+		}
+		return checkValue(oTok{'~', strings.Trim(tok.raw, `"`), tok.start, tok.end}, json.Number(want))
 	default:
 		return fmt.Errorf("a string shown as %c %s", tok.kind, tok.raw)
+	}
+	if isJSONNumber(want) && got != want {
+		// Cut like text, 1.000…e3 reads as one.
+		return &numberCutError{fmt.Errorf("string of a number %.20s… cut to %s", want, got)}
 	}
 	if tok.kind == 'a' {
 		// Escaped and then cut: the quote and 79 characters of the escaped text.
@@ -492,6 +528,9 @@ func textJTokens(s string) (out []jTok, partial bool, err error) {
 	return out, false, nil
 }
 
+// jValueAt reports whether the string all[i] is a value, not a member name.
+func jValueAt(all []jTok, i int) bool { return i+1 == len(all) || all[i+1].kind != ':' }
+
 // jsonPartialString decodes the escapes of a JSON string cut before its
 // end, dropping an escape (or half a surrogate pair) the cut broke.
 func jsonPartialString(s string) (string, error) {
@@ -581,7 +620,14 @@ func checkValue(tok oTok, want any) error {
 			if n > oMaxRunes || partial || len(got) == len(all) {
 				return fmt.Errorf("JSON cut after %d characters", n)
 			}
-			if w := all[len(got)]; w.kind != 'v' || strings.IndexByte("-0123456789", w.s[0]) < 0 || n+len(w.s) < oMaxRunes {
+			w := all[len(got)]
+			switch {
+			case w.kind == 's' && isJSONNumber(w.s) && jValueAt(all, len(got)):
+				// Or a string value that spells one (with its quotes).
+				if n+len(w.s)+2 <= oMaxRunes {
+					return fmt.Errorf("JSON cut after %d characters, before %c%q", n, w.kind, w.s)
+				}
+			case w.kind != 'v' || strings.IndexByte("-0123456789", w.s[0]) < 0 || n+len(w.s) < oMaxRunes:
 				return fmt.Errorf("JSON cut after %d characters, before %c%q", n, w.kind, w.s)
 			}
 		}
@@ -597,6 +643,10 @@ func checkValue(tok oTok, want any) error {
 				continue
 			}
 			if g.kind == 's' && w.kind == 's' && last && strings.HasPrefix(w.s, g.s) {
+				if g.s != w.s && isJSONNumber(w.s) && jValueAt(all, i) {
+					// So does a string value that spells a number.
+					return &numberCutError{fmt.Errorf("cut JSON %s: string of a number %.20s… cut to %s", shown, w.s, g.s)}
+				}
 				continue
 			}
 			if g != w {
