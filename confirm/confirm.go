@@ -169,7 +169,7 @@ const (
 // verify), and on a Signer not made by [NewSigner], which has no key.
 func (s *Signer) Issue(now time.Time, c Claims) (string, error) {
 	if s == nil || len(s.signKey) == 0 {
-		return "", errors.New("confirm: the Signer is not usable (it has no key: make it with NewSigner)")
+		return "", errUnusable
 	}
 	if c.Subject == "" || c.Tool == "" || c.ArgsSHA256 == "" {
 		return "", errors.New("confirm: subject, tool and arguments hash are required")
@@ -316,6 +316,9 @@ func (t Ticket) Used(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// errUnusable is the error of a nil or zero Signer.
+var errUnusable = errors.New("confirm: the Signer is not usable (it has no key: make it with NewSigner)")
+
 // Check runs the checks of [Signer.Verify] but the last: the state is not
 // consumed. It returns the state's [Ticket], for a caller that acts on the
 // state only if other checks pass too (limits, a write-ahead record) and
@@ -324,6 +327,9 @@ func (t Ticket) Used(ctx context.Context, now time.Time) error {
 // already: ask [Ticket.Used] before those other checks, so that a replay is
 // refused before it costs anything, and Consume the ticket before acting.
 func (s *Signer) Check(now time.Time, state string, c Claims) (Ticket, error) {
+	if s == nil || len(s.keys) == 0 {
+		return Ticket{}, errUnusable
+	}
 	// Go's base64 decoders skip line breaks, even in strict mode: refused
 	// here, so that a state has one spelling, the one Issue wrote.
 	if len(state) > maxStateLen || strings.ContainsAny(state, "\r\n") {
