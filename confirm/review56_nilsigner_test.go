@@ -14,11 +14,11 @@ import (
 // through a nil pointer).
 func TestReview56NilSignerRefuses(t *testing.T) {
 	c := confirm.Claims{Subject: "ann", Tool: "t", ArgsSHA256: "x"}
-	real, err := confirm.NewSigner([]confirm.Key{{ID: "k1", Secret: bytes.Repeat([]byte{7}, confirm.MinSecretLen)}}, nil)
+	good, err := confirm.NewSigner([]confirm.Key{{ID: "k1", Secret: bytes.Repeat([]byte{7}, confirm.MinSecretLen)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, err := real.Issue(time.Now(), c) // well formed: checked past its form
+	state, err := good.Issue(time.Now(), c) // well formed: checked past its form
 	if err != nil {
 		t.Fatal(err)
 	}
