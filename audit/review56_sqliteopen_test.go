@@ -209,3 +209,51 @@ func TestReview56ForeignAuditLog(t *testing.T) {
 		})
 	}
 }
+
+// TestReview56DroppedAuditLog: a database whose audit_log was dropped, its
+// audit_schema_version left at the current version. NewSQL succeeded, and
+// every event written after it failed in the background (lost, counted at
+// Close); it must fail at once, saying what is wrong.
+func TestReview56DroppedAuditLog(t *testing.T) {
+	for _, d := range []audit.Dialect{audit.SQLite, audit.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			var db *sql.DB
+			var err error
+			if d == audit.SQLite {
+				db, err = audit.OpenSQLite(filepath.Join(t.TempDir(), "audit.db"))
+			} else {
+				db, err = sql.Open("pgx", testsvc.StartPostgres(t).DSN)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			s, err := audit.NewSQL(context.Background(), db, d, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(`DROP TABLE audit_log`); err != nil {
+				t.Fatal(err)
+			}
+			s, err = audit.NewSQL(context.Background(), db, d, nil)
+			if err == nil {
+				s.Close()
+				t.Fatal("NewSQL without audit_log: nil error")
+			}
+			if !strings.Contains(err.Error(), "no table audit_log") {
+				t.Errorf("NewSQL without audit_log: %v, want it to say the table is missing", err)
+			}
+			if _, err := db.Exec(`DROP TABLE audit_schema_version`); err != nil {
+				t.Fatal(err)
+			}
+			s, err = audit.NewSQL(context.Background(), db, d, nil)
+			if err != nil {
+				t.Fatalf("NewSQL once audit_schema_version is dropped too: %v", err)
+			}
+			s.Close()
+		})
+	}
+}

@@ -289,6 +289,21 @@ func migrateOnce(ctx context.Context, on txBeginner, d Dialect) error {
 	}
 	switch {
 	case v == SchemaVersion:
+		// The table the version is of, where the sink's statements find
+		// it (PostgreSQL: by search_path): without it (dropped) every
+		// write would fail after NewSQL returned.
+		q := `SELECT COUNT(*) FROM sqlite_master WHERE name = 'audit_log' AND type = 'table'`
+		if d == Postgres {
+			q = `SELECT COUNT(*) FROM (SELECT to_regclass('audit_log') AS t) r WHERE t IS NOT NULL`
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, q).Scan(&n); err != nil {
+			return fmt.Errorf("audit: migrate: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("audit: audit_schema_version records version %d, but the database has no table "+
+				"audit_log (dropped?): drop audit_schema_version too, for NewSQL to create both again", v)
+		}
 		return nil
 	case v > SchemaVersion:
 		return fmt.Errorf("audit: audit_log schema version %d is newer than this library's %d", v, SchemaVersion)
