@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -174,6 +175,43 @@ func (a tableTokens) Authenticate(_ context.Context, tok string) (*policy.Princi
 	return a.t.Lookup(tok), nil
 }
 
+// authRefusal is an authenticator's refusal, d, with the audit record's
+// detail: mcpguard's own words for what the caller is not told (see
+// [Guard.deny], which records no authenticator's message).
+type authRefusal struct {
+	d      *DenialError
+	detail string
+}
+
+func (r *authRefusal) Error() string { return r.d.Error() }
+func (r *authRefusal) Unwrap() error { return r.d }
+
+// authDetail returns the audit record's detail of err, an authenticator's
+// refusal: "" but for an [authRefusal].
+func authDetail(err error) string {
+	var r *authRefusal
+	if errors.As(err, &r) {
+		return r.detail
+	}
+	return ""
+}
+
+// refusedDetail is the audit record's detail of a bearer token refused
+// with err: the reason the token package gives (its errors' texts, which
+// never quote the token: "token: invalid JWT: wrong audience"), so that an
+// operator can tell an audience, issuer, clock or key mistake apart; only
+// "bearer token refused" for another authenticator's error, whose text may
+// hold anything, and "unknown bearer token" for none.
+func refusedDetail(err error) string {
+	switch {
+	case err == nil:
+		return "unknown bearer token"
+	case errors.Is(err, token.ErrInvalidJWT), errors.Is(err, token.ErrInvalidToken):
+		return "bearer token refused: " + textsafe.Clean(err.Error(), 200)
+	}
+	return "bearer token refused"
+}
+
 // A TokenAuthenticator turns a bearer token into the principal it stands
 // for: *token.JWT and *token.Introspector are ones. It returns an error
 // for a token it refuses, one that unwraps to token.ErrIntrospectionFailed
@@ -204,9 +242,10 @@ func Bearer(a TokenAuthenticator) Authenticator {
 		pr, err := a.Authenticate(ctx, tok)
 		switch {
 		case errors.Is(err, token.ErrIntrospectionFailed):
-			return nil, Deny(CodeUpstreamUnavailable, "the bearer token could not be checked")
+			return nil, &authRefusal{Deny(CodeUpstreamUnavailable, "the bearer token could not be checked"),
+				"the identity provider did not answer"}
 		case err != nil || pr == nil:
-			return nil, unauthenticated("invalid bearer token")
+			return nil, &authRefusal{Deny(CodeUnauthenticated, "invalid bearer token"), refusedDetail(err)}
 		}
 		return &Identity{Principal: pr, Credential: NewCredential(tok)}, nil
 	})

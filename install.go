@@ -1198,7 +1198,11 @@ func (g *Guard) authenticateList(ctx context.Context, req mcp.Request, method st
 	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 		d := authDenial(err)           // as a tools/call's: a cap or a provider down is not "sign in again"
 		d.CorrelationID = g.ids.Next() // as every refusal of the guard has one
-		g.log.Warn("mcpguard: request refused", "method", method, "code", d.Code, "correlation_id", d.CorrelationID)
+		if detail := authDetail(err); detail != "" {
+			g.log.Warn("mcpguard: request refused", "method", method, "code", d.Code, "correlation_id", d.CorrelationID, "detail", detail)
+		} else {
+			g.log.Warn("mcpguard: request refused", "method", method, "code", d.Code, "correlation_id", d.CorrelationID)
+		}
 		if d.Code == CodeUnauthenticated {
 			g.dropViews(ss)
 		}

@@ -188,6 +188,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		if d.Code == CodeUnauthenticated {
 			g.dropViews(req.Session)
 		}
+		c.detail = authDetail(aerr)
 		return g.deny(c, d)
 	}
 	c.id = id

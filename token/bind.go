@@ -77,7 +77,8 @@ func (t *Table) BindSessions(h http.Handler) http.Handler {
 // go-sdk refuses it, and BindSessions answers for it what it is: a token
 // verify refused (an error that unwraps to auth.ErrInvalidToken: expired,
 // revoked, unknown) gets 401 with WWW-Authenticate: Bearer
-// error="invalid_token" (RFC 6750), so that a client whose token expired
+// error="invalid_token" (RFC 6750) and the error's text, as the go-sdk's
+// auth.RequireBearerToken answers it, so that a client whose token expired
 // mid-session refreshes it, and one verify could not judge (any other
 // error: the identity provider did not answer) gets 503, to be sent
 // again; a request without a bearer token keeps the go-sdk's 403.
@@ -101,6 +102,9 @@ func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 				return
 			}
 			rw := &refusedOnSession{ResponseWriter: w, invalid: errors.Is(err, auth.ErrInvalidToken)}
+			if rw.invalid {
+				rw.reason = err.Error() // as the go-sdk's 401 gives it
+			}
 			defer rw.finish()
 			h.ServeHTTP(rw, r)
 			return
@@ -124,9 +128,10 @@ const userMismatch = "session user mismatch\n"
 // its body shows whether it is that one.
 type refusedOnSession struct {
 	http.ResponseWriter
-	invalid bool // verify refused the token (else it could not judge it)
-	held    bool // a 403 not yet written
-	swallow bool // the refusal is written: drop the go-sdk's body
+	invalid bool   // verify refused the token (else it could not judge it)
+	reason  string // verify's error text, for a refused token
+	held    bool   // a 403 not yet written
+	swallow bool   // the refusal is written: drop the go-sdk's body
 }
 
 func (w *refusedOnSession) WriteHeader(code int) {
@@ -149,7 +154,7 @@ func (w *refusedOnSession) Write(p []byte) (int, error) {
 			if w.invalid {
 				h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 				w.ResponseWriter.WriteHeader(http.StatusUnauthorized)
-				_, err := io.WriteString(w.ResponseWriter, "invalid token\n")
+				_, err := io.WriteString(w.ResponseWriter, w.reason+"\n")
 				return len(p), err
 			}
 			w.ResponseWriter.WriteHeader(http.StatusServiceUnavailable)

@@ -3,6 +3,7 @@ package token_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,6 +68,7 @@ func TestReview56BindSessionsTellsToRefresh(t *testing.T) {
 		t.Cleanup(func() { cs.Close() })
 		return cs.ID()
 	}
+	var lastBody string
 	send := func(method, sid, tok string, edit ...func(*http.Request)) *http.Response {
 		t.Helper()
 		var body *strings.Reader
@@ -90,7 +92,9 @@ func TestReview56BindSessionsTellsToRefresh(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		lastBody = string(b)
 		return resp
 	}
 
@@ -104,6 +108,9 @@ func TestReview56BindSessionsTellsToRefresh(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 		t.Errorf("the owner's expired token on her session: %d, WWW-Authenticate %q; want 401 with error=\"invalid_token\"",
 			resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if want := "token: invalid JWT: expired\n"; lastBody != want {
+		t.Errorf("the 401's body %q, want the verifier's reason %q, as the go-sdk gives it", lastBody, want)
 	}
 	evilHost := func(r *http.Request) { r.Host = "evil.example" }
 	if resp := send(http.MethodPost, sid, tok, evilHost); resp.StatusCode != http.StatusForbidden || resp.Header.Get("WWW-Authenticate") != "" {
