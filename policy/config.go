@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -25,7 +27,10 @@ const MaxConfigBytes = 1 << 20
 // instead); a class other than "read" or "write"; a missing name or class
 // of a tool, pattern or roles of a role rule, or field or max of an
 // argument limit; an empty name, pattern or field; a number that is not a
-// finite float64, or a negative cost; and a string with a \u escape of
+// finite float64, a negative cost, or a max that reads as a float64 whose
+// shortest decimal, which calls are compared with, is above the number
+// written (9007199254740995 reads as 9007199254740996: the limit would
+// allow more than written); and a string with a \u escape of
 // half a surrogate pair, which encoding/json would read as U+FFFD. Its
 // errors begin "policy: config: " and name the member, as in
 // "tools[2].rolls: unknown member".
@@ -155,7 +160,10 @@ func argLimit(v []byte, at string) (ArgLimit, error) {
 		case "field":
 			l.Field, err = name(v, at)
 		case "max":
-			l.Max, err = number(v, at)
+			if l.Max, err = number(v, at); err == nil && loosens(string(v), l.Max) {
+				below := strconv.FormatFloat(math.Nextafter(l.Max, math.Inf(-1)), 'g', -1, 64)
+				err = fmt.Errorf("policy: config: %s: %.40s reads as the float64 %v, above it, and a call's number is compared with that; write %s or less", at, v, l.Max, below)
+			}
 		case "exempt_roles":
 			l.ExemptRoles, err = strs(v, at)
 		}

@@ -156,6 +156,20 @@ func number(v []byte, at string) (float64, error) {
 	return f, nil
 }
 
+// loosens reports whether the float64 f that the JSON number text n reads
+// as is, as an argument limit's Max, above n: a call's number is compared
+// with the shortest decimal that reads as f (see jsonnum.Above), which
+// for a number written with more digits than a float64 holds may be the
+// larger (9007199254740995 reads as 9007199254740996). n < that decimal
+// exactly when -n is above -f.
+func loosens(n string, f float64) bool {
+	neg, ok := strings.CutPrefix(n, "-")
+	if !ok {
+		neg = "-" + n
+	}
+	return jsonnum.Above(neg, -f)
+}
+
 func boolean(v []byte, at string) (bool, error) {
 	if err := want(v, at, 't', "true or false"); err != nil {
 		return false, err

@@ -56,7 +56,9 @@
 // "max" may be any finite number; [ArgLimit].Max holds the float64
 // nearest to it, and a call's number is compared with the shortest
 // decimal that reads as that float64 ("max": 99.99 allows 99.99 and
-// refuses 99.990000000000001; "max": 100.000000000000001 is 100); "cost"
+// refuses 99.990000000000001; "max": 100.000000000000001 is 100), and a
+// "max" that decimal is above is refused, as the limit would allow more
+// than written (9007199254740995 reads as 9007199254740996); "cost"
 // is 0 or more. The format is
 // strict (see ParseConfig): a misspelt or unknown member, one given
 // twice, a null, or a value of the wrong type is an error naming its

@@ -132,7 +132,8 @@ type ArgLimit struct {
 	Max float64
 	// ExemptRoles lists roles to which the limit does not apply. Empty means
 	// the limit applies to everyone. Its roles are exact names, none empty
-	// or a lone "*".
+	// or a lone "*". [New] refuses a limit they exempt every caller of:
+	// one with all the roles of a set each caller needs one of.
 	ExemptRoles []string
 }
 
@@ -212,8 +213,12 @@ type prefixRule struct {
 // whose pattern is a name (no trailing "*") that is no tool rule's, under
 // folding, when there are tool rules and no default rule (a typo: it
 // protects nothing, and the tool meant runs for every role; a prefix
-// pattern may be meant for tools yet to come, and is accepted); and, unless
-// the allowlist has a lone "*", an allowlist entry that allows nothing: one
+// pattern may be meant for tools yet to come, and is accepted); an argument
+// limit that applies to no caller, as its exempt roles include all the
+// roles of a set each caller of its rule needs one of (the rule's Roles, a
+// matching role rule's; for the default rule, a lone "*" pattern's); and,
+// unless the allowlist has a lone "*", an allowlist entry that allows
+// nothing: one
 // with no rule (a typo, with no default rule), one with no rule of its own
 // whose rule is Read (the default rule's: a read needs no allowlist, and
 // the tool its author listed as a write no rule classes so), and one that
@@ -331,6 +336,9 @@ func New(cfg Config) (*Policy, error) {
 			p.exactRoles[k] = append(p.exactRoles[k], slices.Clone(rr.Roles))
 		}
 	}
+	if err := p.checkLimitsApply(cfg); err != nil {
+		return nil, err
+	}
 	for _, w := range cfg.WriteAllowlist {
 		if w == "*" {
 			p.allWrites = true
@@ -434,6 +442,57 @@ func (p *Policy) checkWrite(w string) error {
 		return fmt.Errorf("policy: write allowlist: %q has no rule of its own: it is the read tool %q only under case folding, which needs no allowlist, and allows nothing (names are exact)", w, r.Name)
 	}
 	return fmt.Errorf("policy: write allowlist: %q has no rule of its own, and the default rule makes it a read, which needs no allowlist: it allows nothing; give the tool a Write rule if it writes", w)
+}
+
+// checkLimitsApply refuses an argument limit that applies to no caller:
+// one whose exempt roles include every role of a role set each caller of
+// its rule must have one of (the rule's Roles, or the roles of a role rule
+// matching the tool's name; for the default rule, of a lone "*"). Its
+// author meant it to limit some role.
+func (p *Policy) checkLimitsApply(cfg Config) error {
+	check := func(r *ToolRule, what string, sets [][]string) error {
+		for _, l := range r.ArgLimits {
+			for _, set := range sets {
+				if len(set) > 0 && len(l.ExemptRoles) > 0 && allIn(set, l.ExemptRoles) {
+					return fmt.Errorf("policy: %s: argument limit on %q never applies: each caller of the tool has one of the roles %q, and the limit exempts them all", what, l.Field, set)
+				}
+			}
+		}
+		return nil
+	}
+	for _, tr := range cfg.Tools {
+		r := p.tools[tr.Name]
+		k := keyOf(r.Name)
+		sets := append([][]string{r.Roles}, p.exactRoles[k]...)
+		for _, rr := range p.prefixRoles {
+			if strings.HasPrefix(k, string(rr.key)) {
+				sets = append(sets, rr.roles)
+			}
+		}
+		if err := check(r, fmt.Sprintf("tool %q", r.Name), sets); err != nil {
+			return err
+		}
+	}
+	if p.def != nil {
+		sets := [][]string{p.def.Roles}
+		for _, rr := range p.prefixRoles {
+			if len(rr.key) == 0 {
+				sets = append(sets, rr.roles)
+			}
+		}
+		return check(p.def, "default rule", sets)
+	}
+	return nil
+}
+
+// allIn reports whether every role of roles is one of in.
+func allIn(roles, in []string) bool {
+	for _, r := range roles {
+		if !slices.Contains(in, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // addKey returns the key of name, a rule's name or pattern, and makes it
@@ -778,7 +837,7 @@ type MapArgs map[string]any
 // decodes numbers) and json.Number count as numbers (a json.Number as the
 // float64 nearest to its value, which json.Number.Float64 misses for one
 // with more than 800 digits before its point); booleans and strings
-// do not, nor do an infinite float64 or a json.Number whose text is not
+// do not, nor do a NaN or infinite float64 or a json.Number whose text is not
 // JSON number syntax ("-Inf", "0x1p3", "+5"): no JSON call carries them,
 // and a handler may read them otherwise than the limit did. Nor do other
 // types with a Float64 method (another JSON library's number): their text
@@ -797,7 +856,7 @@ func (m MapArgs) Number(field string) (float64, bool) {
 	}
 	switch v := m[field].(type) {
 	case float64:
-		return v, !math.IsInf(v, 0)
+		return v, !math.IsInf(v, 0) && !math.IsNaN(v)
 	case json.Number:
 		return jsonnum.Float(string(v))
 	}
