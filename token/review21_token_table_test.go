@@ -16,7 +16,7 @@ func TestReview21TableEmptyMembersRefused(t *testing.T) {
 	for _, tt := range []struct{ name, table, want string }{
 		{"empty_sub", `{"tok-a":{"sub":"","role":"viewer"}}`, `"sub" is empty`},
 		{"null_sub", `{"tok-a":{"sub":null,"role":"viewer"}}`, `"sub" is empty`},
-		{"sub_not_string", `{"tok-a":{"sub":7,"role":"viewer"}}`, `value must be`},
+		{"sub_not_string", `{"tok-a":{"sub":7,"role":"viewer"}}`, `"sub" must be a string`},
 		{"empty_role", `{"tok-a":{"sub":"alice","role":""}}`, `"role" is empty`},
 		{"null_role", `{"tok-a":{"sub":"alice","role":null}}`, `"role" is empty`},
 		{"empty_role_with_roles", `{"tok-a":{"sub":"alice","role":"","roles":["admin"]}}`, `"role" is empty`},

@@ -158,6 +158,10 @@ func parsePrincipal(v json.RawMessage) (*policy.Principal, error) {
 	dec := json.NewDecoder(strings.NewReader(string(v)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&obj); err != nil {
+		// Name the member at fault when the value is an object.
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, fmt.Errorf(`unknown member %s: an entry is a role, a list of roles, or {"sub", "role" | "roles"}`, f)
+		}
 		return nil, errors.New(`value must be a role, a list of roles, or {"sub", "role" | "roles"}`)
 	}
 	sub, err := tableMember("sub", obj.Sub)
@@ -175,7 +179,7 @@ func parsePrincipal(v json.RawMessage) (*policy.Principal, error) {
 			return nil, errors.New(`"roles" is null: leave it out, or give it a list`)
 		}
 		if json.Unmarshal(obj.Roles, &list) != nil {
-			return nil, errors.New(`value must be a role, a list of roles, or {"sub", "role" | "roles"}`)
+			return nil, errors.New(`"roles" must be a list of strings (one role alone goes in "role")`)
 		}
 	}
 	pr := &policy.Principal{Subject: sub, Roles: list}
@@ -193,7 +197,10 @@ func tableMember(name string, raw json.RawMessage) (string, error) {
 	}
 	var s string
 	if string(raw) != "null" && json.Unmarshal(raw, &s) != nil {
-		return "", errors.New(`value must be a role, a list of roles, or {"sub", "role" | "roles"}`)
+		if name == "role" {
+			return "", errors.New(`"role" must be a string (a list of roles goes in "roles")`)
+		}
+		return "", fmt.Errorf("%q must be a string", name)
 	}
 	if s == "" {
 		return "", fmt.Errorf("%q is empty: leave it out, or give it a value", name)
