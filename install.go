@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +50,10 @@ type toolEntry struct {
 	// ui lists the UI resources the tool names in its _meta (MCP Apps;
 	// see resources.go).
 	ui []string
+	// fields are the only top-level argument names a call of the tool can
+	// carry, by its input schema; nil when the schema does not say so
+	// plainly (see closedFields).
+	fields map[string]bool
 }
 
 // check returns the first of compile's checks that e's tool fails under
@@ -71,8 +77,76 @@ func (e *toolEntry) check(p *policy.Policy) error {
 	if e.late != nil {
 		return e.late
 	}
+	// A limit of the tool's own rule (a default rule's may be meant for
+	// other tools) on an argument the tool cannot be sent.
+	if e.fields != nil && slices.Contains(p.Tools(), e.tool.Name) {
+		if r, ok := p.Resolve(e.tool.Name); ok {
+			for _, l := range r.ArgLimits {
+				if !e.fields[l.Field] {
+					return fmt.Errorf("mcpguard: tool %q: the policy limits argument %q, which its input schema does not have (it has %s): "+
+						"no call can carry it, and every caller the limit applies to would be refused; name the argument as the schema does",
+						e.tool.Name, l.Field, fieldList(e.fields))
+				}
+			}
+		}
+	}
 	e.okUnder.Store(p)
 	return nil
+}
+
+// fieldList lists the names of fields, sorted and quoted.
+func fieldList(fields map[string]bool) string {
+	if len(fields) == 0 {
+		return "none"
+	}
+	names := slices.Sorted(maps.Keys(fields))
+	for i, n := range names {
+		names[i] = strconv.Quote(n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// closedFields returns the top-level property names of schema, an input
+// schema, when they are all a call can carry: an object schema with
+// "properties" and nothing else that admits or defines members
+// (patternProperties, additionalProperties but false, unevaluatedProperties
+// but false, dependentSchemas, a combinator or a reference), whose
+// undeclared members strict mode (or additionalProperties false) refuses.
+// Otherwise nil: the schema does not say plainly.
+func closedFields(schema any, strict bool) map[string]bool {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	var props map[string]json.RawMessage
+	if json.Unmarshal(m["properties"], &props) != nil || props == nil {
+		return nil
+	}
+	closed := strict
+	for k, v := range m {
+		switch k {
+		case "additionalProperties", "unevaluatedProperties":
+			if string(v) != "false" {
+				return nil
+			}
+			closed = true
+		case "patternProperties", "dependentSchemas", "dependencies", "allOf", "anyOf", "oneOf", "not",
+			"if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef":
+			return nil
+		}
+	}
+	if !closed {
+		return nil
+	}
+	fields := make(map[string]bool, len(props))
+	for k := range props {
+		fields[k] = true
+	}
+	return fields
 }
 
 // checkOutput checks the structured content of res, a successful result,
@@ -336,6 +410,7 @@ func (g *Guard) build(t *mcp.Tool) *toolEntry {
 		return e
 	}
 	e.in = in
+	e.fields = closedFields(t.InputSchema, g.opts.Validation == nil || !g.opts.Validation.Lenient)
 	if t.OutputSchema != nil {
 		out, err := newValidator(t.OutputSchema, outputValidation, false)
 		if err != nil {
