@@ -311,13 +311,16 @@ type Guard struct {
 	pol   atomic.Pointer[policy.Policy]
 	authn Authenticator
 	opts  Options
-	now   func() time.Time
-	log   *slog.Logger
-	reg   registry
-	views sessionViews[toolsView] // what each session was told of the tools (notify.go)
-	lc    toolsNotifier           // tells sessions of a new policy (setpolicy.go)
-	res   resources               // what each session was told of the resources (resnotify.go)
-	mrtr  *confirm.Signer         // seals handlers' RequestState (see mrtr.go)
+	// unboundWarned is set once the guard has warned of a session bound
+	// to no one although its caller's bearer token is good (sessopen.go).
+	unboundWarned atomic.Bool
+	now           func() time.Time
+	log           *slog.Logger
+	reg           registry
+	views         sessionViews[toolsView] // what each session was told of the tools (notify.go)
+	lc            toolsNotifier           // tells sessions of a new policy (setpolicy.go)
+	res           resources               // what each session was told of the resources (resnotify.go)
+	mrtr          *confirm.Signer         // seals handlers' RequestState (see mrtr.go)
 	// keeper is opts.Audit when it can take outcome records over
 	// (audit.Keeper), which it then encodes in batches.
 	keeper audit.Keeper

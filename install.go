@@ -1161,6 +1161,7 @@ func (g *Guard) receiving(next mcp.MethodHandler, op *openers) mcp.MethodHandler
 		g.res.learn(res) // initialize and server/discover tell whether the server takes subscriptions
 		if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && err == nil {
 			op.opened(ir)
+			g.warnUnbound(ctx, ir)
 		}
 		return res, err
 	}

@@ -1,0 +1,100 @@
+package mcpguard_test
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/testlog"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
+)
+
+// TestReview56WarnsOfUnboundSessions: a guard authenticating JWTs
+// (Bearer(jwt)) behind the static table's BindSessions, copied from the
+// README, started without a word, and every session it served was bound to
+// no one (anyone knowing its id could use and end it). The guard now warns,
+// once, when a caller it authenticates opens a session over HTTP that
+// carries no verified user; not behind the right binding, nor for a token
+// it refuses.
+func TestReview56WarnsOfUnboundSessions(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := token.NewJWT(token.JWTConfig{Keys: map[string]crypto.PublicKey{"k": &key.PublicKey},
+		Issuer: "https://idp.example", Audience: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(sub string) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": "https://idp.example", "aud": "mcp",
+			"sub": sub, "exp": time.Now().Add(time.Hour).Unix()})
+		tok.Header["kid"] = "k"
+		s, err := tok.SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	table, err := token.New(map[string]*policy.Principal{"tok-dev": {Subject: "dev"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "echo", Class: policy.Read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		bind  func(http.Handler) http.Handler
+		tok   string
+		warns bool
+	}{
+		{"jwt_behind_table_binding", table.BindSessions, sign("ann"), true},
+		{"jwt_unbound", func(h http.Handler) http.Handler { return h }, sign("ann"), true},
+		{"jwt_behind_its_binding", func(h http.Handler) http.Handler { return token.BindSessions(v.Verifier(), h) }, sign("ann"), false},
+		{"refused_token", table.BindSessions, "not-a-token", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs testlog.Buffer
+			g, err := mcpguard.New(pol, mcpguard.Bearer(v), &mcpguard.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+			s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
+			if err := g.Install(s); err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(c.bind(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
+			t.Cleanup(srv.Close)
+			for range 2 {
+				cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+				cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{
+					Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearerRT{c.tok}},
+				}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cs.Close()
+			}
+			n := strings.Count(logs.String(), "bound to no one")
+			if want := map[bool]int{true: 1, false: 0}[c.warns]; n != want {
+				t.Errorf("%d warnings of an unbound session, want %d; logs:\n%s", n, want, logs.String())
+			}
+		})
+	}
+}
