@@ -277,8 +277,9 @@ type Options struct {
 	// SessionKey derives the limiter key of the session of an
 	// authenticated call. Nil means the session id; where there is none,
 	// the subject; else the session object. Where the MCP session has no
-	// id (stdio, in memory, a direct call), SessionKey's key is also the
-	// audit records' session_id.
+	// id (stdio, in memory, a direct call), the key a SessionKey set here
+	// gives is also the audit records' session_id; with a nil SessionKey,
+	// their session_id is then empty.
 	SessionKey func(req *mcp.CallToolRequest, id *Identity) string
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
