@@ -135,15 +135,21 @@ func checkHostPort(u *url.URL) error {
 
 // checkHost refuses a --host that is not a host name or an IP address
 // (an IPv6 one with a zone, fe80::1%eth0, included): one holding a port
-// or a scheme, an IPv6 address in brackets, a space. The listen would
-// fail on it with a resolver's error, or, for an address in brackets,
-// the loopback check would read it otherwise than the listen.
+// or a scheme, an IPv6 address in brackets, a space, a zone after an IPv4
+// address (127.0.0.1%eth0) or an empty one (::1%). The listen would fail
+// on it with a resolver's error, or, for an address in brackets, the
+// loopback check would read it otherwise than the listen.
 func checkHost(h string) error {
 	addr, _, _ := strings.Cut(h, "%")
 	switch {
 	case strings.HasPrefix(h, "["):
 		return fmt.Errorf("--host %s: give an IPv6 address without brackets (::1)", cliarg.Shown(h))
 	case net.ParseIP(addr) != nil:
+		// netip takes a zone after an IPv6 address only, and not empty,
+		// as the listen does.
+		if _, err := netip.ParseAddr(h); err != nil {
+			return fmt.Errorf("--host %s: want a host name or IP address (a zone, %%name, only after an IPv6 address)", cliarg.Shown(h))
+		}
 		return nil
 	case strings.Contains(h, ":"):
 		return fmt.Errorf("--host %s: want a host name or IP address, without a port (give it as --port) or a scheme", cliarg.Shown(h))

@@ -314,6 +314,10 @@ func run(logger *slog.Logger) (runErr error) {
 		if urlErr = checkServerURL("--jwt-issuer", *issuer, true); urlErr != nil {
 			urlErr = fmt.Errorf("%w (the discovery document is read from it; or give --jwt-jwks)", urlErr)
 		}
+	case *introspect != "":
+		// Asked at start, with the client's credentials: a port no
+		// server has (0, empty, beyond 65535) is the flag's mistake.
+		urlErr = checkServerURL("--introspect", *introspect, false)
 	}
 	if urlErr != nil {
 		return usageError{urlErr}
