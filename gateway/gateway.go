@@ -258,7 +258,9 @@ type Options struct {
 	// scheme, a host and an optional port; "*" for any) whose pages may
 	// call the gateway. Write them as browsers send them: the host in
 	// ASCII (an internationalized name in its xn-- form); a port equal to
-	// the scheme's default (443, 80) may be given or not. The MCP
+	// the scheme's default (443, 80) may be given or not; each origin whole
+	// (a pattern, "https://*.example.com", is refused: no browser sends
+	// one). The MCP
 	// Streamable HTTP transport has servers validate the Origin header: a
 	// request to the MCP path with an Origin that is neither listed nor the
 	// request's own (http or https, its host and port those of the Host
@@ -840,7 +842,9 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 		scheme, _, tab := strings.Cut(v, "\t")
 		switch {
 		case !strings.EqualFold(scheme, "Bearer"):
-			return nil, errUnauthenticated("Authorization scheme must be Bearer", true)
+			// Another authentication method: the challenge without an
+			// error code (RFC 6750, section 3.1).
+			return nil, errUnauthenticated("Authorization scheme must be Bearer", false)
 		case tab:
 			return nil, errUnauthenticated("malformed bearer token", true)
 		}

@@ -30,7 +30,7 @@ func TestAuthenticationFailures(t *testing.T) {
 		invalidToken bool
 	}{
 		{name: "missing_header"},
-		{name: "wrong_scheme", auth: "Basic dmlld2VyOng=", invalidToken: true},
+		{name: "wrong_scheme", auth: "Basic dmlld2VyOng="}, // another method: no error code (RFC 6750, 3.1)
 		{name: "scheme_only", auth: "Bearer", invalidToken: true},
 		{name: "empty_token", auth: "Bearer ", invalidToken: true},
 		{name: "unknown_token", auth: "Bearer nope", invalidToken: true},

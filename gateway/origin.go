@@ -24,6 +24,10 @@ func newOrigins(list []string) (origins, error) {
 			o.any = true
 			continue
 		}
+		if strings.Contains(s, "*") {
+			// Browsers send an origin whole: a pattern would match none.
+			return o, fmt.Errorf("gateway: AllowedOrigins: %q: a pattern matches no origin a browser sends; list each origin (or \"*\" alone for any)", s)
+		}
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 			u.Path != "" || u.RawQuery != "" || u.ForceQuery || strings.Contains(s, "#") || u.Opaque != "" {

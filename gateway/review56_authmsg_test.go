@@ -26,8 +26,28 @@ func TestEmptyBearerTokenMessage(t *testing.T) {
 		if got.status != http.StatusUnauthorized || !strings.Contains(got.body, "Unauthenticated: "+want) {
 			t.Errorf("Authorization %q: status %d, body %s; want 401 saying %q", auth, got.status, got.body, want)
 		}
-		if !strings.Contains(got.header.Get("WWW-Authenticate"), `error="invalid_token"`) {
-			t.Errorf("Authorization %q: WWW-Authenticate %q, want invalid_token", auth, got.header.Get("WWW-Authenticate"))
+		// Another authentication method gets the challenge without an
+		// error code (RFC 6750, section 3.1); a bad Bearer token,
+		// invalid_token.
+		other := strings.HasSuffix(want, "must be Bearer")
+		if strings.Contains(got.header.Get("WWW-Authenticate"), `error="invalid_token"`) == other {
+			t.Errorf("Authorization %q: WWW-Authenticate %q, want invalid_token: %v", auth, got.header.Get("WWW-Authenticate"), !other)
 		}
+	}
+}
+
+// TestReview56PatternOriginRefused: AllowedOrigins took
+// "https://*.example.com", which no browser sends (an origin comes whole),
+// so every page of the site was refused 403 while the operator believed
+// them allowed. New refuses the pattern, saying so.
+func TestReview56PatternOriginRefused(t *testing.T) {
+	for _, o := range []string{"https://*.example.com", "https://app.example.com:*", "*.example.com"} {
+		_, err := newOrigins([]string{o})
+		if err == nil || !strings.Contains(err.Error(), "a pattern matches no origin") {
+			t.Errorf("newOrigins(%q): %v, want the pattern refused", o, err)
+		}
+	}
+	if _, err := newOrigins([]string{"*", "https://app.example.com"}); err != nil {
+		t.Errorf("newOrigins of \"*\" and an origin: %v", err)
 	}
 }
