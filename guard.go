@@ -553,13 +553,14 @@ func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 // contradicts its class, is an error, as is a name its audit records
 // could not carry (see [Guard.Install]), a schema that does not compile,
 // a tool that could not be listed (see [Guard.Install]), an input schema
-// that binds an argument to an HTTP header (x-mcp-header)
-// of a tool the policy hides from some caller (see [Guard.Install]), an
-// argument limit of the tool's own rule on an argument its input schema
-// says no call can carry (its "properties", closed by strict mode or
-// additionalProperties false, lack it), or a nil h. A tool with Annotations hints ReadOnlyHint false unless it
-// sets it (false is the MCP default), so a read tool whose Annotations only
-// give a Title is refused; a tool with no Annotations hints nothing.
+// that binds an argument to an HTTP header (x-mcp-header) of a tool the
+// policy hides from some caller (see [Guard.Install]), an argument limit
+// of the tool's own rule on an argument its input schema says no call can
+// carry (its "properties", closed by strict mode or additionalProperties
+// false, lack it), or a nil h. A tool with Annotations hints ReadOnlyHint
+// false unless it sets it (false is the MCP default), so a read tool whose
+// Annotations only give a Title is refused; a tool with no Annotations
+// hints nothing.
 // Wrap protects one raw handler; to protect every tool of a server,
 // including typed ones, and filter tools/list and its tools/list_changed
 // notifications, use [Guard.Install]. A wrapped handler on a server no
