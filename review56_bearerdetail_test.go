@@ -27,14 +27,10 @@ func (f tokenAuthFunc) Authenticate(ctx context.Context, tok string) (*policy.Pr
 	return f(ctx, tok)
 }
 
-// TestReview56BearerRefusalReasonAudited: with Bearer over a JWT verifier,
-// a token refused for its audience, its issuer or its expiry was told the
-// client as "invalid bearer token" (rightly) and recorded with no detail,
-// nor logged anywhere: an operator could not tell a configuration mistake
-// (a wrong audience) from a stale token. The audit record's detail now
-// gives the token package's reason, which never quotes the token; another
-// authenticator's error text, which may hold anything, is not recorded.
-func TestReview56BearerRefusalReasonAudited(t *testing.T) {
+// review56IdP returns a JWT verifier (issuer https://idp.example, audience
+// mcp) and a function signing claims, their "iss" added, with its key.
+func review56IdP(t *testing.T) (*token.JWT, func(jwt.MapClaims) string) {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -44,15 +40,29 @@ func TestReview56BearerRefusalReasonAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sign := func(aud string, exp time.Time) string {
-		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": "https://idp.example", "aud": aud,
-			"sub": "ann", "exp": exp.Unix()})
+	return v, func(c jwt.MapClaims) string {
+		c["iss"] = "https://idp.example"
+		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, c)
 		tok.Header["kid"] = "k"
 		s, err := tok.SignedString(key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
+	}
+}
+
+// TestReview56BearerRefusalReasonAudited: with Bearer over a JWT verifier,
+// a token refused for its audience, its issuer or its expiry was told the
+// client as "invalid bearer token" (rightly) and recorded with no detail,
+// nor logged anywhere: an operator could not tell a configuration mistake
+// (a wrong audience) from a stale token. The audit record's detail now
+// gives the token package's reason, which never quotes the token; another
+// authenticator's error text, which may hold anything, is not recorded.
+func TestReview56BearerRefusalReasonAudited(t *testing.T) {
+	v, signClaims := review56IdP(t)
+	sign := func(aud string, exp time.Time) string {
+		return signClaims(jwt.MapClaims{"aud": aud, "sub": "ann", "exp": exp.Unix()})
 	}
 	table, err := token.New(map[string]*policy.Principal{"tok-ann": {Subject: "ann"}})
 	if err != nil {

@@ -2,9 +2,6 @@ package mcpguard_test
 
 import (
 	"context"
-	"crypto"
-	"crypto/rand"
-	"crypto/rsa"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -29,24 +26,9 @@ import (
 // carries no verified user; not behind the right binding, nor for a token
 // it refuses.
 func TestReview56WarnsOfUnboundSessions(t *testing.T) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := token.NewJWT(token.JWTConfig{Keys: map[string]crypto.PublicKey{"k": &key.PublicKey},
-		Issuer: "https://idp.example", Audience: "mcp"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, signClaims := review56IdP(t)
 	sign := func(sub string) string {
-		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": "https://idp.example", "aud": "mcp",
-			"sub": sub, "exp": time.Now().Add(time.Hour).Unix()})
-		tok.Header["kid"] = "k"
-		s, err := tok.SignedString(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return signClaims(jwt.MapClaims{"aud": "mcp", "sub": sub, "exp": time.Now().Add(time.Hour).Unix()})
 	}
 	table, err := token.New(map[string]*policy.Principal{"tok-dev": {Subject: "dev"}})
 	if err != nil {

@@ -172,6 +172,23 @@ func TestReview56NewSQLLockedCancel(t *testing.T) {
 	}
 }
 
+// openFresh opens an empty database of dialect d, closed when t ends.
+func openFresh(t *testing.T, d audit.Dialect) *sql.DB {
+	t.Helper()
+	var db *sql.DB
+	var err error
+	if d == audit.SQLite {
+		db, err = audit.OpenSQLite(filepath.Join(t.TempDir(), "audit.db"))
+	} else {
+		db, err = sql.Open("pgx", testsvc.StartPostgres(t).DSN)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestReview56ForeignAuditLog: a database that already holds a table
 // audit_log of its own (another application's). NewSQL failed with
 // "migrate to version 1: SQL logic error: table audit_log already exists",
@@ -180,17 +197,7 @@ func TestReview56NewSQLLockedCancel(t *testing.T) {
 func TestReview56ForeignAuditLog(t *testing.T) {
 	for _, d := range []audit.Dialect{audit.SQLite, audit.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
-			var db *sql.DB
-			var err error
-			if d == audit.SQLite {
-				db, err = audit.OpenSQLite(filepath.Join(t.TempDir(), "audit.db"))
-			} else {
-				db, err = sql.Open("pgx", testsvc.StartPostgres(t).DSN)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openFresh(t, d)
 			if _, err := db.Exec(`CREATE TABLE audit_log (who TEXT, what TEXT)`); err != nil {
 				t.Fatal(err)
 			}
@@ -217,17 +224,7 @@ func TestReview56ForeignAuditLog(t *testing.T) {
 func TestReview56DroppedAuditLog(t *testing.T) {
 	for _, d := range []audit.Dialect{audit.SQLite, audit.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
-			var db *sql.DB
-			var err error
-			if d == audit.SQLite {
-				db, err = audit.OpenSQLite(filepath.Join(t.TempDir(), "audit.db"))
-			} else {
-				db, err = sql.Open("pgx", testsvc.StartPostgres(t).DSN)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openFresh(t, d)
 			s, err := audit.NewSQL(context.Background(), db, d, nil)
 			if err != nil {
 				t.Fatal(err)
