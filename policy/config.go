@@ -131,6 +131,9 @@ func toolRule(v []byte, at string, members string) (ToolRule, error) {
 		case "cost":
 			if r.Cost, err = number(v, at); err == nil && r.Cost < 0 {
 				err = fmt.Errorf("policy: config: %s: %.40s: want a finite number, 0 or more", at, v)
+			} else if err == nil && r.Cost == 0 && nonzero(v) {
+				// 1e-400: a cost its author meant to count, read as none.
+				err = fmt.Errorf("policy: config: %s: %.40s reads as the float64 0: the tool would cost nothing; write 0, or a cost a float64 holds", at, v)
 			}
 		case "confirm":
 			r.Confirm, err = boolean(v, at)
@@ -191,4 +194,18 @@ func roleRule(v []byte, at string) (RoleRule, error) {
 		err = required(at, seen, "pattern", "roles")
 	}
 	return r, err
+}
+
+// nonzero reports whether v, a JSON number's text, has a digit other than
+// 0 before its exponent: a value other than zero, however small.
+func nonzero(v []byte) bool {
+	for _, c := range v {
+		switch {
+		case c == 'e' || c == 'E':
+			return false
+		case c >= '1' && c <= '9':
+			return true
+		}
+	}
+	return false
 }

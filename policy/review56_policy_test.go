@@ -159,3 +159,17 @@ func TestReview56LimitThatNeverApplies(t *testing.T) {
 		}
 	}
 }
+
+// TestReview56TinyCostRefused: a "cost" of 1e-400 read as 0, so the tool
+// cost nothing (and the guard called it free), silently.
+func TestReview56TinyCostRefused(t *testing.T) {
+	for _, c := range []struct {
+		cost string
+		ok   bool
+	}{{"1e-400", false}, {"0.0", true}, {"0e5", true}, {"-0", true}, {"0", true}, {"1e-300", true}, {"2.5", true}} {
+		_, err := policy.ParseConfig([]byte(`{"tools":[{"name":"a","class":"read","cost":` + c.cost + `}]}`))
+		if (err == nil) != c.ok {
+			t.Errorf("cost %s: %v, want accepted %v", c.cost, err, c.ok)
+		}
+	}
+}
