@@ -208,9 +208,9 @@ func migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 			return fmt.Errorf("audit: migrate: %w", err)
 		}
 		if busy > 0 {
-			if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
-				return fmt.Errorf("audit: migrate: %w", err)
-			}
+			// Restored even when the Exec below fails: the driver reports
+			// a ctx that ended as the pragma ran as its error, the pragma
+			// applied all the same.
 			defer func() {
 				q := `PRAGMA busy_timeout = ` + strconv.FormatInt(busy, 10)
 				if _, err := conn.ExecContext(context.Background(), q); err != nil {
@@ -218,6 +218,9 @@ func migrate(ctx context.Context, db *sql.DB, d Dialect) error {
 					conn.Raw(func(any) error { return driver.ErrBadConn })
 				}
 			}()
+			if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+				return fmt.Errorf("audit: migrate: %w", err)
+			}
 		}
 		on = conn
 	}

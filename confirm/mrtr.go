@@ -293,7 +293,13 @@ func numberValueAt(js string, q int) bool {
 // string shows its ≈ escaped, so none reads so), or, with an exponent
 // beyond ±maxShownExp, by its length.
 func numberString(s string) string {
-	if v, ok := roundNumber(s); ok {
+	// literal takes JSON's white space after the number (json.Valid does);
+	// a reader that trims it reads the number before it.
+	t := strings.TrimRight(s, " \t\r\n")
+	if v, ok := roundNumber(t); ok {
+		if n := len(s) - len(t); n > 0 {
+			return `"≈` + v + `" and ` + strconv.Itoa(n) + ` white space characters`
+		}
 		return `"≈` + v + `"`
 	}
 	return "(a number of " + strconv.Itoa(len(s)) + " characters, in a string)"
