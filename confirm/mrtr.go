@@ -81,8 +81,8 @@ const (
 // its value, rounded to 17 significant digits and marked "≈", or, with an
 // exponent beyond ±100000000, by its length: "(a number of 94 characters)"),
 // and so is a string longer than 80 characters that spells a number, its
-// value in quotes ("≈1000"; by its length: (a number of 94 characters, in a
-// string));
+// value in quotes ("≈1000", and "and 8 white space characters" when they
+// follow it; by its length: (a number of 94 characters, in a string));
 // nested objects and arrays as compact JSON with sorted keys (apostrophes in
 // a row escaped, and every character outside printable ASCII when a string in
 // them holds a character escaped in quotes, or one of those below). A key or
