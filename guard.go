@@ -313,7 +313,7 @@ type Guard struct {
 	authn Authenticator
 	opts  Options
 	// unboundWarned is set once the guard has warned of a session bound
-	// to no one although its caller's bearer token is good (sessopen.go).
+	// to no one used by a caller it authenticates (sessopen.go).
 	unboundWarned atomic.Bool
 	now           func() time.Time
 	log           *slog.Logger

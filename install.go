@@ -1161,7 +1161,6 @@ func (g *Guard) receiving(next mcp.MethodHandler, op *openers) mcp.MethodHandler
 		g.res.learn(res) // initialize and server/discover tell whether the server takes subscriptions
 		if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && err == nil {
 			op.opened(ir)
-			g.warnUnbound(ctx, ir)
 		}
 		return res, err
 	}
@@ -1284,6 +1283,7 @@ func (g *Guard) authenticateList(ctx context.Context, req mcp.Request, method st
 		}
 		return nil, d.JSONRPCError(0)
 	}
+	g.noteUnbound(req)
 	g.touchViews(ss, id.Principal)
 	return id, nil
 }

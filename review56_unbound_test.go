@@ -22,9 +22,9 @@ import (
 // (Bearer(jwt)) behind the static table's BindSessions, copied from the
 // README, started without a word, and every session it served was bound to
 // no one (anyone knowing its id could use and end it). The guard now warns,
-// once, when a caller it authenticates opens a session over HTTP that
-// carries no verified user; not behind the right binding, nor for a token
-// it refuses.
+// once, when a caller it authenticates uses a session over HTTP without a
+// verified user; not behind the right binding, nor for a token it refuses
+// (TestReview56xInitializeNotAuthenticated: at no extra authentication).
 func TestReview56WarnsOfUnboundSessions(t *testing.T) {
 	v, signClaims := review56IdP(t)
 	sign := func(sub string) string {
@@ -71,6 +71,8 @@ func TestReview56WarnsOfUnboundSessions(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				_, _ = cs.ListTools(context.Background(), nil) // refused for a refused token
+				_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}})
 				cs.Close()
 			}
 			n := strings.Count(logs.String(), "bound to no one")

@@ -192,6 +192,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		return g.deny(c, d)
 	}
 	c.id = id
+	g.noteUnbound(req)
 	g.touchViews(req.Session, id.Principal)
 	if g.opts.SessionKey != nil {
 		c.session = g.opts.SessionKey(req, id)

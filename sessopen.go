@@ -85,36 +85,35 @@ func openerOf(ctx context.Context, ss *mcp.ServerSession) (op opener, ok bool) {
 	return op, ok
 }
 
-// warnUnbound logs, once for the guard, a session that ir opened over HTTP
-// bound to no one although its bearer token is one the guard's
-// authenticator accepts: the go-sdk binds a session to the verified user
-// (auth.TokenInfo) of its initialize, and there was none, so the handler
-// is not behind a session binding for the guard's tokens (one for another
-// kind of token, as token.Table.BindSessions in front of a JWT verifier,
-// passes them on unverified). Anyone who learns the session's id can then
-// use it and end it. A token the guard refuses says nothing of the binding
-// and is not warned of; a session opened through mcpguard's gateway,
-// which binds its sessions itself, neither.
-func (g *Guard) warnUnbound(ctx context.Context, ir *mcp.ServerRequest[*mcp.InitializeParams]) {
+// noteUnbound logs, once for the guard, req, a request whose caller it
+// authenticated from a bearer token, when it came over HTTP on a session
+// with an id and without a verified user (auth.TokenInfo): the go-sdk
+// answers 403 to such a request on a session bound to a user, so its
+// session is bound to no one, and a binding for the guard's tokens would
+// have given the request the TokenInfo of its token. The handler is then
+// behind no session binding, or one for another kind of token (as
+// token.Table.BindSessions in front of a JWT verifier, which passes the
+// JWTs on unverified), and anyone who learns a session's id can use it and
+// end it. A request through mcpguard's gateway, which binds its sessions
+// itself, is not warned of.
+func (g *Guard) noteUnbound(req mcp.Request) {
 	if g.unboundWarned.Load() {
 		return
 	}
-	ss, extra := ir.Session, ir.Extra
-	if ss == nil || ss.ID() == "" || extra == nil || extra.Header == nil || extra.TokenInfo != nil ||
-		extra.Header.Get("Mcp-Session-Id") != "" || extra.Header.Get(token.HeaderSubject) != "" {
+	extra := extraOf(req)
+	if extra == nil || extra.Header == nil || extra.TokenInfo != nil || extra.Header.Get(token.HeaderSubject) != "" {
+		return
+	}
+	if ss, _ := req.GetSession().(*mcp.ServerSession); ss == nil || ss.ID() == "" {
 		return
 	}
 	if _, ok := token.Bearer(extra.Header); !ok {
 		return
 	}
-	id, err := g.authn.Authenticate(ctx, ir)
-	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
-		return
-	}
 	if g.unboundWarned.CompareAndSwap(false, true) {
-		g.log.Warn("mcpguard: an MCP session was opened over HTTP by a caller the guard authenticates, but it is bound to no one " +
-			"(the request carried no verified user): anyone who learns its id can use it and end it; wrap the Streamable HTTP " +
-			"handler with token.BindSessions and the verifier of the guard's tokens (token.Table.BindSessions for a static table, " +
-			"jwt.Verifier() for a *token.JWT); warned once")
+		g.log.Warn("mcpguard: a caller the guard authenticates by bearer token is using an MCP session over HTTP that is " +
+			"bound to no one (the request carried no verified user): anyone who learns its id can use it and end it; wrap the " +
+			"Streamable HTTP handler with token.BindSessions and the verifier of the guard's tokens (token.Table.BindSessions " +
+			"for a static table, jwt.Verifier() for a *token.JWT); warned once")
 	}
 }
