@@ -3,6 +3,8 @@ package stdio
 import (
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,8 +27,13 @@ import (
 //
 // Its input is read by a goroutine of its own (started by the first Read),
 // so that a Read waiting for input also sees the stop, the last answer,
-// the timeout and Close.
+// the timeout and Close. Reads are serialized: two sessions connected to
+// one transport (which [Serve] refuses) share its input, each line going
+// to one of them, never to both.
 type reader struct {
+	mu     sync.Mutex  // held by Read
+	served atomic.Bool // a [Serve] took the transport
+
 	r       io.ReadCloser
 	w       *writer
 	s       *session
@@ -59,6 +66,8 @@ func newReader(r io.ReadCloser, w *writer, s *session, log *slog.Logger, timeout
 }
 
 func (r *reader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for len(r.ready) == 0 && r.err == nil {
 		r.next()
 	}

@@ -13,6 +13,9 @@ import (
 // cancellation, and its answer is lost.
 var ErrStopTimeout = errors.New("stdio: the session did not end within its grace after the stop")
 
+// errServedTwice is what [Serve] returns for a transport already served.
+var errServedTwice = errors.New("stdio: the transport is served already (two sessions would share its input); serve it once")
+
 // Serve serves server over t until the session ends, and returns how it
 // ended: nil when the client ended it (end of input) or a stop drained it.
 // t is the transport [Isolate] returned with ctx's Done channel as
@@ -26,7 +29,17 @@ var ErrStopTimeout = errors.New("stdio: the session did not end within its grace
 // (past the drain, the go-sdk cancels the calls still running). A call
 // that ignores its cancellation does not hold Serve beyond that: it
 // returns ErrStopTimeout, and that call's answer is lost.
+//
+// Serve a transport once: a second call with the transport Isolate
+// returned (while the first serves it, as after ErrStopTimeout, or after)
+// returns an error at once, as a second session would share the input of
+// the first.
 func Serve(ctx context.Context, server *mcp.Server, t mcp.Transport, grace time.Duration, stopping func()) error {
+	if it, ok := t.(*mcp.IOTransport); ok {
+		if r, ok := it.Reader.(*reader); ok && !r.served.CompareAndSwap(false, true) {
+			return errServedTwice
+		}
+	}
 	ss, err := server.Connect(context.WithoutCancel(ctx), t, nil)
 	if err != nil {
 		return err
