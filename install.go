@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 	"weak"
 
-	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -43,10 +42,6 @@ type toolEntry struct {
 	// raw says that the handler is a raw one ([Guard.Wrap]): no error of
 	// its is the go-sdk's typed-tool wrapper's refusal of the arguments.
 	raw bool
-	// simRefused says that out refuses a simulated dry-run result
-	// (dryrun.Result), which is then answered as a tool error. Found
-	// whatever the tool's class: a new policy may make it a write.
-	simRefused bool
 	// ui lists the UI resources the tool names in its _meta (MCP Apps;
 	// see resources.go).
 	ui []string
@@ -418,10 +413,6 @@ func (g *Guard) build(t *mcp.Tool) *toolEntry {
 			return e
 		}
 		e.out = out
-		// Step 9 answers the dry runs of a write tool that is not
-		// DryRunAware with a simulated result, which a client checks
-		// against the output schema like any other result.
-		e.simRefused = e.checkOutput(dryrun.Result(t.Name, "Would run "+t.Name), -1) != nil
 	}
 	return e
 }

@@ -295,8 +295,10 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			res := dryrun.Result(c.name, g.describe(c, topts))
 			// A result the output schema refuses would break a client
 			// that checks it (the MCP specification has them do so); the
-			// results of tool errors are not checked.
-			res.IsError = e.simRefused
+			// results of tool errors are not checked. The result itself
+			// is checked: its summary names the call's arguments, or is
+			// the tool's Describe text.
+			res.IsError = e.out != nil && e.checkOutput(res, -1) != nil
 			return res, nil
 		}
 		ctx = awareContext(ctx, req)
