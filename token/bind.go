@@ -81,7 +81,9 @@ func (t *Table) BindSessions(h http.Handler) http.Handler {
 // auth.RequireBearerToken answers it, so that a client whose token expired
 // mid-session refreshes it, and one verify could not judge (any other
 // error: the identity provider did not answer) gets 503, to be sent
-// again; a request without a bearer token keeps the go-sdk's 403.
+// again (auth.ErrOAuth 400 and no TokenInfo without an error 500, as the
+// go-sdk answers them); a request without a bearer token keeps the go-sdk's
+// 403.
 //
 // A TokenInfo without Expiration is taken as one that does not expire (a
 // static table's). verify judges the expiry, within its leeway
@@ -101,9 +103,14 @@ func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 				h.ServeHTTP(w, r) // no session to be refused on
 				return
 			}
-			rw := &refusedOnSession{ResponseWriter: w, invalid: errors.Is(err, auth.ErrInvalidToken)}
-			if rw.invalid {
-				rw.reason = err.Error() // as the go-sdk's 401 gives it
+			rw := &refusedOnSession{ResponseWriter: w, status: http.StatusServiceUnavailable}
+			switch {
+			case errors.Is(err, auth.ErrInvalidToken):
+				rw.status, rw.reason = http.StatusUnauthorized, err.Error() // as the go-sdk's 401 gives it
+			case errors.Is(err, auth.ErrOAuth):
+				rw.status, rw.reason = http.StatusBadRequest, err.Error() // as the go-sdk answers it
+			case err == nil:
+				rw.status = http.StatusInternalServerError // verify gave neither: the go-sdk's 500
 			}
 			defer rw.finish()
 			h.ServeHTTP(rw, r)
@@ -128,8 +135,8 @@ const userMismatch = "session user mismatch\n"
 // its body shows whether it is that one.
 type refusedOnSession struct {
 	http.ResponseWriter
-	invalid bool   // verify refused the token (else it could not judge it)
-	reason  string // verify's error text, for a refused token
+	status  int    // the answer instead of the 403: 401 refused, 503 not judged
+	reason  string // verify's error text, for a 401 or a 400
 	held    bool   // a 403 not yet written
 	swallow bool   // the refusal is written: drop the go-sdk's body
 }
@@ -150,15 +157,17 @@ func (w *refusedOnSession) Write(p []byte) (int, error) {
 		w.held = false
 		if string(p) == userMismatch {
 			w.swallow = true
-			h := w.Header()
-			if w.invalid {
-				h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-				w.ResponseWriter.WriteHeader(http.StatusUnauthorized)
-				_, err := io.WriteString(w.ResponseWriter, w.reason+"\n")
-				return len(p), err
+			msg := w.reason
+			switch w.status {
+			case http.StatusUnauthorized:
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			case http.StatusServiceUnavailable:
+				msg = "the bearer token could not be verified now"
+			case http.StatusInternalServerError:
+				msg = "token validation failed"
 			}
-			w.ResponseWriter.WriteHeader(http.StatusServiceUnavailable)
-			_, err := io.WriteString(w.ResponseWriter, "the bearer token could not be verified now\n")
+			w.ResponseWriter.WriteHeader(w.status)
+			_, err := io.WriteString(w.ResponseWriter, msg+"\n")
 			return len(p), err
 		}
 		w.ResponseWriter.WriteHeader(http.StatusForbidden)

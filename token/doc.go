@@ -20,7 +20,9 @@
 // Over stateful Streamable HTTP, [Table.BindSessions] wraps the go-sdk's
 // handler so that each MCP session belongs to the principal that opened it;
 // [BindSessions] does so for the tokens any TokenVerifier accepts (a
-// JWT's, an Introspector's).
+// JWT's, an Introspector's), which judges their expiry: BindSessions lets
+// the go-sdk refuse only a TokenInfo that expired more than [MaxLeeway]
+// ago, for a verifier's leeway.
 //
 // # JWTs
 //

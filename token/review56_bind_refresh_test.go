@@ -3,6 +3,7 @@ package token_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -137,4 +138,50 @@ func TestReview56BindSessionsTellsToRefresh(t *testing.T) {
 	if resp := send(http.MethodPost, anon, "not-a-token"); resp.StatusCode != http.StatusOK {
 		t.Errorf("a refused token on a session bound to no one: %d, want 200 (passed to the handler)", resp.StatusCode)
 	}
+}
+
+// TestReview56BindSessionsOtherVerifyErrors: on a session bound to a user,
+// a verifier's auth.ErrOAuth and its (nil, nil) were answered 503, which
+// invites a retry that cannot succeed; they get the go-sdk's own answers
+// to them, 400 and 500.
+func TestReview56BindSessionsOtherVerifyErrors(t *testing.T) {
+	var mode atomic.Int64 // 0: accept; 1: ErrOAuth; 2: (nil, nil)
+	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		switch mode.Load() {
+		case 1:
+			return nil, fmt.Errorf("%w: the request is malformed", auth.ErrOAuth)
+		case 2:
+			return nil, nil
+		}
+		return &auth.TokenInfo{UserID: tok, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	srv := httptest.NewServer(token.BindSessions(verify, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
+	t.Cleanup(srv.Close)
+	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"ann", http.DefaultTransport}},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	for m, want := range map[int64]int{1: http.StatusBadRequest, 2: http.StatusInternalServerError} {
+		mode.Store(m)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Authorization", "Bearer ann")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("verify mode %d on the owner's session: %d, want %d", m, resp.StatusCode, want)
+		}
+	}
+	mode.Store(0)
 }
