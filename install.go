@@ -106,7 +106,9 @@ func fieldList(fields map[string]bool) string {
 // "properties" and nothing else that admits or defines members
 // (patternProperties, additionalProperties but false, unevaluatedProperties
 // but false, dependentSchemas, a combinator or a reference), whose
-// undeclared members strict mode (or additionalProperties false) refuses.
+// undeclared members strict mode (or additionalProperties false) refuses;
+// unevaluatedProperties false alone does not count as closing it, as the
+// drafts before 2020-12 ignore it.
 // Otherwise nil: the schema does not say plainly.
 func closedFields(schema any, strict bool) map[string]bool {
 	raw, err := json.Marshal(schema)
@@ -124,11 +126,16 @@ func closedFields(schema any, strict bool) map[string]bool {
 	closed := strict
 	for k, v := range m {
 		switch k {
-		case "additionalProperties", "unevaluatedProperties":
+		case "additionalProperties":
 			if string(v) != "false" {
 				return nil
 			}
 			closed = true
+		case "unevaluatedProperties":
+			// Closes in draft 2020-12 only; earlier drafts ignore it.
+			if string(v) != "false" {
+				return nil
+			}
 		case "patternProperties", "dependentSchemas", "dependencies", "allOf", "anyOf", "oneOf", "not",
 			"if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef":
 			return nil

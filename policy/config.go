@@ -27,7 +27,8 @@ const MaxConfigBytes = 1 << 20
 // instead); a class other than "read" or "write"; a missing name or class
 // of a tool, pattern or roles of a role rule, or field or max of an
 // argument limit; an empty name, pattern or field; a number that is not a
-// finite float64, a negative cost, or a max that reads as a float64 whose
+// finite float64, a negative cost or a nonzero one that reads as the
+// float64 0 (1e-400), or a max that reads as a float64 whose
 // shortest decimal, which calls are compared with, is above the number
 // written (9007199254740995 reads as 9007199254740996: the limit would
 // allow more than written); and a string with a \u escape of

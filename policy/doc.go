@@ -59,7 +59,7 @@
 // refuses 99.990000000000001; "max": 100.000000000000001 is 100), and a
 // "max" that decimal is above is refused, as the limit would allow more
 // than written (9007199254740995 reads as 9007199254740996); "cost"
-// is 0 or more. The format is
+// is 0 or more, and not so small that it reads as 0 (1e-400). The format is
 // strict (see ParseConfig): a misspelt or unknown member, one given
 // twice, a null, or a value of the wrong type is an error naming its
 // place ("tools[2].rolls"), never silently dropped. ParseConfig checks
