@@ -236,8 +236,8 @@ func runDemo(ctx context.Context, w io.Writer, name string, cfg *config, allowWr
 	}
 	fmt.Fprintf(w, "\n=== Audit trail of session %s (%s audit_log; same records in %s) ===\n", restSessionID(burst, "alice"), a.store(), auditJSONL)
 	for _, e := range evs {
-		fmt.Fprintf(w, "  {\"session_id\":%q,\"subject\":%q,\"tool\":%q,\"class\":%q,\"allowed\":%v,\"dry_run\":%v,\"code\":%q,\"cost\":%g}\n",
-			e.SessionID, e.Subject, e.Tool, e.Class, e.Allowed, e.DryRun, e.Code, e.Cost)
+		fmt.Fprintf(w, "  {\"session_id\":%q,\"subject\":%q,\"tool\":%q,\"class\":%q,\"allowed\":%v,\"dry_run\":%v,\"code\":%q,\"detail\":%q,\"cost\":%g}\n",
+			e.SessionID, e.Subject, e.Tool, e.Class, e.Allowed, e.DryRun, e.Code, e.Detail, e.Cost)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/internal/loopback"
+	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -125,7 +126,7 @@ func restNotFound(w http.ResponseWriter, r *http.Request, a *app) {
 	if err != nil || res == nil {
 		res = mcpguard.Deny(mcpguard.CodeInternal, "the call failed").Result()
 	}
-	writeErrorResult(w, res)
+	writeErrorResult(w, r.Header, res)
 }
 
 // maxRESTArgsDepth bounds the nesting of a REST call's arguments, the
@@ -199,7 +200,7 @@ func restArguments(raw []byte) (json.RawMessage, *mcpguard.DenialError) {
 func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions, log *slog.Logger) {
 	tool := r.PathValue("name")
 	if id, err := a.authn.Authenticate(r.Context(), restRequest(r.Header, tool)); err != nil || id == nil {
-		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, nil))
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, nil))
 		return
 	}
 	// The registry is every tool of the server (checkRegistry), and the
@@ -208,14 +209,14 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 	// correlation id, which the go-sdk's unknown-tool error, the guard's
 	// answer, cannot carry.
 	if _, ok := a.cfg().Tools[tool]; !ok {
-		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
 		return
 	}
 	// One X-Session-Id, never two: with two, a proxy reading the last and
 	// this server the first would disagree about the session charged.
 	sids := r.Header.Values("X-Session-Id")
 	if len(sids) != 1 || !sessionName.MatchString(sids[0]) {
-		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool,
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool,
 			mcpguard.Deny(mcpguard.CodeInvalidArguments, "one X-Session-Id header required: 1 to 128 letters, digits or ._:-")))
 		return
 	}
@@ -227,7 +228,7 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 		args, d = restArguments(raw)
 	}
 	if d != nil {
-		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, d))
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, d))
 		return
 	}
 	res, err := rest.call(r.Context(), r.Header, sid, tool, args)
@@ -240,12 +241,17 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 		// serve (none of the shipped ones). It has recorded the call under
 		// a correlation id the error does not carry: the refusal gets a
 		// record of its own, whose id it carries.
-		writeErrorResult(w, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
+	case err != nil && r.Context().Err() != nil:
+		// The client went away (its timeout, a closed connection): no
+		// failure of the server's, and no one to answer. The call goes
+		// on in its session, which records its outcome.
+		log.Info("ticket: REST client went away during its call", "tool", tool, "err", err)
 	case err != nil:
 		log.Error("ticket: REST call failed", "err", err)
 		writeDenial(w, mcpguard.Deny(mcpguard.CodeInternal, "the call failed"))
 	case res.IsError:
-		writeErrorResult(w, res)
+		writeErrorResult(w, r.Header, res)
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"result": res.StructuredContent})
 	}
@@ -289,8 +295,11 @@ func restRefuse(ctx context.Context, a *app, h http.Header, tool string, d *mcpg
 }
 
 // writeErrorResult writes the guard's tool-error result with the HTTP
-// status of its code, and Retry-After / WWW-Authenticate where they apply.
-func writeErrorResult(w http.ResponseWriter, res *mcp.CallToolResult) {
+// status of its code, and Retry-After / WWW-Authenticate where they apply:
+// a 401 to a request h with a bearer token says error="invalid_token" (RFC
+// 6750), as /mcp's does (token.BindSessions), so that the client gets a
+// new token (its own expired, say); one without gets the bare challenge.
+func writeErrorResult(w http.ResponseWriter, h http.Header, res *mcp.CallToolResult) {
 	var body struct {
 		Error struct {
 			Code              mcpguard.Code `json:"code"`
@@ -307,7 +316,11 @@ func writeErrorResult(w http.ResponseWriter, res *mcp.CallToolResult) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(body.Error.RetryAfterSeconds))))
 	}
 	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="ticket"`)
+		challenge := `Bearer realm="ticket"`
+		if _, ok := token.Bearer(h); ok {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -317,7 +330,7 @@ func writeErrorResult(w http.ResponseWriter, res *mcp.CallToolResult) {
 // writeDenial writes d, refused before or outside the guard, in the
 // guard's error shape.
 func writeDenial(w http.ResponseWriter, d *mcpguard.DenialError) {
-	writeErrorResult(w, d.Result())
+	writeErrorResult(w, nil, d.Result())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
