@@ -92,6 +92,9 @@ func Authenticate(a Authenticator) Middleware {
 			}
 			id, err := a.Authenticate(ctx, req)
 			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
+				if ac := auditCall(ctx, req); ac != nil && ac.detail == "" {
+					ac.detail = authDetail(err) // why, as a Guard records it
+				}
 				return denied(ctx, authDenial(err)), nil
 			}
 			if ac := auditCall(ctx, req); ac != nil {

@@ -127,3 +127,28 @@ func TestReview56BearerRefusalReasonAudited(t *testing.T) {
 		})
 	}
 }
+
+// TestReview56ChainAuthenticateRecordsWhy: the stand-alone Authenticate
+// step (examples/ticket's REST adapter uses it) recorded a refused bearer
+// token with no detail, while a Guard records the reason: over REST an
+// operator could not tell an expired token from one for another audience.
+func TestReview56ChainAuthenticateRecordsWhy(t *testing.T) {
+	v, signClaims := review56IdP(t)
+	tok := signClaims(jwt.MapClaims{"aud": "other", "sub": "ann", "exp": time.Now().Add(time.Hour).Unix()})
+	sink := &memSink{}
+	h := mcpguard.Chain(mustAudit(t, sink, nil), mcpguard.Authenticate(mcpguard.Bearer(v)))(
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("ran"), nil
+		})
+	res, err := h(context.Background(), &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: "echo", Arguments: json.RawMessage(`{}`)},
+		Extra:  &mcp.RequestExtra{Header: http.Header{"Authorization": {"Bearer " + tok}}},
+	})
+	if err != nil || res == nil || !res.IsError {
+		t.Fatalf("call: %v %+v, want a refusal", err, res)
+	}
+	evs := sink.all()
+	if len(evs) != 1 || evs[0].Detail != "bearer token refused: token: invalid JWT: wrong audience" {
+		t.Errorf("records %+v, want one whose detail gives the reason", evs)
+	}
+}
