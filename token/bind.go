@@ -130,12 +130,13 @@ const userMismatch = "session user mismatch\n"
 
 // refusedOnSession is the ResponseWriter of a request on a session whose
 // bearer token verify refused (invalid) or could not judge: it answers
-// the go-sdk's 403 "session user mismatch" as a refusal of the token (401
-// or 503), and passes every other answer on unchanged. A 403 is held until
+// the go-sdk's 403 "session user mismatch" as a refusal of the token (401,
+// 503, or the go-sdk's 400 and 500), and passes every other answer on
+// unchanged. A 403 is held until
 // its body shows whether it is that one.
 type refusedOnSession struct {
 	http.ResponseWriter
-	status  int    // the answer instead of the 403: 401 refused, 503 not judged
+	status  int    // the answer instead of the 403 (see BindSessions)
 	reason  string // verify's error text, for a 401 or a 400
 	held    bool   // a 403 not yet written
 	swallow bool   // the refusal is written: drop the go-sdk's body
