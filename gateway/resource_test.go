@@ -76,7 +76,7 @@ func TestResourceMetadataDiscovery(t *testing.T) {
 	}{
 		{name: "no_token"},
 		{name: "bad_token", auth: "Bearer nope", invalidToken: true},
-		{name: "wrong_scheme", auth: "Basic dmlld2VyOng=", invalidToken: true},
+		{name: "wrong_scheme", auth: "Basic dmlld2VyOng="}, // another method: no error code (RFC 6750, 3.1)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ch := challenge401(t, r.post(t, tc.auth, call("1", "get_customer_record", "")))
