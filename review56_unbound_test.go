@@ -18,6 +18,35 @@ import (
 	"github.com/mcpguard/mcpguard/token"
 )
 
+// review56EchoServer serves, guarded by g, a server with one read tool,
+// "echo", over Streamable HTTP behind bind, and returns its URL.
+func review56EchoServer(t *testing.T, g *mcpguard.Guard, bind func(http.Handler) http.Handler) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
+	if err := g.Install(s); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(bind(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// review56Connect opens a session (protocol 2025-11-25) at url, its
+// requests carrying the bearer token tok.
+func review56Connect(t *testing.T, url, tok string) *mcp.ClientSession {
+	t.Helper()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: url, HTTPClient: &http.Client{Transport: bearerRT{tok}},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 // TestReview56WarnsOfUnboundSessions: a guard authenticating JWTs
 // (Bearer(jwt)) behind the static table's BindSessions, copied from the
 // README, started without a word, and every session it served was bound to
@@ -55,22 +84,9 @@ func TestReview56WarnsOfUnboundSessions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-			s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
-				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
-			if err := g.Install(s); err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(c.bind(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
-			t.Cleanup(srv.Close)
+			url := review56EchoServer(t, g, c.bind)
 			for range 2 {
-				cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
-				cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{
-					Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearerRT{c.tok}},
-				}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-				if err != nil {
-					t.Fatal(err)
-				}
+				cs := review56Connect(t, url, c.tok)
 				_, _ = cs.ListTools(context.Background(), nil) // refused for a refused token
 				_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}})
 				cs.Close()

@@ -2,8 +2,6 @@ package mcpguard_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -37,22 +35,9 @@ func TestReview56xInitializeNotAuthenticated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
-	if err := g.Install(s); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(table.BindSessions(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
-	t.Cleanup(srv.Close)
+	url := review56EchoServer(t, g, table.BindSessions)
 	for range 5 {
-		cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
-		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{
-			Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearerRT{"not-a-token"}},
-		}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := review56Connect(t, url, "not-a-token")
 		cs.Close()
 	}
 	if n := calls.Load(); n != 0 {
