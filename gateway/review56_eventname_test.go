@@ -82,23 +82,39 @@ func answersByID(t *testing.T, msgs []string) map[string][]string {
 	return out
 }
 
+// rpcIDOf returns the id of r's JSON-RPC request as written, "" for
+// none (a notification, a batch, a GET).
+func rpcIDOf(r *http.Request) string {
+	body, _ := io.ReadAll(r.Body)
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	json.Unmarshal(body, &m)
+	return string(m.ID)
+}
+
+// sseDown is a downstream that answers every request with the event
+// stream events gives for the request's id.
+func sseDown(t *testing.T, events func(id string) string) *httptest.Server {
+	return newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, events(rpcIDOf(r)))
+	}))
+}
+
 // namedEventsDown is a downstream that answers every request with an
 // event stream: an event named first holding a response to it whose text
 // is "ignored", then, unless first is "", an event named message holding
 // the real one ("real"). A request without an id is answered 202.
 func namedEventsDown(t *testing.T, first string, onlyFirst bool) *httptest.Server {
 	return newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var m struct {
-			ID json.RawMessage `json:"id"`
-		}
-		json.Unmarshal(body, &m)
-		if m.ID == nil {
+		id := rpcIDOf(r)
+		if id == "" {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
 		answer := func(text string) string {
-			return `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"` + text + `"}]}}`
+			return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"` + text + `"}]}}`
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "event:"+first+"\ndata: "+answer("ignored")+"\n\n")
@@ -293,17 +309,11 @@ func TestReview56PinsIgnoreNamedEvents(t *testing.T) {
 func TestReview56PinsCheckEventsSomeClientReads(t *testing.T) {
 	for _, name := range []string{"", "message", "  message", "message ", "message\v", "message\u00a0"} {
 		for _, filter := range []bool{false, true} {
-			down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				var m struct {
-					ID json.RawMessage `json:"id"`
-				}
-				json.Unmarshal(body, &m)
-				w.Header().Set("Content-Type", "text/event-stream")
-				io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{\"tools\":["+goodTool+"]}}\n\n")
-				io.WriteString(w, "event:"+name+"\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{\"tools\":["+poisonedTool+"]}}\n\n")
-				io.WriteString(w, "event: foo\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{\"tools\":["+poisonedTool+"]}}\n\n")
-			}))
+			down := sseDown(t, func(id string) string {
+				return "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"tools\":[" + goodTool + "]}}\n\n" +
+					"event:" + name + "\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"tools\":[" + poisonedTool + "]}}\n\n" +
+					"event: foo\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"tools\":[" + poisonedTool + "]}}\n\n"
+			})
 			g, err := New(down.URL+"/mcp", DemoTokens(), &Options{Pins: TrustOnFirstUse(), FilterToolsList: filter, Logger: discardLogger()})
 			if err != nil {
 				t.Fatal(err)
@@ -351,16 +361,10 @@ func TestReview56RelayedIgnoredEventKeepsID(t *testing.T) {
 // reads: a tool error in an event every client skips ("event: foo") was
 // recorded as "tool reported an error", where the client read a result.
 func TestReview56PinsOutcomeIgnoresNamedEvent(t *testing.T) {
-	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var m struct {
-			ID json.RawMessage `json:"id"`
-		}
-		json.Unmarshal(body, &m)
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "event: foo\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{\"content\":[],\"isError\":true}}\n\n")
-		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{\"content\":[]}}\n\n")
-	}))
+	down := sseDown(t, func(id string) string {
+		return "event: foo\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"content\":[],\"isError\":true}}\n\n" +
+			"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"content\":[]}}\n\n"
+	})
 	sink := &memSink{}
 	g, err := New(down.URL+"/mcp", DemoTokens(), &Options{Pins: TrustOnFirstUse(), Logger: discardLogger(), Audit: sink})
 	if err != nil {

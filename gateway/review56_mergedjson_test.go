@@ -21,12 +21,7 @@ func TestMergedStreamMultiLineJSONAnswer(t *testing.T) {
 		"4": "{\r\"jsonrpc\":\"2.0\",\r\"id\":4,\"result\":{\"ok\":4}\r}",
 	}
 	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var m struct {
-			ID json.RawMessage `json:"id"`
-		}
-		json.Unmarshal(body, &m)
-		if a, ok := answers[string(m.ID)]; ok {
+		if a, ok := answers[rpcIDOf(r)]; ok {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, a)
 			return

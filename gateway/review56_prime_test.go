@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,16 +17,10 @@ import (
 // merged stream and in a JSON array alike, as though the downstream had
 // sent a message the client could not read.
 func TestBatchPrimingEventNotLoggedDropped(t *testing.T) {
-	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var m struct {
-			ID json.RawMessage `json:"id"`
-		}
-		json.Unmarshal(body, &m)
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "event: prime\nid: 0_0\ndata: \n\n")
-		io.WriteString(w, "event: message\nid: 0_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{}}\n\n")
-	}))
+	down := sseDown(t, func(id string) string {
+		return "event: prime\nid: 0_0\ndata: \n\n" +
+			"event: message\nid: 0_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{}}\n\n"
+	})
 	logs := &syncLog{}
 	g, err := New(down.URL+"/mcp", DemoTokens(), &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
