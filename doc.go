@@ -50,7 +50,9 @@
 // limiter; a dry run spends nothing, but is refused as the real call
 // would be when its cost would not fit in the spend caps now); answer
 // dry-runs (package dryrun); record a durable write-ahead
-// intent for writes (package audit); run the handler with the caller's
+// intent for writes (package audit; a sink that has not made it within
+// [Options].WriteAheadTimeout, 10 s by default, refuses the write
+// AUDIT_UNAVAILABLE); run the handler with the caller's
 // [Identity] in its context, under its deadline ([Options].Timeout, which
 // starts here; a call made in-process within another guarded call's
 // handler keeps that call's deadline, and when it passed first, while the

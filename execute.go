@@ -42,12 +42,12 @@ import (
 // chain with an Audit middleware of its own) does not count.
 //
 // It takes the settings of opts that a Guard's intent records use (ArgsKey,
-// SessionKey, Now, Logger, RequestIDHeader, the RecordArgs of Tools, which
-// are recorded only for arguments a [ValidateArguments] inside the Audit
-// middleware passed) and those that render a refusal (ProtocolErrors,
-// NotFoundCode). Inside an Audit middleware that found a request id (its
-// RequestIDHeader), the intent record carries that one, as its outcome
-// record does. It
+// SessionKey, Now, Logger, RequestIDHeader, WriteAheadTimeout, the
+// RecordArgs of Tools, which are recorded only for arguments a
+// [ValidateArguments] inside the Audit middleware passed) and those that
+// render a refusal (ProtocolErrors, NotFoundCode). Inside an Audit
+// middleware that found a request id (its RequestIDHeader), the intent
+// record carries that one, as its outcome record does. It
 // resolves the caller from the context, so [Authenticate] must run outside
 // it, and refuses what p refuses, as the other steps do. It goes after
 // [DryRun], innermost but for [ValidateOutput]: a step after it that

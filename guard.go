@@ -109,6 +109,19 @@ type Options struct {
 	// NoWriteAhead skips the write-ahead intent event of write tools. False
 	// (the default) requires a durable intent before any write runs.
 	NoWriteAhead bool
+	// WriteAheadTimeout bounds the wait for a write's intent event. The
+	// event is written whether or not the caller is still there and
+	// without the call's Timeout (which bounds the handler), so a sink
+	// that stops answering (a PostgreSQL server whose host froze, a disk
+	// that hangs) would otherwise hold the write, its caller without an
+	// answer, until the sink answered again, and the write would then run,
+	// however late. When the sink has not made the event within the bound,
+	// the write is refused with AUDIT_UNAVAILABLE (retryable) and not
+	// attempted; the event may still be made later, so the trail can show
+	// an intent without its write, never a write without its intent. The
+	// sink must give up when its context ends, as the package audit's
+	// sinks do. 0 means 10 seconds; a negative value means no bound.
+	WriteAheadTimeout time.Duration
 	// AuditFailClosed refuses a read (or a dry run) whose outcome event
 	// cannot be written. A write that ran keeps its result: its durable
 	// intent event stands for it, and a retryable refusal would invite the
@@ -402,6 +415,12 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 		g.maxOut = defaultMaxOutput
 	case g.maxOut < 0:
 		g.maxOut = -1
+	}
+	switch {
+	case g.opts.WriteAheadTimeout == 0:
+		g.opts.WriteAheadTimeout = defaultWriteAheadTimeout
+	case g.opts.WriteAheadTimeout < 0:
+		g.opts.WriteAheadTimeout = -1
 	}
 	g.now = g.opts.Now
 	if g.now == nil {

@@ -305,8 +305,8 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	}
 
 	// 10. Execute. The write-ahead intent is written without the call's
-	// deadline (see auditIntent): its failure is the sink's, whenever it
-	// comes, and is refused as such.
+	// deadline, within Options.WriteAheadTimeout (see auditIntent): its
+	// failure is the sink's, and is refused as such.
 	if write && !c.dryRun && !g.opts.NoWriteAhead {
 		if aerr := g.auditIntent(ctx, req, c); aerr != nil {
 			g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", logName(c.name), "correlation_id", c.corr, "err", aerr)
@@ -1837,13 +1837,25 @@ func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallTo
 	}
 }
 
+// defaultWriteAheadTimeout is [Options].WriteAheadTimeout's 0.
+const defaultWriteAheadTimeout = 10 * time.Second
+
 func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *call) error {
 	if g.opts.Audit == nil {
 		return errors.New("no audit sink configured")
 	}
 	var ev audit.Event
 	buildEvent(&ev, g.now(), c.record, req, c, c.parent(ctx, req), audit.PhaseIntent)
-	if err := audit.WriteDurable(context.WithoutCancel(ctx), g.opts.Audit, &ev); err != nil {
+	wctx := context.WithoutCancel(ctx)
+	if d := g.opts.WriteAheadTimeout; d > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(wctx, d)
+		defer cancel()
+	}
+	if err := audit.WriteDurable(wctx, g.opts.Audit, &ev); err != nil {
+		if wctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("not made within %v (Options.WriteAheadTimeout): %w", g.opts.WriteAheadTimeout, err)
+		}
 		return err
 	}
 	return nil

@@ -191,7 +191,7 @@ func newApp(o appOptions) (_ *app, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s audit_log: %w", a.store(), err)
 	}
-	sink := durableWithin{audit.Fanout(a.jsonl, a.sqlSink, dryRunLog(o.Marks))}
+	sink := audit.Fanout(a.jsonl, a.sqlSink, dryRunLog(o.Marks))
 
 	// A REST refusal decided before the guard goes through the library's
 	// stand-alone steps: Authenticate refuses a caller without a valid
@@ -216,8 +216,13 @@ func newApp(o appOptions) (_ *app, err error) {
 		Tools: map[string]mcpguard.ToolOptions{
 			"create_ticket": {DryRunAware: true},
 		},
-		Now:    o.Now,
-		Logger: o.Log,
+		// A database that stops answering without closing its
+		// connections (a frozen host, a network that drops packets) would
+		// otherwise hold a real write, its client without an answer, for
+		// as long as it lasts (the library's default bound is 10 s too).
+		WriteAheadTimeout: auditDurableTimeout,
+		Now:               o.Now,
+		Logger:            o.Log,
 	})
 	if err != nil {
 		return nil, err
@@ -337,24 +342,5 @@ func (a *app) Close() error {
 }
 
 // auditDurableTimeout bounds the write-ahead record of a real write
-// (durableWithin).
+// (Options.WriteAheadTimeout): a variable for the tests.
 var auditDurableTimeout = 10 * time.Second
-
-// durableWithin is the audit trail with its durable writes, the
-// write-ahead records of real writes, bounded by auditDurableTimeout. The
-// guard writes such a record without the call's deadline, and leaves
-// its failure to the sink, which on PostgreSQL waits for the server's
-// answer as long as its context lets it: a database that stops answering
-// without closing its connections (a frozen host, a network that drops
-// packets) held every real write, its client without an answer, until it
-// answered again, and the write then ran, however late. Bounded, the
-// write is refused AUDIT_UNAVAILABLE, as for a database that went away,
-// and is not made. (The record may still be committed, late: an intent
-// without its write, never a write without its intent.)
-type durableWithin struct{ *audit.FanoutSink }
-
-func (s durableWithin) WriteDurable(ctx context.Context, e *audit.Event) error {
-	ctx, cancel := context.WithTimeout(ctx, auditDurableTimeout)
-	defer cancel()
-	return s.FanoutSink.WriteDurable(ctx, e)
-}
