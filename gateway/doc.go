@@ -367,8 +367,9 @@
 // names it, quoted and escaped as strconv.QuoteToASCII writes it
 // ("admin_reset_key\u200b"), cut after 128 bytes with "..." (an HTTP
 // method refused is shown so too). A write-class
-// tool gets a durable write-ahead intent first; if it cannot be made, the
-// call is refused with -32603 and 503 and not forwarded. A record's
+// tool gets a durable write-ahead intent first; if it cannot be made
+// within Options.Timeout, the call is refused with -32603 and 503 and not
+// forwarded. A record's
 // correlation id is the one sent downstream in [HeaderRequestID]: a
 // downstream guarded by mcpguard with Options.RequestIDHeader set to it
 // records it as its records' request_id, and the two trails join on it.

@@ -595,7 +595,14 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 	}
 	if d.Rule.Class == policy.Write && g.sink != nil {
 		e := g.event(pr, cid, ri, m.tool, class, m.args, audit.PhaseIntent, true, "", "", 0, start) // the outcome carries the charge, once
-		if err := g.writeAudit(r.Context(), cid, e, true); err != nil {
+		// Bounded by Timeout: a sink that stops answering without
+		// failing (a PostgreSQL server whose host froze) would hold the
+		// call, and forward it however late once it answered.
+		ictx, cancel := context.WithTimeout(r.Context(), g.timeout)
+		err := g.writeAudit(ictx, cid, e, true)
+		cancel()
+		if err != nil {
+			g.log.Error("write-ahead audit record failed; call not forwarded", "cid", cid, "err", err)
 			c.refund() // never forwarded: it consumes nothing
 			c.finish("AUDIT_UNAVAILABLE")
 			p.local = &rpcError{code: CodeInternal, status: http.StatusServiceUnavailable, contract: "AUDIT_UNAVAILABLE", message: "Audit unavailable: the call was not forwarded"}
