@@ -450,6 +450,8 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			if m.err.status == 499 {
 				m.p.call.notForwarded()
 			}
+		} else if m.err.cause.neverSent() {
+			m.p.call.refund()
 		}
 		e := m.err
 		if e.status == 499 {

@@ -46,6 +46,20 @@ const (
 	failOther                   // none of these: the log says
 )
 
+// neverSent reports whether a call that failed so was certainly not
+// delivered: no connection to the downstream was made (refused, a name
+// that did not resolve, another dial error, a certificate refused in the
+// handshake). Neither the gateway's client nor net/http's Transport sends a
+// POST again after a byte of it was written, so a retry's dial failing
+// says the same of the first attempt.
+func (k failKind) neverSent() bool {
+	switch k {
+	case failRefused, failDNS, failUnreachable, failTLSCert:
+		return true
+	}
+	return false
+}
+
 // phrase returns what an outcome record's detail says of k; timeout is the
 // gateway's.
 func (k failKind) phrase(timeout time.Duration) string {
