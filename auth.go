@@ -215,9 +215,9 @@ func refusedDetail(err error) string {
 // A TokenAuthenticator turns a bearer token into the principal it stands
 // for: *token.JWT and *token.Introspector are ones. It returns an error
 // for a token it refuses, one that unwraps to token.ErrIntrospectionFailed
-// when it could not judge the token (an Introspector's endpoint did not
-// answer; a JWT judges every token itself, and refuses one signed by a key
-// it could not fetch).
+// or token.ErrKeySetUnavailable when it could not judge the token (an
+// Introspector's endpoint did not answer; a JWT's key set lacks the
+// token's kid while the set cannot be fetched).
 type TokenAuthenticator interface {
 	Authenticate(ctx context.Context, tok string) (*policy.Principal, error)
 }
@@ -226,8 +226,9 @@ type TokenAuthenticator interface {
 // *token.Introspector): it reads "Authorization: Bearer <token>" from the
 // request's HTTP headers and asks a. A request without a bearer token, or
 // whose token a refuses, is unauthenticated; one whose token a could not
-// judge (an error that unwraps to token.ErrIntrospectionFailed) is refused
-// UPSTREAM_UNAVAILABLE, which a client may retry. Over stateful Streamable
+// judge (an error that unwraps to token.ErrIntrospectionFailed or
+// token.ErrKeySetUnavailable) is refused UPSTREAM_UNAVAILABLE, which a
+// client may retry. Over stateful Streamable
 // HTTP, wrap the handler with token.BindSessions and a's Verifier.
 func Bearer(a TokenAuthenticator) Authenticator {
 	return AuthenticatorFunc(func(ctx context.Context, req mcp.Request) (*Identity, error) {
@@ -244,6 +245,9 @@ func Bearer(a TokenAuthenticator) Authenticator {
 		case errors.Is(err, token.ErrIntrospectionFailed):
 			return nil, &authRefusal{Deny(CodeUpstreamUnavailable, "the bearer token could not be checked"),
 				"the identity provider did not answer"}
+		case errors.Is(err, token.ErrKeySetUnavailable):
+			return nil, &authRefusal{Deny(CodeUpstreamUnavailable, "the bearer token could not be checked"),
+				"the token's key is not in the JWK Set, which could not be fetched"}
 		case err != nil || pr == nil:
 			return nil, &authRefusal{Deny(CodeUnauthenticated, "invalid bearer token"), refusedDetail(err)}
 		}

@@ -862,7 +862,7 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 		return nil, errUnauthenticated("malformed bearer token", true)
 	}
 	pr, err := g.auth.Authenticate(r.Context(), tok)
-	if errors.Is(err, ErrAuthenticatorUnavailable) || errors.Is(err, token.ErrIntrospectionFailed) {
+	if errors.Is(err, ErrAuthenticatorUnavailable) || errors.Is(err, token.ErrIntrospectionFailed) || errors.Is(err, token.ErrKeySetUnavailable) {
 		g.log.Warn("the authenticator could not judge a token; answered as the upstream's failure, not 401", "err", err)
 		return nil, errAuthUnavailable(errors.Is(err, context.DeadlineExceeded))
 	}

@@ -21,8 +21,9 @@ var ErrUnknownToken = errors.New("gateway: unknown token")
 // ErrAuthenticatorUnavailable is an error an [Authenticator] wraps when it
 // could not judge a token because a service it depends on failed (the
 // authorization server's introspection endpoint, say); the gateway
-// treats token.ErrIntrospectionFailed, which does not wrap it, the same
-// way. The gateway then answers -32003 (UPSTREAM_UNAVAILABLE) with 502, or
+// treats token.ErrIntrospectionFailed and token.ErrKeySetUnavailable (a
+// JWT whose kid the key set lacks while the set cannot be fetched), which
+// do not wrap it, the same way. The gateway then answers -32003 (UPSTREAM_UNAVAILABLE) with 502, or
 // 504 when the error also wraps context.DeadlineExceeded, rather than
 // 401: the client's token may well be good, and a 401 with
 // error="invalid_token" (RFC 6750) would send the client to authorize

@@ -60,7 +60,10 @@
 // auth.RequireBearerToken (the Attrs travel in the TokenInfo's Extra under
 // [ExtraAttrs], where mcpguard.FromTokenInfo reads them), and a *JWT is
 // itself a gateway.Authenticator.
-// Refusals unwrap to [ErrInvalidJWT] and never quote the token. The jwt
+// Refusals unwrap to [ErrInvalidJWT] and never quote the token; a token
+// whose kid a RemoteKeySet lacks while its last fetch failed is not judged
+// (the key may be a new one the set could not fetch), an error that
+// unwraps to [ErrKeySetUnavailable], not ErrInvalidJWT. The jwt
 // package (github.com/golang-jwt/jwt/v5) has no "Ed25519" method: [NewJWT]
 // registers one with it, for the whole process, which verifies what
 // "EdDSA" verifies, with an Ed25519 key only.

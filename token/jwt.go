@@ -25,6 +25,18 @@ import (
 // ...) and never contains the token, its signature or any of its claims.
 var ErrInvalidJWT = errors.New("token: invalid JWT")
 
+// ErrKeySetUnavailable is the error a [JWT] with a [JWTConfig.KeySet]
+// returns for a token it could not judge: the token's "kid" is not in the
+// set and the set's last fetch failed (the provider may have rotated that
+// key in while its JWK Set URL is down), or the context ended while the
+// lookup waited for a fetch. It is not a refusal: it does not unwrap to
+// [ErrInvalidJWT], nor, from [JWT.Verifier], to the go-sdk's
+// auth.ErrInvalidToken, so that a client is not sent to get a new token
+// (which would carry the same kid) but may try again later. It unwraps to
+// the fetch's error or the context's too (context.DeadlineExceeded for a
+// timeout), and never quotes the token.
+var ErrKeySetUnavailable = errors.New("token: JWK Set unavailable")
+
 // maxJWTLen bounds the length of a token before it is parsed.
 const maxJWTLen = 8 << 10
 
@@ -195,6 +207,10 @@ func registerEd25519() {
 //   - "sub" is a non-empty string, the roles claim is absent, an array of
 //     strings or a string, each claim of [JWTConfig.AttrClaims] is absent
 //     or a string, and the resulting principal passes [CheckPrincipal].
+//
+// With a KeySet, a token whose "kid" the set lacks while the set cannot be
+// fetched (see [ErrKeySetUnavailable]) is not judged: the error unwraps to
+// ErrKeySetUnavailable, not to ErrInvalidJWT.
 type JWT struct {
 	keys       map[string]crypto.PublicKey // nil with keySet; values as checked by configKey
 	keySet     *RemoteKeySet
@@ -347,6 +363,13 @@ func invalid(format string, args ...any) error {
 	return &jwtError{reason: fmt.Sprintf(format, args...)}
 }
 
+// An unjudgedError carries an error of the key set's lookup, which unwraps
+// to ErrKeySetUnavailable, through the jwt parser to [JWT.reason].
+type unjudgedError struct{ err error }
+
+func (e *unjudgedError) Error() string { return e.err.Error() }
+func (e *unjudgedError) Unwrap() error { return e.err }
+
 // normalType returns a "typ" value in the form that is compared: lower
 // case, without an "application/" prefix.
 func normalType(t string) string {
@@ -386,7 +409,7 @@ func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
 	if v.keySet != nil {
 		var err error
 		if k, ok, err = v.keySet.lookup(ctx, s, hasKid); err != nil {
-			return nil, invalid("key lookup ended: %v", err)
+			return nil, &unjudgedError{err}
 		}
 	} else {
 		k, ok = find(v.keys, s, hasKid)
@@ -462,7 +485,8 @@ const maxJWTTime = 253402300799
 // Attrs the claims [JWTConfig.AttrClaims] names (nil without any), and
 // the time of its "exp". Every refusal is an
 // error that unwraps to [ErrInvalidJWT] and says why without quoting the
-// token.
+// token; a token it could not judge, an error that unwraps to
+// [ErrKeySetUnavailable].
 //
 // With a [JWTConfig.KeySet], a lookup that fetches the set is bounded by
 // the set's fetch timeout (three of them when a discovered set reads its
@@ -678,7 +702,10 @@ func splitPath(path string) []string {
 // the parser's own text, which may quote parts of the token.
 func (v *JWT) reason(t *jwt.Token, claims jwt.MapClaims, err error) error {
 	var je *jwtError
+	var ue *unjudgedError
 	switch {
+	case errors.As(err, &ue):
+		return ue.err
 	case errors.As(err, &je):
 		return &jwtError{reason: je.reason}
 	case errors.Is(err, jwt.ErrTokenMalformed):
@@ -730,14 +757,19 @@ func (v *JWT) Authenticate(ctx context.Context, tok string) (*policy.Principal, 
 // that RequireBearerTokenOptions.Scopes requires roles), whose Extra holds
 // its Attrs ([ExtraAttrs]) and whose Expiration is its "exp"; any other
 // is an error that unwraps to both auth.ErrInvalidToken (the go-sdk
-// answers 401 with the error's text) and [ErrInvalidJWT].
+// answers 401 with the error's text) and [ErrInvalidJWT], but one it could
+// not judge, which unwraps to [ErrKeySetUnavailable] only (the go-sdk
+// answers 500, [BindSessions] 503 on a bound session).
 func (v *JWT) Verifier() auth.TokenVerifier {
 	return func(ctx context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		pr, exp, err := v.verify(ctx, tok)
 		if err != nil {
 			var je *jwtError
-			if errors.As(err, &je) {
+			switch {
+			case errors.As(err, &je):
 				return nil, &jwtError{reason: je.reason, sdk: true}
+			case errors.Is(err, ErrKeySetUnavailable):
+				return nil, err
 			}
 			return nil, fmt.Errorf("%w: %w", auth.ErrInvalidToken, err)
 		}

@@ -126,6 +126,10 @@ func sign(t *testing.T, method jwt.SigningMethod, key any, kid string, c jwt.Map
 // checkRefusal checks that err is a refusal that does not quote tok.
 func checkRefusal(t *testing.T, err error, tok, want string) {
 	t.Helper()
+	if want == notJudged {
+		unjudged(t, "", err, tok)
+		return
+	}
 	if err == nil {
 		t.Fatalf("err = nil, want a refusal containing %q", want)
 	}

@@ -44,7 +44,8 @@ type RemoteKeySetOptions struct {
 	// MinRefreshInterval is the least time between the starts of two
 	// fetches: a token whose kid is not in the set triggers a fetch (the
 	// provider may have rotated its keys) only when the last one started
-	// at least this long ago; otherwise it is refused at once. It spaces
+	// at least this long ago; otherwise it is refused at once (not
+	// judged, while that fetch failed: see [ErrKeySetUnavailable]). It spaces
 	// the reads of the discovery document of a set made by
 	// [DiscoverKeySet] in the same way. Zero means one minute. It must
 	// not be over MaxAge (after the defaults), since it holds back the
@@ -98,7 +99,7 @@ type RemoteKeySetOptions struct {
 // a kid the set lacks; never more than once per
 // [RemoteKeySetOptions.MinRefreshInterval], so a flood of tokens with
 // made-up kids cannot make it hammer the provider: a miss inside the
-// interval is refused at once, and concurrent misses share one fetch. The
+// interval is answered at once, and concurrent misses share one fetch. The
 // lookup that starts a fetch waits for it (at most
 // [RemoteKeySetOptions.Timeout], or until its context ends); concurrent
 // lookups whose kid is in the current set do not wait.
@@ -115,6 +116,11 @@ type RemoteKeySetOptions struct {
 // [RemoteKeySetOptions.ErrorHandler] and changes nothing: the last good
 // set stays in use, however old, until a fetch succeeds; a key the
 // provider removed is refused from the first successful fetch without it.
+// A kid the set lacks is refused as unknown only while the last fetch
+// succeeded: while it failed, such a token is not judged (the provider
+// may have rotated that key in), an error that unwraps to
+// [ErrKeySetUnavailable], until a fetch succeeds, at most once per
+// MinRefreshInterval as ever.
 type RemoteKeySet struct {
 	client      *http.Client
 	timeout     time.Duration
@@ -130,6 +136,7 @@ type RemoteKeySet struct {
 	keys      map[string]crypto.PublicKey // the last good set
 	expires   time.Time                   // when keys are due for a refresh
 	attempted time.Time                   // start of the last fetch
+	failed    error                       // the error of the last fetch, nil once one succeeds
 	flight    *flight                     // the fetch under way, or nil
 }
 
@@ -437,7 +444,10 @@ func maxAge(values []string) (age time.Duration, ok bool) {
 // lookup returns the key named kid, or without a kid (hasKid false) the
 // only key of a set of one. It refreshes the set first when it is due, or
 // when the kid is missing (see [RemoteKeySet]); ok is false when there is
-// no such key.
+// no such key. err is not nil when the set could not tell: kid is not in
+// it and its last fetch failed (the provider may have rotated it in), or
+// ctx ended while the lookup waited for a fetch; it unwraps to
+// ErrKeySetUnavailable, and to ctx's error or the fetch's.
 func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k crypto.PublicKey, ok bool, err error) {
 	s.mu.Lock()
 	now := s.now()
@@ -459,24 +469,39 @@ func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k c
 		s.mu.Unlock()
 		return k, ok, nil
 	case f == nil && !back && now.Sub(s.attempted) < s.minInterval:
-		// Too soon after the last fetch to try again.
+		// Too soon after the last fetch to try again: a kid it lacks is
+		// unknown, unless that fetch failed.
+		err = s.unavailable(ok, hasKid)
 		s.mu.Unlock()
-		return k, ok, nil
+		return k, ok, err
 	case f == nil:
 		f = &flight{done: make(chan struct{})}
 		s.flight, s.attempted = f, now
 		go s.refresh(context.WithoutCancel(ctx), f, kid, hasKid)
 	}
+	shown := s.shown
 	s.mu.Unlock()
 	select {
 	case <-f.done:
 	case <-ctx.Done():
-		return nil, false, ctx.Err()
+		return nil, false, fmt.Errorf("%w: waiting for a fetch of %s: %w", ErrKeySetUnavailable, shown, ctx.Err())
 	}
 	s.mu.Lock()
 	k, ok = find(s.keys, kid, hasKid)
+	err = s.unavailable(ok, hasKid)
 	s.mu.Unlock()
-	return k, ok, nil
+	return k, ok, err
+}
+
+// unavailable returns the error of a lookup that found a key (ok) or not,
+// by kid (hasKid) or not: nil, unless it looked for a kid the set lacks
+// and the last fetch of the set failed, so that it cannot tell whether
+// the provider has that key. s.mu is held.
+func (s *RemoteKeySet) unavailable(ok, hasKid bool) error {
+	if ok || !hasKid || s.failed == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: the token's kid is not in the set, whose last fetch failed: %w", ErrKeySetUnavailable, s.failed)
 }
 
 // refresh runs flight f, started by a lookup of kid: it fetches the set
@@ -494,6 +519,7 @@ func (s *RemoteKeySet) refresh(ctx context.Context, f *flight, kid string, hasKi
 	if err == nil {
 		s.keys, s.expires = keys, s.now().Add(ttl)
 	}
+	s.failed = err
 	reread := false
 	_, found := keys[kid]
 	if s.disc != nil && (err != nil || hasKid && !found) {
