@@ -53,7 +53,9 @@ type ToolOptions struct {
 	// arguments' SHA-256, or their HMAC-SHA256 under [Options].ArgsKey).
 	// They are recorded once the call is authorized: a call refused before
 	// (unauthenticated, an unknown or hidden tool, forbidden, a write off
-	// the allowlist) has only the hash.
+	// the allowlist) has only the hash. A name the tool's input schema
+	// plainly cannot carry (a closed schema, as for the policy's argument
+	// limits) is refused by [Guard.Install] and [Guard.Wrap].
 	RecordArgs []string
 	// Describe renders the action in words for the dry-run summary and the
 	// confirmation prompt. Nil means a generic description listing the

@@ -413,6 +413,15 @@ func (g *Guard) build(t *mcp.Tool) *toolEntry {
 	}
 	e.in = in
 	e.fields = closedFields(t.InputSchema, g.opts.Validation == nil || !g.opts.Validation.Lenient)
+	if e.fields != nil {
+		for _, f := range g.opts.Tools[t.Name].RecordArgs {
+			if !e.fields[f] {
+				e.in, e.late = nil, fmt.Errorf("mcpguard: tool %q: its RecordArgs (Options.Tools) names argument %q, which its input schema does not have (it has %s): "+
+					"no call can carry it, so it would never be recorded; name the argument as the schema does", t.Name, f, fieldList(e.fields))
+				return e
+			}
+		}
+	}
 	if t.OutputSchema != nil {
 		out, err := newValidator(t.OutputSchema, outputValidation, false)
 		if err != nil {
