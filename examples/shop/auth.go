@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -58,6 +59,10 @@ type sessionAuth struct {
 	strangers *limiter.Limiter
 	known     *knownSessions   // sessions seen valid lately; nil means none
 	now       func() time.Time // nil means time.Now
+	// log receives a warning for each check the gateway did not complete
+	// or answered unexpectedly, with the cause (never the session): the
+	// caller is told only that the check failed. Nil means none.
+	log *slog.Logger
 }
 
 // strangerCheck is the limiter's tool name for the check of a session not
@@ -190,6 +195,16 @@ func (a *sessionAuth) me(ctx context.Context, session string) (*policy.Principal
 		}
 	}
 	if err != nil || resp.status >= 500 || resp.status == http.StatusTooManyRequests {
+		switch {
+		case err == nil:
+			a.warn("shop: session check failed: the gateway is unavailable", "status", resp.status)
+		case errors.Is(err, context.DeadlineExceeded):
+			a.warn("shop: session check failed: the gateway is unavailable", "why", "no answer within "+authDeadline.String())
+		case !errors.Is(err, context.Canceled): // not a caller that went away
+			// The request's URL (no user info, no query) and the cause; no
+			// header, so never the session.
+			a.warn("shop: session check failed: the gateway is unavailable", "why", err.Error())
+		}
 		return nil, unavailable("the session could not be checked: the gateway is unavailable; try again")
 	}
 	if resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden {
@@ -206,13 +221,23 @@ func (a *sessionAuth) me(ctx context.Context, session string) (*policy.Principal
 	// any letter case: encoding/json matches the struct's fields so
 	// ("User" is read as "user").
 	if resp.status != http.StatusOK || resp.tooLarge || duplicateKeyFolded(resp.body) || json.Unmarshal(resp.body, &me) != nil {
+		a.warn("shop: session check answered unexpectedly (is --gateway the gateway's base URL?)",
+			"status", resp.status, "too_large", resp.tooLarge)
 		return nil, unauthenticated("the gateway's session check answered unexpectedly")
 	}
 	pr := &policy.Principal{Subject: me.User.ID, Roles: me.User.Roles}
 	if me.User.ID == "" || token.CheckPrincipal(pr) != nil {
+		a.warn("shop: session check named no valid user")
 		return nil, unauthenticated("the gateway's session check named no valid user")
 	}
 	return pr, nil
+}
+
+// warn logs msg with args on a's logger, if any.
+func (a *sessionAuth) warn(msg string, args ...any) {
+	if a.log != nil {
+		a.log.Warn(msg, args...)
+	}
 }
 
 // limiterUnavailable is the refusal of a call whose session check the

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -77,7 +78,22 @@ func gatewayURL(base string) (*url.URL, error) {
 	if !asciiHost(u.Host) {
 		return nil, errors.New("--gateway: the host is not printable ASCII (an internationalized name goes in its xn-- form)")
 	}
+	if !portOK(u) {
+		return nil, errors.New("--gateway: the port must be a number from 1 to 65535")
+	}
 	return u, nil
+}
+
+// portOK reports whether u's port, if it has one, is a number from 1 to
+// 65535. url.Parse takes any run of digits (http://host:99999): no
+// request could reach such a port, and no browser sends it in an Origin.
+func portOK(u *url.URL) bool {
+	p := u.Port()
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // asciiHost reports whether host (a URL's, percent-decoded) is printable
@@ -116,13 +132,13 @@ func urlOrigin(u *url.URL) string {
 
 // checkOrigin checks an --origin value: an http or https origin,
 // scheme://host[:port], and nothing more, as a browser sends it (a host
-// of printable ASCII, asciiHost).
+// of printable ASCII, asciiHost; a port from 1 to 65535, portOK).
 func checkOrigin(origin string) error {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" ||
-		!asciiHost(u.Host) {
-		return fmt.Errorf("--origin %s: want an origin, http(s)://host[:port]", cliarg.ShownURL(origin))
+		!asciiHost(u.Host) || !portOK(u) {
+		return fmt.Errorf("--origin %s: want an origin, http(s)://host[:port] (a port from 1 to 65535)", cliarg.ShownURL(origin))
 	}
 	return nil
 }
@@ -130,16 +146,17 @@ func checkOrigin(origin string) error {
 // checkAllowedOrigins refuses an --allowed-origins entry that no browser's
 // Origin can equal, which would silently allow nothing: one that is not
 // http(s)://host[:port] (a path, a trailing slash, user information, no
-// scheme) or that writes out its scheme's default port (browsers leave it
-// out). An entry may end in ":*" for any port.
+// scheme, a port outside 1 to 65535) or that writes out its scheme's
+// default port (browsers leave it out). An entry may end in ":*" for any
+// port.
 func checkAllowedOrigins(origins []string) error {
 	for _, o := range origins {
 		base, anyPort := strings.CutSuffix(o, ":*")
 		u, err := url.Parse(base)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 			u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" ||
-			!asciiHost(u.Host) || anyPort && u.Port() != "" {
-			return fmt.Errorf("--allowed-origins %s: want an origin, http(s)://host[:port] or http(s)://host:*, as a browser sends it", cliarg.ShownURL(o))
+			!asciiHost(u.Host) || anyPort && u.Port() != "" || !portOK(u) {
+			return fmt.Errorf("--allowed-origins %s: want an origin, http(s)://host[:port] (a port from 1 to 65535) or http(s)://host:*, as a browser sends it", cliarg.ShownURL(o))
 		}
 		if p := u.Port(); u.Scheme == "http" && p == "80" || u.Scheme == "https" && p == "443" {
 			return fmt.Errorf("--allowed-origins %s: leave out the default port, as browsers do in Origin", cliarg.ShownURL(o))

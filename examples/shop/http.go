@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,6 +88,54 @@ func matchAny(patterns []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// checkAllowedHosts refuses an --allowed-hosts entry that no Host header
+// can equal, which would silently refuse every request it was meant to
+// let through: one that is not host, host:port or host:* as a client
+// sends it in Host (a scheme or a path, as an origin or URL has them; user
+// information; a wildcard name such as * or *.example; an IPv6 address
+// without its brackets; a port outside 1 to 65535).
+func checkAllowedHosts(hosts []string) error {
+	for _, h := range hosts {
+		if !hostPattern(h) {
+			return fmt.Errorf("--allowed-hosts %s: want host, host:port or host:* (host:* is any port), as a client sends it in Host: no scheme, path or wildcard name; an IPv6 address in brackets", cliarg.Shown(h))
+		}
+	}
+	return nil
+}
+
+// hostPattern reports whether h is an --allowed-hosts entry a Host header
+// can match (see checkAllowedHosts).
+func hostPattern(h string) bool {
+	host, anyPort := strings.CutSuffix(h, ":*")
+	if !anyPort {
+		if hp, port, err := net.SplitHostPort(h); err == nil {
+			n, err := strconv.Atoi(port)
+			if err != nil || n < 1 || n > 65535 || strings.Trim(port, "0123456789") != "" {
+				return false
+			}
+			host = hp
+			if strings.Contains(host, ":") {
+				host = "[" + host + "]" // SplitHostPort took the brackets off
+			}
+		}
+	}
+	if inner, ok := strings.CutPrefix(host, "["); ok {
+		inner, ok = strings.CutSuffix(inner, "]")
+		ip, err := netip.ParseAddr(inner)
+		return ok && err == nil && ip.Is6()
+	}
+	if host == "" {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // listenAddr checks addr: host:port with a numeric port; a non-loopback

@@ -154,6 +154,10 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "shop:", err)
 		return 2
 	}
+	if err := checkAllowedHosts(splitList(hosts)); err != nil {
+		fmt.Fprintln(stderr, "shop:", err)
+		return 2
+	}
 	// A --redis given is checked, even empty: "" would otherwise mean
 	// caps in memory, silently unshared between replicas. So is a Redis
 	// password without it, which would mean the same.
@@ -204,9 +208,10 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	if transport == "stdio" {
 		// Take the JSON-RPC channel off fds 0 and 1 before anything can
 		// print. A signal stops it gracefully (see serveStdio): every call
-		// under way has its per-call deadline, and a second more for its
-		// answer.
-		grace := cfg.timeout + time.Second
+		// under way has its session check's deadline, then its per-call
+		// deadline (which starts only once the check is done), and a
+		// second more for its answer.
+		grace := authDeadline + cfg.timeout + time.Second
 		t, err := stdio.Isolate(&stdio.Options{Logger: log, Stop: ctx.Done(), DrainTimeout: grace})
 		if err != nil {
 			fmt.Fprintln(stderr, "shop:", err)

@@ -202,7 +202,7 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 		}
 	}
 	g, err := mcpguard.New(pol, &sessionAuth{gw: s.gw, stdio: cfg.stdio, launch: cfg.launch, lim: lim, checks: checks,
-		strangers: strangers, known: newKnownSessions(rdb, knownTTL, knownMax), now: cfg.now}, &mcpguard.Options{
+		strangers: strangers, known: newKnownSessions(rdb, knownTTL, knownMax), now: cfg.now, log: s.log}, &mcpguard.Options{
 		Audit:      sink,
 		ArgsKey:    argsKey,
 		Limiter:    lim,
@@ -374,9 +374,11 @@ var lineBreaks = strings.NewReplacer("\r", "", "\n", "")
 // reasonLabel opens the prompt's line of the reason the model gave.
 const reasonLabel = "reason, in the caller's words: "
 
-// parseAuditKey reads the audit key: hex, at least 32 hex digits.
+// parseAuditKey reads the audit key: hex, at least 32 hex digits. Line
+// breaks inside it (xxd -p wraps hex at 60 digits) are skipped, as in the
+// confirmation key (parseKey).
 func parseAuditKey(v string) ([]byte, error) {
-	b, err := hex.DecodeString(strings.TrimSpace(v))
+	b, err := hex.DecodeString(lineBreaks.Replace(strings.TrimSpace(v)))
 	if err != nil || len(b) < 16 {
 		return nil, fmt.Errorf("%s: want at least 32 hex digits", auditKeyEnv)
 	}

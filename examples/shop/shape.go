@@ -206,14 +206,21 @@ func typ(t string) map[string]any {
 	return map[string]any{"type": t}
 }
 
+// amount is the schema of a nullable number of type t ("number" for
+// prices and totals, "integer" for stock and counts) that cannot be
+// negative: less than zero is a malformed answer.
+func amount(t string) map[string]any {
+	s := nullable(t)
+	s["minimum"] = 0
+	return s
+}
+
 func productSchema() map[string]any {
 	desc := nullable("string")
 	desc["maxLength"] = maxDescription
-	price, stock := nullable("number"), nullable("integer")
-	price["minimum"], stock["minimum"] = 0, 0
 	return object(map[string]any{
-		"sku": typ("string"), "name": nameSchema(false), "description": desc, "price": price,
-		"currency": nullable("string"), "category": nullable("string"), "inStock": stock, "source": nullable("string"),
+		"sku": typ("string"), "name": nameSchema(false), "description": desc, "price": amount("number"),
+		"currency": nullable("string"), "category": nullable("string"), "inStock": amount("integer"), "source": nullable("string"),
 	})
 }
 
@@ -232,14 +239,12 @@ func compareOutput() map[string]any {
 
 func categoriesOutput() map[string]any {
 	return object(map[string]any{"categories": arrayOf(object(map[string]any{
-		"id": typ("string"), "name": nameSchema(true), "productCount": nullable("integer"),
+		"id": typ("string"), "name": nameSchema(true), "productCount": amount("integer"),
 	}))})
 }
 
 func stockOutput() map[string]any {
-	stock := nullable("integer")
-	stock["minimum"] = 0
-	return object(map[string]any{"sku": typ("string"), "inStock": stock,
+	return object(map[string]any{"sku": typ("string"), "inStock": amount("integer"),
 		"status": map[string]any{"enum": []any{"in_stock", "sold_out", "unknown"}}})
 }
 
@@ -247,15 +252,15 @@ func cartOutput() map[string]any {
 	return object(map[string]any{
 		"items": arrayOf(object(map[string]any{
 			"sku": typ("string"), "name": nameSchema(true), "quantity": map[string]any{"type": "integer", "minimum": 0},
-			"unitPrice": nullable("number"),
+			"unitPrice": amount("number"),
 		})),
-		"total": nullable("number"), "paymentPending": nullable("boolean"),
+		"total": amount("number"), "paymentPending": nullable("boolean"),
 	})
 }
 
 func ordersOutput(admin bool) map[string]any {
-	props := map[string]any{"id": typ("string"), "status": nullable("string"), "total": nullable("number"),
-		"placedAt": nullable("string"), "itemCount": nullable("integer")}
+	props := map[string]any{"id": typ("string"), "status": nullable("string"), "total": amount("number"),
+		"placedAt": nullable("string"), "itemCount": amount("integer")}
 	if admin {
 		props["userId"] = nullable("string")
 	}
@@ -271,6 +276,6 @@ func usersOutput() map[string]any { return object(map[string]any{"users": arrayO
 
 func inventoryOutput() map[string]any {
 	return object(map[string]any{"items": arrayOf(object(map[string]any{
-		"sku": typ("string"), "name": nameSchema(true), "inStock": nullable("integer"),
+		"sku": typ("string"), "name": nameSchema(true), "inStock": amount("integer"),
 	}))})
 }
