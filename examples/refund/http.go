@@ -151,7 +151,8 @@ const maxBody = 4 << 20
 
 // recorder records every JSON-RPC message POSTed to next, read as the
 // go-sdk reads the body (see firstValue and readMessage), then hands the
-// request on unchanged.
+// request on unchanged, but for a subscriptions/listen request, which it
+// marks in its context for stopListens.
 func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -188,6 +189,9 @@ func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 			e.Method, e.Tool = cut(m.Method, &e.Truncated), cut(m.Tool, &e.Truncated)
 			e.ID = cutID(m.ID, &e.Truncated)
 			rec.add(e)
+		}
+		if len(msgs) == 1 && msgs[0].Method == "subscriptions/listen" {
+			r = r.WithContext(context.WithValue(r.Context(), listenKey{}, true))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -367,9 +371,13 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	defer waitCalls(g, log)
 
 	received := &ring[receivedRequest]{}
-	var mcpHandler http.Handler = recorder(received, mcp.NewStreamableHTTPHandler(
+	// Ended when the server stops (srv.RegisterOnShutdown, below): the
+	// subscriptions/listen streams, which end only when cancelled.
+	listens, endListens := context.WithCancel(context.Background())
+	defer endListens()
+	var mcpHandler http.Handler = recorder(received, stopListens(listens, mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log}))
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})))
 	v, set := os.LookupEnv(gatewaySignKeyEnv)
 	signer, err := gatewaySigner(v, set)
 	if err != nil {
@@ -415,6 +423,7 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	// rebinding) must not read or clear /_received; the go-sdk checks /mcp
 	// the same way.
 	srv := newHTTPServer(loopback.Guard(mux))
+	srv.RegisterOnShutdown(endListens)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -438,6 +447,30 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 		return nil
 	}
 }
+
+// stopListens hands next a subscriptions/listen request (SEP-2575: the
+// go-sdk's client on protocol 2026-07-28 opens one to hear of list changes
+// and holds it open) with a context that also ends with stop, so that the
+// stream ends, answered, when the server stops. The go-sdk ends a listen
+// only when its request's context ends: without this a connected client
+// held every stop for its whole grace, and the stop was logged as a
+// failure. Every other request keeps its context, so that the calls under
+// way are answered. The recorder, in front, tells a listen (listenKey).
+func stopListens(stop context.Context, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if listen, _ := r.Context().Value(listenKey{}).(bool); listen {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(stop, cancel)()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// listenKey is the context key under which the recorder says that a
+// request's body is one subscriptions/listen request.
+type listenKey struct{}
 
 // gatewaySignKeyEnv names the environment variable holding the key (hex,
 // at least 32 bytes) shared with the gateway (its MCP_GATEWAY_SIGN_KEY): when set,

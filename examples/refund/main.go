@@ -28,6 +28,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -137,7 +138,7 @@ func run(args []string, stderr io.Writer) int {
 
 // serve builds the server and serves it until ctx ends or, on stdio, the
 // client closes stdin.
-func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.Writer, log *slog.Logger) error {
+func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.Writer, log *slog.Logger) (err error) {
 	if err := checkFlags(cfg); err != nil {
 		return err
 	}
@@ -146,11 +147,17 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 	// The audit trail: a JSONL file, or JSON lines on stderr. Never stdout.
 	var sink audit.Sink
 	if cfg.auditPath != "" {
-		js, err := audit.OpenJSONL(cfg.auditPath, nil)
-		if err != nil {
-			return err
+		js, oerr := audit.OpenJSONL(cfg.auditPath, nil)
+		if oerr != nil {
+			return oerr
 		}
-		defer js.Close()
+		defer func() {
+			// The last records reach the file here (the sink buffers
+			// them): a failure loses them, and is the server's failure.
+			if cerr := js.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("closing the audit file: its last records may be lost: %w", cerr))
+			}
+		}()
 		defer hangup.Reopen(log, cfg.auditPath, js)() // for log rotation; stops before the Close
 		sink = js
 	} else {
@@ -220,6 +227,9 @@ func serve(ctx context.Context, cfg config, transport mcp.Transport, stderr io.W
 		return err
 	}
 	opts.SessionKey = func(*mcp.CallToolRequest, *mcpguard.Identity) string { return session }
+	// SessionKey applies to authenticated calls only: the records of the
+	// others get the session's id from the sink.
+	opts.Audit = withSession(opts.Audit, session)
 	g, err := mcpguard.New(pol, mcpguard.FromEnv(tokenEnv, tokens), opts)
 	if err != nil {
 		return err
@@ -309,4 +319,59 @@ func waitCalls(g *mcpguard.Guard, log *slog.Logger) {
 	if err := g.Wait(ctx); err != nil {
 		log.Warn("refund: closing with calls still under way; their audit records may be lost")
 	}
+}
+
+// sessionSink gives the audit records that have no session_id the stdio
+// process's own. The guard gives a call its session (Options.SessionKey)
+// once the call is authenticated, so the records of the calls refused as
+// unauthenticated (no token, an unknown one) would have none, and a trail
+// that two processes share, or that spans a restart, could not tell
+// whose they are.
+type sessionSink struct {
+	sink    audit.Sink
+	session string
+}
+
+// withSession returns sink with the records that have no session_id given
+// session; an [audit.Keeper] stays one.
+func withSession(sink audit.Sink, session string) audit.Sink {
+	s := sessionSink{sink: sink, session: session}
+	if k, ok := sink.(audit.Keeper); ok {
+		return &sessionKeeper{sessionSink: s, keeper: k}
+	}
+	return &s
+}
+
+// stamp returns e, or a copy of it with the session when it has none (a
+// sink does not modify the event it is given to write).
+func (s *sessionSink) stamp(e *audit.Event) *audit.Event {
+	if e == nil || e.SessionID != "" {
+		return e
+	}
+	c := *e
+	c.SessionID = s.session
+	return &c
+}
+
+func (s *sessionSink) Write(ctx context.Context, e *audit.Event) error {
+	return s.sink.Write(ctx, s.stamp(e))
+}
+
+// WriteDurable keeps the write-ahead intents as durable as the sink makes them.
+func (s *sessionSink) WriteDurable(ctx context.Context, e *audit.Event) error {
+	return audit.WriteDurable(ctx, s.sink, s.stamp(e))
+}
+
+// sessionKeeper is a sessionSink of an [audit.Keeper].
+type sessionKeeper struct {
+	sessionSink
+	keeper audit.Keeper
+}
+
+// Keep sets the session in e, which Keep hands over to the sink.
+func (s *sessionKeeper) Keep(ctx context.Context, e *audit.Event, args json.RawMessage) error {
+	if e != nil && e.SessionID == "" {
+		e.SessionID = s.session
+	}
+	return s.keeper.Keep(ctx, e, args)
 }
