@@ -3,7 +3,9 @@ package stdio
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/internal/jsonstr"
@@ -73,6 +75,48 @@ func parseID(raw json.RawMessage) (k idKey, ok bool) {
 		return idKey{set: true, n: int64(f)}, true
 	}
 	return idKey{}, false
+}
+
+// reasonInexactID refuses a request whose number id the go-sdk would
+// answer changed (see exactIntID).
+const reasonInexactID = `a number "id" must be an integer from -2^53 to 2^53 (the go-sdk would answer it changed: 5.5 as 5)`
+
+// exactIntID reports whether raw, a JSON number that parseID read, is an
+// integer from -2^53 to 2^53, which the go-sdk (reading it as a float64,
+// then an int64) writes back with the same value: 1, -0, 1.0 or 1e2, not
+// 5.5, 9007199254740993 (read as ...992) or 1e-400 (read as 0).
+func exactIntID(raw json.RawMessage) bool {
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return false
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n == int64(f)
+	}
+	// A fraction or an exponent: its value is f when a float64 holds its
+	// significant digits exactly, at most 15 of them (a value with a
+	// fraction and so few digits is not rounded to an integer); a value
+	// too small for a float64 (1e-400) reads as 0, so 0 must be written
+	// with zeros only.
+	mant, _, _ := strings.Cut(strings.ToLower(string(raw)), "e")
+	sig, zeros, started := 0, 0, false
+	for i := 0; i < len(mant); i++ {
+		c := mant[i]
+		switch {
+		case c < '0' || c > '9', c == '0' && !started:
+			continue
+		case c == '0':
+			zeros++
+		default:
+			zeros = 0
+		}
+		started = true
+		sig++
+	}
+	if f == 0 {
+		return sig == 0
+	}
+	return sig-zeros <= 15
 }
 
 // info is what the transport needs to know of one message that passed.
@@ -416,6 +460,11 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 	}
 	if !idOK {
 		return fail(`"id" must be a string, a number or null`)
+	}
+	if hasMethod && id.set && !id.isStr && !exactIntID(idRaw) {
+		// The go-sdk reads a number id into an int64 and answers with
+		// that: the client could not match the answer to its request.
+		return fail(reasonInexactID)
 	}
 	m.id, m.rawID, m.raw = id, idRaw, raw
 	if hasMethod {

@@ -35,7 +35,10 @@
 //     never answers: a request, alone or in a batch, that reuses the id of a
 //     request in flight (jsonrpc2 drops it), and a batch that mixes
 //     requests and notifications (the SDK waits for an answer to the
-//     notification too);
+//     notification too); and a request whose number id the SDK would
+//     answer changed, one that is not an integer from -2^53 to 2^53 (it
+//     reads ids into an int64: 5.5 is answered as 5, 9007199254740993 as
+//     9007199254740992), whose answer the client could not match;
 //   - it bounds the requests in flight (passed to the go-sdk, not yet
 //     answered) at 4096, and their bytes at 64 MiB (a request alone passes
 //     whatever its size): the SDK reads every request and runs each call

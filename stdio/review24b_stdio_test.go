@@ -151,6 +151,10 @@ func review24bAgreeOnMessage(t *testing.T, obj string) {
 	switch {
 	case lerr != nil && err != nil:
 		return
+	case lerr != nil && strings.HasSuffix(lerr.reason, reasonInexactID):
+		// Refused on purpose: the SDK would answer the id changed
+		// (exactIntID, tested on its own).
+		return
 	case lerr != nil:
 		t.Errorf("checkMessage refuses %q (%s), the go-sdk decodes it", obj, lerr.reason)
 		return

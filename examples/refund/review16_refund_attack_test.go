@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,7 +107,7 @@ func TestReview16HostileAmounts(t *testing.T) {
 		"0.30000000000000004", "1e-9", "-0", "-0.0", "0e5", "-1", "0.001", "1000000.01", "1e6000",
 		`"10.0"`, `"NaN"`, `"Infinity"`, `"1e3"`, "null", "true", "[10]", `{"value":10}`,
 	} {
-		r := s.send(t, `{"jsonrpc":"2.0","id":`+strings.Repeat("9", i+1)+`,"method":"tools/call","params":{"name":"trigger_refund","arguments":{"customer_id":"CUST-00001","amount":`+amount+`,"reason":"hostile amount literal"}}}`, true)
+		r := s.send(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(100+i)+`,"method":"tools/call","params":{"name":"trigger_refund","arguments":{"customer_id":"CUST-00001","amount":`+amount+`,"reason":"hostile amount literal"}}}`, true)
 		if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, `"amount"`) {
 			t.Errorf("amount %s: %s %+v, want -32602 naming amount", amount, r.Result, r.Error)
 		}
