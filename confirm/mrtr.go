@@ -206,8 +206,14 @@ func value(v any) string {
 		return "?"
 	}
 	js := strings.TrimSuffix(buf.String(), "\n")
+	// Two apostrophes in a row read as a quote: escaped too. Their
+	// escapes are longer, so what is shown is judged after them: cut
+	// earlier, a word may lose its letter of its own script.
+	shown := func(js string) string {
+		return sanitize(cutBeforeNumber(textsafe.QuotePairs(js), maxDescribeRunes))
+	}
 	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || textsafe.ReadsASCIIIn(js) ||
-		textsafe.ReadsASCIIIn(sanitize(cutBeforeNumber(js, maxDescribeRunes))) {
+		textsafe.ReadsASCIIIn(shown(js)) {
 		// Strings inside hold characters cleaning would remove, that
 		// show as nothing, shaped like a quote or a comma, or read as
 		// ASCII (textsafe.ReadsASCIIIn, Аcme), in the whole or in what
@@ -216,8 +222,7 @@ func value(v any) string {
 		// string.
 		js = textsafe.ASCIIJSON(js)
 	}
-	// Two apostrophes in a row read as a quote: escaped too.
-	return sanitize(cutBeforeNumber(textsafe.QuotePairs(js), maxDescribeRunes))
+	return shown(js)
 }
 
 // cutBeforeNumber returns js, compact JSON, cut before the number, or the
