@@ -90,7 +90,7 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 			}
 			c.record = topts.RecordArgs
 			if ac := auditCall(ctx, req); ac != nil {
-				c.valid = ac.valid
+				c.valid, c.confirmed = ac.valid, ac.confirmed
 			}
 			if g.opts.SessionKey != nil {
 				c.session = g.opts.SessionKey(req, c.id)

@@ -336,7 +336,7 @@ func TestReview30ConfirmedThenRevoked(t *testing.T) {
 			outs = append(outs, e.Code+"/"+e.Detail)
 		}
 	}
-	if len(outs) != 1 || !strings.HasPrefix(outs[0], "WRITE_NOT_ALLOWED/the policy changed while the client was asked") {
+	if len(outs) != 1 || !strings.HasPrefix(outs[0], "WRITE_NOT_ALLOWED/confirmed by the user; the policy changed while the client was asked") {
 		t.Errorf("outcome records: %q, want one WRITE_NOT_ALLOWED saying the policy changed", outs)
 	}
 }

@@ -379,6 +379,9 @@ type ndRig struct {
 	refunds  atomic.Int64 // runs of trigger_refund's handler
 	innerGot atomic.Value // the inner call's ndAnswer
 	slow     atomic.Bool
+	// confirmed: the inner write is confirmed (a signer was given), which
+	// its records' detail says first.
+	confirmed bool
 }
 
 func ndBeforeRunRig(t *testing.T, outerTool string, signer *confirm.Signer) *ndRig {
@@ -389,7 +392,7 @@ func ndBeforeRunRig(t *testing.T, outerTool string, signer *confirm.Signer) *ndR
 		{Name: "trigger_refund", Class: policy.Write, Confirm: signer != nil, Cost: 5},
 	}
 	p := r30Policy(t, policy.Config{Tools: rules, WriteAllowlist: []string{"refund_and_notify", "trigger_refund"}})
-	r := &ndRig{sink: &ndSlowIntents{memSink: &memSink{}}}
+	r := &ndRig{sink: &ndSlowIntents{memSink: &memSink{}}, confirmed: signer != nil}
 	opts := &mcpguard.Options{Audit: r.sink, Logger: quiet, Limiter: ndLimiter(t),
 		Tools: map[string]mcpguard.ToolOptions{outerTool: {Timeout: ndDeadline}}}
 	if signer != nil {
@@ -448,6 +451,9 @@ func (r *ndRig) checkNotRun(t *testing.T) {
 		}
 	}
 	want := "[intent/true// outcome/false/UPSTREAM_UNAVAILABLE/the call's deadline passed before the tool ran; the tool was not run]"
+	if r.confirmed {
+		want = "[intent/true//confirmed by the user outcome/false/UPSTREAM_UNAVAILABLE/confirmed by the user; the call's deadline passed before the tool ran; the tool was not run]"
+	}
 	if fmt.Sprint(recs) != want {
 		t.Errorf("the inner write's records: %q\nwant %q", recs, want)
 	}

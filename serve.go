@@ -1782,6 +1782,15 @@ func panicText(r any) (s string) {
 // whose handler made c (see call.parent).
 func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallToolRequest, c *call, parent string, phase audit.Phase) {
 	tool, detail := recordedTool(c.name, c.detail)
+	if c.confirmed {
+		// The trail says a human approved the call: its records would
+		// otherwise read as those of a write nobody was asked about.
+		if detail == "" {
+			detail = confirmedDetail
+		} else {
+			detail = confirmedDetail + "; " + detail
+		}
+	}
 	*ev = audit.Event{
 		Time:          now,
 		CorrelationID: c.corr,
@@ -1836,6 +1845,10 @@ func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallTo
 		}
 	}
 }
+
+// confirmedDetail opens the audit detail of a call its user confirmed
+// (ToolRule.Confirm), in each of its records.
+const confirmedDetail = "confirmed by the user"
 
 // defaultWriteAheadTimeout is [Options].WriteAheadTimeout's 0.
 const defaultWriteAheadTimeout = 10 * time.Second

@@ -159,6 +159,9 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 				}
 				c.confirmed = true
 			}
+			if ac := auditCall(ctx, req); ac != nil {
+				ac.confirmed = true // its records say so, as a Guard's do
+			}
 			if g.opts.Limiter != nil {
 				ctx = context.WithValue(ctx, countedKey{}, true)
 			}

@@ -63,7 +63,9 @@ type Event struct {
 	// `user answered "decline"`), else the message the caller was told
 	// (but for INVALID_ARGUMENTS, whose message names fields the caller
 	// chose, UNAUTHENTICATED and TOOL_NOT_FOUND); never secrets or raw
-	// arguments.
+	// arguments. Every record of a call its user confirmed (its intent,
+	// its outcome, and those of its later rounds) starts with "confirmed
+	// by the user", followed by "; " and the rest where there is more.
 	Detail     string  `json:"detail,omitempty"`
 	LatencyMS  float64 `json:"latency_ms"`
 	ArgsSHA256 string  `json:"args_sha256,omitempty"`
