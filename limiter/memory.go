@@ -301,6 +301,13 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 		return errUnmadeStore
 	case b.Release && b.Refund:
 		return errors.New("limiter: a batch cannot both release and refund")
+	}
+	for i := range b.Checks {
+		if err := b.Checks[i].Valid(); err != nil {
+			return fmt.Errorf("limiter: check %d: %w", i, err)
+		}
+	}
+	switch {
 	case b.Release && b.Abandon && b.Lease == 0:
 		// Slots without a lease are counts: a failed reservation cannot
 		// be told apart from a successful one, so there is nothing to free.
@@ -312,11 +319,6 @@ func (s *MemoryStore) applyBatch(now int64, b *Batch) error {
 		o = opRelease
 	case b.Refund:
 		o = opRefund
-	}
-	for i := range b.Checks {
-		if err := b.Checks[i].Valid(); err != nil {
-			return fmt.Errorf("limiter: check %d: %w", i, err)
-		}
 	}
 	var lbuf [stackChecks]memLimit
 	var cbuf [stackChecks]memCheck
