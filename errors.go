@@ -171,6 +171,12 @@ func (e *DenialError) Error() string {
 // Unwrap returns the sentinel error of e.Code.
 func (e *DenialError) Unwrap() error { return e.Code.Sentinel() }
 
+// Retryable reports whether the same call may succeed if made again later
+// (after RetryAfter, when it is set): its code is one a retry can get
+// past ([Code.Retryable]) and RetryAfter is not negative. It is the
+// "retryable" member of the refusal on the wire.
+func (e *DenialError) Retryable() bool { return e.Code.Retryable() && e.RetryAfter >= 0 }
+
 // retryAfterSeconds rounds up, so that a retry after the stated number of
 // whole seconds is never early.
 func (e *DenialError) retryAfterSeconds() (int64, bool) {
@@ -204,7 +210,7 @@ func (e *DenialError) object() errorObject {
 	o := errorObject{
 		Code:          e.Code,
 		Message:       e.Message,
-		Retryable:     e.Code.Retryable() && e.RetryAfter >= 0,
+		Retryable:     e.Retryable(),
 		CorrelationID: e.CorrelationID,
 		Details:       e.Details,
 	}

@@ -26,7 +26,8 @@ import (
 // ToolOptions are per-tool settings beyond the policy rule.
 type ToolOptions struct {
 	// Cost computes the spend cost of a call from its validated arguments
-	// (numbers are json.Number). Nil means the rule's fixed Cost. A
+	// (numbers are json.Number: policy.MapArgs(args).Number("amount")
+	// reads one as a float64). Nil means the rule's fixed Cost. A
 	// negative, NaN or infinite result refuses the call as INTERNAL (the
 	// configuration is wrong, not the caller).
 	Cost func(args map[string]any) (float64, error)
