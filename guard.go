@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +85,8 @@ type Options struct {
 	// Audit receives one outcome event per call (and an intent event before
 	// a write runs). Nil discards events; a write then cannot get a durable
 	// intent and is refused with AUDIT_UNAVAILABLE, not retryable (no retry
-	// can succeed), unless NoWriteAhead is set.
+	// can succeed), unless NoWriteAhead is set ([New] warns of it on
+	// Logger when the policy allows writes).
 	// A sink that is an [audit.Keeper] (the package's JSONL, SQL and fanout sinks)
 	// is handed each outcome event with Keep, and hashes its arguments (and,
 	// for JSONL, encodes it) off the call's path.
@@ -563,7 +565,22 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	if err := checkConfirmer(p, g.opts.Confirmer); err != nil {
 		return nil, err
 	}
+	warnNoTrail(g.log, p, &g.opts)
 	return g, nil
+}
+
+// warnNoTrail warns when p allows writes that o leaves no way to run: no
+// Audit sink for their write-ahead records (and NoWriteAhead unset), so
+// that every call of them is refused AUDIT_UNAVAILABLE. Documented, and so
+// not an error, but otherwise met only at the first write.
+func warnNoTrail(log *slog.Logger, p *policy.Policy, o *Options) {
+	if o.Audit != nil || o.NoWriteAhead {
+		return
+	}
+	if w := p.WriteAllowlist(); len(w) > 0 {
+		log.Warn("mcpguard: the policy allows writes but Options.Audit is nil: no write-ahead record can be made, so every write is refused AUDIT_UNAVAILABLE; set Options.Audit (or Options.NoWriteAhead)",
+			"write_allowlist", strings.Join(w, ","))
+	}
 }
 
 // Policy returns the policy that decides the guard's calls now: the one
@@ -579,7 +596,8 @@ func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 // policy hides from some caller (see [Guard.Install]), an argument limit
 // of the tool's own rule on an argument its input schema says no call can
 // carry (its "properties", closed by strict mode or additionalProperties
-// false, lack it), or a nil h. A tool with Annotations hints ReadOnlyHint
+// false, lack it), a RecordArgs (Options.Tools) naming such an argument,
+// or a nil h. A tool with Annotations hints ReadOnlyHint
 // false unless it sets it (false is the MCP default), so a read tool whose
 // Annotations only give a Title is refused; a tool with no Annotations
 // hints nothing.
