@@ -391,7 +391,17 @@ func refuseCrossSite(h http.Handler) http.Handler {
 // serveHTTP serves a on ln until ctx ends.
 func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) error {
 	rest := newRESTSessions(a.server, a.authn)
-	defer rest.Close()
+	stuck := false
+	defer func() {
+		if stuck {
+			// Closing a REST session waits for its calls: one still
+			// running after waitIdle (its downstream hung, its
+			// cancellation ignored) would hold the shutdown for ever.
+			go rest.Close()
+			return
+		}
+		rest.Close()
+	}()
 	// The REST endpoints get the DNS rebinding protection that the
 	// go-sdk gives /mcp: a web page of another name rebound to 127.0.0.1
 	// must not call tools with a token it knows (the dev token table).
@@ -433,7 +443,7 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 		err := <-errc
 		// The calls go on in their MCP sessions, whose client may be
 		// gone (a write runs to completion anyway).
-		a.waitIdle(log)
+		stuck = !a.waitIdle(log)
 		if !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}

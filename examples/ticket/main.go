@@ -450,8 +450,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer rl.closing() // before a.Close: no reload into a closed app
 
 	if cmd == "serve-stdio" {
-		if os.Getenv(tokenEnv) == "" {
+		// A token that resolves to no caller (unset, or one the table does
+		// not hold: a typo, a blank around it) refuses every call: said at
+		// start, never showing the value.
+		switch tok := os.Getenv(tokenEnv); {
+		case tok == "":
 			log.Warn(tokenEnv + " is not set: every call will be refused as UNAUTHENTICATED")
+		case a.ids.table.Lookup(tok) == nil:
+			log.Warn(tokenEnv + " holds a token that is not in the dev-only token table: every call will be refused as UNAUTHENTICATED")
 		}
 		// One stdio process is one MCP session; name it, so the limiter
 		// and the audit trail key on it.

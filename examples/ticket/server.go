@@ -298,14 +298,16 @@ var shutdownWait = 15 * time.Second
 
 // waitIdle waits, at most shutdownWait, until no request is under way, so
 // that the outcome records of calls still running at shutdown are written
-// before the audit sinks close; it logs a warning if some still run then.
-func (a *app) waitIdle(log *slog.Logger) {
+// before the audit sinks close; it logs a warning if some still run then,
+// and reports whether none does.
+func (a *app) waitIdle(log *slog.Logger) bool {
 	for deadline := time.Now().Add(shutdownWait); a.running.Load() > 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			log.Warn("ticket: shutting down with requests still running; their audit records may be lost", "requests", a.running.Load())
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // store names the database of the audit_log table.

@@ -23,11 +23,14 @@ import (
 
 // sessionConn is a server connection with a session id that, when hdrs is
 // set, hands the server each request's HTTP headers (as the Streamable HTTP
-// transport does) so that the guard authenticates every request on its own.
+// transport does) so that the guard authenticates every request on its own,
+// and the user the REST adapter verified them to be (as the go-sdk's
+// auth.RequireBearerToken does): the session, which only the adapter
+// reaches, is that user's, not one over HTTP bound to no one.
 type sessionConn struct {
 	mcp.Connection
 	id   string
-	hdrs *sync.Map // request id -> http.Header, filled by clientConn
+	hdrs *sync.Map // request id -> *mcp.RequestExtra, filled by clientConn
 }
 
 func (c *sessionConn) SessionID() string { return c.id }
@@ -35,8 +38,8 @@ func (c *sessionConn) SessionID() string { return c.id }
 func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	if req, ok := m.(*jsonrpc.Request); ok && c.hdrs != nil && req.ID.IsValid() {
-		if h, ok := c.hdrs.LoadAndDelete(req.ID.Raw()); ok {
-			req.Extra = &mcp.RequestExtra{Header: h.(http.Header)}
+		if e, ok := c.hdrs.LoadAndDelete(req.ID.Raw()); ok {
+			req.Extra = e.(*mcp.RequestExtra)
 		}
 	}
 	return m, err
@@ -60,8 +63,13 @@ func (t *sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 // headerKey carries a REST request's headers to clientConn.Write.
 type headerKey struct{}
 
+// userKey carries the user the REST adapter authenticated a request's
+// headers as (an *auth.TokenInfo) to clientConn.Write.
+type userKey struct{}
+
 // clientConn is the client end of a REST session: it passes the headers of
-// each call (from the call's context) to the server end, keyed by request id.
+// each call, and the user they were verified as (from the call's context),
+// to the server end, keyed by request id.
 type clientConn struct {
 	mcp.Connection
 	hdrs *sync.Map
@@ -70,7 +78,8 @@ type clientConn struct {
 func (c *clientConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if req, ok := m.(*jsonrpc.Request); ok && req.ID.IsValid() {
 		if h, ok := ctx.Value(headerKey{}).(http.Header); ok {
-			c.hdrs.Store(req.ID.Raw(), h)
+			ti, _ := ctx.Value(userKey{}).(*auth.TokenInfo)
+			c.hdrs.Store(req.ID.Raw(), &mcp.RequestExtra{Header: h, TokenInfo: ti})
 		}
 	}
 	return c.Connection.Write(ctx, m)
@@ -223,11 +232,16 @@ func (s *restSession) close() {
 }
 
 // call calls tool with args in REST session name of the caller that h (the
-// HTTP request's headers) authenticates.
+// HTTP request's headers) authenticates. The request reaches the server
+// with h and, for a caller h authenticates, that caller as its verified
+// user (auth.TokenInfo), as a Streamable HTTP request does behind
+// token.BindSessions; the guard authenticates it from h again.
 func (r *restSessions) call(ctx context.Context, h http.Header, name, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	subject := ""
-	if id, err := r.authn.Authenticate(ctx, restRequest(h, tool)); err == nil && id != nil && id.Principal != nil {
+	var user *auth.TokenInfo
+	if id, err := r.authn.Authenticate(ctx, restRequest(h, tool)); err == nil && id != nil && id.Principal != nil && id.Principal.Subject != "" {
 		subject = id.Principal.Subject
+		user = &auth.TokenInfo{UserID: subject, Scopes: slices.Clone(id.Principal.Roles)}
 	}
 	s, err := r.acquire(ctx, name, subject)
 	if err != nil {
@@ -235,6 +249,9 @@ func (r *restSessions) call(ctx context.Context, h http.Header, name, tool strin
 	}
 	defer s.calls.Done()
 	ctx = context.WithValue(ctx, headerKey{}, h.Clone())
+	if user != nil {
+		ctx = context.WithValue(ctx, userKey{}, user)
+	}
 	return s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 }
 
