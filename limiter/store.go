@@ -121,7 +121,10 @@ type PeekStore interface {
 // When Release is true, the store frees the in-flight slots that Lease holds
 // under the (Concurrency) checks, if it still holds them, and reports
 // nothing (a store that counts slots rather than leasing them frees one
-// slot per check whichever reservation took it). With Abandon too, the
+// slot per check whichever reservation took it; the [MemoryStore], which
+// leases, does so too for a check its lease took no slot under, so a
+// release must list the Concurrency checks, not Peek, of its reservation,
+// as the [Limiter]'s do). With Abandon too, the
 // reservation of Lease failed on the caller's side (its Apply returned an
 // error, a timeout say) although it may have been carried out, or may still
 // arrive, or its release failed: the store frees what it took and, if it
