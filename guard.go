@@ -297,7 +297,8 @@ type Options struct {
 	// the subject; else the session object. Where the MCP session has no
 	// id (stdio, in memory, a direct call), the key a SessionKey set here
 	// gives is also the audit records' session_id; with a nil SessionKey,
-	// their session_id is then empty.
+	// their session_id is then empty, and so it is for a call refused
+	// before it was authenticated, which SessionKey is not asked about.
 	SessionKey func(req *mcp.CallToolRequest, id *Identity) string
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
