@@ -337,9 +337,11 @@ func TestReview37ReferenceMessages(t *testing.T) {
 		{"int_exclusive_minimum", `"n":{"type":"number","exclusiveMinimum":10}`, `{"n":10}`, true,
 			review37Verdict{Message: `argument "n" must be > 10`, Field: "/n"}},
 		{"unique_items", `"l":{"type":"array","uniqueItems":true}`, `{"l":[1,1]}`, false,
-			review37Verdict{Message: `argument "l" violates "uniqueItems"`, Field: "/l"}},
+			review37Verdict{Message: `argument "l" must not hold the same item twice`, Field: "/l"}},
 		{"multiple_of", `"n":{"type":"number","multipleOf":3}`, `{"n":4}`, false,
-			review37Verdict{Message: `argument "n" violates "multipleOf"`, Field: "/n"}},
+			review37Verdict{Message: `argument "n" must be a multiple of 3`, Field: "/n"}},
+		{"multiple_of_cents", `"n":{"type":"number","multipleOf":0.01}`, `{"n":0.001}`, false,
+			review37Verdict{Message: `argument "n" must be a multiple of 0.01`, Field: "/n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			paths := map[string]string{"reference": `{"type":"object","properties":{` + tc.props + `}` + review37RefSuffix}

@@ -697,6 +697,10 @@ func describe(ve *jsonschema.ValidationError) (field, msg string) {
 		msg = fmt.Sprintf("%s must be > %s", name, ratString(k.Want))
 	case *kind.ExclusiveMaximum:
 		msg = fmt.Sprintf("%s must be < %s", name, ratString(k.Want))
+	case *kind.MultipleOf:
+		msg = fmt.Sprintf("%s must be a multiple of %s", name, ratString(k.Want))
+	case *kind.UniqueItems:
+		msg = fmt.Sprintf("%s must not hold the same item twice", name)
 	case *kind.Format:
 		msg = fmt.Sprintf("%s must be a valid %s", name, k.Want)
 	case *kind.Enum, *kind.Const:
