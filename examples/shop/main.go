@@ -338,6 +338,20 @@ func usageError(fs *flag.FlagSet, cfg config, transport string) string {
 		})
 		return fmt.Sprintf("%s %s: want stdio or http", name, cliarg.Shown(transport))
 	}
+	if transport == "stdio" {
+		// Settings of the HTTP listener, which stdio does not open: one
+		// given here was meant for --transport http, forgotten.
+		var given []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "addr", "allow-remote", "allowed-hosts", "allowed-origins":
+				given = append(given, "--"+f.Name)
+			}
+		})
+		if len(given) > 0 {
+			return strings.Join(given, ", ") + " set the HTTP listener, which the stdio transport does not open: add --transport http (or MCP_TRANSPORT=http)"
+		}
+	}
 	return ""
 }
 
