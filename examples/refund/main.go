@@ -269,6 +269,9 @@ func checkFlags(cfg config) error {
 		if _, err := loopbackAddr(cfg.httpAddr, cfg.allowRemote); err != nil {
 			return err
 		}
+	} else if cfg.allowRemote {
+		// Meant for -http, forgotten: the server would serve stdio.
+		return errors.New("-allow-remote applies to -http, which is not set: the server would serve stdio")
 	}
 	return nil
 }

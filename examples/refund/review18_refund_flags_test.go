@@ -36,6 +36,8 @@ func TestReview18FlagValueErrors(t *testing.T) {
 		{"http_not_loopback", []string{"-http", "0.0.0.0:0"}, "-http"},
 		{"http_no_port", []string{"-http", "127.0.0.1"}, "-http"},
 		{"http_bad_port", []string{"-http", "127.0.0.1:99999"}, "-http"},
+		// Meant for -http: without it the server would serve stdio.
+		{"allow_remote_without_http", []string{"-allow-remote"}, "-allow-remote"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, stderr := command(tc.args)
