@@ -53,6 +53,10 @@ type rpcError struct {
 	// cause is why the downstream's exchange failed, for a call's outcome
 	// record ([callState.answeredErr]).
 	cause failKind
+	// why is, for a token refused, the token package's reason (expired,
+	// wrong audience, unknown kid), for the log only: the client is told
+	// "invalid bearer token". Never the token.
+	why string
 }
 
 func errParse() *rpcError {

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/internal/limitcheck"
+	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
@@ -745,7 +746,7 @@ func (g *Gateway) serveNotPost(w http.ResponseWriter, r *http.Request, cid strin
 	case http.MethodGet, http.MethodDelete:
 		pr, aerr := g.authenticate(r)
 		if aerr != nil {
-			g.log.Warn("deny", "cid", cid, "method", r.Method, "outcome", aerr.contract, "reason", aerr.message)
+			g.logRefusedCaller(cid, r.Method, aerr)
 			g.auditUnread(r, cid, aerr, g.now())
 			g.writeError(w, aerr, nil, cid)
 			return
@@ -867,7 +868,9 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 		return nil, errAuthUnavailable(errors.Is(err, context.DeadlineExceeded))
 	}
 	if err != nil || pr == nil || pr.Subject == "" {
-		return nil, errUnauthenticated("invalid bearer token", true)
+		e := errUnauthenticated("invalid bearer token", true)
+		e.why = refusedWhy(err)
+		return nil, e
 	}
 	if err := token.CheckPrincipal(pr); err != nil {
 		// The authenticator's fault, not the client's: say so in the log,
@@ -876,6 +879,23 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 		return nil, errUnauthenticated("invalid bearer token", true)
 	}
 	return pr, nil
+}
+
+// refusedWhy is the reason an authenticator gave for refusing a token,
+// for the log: the token package's own words (which never quote the
+// token), "unknown token" for a table's miss; nothing for another
+// authenticator's error, whose text may hold anything. err is nil when
+// the authenticator returned no principal, or one without a subject.
+func refusedWhy(err error) string {
+	switch {
+	case err == nil:
+		return "the authenticator returned no principal, or one without a subject"
+	case errors.Is(err, ErrUnknownToken):
+		return "unknown token"
+	case errors.Is(err, token.ErrInvalidJWT), errors.Is(err, token.ErrInvalidToken):
+		return textsafe.Clean(err.Error(), 200)
+	}
+	return ""
 }
 
 // readBody reads at most g.maxBody bytes of r's body into a pooled buffer.

@@ -374,8 +374,23 @@ func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid strin
 		}
 	}
 	g.auditRefusal(r, nil, cid, msgs, aerr, detail, start)
-	g.log.Warn("deny", "cid", cid, "outcome", aerr.contract, "code", aerr.code, "reason", aerr.message)
+	g.logRefusedCaller(cid, "", aerr)
 	g.writeError(w, aerr, id, cid)
+}
+
+// logRefusedCaller logs the refusal aerr of a request's caller (method:
+// a GET's or a DELETE's; "" for a POST), with why its token was refused
+// where the authenticator said (rpcError.why).
+func (g *Gateway) logRefusedCaller(cid, method string, aerr *rpcError) {
+	args := []any{"cid", cid}
+	if method != "" {
+		args = append(args, "method", method)
+	}
+	args = append(args, "outcome", aerr.contract, "code", aerr.code, "reason", aerr.message)
+	if aerr.why != "" {
+		args = append(args, "why", aerr.why)
+	}
+	g.log.Warn("deny", args...)
 }
 
 // refuseEnvelope logs, records and answers the refusal perr of a POST
@@ -658,6 +673,11 @@ func (g *Gateway) denial(pol *policy.Policy, pr *policy.Principal, tool string, 
 			message: "Method not found: unknown tool '" + shown + "'", data: map[string]any{"tool": shown}}
 	}
 	sets := requiredRoleSets(pol.RequiredRoles(tool))
+	if strings.HasPrefix(d.Reason, "argument ") {
+		// Refused for an argument (policy.Policy.DecideArgs), once the
+		// caller's roles were met: the roles would read as what it lacks.
+		sets = nil
+	}
 	data := map[string]any{"tool": shown, "roles": pr.Roles, "reason": d.Reason}
 	switch {
 	case len(sets) == 1:

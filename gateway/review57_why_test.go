@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mcpguard/mcpguard/internal/testsvc"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
+)
+
+// TestReview57RefusedTokenReasonLogged: a gateway verifying JWTs logged a
+// refused token as "invalid bearer token" only, whether it had expired, was
+// for another audience or named an unknown key: an operator could not tell
+// a configuration mistake (a wrong --jwt-audience) from a stale token. The
+// deny line now gives the token package's reason ("why"), never the token;
+// the client is still told "invalid bearer token" alone.
+func TestReview57RefusedTokenReasonLogged(t *testing.T) {
+	idp := testsvc.StartJWKS(t, "a")
+	ks, err := token.NewRemoteKeySet(context.Background(), idp.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := token.NewJWT(token.JWTConfig{KeySet: ks, Issuer: "https://idp.example", Audience: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logs bytes.Buffer
+	down := httptest.NewServer(&downstream{})
+	defer down.Close()
+	g, err := New(down.URL+"/mcp", v, &Options{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	claims := func(aud string, exp time.Time) jwt.MapClaims {
+		return jwt.MapClaims{"iss": "https://idp.example", "aud": aud, "sub": "ann", "role": "viewer", "exp": exp.Unix()}
+	}
+	for _, c := range []struct {
+		name, tok, why string
+	}{
+		{"wrong audience", idp.Sign(t, "a", claims("other", time.Now().Add(time.Hour))), "wrong audience"},
+		{"expired", idp.Sign(t, "a", claims("mcp", time.Now().Add(-time.Hour))), "expired"},
+	} {
+		mu.Lock()
+		logs.Reset()
+		mu.Unlock()
+		for _, method := range []string{http.MethodPost, http.MethodGet} {
+			req, err := http.NewRequest(method, gw.URL+"/mcp", strings.NewReader(call(`1`, "get_customer_record", `{}`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+c.tok)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), c.why) {
+				t.Errorf("%s, %s: %d %s; want 401 without the reason", c.name, method, resp.StatusCode, body)
+			}
+		}
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		if n := strings.Count(got, `why="token: invalid JWT: `+c.why); n != 2 {
+			t.Errorf("%s: %d deny lines give the reason, want 2 (POST, GET); logs:\n%s", c.name, n, got)
+		}
+		if strings.Contains(got, c.tok) {
+			t.Errorf("%s: the log holds the token", c.name)
+		}
+	}
+}
+
+// TestReview57ArgumentRefusalNamesNoRoles: a call refused for an argument
+// limit, which comes once the caller's roles are met, listed the tool's
+// required_roles, which read as roles the caller lacked (it held them).
+func TestReview57ArgumentRefusalNamesNoRoles(t *testing.T) {
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write, Roles: []string{"viewer"},
+		ArgLimits: []policy.ArgLimit{{Field: "amount", Max: 100}}}}
+	cfg.WriteAllowlist = []string{"trigger_refund"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := newRig(t, &Options{Policy: pol})
+	got := rg.post(t, viewer, call(`1`, "trigger_refund", `{"amount":500}`))
+	if got.status != http.StatusForbidden {
+		t.Fatalf("status %d, want 403: %s", got.status, got.body)
+	}
+	_, _, data := rpcErr(t, got.body)
+	for _, k := range []string{"required_roles", "required_role_sets"} {
+		if v, ok := data[k]; ok {
+			t.Errorf("data.%s = %v for a caller refused for an argument", k, v)
+		}
+	}
+}
