@@ -77,7 +77,12 @@ type Event struct {
 	// spend. A call refused after it was charged and given its charge back
 	// has the part that stays charged: 0 when it was refused at once, more
 	// when the refund came later (limiter.Limiter.Kept).
-	Cost            float64        `json:"cost,omitempty"`
+	Cost float64 `json:"cost,omitempty"`
+	// ProtocolVersion and ClientName are the session's, as its initialize
+	// request gave them. A guard reads them from the go-sdk's session;
+	// the gateway, which keeps no session's initialize, records the
+	// protocol version from the request's MCP-Protocol-Version header and
+	// no client name.
 	ProtocolVersion string         `json:"protocol_version,omitempty"`
 	ClientName      string         `json:"client_name,omitempty"`
 	Args            map[string]any `json:"args,omitempty"` // only fields a tool opted in to record
