@@ -432,7 +432,10 @@ func (s *JSONLSink) flusher(every time.Duration) {
 // that cannot be encoded, [ErrClosed] after
 // Close, and the sink's sticky error after a failed file write. It returns
 // ctx's error, e not recorded, when ctx ends while it waits for a full
-// buffer to be written (see [JSONLOptions].BufferSize).
+// buffer to be written (see [JSONLOptions].BufferSize). In durable mode it
+// also returns ctx's error when ctx ends before e is durable (the file is
+// busy, or its write or fsync hangs): e is then on its way to the file,
+// and may still be recorded, as with [JSONLSink.WriteDurable].
 func (s *JSONLSink) Write(ctx context.Context, e *Event) error {
 	return s.write(ctx, e, s.durable)
 }
@@ -713,6 +716,33 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 			return ctx.Err()
 		}
 	}
+	if ctx.Done() == nil {
+		return s.flushHeld(sync, seq)
+	}
+	// The write and the fsync heed no context: a file that stops taking
+	// writes (a pipe nobody reads, a disk that hangs) would hold the
+	// caller for as long as it lasts, past a deadline it was given (the
+	// guard's write-ahead bound). They run on a goroutine of their own,
+	// which the caller leaves when ctx ends; the lines stay on their way
+	// to the file (written once, when it takes them), and the file stays
+	// taken (ioSem) until then.
+	done := make(chan error, 1)
+	go func() { done <- s.flushHeld(sync, seq) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done:
+			return err
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// flushHeld is flush once ioSem is taken; it releases it.
+func (s *JSONLSink) flushHeld(sync bool, seq uint64) error {
 	defer func() { <-s.ioSem }()
 	s.mu.Lock()
 	if s.err != nil {

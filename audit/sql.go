@@ -148,7 +148,8 @@ type SQLSink struct {
 	closed bool
 	// closing is set by Close before it closes the queue: a writer that
 	// is already retrying a row against an unreachable database gives up
-	// instead of retrying for as long as the database is down.
+	// instead of retrying for as long as the database is down, and calls
+	// made from then on are refused with ErrClosed at once.
 	closing atomic.Bool
 	// stop is the context of the writer's calls to the database and of
 	// WriteDurable's on PostgreSQL; Close cancels it once nothing was
@@ -158,8 +159,10 @@ type SQLSink struct {
 	cancel    context.CancelFunc
 	watchOnce sync.Once
 
-	stmtMu sync.Mutex
-	stmts  map[int]*sql.Stmt // INSERT statements by row count (powers of two)
+	// stmtSem (a semaphore of one) guards stmts, and is held while one is
+	// prepared: taken with a context (see stmt).
+	stmtSem chan struct{}
+	stmts   map[int]*sql.Stmt // INSERT statements by row count (powers of two)
 
 	lastErr atomic.Pointer[error]
 
@@ -405,6 +408,7 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 		onError: o.OnError,
 		queue:   make(chan item, o.QueueSize),
 		done:    make(chan struct{}),
+		stmtSem: make(chan struct{}, 1),
 		stmts:   map[int]*sql.Stmt{},
 	}
 	s.stop, s.cancel = context.WithCancel(context.Background())
@@ -558,6 +562,12 @@ func (s *SQLSink) enqueue(ctx context.Context, it item) error {
 // send sends it on ch, one of the writer's channels, unless the sink is
 // closed or ctx ends first.
 func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
+	if s.closing.Load() {
+		// Close has begun: it may wait on s.mu for the calls under way
+		// (up to closeStall, on a silent server), and a call taking
+		// s.mu.RLock now would wait with it, whatever its ctx says.
+		return ErrClosed
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -619,7 +629,11 @@ func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 	defer cancel()
 	defer context.AfterFunc(s.stop, cancel)()
 	// Held until the row is in: Close, which takes s.mu, waits for the
-	// inserts under way before it closes the statements they use.
+	// inserts under way before it closes the statements they use. A call
+	// made once Close has begun is refused at once (see send).
+	if s.closing.Load() {
+		return ErrClosed
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -717,8 +731,8 @@ func (s *SQLSink) Close() error {
 	stmtsClosed := make(chan struct{})
 	go func() {
 		defer close(stmtsClosed)
-		s.stmtMu.Lock()
-		defer s.stmtMu.Unlock()
+		s.stmtSem <- struct{}{}
+		defer func() { <-s.stmtSem }()
 		for _, st := range s.stmts {
 			st.Close()
 		}
@@ -1209,7 +1223,7 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) (x pgXact
 	// The statements first, by log2 of their rows: preparing one takes a
 	// connection of db's pool, whose only one (db.SetMaxOpenConns(1)) the
 	// transaction would hold (and a WriteDurable preparing its own holds
-	// stmtMu while it waits for one): the writer would wait for itself.
+	// stmtSem while it waits for one): the writer would wait for itself.
 	var stmts [11]*sql.Stmt // perStmt is at most 1024 rows
 	for left := len(rows); left > 0; {
 		n := s.stmtRows(left)
@@ -1384,10 +1398,20 @@ func (s *SQLSink) xactCommitted(x pgXact) (done, known bool, err error) {
 	}
 }
 
-// stmt returns the prepared INSERT of n rows.
+// stmt returns the prepared INSERT of n rows. While another prepares one
+// (the writer, whose server may have stopped answering), it waits until
+// ctx ends: a WriteDurable's deadline bounds it.
 func (s *SQLSink) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
+	select {
+	case s.stmtSem <- struct{}{}:
+	default:
+		select {
+		case s.stmtSem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("audit: prepare insert: %w", ctx.Err())
+		}
+	}
+	defer func() { <-s.stmtSem }()
 	if st, ok := s.stmts[n]; ok {
 		return st, nil
 	}
