@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -499,9 +498,3 @@ func (a *rawArgs) NumberText(field string) (string, bool) {
 	}
 	return string(a.fields[field]), true
 }
-
-// permissiveArgs satisfies every argument limit; it is used to decide whether
-// a tool is visible at all in a filtered tools/list.
-type permissiveArgs struct{}
-
-func (permissiveArgs) Number(string) (float64, bool) { return math.Inf(-1), true }

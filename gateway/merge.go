@@ -276,7 +276,9 @@ func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []b
 		if policy.CheckName(name) != nil || strings.ContainsRune(name, utf8.RuneError) {
 			return false
 		}
-		if d := pol.Decide(l.pr, name, permissiveArgs{}); !pol.Visible(l.pr, name) || !d.Allowed() || d.Rule.Confirm {
+		// Authorize: everything but the arguments, whose limits a call
+		// may meet.
+		if d := pol.Authorize(l.pr, name); !pol.Visible(l.pr, name) || !d.Allowed() || d.Rule.Confirm {
 			return false // Confirm: refused at call time (confirmRefusal)
 		}
 	}

@@ -111,3 +111,31 @@ func TestReview57ArgumentRefusalNamesNoRoles(t *testing.T) {
 		}
 	}
 }
+
+// TestReview57MinLimitedToolListed: with FilterToolsList, whether a tool is
+// listed was decided by a call with every argument at -Inf, which passes any
+// max; a policy's "min" limit (policy.ArgLimit.Min) would then have hidden
+// the tool from every caller it applies to, though their calls within the
+// bounds pass. A listing is decided on everything but the arguments now.
+func TestReview57MinLimitedToolListed(t *testing.T) {
+	cfg := DefaultPolicyConfig()
+	zero := 0.0
+	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write,
+		ArgLimits: []policy.ArgLimit{{Field: "amount", Min: &zero, Max: 100}}}}
+	cfg.WriteAllowlist = []string{"trigger_refund"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := newRig(t, &Options{Policy: pol, FilterToolsList: true})
+	got := rg.post(t, viewer, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if !strings.Contains(got.body, `"trigger_refund"`) {
+		t.Errorf("the listing a viewer gets: %s; want trigger_refund in it", got.body)
+	}
+	if got := rg.post(t, viewer, call(`2`, "trigger_refund", `{"amount":-5}`)); got.status != http.StatusForbidden || !strings.Contains(got.body, "below the limit") {
+		t.Errorf("amount -5: %d %s; want 403, below the limit", got.status, got.body)
+	}
+	if got := rg.post(t, viewer, call(`3`, "trigger_refund", `{"amount":5}`)); got.status != http.StatusOK {
+		t.Errorf("amount 5: %d %s; want 200", got.status, got.body)
+	}
+}

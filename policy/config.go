@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/mcpguard/mcpguard/internal/jsonnum"
 )
 
 // MaxConfigBytes is the size of the largest rule file [ParseConfig] reads:
@@ -25,15 +27,16 @@ const MaxConfigBytes = 1 << 20
 // known one only in letter case; a member given twice; a value of another
 // JSON type than the member's, null included (leave the member out
 // instead); a class other than "read" or "write"; a missing name or class
-// of a tool, pattern or roles of a role rule, or field or max of an
-// argument limit; an empty name, pattern or field; a number that is not a
-// finite float64, a negative cost or a nonzero one that reads as the
-// float64 0 (1e-400), or a max that reads as a float64 whose
-// shortest decimal, which calls are compared with, is above the number
-// written (9007199254740995 reads as 9007199254740996: the limit would
-// allow more than written); and a string with a \u escape of
-// half a surrogate pair, which encoding/json would read as U+FFFD. Its
-// errors begin "policy: config: " and name the member, as in
+// of a tool, pattern or roles of a role rule, or field of an argument
+// limit, or one with neither min nor max; an empty name, pattern or
+// field; a number that is not a finite float64, a negative cost or a
+// nonzero one that reads as the float64 0 (1e-400), a max that reads as a
+// float64 whose shortest decimal, which calls are compared with, is above
+// the number written (9007199254740995 reads as 9007199254740996: the
+// limit would allow more than written), or a min whose decimal is below
+// it (9007199254740993 reads as 9007199254740992); and a string with a
+// \u escape of half a surrogate pair, which encoding/json would read as
+// U+FFFD. Its errors begin "policy: config: " and name the member, as in
 // "tools[2].rolls: unknown member".
 func ParseConfig(data []byte) (Config, error) {
 	var cfg Config
@@ -80,7 +83,7 @@ const (
 	topMembers      = "tools, role_rules, write_allowlist, default, show_forbidden"
 	toolMembers     = "name, " + defaultMembers
 	defaultMembers  = "class, roles, cost, confirm, arg_limits" // the default rule has no name
-	argLimitMembers = "field, max, exempt_roles"
+	argLimitMembers = "field, min, max, exempt_roles"
 	roleRuleMembers = "pattern, roles"
 )
 
@@ -168,13 +171,28 @@ func argLimit(v []byte, at string) (ArgLimit, error) {
 				below := strconv.FormatFloat(math.Nextafter(l.Max, math.Inf(-1)), 'g', -1, 64)
 				err = fmt.Errorf("policy: config: %s: %.40s reads as the float64 %v, above it, and a call's number is compared with that; write %s or less", at, v, l.Max, below)
 			}
+		case "min":
+			var m float64
+			if m, err = number(v, at); err == nil && jsonnum.Above(string(v), m) {
+				// The mirror of loosens: 9007199254740993 reads as
+				// 9007199254740992, and the limit would let that through.
+				above := strconv.FormatFloat(math.Nextafter(m, math.Inf(1)), 'g', -1, 64)
+				err = fmt.Errorf("policy: config: %s: %.40s reads as the float64 %v, below it, and a call's number is compared with that; write %s or more", at, v, m, above)
+			}
+			l.Min = &m
 		case "exempt_roles":
 			l.ExemptRoles, err = strs(v, at)
 		}
 		return err
 	})
 	if err == nil {
-		err = required(at, seen, "field", "max")
+		err = required(at, seen, "field")
+	}
+	if err == nil && !seen["max"] {
+		if !seen["min"] {
+			err = fmt.Errorf("policy: config: %s: \"max\" is required, or \"min\", or both", at)
+		}
+		l.Max = math.Inf(1)
 	}
 	return l, err
 }

@@ -163,11 +163,7 @@ func number(v []byte, at string) (float64, error) {
 // larger (9007199254740995 reads as 9007199254740996). n < that decimal
 // exactly when -n is above -f.
 func loosens(n string, f float64) bool {
-	neg, ok := strings.CutPrefix(n, "-")
-	if !ok {
-		neg = "-" + n
-	}
-	return jsonnum.Above(neg, -f)
+	return jsonnum.Above(negated(n), -f)
 }
 
 func boolean(v []byte, at string) (bool, error) {

@@ -40,7 +40,7 @@
 //	    {"name": "get_customer_record", "class": "read"},
 //	    {"name": "trigger_refund", "class": "write", "roles": ["support", "finance"],
 //	     "cost": 1, "confirm": false,
-//	     "arg_limits": [{"field": "amount", "max": 100, "exempt_roles": ["finance"]}]}
+//	     "arg_limits": [{"field": "amount", "min": 0, "max": 100, "exempt_roles": ["finance"]}]}
 //	  ],
 //	  "role_rules": [{"pattern": "admin_*", "roles": ["admin"]}],
 //	  "write_allowlist": ["trigger_refund"],
@@ -50,15 +50,19 @@
 //
 // Every member may be left out but a tool's "name" and "class", the
 // default rule's "class", a role rule's "pattern" and "roles", and an
-// argument limit's "field" and "max"; one left out is the zero value of
-// its field (no default rule, ShowForbidden false, no writes allowed).
-// "class" is "read" or "write", exactly. The default rule has no "name".
-// "max" may be any finite number; [ArgLimit].Max holds the float64
-// nearest to it, and a call's number is compared with the shortest
-// decimal that reads as that float64 ("max": 99.99 allows 99.99 and
-// refuses 99.990000000000001; "max": 100.000000000000001 is 100), and a
-// "max" that decimal is above is refused, as the limit would allow more
-// than written (9007199254740995 reads as 9007199254740996); "cost"
+// argument limit's "field" and one of "min" and "max"; one left out is
+// the zero value of its field (no default rule, ShowForbidden false, no
+// writes allowed), but a limit without "max" has no upper bound, and one
+// without "min" no lower bound: "max": 100 alone lets an amount of -5
+// through. "class" is "read" or "write", exactly. The default rule has no
+// "name". "min" and "max" are inclusive and may be any finite numbers;
+// [ArgLimit].Max holds the float64 nearest to "max", and a call's number
+// is compared with the shortest decimal that reads as that float64
+// ("max": 99.99 allows 99.99 and refuses 99.990000000000001; "max":
+// 100.000000000000001 is 100), and a "max" that decimal is above is
+// refused, as the limit would allow more than written (9007199254740995
+// reads as 9007199254740996); so is a "min" that decimal is below
+// (9007199254740993 reads as 9007199254740992, and 1e-400 as 0); "cost"
 // is 0 or more, and not so small that it reads as 0 (1e-400). The format is
 // strict (see ParseConfig): a misspelt or unknown member, one given
 // twice, a null, or a value of the wrong type is an error naming its

@@ -115,8 +115,9 @@ type RoleRule struct {
 	Roles []string
 }
 
-// An ArgLimit caps a numeric top-level argument for some callers, e.g.
-// "role support may not call trigger_refund with amount above 100".
+// An ArgLimit bounds a numeric top-level argument for some callers, e.g.
+// "role support may not call trigger_refund with amount above 100", or
+// below 0.
 type ArgLimit struct {
 	// Field is the top-level argument name; nested paths are not
 	// supported, and New refuses one. A call where the field is missing
@@ -130,6 +131,16 @@ type ArgLimit struct {
 	// float64 ("100.000000000000001" for 100) is refused. A Max of +Inf
 	// allows every number (that a float64 holds).
 	Max float64
+	// Min, if non-nil, is the smallest allowed value (inclusive), compared
+	// as Max is, by its shortest decimal: 0.01 passes a Min of 0.01, and a
+	// number just below Min that rounds to Min as a float64
+	// ("0.0099999999999999999" for 0.01) is refused. Nil means no lower
+	// bound: a Max of 100 alone lets -5 through, so a refund's amount needs
+	// a Min of 0 as well. For a lower bound only, set Max to math.Inf(1)
+	// (as [ParseConfig] does for a limit without "max"): a zero Max is a
+	// bound of 0. [New] refuses a NaN Min, a Min of +Inf, and one above
+	// Max (no number would pass).
+	Min *float64
 	// ExemptRoles lists roles to which the limit does not apply. Empty means
 	// the limit applies to everyone. Its roles are exact names, none empty
 	// or a lone "*". [New] refuses a limit they exempt every caller of:
@@ -196,8 +207,9 @@ type prefixRule struct {
 // bad rule: a duplicate or empty name, a missing class, a negative or
 // non-finite cost, an empty role list in a role rule, an empty role name in
 // any role list, a malformed pattern (empty, or with a "*" other than a
-// trailing one), an argument limit without a field or with a NaN Max, or an
-// empty name in the write allowlist. Names that cannot be what the author
+// trailing one), an argument limit without a field, with a NaN Max, or
+// with a NaN or +Inf Min or one above its Max, or an empty name in the
+// write allowlist. Names that cannot be what the author
 // meant are refused too, since a rule whose name matches nothing silently
 // does not apply: a tool name, pattern, role, argument field or allowlist
 // entry with invalid UTF-8, a control or invisible formatting character
@@ -255,6 +267,16 @@ func New(cfg Config) (*Policy, error) {
 			if math.IsNaN(l.Max) {
 				return nil, fmt.Errorf("policy: %s: argument limit on %q has NaN max", what, l.Field)
 			}
+			if l.Min != nil {
+				switch m := *l.Min; {
+				case math.IsNaN(m):
+					return nil, fmt.Errorf("policy: %s: argument limit on %q has NaN min", what, l.Field)
+				case m > l.Max:
+					return nil, fmt.Errorf("policy: %s: argument limit on %q: min %v is above max %v: no number passes", what, l.Field, m, l.Max)
+				case math.IsInf(m, 1):
+					return nil, fmt.Errorf("policy: %s: argument limit on %q: min %v: no number passes", what, l.Field, m)
+				}
+			}
 			if err := checkRoles(l.ExemptRoles, fmt.Sprintf("%s: argument limit on %q", what, l.Field), "exempt roles"); err != nil {
 				return nil, err
 			}
@@ -262,7 +284,12 @@ func New(cfg Config) (*Policy, error) {
 		r.Roles = slices.Clone(r.Roles)
 		r.ArgLimits = slices.Clone(r.ArgLimits)
 		for i := range r.ArgLimits {
-			r.ArgLimits[i].ExemptRoles = slices.Clone(r.ArgLimits[i].ExemptRoles)
+			l := &r.ArgLimits[i]
+			l.ExemptRoles = slices.Clone(l.ExemptRoles)
+			if l.Min != nil {
+				m := *l.Min
+				l.Min = &m
+			}
 		}
 		return &r, nil
 	}
@@ -929,15 +956,15 @@ func (p *Policy) writeAllowed(tool string, r *ToolRule) bool {
 
 // CheckArgs applies the argument limits of rule r (as returned by
 // [Policy.Authorize]) for pr. A nil args fails every limit that applies.
-// A value is refused when it is NaN or its float64 exceeds Max; a value
-// from an [ExactArgs] that has its text (a json.Number in a [MapArgs]) is
-// also compared by its exact decimal value with the shortest decimal that
-// reads as Max (see [ArgLimit].Max), and refused when it is larger or when
-// its text is not a JSON number. The text decides even when the float64
-// is below Max: strconv.ParseFloat misreads a number with more than 800
-// digits before its point ("1", 1000 zeros, "e-990" is 1e10, read as
-// 1e-191). A nil r (the rule of a
-// NotFound decision) refuses the call with NotFound.
+// A value is refused when it is NaN or its float64 exceeds Max or is below
+// a non-nil Min; a value from an [ExactArgs] that has its text (a
+// json.Number in a [MapArgs]) is also compared by its exact decimal value
+// with the shortest decimals that read as Max and Min (see [ArgLimit].Max),
+// and refused when it is larger or smaller, or when its text is not a JSON
+// number. The text decides even when the float64 is within the bounds:
+// strconv.ParseFloat misreads a number with more than 800 digits before
+// its point ("1", 1000 zeros, "e-990" is 1e10, read as 1e-191). A nil r
+// (the rule of a NotFound decision) refuses the call with NotFound.
 func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 	if r == nil {
 		return Decision{Code: NotFound, Reason: "unknown tool"}
@@ -955,6 +982,9 @@ func (p *Policy) CheckArgs(pr *Principal, r *ToolRule, args Args) Decision {
 		}
 		if math.IsNaN(v) || v > l.Max || aboveMax(args, l.Field, l.Max) {
 			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " exceeds the limit for this caller"}
+		}
+		if l.Min != nil && (v < *l.Min || belowMin(args, l.Field, *l.Min)) {
+			return Decision{Code: Forbidden, Rule: r, Reason: "argument " + l.Field + " is below the limit for this caller"}
 		}
 	}
 	return Decision{Code: Allowed, Rule: r}
