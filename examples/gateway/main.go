@@ -246,7 +246,9 @@ func run(logger *slog.Logger) (runErr error) {
 		return usageError{err}
 	}
 	switch {
-	case math.IsNaN(*timeout) || *timeout <= 0 || *timeout > float64(math.MaxInt64/int64(time.Second)) ||
+	case *timeout > float64(maxTimeoutSeconds):
+		return usagef("--timeout %v: want at most %d seconds", *timeout, maxTimeoutSeconds)
+	case math.IsNaN(*timeout) || *timeout <= 0 ||
 		time.Duration(*timeout*float64(time.Second)) <= 0: // under a nanosecond: gateway.New's 30 s
 		return usagef("--timeout %v: want a positive number of seconds", *timeout)
 	case *maxBody <= 0:
@@ -579,7 +581,11 @@ func run(logger *slog.Logger) (runErr error) {
 		// handlers to record their outcome, at most the downstream
 		// timeout and 5 s.
 		srv.Close()
-		for deadline := time.Now().Add(opts.Timeout + shutdownExtra); active.Load() > 0; time.Sleep(10 * time.Millisecond) {
+		wait := opts.Timeout + shutdownExtra
+		if wait < opts.Timeout && shutdownExtra > 0 { // overflowed: --timeout takes up to math.MaxInt64 ns
+			wait = math.MaxInt64
+		}
+		for deadline := time.Now().Add(wait); active.Load() > 0; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				stillRunning.Store(active.Load())
 				return
@@ -975,6 +981,10 @@ func reloadPolicy(logger *slog.Logger, path string, g *gateway.Gateway) {
 	}
 	logger.Info("SIGHUP: --policy reloaded; tools/call is decided by it from now on", "policy", path, "sha256", sum)
 }
+
+// maxTimeoutSeconds is the largest --timeout: math.MaxInt64 nanoseconds,
+// in whole seconds.
+const maxTimeoutSeconds = math.MaxInt64 / int64(time.Second)
 
 // shutdownGrace is how long the gateway lets requests end on their own at
 // shutdown.
