@@ -168,6 +168,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,7 +211,7 @@ func run(logger *slog.Logger) (runErr error) {
 	maxStreams := flag.Int("max-streams", 32, "per-user GET and subscriptions/listen event streams open at once; one more is refused (429); 0: no cap")
 	maxBody := flag.Int64("max-body", 4<<20, "largest request body in bytes")
 	stdTransport := flag.Bool("std-transport", false, "send downstream through net/http's Transport instead of the gateway's own HTTP/1.1 client (slower; ignores a downstream's Keep-Alive timeout)")
-	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db); empty: none")
+	auditPath := flag.String("audit", "", "append audit events to this JSONL file (SQLite when it ends in .db, .sqlite or .sqlite3); empty: none")
 	jwks := flag.String("jwt-jwks", "", "verify bearer tokens as JWTs signed by the keys of this JWK Set, a file (at most 16 MiB) or an https:// URL (the provider's jwks_uri), instead of MCP_GATEWAY_TOKENS")
 	issuer := flag.String("jwt-issuer", "", `the JWTs' required "iss"; without --jwt-jwks, an https URL whose discovery document (OpenID Connect, or RFC 8414) names the JWK Set, read at start`)
 	audience := flag.String("jwt-audience", "", `the audience the JWTs' "aud" must hold (with --jwt-jwks or --jwt-issuer)`)
@@ -593,7 +594,13 @@ func run(logger *slog.Logger) (runErr error) {
 		}
 	}()
 	listening := []any{"addr", "http://" + ln.Addr().String() + *path, "upstream", shownUpstream(*upstream), "filter_tools_list", *filter,
-		"pins", pinMode(*pinTools, *toolPins), "policy", policyName(*policyFile)}
+		"pins", pinMode(*pinTools, *toolPins), "policy", policyName(*policyFile), "audit", auditKind(*auditPath)}
+	if *auditPath != "" {
+		listening = append(listening, "audit_file", *auditPath)
+	}
+	if *rate != "" {
+		listening = append(listening, "rate", *rate)
+	}
 	if policySum != "" {
 		listening = append(listening, "policy_sha256", policySum)
 	}
@@ -886,12 +893,27 @@ func authenticator(ctx context.Context, logger *slog.Logger, jwks string, minRef
 	return v, nil
 }
 
-// openAudit opens the audit sink at path: SQLite for a .db file, JSONL
-// otherwise, which reopen moves to the file at path (for log rotation,
+// auditKind is the kind of audit sink --audit path opens: "sqlite" for a
+// name ending in .db, .sqlite or .sqlite3 (in any letter case), "jsonl"
+// for any other, "none" without one.
+func auditKind(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case "":
+		if path == "" {
+			return "none"
+		}
+	case ".db", ".sqlite", ".sqlite3":
+		return "sqlite"
+	}
+	return "jsonl"
+}
+
+// openAudit opens the audit sink at path: SQLite or JSONL by auditKind,
+// JSONL being what reopen moves to the file at path (for log rotation,
 // on SIGHUP); nil for SQLite. The returned func closes the sink, flushing
 // what it buffered, and returns the first error of that.
 func openAudit(path string) (sink audit.Sink, reopen hangup.Reopener, closeSink func() error, err error) {
-	if strings.HasSuffix(path, ".db") {
+	if auditKind(path) == "sqlite" {
 		db, err := audit.OpenSQLite(path)
 		if err != nil {
 			return nil, nil, nil, err
