@@ -328,8 +328,9 @@
 // would do, or, when several role rules apply to the tool,
 // required_role_sets, a role of each of which is needed (the caller may
 // meet some of them already); a refusal for an argument (an argument
-// limit), which comes once the roles are met, names none. A call whose cost Options.Cost could not give,
-// or whose custom Transport's RoundTrip panicked, fails with -32603 and
+// limit), which comes once the roles are met, names none. A call whose
+// cost Options.Cost could not give, or whose custom Transport's RoundTrip
+// panicked, fails with -32603 and
 // 500 (INTERNAL). A go-sdk client reports -32003 as
 // mcp.ErrConnectionClosed (its own "client is closing" code), with the
 // gateway's message in the text.

@@ -203,8 +203,9 @@ type Options struct {
 	// decision, denials included, and a durable intent event before a write
 	// tool's call is forwarded (no durable intent, or none within Timeout:
 	// -32603, HTTP 503, not forwarded; the sink must give up when its
-	// context ends, as the package audit's sinks do). A request refused before its messages could be read (its
-	// Origin, its HTTP method, its token when the gateway does not read its
+	// context ends, as the package audit's sinks do). A request refused
+	// before its messages could be read (its Origin, its HTTP method, its
+	// token when the gateway does not read its
 	// body, whatever it holds: see MaxBodyBytes; or, once its caller is
 	// authenticated, whom its record names, a POST body encoded or in
 	// another charset, too large, unreadable, not JSON, or not an object or
