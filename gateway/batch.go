@@ -450,7 +450,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			if m.err.status == 499 {
 				m.p.call.notForwarded()
 			}
-		} else if m.err.cause.neverSent() {
+		} else if g.neverSent(m.err) {
 			m.p.call.refund()
 		}
 		e := m.err

@@ -46,12 +46,15 @@ const (
 	failOther                   // none of these: the log says
 )
 
-// neverSent reports whether a call that failed so was certainly not
-// delivered: no connection to the downstream was made (refused, a name
-// that did not resolve, another dial error, a certificate refused in the
-// handshake). Neither the gateway's client nor net/http's Transport sends a
-// POST again after a byte of it was written, so a retry's dial failing
-// says the same of the first attempt.
+// neverSent reports whether a call that failed so through the gateway's
+// own client was certainly not delivered: no connection to the downstream
+// was made (refused, a name that did not resolve, another dial error, a
+// certificate refused in the handshake). The gateway's client never sends
+// a POST again once a byte of it was written (see replayable), so a
+// retry's dial failing says the same of the first attempt. net/http's
+// Transport does send one again, on a new connection, when the request
+// carries an Idempotency-Key (its isReplayable): there a refused dial may
+// follow a delivered call, and says nothing ([Gateway.neverSent]).
 func (k failKind) neverSent() bool {
 	switch k {
 	case failRefused, failDNS, failUnreachable, failTLSCert:
@@ -231,4 +234,10 @@ func errUpstreamFor(err error, timeout, body bool) *rpcError {
 	e := errUpstream(timeout)
 	e.cause = failureOf(err, timeout, body)
 	return e
+}
+
+// neverSent reports whether the call e ended was certainly not delivered
+// (failKind.neverSent): only through the gateway's own client.
+func (g *Gateway) neverSent(e *rpcError) bool {
+	return g.ownClient && e.cause.neverSent()
 }

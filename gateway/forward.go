@@ -873,7 +873,7 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 		// initialize) refused for its session: its one record.
 		g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, uerr.contract, uerr.message, 0, start)
 	}
-	if uerr.unsent || uerr.cause.neverSent() {
+	if uerr.unsent || g.neverSent(uerr) {
 		call.refund()
 	}
 	call.answeredErr(uerr)

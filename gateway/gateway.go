@@ -157,11 +157,14 @@ type Options struct {
 	// admitted that is then refused without being forwarded (a write
 	// without a durable intent) is given back its calls and cost
 	// (limiter.Limiter.Refund: less what may have refilled meanwhile), and
-	// so is one whose client went away before it was sent, and one that
-	// certainly never reached the downstream (the connection refused, its
-	// host name not resolved, another dial error, its certificate
-	// refused): clients retrying through an outage do not use up their
-	// caps on calls that never ran. A forwarded
+	// so is one whose client went away before it was sent, and, through
+	// the gateway's own client (no Transport set), one that certainly
+	// never reached the downstream (the connection refused, its host name
+	// not resolved, another dial error, its certificate refused): clients
+	// retrying through an outage do not use up their caps on calls that
+	// never ran. (A Transport such as net/http's may send a POST again
+	// after it was written, when it carries an Idempotency-Key, and then
+	// meet a refused connection: its failures give nothing back.) A forwarded
 	// call keeps its in-flight place until the downstream's answer has
 	// been read, also when its client hangs up first (then for at most
 	// Timeout: see the package doc). A call its store-backed limiter

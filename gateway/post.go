@@ -612,8 +612,11 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 		e := g.event(pr, cid, ri, m.tool, class, m.args, audit.PhaseIntent, true, "", "", 0, start) // the outcome carries the charge, once
 		// Bounded by Timeout: a sink that stops answering without
 		// failing (a PostgreSQL server whose host froze) would hold the
-		// call, and forward it however late once it answered.
-		ictx, cancel := context.WithTimeout(r.Context(), g.timeout)
+		// call, and forward it however late once it answered. Not by the
+		// client's leaving: the record is made whole (the call is then not
+		// sent, for nobody: roundTrip), not cut and refused as the trail's
+		// failure.
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.timeout)
 		err := g.writeAudit(ictx, cid, e, true)
 		cancel()
 		if err != nil {

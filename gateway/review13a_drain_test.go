@@ -271,7 +271,7 @@ func TestClientGoneBeforeForwardNotSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sink := &intentGate{}
+		sink := &intentGate{release: make(chan struct{})}
 		g, err := New(down.URL, DemoTokens(), &Options{Policy: pol, Limiter: lim, Audit: sink, Logger: discardLogger(), Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -302,6 +302,11 @@ func TestClientGoneBeforeForwardNotSent(t *testing.T) {
 		}
 		hangUp()
 		<-done
+		// The intent is made once the disk answers, the client gone by
+		// then (the gateway sees its connection close at once; the wait
+		// leaves it time under -race on a busy machine).
+		time.Sleep(200 * time.Millisecond)
+		close(sink.release)
 		evs := waitOutcomes(t, &sink.memSink, "slow_write", 1)
 		if runs := d.runs.Load(); runs != 0 {
 			t.Errorf("the downstream ran the call %d times; want 0: it was sent after its client had gone", runs)
@@ -315,17 +320,24 @@ func TestClientGoneBeforeForwardNotSent(t *testing.T) {
 	})
 }
 
-// intentGate is a memSink whose write of an intent event waits for the
-// request's context to end (the client to go), then succeeds.
+// intentGate is a memSink whose write of an intent event waits until
+// release is closed (a slow disk), then succeeds. The gateway writes an
+// intent whether or not its client stays (within Timeout), so the client
+// may go meanwhile.
 type intentGate struct {
 	memSink
 	waiting atomic.Int64
+	release chan struct{}
 }
 
 func (s *intentGate) Write(ctx context.Context, e *audit.Event) error {
 	if e.Phase == audit.PhaseIntent {
 		s.waiting.Add(1)
-		<-ctx.Done()
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return s.memSink.Write(ctx, e)
 }

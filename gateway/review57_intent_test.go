@@ -3,11 +3,13 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,8 +68,10 @@ func TestReview57WriteIntentBounded(t *testing.T) {
 // retrying through an outage used up their rate and spend caps on calls
 // that never ran, and were refused 429 once the downstream was back. Such
 // a call is given back its charge now, alone or in a batch, through the
-// gateway's own client or net/http's Transport; its outcome record's cost
-// is 0.
+// gateway's own client; its outcome record's cost is 0. Through net/http's
+// Transport, which may send a written POST again (see
+// TestReview57RefusedRetryKeepsCharge), it keeps it: the second call is
+// refused 429.
 func TestReview57NeverSentGivesBack(t *testing.T) {
 	ln, err := netListen()
 	if err != nil {
@@ -112,6 +116,12 @@ func TestReview57NeverSentGivesBack(t *testing.T) {
 						body = "[" + body + "]"
 					}
 					got := r28Post(t, gw.URL, body, false)
+					if !own && i > 0 {
+						if !strings.Contains(got.body, "RATE_LIMIT") {
+							t.Fatalf("call %d through net/http's Transport: %d %s; want RATE_LIMIT_EXCEEDED (the charge kept)", i, got.status, got.body)
+						}
+						continue
+					}
 					if strings.Contains(got.body, "RATE_LIMIT") || strings.Contains(got.body, "SPEND_LIMIT") || !strings.Contains(got.body, "UPSTREAM_UNAVAILABLE") {
 						t.Fatalf("call %d with the downstream refusing connections: %d %s; want UPSTREAM_UNAVAILABLE", i, got.status, got.body)
 					}
@@ -123,5 +133,141 @@ func TestReview57NeverSentGivesBack(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReview57RefusedRetryKeepsCharge: net/http's Transport sends a POST
+// again on a new connection, after it was written on a kept one, when it
+// carries an Idempotency-Key; a downstream that ran the call and went away
+// then refuses that second connection, and the call, delivered, failed
+// with a refused connection. Its charge was given back (a spend cap
+// under-counted a write that ran): only the gateway's own client, which
+// never sends a written POST again, gives a refused call its charge back.
+// (Found by the session's final read.)
+func TestReview57RefusedRetryKeepsCharge(t *testing.T) {
+	var ran atomic.Int32
+	var ts *httptest.Server
+	ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(b), "tools/call") {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+			return
+		}
+		if ran.Add(1) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+			return
+		}
+		// The tool ran; the process goes away before it answers.
+		ts.Listener.Close()
+		c, _, _ := w.(http.Hijacker).Hijack()
+		c.Close()
+	}))
+	ts.Start()
+	defer ts.Close()
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Spend, Scope: limiter.User, Max: 2, Window: time.Hour}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var costs []float64
+	opts := Options{Limiter: lim, Cost: func(string, policy.Args) float64 { return 1 }, Logger: discardLogger(), Transport: NewTransport(),
+		Audit: audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if e.Phase == audit.PhaseOutcome {
+				costs = append(costs, e.Cost)
+			}
+			return nil
+		})}
+	g, err := New(ts.URL+"/mcp", DemoTokens(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	for _, id := range []string{"1", "2"} {
+		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(call(id, "get_customer_record", `{"q":"x"}`)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", viewer)
+		req.Header.Set("Idempotency-Key", "key-"+id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ran.Load() != 2 || fmt.Sprint(costs) != "[1 1]" {
+		t.Errorf("the downstream ran the tool %d times; outcome costs %v; want 2 and [1 1] (the second ran: its charge stays)", ran.Load(), costs)
+	}
+}
+
+// TestReview57IntentOutlivesItsClient: the write's intent record was
+// bounded by the request's context, so a client that went away while a
+// durable sink made it cut the record short and the call was recorded as
+// the trail's failure (AUDIT_UNAVAILABLE, an error logged) though the trail
+// was fine. The record is made whole now, and the call, not sent for
+// nobody, is recorded as its client's leaving. (Found by the session's
+// final read.)
+func TestReview57IntentOutlivesItsClient(t *testing.T) {
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
+	cfg.WriteAllowlist = []string{"trigger_refund"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var outcomes []string
+	intentCut := make(chan error, 1)
+	sink := audit.SinkFunc(func(ctx context.Context, e *audit.Event) error {
+		if e.Phase == audit.PhaseIntent {
+			select { // a slow disk
+			case <-time.After(300 * time.Millisecond):
+				intentCut <- nil
+				return nil
+			case <-ctx.Done():
+				intentCut <- ctx.Err()
+				return ctx.Err()
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		outcomes = append(outcomes, e.Code+"/"+e.Detail)
+		return nil
+	})
+	rg := newRig(t, &Options{Policy: pol, Audit: sink})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rg.url+"/mcp", strings.NewReader(call(`1`, "trigger_refund", `{"amount":5}`)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", viewer)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	if err := <-intentCut; err != nil {
+		t.Errorf("the intent record was cut short by the client's leaving: %v", err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(outcomes)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(outcomes) != 1 || strings.HasPrefix(outcomes[0], "AUDIT_UNAVAILABLE") {
+		t.Errorf("outcome records %q; want one, not AUDIT_UNAVAILABLE", outcomes)
+	}
+	if n := len(rg.down.log()); n != 0 {
+		t.Errorf("the call reached the downstream %d times after its client left", n)
 	}
 }
