@@ -370,6 +370,16 @@ type unjudgedError struct{ err error }
 func (e *unjudgedError) Error() string { return e.err.Error() }
 func (e *unjudgedError) Unwrap() error { return e.err }
 
+// An unjudgedAnswer is the Verifier's error for a token it could not
+// judge: its text says only that, for an answer to a client, and it
+// unwraps to the lookup's error (ErrKeySetUnavailable, the fetch's).
+type unjudgedAnswer struct{ err error }
+
+func (e *unjudgedAnswer) Error() string {
+	return "token: JWK Set unavailable: the token could not be checked; try again later"
+}
+func (e *unjudgedAnswer) Unwrap() error { return e.err }
+
 // normalType returns a "typ" value in the form that is compared: lower
 // case, without an "application/" prefix.
 func normalType(t string) string {
@@ -759,7 +769,9 @@ func (v *JWT) Authenticate(ctx context.Context, tok string) (*policy.Principal, 
 // is an error that unwraps to both auth.ErrInvalidToken (the go-sdk
 // answers 401 with the error's text) and [ErrInvalidJWT], but one it could
 // not judge, which unwraps to [ErrKeySetUnavailable] only (the go-sdk
-// answers 500, [BindSessions] 503 on a bound session).
+// answers 500, [BindSessions] 503 on a bound session), and whose text,
+// which the go-sdk sends a caller not yet authenticated, says only that
+// (the set's URL and the fetch's failure are in the error it wraps).
 func (v *JWT) Verifier() auth.TokenVerifier {
 	return func(ctx context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		pr, exp, err := v.verify(ctx, tok)
@@ -769,7 +781,10 @@ func (v *JWT) Verifier() auth.TokenVerifier {
 			case errors.As(err, &je):
 				return nil, &jwtError{reason: je.reason, sdk: true}
 			case errors.Is(err, ErrKeySetUnavailable):
-				return nil, err
+				// The go-sdk answers it 500 with its text, to a caller
+				// not yet authenticated: not the set's URL nor the
+				// fetch's failure (kept for errors.Is and the log).
+				return nil, &unjudgedAnswer{err}
 			}
 			return nil, fmt.Errorf("%w: %w", auth.ErrInvalidToken, err)
 		}
