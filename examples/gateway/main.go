@@ -367,7 +367,7 @@ func run(logger *slog.Logger) (runErr error) {
 		n, per, ok := strings.Cut(*rate, "/")
 		max, err1 := strconv.ParseFloat(n, 64)
 		window, err2 := time.ParseDuration(per)
-		if !ok || err1 != nil || err2 != nil {
+		if !ok || err1 != nil || err2 != nil || !plainDecimal(n) {
 			return usagef("--rate %s: want N/duration, e.g. 60/1m", cliarg.Shown(*rate))
 		}
 		limits = append(limits, limiter.Limit{Kind: limiter.Rate, Scope: limiter.User, Max: max, Window: window})
@@ -1002,6 +1002,18 @@ func reloadPolicy(logger *slog.Logger, path string, g *gateway.Gateway) {
 		return
 	}
 	logger.Info("SIGHUP: --policy reloaded; tools/call is decided by it from now on", "policy", path, "sha256", sum)
+}
+
+// plainDecimal reports whether s is digits with an optional fraction
+// ("60", "0.5"), as --rate's N is written: strconv.ParseFloat also takes
+// "1_0" (as 10), "0x1p4", "1e2", "+5" and "Inf", which a reader of the flag
+// would not read as the number the gateway uses.
+func plainDecimal(s string) bool {
+	whole, frac, dot := strings.Cut(s, ".")
+	digits := func(d string) bool {
+		return d != "" && strings.Trim(d, "0123456789") == ""
+	}
+	return digits(whole) && (!dot || digits(frac))
 }
 
 // maxTimeoutSeconds is the largest --timeout: math.MaxInt64 nanoseconds,
