@@ -296,6 +296,13 @@ func run(logger *slog.Logger) (runErr error) {
 	if err != nil {
 		return err
 	}
+	argsKey, err := auditKeyFromEnv()
+	if err != nil {
+		return err
+	}
+	if argsKey != nil && *auditPath == "" && !*printPinsFlag {
+		return usagef("%s is set without --audit: there is no trail to key", auditKeyEnv)
+	}
 	if *printPinsFlag {
 		return printPinsWith(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), downstreamAccess{tlsCfg, signer}, stdout)
 	}
@@ -509,7 +516,7 @@ func run(logger *slog.Logger) (runErr error) {
 				runErr = errors.Join(runErr, fmt.Errorf("--audit %s: closing the audit sink, records may be lost: %w", *auditPath, err))
 			}
 		}()
-		opts.Audit = sink
+		opts.Audit, opts.ArgsKey = sink, argsKey
 	}
 	stopHup := hangup.Handle(func() { onHangup(logger, *auditPath, reopener, reloader) })
 	hup() // stopHup's handler takes SIGHUP from here
@@ -645,6 +652,11 @@ Environment:
                       downstream is signed with it (X-Mcp-Gateway-Signature),
                       so that a downstream holding the same key takes the
                       identity headers from the gateway only
+  MCP_GATEWAY_AUDIT_KEY
+                      with --audit: a key of at least 16 bytes, in hex, that
+                      makes the records' args_sha256 an HMAC-SHA256 of the
+                      arguments (unset: their plain SHA-256, which can be
+                      reversed by hashing guesses)
 
 Exit status: 0 after --help or --print-pins, or after SIGINT or SIGTERM (during
 the start too) once the requests under way ended and the --audit records were
@@ -729,6 +741,33 @@ func signerFromEnv() (*token.GatewaySigner, error) {
 		return nil, usagef("%s: %w", signKeyEnv, err)
 	}
 	return s, nil
+}
+
+// auditKeyEnv names the environment variable holding the key (hex, at
+// least 32 hex digits) of the --audit records' args_sha256, an HMAC-SHA256
+// of the arguments (gateway.Options.ArgsKey): without it the plain
+// SHA-256 of arguments with few possible values (an account id, an amount)
+// is reversed by hashing guesses.
+const auditKeyEnv = "MCP_GATEWAY_AUDIT_KEY"
+
+// auditKeyFromEnv returns the key in MCP_GATEWAY_AUDIT_KEY, or nil when it
+// is unset; a set value that is empty, not hex (line breaks, as xxd -p
+// wraps, are skipped) or shorter than 16 bytes is a usage error naming the
+// variable, never quoting it.
+func auditKeyFromEnv() ([]byte, error) {
+	v, set := os.LookupEnv(auditKeyEnv)
+	if !set {
+		return nil, nil
+	}
+	v = strings.NewReplacer("\r", "", "\n", "").Replace(strings.TrimSpace(v))
+	key, err := hex.DecodeString(v)
+	switch {
+	case v == "":
+		return nil, usagef("%s is set but empty: give a key (openssl rand -hex 32), or unset it", auditKeyEnv)
+	case err != nil || len(key) < 16:
+		return nil, usagef("%s: want at least 32 hex digits (openssl rand -hex 32)", auditKeyEnv)
+	}
+	return key, nil
 }
 
 // introspectProbe is the made-up token the gateway asks the endpoint
