@@ -86,7 +86,8 @@ type Options struct {
 	// a write runs). Nil discards events; a write then cannot get a durable
 	// intent and is refused with AUDIT_UNAVAILABLE, not retryable (no retry
 	// can succeed), unless NoWriteAhead is set ([New] warns of it on
-	// Logger when the policy allows writes).
+	// Logger when the policy allows writes, and [Guard.SetPolicy] when
+	// its policy allows other writes than the one before).
 	// A sink that is an [audit.Keeper] (the package's JSONL, SQL and fanout sinks)
 	// is handed each outcome event with Keep, and hashes its arguments (and,
 	// for JSONL, encodes it) off the call's path.

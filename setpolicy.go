@@ -154,6 +154,10 @@ func (g *Guard) SetPolicy(p *policy.Policy) error {
 	g.pol.Store(p)
 	if p != old {
 		g.tellPolicy()
+		if !slices.Equal(p.WriteAllowlist(), old.WriteAllowlist()) {
+			// A reload that allows writes without a trail for them: as New.
+			warnNoTrail(g.log, p, &g.opts)
+		}
 	}
 	return nil
 }
