@@ -6,20 +6,20 @@
 //	go run ./examples/demo
 //
 // Flags: -audit PATH keeps the SQLite audit database at PATH (default: a
-// temporary file, removed at exit); a kept database collects every run,
-// a run stopped early (below) with the record of each call it made, and
-// the demo prints the records of its own run, those of its sessions
+// temporary file, removed at exit); a kept database collects every run, a
+// run stopped early (below) with the record of each call it made, and the
+// demo prints the records of its own run, those of its sessions
 // (session_id "demo-", 12 random hexadecimal digits of the run, "-" and
 // the session's number), also while another run writes to the same
 // database. An empty -audit, and any other argument, is refused (exit
-// status 2). SIGHUP is logged to stderr and ignored, as by the other
-// example binaries. Ctrl-C (SIGINT) or SIGTERM stops the walkthrough,
-// removes the temporary database, and exits with status 128 plus the
-// signal's number (130, 143); a second one ends the demo at once. An
-// output closed early (a built demo's | head) stops it the same way,
-// silently, with status 141 (128 plus SIGPIPE's number; under go run,
-// the go command says "exit status 141" and exits 1); another failure to
-// write the output, with status 1.
+// status 2); -h prints the usage (status 0). SIGHUP is logged to stderr
+// and ignored, as by the other example binaries. Ctrl-C (SIGINT) or
+// SIGTERM stops the walkthrough, removes the temporary database, and exits
+// with status 128 plus the signal's number (130, 143); a second one ends
+// the demo at once. An output closed early (a built demo's | head) stops
+// it the same way, silently, with status 141 (128 plus SIGPIPE's number;
+// under go run, the go command says "exit status 141" and exits 1);
+// another failure to write the output, with status 1.
 package main
 
 import (
