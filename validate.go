@@ -654,6 +654,9 @@ func fieldName(path []string) string {
 func describe(ve *jsonschema.ValidationError) (field, msg string) {
 	leaf := ve
 	for len(leaf.Causes) > 0 {
+		if _, names := leaf.ErrorKind.(*kind.PropertyNames); names {
+			break // the causes are about the name, at the object's place
+		}
 		// prefer a deterministic leaf: the one with the smallest location,
 		// the first of those in the causes' order
 		next, at := leaf.Causes[0], strings.Join(leaf.Causes[0].InstanceLocation, "/")
@@ -697,6 +700,16 @@ func describe(ve *jsonschema.ValidationError) (field, msg string) {
 		msg = fmt.Sprintf("%s must be > %s", name, ratString(k.Want))
 	case *kind.ExclusiveMaximum:
 		msg = fmt.Sprintf("%s must be < %s", name, ratString(k.Want))
+	case *kind.DependentRequired:
+		f := append(append([]string(nil), path...), k.Missing[0])
+		return pointer(f), fmt.Sprintf("missing required %s (required with %s)", fieldName(f), fieldName(append(append([]string(nil), path...), k.Prop)))
+	case *kind.Dependency:
+		f := append(append([]string(nil), path...), k.Missing[0])
+		return pointer(f), fmt.Sprintf("missing required %s (required with %s)", fieldName(f), fieldName(append(append([]string(nil), path...), k.Prop)))
+	case *kind.PropertyNames:
+		msg = fmt.Sprintf("%s has a member whose name is not allowed", name)
+	case *kind.Not:
+		msg = fmt.Sprintf("%s matches a schema it must not match (\"not\")", name)
 	case *kind.MultipleOf:
 		msg = fmt.Sprintf("%s must be a multiple of %s", name, ratString(k.Want))
 	case *kind.UniqueItems:
