@@ -119,6 +119,32 @@ func exactIntID(raw json.RawMessage) bool {
 	return sig-zeros <= 15
 }
 
+// reasonInexactCancel refuses a notifications/cancelled that names a
+// number requestId the go-sdk would read changed (see cancelsExactID).
+const reasonInexactCancel = `a number "requestId" of "notifications/cancelled" must be an integer from -2^53 to 2^53 (the go-sdk would cancel another request: 5.5 as 5)`
+
+// cancelsExactID reports whether params, those of a
+// notifications/cancelled, name no number requestId but one that
+// exactIntID passes. The go-sdk reads the requestId (its last occurrence,
+// the member names matched exactly) as it reads an id, into an int64, and
+// cancels the request in flight with that id: a requestId of 5.5, naming
+// a request the transport refused, would cancel request 5.
+func cancelsExactID(params json.RawMessage) bool {
+	if len(params) == 0 || params[0] != '{' {
+		return true // the SDK reads no requestId
+	}
+	var id []byte
+	members(params, func(name, v []byte) {
+		if string(name) == "requestId" {
+			id = v
+		}
+	})
+	if id == nil || id[0] != '-' && (id[0] < '0' || id[0] > '9') {
+		return true
+	}
+	return exactIntID(id)
+}
+
 // info is what the transport needs to know of one message that passed.
 type info struct {
 	request bool // it has a method: a request or a notification
@@ -160,6 +186,10 @@ type lineError struct {
 	// ids, when set, are the ids of a batch's requests, each answered with
 	// the error in one batch answer (id is then unused).
 	ids []json.RawMessage
+	// keys are the ids of a batch's members refused alone, as the go-sdk
+	// compares them, each with its id in ids; the rest of the batch goes
+	// on ([checkLine]).
+	keys []idKey
 }
 
 func parseError(reason string) *lineError {
@@ -187,6 +217,11 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 // the SDK's frame count exact: its decoder counts against the next frame
 // every byte it reads after a value, so a blank or '\r' left after one
 // value would count against the line after it.
+//
+// A batch member whose number id the SDK would answer changed
+// ([reasonInexactID]) is refused alone, the SDK taking the batch as well:
+// lerr then answers each such member with its id (lerr.ids, lerr.keys),
+// and pass and msgs are the rest of the batch (nil when none is left).
 func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineError) {
 	start := 0
 	for start < len(line) && isSpace(line[start]) {
@@ -231,8 +266,19 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 			return nil, nil, true, invalid("a batch of more than " + strconv.Itoa(maxBatch) + " messages; send fewer")
 		}
 		msgs = make([]info, 0, n)
+		var inexact *lineError
 		elements(value, func(e []byte) bool {
 			m, err := checkMessage(e)
+			if err != nil && err.reason == reasonInexactID {
+				// A request the SDK would run and answer with
+				// another id: answered alone with its own.
+				if inexact == nil {
+					inexact = invalid("batch member: " + reasonInexactID)
+				}
+				inexact.ids = append(inexact.ids, err.id)
+				inexact.keys = append(inexact.keys, err.key)
+				return true
+			}
 			if err != nil {
 				err.id, err.key = nil, idKey{} // a batch has no one id
 				err.reason = "batch member: " + err.reason
@@ -245,9 +291,33 @@ func checkLine(line []byte) (pass []byte, msgs []info, batch bool, lerr *lineErr
 		if lerr != nil {
 			return nil, nil, true, lerr
 		}
+		if inexact != nil {
+			return rebatch(msgs), msgs, true, inexact
+		}
 		return value, msgs, true, nil
 	}
 	return nil, nil, false, invalid("a message must be a JSON object (or an array of them)")
+}
+
+// rebatch returns the batch of msgs, members of a batch read, or nil for
+// none.
+func rebatch(msgs []info) []byte {
+	if len(msgs) == 0 {
+		return nil
+	}
+	size := 1
+	for _, m := range msgs {
+		size += len(m.raw) + 1
+	}
+	b := make([]byte, 0, size)
+	for i, m := range msgs {
+		sep := byte(',')
+		if i == 0 {
+			sep = '['
+		}
+		b = append(append(b, sep), m.raw...)
+	}
+	return append(b, ']')
 }
 
 // withRequestID gives lerr, the refusal of value (valid JSON) as a whole,
@@ -471,6 +541,9 @@ func checkMessage(raw json.RawMessage) (info, *lineError) {
 		if string(method) != "null" && (method[0] != '"' || json.Unmarshal(method, &m.method) != nil) {
 			return fail(`"method" must be a string`)
 		}
+	}
+	if m.method == methodCancelled && !cancelsExactID(m.params) {
+		return fail(reasonInexactCancel)
 	}
 	if hasError && !errorOK {
 		return fail(`"error" must be an object with an integer "code" and a string "message"`)

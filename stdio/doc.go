@@ -38,7 +38,11 @@
 //     notification too); and a request whose number id the SDK would
 //     answer changed, one that is not an integer from -2^53 to 2^53 (it
 //     reads ids into an int64: 5.5 is answered as 5, 9007199254740993 as
-//     9007199254740992), whose answer the client could not match;
+//     9007199254740992), whose answer the client could not match (in a
+//     batch the SDK takes, such requests are answered in one batch answer
+//     of their own, and the rest of the batch is served), and a
+//     notifications/cancelled whose number requestId is not such an
+//     integer (the SDK would cancel another request: 5.5 as 5);
 //   - it bounds the requests in flight (passed to the go-sdk, not yet
 //     answered) at 4096, and their bytes at 64 MiB (a request alone passes
 //     whatever its size): the SDK reads every request and runs each call

@@ -294,11 +294,20 @@ func (r *reader) line(line []byte, tooLong bool) {
 		lerr, size = invalid("the line is longer than 16 MiB"), r.lines.max+1
 	} else {
 		pass, msgs, batch, e := checkLine(line)
-		if e == nil && pass != nil {
+		var alone *lineError // batch members refused alone, the rest going on
+		if e != nil && e.keys != nil {
+			alone, e = e, nil
+		}
+		if e == nil && (pass != nil || alone != nil) {
 			e = r.s.admit(msgs, batch)
 			if e != nil && e.ids != nil {
 				r.passAnswers(msgs)
 			}
+		}
+		if alone != nil && (e == nil || e.ids != nil) {
+			// The batch itself may pass (a refusal of it whole
+			// answers it whole, with a null id).
+			r.refuseAlone(alone, size)
 		}
 		if e == nil {
 			if pass != nil {
@@ -338,6 +347,21 @@ func (r *reader) line(line []byte, tooLong bool) {
 	}
 	r.log.Warn("stdio: refused an input line",
 		"line", r.n, "bytes", size, "code", lerr.code, "reason", lerr.reason)
+	r.w.answer(errorLine(lerr))
+}
+
+// refuseAlone answers the members of a batch refused alone (lerr.ids),
+// once the rest of the batch is admitted: an id that names a request in
+// flight, as the go-sdk compares ids, is answered as null, as for a line
+// refused whole.
+func (r *reader) refuseAlone(lerr *lineError, size int) {
+	for i, key := range lerr.keys {
+		if r.s.inFlight(key) {
+			lerr.ids[i] = nil
+		}
+	}
+	r.log.Warn("stdio: refused an input line",
+		"line", r.n, "bytes", size, "code", lerr.code, "reason", lerr.reason, "members", len(lerr.ids))
 	r.w.answer(errorLine(lerr))
 }
 

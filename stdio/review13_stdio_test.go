@@ -163,9 +163,12 @@ func TestBatchRepeatedIDKeepsSession(t *testing.T) {
 		{"within_batch", []string{
 			`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":2.0,"method":"ping"}]`,
 		}, []answer{{"null", codeInvalidRequest}}},
+		// 1.9 is refused alone (review57: an id the SDK would answer
+		// changed), with a null id as 1e0, its id to the SDK, is in
+		// flight; 1e0 is served.
 		{"number_forms", []string{
 			`[{"jsonrpc":"2.0","id":1e0,"method":"ping"},{"jsonrpc":"2.0","id":1.9,"method":"ping"}]`,
-		}, []answer{{"null", codeInvalidRequest}}},
+		}, []answer{{"null", codeInvalidRequest}, {"1", 0}}},
 		{"second_notification_batch", []string{
 			`[{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]`,
 			`[{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]`,
