@@ -126,7 +126,11 @@ type Options struct {
 	// attempted; the event may still be made later, so the trail can show
 	// an intent without its write, never a write without its intent. The
 	// sink must give up when its context ends, as the package audit's
-	// sinks do. 0 means 10 seconds; a negative value means no bound.
+	// sinks do. 0 means 10 seconds; a negative value means no bound. The
+	// outcome records (of every call, this refusal's too) are handed to
+	// the sink without a bound, as nothing is to be lost: a sink that
+	// takes no record at all (a full queue before a database that stopped
+	// answering) holds the calls' answers until it takes them.
 	WriteAheadTimeout time.Duration
 	// AuditFailClosed refuses a read (or a dry run) whose outcome event
 	// cannot be written. A write that ran keeps its result: its durable

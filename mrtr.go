@@ -142,9 +142,13 @@ func (g *Guard) openRetry(ctx context.Context, req *mcp.CallToolRequest, c *call
 		c.detail = "sealed request state: " + err.Error()
 		return sealedStateDenial(err)
 	}
-	c.detail = "next round of a multi round-trip call"
+	c.detail = nextRoundDetail
 	return nil
 }
+
+// nextRoundDetail is the audit detail of a multi round-trip's later round;
+// a refusal of the round adds its reason ([Guard.deny]).
+const nextRoundDetail = "next round of a multi round-trip call"
 
 // sealRetry seals the RequestState of a handler's result that asks for
 // more input, and returns the refusal of a result it cannot seal.

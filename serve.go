@@ -1235,12 +1235,17 @@ func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, ca
 // deny records d as the call's outcome and renders it in the configured mode.
 func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {
 	c.denial = d
-	if c.detail == "" && d.Code != CodeInvalidArguments && d.Code != CodeUnauthenticated && d.Code != CodeToolNotFound {
+	if (c.detail == "" || c.detail == nextRoundDetail) && d.Code != CodeInvalidArguments && d.Code != CodeUnauthenticated && d.Code != CodeToolNotFound {
 		// The audit record says why, as the caller was told: the guard's
 		// own words. Not for invalid arguments, whose messages name
 		// fields the caller chose, nor for an authenticator's, nor for
-		// an unknown tool (the record names it).
-		c.detail = d.Message
+		// an unknown tool (the record names it). A later round's says
+		// both.
+		if c.detail == "" {
+			c.detail = d.Message
+		} else {
+			c.detail += "; " + d.Message
+		}
 	}
 	if d.Code == CodeToolNotFound {
 		return nil, notFoundWire(c.name, g.opts.NotFoundCode)
