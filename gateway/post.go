@@ -609,16 +609,39 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 		c.lim, c.hasLim = ld, true
 	}
 	if d.Rule.Class == policy.Write && g.sink != nil {
+		if gaveup.Err(r.Context()) != nil {
+			// The client went away, or its deadline passed, before the
+			// intent was begun (a batch's later member): the call cannot
+			// be sent (roundTrip), so no record of it is begun either.
+			c.refund()
+			c.notForwarded()
+			p.local = deadlineAnswer(r.Context(), errClientGone(true))
+			c.finish(p.local.contract)
+			return p
+		}
 		e := g.event(pr, cid, ri, m.tool, class, m.args, audit.PhaseIntent, true, "", "", 0, start) // the outcome carries the charge, once
 		// Bounded by Timeout: a sink that stops answering without
 		// failing (a PostgreSQL server whose host froze) would hold the
-		// call, and forward it however late once it answered. Not by the
-		// client's leaving: the record is made whole (the call is then not
-		// sent, for nobody: roundTrip), not cut and refused as the trail's
-		// failure.
-		ictx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.timeout)
+		// call, and forward it however late once it answered; and by the
+		// request's deadline, if sooner. Not by the client's leaving: the
+		// record begun is made whole (the call is then not sent, for
+		// nobody: roundTrip), not cut and refused as the trail's failure.
+		limit := time.Now().Add(g.timeout)
+		if dl, ok := r.Context().Deadline(); ok && dl.Before(limit) {
+			limit = dl
+		}
+		ictx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), limit)
 		err := g.writeAudit(ictx, cid, e, true)
 		cancel()
+		if err != nil && errors.Is(gaveup.Err(r.Context()), context.DeadlineExceeded) {
+			// The request's deadline cut the record, not the trail: the
+			// call is answered as one its deadline left unsent.
+			c.refund()
+			c.notForwarded()
+			p.local = errDeadlinePassed()
+			c.finish(p.local.contract)
+			return p
+		}
 		if err != nil {
 			g.log.Error("write-ahead audit record failed; call not forwarded", "cid", cid, "err", err)
 			c.refund() // never forwarded: it consumes nothing

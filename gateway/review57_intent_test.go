@@ -92,7 +92,7 @@ func TestReview57NeverSentGivesBack(t *testing.T) {
 				}
 				var mu sync.Mutex
 				var costs []float64
-				opts := Options{Limiter: lim, Logger: discardLogger(),
+				opts := Options{Limiter: lim, Logger: discardLogger(), Cost: func(string, policy.Args) float64 { return 1 },
 					Audit: audit.SinkFunc(func(_ context.Context, e *audit.Event) error {
 						mu.Lock()
 						defer mu.Unlock()
@@ -128,8 +128,12 @@ func TestReview57NeverSentGivesBack(t *testing.T) {
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				if fmt.Sprint(costs) != "[0 0 0]" {
-					t.Errorf("outcome costs %v; want [0 0 0]", costs)
+				want := "[0 0 0]" // each given back its cost of 1
+				if !own {
+					want = "[1 0 0]" // the first kept it; the others were refused before a charge
+				}
+				if fmt.Sprint(costs) != want {
+					t.Errorf("outcome costs %v; want %s", costs, want)
 				}
 			})
 		}
@@ -269,5 +273,113 @@ func TestReview57IntentOutlivesItsClient(t *testing.T) {
 	}
 	if n := len(rg.down.log()); n != 0 {
 		t.Errorf("the call reached the downstream %d times after its client left", n)
+	}
+}
+
+// r57SlowIntents is a sink whose intent records take d (a slow disk) or
+// end with their context; it counts the intents begun after gone is set.
+type r57SlowIntents struct {
+	d         time.Duration
+	gone      atomic.Bool
+	afterGone atomic.Int32
+	mu        sync.Mutex
+	outcomes  []string
+}
+
+func (s *r57SlowIntents) Write(ctx context.Context, e *audit.Event) error {
+	if e.Phase == audit.PhaseIntent {
+		if s.gone.Load() {
+			s.afterGone.Add(1)
+		}
+		select {
+		case <-time.After(s.d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outcomes = append(s.outcomes, e.Code)
+	return nil
+}
+
+// TestReview57NoIntentBegunForAGoneClient: with the intent outliving its
+// client, a batch whose client had gone began a durable intent for each
+// of its later write members, each up to Timeout, though none could be
+// sent. An intent is begun only while the client is there now. (Found by
+// the session's second final read.)
+func TestReview57NoIntentBegunForAGoneClient(t *testing.T) {
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
+	cfg.WriteAllowlist = []string{"trigger_refund"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &r57SlowIntents{d: 300 * time.Millisecond}
+	rg := newRig(t, &Options{Policy: pol, Audit: audit.SinkFunc(sink.Write)})
+	var members []string
+	for i := range 5 {
+		members = append(members, call(strconv.Itoa(i+1), "trigger_refund", `{"amount":5}`))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rg.url+"/mcp", strings.NewReader("["+strings.Join(members, ",")+"]"))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", viewer)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	sink.gone.Store(true)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		sink.mu.Lock()
+		n := len(sink.outcomes)
+		sink.mu.Unlock()
+		if n == 5 {
+			break
+		}
+	}
+	if n := sink.afterGone.Load(); n > 1 {
+		t.Errorf("%d intents begun after the client had gone; want at most 1 (one begun as it left)", n)
+	}
+	if n := len(rg.down.log()); n != 0 {
+		t.Errorf("%d calls forwarded after the client had gone", n)
+	}
+}
+
+// TestReview57IntentKeepsTheRequestDeadline: the intent, no longer cut by
+// the client's leaving, was not cut by the request's deadline either (an
+// embedder's middleware, an http.TimeoutHandler): a client still waiting
+// was answered only when the sink finished, past its deadline. The
+// deadline bounds the intent again, and the call is answered -32003 with
+// 504 as one its deadline left unsent. (Found by the session's second
+// final read.)
+func TestReview57IntentKeepsTheRequestDeadline(t *testing.T) {
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
+	cfg.WriteAllowlist = []string{"trigger_refund"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &r57SlowIntents{d: 2 * time.Second}
+	down := httptest.NewServer(&downstream{})
+	defer down.Close()
+	g, err := New(down.URL+"/mcp", DemoTokens(), &Options{Policy: pol, Audit: audit.SinkFunc(sink.Write), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
+		defer cancel()
+		g.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	defer gw.Close()
+	start := time.Now()
+	got := postAs(t, gw.URL, viewer, call(`1`, "trigger_refund", `{"amount":5}`))
+	if took := time.Since(start); took > time.Second || got.status != http.StatusGatewayTimeout || !strings.Contains(got.body, `"code":-32003`) {
+		t.Errorf("a write whose deadline passed while its intent was made: %d %s after %v; want 504 -32003 at the deadline", got.status, got.body, took)
 	}
 }
