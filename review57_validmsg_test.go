@@ -39,3 +39,26 @@ func TestReview57ValidationMessagesSayWhat(t *testing.T) {
 		}
 	}
 }
+
+// TestReview57DependentRequiredStable: several dependentRequired failures
+// at one place came from the validator in a map's order, so the refusal
+// named another missing argument from call to call. The one of the
+// smallest property is named now. (Found by the session's second final
+// read.)
+func TestReview57DependentRequiredStable(t *testing.T) {
+	var schema map[string]any
+	if err := json.Unmarshal([]byte(`{"type":"object","properties":{"x":{"type":"object","dependentRequired":{"a":["b"],"c":["d"],"e":["f"]}}}}`), &schema); err != nil {
+		t.Fatal(err)
+	}
+	v, err := mcpguard.NewValidator(schema, &mcpguard.ValidationOptions{Lenient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		_, err := v.Validate(json.RawMessage(`{"x":{"a":1,"c":1,"e":1}}`))
+		d, ok := err.(*mcpguard.DenialError)
+		if !ok || d.Message != `missing required argument "x.b" (required with argument "x.a")` {
+			t.Fatalf("%v; want the missing x.b named, every time", err)
+		}
+	}
+}

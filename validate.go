@@ -642,6 +642,25 @@ func pointer(path []string) string {
 	return b.String()
 }
 
+// dependsFirst reports whether a, a cause at the same place as b, goes
+// first: for two dependentRequired (or dependencies) failures, the one of
+// the smaller property, as the validator reports them in a map's order,
+// which changes from call to call; otherwise their order stands.
+func dependsFirst(a, b *jsonschema.ValidationError) bool {
+	prop := func(e *jsonschema.ValidationError) (string, bool) {
+		switch k := e.ErrorKind.(type) {
+		case *kind.DependentRequired:
+			return k.Prop, true
+		case *kind.Dependency:
+			return k.Prop, true
+		}
+		return "", false
+	}
+	pa, oka := prop(a)
+	pb, okb := prop(b)
+	return oka && okb && pa < pb
+}
+
 func fieldName(path []string) string {
 	if len(path) == 0 {
 		return "value"
@@ -661,7 +680,7 @@ func describe(ve *jsonschema.ValidationError) (field, msg string) {
 		// the first of those in the causes' order
 		next, at := leaf.Causes[0], strings.Join(leaf.Causes[0].InstanceLocation, "/")
 		for _, c := range leaf.Causes[1:] {
-			if loc := strings.Join(c.InstanceLocation, "/"); loc < at {
+			if loc := strings.Join(c.InstanceLocation, "/"); loc < at || loc == at && dependsFirst(c, next) {
 				next, at = c, loc
 			}
 		}
