@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/internal/testsvc"
 	"github.com/mcpguard/mcpguard/policy"
-	"github.com/mcpguard/mcpguard/token"
 )
 
 // TestReview57BearerKeySetDown: with Bearer over a JWT whose keys come from
@@ -27,26 +24,8 @@ import (
 // it once the set can be fetched again.
 func TestReview57BearerKeySetDown(t *testing.T) {
 	idp := testsvc.StartJWKS(t, "a")
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	advance := func(d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(d)
-	}
-	ks, err := token.NewRemoteKeySet(context.Background(), idp.URL, &token.RemoteKeySetOptions{Now: clock, ErrorHandler: func(error) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := token.NewJWT(token.JWTConfig{KeySet: ks, Issuer: "https://idp.example", Audience: "mcp"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clock := testsvc.NewClock()
+	v := idp.Verifier(t, clock.Now)
 	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "echo", Class: policy.Read}}})
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +42,7 @@ func TestReview57BearerKeySetDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokB := idp.Sign(t, "b", jwt.MapClaims{"iss": "https://idp.example", "aud": "mcp", "sub": "ann",
-		"exp": time.Now().Add(time.Hour).Unix()})
+	tokB := idp.Sign(t, "b", testsvc.Claims("ann", "", testsvc.JWKSAudience, time.Now().Add(time.Hour)))
 	callWith := func(tok string) (*mcp.CallToolResult, error) {
 		return h(context.Background(), &mcp.CallToolRequest{
 			Params: &mcp.CallToolParamsRaw{Name: "echo", Arguments: json.RawMessage(`{}`)},
@@ -75,7 +53,7 @@ func TestReview57BearerKeySetDown(t *testing.T) {
 	// The provider rotates b in while its JWK Set URL is down.
 	idp.Publish(t, "a", "b")
 	idp.SetDown(true)
-	advance(2 * time.Minute) // past MinRefreshInterval: the miss fetches, and fails
+	clock.Advance(2 * time.Minute) // past MinRefreshInterval: the miss fetches, and fails
 	res, err := callWith(tokB)
 	d, ok := mcpguard.DenialOf(res, err)
 	if !ok || d.Code != mcpguard.CodeUpstreamUnavailable || d.RetryAfter < 0 {
@@ -89,7 +67,7 @@ func TestReview57BearerKeySetDown(t *testing.T) {
 	}
 
 	idp.SetDown(false)
-	advance(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	res, err = callWith(tokB)
 	if _, refused := mcpguard.DenialOf(res, err); refused || err != nil {
 		js, _ := json.Marshal(res)

@@ -1,19 +1,14 @@
 package gateway
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/mcpguard/mcpguard/internal/testsvc"
-	"github.com/mcpguard/mcpguard/token"
 )
 
 // TestReview57KeySetDownNotJudged: a gateway verifying JWTs against a JWK
@@ -25,26 +20,8 @@ import (
 // fetched again, it is forwarded.
 func TestReview57KeySetDownNotJudged(t *testing.T) {
 	idp := testsvc.StartJWKS(t, "a")
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	advance := func(d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(d)
-	}
-	ks, err := token.NewRemoteKeySet(context.Background(), idp.URL, &token.RemoteKeySetOptions{Now: clock, ErrorHandler: func(error) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := token.NewJWT(token.JWTConfig{KeySet: ks, Issuer: "https://idp.example", Audience: "mcp"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clock := testsvc.NewClock()
+	v := idp.Verifier(t, clock.Now)
 	down := &downstream{}
 	dsrv := httptest.NewServer(down)
 	defer dsrv.Close()
@@ -54,8 +31,7 @@ func TestReview57KeySetDownNotJudged(t *testing.T) {
 	}
 	gw := httptest.NewServer(g)
 	defer gw.Close()
-	tokB := idp.Sign(t, "b", jwt.MapClaims{"iss": "https://idp.example", "aud": "mcp", "sub": "ann",
-		"role": "viewer", "exp": time.Now().Add(time.Hour).Unix()})
+	tokB := idp.Sign(t, "b", testsvc.Claims("ann", "viewer", testsvc.JWKSAudience, time.Now().Add(time.Hour)))
 	post := func() (int, string, string) {
 		req, err := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(call(`1`, "get_customer_record", `{"q":"x"}`)))
 		if err != nil {
@@ -75,7 +51,7 @@ func TestReview57KeySetDownNotJudged(t *testing.T) {
 
 	idp.Publish(t, "a", "b")
 	idp.SetDown(true)
-	advance(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	status, challenge, body := post()
 	if status != http.StatusBadGateway || challenge != "" || !strings.Contains(body, `"code":-32003`) {
 		t.Errorf("a token of a key rotated in while the set is down: %d (WWW-Authenticate %q) %s; want 502 -32003, no challenge", status, challenge, body)
@@ -85,7 +61,7 @@ func TestReview57KeySetDownNotJudged(t *testing.T) {
 	}
 
 	idp.SetDown(false)
-	advance(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	if status, _, body := post(); status != http.StatusOK {
 		t.Errorf("the same token once the set is back: %d %s; want 200", status, body)
 	}

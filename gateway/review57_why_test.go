@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/mcpguard/mcpguard/internal/testsvc"
 	"github.com/mcpguard/mcpguard/policy"
-	"github.com/mcpguard/mcpguard/token"
 )
 
 // TestReview57RefusedTokenReasonLogged: a gateway verifying JWTs logged a
@@ -27,14 +23,7 @@ import (
 // the client is still told "invalid bearer token" alone.
 func TestReview57RefusedTokenReasonLogged(t *testing.T) {
 	idp := testsvc.StartJWKS(t, "a")
-	ks, err := token.NewRemoteKeySet(context.Background(), idp.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := token.NewJWT(token.JWTConfig{KeySet: ks, Issuer: "https://idp.example", Audience: "mcp"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := idp.Verifier(t, nil)
 	var mu sync.Mutex
 	var logs bytes.Buffer
 	down := httptest.NewServer(&downstream{})
@@ -45,14 +34,11 @@ func TestReview57RefusedTokenReasonLogged(t *testing.T) {
 	}
 	gw := httptest.NewServer(g)
 	defer gw.Close()
-	claims := func(aud string, exp time.Time) jwt.MapClaims {
-		return jwt.MapClaims{"iss": "https://idp.example", "aud": aud, "sub": "ann", "role": "viewer", "exp": exp.Unix()}
-	}
 	for _, c := range []struct {
 		name, tok, why string
 	}{
-		{"wrong audience", idp.Sign(t, "a", claims("other", time.Now().Add(time.Hour))), "wrong audience"},
-		{"expired", idp.Sign(t, "a", claims("mcp", time.Now().Add(-time.Hour))), "expired"},
+		{"wrong audience", idp.Sign(t, "a", testsvc.Claims("ann", "viewer", "other", time.Now().Add(time.Hour))), "wrong audience"},
+		{"expired", idp.Sign(t, "a", testsvc.Claims("ann", "viewer", testsvc.JWKSAudience, time.Now().Add(-time.Hour))), "expired"},
 	} {
 		mu.Lock()
 		logs.Reset()

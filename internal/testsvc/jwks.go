@@ -1,6 +1,7 @@
 package testsvc
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,8 +10,11 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mcpguard/mcpguard/token"
 )
 
 // A JWKS is an identity provider's JSON Web Key Set URL, on 127.0.0.1: it
@@ -99,4 +103,61 @@ func (j *JWKS) key(t testing.TB, kid string) ed25519.PrivateKey {
 	}
 	j.keys[kid] = k
 	return k
+}
+
+// The issuer and audience of the tokens [JWKS.Verifier] accepts and
+// [JWKS.Claims] writes.
+const (
+	JWKSIssuer   = "https://idp.example"
+	JWKSAudience = "mcp"
+)
+
+// Verifier returns a JWT verifier of the tokens j signs (issuer JWKSIssuer,
+// audience JWKSAudience), its keys fetched from j's URL now and as the
+// verifier needs them, on clock (nil means time.Now), its fetch failures
+// not reported.
+func (j *JWKS) Verifier(t testing.TB, clock func() time.Time) *token.JWT {
+	t.Helper()
+	ks, err := token.NewRemoteKeySet(context.Background(), j.URL, &token.RemoteKeySetOptions{Now: clock, ErrorHandler: func(error) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := token.NewJWT(token.JWTConfig{KeySet: ks, Issuer: JWKSIssuer, Audience: JWKSAudience})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Claims returns the claims of a token for sub with audience aud, expiring
+// at exp, from JWKSIssuer, with role, if not empty.
+func Claims(sub, role, aud string, exp time.Time) jwt.MapClaims {
+	c := jwt.MapClaims{"iss": JWKSIssuer, "aud": aud, "sub": sub, "exp": exp.Unix()}
+	if role != "" {
+		c["role"] = role
+	}
+	return c
+}
+
+// A Clock is a test clock that moves only when told to.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock that reads the time now until advanced.
+func NewClock() *Clock { return &Clock{now: time.Now()} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
