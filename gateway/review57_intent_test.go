@@ -24,13 +24,7 @@ import (
 // as its client waited, and forwarded it however late once the sink
 // answered. Timeout bounds it now: 503 AUDIT_UNAVAILABLE, never forwarded.
 func TestReview57WriteIntentBounded(t *testing.T) {
-	cfg := DefaultPolicyConfig()
-	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
-	cfg.WriteAllowlist = []string{"trigger_refund"}
-	pol, err := policy.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := r57WritePolicy(t)
 	answer := make(chan struct{})
 	defer close(answer)
 	sink := audit.SinkFunc(func(ctx context.Context, e *audit.Event) error {
@@ -219,13 +213,7 @@ func TestReview57RefusedRetryKeepsCharge(t *testing.T) {
 // nobody, is recorded as its client's leaving. (Found by the session's
 // final read.)
 func TestReview57IntentOutlivesItsClient(t *testing.T) {
-	cfg := DefaultPolicyConfig()
-	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
-	cfg.WriteAllowlist = []string{"trigger_refund"}
-	pol, err := policy.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := r57WritePolicy(t)
 	var mu sync.Mutex
 	var outcomes []string
 	intentCut := make(chan error, 1)
@@ -310,13 +298,7 @@ func (s *r57SlowIntents) Write(ctx context.Context, e *audit.Event) error {
 // sent. An intent is begun only while the client is there now. (Found by
 // the session's second final read.)
 func TestReview57NoIntentBegunForAGoneClient(t *testing.T) {
-	cfg := DefaultPolicyConfig()
-	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
-	cfg.WriteAllowlist = []string{"trigger_refund"}
-	pol, err := policy.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := r57WritePolicy(t)
 	sink := &r57SlowIntents{d: 300 * time.Millisecond}
 	rg := newRig(t, &Options{Policy: pol, Audit: audit.SinkFunc(sink.Write)})
 	var members []string
@@ -357,13 +339,7 @@ func TestReview57NoIntentBegunForAGoneClient(t *testing.T) {
 // 504 as one its deadline left unsent. (Found by the session's second
 // final read.)
 func TestReview57IntentKeepsTheRequestDeadline(t *testing.T) {
-	cfg := DefaultPolicyConfig()
-	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
-	cfg.WriteAllowlist = []string{"trigger_refund"}
-	pol, err := policy.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := r57WritePolicy(t)
 	sink := &r57SlowIntents{d: 2 * time.Second}
 	down := httptest.NewServer(&downstream{})
 	defer down.Close()
@@ -382,4 +358,18 @@ func TestReview57IntentKeepsTheRequestDeadline(t *testing.T) {
 	if took := time.Since(start); took > time.Second || got.status != http.StatusGatewayTimeout || !strings.Contains(got.body, `"code":-32003`) {
 		t.Errorf("a write whose deadline passed while its intent was made: %d %s after %v; want 504 -32003 at the deadline", got.status, got.body, took)
 	}
+}
+
+// r57WritePolicy is the default policy with trigger_refund a write on the
+// allowlist.
+func r57WritePolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	cfg := DefaultPolicyConfig()
+	cfg.Tools = []policy.ToolRule{{Name: "trigger_refund", Class: policy.Write}}
+	cfg.WriteAllowlist = []string{"trigger_refund"}
+	pol, err := policy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
 }
