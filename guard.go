@@ -231,7 +231,11 @@ type Options struct {
 	// with a nil Confirmer those states are sealed with a key of this
 	// Guard's, and a next round that reaches another replica, or another
 	// Guard (see [Guard.Install]), is refused as INVALID_ARGUMENTS (call
-	// again).
+	// again). A confirmation or sealed state whose signer's nonce store
+	// fails (confirm.ErrStore: a Redis down) is refused
+	// UPSTREAM_UNAVAILABLE, retryable after a second, its tool not run and
+	// its state not used up: the same call with the same state and answer
+	// can succeed once the store is back.
 	Confirmer *confirm.Signer
 	// DryRun turns dry-run on for every write tool. A client can also ask
 	// for a preview per call with the dryrun.MetaKey _meta key; it can never

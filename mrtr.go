@@ -61,11 +61,11 @@ func newMRTRSigner() (*confirm.Signer, error) {
 // sealedStateDenial is the refusal of a retry whose sealed state does not
 // verify (err says why): expired, used already, or not this caller's,
 // tool's or arguments'. A nonce store that could not be asked
-// (confirm.ErrStore) is said so: the fault is the server's, not the
-// state's.
+// (confirm.ErrStore) is the server's fault, not the state's: refused
+// UPSTREAM_UNAVAILABLE, retryable (see storeDenial).
 func sealedStateDenial(err error) *DenialError {
 	if errors.Is(err, confirm.ErrStore) {
-		return Deny(CodeInvalidArguments, "the request state could not be checked: the server's state store is unavailable; try again shortly")
+		return storeDenial("the request state could not be checked: the server's state store is unavailable; try again shortly")
 	}
 	return Deny(CodeInvalidArguments, "the request state is expired, already used or for another call; call the tool again")
 }

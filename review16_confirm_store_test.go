@@ -52,8 +52,10 @@ func denialOf(t *testing.T, res *mcp.CallToolResult, err error) *mcpguard.Denial
 // says what happened. It used to tell the caller that the confirmation was
 // "missing, expired, already used or for another call" and to call again
 // to be asked: the human would be asked again and again for nothing while
-// the store was down. The state was not used up by the refused round, so
-// once the store is back the same answer is accepted, once.
+// the store was down. It is UPSTREAM_UNAVAILABLE and retryable (it was
+// CONFIRMATION_REQUIRED, which is not, until the 58th session). The state
+// was not used up by the refused round, so once the store is back the same
+// answer is accepted, once.
 func TestConfirmationStoreDownIsSaidSo(t *testing.T) {
 	r := testsvc.StartRedis(t)
 	sink := &memSink{}
@@ -67,15 +69,15 @@ func TestConfirmationStoreDownIsSaidSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	de := denialOf(t, res, err)
-	if de.Code != mcpguard.CodeConfirmationRequired || strings.Contains(de.Message, "already used") || !strings.Contains(de.Message, "unavailable") {
-		t.Errorf("confirmation with the nonce store down: %s %q; want CONFIRMATION_REQUIRED saying the store is unavailable, not that the confirmation was used", de.Code, de.Message)
+	if de.Code != mcpguard.CodeUpstreamUnavailable || !de.Retryable() || strings.Contains(de.Message, "already used") || !strings.Contains(de.Message, "unavailable") {
+		t.Errorf("confirmation with the nonce store down: %s %q (retryable %v); want UPSTREAM_UNAVAILABLE, retryable, saying the store is unavailable, not that the confirmation was used", de.Code, de.Message, de.Retryable())
 	}
 	if s.ran != 0 {
 		t.Fatalf("handler ran %d times with the nonce store down, want 0", s.ran)
 	}
 	evs := sink.all()
-	if last := evs[len(evs)-1]; last.Code != "CONFIRMATION_REQUIRED" || !strings.Contains(last.Detail, confirm.ErrStore.Error()) {
-		t.Errorf("record of the refusal: %q %q; want CONFIRMATION_REQUIRED with a detail naming the store failure", last.Code, last.Detail)
+	if last := evs[len(evs)-1]; last.Code != "UPSTREAM_UNAVAILABLE" || !strings.Contains(last.Detail, confirm.ErrStore.Error()) {
+		t.Errorf("record of the refusal: %q %q; want UPSTREAM_UNAVAILABLE with a detail naming the store failure", last.Code, last.Detail)
 	}
 
 	for i, want := range []string{"", "CONFIRMATION_REQUIRED"} {
@@ -117,14 +119,17 @@ func TestConfirmationStoreDownOlderClient(t *testing.T) {
 		t.Fatalf("the human was not asked: %s", mustJSON(res))
 	}
 	var body struct {
-		Error struct{ Code, Message string } `json:"error"`
+		Error struct {
+			Code, Message string
+			Retryable     bool
+		} `json:"error"`
 	}
 	b := mustJSON(res.StructuredContent)
 	if err := json.Unmarshal([]byte(b), &body); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
-	if body.Error.Code != "CONFIRMATION_REQUIRED" || strings.Contains(body.Error.Message, "already used") || !strings.Contains(body.Error.Message, "unavailable") {
-		t.Errorf("accepted confirmation with the nonce store down: %s; want CONFIRMATION_REQUIRED saying the store is unavailable", b)
+	if body.Error.Code != "UPSTREAM_UNAVAILABLE" || !body.Error.Retryable || strings.Contains(body.Error.Message, "already used") || !strings.Contains(body.Error.Message, "unavailable") {
+		t.Errorf("accepted confirmation with the nonce store down: %s; want UPSTREAM_UNAVAILABLE, retryable, saying the store is unavailable", b)
 	}
 	if n := h.down.calls.Load(); n != 0 {
 		t.Errorf("tool ran %d times, want 0", n)
@@ -185,8 +190,8 @@ func TestSealedStateStoreDownIsSaidSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	de := denialOf(t, res, err)
-	if strings.Contains(de.Message, "already used") || !strings.Contains(de.Message, "unavailable") {
-		t.Errorf("next round with the nonce store down: %s %q; want a refusal saying the store is unavailable", de.Code, de.Message)
+	if de.Code != mcpguard.CodeUpstreamUnavailable || !de.Retryable() || strings.Contains(de.Message, "already used") || !strings.Contains(de.Message, "unavailable") {
+		t.Errorf("next round with the nonce store down: %s %q; want UPSTREAM_UNAVAILABLE, retryable, saying the store is unavailable", de.Code, de.Message)
 	}
 	if done != 0 {
 		t.Fatalf("handler finished %d times with the store down, want 0", done)

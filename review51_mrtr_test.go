@@ -87,8 +87,8 @@ func (c *r51Checker) Used(ctx context.Context, nonce string, now, expires time.T
 
 // TestReview51SealedStateStoreDown: a retry whose sealed state cannot be
 // checked, the nonce store down, is refused as the server's fault, "try
-// again shortly", not as a state expired or used; once the store is back
-// the same state opens.
+// again shortly", UPSTREAM_UNAVAILABLE and retryable, not as a state
+// expired or used; once the store is back the same state opens.
 func TestReview51SealedStateStoreDown(t *testing.T) {
 	store := &r51Checker{MemoryNonceStore: confirm.NewMemoryNonceStore()}
 	cs, runs := mrtrServer(t, mcpguard.Options{Confirmer: testSigner(t, &confirm.Options{Nonces: store})}, "", false)
@@ -98,7 +98,7 @@ func TestReview51SealedStateStoreDown(t *testing.T) {
 	}
 	store.down.Store(true)
 	got := r51Retry(t, cs, res.RequestState)
-	if errorCode(t, got) != "INVALID_ARGUMENTS" || !strings.Contains(resText(got), "state store is unavailable") || runs.Load() != 0 {
+	if errorCode(t, got) != "UPSTREAM_UNAVAILABLE" || !strings.Contains(resText(got), "state store is unavailable") || !strings.Contains(resText(got), `"retryable":true`) || runs.Load() != 0 {
 		t.Errorf("retry, store down: %s, handler completed %d times; want the store's unavailability", mustJSON(got), runs.Load())
 	}
 	store.down.Store(false)

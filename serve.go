@@ -1491,12 +1491,13 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 
 // confirmationDenial is the refusal of a confirmation state that does not
 // verify (err says why). A nonce store that could not be asked
-// (confirm.ErrStore) is said so: the fault is the server's, not the
-// confirmation's, and asking the human again does not help while the
-// store is down.
+// (confirm.ErrStore) is the server's fault, not the confirmation's, and
+// asking the human again does not help while the store is down: the call
+// is refused UPSTREAM_UNAVAILABLE, retryable after a second, so that a
+// client retries the same confirmation rather than asking anew.
 func confirmationDenial(err error) *DenialError {
 	if errors.Is(err, confirm.ErrStore) {
-		return Deny(CodeConfirmationRequired, "the confirmation could not be checked: the server's confirmation store is unavailable; try again shortly")
+		return storeDenial("the confirmation could not be checked: the server's confirmation store is unavailable; try again shortly")
 	}
 	return Deny(CodeConfirmationRequired, "the confirmation is missing, expired, already used or for another call; call the tool again to be asked")
 }
@@ -1529,6 +1530,16 @@ func (g *Guard) consume(ctx context.Context, c *call) *DenialError {
 		return confirmationDenial(err)
 	}
 	return nil
+}
+
+// storeDenial is the refusal of a call whose confirmation or sealed state
+// could not be checked because the nonce store failed: UPSTREAM_UNAVAILABLE
+// (a service the server depends on is down), retryable after a second, as
+// a limiter whose store fails refuses with a retry after a second.
+func storeDenial(msg string) *DenialError {
+	d := Deny(CodeUpstreamUnavailable, msg)
+	d.RetryAfter = time.Second
+	return d
 }
 
 // maxDescribeRunes bounds the text of a ToolOptions.Describe.
