@@ -118,6 +118,10 @@
 //     CONCURRENCY_LIMIT_EXCEEDED), never forwarded; a GET that reconnects
 //     a stream is answered instead with an event stream that ends at once
 //     and asks the client to reconnect in 5 s (see Options.MaxStreams).
+//     At a server's shutdown, [Gateway.EndStreams] (registered with
+//     http.Server.RegisterOnShutdown) ends every stream, cleanly, so that
+//     Shutdown waits for the calls under way and not for the streams,
+//     which every go-sdk client holds open.
 //   - A client that stops reading its answer counts as gone: a write to
 //     it that has not completed within Timeout (written in pieces of at
 //     most 32 KiB, so a client that reads slowly is not cut) breaks its

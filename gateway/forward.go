@@ -830,8 +830,16 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	if !stream {
 		rd = c
 	}
-	n, last, gone, err := g.copyBody(r.Context(), &c.out, rd, sse, r.Method == http.MethodPost && !listen)
-	if err == nil && sse && last != '\n' && last != '\r' {
+	n, tail, gone, err := g.copyBody(r.Context(), &c.out, rd, sse, r.Method == http.MethodPost && !listen)
+	// A stream EndStreams ended (its client still there) ends cleanly
+	// where it stands between two events; inside one, it is cut as a
+	// broken stream is (see abortCut).
+	ended := (r.Method == http.MethodGet || listen) && !gone && streamEnded(r)
+	cut := false
+	if ended && err != nil {
+		err, cut = nil, !sse || !atEventEnd(tail)
+	}
+	if last := byte(tail); err == nil && !ended && sse && last != '\n' && last != '\r' {
 		// A body delimited by the connection's close has no framing to
 		// tell that it was cut, but an event stream does not end inside
 		// a line. What was read counts, written or not: the outcome
@@ -852,13 +860,16 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	// POST's answer is then read for at most the timeout; a GET's or a
 	// subscriptions/listen's stream, and a DELETE's answer, end with their
 	// client.
-	gone = gone || err != nil && r.Context().Err() != nil
+	gone = gone || err != nil && r.Context().Err() != nil && !ended
 	if gone {
 		call.clientWentAway()
 	}
 	call.finish(code)
 	if g.log.Enabled(r.Context(), slog.LevelInfo) {
 		g.logRelayed(r.Context(), cid, c.resp.StatusCode, n, sse, gone, start, err)
+	}
+	if cut {
+		abortNow(&c.out)
 	}
 	if err != nil && !gone {
 		abortCut(&c.out, r)
@@ -936,9 +947,33 @@ var errEndedInLine = errors.New("gateway: downstream event stream ended inside a
 // client that stopped reading would hold it for good otherwise.
 func abortCut(out *writeGuard, r *http.Request) {
 	if r.Context().Err() == nil {
-		out.flush(http.NewResponseController(out.w))
-		panic(http.ErrAbortHandler)
+		abortNow(out)
 	}
+}
+
+// abortNow flushes what was written to out.w and breaks the connection
+// (see abortCut).
+func abortNow(out *writeGuard) {
+	out.flush(http.NewResponseController(out.w))
+	panic(http.ErrAbortHandler)
+}
+
+// atEventEnd reports whether an event stream whose last four bytes are
+// tail (the last in its low byte; '\n's before the stream's start) ends
+// between two events: its last line, once its end ("\r\n", "\n" or
+// "\r") is left out, is empty.
+func atEventEnd(tail uint32) bool {
+	b := [4]byte{byte(tail >> 24), byte(tail >> 16), byte(tail >> 8), byte(tail)}
+	var i int
+	switch {
+	case b[3] == '\n' && b[2] == '\r':
+		i = 1
+	case b[3] == '\n' || b[3] == '\r':
+		i = 2
+	default:
+		return false
+	}
+	return b[i] == '\n' || b[i] == '\r'
 }
 
 func errString(err error) string {
@@ -949,27 +984,27 @@ func errString(err error) string {
 }
 
 // copyBody copies src to out's writer; for an event stream every piece
-// read is flushed at once. n counts the bytes written, and last is the
-// last byte read from src ('\n' when none was: an empty stream ends at a
-// line's end). Without drain, a failed write (the client went away, or
+// read is flushed at once. n counts the bytes written, and tail holds the
+// last four bytes read from src, the last in its low byte ('\n's before
+// the first: an empty stream ends at a line's end). Without drain, a failed write (the client went away, or
 // stopped reading: see [writeGuard]) ends the copy with its error and
 // gone set.
 // With drain, a client that went away (ctx, the client's request context,
 // ended before a write, or a write failed) sets gone, and the rest of src
 // is read and discarded, so that the caller learns how the downstream's
 // answer ended. err is src's error otherwise.
-func (g *Gateway) copyBody(ctx context.Context, out *writeGuard, src io.Reader, flush, drain bool) (n int64, last byte, gone bool, err error) {
+func (g *Gateway) copyBody(ctx context.Context, out *writeGuard, src io.Reader, flush, drain bool) (n int64, tail uint32, gone bool, err error) {
 	bp := g.bufs.Get().(*bytes.Buffer)
 	defer g.bufs.Put(bp)
 	bp.Reset()
 	bp.Grow(32 << 10)
 	buf := bp.AvailableBuffer()[:32<<10]
 	rc := http.NewResponseController(out.w)
-	last = '\n'
+	tail = 0x0a0a0a0a
 	for {
 		k, rerr := src.Read(buf)
-		if k > 0 {
-			last = buf[k-1]
+		for _, b := range buf[max(0, k-4):k] {
+			tail = tail<<8 | uint32(b)
 		}
 		if k > 0 && drain && !gone && ctx.Err() != nil {
 			gone = true
@@ -977,7 +1012,7 @@ func (g *Gateway) copyBody(ctx context.Context, out *writeGuard, src io.Reader, 
 		if k > 0 && !gone {
 			if _, werr := out.write(buf[:k]); werr != nil {
 				if !drain {
-					return n, last, true, werr
+					return n, tail, true, werr
 				}
 				gone = true
 			} else {
@@ -988,10 +1023,10 @@ func (g *Gateway) copyBody(ctx context.Context, out *writeGuard, src io.Reader, 
 			}
 		}
 		if rerr == io.EOF {
-			return n, last, gone, nil
+			return n, tail, gone, nil
 		}
 		if rerr != nil {
-			return n, last, gone, rerr
+			return n, tail, gone, rerr
 		}
 	}
 }

@@ -375,6 +375,7 @@ type Gateway struct {
 	healthAnswer []byte
 	sessions     *sessions
 	streams      streamCount   // Options.MaxStreams
+	ends         streamEnds    // EndStreams
 	streamRetry  time.Duration // the SSE retry of [Gateway.waitStream]
 	ids          corrid.Source
 	resource     *resourceMetadata // nil without Options.ResourceMetadata

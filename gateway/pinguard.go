@@ -140,12 +140,17 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 		return out
 	}
 	err := readEvents(rd, func(ev *event) { ew.write(ev, tf, false) })
+	if err != nil && (r.Method == http.MethodGet || listen) && streamEnded(r) {
+		// Ended by EndStreams: only whole events were written, so the
+		// answer ends cleanly.
+		err = nil
+	}
 	code := ""
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
 		call.failed(failureOf(err, false, true))
 	}
-	if r.Method == http.MethodPost && r.Context().Err() != nil {
+	if r.Method == http.MethodPost && r.Context().Err() != nil && !streamEnded(r) {
 		call.clientWentAway()
 	}
 	call.finish(code)

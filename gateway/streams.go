@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -91,6 +93,14 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy
 	if p != nil {
 		m = p.m
 	}
+	ctx, end := context.WithCancelCause(r.Context())
+	defer end(nil)
+	if !g.ends.add(&end) {
+		g.endedStream(w, r, pr, cid, m)
+		return
+	}
+	defer g.ends.remove(&end)
+	r = r.WithContext(ctx)
 	if !g.streams.acquire(pr.Subject) {
 		g.refuseStream(w, r, pr, cid, m)
 		return
@@ -180,4 +190,89 @@ func (g *Gateway) waitStream(w http.ResponseWriter, r *http.Request, cid, reason
 	b = strconv.AppendInt(b, g.streamRetry.Milliseconds(), 10)
 	b = append(b, "\n\n"...)
 	g.writeOwn(w, b)
+}
+
+// errStreamsEnded is the cause of a stream's context ended by
+// [Gateway.EndStreams].
+var errStreamsEnded = errors.New("gateway: event streams ended (EndStreams)")
+
+// streamEnds holds the cancel functions of the streams the gateway relays,
+// for [Gateway.EndStreams]. It is safe for concurrent use.
+type streamEnds struct {
+	mu    sync.Mutex
+	ended bool
+	live  map[*context.CancelCauseFunc]struct{}
+}
+
+// add registers end and reports true, or reports false once EndStreams
+// has run.
+func (s *streamEnds) add(end *context.CancelCauseFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	if s.live == nil {
+		s.live = make(map[*context.CancelCauseFunc]struct{})
+	}
+	s.live[end] = struct{}{}
+	return true
+}
+
+func (s *streamEnds) remove(end *context.CancelCauseFunc) {
+	s.mu.Lock()
+	delete(s.live, end)
+	s.mu.Unlock()
+}
+
+// EndStreams ends the event streams the gateway relays (GET streams and
+// subscriptions/listen ones), now and from then on, as a server that closes
+// a stream does: each answer ends where the downstream's stream was cut,
+// cleanly (HTTP/1.1's last chunk), so that its client reconnects (a GET
+// with its Last-Event-ID) rather than failing its session, and the
+// downstream's request ends. A GET that comes after is answered with an
+// event stream that ends at once, asking for a reconnection in 5 s, and a
+// subscriptions/listen is refused 503 with JSON-RPC error -32003; neither
+// reaches the downstream. Calls and other requests are served as before.
+//
+// It is for a server's shutdown: an open stream keeps its connection
+// active, so http.Server.Shutdown would wait for every client's stream (a
+// go-sdk client holds one per session) until its context ran out, and then
+// cut the calls under way with them. Register it with
+// http.Server.RegisterOnShutdown, and Shutdown waits for the calls only.
+// It is safe to call more than once and concurrently with ServeHTTP.
+func (g *Gateway) EndStreams() {
+	g.ends.mu.Lock()
+	g.ends.ended = true
+	live := g.ends.live
+	g.ends.live = nil
+	g.ends.mu.Unlock()
+	for end := range live {
+		(*end)(errStreamsEnded)
+	}
+}
+
+// streamEnded reports whether r's stream was ended by EndStreams.
+func streamEnded(r *http.Request) bool {
+	return context.Cause(r.Context()) == errStreamsEnded
+}
+
+// endedStream answers r, a stream asked for after EndStreams (m its
+// subscriptions/listen request, nil for a GET), without forwarding it.
+func (g *Gateway) endedStream(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message) {
+	const reason = "the gateway is shutting down: event streams are closed"
+	method := r.Method
+	if m != nil {
+		method = m.method
+	}
+	g.log.Info("stream refused", "cid", cid, "subject", pr.Subject, "method", method, "reason", reason)
+	if m == nil {
+		g.waitStream(w, r, cid, reason)
+		return
+	}
+	e := errUpstream(false)
+	e.status = http.StatusServiceUnavailable
+	e.message = "Upstream unavailable: " + reason
+	e.unsent = true
+	g.writeError(w, e, m.idOrNil(), cid)
 }

@@ -81,10 +81,11 @@
 // came to a loopback address under another name (DNS rebinding).
 //
 // On SIGINT or SIGTERM the gateway logs that it is shutting down, stops
-// taking requests and gives those under way 5 s; then it closes their
-// connections (a forwarded POST's answer is still read from the
-// downstream, for at most --timeout more) and waits, at most --timeout and
-// 5 s, for their handlers to record their outcome before it closes the
+// taking requests, ends the event streams it relays (their clients
+// reconnect) and gives the requests under way --timeout, at least 5 s;
+// then it closes their connections (a forwarded POST's answer is still
+// read from the downstream, for at most --timeout more) and waits, at most
+// --timeout and 5 s, for their handlers to record their outcome before it closes the
 // --audit sink, writing the records it buffered. It then logs "gateway
 // stopped" and exits with status 0; with status 1 if the wait ran out with
 // requests still running, or the --audit sink failed to write its records
@@ -573,13 +574,17 @@ func run(logger *slog.Logger) (runErr error) {
 		ReadTimeout:       opts.Timeout,
 		IdleTimeout:       idleTimeout,
 	}
+	// At shutdown the event streams end at once (their clients reconnect,
+	// elsewhere), so that the grace waits for the calls under way only.
+	srv.RegisterOnShutdown(g.EndStreams)
+	grace := max(opts.Timeout, shutdownGrace)
 	shut := make(chan struct{})
 	var stillRunning atomic.Int64 // requests left when the wait ran out
 	go func() {
 		defer close(shut)
 		<-ctx.Done()
-		logger.Info("shutting down: new connections are refused; waiting for the requests under way", "requests", active.Load(), "grace", shutdownGrace)
-		shutdown, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		logger.Info("shutting down: new connections are refused, event streams end; waiting for the requests under way", "requests", active.Load(), "grace", grace)
+		shutdown, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		if srv.Shutdown(shutdown) == nil {
 			return
@@ -1059,8 +1064,8 @@ func plainDecimal(s string) bool {
 // in whole seconds.
 const maxTimeoutSeconds = math.MaxInt64 / int64(time.Second)
 
-// shutdownGrace is how long the gateway lets requests end on their own at
-// shutdown.
+// shutdownGrace is the least time the gateway lets requests end on their
+// own at shutdown: it gives them --timeout, or this when longer.
 var shutdownGrace = 5 * time.Second
 
 // shutdownExtra is how much longer than --timeout the gateway waits at

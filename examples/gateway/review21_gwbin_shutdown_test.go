@@ -254,15 +254,27 @@ func TestReview21ShutdownWaitRanOutExitOne(t *testing.T) {
 		os.Args, flag.CommandLine, shutdownGrace, shutdownExtra = oldArgs, oldFlags, oldGrace, oldExtra
 	})
 	// The wait ends 100 ms after the connections are closed, while the
-	// downstream's answer is still read for up to --timeout (1 s).
+	// downstream's answer is still read for up to --timeout (1 s). The
+	// answer never ends (progress events, each within --timeout of the
+	// last), so the call outlasts the grace (--timeout since the 58th
+	// session: a silent downstream would time out within it).
 	shutdownGrace, shutdownExtra = 100*time.Millisecond, -900*time.Millisecond
 	entered := make(chan struct{}, 1)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
 		entered <- struct{}{}
-		select {
-		case <-r.Context().Done():
-		case <-time.After(3 * time.Second):
+		for end := time.After(5 * time.Second); ; {
+			io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-end:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}))
 	t.Cleanup(down.Close)
