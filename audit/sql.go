@@ -130,6 +130,15 @@ type SQLStats struct {
 // checkpoint syncs as the automatic one does; durability is unchanged. With
 // wal_autocheckpoint set to 0 no checkpoint is run.
 //
+// On SQLite, a database file removed or replaced while the sink runs (its
+// directory deleted, a backup moved over it) goes on taking commits into
+// the file SQLite still has open, which no one can open again: after each
+// batch the writer checks that the file at the database's path is still
+// the one it opened and, when it is not, counts that batch's events lost,
+// returns the error to its WriteDurable calls and to the next Flush, and
+// reports it to OnError (once); so with every batch after. (A database with no
+// file, ":memory:", is not checked.)
+//
 // SQLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for concurrent
 // use. It does not close the *sql.DB. The zero SQLSink is not usable (its
 // methods return an error wrapping [ErrClosed]): make one with [NewSQL].
@@ -172,6 +181,25 @@ type SQLSink struct {
 	ckptDone chan struct{}
 
 	rows, batches, lost atomic.Uint64
+
+	// SQLite: the database's file, and what it was when the sink was
+	// made (see fileMoved); "" when it has none.
+	file      string
+	fileInfo  os.FileInfo
+	movedTold bool // the writer reported fileMoved's error to OnError
+}
+
+// fileMoved returns an error when the SQLite database's file is no longer
+// at its path: removed, or replaced by another.
+func (s *SQLSink) fileMoved() error {
+	if s.file == "" {
+		return nil
+	}
+	fi, err := os.Stat(s.file)
+	if err == nil && os.SameFile(fi, s.fileInfo) {
+		return nil
+	}
+	return fmt.Errorf("audit: the SQLite database %s was removed or replaced: events committed since are in no file at its path", s.file)
 }
 
 // item is a queued row, or (when flushed != nil) a Flush marker.
@@ -413,6 +441,12 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 	}
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	if d == SQLite {
+		var file string
+		if err := db.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err == nil && file != "" {
+			if fi, err := os.Stat(file); err == nil {
+				s.file, s.fileInfo = file, fi
+			}
+		}
 		s.durable = make(chan item)
 		s.ckpt.wake = make(chan struct{}, 1)
 		s.ckptDone = make(chan struct{})
@@ -931,6 +965,23 @@ func (s *SQLSink) commitBatch(b *writerBatch, args []any, closing, answer bool, 
 			b.waiters = kept
 		}
 		lost, err := s.commit(&b.rows, args, closing, grow, stalled)
+		if moved := s.fileMoved(); moved != nil {
+			// Committed, or not, to a file no one can open: all lost.
+			n := uint64(len(b.rows) - len(lost))
+			s.rows.Add(-n)
+			s.lost.Add(n)
+			lost = lost[:0]
+			for i := range b.rows {
+				lost = append(lost, lostRow{i: i, err: moved})
+			}
+			err = moved
+			if s.movedTold {
+				s.lastErr.Store(&moved)
+			} else {
+				s.movedTold = true // OnError once, not for every batch
+				s.fail(moved)
+			}
+		}
 		if err != nil {
 			b.failed = err
 		}
