@@ -39,6 +39,7 @@ const (
 	failTooLarge                // an answer over the limit
 	failBatchLimit              // a batch's answers over the limit
 	failNoResponse              // a 2xx without the call's JSON-RPC response
+	failStreamEnded             // with Pins, an event stream ended before the response
 	failNotJSON                 // with Pins, a JSON answer that is not JSON
 	failUnreadable              // encoded, or not UTF-8
 	failTransport               // a custom Transport broke its contract
@@ -103,6 +104,9 @@ func (k failKind) phrase(timeout time.Duration) string {
 		return "the batch's answers were over the limit"
 	case failNoResponse:
 		return "downstream's answer had no JSON-RPC response"
+	case failStreamEnded:
+		return "downstream ended the call's event stream without its JSON-RPC response " +
+			"(a server that has its client poll sends it on a later GET, which the gateway does not tie to the call)"
 	case failNotJSON:
 		return "downstream's answer was not JSON, or larger than the limit"
 	case failUnreadable:

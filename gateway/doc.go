@@ -411,7 +411,10 @@
 // "downstream's answer had no JSON-RPC response" (a 2xx's: another status
 // says it by itself; with Pins, a single call's JSON answer relayed that
 // holds none, as an empty body, a notification or another request's
-// response, is allowed and says so too), and so on, or "the request to the
+// response, is allowed and says so too; an event stream relayed whole
+// that holds none, as a server that has its client poll (SEP-1699) ends it,
+// says "downstream ended the call's event stream without its JSON-RPC
+// response (...)"), and so on, or "the request to the
 // downstream failed (the log says why)" for an error of a custom Transport
 // it cannot tell; a Transport that panicked says "the Transport panicked"
 // (INTERNAL when its RoundTrip did, UPSTREAM_UNAVAILABLE when its answer's

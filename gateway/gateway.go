@@ -167,7 +167,11 @@ type Options struct {
 	// meet a refused connection: its failures give nothing back.) A forwarded
 	// call keeps its in-flight place until the downstream's answer has
 	// been read, also when its client hangs up first (then for at most
-	// Timeout: see the package doc). A call its store-backed limiter
+	// Timeout: see the package doc). The answer is the POST's: a server
+	// that ends a call's event stream before its response, for its client
+	// to poll (SEP-1699; the TypeScript SDK's closeSSEStream), and sends the
+	// response on a later GET, has the call's place given back when that
+	// stream ends, while its tool may still run. A call its store-backed limiter
 	// refuses because the request's context had ended (or its deadline
 	// passed) before it decided is recorded as the client's leaving, not
 	// the limiter's failure; one whose deadline passed is answered -32003

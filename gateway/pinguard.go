@@ -149,6 +149,11 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 	if err != nil {
 		code = "UPSTREAM_UNAVAILABLE"
 		call.failed(failureOf(err, false, true))
+	} else if call != nil && call.reply == replyNone {
+		// Relayed whole, but the gateway saw no response to the call in
+		// it: a server that closes the stream for its client to poll
+		// (SEP-1699) sends it later on a GET. Not a success seen.
+		call.failed(failStreamEnded)
 	}
 	if r.Method == http.MethodPost && r.Context().Err() != nil && !streamEnded(r) {
 		call.clientWentAway()
