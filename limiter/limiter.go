@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -142,6 +143,8 @@ type Limiter struct {
 	failOpenW bool
 	lease     atomic.Uint64
 	abandons  chan struct{} // a token per abandon running; nil: the store leases no slots
+	pendMu    sync.Mutex    // guards pending, and taking or giving back a token of abandons
+	pending   []abandonJob  // abandons waiting for a token (see startAbandon)
 	refunds   bool          // the store carries out Refund batches
 	peeks     bool          // the store carries out Peek checks
 	clock     clock         // for Decision.at on a store other than memStore
@@ -150,10 +153,26 @@ type Limiter struct {
 }
 
 // maxAbandons bounds the abandons a Limiter runs at once: when a store is
-// down, every failed reservation and release would start one. Past it, the
-// slots of a failed reservation or release come back when their lease
-// expires.
+// down, every failed reservation and release would start one. Past it,
+// they wait, up to maxPending of them, for a running abandon to end, which
+// then carries them out: a stall of the store under traffic times out more
+// reservations than maxAbandons, all of which it may carry out once it
+// catches up, and the slots of those not abandoned would be held for
+// their whole lease. Past maxPending waiting, the slots of a failed
+// reservation or release come back when their lease expires.
 const maxAbandons = 64
+
+// maxPending bounds the abandons waiting for one of the maxAbandons.
+const maxPending = 4096
+
+// An abandonJob is an abandon to carry out (see abandon): of lease,
+// holding the slots held of r's limits, decided (or released) at now,
+// and started at since.
+type abandonJob struct {
+	r           Request
+	held, lease uint64
+	now, since  time.Time
+}
 
 // abandonTries is how many times an abandon is tried: the pauses between
 // them double from 50ms, so the last comes 12.75s after the first.
@@ -423,15 +442,22 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 
 // startAbandon abandons lease in the background (see abandon), when the
 // store leases slots and the decision holds one; past maxAbandons running,
-// the lease is left to expire.
+// it waits for one of them to end (past maxPending waiting, the lease is
+// left to expire).
 func (l *Limiter) startAbandon(r Request, held, lease uint64, now time.Time) {
 	if lease == 0 || l.abandons == nil {
 		return
 	}
+	j := abandonJob{r: r, held: held, lease: lease, now: now, since: time.Now()}
+	l.pendMu.Lock()
+	defer l.pendMu.Unlock()
 	select {
 	case l.abandons <- struct{}{}:
-		go l.abandon(r, held, lease, now)
-	default: // too many running: the lease expires
+		go l.abandon(j)
+	default: // too many running: the next to end carries it out
+		if len(l.pending) < maxPending {
+			l.pending = append(l.pending, j)
+		}
 	}
 }
 
@@ -447,15 +473,33 @@ func (l *Limiter) startAbandon(r Request, held, lease uint64, now time.Time) {
 // A store whose Apply panics here (on its own goroutine, where the panic
 // would end the process, not reach a caller) is tried no more: the panic
 // is logged to [slog.Default] at Error, with its value and stack, and the
-// slots are left to the expiry of their lease.
-func (l *Limiter) abandon(r Request, held, lease uint64, now time.Time) {
-	defer func() { <-l.abandons }()
-	start := time.Now()
-	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, opRelease, held)
+// slots are left to the expiry of their lease. It holds a token of
+// l.abandons, and carries out the abandons waiting for one before it gives
+// the token back.
+func (l *Limiter) abandon(j abandonJob) {
+	for {
+		l.abandonOne(j)
+		l.pendMu.Lock()
+		if len(l.pending) == 0 {
+			l.pending = nil
+			<-l.abandons
+			l.pendMu.Unlock()
+			return
+		}
+		j = l.pending[0]
+		l.pending[0] = abandonJob{}
+		l.pending = l.pending[1:]
+		l.pendMu.Unlock()
+	}
+}
+
+// abandonOne tries j, as abandon describes.
+func (l *Limiter) abandonOne(j abandonJob) {
+	checks, _ := l.build(make([]Check, 0, len(l.limits)), j.r, opRelease, j.held)
 	wait := 50 * time.Millisecond
 	for i := range abandonTries {
-		b := &Batch{Release: true, Abandon: true, Lease: lease, Checks: checks}
-		if panicked, err := l.applyAlone(now.Add(time.Since(start)), b); err == nil || panicked ||
+		b := &Batch{Release: true, Abandon: true, Lease: j.lease, Checks: checks}
+		if panicked, err := l.applyAlone(j.now.Add(time.Since(j.since)), b); err == nil || panicked ||
 			i == abandonTries-1 {
 			// No pause after the last try: it would only hold a place
 			// among the maxAbandons.
@@ -575,12 +619,8 @@ func (l *Limiter) Release(d Decision) {
 	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, opRelease, d.held)
 	b := &Batch{Release: true, Lease: d.lease, Checks: checks}
 	now := time.Now()
-	if l.store.Apply(context.Background(), now, b) != nil && l.abandons != nil && d.lease != 0 {
+	if l.store.Apply(context.Background(), now, b) != nil {
 		// Leases make a retry safe: it frees d's slots and no other's.
-		select {
-		case l.abandons <- struct{}{}:
-			go l.abandon(r, d.held, d.lease, now)
-		default: // too many running: the lease expires
-		}
+		l.startAbandon(r, d.held, d.lease, now)
 	}
 }
