@@ -79,5 +79,5 @@ func ExampleDenialOf() {
 	// Output:
 	// search ran
 	// search refused: RATE_LIMIT_EXCEEDED retry after 1m0s true true
-	// delete_all refused: WRITE_NOT_ALLOWED: write tool is not on the write allowlist
+	// delete_all refused: WRITE_NOT_ALLOWED: tool "delete_all" is a write tool and is not on the write allowlist
 }

@@ -160,7 +160,7 @@ func ExampleGuard_SetPolicy() {
 	call()
 	// Output:
 	// invoice sent
-	// refused: WRITE_NOT_ALLOWED write tool is not on the write allowlist
+	// refused: WRITE_NOT_ALLOWED tool "send_invoice" is a write tool and is not on the write allowlist
 }
 
 // ExampleGuard_AddTool guards one raw tool on a server no guard is

@@ -133,7 +133,12 @@ type Options struct {
 	// answering) holds the calls' answers until it takes them.
 	WriteAheadTimeout time.Duration
 	// AuditFailClosed refuses a read (or a dry run) whose outcome event
-	// cannot be written. A write that ran keeps its result: its durable
+	// cannot be written (AUDIT_UNAVAILABLE, retryable); a second outcome
+	// event, of that refusal, is then written as well as the sink can
+	// (detail "the outcome record could not be written: the answer was
+	// withheld"), so that a sink that failed in part (an [audit.Fanout]
+	// whose other sinks recorded the call as allowed) shows it as the
+	// call's last outcome. A write that ran keeps its result: its durable
 	// intent event stands for it, and a retryable refusal would invite the
 	// caller to write again. False (the default) lets the read proceed and
 	// reports the failure to Logger. [New] refuses it without an Audit

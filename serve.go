@@ -175,6 +175,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		if !g.auditOutcome(ctx, req, c) && g.opts.AuditFailClosed && c.denial == nil && !ran {
 			c.denial = Deny(CodeAuditUnavailable, "the audit trail is unavailable")
 			res, err = g.deny(c, c.denial)
+			g.auditWithheld(ctx, req, c)
 		}
 	}()
 	if req == nil || req.Params == nil {
@@ -216,7 +217,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	}
 	c.rule = d.Rule
 	if d.Code != policy.Allowed {
-		return g.deny(c, Deny(Code(d.Code.String()), d.Reason))
+		return g.deny(c, policyDenial(d, c.name))
 	}
 	topts := g.toolOptions(pol, c)
 	c.dryRun = g.isDryRun(ctx, c, req, &topts) // a refusal from here on is a dry run's too
@@ -1276,7 +1277,11 @@ func limitDenial(d limiter.Decision) *DenialError {
 	default:
 		code = CodeRateLimitExceeded
 	}
-	e := Deny(code, fmt.Sprintf("%s limit per %s reached", d.Limit.Kind, d.Limit.Scope))
+	what := fmt.Sprintf("%s limit per %s", d.Limit.Kind, d.Limit.Scope)
+	if d.Limit.Scope == limiter.Global {
+		what = fmt.Sprintf("global %s limit", d.Limit.Kind)
+	}
+	e := Deny(code, what+" reached ("+limitFigures(d.Limit)+")")
 	e.RetryAfter = d.RetryAfter
 	if code != CodeConcurrencyLimitExceeded && d.RetryAfter == 0 {
 		// The limiter found no wait that helps: the call takes more than
@@ -1288,6 +1293,43 @@ func limitDenial(d limiter.Decision) *DenialError {
 	}
 	e.Details = map[string]any{"scope": d.Limit.Scope.String(), "limit": d.Limit.Kind.String()}
 	return e
+}
+
+// policyDenial is the refusal of the call of tool that the policy's
+// decision d refused (FORBIDDEN, WRITE_NOT_ALLOWED): d's reason, but a
+// write off the allowlist names the tool, as an operator reading the
+// refusal needs to know which entry to add.
+func policyDenial(d policy.Decision, tool string) *DenialError {
+	if d.Code == policy.WriteNotAllowed {
+		return Deny(CodeWriteNotAllowed, "tool "+strconv.Quote(tool)+" is a write tool and is not on the write allowlist")
+	}
+	return Deny(Code(d.Code.String()), d.Reason)
+}
+
+// limitFigures describes l's budget for a refusal: "5 calls per 1m",
+// "10 units per 1h", "3 calls in flight".
+func limitFigures(l limiter.Limit) string {
+	max := strconv.FormatFloat(l.Max, 'f', -1, 64)
+	switch l.Kind {
+	case limiter.Concurrency:
+		return max + " calls in flight"
+	case limiter.Spend:
+		return max + " units per " + shortDuration(l.Window)
+	}
+	return max + " calls per " + shortDuration(l.Window)
+}
+
+// shortDuration is d's String without its zero minutes and seconds: "1m",
+// "1h", "1h30m", "90s" as "1m30s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // transient reports whether a read's failure may succeed on a retry.
@@ -1683,7 +1725,7 @@ func redecide(p *policy.Policy, c *call, args func() map[string]any) (*DenialErr
 	case d.Code == policy.NotFound:
 		return notFound(c.name), d.Reason
 	case d.Code != policy.Allowed:
-		return Deny(Code(d.Code.String()), d.Reason), d.Reason
+		return policyDenial(d, c.name), d.Reason
 	case len(d.Rule.ArgLimits) > 0:
 		if d := p.CheckArgs(c.id.Principal, d.Rule, policy.MapArgs(args())); !d.Allowed() {
 			return Deny(CodeForbidden, d.Reason), d.Reason
@@ -1923,6 +1965,20 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 		return false
 	}
 	return true
+}
+
+// auditWithheld records, as well as it can, that c's answer was withheld
+// (Options.AuditFailClosed) because its outcome record could not be
+// written: a sink that failed in part (a Fanout one of whose sinks still
+// recorded the call as allowed) then holds this refusal too, the last
+// outcome of the call's correlation id. Its own failure is only logged.
+func (g *Guard) auditWithheld(ctx context.Context, req *mcp.CallToolRequest, c *call) {
+	c.detail = "the outcome record could not be written: the answer was withheld"
+	var ev audit.Event
+	buildEvent(&ev, g.now(), c.record, req, c, c.parent(ctx, req), audit.PhaseOutcome)
+	if err := g.opts.Audit.Write(context.Background(), &ev); err != nil {
+		g.log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
+	}
 }
 
 // requestID returns the value of the header name in req's HTTP request

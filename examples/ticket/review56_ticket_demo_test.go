@@ -20,7 +20,7 @@ func TestReview56DemoRecordsSayWhy(t *testing.T) {
 	if len(got) != 6 {
 		t.Fatalf("%d audit lines of the burst session, want 6:\n%s", len(got), out)
 	}
-	if !strings.Contains(got[5], `"code":"RATE_LIMIT_EXCEEDED","detail":"rate limit per session reached"`) {
+	if !strings.Contains(got[5], `"code":"RATE_LIMIT_EXCEEDED","detail":"rate limit per session reached (5 calls per 1m)"`) {
 		t.Errorf("the refused call's record does not say why:\n%s", got[5])
 	}
 	if !strings.Contains(got[0], `"code":"","detail":""`) {
