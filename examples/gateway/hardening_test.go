@@ -34,7 +34,9 @@ func (r *runLogs) String() string {
 	return r.b.String()
 }
 
-var runAddr = regexp.MustCompile(`addr=(http://127\.0\.0\.1:[0-9]+)`)
+// runAddr reads the gateway's URL from its start's log line: 127.0.0.1,
+// or [::] for --host 0.0.0.0 (Go's listener there is dual-stack).
+var runAddr = regexp.MustCompile(`addr=(http://(?:127\.0\.0\.1|\[::\]):[0-9]+)`)
 
 // startRun runs run() in this process with args; it returns the base URL
 // once the gateway listens, or "" and run's error when run returned first.

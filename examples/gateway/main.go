@@ -1,8 +1,8 @@
 // Command gateway is the mcpguard HTTP JSON-RPC security gateway: it puts
 // mcpguard's policy in front of an MCP Streamable HTTP server written in any
 // language. It turns a bearer token into a principal (tokens from
-// MCP_GATEWAY_TOKENS, the demo tokens admin-token and viewer-token when
-// unset; or, with --jwt-jwks, signed JWTs verified against a JWK Set, read
+// MCP_GATEWAY_TOKENS, each of at least 16 characters on an address that is
+// not loopback; the demo tokens admin-token and viewer-token when unset; or, with --jwt-jwks, signed JWTs verified against a JWK Set, read
 // from a file or fetched from the provider's URL and fetched again when the
 // provider rotates its keys, the roles from a claim; or, with --jwt-issuer
 // alone, the same with the JWK Set URL found at start in the issuer's
@@ -159,6 +159,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -361,6 +362,16 @@ func run(logger *slog.Logger) (runErr error) {
 		// So would any web page the operator's browser opens: "*" lets
 		// every page send the public admin-token and read the answer.
 		return usagef("--allowed-origins *: with the built-in demo tokens (admin-token, viewer-token), which are public, every web page would be admin: list the origins, or set %s, or verify JWTs or use --introspect", gateway.TokensEnv)
+	}
+	if tokensSet && *jwks == "" && *issuer == "" && *introspect == "" {
+		// A short token is guessed: the gateway does not limit the
+		// requests of those who hold none.
+		if n := shortestToken(os.Getenv(gateway.TokensEnv)); n > 0 && n < minTokenLen {
+			if !loopback.IsHost(*host) {
+				return usagef("%s holds a token of %d characters: on an address others reach (--host %s) each must have at least %d, or it can be guessed (make them with openssl rand -hex 16)", gateway.TokensEnv, n, *host, minTokenLen)
+			}
+			logger.Warn(gateway.TokensEnv+" holds a token shorter than "+strconv.Itoa(minTokenLen)+" characters, which can be guessed: the gateway refuses it on an address that is not loopback (make them with openssl rand -hex 16)", "length", n)
+		}
 	}
 	if *audience == "" {
 		// The MCP authorization specification binds tokens to the
@@ -613,6 +624,10 @@ func run(logger *slog.Logger) (runErr error) {
 	if *rate != "" {
 		listening = append(listening, "rate", *rate)
 	}
+	if *inflight > 0 {
+		listening = append(listening, "inflight", *inflight)
+	}
+	listening = append(listening, "max_streams", *maxStreams)
 	if policySum != "" {
 		listening = append(listening, "policy_sha256", policySum)
 	}
@@ -646,7 +661,8 @@ upstream. Logs, each decision included, go to stderr.
 
 Environment:
   MCP_GATEWAY_TOKENS  a JSON object from token to a role, a list of roles, or
-                      {"sub": "...", "role": "..." | "roles": [...]}; unset: the
+                      {"sub": "...", "role": "..." | "roles": [...]}, each
+                      token of at least 16 characters off loopback; unset: the
                       demo tokens admin-token and viewer-token, with a warning, and
                       only on a loopback --host and without --allowed-origins "*"
                       (not with --jwt-* or --introspect)
@@ -1063,6 +1079,27 @@ func plainDecimal(s string) bool {
 // maxTimeoutSeconds is the largest --timeout: math.MaxInt64 nanoseconds,
 // in whole seconds.
 const maxTimeoutSeconds = math.MaxInt64 / int64(time.Second)
+
+// minTokenLen is the least length of an MCP_GATEWAY_TOKENS token the
+// gateway serves on an address that is not loopback.
+const minTokenLen = 16
+
+// shortestToken returns the length in bytes of the shortest token of the
+// table v (the keys of its JSON object), 0 when v is not one: the table's
+// own parser reports that.
+func shortestToken(v string) int {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(v), &m) != nil {
+		return 0
+	}
+	n := 0
+	for k := range m {
+		if k != "" && (n == 0 || len(k) < n) { // an empty one: the parser's
+			n = len(k)
+		}
+	}
+	return n
+}
 
 // shutdownGrace is the least time the gateway lets requests end on their
 // own at shutdown: it gives them --timeout, or this when longer.

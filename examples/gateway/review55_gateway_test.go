@@ -109,7 +109,7 @@ func TestReview55AnyOriginWithDemoTokens(t *testing.T) {
 
 	// Real tokens: "*" is the operator's choice.
 	t.Run("with_MCP_GATEWAY_TOKENS", func(t *testing.T) {
-		url, err := runWithTokens(t, `{"tok-review55":"viewer"}`, "--host", "127.0.0.1", "--port", "0", "--upstream", down.URL+"/mcp", "--allowed-origins", "*")
+		url, err, _ := runWithTokens(t, `{"tok-review55":"viewer"}`, "--host", "127.0.0.1", "--port", "0", "--upstream", down.URL+"/mcp", "--allowed-origins", "*")
 		if url == "" {
 			t.Errorf("--allowed-origins * with MCP_GATEWAY_TOKENS set: did not start: %v", err)
 		}
@@ -117,8 +117,11 @@ func TestReview55AnyOriginWithDemoTokens(t *testing.T) {
 }
 
 // runWithTokens is startRun with MCP_GATEWAY_TOKENS set to tokens (startRun
-// unsets it): it returns the gateway's URL, stopping it, or run's error.
-func runWithTokens(t *testing.T, tokens string, args ...string) (string, error) {
+// unsets it): it returns the gateway's URL, stopping it, or run's error,
+// and its logs.
+//
+//lint:ignore ST1008 run's error is one of the two outcomes of a start, not runWithTokens' own failure
+func runWithTokens(t *testing.T, tokens string, args ...string) (string, error, *runLogs) {
 	t.Helper()
 	flag.CommandLine = flag.NewFlagSet("gateway", flag.ContinueOnError)
 	flag.CommandLine.SetOutput(io.Discard)
@@ -131,7 +134,7 @@ func runWithTokens(t *testing.T, tokens string, args ...string) (string, error) 
 	for {
 		select {
 		case err := <-done:
-			return "", err
+			return "", err, logs
 		case <-deadline:
 			t.Fatalf("run neither listened nor returned; logs:\n%s", logs)
 		case <-time.After(10 * time.Millisecond):
@@ -143,7 +146,7 @@ func runWithTokens(t *testing.T, tokens string, args ...string) (string, error) 
 			case <-time.After(10 * time.Second):
 				t.Fatalf("run did not return after SIGINT")
 			}
-			return m[1], nil
+			return m[1], nil, logs
 		}
 	}
 }

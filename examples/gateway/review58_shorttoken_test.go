@@ -1,0 +1,57 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestReview58ShortTokensRefusedOffLoopback: MCP_GATEWAY_TOKENS with a
+// token of one character was served on any address. The gateway limits no
+// request of a caller without a valid token, so such a token is guessed in
+// a few requests: off loopback the start is refused (exit status 2) for a
+// token shorter than 16 characters, naming the variable and never the
+// token; on loopback it is warned of; 16 characters start anywhere.
+func TestReview58ShortTokensRefusedOffLoopback(t *testing.T) {
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+	for _, tc := range []struct {
+		name, tokens, host string
+		start, warn        bool
+	}{
+		{"short_off_loopback", `{"0123456789abcdef":"admin","zq":"viewer"}`, "0.0.0.0", false, false},
+		{"short_on_loopback", `{"zq":"viewer"}`, "127.0.0.1", true, true},
+		{"long_off_loopback", `{"0123456789abcdef":"admin"}`, "0.0.0.0", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, err, logs := runWithTokens(t, tc.tokens, "--host", tc.host, "--port", "0", "--upstream", "http://127.0.0.1:1/mcp")
+			if started := url != ""; started != tc.start {
+				t.Fatalf("started %v, want %v: %v\n%s", started, tc.start, err, logs)
+			}
+			if !tc.start && (exitCode(err) != 2 || !strings.Contains(err.Error(), "MCP_GATEWAY_TOKENS") ||
+				!strings.Contains(err.Error(), "2 characters") || strings.Contains(err.Error(), "zq")) {
+				t.Errorf("err %v (exit status %d), want a usage error naming MCP_GATEWAY_TOKENS and the length, not the token", err, exitCode(err))
+			}
+			if warned := strings.Contains(logs.String(), "shorter than 16 characters"); warned != tc.warn {
+				t.Errorf("warned %v, want %v:\n%s", warned, tc.warn, logs)
+			}
+		})
+	}
+}
+
+// TestReview58StartLogNamesTheCaps: the start's log line named --rate but
+// not --inflight or --max-streams, so an operator could not see from the
+// log which in-flight and stream caps a gateway ran with.
+func TestReview58StartLogNamesTheCaps(t *testing.T) {
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+	url, err, logs := runWithTokens(t, `{"0123456789abcdef":"admin"}`, "--port", "0", "--upstream", "http://127.0.0.1:1/mcp",
+		"--inflight", "3", "--max-streams", "7")
+	if url == "" {
+		t.Fatalf("did not start: %v\n%s", err, logs)
+	}
+	if l := logs.String(); !strings.Contains(l, "inflight=3") || !strings.Contains(l, "max_streams=7") {
+		t.Errorf("start log without the caps:\n%s", l)
+	}
+}
