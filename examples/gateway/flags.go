@@ -223,8 +223,8 @@ func readFlagFile(name, path string) ([]byte, error) {
 }
 
 // checkPrintPinsFlags refuses, with --print-pins, every flag set in fs but
-// --upstream, --timeout and the TLS flags of the upstream (--upstream-ca,
-// --upstream-cert, --upstream-key): --print-pins lists the tools as its own
+// --upstream, --timeout, the TLS flags of the upstream (--upstream-ca,
+// --upstream-cert, --upstream-key) and --log-format: --print-pins lists the tools as its own
 // caller (see printPins), with no policy, filter, pins or token
 // verification, and serves no one, so another flag would do nothing, and a
 // mistake in one would go unnoticed until the gateway is started with it.
@@ -232,13 +232,13 @@ func checkPrintPinsFlags(fs *flag.FlagSet) error {
 	var other []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "print-pins", "upstream", "timeout", "upstream-ca", "upstream-cert", "upstream-key":
+		case "print-pins", "upstream", "timeout", "upstream-ca", "upstream-cert", "upstream-key", "log-format":
 		default:
 			other = append(other, "--"+f.Name)
 		}
 	})
 	if len(other) > 0 {
-		return fmt.Errorf("%s with --print-pins: it takes only --upstream, --timeout and --upstream-ca, --upstream-cert, --upstream-key (it lists the tools as the caller %s with the role admin, with no policy, filter or pins): leave the others out", strings.Join(other, ", "), printPinsSubject)
+		return fmt.Errorf("%s with --print-pins: it takes only --upstream, --timeout, --upstream-ca, --upstream-cert, --upstream-key and --log-format (it lists the tools as the caller %s with the role admin, with no policy, filter or pins): leave the others out", strings.Join(other, ", "), printPinsSubject)
 	}
 	return nil
 }

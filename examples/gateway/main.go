@@ -163,6 +163,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -191,7 +192,7 @@ import (
 
 func main() {
 	execQuietSysmon()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := slog.New(newLogHandler(os.Stderr))
 	if err := run(logger); err != nil {
 		logger.Error("gateway failed", "err", err)
 		os.Exit(exitCode(err))
@@ -230,8 +231,9 @@ func run(logger *slog.Logger) (runErr error) {
 	inCacheTTL := flag.Duration("introspect-cache-ttl", time.Minute, `with --introspect: how long an answer accepting a token is reused (never past its "exp"); a revoked token is accepted for up to this long; 0: not reused (refusals are still reused for 10 s)`)
 	pinTools := flag.Bool("pin-tools", false, "approve each tool's definition when a tools/list answer first shows it; a tool listed later with another definition is withheld from tools/list and its calls refused, until its approved definition is listed again (once another spelling of its name was listed, until the gateway restarts)")
 	toolPins := flag.String("tool-pins", "", "approve only the tool definitions in this file (JSON from tool name to SHA-256, as --print-pins writes it; at most 16 MiB): any other tool, or definition, is withheld from tools/list and its calls refused")
-	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit; no flag but --upstream, --timeout, --upstream-ca, --upstream-cert and --upstream-key may be given with it")
+	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit; no flag but --upstream, --timeout, --upstream-ca, --upstream-cert, --upstream-key and --log-format may be given with it")
 	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, whose rules are refused or ask for a confirmation, or an empty --policy, stops the start (exit status 2); SIGHUP reads it again (a file refused then is logged, and the policy the gateway has stays)")
+	logFormat := flag.String("log-format", "text", "the log's format on stderr: text (key=value lines) or json (a JSON object a line)")
 	flag.CommandLine.Usage = usage
 	// flag.CommandLine is ExitOnError: Parse exits (2 on an error, 0 after
 	// -h); a test's ContinueOnError FlagSet gets the error back.
@@ -247,6 +249,15 @@ func run(logger *slog.Logger) (runErr error) {
 	// opened or the port listened on.
 	if err := checkArgs(flag.CommandLine, os.Args[1:]); err != nil {
 		return usageError{err}
+	}
+	switch *logFormat {
+	case "text":
+	case "json":
+		if h, ok := logger.Handler().(*logHandler); ok {
+			h.useJSON()
+		}
+	default:
+		return usagef("--log-format %q: want text or json", *logFormat)
 	}
 	switch {
 	case *timeout > float64(maxTimeoutSeconds):
@@ -1079,6 +1090,20 @@ func plainDecimal(s string) bool {
 // maxTimeoutSeconds is the largest --timeout: math.MaxInt64 nanoseconds,
 // in whole seconds.
 const maxTimeoutSeconds = math.MaxInt64 / int64(time.Second)
+
+// logHandler is the gateway's log handler: slog's text handler on w, until
+// --log-format json makes it slog's JSON handler, which run does before
+// anything is logged or any goroutine started.
+type logHandler struct {
+	slog.Handler
+	w io.Writer
+}
+
+func newLogHandler(w io.Writer) *logHandler {
+	return &logHandler{Handler: slog.NewTextHandler(w, nil), w: w}
+}
+
+func (h *logHandler) useJSON() { h.Handler = slog.NewJSONHandler(h.w, nil) }
 
 // minTokenLen is the least length of an MCP_GATEWAY_TOKENS token the
 // gateway serves on an address that is not loopback.

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestReview58ShortTokensRefusedOffLoopback: MCP_GATEWAY_TOKENS with a
@@ -53,5 +58,47 @@ func TestReview58StartLogNamesTheCaps(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "inflight=3") || !strings.Contains(l, "max_streams=7") {
 		t.Errorf("start log without the caps:\n%s", l)
+	}
+}
+
+// TestReview58LogFormatJSON: --log-format json makes every line of the log a
+// JSON object (a log shipper's input); another value is a usage error.
+func TestReview58LogFormatJSON(t *testing.T) {
+	oldArgs, oldFlags := os.Args, flag.CommandLine
+	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
+	t.Setenv("MCP_GATEWAY_TOKENS", `{"0123456789abcdef":"admin"}`)
+	start := func(format string) (*runLogs, chan error) {
+		flag.CommandLine = flag.NewFlagSet("gateway", flag.ContinueOnError)
+		flag.CommandLine.SetOutput(io.Discard)
+		os.Args = []string{"gateway", "--port", "0", "--upstream", "http://127.0.0.1:1/mcp", "--log-format", format}
+		logs := &runLogs{}
+		done := make(chan error, 1)
+		go func() { done <- run(slog.New(newLogHandler(logs))) }()
+		return logs, done
+	}
+	logs, done := start("json")
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), `"msg":"gateway listening"`); time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("run returned %v:\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no JSON start line:\n%s", logs)
+		}
+	}
+	signalSelf(syscall.SIGINT)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m["msg"] == nil {
+			t.Errorf("a log line that is not a JSON object: %q", line)
+		}
+	}
+	logs, done = start("yaml")
+	if err := <-done; exitCode(err) != 2 || !strings.Contains(err.Error(), "--log-format") {
+		t.Errorf("--log-format yaml: %v (exit status %d), want a usage error naming the flag\n%s", err, exitCode(err), logs)
 	}
 }
