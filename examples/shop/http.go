@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/loopback"
+	"github.com/mcpguard/mcpguard/internal/streamstop"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -173,7 +174,13 @@ func newHTTPServer(h http.Handler) *http.Server {
 
 // serveHTTP serves h on ln until ctx ends.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := newHTTPServer(h)
+	// Ended when the server stops: the MCP event streams (a go-sdk client
+	// on protocol 2026-07-28 holds a subscriptions/listen open), which
+	// would hold Shutdown for its whole wait, and then fail it.
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	srv := newHTTPServer(streamstop.Handler(streams, "/mcp", h))
+	srv.RegisterOnShutdown(endStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/cliarg"
 	"github.com/mcpguard/mcpguard/internal/jsondepth"
 	"github.com/mcpguard/mcpguard/internal/loopback"
+	"github.com/mcpguard/mcpguard/internal/streamstop"
 	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -410,7 +411,7 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 	// event streams, which every go-sdk client holds open.
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
-	h := loopback.Guard(refuseCrossSite(stopStreams(streams, httpHandler(a, rest, log))))
+	h := loopback.Guard(refuseCrossSite(streamstop.Handler(streams, "/mcp", httpHandler(a, rest, log))))
 	srv := &http.Server{
 		// Counted with the MCP requests (a.running): the audit sinks
 		// close after serveHTTP returns, so it waits for both (below).
@@ -454,44 +455,6 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, log *slog.Logger) e
 		}
 		return nil
 	}
-}
-
-// stopStreams hands next each MCP event stream (a GET of /mcp, or a POST
-// of /mcp whose body is one subscriptions/listen request) with a context
-// that ends when stop does: at shutdown the go-sdk ends the stream (it
-// answers a listen), its client reconnects (to another server behind a
-// load balancer), and http.Server.Shutdown waits for the calls under way
-// only. An open stream kept its connection active: every shutdown used up
-// shutdownGrace, and then closed the connections of the calls still under
-// way, whose answers were lost.
-func stopStreams(stop context.Context, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/mcp" && (r.Method == http.MethodGet || r.Method == http.MethodPost && peekListen(r)) {
-			ctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			defer context.AfterFunc(stop, cancel)()
-			r = r.WithContext(ctx)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// peekListen reports whether r's body is one subscriptions/listen request,
-// reading at most its first 64 KiB (a listen request is small) and leaving
-// r.Body as it was for the handlers after.
-func peekListen(r *http.Request) bool {
-	head, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-	if err != nil {
-		return false
-	}
-	var m struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(head, &m) == nil && m.Method == "subscriptions/listen"
 }
 
 // shutdownGrace is how long serveHTTP lets requests end on their own at
