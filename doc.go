@@ -139,6 +139,16 @@
 // 2026-07-28 or later, whose answer comes in a call of theirs with a state
 // bound to their subject.
 //
+// Replicas behind a load balancer serve stateless, or stick each session
+// to one replica: a stateful session lives in the process that opened it,
+// and another answers "session not found". Stateless, an older client
+// (before 2026-07-28) has no session, so it is not asked to confirm (the
+// refusal says the server keeps no session with it), and the go-sdk keeps
+// no initialize for it: its records have no client_name. What replicas
+// share: the limiter's store (redislimit), the Confirmer's keys and nonce
+// store (confirm/redisnonce), the audit table; each sets its own policy
+// ([Guard.SetPolicy]).
+//
 // # Errors
 //
 // A refusal is a [*DenialError] with a [Code] from the error contract; it
@@ -156,7 +166,9 @@
 // statuses are [Code.HTTPStatus]'s, which the gateway and an HTTP route of
 // one's own answer with; an MCP server's answer over Streamable HTTP is
 // HTTP 200 whatever the code, without Retry-After (retry_after_seconds is
-// in the error's data):
+// in the error's data), but for the go-sdk's own statuses on protocol
+// 2026-07-28 (400 for a JSON-RPC error -32602, as an unknown or hidden
+// tool's and INVALID_ARGUMENTS in protocol-error mode, 404 for -32601):
 //
 //	UNAUTHENTICATED                                  -32000  HTTP 401
 //	FORBIDDEN, WRITE_NOT_ALLOWED, CONFIRMATION_REQUIRED  -32001  HTTP 403

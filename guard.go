@@ -215,9 +215,10 @@ type Options struct {
 	// [Guard.Install]) by the call's verified user (TokenInfo UserID) or,
 	// through the gateway, for the call's subject; any other call is
 	// refused so, as is one to a handler [Guard.Wrap] guards on a server
-	// no guard is installed on, and one over the go-sdk's HTTP+SSE
+	// no guard is installed on, one over the go-sdk's HTTP+SSE
 	// transport, which binds no session (see "Sessions over HTTP" in the
-	// package documentation). An accepted
+	// package documentation), and one over stateless Streamable HTTP,
+	// which keeps no session to ask on (its refusal says so). An accepted
 	// confirmation is used up only when the call is admitted, after the
 	// limits and the write-ahead record: a call those
 	// refuse can be sent again with the same state and answer until the

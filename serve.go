@@ -1395,8 +1395,12 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	if issued {
 		if !supportsMRTR(req.Session) && !canElicit(req.Session) {
 			// No one can be asked: refused before anything is charged.
-			c.detail = "the client does not support elicitation"
-			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm: the client does not support elicitation")
+			why := "the client does not support elicitation"
+			if sessionless(req.Session) {
+				why = "the server keeps no session with the client (stateless HTTP), so it cannot send it a question"
+			}
+			c.detail = why
+			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm: "+why)
 			return nil, false
 		}
 		if !supportsMRTR(req.Session) && !bound(ctx, req) {
@@ -1744,6 +1748,18 @@ func canElicit(ss *mcp.ServerSession) bool {
 	}
 	e := ip.Capabilities.Elicitation
 	return e.Form != nil || e.URL == nil
+}
+
+// sessionless reports whether ss is a session the go-sdk made up for one
+// request of an older protocol without an initialize (stateless HTTP): its
+// initialize parameters name a protocol version but no capabilities, which
+// every client's initialize carries. Its client cannot be sent a request.
+func sessionless(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities == nil && ip.ClientInfo == nil
 }
 
 // inputRequired returns res marked with resultType "input_required", which

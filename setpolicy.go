@@ -108,7 +108,10 @@ import (
 // [WriteAhead]) keep the policy they were made with. Nothing is recorded
 // in Options.Audit: a caller that wants the change in its trail records it
 // there itself. A server that makes a Guard per session or request (see
-// [Guard.Install]) sets the policy of each, or makes the new ones with it.
+// [Guard.Install]) sets the policy of each, or makes the new ones with it;
+// so do replicas: SetPolicy changes this Guard's policy only, and another
+// process serves the old one until its own SetPolicy (a tool revoked in an
+// incident is revoked everywhere once every replica has set the policy).
 func (g *Guard) SetPolicy(p *policy.Policy) error {
 	if p == nil {
 		return errors.New("mcpguard: SetPolicy with a nil policy")

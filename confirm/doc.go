@@ -51,7 +51,11 @@
 // gateway maps on the server, an e-mail or an internal id, say) and the
 // signing key's id. Choose key ids that say nothing secret.
 // Keys are rotated by listing the new key first and keeping the old one
-// until states signed with it have expired.
+// until states signed with it have expired. Replicas that share the keys
+// are rotated in two rounds: first each lists the new key second (it
+// verifies states signed with it, and signs with the old one), then, once
+// every replica has it, each lists it first; a replica that signed with a
+// key another does not hold yet would have its states refused there.
 //
 // # Security
 //
