@@ -161,7 +161,14 @@ func recorder(rec *ring[receivedRequest], next http.Handler) http.Handler {
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {
-			http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
+			// 413 only for a body over the limit: one cut short (the read
+			// timeout, a client gone) is a bad request, not a large one.
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			} else {
+				http.Error(w, "request body unreadable (cut short, or not sent in time)", http.StatusBadRequest)
+			}
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -414,10 +421,10 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	}
 	if signer != nil {
 		log.Info("refund: serving MCP over HTTP to the gateway only: requests must carry its signature ("+gatewaySignKeyEnv+")",
-			"url", "http://"+ln.Addr().String()+"/mcp")
+			"url", listenURL(addr, ln))
 	} else {
 		log.Warn("refund: serving MCP over HTTP WITHOUT authentication: it trusts whoever reaches it (the gateway demo's downstream)",
-			"url", "http://"+ln.Addr().String()+"/mcp")
+			"url", listenURL(addr, ln))
 	}
 	// A web page on another name that resolves to 127.0.0.1 (DNS
 	// rebinding) must not read or clear /_received; the go-sdk checks /mcp
@@ -466,6 +473,20 @@ func stopListens(stop context.Context, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// listenURL is the URL of /mcp on ln, listening on addr (-http): with the
+// host as the operator wrote it, not as the listener reports it (Go's
+// listener on 0.0.0.0 is dual-stack, and says [::]), and ln's port (addr's
+// may be 0).
+func listenURL(addr string, ln net.Listener) string {
+	shown := ln.Addr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if _, port, err := net.SplitHostPort(shown); err == nil {
+			shown = net.JoinHostPort(host, port)
+		}
+	}
+	return "http://" + shown + "/mcp"
 }
 
 // listenKey is the context key under which the recorder says that a
