@@ -248,7 +248,13 @@ type Options struct {
 	// turn dry-run off. A call of a write tool made with a dry-run context
 	// (dryrun.FromContext: a DryRunAware handler that calls another guarded
 	// tool with its context) is a dry run too. A dry run is checked against
-	// the spend caps without spending (see Limiter).
+	// the spend caps without spending (see Limiter). A dry run of a tool
+	// that asks for a confirmation is never asked; its DryRunAware handler
+	// gets the request the handler of the real, confirmed round would: no
+	// confirmation state or answer, should the client send them. A dry run
+	// may carry the sealed state of a real call's next round (a preview of
+	// that round): the state is checked, not used up, so the real round can
+	// follow with it.
 	DryRun bool
 	// Tools holds per-tool settings keyed by tool name. A call of a name
 	// that equals a tool's only under case folding, and so has its rule

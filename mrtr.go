@@ -95,7 +95,8 @@ func (g *Guard) sealState(c *call, res *mcp.CallToolResult) error {
 // and gives the handler its own state back in req. It sets c.retry, and
 // c.confirmed when the round that sealed it was confirmed. The state of a
 // dry run opens only for a dry run: its round spent nothing and asked no
-// confirmation.
+// confirmation. A dry run may carry a real round's state (a preview of
+// the next round): it is checked but not used up, and c.retry stays false.
 func (g *Guard) openState(ctx context.Context, req *mcp.CallToolRequest, c *call) error {
 	rest := strings.TrimPrefix(req.Params.RequestState, mrtrPrefix)
 	if len(rest) < 2 || rest[1] != '~' || !strings.ContainsRune("cd-", rune(rest[0])) {
@@ -125,9 +126,18 @@ func (g *Guard) openState(ctx context.Context, req *mcp.CallToolRequest, c *call
 	if err := t.Used(ctx, now); err != nil {
 		return err
 	}
-	c.ticket = &t
 	req.Params.RequestState = inner
-	c.retry, c.confirmed = true, flag == 'c'
+	c.confirmed = flag == 'c'
+	if c.dryRun && flag != 'd' {
+		// A preview of a real call's next round: the state is checked,
+		// not used up, so that the real round can follow with it, and
+		// the preview counts as any dry run does (once against the call
+		// rate: it is not that round).
+		c.preview = true
+		return nil
+	}
+	c.ticket = &t
+	c.retry = true
 	c.cost = 0 // the first round was charged the logical call's cost; so says its audit record
 	return nil
 }

@@ -50,6 +50,7 @@ type call struct {
 	running   bool            // the handler was called and the guard has not answered
 	ran       bool            // the handler was called (a write's may have been made)
 	retry     bool            // the call returns a sealed RequestState: a logical call's next round
+	preview   bool            // a dry run that returns a real next round's sealed RequestState
 	confirmed bool            // a confirmation passed in this logical call
 	ticket    *confirm.Ticket // the state the call came with, checked, used up when admitted
 
@@ -302,6 +303,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			res.IsError = e.out != nil && e.checkOutput(res, -1) != nil
 			return res, nil
 		}
+		withoutConfirmation(req, c)
 		ctx = awareContext(ctx, req)
 	}
 
@@ -1576,6 +1578,21 @@ func (g *Guard) consume(ctx context.Context, c *call) *DenialError {
 		return confirmationDenial(err)
 	}
 	return nil
+}
+
+// withoutConfirmation gives the DryRunAware handler of a dry run of a tool
+// Confirm asks about the request that the handler of its real, confirmed
+// round gets (see confirmStep): without the guard's confirmation state and
+// the answer to it. A state the guard sealed for a multi round-trip (the
+// handler's own, opened: c.retry or c.preview) stays.
+func withoutConfirmation(req *mcp.CallToolRequest, c *call) {
+	if c.rule == nil || !c.rule.Confirm || c.retry || c.preview ||
+		req.Params.RequestState == "" && req.Params.InputResponses == nil {
+		return
+	}
+	cp := *req.Params
+	cp.RequestState, cp.InputResponses = "", nil
+	req.Params = &cp
 }
 
 // storeDenial is the refusal of a call whose confirmation or sealed state

@@ -371,6 +371,7 @@ func (g *Guard) answerDryRun(ctx context.Context, req *mcp.CallToolRequest, c *c
 	if !topts.DryRunAware {
 		return dryrun.Result(c.name, g.describe(c, topts)), nil
 	}
+	withoutConfirmation(req, c)
 	return next(awareContext(ctx, req), req)
 }
 
