@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/mcpguard/mcpguard"
@@ -55,8 +56,9 @@ func TestDryRunResultFitsOrIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sink := &memSink{}
 	g, err := mcpguard.New(pol, fixed(bob), &mcpguard.Options{
-		Audit: &memSink{}, DryRun: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Audit: sink, DryRun: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Tools: map[string]mcpguard.ToolOptions{"order_aware": {DryRunAware: true}},
 	})
 	if err != nil {
@@ -97,6 +99,12 @@ func TestDryRunResultFitsOrIsAnError(t *testing.T) {
 		}
 		if res.IsError != tc.isError {
 			t.Errorf("%s: isError %v, want %v (%s)", tc.tool, res.IsError, tc.isError, mustJSON(res))
+		}
+		// The record says why a dry run was answered as a tool error (it
+		// said nothing before the 58th session: as a success's).
+		evs := sink.all()
+		if last := evs[len(evs)-1]; !last.Allowed || strings.Contains(last.Detail, "output schema") != tc.isError {
+			t.Errorf("%s: record allowed %v, detail %q; want allowed, the output schema named only for a tool error", tc.tool, last.Allowed, last.Detail)
 		}
 		if !res.IsError {
 			// What a checking client does with a successful result.

@@ -300,7 +300,15 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			// results of tool errors are not checked. The result itself
 			// is checked: its summary names the call's arguments, or is
 			// the tool's Describe text.
-			res.IsError = e.out != nil && e.checkOutput(res, -1) != nil
+			if res.IsError = e.out != nil && e.checkOutput(res, -1) != nil; res.IsError {
+				// Allowed (nothing was refused), but the record says why
+				// the client got a tool error.
+				d := "dry run: the simulated result does not fit the tool's output schema, answered as a tool error"
+				if c.detail != "" {
+					d = c.detail + "; " + d
+				}
+				c.detail = d
+			}
 			return res, nil
 		}
 		withoutConfirmation(req, c)
