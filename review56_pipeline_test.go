@@ -149,14 +149,10 @@ func (e *r56Env) handler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	return textResult("ok"), nil
 }
 
-// newR56Env builds a server with the four tools guarded either by Install
-// (install) or tool by tool with Guard.AddTool, and a client on it.
-func newR56Env(t *testing.T, install bool) *r56Env {
-	return newR56EnvMode(t, map[bool]string{false: "wrap", true: "install"}[install], r56Opts{})
-}
-
-// newR56EnvMode is newR56Env for mode "wrap", "install" or "chain" (the
-// stand-alone steps in the pipeline's order, without a Guard).
+// newR56EnvMode builds a server with the four tools guarded by Install
+// (mode "install"), tool by tool with Guard.AddTool ("wrap"), or by the
+// stand-alone steps in the pipeline's order, without a Guard ("chain"), and
+// a client on it.
 func newR56EnvMode(t *testing.T, mode string, o r56Opts) *r56Env {
 	install := mode == "install"
 	t.Helper()
