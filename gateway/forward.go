@@ -888,6 +888,12 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 		call.refund()
 	}
 	call.answeredErr(uerr)
+	if uerr.status == 499 && streamEnded(r) {
+		// EndStreams ended the stream before the downstream's header
+		// came: answered as one asked for after it.
+		g.endedStream(w, r, pr, cid, m)
+		return
+	}
 	if uerr.status == 499 {
 		if uerr.unsent {
 			call.notForwarded()
@@ -986,13 +992,13 @@ func errString(err error) string {
 // copyBody copies src to out's writer; for an event stream every piece
 // read is flushed at once. n counts the bytes written, and tail holds the
 // last four bytes read from src, the last in its low byte ('\n's before
-// the first: an empty stream ends at a line's end). Without drain, a failed write (the client went away, or
-// stopped reading: see [writeGuard]) ends the copy with its error and
-// gone set.
-// With drain, a client that went away (ctx, the client's request context,
-// ended before a write, or a write failed) sets gone, and the rest of src
-// is read and discarded, so that the caller learns how the downstream's
-// answer ended. err is src's error otherwise.
+// the first: an empty stream ends at a line's end). Without drain, a
+// failed write (the client went away, or stopped reading: see
+// [writeGuard]) ends the copy with its error and gone set. With drain, a
+// client that went away (ctx, the client's request context, ended before
+// a write, or a write failed) sets gone, and the rest of src is read and
+// discarded, so that the caller learns how the downstream's answer ended.
+// err is src's error otherwise.
 func (g *Gateway) copyBody(ctx context.Context, out *writeGuard, src io.Reader, flush, drain bool) (n int64, tail uint32, gone bool, err error) {
 	bp := g.bufs.Get().(*bytes.Buffer)
 	defer g.bufs.Put(bp)

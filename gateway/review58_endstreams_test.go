@@ -272,3 +272,47 @@ func TestReview58ShutdownWaitsForCallsNotStreams(t *testing.T) {
 		t.Errorf("the GET stream ended with %v, want a clean end", err)
 	}
 }
+
+// TestReview58EndStreamsBeforeTheHeader: a stream EndStreams ends while the
+// gateway still waits for the downstream's header was taken for a client
+// gone: nothing was written, and net/http answered 200 with an empty body
+// and no Content-Type. It is answered as a stream asked for after
+// EndStreams: an event stream that ends at once, asking to reconnect.
+func TestReview58EndStreamsBeforeTheHeader(t *testing.T) {
+	var waiting atomic.Int64
+	ds := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		waiting.Add(1)
+		<-r.Context().Done() // no header
+	}))
+	t.Cleanup(ds.CloseClientConnections)
+	g, err := New(ds.URL, DemoTokens(), &Options{Timeout: 20 * time.Second, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := newServer(t, g)
+	got := make(chan *http.Response, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, gw.URL+"/mcp", nil)
+		req.Header.Set("Authorization", viewer)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			resp = nil
+		}
+		got <- resp
+	}()
+	for waiting.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	g.EndStreams()
+	resp := <-got
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	rest, err := r58Rest(t, resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || !strings.Contains(rest, "\nretry: ") {
+		t.Errorf("GET ended before its header: %d %q %q %v; want an event stream asking to reconnect", resp.StatusCode, resp.Header.Get("Content-Type"), rest, err)
+	}
+}

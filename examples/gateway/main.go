@@ -2,7 +2,8 @@
 // mcpguard's policy in front of an MCP Streamable HTTP server written in any
 // language. It turns a bearer token into a principal (tokens from
 // MCP_GATEWAY_TOKENS, each of at least 16 characters on an address that is
-// not loopback; the demo tokens admin-token and viewer-token when unset; or, with --jwt-jwks, signed JWTs verified against a JWK Set, read
+// not loopback; the demo tokens admin-token and viewer-token when unset;
+// or, with --jwt-jwks, signed JWTs verified against a JWK Set, read
 // from a file or fetched from the provider's URL and fetched again when the
 // provider rotates its keys, the roles from a claim; or, with --jwt-issuer
 // alone, the same with the JWK Set URL found at start in the issuer's
@@ -62,8 +63,9 @@
 // the first call, not from the first listing a client makes; a downstream
 // it cannot list then is logged. --print-pins lists the downstream's tools
 // as the caller gateway-print-pins with the role admin, prints the file
-// --tool-pins reads, and exits; it takes no flag but --upstream, --timeout
-// and the --upstream-* TLS flags (another stops it with exit status 2):
+// --tool-pins reads, and exits; it takes no flag but --upstream, --timeout,
+// the --upstream-* TLS flags and --log-format (another stops it with exit
+// status 2):
 //
 //	gateway --upstream http://127.0.0.1:8081/mcp --print-pins > pins.json
 //
@@ -116,8 +118,8 @@
 // request can match, a file of --policy, --tool-pins or --jwt-jwks that
 // cannot be read or does not parse (or, for the last two, is over 16 MiB),
 // an invalid MCP_GATEWAY_TOKENS or MCP_GATEWAY_SIGN_KEY, flags that
-// exclude each other (any but
-// --upstream, --timeout and the --upstream-* TLS flags with --print-pins;
+// exclude each other (any but --upstream, --timeout, the --upstream-* TLS
+// flags and --log-format with --print-pins;
 // --upstream-ca, --upstream-cert or --upstream-key with an http --upstream;
 // one of the last two without the other), a file of theirs that cannot be
 // read or parsed, a client certificate expired or not yet valid, a flag
@@ -255,6 +257,9 @@ func run(logger *slog.Logger) (runErr error) {
 	case "json":
 		if h, ok := logger.Handler().(*logHandler); ok {
 			h.useJSON()
+			// The library's own lines (slog.Default, the log package's)
+			// too: every line of the log a JSON object.
+			slog.SetDefault(logger)
 		}
 	default:
 		return usagef("--log-format %q: want text or json", *logFormat)
@@ -580,6 +585,9 @@ func run(logger *slog.Logger) (runErr error) {
 	// active counts the requests whose handler runs, for the shutdown.
 	var active atomic.Int64
 	srv := &http.Server{
+		// net/http's own lines (a failed Accept, a TLS handshake) in the
+		// gateway's log, in its format.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			active.Add(1)
 			defer active.Add(-1)

@@ -67,6 +67,7 @@ func TestReview58LogFormatJSON(t *testing.T) {
 	oldArgs, oldFlags := os.Args, flag.CommandLine
 	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
 	t.Setenv("MCP_GATEWAY_TOKENS", `{"0123456789abcdef":"admin"}`)
+	defer slog.SetDefault(slog.Default()) // json sets it: the library's lines too
 	start := func(format string) (*runLogs, chan error) {
 		flag.CommandLine = flag.NewFlagSet("gateway", flag.ContinueOnError)
 		flag.CommandLine.SetOutput(io.Discard)
@@ -87,9 +88,13 @@ func TestReview58LogFormatJSON(t *testing.T) {
 			t.Fatalf("no JSON start line:\n%s", logs)
 		}
 	}
+	slog.Warn("a line of the library's") // through slog.Default
 	signalSelf(syscall.SIGINT)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"msg":"a line of the library's"`) {
+		t.Errorf("slog.Default's line is not in the JSON log:\n%s", logs)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var m map[string]any
