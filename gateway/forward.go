@@ -838,14 +838,14 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	cut := false
 	if ended && err != nil {
 		err, cut = nil, !sse || !atEventEnd(tail)
-	}
-	if last := byte(tail); err == nil && !ended && sse && last != '\n' && last != '\r' {
+	} else if last := byte(tail); err == nil && sse && last != '\n' && last != '\r' {
 		// A body delimited by the connection's close has no framing to
 		// tell that it was cut, but an event stream does not end inside
 		// a line. What was read counts, written or not: the outcome
 		// record of a call whose client went away says how the
-		// downstream's answer ended.
-		err = errEndedInLine
+		// downstream's answer ended. Cut here when EndStreams ran
+		// meanwhile: abortCut would not, the stream's context ended.
+		err, cut = errEndedInLine, ended
 	}
 	code := ""
 	if err != nil {
