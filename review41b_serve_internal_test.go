@@ -182,6 +182,8 @@ func TestReview41bLimitDenial(t *testing.T) {
 			&DenialError{Code: CodeSpendLimitExceeded, Message: "this call costs more than the spend limit allows", RetryAfter: -1, Details: details("user", "spend")}},
 		{"concurrency", limiter.Decision{Limit: limiter.Limit{Kind: limiter.Concurrency, Scope: limiter.Session, Max: 3}},
 			&DenialError{Code: CodeConcurrencyLimitExceeded, Message: "concurrency limit per session reached (3 calls in flight)", Details: details("session", "concurrency")}},
+		{"one_tool", limiter.Decision{Limit: limiter.Limit{Kind: limiter.Rate, Scope: limiter.User, Tool: "refund", Max: 10, Window: time.Hour}, RetryAfter: time.Second},
+			&DenialError{Code: CodeRateLimitExceeded, Message: `rate limit per user of tool "refund" reached (10 calls per 1h)`, RetryAfter: time.Second, Details: details("user", "rate")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1291,6 +1291,9 @@ func limitDenial(d limiter.Decision) *DenialError {
 	if d.Limit.Scope == limiter.Global {
 		what = fmt.Sprintf("global %s limit", d.Limit.Kind)
 	}
+	if d.Limit.Tool != "" {
+		what += " of tool " + strconv.Quote(d.Limit.Tool) // the call's own
+	}
 	e := Deny(code, what+" reached ("+limitFigures(d.Limit)+")")
 	e.RetryAfter = d.RetryAfter
 	if code != CodeConcurrencyLimitExceeded && d.RetryAfter == 0 {
