@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +37,11 @@ type Options struct {
 	// no way to ask a human: a call whose rule asks for a confirmation
 	// (policy.ToolRule.Confirm) is refused (-32001, 403,
 	// CONFIRMATION_REQUIRED), never forwarded, and FilterToolsList hides
-	// the tool.
+	// the tool. New (and SetPolicy) refuses a policy with two tool rules
+	// whose names differ only in case and whose demands differ (class,
+	// roles, confirmation, cost, argument limits, the write allowlist): a
+	// downstream that matches names leniently runs one tool under either
+	// name, so a caller would choose the weaker rule by its spelling.
 	Policy *policy.Policy
 	// Path is the path the gateway serves MCP on. Empty means "/mcp".
 	Path string
@@ -490,6 +495,37 @@ func isScheme(s string) bool {
 // spend limit (for one tool or every tool) whose Max is below the Cost of
 // a rule it caps: every call charged under that rule would be refused for
 // ever.
+// checkFoldedRules refuses a policy with two tool rules whose names equal
+// only under case folding ("refund" and "Refund") and that differ in what
+// they demand (class, roles, confirmation, cost, argument limits, a place
+// on the write allowlist): a downstream that matches names leniently runs
+// one tool under either name, so a caller would pick the weaker rule by
+// its spelling. Rules that demand the same are allowed.
+func checkFoldedRules(p *policy.Policy) error {
+	byKey := map[string]string{}
+	allow := p.WriteAllowlist()
+	allowed := func(name string) bool {
+		return slices.Contains(allow, "*") || slices.Contains(allow, name)
+	}
+	for _, name := range p.Tools() {
+		k := policy.NameKey(name)
+		other, seen := byKey[k]
+		if !seen {
+			byKey[k] = name
+			continue
+		}
+		a, _ := p.Resolve(other)
+		b, _ := p.Resolve(name)
+		if a.Class != b.Class || a.Confirm != b.Confirm || a.Cost != b.Cost ||
+			!reflect.DeepEqual(a.ArgLimits, b.ArgLimits) ||
+			!reflect.DeepEqual(p.RequiredRoles(other), p.RequiredRoles(name)) ||
+			a.Class == policy.Write && allowed(other) != allowed(name) {
+			return fmt.Errorf("gateway: the policy's rules for tools %q and %q differ, but their names differ only in case: a downstream that matches names leniently runs one tool under either, by the weaker rule; give them the same rule, or keep one", other, name)
+		}
+	}
+	return nil
+}
+
 func checkLimitTools(p *policy.Policy, l *limiter.Limiter, cost func(string, policy.Args) float64) error {
 	if l == nil {
 		return nil
@@ -576,6 +612,9 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	pol := o.Policy
 	if pol == nil {
 		pol = DefaultPolicy()
+	}
+	if err := checkFoldedRules(pol); err != nil {
+		return nil, err
 	}
 	if err := checkLimitTools(pol, o.Limiter, o.Cost); err != nil {
 		return nil, err
@@ -672,6 +711,9 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 func (g *Gateway) SetPolicy(p *policy.Policy) error {
 	if p == nil {
 		return errors.New("gateway: SetPolicy with a nil policy (DefaultPolicy is the default one)")
+	}
+	if err := checkFoldedRules(p); err != nil {
+		return err
 	}
 	if err := checkLimitTools(p, g.lim, g.cost); err != nil {
 		return err
