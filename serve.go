@@ -1292,7 +1292,7 @@ func limitDenial(d limiter.Decision) *DenialError {
 		what = fmt.Sprintf("global %s limit", d.Limit.Kind)
 	}
 	if d.Limit.Tool != "" {
-		what += " of tool " + strconv.Quote(d.Limit.Tool) // the call's own
+		what += " of tool " + strconv.Quote(d.Limit.Tool) // the limit's spelling of the call's tool
 	}
 	e := Deny(code, what+" reached ("+limitFigures(d.Limit)+")")
 	e.RetryAfter = d.RetryAfter

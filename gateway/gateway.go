@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -487,20 +486,13 @@ func isScheme(s string) bool {
 	return s != ""
 }
 
-// checkLimitTools refuses a limit of l for one tool that caps nothing (see
-// limitcheck.Find): no call p admits is of that tool, or, for a spend limit
-// when there is no Cost function (cost is nil), no call of the tool can
-// cost anything: a call is then charged its rule's Cost, and no rule it
-// may be charged under has one. Without a Cost function it also refuses a
-// spend limit (for one tool or every tool) whose Max is below the Cost of
-// a rule it caps: every call charged under that rule would be refused for
-// ever.
 // checkFoldedRules refuses a policy with two tool rules whose names equal
 // only under case folding ("refund" and "Refund") and that differ in what
 // they demand (class, roles, confirmation, cost, argument limits, a place
 // on the write allowlist): a downstream that matches names leniently runs
 // one tool under either name, so a caller would pick the weaker rule by
-// its spelling. Rules that demand the same are allowed.
+// its spelling. Rules that demand the same are allowed: roles and
+// argument limits are compared as sets, whatever their order.
 func checkFoldedRules(p *policy.Policy) error {
 	byKey := map[string]string{}
 	allow := p.WriteAllowlist()
@@ -517,8 +509,8 @@ func checkFoldedRules(p *policy.Policy) error {
 		a, _ := p.Resolve(other)
 		b, _ := p.Resolve(name)
 		if a.Class != b.Class || a.Confirm != b.Confirm || a.Cost != b.Cost ||
-			!reflect.DeepEqual(a.ArgLimits, b.ArgLimits) ||
-			!reflect.DeepEqual(p.RequiredRoles(other), p.RequiredRoles(name)) ||
+			!slices.Equal(limitsKey(a.ArgLimits), limitsKey(b.ArgLimits)) ||
+			!slices.Equal(roleSetsKey(p.RequiredRoles(other)), roleSetsKey(p.RequiredRoles(name))) ||
 			a.Class == policy.Write && allowed(other) != allowed(name) {
 			return fmt.Errorf("gateway: the policy's rules for tools %q and %q differ, but their names differ only in case: a downstream that matches names leniently runs one tool under either, by the weaker rule; give them the same rule, or keep one", other, name)
 		}
@@ -526,6 +518,46 @@ func checkFoldedRules(p *policy.Policy) error {
 	return nil
 }
 
+// roleSetsKey returns role sets (each satisfied by any one of its roles,
+// all of them needed) in a form that compares equal for the same demand:
+// each set sorted without repeats, as one string, the sets sorted.
+func roleSetsKey(sets [][]string) []string {
+	out := make([]string, 0, len(sets))
+	for _, s := range sets {
+		s = slices.Clone(s)
+		slices.Sort(s)
+		out = append(out, strings.Join(slices.Compact(s), "\x00"))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// limitsKey returns argument limits (all must hold) in a form that
+// compares equal for the same demand: one string a limit, sorted.
+func limitsKey(ls []policy.ArgLimit) []string {
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		ex := slices.Clone(l.ExemptRoles)
+		slices.Sort(ex)
+		lo := "none"
+		if l.Min != nil {
+			lo = strconv.FormatFloat(*l.Min+0, 'g', -1, 64) // -0 as 0
+		}
+		out = append(out, strconv.Quote(l.Field)+" "+strconv.FormatFloat(l.Max+0, 'g', -1, 64)+" "+lo+" "+
+			strings.Join(slices.Compact(ex), "\x00"))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// checkLimitTools refuses a limit of l for one tool that caps nothing (see
+// limitcheck.Find): no call p admits is of that tool, or, for a spend limit
+// when there is no Cost function (cost is nil), no call of the tool can
+// cost anything: a call is then charged its rule's Cost, and no rule it
+// may be charged under has one. Without a Cost function it also refuses a
+// spend limit (for one tool or every tool) whose Max is below the Cost of
+// a rule it caps: every call charged under that rule would be refused for
+// ever.
 func checkLimitTools(p *policy.Policy, l *limiter.Limiter, cost func(string, policy.Args) float64) error {
 	if l == nil {
 		return nil
@@ -572,9 +604,11 @@ func shownURL(u *url.URL) string {
 // a Path or HealthPath that does not begin with "/" or that holds
 // "?", "#", "%" or an ASCII control character (each is matched against a
 // request's decoded path, without its query), a Path equal to the
-// HealthPath, or a TLSConfig with a Transport or an http upstream. A query
-// in upstream is sent with every request as configured, and a client's
-// query is then dropped; without one, the client's query is passed on.
+// HealthPath, a TLSConfig with a Transport or an http upstream, or a
+// policy with two tool rules whose names differ only in case and whose
+// demands differ (see Options.Policy). A query in upstream is sent with
+// every request as configured, and a client's query is then dropped;
+// without one, the client's query is passed on.
 func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -695,7 +729,9 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 // It returns an error, and keeps the policy it has, for a nil p or a
 // policy New would refuse with the gateway's Limiter and Cost (a limit for
 // one tool that p has no rule for, or that costs nothing under p; a spend
-// limit whose Max is below the Cost of a rule of p it caps, without Cost).
+// limit whose Max is below the Cost of a rule of p it caps, without Cost;
+// two tool rules whose names differ only in case and whose demands
+// differ).
 //
 // A request is decided wholly by the policy of the moment it came: the
 // messages of a batch by one policy, and the listings (FilterToolsList)
