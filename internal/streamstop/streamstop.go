@@ -56,8 +56,8 @@ func listen(r *http.Request) bool {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-	if err != nil {
-		return false
+	if err != nil || !bytes.Contains(head, []byte(`subscriptions/listen"`)) && !bytes.Contains(head, []byte(`subscriptions\/listen"`)) {
+		return false // most bodies: not decoded
 	}
 	var m struct {
 		Method string `json:"method"`

@@ -37,6 +37,7 @@ func TestHandler(t *testing.T) {
 	}{
 		{"get", http.MethodGet, "", true},
 		{"listen", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`, true},
+		{"listen_escaped", http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"subscriptions\/listen"}`, true},
 		{"call", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, false},
 		{"batch", http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}]`, false},
 		{"long", http.MethodPost, long, false},
