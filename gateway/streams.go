@@ -228,9 +228,11 @@ func (s *streamEnds) remove(end *context.CancelCauseFunc) {
 // EndStreams ends the event streams the gateway relays (GET streams and
 // subscriptions/listen ones), now and from then on, as a server that closes
 // a stream does: each answer ends where the downstream's stream was cut,
-// cleanly (HTTP/1.1's last chunk), so that its client reconnects (a GET
-// with its Last-Event-ID) rather than failing its session, and the
-// downstream's request ends. A GET that comes after is answered with an
+// cleanly (HTTP/1.1's last chunk) between two events, so that its client
+// reconnects (a GET with its Last-Event-ID) rather than failing its
+// session, and the downstream's request ends. One cut inside an event
+// ends as a broken stream does (the connection reset): a clean end after
+// a cut line would fail a go-sdk client's session. A GET that comes after is answered with an
 // event stream that ends at once, asking for a reconnection in 5 s, and a
 // subscriptions/listen is refused 503 with JSON-RPC error -32003; neither
 // reaches the downstream. Calls and other requests are served as before.
