@@ -237,7 +237,10 @@ type Options struct {
 	// with a nil Confirmer those states are sealed with a key of this
 	// Guard's, and a next round that reaches another replica, or another
 	// Guard (see [Guard.Install]), is refused as INVALID_ARGUMENTS (call
-	// again). A confirmation or sealed state whose signer's nonce store
+	// again). A sealed state expires as a confirmation state does (the
+	// signer's TTL, confirm.DefaultTTL by default, two minutes): a next
+	// round later than that, a human slow to fill in a form, is refused
+	// INVALID_ARGUMENTS too. A confirmation or sealed state whose signer's nonce store
 	// fails (confirm.ErrStore: a Redis down) is refused
 	// UPSTREAM_UNAVAILABLE, retryable after a second, its tool not run and
 	// its state not used up: the same call with the same state and answer
