@@ -153,12 +153,19 @@ func (g *Guard) openRetry(ctx context.Context, req *mcp.CallToolRequest, c *call
 		return sealedStateDenial(err)
 	}
 	c.detail = nextRoundDetail
+	if c.preview {
+		c.detail = previewDetail
+	}
 	return nil
 }
 
 // nextRoundDetail is the audit detail of a multi round-trip's later round;
 // a refusal of the round adds its reason ([Guard.deny]).
 const nextRoundDetail = "next round of a multi round-trip call"
+
+// previewDetail is the audit detail of a dry run of a later round (a
+// preview: see openState), which uses no state up.
+const previewDetail = "dry run of the " + nextRoundDetail + " (its state not used up)"
 
 // sealRetry seals the RequestState of a handler's result that asks for
 // more input, and returns the refusal of a result it cannot seal.

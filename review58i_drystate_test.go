@@ -23,7 +23,7 @@ import (
 // and the human must be asked again. (The reverse, a dry run's state on a
 // real call, is refused; see TestReview51DryRunStateOnRealCall.)
 func TestReview58iDryRunPreviewKeepsConfirmedState(t *testing.T) {
-	cs, writes, _ := dryRunAwareMRTRServer(t, nil)
+	cs, writes, sink := dryRunAwareMRTRServer(t, nil)
 	ctx := context.Background()
 	args := map[string]any{"target": "db-1"}
 	// Round 1: the guard asks for the confirmation.
@@ -51,6 +51,11 @@ func TestReview58iDryRunPreviewKeepsConfirmedState(t *testing.T) {
 	}
 	if writes.Load() != 0 {
 		t.Fatalf("the preview wrote")
+	}
+	// Its record says it was a preview (it said "next round", as the real
+	// round's).
+	if e := r51LastOutcome(t, sink); !e.DryRun || !strings.Contains(e.Detail, "dry run of the next round of a multi round-trip call (its state not used up)") {
+		t.Errorf("the preview's record: dry_run %v, detail %q", e.DryRun, e.Detail)
 	}
 	// The real next round, confirmed by the human.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{

@@ -1246,7 +1246,7 @@ func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, ca
 // deny records d as the call's outcome and renders it in the configured mode.
 func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {
 	c.denial = d
-	if (c.detail == "" || c.detail == nextRoundDetail) && d.Code != CodeInvalidArguments && d.Code != CodeUnauthenticated && d.Code != CodeToolNotFound {
+	if (c.detail == "" || c.detail == nextRoundDetail || c.detail == previewDetail) && d.Code != CodeInvalidArguments && d.Code != CodeUnauthenticated && d.Code != CodeToolNotFound {
 		// The audit record says why, as the caller was told: the guard's
 		// own words. Not for invalid arguments, whose messages name
 		// fields the caller chose, nor for an authenticator's, nor for
