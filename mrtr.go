@@ -31,10 +31,17 @@ import (
 // '-' any other real call. The flag is part of the signed claims.
 const mrtrPrefix = "mcpguard.mrtr1"
 
-// mrtrTool is the tool claim of a sealed state: no tool name starts with a
-// NUL, so it is never a confirmation's.
-func mrtrTool(name string, flag byte) string {
-	return "\x00mrtr-" + string(flag) + "\x00" + name
+// mrtrTool is the tool claim of a sealed state of a call of c's tool: no
+// tool name starts with a NUL, so it is never a confirmation's. It holds
+// the class of the tool's rule too: a next round whose tool the policy
+// made a write since (Guard.SetPolicy) is another call, charged as one,
+// not the uncharged next round of a read.
+func mrtrTool(c *call, flag byte) string {
+	class := "-"
+	if c.rule != nil {
+		class = c.rule.Class.String()
+	}
+	return "\x00mrtr-" + string(flag) + "\x00" + class + "\x00" + c.name
 }
 
 // mrtrHash binds the arguments' hash and the handler's state.
@@ -83,7 +90,7 @@ func (g *Guard) sealState(c *call, res *mcp.CallToolResult) error {
 	case c.confirmed:
 		flag = 'c'
 	}
-	st, err := g.mrtr.Issue(g.now(), confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c.name, flag), ArgsSHA256: mrtrHash(args, res.RequestState)})
+	st, err := g.mrtr.Issue(g.now(), confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c, flag), ArgsSHA256: mrtrHash(args, res.RequestState)})
 	if err != nil {
 		return err
 	}
@@ -114,7 +121,7 @@ func (g *Guard) openState(ctx context.Context, req *mcp.CallToolRequest, c *call
 	if err != nil {
 		return err
 	}
-	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c.name, flag), ArgsSHA256: mrtrHash(args, inner)}
+	claims := confirm.Claims{Subject: c.id.Principal.Subject, Tool: mrtrTool(c, flag), ArgsSHA256: mrtrHash(args, inner)}
 	now := g.now()
 	t, err := g.mrtr.Check(now, st, claims)
 	if err != nil {

@@ -64,7 +64,10 @@ import (
 // its multi round-trip is a call of its own, through the guard. A call
 // that comes later is decided by p,
 // a confirmation or a multi round-trip state issued before included: a
-// call of a tool p forbids is refused whatever state it carries. The
+// call of a tool p forbids is refused whatever state it carries, and a
+// multi round-trip state issued while the tool's rule was of another class
+// (a read p makes a write) does not open (INVALID_ARGUMENTS: the call is
+// made again, and charged as what it is now). The
 // limiter's counts and spend are kept. A tools/list, and the resources
 // that tools name as their UI (resources/list, resources/read and the
 // rest, see [Guard.Install]), are filtered by the policy of the moment of
