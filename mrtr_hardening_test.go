@@ -68,8 +68,23 @@ func mrtrServer(t *testing.T, opts mcpguard.Options, version string, answer bool
 	if opts.Confirmer == nil {
 		opts.Confirmer = testSigner(t, nil)
 	}
+	accept := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}
+	copts := &mcp.ClientOptions{ElicitationHandler: accept}
+	if !answer {
+		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	return connectInstalled(t, srv, pol, &opts, copts, version), runs
+}
+
+// connectInstalled installs a guard of pol and opts on srv, whose sessions
+// all authenticate as bob, and connects an in-memory client with copts (on
+// protocol version, when not ""); both end with the test.
+func connectInstalled(t *testing.T, srv *mcp.Server, pol *policy.Policy, opts *mcpguard.Options, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	auth := &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}
-	g, err := mcpguard.New(pol, auth, &opts)
+	g, err := mcpguard.New(pol, auth, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,20 +99,16 @@ func mrtrServer(t *testing.T, opts mcpguard.Options, version string, answer bool
 	auth.mu.Lock()
 	auth.ids[ss] = bob
 	auth.mu.Unlock()
-	accept := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "accept"}, nil
+	var csopts *mcp.ClientSessionOptions
+	if version != "" {
+		csopts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	copts := &mcp.ClientOptions{ElicitationHandler: accept}
-	if !answer {
-		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
-	}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, copts)
-	cs, err := cl.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, copts).Connect(context.Background(), ct, csopts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close(); ss.Close() })
-	return cs, runs
+	return cs
 }
 
 // TestHandlerMultiRoundTripCountsOnce checks DESIGN.md's "the MRTR retry

@@ -68,30 +68,7 @@ func dryRunAwareMRTRServer(t *testing.T, lim *limiter.Limiter) (*mcp.ClientSessi
 			"zzspend": {DryRunAware: true},
 		},
 	}
-	auth := &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}
-	g, err := mcpguard.New(pol, auth, &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth.mu.Lock()
-	auth.ids[ss] = bob
-	auth.mu.Unlock()
-	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-	})
-	cs, err := cl.Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Close() })
+	cs := connectInstalled(t, srv, pol, &opts, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, "")
 	return cs, writes, sink
 }
 

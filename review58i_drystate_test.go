@@ -134,33 +134,10 @@ func TestReview58iDryRunOfConfirmedRoundHidesGuardState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}
-	g, err := mcpguard.New(pol, auth, &mcpguard.Options{
+	cs := connectInstalled(t, srv, pol, &mcpguard.Options{
 		Audit: &memSink{}, Logger: quiet, Confirmer: testSigner(t, nil),
 		Tools: map[string]mcpguard.ToolOptions{"zzwipe": {DryRunAware: true}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth.mu.Lock()
-	auth.ids[ss] = bob
-	auth.mu.Unlock()
-	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-	})
-	cs, err := cl.Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Close() })
+	}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, "")
 	ctx := context.Background()
 	args := map[string]any{"target": "db-1"}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "zzwipe", Arguments: args})
