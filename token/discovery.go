@@ -136,6 +136,7 @@ func (s *RemoteKeySet) rediscover(ctx context.Context, from string) error {
 	}
 	s.mu.Lock()
 	s.url, s.shown, s.keys, s.expires = hide(jwksURI), redactURL(jwksURI), keys, s.now().Add(ttl)
+	s.gen++
 	s.failed = nil
 	s.mu.Unlock()
 	return nil

@@ -47,8 +47,9 @@
 // not taken for an access token. [ParseJWKS] loads an issuer's JWK Set and
 // [ParsePublicKeyPEM] a single PKIX public key, for fixed keys; a
 // [RemoteKeySet] fetches the JWK Set from the issuer's "jwks_uri", caches
-// it, and fetches it again when a token names a new key (at most once a
-// minute by default) or when it is an hour old, keeping the last good set
+// it, and fetches it again when a token names a new key, or has no kid
+// and no key of the set verifies it (at most once a minute by default),
+// or when it is an hour old, keeping the last good set
 // when a fetch fails; a response's Cache-Control max-age, no-store or
 // no-cache shortens the hour, never below that minimum. [DiscoverKeySet]
 // finds the jwks_uri in the issuer's metadata (its OpenID Connect

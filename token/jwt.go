@@ -58,9 +58,11 @@ type JWTConfig struct {
 	// KeySet is the issuer's JWK Set fetched from its URL, for keys that
 	// the issuer rotates: a token's "kid" is looked up in the set's
 	// current keys, and a kid it lacks makes it fetch the set again (see
-	// [RemoteKeySet] for how often). A token without a "kid" may use the
-	// only key when the current set holds exactly one. Set either Keys or
-	// KeySet.
+	// [RemoteKeySet] for how often). A token without a "kid" is tried
+	// with every key of the current set for its "alg" (the one key of a
+	// set of one), and when none verifies it the set is fetched again,
+	// as for a kid it lacks, and tried once more: a provider that signs
+	// without kids may rotate its keys too. Set either Keys or KeySet.
 	KeySet *RemoteKeySet
 	// Issuer is the exact "iss" a token must carry. Required.
 	Issuer string
@@ -187,7 +189,8 @@ func registerEd25519() {
 //     (Ed25519 keys), and matches the type of the
 //     key it selects, and, when that key is an [AlgKey] (a JWK with "alg"),
 //     equals its Alg: "none" and HMAC algorithms are never accepted;
-//   - its header's "kid" names a configured key (see [JWTConfig.Keys] and
+//   - its header's "kid" names a configured key, or without a kid the
+//     only one, or a key of the remote set (see [JWTConfig.Keys] and
 //     [JWTConfig.KeySet]); "jku", "jwk", "x5u" and "x5c" are ignored, keys
 //     are never fetched from a URL a token names; a header with "crit" is
 //     refused (no extension is understood);
@@ -208,8 +211,9 @@ func registerEd25519() {
 //     strings or a string, each claim of [JWTConfig.AttrClaims] is absent
 //     or a string, and the resulting principal passes [CheckPrincipal].
 //
-// With a KeySet, a token whose "kid" the set lacks while the set cannot be
-// fetched (see [ErrKeySetUnavailable]) is not judged: the error unwraps to
+// With a KeySet, a token whose "kid" the set lacks, or one without a kid
+// that no key of the set verifies, while the set cannot be fetched (see
+// [ErrKeySetUnavailable]) is not judged: the error unwraps to
 // ErrKeySetUnavailable, not to ErrInvalidJWT.
 type JWT struct {
 	keys       map[string]crypto.PublicKey // nil with keySet; values as checked by configKey
@@ -346,8 +350,9 @@ func configKey(k crypto.PublicKey) ([]string, error) {
 // jwtError is a refusal. It unwraps to ErrInvalidJWT and, when sdk is
 // set, to auth.ErrInvalidToken as well.
 type jwtError struct {
-	reason string
-	sdk    bool
+	reason      string
+	sdk         bool
+	keyMismatch bool // no key of the token's algorithm (see noKeyVerifies)
 }
 
 func (e *jwtError) Error() string { return ErrInvalidJWT.Error() + ": " + e.reason }
@@ -361,6 +366,11 @@ func (e *jwtError) Unwrap() []error {
 
 func invalid(format string, args ...any) error {
 	return &jwtError{reason: fmt.Sprintf(format, args...)}
+}
+
+// mismatch is invalid for a key of another algorithm than the token's.
+func mismatch(format string, args ...any) error {
+	return &jwtError{reason: fmt.Sprintf(format, args...), keyMismatch: true}
 }
 
 // An unjudgedError carries an error of the key set's lookup, which unwraps
@@ -387,15 +397,27 @@ func normalType(t string) string {
 	return strings.TrimPrefix(t, "application/")
 }
 
+// A keyLookup is what one verification's key function found out, for
+// verify: whether the token has no kid and was matched against a remote
+// set (noKid), whose generation gen, with keys set to look in instead of
+// the set's current ones (the set fetched again after a first attempt).
+type keyLookup struct {
+	noKid bool
+	gen   uint64
+	keys  map[string]crypto.PublicKey
+}
+
 // keyfunc returns the jwt.Keyfunc of a verification within ctx: it checks
 // the header's "typ", selects the key by "kid" and checks that its type
 // matches "alg" (which the parser has already checked against v.algs) and,
-// for an AlgKey, that "alg" is its Alg.
-func (v *JWT) keyfunc(ctx context.Context) jwt.Keyfunc {
-	return func(t *jwt.Token) (any, error) { return v.key(ctx, t) }
+// for an AlgKey, that "alg" is its Alg. A token without a kid matched
+// against a remote set is tried with every key of the set for its alg;
+// lk records it.
+func (v *JWT) keyfunc(ctx context.Context, lk *keyLookup) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) { return v.key(ctx, t, lk) }
 }
 
-func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
+func (v *JWT) key(ctx context.Context, t *jwt.Token, lk *keyLookup) (any, error) {
 	if _, ok := t.Header["crit"]; ok {
 		return nil, invalid(`header has "crit" (no extension is supported)`)
 	}
@@ -414,14 +436,31 @@ func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
 	if hasKid && !isString {
 		return nil, invalid("kid is not a string")
 	}
+	// t.Method comes from the jwt registry, so Alg is one of its names,
+	// never text of the token's.
+	alg := t.Method.Alg()
 	var k crypto.PublicKey
 	var ok bool
-	if v.keySet != nil {
+	switch {
+	case v.keySet != nil && !hasKid:
+		keys := lk.keys
+		if keys == nil {
+			if _, _, err := v.keySet.lookup(ctx, "", false); err != nil {
+				return nil, &unjudgedError{err}
+			}
+			keys, lk.gen = v.keySet.current()
+		}
+		lk.noKid = true
+		if len(keys) != 1 {
+			return candidates(keys, alg)
+		}
+		k, ok = find(keys, "", false)
+	case v.keySet != nil:
 		var err error
 		if k, ok, err = v.keySet.lookup(ctx, s, hasKid); err != nil {
 			return nil, &unjudgedError{err}
 		}
-	} else {
+	default:
 		k, ok = find(v.keys, s, hasKid)
 	}
 	switch {
@@ -430,19 +469,48 @@ func (v *JWT) key(ctx context.Context, t *jwt.Token) (any, error) {
 	case !ok:
 		return nil, invalid("unknown kid")
 	}
-	// t.Method comes from the jwt registry, so Alg is one of its names,
-	// never text of the token's.
-	alg := t.Method.Alg()
 	if ak, isAlgKey := k.(AlgKey); isAlgKey {
 		if alg != ak.Alg {
-			return nil, invalid("algorithm %s does not match the key's alg %s", alg, ak.Alg)
+			return nil, mismatch("algorithm %s does not match the key's alg %s", alg, ak.Alg)
 		}
 		k = ak.Key
 	}
 	if !slices.Contains(keyAlgs(k), alg) {
-		return nil, invalid("algorithm %s does not match the key's type", alg)
+		return nil, mismatch("algorithm %s does not match the key's type", alg)
 	}
 	return k, nil
+}
+
+// candidates returns the keys of a remote set (not of one key) that
+// verify alg, in the order of their kids, for a token without a kid: the
+// provider's keys are all its own, and one that signs without kids and
+// rotates them publishes the old and the new key together for a while.
+func candidates(keys map[string]crypto.PublicKey, alg string) (any, error) {
+	kids := make([]string, 0, len(keys))
+	for kid := range keys {
+		kids = append(kids, kid)
+	}
+	sort.Strings(kids)
+	var set jwt.VerificationKeySet
+	for _, kid := range kids {
+		k := keys[kid]
+		if ak, isAlgKey := k.(AlgKey); isAlgKey {
+			if ak.Alg != alg {
+				continue
+			}
+			k = ak.Key
+		}
+		if slices.Contains(keyAlgs(k), alg) {
+			set.Keys = append(set.Keys, k)
+		}
+	}
+	switch len(set.Keys) {
+	case 0:
+		return nil, mismatch("no kid and no key of the set for algorithm %s", alg)
+	case 1:
+		return set.Keys[0], nil
+	}
+	return set, nil
 }
 
 // checkSegments refuses a token with a character outside base64url and
@@ -516,8 +584,24 @@ func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.T
 	if err := checkSegments(tok); err != nil {
 		return nil, time.Time{}, err
 	}
+	var lk keyLookup
 	claims := jwt.MapClaims{}
-	t, err := jwt.ParseWithClaims(tok, claims, v.keyfunc(ctx), v.opts...)
+	t, err := jwt.ParseWithClaims(tok, claims, v.keyfunc(ctx, &lk), v.opts...)
+	if err != nil && lk.noKid && noKeyVerifies(err) {
+		// A token without a kid that no key of the remote set verifies:
+		// the provider may have rotated its keys; fetch the set again
+		// (at most once per MinRefreshInterval, as for an unknown kid)
+		// and try the new one.
+		keys, gen, changed, ferr := v.keySet.refetch(ctx, lk.gen)
+		if ferr != nil {
+			return nil, time.Time{}, ferr
+		}
+		if changed {
+			lk = keyLookup{gen: gen, keys: keys}
+			claims = jwt.MapClaims{}
+			t, err = jwt.ParseWithClaims(tok, claims, v.keyfunc(ctx, &lk), v.opts...)
+		}
+	}
 	if err != nil {
 		return nil, time.Time{}, v.reason(t, claims, err)
 	}
@@ -706,6 +790,18 @@ func splitPath(path string) []string {
 		}
 	}
 	return append(names, b.String())
+}
+
+// noKeyVerifies reports whether err, the parser's for a token without a
+// kid, says that no key of the set verifies it: a signature that does not
+// verify, or no key of the token's algorithm (a key of another type or
+// alg).
+func noKeyVerifies(err error) bool {
+	if errors.Is(err, jwt.ErrTokenSignatureInvalid) {
+		return true
+	}
+	var je *jwtError
+	return errors.As(err, &je) && je.keyMismatch
 }
 
 // reason turns an error of the jwt parser into a refusal. It never uses

@@ -96,7 +96,8 @@ type RemoteKeySetOptions struct {
 //
 // Refreshing is lazy, on lookups. The set is fetched again when a lookup
 // finds it older than [RemoteKeySetOptions.MaxAge], or when a token names
-// a kid the set lacks; never more than once per
+// a kid the set lacks (or has no kid and no key of the set verifies it:
+// see [JWTConfig.KeySet]); never more than once per
 // [RemoteKeySetOptions.MinRefreshInterval], so a flood of tokens with
 // made-up kids cannot make it hammer the provider: a miss inside the
 // interval is answered at once, and concurrent misses share one fetch. The
@@ -133,7 +134,8 @@ type RemoteKeySet struct {
 	mu        sync.Mutex
 	url       *string                     // where keys came from (see hide)
 	shown     string                      // url without user info or query, for errors and logs
-	keys      map[string]crypto.PublicKey // the last good set
+	keys      map[string]crypto.PublicKey // the last good set; replaced, never modified
+	gen       uint64                      // counts the sets keys has held
 	expires   time.Time                   // when keys are due for a refresh
 	attempted time.Time                   // start of the last fetch
 	failed    error                       // the error of the last fetch, nil once one succeeds
@@ -186,7 +188,7 @@ func NewRemoteKeySet(ctx context.Context, rawURL string, opts *RemoteKeySetOptio
 	if err != nil {
 		return nil, err
 	}
-	s.keys, s.expires = keys, s.now().Add(ttl)
+	s.keys, s.expires, s.gen = keys, s.now().Add(ttl), 1
 	return s, nil
 }
 
@@ -493,6 +495,65 @@ func (s *RemoteKeySet) lookup(ctx context.Context, kid string, hasKid bool) (k c
 	return k, ok, err
 }
 
+// current returns the current set, which the caller must not modify, and
+// its generation.
+func (s *RemoteKeySet) current() (map[string]crypto.PublicKey, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys, s.gen
+}
+
+// refetch is the lookup of a token without a kid whose signature none of
+// the keys of set generation gen verifies: the provider may have rotated
+// its keys. It returns the set fetched since gen, fetching it (at most
+// once per MinRefreshInterval, as for a kid the set lacks, and sharing a
+// fetch under way), or changed false when there is no newer set. err is
+// not nil, as for a lookup (see [RemoteKeySet.lookup]), when there is no
+// newer set and the last fetch failed, or ctx ended while it waited.
+func (s *RemoteKeySet) refetch(ctx context.Context, gen uint64) (keys map[string]crypto.PublicKey, newGen uint64, changed bool, err error) {
+	s.mu.Lock()
+	now := s.now()
+	back := now.Before(s.attempted)
+	f := s.flight
+	switch {
+	case s.gen != gen:
+		keys, newGen = s.keys, s.gen
+		s.mu.Unlock()
+		return keys, newGen, true, nil
+	case f == nil && !back && now.Sub(s.attempted) < s.minInterval:
+		err = s.unverified()
+		s.mu.Unlock()
+		return nil, gen, false, err
+	case f == nil:
+		f = &flight{done: make(chan struct{})}
+		s.flight, s.attempted = f, now
+		go s.refresh(context.WithoutCancel(ctx), f, "", false)
+	}
+	shown := s.shown
+	s.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, gen, false, fmt.Errorf("%w: waiting for a fetch of %s: %w", ErrKeySetUnavailable, shown, ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen {
+		return s.keys, s.gen, true, nil
+	}
+	return nil, gen, false, s.unverified()
+}
+
+// unverified returns the error of a refetch that found no newer set: nil,
+// unless the last fetch failed, so that the provider may have rotated in
+// the key the token was signed with. s.mu is held.
+func (s *RemoteKeySet) unverified() error {
+	if s.failed == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: no key of the set verifies the token, which has no kid, and the set's last fetch failed: %w", ErrKeySetUnavailable, s.failed)
+}
+
 // unavailable returns the error of a lookup that found a key (ok) or not,
 // by kid (hasKid) or not: nil, unless it looked for a kid the set lacks
 // and the last fetch of the set failed, so that it cannot tell whether
@@ -518,6 +579,7 @@ func (s *RemoteKeySet) refresh(ctx context.Context, f *flight, kid string, hasKi
 	s.mu.Lock()
 	if err == nil {
 		s.keys, s.expires = keys, s.now().Add(ttl)
+		s.gen++
 	}
 	s.failed = err
 	reread := false

@@ -457,9 +457,9 @@ func TestNewRemoteKeySetErrors(t *testing.T) {
 
 // TestJWTWithKeySet: with a remote set, a JWT keeps every guarantee of
 // fixed keys: the algorithm must match the type of the key the kid
-// selects, "none" and HMAC are refused, a token without kid needs a set of
-// one key; Keys and KeySet together are an error; and a lookup that has to
-// wait ends with Authenticate's context.
+// selects, "none" and HMAC are refused, a token without kid is tried with
+// the set's keys of its algorithm; Keys and KeySet together are an error;
+// and a lookup that has to wait ends with Authenticate's context.
 func TestJWTWithKeySet(t *testing.T) {
 	k := newTestKeys(t)
 	f := newRemote(t, jwks(t, jwk(t, "ed", k.ed.Public()), jwk(t, "ec", &k.ec.PublicKey)), token.RemoteKeySetOptions{})
@@ -469,7 +469,10 @@ func TestJWTWithKeySet(t *testing.T) {
 	f.refused(t, "RS256 naming the P-256 key", sign(t, jwt.SigningMethodRS256, k.rsa, "ec", claims(nil)), "does not match")
 	f.refused(t, "HS256", sign(t, jwt.SigningMethodHS256, []byte("0123456789abcdef0123456789abcdef"), "ed", claims(nil)), "HS256 not accepted")
 	f.refused(t, "none", sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, "ed", claims(nil)), "not accepted")
-	f.refused(t, "no kid, two keys", edToken(t, k.ed, ""), "no kid")
+	f.ok(t, "no kid, two keys, the Ed25519 one verifies", edToken(t, k.ed, ""))
+	f.ok(t, "no kid, two keys, the P-256 one verifies", sign(t, jwt.SigningMethodES256, k.ec, "", claims(nil)))
+	f.refused(t, "no kid, RS256, no RSA key", sign(t, jwt.SigningMethodRS256, k.rsa, "", claims(nil)), "no key of the set for algorithm RS256")
+	f.refused(t, "no kid, signed by another key", edToken(t, edKey(t), ""), "signature does not verify")
 	f.refused(t, "kid not a string", func() string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims(nil))
 		tok.Header["kid"] = 7
