@@ -104,7 +104,9 @@ type ToolRule struct {
 // A RoleRule requires roles for every tool whose name matches Pattern.
 type RoleRule struct {
 	// Pattern is a tool name, or a prefix followed by "*" such as
-	// "admin_*". A lone "*" matches every tool. Names are matched under
+	// "admin_*". A lone "*" matches every tool. No other character is
+	// pattern syntax: New refuses a prefix with "?", "[" or "{" (glob
+	// syntax elsewhere, which would be matched literally). Names are matched under
 	// case folding as well as exactly: "admin_*" matches
 	// "ADMIN_reset_key" too (see [Policy.Resolve]). Without a default
 	// rule, [New] refuses a tool name that no tool rule has (a typo would
@@ -348,6 +350,11 @@ func New(cfg Config) (*Policy, error) {
 			prefix := strings.TrimSuffix(pat, "*")
 			if strings.Contains(prefix, "*") {
 				return nil, fmt.Errorf("policy: role rule %q: only a trailing * is supported", pat)
+			}
+			if i := strings.IndexAny(prefix, "?[{"); i >= 0 {
+				// Glob syntax of other tools: matched literally here,
+				// the rule would protect none of the names meant.
+				return nil, fmt.Errorf("policy: role rule %q: only a trailing * is pattern syntax; %q would be matched literally, so the rule would protect only names starting %q: list the tools, or use a plain prefix", pat, prefix[i:i+1], prefix)
 			}
 			p.prefixRoles = append(p.prefixRoles, prefixRule{key: []byte(p.addKey(prefix)), roles: slices.Clone(rr.Roles)})
 		case strings.Contains(pat, "*"):
