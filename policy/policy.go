@@ -283,6 +283,9 @@ func New(cfg Config) (*Policy, error) {
 				return nil, err
 			}
 		}
+		if r.Cost == 0 {
+			r.Cost = 0 // not -0, which a record would show as "-0"
+		}
 		r.Roles = slices.Clone(r.Roles)
 		r.ArgLimits = slices.Clone(r.ArgLimits)
 		for i := range r.ArgLimits {

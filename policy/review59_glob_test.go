@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -30,5 +31,19 @@ func TestReview59GlobSyntaxRefused(t *testing.T) {
 		if d := p.Authorize(&policy.Principal{Subject: "u", Roles: []string{"viewer"}}, name); d.Allowed() {
 			t.Errorf("pattern %q: %s allowed for a viewer", pat, name)
 		}
+	}
+}
+
+// TestReview59NegativeZeroCost: a rule's cost of -0 (a JSON "cost": -0)
+// passed the non-negative check and stayed -0, which a record and a
+// refusal's figures show as "-0"; it is 0 now.
+func TestReview59NegativeZeroCost(t *testing.T) {
+	p, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read, Cost: math.Copysign(0, -1)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := p.Resolve("t")
+	if r == nil || math.Signbit(r.Cost) {
+		t.Errorf("rule %+v: cost is -0, want 0", r)
 	}
 }
