@@ -419,6 +419,11 @@ func checkRegistry(name string, c *config, tools []*toolDef) error {
 			errs = append(errs, fmt.Errorf("tool %q is implemented but missing from the tools section", t.tool.Name))
 			continue
 		}
+		if t.tool.Annotations == nil {
+			// No class in code to check read_only against: never defaulted.
+			errs = append(errs, fmt.Errorf("tool %q declares no read/write class in code: set its Annotations' ReadOnlyHint (true for a read)", t.tool.Name))
+			continue
+		}
 		ro := t.tool.Annotations.ReadOnlyHint
 		if err := pol.CheckTool(t.tool.Name, &ro); err != nil {
 			errs = append(errs, fmt.Errorf("tool %q: code declares read_only: %v, configuration disagrees (%v)", t.tool.Name, ro, err))

@@ -124,16 +124,13 @@ const (
 	listToolsDescription    = "List the tool registry, every tool with its read/write class, cost and whether it is enabled (read-only)."
 )
 
-// codeDescription returns the description in code of the tool name, "" for
-// a tool with no code.
+// codeDescription returns the description in code of the tool name (its
+// mcp.Tool's in tools), "" for a tool with no code.
 func codeDescription(name string) string {
-	switch name {
-	case "search_docs":
-		return searchDocsDescription
-	case "create_ticket":
-		return createTicketDescription
-	case "list_tools":
-		return listToolsDescription
+	for _, d := range tools(nil, nil) {
+		if d.tool.Name == name {
+			return d.tool.Description
+		}
 	}
 	return ""
 }
