@@ -119,9 +119,11 @@
 // Serve stateless (StreamableHTTPOptions.Stateless) where no binding is
 // possible. A session opened without a token stays bound to no one,
 // whatever tokens its later requests carry. A guard that authenticates by
-// bearer token a request on a session with no verified user (a binding
-// missing, or one for other tokens: the table's in front of JWTs) logs a
-// warning, once. As a last line, the guard
+// bearer token a request that carries no verified user, on a session with an
+// id (a binding missing, or one for other tokens: the table's in front of
+// JWTs), logs a warning, once; a request that carries its verified user on
+// a session opened without one is not warned of (but see below). As a last
+// line, the guard
 // does not ask an older client (protocol before 2026-07-28) to confirm by
 // an elicitation inside a call that arrived over HTTP on a session with an
 // id unless it saw that session opened (its initialize) by the call's
