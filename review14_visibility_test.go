@@ -498,6 +498,11 @@ func TestReview14HiddenCallBytesMatchUnknown(t *testing.T) {
 				if strings.HasPrefix(e.Detail, "tool name ") {
 					e.Detail = ""
 				}
+				// The trail, the operator's, tells a hidden tool from a
+				// missing name (what the caller was told does not).
+				if e.Detail == "hidden from the caller: it lacks a role the tool requires" {
+					e.Detail = ""
+				}
 				return e
 			}
 			first := norm(events[0])

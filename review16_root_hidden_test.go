@@ -60,7 +60,14 @@ func TestReview16HiddenLooksUnknownOverHTTP(t *testing.T) {
 						unk = append(unk, e)
 					}
 				}
-				ignore := cmpopts.IgnoreFields(audit.Event{}, "Time", "CorrelationID", "Tool", "LatencyMS")
+				// The trail, the operator's, tells them apart by the
+				// Detail only (the caller cannot).
+				for i := range hid {
+					if hid[i].Detail != "hidden from the caller: it lacks a role the tool requires" {
+						t.Errorf("record of a hidden call: detail %q, want it to say hidden", hid[i].Detail)
+					}
+				}
+				ignore := cmpopts.IgnoreFields(audit.Event{}, "Time", "CorrelationID", "Tool", "LatencyMS", "Detail")
 				if diff := cmp.Diff(unk, hid, ignore); diff != "" || len(hid) != len(argShapes) {
 					t.Errorf("records of hidden and unknown calls differ (-unknown +hidden):\n%s", diff)
 				}

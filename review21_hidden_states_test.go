@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,7 +113,8 @@ var review21Probes = []string{
 // the write allowlist, a confirmation, a forced dry run), and while the
 // caller's rate and spend are used up, answers byte for byte as a name
 // the server does not have, on both protocol generations, in each error
-// mode; the records of the probes are alike, and none is charged.
+// mode; the records of the probes are alike but for the Detail of a hidden
+// tool's, and none is charged.
 func TestReview21HiddenLooksUnknownInEveryState(t *testing.T) {
 	names := []string{"admin_strict", "admin_ref", "admin_typed", "admin_pay", "admin_wipe", "admin_dry",
 		"admin_nope", "ADMIN_STRICT", "admin_ſtrict", "no_such"}
@@ -182,8 +184,19 @@ func TestReview21HiddenLooksUnknownInEveryState(t *testing.T) {
 				if n := len(names) * len(review21Probes); len(events) != n {
 					t.Fatalf("%d audit records, want %d", len(events), n)
 				}
+				// The records differ in their Detail only: a hidden tool's
+				// says so (the trail is the operator's), a missing name's
+				// is empty, as is that of a name only folding or a rule's
+				// pattern relates to a tool ("ADMIN_STRICT", "admin_ſtrict",
+				// "admin_nope": the server has no such tool).
+				for _, e := range events {
+					hidden := slices.Contains(names[:6], e.Tool)
+					if want := map[bool]string{true: "hidden from the caller: it lacks a role the tool requires"}[hidden]; e.Detail != want {
+						t.Errorf("the record of a call of %q: detail %q, want %q", e.Tool, e.Detail, want)
+					}
+				}
 				norm := func(e audit.Event) audit.Event {
-					e.Time, e.CorrelationID, e.LatencyMS, e.Tool, e.ArgsSHA256 = time.Time{}, "", 0, "", ""
+					e.Time, e.CorrelationID, e.LatencyMS, e.Tool, e.ArgsSHA256, e.Detail = time.Time{}, "", 0, "", "", ""
 					return e
 				}
 				first := norm(events[0])

@@ -98,7 +98,7 @@ func TestReview30Nested2DeadlineEndsQuestion(t *testing.T) {
 			// starts: the tool is then not run (the inner write, or the outer
 			// tool and with it the inner write), which is no failure either.
 			// Most calls must reach the question.
-			const asked, notRun = "UPSTREAM_UNAVAILABLE/handler error",
+			const asked, notRun = "UPSTREAM_UNAVAILABLE/handler error: timed out",
 				"UPSTREAM_UNAVAILABLE/the call's deadline passed before the tool ran; the tool was not run"
 			others := len(got)
 			for _, k := range []string{asked, notRun} {

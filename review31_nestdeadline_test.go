@@ -318,8 +318,8 @@ func TestReview31NestDeadlineDirect(t *testing.T) {
 			last = e
 		}
 	}
-	if last.Code != "UPSTREAM_UNAVAILABLE" || last.Detail != "handler error" {
-		t.Errorf("its record: %s %q, want UPSTREAM_UNAVAILABLE \"handler error\"", last.Code, last.Detail)
+	if last.Code != "UPSTREAM_UNAVAILABLE" || last.Detail != "handler error: timed out" {
+		t.Errorf("its record: %s %q, want UPSTREAM_UNAVAILABLE \"handler error: timed out\"", last.Code, last.Detail)
 	}
 }
 

@@ -213,6 +213,10 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	if d.Code == policy.NotFound || e == nil || cerr != nil {
 		if cerr != nil {
 			c.detail = "tool misconfigured: " + cerr.Error()
+		} else if _, ruled := pol.Resolve(c.name); ruled && e != nil {
+			// The caller is told what an unknown tool's caller is; the
+			// trail tells a probe of a hidden tool from a missing name.
+			c.detail = hiddenDetail
 		}
 		return g.deny(c, notFound(c.name))
 	}
@@ -474,7 +478,14 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 			// The error's text may hold argument values or secrets: it goes
 			// to the log, and the audit record gets its kind only.
 			g.log.Warn("mcpguard: tool handler failed", "tool", logName(c.name), "correlation_id", c.corr, "err", logText(err.Error()))
-			c.detail = "handler error"
+			switch c.detail = "handler error"; {
+			case errors.Is(err, context.DeadlineExceeded):
+				// What the caller is told as well: a responder tells a
+				// timeout from a failure by the record, not its latency.
+				c.detail = "handler error: timed out"
+			case errors.Is(err, ErrUpstreamUnavailable):
+				c.detail = "handler error: its upstream is unavailable"
+			}
 		}
 		if sc != nil && sc.code == CodeInvalidResponse {
 			c.detail = "refused by the go-sdk's typed-tool wrapper"
@@ -1242,6 +1253,10 @@ func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, ca
 	// dated back to its start would be refilled by the time the call runs.
 	return g.opts.Limiter.AllowAt(ctx, g.now(), r)
 }
+
+// hiddenDetail is the record's detail of a call to a tool the caller may
+// not see, refused as an unknown one (TOOL_NOT_FOUND).
+const hiddenDetail = "hidden from the caller: it lacks a role the tool requires"
 
 // deny records d as the call's outcome and renders it in the configured mode.
 func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {

@@ -63,9 +63,13 @@ type Event struct {
 	// `user answered "decline"`), else the message the caller was told
 	// (but for INVALID_ARGUMENTS, whose message names fields the caller
 	// chose, UNAUTHENTICATED and TOOL_NOT_FOUND); never secrets or raw
-	// arguments. Every record of a call its user confirmed (its intent,
-	// its outcome, and those of its later rounds) starts with "confirmed
-	// by the user", followed by "; " and the rest where there is more.
+	// arguments. A TOOL_NOT_FOUND of a tool that exists but is hidden
+	// from the caller says so ("hidden from the caller: ..."), where the
+	// caller was told what a missing name's caller is; a tool's handler
+	// that failed is "handler error", with ": timed out" when it did.
+	// Every record of a call its user confirmed (its intent, its outcome,
+	// and those of its later rounds) starts with "confirmed by the user",
+	// followed by "; " and the rest where there is more.
 	Detail     string  `json:"detail,omitempty"`
 	LatencyMS  float64 `json:"latency_ms"`
 	ArgsSHA256 string  `json:"args_sha256,omitempty"`
