@@ -335,9 +335,12 @@
 // limit), which comes once the roles are met, names none. A call whose
 // cost Options.Cost could not give, or whose custom Transport's RoundTrip
 // panicked, fails with -32603 and
-// 500 (INTERNAL). A go-sdk client reports -32003 as
-// mcp.ErrConnectionClosed (its own "client is closing" code), with the
-// gateway's message in the text.
+// 500 (INTERNAL). A go-sdk client (v1.8.0) reads the JSON-RPC error of
+// a refusal with 400, 401, 403 or 404, but takes 429, 500, 502, 503 and 504
+// for transient failures of its transport: it reports the status text alone
+// ("rejected by transport: ... Bad Gateway", its own code -32005), without
+// the gateway's code, message or retry_after_seconds (the gateway's log and
+// records have them).
 //
 // # Discovery
 //

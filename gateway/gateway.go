@@ -238,8 +238,11 @@ type Options struct {
 	// guesses. At least 16 bytes; nil means the plain hash.
 	ArgsKey []byte
 	// Logger receives the decision logs (correlation id, principal, method,
-	// tool, outcome; never arguments or tokens). The lines of allowed
-	// requests carry no source location (a handler's AddSource shows none).
+	// tool, outcome; never arguments or tokens). The two lines of a single
+	// POST forwarded and relayed as it came (its decision and the
+	// upstream's answer) carry no source location (a handler's AddSource
+	// shows none); the others (a batch's, a GET's, a listing the gateway
+	// filters or checks) may.
 	// A panic of its handler is the request's, on whichever goroutine it
 	// logged (a batch member's too): the server that runs the gateway
 	// recovers it (net/http breaks that request's connection). Nil means

@@ -474,6 +474,10 @@ func run(logger *slog.Logger) (runErr error) {
 				return usagef("--allowed-origins %s: want origins, scheme://host[:port] (http or https, nothing after), or \"*\"", cliarg.Shown(*allowedOrigins))
 			}
 			return usagef("--allowed-origins %q: %w", *allowedOrigins, err)
+		case pol != nil && strings.Contains(err.Error(), "the policy's rules"):
+			// Two rules whose names differ only in case (see
+			// gateway.Options.Policy): the file's mistake.
+			return usagef("--policy %s: %w", *policyFile, err)
 		}
 		return usageError{err}
 	}
@@ -804,6 +808,8 @@ func auditKeyFromEnv() ([]byte, error) {
 	switch {
 	case v == "":
 		return nil, usagef("%s is set but empty: give a key (openssl rand -hex 32), or unset it", auditKeyEnv)
+	case errors.Is(err, hex.ErrLength):
+		return nil, usagef("%s: an odd number of hex digits: want an even number, at least 32 (openssl rand -hex 32)", auditKeyEnv)
 	case err != nil || len(key) < 16:
 		return nil, usagef("%s: want at least 32 hex digits (openssl rand -hex 32)", auditKeyEnv)
 	}
