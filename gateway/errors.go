@@ -234,8 +234,22 @@ func (g *Gateway) writeError(w http.ResponseWriter, e *rpcError, id []byte, corr
 		// The body codings the gateway takes (RFC 9110 section 12.5.3).
 		h.Set("Accept-Encoding", "identity")
 	}
-	w.WriteHeader(e.status)
+	status := e.status
+	if g.retryableOK && id != nil && retryableStatus(status) {
+		status = http.StatusOK // see Options.RetryableStatusOK
+	}
+	w.WriteHeader(status)
 	g.writeOwn(w, e.appendResponse(nil, id, correlationID))
+}
+
+// retryableStatus reports whether a go-sdk client (v1.8.0) takes status
+// for a transient failure of its transport, whose body it does not read.
+func retryableStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }
 
 // smallAnswer is the largest answer of the gateway's own that
