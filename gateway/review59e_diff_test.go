@@ -25,12 +25,6 @@ import (
 // downstream got the call) or the class of a refusal.
 type review59eOutcome string
 
-// review59eSide is one enforcement point: it returns the outcome of one
-// tools/call, sent as the raw JSON of its params.
-type review59eSide interface {
-	call(t *testing.T, who, params string) (review59eOutcome, string)
-}
-
 // review59ePrincipals are the callers, by token.
 var review59ePrincipals = map[string]*policy.Principal{
 	"viewer":   {Subject: "v", Roles: []string{"viewer"}},
