@@ -690,7 +690,16 @@ func (g *Gateway) outboundRequest(ctx context.Context, method, query string, hea
 		}
 		out.Body = g.requestBody(body)
 		out.ContentLength = int64(len(body))
-		out.GetBody = func() (io.ReadCloser, error) { return g.requestBody(body), nil }
+		if g.ownClient || method != http.MethodPost {
+			out.GetBody = func() (io.ReadCloser, error) { return g.requestBody(body), nil }
+		}
+		// Not for a POST through another Transport: net/http's sends a
+		// request with GetBody again on a new connection, after it was
+		// written on a kept one that failed, when it carries an
+		// Idempotency-Key (which a client may set and the gateway passes
+		// on), and a downstream that does not deduplicate on it (an MCP
+		// server) would run a tools/call that wrote twice. The gateway's
+		// own client never sends a written POST again.
 	}
 	return out
 }

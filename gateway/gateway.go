@@ -166,9 +166,10 @@ type Options struct {
 	// never reached the downstream (the connection refused, its host name
 	// not resolved, another dial error, its certificate refused): clients
 	// retrying through an outage do not use up their caps on calls that
-	// never ran. (A Transport such as net/http's may send a POST again
-	// after it was written, when it carries an Idempotency-Key, and then
-	// meet a refused connection: its failures give nothing back.) A forwarded
+	// never ran. (Through another Transport a failure gives nothing
+	// back. A POST is never sent again: the gateway gives another
+	// Transport no GetBody for it, without which net/http's does not send
+	// a written POST again, even with an Idempotency-Key.) A forwarded
 	// call keeps its in-flight place until the downstream's answer has
 	// been read, also when its client hangs up first (then for at most
 	// Timeout: see the package doc). The answer is the POST's: a server
