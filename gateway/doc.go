@@ -340,7 +340,7 @@
 // for transient failures of its transport: it reports the status text alone
 // ("rejected by transport: ... Bad Gateway", its own code -32005), without
 // the gateway's code, message or retry_after_seconds (the gateway's log and
-// records have them). Options.RetryableStatusOK answers those refusals 200
+// records have them). Options.TransientStatusOK answers those refusals 200
 // instead, the JSON-RPC error unchanged: the go-sdk client then reports a
 // cap's -32029 with its data, and -32003 as mcp.ErrConnectionClosed (its
 // own code for a closing client) with the gateway's message in the text.

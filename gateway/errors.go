@@ -235,18 +235,19 @@ func (g *Gateway) writeError(w http.ResponseWriter, e *rpcError, id []byte, corr
 		h.Set("Accept-Encoding", "identity")
 	}
 	status := e.status
-	if g.retryableOK && id != nil && retryableStatus(status) {
-		status = http.StatusOK // see Options.RetryableStatusOK
+	if g.transientOK && id != nil && transientStatus(status) {
+		status = http.StatusOK // see Options.TransientStatusOK
 	}
 	w.WriteHeader(status)
 	g.writeOwn(w, e.appendResponse(nil, id, correlationID))
 }
 
-// retryableStatus reports whether a go-sdk client (v1.8.0) takes status
+// transientStatus reports whether a go-sdk client (v1.8.0) takes status
 // for a transient failure of its transport, whose body it does not read.
-func retryableStatus(status int) bool {
+func transientStatus(status int) bool {
 	switch status {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
 	}
 	return false

@@ -356,20 +356,21 @@ type Options struct {
 	// refuses as a replay. Nil means unsigned; so does a GatewaySigner not
 	// made by token.NewGatewaySigner, which holds no key.
 	Signer *token.GatewaySigner
-	// RetryableStatusOK answers with status 200 a refusal of the
+	// TransientStatusOK answers with status 200 a refusal of the
 	// gateway's own to a JSON-RPC request (one with an id) that it would
-	// answer 429, 502, 503 or 504: a cap (CodeLimitExceeded), the
+	// answer 429, 500, 502, 503 or 504: a cap (CodeLimitExceeded), a call
+	// it could not price or whose Transport panicked (CodeInternal), the
 	// downstream unavailable or timed out (CodeUpstreamUnavailable), the
 	// audit sink down. The JSON-RPC error, its data and a Retry-After
-	// header are as ever. A go-sdk client (v1.8.0) takes those four
-	// statuses for failures of its transport and reads no body: its
-	// caller sees the status text alone ("Too Many Requests"), not the
-	// error's code, message or retry_after_seconds, so a model retries at
-	// once; with 200 it gets the JSON-RPC error. Monitoring that counts
+	// header are as ever. A go-sdk client (v1.8.0) takes those five
+	// statuses for transient failures of its transport and reads no
+	// body: its caller sees the status text alone ("Too Many Requests"),
+	// not the error's code, message or retry_after_seconds, so a model
+	// retries at once; with 200 it gets the JSON-RPC error. Monitoring that counts
 	// statuses sees those refusals as 200s then (the decision logs and
 	// audit records are unchanged). An answer the downstream gave is
 	// relayed as it came, whatever this says.
-	RetryableStatusOK bool
+	TransientStatusOK bool
 }
 
 // A Gateway is an http.Handler that authenticates each request with a
@@ -408,8 +409,8 @@ type Gateway struct {
 	origins      origins
 	// noLocalhostGuard is Options.DisableLocalhostProtection.
 	noLocalhostGuard bool
-	// retryableOK is Options.RetryableStatusOK.
-	retryableOK bool
+	// transientOK is Options.TransientStatusOK.
+	transientOK bool
 	// ownClient is whether rt is the gateway's own client, which never
 	// modifies a request (see [Gateway.outboundRequest]).
 	ownClient bool
@@ -687,7 +688,7 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.noLocalhostGuard = o.DisableLocalhostProtection
-	g.retryableOK = o.RetryableStatusOK
+	g.transientOK = o.TransientStatusOK
 	if !strings.HasPrefix(g.path, "/") {
 		// No request's path is one: every request would be 404.
 		return nil, fmt.Errorf("gateway: Path %q does not begin with /", g.path)

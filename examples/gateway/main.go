@@ -235,7 +235,7 @@ func run(logger *slog.Logger) (runErr error) {
 	toolPins := flag.String("tool-pins", "", "approve only the tool definitions in this file (JSON from tool name to SHA-256, as --print-pins writes it; at most 16 MiB): any other tool, or definition, is withheld from tools/list and its calls refused")
 	printPinsFlag := flag.Bool("print-pins", false, "list the --upstream's tools, write the --tool-pins file they make to stdout, and exit; no flag but --upstream, --timeout, --upstream-ca, --upstream-cert, --upstream-key and --log-format may be given with it")
 	policyFile := flag.String("policy", "", "decide tools/call with the rules of this JSON file (tools, role_rules, write_allowlist, default, show_forbidden: see README.md) instead of the default policy (every tool a read, admin_* tools need the role admin); a file that does not parse, whose rules are refused or ask for a confirmation, or an empty --policy, stops the start (exit status 2); SIGHUP reads it again (a file refused then is logged, and the policy the gateway has stays)")
-	retryableOK := flag.Bool("retryable-status-ok", false, "answer the gateway's refusals of a call that would be 429, 502, 503 or 504 (a cap, the downstream down or timed out) with status 200, the JSON-RPC error unchanged, for clients that read no body of those statuses (the go-sdk's: its caller sees \"Too Many Requests\" alone, not the error's code or retry_after_seconds)")
+	transientOK := flag.Bool("transient-status-ok", false, "answer the gateway's refusals of a call that would be 429, 500, 502, 503 or 504 (a cap, a call it cannot price, the downstream down or timed out, the audit sink down) with status 200, the JSON-RPC error unchanged, for clients that read no body of those statuses (the go-sdk's: its caller sees \"Too Many Requests\" alone, not the error's code or retry_after_seconds)")
 	logFormat := flag.String("log-format", "text", "the log's format on stderr: text (key=value lines) or json (a JSON object a line)")
 	flag.CommandLine.Usage = usage
 	// flag.CommandLine is ExitOnError: Parse exits (2 on an error, 0 after
@@ -414,7 +414,7 @@ func run(logger *slog.Logger) (runErr error) {
 	opts := &gateway.Options{
 		Policy: pol, Path: *path, FilterToolsList: *filter, MaxBodyBytes: *maxBody,
 		Timeout: time.Duration(*timeout * float64(time.Second)), Logger: logger,
-		MaxStreams: *maxStreams, RetryableStatusOK: *retryableOK,
+		MaxStreams: *maxStreams, TransientStatusOK: *transientOK,
 	}
 	if *maxStreams == 0 {
 		opts.MaxStreams = -1 // gateway.Options: zero is the default cap, negative none

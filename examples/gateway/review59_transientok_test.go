@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// TestReview59RetryableStatusOKFlag: --retryable-status-ok answers a call
+// TestReview59TransientStatusOKFlag: --transient-status-ok answers a call
 // refused because the downstream is down 200 with its -32003 error, where
-// without the flag it is 502 (gateway.Options.RetryableStatusOK).
-func TestReview59RetryableStatusOKFlag(t *testing.T) {
+// without the flag it is 502 (gateway.Options.TransientStatusOK).
+func TestReview59TransientStatusOKFlag(t *testing.T) {
 	oldArgs, oldFlags := os.Args, flag.CommandLine
 	t.Cleanup(func() { os.Args, flag.CommandLine = oldArgs, oldFlags })
 	for _, tc := range []struct {
@@ -20,7 +20,7 @@ func TestReview59RetryableStatusOKFlag(t *testing.T) {
 		status int
 	}{
 		{nil, http.StatusBadGateway},
-		{[]string{"--retryable-status-ok"}, http.StatusOK},
+		{[]string{"--transient-status-ok"}, http.StatusOK},
 	} {
 		// A downstream no one listens on: every call is -32003.
 		args := append([]string{"--host", "127.0.0.1", "--port", "0", "--upstream", "http://127.0.0.1:1/mcp"}, tc.flags...)

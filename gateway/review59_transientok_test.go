@@ -16,13 +16,13 @@ import (
 	"github.com/mcpguard/mcpguard/limiter"
 )
 
-// TestReview59RetryableStatusOK: with Options.RetryableStatusOK, a go-sdk
+// TestReview59TransientStatusOK: with Options.TransientStatusOK, a go-sdk
 // client whose call the gateway refuses for a cap (429) or a downstream
 // gone (502) gets the gateway's JSON-RPC error, its code and for the cap
 // retry_after_seconds, where without it gets the status text alone (see
 // TestReview59dGoSDKSeesStatusOnly); the HTTP answer is 200 with the same
 // body and Retry-After; a refusal that is not retryable keeps its status.
-func TestReview59RetryableStatusOK(t *testing.T) {
+func TestReview59TransientStatusOK(t *testing.T) {
 	get := &mcp.CallToolParams{Name: "get_customer_record", Arguments: map[string]any{"customer_id": "CUST-00001"}}
 	for _, c := range []struct {
 		name  string
@@ -39,7 +39,7 @@ func TestReview59RetryableStatusOK(t *testing.T) {
 			srv := sdkServer(&resets)
 			down := newServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 				&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
-			opts := &Options{Logger: discardLogger(), RetryableStatusOK: true}
+			opts := &Options{Logger: discardLogger(), TransientStatusOK: true}
 			if c.limit {
 				lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
 				if err != nil {

@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard/policy"
+)
+
+// TestReview59hTransientStatusOK500: the package doc says a go-sdk client
+// (v1.8.0) takes 429, 500, 502, 503 and 504 for transient failures of its
+// transport, reading no body, and that Options.TransientStatusOK answers
+// "those refusals" 200 instead. The gateway's own 500 (INTERNAL: a Cost
+// that cannot price a call, a custom Transport that panicked) stayed 500:
+// the go-sdk caller saw "Internal Server Error" alone, not -32603 and the
+// gateway's message, with the option on.
+func TestReview59hTransientStatusOK500(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var resets atomic.Int64
+	srv := sdkServer(&resets)
+	down := newServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	opts := &Options{Logger: discardLogger(), TransientStatusOK: true,
+		Cost: func(string, policy.Args) float64 { return math.NaN() }}
+	g, err := New(down.URL, DemoTokens(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := newServer(t, g)
+	cs := connect(t, ctx, gw.URL+"/mcp", "viewer-token")
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_customer_record",
+		Arguments: map[string]any{"customer_id": "CUST-00001"}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != CodeInternal || !strings.Contains(je.Message, "cost of the call") {
+		t.Errorf("a call the Cost cannot price, TransientStatusOK: %v, want the gateway's -32603 and its message", err)
+	}
+
+	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_customer_record","arguments":{"customer_id":"CUST-00001"}}}`))
+	req.Header.Set("Authorization", "Bearer viewer-token")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("over HTTP: status %d, want 200 (TransientStatusOK)", resp.StatusCode)
+	}
+}
