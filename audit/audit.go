@@ -66,7 +66,8 @@ type Event struct {
 	// arguments. A TOOL_NOT_FOUND of a tool that exists but is hidden
 	// from the caller says so ("hidden from the caller: ..."), where the
 	// caller was told what a missing name's caller is; a tool's handler
-	// that failed is "handler error", with ": timed out" when it did.
+	// that failed is "handler error", with ": timed out" when it did (or
+	// ": its upstream is unavailable" for mcpguard.ErrUpstreamUnavailable).
 	// Every record of a call its user confirmed (its intent, its outcome,
 	// and those of its later rounds) starts with "confirmed by the user",
 	// followed by "; " and the rest where there is more.
