@@ -1220,10 +1220,12 @@ func (g *Guard) asCaller(ctx context.Context, method string, req mcp.Request, ne
 
 // runAs runs an authenticated request with id in its context. A
 // resource's contents may be the caller's own, so a read's result is
-// marked CacheScope "private". A result that the caller's client could
-// not read is refused (see unsendable), and so is an error the go-sdk
-// could not answer with (see answerable); a handler that panics is
-// refused by receiving.
+// marked CacheScope "private", and so are a prompts/list and a
+// resources/templates/list result: served to authenticated callers only,
+// neither is for a cache to hand across callers ("public"). A result that
+// the caller's client could not read is refused (see unsendable), and so
+// is an error the go-sdk could not answer with (see answerable); a handler
+// that panics is refused by receiving.
 func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	res, err := next(NewContext(ctx, id), method, req)
 	if err != nil && !answerable(err) {
@@ -1234,10 +1236,28 @@ func (g *Guard) runAs(ctx context.Context, id *Identity, method string, req mcp.
 			return nil, werr
 		}
 	}
-	if rr, ok := res.(*mcp.ReadResourceResult); ok && rr != nil && err == nil {
-		out := *rr
-		out.CacheScope = "private"
-		return &out, nil
+	if err != nil {
+		return res, err
+	}
+	switch r := res.(type) {
+	case *mcp.ReadResourceResult:
+		if r != nil {
+			out := *r
+			out.CacheScope = "private"
+			return &out, nil
+		}
+	case *mcp.ListPromptsResult:
+		if r != nil {
+			out := *r
+			out.CacheScope = "private"
+			return &out, nil
+		}
+	case *mcp.ListResourceTemplatesResult:
+		if r != nil {
+			out := *r
+			out.CacheScope = "private"
+			return &out, nil
+		}
 	}
 	return res, err
 }
