@@ -164,7 +164,12 @@
 // reads it with [CorrelationID]), so a model can read it and correct
 // itself. retryable is never true for a write whose handler started and
 // failed: it may have written (for a handler's own refusal, see below).
-// With [Options.ProtocolErrors] it is a JSON-RPC error instead. The HTTP
+// With [Options.ProtocolErrors] it is a JSON-RPC error instead. A client
+// of the TypeScript SDK (1.32) checks a tool error's structured content
+// against the tool's output schema too, and throws -32602 in place of a
+// refusal of a tool that has one (a typed tool's): with
+// [Options.SchemaSafeErrors] the refusals of such tools carry the error in
+// their text alone. The HTTP
 // statuses are [Code.HTTPStatus]'s, which the gateway and an HTTP route of
 // one's own answer with; an MCP server's answer over Streamable HTTP is
 // HTTP 200 whatever the code, without Retry-After (retry_after_seconds is

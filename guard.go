@@ -271,6 +271,22 @@ type Options struct {
 	// error results. TOOL_NOT_FOUND is always a JSON-RPC error, identical to
 	// the go-sdk's own for an unknown tool.
 	ProtocolErrors bool
+	// SchemaSafeErrors leaves StructuredContent out of the tool-error
+	// results the guard gives for a tool with an output schema (every tool
+	// mcp.AddTool adds with a struct output): the refusal of a call that
+	// passed resolution (the caller may know the tool), and a dry run's
+	// preview that does not fit the schema. The error, or the preview, is
+	// in the text content alone, where [DenialOf] reads it. The MCP
+	// specification has structured results conform to the output schema,
+	// and the TypeScript SDK's client (1.32) checks every one, isError or
+	// not: it throws -32602 "Structured content does not match the tool's
+	// output schema" in place of the guard's refusal, so that its caller,
+	// and the model, never read the code, the message or the correlation
+	// id. Set it for such clients (or use ProtocolErrors). A refusal before
+	// resolution keeps its StructuredContent, as every tool's does, so that
+	// nothing tells which names have an output schema. False keeps the
+	// error contract: StructuredContent and text both hold the error.
+	SchemaSafeErrors bool
 	// NotFoundCode is the JSON-RPC code of TOOL_NOT_FOUND. 0 means -32602,
 	// as the go-sdk answers for an unknown tool. Note that go-sdk v1.8.0
 	// rewrites the message of every -32601 error a handler returns to

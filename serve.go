@@ -52,6 +52,7 @@ type call struct {
 	retry     bool            // the call returns a sealed RequestState: a logical call's next round
 	preview   bool            // a dry run that returns a real next round's sealed RequestState
 	confirmed bool            // a confirmation passed in this logical call
+	schemaOut bool            // the tool has an output schema its caller may know (see errorResult)
 	ticket    *confirm.Ticket // the state the call came with, checked, used up when admitted
 
 	// For what the server asks the client within the call (see askClient):
@@ -221,6 +222,8 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		return g.deny(c, notFound(c.name))
 	}
 	c.rule = d.Rule
+	// From here the caller may know the tool and its output schema.
+	c.schemaOut = g.opts.SchemaSafeErrors && e.tool != nil && e.tool.OutputSchema != nil
 	if d.Code != policy.Allowed {
 		return g.deny(c, policyDenial(d, c.name))
 	}
@@ -307,6 +310,11 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			if res.IsError = e.out != nil && e.checkOutput(res, -1) != nil; res.IsError {
 				// Allowed (nothing was refused), but the record says why
 				// the client got a tool error.
+				// Nor would a client that checks tool errors' (see
+				// Options.SchemaSafeErrors): the preview in its text alone.
+				if g.opts.SchemaSafeErrors {
+					res.StructuredContent = nil
+				}
 				d := "dry run: the simulated result does not fit the tool's output schema, answered as a tool error"
 				if c.detail != "" {
 					d = c.detail + "; " + d
@@ -1281,7 +1289,19 @@ func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {
 	if g.opts.ProtocolErrors {
 		return nil, out.JSONRPCError(g.opts.NotFoundCode)
 	}
-	return out.Result(), nil
+	return c.errorResult(&out), nil
+}
+
+// errorResult renders d as the call's tool-error result: with
+// Options.SchemaSafeErrors, for a tool with an output schema its caller
+// may know (it passed resolution), the error is in the text content
+// alone, without StructuredContent (see SchemaSafeErrors).
+func (c *call) errorResult(d *DenialError) *mcp.CallToolResult {
+	r := d.Result()
+	if c.schemaOut {
+		r.StructuredContent = nil
+	}
+	return r
 }
 
 func limitDenial(d limiter.Decision) *DenialError {
@@ -1547,7 +1567,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		c.denial = d
 		out := *d
 		out.CorrelationID = c.corr
-		r := out.Result()
+		r := c.errorResult(&out)
 		if g.opts.ProtocolErrors {
 			return nil, false
 		}
