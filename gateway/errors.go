@@ -222,6 +222,15 @@ func retryAfterSeconds(d time.Duration) int64 {
 // The answer echoes the message's id, which its client chose (as long as
 // the body, at most): it is written as [Gateway.writeOwn] writes.
 func (g *Gateway) writeError(w http.ResponseWriter, e *rpcError, id []byte, correlationID string) {
+	g.writeErrorOf(w, e, id, correlationID, id != nil)
+}
+
+// writeErrorOf is writeError of a refused message that is a request
+// (request: a JSON-RPC request, which has an id) or not (a client's
+// response to a server's request, whose id is the server's): only a
+// request's refusal may be answered 200 (Options.TransientStatusOK); a
+// client reads a 200 to its response as taken.
+func (g *Gateway) writeErrorOf(w http.ResponseWriter, e *rpcError, id []byte, correlationID string, request bool) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.challenge != "" {
@@ -235,7 +244,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, e *rpcError, id []byte, corr
 		h.Set("Accept-Encoding", "identity")
 	}
 	status := e.status
-	if g.transientOK && id != nil && transientStatus(status) {
+	if g.transientOK && request && transientStatus(status) {
 		status = http.StatusOK // see Options.TransientStatusOK
 	}
 	w.WriteHeader(status)

@@ -690,18 +690,31 @@ func (g *Gateway) outboundRequest(ctx context.Context, method, query string, hea
 		}
 		out.Body = g.requestBody(body)
 		out.ContentLength = int64(len(body))
-		if g.ownClient || method != http.MethodPost {
+		if g.ownClient || method != http.MethodPost || !idempotencyKeyed(header) {
 			out.GetBody = func() (io.ReadCloser, error) { return g.requestBody(body), nil }
 		}
-		// Not for a POST through another Transport: net/http's sends a
-		// request with GetBody again on a new connection, after it was
-		// written on a kept one that failed, when it carries an
-		// Idempotency-Key (which a client may set and the gateway passes
-		// on), and a downstream that does not deduplicate on it (an MCP
-		// server) would run a tools/call that wrote twice. The gateway's
-		// own client never sends a written POST again.
+		// Not for a POST with an Idempotency-Key through another
+		// Transport: net/http's sends such a request with GetBody again
+		// on a new connection, after it was written on a kept one that
+		// failed, and a downstream that does not deduplicate on the key
+		// (which a client may set and the gateway passes on; an MCP
+		// server does not) would run a tools/call that wrote twice. The
+		// gateway's own client never sends a written POST again. Other
+		// POSTs keep GetBody, with which a Transport sends again only
+		// what was not processed: one not written at all, an HTTP/2
+		// stream the downstream refused (REFUSED_STREAM) or left past
+		// its GOAWAY.
 	}
 	return out
+}
+
+// idempotencyKeyed reports whether h carries a header with which
+// net/http's Transport takes a POST for replayable (see
+// [Gateway.outboundRequest]).
+func idempotencyKeyed(h http.Header) bool {
+	_, a := h["Idempotency-Key"]
+	_, b := h["X-Idempotency-Key"]
+	return a || b
 }
 
 // blankRequest is the request [Gateway.outboundRequest] copies; never
@@ -913,7 +926,7 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 			// Not its client's hanging up but a deadline: the client
 			// may be waiting still, and a handler that writes nothing
 			// answers it 200 with an empty body.
-			g.writeError(w, e, m.idOrNil(), cid)
+			g.writeErrorOf(w, e, m.idOrNil(), cid, isRequest(m))
 		}
 		return
 	}
@@ -921,7 +934,13 @@ func (g *Gateway) unanswered(w http.ResponseWriter, r *http.Request, pr *policy.
 		call.clientWentAway()
 	}
 	call.finish(uerr.contract)
-	g.writeError(w, uerr, m.idOrNil(), cid)
+	g.writeErrorOf(w, uerr, m.idOrNil(), cid, isRequest(m))
+}
+
+// isRequest reports whether m is a JSON-RPC request (it has an id and is
+// not a client's response); false for nil.
+func isRequest(m *message) bool {
+	return m != nil && m.id != nil && !m.response
 }
 
 // logRelayed writes the "upstream" line of an answer relayed as it came:

@@ -167,9 +167,9 @@ type Options struct {
 	// not resolved, another dial error, its certificate refused): clients
 	// retrying through an outage do not use up their caps on calls that
 	// never ran. (Through another Transport a failure gives nothing
-	// back. A POST is never sent again: the gateway gives another
-	// Transport no GetBody for it, without which net/http's does not send
-	// a written POST again, even with an Idempotency-Key.) A forwarded
+	// back. A written POST is never sent again: the gateway gives another
+	// Transport no GetBody for a POST with an Idempotency-Key, without
+	// which net/http's does not send it again after it was written.) A forwarded
 	// call keeps its in-flight place until the downstream's answer has
 	// been read, also when its client hangs up first (then for at most
 	// Timeout: see the package doc). The answer is the POST's: a server
@@ -357,7 +357,9 @@ type Options struct {
 	// made by token.NewGatewaySigner, which holds no key.
 	Signer *token.GatewaySigner
 	// TransientStatusOK answers with status 200 a refusal of the
-	// gateway's own to a JSON-RPC request (one with an id) that it would
+	// gateway's own to a JSON-RPC request (one with an id; not a client's
+	// response to a server's request, which a 200 would tell its client
+	// was taken) that it would
 	// answer 429, 500, 502, 503 or 504: a cap (CodeLimitExceeded), a call
 	// it could not price or whose Transport panicked (CodeInternal), the
 	// downstream unavailable or timed out (CodeUpstreamUnavailable), the

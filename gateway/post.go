@@ -358,8 +358,10 @@ func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid strin
 		w.Header().Set("Connection", "close")
 	}
 	var id []byte
+	request := false
 	if !batch && len(msgs) == 1 {
 		id = msgs[0].id
+		request = id != nil && !msgs[0].response
 	}
 	// A call's record has no detail, as the guard's record of an
 	// unauthenticated call; but one the authenticator could not judge
@@ -375,7 +377,7 @@ func (g *Gateway) refuseCaller(w http.ResponseWriter, r *http.Request, cid strin
 	}
 	g.auditRefusal(r, nil, cid, msgs, aerr, detail, start)
 	g.logRefusedCaller(cid, "", aerr)
-	g.writeError(w, aerr, id, cid)
+	g.writeErrorOf(w, aerr, id, cid, request)
 }
 
 // logRefusedCaller logs the refusal aerr of a request's caller (method:
@@ -421,7 +423,7 @@ func (g *Gateway) refuseSession(w http.ResponseWriter, r *http.Request, pr *poli
 	if !batch {
 		id = msgs[0].id
 	}
-	g.writeError(w, e, id, cid)
+	g.writeErrorOf(w, e, id, cid, id != nil && !batch && !msgs[0].response)
 }
 
 // refuseMessage logs and answers the local refusal of a POST's single
@@ -432,7 +434,7 @@ func (g *Gateway) refuseMessage(w http.ResponseWriter, cid string, pr *policy.Pr
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	g.writeError(w, p.local, p.m.id, cid)
+	g.writeErrorOf(w, p.local, p.m.id, cid, p.m.id != nil && !p.m.response)
 }
 
 // checkSession refuses a request that carries more than one Mcp-Session-Id
