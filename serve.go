@@ -1507,6 +1507,9 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		// as one whose handler the deadline ends does, and, whatever the
 		// client answered, its tool is not run after it.
 		timedOut := !late && errors.Is(gaveup.Err(wctx), context.DeadlineExceeded)
+		// Or its client went away (cancelled the call, closed the
+		// session) while the human was asked.
+		left := !late && !timedOut && errors.Is(gaveup.Err(wctx), context.Canceled)
 		cancel()
 		stop()
 		if err != nil && late {
@@ -1521,6 +1524,9 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		}
 		if err != nil {
 			c.detail = "elicitation failed"
+			if left {
+				c.detail = "the client went away (the call's context ended) while the user was asked to confirm; the tool was not run"
+			}
 			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm")
 			return nil, false
 		}
