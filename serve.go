@@ -308,13 +308,13 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			// is checked: its summary names the call's arguments, or is
 			// the tool's Describe text.
 			if res.IsError = e.out != nil && e.checkOutput(res, -1) != nil; res.IsError {
-				// Allowed (nothing was refused), but the record says why
-				// the client got a tool error.
 				// Nor would a client that checks tool errors' (see
 				// Options.SchemaSafeErrors): the preview in its text alone.
 				if g.opts.SchemaSafeErrors {
 					res.StructuredContent = nil
 				}
+				// Allowed (nothing was refused), but the record says why
+				// the client got a tool error.
 				d := "dry run: the simulated result does not fit the tool's output schema, answered as a tool error"
 				if c.detail != "" {
 					d = c.detail + "; " + d
