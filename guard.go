@@ -278,8 +278,8 @@ type Options struct {
 	// preview that does not fit the schema. The error, or the preview, is
 	// in the text content alone, where [DenialOf] reads it. The MCP
 	// specification has structured results conform to the output schema,
-	// and the TypeScript SDK's client (1.32) checks every one, isError or
-	// not: it throws -32602 "Structured content does not match the tool's
+	// and the TypeScript SDK's client (1.32) checks every one of a tool it
+	// has listed, isError or not: it throws -32602 "Structured content does not match the tool's
 	// output schema" in place of the guard's refusal, so that its caller,
 	// and the model, never read the code, the message or the correlation
 	// id. Set it for such clients (or use ProtocolErrors). A refusal before
