@@ -529,8 +529,22 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 	if res.IsError {
 		c.detail = "tool reported an error"
 	}
+	if d, _ := ctx.Value(callerKey{}).(*detachedCtx); d != nil && c.rule != nil && c.rule.Class == policy.Write &&
+		!c.dryRun && errors.Is(d.caller.Err(), context.Canceled) {
+		// A started write runs to its end, its client gone (see
+		// detachedCtx): the record says the result was not awaited.
+		if c.detail == "" {
+			c.detail = writeAfterLeftDetail
+		} else {
+			c.detail += "; " + writeAfterLeftDetail
+		}
+	}
 	return res, nil
 }
+
+// writeAfterLeftDetail is the record's detail of a write that ran to its
+// end after its client went away.
+const writeAfterLeftDetail = "the client went away (the call's context ended) while the write ran; it ran to its end"
 
 // detachedCtx is the context of a write's handler: not cancelled when its
 // caller's is, so that a started write runs to completion, but keeping the

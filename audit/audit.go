@@ -68,6 +68,7 @@ type Event struct {
 	// caller was told what a missing name's caller is; a tool's handler
 	// that failed is "handler error", with ": timed out" when it did (or
 	// ": its upstream is unavailable" for mcpguard.ErrUpstreamUnavailable).
+	// A write that ran to its end after its client went away says so.
 	// Every record of a call its user confirmed (its intent, its outcome,
 	// and those of its later rounds) starts with "confirmed by the user",
 	// followed by "; " and the rest where there is more.
