@@ -41,19 +41,9 @@ func TestReview59PostNeverSentTwiceThroughATransport(t *testing.T) {
 	}
 	gw := httptest.NewServer(g)
 	defer gw.Close()
+	rg := &rig{url: gw.URL}
 	post := func(id, tool string) int {
-		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(call(id, tool, `{"amount":1}`)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", viewer)
-		req.Header.Set("Idempotency-Key", "order-4711")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return rg.post(t, viewer, call(id, tool, `{"amount":1}`), "Idempotency-Key", "order-4711").status
 	}
 	post("1", "get_customer_record") // a kept connection to the downstream
 	status := post("2", "trigger_refund")

@@ -90,43 +90,24 @@ func TestReview59TransientStatusOK(t *testing.T) {
 			}
 
 			// The same over plain HTTP: 200, the error and Retry-After.
-			req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(
-				`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_customer_record","arguments":{"customer_id":"CUST-00001"}}}`))
-			req.Header.Set("Authorization", "Bearer viewer-token")
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
+			rg := &rig{url: gw.URL}
+			got := rg.post(t, viewer, call("7", "get_customer_record", `{"customer_id":"CUST-00001"}`), "Mcp-Protocol-Version", "2025-11-25")
 			var body struct {
 				ID    int `json:"id"`
 				Error struct {
 					Code int64 `json:"code"`
 				} `json:"error"`
 			}
-			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK || body.ID != 7 || body.Error.Code != c.code {
-				t.Errorf("%s over HTTP: status %d, %+v (%v), want 200 with error %d", c.name, resp.StatusCode, body, err, c.code)
+			if err := json.Unmarshal([]byte(got.body), &body); err != nil || got.status != http.StatusOK || body.ID != 7 || body.Error.Code != c.code {
+				t.Errorf("%s over HTTP: status %d, %+v (%v), want 200 with error %d", c.name, got.status, body, err, c.code)
 			}
-			if c.limit && resp.Header.Get("Retry-After") == "" {
+			if c.limit && got.header.Get("Retry-After") == "" {
 				t.Errorf("429 over HTTP: no Retry-After")
 			}
 
 			// Not retryable: 403 stays 403.
-			req, _ = http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(
-				`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"admin_reset_key","arguments":{"key_id":"K"}}}`))
-			req.Header.Set("Authorization", "Bearer viewer-token")
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp2, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp2.Body.Close()
-			if resp2.StatusCode != http.StatusForbidden {
-				t.Errorf("a forbidden call: status %d, want 403", resp2.StatusCode)
+			if got := rg.post(t, viewer, call("8", "admin_reset_key", `{"key_id":"K"}`)); got.status != http.StatusForbidden {
+				t.Errorf("a forbidden call: status %d, want 403", got.status)
 			}
 		})
 	}

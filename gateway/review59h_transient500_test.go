@@ -45,18 +45,8 @@ func TestReview59hTransientStatusOK500(t *testing.T) {
 		t.Errorf("a call the Cost cannot price, TransientStatusOK: %v, want the gateway's -32603 and its message", err)
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp", strings.NewReader(
-		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_customer_record","arguments":{"customer_id":"CUST-00001"}}}`))
-	req.Header.Set("Authorization", "Bearer viewer-token")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("over HTTP: status %d, want 200 (TransientStatusOK)", resp.StatusCode)
+	got := postAs(t, gw.URL, viewer, call("7", "get_customer_record", `{"customer_id":"CUST-00001"}`))
+	if got.status != http.StatusOK {
+		t.Errorf("over HTTP: status %d, want 200 (TransientStatusOK)", got.status)
 	}
 }
