@@ -529,8 +529,7 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 	if res.IsError {
 		c.detail = "tool reported an error"
 	}
-	if d, _ := ctx.Value(callerKey{}).(*detachedCtx); d != nil && c.rule != nil && c.rule.Class == policy.Write &&
-		!c.dryRun && errors.Is(d.caller.Err(), context.Canceled) {
+	if c.rule != nil && c.rule.Class == policy.Write && !c.dryRun && callerLeft(ctx) {
 		// A started write runs to its end, its client gone (see
 		// detachedCtx): the record says the result was not awaited.
 		if c.detail == "" {
@@ -540,6 +539,13 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 		}
 	}
 	return res, nil
+}
+
+// callerLeft reports whether ctx is a write's detached context (see
+// detachedCtx) whose caller's context was cancelled.
+func callerLeft(ctx context.Context) bool {
+	d, _ := ctx.Value(callerKey{}).(*detachedCtx)
+	return d != nil && errors.Is(d.caller.Err(), context.Canceled)
 }
 
 // writeAfterLeftDetail is the record's detail of a write that ran to its
