@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,23 +36,7 @@ func TestReview59TransientStatusOK(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			var resets atomic.Int64
-			srv := sdkServer(&resets)
-			down := newServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-				&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
-			opts := &Options{Logger: discardLogger(), TransientStatusOK: true}
-			if c.limit {
-				lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				opts.Limiter = lim
-			}
-			g, err := New(down.URL, DemoTokens(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gw := newServer(t, g)
+			down, gw := sdkBehindGateway(t, &Options{Logger: discardLogger(), TransientStatusOK: true}, c.limit)
 			cs := connect(t, ctx, gw.URL+"/mcp", "viewer-token")
 			if c.limit {
 				if _, err := cs.CallTool(ctx, get); err != nil {
@@ -60,7 +45,7 @@ func TestReview59TransientStatusOK(t *testing.T) {
 			} else {
 				down.Close()
 			}
-			_, err = cs.CallTool(ctx, get)
+			_, err := cs.CallTool(ctx, get)
 			var je *jsonrpc.Error
 			switch {
 			case !c.limit:
@@ -111,4 +96,27 @@ func TestReview59TransientStatusOK(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sdkBehindGateway serves a go-sdk stateless JSON server (sdkServer) and a
+// gateway with opts in front of it, with a per-user rate of one call an
+// hour when rateOne; it returns both servers.
+func sdkBehindGateway(t *testing.T, opts *Options, rateOne bool) (down, gw *httptest.Server) {
+	t.Helper()
+	var resets atomic.Int64
+	srv := sdkServer(&resets)
+	down = newServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	if rateOne {
+		lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Limiter = lim
+	}
+	g, err := New(down.URL, DemoTokens(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return down, newServer(t, g)
 }

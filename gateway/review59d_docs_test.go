@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,27 +41,11 @@ func TestReview59dGoSDKSeesStatusOnly(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			var resets atomic.Int64
-			srv := sdkServer(&resets)
-			down := newServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-				&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
-			opts := &Options{Logger: discardLogger()}
-			if c.limit {
-				lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 1, Window: time.Hour}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				opts.Limiter = lim
-			}
-			g, err := New(down.URL, DemoTokens(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gw := newServer(t, g)
+			down, gw := sdkBehindGateway(t, &Options{Logger: discardLogger()}, c.limit)
 			cs := connect(t, ctx, gw.URL+"/mcp", "viewer-token")
 
 			// 403: the JSON-RPC error is read.
-			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "admin_reset_key", Arguments: map[string]any{"key_id": "K"}})
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "admin_reset_key", Arguments: map[string]any{"key_id": "K"}})
 			var je *jsonrpc.Error
 			if !errors.As(err, &je) || je.Code != CodeForbidden {
 				t.Errorf("403: %v, want the JSON-RPC error %d", err, CodeForbidden)

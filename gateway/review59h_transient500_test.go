@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,19 +25,10 @@ import (
 func TestReview59hTransientStatusOK500(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var resets atomic.Int64
-	srv := sdkServer(&resets)
-	down := newServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
-	opts := &Options{Logger: discardLogger(), TransientStatusOK: true,
-		Cost: func(string, policy.Args) float64 { return math.NaN() }}
-	g, err := New(down.URL, DemoTokens(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := newServer(t, g)
+	_, gw := sdkBehindGateway(t, &Options{Logger: discardLogger(), TransientStatusOK: true,
+		Cost: func(string, policy.Args) float64 { return math.NaN() }}, false)
 	cs := connect(t, ctx, gw.URL+"/mcp", "viewer-token")
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_customer_record",
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_customer_record",
 		Arguments: map[string]any{"customer_id": "CUST-00001"}})
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != CodeInternal || !strings.Contains(je.Message, "cost of the call") {
