@@ -63,11 +63,15 @@ type Event struct {
 	// `user answered "decline"`), else the message the caller was told
 	// (but for INVALID_ARGUMENTS, whose message names fields the caller
 	// chose, UNAUTHENTICATED and TOOL_NOT_FOUND); never secrets or raw
-	// arguments. A TOOL_NOT_FOUND of a tool that exists but is hidden
-	// from the caller says so ("hidden from the caller: ..."), where the
-	// caller was told what a missing name's caller is; a tool's handler
-	// that failed is "handler error", with ": timed out" when it did (or
-	// ": its upstream is unavailable" for mcpguard.ErrUpstreamUnavailable).
+	// arguments. A TOOL_NOT_FOUND of a tool that exists (at the gateway,
+	// which does not know the downstream's tools: one a rule covers) but
+	// is hidden from the caller says so ("hidden from the caller: ..."),
+	// where the caller was told what a missing name's caller is; the
+	// gateway's record of another policy refusal holds the policy's
+	// reason ("unknown tool", "caller lacks a required role"). A tool's
+	// handler that failed is "handler error", with
+	// ": timed out" when it did (or ": its upstream is unavailable" for
+	// mcpguard.ErrUpstreamUnavailable).
 	// A write that ran to its end after its client went away says so.
 	// Every record of a call its user confirmed (its intent, its outcome,
 	// and those of its later rounds) starts with "confirmed by the user",

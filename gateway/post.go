@@ -541,7 +541,13 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 	}
 	if !d.Allowed() {
 		p.local = g.denial(pol, pr, m.tool, d)
-		g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, d.Reason, 0, start)
+		detail := d.Reason
+		if _, ruled := pol.Resolve(m.tool); ruled && d.Code == policy.NotFound {
+			// The caller is told what an unknown tool's caller is; the
+			// trail tells a probe of a hidden tool from a missing name.
+			detail = hiddenDetail
+		}
+		g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, detail, 0, start)
 		return p
 	}
 	if d.Rule.Confirm {
@@ -692,6 +698,11 @@ func (g *Gateway) callCost(cid, tool string, args policy.Args) (cost float64, ok
 	}
 	return cost, true
 }
+
+// hiddenDetail is the record's detail of a call to a tool the caller may
+// not see (a rule applies, its roles are not met, ShowForbidden is off),
+// refused as an unknown one (TOOL_NOT_FOUND), as in the library's records.
+const hiddenDetail = "hidden from the caller: it lacks a role the tool requires"
 
 // denial builds the -32001 (or -32601) refusal of a policy decision.
 func (g *Gateway) denial(pol *policy.Policy, pr *policy.Principal, tool string, d policy.Decision) *rpcError {
