@@ -168,8 +168,9 @@
 // of the TypeScript SDK (1.32) checks a tool error's structured content
 // against the tool's output schema too, and throws -32602 in place of a
 // refusal of a tool that has one (a typed tool's): with
-// [Options.SchemaSafeErrors] the refusals of such tools carry the error in
-// their text alone. The HTTP
+// [Options.SchemaSafeErrors] (around a chain of stand-alone steps,
+// [SchemaSafe]) the refusals of such tools carry the error in their text
+// alone. The HTTP
 // statuses are [Code.HTTPStatus]'s, which the gateway and an HTTP route of
 // one's own answer with; an MCP server's answer over Streamable HTTP is
 // HTTP 200 whatever the code, without Retry-After (retry_after_seconds is

@@ -284,8 +284,12 @@ type Options struct {
 	// and the model, never read the code, the message or the correlation
 	// id. Set it for such clients (or use ProtocolErrors). A refusal before
 	// resolution keeps its StructuredContent, as every tool's does, so that
-	// nothing tells which names have an output schema. False keeps the
-	// error contract: StructuredContent and text both hold the error.
+	// nothing tells which names have an output schema. The stand-alone
+	// Confirm, Limit, DryRun and WriteAhead, which do not know a tool's
+	// output schema, leave it out of their every refusal past resolution,
+	// whatever the tool; around the steps that take no Options, put
+	// [SchemaSafe]. False keeps the error contract: StructuredContent and
+	// text both hold the error.
 	SchemaSafeErrors bool
 	// NotFoundCode is the JSON-RPC code of TOOL_NOT_FOUND. 0 means -32602,
 	// as the go-sdk answers for an unknown tool. Note that go-sdk v1.8.0

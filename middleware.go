@@ -15,9 +15,39 @@ import (
 // Recover, Authenticate, Authorize, ValidateArguments and ValidateOutput
 // take no [Options]: they always refuse with a tool-error result, except
 // that Authorize answers a tool the caller may not see with the go-sdk's
-// JSON-RPC error for an unknown tool. Confirm, Limit, DryRun and WriteAhead
-// render their refusals as opts says ([Options].ProtocolErrors).
+// JSON-RPC error for an unknown tool ([SchemaSafe] outside them does what
+// [Options].SchemaSafeErrors does). Confirm, Limit, DryRun and WriteAhead
+// render their refusals as opts says ([Options].ProtocolErrors and
+// SchemaSafeErrors).
 type Middleware func(mcp.ToolHandler) mcp.ToolHandler
+
+// SchemaSafe leaves StructuredContent out of every refusal that the steps
+// (or the handler) inside it answer in a tool-error result, but
+// UNAUTHENTICATED, as [Options].SchemaSafeErrors does for a [Guard]: the
+// error is then in the text content alone, where [DenialOf] reads it, and
+// a client that checks a tool error's structured content against the
+// tool's output schema (the TypeScript SDK's, 1.32) reads the refusal
+// instead of throwing -32602. A refusal is a result with IsError set that
+// DenialOf reads; other results pass unchanged. Put it outermost in the
+// chain of a tool with an output schema, for the steps that take no
+// [Options]. An UNAUTHENTICATED refusal keeps its StructuredContent, as a
+// Guard's refusal before resolution does: the caller may not know the tool.
+func SchemaSafe() Middleware {
+	return func(next mcp.ToolHandler) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := next(ctx, req)
+			if err != nil || res == nil || !res.IsError || res.StructuredContent == nil {
+				return res, err
+			}
+			if d, ok := DenialOf(res, nil); ok && d.Code != CodeUnauthenticated {
+				out := *res
+				out.StructuredContent = nil
+				return &out, nil
+			}
+			return res, nil
+		}
+	}
+}
 
 // Chain composes middleware: Chain(a, b, c)(h) == a(b(c(h))). The first
 // listed is outermost: it sees the request first and the result last. Nil

@@ -459,6 +459,10 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 		return c, ToolOptions{}, notFound(c.name)
 	}
 	c.rule = d.Rule
+	// From here the caller may know the tool. A step does not know its
+	// output schema: with SchemaSafeErrors every tool's refusals leave
+	// StructuredContent out.
+	c.schemaOut = g.opts.SchemaSafeErrors
 	ac := auditCall(ctx, req)
 	if ac != nil {
 		ac.rule = c.rule
