@@ -51,7 +51,9 @@ type Options struct {
 	// may not call; an answer the gateway cannot read as JSON, or as its
 	// client reads it (compressed, or an event stream in another charset
 	// than UTF-8), becomes an upstream error (502) instead of being relayed
-	// unfiltered. False (the default) relays tools/list unchanged. (A
+	// unfiltered. A filtered result's cacheScope is "private", set when
+	// the downstream sent none (absent means "public" on protocol
+	// 2026-07-28). False (the default) relays tools/list unchanged. (A
 	// redirect is never relayed.) It reads the answers to tools/list
 	// requests: a listing a downstream sends elsewhere (on a GET stream,
 	// or, at a downstream that accepts a request id in flight twice, in

@@ -435,7 +435,8 @@ func TestFilterToolsList(t *testing.T) {
 		t.Errorf("unfiltered list lacks admin tool: %s", got.body)
 	}
 	filtered := newRig(t, &Options{FilterToolsList: true})
-	want := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_customer_record"},{"name":"trigger_refund"}]}}`
+	// A list filtered for its caller is private (an absent cacheScope is public).
+	want := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_customer_record"},{"name":"trigger_refund"}],"cacheScope":"private"}}`
 	if got := filtered.post(t, viewer, list); got.body != want {
 		t.Errorf("filtered list = %s, want %s", got.body, want)
 	}

@@ -183,6 +183,7 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 			return nil
 		}
 	}
+	scoped := false // the result has a cacheScope
 	newResult := rewriteObject(result, func(k, v []byte) []byte {
 		switch string(k) {
 		case "instructions":
@@ -216,10 +217,22 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 			}
 			return append(out, ']')
 		case "cacheScope":
+			scoped = true
 			return []byte(`"private"`)
 		}
 		return v
 	})
+	if g.filter && !scoped {
+		// An absent cacheScope means "public" (protocol 2026-07-28): an
+		// intermediary may serve one caller's list to another. Older
+		// clients ignore the member.
+		// newResult is compact: "{}" or "{...}".
+		sep := ","
+		if len(newResult) == 2 {
+			sep = ""
+		}
+		newResult = append(append(newResult[:len(newResult)-1], sep...), `"cacheScope":"private"}`...)
+	}
 	return rewriteObject(msg, func(k, v []byte) []byte {
 		if string(k) == "result" {
 			return newResult

@@ -228,7 +228,7 @@ func TestReview28BatchAnswerBytes(t *testing.T) {
 		got := r28Post(t, url, `[{"jsonrpc":"2.0","id":7.5,"method":"tools/list"},{"jsonrpc":"2.0","id":"p","method":"ping"}]`, sse)
 		for _, want := range []string{
 			`{"id" : "p" ,"jsonrpc":"2.0","result":{"x":[1, 2]}}`,
-			`{"jsonrpc":"2.0","id":7.5,"result":{"tools":[{"name":"get_customer_record"}]}}`,
+			`{"jsonrpc":"2.0","id":7.5,"result":{"tools":[{"name":"get_customer_record"}],"cacheScope":"private"}}`,
 		} {
 			if !strings.Contains(got.body, want) {
 				t.Errorf("sse=%v: answer %s lacks %s", sse, got.body, want)

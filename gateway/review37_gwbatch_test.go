@@ -108,7 +108,7 @@ func TestReview37FilteredListOutlivesItsClient(t *testing.T) {
 	cancel()
 	close(release)
 	<-done
-	want := `{"jsonrpc":"2.0","id":4,"result":{"tools":[{"name":"get_customer_record"}]}}`
+	want := `{"jsonrpc":"2.0","id":4,"result":{"tools":[{"name":"get_customer_record"}],"cacheScope":"private"}}`
 	if got := rec.Body.String(); rec.Code != http.StatusOK || got != want {
 		t.Errorf("POST %s, client gone while downstream: %d %q, want 200 %q", body, rec.Code, got, want)
 	}
@@ -323,7 +323,7 @@ func TestReview37FilteredListStreamWithoutIDs(t *testing.T) {
 	const body = `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
 	got := r28Post(t, url, body, true)
 	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n" +
-		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"tools\":[]}}\n\n"
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"tools\":[],\"cacheScope\":\"private\"}}\n\n"
 	if diff := cmp.Diff(want, got.body); diff != "" {
 		t.Errorf("POST %s: stream (-want +got):\n%s", body, diff)
 	}
@@ -574,7 +574,7 @@ func TestReview37ReadEventsShapes(t *testing.T) {
 func TestReview37FilteredListArrayAnswer(t *testing.T) {
 	const (
 		full = `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_customer_record"},{"name":"admin_reset_key"}]}}`
-		kept = `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_customer_record"}]}}`
+		kept = `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_customer_record"}],"cacheScope":"private"}}`
 	)
 	for _, tc := range []struct {
 		name   string
