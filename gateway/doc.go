@@ -305,7 +305,9 @@
 // A single refusal carries a semantic HTTP status as well as the JSON-RPC
 // error: -32000 with 401 and WWW-Authenticate, -32001 with 403, -32601
 // with 404 for a tool the policy has no rule for (or hides: a policy
-// without ShowForbidden), -32602 /
+// without ShowForbidden; with 400 when the request names a session, as a
+// 404 there tells the client its session has ended, and a client that
+// follows the MCP transport, as mcp-go does, starts a new one), -32602 /
 // -32600 / -32700 with 400 (-32600 with 413 for a body over MaxBodyBytes,
 // 415 for one encoded or in another charset, 405 with Allow for an HTTP
 // method other than GET, POST and DELETE, or OPTIONS as a CORS preflight),

@@ -40,7 +40,11 @@ type Options struct {
 	// whose names differ only in case and whose demands differ (class,
 	// roles, confirmation, cost, argument limits, the write allowlist): a
 	// downstream that matches names leniently runs one tool under either
-	// name, so a caller would choose the weaker rule by its spelling.
+	// name, so a caller would choose the weaker rule by its spelling. A
+	// tool the policy hides from the caller (without ShowForbidden) is
+	// refused as one no rule covers (-32601); but with a Default rule a
+	// name no rule names is forwarded and answered by the downstream, in
+	// its own words, so a caller can tell a hidden tool from a missing one.
 	Policy *policy.Policy
 	// Path is the path the gateway serves MCP on. Empty means "/mcp".
 	Path string

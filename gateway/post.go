@@ -541,6 +541,12 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 	}
 	if !d.Allowed() {
 		p.local = g.denial(pol, pr, m.tool, d)
+		if p.local.status == http.StatusNotFound && headerValue(r.Header, hdrSession) != "" {
+			// A 404 to a request naming a session says the session has
+			// ended (the MCP transport): a client following it (mcp-go)
+			// starts a new one, and reads no error.
+			p.local.status = http.StatusBadRequest
+		}
 		detail := d.Reason
 		if _, ruled := pol.Resolve(m.tool); ruled && d.Code == policy.NotFound {
 			// The caller is told what an unknown tool's caller is; the

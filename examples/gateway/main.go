@@ -326,10 +326,13 @@ func run(logger *slog.Logger) (runErr error) {
 		return printPinsWith(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), downstreamAccess{tlsCfg, signer}, stdout)
 	}
 	var pol *policy.Policy // nil: gateway.DefaultPolicy
-	var policySum string   // the --policy file's SHA-256, for the logs
+	var facts policyFacts // of the --policy file, for the logs
 	if *policyFile != "" {
-		if pol, policySum, err = loadPolicy(*policyFile); err != nil {
+		if pol, facts, err = loadPolicy(*policyFile); err != nil {
 			return err
+		}
+		if facts.hidesBeside {
+			logger.Warn(hiddenToldApart, "policy", *policyFile)
 		}
 	}
 	if err := checkTokenFlags(*jwks != "" || *issuer != "", *introspect != ""); err != nil {
@@ -652,8 +655,8 @@ func run(logger *slog.Logger) (runErr error) {
 		listening = append(listening, "inflight", *inflight)
 	}
 	listening = append(listening, "max_streams", *maxStreams)
-	if policySum != "" {
-		listening = append(listening, "policy_sha256", policySum)
+	if facts.sum != "" {
+		listening = append(listening, "policy_sha256", facts.sum)
 	}
 	logger.Info("gateway listening", listening...)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -1079,7 +1082,7 @@ func (rl *policyReloader) made(g *gateway.Gateway) {
 // which the shutdown waits for before it closes the audit sink, would wait
 // with it.
 func reloadPolicy(logger *slog.Logger, path string, g *gateway.Gateway) {
-	p, sum, err := reloadablePolicy(path) // its error names what failed
+	p, facts, err := reloadablePolicy(path) // its error names what failed
 	if err == nil {
 		err = g.SetPolicy(p)
 	}
@@ -1087,7 +1090,10 @@ func reloadPolicy(logger *slog.Logger, path string, g *gateway.Gateway) {
 		logger.Error("SIGHUP: --policy not reloaded; tools/call is decided by the policy the gateway had", "policy", path, "err", err)
 		return
 	}
-	logger.Info("SIGHUP: --policy reloaded; tools/call is decided by it from now on", "policy", path, "sha256", sum)
+	logger.Info("SIGHUP: --policy reloaded; tools/call is decided by it from now on", "policy", path, "sha256", facts.sum)
+	if facts.hidesBeside {
+		logger.Warn(hiddenToldApart, "policy", path)
+	}
 }
 
 // plainDecimal reports whether s is digits with an optional fraction

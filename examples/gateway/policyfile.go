@@ -34,9 +34,8 @@ func exitCode(err error) int {
 // policy.ParseConfig reads it, at most policy.MaxConfigBytes, checked by
 // policy.New. A rule with "confirm" is refused: the gateway cannot ask a
 // human to confirm a call, and refuses every call of such a tool. It
-// returns the file's SHA-256 too, in hex, for the logs. Its errors are
-// usage errors.
-func loadPolicy(path string) (*policy.Policy, string, error) {
+// returns what the logs say of the file too. Its errors are usage errors.
+func loadPolicy(path string) (*policy.Policy, policyFacts, error) {
 	return readPolicy(path, false)
 }
 
@@ -44,14 +43,14 @@ func loadPolicy(path string) (*policy.Policy, string, error) {
 // is a regular file when it is opened only (hangup.OpenRegular: a named
 // pipe would have the SIGHUP handler wait for a writer). (At the start,
 // --policy <(...) is read as any file.)
-func reloadablePolicy(path string) (*policy.Policy, string, error) {
+func reloadablePolicy(path string) (*policy.Policy, policyFacts, error) {
 	return readPolicy(path, true)
 }
 
 // readPolicy is loadPolicy; with regular, as reloadablePolicy.
-func readPolicy(path string, regular bool) (*policy.Policy, string, error) {
-	fail := func(err error) (*policy.Policy, string, error) {
-		return nil, "", usageError{fmt.Errorf("--policy %s: %w", path, err)}
+func readPolicy(path string, regular bool) (*policy.Policy, policyFacts, error) {
+	fail := func(err error) (*policy.Policy, policyFacts, error) {
+		return nil, policyFacts{}, usageError{fmt.Errorf("--policy %s: %w", path, err)}
 	}
 	open := os.Open
 	if regular {
@@ -89,5 +88,32 @@ func readPolicy(path string, regular bool) (*policy.Policy, string, error) {
 		return fail(err)
 	}
 	sum := sha256.Sum256(data)
-	return p, hex.EncodeToString(sum[:]), nil
+	return p, policyFacts{sum: hex.EncodeToString(sum[:]), hidesBeside: hidesBesideDefault(cfg)}, nil
+}
+
+// policyFacts is what the logs say of a --policy file.
+type policyFacts struct {
+	sum string // its SHA-256, in hex
+	// hidesBeside: it hides tools from callers without their roles and has a
+	// default rule (see hidesBesideDefault).
+	hidesBeside bool
+}
+
+// hiddenToldApart is the warning of a policy that hidesBesideDefault.
+const hiddenToldApart = `--policy hides tools from callers without their roles ("show_forbidden" false) and has a "default" rule: a name no rule names is forwarded and answered by the downstream in its own words, a hidden tool by the gateway (-32601), so a caller can tell a hidden tool from a missing one; list every tool without a default, or set "show_forbidden": true, where that matters`
+
+// hidesBesideDefault reports whether cfg hides tools (ShowForbidden off, and
+// a rule or role rule that asks for roles) and has a Default rule: the
+// gateway answers a call of a hidden tool as one of a tool no rule covers,
+// but with a Default no such tool is the gateway's to answer: the
+// downstream answers it, in its own words.
+func hidesBesideDefault(cfg policy.Config) bool {
+	if cfg.ShowForbidden || cfg.Default == nil {
+		return false
+	}
+	roles := len(cfg.RoleRules) > 0 || len(cfg.Default.Roles) > 0
+	for _, r := range cfg.Tools {
+		roles = roles || len(r.Roles) > 0
+	}
+	return roles
 }
