@@ -326,7 +326,7 @@ func run(logger *slog.Logger) (runErr error) {
 		return printPinsWith(context.Background(), logger, *upstream, time.Duration(*timeout*float64(time.Second)), downstreamAccess{tlsCfg, signer}, stdout)
 	}
 	var pol *policy.Policy // nil: gateway.DefaultPolicy
-	var facts policyFacts // of the --policy file, for the logs
+	var facts policyFacts  // of the --policy file, for the logs
 	if *policyFile != "" {
 		if pol, facts, err = loadPolicy(*policyFile); err != nil {
 			return err
