@@ -554,6 +554,12 @@ func (g *Gateway) roundTrip(r *http.Request, pr *policy.Principal, cid, method s
 		return c, nil
 	case sid != "":
 		g.sessions.settle(sid, pr.Subject, ok)
+		if method == http.MethodGet && ok {
+			// A session first seen through this GET (opened before a
+			// restart, or through another replica) is bound only now:
+			// its next GET reconnects a stream too ([Gateway.refuseStream]).
+			g.sessions.markStreamed(sid, pr.Subject)
+		}
 	}
 	// An id no client could present (validSessionID) is not worth a place.
 	if id := headerValue(resp.Header, hdrSession); ok && validSessionID(id) {
