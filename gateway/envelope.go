@@ -23,6 +23,7 @@ type message struct {
 	response  bool   // a result or error sent by the client (answer to a server request)
 	tool      string // params.name of a tools/call
 	args      []byte // raw params.arguments of a tools/call; nil when absent
+	state     string // params.requestState of a tools/call (a next round); "" when absent
 	invalid   *rpcError
 	// badName is the params.name of a tools/call refused for its
 	// characters (then tool is ""), for its record.
@@ -60,7 +61,7 @@ func (m *message) idOrNil() []byte {
 // different value than the downstream is a bypass.
 var (
 	envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
-	paramsKeys   = [...]string{"name", "arguments"}
+	paramsKeys   = [...]string{"name", "arguments", "requestState"}
 )
 
 // parseBody parses a request body. A non-nil error refuses the whole body
@@ -204,7 +205,7 @@ func parseMessage(raw []byte, m *message) {
 		return
 	}
 	var seenP [len(paramsKeys)]bool
-	var name []byte
+	var name, state []byte
 	bad = forEachField(params, func(key, val []byte) *rpcError {
 		k := knownKey(key, paramsKeys[:])
 		if k < 0 {
@@ -217,10 +218,13 @@ func parseMessage(raw []byte, m *message) {
 			return errInvalidParams("duplicate parameter " + strconv.Quote(paramsKeys[k]))
 		}
 		seenP[k] = true
-		if k == 0 {
+		switch k {
+		case 0:
 			name = val
-		} else {
+		case 1:
 			m.args = val
+		default:
+			state = val
 		}
 		return nil
 	})
@@ -252,6 +256,11 @@ func parseMessage(raw []byte, m *message) {
 		return
 	}
 	m.tool = tool
+	if state != nil {
+		// Read as a string only: any other value is the downstream's to
+		// refuse, and no next round the gateway remembered.
+		m.state, _ = jsonString(state)
+	}
 	if m.args != nil && textsafe.JSONReplaced(m.args) {
 		// An escaped lone surrogate (the body is UTF-8): the gateway reads
 		// U+FFFD where a downstream in JavaScript or Python keeps the

@@ -858,7 +858,16 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	if !stream {
 		rd = c
 	}
+	var tap *answerTap
+	if call != nil && call.tap && !stream && c.resp.StatusCode == http.StatusOK {
+		// A charged call's answer may ask for a next round (rounds.go).
+		tap = &answerTap{r: rd}
+		rd = tap
+	}
 	n, tail, gone, err := g.copyBody(r.Context(), &c.out, rd, sse, r.Method == http.MethodPost && !listen)
+	if tap != nil && err == nil {
+		call.noteRounds(tap, sse)
+	}
 	// A stream EndStreams ended (its client still there) ends cleanly
 	// where it stands between two events; inside one, it is cut as a
 	// broken stream is (see abortCut).

@@ -196,7 +196,13 @@ type Options struct {
 	// charged the larger of the two), which would refuse every call
 	// charged under that rule for ever: a call of more than Max is never
 	// admitted (a write tool not on the write allowlist, never called,
-	// excepted). A Cost equal to Max admits one call.
+	// excepted). A Cost equal to Max admits one call. The next round of a
+	// multi round-trip (protocol 2026-07-28: a tools/call that carries
+	// the requestState of an input_required answer the downstream gave
+	// the same caller for the same tool and arguments, at most 15 minutes
+	// before; a guarded downstream asks its user to confirm so) counts no
+	// call and no cost, once: the round that asked was charged for the
+	// logical call (and keeps its charge when the user declines).
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. A call whose name equals a rule's only under
@@ -401,6 +407,7 @@ type Gateway struct {
 	rt           http.RoundTripper
 	signer       *token.GatewaySigner
 	lim          *limiter.Limiter
+	rounds       rounds // the next rounds of multi round-trips, with lim
 	cost         func(string, policy.Args) float64
 	sink         audit.Sink
 	argsKey      []byte

@@ -50,6 +50,8 @@ type callState struct {
 	reply  replyKind
 	fail   failKind // why there was no answer, or a cut one ([callState.failed])
 	status int16
+	// tap: the answer is read for a next round it asks for (see rounds.go).
+	tap    bool
 	detail string // the outcome record's detail
 }
 
@@ -159,6 +161,7 @@ func (c *callState) failed(k failKind) {
 func (c *callState) read(msg []byte) {
 	if c != nil && c.reply == replyNone && msg != nil {
 		c.reply = replyOf(msg)
+		c.noteRound(msg)
 	}
 }
 
@@ -597,10 +600,24 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 		if ri.session == "" {
 			sess = "user:" + pr.Subject
 		}
+		calls := 1
+		var next roundKey // the round's key, when it is a next one
+		if m.state != "" {
+			next = newRoundKey(pr.Subject, m.tool, m.args, m.state)
+			if g.rounds.take(next, g.now()) {
+				// The next round of a call charged when it asked.
+				calls, c.cost = 0, 0
+			} else {
+				m.state = ""
+			}
+		}
 		ld := g.lim.AllowAt(r.Context(), g.now(), limiter.Request{
 			Session: sess, User: pr.Subject, Tool: m.tool,
-			Write: d.Rule.Class == policy.Write, Calls: 1, Cost: c.cost,
+			Write: d.Rule.Class == policy.Write, Calls: calls, Cost: c.cost,
 		})
+		if !ld.Allowed && m.state != "" {
+			g.rounds.remember(next, g.now()) // refused: still to come
+		}
 		if ld.Err != nil {
 			g.limiterFailed(r.Context(), cid, m.tool, ld)
 		}
@@ -620,7 +637,7 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 			g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, detail, 0, start)
 			return p
 		}
-		c.lim, c.hasLim = ld, true
+		c.lim, c.hasLim, c.tap = ld, true, true
 	}
 	if d.Rule.Class == policy.Write && g.sink != nil {
 		if gaveup.Err(r.Context()) != nil {

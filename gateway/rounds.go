@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// Multi round-trips (protocol 2026-07-28, SEP-2322): a downstream that
+// needs more input for a tools/call (a guarded one asks its user to
+// confirm a write) answers it with a result of resultType
+// "input_required" and a requestState, and the client sends the same call
+// again with the answers and that requestState. The two rounds are one
+// logical call: the round that asked was charged by the limiter, so the
+// next round, which carries a requestState the downstream gave that
+// caller for that tool and arguments, is charged no call and no cost (as
+// the library's Limit outside its Confirm charges it). A requestState is
+// taken once; one the gateway did not see (given to another caller, made
+// up, forgotten) is charged as any call.
+
+const (
+	// roundsTTL is how long a requestState the downstream gave is
+	// remembered: a human may take a while to answer.
+	roundsTTL = 15 * time.Minute
+	// maxRounds bounds the requestStates remembered; past it the oldest
+	// is forgotten (its next round is charged as a call).
+	maxRounds = 8192
+	// maxTapBytes bounds the answer the gateway keeps a copy of to find
+	// an input_required result in; a longer answer is not read (its next
+	// round is charged).
+	maxTapBytes = 64 << 10
+)
+
+// roundKey is a next round's key: the SHA-256 of the caller, the tool,
+// the call's raw arguments and the requestState.
+type roundKey [sha256.Size]byte
+
+func newRoundKey(subject, tool string, args []byte, state string) roundKey {
+	h := sha256.New()
+	var n [8]byte
+	for _, s := range [...][]byte{[]byte(subject), []byte(tool), args, []byte(state)} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write(s)
+	}
+	var k roundKey
+	h.Sum(k[:0])
+	return k
+}
+
+// rounds remembers the next rounds the downstream asked for.
+type rounds struct {
+	mu    sync.Mutex
+	until map[roundKey]time.Time
+	order []roundKey // in the order remembered, with keys since taken
+}
+
+// remember notes a next round of key, valid until now + roundsTTL.
+func (r *rounds) remember(k roundKey, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.until == nil {
+		r.until = make(map[roundKey]time.Time)
+	}
+	for len(r.order) > 0 && (len(r.until) >= maxRounds || len(r.order) >= 2*maxRounds) {
+		// The oldest first: forgotten, or taken already.
+		delete(r.until, r.order[0])
+		r.order = r.order[1:]
+	}
+	if _, ok := r.until[k]; !ok {
+		r.order = append(r.order, k)
+	}
+	r.until[k] = now.Add(roundsTTL)
+}
+
+// take reports whether k is a next round remembered and not expired, and
+// forgets it.
+func (r *rounds) take(k roundKey, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.until[k]
+	if ok {
+		delete(r.until, k)
+	}
+	return ok && now.Before(until)
+}
+
+// noteRound remembers the next round msg asks for, a JSON-RPC response to
+// c's call: a result of resultType "input_required" with a requestState.
+func (c *callState) noteRound(msg []byte) {
+	if c == nil || !c.tap || !bytes.Contains(msg, []byte("input_required")) || !json.Valid(msg) {
+		return
+	}
+	result, ok := memberOf(bytes.TrimSpace(msg), "result")
+	if !ok || len(result) == 0 || result[0] != '{' {
+		return
+	}
+	kind, ok := memberOf(result, "resultType")
+	if !ok || string(kind) != `"input_required"` {
+		return
+	}
+	raw, ok := memberOf(result, "requestState")
+	if !ok || raw == nil {
+		return
+	}
+	state, ok := jsonString(raw)
+	if !ok || state == "" {
+		return
+	}
+	c.g.rounds.remember(newRoundKey(c.pr.Subject, c.tool, c.args, state), c.g.now())
+}
+
+// noteRounds reads the answer an answerTap kept, JSON or an event stream,
+// for the next round it asks for (see [callState.noteRound]).
+func (c *callState) noteRounds(t *answerTap, sse bool) {
+	if t == nil || t.over || len(t.buf) == 0 {
+		return
+	}
+	if !sse {
+		if msg := bytes.TrimSpace(t.buf); len(msg) > 0 && msg[0] == '{' {
+			c.noteRound(msg)
+		}
+		return
+	}
+	readEvents(bytes.NewReader(t.buf), func(ev *event) {
+		if !ev.ignored() && ev.hasData {
+			if msg := bytes.TrimSpace(ev.data); len(msg) > 0 && msg[0] == '{' {
+				c.noteRound(msg)
+			}
+		}
+	})
+}
+
+// answerTap is a reader of a tools/call's answer that keeps a copy of
+// what it reads, up to maxTapBytes (over then, and the copy dropped).
+type answerTap struct {
+	r    io.Reader
+	buf  []byte
+	over bool
+}
+
+func (t *answerTap) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 && !t.over {
+		if len(t.buf)+n > maxTapBytes {
+			t.over, t.buf = true, nil
+		} else {
+			t.buf = append(t.buf, p[:n]...)
+		}
+	}
+	return n, err
+}
