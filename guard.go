@@ -200,8 +200,11 @@ type Options struct {
 	Limiter *limiter.Limiter
 	// Confirmer signs and verifies confirmation states for tools whose rule
 	// has Confirm. Nil is an error in [New] when the policy has such a tool.
-	// A client on protocol 2026-07-28 or later is asked with an input
-	// request and calls again with the answer; an older one that supports
+	// A client on protocol 2026-07-28 or later whose request declares the
+	// elicitation capability (for form mode) in its _meta is asked with an
+	// input request and calls again with the answer (one that declares none
+	// is refused CONFIRMATION_REQUIRED: it could not answer, and its SDK
+	// would fail the call with an error of its own); an older one that supports
 	// elicitation is asked with an elicitation inside the call, whose
 	// answer is waited for until the state expires (then the call is
 	// refused, CONFIRMATION_REQUIRED, as is a call no one can be asked

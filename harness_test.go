@@ -253,6 +253,11 @@ func (h *harness) connectBoth(id *mcpguard.Identity, co clientOpts) (*mcp.Client
 	copts := &mcp.ClientOptions{ElicitationHandler: co.elicit}
 	if co.noMRTR {
 		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+		if co.version == "" || co.version >= "2026-07-28" {
+			// The test answers the input requests: its client declares
+			// elicitation, which a guard asks only of a client that does.
+			copts.Capabilities = elicitCaps()
+		}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
 	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: co.version})
@@ -292,4 +297,11 @@ func wireError(err error) *jsonrpc.Error {
 		return we
 	}
 	return nil
+}
+
+// elicitCaps returns the capabilities of a client on protocol 2026-07-28
+// that answers input requests itself (its multi round-trip disabled): it
+// declares form elicitation, which a guard asks only of a client that does.
+func elicitCaps() *mcp.ClientCapabilities {
+	return &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 }

@@ -68,7 +68,7 @@ func dryRunAwareMRTRServer(t *testing.T, lim *limiter.Limiter) (*mcp.ClientSessi
 			"zzspend": {DryRunAware: true},
 		},
 	}
-	cs := connectInstalled(t, srv, pol, &opts, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, "")
+	cs := connectInstalled(t, srv, pol, &opts, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: elicitCaps()}, "")
 	return cs, writes, sink
 }
 

@@ -86,6 +86,9 @@ func sdkAskerServer(t *testing.T, version string, co clientOpts) (*mcp.ClientSes
 	copts := &mcp.ClientOptions{ElicitationHandler: co.elicit}
 	if co.noMRTR {
 		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+		if version == "" || version >= "2026-07-28" {
+			copts.Capabilities = elicitCaps()
+		}
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, copts).Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {

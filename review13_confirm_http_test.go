@@ -69,6 +69,9 @@ func httpClient(t *testing.T, url, token, version string, co clientOpts) *mcp.Cl
 	copts := &mcp.ClientOptions{ElicitationHandler: co.elicit}
 	if co.noMRTR {
 		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+		if version == "" || version >= "2026-07-28" {
+			copts.Capabilities = elicitCaps()
+		}
 	}
 	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerRT{token}}, MaxRetries: -1}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, copts).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})

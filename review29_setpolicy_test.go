@@ -203,7 +203,7 @@ func TestReview29SetPolicyStaleConfirmation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "r29p", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	c := mcp.NewClient(&mcp.Implementation{Name: "r29p", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: elicitCaps()})
 	cs, err := c.Connect(context.Background(), ct, nil)
 	if err != nil {
 		t.Fatal(err)

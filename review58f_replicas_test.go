@@ -191,7 +191,7 @@ func rfClient(t *testing.T, reps []*rfReplica, tok string, route func() int) (*m
 	for _, r := range reps {
 		b.urls = append(b.urls, r.url)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "rf-client", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	c := mcp.NewClient(&mcp.Implementation{Name: "rf-client", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: elicitCaps()})
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: reps[0].url, HTTPClient: &http.Client{Transport: b}}, nil)
 	if err != nil {
 		t.Fatal(err)

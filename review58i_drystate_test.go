@@ -137,7 +137,7 @@ func TestReview58iDryRunOfConfirmedRoundHidesGuardState(t *testing.T) {
 	cs := connectInstalled(t, srv, pol, &mcpguard.Options{
 		Audit: &memSink{}, Logger: quiet, Confirmer: testSigner(t, nil),
 		Tools: map[string]mcpguard.ToolOptions{"zzwipe": {DryRunAware: true}},
-	}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, "")
+	}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: elicitCaps()}, "")
 	ctx := context.Background()
 	args := map[string]any{"target": "db-1"}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "zzwipe", Arguments: args})

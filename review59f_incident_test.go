@@ -144,7 +144,7 @@ func r59fRunV(t *testing.T, sink audit.Sink, old bool) []r59fSaw {
 	answer := "decline"
 	connect := func(tok string) *mcp.ClientSession {
 		b := &rfBalancer{urls: []string{hs.URL}, token: tok, route: func() int { return 0 }, hits: make([]int, 1)}
-		copts := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+		copts := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: elicitCaps()}
 		var sopts *mcp.ClientSessionOptions
 		if old {
 			copts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

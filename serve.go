@@ -1461,7 +1461,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	state, responses := p.RequestState, p.InputResponses
 	issued := state == "" // a state this call issues cannot have been used
 	if issued {
-		if !supportsMRTR(req.Session) && !canElicit(req.Session) {
+		if mrtr := supportsMRTR(req.Session); !mrtr && !canElicit(req.Session) || mrtr && !declaresElicit(req) {
 			// No one can be asked: refused before anything is charged.
 			why := "the client does not support elicitation"
 			if sessionless(req.Session) {
@@ -1837,6 +1837,20 @@ func canElicit(ss *mcp.ServerSession) bool {
 	}
 	e := ip.Capabilities.Elicitation
 	return e.Form != nil || e.URL == nil
+}
+
+// declaresElicit reports whether req's client, on protocol 2026-07-28,
+// can be asked a form elicitation within the call (a multi round-trip):
+// it declares the capability in the request's _meta, for form mode (or
+// without a mode). A request without declared capabilities (made
+// in-process, without _meta) may be asked: its caller is the server's.
+func declaresElicit(req *mcp.CallToolRequest) bool {
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		return true
+	}
+	e := caps.Elicitation
+	return e != nil && (e.Form != nil || e.URL == nil)
 }
 
 // sessionless reports whether ss is a session the go-sdk made up for one

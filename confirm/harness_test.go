@@ -181,7 +181,13 @@ func connect(t *testing.T, s *mcp.Server, version string, opts *mcp.ClientOption
 // send retries by hand.
 func manual(t *testing.T, s *mcp.Server, version string) *mcp.ClientSession {
 	t.Helper()
-	return connect(t, s, version, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	opts := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	if version == "" || version >= "2026-07-28" {
+		// The test answers the input requests: its client declares
+		// elicitation, which a guard asks only of a client that does.
+		opts.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+	}
+	return connect(t, s, version, opts)
 }
 
 func retry(t *testing.T, cs *mcp.ClientSession, args map[string]any, state, action string) *mcp.CallToolResult {

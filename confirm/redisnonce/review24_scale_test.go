@@ -241,7 +241,8 @@ func (c *scaleCluster) connect(t *testing.T, replica int, subject string) *scale
 	}
 	c.subjects.Store(ss, subject)
 	cl := mcp.NewClient(&mcp.Implementation{Name: "client-" + subject, Version: "1"},
-		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}})
 	cs, err := cl.Connect(context.Background(), ct, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -70,9 +70,12 @@ func connect(t *testing.T, st *stack, session string, opts *mcp.ClientOptions) *
 	return cs
 }
 
-// noMRTR is a client that returns input requests instead of answering them.
+// noMRTR is a client that returns input requests instead of answering them
+// (the test answers them): it declares elicitation, which the guard asks
+// only of a client that does.
 func noMRTR() *mcp.ClientOptions {
-	return &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	return &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
 }
 
 // callRaw calls tool and returns the result or the JSON-RPC error.
