@@ -339,7 +339,9 @@ type Options struct {
 	// whose id is the gateway's, and a retry field of 5 s, after which the
 	// client reconnects, as often as it is refused, until a place is free
 	// (the Last-Event-ID it resumed from, if any, is sent downstream then).
-	// Zero means 32; a negative value means no cap. (A subscriptions/listen in
+	// A GET with neither (to a stateless downstream, which names no session
+	// and may send no event ids) cannot be told from a first one: it is
+	// refused 429. Zero means 32; a negative value means no cap. (A subscriptions/listen in
 	// a batch, which protocol 2026-07-28 has not, is a member as any other,
 	// read within Timeout, and not counted.)
 	MaxStreams int
