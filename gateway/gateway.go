@@ -202,7 +202,11 @@ type Options struct {
 	// the same caller for the same tool and arguments, at most 15 minutes
 	// before; a guarded downstream asks its user to confirm so) counts no
 	// call and no cost, once: the round that asked was charged for the
-	// logical call (and keeps its charge when the user declines).
+	// logical call (and keeps its charge when the user declines). The
+	// gateway remembers the requestStates it relayed in memory, at most
+	// 8192: a next round that reaches another replica, or this one after a
+	// restart, is charged as a call, as is one whose question came in an
+	// answer over 64 KiB or on another stream than its POST's (SEP-1699).
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. A call whose name equals a rule's only under

@@ -53,6 +53,20 @@ type callState struct {
 	// tap: the answer is read for a next round it asks for (see rounds.go).
 	tap    bool
 	detail string // the outcome record's detail
+	// round is the key of the next round the call is, with its entry, when
+	// hasRound: it was charged nothing (rounds.go).
+	round      roundKey
+	roundEntry roundEntry
+	hasRound   bool
+}
+
+// restoreRound remembers again the next round c is, refused before it was
+// sent: its client may send it again.
+func (c *callState) restoreRound() {
+	if c.hasRound {
+		c.hasRound = false
+		c.g.rounds.restore(c.round, c.roundEntry)
+	}
 }
 
 // refund gives back the calls and cost the limiter charged the call, which
@@ -65,6 +79,7 @@ func (c *callState) refund() {
 		return
 	}
 	c.refunded = true
+	c.restoreRound()
 	if c.hasLim {
 		now := c.g.now()
 		if err := c.g.lim.Refund(context.Background(), now, c.lim); err != nil {
@@ -601,22 +616,20 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 			sess = "user:" + pr.Subject
 		}
 		calls := 1
-		var next roundKey // the round's key, when it is a next one
 		if m.state != "" {
-			next = newRoundKey(pr.Subject, m.tool, m.args, m.state)
-			if g.rounds.take(next, g.now()) {
+			k := newRoundKey(pr.Subject, m.tool, m.args, m.state)
+			if e, ok := g.rounds.take(k, g.now()); ok {
 				// The next round of a call charged when it asked.
 				calls, c.cost = 0, 0
-			} else {
-				m.state = ""
+				c.round, c.roundEntry, c.hasRound = k, e, true
 			}
 		}
 		ld := g.lim.AllowAt(r.Context(), g.now(), limiter.Request{
 			Session: sess, User: pr.Subject, Tool: m.tool,
 			Write: d.Rule.Class == policy.Write, Calls: calls, Cost: c.cost,
 		})
-		if !ld.Allowed && m.state != "" {
-			g.rounds.remember(next, g.now()) // refused: still to come
+		if !ld.Allowed {
+			c.restoreRound() // refused: still to come
 		}
 		if ld.Err != nil {
 			g.limiterFailed(r.Context(), cid, m.tool, ld)

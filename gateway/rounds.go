@@ -55,8 +55,24 @@ func newRoundKey(subject, tool string, args []byte, state string) roundKey {
 // rounds remembers the next rounds the downstream asked for.
 type rounds struct {
 	mu    sync.Mutex
-	until map[roundKey]time.Time
-	order []roundKey // in the order remembered, with keys since taken
+	until map[roundKey]roundEntry
+	// order holds the keys remembered, oldest first, each with the seq of
+	// its entry then: the entry of a key taken, or remembered again since,
+	// is not the one its place in order stands for.
+	order []roundPlace
+	seq   uint64
+}
+
+// A roundEntry is a next round remembered: valid until until; seq is its
+// place in [rounds].order.
+type roundEntry struct {
+	until time.Time
+	seq   uint64
+}
+
+type roundPlace struct {
+	key roundKey
+	seq uint64
 }
 
 // remember notes a next round of key, valid until now + roundsTTL.
@@ -64,29 +80,45 @@ func (r *rounds) remember(k roundKey, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.until == nil {
-		r.until = make(map[roundKey]time.Time)
+		r.until = make(map[roundKey]roundEntry)
 	}
 	for len(r.order) > 0 && (len(r.until) >= maxRounds || len(r.order) >= 2*maxRounds) {
 		// The oldest first: forgotten, or taken already.
-		delete(r.until, r.order[0])
+		if p := r.order[0]; r.until[p.key].seq == p.seq {
+			delete(r.until, p.key)
+		}
 		r.order = r.order[1:]
 	}
-	if _, ok := r.until[k]; !ok {
-		r.order = append(r.order, k)
-	}
-	r.until[k] = now.Add(roundsTTL)
+	r.seq++
+	r.order = append(r.order, roundPlace{k, r.seq})
+	r.until[k] = roundEntry{now.Add(roundsTTL), r.seq}
 }
 
 // take reports whether k is a next round remembered and not expired, and
-// forgets it.
-func (r *rounds) take(k roundKey, now time.Time) bool {
+// forgets it, returning its entry for restore.
+func (r *rounds) take(k roundKey, now time.Time) (roundEntry, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	until, ok := r.until[k]
+	e, ok := r.until[k]
 	if ok {
 		delete(r.until, k)
 	}
-	return ok && now.Before(until)
+	return e, ok && now.Before(e.until)
+}
+
+// restore remembers again a next round taken whose call was refused
+// before it was sent (it is still to come), as it was: in its place,
+// with its expiry. One whose place was given up meanwhile stays
+// forgotten, as it would have been had it not been taken.
+func (r *rounds) restore(k roundKey, e roundEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.order) == 0 || e.seq < r.order[0].seq {
+		return
+	}
+	if _, ok := r.until[k]; !ok {
+		r.until[k] = e
+	}
 }
 
 // noteRound remembers the next round msg asks for, a JSON-RPC response to
