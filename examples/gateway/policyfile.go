@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 
 	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/policy"
@@ -100,20 +101,34 @@ type policyFacts struct {
 }
 
 // hiddenToldApart is the warning of a policy that hidesBesideDefault.
-const hiddenToldApart = `--policy hides tools from callers without their roles ("show_forbidden" false) and has a "default" rule: a name no rule names is forwarded and answered by the downstream in its own words, a hidden tool by the gateway (-32601), so a caller can tell a hidden tool from a missing one; list every tool without a default, or set "show_forbidden": true, where that matters`
+const hiddenToldApart = `--policy hides tools from callers without their roles ("show_forbidden" false), and a tool's rule asks for roles its "default" rule does not: a name no rule names is forwarded and answered by the downstream in its own words, such a tool by the gateway (-32601), so a caller can tell it from a missing one; list every tool without a default, or set "show_forbidden": true, where that matters`
 
-// hidesBesideDefault reports whether cfg hides tools (ShowForbidden off, and
-// a rule or role rule that asks for roles) and has a Default rule: the
-// gateway answers a call of a hidden tool as one of a tool no rule covers,
-// but with a Default no such tool is the gateway's to answer: the
-// downstream answers it, in its own words.
+// hidesBesideDefault reports whether a caller of cfg can tell a tool
+// hidden from it from a missing one: ShowForbidden is off, there is a
+// Default rule (a name no rule names is forwarded when the caller meets
+// its roles, the downstream answering a missing one) and a tool rule asks
+// for roles that the Default's do not imply (some caller meets the
+// Default's roles and not the tool's: the gateway answers that tool as
+// unknown). A role rule matches names, not tools: it hides a missing name
+// it matches as it hides a tool (both answered by the gateway), so it
+// tells a caller no more than its pattern.
 func hidesBesideDefault(cfg policy.Config) bool {
 	if cfg.ShowForbidden || cfg.Default == nil {
 		return false
 	}
-	roles := len(cfg.RoleRules) > 0 || len(cfg.Default.Roles) > 0
 	for _, r := range cfg.Tools {
-		roles = roles || len(r.Roles) > 0
+		if len(r.Roles) == 0 {
+			continue
+		}
+		// Any one of a rule's roles will do: the Default's imply the
+		// tool's when each of them is one of the tool's.
+		implied := len(cfg.Default.Roles) > 0
+		for _, d := range cfg.Default.Roles {
+			implied = implied && slices.Contains(r.Roles, d)
+		}
+		if !implied {
+			return true
+		}
 	}
-	return roles
+	return false
 }
