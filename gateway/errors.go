@@ -19,7 +19,9 @@ const (
 	CodeParseError = -32700
 	// CodeInvalidRequest: not a JSON-RPC envelope (HTTP 400).
 	CodeInvalidRequest = -32600
-	// CodeMethodNotFound: a tool the policy has no rule for (HTTP 404).
+	// CodeMethodNotFound: a tool the policy has no rule for, or hides
+	// (HTTP 404; 400 on a request that names a session, where a 404 would
+	// tell the client its session has ended).
 	CodeMethodNotFound = -32601
 	// CodeInvalidParams: a request whose authorization cannot be decided (HTTP 400).
 	CodeInvalidParams = -32602

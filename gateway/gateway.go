@@ -44,7 +44,9 @@ type Options struct {
 	// tool the policy hides from the caller (without ShowForbidden) is
 	// refused as one no rule covers (-32601); but with a Default rule a
 	// name no rule names is forwarded and answered by the downstream, in
-	// its own words, so a caller can tell a hidden tool from a missing one.
+	// its own words, so a caller can tell a tool its own rule hides (with
+	// roles the Default's do not imply) from a missing one. (A role rule
+	// hides a missing name it matches as it hides a tool.)
 	Policy *policy.Policy
 	// Path is the path the gateway serves MCP on. Empty means "/mcp".
 	Path string
@@ -202,11 +204,17 @@ type Options struct {
 	// the same caller for the same tool and arguments, at most 15 minutes
 	// before; a guarded downstream asks its user to confirm so) counts no
 	// call and no cost, once: the round that asked was charged for the
-	// logical call (and keeps its charge when the user declines). The
-	// gateway remembers the requestStates it relayed in memory, at most
-	// 8192: a next round that reaches another replica, or this one after a
-	// restart, is charged as a call, as is one whose question came in an
-	// answer over 64 KiB or on another stream than its POST's (SEP-1699).
+	// logical call (and keeps its charge when the user declines); one
+	// that the gateway or the downstream refuses as retryable before it
+	// ran (the library's "retryable": true) may be sent again so. Its
+	// class and cost are those of its first round: a next round that
+	// SetPolicy has made a write, or priced otherwise, since is charged
+	// (Cost is asked for every round). The gateway remembers the
+	// requestStates it relayed in memory, at most 8192: a next round that
+	// reaches another replica, or this one after a restart, is charged as
+	// a call, as is one whose question came on another stream than its
+	// POST's (SEP-1699) or in an answer (the whole of its event stream)
+	// over 64 KiB, unless Pins read it whole.
 	Limiter *limiter.Limiter
 	// Cost returns the spend units of an allowed call. Nil means the cost of
 	// the tool's policy rule. A call whose name equals a rule's only under

@@ -58,6 +58,7 @@ type callState struct {
 	round      roundKey
 	roundEntry roundEntry
 	hasRound   bool
+	price      float64 // the call's cost before a next round's (see rounds.go)
 }
 
 // restoreRound remembers again the next round c is, refused before it was
@@ -616,8 +617,9 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 			sess = "user:" + pr.Subject
 		}
 		calls := 1
+		c.price = c.cost
 		if m.state != "" {
-			k := newRoundKey(pr.Subject, m.tool, m.args, m.state)
+			k := newRoundKey(pr.Subject, m.tool, m.args, m.state, class, c.price)
 			if e, ok := g.rounds.take(k, g.now()); ok {
 				// The next round of a call charged when it asked.
 				calls, c.cost = 0, 0

@@ -175,3 +175,27 @@ func TestReview60RequestStateSpellings(t *testing.T) {
 		t.Errorf("ran %d", ran.Load())
 	}
 }
+
+// TestReview60RetryableRefusal: what the gateway reads as a downstream's
+// retryable refusal of a next round (its state still usable, the round
+// remembered again): the library's error contract, in protocol-error mode
+// and as a tool error, and nothing else.
+func TestReview60RetryableRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32003,"message":"x","data":{"code":"UPSTREAM_UNAVAILABLE","retryable":true}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[],"structuredContent":{"error":{"code":"UPSTREAM_UNAVAILABLE","retryable":true}}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32003,"message":"x","data":{"retryable":false}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32003,"message":"retryable"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"error":{"retryable":true}}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[{"type":"text","text":"{\"retryable\":true}"}]}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"isError":true,"structuredContent":{"error":{"retryable":"true"}}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"isError":true,"structuredContent":{"error":{"retryable":true,"Retryable":false}}}}`, false},
+	} {
+		if got := retryableRefusal([]byte(tc.msg)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
+	"math"
 	"sync"
 	"time"
 )
@@ -36,17 +37,22 @@ const (
 )
 
 // roundKey is a next round's key: the SHA-256 of the caller, the tool,
-// the call's raw arguments and the requestState.
+// the call's raw arguments, the requestState, and the class and price of
+// the call under the policy of its first round: a next round that the
+// policy (SetPolicy) made a write, or priced otherwise, since is another
+// call, charged as one.
 type roundKey [sha256.Size]byte
 
-func newRoundKey(subject, tool string, args []byte, state string) roundKey {
+func newRoundKey(subject, tool string, args []byte, state, class string, price float64) roundKey {
 	h := sha256.New()
 	var n [8]byte
-	for _, s := range [...][]byte{[]byte(subject), []byte(tool), args, []byte(state)} {
+	for _, s := range [...][]byte{[]byte(subject), []byte(tool), args, []byte(state), []byte(class)} {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write(s)
 	}
+	binary.LittleEndian.PutUint64(n[:], math.Float64bits(price))
+	h.Write(n[:])
 	var k roundKey
 	h.Sum(k[:0])
 	return k
@@ -123,8 +129,19 @@ func (r *rounds) restore(k roundKey, e roundEntry) {
 
 // noteRound remembers the next round msg asks for, a JSON-RPC response to
 // c's call: a result of resultType "input_required" with a requestState.
+// When c is a next round charged nothing and msg refuses it as retryable
+// (a guarded downstream's refusal that leaves the state usable: its nonce
+// store, audit sink or own cap failing), the round is remembered again:
+// the client may send it again, as the downstream says.
 func (c *callState) noteRound(msg []byte) {
-	if c == nil || !c.tap || !bytes.Contains(msg, []byte("input_required")) || !json.Valid(msg) {
+	if c == nil || !c.tap {
+		return
+	}
+	if c.hasRound && bytes.Contains(msg, []byte(`"retryable"`)) && json.Valid(msg) && retryableRefusal(bytes.TrimSpace(msg)) {
+		c.restoreRound()
+		return
+	}
+	if !bytes.Contains(msg, []byte("input_required")) || !json.Valid(msg) {
 		return
 	}
 	result, ok := memberOf(bytes.TrimSpace(msg), "result")
@@ -143,7 +160,33 @@ func (c *callState) noteRound(msg []byte) {
 	if !ok || state == "" {
 		return
 	}
-	c.g.rounds.remember(newRoundKey(c.pr.Subject, c.tool, c.args, state), c.g.now())
+	c.g.rounds.remember(newRoundKey(c.pr.Subject, c.tool, c.args, state, c.class, c.price), c.g.now())
+}
+
+// retryableRefusal reports whether msg, a JSON-RPC response (valid JSON
+// without white space around it), is a refusal in the library's error
+// contract that says it is retryable: a JSON-RPC error whose data has
+// "retryable": true (protocol-error mode), or a tool error (isError)
+// whose structuredContent's "error" has it.
+func retryableRefusal(msg []byte) bool {
+	member := func(obj []byte, name string) []byte {
+		if len(obj) == 0 || obj[0] != '{' {
+			return nil
+		}
+		v, ok := memberOf(obj, name)
+		if !ok {
+			return nil
+		}
+		return v
+	}
+	if e := member(msg, "error"); e != nil {
+		return string(member(member(e, "data"), "retryable")) == "true"
+	}
+	res := member(msg, "result")
+	if string(member(res, "isError")) != "true" {
+		return false
+	}
+	return string(member(member(member(res, "structuredContent"), "error"), "retryable")) == "true"
 }
 
 // noteRounds reads the answer an answerTap kept, JSON or an event stream,
