@@ -10,10 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/mcpguard/mcpguard/limiter"
-	"github.com/mcpguard/mcpguard/policy"
 )
 
 // roundsRig is a gateway with a rate limit of one call of refund a minute
@@ -50,18 +46,7 @@ func roundsRig(t *testing.T, sse bool) (string, *atomic.Int32) {
 		io.WriteString(w, answer)
 	}))
 	t.Cleanup(down.Close)
-	pol, err := policy.New(policy.Config{
-		Tools:          []policy.ToolRule{{Name: "refund", Class: policy.Write}},
-		WriteAllowlist: []string{"refund"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Tool: "refund", Max: 1, Window: time.Minute}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(down.URL, DemoTokens(), &Options{Policy: pol, Limiter: lim, Logger: slog.New(slog.DiscardHandler)})
+	g, err := New(down.URL, DemoTokens(), &Options{Policy: review60cPolicy(t), Limiter: refundOnceAMinute(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

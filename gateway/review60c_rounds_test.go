@@ -69,6 +69,16 @@ func review60cPolicy(t *testing.T) *policy.Policy {
 	return pol
 }
 
+// refundOnceAMinute returns a limiter of one refund a minute per caller.
+func refundOnceAMinute(t *testing.T) *limiter.Limiter {
+	t.Helper()
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Tool: "refund", Max: 1, Window: time.Minute}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
 // review60cServe sends body as auth's POST to g in process and returns the
 // status and the answer.
 func review60cServe(g http.Handler, auth, body string) (int, string) {
@@ -178,10 +188,7 @@ func TestReview60cUnsentNextRoundForgotten(t *testing.T) {
 		d := &review60cDown{}
 		down := httptest.NewServer(d)
 		t.Cleanup(down.Close)
-		lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Tool: "refund", Max: 1, Window: time.Minute}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lim := refundOnceAMinute(t)
 		sink := &review60cFailSink{}
 		g, err := New(down.URL, DemoTokens(), &Options{Policy: review60cPolicy(t), Limiter: lim, Audit: sink, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -209,10 +216,7 @@ func TestReview60cUnsentNextRoundForgotten(t *testing.T) {
 		addr := ln.Addr().String()
 		srv := &http.Server{Handler: d}
 		go srv.Serve(ln)
-		lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Tool: "refund", Max: 1, Window: time.Minute}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lim := refundOnceAMinute(t)
 		g, err := New("http://"+addr+"/mcp", DemoTokens(), &Options{Policy: review60cPolicy(t), Limiter: lim, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)

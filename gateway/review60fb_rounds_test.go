@@ -72,18 +72,7 @@ func TestReview60fbDownstreamRefusedNextRoundRetried(t *testing.T) {
 	down := &review60fbDown{refuse: 1}
 	ds := httptest.NewServer(down)
 	t.Cleanup(ds.Close)
-	pol, err := policy.New(policy.Config{
-		Tools:          []policy.ToolRule{{Name: "refund", Class: policy.Write}},
-		WriteAllowlist: []string{"refund"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Tool: "refund", Max: 1, Window: time.Minute}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(ds.URL, DemoTokens(), &Options{Policy: pol, Limiter: lim, Logger: slog.New(slog.DiscardHandler)})
+	g, err := New(ds.URL, DemoTokens(), &Options{Policy: review60cPolicy(t), Limiter: refundOnceAMinute(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
