@@ -217,7 +217,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		} else if _, ruled := pol.Resolve(c.name); ruled && e != nil {
 			// The caller is told what an unknown tool's caller is; the
 			// trail tells a probe of a hidden tool from a missing name.
-			c.detail = hiddenDetail
+			c.detail = audit.DetailHidden
 		}
 		return g.deny(c, notFound(c.name))
 	}
@@ -1281,10 +1281,6 @@ func (g *Guard) limit(ctx context.Context, req *mcp.CallToolRequest, c *call, ca
 	// dated back to its start would be refilled by the time the call runs.
 	return g.opts.Limiter.AllowAt(ctx, g.now(), r)
 }
-
-// hiddenDetail is the record's detail of a call to a tool the caller may
-// not see, refused as an unknown one (TOOL_NOT_FOUND).
-const hiddenDetail = "hidden from the caller: it lacks a role the tool requires"
 
 // deny records d as the call's outcome and renders it in the configured mode.
 func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {

@@ -65,7 +65,7 @@ type Event struct {
 	// chose, UNAUTHENTICATED and TOOL_NOT_FOUND); never secrets or raw
 	// arguments. A TOOL_NOT_FOUND of a tool that exists (at the gateway,
 	// which does not know the downstream's tools: one a rule covers) but
-	// is hidden from the caller says so ("hidden from the caller: ..."),
+	// is hidden from the caller says so ([DetailHidden]),
 	// where the caller was told what a missing name's caller is; the
 	// gateway's record of another policy refusal holds the policy's
 	// reason ("unknown tool", "caller lacks a required role"). A tool's
@@ -109,6 +109,12 @@ const (
 	// PhaseOutcome records the end of a call: allowed or denied, success or error.
 	PhaseOutcome Phase = "outcome"
 )
+
+// DetailHidden is the Detail of the outcome record of a call to a tool that
+// exists (at the gateway, one a rule covers) but is hidden from its caller,
+// refused TOOL_NOT_FOUND: the caller is told what a missing name's caller
+// is, the trail tells a probe of a hidden tool from a typo.
+const DetailHidden = "hidden from the caller: it lacks a role the tool requires"
 
 // Sink records events. Write must not retain e after it returns. A nil error
 // means the event is recorded with the sink's stated durability (a durable

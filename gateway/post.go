@@ -53,20 +53,19 @@ type callState struct {
 	// tap: the answer is read for a next round it asks for (see rounds.go).
 	tap    bool
 	detail string // the outcome record's detail
-	// round is the key of the next round the call is, with its entry, when
-	// hasRound: it was charged nothing (rounds.go).
-	round      roundKey
-	roundEntry roundEntry
-	hasRound   bool
-	price      float64 // the call's cost before a next round's (see rounds.go)
+	// round is the next round the call is, taken from the gateway's
+	// memory: it was charged nothing (rounds.go); nil for any other call.
+	round *takenRound
+	price float64 // the call's cost before a next round's (see rounds.go)
 }
 
-// restoreRound remembers again the next round c is, refused before it was
-// sent: its client may send it again.
+// restoreRound remembers again the next round c is, refused before it ran
+// (by the gateway before it was sent, or by the downstream as retryable):
+// its client may send it again.
 func (c *callState) restoreRound() {
-	if c.hasRound {
-		c.hasRound = false
-		c.g.rounds.restore(c.round, c.roundEntry)
+	if c.round != nil {
+		c.g.rounds.restore(c.round.key, c.round.entry)
+		c.round = nil
 	}
 }
 
@@ -570,7 +569,7 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 		if _, ruled := pol.Resolve(m.tool); ruled && d.Code == policy.NotFound {
 			// The caller is told what an unknown tool's caller is; the
 			// trail tells a probe of a hidden tool from a missing name.
-			detail = hiddenDetail
+			detail = audit.DetailHidden
 		}
 		g.audit(r.Context(), pr, cid, ri, m.tool, class, m.args, audit.PhaseOutcome, false, p.local.contract, detail, 0, start)
 		return p
@@ -623,7 +622,7 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 			if e, ok := g.rounds.take(k, g.now()); ok {
 				// The next round of a call charged when it asked.
 				calls, c.cost = 0, 0
-				c.round, c.roundEntry, c.hasRound = k, e, true
+				c.round = &takenRound{k, e}
 			}
 		}
 		ld := g.lim.AllowAt(r.Context(), g.now(), limiter.Request{
@@ -736,11 +735,6 @@ func (g *Gateway) callCost(cid, tool string, args policy.Args) (cost float64, ok
 	}
 	return cost, true
 }
-
-// hiddenDetail is the record's detail of a call to a tool the caller may
-// not see (a rule applies, its roles are not met, ShowForbidden is off),
-// refused as an unknown one (TOOL_NOT_FOUND), as in the library's records.
-const hiddenDetail = "hidden from the caller: it lacks a role the tool requires"
 
 // denial builds the -32001 (or -32601) refusal of a policy decision.
 func (g *Gateway) denial(pol *policy.Policy, pr *policy.Principal, tool string, d policy.Decision) *rpcError {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"testing"
 
+	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -46,7 +47,7 @@ func TestReview60HiddenToolRecord(t *testing.T) {
 	if u[0].Detail != "unknown tool" {
 		t.Errorf("unknown tool's detail %q", u[0].Detail)
 	}
-	if h[0].Detail != hiddenDetail {
-		t.Errorf("hidden tool's detail %q, want %q", h[0].Detail, hiddenDetail)
+	if h[0].Detail != audit.DetailHidden {
+		t.Errorf("hidden tool's detail %q, want %q", h[0].Detail, audit.DetailHidden)
 	}
 }

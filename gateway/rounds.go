@@ -76,6 +76,12 @@ type roundEntry struct {
 	seq   uint64
 }
 
+// A takenRound is a next round taken from [rounds], for restore.
+type takenRound struct {
+	key   roundKey
+	entry roundEntry
+}
+
 type roundPlace struct {
 	key roundKey
 	seq uint64
@@ -137,7 +143,7 @@ func (c *callState) noteRound(msg []byte) {
 	if c == nil || !c.tap {
 		return
 	}
-	if c.hasRound && bytes.Contains(msg, []byte(`"retryable"`)) && json.Valid(msg) && retryableRefusal(bytes.TrimSpace(msg)) {
+	if c.round != nil && bytes.Contains(msg, []byte(`"retryable"`)) && json.Valid(msg) && retryableRefusal(bytes.TrimSpace(msg)) {
 		c.restoreRound()
 		return
 	}
