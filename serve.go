@@ -1828,10 +1828,16 @@ func redecide(p *policy.Policy, c *call, args func() map[string]any) (*DenialErr
 // declared no elicitation capability, or one for URL mode only.
 func canElicit(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+	return ip != nil && formElicit(ip.Capabilities)
+}
+
+// formElicit reports whether caps declare elicitation in form mode (or
+// without a mode, which means form).
+func formElicit(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Elicitation == nil {
 		return false
 	}
-	e := ip.Capabilities.Elicitation
+	e := caps.Elicitation
 	return e.Form != nil || e.URL == nil
 }
 
@@ -1842,11 +1848,7 @@ func canElicit(ss *mcp.ServerSession) bool {
 // in-process, without _meta) may be asked: its caller is the server's.
 func declaresElicit(req *mcp.CallToolRequest) bool {
 	caps := req.ClientCapabilities()
-	if caps == nil {
-		return true
-	}
-	e := caps.Elicitation
-	return e != nil && (e.Form != nil || e.URL == nil)
+	return caps == nil || formElicit(caps)
 }
 
 // sessionless reports whether ss is a session the go-sdk made up for one
