@@ -95,8 +95,8 @@ func readPolicy(path string, regular bool) (*policy.Policy, policyFacts, error) 
 // policyFacts is what the logs say of a --policy file.
 type policyFacts struct {
 	sum string // its SHA-256, in hex
-	// hidesBeside: it hides tools from callers without their roles and has a
-	// default rule (see hidesBesideDefault).
+	// hidesBeside: a caller can tell a tool hidden from it from a missing
+	// one (see hidesBesideDefault).
 	hidesBeside bool
 }
 
