@@ -72,7 +72,10 @@ type Event struct {
 	// handler that failed is "handler error", with
 	// ": timed out" when it did (or ": its upstream is unavailable" for
 	// mcpguard.ErrUpstreamUnavailable).
-	// A write that ran to its end after its client went away says so.
+	// A write that ran to its end after its client went away says so. The
+	// gateway's record of the next round of a multi round-trip, charged
+	// nothing (its first round was charged for the logical call), begins
+	// "next round of a multi round-trip, charged with its first".
 	// Every record of a call its user confirmed (its intent, its outcome,
 	// and those of its later rounds) starts with "confirmed by the user",
 	// followed by "; " and the rest where there is more.

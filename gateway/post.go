@@ -261,7 +261,26 @@ func (c *callState) finish(code string) {
 	if c.status != 0 || c.reply > replyResult || c.fail != failNone {
 		detail = c.outcomeDetail()
 	}
+	if c.round != nil {
+		// Its cost is 0: the trail says where the logical call's is.
+		detail = joinDetail(nextRoundDetail, detail)
+	}
 	c.g.audit(context.Background(), c.pr, c.cid, c.ri, c.tool, c.class, c.args, audit.PhaseOutcome, code == "", code, detail, c.cost, c.start)
+}
+
+// nextRoundDetail begins the outcome record's detail of a next round of a
+// multi round-trip, charged nothing (see rounds.go).
+const nextRoundDetail = "next round of a multi round-trip, charged with its first"
+
+// joinDetail joins two parts of a record's detail with "; ", either empty.
+func joinDetail(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) {

@@ -184,3 +184,30 @@ func TestReview60RetryableRefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestReview60NextRoundRecord: the outcome record of a next round, charged
+// nothing (cost 0), says it is one, so that a trail read later tells the
+// logical call's charge (its first round's) from a call that cost nothing.
+func TestReview60NextRoundRecord(t *testing.T) {
+	d := &review60cDown{}
+	down := httptest.NewServer(d)
+	t.Cleanup(down.Close)
+	sink := &memSink{}
+	g, err := New(down.URL, DemoTokens(), &Options{Policy: review60cPolicy(t), Limiter: refundOnceAMinute(t), Audit: sink, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body := review60cServe(g, viewer, review60cCall("refund", "")); status != 200 || !strings.Contains(body, `"st-1"`) {
+		t.Fatalf("first round: %d %s", status, body)
+	}
+	if status, body := review60cServe(g, viewer, review60cCall("refund", "st-1")); status != 200 || !strings.Contains(body, "done") {
+		t.Fatalf("next round: %d %s", status, body)
+	}
+	evs := sink.outcomes("refund")
+	if len(evs) != 2 {
+		t.Fatalf("%d outcome records, want 2", len(evs))
+	}
+	if evs[0].Detail != "" || !evs[1].Allowed || evs[1].Cost != 0 || evs[1].Detail != nextRoundDetail {
+		t.Errorf("records: first %+v, next %+v; want the next one's detail %q", evs[0], evs[1], nextRoundDetail)
+	}
+}
