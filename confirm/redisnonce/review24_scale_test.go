@@ -215,6 +215,10 @@ func newScaleCluster(t *testing.T, n int) *scaleCluster {
 				return nil, ctx.Err()
 			case <-c.release:
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "held"}}}, nil
+			case <-time.After(10 * time.Second):
+				// A test that failed before releasing it: its client's
+				// Close waits for this handler, and the package for that.
+				return nil, errors.New("held call never released")
 			}
 		})
 		if err := r.g.Install(r.srv); err != nil {
