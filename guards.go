@@ -266,6 +266,13 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 				}
 				ev := &c.outcome
 				buildEvent(ev, now(), tools[c.name].RecordArgs, req, c, parentCorr(ctx, c.corr, req), audit.PhaseOutcome)
+				// A sink that panics (its bug) failed its write: it must
+				// not change the result either.
+				defer func() {
+					if r := recover(); r != nil {
+						log.Error("mcpguard: audit record not written: the sink panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r))
+					}
+				}()
 				if werr := sink.Write(context.WithoutCancel(ctx), ev); werr != nil {
 					log.Error("mcpguard: audit record not written", "tool", logName(c.name), "correlation_id", c.corr, "err", werr)
 				}

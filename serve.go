@@ -2028,10 +2028,17 @@ const confirmedDetail = "confirmed by the user"
 // defaultWriteAheadTimeout is [Options].WriteAheadTimeout's 0.
 const defaultWriteAheadTimeout = 10 * time.Second
 
-func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *call) error {
+func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *call) (err error) {
 	if g.opts.Audit == nil {
 		return errors.New("no audit sink configured")
 	}
+	// A sink that panics (its bug) has not made the record: the write is
+	// refused as for a sink that failed, not as a tool that panicked.
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New("the audit sink panicked: " + panicText(r))
+		}
+	}()
 	var ev audit.Event
 	buildEvent(&ev, g.now(), c.record, req, c, c.parent(ctx, req), audit.PhaseIntent)
 	wctx := context.WithoutCancel(ctx)
@@ -2050,10 +2057,18 @@ func (g *Guard) auditIntent(ctx context.Context, req *mcp.CallToolRequest, c *ca
 }
 
 // auditOutcome writes the outcome record and reports whether it was written.
-func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *call) bool {
+func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *call) (ok bool) {
 	if g.opts.Audit == nil {
 		return true
 	}
+	// Written after serve's recover: a sink's panic would end the process
+	// (the go-sdk recovers none). It is the write's failure.
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error("mcpguard: audit record not written: the sink panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r))
+			ok = false
+		}
+	}()
 	// The call's own memory holds the record: a sink does not keep it
 	// past Write.
 	ev := &c.outcome
@@ -2091,6 +2106,11 @@ func (g *Guard) auditOutcome(ctx context.Context, req *mcp.CallToolRequest, c *c
 // outcome of the call's correlation id. Its own failure is only logged.
 func (g *Guard) auditWithheld(ctx context.Context, req *mcp.CallToolRequest, c *call) {
 	c.detail = "the outcome record could not be written: the answer was withheld"
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error("mcpguard: audit record not written: the sink panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r))
+		}
+	}()
 	var ev audit.Event
 	buildEvent(&ev, g.now(), c.record, req, c, c.parent(ctx, req), audit.PhaseOutcome)
 	if err := g.opts.Audit.Write(context.Background(), &ev); err != nil {
