@@ -1470,7 +1470,15 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		if !supportsMRTR(req.Session) && !bound(ctx, req) {
 			// Anyone who knows the session id could answer the question.
 			c.detail = "the session is not bound to a verified user"
-			c.denial = Deny(CodeConfirmationRequired, "the user could not be asked to confirm: the session is not bound to its user")
+			msg := "the user could not be asked to confirm: the session is not bound to its user"
+			if unseenOpenings(ctx, req) {
+				// No guard installed on the server saw the session
+				// opened (Guard.Wrap, AddTool or a stand-alone Confirm
+				// alone): whether it is bound cannot be told.
+				c.detail = "no guard installed on the server saw the session opened (Guard.Install)"
+				msg = "the user could not be asked to confirm: no guard is installed on the server (Guard.Install) to see who opened the session"
+			}
+			c.denial = Deny(CodeConfirmationRequired, msg)
 			return nil, false
 		}
 		var ld limiter.Decision

@@ -117,3 +117,16 @@ func (g *Guard) noteUnbound(req mcp.Request) {
 			"for a static table, jwt.Verifier() for a *token.JWT); warned once")
 	}
 }
+
+// unseenOpenings reports whether req, a call over HTTP on a session with
+// an id, reached a pipeline that no installed guard hands the openers
+// of its sessions (see bound): a handler Guard.Wrap or Guard.AddTool
+// guards, or a stand-alone Confirm, on a server without Guard.Install.
+// Such a pipeline cannot tell a bound session from an unbound one.
+func unseenOpenings(ctx context.Context, req *mcp.CallToolRequest) bool {
+	if req.Session == nil || req.Session.ID() == "" || req.Extra == nil || req.Extra.Header == nil {
+		return false
+	}
+	o, _ := ctx.Value(openersKey{}).(*openers)
+	return o == nil
+}
