@@ -259,10 +259,11 @@ func Bearer(a TokenAuthenticator) Authenticator {
 // token in environment variable name, looked up in t once, now, at start.
 // The MCP client's configuration sets the variable when it launches the
 // server, so every call runs as that user. When the variable is unset or
-// the token unknown, every call is refused as unauthenticated (there is no
-// default identity). Requests that arrive over HTTP (with headers, or over
-// the go-sdk's HTTP+SSE transport, whose calls carry none but run in an
-// HTTP request's context, whichever HTTP server serves it) are refused too:
+// empty, or the token unknown, every call is refused as unauthenticated
+// (there is no default identity), the refusal saying which. Requests that
+// arrive over HTTP (with headers, or over the go-sdk's HTTP+SSE transport,
+// whose calls carry none but run in an HTTP request's context, whichever
+// HTTP server serves it) are refused too:
 // the launching user's identity is not lent to a client over HTTP. A
 // transport of the server's own that carries network clients otherwise (an
 // mcp.IOTransport on a socket, or one connected with a context that is not
@@ -270,7 +271,12 @@ func Bearer(a TokenAuthenticator) Authenticator {
 // serve FromEnv on stdio (or in memory) only.
 func FromEnv(name string, t *token.Table) Authenticator {
 	where := "environment variable " + name
-	return fromToken(os.Getenv(name), t, where+" is not set", where+" holds an unknown token")
+	tok, set := os.LookupEnv(name)
+	unset := where + " is not set"
+	if set {
+		unset = where + " is empty"
+	}
+	return fromToken(tok, t, unset, where+" holds an unknown token")
 }
 
 // FromToken is [FromEnv] for a token obtained elsewhere (a flag, a file, a
