@@ -709,6 +709,7 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 		if err != nil {
 			g.log.Error("write-ahead audit record failed; call not forwarded", "cid", cid, "err", err)
 			c.refund() // never forwarded: it consumes nothing
+			c.detail = "write-ahead intent not recorded" // the library's words
 			c.finish("AUDIT_UNAVAILABLE")
 			p.local = &rpcError{code: CodeInternal, status: http.StatusServiceUnavailable, contract: "AUDIT_UNAVAILABLE", message: "Audit unavailable: the call was not forwarded"}
 			return p
