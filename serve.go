@@ -52,6 +52,7 @@ type call struct {
 	retry     bool            // the call returns a sealed RequestState: a logical call's next round
 	preview   bool            // a dry run that returns a real next round's sealed RequestState
 	confirmed bool            // a confirmation passed in this logical call
+	failOpen  bool            // the limiter admitted the call because its store failed
 	schemaOut bool            // the tool has an output schema its caller may know (see errorResult)
 	ticket    *confirm.Ticket // the state the call came with, checked, used up when admitted
 
@@ -1139,7 +1140,7 @@ func (g *Guard) chargeLate(ctx context.Context, req *mcp.CallToolRequest, c *cal
 	spend := c.spend()
 	ld = g.limit(ctx, req, c, calls, spend, c.dryRun && !c.retry)
 	late = undecidedAtDeadline(ctx, ld)
-	g.limitFailed(ctx, c, ld)
+	g.limitFailed(ctx, req, c, ld)
 	if !ld.Allowed {
 		return ld, limitDenial(ld), late
 	}
@@ -1152,8 +1153,10 @@ func (g *Guard) chargeLate(ctx context.Context, req *mcp.CallToolRequest, c *cal
 // context ended first, or its deadline passed though the context does not
 // say so yet (as the limiter tells it: a store timing out at that deadline
 // fails a moment first), for the limiter refuses such a call whatever its
-// fail-open options; else as the limiter's failure.
-func (g *Guard) limitFailed(ctx context.Context, c *call, ld limiter.Decision) {
+// fail-open options; else as the limiter's failure. A call ld admits all
+// the same (fail open) is marked so for its records (audit.DetailFailOpen),
+// the stand-alone Audit's of req too.
+func (g *Guard) limitFailed(ctx context.Context, req *mcp.CallToolRequest, c *call, ld limiter.Decision) {
 	if ld.Err == nil {
 		return
 	}
@@ -1163,6 +1166,14 @@ func (g *Guard) limitFailed(ctx context.Context, c *call, ld limiter.Decision) {
 		return
 	}
 	g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
+	if ld.Allowed {
+		// Its records say it ran uncapped (audit.DetailFailOpen), the
+		// stand-alone Audit's too.
+		c.failOpen = true
+		if ac := auditCall(ctx, req); ac != nil {
+			ac.failOpen = true
+		}
+	}
 }
 
 // refund gives back what step 8 charged c, whose decision was ld (the zero
@@ -1488,7 +1499,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			ld = g.limit(ctx, req, c, 1, 0, true)
 			late := undecidedAtDeadline(ctx, ld) // before the log: see chargeLate
 			g.opts.Limiter.Release(ld)
-			g.limitFailed(ctx, c, ld)
+			g.limitFailed(ctx, req, c, ld)
 			if late {
 				c.denial = c.timedOutBeforeStart()
 				return nil, false
@@ -1965,6 +1976,13 @@ func panicText(r any) (s string) {
 // whose handler made c (see call.parent).
 func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallToolRequest, c *call, parent string, phase audit.Phase) {
 	tool, detail := recordedTool(c.name, c.detail)
+	if c.failOpen && phase == audit.PhaseOutcome {
+		if detail == "" {
+			detail = audit.DetailFailOpen
+		} else {
+			detail = audit.DetailFailOpen + "; " + detail
+		}
+	}
 	if c.confirmed {
 		// The trail says a human approved the call: its records would
 		// otherwise read as those of a write nobody was asked about.

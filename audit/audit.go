@@ -76,6 +76,8 @@ type Event struct {
 	// gateway's record of the next round of a multi round-trip, charged
 	// nothing (its first round was charged for the logical call), begins
 	// "next round of a multi round-trip, charged with its first".
+	// A call admitted because the limiter's store failed and it fails open
+	// says so ([DetailFailOpen]).
 	// Every record of a call its user confirmed (its intent, its outcome,
 	// and those of its later rounds) starts with "confirmed by the user",
 	// followed by "; " and the rest where there is more.
@@ -118,6 +120,13 @@ const (
 // refused TOOL_NOT_FOUND: the caller is told what a missing name's caller
 // is, the trail tells a probe of a hidden tool from a typo.
 const DetailHidden = "hidden from the caller: it lacks a role the tool requires"
+
+// DetailFailOpen is part of the Detail of the outcome record of a call the
+// limiter admitted only because its store failed and the limiter fails
+// open for the call's class (limiter.Options.FailOpenReads,
+// FailOpenWrites): no cap was checked, and whether its Cost was counted is
+// not known. An incident's trail tells the calls that ran uncapped.
+const DetailFailOpen = "limiter unavailable: admitted without its caps (fail open)"
 
 // Sink records events. Write must not retain e after it returns. A nil error
 // means the event is recorded with the sink's stated durability (a durable

@@ -51,8 +51,10 @@ type callState struct {
 	fail   failKind // why there was no answer, or a cut one ([callState.failed])
 	status int16
 	// tap: the answer is read for a next round it asks for (see rounds.go).
-	tap    bool
-	detail string // the outcome record's detail
+	tap bool
+	// failOpen: the limiter admitted the call because its store failed.
+	failOpen bool
+	detail   string // the outcome record's detail
 	// round is the next round the call is, taken from the gateway's
 	// memory: it was charged nothing (rounds.go); nil for any other call.
 	round *takenRound
@@ -260,6 +262,9 @@ func (c *callState) finish(code string) {
 	detail := c.detail
 	if c.status != 0 || c.reply > replyResult || c.fail != failNone {
 		detail = c.outcomeDetail()
+	}
+	if c.failOpen {
+		detail = joinDetail(audit.DetailFailOpen, detail)
 	}
 	if c.round != nil {
 		// Its cost is 0: the trail says where the logical call's is.
@@ -671,6 +676,9 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 			return p
 		}
 		c.lim, c.hasLim, c.tap = ld, true, true
+		// Admitted because the store failed (fail open): its record says
+		// it ran uncapped.
+		c.failOpen = ld.Err != nil
 	}
 	if d.Rule.Class == policy.Write && g.sink != nil {
 		if gaveup.Err(r.Context()) != nil {
@@ -708,7 +716,7 @@ func (g *Gateway) decide(r *http.Request, pol *policy.Policy, pr *policy.Princip
 		}
 		if err != nil {
 			g.log.Error("write-ahead audit record failed; call not forwarded", "cid", cid, "err", err)
-			c.refund() // never forwarded: it consumes nothing
+			c.refund()                                   // never forwarded: it consumes nothing
 			c.detail = "write-ahead intent not recorded" // the library's words
 			c.finish("AUDIT_UNAVAILABLE")
 			p.local = &rpcError{code: CodeInternal, status: http.StatusServiceUnavailable, contract: "AUDIT_UNAVAILABLE", message: "Audit unavailable: the call was not forwarded"}

@@ -43,7 +43,9 @@ const maxLimits = 64
 // [MemoryStore] has decided, the call is denied whatever they say, so that
 // a client cannot pass the limits by disconnecting as soon as it has sent
 // a call. A context done already is not sent to the store at all. (The
-// MemoryStore decides at once and ignores the context.)
+// MemoryStore decides at once and ignores the context.) The audit records
+// of mcpguard's guard and gateway say of a call admitted so that it ran
+// without its caps (audit.DetailFailOpen).
 type Options struct {
 	// Store keeps the state. nil means a new [MemoryStore].
 	Store Store
