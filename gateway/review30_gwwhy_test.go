@@ -182,15 +182,7 @@ func withSecrets(upstream string) string {
 // Before, the record's detail was empty: only the log line said why.
 func TestReview30WhyUnavailable(t *testing.T) {
 	const unavailable = "UPSTREAM_UNAVAILABLE"
-	closed := func(t *testing.T) string {
-		ln, err := netListen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := "http://" + ln.Addr().String() + "/mcp"
-		ln.Close()
-		return u
-	}
+	closed := func(t *testing.T) string { return "http://" + refusingAddr(t) + "/mcp" }
 	raw := func(answer string) func(net.Conn) {
 		return func(nc net.Conn) {
 			nc.Write([]byte(answer))

@@ -67,12 +67,7 @@ func TestReview57WriteIntentBounded(t *testing.T) {
 // TestReview57RefusedRetryKeepsCharge), it keeps it: the second call is
 // refused 429.
 func TestReview57NeverSentGivesBack(t *testing.T) {
-	ln, err := netListen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	upstream := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close()
+	upstream := "http://" + refusingAddr(t) + "/mcp"
 	for _, own := range []bool{true, false} {
 		for _, batch := range []bool{false, true} {
 			name := fmt.Sprintf("own client %v, batch %v", own, batch)
