@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,30 +15,6 @@ import (
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-type r61Sink struct {
-	mu  sync.Mutex
-	evs []audit.Event
-}
-
-func (s *r61Sink) Write(_ context.Context, e *audit.Event) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.evs = append(s.evs, *e)
-	return nil
-}
-
-func (s *r61Sink) outcomes() []audit.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []audit.Event
-	for _, e := range s.evs {
-		if e.Phase == audit.PhaseOutcome {
-			out = append(out, e)
-		}
-	}
-	return out
-}
 
 // TestReview61FailOpenRecorded: a call the limiter admitted only because
 // its store failed (FailOpenReads) was recorded as any allowed call, its
@@ -94,12 +69,17 @@ func TestReview61FailOpenRecorded(t *testing.T) {
 	}
 	for name, build := range map[string]func(*limiter.Limiter, audit.Sink) mcp.ToolHandler{"guard": guarded, "steps": steps} {
 		for _, down := range []bool{true, false} {
-			sink := &r61Sink{}
+			sink := &r61cPanicSink{panics: func(*audit.Event) bool { return false }}
 			res, err := build(newLim(down), sink)(context.Background(), r61cCall("r"))
 			if err != nil || res == nil || res.IsError {
 				t.Fatalf("%s, store down %v: %v %v", name, down, res, err)
 			}
-			outs := sink.outcomes()
+			var outs []audit.Event
+			for _, e := range sink.all() {
+				if e.Phase == audit.PhaseOutcome {
+					outs = append(outs, e)
+				}
+			}
 			if len(outs) != 1 || !outs[0].Allowed {
 				t.Fatalf("%s, store down %v: outcome records %+v", name, down, outs)
 			}
