@@ -215,6 +215,13 @@ func registerEd25519() {
 // that no key of the set verifies, while the set cannot be fetched (see
 // [ErrKeySetUnavailable]) is not judged: the error unwraps to
 // ErrKeySetUnavailable, not to ErrInvalidJWT.
+//
+// A token accepted has one spelling but for its ECDSA signature: an
+// ES256, ES384 or ES512 signature (r, s) verifies as (r, n-s) too (JWS
+// asks for no canonical form, and signers such as crypto/ecdsa make
+// either), so anyone who holds such a token can write a second string of
+// it, the same claims. Key a replay or revocation list on its claims
+// ("jti", or "sub" and "iat"), not on the token's text.
 type JWT struct {
 	keys       map[string]crypto.PublicKey // nil with keySet; values as checked by configKey
 	keySet     *RemoteKeySet
