@@ -210,10 +210,12 @@ func ValidateArguments(v *Validator) Middleware {
 // the call is a dry run (known to the write-path steps, which take the
 // dry-run settings: a dry run whose arguments [ValidateArguments] refuses
 // before any of them sees it is recorded with dry_run false, where a Guard
-// records dry_run true), and the spend [Limit] charged. A JSON-RPC error
+// records dry_run true), the spend [Limit] charged, and that the limiter
+// admitted the call only because its store failed (audit.DetailFailOpen,
+// as the last limiter decision for the call says). A JSON-RPC error
 // from a step in protocol-error mode is recorded with the code in its data,
-// and an unknown tool's as TOOL_NOT_FOUND. A failing sink is reported to
-// the log and does not change the result.
+// and an unknown tool's as TOOL_NOT_FOUND. A failing sink (one that
+// panics too) is reported to the log and does not change the result.
 //
 // Audit takes the settings of opts (nil means defaults) that a [Guard]
 // uses for its records: ArgsKey (args_sha256 is then keyed, see

@@ -1155,8 +1155,16 @@ func (g *Guard) chargeLate(ctx context.Context, req *mcp.CallToolRequest, c *cal
 // fails a moment first), for the limiter refuses such a call whatever its
 // fail-open options; else as the limiter's failure. A call ld admits all
 // the same (fail open) is marked so for its records (audit.DetailFailOpen),
-// the stand-alone Audit's of req too.
+// the stand-alone Audit's of req too, until a later decision for it.
 func (g *Guard) limitFailed(ctx context.Context, req *mcp.CallToolRequest, c *call, ld limiter.Decision) {
+	// The call's last decision says whether it runs uncapped: a charge
+	// that a working store made (or refused) after a check that failed
+	// open (an older client's confirmation) checked the caps.
+	open := ld.Err != nil && ld.Allowed
+	c.failOpen = open
+	if ac := auditCall(ctx, req); ac != nil {
+		ac.failOpen = open
+	}
 	if ld.Err == nil {
 		return
 	}
@@ -1166,14 +1174,6 @@ func (g *Guard) limitFailed(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		return
 	}
 	g.log.Error("mcpguard: limiter failed", "tool", logName(c.name), "correlation_id", c.corr, "allowed", ld.Allowed, "err", ld.Err)
-	if ld.Allowed {
-		// Its records say it ran uncapped (audit.DetailFailOpen), the
-		// stand-alone Audit's too.
-		c.failOpen = true
-		if ac := auditCall(ctx, req); ac != nil {
-			ac.failOpen = true
-		}
-	}
 }
 
 // refund gives back what step 8 charged c, whose decision was ld (the zero

@@ -405,8 +405,10 @@
 // the call's id (a batch member's, the one relayed as its answer), not
 // another request's response, a server's request or notification in the
 // stream, or a second response. A single call's answer relayed without Pins
-// is not parsed: a 2xx holding a JSON-RPC error or a tool error has no
-// detail, as a success has; the downstream's own records (mcpguard's guard:
+// is not parsed: a 2xx holding a JSON-RPC error or a tool error has the
+// detail a success has (none but audit.DetailFailOpen for a call the
+// Limiter admitted because its store failed, and a next round's words: see
+// Options.Limiter); the downstream's own records (mcpguard's guard:
 // joined on the correlation id) tell them apart. A call without an answer,
 // or whose answer was cut short, says why, in a fixed phrase that holds
 // nothing of the error's text (the downstream's address, its bytes: the log

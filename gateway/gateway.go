@@ -189,7 +189,9 @@ type Options struct {
 	// passed) before it decided is recorded as the client's leaving, not
 	// the limiter's failure; one whose deadline passed is answered -32003
 	// with 504 (UPSTREAM_UNAVAILABLE), as a call its deadline left unsent
-	// is. Nil means no caps. [New] refuses a limit for one tool that caps
+	// is. A call it admits because its store failed and it fails open
+	// (limiter.Options) has audit.DetailFailOpen in its outcome record's
+	// detail. Nil means no caps. [New] refuses a limit for one tool that caps
 	// nothing: a tool the policy has no rule for, or, without Cost, a
 	// spend limit for a tool whose rules cost nothing; and, without Cost,
 	// a spend limit (for one tool or every tool) whose Max is below the
