@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"runtime/debug"
 	"sync/atomic"
 )
 
@@ -17,8 +20,10 @@ type FanoutSink struct {
 
 // Fanout returns a sink that writes each event to every non-nil sink, in
 // order. Write returns the errors of the sinks that failed, joined; the other
-// sinks still record the event. A fanout of no sinks refuses every event
-// with [ErrNoSink]; after Close, every write returns [ErrClosed].
+// sinks still record the event. A sink that panics (its bug) has failed:
+// the panic is logged to slog.Default at Error, with its stack. A fanout
+// of no sinks refuses every event with [ErrNoSink]; after Close, every
+// write returns [ErrClosed].
 func Fanout(sinks ...Sink) *FanoutSink {
 	f := &FanoutSink{}
 	for _, s := range sinks {
@@ -36,11 +41,53 @@ func (f *FanoutSink) Write(ctx context.Context, e *Event) error {
 	}
 	var errs []error
 	for _, s := range f.sinks {
-		if err := s.Write(ctx, e); err != nil {
+		if err := writeOne(ctx, s, e); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// errSinkPanicked is the failure of a fanout's sink that panicked.
+var errSinkPanicked = errors.New("audit: a sink of the fanout panicked")
+
+// contain turns a panic of s, a fanout's sink (its bug), with v into that
+// sink's failure, logged to slog.Default at Error with its stack, so that
+// the fanout's other sinks still record the event, as for a sink that
+// fails.
+func contain(s Sink, v any, err *error) {
+	slog.Default().Error("audit: a sink of the fanout panicked", "sink", fmt.Sprintf("%T", s), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	*err = errSinkPanicked
+}
+
+// writeOne is s.Write(ctx, e), a panic of s's its failure (see contain).
+func writeOne(ctx context.Context, s Sink, e *Event) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			contain(s, v, &err)
+		}
+	}()
+	return s.Write(ctx, e)
+}
+
+// keepOne is k.Keep(ctx, e, args), a panic of k's its failure.
+func keepOne(ctx context.Context, k Keeper, e *Event, args json.RawMessage) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			contain(k, v, &err)
+		}
+	}()
+	return k.Keep(ctx, e, args)
+}
+
+// durableOne is WriteDurable(ctx, s, e), a panic of s's its failure.
+func durableOne(ctx context.Context, s Sink, e *Event) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			contain(s, v, &err)
+		}
+	}()
+	return WriteDurable(ctx, s, e)
 }
 
 // Keep implements [Keeper]. The sinks that are not Keepers get e by Write
@@ -70,7 +117,7 @@ func (f *FanoutSink) Keep(ctx context.Context, e *Event, args json.RawMessage) e
 		if _, ok := s.(Keeper); ok {
 			continue
 		}
-		if err := s.Write(ctx, e); err != nil {
+		if err := writeOne(ctx, s, e); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -84,7 +131,7 @@ func (f *FanoutSink) Keep(ctx context.Context, e *Event, args json.RawMessage) e
 			c := *e
 			ev = &c
 		}
-		if err := k.Keep(ctx, ev, args); err != nil {
+		if err := keepOne(ctx, k, ev, args); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -101,7 +148,7 @@ func (f *FanoutSink) WriteDurable(ctx context.Context, e *Event) error {
 	}
 	var errs []error
 	for _, s := range f.sinks {
-		if err := WriteDurable(ctx, s, e); err != nil {
+		if err := durableOne(ctx, s, e); err != nil {
 			errs = append(errs, err)
 		}
 	}
