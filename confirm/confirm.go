@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -273,7 +275,7 @@ func (t Ticket) Consume(ctx context.Context, now time.Time) error {
 	if !clockReading(now) || !now.Before(t.expires) {
 		return ErrExpired
 	}
-	first, err := t.s.nonces.Consume(ctx, t.nonce, now, t.expires)
+	first, err := consumeNonce(ctx, t.s.nonces, t.nonce, now, t.expires)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
@@ -306,7 +308,7 @@ func (t Ticket) Used(ctx context.Context, now time.Time) error {
 	if !ok {
 		return nil
 	}
-	used, err := nc.Used(ctx, t.nonce, now, t.expires)
+	used, err := usedNonce(ctx, nc, t.nonce, now, t.expires)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
@@ -314,6 +316,40 @@ func (t Ticket) Used(ctx context.Context, now time.Time) error {
 		return ErrReplayed
 	}
 	return nil
+}
+
+// errStorePanicked is the failure of a nonce store that panicked.
+var errStorePanicked = errors.New("the nonce store panicked")
+
+// storePanicked makes a panic of a nonce store's (its bug), v, the
+// store's failure (errStorePanicked: the caller gets an error that
+// unwraps to [ErrStore]), logged to slog.Default at Error with its stack.
+// Unrecovered, it reached a guard as a panic of its tool's.
+func storePanicked(v any, err *error) {
+	slog.Default().Error("confirm: the nonce store panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	*err = errStorePanicked
+}
+
+// consumeNonce is st.Consume, a panic of st's its failure.
+func consumeNonce(ctx context.Context, st NonceStore, nonce string, now, expires time.Time) (first bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			first = false
+			storePanicked(v, &err)
+		}
+	}()
+	return st.Consume(ctx, nonce, now, expires)
+}
+
+// usedNonce is nc.Used, a panic of nc's its failure.
+func usedNonce(ctx context.Context, nc NonceChecker, nonce string, now, expires time.Time) (used bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			used = false
+			storePanicked(v, &err)
+		}
+	}()
+	return nc.Used(ctx, nonce, now, expires)
 }
 
 // errUnusable is the error of a nil or zero Signer.

@@ -11,7 +11,9 @@ import (
 
 // A NonceStore remembers confirmation nonces so that each one is accepted
 // once. Implementations must be safe for concurrent use; when several server
-// replicas verify confirmations they must share one store.
+// replicas verify confirmations they must share one store. A store that
+// panics (its bug) in Consume or Used has failed, as with an error: the
+// panic is logged to slog.Default at Error, with its stack.
 type NonceStore interface {
 	// Consume records nonce as used until expires and reports whether this
 	// was its first use. A nonce whose expiry is not after now is never

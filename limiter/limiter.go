@@ -412,7 +412,7 @@ func (l *Limiter) allowStore(ctx context.Context, now time.Time, r Request) Deci
 		lease = l.lease.Add(1)
 		b.Lease = lease
 	}
-	if err := l.store.Apply(ctx, now, b); err != nil {
+	if err := l.apply(ctx, now, b); err != nil {
 		// The reservation may have been carried out, or may still
 		// arrive, with slots nobody would release.
 		l.startAbandon(r, held, lease, now)
@@ -525,6 +525,26 @@ func (l *Limiter) applyAlone(now time.Time, b *Batch) (panicked bool, err error)
 	return false, l.store.Apply(context.Background(), now, b)
 }
 
+// apply is the store's Apply of b on a caller's goroutine. A panic of
+// the store's (its bug) is the batch failing, as an error would be: logged
+// to slog.Default at Error with its value and stack, and returned as an
+// error. Unrecovered, it reached the caller as a panic of its own (a
+// guard answered it as its tool's), and a reservation it interrupted,
+// which the store may have carried out, was never abandoned: its slots
+// were held for good.
+func (l *Limiter) apply(ctx context.Context, now time.Time, b *Batch) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			slog.Default().Error("limiter: the store panicked", "lease", b.Lease, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errStorePanicked
+		}
+	}()
+	return l.store.Apply(ctx, now, b)
+}
+
+// errStorePanicked is the failure of a batch whose store's Apply panicked.
+var errStorePanicked = errors.New("the store panicked")
+
 // build appends to dst the checks of the limits that apply to r for o (for
 // a release, only the concurrency ones in held; for a refund, only the rate
 // and spend ones) and returns them with the set of concurrency limits among
@@ -621,7 +641,7 @@ func (l *Limiter) Release(d Decision) {
 	checks, _ := l.build(make([]Check, 0, len(l.limits)), r, opRelease, d.held)
 	b := &Batch{Release: true, Lease: d.lease, Checks: checks}
 	now := time.Now()
-	if l.store.Apply(context.Background(), now, b) != nil {
+	if l.apply(context.Background(), now, b) != nil {
 		// Leases make a retry safe: it frees d's slots and no other's.
 		l.startAbandon(r, d.held, d.lease, now)
 	}

@@ -72,7 +72,7 @@ func (l *Limiter) Refund(ctx context.Context, now time.Time, d Decision) error {
 	}
 	elapsed := max(time.Duration(l.since(now, &d)), 0)
 	b := &Batch{Refund: true, Lease: l.lease.Add(1), Checks: checks, Elapsed: elapsed}
-	if err := l.store.Apply(ctx, now, b); err != nil {
+	if err := l.apply(ctx, now, b); err != nil {
 		return fmt.Errorf("%w: refund: %w", ErrStoreUnavailable, err)
 	}
 	return nil

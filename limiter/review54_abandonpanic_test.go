@@ -42,8 +42,9 @@ func (s *panickyAbandons) counts() (reserves, abandons int) {
 
 // TestReview54AbandonPanicContained: the limiter abandons a failed
 // reservation's lease on a goroutine of its own, where a panic of the
-// store's would end the process (on a caller's goroutine it reaches the
-// caller, whose guard recovers it). The panic is logged, the abandon is
+// store's would end the process (on a caller's goroutine it is the
+// batch's failure since 61d: TestReview61dLimiterReservePanic). The panic
+// is logged, the abandon is
 // not tried again (the lease expires), and the limiter goes on deciding
 // and abandoning.
 func TestReview54AbandonPanicContained(t *testing.T) {

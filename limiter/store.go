@@ -12,7 +12,10 @@ import (
 // Redis one in limiter/redislimit for many replicas. The package
 // limiter/limitertest checks that a Store behaves as described here.
 //
-// Implementations must be safe for concurrent use.
+// Implementations must be safe for concurrent use. An Apply that panics
+// (a store's bug) has failed, as with an error: the [Limiter] logs the
+// panic to slog.Default at Error, with its stack, and treats the batch as
+// one that could not be carried out.
 type Store interface {
 	// Apply carries out b at time now: it reserves the units of every
 	// check or, when b.Release is set, frees the in-flight slots held
