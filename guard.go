@@ -358,7 +358,8 @@ type Options struct {
 	// which often quotes the arguments, is shown as it is when it has at
 	// most 2048 bytes and no control, format (a bidi override) or
 	// separator character, else quoted and escaped so and cut at 2048
-	// bytes.
+	// bytes. A handler that panics (its bug) loses that record, which is
+	// said on standard error; the call goes on as if it had been logged.
 	Logger *slog.Logger
 }
 
@@ -482,6 +483,8 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	g.log = g.opts.Logger
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	} else {
+		g.log = safeLogger(g.log)
 	}
 	if err := checkToolOptions(p, g.opts.Tools); err != nil {
 		return nil, err

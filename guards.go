@@ -41,6 +41,7 @@ func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = safeLogger(log)
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 			defer func() {
@@ -245,6 +246,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = safeLogger(log)
 	now := o.Now
 	if now == nil {
 		now = time.Now
@@ -264,7 +266,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 			ctx = &auditCtx{Context: ctx, c: c, corr: c.corr}
 			write := func() {
 				if c.session == "" && sessionKey != nil && c.id != nil && c.id.Principal != nil {
-					c.session = sessionKey(req, c.id)
+					c.session = keySession(log, sessionKey, req, c)
 				}
 				ev := &c.outcome
 				buildEvent(ev, now(), tools[c.name].RecordArgs, req, c, parentCorr(ctx, c.corr, req), audit.PhaseOutcome)
@@ -318,6 +320,21 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 			return res, err
 		}
 	}, nil
+}
+
+// keySession returns sessionKey's key of c's session for the [Audit]
+// middleware's record. A sessionKey that panics (its bug) gives none: the
+// panic is logged with its stack, and the record is written without it.
+// Unrecovered, it left the call without a record and went on up to the
+// Recover outside, which answered a call that ran as a tool that failed.
+func keySession(log *slog.Logger, sessionKey func(*mcp.CallToolRequest, *Identity) string, req *mcp.CallToolRequest, c *call) (key string) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("mcpguard: Options.SessionKey panicked; the audit record has no session_id", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r), "stack", string(debug.Stack()))
+			key = ""
+		}
+	}()
+	return sessionKey(req, c.id)
 }
 
 // auditCtx is the context the [Audit] middleware gives the call: it
