@@ -155,6 +155,16 @@ func (f *FanoutSink) WriteDurable(ctx context.Context, e *Event) error {
 	return errors.Join(errs...)
 }
 
+// closeOne is c.Close(), c being s, a panic of s's its failure.
+func closeOne(s Sink, c io.Closer) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			contain(s, v, &err)
+		}
+	}()
+	return c.Close()
+}
+
 // usable returns the error that refuses a write: [ErrClosed] after Close,
 // [ErrNoSink] for a fanout of no sinks.
 func (f *FanoutSink) usable() error {
@@ -176,7 +186,7 @@ func (f *FanoutSink) Close() error {
 	var errs []error
 	for _, s := range f.sinks {
 		if c, ok := s.(io.Closer); ok {
-			if err := c.Close(); err != nil {
+			if err := closeOne(s, c); err != nil {
 				errs = append(errs, err)
 			}
 		}
