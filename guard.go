@@ -347,7 +347,8 @@ type Options struct {
 	// their session_id is then empty, and so it is for a call refused
 	// before it was authenticated, which SessionKey is not asked about.
 	SessionKey func(req *mcp.CallToolRequest, id *Identity) string
-	// Now returns the current time. Nil means time.Now.
+	// Now returns the current time. Nil means time.Now. A Now that panics
+	// (its bug) is logged, and time.Now is read instead.
 	Now func() time.Time
 	// Logger receives operational messages (panics, audit failures). Nil
 	// means a text logger on stderr; never stdout. A tool name in them,
@@ -476,15 +477,15 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	case g.opts.WriteAheadTimeout < 0:
 		g.opts.WriteAheadTimeout = -1
 	}
-	g.now = g.opts.Now
-	if g.now == nil {
-		g.now = time.Now
-	}
 	g.log = g.opts.Logger
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	} else {
 		g.log = safeLogger(g.log)
+	}
+	g.now = time.Now
+	if g.opts.Now != nil {
+		g.now = safeNow(g.opts.Now, g.log)
 	}
 	if err := checkToolOptions(p, g.opts.Tools); err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/corrid"
+	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -211,9 +212,9 @@ func ValidateArguments(v *Validator) Middleware {
 // the call is a dry run (known to the write-path steps, which take the
 // dry-run settings: a dry run whose arguments [ValidateArguments] refuses
 // before any of them sees it is recorded with dry_run false, where a Guard
-// records dry_run true), the spend [Limit] charged, and that the limiter
+// records dry_run true), the spend [Limit] charged, and that a limiter
 // admitted the call only because its store failed (audit.DetailFailOpen,
-// as the last limiter decision for the call says). A JSON-RPC error
+// as that limiter's last decision for the call says). A JSON-RPC error
 // from a step in protocol-error mode is recorded with the code in its data,
 // and an unknown tool's as TOOL_NOT_FOUND. A failing sink (one that
 // panics too) is reported to the log and does not change the result.
@@ -247,9 +248,9 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 		log = slog.Default()
 	}
 	log = safeLogger(log)
-	now := o.Now
-	if now == nil {
-		now = time.Now
+	now := time.Now
+	if o.Now != nil {
+		now = safeNow(o.Now, log)
 	}
 	tools, sessionKey := cloneTools(o.Tools), o.SessionKey
 	ids := new(corrid.Source)
@@ -344,6 +345,9 @@ type auditCtx struct {
 	context.Context
 	c    *call
 	corr any // c.corr, boxed once
+	// openLim is the limiter whose decision set c.failOpen last (see
+	// Guard.limitFailed).
+	openLim *limiter.Limiter
 }
 
 // auditKey is the context key of the [Audit] middleware's call: its

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"time"
 )
 
 // safeLogger returns a logger whose handler is l's, but for a panic of
@@ -69,4 +71,20 @@ func (s safeHandler) WithGroup(name string) (h slog.Handler) {
 // with v, and the message of the record lost, if any.
 func lostLog(method string, v any, msg string) {
 	fmt.Fprintf(os.Stderr, "mcpguard: the Logger's handler panicked in %s (%s); log record lost: %q\n", method, panicText(v), logText(msg))
+}
+
+// safeNow returns now, but for a panic of it (the operator's code: a test
+// clock's bug), which is logged with its stack, time.Now read instead. The
+// guard reads its clock before its pipeline's recover, and in it: a clock
+// that panicked there ended the process (the go-sdk recovers none).
+func safeNow(now func() time.Time, log *slog.Logger) func() time.Time {
+	return func() (t time.Time) {
+		defer func() {
+			if v := recover(); v != nil {
+				log.Error("mcpguard: Options.Now panicked; time.Now is read instead", "panic", panicText(v), "stack", string(debug.Stack()))
+				t = time.Now()
+			}
+		}()
+		return now()
+	}
 }

@@ -1160,10 +1160,13 @@ func (g *Guard) limitFailed(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	// The call's last decision says whether it runs uncapped: a charge
 	// that a working store made (or refused) after a check that failed
 	// open (an older client's confirmation) checked the caps.
+	// A stand-alone Audit's call may see the decisions of several
+	// limiters (a Limit step outside another): only the limiter that
+	// marked it clears its mark.
 	open := ld.Err != nil && ld.Allowed
 	c.failOpen = open
-	if ac := auditCall(ctx, req); ac != nil {
-		ac.failOpen = open
+	if a, _ := ctx.Value(auditKey{}).(*auditCtx); a != nil && a.c.req == req && (open || a.openLim == g.opts.Limiter) {
+		a.c.failOpen, a.openLim = open, g.opts.Limiter
 	}
 	if ld.Err == nil {
 		return
