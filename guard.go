@@ -19,6 +19,7 @@ import (
 	"github.com/mcpguard/mcpguard/confirm"
 	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/internal/limitcheck"
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -481,7 +482,7 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	} else {
-		g.log = safeLogger(g.log)
+		g.log = logsafe.Logger(g.log)
 	}
 	g.now = time.Now
 	if g.opts.Now != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/corrid"
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +43,7 @@ func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
 	}
-	log = safeLogger(log)
+	log = logsafe.Logger(log)
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 			defer func() {
@@ -247,7 +248,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	log = safeLogger(log)
+	log = logsafe.Logger(log)
 	now := time.Now
 	if o.Now != nil {
 		now = safeNow(o.Now, log)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -71,7 +72,8 @@ type Options struct {
 	// request read after the stop (likewise, one warning when the input
 	// ends gives the number of all those refused after the stop); and one
 	// when DrainTimeout ends the input with requests unanswered. Nil means
-	// a text logger on Stderr.
+	// a text logger on Stderr. A handler that panics (its bug) loses that
+	// record, which is said on standard error; the transport goes on.
 	Logger *slog.Logger
 }
 
@@ -210,6 +212,10 @@ func Isolate(opts *Options) (*mcp.IOTransport, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(o.Stderr, nil))
+	} else {
+		// It logs on the transport's reader goroutine: a panic of the
+		// handler's (its bug) there ended the process.
+		o.Logger = logsafe.Logger(o.Logger)
 	}
 	s := newSession()
 	w := newWriter(out, s)
