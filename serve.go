@@ -155,8 +155,16 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 	// 1. Recover, and 12. audit on every way out.
 	defer func() {
 		if r := recover(); r != nil {
-			g.log.Error("mcpguard: tool handler panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r), "stack", string(debug.Stack()))
-			c.detail = "panic"
+			if c.ran {
+				g.log.Error("mcpguard: tool handler panicked", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r), "stack", string(debug.Stack()))
+				c.detail = "panic"
+			} else {
+				// Code of the operator's that the guard called before the
+				// tool (an Authenticator, a Cost or Describe function):
+				// the trail must not say the tool ran.
+				g.log.Error("mcpguard: the guard panicked before the tool ran (a callback's bug: its stack says which)", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r), "stack", string(debug.Stack()))
+				c.detail = "panic before the tool ran"
+			}
 			d := Deny(CodeInternal, "the tool failed unexpectedly")
 			if c.ran { // the handler, or step 11 on its result, panicked: it may have written
 				d = c.failedWrite(d)
