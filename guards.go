@@ -93,7 +93,7 @@ func Authenticate(a Authenticator) Middleware {
 			if a == nil {
 				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
 			}
-			id, err := a.Authenticate(ctx, req)
+			id, err := authenticateMarked(ctx, req, a)
 			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 				if ac := auditCall(ctx, req); ac != nil && ac.detail == "" {
 					ac.detail = authDetail(err) // why, as a Guard records it
@@ -106,6 +106,21 @@ func Authenticate(a Authenticator) Middleware {
 			return next(NewContext(ctx, id), req)
 		}
 	}
+}
+
+// authenticateMarked is a.Authenticate, whose panic (the operator's bug)
+// marks the record of an [Audit] outside as a panic before the tool ran, as
+// a Guard records it, and goes on up.
+func authenticateMarked(ctx context.Context, req *mcp.CallToolRequest, a Authenticator) (*Identity, error) {
+	if ac := auditCall(ctx, req); ac != nil {
+		defer func() {
+			if r := recover(); r != nil {
+				ac.detail = panicBeforeTool
+				panic(r)
+			}
+		}()
+	}
+	return a.Authenticate(ctx, req)
 }
 
 // authDenial is the refusal of a call whose caller could not be
@@ -287,7 +302,10 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 			// Recover outside (the order of DESIGN.md's pipeline).
 			defer func() {
 				if r := recover(); r != nil {
-					c.denial, c.detail = Deny(CodeInternal, ""), "panic"
+					c.denial = Deny(CodeInternal, "")
+					if c.detail != panicBeforeTool {
+						c.detail = "panic"
+					}
 					write()
 					panic(r)
 				}
@@ -346,9 +364,10 @@ type auditCtx struct {
 	context.Context
 	c    *call
 	corr any // c.corr, boxed once
-	// openLim is the limiter whose decision set c.failOpen last (see
-	// Guard.limitFailed).
-	openLim *limiter.Limiter
+	// openLims are the limiters whose last decision for the call admitted
+	// it only because their store failed: c.failOpen while there are any
+	// (see Guard.limitFailed).
+	openLims []*limiter.Limiter
 }
 
 // auditKey is the context key of the [Audit] middleware's call: its

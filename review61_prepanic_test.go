@@ -40,7 +40,9 @@ func TestReview61PanicBeforeToolRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		h, err := g.Wrap(&mcp.Tool{Name: "r", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { panic("review61: the tool's bug") })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				panic("review61: the tool's bug")
+			})
 		if err != nil {
 			t.Fatal(err)
 		}

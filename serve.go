@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -163,7 +164,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 				// tool (an Authenticator, a Cost or Describe function):
 				// the trail must not say the tool ran.
 				g.log.Error("mcpguard: the guard panicked before the tool ran (a callback's bug: its stack says which)", "tool", logName(c.name), "correlation_id", c.corr, "panic", panicText(r), "stack", string(debug.Stack()))
-				c.detail = "panic before the tool ran"
+				c.detail = panicBeforeTool
 			}
 			d := Deny(CodeInternal, "the tool failed unexpectedly")
 			if c.ran { // the handler, or step 11 on its result, panicked: it may have written
@@ -1169,12 +1170,17 @@ func (g *Guard) limitFailed(ctx context.Context, req *mcp.CallToolRequest, c *ca
 	// that a working store made (or refused) after a check that failed
 	// open (an older client's confirmation) checked the caps.
 	// A stand-alone Audit's call may see the decisions of several
-	// limiters (a Limit step outside another): only the limiter that
-	// marked it clears its mark.
+	// limiters (a Limit step outside another): it is marked while the
+	// last decision of any of them failed open.
 	open := ld.Err != nil && ld.Allowed
 	c.failOpen = open
-	if a, _ := ctx.Value(auditKey{}).(*auditCtx); a != nil && a.c.req == req && (open || a.openLim == g.opts.Limiter) {
-		a.c.failOpen, a.openLim = open, g.opts.Limiter
+	if a, _ := ctx.Value(auditKey{}).(*auditCtx); a != nil && a.c.req == req {
+		l := g.opts.Limiter
+		a.openLims = slices.DeleteFunc(a.openLims, func(o *limiter.Limiter) bool { return o == l })
+		if open {
+			a.openLims = append(a.openLims, l)
+		}
+		a.c.failOpen = len(a.openLims) > 0
 	}
 	if ld.Err == nil {
 		return
@@ -1968,6 +1974,10 @@ func logText(s string) string {
 	}
 	return textsafe.Quoted(s, maxLoggedText)
 }
+
+// panicBeforeTool is the detail of a call's record whose guard panicked
+// before the tool ran (a callback's bug).
+const panicBeforeTool = "panic before the tool ran"
 
 // panicText is logText of r, a recovered panic's value. fmt recovers a
 // panic of r's String or Error method, but panics again when the value it
