@@ -2,9 +2,7 @@ package mcpguard_test
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,19 +11,6 @@ import (
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// r61fFlakyStore is a MemoryStore that fails while down.
-type r61fFlakyStore struct {
-	*limiter.MemoryStore
-	down atomic.Bool
-}
-
-func (s *r61fFlakyStore) Apply(ctx context.Context, now time.Time, b *limiter.Batch) error {
-	if s.down.Load() {
-		return errors.New("review61f: store down")
-	}
-	return s.MemoryStore.Apply(ctx, now, b)
-}
 
 // TestReview61fFailOpenRefusedByCaps: an older client's confirmation is
 // asked within the call. The round that asks checks the limits (a peek);
@@ -37,7 +22,7 @@ func (s *r61fFlakyStore) Apply(ctx context.Context, now time.Time, b *limiter.Ba
 // refused: an operator counting the calls that ran uncapped during the
 // outage counts one that was capped and never ran.
 func TestReview61fFailOpenRefusedByCaps(t *testing.T) {
-	store := &r61fFlakyStore{MemoryStore: limiter.NewMemoryStore()}
+	store := &r57DownStore{MemoryStore: limiter.NewMemoryStore()}
 	store.down.Store(true)
 	lim, err := limiter.New([]limiter.Limit{
 		{Kind: limiter.Rate, Scope: limiter.User, Max: 100, Window: time.Hour},

@@ -29,7 +29,7 @@ func TestReview61gFailOpenClearedByOtherLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	down := &r61fFlakyStore{MemoryStore: limiter.NewMemoryStore()}
+	down := &r57DownStore{MemoryStore: limiter.NewMemoryStore()}
 	down.down.Store(true)
 	fleet, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 100, Window: time.Hour}},
 		&limiter.Options{Store: down, FailOpenReads: true})

@@ -32,13 +32,13 @@ func TestReview61hFailOpenSlotOverwritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	rate := []limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 100, Window: time.Hour}}
-	fleetStore := &r61fFlakyStore{MemoryStore: limiter.NewMemoryStore()}
+	fleetStore := &r57DownStore{MemoryStore: limiter.NewMemoryStore()}
 	fleetStore.down.Store(true) // down for the whole call
 	fleet, err := limiter.New(rate, &limiter.Options{Store: fleetStore, FailOpenWrites: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	localStore := &r61fFlakyStore{MemoryStore: limiter.NewMemoryStore()}
+	localStore := &r57DownStore{MemoryStore: limiter.NewMemoryStore()}
 	localStore.down.Store(true) // back while the human reads
 	local, err := limiter.New(rate, &limiter.Options{Store: localStore, FailOpenWrites: true})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/internal/gaveup"
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
@@ -1960,37 +1961,20 @@ func logName(name string) string {
 
 // maxLoggedText is the most bytes of a handler's error or panic value a
 // log line shows (see logText).
-const maxLoggedText = 2048
+const maxLoggedText = logsafe.MaxText
 
 // logText returns s, the text of a handler's error or panic value, as a
-// log line shows it: as it is when it is short and plain, else quoted,
-// escaped and cut as [textsafe.Quoted] does at maxLoggedText bytes. Such
-// text often quotes the call's arguments, which the client chose: up to
-// the size of a request, invisible characters (a bidi override, which a
-// JSON log keeps as itself) included.
-func logText(s string) string {
-	if len(s) <= maxLoggedText && textsafe.Plain(s) {
-		return s
-	}
-	return textsafe.Quoted(s, maxLoggedText)
-}
+// log line shows it ([logsafe.Text]): the call's arguments it often quotes
+// were the client's choice.
+func logText(s string) string { return logsafe.Text(s) }
 
 // panicBeforeTool is the detail of a call's record whose guard panicked
 // before the tool ran (a callback's bug).
 const panicBeforeTool = "panic before the tool ran"
 
-// panicText is logText of r, a recovered panic's value. fmt recovers a
-// panic of r's String or Error method, but panics again when the value it
-// panicked with panics so too; in the deferred function that recovered r,
-// that panic ended the process. Such a value is shown by its type.
-func panicText(r any) (s string) {
-	defer func() {
-		if recover() != nil {
-			s = fmt.Sprintf("a %T whose text panics", r)
-		}
-	}()
-	return logText(fmt.Sprint(r))
-}
+// panicText is logText of r, a recovered panic's value
+// ([logsafe.PanicText]: a value whose text panics too is shown by its type).
+func panicText(r any) string { return logsafe.PanicText(r) }
 
 // buildEvent makes ev the audit record of c at time now; record names the
 // argument fields the tool opted in to record verbatim, parent the call

@@ -14,8 +14,9 @@ import (
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 )
 
-// maxText bounds the panic text said on standard error.
-const maxText = 2048
+// MaxText is the most bytes of an error's or a panic's text a log line
+// shows (see Text).
+const MaxText = 2048
 
 // stderr is where a lost record is said; a variable for the tests.
 var stderr io.Writer = os.Stderr
@@ -53,7 +54,7 @@ func (s handler) Handle(ctx context.Context, r slog.Record) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			lost("Handle", v, r.Message)
-			err = fmt.Errorf("the log handler panicked: %s", text(v))
+			err = fmt.Errorf("the log handler panicked: %s", PanicText(v))
 		}
 	}()
 	return s.h.Handle(ctx, r)
@@ -82,24 +83,30 @@ func (s handler) WithGroup(name string) (h slog.Handler) {
 // lost says on standard error that the log handler's method panicked
 // with v, and the message of the record lost, if any.
 func lost(method string, v any, msg string) {
-	fmt.Fprintf(stderr, "mcpguard: the Logger's handler panicked in %s (%s); log record lost: %q\n", method, text(v), clean(msg))
+	fmt.Fprintf(stderr, "mcpguard: the Logger's handler panicked in %s (%s); log record lost: %q\n", method, PanicText(v), Text(msg))
 }
 
-// text is the text of a panic's value v: fmt's, or, when formatting v
-// panics too, its type.
-func text(v any) (s string) {
+// PanicText is [Text] of v, a recovered panic's value. fmt recovers a
+// panic of v's String or Error method, but panics again when the value it
+// panicked with panics so too; in a deferred function that recovered v,
+// that panic ended the process. Such a value is shown by its type.
+func PanicText(v any) (s string) {
 	defer func() {
 		if recover() != nil {
 			s = fmt.Sprintf("a %T whose text panics", v)
 		}
 	}()
-	return clean(fmt.Sprint(v))
+	return Text(fmt.Sprint(v))
 }
 
-// clean is s as it is when short and plain, else quoted, escaped and cut.
-func clean(s string) string {
-	if len(s) <= maxText && textsafe.Plain(s) {
+// Text returns s, the text of an error or a panic value, as a log line
+// shows it: as it is when it is short and plain, else quoted, escaped and
+// cut as textsafe.Quoted does at MaxText bytes. Such text often quotes what a
+// client chose: up to the size of a request, invisible characters (a bidi
+// override, which a JSON log keeps as itself) included.
+func Text(s string) string {
+	if len(s) <= MaxText && textsafe.Plain(s) {
 		return s
 	}
-	return textsafe.Quoted(s, maxText)
+	return textsafe.Quoted(s, MaxText)
 }
