@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 )
 
 // DefaultTTL is how long a confirmation state stays valid when
@@ -326,7 +328,7 @@ var errStorePanicked = errors.New("the nonce store panicked")
 // unwraps to [ErrStore]), logged to slog.Default at Error with its stack.
 // Unrecovered, it reached a guard as a panic of its tool's.
 func storePanicked(v any, err *error) {
-	slog.Default().Error("confirm: the nonce store panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	slog.Default().Error("confirm: the nonce store panicked", "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 	*err = errStorePanicked
 }
 

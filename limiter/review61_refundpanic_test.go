@@ -51,3 +51,38 @@ func TestReview61RefundPanicContained(t *testing.T) {
 		t.Errorf("the panic was not logged: %q", logged.String())
 	}
 }
+
+// r61TextPanics is a panic value whose text panics too.
+type r61TextPanics struct{}
+
+func (r61TextPanics) String() string { panic(r61TextPanics{}) }
+
+// r61BadValue is a store whose every Apply panics with r61TextPanics.
+type r61BadValue struct{ *limiter.MemoryStore }
+
+func (r61BadValue) Apply(context.Context, time.Time, *limiter.Batch) error { panic(r61TextPanics{}) }
+
+// TestReview61StorePanicValueTextPanics: the log line of a store's panic
+// formatted its value with fmt, which panics again, in the deferred
+// recover, on a value whose String panics with such a value: the call
+// whose store failed ended the process. The value is shown by its type.
+func TestReview61StorePanicValueTextPanics(t *testing.T) {
+	logged := testlog.CaptureDefault(t)
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 10, Window: time.Hour}},
+		&limiter.Options{Store: r61BadValue{limiter.NewMemoryStore()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			t.Fatalf("the store's panic reached the caller: %T", v)
+		}
+	}()
+	d := lim.AllowAt(context.Background(), time.Now(), limiter.Request{User: "u", Tool: "t", Calls: 1})
+	if d.Allowed || !errors.Is(d.Err, limiter.ErrStoreUnavailable) {
+		t.Errorf("decision %+v, want refused, ErrStoreUnavailable", d)
+	}
+	if !strings.Contains(logged.String(), "whose text panics") {
+		t.Errorf("log: %q", logged.String())
+	}
+}
