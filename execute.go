@@ -71,41 +71,51 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 	g.opts.Tools = withoutCost(g.opts.Tools) // an intent records no cost
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c, topts, d := g.begin(ctx, req)
-			if d != nil {
-				refundAdmissions(ctx, req) // refused before it ran
-				return g.deny(c, d)
-			}
-			if c.rule.Class != policy.Write {
-				return next(ctx, req)
-			}
-			if c.dryRun {
-				// No intent, so no real write: answered here, as
-				// Confirm and Limit answer one, unless a step outside
-				// answered it already by calling a DryRunAware handler.
-				if dryRunAnswered(ctx, req) {
-					return next(ctx, req)
-				}
-				return g.answerDryRun(ctx, req, c, topts, next)
-			}
-			c.record = topts.RecordArgs
-			if ac := auditCall(ctx, req); ac != nil {
-				c.valid, c.confirmed = ac.valid, ac.confirmed
-			}
-			if g.opts.SessionKey != nil {
-				c.session = g.opts.SessionKey(req, c.id)
-			}
-			if err := g.auditIntent(ctx, req, c); err != nil {
-				g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
-				refundAdmissions(ctx, req)
-				if ac := auditCall(ctx, req); ac != nil {
-					ac.detail = "write-ahead intent not recorded"
-				}
-				return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
-			}
-			return next(ctx, req)
+			var s stepRun
+			defer s.end(ctx, req)
+			res, err := g.writeAheadRound(ctx, req, next, &s)
+			s.done = true
+			return res, err
 		}
 	}, nil
+}
+
+// writeAheadRound is the [WriteAhead] step's work on ctx's call of req, s
+// its way out; g's sink is the step's.
+func (g *Guard) writeAheadRound(ctx context.Context, req *mcp.CallToolRequest, next mcp.ToolHandler, s *stepRun) (*mcp.CallToolResult, error) {
+	c, topts, d := g.begin(ctx, req)
+	if d != nil {
+		refundAdmissions(ctx, req) // refused before it ran
+		return g.deny(c, d)
+	}
+	if c.rule.Class != policy.Write {
+		return s.handOn(ctx, req, next)
+	}
+	if c.dryRun {
+		// No intent, so no real write: answered here, as
+		// Confirm and Limit answer one, unless a step outside
+		// answered it already by calling a DryRunAware handler.
+		if dryRunAnswered(ctx, req) {
+			return s.handOn(ctx, req, next)
+		}
+		return g.answerDryRun(ctx, req, c, topts, next, s)
+	}
+	c.record = topts.RecordArgs
+	if ac := auditCall(ctx, req); ac != nil {
+		c.valid, c.confirmed = ac.valid, ac.confirmed
+	}
+	if g.opts.SessionKey != nil {
+		c.session = g.opts.SessionKey(req, c.id)
+	}
+	if err := g.auditIntent(ctx, req, c); err != nil {
+		g.log.Error("mcpguard: write-ahead audit record failed; write refused", "tool", logName(c.name), "correlation_id", c.corr, "err", err)
+		refundAdmissions(ctx, req)
+		if ac := auditCall(ctx, req); ac != nil {
+			ac.detail = "write-ahead intent not recorded"
+		}
+		return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
+	}
+	return s.handOn(ctx, req, next)
 }
 
 // NewOutputValidator compiles a tool's output schema for [ValidateOutput],
@@ -204,6 +214,44 @@ func limitCall(ctx context.Context, req *mcp.CallToolRequest) *limitCtx {
 		return nil
 	}
 	return l
+}
+
+// stepRun is what a stand-alone step knows of its call's way out (see
+// end): whether it handed the call on, to the steps inside it and the
+// tool, whether it is done with its own work (it returned, or, for
+// [Authenticate], its Authenticator did), and the admission of a charge it
+// took itself.
+type stepRun struct {
+	own          *limitCtx
+	handed, done bool
+}
+
+// handOn hands ctx's call of req on to next, the steps inside the step and
+// the tool.
+func (s *stepRun) handOn(ctx context.Context, req *mcp.CallToolRequest, next mcp.ToolHandler) (*mcp.CallToolResult, error) {
+	s.handed = true
+	return next(ctx, req)
+}
+
+// end, deferred by a stand-alone step before anything else, runs as its
+// call leaves it. A step that is neither done nor has handed the call on
+// panicked in its own code: code of the operator's that it called (an
+// Authenticator, a Cost, Describe or SessionKey function) had a bug. The
+// tool did not run, so the call is given back what the step and the Limit
+// steps outside charged it, as any refusal before the tool is, and the
+// record of an Audit outside says the panic came before the tool, as a
+// Guard's does. The panic goes on up, to the Recover outside.
+func (s *stepRun) end(ctx context.Context, req *mcp.CallToolRequest) {
+	if s.done || s.handed {
+		return
+	}
+	if s.own != nil {
+		s.own.refund(ctx)
+	}
+	refundAdmissions(ctx, req)
+	if ac := auditCall(ctx, req); ac != nil {
+		ac.detail = panicBeforeTool
+	}
 }
 
 // refundAdmissions gives back what every Limit step around ctx's call of

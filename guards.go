@@ -93,7 +93,11 @@ func Authenticate(a Authenticator) Middleware {
 			if a == nil {
 				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
 			}
-			id, err := authenticateMarked(ctx, req, a)
+			// a's panic (the operator's bug) is one before the tool ran.
+			var s stepRun
+			defer s.end(ctx, req)
+			id, err := a.Authenticate(ctx, req)
+			s.done = true
 			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
 				if ac := auditCall(ctx, req); ac != nil && ac.detail == "" {
 					ac.detail = authDetail(err) // why, as a Guard records it
@@ -106,21 +110,6 @@ func Authenticate(a Authenticator) Middleware {
 			return next(NewContext(ctx, id), req)
 		}
 	}
-}
-
-// authenticateMarked is a.Authenticate, whose panic (the operator's bug)
-// marks the record of an [Audit] outside as a panic before the tool ran, as
-// a Guard records it, and goes on up.
-func authenticateMarked(ctx context.Context, req *mcp.CallToolRequest, a Authenticator) (*Identity, error) {
-	if ac := auditCall(ctx, req); ac != nil {
-		defer func() {
-			if r := recover(); r != nil {
-				ac.detail = panicBeforeTool
-				panic(r)
-			}
-		}()
-	}
-	return a.Authenticate(ctx, req)
 }
 
 // authDenial is the refusal of a call whose caller could not be

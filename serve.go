@@ -312,7 +312,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return g.deny(c, d)
 		}
 		if !topts.DryRunAware {
-			res := dryrun.Result(c.name, g.describe(c, topts))
+			res := dryrun.Result(c.name, g.describeCharged(ctx, c, topts, ld))
 			// A result the output schema refuses would break a client
 			// that checks it (the MCP specification has them do so); the
 			// results of tool errors are not checked. The result itself
@@ -1448,6 +1448,22 @@ func (g *Guard) sessionKey(req *mcp.CallToolRequest, id *Identity) string {
 		return "user:" + id.Principal.Subject
 	}
 	return "session:" + strconv.FormatUint(uint64(uintptr(unsafe.Pointer(req.Session))), 16)
+}
+
+// describeCharged is describe for a dry run that step 8 charged, its
+// decision ld. A Describe that panics (its bug) gives the charge back
+// first: the call is refused (see serve's recover) and the tool did not
+// run.
+func (g *Guard) describeCharged(ctx context.Context, c *call, topts ToolOptions, ld limiter.Decision) string {
+	done := false
+	defer func() {
+		if !done {
+			g.refund(ctx, c, ld)
+		}
+	}()
+	text := g.describe(c, topts)
+	done = true
+	return text
 }
 
 func (g *Guard) describe(c *call, topts ToolOptions) string {

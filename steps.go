@@ -107,70 +107,81 @@ func Confirm(s *confirm.Signer, p *policy.Policy, opts *Options) (Middleware, er
 	}
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c, topts, d := g.beginRound(ctx, req)
-			// A refused call consumes nothing: a Limit step outside this
-			// one gives back what it charged.
-			refuse := func(d *DenialError) (*mcp.CallToolResult, error) {
-				refundAdmissions(ctx, req)
-				res, err := g.deny(c, d)
-				g.audited(ctx, req, c)
-				return res, err
-			}
+			var s stepRun
+			defer s.end(ctx, req)
+			res, err := g.confirmRound(ctx, req, next, &s)
+			s.done = true
+			return res, err
+		}
+	}, nil
+}
+
+// confirmRound is the [Confirm] step's work on ctx's call of req, s its
+// way out.
+func (g *Guard) confirmRound(ctx context.Context, req *mcp.CallToolRequest, next mcp.ToolHandler, s *stepRun) (*mcp.CallToolResult, error) {
+	c, topts, d := g.beginRound(ctx, req)
+	// A refused call consumes nothing: a Limit step outside this
+	// one gives back what it charged.
+	refuse := func(d *DenialError) (*mcp.CallToolResult, error) {
+		refundAdmissions(ctx, req)
+		res, err := g.deny(c, d)
+		g.audited(ctx, req, c)
+		return res, err
+	}
+	if d != nil {
+		return refuse(d)
+	}
+	if !c.rule.Confirm && !c.dryRun {
+		if d := g.consume(ctx, c); d != nil {
+			return refuse(d)
+		}
+		return g.sealed(c)(s.handOn(ctx, req, next))
+	}
+	if c.dryRun {
+		// Answered here, for a tool Confirm asks about or not:
+		// a handler inside that does not know of dry runs would
+		// really write, with a record saying dry_run. Counted
+		// once: not again when a Limit of the same limiter outside
+		// counted it, and a Limit inside knows it was (the
+		// handler of a DryRunAware tool runs inside both).
+		if l := g.opts.Limiter; l != nil && !c.retry && !limitedOutside(ctx, req, l) {
+			ld, d := g.charge(ctx, req, c, 1)
 			if d != nil {
 				return refuse(d)
 			}
-			if !c.rule.Confirm && !c.dryRun {
-				if d := g.consume(ctx, c); d != nil {
-					return refuse(d)
-				}
-				return g.sealed(c)(next(ctx, req))
-			}
-			if c.dryRun {
-				// Answered here, for a tool Confirm asks about or not:
-				// a handler inside that does not know of dry runs would
-				// really write, with a record saying dry_run. Counted
-				// once: not again when a Limit of the same limiter outside
-				// counted it, and a Limit inside knows it was (the
-				// handler of a DryRunAware tool runs inside both).
-				if l := g.opts.Limiter; l != nil && !c.retry && !limitedOutside(ctx, req, l) {
-					ld, d := g.charge(ctx, req, c, 1)
-					if d != nil {
-						return refuse(d)
-					}
-					defer l.Release(ld)
-					ctx = newLimitCtx(ctx, g, c, ld, req)
-				}
-				if d := g.consume(ctx, c); d != nil {
-					return refuse(d)
-				}
-				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
-			}
-			if !c.confirmed { // not the next round of a confirmed call
-				res, done := g.confirmStep(ctx, req, c, topts)
-				if done { // asked, or declined
-					if res.InputRequests == nil {
-						refundAdmissions(ctx, req)
-					}
-					g.audited(ctx, req, c)
-					return res, nil
-				}
-				if c.denial != nil {
-					return refuse(c.denial)
-				}
-				c.confirmed = true
-			}
-			if ac := auditCall(ctx, req); ac != nil {
-				ac.confirmed = true // its records say so, as a Guard's do
-			}
-			if g.opts.Limiter != nil {
-				ctx = context.WithValue(ctx, countedKey{}, true)
-			}
-			if d := g.consume(ctx, c); d != nil {
-				return refuse(d)
-			}
-			return g.sealed(c)(next(ctx, req))
+			defer l.Release(ld)
+			s.own = newLimitCtx(ctx, g, c, ld, req)
+			ctx = s.own
 		}
-	}, nil
+		if d := g.consume(ctx, c); d != nil {
+			return refuse(d)
+		}
+		return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next, s))
+	}
+	if !c.confirmed { // not the next round of a confirmed call
+		res, done := g.confirmStep(ctx, req, c, topts)
+		if done { // asked, or declined
+			if res.InputRequests == nil {
+				refundAdmissions(ctx, req)
+			}
+			g.audited(ctx, req, c)
+			return res, nil
+		}
+		if c.denial != nil {
+			return refuse(c.denial)
+		}
+		c.confirmed = true
+	}
+	if ac := auditCall(ctx, req); ac != nil {
+		ac.confirmed = true // its records say so, as a Guard's do
+	}
+	if g.opts.Limiter != nil {
+		ctx = context.WithValue(ctx, countedKey{}, true)
+	}
+	if d := g.consume(ctx, c); d != nil {
+		return refuse(d)
+	}
+	return g.sealed(c)(s.handOn(ctx, req, next))
 }
 
 // audited tells the Audit middleware around ctx's call of req what
@@ -260,50 +271,61 @@ func Limit(l *limiter.Limiter, p *policy.Policy, opts *Options) (Middleware, err
 	}
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			c, topts, d := g.beginRound(ctx, req)
-			if d != nil {
-				refundAdmissions(ctx, req) // of Limit steps outside this one
-				return g.deny(c, d)
-			}
-			if c.dryRun && limitedOutside(ctx, req, l) {
-				// A Confirm of the same limiter outside counted this dry
-				// run and holds its in-flight slot: it is answered here,
-				// counted once.
-				if d := g.consume(ctx, c); d != nil {
-					refundAdmissions(ctx, req)
-					return g.deny(c, d)
-				}
-				return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next))
-			}
-			calls := 1
-			if counted, _ := ctx.Value(countedKey{}).(bool); c.retry || counted && c.rule.Confirm && !c.dryRun {
-				calls = 0
-			}
-			ld, d := g.charge(ctx, req, c, calls)
-			if d != nil {
-				refundAdmissions(ctx, req)
-				return g.deny(c, d)
-			}
-			defer l.Release(ld)
-			if d := g.consume(ctx, c); d != nil {
-				g.refund(ctx, c, ld) // refused: it consumes nothing
-				refundAdmissions(ctx, req)
-				return g.deny(c, d)
-			}
-			if ac := auditCall(ctx, req); ac != nil {
-				ac.charged = c.charged
-			}
-			if c.dryRun {
-				// It spent nothing, so it is answered here: a handler
-				// inside that does not know of dry runs would really write.
-				// A Confirm inside knows it counted the call.
-				return g.sealed(c)(g.answerDryRun(newLimitCtx(ctx, g, c, ld, req), req, c, topts, next))
-			}
-			// A WriteAhead inside that refuses the call gives its charge
-			// back through the context.
-			return g.sealed(c)(next(newLimitCtx(ctx, g, c, ld, req), req))
+			var s stepRun
+			defer s.end(ctx, req)
+			res, err := g.limitRound(ctx, req, next, &s)
+			s.done = true
+			return res, err
 		}
 	}, nil
+}
+
+// limitRound is the [Limit] step's work on ctx's call of req, s its way
+// out; g's limiter is the step's.
+func (g *Guard) limitRound(ctx context.Context, req *mcp.CallToolRequest, next mcp.ToolHandler, s *stepRun) (*mcp.CallToolResult, error) {
+	l := g.opts.Limiter
+	c, topts, d := g.beginRound(ctx, req)
+	if d != nil {
+		refundAdmissions(ctx, req) // of Limit steps outside this one
+		return g.deny(c, d)
+	}
+	if c.dryRun && limitedOutside(ctx, req, l) {
+		// A Confirm of the same limiter outside counted this dry
+		// run and holds its in-flight slot: it is answered here,
+		// counted once.
+		if d := g.consume(ctx, c); d != nil {
+			refundAdmissions(ctx, req)
+			return g.deny(c, d)
+		}
+		return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next, s))
+	}
+	calls := 1
+	if counted, _ := ctx.Value(countedKey{}).(bool); c.retry || counted && c.rule.Confirm && !c.dryRun {
+		calls = 0
+	}
+	ld, d := g.charge(ctx, req, c, calls)
+	if d != nil {
+		refundAdmissions(ctx, req)
+		return g.deny(c, d)
+	}
+	defer l.Release(ld)
+	s.own = newLimitCtx(ctx, g, c, ld, req)
+	if d := g.consume(ctx, c); d != nil {
+		refundAdmissions(s.own, req) // refused: it consumes nothing
+		return g.deny(c, d)
+	}
+	if ac := auditCall(ctx, req); ac != nil {
+		ac.charged = c.charged
+	}
+	if c.dryRun {
+		// It spent nothing, so it is answered here: a handler
+		// inside that does not know of dry runs would really write.
+		// A Confirm inside knows it counted the call.
+		return g.sealed(c)(g.answerDryRun(s.own, req, c, topts, next, s))
+	}
+	// A WriteAhead inside that refuses the call gives its charge
+	// back through the context.
+	return g.sealed(c)(s.handOn(s.own, req, next))
 }
 
 // DryRun answers the dry runs of write tools, as the Guard's step 9 does. A
@@ -335,15 +357,22 @@ func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 	g.opts.Tools = withoutCost(g.opts.Tools) // a dry run spends nothing
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var s stepRun
+			defer s.end(ctx, req)
 			c, topts, d := g.begin(ctx, req)
-			if d != nil {
+			var res *mcp.CallToolResult
+			var err error
+			switch {
+			case d != nil:
 				refundAdmissions(ctx, req) // refused before it ran
-				return g.deny(c, d)
+				res, err = g.deny(c, d)
+			case !c.dryRun:
+				res, err = s.handOn(ctx, req, next)
+			default:
+				res, err = g.answerDryRun(ctx, req, c, topts, next, &s)
 			}
-			if !c.dryRun {
-				return next(ctx, req)
-			}
-			return g.answerDryRun(ctx, req, c, topts, next)
+			s.done = true
+			return res, err
 		}
 	}, nil
 }
@@ -367,12 +396,12 @@ func (g *Guard) sealed(c *call) func(*mcp.CallToolResult, error) (*mcp.CallToolR
 // dry-run context if it is DryRunAware, else a simulated result stands for
 // it. Every step that treats a call as a dry run (spends nothing on it, asks
 // no confirmation) answers it so, whatever runs inside the step.
-func (g *Guard) answerDryRun(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions, next mcp.ToolHandler) (*mcp.CallToolResult, error) {
+func (g *Guard) answerDryRun(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions, next mcp.ToolHandler, s *stepRun) (*mcp.CallToolResult, error) {
 	if !topts.DryRunAware {
 		return dryrun.Result(c.name, g.describe(c, topts)), nil
 	}
 	withoutConfirmation(req, c)
-	return next(awareContext(ctx, req), req)
+	return s.handOn(awareContext(ctx, req), req, next)
 }
 
 // answeredKey is the context key of the call whose dry run a step
