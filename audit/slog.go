@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 )
 
 // LogValue implements slog.LogValuer: a group of the event's fields under
@@ -76,12 +78,15 @@ type SlogSink struct {
 	h      slog.Handler
 	opts   SlogSinkOptions
 	closed atomic.Bool
+	// busy holds the one handler call made for a Write whose context can
+	// end (see Write) while it runs.
+	busy chan struct{}
 }
 
 // NewSlogSink returns a sink writing to h, with options opts (nil means
 // defaults). With a nil h every Write fails.
 func NewSlogSink(h slog.Handler, opts *SlogSinkOptions) *SlogSink {
-	s := &SlogSink{h: h}
+	s := &SlogSink{h: h, busy: make(chan struct{}, 1)}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -99,6 +104,13 @@ func NewSlogSink(h slog.Handler, opts *SlogSinkOptions) *SlogSink {
 
 // Write records e as one slog record. Records below the handler's level are
 // dropped by the handler, as slog does; Write then returns nil.
+//
+// Write returns ctx's error once ctx ends, as the package's other sinks do,
+// though a handler heeds no context: the record then stays on its way,
+// handed to the handler once it takes it (a pipe nobody read, drained), and
+// later writes with a context that can end wait for that one, or for their
+// context. A Write whose ctx cannot end (the guard's outcome records) is
+// the handler's Handle, as long as it takes.
 func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -129,7 +141,49 @@ func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 	r := slog.NewRecord(e.Time, lvl, s.opts.Message, 0)
 	var arr [nAttrs]slog.Attr
 	r.AddAttrs(e.attrs(arr[:0], false)...)
-	return s.h.Handle(ctx, r)
+	if ctx.Done() == nil {
+		return s.h.Handle(ctx, r)
+	}
+	return s.handleBounded(ctx, r)
+}
+
+// handleBounded hands r to the handler on a goroutine of its own, which the
+// caller leaves when ctx ends: a handler whose writer stops taking writes
+// would hold the caller past a deadline it was given (the guard's
+// write-ahead bound). One such call at a time (busy), so that a stalled
+// handler does not gather goroutines. A handler's panic (its bug) is the
+// write's error, as it would be the caller's.
+func (s *SlogSink) handleBounded(ctx context.Context, r slog.Record) error {
+	select {
+	case s.busy <- struct{}{}:
+	default:
+		select {
+		case s.busy <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() { <-s.busy }()
+		defer func() {
+			if v := recover(); v != nil {
+				done <- fmt.Errorf("audit: the slog handler panicked: %s", logsafe.PanicText(v))
+			}
+		}()
+		done <- s.h.Handle(context.WithoutCancel(ctx), r)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done:
+			return err
+		default:
+			return ctx.Err()
+		}
+	}
 }
 
 // Close makes later writes fail with [ErrClosed], like every other sink; it
