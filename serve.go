@@ -2025,7 +2025,9 @@ func buildEvent(ev *audit.Event, now time.Time, record []string, req *mcp.CallTo
 		Detail:        detail,
 		ArgsSHA256:    c.argsSHA256(),
 	}
-	ev.LatencyMS = float64(ev.Time.Sub(c.start).Microseconds()) / 1000
+	// A call takes no negative time: a clock without a monotonic reading
+	// (Options.Now) that steps back meanwhile reads 0, as the gateway's.
+	ev.LatencyMS = float64(max(ev.Time.Sub(c.start), 0).Microseconds()) / 1000
 	if c.id != nil && c.id.Principal != nil {
 		ev.Subject = c.id.Principal.Subject
 		ev.Roles = c.id.Principal.Roles
