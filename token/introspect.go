@@ -147,7 +147,9 @@ type IntrospectionConfig struct {
 	// Now returns the current time. Nil means time.Now. A reading before
 	// the moment an answer was cached (a clock stepped back, which
 	// time.Now's monotonic reading never is) makes that answer stale: the
-	// endpoint is asked again.
+	// endpoint is asked again. While it reads no clock reading (the zero
+	// time of a clock never set up, any time before 1970-01-01 00:00:01
+	// UTC), no token is accepted: every "exp" would be ahead of it.
 	Now func() time.Time
 }
 
@@ -424,6 +426,8 @@ func (i *Introspector) judge(a *answer, now time.Time) (*policy.Principal, time.
 	switch {
 	case a.pr == nil:
 		return nil, time.Time{}, &refusal{reason: a.reason}
+	case now.Unix() <= 0:
+		return nil, time.Time{}, &refusal{reason: "the introspector's clock (IntrospectionConfig.Now) reads no time: zero or before 1970"}
 	case !a.exp.IsZero() && !now.Before(a.exp.Add(i.leeway)):
 		return nil, time.Time{}, &refusal{reason: "expired"}
 	case !a.nbf.IsZero() && now.Add(i.leeway).Before(a.nbf):

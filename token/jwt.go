@@ -109,7 +109,10 @@ type JWTConfig struct {
 	// whatever Types holds. Empty means "JWT" and "at+jwt" (RFC 9068's
 	// access tokens), which covers "application/at+jwt" too.
 	Types []string
-	// Now returns the current time. Nil means time.Now.
+	// Now returns the current time. Nil means time.Now. While it reads
+	// no clock reading (the zero time of a clock never set up, any time
+	// before 1970-01-01 00:00:01 UTC), no token verifies: every "exp"
+	// would be ahead of it.
 	Now func() time.Time
 }
 
@@ -230,6 +233,7 @@ type JWT struct {
 	rolesClaim string
 	attrClaims map[string]string // nil: none
 	opts       []jwt.ParserOption
+	now        func() time.Time
 }
 
 // NewJWT returns a verifier for cfg. It returns an error when both or
@@ -319,6 +323,7 @@ func NewJWT(cfg JWTConfig) (*JWT, error) {
 	if now == nil {
 		now = time.Now
 	}
+	v.now = now
 	v.opts = []jwt.ParserOption{
 		jwt.WithValidMethods(v.algs),
 		jwt.WithExpirationRequired(),
@@ -590,6 +595,9 @@ func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.T
 	}
 	if err := checkSegments(tok); err != nil {
 		return nil, time.Time{}, err
+	}
+	if v.now().Unix() <= 0 {
+		return nil, time.Time{}, invalid("the verifier's clock (JWTConfig.Now) reads no time: zero or before 1970")
 	}
 	var lk keyLookup
 	claims := jwt.MapClaims{}
