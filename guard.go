@@ -69,6 +69,9 @@ type ToolOptions struct {
 	// prompt must read as what it is. For the same reason the args it is
 	// given are a copy whose strings, and the keys of whose objects, have
 	// their line breaks and tabs written as the escapes \n, \r and \t.
+	// A text with nothing left to show (empty, or blank once cleaned)
+	// gives way to the generic description: a human is never asked to
+	// confirm an action the prompt does not show.
 	Describe func(tool string, args map[string]any) string
 	// Timeout is the per-call deadline. 0 means [Options.Timeout]. It
 	// bounds the guarded calls the handler makes in-process with its

@@ -1467,10 +1467,26 @@ func (g *Guard) describeCharged(ctx context.Context, c *call, topts ToolOptions,
 }
 
 func (g *Guard) describe(c *call, topts ToolOptions) string {
-	if topts.Describe != nil {
-		return textsafe.CleanLines(topts.Describe(c.name, displayArgs(c.argsMap())), maxDescribeRunes)
+	if text := describedBy(c, topts); text != "" {
+		return text
 	}
 	return dryrun.Summary(c.name, c.raw)
+}
+
+// describedBy returns the text of topts.Describe for c, shown as
+// ToolOptions.Describe says, or "" without one, or when it says nothing
+// that can be shown (empty, blank, control characters alone): a human
+// must not be asked to confirm an action of which the prompt shows
+// nothing, so the generic description stands for it.
+func describedBy(c *call, topts ToolOptions) string {
+	if topts.Describe == nil {
+		return ""
+	}
+	text := textsafe.CleanLines(topts.Describe(c.name, displayArgs(c.argsMap())), maxDescribeRunes)
+	if strings.TrimSpace(text) == "" {
+		return ""
+	}
+	return text
 }
 
 // confirmStep runs step 7. It returns done with the result to send when the
@@ -1730,8 +1746,8 @@ func storeDenial(msg string) *DenialError {
 const maxDescribeRunes = 2000
 
 func (g *Guard) confirmText(c *call, topts ToolOptions) string {
-	if topts.Describe != nil {
-		return textsafe.CleanLines(topts.Describe(c.name, displayArgs(c.argsMap())), maxDescribeRunes)
+	if text := describedBy(c, topts); text != "" {
+		return text
 	}
 	return confirm.Describe(c.name, c.raw)
 }
