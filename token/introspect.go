@@ -142,7 +142,8 @@ type IntrospectionConfig struct {
 	// ErrorHandler receives the error of every failed introspection (see
 	// [ErrIntrospectionFailed]), once per request to the endpoint however
 	// many lookups waited for it, before they go on: it should return
-	// quickly. Nil means a warning on slog.Default().
+	// quickly (a lookup made while it runs asks the endpoint again). Nil
+	// means a warning on slog.Default().
 	ErrorHandler func(error)
 	// Now returns the current time. Nil means time.Now. A reading before
 	// the moment an answer was cached (a clock stepped back, which
@@ -483,16 +484,19 @@ func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) 
 // failure. It ends within the timeout.
 func (i *Introspector) ask(ctx context.Context, key [sha256.Size]byte, tok string, f *introspection) {
 	a, err := i.request(ctx, tok)
-	if err != nil {
-		err = fmt.Errorf("%w: endpoint %s: %w", ErrIntrospectionFailed, i.shown, err)
-		i.report(err)
-	}
 	i.mu.Lock()
 	delete(i.st.flights, key)
 	if err == nil {
 		i.store(key, a)
 	}
 	i.mu.Unlock()
+	if err != nil {
+		// Reported once the request is no longer under way: a handler
+		// that blocks holds the lookups that waited for it (as
+		// documented), not the later ones, nor a place of MaxInFlight.
+		err = fmt.Errorf("%w: endpoint %s: %w", ErrIntrospectionFailed, i.shown, err)
+		i.report(err)
+	}
 	f.a, f.err = a, err
 	close(f.done)
 }
