@@ -1037,7 +1037,12 @@ func (s *JSONLSink) Stats() JSONLStats {
 }
 
 // Close stops the background flusher, writes and fsyncs buffered lines and
-// closes the file. Writes after Close return [ErrClosed].
+// closes the file. Writes after Close return [ErrClosed]. Close waits for
+// the file to take the lines and the fsync to end, however long that is:
+// a file that stops taking writes (a pipe nobody reads, a disk that
+// hangs) holds it, so that no line is given up. A caller whose shutdown
+// must end in time calls it on a goroutine of its own and waits as long as
+// it may (unlike [SQLSink.Close], it has no bound of its own).
 func (s *JSONLSink) Close() error {
 	if s.stop == nil {
 		return errNotOpened
