@@ -242,6 +242,10 @@ func Bearer(a TokenAuthenticator) Authenticator {
 		}
 		pr, err := a.Authenticate(ctx, tok)
 		switch {
+		case (errors.Is(err, token.ErrIntrospectionFailed) || errors.Is(err, token.ErrKeySetUnavailable)) && ctx.Err() != nil:
+			// Not the provider's failure: the caller stopped waiting.
+			return nil, &authRefusal{Deny(CodeUpstreamUnavailable, "the bearer token could not be checked"),
+				"the client went away (the call's context ended) before its token was checked"}
 		case errors.Is(err, token.ErrIntrospectionFailed):
 			return nil, &authRefusal{Deny(CodeUpstreamUnavailable, "the bearer token could not be checked"),
 				"the identity provider did not answer"}
