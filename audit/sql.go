@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // driver "sqlite", the embedded default
+
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 )
 
 // Dialect names the SQL flavour of a [SQLSink]'s database.
@@ -419,7 +421,7 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 		defer onErrorMu.Unlock()
 		defer func() {
 			if v := recover(); v != nil {
-				slog.Default().Error("audit: the SQL sink's OnError panicked", "err", err, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				slog.Default().Error("audit: the SQL sink's OnError panicked", "err", err, "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 			}
 		}()
 		onError(err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -161,7 +162,7 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 					w.fail(errAnswerCut)
 					return
 				}
-				w.fail(fmt.Errorf("gateway: panic serving in process: %v", v))
+				w.fail(fmt.Errorf("gateway: panic serving in process: %s", logsafe.PanicText(v)))
 				return
 			}
 			w.WriteHeader(http.StatusOK) // a handler that wrote nothing

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/gaveup"
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 )
@@ -623,7 +623,7 @@ func (g *Gateway) sendGuarded(req *http.Request, cid string) (resp *http.Respons
 
 // transportPanicked logs the panic v of a custom Transport.
 func (g *Gateway) transportPanicked(cid string, v any) {
-	g.log.Error("the Transport panicked; the call failed", "cid", cid, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	g.log.Error("the Transport panicked; the call failed", "cid", cid, "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 }
 
 // guardedBody is the body of a custom Transport's answer, whose panic is

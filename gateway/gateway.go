@@ -257,7 +257,10 @@ type Options struct {
 	// Arguments are recorded only as their SHA-256,
 	// or with ArgsKey as their HMAC-SHA256. A panic of the sink is a failed
 	// write, logged with its stack (a write tool's intent not recorded is
-	// refused, AUDIT_UNAVAILABLE).
+	// refused, AUDIT_UNAVAILABLE). The outcome events are written without
+	// a deadline (a client that left does not cut its record short): a
+	// sink that never returns holds the request's handler, and so
+	// http.Server's Shutdown, until it does.
 	Audit audit.Sink
 	// ArgsKey, when set, makes the audit events' args_sha256 an HMAC-SHA256
 	// under this key ([audit.ArgsHMAC]): a plain hash of arguments with few

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/gaveup"
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 )
@@ -751,7 +751,7 @@ func (g *Gateway) callCost(cid, tool string, args policy.Args) (cost float64, ok
 	defer func() {
 		if v := recover(); v != nil {
 			g.log.Error("Options.Cost panicked; the call was refused", "cid", cid, "tool", tool,
-				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				"panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 			cost, ok = 0, false
 		}
 	}()
@@ -994,7 +994,7 @@ var errSinkPanic = errors.New("gateway: the audit sink panicked")
 func (g *Gateway) writeAudit(ctx context.Context, cid string, e *audit.Event, durable bool) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			g.log.Error("the audit sink panicked", "cid", cid, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			g.log.Error("the audit sink panicked", "cid", cid, "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 			err = errSinkPanic
 		}
 	}()

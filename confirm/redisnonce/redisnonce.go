@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/internal/redisevict"
 )
 
@@ -225,7 +226,7 @@ func (s *Store) do(ctx context.Context, args ...any) (any, error) {
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- reply{nil, fmt.Errorf("redisnonce: the Redis client panicked: %v", r)}
+				done <- reply{nil, fmt.Errorf("redisnonce: the Redis client panicked: %s", logsafe.PanicText(r))}
 			}
 		}()
 		v, err := s.client.Do(ctx, args...).Result()

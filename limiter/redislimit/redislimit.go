@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/internal/gaveup"
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/internal/redisevict"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/redis/go-redis/v9"
@@ -246,7 +247,7 @@ func (s *Store) Apply(ctx context.Context, now time.Time, b *limiter.Batch) erro
 		// recover of the caller's reaches this goroutine.
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: fmt.Errorf("the Redis client panicked: %v", p)}
+				done <- result{err: fmt.Errorf("the Redis client panicked: %s", logsafe.PanicText(p))}
 			}
 		}()
 		v, err := script.Run(ctx, s.client, keys, args...).Int64Slice()
