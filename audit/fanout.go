@@ -58,7 +58,7 @@ var errSinkPanicked = errors.New("audit: a sink of the fanout panicked")
 // the fanout's other sinks still record the event, as for a sink that
 // fails.
 func contain(s Sink, v any, err *error) {
-	slog.Default().Error("audit: a sink of the fanout panicked", "sink", fmt.Sprintf("%T", s), "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
+	logsafe.Logger(slog.Default()).Error("audit: a sink of the fanout panicked", "sink", fmt.Sprintf("%T", s), "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 	*err = errSinkPanicked
 }
 

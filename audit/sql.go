@@ -421,7 +421,7 @@ func NewSQL(ctx context.Context, db *sql.DB, d Dialect, opts *SQLOptions) (*SQLS
 		defer onErrorMu.Unlock()
 		defer func() {
 			if v := recover(); v != nil {
-				slog.Default().Error("audit: the SQL sink's OnError panicked", "err", err, "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
+				logsafe.Logger(slog.Default()).Error("audit: the SQL sink's OnError panicked", "err", err, "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 			}
 		}()
 		onError(err)

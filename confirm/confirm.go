@@ -328,7 +328,7 @@ var errStorePanicked = errors.New("the nonce store panicked")
 // unwraps to [ErrStore]), logged to slog.Default at Error with its stack.
 // Unrecovered, it reached a guard as a panic of its tool's.
 func storePanicked(v any, err *error) {
-	slog.Default().Error("confirm: the nonce store panicked", "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
+	logsafe.Logger(slog.Default()).Error("confirm: the nonce store panicked", "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 	*err = errStorePanicked
 }
 

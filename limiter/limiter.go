@@ -518,7 +518,7 @@ func (l *Limiter) abandonOne(j abandonJob) {
 func (l *Limiter) applyAlone(now time.Time, b *Batch) (panicked bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			slog.Default().Error("limiter: the store panicked while abandoning a lease; its slots are left to the lease's expiry",
+			logsafe.Logger(slog.Default()).Error("limiter: the store panicked while abandoning a lease; its slots are left to the lease's expiry",
 				"lease", b.Lease, "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 			panicked = true
 		}
@@ -536,7 +536,7 @@ func (l *Limiter) applyAlone(now time.Time, b *Batch) (panicked bool, err error)
 func (l *Limiter) apply(ctx context.Context, now time.Time, b *Batch) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			slog.Default().Error("limiter: the store panicked", "lease", b.Lease, "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
+			logsafe.Logger(slog.Default()).Error("limiter: the store panicked", "lease", b.Lease, "panic", logsafe.PanicText(v), "stack", string(debug.Stack()))
 			err = errStorePanicked
 		}
 	}()

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 )
 
 // Introspector and RemoteKeySet call operator code (an http.Client's
@@ -42,5 +44,5 @@ func shieldReport(report func(error)) func(error) {
 }
 
 func logPanic(what string, v any) {
-	slog.Default().Error("token: "+what+" panicked", "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+	logsafe.Logger(slog.Default()).Error("token: "+what+" panicked", "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
 }
