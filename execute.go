@@ -86,17 +86,17 @@ func (g *Guard) writeAheadRound(ctx context.Context, req *mcp.CallToolRequest, n
 	c, topts, d := g.begin(ctx, req)
 	if d != nil {
 		refundAdmissions(ctx, req) // refused before it ran
-		return g.deny(c, d)
+		return g.stepDeny(ctx, req, c, d)
 	}
 	if c.rule.Class != policy.Write {
-		return s.handOn(ctx, req, next)
+		return s.handOn(ctx, req, c, next)
 	}
 	if c.dryRun {
 		// No intent, so no real write: answered here, as
 		// Confirm and Limit answer one, unless a step outside
 		// answered it already by calling a DryRunAware handler.
 		if dryRunAnswered(ctx, req) {
-			return s.handOn(ctx, req, next)
+			return s.handOn(ctx, req, c, next)
 		}
 		return g.answerDryRun(ctx, req, c, topts, next, s)
 	}
@@ -115,7 +115,7 @@ func (g *Guard) writeAheadRound(ctx context.Context, req *mcp.CallToolRequest, n
 		}
 		return g.deny(c, Deny(CodeAuditUnavailable, "the audit trail is unavailable; the write was not attempted"))
 	}
-	return s.handOn(ctx, req, next)
+	return s.handOn(ctx, req, c, next)
 }
 
 // NewOutputValidator compiles a tool's output schema for [ValidateOutput],
@@ -226,11 +226,33 @@ type stepRun struct {
 	handed, done bool
 }
 
-// handOn hands ctx's call of req on to next, the steps inside the step and
-// the tool.
-func (s *stepRun) handOn(ctx context.Context, req *mcp.CallToolRequest, next mcp.ToolHandler) (*mcp.CallToolResult, error) {
+// handOn hands ctx's call of req, c, on to next, the steps inside the step
+// and the tool. A write's refusal by its handler comes back as a Guard
+// answers it (see startedWrite).
+func (s *stepRun) handOn(ctx context.Context, req *mcp.CallToolRequest, c *call, next mcp.ToolHandler) (*mcp.CallToolResult, error) {
 	s.handed = true
-	return next(ctx, req)
+	if c.rule == nil || c.rule.Class != policy.Write || c.dryRun {
+		return next(ctx, req)
+	}
+	if rc := recoverCall(ctx, req); rc != nil {
+		rc.write = true
+	}
+	return startedWrite(next(ctx, req))
+}
+
+// startedWrite returns what the handler of a write returned, res and err,
+// with its own refusal (a *DenialError err) not retryable, as a Guard
+// answers it: the handler started, and may have written; unless its code
+// says the call was not carried out (a cap, AUDIT_UNAVAILABLE). A copy:
+// the handler may return one value each time.
+func startedWrite(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	var de *DenialError
+	if err == nil || !errors.As(err, &de) || de.Code == "" || notRun(de.Code) || de.RetryAfter < 0 {
+		return res, err
+	}
+	d := *de
+	d.RetryAfter = -1
+	return res, &d
 }
 
 // end, deferred by a stand-alone step before anything else, runs as its
@@ -251,6 +273,9 @@ func (s *stepRun) end(ctx context.Context, req *mcp.CallToolRequest) {
 	refundAdmissions(ctx, req)
 	if ac := auditCall(ctx, req); ac != nil {
 		ac.detail = panicBeforeTool
+	}
+	if rc := recoverCall(ctx, req); rc != nil {
+		rc.before = true
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
+	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/limiter"
@@ -38,7 +39,12 @@ import (
 // [Options].Logger says. An error that wraps context.Canceled once ctx was
 // cancelled (the client went away while the handler ran) is no failure of
 // the tool's: it is logged at Info, without its text, and an [Audit]
-// outside records it so.
+// outside records it so. The steps inside tell Recover what a Guard
+// knows: the failure of a write's handler ([Authorize] and the write-path
+// steps know the tool's class) is answered not retryable, saying the
+// write may have been made, as is a write's own refusal but for a cap's
+// or AUDIT_UNAVAILABLE; and a step's panic before the tool ran (a Cost or
+// Describe function's bug) is logged as such.
 func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -46,13 +52,18 @@ func Recover(log *slog.Logger) Middleware {
 	log = logsafe.Logger(log)
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+			rc := &recoverCtx{Context: ctx, req: req}
 			defer func() {
 				if r := recover(); r != nil {
-					log.Error("mcpguard: tool handler panicked", "tool", logName(toolName(req)), "panic", panicText(r), "stack", string(debug.Stack()))
-					res, err = denied(ctx, Deny(CodeInternal, "the tool failed unexpectedly")), nil
+					if rc.before {
+						log.Error("mcpguard: a step panicked before the tool ran (a callback's bug: its stack says which)", "tool", logName(toolName(req)), "panic", panicText(r), "stack", string(debug.Stack()))
+					} else {
+						log.Error("mcpguard: tool handler panicked", "tool", logName(toolName(req)), "panic", panicText(r), "stack", string(debug.Stack()))
+					}
+					res, err = denied(ctx, rc.failed(Deny(CodeInternal, "the tool failed unexpectedly"))), nil
 				}
 			}()
-			res, err = next(ctx, req)
+			res, err = next(rc, req)
 			switch {
 			case err != nil:
 				// One without a code is no refusal of the contract: a
@@ -74,13 +85,53 @@ func Recover(log *slog.Logger) Middleware {
 				} else {
 					log.Error("mcpguard: tool handler failed", "tool", logName(toolName(req)), "err", logText(err.Error()))
 				}
-				return denied(ctx, Deny(CodeInternal, "the tool failed")), nil
+				return denied(ctx, rc.failed(Deny(CodeInternal, "the tool failed"))), nil
 			case res == nil:
-				return denied(ctx, Deny(CodeInternal, "the tool returned no result")), nil
+				return denied(ctx, rc.failed(Deny(CodeInternal, "the tool returned no result"))), nil
 			}
 			return res, nil
 		}
 	}
+}
+
+// recoverCtx is the context [Recover] gives its call of req: the steps
+// inside tell it what it cannot see from outside, so that it answers as a
+// Guard does.
+type recoverCtx struct {
+	context.Context
+	req    *mcp.CallToolRequest
+	write  bool // a step handed a write (not a dry run) on to its handler
+	before bool // a step panicked before the tool ran (see stepRun.end)
+}
+
+// recoverKey is the context key of a recoverCtx.
+type recoverKey struct{}
+
+func (r *recoverCtx) Value(key any) any {
+	if key == (recoverKey{}) {
+		return r
+	}
+	return r.Context.Value(key)
+}
+
+// recoverCall returns the recoverCtx of the Recover around ctx's call of
+// req, or nil: not another call's (a call made in-process by a handler).
+func recoverCall(ctx context.Context, req *mcp.CallToolRequest) *recoverCtx {
+	r, _ := ctx.Value(recoverKey{}).(*recoverCtx)
+	if r == nil || r.req != req {
+		return nil
+	}
+	return r
+}
+
+// failed marks d, the refusal of a call whose handler failed, as a Guard
+// does (see call.failedWrite): a write's handler may have written.
+func (r *recoverCtx) failed(d *DenialError) *DenialError {
+	if r.write && !r.before {
+		d.RetryAfter = -1
+		d.Message += "; the write may have been made: check before repeating it"
+	}
+	return d
 }
 
 // Authenticate resolves the caller with a and puts the [Identity] in the
@@ -153,11 +204,19 @@ func Authorize(p *policy.Policy) Middleware {
 			if d.Code == policy.NotFound {
 				return nil, notFoundWire(name, 0)
 			}
-			if ac := auditCall(ctx, req); ac != nil {
+			ac := auditCall(ctx, req)
+			if ac != nil {
 				ac.rule = d.Rule
 			}
+			// Refused in the Guard's words, which its record says too.
+			refuse := func(de *DenialError) (*mcp.CallToolResult, error) {
+				if ac != nil && ac.detail == "" {
+					ac.detail = de.Message
+				}
+				return denied(ctx, de), nil
+			}
 			if d.Code != policy.Allowed {
-				return denied(ctx, Deny(Code(d.Code.String()), d.Reason)), nil
+				return refuse(policyDenial(d, name))
 			}
 			if len(d.Rule.ArgLimits) > 0 {
 				var args map[string]any
@@ -167,10 +226,16 @@ func Authorize(p *policy.Policy) Middleware {
 					}
 				}
 				if d := p.CheckArgs(pr, d.Rule, policy.MapArgs(args)); !d.Allowed() {
-					return denied(ctx, Deny(CodeForbidden, d.Reason)), nil
+					return refuse(Deny(CodeForbidden, d.Reason))
 				}
 			}
-			return next(ctx, req)
+			if d.Rule.Class != policy.Write || req.Params != nil && dryrun.Requested(req.Params.Meta) || dryrun.FromContext(ctx) {
+				return next(ctx, req)
+			}
+			if rc := recoverCall(ctx, req); rc != nil {
+				rc.write = true
+			}
+			return startedWrite(next(ctx, req))
 		}
 	}
 }
@@ -219,7 +284,10 @@ func ValidateArguments(v *Validator) Middleware {
 // before any of them sees it is recorded with dry_run false, where a Guard
 // records dry_run true), the spend [Limit] charged, and that a limiter
 // admitted the call only because its store failed (audit.DetailFailOpen,
-// as that limiter's last decision for the call says). A JSON-RPC error
+// as that limiter's last decision for the call says), and why a step
+// refused the call (in the Guard's words). A handler's error is recorded
+// as a Guard records it: "handler error", or "refused by the tool" for a
+// *DenialError of its own. A JSON-RPC error
 // from a step in protocol-error mode is recorded with the code in its data,
 // and an unknown tool's as TOOL_NOT_FOUND. A failing sink (one that
 // panics too) is reported to the log and does not change the result.
@@ -306,10 +374,18 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 				c.denial = d
 				if c.detail == "" {
 					// A step inside that refused said why (in
-					// protocol-error mode too): its words stay.
-					c.detail = detail
-					if detail == "" && d.Code == CodeInternal && clientLeft(ctx, err) {
+					// protocol-error mode too): its words stay. Else
+					// the handler's refusal or failure, as a Guard
+					// records it.
+					var de *DenialError
+					switch c.detail = detail; {
+					case detail != "":
+					case d.Code == CodeInternal && clientLeft(ctx, err):
 						c.detail = clientLeftDetail
+					case errors.As(err, &de) && de != nil && de.Code != "":
+						c.detail = "refused by the tool"
+					case wireError(err) == nil:
+						c.detail = "handler error"
 					}
 				}
 			case res == nil:

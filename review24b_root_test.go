@@ -189,7 +189,7 @@ func TestReview24bStandaloneCancelledRead(t *testing.T) {
 		{"client_gone", true, true, "INFO", "the client went away (the call's context ended) while the tool ran"},
 		{"own_cancel", false, true, "ERROR", ""},
 		{"client_gone_audit_only", true, false, "", "the client went away (the call's context ended) while the tool ran"},
-		{"own_cancel_audit_only", false, false, "", ""},
+		{"own_cancel_audit_only", false, false, "", "handler error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink, logs := &memSink{}, &syncBuf{}

@@ -2,6 +2,8 @@ package mcpguard_test
 
 import (
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +142,29 @@ func TestReview62StepPanicAfterTool(t *testing.T) {
 	}
 	if got := codeOfCall(t, h, req("echo", `{}`)); got != string(mcpguard.CodeRateLimitExceeded) {
 		t.Errorf("next call: %q, want RATE_LIMIT_EXCEEDED (the tool's panic keeps its charge)", got)
+	}
+}
+
+// TestReview62RecoverSaysBeforeTool: the stand-alone Recover logged every
+// panic below it as "tool handler panicked", a Cost function's in a Limit
+// step too: it logs one of a step's own before the tool ran as such.
+func TestReview62RecoverSaysBeforeTool(t *testing.T) {
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.User, Max: 5, Window: time.Hour}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &mcpguard.Options{Limiter: lim, Logger: quiet, Tools: map[string]mcpguard.ToolOptions{
+		"add_note": {Cost: func(map[string]any) (float64, error) { panic("review62: Cost's bug") }},
+	}}
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	p, m := stepPolicy(t), must(t)
+	var s stub
+	h := mcpguard.Chain(mcpguard.Recover(log), mcpguard.Authenticate(fixed(bob)), m(mcpguard.Limit(lim, p, opts)))(s.handle)
+	if got := codeOfCall(t, h, req("add_note", `{}`)); got != string(mcpguard.CodeInternal) || s.ran != 0 {
+		t.Fatalf("%q, ran %d; want INTERNAL, not run", got, s.ran)
+	}
+	if out := logged.String(); !strings.Contains(out, "before the tool ran") || strings.Contains(out, "tool handler panicked") {
+		t.Errorf("log %q, want a panic before the tool ran", out)
 	}
 }

@@ -135,7 +135,7 @@ func (g *Guard) confirmRound(ctx context.Context, req *mcp.CallToolRequest, next
 		if d := g.consume(ctx, c); d != nil {
 			return refuse(d)
 		}
-		return g.sealed(c)(s.handOn(ctx, req, next))
+		return g.sealed(c)(s.handOn(ctx, req, c, next))
 	}
 	if c.dryRun {
 		// Answered here, for a tool Confirm asks about or not:
@@ -181,7 +181,15 @@ func (g *Guard) confirmRound(ctx context.Context, req *mcp.CallToolRequest, next
 	if d := g.consume(ctx, c); d != nil {
 		return refuse(d)
 	}
-	return g.sealed(c)(s.handOn(ctx, req, next))
+	return g.sealed(c)(s.handOn(ctx, req, c, next))
+}
+
+// stepDeny is deny for a stand-alone step, whose refusal the Audit
+// middleware around it records as a Guard records it (see audited).
+func (g *Guard) stepDeny(ctx context.Context, req *mcp.CallToolRequest, c *call, d *DenialError) (*mcp.CallToolResult, error) {
+	res, err := g.deny(c, d)
+	g.audited(ctx, req, c)
+	return res, err
 }
 
 // audited tells the Audit middleware around ctx's call of req what
@@ -287,7 +295,7 @@ func (g *Guard) limitRound(ctx context.Context, req *mcp.CallToolRequest, next m
 	c, topts, d := g.beginRound(ctx, req)
 	if d != nil {
 		refundAdmissions(ctx, req) // of Limit steps outside this one
-		return g.deny(c, d)
+		return g.stepDeny(ctx, req, c, d)
 	}
 	if c.dryRun && limitedOutside(ctx, req, l) {
 		// A Confirm of the same limiter outside counted this dry
@@ -295,7 +303,7 @@ func (g *Guard) limitRound(ctx context.Context, req *mcp.CallToolRequest, next m
 		// counted once.
 		if d := g.consume(ctx, c); d != nil {
 			refundAdmissions(ctx, req)
-			return g.deny(c, d)
+			return g.stepDeny(ctx, req, c, d)
 		}
 		return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next, s))
 	}
@@ -306,13 +314,13 @@ func (g *Guard) limitRound(ctx context.Context, req *mcp.CallToolRequest, next m
 	ld, d := g.charge(ctx, req, c, calls)
 	if d != nil {
 		refundAdmissions(ctx, req)
-		return g.deny(c, d)
+		return g.stepDeny(ctx, req, c, d)
 	}
 	defer l.Release(ld)
 	s.own = newLimitCtx(ctx, g, c, ld, req)
 	if d := g.consume(ctx, c); d != nil {
 		refundAdmissions(s.own, req) // refused: it consumes nothing
-		return g.deny(c, d)
+		return g.stepDeny(ctx, req, c, d)
 	}
 	if ac := auditCall(ctx, req); ac != nil {
 		ac.charged = c.charged
@@ -325,7 +333,7 @@ func (g *Guard) limitRound(ctx context.Context, req *mcp.CallToolRequest, next m
 	}
 	// A WriteAhead inside that refuses the call gives its charge
 	// back through the context.
-	return g.sealed(c)(s.handOn(s.own, req, next))
+	return g.sealed(c)(s.handOn(s.own, req, c, next))
 }
 
 // DryRun answers the dry runs of write tools, as the Guard's step 9 does. A
@@ -365,9 +373,9 @@ func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 			switch {
 			case d != nil:
 				refundAdmissions(ctx, req) // refused before it ran
-				res, err = g.deny(c, d)
+				res, err = g.stepDeny(ctx, req, c, d)
 			case !c.dryRun:
-				res, err = s.handOn(ctx, req, next)
+				res, err = s.handOn(ctx, req, c, next)
 			default:
 				res, err = g.answerDryRun(ctx, req, c, topts, next, &s)
 			}
@@ -401,7 +409,7 @@ func (g *Guard) answerDryRun(ctx context.Context, req *mcp.CallToolRequest, c *c
 		return dryrun.Result(c.name, g.describe(c, topts)), nil
 	}
 	withoutConfirmation(req, c)
-	return s.handOn(awareContext(ctx, req), req, next)
+	return s.handOn(awareContext(ctx, req), req, c, next)
 }
 
 // answeredKey is the context key of the call whose dry run a step
@@ -497,7 +505,7 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 		ac.rule = c.rule
 	}
 	if d.Code != policy.Allowed {
-		return c, ToolOptions{}, Deny(Code(d.Code.String()), d.Reason)
+		return c, ToolOptions{}, policyDenial(d, c.name)
 	}
 	topts := g.toolOptions(pol, c)
 	c.dryRun = g.isDryRun(ctx, c, req, &topts)
