@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -340,8 +341,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// checkLoopback refuses a non-loopback host unless allowRemote.
+// checkLoopback refuses a non-loopback host unless allowRemote, and a
+// host that is not a host name or an IP address (a port, which is --port;
+// brackets, as a URL or a Host header has them; a zone after an IPv4
+// address), which loopback.IsHost, reading a Host header, would take, and
+// net.Listen refuse later.
 func checkLoopback(host string, allowRemote bool) error {
+	if _, err := netip.ParseAddr(host); err != nil && host != "" {
+		switch {
+		case strings.ContainsAny(host, "[]"):
+			return fmt.Errorf("--host %s: give an IPv6 address without brackets (::1)", cliarg.Shown(host))
+		case strings.Contains(host, ":"):
+			return fmt.Errorf("--host %s: want a host name or IP address, without a port (give it as --port)", cliarg.Shown(host))
+		case strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != "":
+			return fmt.Errorf("--host %s: want a host name or IP address (letters, digits, '.', '-', '_')", cliarg.Shown(host))
+		}
+	}
 	if loopback.IsHost(host) || allowRemote {
 		return nil
 	}
