@@ -256,6 +256,9 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("shop: serving MCP over Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "gateway", cfg.gateway, "admin_writes", cfg.adminWrites)
+	if w := unlistedHostWarning(fs, ln.Addr()); w != "" {
+		log.Warn(w)
+	}
 	h := mcpHandler(s.server, httpOptions{allowedHosts: hostAllowlist(fs, hosts, ln.Addr()), allowedOrigins: splitList(origins)}, log)
 	if err := serveHTTP(ctx, ln, h); err != nil {
 		log.Error("shop: " + err.Error())
@@ -398,6 +401,21 @@ func hostAllowlist(fs *flag.FlagSet, hosts string, a net.Addr) []string {
 		return allowed
 	}
 	return append(allowed, net.JoinHostPort(host, "*"))
+}
+
+// unlistedHostWarning returns the warning of a shop listening on a
+// non-loopback address a (--allow-remote) without --allowed-hosts: the
+// default list holds the loopback names alone, so that a request sent to
+// the address the shop logs is refused 403 (host not allowed); or "".
+func unlistedHostWarning(fs *flag.FlagSet, a net.Addr) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "allowed-hosts" })
+	host, _, err := net.SplitHostPort(a.String())
+	if ip := net.ParseIP(host); given || err != nil || ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	return "shop: listening on a non-loopback address without --allowed-hosts: requests are accepted only with a loopback Host (" +
+		strings.Join(defaultHosts(), ", ") + "); any other, such as this address's, is refused 403 (host not allowed): list the names clients use in --allowed-hosts"
 }
 
 func splitList(s string) []string {
