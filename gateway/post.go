@@ -777,7 +777,11 @@ func (g *Gateway) denial(pol *policy.Policy, pr *policy.Principal, tool string, 
 		// caller's roles were met: the roles would read as what it lacks.
 		sets = nil
 	}
-	data := map[string]any{"tool": shown, "roles": pr.Roles, "reason": d.Reason}
+	roles := pr.Roles
+	if roles == nil {
+		roles = []string{} // a list, as for a principal given none
+	}
+	data := map[string]any{"tool": shown, "roles": roles, "reason": d.Reason}
 	switch {
 	case len(sets) == 1:
 		data["required_roles"] = sets[0]
