@@ -350,6 +350,10 @@ type Options struct {
 	// gives is also the audit records' session_id; with a nil SessionKey,
 	// their session_id is then empty, and so it is for a call refused
 	// before it was authenticated, which SessionKey is not asked about.
+	// It may be asked more than once for a call (the limiter's key, the
+	// records' session_id), and must give the same key each time; an
+	// empty key is a key like any other: every session given it shares
+	// one per-session bucket.
 	SessionKey func(req *mcp.CallToolRequest, id *Identity) string
 	// Now returns the current time. Nil means time.Now. A Now that panics
 	// (its bug) is logged, and time.Now is read instead.
