@@ -241,17 +241,25 @@ func (s *stepRun) handOn(ctx context.Context, req *mcp.CallToolRequest, c *call,
 }
 
 // startedWrite returns what the handler of a write returned, res and err,
-// with its own refusal (a *DenialError err) not retryable, as a Guard
-// answers it: the handler started, and may have written; unless its code
-// says the call was not carried out (a cap, AUDIT_UNAVAILABLE). A copy:
-// the handler may return one value each time.
+// with its own refusal (a *DenialError, returned or in a tool-error
+// result: see handlerError) not retryable, as a Guard answers it: the
+// handler started, and may have written; unless its code says the call
+// was not carried out (a cap, AUDIT_UNAVAILABLE). A copy: the handler may
+// return one value each time. A refusal in a result stays a result.
 func startedWrite(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	_, herr := handlerError(res, err)
 	var de *DenialError
-	if err == nil || !errors.As(err, &de) || de.Code == "" || notRun(de.Code) || de.RetryAfter < 0 {
+	if herr == nil || !errors.As(herr, &de) || de.Code == "" || notRun(de.Code) || de.RetryAfter < 0 {
 		return res, err
 	}
 	d := *de
 	d.RetryAfter = -1
+	if err == nil {
+		// Its own result, rendered again: a handler's, not the guard's.
+		r := d.Result()
+		r.Meta = res.Meta
+		return r, nil
+	}
 	return res, &d
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
-	"github.com/mcpguard/mcpguard/dryrun"
 	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/limiter"
@@ -39,12 +38,15 @@ import (
 // [Options].Logger says. An error that wraps context.Canceled once ctx was
 // cancelled (the client went away while the handler ran) is no failure of
 // the tool's: it is logged at Info, without its text, and an [Audit]
-// outside records it so. The steps inside tell Recover what a Guard
-// knows: the failure of a write's handler ([Authorize] and the write-path
-// steps know the tool's class) is answered not retryable, saying the
-// write may have been made, as is a write's own refusal but for a cap's
-// or AUDIT_UNAVAILABLE; and a step's panic before the tool ran (a Cost or
-// Describe function's bug) is logged as such.
+// outside records it so. A tool-error result that carries an error set
+// with SetError is that error (a *DenialError's Result is its refusal; any
+// other error's text is not shown), as in a Guard. The steps inside tell
+// Recover what a Guard knows: the failure of a write's handler (the
+// write-path steps, [Confirm], [Limit], [DryRun] and [WriteAhead], know
+// the tool's class and whether the call is a dry run) is answered not
+// retryable, saying the write may have been made, as is a write's own
+// refusal but for a cap's or AUDIT_UNAVAILABLE; and a step's panic before
+// the tool ran (a Cost or Describe function's bug) is logged as such.
 func Recover(log *slog.Logger) Middleware {
 	if log == nil {
 		log = slog.Default()
@@ -63,7 +65,7 @@ func Recover(log *slog.Logger) Middleware {
 					res, err = denied(ctx, rc.failed(Deny(CodeInternal, "the tool failed unexpectedly"))), nil
 				}
 			}()
-			res, err = next(rc, req)
+			res, err = handlerError(next(rc, req))
 			switch {
 			case err != nil:
 				// One without a code is no refusal of the contract: a
@@ -229,13 +231,7 @@ func Authorize(p *policy.Policy) Middleware {
 					return refuse(Deny(CodeForbidden, d.Reason))
 				}
 			}
-			if d.Rule.Class != policy.Write || req.Params != nil && dryrun.Requested(req.Params.Meta) || dryrun.FromContext(ctx) {
-				return next(ctx, req)
-			}
-			if rc := recoverCall(ctx, req); rc != nil {
-				rc.write = true
-			}
-			return startedWrite(next(ctx, req))
+			return next(ctx, req)
 		}
 	}
 }
@@ -368,7 +364,10 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 				}
 			}()
 			res, err := next(ctx, req)
-			switch {
+			// Recorded as a Guard reads it: a handler's refusal or error in
+			// a tool-error result is its error (passed on as it is).
+			rres, rerr := handlerError(res, err)
+			switch res, err := rres, rerr; {
 			case err != nil:
 				d, detail := wireDenial(err)
 				c.denial = d
@@ -522,9 +521,37 @@ func denied(ctx context.Context, d *DenialError) *mcp.CallToolResult {
 	if id := correlationFrom(ctx); id != "" && d.CorrelationID == "" {
 		out := *d
 		out.CorrelationID = id
-		return out.Result()
+		d = &out
 	}
-	return d.Result()
+	return guardRefusal(d.Result(), d)
+}
+
+// guardRefusal marks res, the tool-error result of d, as a refusal of the
+// guard's (a step's, a Guard's), not a handler's (see handlerError).
+func guardRefusal(res *mcp.CallToolResult, d *DenialError) *mcp.CallToolResult {
+	res.SetError(refusedByGuard{d})
+	return res
+}
+
+// refusedByGuard is the error of a refusal of the guard's own result.
+type refusedByGuard struct{ *DenialError }
+
+func (r refusedByGuard) Unwrap() error { return r.DenialError }
+
+// handlerError returns what a handler returned, res and err, with a
+// tool-error result that carries an error of the handler's (set with
+// SetError: a *DenialError's Result, or any other error) as that error,
+// as a Guard reads it (sdkToolError). A refusal of a step's inside
+// (guardRefusal) stays the result it is.
+func handlerError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if err != nil || res == nil || !res.IsError {
+		return res, err
+	}
+	herr := res.GetError()
+	if _, guards := herr.(refusedByGuard); herr == nil || guards {
+		return res, nil
+	}
+	return nil, herr
 }
 
 func toolName(req *mcp.CallToolRequest) string {

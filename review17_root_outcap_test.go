@@ -3,6 +3,7 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -111,10 +112,10 @@ func TestReview17OutputCapped(t *testing.T) {
 			if !strings.Contains(out.Detail, "bytes") {
 				t.Errorf("outcome record's detail %q does not say the result was too large", out.Detail)
 			}
+			// The guard's refusal: an error that unwraps to it (the
+			// guard marks its own, see handlerError).
 			var de *mcpguard.DenialError
-			if d, ok := res.GetError().(*mcpguard.DenialError); ok {
-				de = d
-			}
+			errors.As(res.GetError(), &de)
 			if de == nil || (tc.write != strings.Contains(de.Message, "may have been made")) || len(mustJSON(res)) > 4096 {
 				t.Errorf("refusal %s, want a short one that says the write may have been made only for a write", mustJSON(res))
 			}

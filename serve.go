@@ -1342,7 +1342,7 @@ func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {
 // may know (it passed resolution), the error is in the text content
 // alone, without StructuredContent (see SchemaSafeErrors).
 func (c *call) errorResult(d *DenialError) *mcp.CallToolResult {
-	r := d.Result()
+	r := guardRefusal(d.Result(), d)
 	if c.schemaOut {
 		r.StructuredContent = nil
 	}
