@@ -2,9 +2,11 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 
 	"github.com/mcpguard/mcpguard/internal/logsafe"
@@ -138,13 +140,52 @@ func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 	if _, err := e.AppendJSON(scratch[:0]); err != nil {
 		return err
 	}
+	bounded := ctx.Done() != nil
+	if bounded && (len(e.Roles) > 0 || len(e.Args) > 0) {
+		// The record may reach the handler after Write returned, when e
+		// is the caller's again (Sink: Write must not retain e): it
+		// holds copies of what e references.
+		c := *e
+		c.Roles = slices.Clone(e.Roles)
+		c.Args = detached(e.Args).(map[string]any)
+		e = &c
+	}
 	r := slog.NewRecord(e.Time, lvl, s.opts.Message, 0)
 	var arr [nAttrs]slog.Attr
 	r.AddAttrs(e.attrs(arr[:0], false)...)
-	if ctx.Done() == nil {
+	if !bounded {
 		return s.h.Handle(ctx, r)
 	}
 	return s.handleBounded(ctx, r)
+}
+
+// detached returns v with the maps and slices of a decoded JSON value (and
+// byte and string slices) copied, so that it shares none of them with v.
+func detached(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = detached(x)
+		}
+		return m
+	case []any:
+		c := make([]any, len(v))
+		for i, x := range v {
+			c[i] = detached(x)
+		}
+		return c
+	case json.RawMessage:
+		return slices.Clone(v)
+	case []byte:
+		return slices.Clone(v)
+	case []string:
+		return slices.Clone(v)
+	}
+	return v
 }
 
 // handleBounded hands r to the handler on a goroutine of its own, which the

@@ -132,7 +132,8 @@ type IntrospectionConfig struct {
 	// 10000. Negative is an error.
 	MaxCacheEntries int
 	// MaxInFlight bounds the requests to the endpoint under way at once
-	// (concurrent lookups of one token share one). A lookup that would
+	// (concurrent lookups of one token share one; a failed one counts
+	// until its ErrorHandler returns). A lookup that would
 	// start one more fails at once with an error that unwraps to
 	// [ErrIntrospectionFailed], without asking and without calling
 	// ErrorHandler: a flood of made-up tokens, each unknown to the cache,
@@ -142,7 +143,8 @@ type IntrospectionConfig struct {
 	// ErrorHandler receives the error of every failed introspection (see
 	// [ErrIntrospectionFailed]), once per request to the endpoint however
 	// many lookups waited for it, before they go on: it should return
-	// quickly (a lookup made while it runs asks the endpoint again). Nil
+	// quickly (a lookup made while it runs asks the endpoint again, and
+	// the request keeps its place of MaxInFlight until it returns). Nil
 	// means a warning on slog.Default().
 	ErrorHandler func(error)
 	// Now returns the current time. Nil means time.Now. A reading before
@@ -231,6 +233,9 @@ type introState struct {
 	cache   map[[sha256.Size]byte]*answer
 	queue   answerQueue // the cached answers, soonest to expire first
 	flights map[[sha256.Size]byte]*introspection
+	// reporting counts the failed requests whose ErrorHandler runs: no
+	// longer joined by a lookup, they still hold a place of MaxInFlight.
+	reporting int
 }
 
 // An answer is what the endpoint said of one token, checked except for
@@ -462,7 +467,7 @@ func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) 
 		i.mu.Unlock()
 		return nil, fmt.Errorf("%w: %w", ErrIntrospectionFailed, err)
 	}
-	if !ok && len(i.st.flights) >= i.maxFlights {
+	if !ok && len(i.st.flights)+i.st.reporting >= i.maxFlights {
 		i.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d requests to the endpoint under way, the most allowed (MaxInFlight)", ErrIntrospectionFailed, i.maxFlights)
 	}
@@ -488,14 +493,20 @@ func (i *Introspector) ask(ctx context.Context, key [sha256.Size]byte, tok strin
 	delete(i.st.flights, key)
 	if err == nil {
 		i.store(key, a)
+	} else {
+		i.st.reporting++
 	}
 	i.mu.Unlock()
 	if err != nil {
 		// Reported once the request is no longer under way: a handler
 		// that blocks holds the lookups that waited for it (as
-		// documented), not the later ones, nor a place of MaxInFlight.
+		// documented), not the later ones; it keeps its place of
+		// MaxInFlight, so that a slow handler does not gather goroutines.
 		err = fmt.Errorf("%w: endpoint %s: %w", ErrIntrospectionFailed, i.shown, err)
 		i.report(err)
+		i.mu.Lock()
+		i.st.reporting--
+		i.mu.Unlock()
 	}
 	f.a, f.err = a, err
 	close(f.done)
