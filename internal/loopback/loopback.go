@@ -106,5 +106,20 @@ func ListenAddr(addr string) (hostport string, local bool, err error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
+	if !listenHost(host) {
+		return "", false, errors.New("the host must be a host name or an IP address (an IPv6 address in brackets, a zone only after one)")
+	}
 	return net.JoinHostPort(host, port), IsHost(host), nil
+}
+
+// listenHost reports whether host, of a listen address, can be listened on
+// by name or address: an IP address (a zone only after an IPv6 one), or a
+// host name of letters, digits, '.', '-' and '_'. Anything else (a zone
+// after an IPv4 address, an empty zone, a space) would fail at listen,
+// in net's words, after the start's checks.
+func listenHost(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	return host != "" && strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == ""
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 )
 
 // Check reports an error unless every Redis server c writes to runs with
@@ -44,7 +46,7 @@ func Check(ctx context.Context, c any, what string) error {
 func check(ctx context.Context, c any, what string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("the Redis client panicked: %v", r)
+			err = fmt.Errorf("the Redis client panicked: %s", logsafe.PanicText(r))
 		}
 	}()
 	switch c := c.(type) {
