@@ -109,10 +109,13 @@ func NewSlogSink(h slog.Handler, opts *SlogSinkOptions) *SlogSink {
 //
 // Write returns ctx's error once ctx ends, as the package's other sinks do,
 // though a handler heeds no context: the record then stays on its way,
-// handed to the handler once it takes it (a pipe nobody read, drained), and
-// later writes with a context that can end wait for that one, or for their
-// context. A Write whose ctx cannot end (the guard's outcome records) is
-// the handler's Handle, as long as it takes.
+// handed to the handler once it takes it (a pipe nobody read, drained),
+// even after Close, and whatever the handler then says is not reported.
+// Writes with a context that can end reach the handler one at a time
+// (each waits for the one before, or for its context). A Write whose ctx
+// cannot end (the guard's outcome records) is the handler's Handle, as
+// long as it takes, and may reach the handler before a record whose Write
+// gave up: the records of one call may then be out of order.
 func (s *SlogSink) Write(ctx context.Context, e *Event) error {
 	if s.closed.Load() {
 		return ErrClosed
