@@ -279,10 +279,13 @@ func (s *stepRun) end(ctx context.Context, req *mcp.CallToolRequest) {
 		s.own.refund(ctx)
 	}
 	refundAdmissions(ctx, req)
-	if ac := auditCall(ctx, req); ac != nil {
+	ac := auditCall(ctx, req)
+	if ac != nil {
 		ac.detail = panicBeforeTool
 	}
-	if rc := recoverCall(ctx, req); rc != nil {
+	// The Recover of this chain, not of a chain outside whose handler
+	// passed its own request on to this one (whose tool did run).
+	if rc := recoverCall(ctx, req); rc != nil && rc.ac == ac {
 		rc.before = true
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unsafe"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -1483,10 +1484,16 @@ func describedBy(c *call, topts ToolOptions) string {
 		return ""
 	}
 	text := textsafe.CleanLines(topts.Describe(c.name, displayArgs(c.argsMap())), maxDescribeRunes)
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimFunc(text, blankRune) == "" {
 		return ""
 	}
 	return text
+}
+
+// blankRune reports whether r shows nothing: a space, or U+2800 BRAILLE
+// PATTERN BLANK, a symbol drawn as an empty cell, which cleaning keeps.
+func blankRune(r rune) bool {
+	return unicode.IsSpace(r) || r == '\u2800'
 }
 
 // confirmStep runs step 7. It returns done with the result to send when the
@@ -1567,7 +1574,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			c.denial = Deny(CodeInternal, "the confirmation could not be prepared")
 			return nil, false
 		}
-		msg := "Confirm: " + g.confirmText(c, topts)
+		msg := "Confirm: " + g.confirmTextCharged(ctx, c, topts, ld)
 		ask := confirm.Ask(msg, st)
 		if supportsMRTR(req.Session) {
 			c.denial = Deny(CodeConfirmationRequired, "waiting for the user's confirmation")
@@ -1744,6 +1751,22 @@ func storeDenial(msg string) *DenialError {
 
 // maxDescribeRunes bounds the text of a ToolOptions.Describe.
 const maxDescribeRunes = 2000
+
+// confirmTextCharged is confirmText for the round that asks, which ld
+// counted against the call rate: a Describe that panics (its bug) gives
+// the count back first, as describeCharged does, for the call is refused
+// and the tool did not run.
+func (g *Guard) confirmTextCharged(ctx context.Context, c *call, topts ToolOptions, ld limiter.Decision) string {
+	done := false
+	defer func() {
+		if !done {
+			g.refund(ctx, c, ld)
+		}
+	}()
+	text := g.confirmText(c, topts)
+	done = true
+	return text
+}
 
 func (g *Guard) confirmText(c *call, topts ToolOptions) string {
 	if text := describedBy(c, topts); text != "" {

@@ -135,7 +135,7 @@ func (g *Guard) confirmRound(ctx context.Context, req *mcp.CallToolRequest, next
 		if d := g.consume(ctx, c); d != nil {
 			return refuse(d)
 		}
-		return g.sealed(c)(s.handOn(ctx, req, c, next))
+		return g.sealed(ctx, req, c)(s.handOn(ctx, req, c, next))
 	}
 	if c.dryRun {
 		// Answered here, for a tool Confirm asks about or not:
@@ -156,7 +156,7 @@ func (g *Guard) confirmRound(ctx context.Context, req *mcp.CallToolRequest, next
 		if d := g.consume(ctx, c); d != nil {
 			return refuse(d)
 		}
-		return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next, s))
+		return g.sealed(ctx, req, c)(g.answerDryRun(ctx, req, c, topts, next, s))
 	}
 	if !c.confirmed { // not the next round of a confirmed call
 		res, done := g.confirmStep(ctx, req, c, topts)
@@ -181,7 +181,7 @@ func (g *Guard) confirmRound(ctx context.Context, req *mcp.CallToolRequest, next
 	if d := g.consume(ctx, c); d != nil {
 		return refuse(d)
 	}
-	return g.sealed(c)(s.handOn(ctx, req, c, next))
+	return g.sealed(ctx, req, c)(s.handOn(ctx, req, c, next))
 }
 
 // stepDeny is deny for a stand-alone step, whose refusal the Audit
@@ -305,7 +305,7 @@ func (g *Guard) limitRound(ctx context.Context, req *mcp.CallToolRequest, next m
 			refundAdmissions(ctx, req)
 			return g.stepDeny(ctx, req, c, d)
 		}
-		return g.sealed(c)(g.answerDryRun(ctx, req, c, topts, next, s))
+		return g.sealed(ctx, req, c)(g.answerDryRun(ctx, req, c, topts, next, s))
 	}
 	calls := 1
 	if counted, _ := ctx.Value(countedKey{}).(bool); c.retry || counted && c.rule.Confirm && !c.dryRun {
@@ -329,11 +329,11 @@ func (g *Guard) limitRound(ctx context.Context, req *mcp.CallToolRequest, next m
 		// It spent nothing, so it is answered here: a handler
 		// inside that does not know of dry runs would really write.
 		// A Confirm inside knows it counted the call.
-		return g.sealed(c)(g.answerDryRun(s.own, req, c, topts, next, s))
+		return g.sealed(ctx, req, c)(g.answerDryRun(s.own, req, c, topts, next, s))
 	}
 	// A WriteAhead inside that refuses the call gives its charge
 	// back through the context.
-	return g.sealed(c)(s.handOn(s.own, req, c, next))
+	return g.sealed(ctx, req, c)(s.handOn(s.own, req, c, next))
 }
 
 // DryRun answers the dry runs of write tools, as the Guard's step 9 does. A
@@ -388,12 +388,13 @@ func DryRun(p *policy.Policy, opts *Options) (Middleware, error) {
 // sealed returns a function that passes a handler's answer on with its
 // RequestState sealed for the next round (see mrtr.go): Confirm and Limit
 // seal every answer that asks for input, and open every call that carries
-// a sealed state, so that in a chain each opens its own.
-func (g *Guard) sealed(c *call) func(*mcp.CallToolResult, error) (*mcp.CallToolResult, error) {
+// a sealed state, so that in a chain each opens its own. A state that
+// cannot be sealed refuses ctx's call of req, c, as stepDeny does.
+func (g *Guard) sealed(ctx context.Context, req *mcp.CallToolRequest, c *call) func(*mcp.CallToolResult, error) (*mcp.CallToolResult, error) {
 	return func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 		if err == nil {
 			if d := g.sealRetry(c, res); d != nil {
-				return g.deny(c, d)
+				return g.stepDeny(ctx, req, c, d)
 			}
 		}
 		return res, err
