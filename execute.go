@@ -285,7 +285,7 @@ func (s *stepRun) end(ctx context.Context, req *mcp.CallToolRequest) {
 	}
 	// The Recover of this chain, not of a chain outside whose handler
 	// passed its own request on to this one (whose tool did run).
-	if rc := recoverCall(ctx, req); rc != nil && rc.ac == ac {
+	if rc := recoverCall(ctx, req); rc != nil && (ac == nil || !ac.passedOn) {
 		rc.before = true
 	}
 }

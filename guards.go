@@ -104,10 +104,6 @@ type recoverCtx struct {
 	req    *mcp.CallToolRequest
 	write  bool // a step handed a write (not a dry run) on to its handler
 	before bool // a step panicked before the tool ran (see stepRun.end)
-	// ac is the call of the Audit middleware inside it, if any: a step
-	// of another chain with an Audit of its own, to which a handler passed
-	// the same request on, is another call's.
-	ac *call
 }
 
 // recoverKey is the context key of a recoverCtx.
@@ -337,8 +333,11 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 			if req != nil && req.Params != nil {
 				c.raw = req.Params.Arguments
 			}
-			if rc := recoverCall(ctx, req); rc != nil && rc.ac == nil {
-				rc.ac = c
+			// Entered after a step of the Recover's chain handed the write
+			// on: of another chain, to which its handler passed its own
+			// request on (see stepRun.end).
+			if rc := recoverCall(ctx, req); rc != nil && rc.write {
+				c.passedOn = true
 			}
 			ctx = &auditCtx{Context: ctx, c: c, corr: c.corr}
 			write := func() {

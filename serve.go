@@ -52,6 +52,7 @@ type call struct {
 	detail    string
 	running   bool            // the handler was called and the guard has not answered
 	ran       bool            // the handler was called (a write's may have been made)
+	passedOn  bool            // an Audit's call entered after a Recover's write was handed on
 	retry     bool            // the call returns a sealed RequestState: a logical call's next round
 	preview   bool            // a dry run that returns a real next round's sealed RequestState
 	confirmed bool            // a confirmation passed in this logical call
