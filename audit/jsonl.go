@@ -705,16 +705,9 @@ func (s *JSONLSink) unusable() error {
 // flush writes the buffer to the file and, when sync is set, fsyncs it unless
 // the event with sequence number seq is already on stable storage.
 func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
-	select {
-	case s.ioSem <- struct{}{}:
-	default:
-		// The file is busy: wait for it, or for ctx. (A free file is
-		// taken even with ctx done.)
-		select {
-		case s.ioSem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	// A busy file is waited for, or ctx.
+	if err := acquire(ctx, s.ioSem); err != nil {
+		return err
 	}
 	if ctx.Done() == nil {
 		return s.flushHeld(sync, seq)
@@ -728,17 +721,7 @@ func (s *JSONLSink) flush(ctx context.Context, sync bool, seq uint64) error {
 	// taken (ioSem) until then.
 	done := make(chan error, 1)
 	go func() { done <- s.flushHeld(sync, seq) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		select {
-		case err := <-done:
-			return err
-		default:
-			return ctx.Err()
-		}
-	}
+	return await(ctx, done)
 }
 
 // flushHeld is flush once ioSem is taken; it releases it.

@@ -198,14 +198,8 @@ func detached(v any) any {
 // handler does not gather goroutines. A handler's panic (its bug) is the
 // write's error, as it would be the caller's.
 func (s *SlogSink) handleBounded(ctx context.Context, r slog.Record) error {
-	select {
-	case s.busy <- struct{}{}:
-	default:
-		select {
-		case s.busy <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := acquire(ctx, s.busy); err != nil {
+		return err
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -217,17 +211,7 @@ func (s *SlogSink) handleBounded(ctx context.Context, r slog.Record) error {
 		}()
 		done <- s.h.Handle(context.WithoutCancel(ctx), r)
 	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		select {
-		case err := <-done:
-			return err
-		default:
-			return ctx.Err()
-		}
-	}
+	return await(ctx, done)
 }
 
 // Close makes later writes fail with [ErrClosed], like every other sink; it
