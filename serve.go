@@ -314,7 +314,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			return g.deny(c, d)
 		}
 		if !topts.DryRunAware {
-			res := dryrun.Result(c.name, g.describeCharged(ctx, c, topts, ld))
+			res := dryrun.Result(c.name, g.chargedText(ctx, c, ld, func() string { return g.describe(c, topts) }))
 			// A result the output schema refuses would break a client
 			// that checks it (the MCP specification has them do so); the
 			// results of tool errors are not checked. The result itself
@@ -1452,20 +1452,21 @@ func (g *Guard) sessionKey(req *mcp.CallToolRequest, id *Identity) string {
 	return "session:" + strconv.FormatUint(uint64(uintptr(unsafe.Pointer(req.Session))), 16)
 }
 
-// describeCharged is describe for a dry run that step 8 charged, its
-// decision ld. A Describe that panics (its bug) gives the charge back
-// first: the call is refused (see serve's recover) and the tool did not
-// run.
-func (g *Guard) describeCharged(ctx context.Context, c *call, topts ToolOptions, ld limiter.Decision) string {
+// chargedText returns text(), the words of c's Describe or the generic
+// ones, for a call that the limiter's decision ld charged (a dry run at
+// step 9, the round that asks for a confirmation). A Describe that panics
+// (its bug) gives the charge back first: the call is refused (see serve's
+// recover) and the tool did not run.
+func (g *Guard) chargedText(ctx context.Context, c *call, ld limiter.Decision, text func() string) string {
 	done := false
 	defer func() {
 		if !done {
 			g.refund(ctx, c, ld)
 		}
 	}()
-	text := g.describe(c, topts)
+	s := text()
 	done = true
-	return text
+	return s
 }
 
 func (g *Guard) describe(c *call, topts ToolOptions) string {
@@ -1575,7 +1576,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			c.denial = Deny(CodeInternal, "the confirmation could not be prepared")
 			return nil, false
 		}
-		msg := "Confirm: " + g.confirmTextCharged(ctx, c, topts, ld)
+		msg := "Confirm: " + g.chargedText(ctx, c, ld, func() string { return g.confirmText(c, topts) })
 		ask := confirm.Ask(msg, st)
 		if supportsMRTR(req.Session) {
 			c.denial = Deny(CodeConfirmationRequired, "waiting for the user's confirmation")
@@ -1752,22 +1753,6 @@ func storeDenial(msg string) *DenialError {
 
 // maxDescribeRunes bounds the text of a ToolOptions.Describe.
 const maxDescribeRunes = 2000
-
-// confirmTextCharged is confirmText for the round that asks, which ld
-// counted against the call rate: a Describe that panics (its bug) gives
-// the count back first, as describeCharged does, for the call is refused
-// and the tool did not run.
-func (g *Guard) confirmTextCharged(ctx context.Context, c *call, topts ToolOptions, ld limiter.Decision) string {
-	done := false
-	defer func() {
-		if !done {
-			g.refund(ctx, c, ld)
-		}
-	}()
-	text := g.confirmText(c, topts)
-	done = true
-	return text
-}
 
 func (g *Guard) confirmText(c *call, topts ToolOptions) string {
 	if text := describedBy(c, topts); text != "" {
