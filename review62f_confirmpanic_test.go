@@ -16,7 +16,7 @@ import (
 // that panicked there (its bug) left that count taken, in a Guard and in a
 // stand-alone Confirm given opts.Limiter, though the call was refused and
 // no tool ran: the caller's next call was refused RATE_LIMIT_EXCEEDED.
-// 265d0a6 gives the count back for a dry run's Describe (describeCharged)
+// 265d0a6 gives the count back for a dry run's Describe (chargedText now)
 // and for the Limit steps outside a step; not for this one.
 func TestReview62fConfirmDescribePanicKeepsCount(t *testing.T) {
 	tools := map[string]mcpguard.ToolOptions{"wipe": {Describe: func(string, map[string]any) string {
