@@ -17,7 +17,9 @@ import (
 // human approved an action the prompt did not show. The generic
 // description, naming the tool and its arguments, stands for it.
 func TestReview62BlankDescribe(t *testing.T) {
-	for _, blank := range []string{"", "  \n\t", "\u200b\u202e\u2028"} {
+	// U+2800 (Braille pattern blank) is drawn as an empty cell and kept by
+	// the cleaning: blank too (62f's find).
+	for _, blank := range []string{"", "  \n\t", "\u200b\u202e\u2028", "\u2800", " \u2800\u2800 \n"} {
 		g, err := mcpguard.New(stepPolicy(t), fixed(bob), &mcpguard.Options{
 			Logger: quiet, NoWriteAhead: true, Confirmer: testSigner(t, nil),
 			Tools: map[string]mcpguard.ToolOptions{
