@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -228,7 +229,8 @@ func checkNodes(n *yaml.Node, path []string) error {
 
 // checkNumber checks v, the value at path, when path is one of the
 // numbers of server.yaml: calls_per_min and calls_per_user must be
-// integers, and no number may be an integer with a leading zero.
+// integers, no number may be an integer with a leading zero, and none
+// written other than 0 may read as 0 (1e-400: a cost that counts nothing).
 func checkNumber(path []string, v *yaml.Node) error {
 	name := strings.Join(path, ".")
 	switch {
@@ -249,7 +251,24 @@ func checkNumber(path []string, v *yaml.Node) error {
 				v.Line, name, v.Value, digits, digits)
 		}
 	}
+	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!float" && readsAsZero(v.Value) {
+		// 1e-400: a cost its author meant to count, read as none (and
+		// -1e-400 as -0, which passes as not negative).
+		return fmt.Errorf("line %d: %s %s reads as 0, below the smallest number this reader holds; write 0, or a number it holds", v.Line, name, v.Value)
+	}
 	return nil
+}
+
+// readsAsZero reports whether s, a float as YAML writes it, has a digit
+// other than 0 before its exponent but reads as the float64 0.
+func readsAsZero(s string) bool {
+	s = strings.ReplaceAll(s, "_", "")
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != 0 {
+		return false
+	}
+	mantissa, _, _ := strings.Cut(strings.ToLower(s), "e")
+	return strings.ContainsAny(mantissa, "123456789")
 }
 
 // leadingZero reports whether s, an integer as YAML writes it, has a
