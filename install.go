@@ -639,8 +639,9 @@ func (r *registry) get(name string) (*toolEntry, bool) {
 // update replaces the registry with tools, recompiling only what changed.
 func (g *Guard) update(tools []*mcp.Tool) {
 	g.reg.mu.Lock()
-	defer g.reg.mu.Unlock()
-	g.install(tools)
+	refused := g.install(tools)
+	g.reg.mu.Unlock()
+	g.logRefused(refused)
 }
 
 // updateSince is update for a listing that started at generation gen: it
@@ -648,16 +649,27 @@ func (g *Guard) update(tools []*mcp.Tool) {
 // (registry.invalidate).
 func (g *Guard) updateSince(tools []*mcp.Tool, gen uint64) bool {
 	g.reg.mu.Lock()
-	defer g.reg.mu.Unlock()
 	if g.reg.gen != gen {
+		g.reg.mu.Unlock()
 		return false
 	}
-	g.install(tools)
+	refused := g.install(tools)
+	g.reg.mu.Unlock()
+	g.logRefused(refused)
 	return true
 }
 
-// install replaces the registry with tools; g.reg.mu is held.
-func (g *Guard) install(tools []*mcp.Tool) {
+// A refusedTool is a tool install found the policy refuses, to be logged
+// once the registry's lock is given back: a log handler that blocks holds
+// up the call that listed the tools, not every call.
+type refusedTool struct {
+	name string
+	err  error
+}
+
+// install replaces the registry with tools; g.reg.mu is held. It returns
+// the new tools the policy refuses.
+func (g *Guard) install(tools []*mcp.Tool) (refused []refusedTool) {
 	next := make(map[string]*toolEntry, len(tools))
 	for _, t := range tools {
 		if old, ok := g.reg.byName[t.Name]; ok && (old.tool == t || sameTool(old.tool, t)) {
@@ -666,7 +678,7 @@ func (g *Guard) install(tools []*mcp.Tool) {
 		}
 		e := g.build(t)
 		if err := e.check(g.pol.Load()); err != nil {
-			g.log.Error("mcpguard: tool refused: every call will be TOOL_NOT_FOUND", "tool", logName(t.Name), "err", err)
+			refused = append(refused, refusedTool{t.Name, err})
 		}
 		e.ui = uiResources(t)
 		next[t.Name] = e
@@ -674,6 +686,13 @@ func (g *Guard) install(tools []*mcp.Tool) {
 	g.reg.byName = next
 	g.reg.stale = false
 	g.reg.listed = time.Now()
+	return refused
+}
+
+func (g *Guard) logRefused(refused []refusedTool) {
+	for _, r := range refused {
+		g.log.Error("mcpguard: tool refused: every call will be TOOL_NOT_FOUND", "tool", logName(r.name), "err", r.err)
+	}
 }
 
 func sameTool(a, b *mcp.Tool) bool {

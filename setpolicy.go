@@ -128,6 +128,22 @@ func (g *Guard) SetPolicy(p *policy.Policy) error {
 	if err := checkConfirmer(p, g.opts.Confirmer); err != nil {
 		return err
 	}
+	old, err := g.setPolicy(p)
+	if err != nil {
+		return err
+	}
+	if p != old && !slices.Equal(p.WriteAllowlist(), old.WriteAllowlist()) {
+		// A reload that allows writes without a trail for them: as New.
+		// Logged with no lock held: a handler that blocks holds up no
+		// Wrap, AddTool or listing.
+		warnNoTrail(g.log, p, &g.opts)
+	}
+	return nil
+}
+
+// setPolicy checks the guard's tools against p and sets it, for
+// SetPolicy; it returns the policy p replaced.
+func (g *Guard) setPolicy(p *policy.Policy) (*policy.Policy, error) {
 	// No tool is checked, by Wrap or Install, and none installed from a
 	// listing, while the tools are checked against p and p replaces the
 	// policy.
@@ -148,24 +164,20 @@ func (g *Guard) SetPolicy(p *policy.Policy) error {
 	for k := range g.wrapped {
 		if e := k.Value(); e != nil {
 			if err := serves(e); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	for _, e := range g.reg.byName {
 		if err := serves(e); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	g.pol.Store(p)
 	if p != old {
 		g.tellPolicy()
-		if !slices.Equal(p.WriteAllowlist(), old.WriteAllowlist()) {
-			// A reload that allows writes without a trail for them: as New.
-			warnNoTrail(g.log, p, &g.opts)
-		}
 	}
-	return nil
+	return old, nil
 }
 
 // compileWrapped compiles t for [Guard.Wrap], and keeps its entry, weakly,
