@@ -85,6 +85,10 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if cliarg.Twice(fs, args) != "" {
+		fmt.Fprintln(stderr, "demo: -audit is given twice: give it once (the flag package would keep the last value)")
+		return 2
+	}
 	// -audit given empty (-audit "$AUDIT", unset) asked to keep the
 	// trail: a temporary database, removed at exit, would lose it.
 	emptyAudit := false

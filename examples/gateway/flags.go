@@ -31,25 +31,8 @@ import (
 // --introspect "" or --tool-pins "" turn the check off). Leaving a flag
 // out gives its default.
 func checkArgs(fs *flag.FlagSet, args []string) error {
-	seen := make(map[string]bool)
-	for len(args) > 0 {
-		s := args[0]
-		if len(s) < 2 || s[0] != '-' {
-			break
-		}
-		name := strings.TrimPrefix(s[1:], "-")
-		if name == "" && s == "--" {
-			break
-		}
-		name, _, hasValue := strings.Cut(name, "=")
-		args = args[1:]
-		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) && len(args) > 0 {
-			args = args[1:] // the flag's value
-		}
-		if seen[name] {
-			return fmt.Errorf("--%s is given twice: give it once (the flag package would keep the last value)", name)
-		}
-		seen[name] = true
+	if name := cliarg.Twice(fs, args); name != "" {
+		return fmt.Errorf("--%s is given twice: give it once (the flag package would keep the last value)", name)
 	}
 	if rest := fs.Args(); len(rest) > 0 {
 		return fmt.Errorf("unexpected argument %s: every setting is a flag (a boolean flag takes a value as --flag=false)", cliarg.Shown(rest[0]))
@@ -84,13 +67,6 @@ func emptyWant(name string) string {
 // usagef returns a usageError of the formatted message.
 func usagef(format string, a ...any) error {
 	return usageError{fmt.Errorf(format, a...)}
-}
-
-// isBoolFlag reports whether f takes no value after it, as the flag
-// package decides.
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // checkUpstream refuses an --upstream that is not an absolute http or

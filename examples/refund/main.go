@@ -109,6 +109,10 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "refund: unexpected arguments %s\n", cliarg.List(fs.Args()))
 		return 2
 	}
+	if name := cliarg.Twice(fs, args); name != "" {
+		fmt.Fprintf(stderr, "refund: -%s is given twice: give it once (the flag package would keep the last value)\n", name)
+		return 2
+	}
 	if err := checkFlags(cfg); err != nil {
 		fmt.Fprintln(stderr, "refund:", err)
 		return 2

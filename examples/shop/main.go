@@ -141,7 +141,7 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if why := usageError(fs, cfg, transport); why != "" {
+	if why := usageError(fs, args, cfg, transport); why != "" {
 		fmt.Fprintln(stderr, "shop:", why)
 		fmt.Fprintln(stderr, "usage: shop --gateway URL [--transport stdio|http] [flags] | shop fake-gateway [--port N] | shop demo (shop --help for more)")
 		return 2
@@ -281,6 +281,10 @@ func runFakeGateway(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shop fake-gateway: unexpected arguments %s (the port is --port N)\n", cliarg.List(fs.Args()))
 		return 2
 	}
+	if cliarg.Twice(fs, args) != "" {
+		fmt.Fprintln(stderr, "shop fake-gateway: --port is given twice: give it once (the flag package would keep the last value)")
+		return 2
+	}
 	if *port < 0 || *port > 65535 {
 		fmt.Fprintf(stderr, "shop fake-gateway: --port %d: want a number from 0 to 65535\n", *port)
 		return 2
@@ -322,12 +326,15 @@ flags:
 `
 
 // usageError says what is wrong with a command line that names no usable
-// server: stray arguments, no gateway, a transport that is neither stdio
-// nor http (naming MCP_TRANSPORT when the value came from there). It
-// returns "" when there is nothing of the kind.
-func usageError(fs *flag.FlagSet, cfg config, transport string) string {
+// server: stray arguments, a flag given twice in args, no gateway, a
+// transport that is neither stdio nor http (naming MCP_TRANSPORT when the
+// value came from there). It returns "" when there is nothing of the kind.
+func usageError(fs *flag.FlagSet, args []string, cfg config, transport string) string {
 	if fs.NArg() > 0 {
 		return "unexpected arguments " + cliarg.List(fs.Args())
+	}
+	if name := cliarg.Twice(fs, args); name != "" {
+		return "--" + name + " is given twice: give it once (the flag package would keep the last value)"
 	}
 	if cfg.gateway == "" {
 		return "--gateway (or $SHOP_GATEWAY_URL) is required: the RoboShop gateway's base URL"
