@@ -195,7 +195,10 @@ type Batch struct {
 	// every Rate and Spend check would allow the call if nothing else took
 	// units meanwhile (the longest such wait). It is negative when waiting
 	// cannot help because the denying check's N exceeds its Max, and zero
-	// when only Concurrency checks denied.
+	// when only Concurrency checks denied. The [Limiter] takes a denial by
+	// a Rate or Spend check that says otherwise (zero, negative for an N
+	// within Max, positive for one above) as a failure of the store, as
+	// it does a Denied out of range.
 	RetryAfter time.Duration
 }
 
