@@ -178,7 +178,9 @@ func (e *DenialError) Unwrap() error { return e.Code.Sentinel() }
 func (e *DenialError) Retryable() bool { return e.Code.Retryable() && e.RetryAfter >= 0 }
 
 // retryAfterSeconds rounds up, so that a retry after the stated number of
-// whole seconds is never early.
+// whole seconds is never early, but to no more than the largest number of
+// seconds a time.Duration holds (about 292 years: a store's "for ever"),
+// which DenialOf reads back.
 func (e *DenialError) retryAfterSeconds() (int64, bool) {
 	if e.RetryAfter < 0 {
 		return 0, false
@@ -189,7 +191,7 @@ func (e *DenialError) retryAfterSeconds() (int64, bool) {
 		}
 		return 0, false
 	}
-	return int64(math.Ceil(e.RetryAfter.Seconds())), true
+	return min(int64(math.Ceil(e.RetryAfter.Seconds())), maxRetrySeconds), true
 }
 
 // errorBody is the wire shape {"error":{...}} of both modes.

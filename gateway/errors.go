@@ -213,7 +213,10 @@ func appendJSON(dst []byte, v any) []byte {
 
 // retryAfterSeconds rounds d up to whole seconds, at least 1.
 func retryAfterSeconds(d time.Duration) int64 {
-	s := int64((d + time.Second - 1) / time.Second)
+	s := int64(d / time.Second) // rounded up below: d + 999999999 overflows
+	if d%time.Second > 0 {
+		s++
+	}
 	if s < 1 {
 		s = 1
 	}
