@@ -214,9 +214,12 @@ func (s *SlogSink) handleBounded(ctx context.Context, r slog.Record) error {
 	return await(ctx, done)
 }
 
-// Close makes later writes fail with [ErrClosed], like every other sink; it
-// does not close the handler's destination, which the sink does not own.
+// Close makes later writes fail with [ErrClosed], like every other sink,
+// and so does a second Close; it does not close the handler's destination,
+// which the sink does not own.
 func (s *SlogSink) Close() error {
-	s.closed.Store(true)
+	if s.closed.Swap(true) {
+		return ErrClosed
+	}
 	return nil
 }
