@@ -170,8 +170,8 @@ type SQLSink struct {
 	cancel    context.CancelFunc
 	watchOnce sync.Once
 
-	// stmtSem (a semaphore of one) guards stmts, and is held while one is
-	// prepared: taken with a context (see stmt).
+	// stmtSem (a semaphore of one) guards stmts; it is not held while one
+	// is prepared (see stmt).
 	stmtSem chan struct{}
 	stmts   map[int]*sql.Stmt // INSERT statements by row count (powers of two)
 
@@ -1275,8 +1275,7 @@ func (s *SQLSink) insertBatch(pr *[]row, args []any, grow func() bool) (x pgXact
 	rows := *pr
 	// The statements first, by log2 of their rows: preparing one takes a
 	// connection of db's pool, whose only one (db.SetMaxOpenConns(1)) the
-	// transaction would hold (and a WriteDurable preparing its own holds
-	// stmtSem while it waits for one): the writer would wait for itself.
+	// transaction would hold: the writer would wait for itself.
 	var stmts [11]*sql.Stmt // perStmt is at most 1024 rows
 	for left := len(rows); left > 0; {
 		n := s.stmtRows(left)
@@ -1451,29 +1450,36 @@ func (s *SQLSink) xactCommitted(x pgXact) (done, known bool, err error) {
 	}
 }
 
-// stmt returns the prepared INSERT of n rows. While another prepares one
-// (the writer, whose server may have stopped answering), it waits until
-// ctx ends: a WriteDurable's deadline bounds it.
+// stmt returns the prepared INSERT of n rows, preparing it (with ctx) the
+// first time. Its lookup waits for no prepare under way.
 func (s *SQLSink) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
-	select {
-	case s.stmtSem <- struct{}{}:
-	default:
-		select {
-		case s.stmtSem <- struct{}{}:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("audit: prepare insert: %w", ctx.Err())
-		}
+	if err := acquire(ctx, s.stmtSem); err != nil {
+		return nil, fmt.Errorf("audit: prepare insert: %w", err)
 	}
-	defer func() { <-s.stmtSem }()
-	if st, ok := s.stmts[n]; ok {
+	st, ok := s.stmts[n]
+	<-s.stmtSem
+	if ok {
 		return st, nil
 	}
+	// Prepared without stmtSem: a prepare waits for a connection of the
+	// pool and for the server's answer, and one that hangs (its
+	// connection stalled) must not hold the statements prepared already,
+	// which every WriteDurable looks up. Two calls may prepare the same
+	// statement: the first kept is used, the other closed.
 	st, err := s.db.PrepareContext(ctx, insertSQL(s.d, n))
 	if err != nil {
 		return nil, fmt.Errorf("audit: prepare insert: %w", err)
 	}
-	s.stmts[n] = st
-	return st, nil
+	s.stmtSem <- struct{}{} // held only for the map now
+	kept, ok := s.stmts[n]
+	if !ok {
+		s.stmts[n], kept = st, st
+	}
+	<-s.stmtSem
+	if kept != st {
+		st.Close()
+	}
+	return kept, nil
 }
 
 func insertSQL(d Dialect, n int) string {
