@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/policy"
@@ -98,7 +99,9 @@ type Identity struct {
 // CONCURRENCY_LIMIT_EXCEEDED (the authenticator's own cap, such as one on
 // the calls it makes to the identity provider; with its RetryAfter), so its
 // message must be safe to show; any other error is refused as
-// UNAUTHENTICATED with a message of the guard's.
+// UNAUTHENTICATED with a message of the guard's. An identity without a
+// Principal, or whose Subject is empty or only white space (a header or
+// claim present but blank), is no identity: refused UNAUTHENTICATED.
 // Implementations must be safe for concurrent use.
 type Authenticator interface {
 	Authenticate(ctx context.Context, req mcp.Request) (*Identity, error)
@@ -426,4 +429,11 @@ func PrincipalFromContext(ctx context.Context) *policy.Principal {
 		return id.Principal
 	}
 	return nil
+}
+
+// noIdentity reports whether id, an Authenticator's answer, names no
+// caller: nil, without a Principal, or with a Subject empty or only white
+// space (which every caller with a blank header or claim would share).
+func noIdentity(id *Identity) bool {
+	return id == nil || id.Principal == nil || strings.TrimFunc(id.Principal.Subject, unicode.IsSpace) == ""
 }

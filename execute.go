@@ -170,7 +170,7 @@ func ValidateOutput(v *Validator) Middleware {
 						d = ac.failedWrite(d)
 					}
 				}
-				return denied(ctx, d), nil
+				return denied(ctx, req, d), nil
 			}
 			return res, nil
 		}
@@ -237,7 +237,8 @@ func (s *stepRun) handOn(ctx context.Context, req *mcp.CallToolRequest, c *call,
 	if rc := recoverCall(ctx, req); rc != nil {
 		rc.write = true
 	}
-	return startedWrite(next(ctx, req))
+	res, err := next(ctx, req)
+	return startedWrite(req, res, err)
 }
 
 // startedWrite returns what the handler of a write returned, res and err,
@@ -246,8 +247,8 @@ func (s *stepRun) handOn(ctx context.Context, req *mcp.CallToolRequest, c *call,
 // handler started, and may have written; unless its code says the call
 // was not carried out (a cap, AUDIT_UNAVAILABLE). A copy: the handler may
 // return one value each time. A refusal in a result stays a result.
-func startedWrite(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
-	_, herr := handlerError(res, err)
+func startedWrite(req *mcp.CallToolRequest, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	_, herr := handlerError(req, res, err)
 	var de *DenialError
 	if herr == nil || !errors.As(herr, &de) || de.Code == "" || notRun(de.Code) || de.RetryAfter < 0 {
 		return res, err

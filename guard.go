@@ -725,7 +725,10 @@ func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 // through which a request the handler sends the client within a guarded
 // call passes: its answer is not delivered when [Guard.SetPolicy] set a
 // policy meanwhile that refuses the call, and its wait ends when the
-// caller of a write cancels the call.
+// caller of a write cancels the call. As with Wrap, the guard filters no
+// tools/list of s: the tool is listed to every caller, a caller the
+// policy hides it from included (whose calls of it are answered as an
+// unknown tool's); to hide it from the list, use Install.
 func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
 	if s == nil {
 		return errors.New("mcpguard: nil server")

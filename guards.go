@@ -62,17 +62,18 @@ func Recover(log *slog.Logger) Middleware {
 					} else {
 						log.Error("mcpguard: tool handler panicked", "tool", logName(toolName(req)), "panic", panicText(r), "stack", string(debug.Stack()))
 					}
-					res, err = denied(ctx, rc.failed(Deny(CodeInternal, "the tool failed unexpectedly"))), nil
+					res, err = denied(ctx, req, rc.failed(Deny(CodeInternal, "the tool failed unexpectedly"))), nil
 				}
 			}()
-			res, err = handlerError(next(rc, req))
+			res, err = next(rc, req)
+			res, err = handlerError(req, res, err)
 			switch {
 			case err != nil:
 				// One without a code is no refusal of the contract: a
 				// failure of the handler's, INTERNAL, as the Guard has it.
 				var de *DenialError
 				if errors.As(err, &de) && de != nil && de.Code != "" {
-					return denied(ctx, de), nil
+					return denied(ctx, req, de), nil
 				}
 				if we := wireError(err); we != nil {
 					return nil, we
@@ -87,9 +88,9 @@ func Recover(log *slog.Logger) Middleware {
 				} else {
 					log.Error("mcpguard: tool handler failed", "tool", logName(toolName(req)), "err", logText(err.Error()))
 				}
-				return denied(ctx, rc.failed(Deny(CodeInternal, "the tool failed"))), nil
+				return denied(ctx, req, rc.failed(Deny(CodeInternal, "the tool failed"))), nil
 			case res == nil:
-				return denied(ctx, rc.failed(Deny(CodeInternal, "the tool returned no result"))), nil
+				return denied(ctx, req, rc.failed(Deny(CodeInternal, "the tool returned no result"))), nil
 			}
 			return res, nil
 		}
@@ -144,18 +145,18 @@ func Authenticate(a Authenticator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if a == nil {
-				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
+				return denied(ctx, req, Deny(CodeUnauthenticated, "authentication required")), nil
 			}
 			// a's panic (the operator's bug) is one before the tool ran.
 			var s stepRun
 			defer s.end(ctx, req)
 			id, err := a.Authenticate(ctx, req)
 			s.done = true
-			if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
+			if err != nil || noIdentity(id) {
 				if ac := auditCall(ctx, req); ac != nil && ac.detail == "" {
 					ac.detail = authDetail(err) // why, as a Guard records it
 				}
-				return denied(ctx, authDenial(err)), nil
+				return denied(ctx, req, authDenial(err)), nil
 			}
 			if ac := auditCall(ctx, req); ac != nil {
 				ac.id = id
@@ -195,11 +196,11 @@ func Authorize(p *policy.Policy) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if p == nil {
-				return denied(ctx, Deny(CodeInternal, "the call cannot be authorized: no policy")), nil
+				return denied(ctx, req, Deny(CodeInternal, "the call cannot be authorized: no policy")), nil
 			}
 			pr := PrincipalFromContext(ctx)
 			if pr == nil {
-				return denied(ctx, Deny(CodeUnauthenticated, "authentication required")), nil
+				return denied(ctx, req, Deny(CodeUnauthenticated, "authentication required")), nil
 			}
 			name := toolName(req)
 			d := p.Authorize(pr, name)
@@ -215,7 +216,7 @@ func Authorize(p *policy.Policy) Middleware {
 				if ac != nil && ac.detail == "" {
 					ac.detail = de.Message
 				}
-				return denied(ctx, de), nil
+				return denied(ctx, req, de), nil
 			}
 			if d.Code != policy.Allowed {
 				return refuse(policyDenial(d, name))
@@ -243,7 +244,7 @@ func ValidateArguments(v *Validator) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if v == nil {
-				return denied(ctx, Deny(CodeInternal, "the arguments cannot be validated: no schema")), nil
+				return denied(ctx, req, Deny(CodeInternal, "the arguments cannot be validated: no schema")), nil
 			}
 			var raw []byte
 			if req.Params != nil {
@@ -252,9 +253,9 @@ func ValidateArguments(v *Validator) Middleware {
 			if _, err := v.Validate(raw); err != nil {
 				var de *DenialError
 				if errors.As(err, &de) {
-					return denied(ctx, de), nil
+					return denied(ctx, req, de), nil
 				}
-				return denied(ctx, Deny(CodeInvalidArguments, "arguments failed validation")), nil
+				return denied(ctx, req, Deny(CodeInvalidArguments, "arguments failed validation")), nil
 			}
 			if ac := auditCall(ctx, req); ac != nil {
 				ac.valid = true
@@ -372,7 +373,7 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 			res, err := next(ctx, req)
 			// Recorded as a Guard reads it: a handler's refusal or error in
 			// a tool-error result is its error (passed on as it is).
-			rres, rerr := handlerError(res, err)
+			rres, rerr := handlerError(req, res, err)
 			switch res, err := rres, rerr; {
 			case err != nil:
 				d, detail := wireDenial(err)
@@ -521,40 +522,48 @@ func correlationFrom(ctx context.Context) string {
 // "" for a context of neither.
 func CorrelationID(ctx context.Context) string { return correlationFrom(ctx) }
 
-// denied renders d as a tool error carrying the correlation id of ctx's
-// audit record, if any.
-func denied(ctx context.Context, d *DenialError) *mcp.CallToolResult {
+// denied renders d, a refusal of req, as a tool error carrying the
+// correlation id of ctx's audit record, if any.
+func denied(ctx context.Context, req *mcp.CallToolRequest, d *DenialError) *mcp.CallToolResult {
 	if id := correlationFrom(ctx); id != "" && d.CorrelationID == "" {
 		out := *d
 		out.CorrelationID = id
 		d = &out
 	}
-	return guardRefusal(d.Result(), d)
+	return guardRefusal(d.Result(), d, req)
 }
 
 // guardRefusal marks res, the tool-error result of d, as a refusal of the
-// guard's (a step's, a Guard's), not a handler's (see handlerError).
-func guardRefusal(res *mcp.CallToolResult, d *DenialError) *mcp.CallToolResult {
-	res.SetError(refusedByGuard{d})
+// guard's (a step's, a Guard's) of req, not a handler's (see
+// handlerError).
+func guardRefusal(res *mcp.CallToolResult, d *DenialError, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	res.SetError(refusedByGuard{d, req})
 	return res
 }
 
-// refusedByGuard is the error of a refusal of the guard's own result.
-type refusedByGuard struct{ *DenialError }
+// refusedByGuard is the error of a refusal of the guard's own result: of
+// the request req.
+type refusedByGuard struct {
+	*DenialError
+	req *mcp.CallToolRequest
+}
 
 func (r refusedByGuard) Unwrap() error { return r.DenialError }
 
-// handlerError returns what a handler returned, res and err, with a
+// handlerError returns what a handler of req returned, res and err, with a
 // tool-error result that carries an error of the handler's (set with
 // SetError: a *DenialError's Result, or any other error) as that error,
-// as a Guard reads it (sdkToolError). A refusal of a step's inside
-// (guardRefusal) stays the result it is.
-func handlerError(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+// as a Guard reads it (sdkToolError). A refusal of req by a step inside
+// (guardRefusal) stays the result it is; one of another request (another
+// guarded tool's, called in process by the handler, whose refusal it
+// returned) is the handler's, as a Guard reads it. A router that passes
+// req on to an inner chain has that chain's refusals of req as its own.
+func handlerError(req *mcp.CallToolRequest, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil || res == nil || !res.IsError {
 		return res, err
 	}
 	herr := res.GetError()
-	if _, guards := herr.(refusedByGuard); herr == nil || guards {
+	if g, guards := herr.(refusedByGuard); herr == nil || guards && g.req == req {
 		return res, nil
 	}
 	return nil, herr

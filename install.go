@@ -889,7 +889,9 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // tools: an Install after one that succeeded, on the same server (which
 // would run the pipeline twice per call) or on another (whose tools of the same
 // names would be held to the first server's schemas), is an error, and
-// changes nothing; an Install that failed may be repeated. For several
+// changes nothing; an Install that failed may be repeated. An Install that
+// failed leaves s as it was, unguarded: every tool of it runs for anyone,
+// as no caller; a server whose Install failed is not to be served. For several
 // servers, make a Guard for each. So a getServer of
 // mcp.NewStreamableHTTPHandler (or of the SSE handler) that builds a
 // server per session, or per request when stateless, makes a Guard per
@@ -1316,7 +1318,7 @@ func answerable(err error) (ok bool) {
 func (g *Guard) authenticateList(ctx context.Context, req mcp.Request, method string) (*Identity, error) {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	id, err := g.authn.Authenticate(ctx, req)
-	if err != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
+	if err != nil || noIdentity(id) {
 		d := authDenial(err)           // as a tools/call's: a cap or a provider down is not "sign in again"
 		d.CorrelationID = g.ids.Next() // as every refusal of the guard has one
 		if detail := authDetail(err); detail != "" {

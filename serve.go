@@ -199,7 +199,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 
 	// 3. Authenticate.
 	id, aerr := g.authn.Authenticate(ctx, req)
-	if aerr != nil || id == nil || id.Principal == nil || id.Principal.Subject == "" {
+	if aerr != nil || noIdentity(id) {
 		d := authDenial(aerr)
 		if d.Code == CodeUnauthenticated {
 			g.dropViews(req.Session)
@@ -1344,7 +1344,7 @@ func (g *Guard) deny(c *call, d *DenialError) (*mcp.CallToolResult, error) {
 // may know (it passed resolution), the error is in the text content
 // alone, without StructuredContent (see SchemaSafeErrors).
 func (c *call) errorResult(d *DenialError) *mcp.CallToolResult {
-	r := guardRefusal(d.Result(), d)
+	r := guardRefusal(d.Result(), d, c.req)
 	if c.schemaOut {
 		r.StructuredContent = nil
 	}

@@ -487,7 +487,7 @@ func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, Too
 	}
 	c.name, c.raw = req.Params.Name, req.Params.Arguments
 	id, _ := g.authn.Authenticate(ctx, req)
-	if id == nil || id.Principal == nil || id.Principal.Subject == "" {
+	if noIdentity(id) {
 		return c, ToolOptions{}, Deny(CodeUnauthenticated, "authentication required")
 	}
 	c.id = id
