@@ -73,9 +73,12 @@ func (e *toolEntry) check(p *policy.Policy) error {
 		return e.late
 	}
 	// A limit of the tool's own rule (a default rule's may be meant for
-	// other tools) on an argument the tool cannot be sent.
-	if e.fields != nil && slices.Contains(p.Tools(), e.tool.Name) {
-		if r, ok := p.Resolve(e.tool.Name); ok {
+	// other tools) on an argument the tool cannot be sent. (The rule is
+	// the tool's own when it has its name: a folded match has another's,
+	// the default rule none. p.Tools() would sort every rule's name, for
+	// each tool.)
+	if e.fields != nil {
+		if r, ok := p.Resolve(e.tool.Name); ok && r.Name == e.tool.Name {
 			for _, l := range r.ArgLimits {
 				if !e.fields[l.Field] {
 					return fmt.Errorf("mcpguard: tool %q: the policy limits argument %q, which its input schema does not have (it has %s): "+

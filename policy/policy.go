@@ -197,6 +197,13 @@ type Policy struct {
 	allWrites     bool
 	def           *ToolRule
 	showForbidden bool
+	// byPrefix holds the roles of prefixRoles by the key of their prefix,
+	// and prefixLens the lengths of those keys, ascending, without
+	// repeats: rolesOK looks up the prefixes of a tool's key of those
+	// lengths rather than comparing the key with every rule's (a listing
+	// asks of every tool).
+	byPrefix   map[string][][]string
+	prefixLens []int
 }
 
 // A prefixRule is a role rule with a pattern "prefix*".
@@ -373,6 +380,16 @@ func New(cfg Config) (*Policy, error) {
 			p.exactRoles[k] = append(p.exactRoles[k], slices.Clone(rr.Roles))
 		}
 	}
+	for _, rr := range p.prefixRoles {
+		if p.byPrefix == nil {
+			p.byPrefix = map[string][][]string{}
+		}
+		p.byPrefix[string(rr.key)] = append(p.byPrefix[string(rr.key)], rr.roles)
+		if !slices.Contains(p.prefixLens, len(rr.key)) {
+			p.prefixLens = append(p.prefixLens, len(rr.key))
+		}
+	}
+	slices.Sort(p.prefixLens)
 	if err := p.checkLimitsApply(cfg); err != nil {
 		return nil, err
 	}
@@ -776,9 +793,14 @@ func (p *Policy) rolesOK(pr *Principal, k []byte, r *ToolRule) bool {
 			return false
 		}
 	}
-	for _, rr := range p.prefixRoles {
-		if bytes.HasPrefix(k, rr.key) && !pr.hasAny(rr.roles) {
-			return false
+	for _, n := range p.prefixLens {
+		if n > len(k) {
+			break
+		}
+		for _, roles := range p.byPrefix[string(k[:n])] {
+			if !pr.hasAny(roles) {
+				return false
+			}
 		}
 	}
 	return true
