@@ -1,7 +1,6 @@
 package confirm
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -14,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,10 +91,16 @@ type Options struct {
 // A Signer issues and verifies confirmation states. It is safe for
 // concurrent use. The zero Signer is not usable (it has no key: its Issue
 // returns an error, and it verifies nothing): make one with [NewSigner].
+//
+// It never prints its secrets: [Signer.Format] prints [Signer.String] for
+// every verb (so does a slog text handler), and the secrets are held
+// behind pointers to strings, which fmt prints as addresses whatever the
+// verb, when it walks a Signer's fields (a Signer value, or a *Signer in
+// an unexported field of a struct printed).
 type Signer struct {
 	signKID string
-	signKey []byte
-	keys    map[string][]byte
+	signKey *string            // keys[signKID]
+	keys    map[string]*string // by key id
 	ttl     time.Duration
 	nonces  NonceStore
 	randMu  sync.Mutex
@@ -111,7 +117,7 @@ func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("confirm: at least one key is required")
 	}
-	s := &Signer{keys: make(map[string][]byte, len(keys)), ttl: DefaultTTL}
+	s := &Signer{keys: make(map[string]*string, len(keys)), ttl: DefaultTTL}
 	for i, k := range keys {
 		if k.ID == "" || len(k.ID) > maxKIDLen {
 			return nil, fmt.Errorf("confirm: key %d: id must be 1 to %d bytes", i, maxKIDLen)
@@ -122,7 +128,8 @@ func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 		if _, dup := s.keys[k.ID]; dup {
 			return nil, fmt.Errorf("confirm: key id %q repeated", k.ID)
 		}
-		s.keys[k.ID] = bytes.Clone(k.Secret)
+		secret := string(k.Secret)
+		s.keys[k.ID] = &secret
 	}
 	s.signKID = keys[0].ID
 	s.signKey = s.keys[s.signKID]
@@ -172,7 +179,7 @@ const (
 // late that the expiry does not fit the state (such a state could never
 // verify), and on a Signer not made by [NewSigner], which has no key.
 func (s *Signer) Issue(now time.Time, c Claims) (string, error) {
-	if s == nil || len(s.signKey) == 0 {
+	if s == nil || s.signKey == nil {
 		return "", errUnusable
 	}
 	if c.Subject == "" || c.Tool == "" || c.ArgsSHA256 == "" {
@@ -205,9 +212,21 @@ func (s *Signer) Issue(now time.Time, c Claims) (string, error) {
 	b.Grow(n)
 	b.WriteString(enc.EncodeToString(p))
 	b.WriteByte('.')
-	b.WriteString(enc.EncodeToString(mac(s.signKey, p)))
+	b.WriteString(enc.EncodeToString(mac([]byte(*s.signKey), p)))
 	return b.String(), nil
 }
+
+// String describes s without its secrets: the number of its keys.
+func (s *Signer) String() string {
+	if s == nil {
+		return "confirm.Signer(nil)"
+	}
+	return "confirm.Signer(" + strconv.Itoa(len(s.keys)) + " keys)"
+}
+
+// Format prints [Signer.String] for every verb, so that no secret of s is
+// ever printed.
+func (s *Signer) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String())) }
 
 func (s *Signer) readNonce(b []byte) error {
 	if s.rand == nil {
@@ -394,7 +413,7 @@ func (s *Signer) Check(now time.Time, state string, c Claims) (Ticket, error) {
 	if !ok {
 		return Ticket{}, ErrUnknownKey
 	}
-	if !hmac.Equal(sig, mac(key, raw)) {
+	if !hmac.Equal(sig, mac([]byte(*key), raw)) {
 		return Ticket{}, ErrBadSignature
 	}
 	exp := time.Unix(pl.expires, 0)

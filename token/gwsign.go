@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"net/http"
 	"strconv"
@@ -41,8 +42,13 @@ const MinGatewayKeyLen = 32
 // order: a verifier accepts every key), then the gateway the new key, then
 // dropping the old. Make one with [NewGatewaySigner]: the zero value signs
 // nothing and verifies nothing. It is safe for concurrent use.
+//
+// It never prints its keys: [GatewaySigner.Format] prints
+// [GatewaySigner.String] for every verb, and the keys are behind pointers
+// (see hide), which fmt prints as addresses when it walks the fields of a
+// GatewaySigner (a *GatewaySigner in an unexported field, printed).
 type GatewaySigner struct {
-	keys [][]byte
+	keys []*string // see hide
 	// noncePrefix, drawn once, and seq make each signature's nonce: no
 	// two requests one signer signs share one, and two signers (gateway
 	// replicas) share one with a chance of 1 in 2^64.
@@ -61,12 +67,12 @@ func NewGatewaySigner(key []byte, previous ...[]byte) (*GatewaySigner, error) {
 		if len(k) < MinGatewayKeyLen {
 			return nil, errors.New("token: a gateway signing key must be at least " + strconv.Itoa(MinGatewayKeyLen) + " bytes")
 		}
-		s.keys = append(s.keys, append([]byte(nil), k...))
+		s.keys = append(s.keys, hide(string(k)))
 	}
 	s.pools = make([]sync.Pool, len(s.keys))
 	for i := range s.pools {
 		k := s.keys[i]
-		s.pools[i].New = func() any { return &gwMAC{h: hmac.New(sha256.New, k)} }
+		s.pools[i].New = func() any { return &gwMAC{h: hmac.New(sha256.New, []byte(*k))} }
 	}
 	_, _ = rand.Read(s.noncePrefix[:]) // never fails on the platforms Go supports
 	return s, nil
@@ -79,6 +85,10 @@ func (s *GatewaySigner) String() string {
 	}
 	return "token.GatewaySigner(" + strconv.Itoa(len(s.keys)) + " keys)"
 }
+
+// Format prints [GatewaySigner.String] for every verb, so that its keys
+// are never printed.
+func (s *GatewaySigner) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String())) }
 
 // gwMAC is a reusable HMAC state and the scratch space of one signature.
 type gwMAC struct {
