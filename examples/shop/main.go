@@ -124,7 +124,10 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	var addr, hosts, origins string
 	var allowRemote bool
-	fs.StringVar(&cfg.gateway, "gateway", os.Getenv("SHOP_GATEWAY_URL"), "base URL of the RoboShop gateway, http(s)://host[:port][/path] (or $SHOP_GATEWAY_URL)")
+	// Its default, $SHOP_GATEWAY_URL, is read after the parse, not given
+	// to the flag package: its usage (--help, a flag error) prints a
+	// default, and the value is never printed (it may hold user info).
+	fs.StringVar(&cfg.gateway, "gateway", "", "base URL of the RoboShop gateway, http(s)://host[:port][/path] (or $SHOP_GATEWAY_URL)")
 	fs.StringVar(&cfg.origin, "origin", "", "Origin header sent with state changes, for the gateway's CSRF check (default: the gateway's own origin)")
 	fs.StringVar(&transport, "transport", transport, "stdio or http (or $MCP_TRANSPORT)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:4107", "HTTP listen address (loopback unless --allow-remote)")
@@ -140,6 +143,11 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	gatewayGiven := false
+	fs.Visit(func(f *flag.Flag) { gatewayGiven = gatewayGiven || f.Name == "gateway" })
+	if !gatewayGiven {
+		cfg.gateway = os.Getenv("SHOP_GATEWAY_URL")
 	}
 	if why := usageError(fs, args, cfg, transport); why != "" {
 		fmt.Fprintln(stderr, "shop:", why)
