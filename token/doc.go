@@ -115,8 +115,12 @@
 // most once; no other header is in the X-Mcp-Gateway- namespace, and no
 // header names one of these or Mcp-Session-Id with "_" for "-" (a WSGI or
 // CGI server reads X_Mcp_Gateway_Subject as the subject header); the MAC
-// under one of its keys equals v1 (compared in constant time); and it has
-// not accepted that MAC before (remembered until t plus the skew). In
+// under one of its keys equals v1 (compared in constant time); it has
+// not accepted that MAC before (remembered until t plus the skew); and t is
+// not before the second the verifier started (a run before a restart may
+// have accepted it: its memory is gone). The signature names no
+// downstream: a request signed for one is accepted by another holding the
+// same key, so each downstream has a key of its own. In
 // Python:
 //
 //	def f(b): return struct.pack(">I", len(b)) + b

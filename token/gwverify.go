@@ -19,7 +19,10 @@ import (
 type GatewayVerifyOptions struct {
 	// MaxSkew is how far a signature's time may be from the downstream's
 	// clock, either way, and how long its signature is remembered to
-	// refuse a replay. Zero (or negative) means 60 seconds.
+	// refuse a replay. Zero (or negative) means 60 seconds. Times are
+	// whole seconds (a signature's time is cut to its second, and MaxSkew
+	// rounded up to one): a signature is accepted up to about a second
+	// longer than MaxSkew after it was made.
 	MaxSkew time.Duration
 	// MaxBodyBytes caps the body read to check its digest; a request
 	// with a longer body is refused (413). Zero (or negative) means 4 MiB, the
@@ -58,7 +61,18 @@ type GatewayVerifyOptions struct {
 // handler is safe for concurrent use; its replay memory is its own, so
 // replicas behind a load balancer each keep one (a replay sent to another
 // replica within MaxSkew is not refused: pin gateway connections to one
-// replica, or keep MaxSkew short).
+// replica, or keep MaxSkew short). Nor does it outlive the process: a
+// signature timed before the second in which Verify was called is
+// refused, as one a run before a restart may have accepted (a gateway
+// whose clock is behind the downstream's has its requests refused for
+// that long after the start); one timed in that second, or ahead of the
+// downstream's clock (a gateway's clock ahead of it), which a run before a
+// restart may have accepted, is not. A downstream whose calls must not
+// run twice keeps MaxSkew short, or keeps an idempotency key of its own
+// (a client's, remembered). A request signed for one
+// downstream verifies at every other downstream that holds the same key
+// (the signature names no downstream): give each downstream, and the
+// gateway in front of it, a key of its own.
 func (s *GatewaySigner) Verify(next http.Handler, opts *GatewayVerifyOptions) http.Handler {
 	v := &gwVerifier{s: s, next: next, skew: 60 * time.Second, maxBody: 4 << 20, maxSeen: 1 << 18,
 		now: time.Now, log: slog.Default(), seen: make(map[[32]byte]int64)}
@@ -83,6 +97,7 @@ func (s *GatewaySigner) Verify(next http.Handler, opts *GatewayVerifyOptions) ht
 	if v.skew%time.Second != 0 {
 		v.skewSec++
 	}
+	v.started = v.now().Unix()
 	return v
 }
 
@@ -91,6 +106,10 @@ type gwVerifier struct {
 	next    http.Handler
 	skew    time.Duration
 	skewSec int64 // skew in whole seconds, rounded up
+	// started is the time, in unix seconds, Verify made the handler: a
+	// signature timed before it may have been accepted by the process
+	// before a restart, whose replay memory is gone.
+	started int64
 	maxBody int64
 	maxSeen int
 	now     func() time.Time
@@ -149,6 +168,10 @@ func (v *gwVerifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := v.now().Unix()
 	if ts < now-v.skewSec || ts > now+v.skewSec {
 		v.refuse(w, r, gwUnauthorized, "signature time out of range")
+		return
+	}
+	if ts < v.started {
+		v.refuse(w, r, gwUnauthorized, "signed before this server started (a run before may have seen it)")
 		return
 	}
 	var body []byte

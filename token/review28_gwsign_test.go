@@ -156,8 +156,12 @@ func TestReview28GatewayVerify(t *testing.T) {
 			}
 			next := &gwNext{}
 			var logs bytes.Buffer
-			h := vs.Verify(next, &token.GatewayVerifyOptions{Now: func() time.Time { return now },
+			// Made an hour before now: no signature is timed before its
+			// start (which a run before a restart may have seen).
+			clock := now.Add(-time.Hour)
+			h := vs.Verify(next, &token.GatewayVerifyOptions{Now: func() time.Time { return clock },
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			clock = now
 			r := tt.req()
 			sig := r.Header.Get(token.HeaderSignature)
 			w := httptest.NewRecorder()

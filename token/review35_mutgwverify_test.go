@@ -140,9 +140,11 @@ func TestReview35GatewayVerifySmallOptions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
-			opts.Now = func() time.Time { return now }
+			clock := now.Add(-time.Hour) // started before every signature's time
+			opts.Now = func() time.Time { return clock }
 			opts.Logger = slog.New(slog.DiscardHandler)
 			h := s.Verify(&review35Next{}, &opts)
+			clock = now
 			for i, r := range tc.reqs {
 				w := httptest.NewRecorder()
 				h.ServeHTTP(w, r)
