@@ -335,7 +335,9 @@ func inHTTPRequest(ctx context.Context) bool {
 // without them gets anonymous (nil: it is unauthenticated), and so does
 // every request over a transport that carries no headers (stdio, in memory,
 // the go-sdk's HTTP+SSE transport: the gateway's identity never reaches
-// such a call); malformed values are refused. On its own this is sound only
+// such a call); malformed values are refused (not printable ASCII, or
+// longer than [token.CheckPrincipal] lets the gateway send:
+// token.MaxSubjectBytes, token.MaxRoleHeaderBytes). On its own this is sound only
 // where nothing but the gateway can reach the server, since the gateway
 // strips these headers from its clients and nothing else does. Elsewhere,
 // give the gateway a signer (gateway.Options.Signer) and wrap the server's
@@ -354,7 +356,7 @@ func FromGatewayHeaders(anonymous *policy.Principal) Authenticator {
 			}
 			return &Identity{Principal: anonymous}, nil
 		}
-		if !printable(sub) || !printable(role) {
+		if len(sub) > token.MaxSubjectBytes || len(role) > token.MaxRoleHeaderBytes || !printable(sub) || !printable(role) {
 			return nil, unauthenticated("malformed gateway identity headers")
 		}
 		var roles []string
@@ -367,11 +369,8 @@ func FromGatewayHeaders(anonymous *policy.Principal) Authenticator {
 	})
 }
 
-// printable reports whether s is at most 256 bytes of printable ASCII.
+// printable reports whether s is printable ASCII.
 func printable(s string) bool {
-	if len(s) > 256 {
-		return false
-	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] > 0x7e {
 			return false

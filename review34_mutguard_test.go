@@ -79,18 +79,20 @@ func checkRan(t *testing.T, got, want string, ran int) {
 }
 
 // TestReview34GatewayHeadersPrintableEdges pins which gateway identity headers
-// FromGatewayHeaders accepts: values of at most 256 bytes of printable ASCII (space to '~'),
-// in the subject and the role header alike; a longer value, a control character or DEL in
-// either is refused as malformed, never cut or cleaned into another principal.
+// FromGatewayHeaders accepts: values of printable ASCII (space to '~'), as long as
+// token.CheckPrincipal lets the gateway send (1024 bytes of subject, 16 KiB of roles: a
+// principal it passes is read back, 63f; the bound was 256 bytes), in the subject and the
+// role header; a longer value, a control character or DEL in either is refused as
+// malformed, never cut or cleaned into another principal.
 func TestReview34GatewayHeadersPrintableEdges(t *testing.T) {
 	tests := []struct {
 		name, sub, role string
 		want            string // "subject roles", or "" for a refusal
 	}{
-		{"subject_256_bytes", strings.Repeat("a", 256), "user", strings.Repeat("a", 256) + " user"},
-		{"subject_257_bytes", strings.Repeat("a", 257), "user", ""},
-		{"role_256_bytes", "ann", strings.Repeat("r", 256), "ann " + strings.Repeat("r", 256)},
-		{"role_257_bytes", "ann", strings.Repeat("r", 257), ""},
+		{"subject_1024_bytes", strings.Repeat("a", 1024), "user", strings.Repeat("a", 1024) + " user"},
+		{"subject_1025_bytes", strings.Repeat("a", 1025), "user", ""},
+		{"role_16384_bytes", "ann", strings.Repeat("r", 16384), "ann " + strings.Repeat("r", 16384)},
+		{"role_16385_bytes", "ann", strings.Repeat("r", 16385), ""},
 		{"space_and_tilde", "ann ~x", " a b ,~", "ann ~x a b,~"},
 		{"subject_unit_separator", "ann\x1f", "user", ""},
 		{"subject_tab", "ann\tx", "user", ""},

@@ -215,25 +215,43 @@ func checkToken(tok string) error {
 	return nil
 }
 
+// The longest identity a principal may carry in identity headers (see
+// [CheckPrincipal]): its subject, and its roles joined with commas (the
+// [HeaderRole] value). OpenID Connect's sub has at most 255 characters; a
+// provider's list of a user's groups (about 200 ids of 36) fits the second.
+const (
+	MaxSubjectBytes    = 1024
+	MaxRoleHeaderBytes = 16 << 10
+)
+
 // CheckPrincipal reports whether pr can travel in identity headers (the
 // gateway's X-Mcp-Gateway-Subject and -Role) and be read back as the same
 // principal: a subject of printable ASCII without leading or trailing
-// spaces, and roles of printable ASCII without commas or spaces. A
-// principal from anywhere but a [Table] (a custom authenticator) must pass
-// it before its identity is sent on.
+// spaces, of at most [MaxSubjectBytes], and roles of printable ASCII
+// without commas or spaces, at most [MaxRoleHeaderBytes] once joined with
+// commas. A principal from anywhere but a [Table] (a custom authenticator)
+// must pass it before its identity is sent on.
 func CheckPrincipal(pr *policy.Principal) error {
 	if !headerSafe(pr.Subject) {
 		return errors.New("sub must be printable ASCII")
+	}
+	if len(pr.Subject) > MaxSubjectBytes {
+		return fmt.Errorf("sub must be at most %d bytes", MaxSubjectBytes)
 	}
 	// HTTP trims header values: a downstream would see another subject
 	// than the one the gateway keys sessions and limits by.
 	if strings.TrimSpace(pr.Subject) != pr.Subject {
 		return errors.New("sub must not begin or end with spaces")
 	}
+	n := len(pr.Roles) - 1 // the commas
 	for _, r := range pr.Roles {
 		if r == "" || !headerSafe(r) || strings.ContainsAny(r, ", ") {
 			return errors.New("roles must be non-empty printable ASCII without commas or spaces")
 		}
+		n += len(r)
+	}
+	if n > MaxRoleHeaderBytes {
+		return fmt.Errorf("roles must be at most %d bytes joined with commas", MaxRoleHeaderBytes)
 	}
 	return nil
 }
