@@ -54,6 +54,7 @@ func ReopenNow(log *slog.Logger, name string, s Reopener) {
 // runs any more. SIGHUPs that come while f runs make one more call at
 // most.
 func Handle(f func()) (stop func()) {
+	keepCaught()
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -71,13 +72,23 @@ func Handle(f func()) (stop func()) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			// ch stays registered, so that SIGHUP goes on being caught
-			// (and, ch full, dropped) rather than ending the process.
+			// SIGHUP goes on being caught, by keepCaught's channel, rather
+			// than ending the process; ch, unregistered, is not kept for
+			// the life of the process (one per Handle, a start retried
+			// in a loop made them pile up).
+			signal.Stop(ch)
 			close(done)
 			wg.Wait()
 		})
 	}
 }
+
+// keepCaught registers, once in the process, a channel that no one reads
+// for SIGHUP (a signal that finds it full is dropped): from the first
+// Handle on, SIGHUP is caught, whatever Handle's stops unregister.
+var keepCaught = sync.OnceFunc(func() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+})
 
 // OpenRegular opens the file at path for a reload on SIGHUP, refusing it
 // unless it is a regular file. What is checked is the file opened, not
