@@ -412,8 +412,6 @@ type Guard struct {
 	// added holds, weakly, the servers AddTool added a tool to, on which
 	// Install is refused.
 	added map[weak.Pointer[mcp.Server]]struct{}
-	// catching is the server the last Install added catchListing to.
-	catching weak.Pointer[mcp.Server]
 
 	// polMu orders SetPolicy with the checks of tools against the policy
 	// by Wrap and Install, so that no tool is checked against a policy

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -922,7 +923,7 @@ func (g *Guard) Install(s *mcp.Server) error {
 	if _, ok := g.added[weak.Make(s)]; ok {
 		return errors.New("mcpguard: the guard's AddTool added a tool to this server: Install would run that tool's pipeline twice per call; add its tools with the server's AddTool")
 	}
-	g.catchListings(s)
+	catchListings(s)
 	li := &toolListing{}
 	tools, caps, err := serverTools(s, li)
 	if p := li.panic.Load(); p != nil {
@@ -1028,14 +1029,33 @@ func catchListing(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// catchListings adds catchListing to s, unless the guard's last Install,
-// which failed, added it to s already. Called with instMu held.
-func (g *Guard) catchListings(s *mcp.Server) {
-	if g.catching.Value() == s {
+// catchListings adds catchListing to s, unless an Install (of any guard:
+// one whose Install failed, a program's start retried with a new Guard)
+// added it to s already: it acts only on an Install's own listing, so one
+// layer serves every guard, and a failed Install leaves no layer more.
+func catchListings(s *mcp.Server) {
+	catching.mu.Lock()
+	defer catching.mu.Unlock()
+	k := weak.Make(s)
+	if _, ok := catching.servers[k]; ok {
 		return
 	}
 	s.AddReceivingMiddleware(catchListing)
-	g.catching = weak.Make(s)
+	if catching.servers == nil {
+		catching.servers = map[weak.Pointer[mcp.Server]]struct{}{}
+	}
+	catching.servers[k] = struct{}{}
+	runtime.AddCleanup(s, func(k weak.Pointer[mcp.Server]) {
+		catching.mu.Lock()
+		defer catching.mu.Unlock()
+		delete(catching.servers, k)
+	}, k)
+}
+
+// catching holds the servers catchListings added catchListing to.
+var catching struct {
+	mu      sync.Mutex
+	servers map[weak.Pointer[mcp.Server]]struct{}
 }
 
 // serverTools lists s's tools through a throwaway in-memory session, and
