@@ -17,7 +17,6 @@ import (
 // typed) and connects one client as id.
 func rv63cServe(t *testing.T, cfg policy.Config, authn mcpguard.Authenticator, opts *mcpguard.Options) (*mcp.ClientSession, *rv63cRan, error) {
 	t.Helper()
-	ctx := context.Background()
 	r := &rv63cRan{}
 	s := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	rv63cAddTyped(s, r, "get_a")
@@ -38,16 +37,7 @@ func rv63cServe(t *testing.T, cfg policy.Config, authn mcpguard.Authenticator, o
 	if err := g.Install(s); err != nil {
 		return nil, r, err
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	if _, err := s.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs, r, nil
+	return connectVersion(t, s, nil, ""), r, nil
 }
 
 func rv63cCode(t *testing.T, cs *mcp.ClientSession, name string) string {
@@ -195,15 +185,7 @@ func TestReview63cSetPolicyForgets(t *testing.T) {
 	if err := g.Install(s); err != nil {
 		t.Fatal(err)
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	if _, err := s.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectVersion(t, s, nil, "")
 	rv63cAddRaw(s, r, "late_a")
 	if lt, err := cs.ListTools(ctx, nil); err != nil || len(lt.Tools) != 3 {
 		t.Fatalf("list: %v %v", lt, err)

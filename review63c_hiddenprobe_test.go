@@ -223,15 +223,7 @@ func TestReview63cHiddenRateOracle(t *testing.T) {
 		if err := g.Install(s); err != nil {
 			t.Fatal(err)
 		}
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := s.Connect(ctx, st, nil); err != nil {
-			t.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
+		cs := connectVersion(t, s, nil, "")
 		for range 3 {
 			cs.CallTool(ctx, &mcp.CallToolParams{Name: probe, Arguments: map[string]any{}})
 		}

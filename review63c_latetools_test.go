@@ -288,14 +288,7 @@ func TestReview63cStrangerOtherMethods(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range protocolVersions {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := s.Connect(ctx, st, nil); err != nil {
-			t.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := connectVersion(t, s, nil, v)
 		if _, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "p"}, Argument: mcp.CompleteParamsArgument{Name: "a", Value: ""}}); err == nil {
 			t.Errorf("%s: stranger completed", versionName(v))
 		}

@@ -158,15 +158,7 @@ func TestReview63cSloppyAuthenticator(t *testing.T) {
 			if err := g.Install(s); err != nil {
 				t.Fatal(err)
 			}
-			ct, st := mcp.NewInMemoryTransports()
-			if _, err := s.Connect(ctx, st, nil); err != nil {
-				t.Fatal(err)
-			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			cs := connectVersion(t, s, nil, "")
 			if lt, err := cs.ListTools(ctx, nil); err == nil {
 				t.Errorf("tools/list answered: %v", rv63cNames(lt.Tools))
 			}
