@@ -474,7 +474,9 @@ func (g *Guard) beginRound(ctx context.Context, req *mcp.CallToolRequest) (*call
 // to render it with.
 func (g *Guard) begin(ctx context.Context, req *mcp.CallToolRequest) (*call, ToolOptions, *DenialError) {
 	c := newCall(g.now(), &g.ids)
-	c.hashKey = keyOf(&g.opts.ArgsKey)
+	// c.req: a refusal of the step's is marked as one of req (see
+	// handlerError), which a Recover or Audit outside passes on as it is.
+	c.hashKey, c.req = keyOf(&g.opts.ArgsKey), req
 	c.requestID = requestID(req, g.opts.RequestIDHeader)
 	if id := correlationFrom(ctx); id != "" {
 		c.corr = id // the Audit middleware's record is this call's
