@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -211,10 +212,11 @@ func appendJSON(dst []byte, v any) []byte {
 	return append(dst, b...)
 }
 
-// retryAfterSeconds rounds d up to whole seconds, at least 1.
+// retryAfterSeconds rounds d up to whole seconds, at least 1, and at most
+// the seconds a time.Duration holds (as mcpguard.DenialOf reads them back).
 func retryAfterSeconds(d time.Duration) int64 {
 	s := int64(d / time.Second) // rounded up below: d + 999999999 overflows
-	if d%time.Second > 0 {
+	if d%time.Second > 0 && s < math.MaxInt64/int64(time.Second) {
 		s++
 	}
 	if s < 1 {

@@ -14,7 +14,9 @@ func TestReview63FlagTwice(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--gateway", "http://127.0.0.1:1", "--rate", "5", "--rate=500"}, "--rate is given twice"},
+		// --transport bogus: without the check, a usage error of another
+		// kind, not a server on the test's own stdin.
+		{[]string{"--gateway", "http://127.0.0.1:1", "--transport", "bogus", "--rate", "5", "--rate=500"}, "--rate is given twice"},
 		{[]string{"fake-gateway", "--port", "0", "--port", "0"}, "--port is given twice"},
 	} {
 		var out, stderr strings.Builder
