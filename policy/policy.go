@@ -201,10 +201,15 @@ type Policy struct {
 	// and prefixLens the lengths of those keys, ascending, without
 	// repeats: rolesOK looks up the prefixes of a tool's key of those
 	// lengths rather than comparing the key with every rule's (a listing
-	// asks of every tool).
+	// asks of every tool). Nil with fewPrefixes rules or fewer, which
+	// rolesOK compares one by one, faster than a lookup.
 	byPrefix   map[string][][]string
 	prefixLens []int
 }
+
+// fewPrefixes is the most prefix rules rolesOK compares with a tool's key
+// one by one.
+const fewPrefixes = 8
 
 // A prefixRule is a role rule with a pattern "prefix*".
 type prefixRule struct {
@@ -381,6 +386,9 @@ func New(cfg Config) (*Policy, error) {
 		}
 	}
 	for _, rr := range p.prefixRoles {
+		if len(p.prefixRoles) <= fewPrefixes {
+			break // compared one by one (rolesOK)
+		}
 		if p.byPrefix == nil {
 			p.byPrefix = map[string][][]string{}
 		}
@@ -792,6 +800,14 @@ func (p *Policy) rolesOK(pr *Principal, k []byte, r *ToolRule) bool {
 		if !pr.hasAny(roles) {
 			return false
 		}
+	}
+	if p.byPrefix == nil {
+		for _, rr := range p.prefixRoles {
+			if bytes.HasPrefix(k, rr.key) && !pr.hasAny(rr.roles) {
+				return false
+			}
+		}
+		return true
 	}
 	for _, n := range p.prefixLens {
 		if n > len(k) {

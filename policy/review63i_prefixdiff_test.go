@@ -51,14 +51,14 @@ func TestReview63iPrefixLookupAsLoop(t *testing.T) {
 		}
 		return true
 	}
-	made, checked, differ := 0, 0, 0
+	made, mapped, checked, differ := 0, 0, 0, 0
 	for range 3000 {
 		var cfg Config
 		for range 1 + rng.IntN(4) {
 			cfg.Tools = append(cfg.Tools, ToolRule{Name: "t" + word(rng.IntN(4)), Class: Read})
 		}
 		cfg.Default = &ToolRule{Class: Read}
-		for range rng.IntN(6) {
+		for range rng.IntN(2 * fewPrefixes) { // compared one by one, and looked up
 			pat := word(rng.IntN(4)) + "*"
 			if rng.IntN(3) == 0 {
 				pat = "t" + pat
@@ -70,6 +70,9 @@ func TestReview63iPrefixLookupAsLoop(t *testing.T) {
 			continue
 		}
 		made++
+		if p.byPrefix != nil {
+			mapped++
+		}
 		for range 20 {
 			name := word(rng.IntN(9))
 			if rng.IntN(2) == 0 {
@@ -91,8 +94,8 @@ func TestReview63iPrefixLookupAsLoop(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d policies, %d checks", made, checked)
-	if made < 1000 || checked < 10000 {
-		t.Fatalf("only %d policies, %d checks", made, checked)
+	t.Logf("%d policies (%d with their prefixes looked up), %d checks", made, mapped, checked)
+	if made < 1000 || mapped < 300 || checked < 10000 {
+		t.Fatalf("only %d policies (%d looked up), %d checks", made, mapped, checked)
 	}
 }
