@@ -192,7 +192,9 @@
 //     the gateway set or checked. The gateway sets [HeaderSubject],
 //     [HeaderRole] and [HeaderRequestID] (and, with Options.Signer,
 //     [token.HeaderSignature], which signs them). Hop-by-hop headers are
-//     dropped both ways, the
+//     dropped both ways (but for the headers a downstream's answer lists
+//     in a Connection header that also says close: net/http's reader
+//     drops that Connection header, and with it their names), the
 //     Authorization header is not forwarded, nor is Expect (the gateway has
 //     read the whole body), nor are Origin and Sec-Fetch-Site (the gateway
 //     judged them: see Web pages), nor are Forwarded, X-Forwarded-For,

@@ -92,6 +92,7 @@ func newUpstreamClient() *upstreamClient {
 type upConn struct {
 	key    string
 	nc     net.Conn
+	rec    *recordConn // under nc's TLS; nil for a plain connection
 	peek   idlePeek
 	lr     limitedConn
 	wc     trackingWriter
@@ -286,35 +287,86 @@ func (c *upstreamClient) CloseIdleConnections() {
 }
 
 func (c *upstreamClient) dial(ctx context.Context, u *urlParts, key string) (*upConn, error) {
-	var nc net.Conn
-	var err error
-	if u.scheme == "https" {
-		cfg := c.tlsConfig.Clone()
-		if cfg == nil {
-			cfg = &tls.Config{}
+	if u.scheme != "https" {
+		nc, err := c.dialer.DialContext(ctx, "tcp", u.addr)
+		if err != nil {
+			return nil, err
 		}
-		if cfg.ServerName == "" {
-			cfg.ServerName = u.host
-		}
-		cfg.NextProtos = []string{"http/1.1"}
-		d := tls.Dialer{NetDialer: &c.dialer, Config: cfg}
-		if nc, err = d.DialContext(ctx, "tcp", u.addr); err != nil && !isDialError(err) {
-			err = fmt.Errorf("gateway: TLS handshake with the downstream %s: %w", u.addr, err)
-		}
-	} else {
-		nc, err = c.dialer.DialContext(ctx, "tcp", u.addr)
+		return newUpConn(key, nc, nc, nil), nil
 	}
+	cfg := c.tlsConfig.Clone()
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = u.host
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	// As tls.Dialer: the dialer's timeout bounds the handshake too.
+	if c.dialer.Timeout != 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.dialer.Timeout)
+		defer cancel()
+	}
+	raw, err := c.dialer.DialContext(ctx, "tcp", u.addr)
 	if err != nil {
 		return nil, err
 	}
-	pc := &upConn{key: key, nc: nc}
-	pc.peek.init(nc)
+	rec := &recordConn{Conn: raw}
+	tc := tls.Client(rec, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("gateway: TLS handshake with the downstream %s: %w", u.addr, err)
+	}
+	return newUpConn(key, tc, raw, rec), nil
+}
+
+// newUpConn returns the upConn of nc, over the TCP connection raw (nc
+// itself, or the one under nc's TLS, read through rec).
+func newUpConn(key string, nc, raw net.Conn, rec *recordConn) *upConn {
+	pc := &upConn{key: key, nc: nc, rec: rec}
+	pc.peek.init(raw)
 	pc.lr = limitedConn{Conn: nc, n: -1}
 	pc.br = bufio.NewReaderSize(&pc.lr, 16<<10)
 	pc.wc = trackingWriter{w: nc}
 	pc.bw = bufio.NewWriterSize(&pc.wc, 16<<10)
-	return pc, nil
+	return pc
 }
+
+// recordConn is the TCP connection under a TLS one: it follows the TLS
+// record framing of what is read from it, so that [upConn.tlsDrained] can
+// tell the first bytes of a record that has not arrived whole, read from
+// the socket with the end of an answer into the TLS connection's buffer,
+// from nothing at all: a read of the TLS connection fails the same way
+// (its deadline) for both.
+type recordConn struct {
+	net.Conn
+	hdr  [5]byte
+	nhdr int // bytes of the current record's header read
+	left int // bytes of the current record's payload not read
+}
+
+func (r *recordConn) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	for b := p[:n]; len(b) > 0; {
+		if r.left > 0 {
+			k := min(r.left, len(b))
+			r.left -= k
+			b = b[k:]
+			continue
+		}
+		k := copy(r.hdr[r.nhdr:], b)
+		r.nhdr += k
+		b = b[k:]
+		if r.nhdr == len(r.hdr) {
+			r.nhdr, r.left = 0, int(r.hdr[3])<<8|int(r.hdr[4])
+		}
+	}
+	return n, err
+}
+
+// atBoundary reports whether what was read ends a record.
+func (r *recordConn) atBoundary() bool { return r.nhdr == 0 && r.left == 0 }
 
 // RoundTrip implements http.RoundTripper for HTTP/1.1 requests to http and
 // https URLs.
@@ -655,7 +707,8 @@ func (b *upBody) finishLocked(ok bool) {
 // buffer, where neither pc.br nor the idle peek sees it, and the next
 // request on pc would take it for its answer. A read with a deadline in the
 // past takes such a record, or fails at once (post-handshake messages, such
-// as session tickets, are handled on the way).
+// as session tickets, are handled on the way); it fails the same way when
+// only the first bytes of a record arrived, which pc.rec tells.
 func (pc *upConn) tlsDrained() bool {
 	tc, ok := pc.nc.(*tls.Conn)
 	if !ok {
@@ -665,7 +718,7 @@ func (pc *upConn) tlsDrained() bool {
 	var b [1]byte
 	n, err := tc.Read(b[:])
 	tc.SetReadDeadline(time.Time{})
-	return n == 0 && errors.Is(err, os.ErrDeadlineExceeded)
+	return n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && (pc.rec == nil || pc.rec.atBoundary())
 }
 
 // writeRequest writes req, with body in place of req.Body, in HTTP/1.1
