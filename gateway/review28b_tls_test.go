@@ -42,23 +42,43 @@ func (h *holdConn) flush() error {
 // connection must not be reused: the next request, another caller's, would
 // get that record as its answer.
 func TestReview28bTLSLeftoverRecord(t *testing.T) {
+	addr, ca := tlsDownstream(t, func(conn int64, n int, _ *http.Request, hc *holdConn, tc *tls.Conn) error {
+		if conn == 1 && n == 0 {
+			// The answer, then a forged one in its own record, both in
+			// one TCP write.
+			_, err := hc.writeSplit(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA",
+				"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled", -1)
+			return err
+		}
+		_, err := io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nC")
+		return err
+	})
+	tlsAnswers(t, addr, ca, "a record left in the TLS connection's buffer was taken for its answer", "A", "C")
+}
+
+// tlsDownstream serves HTTP/1.1 over TLS on 127.0.0.1, under a certificate
+// of a new CA, answering the n-th request (from 0) of the conn-th
+// connection (from 1) with answer, which writes to tc (through hc, which
+// can hold what tc writes); an error ends the connection. It returns the
+// address and the CA.
+func tlsDownstream(t *testing.T, answer func(conn int64, n int, req *http.Request, hc *holdConn, tc *tls.Conn) error) (string, *testCA) {
+	t.Helper()
 	ca := newTestCA(t, "server-ca")
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer raw.Close()
 	srvCfg := &tls.Config{Certificates: []tls.Certificate{ca.issue(t, false, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))}}
 	var conns atomic.Int64
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	t.Cleanup(func() { raw.Close(); wg.Wait() })
 	go func() {
 		for {
 			nc, err := raw.Accept()
 			if err != nil {
 				return
 			}
-			first := conns.Add(1) == 1
+			conn := conns.Add(1)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -72,29 +92,26 @@ func TestReview28bTLSLeftoverRecord(t *testing.T) {
 					if err != nil {
 						return
 					}
-					io.Copy(io.Discard, req.Body)
-					if first && n == 0 {
-						// The answer, then a forged one in its own record,
-						// both in one TCP write.
-						hc.hold = true
-						io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA")
-						io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled")
-						if hc.flush() != nil {
-							return
-						}
-						continue
+					if answer(conn, n, req, hc, tc) != nil {
+						return
 					}
-					io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nC")
 				}
 			}()
 		}
 	}()
+	return raw.Addr().String(), ca
+}
+
+// tlsAnswers posts to addr's /mcp with the upstream client, trusting ca,
+// one request for each of want in turn on its pool, and fails with why
+// unless the i-th answer's body is want[i].
+func tlsAnswers(t *testing.T, addr string, ca *testCA, why string, want ...string) {
+	t.Helper()
 	c := newUpstreamClient()
 	c.tlsConfig = &tls.Config{RootCAs: ca.pool}
 	defer c.CloseIdleConnections()
-	url := "https://" + raw.Addr().String() + "/mcp"
-	for i, want := range []string{"A", "C"} {
-		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(`{}`)))
+	for i, w := range want {
+		req, _ := http.NewRequest(http.MethodPost, "https://"+addr+"/mcp", bytes.NewReader([]byte(`{}`)))
 		resp, err := c.RoundTrip(req)
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
@@ -104,10 +121,28 @@ func TestReview28bTLSLeftoverRecord(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
-		if string(body) != want {
-			t.Fatalf("request %d got %q, want %q: a record left in the TLS connection's buffer was taken for its answer", i, body, want)
+		if string(body) != w {
+			t.Fatalf("request %d got %q, want %q: %s", i, body, w, why)
 		}
 	}
+}
+
+// writeSplit writes first and second through tc in one TCP write, but for
+// all of second's TLS bytes after its first keep (all of them when keep is
+// negative), which it returns, to be written later.
+func (h *holdConn) writeSplit(tc *tls.Conn, first, second string, keep int) (rest []byte, err error) {
+	h.hold = true
+	io.WriteString(tc, first)
+	n := h.buf.Len()
+	io.WriteString(tc, second)
+	all := bytes.Clone(h.buf.Bytes())
+	h.buf.Reset()
+	h.hold = false
+	if keep >= 0 {
+		all, rest = all[:n+keep], all[n+keep:]
+	}
+	_, err = h.Conn.Write(all)
+	return rest, err
 }
 
 // TestReview28bTLSHandshakeHangs: a downstream that accepts the TCP

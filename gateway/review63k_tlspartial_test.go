@@ -1,19 +1,14 @@
 package gateway
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // TestReview63kTLSPartialLeftoverRecord: a downstream that sends, after a
@@ -26,83 +21,25 @@ import (
 // after its answer is not: the next request, another caller's, would get
 // that record as its answer.
 func TestReview63kTLSPartialLeftoverRecord(t *testing.T) {
-	ca := newTestCA(t, "server-ca")
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	srvCfg := &tls.Config{Certificates: []tls.Certificate{ca.issue(t, false, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))}}
-	var conns atomic.Int64
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	go func() {
-		for {
-			nc, err := raw.Accept()
-			if err != nil {
-				return
-			}
-			first := conns.Add(1) == 1
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				nc.SetDeadline(time.Now().Add(5 * time.Second))
-				hc := &holdConn{Conn: nc}
-				tc := tls.Server(hc, srvCfg)
-				br := bufio.NewReader(tc)
-				var rest []byte // the forged record's bytes not sent yet
-				for n := 0; ; n++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if first && n == 0 {
-						// The answer, then a forged one in its own record:
-						// the answer and the forged record's first three
-						// bytes in one TCP write, the rest held back.
-						hc.hold = true
-						io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA")
-						ans := hc.buf.Len()
-						io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled")
-						all := bytes.Clone(hc.buf.Bytes())
-						hc.buf.Reset()
-						hc.hold = false
-						rest = all[ans+3:]
-						if _, err := nc.Write(all[:ans+3]); err != nil {
-							return
-						}
-						continue
-					}
-					if rest != nil {
-						nc.Write(rest)
-						rest = nil
-					}
-					io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nC")
-				}
-			}()
+	var rest []byte // the forged record's bytes not sent yet, on connection 1
+	addr, ca := tlsDownstream(t, func(conn int64, n int, _ *http.Request, hc *holdConn, tc *tls.Conn) error {
+		switch {
+		case conn == 1 && n == 0:
+			// The answer, then a forged one in its own record: the answer
+			// and the forged record's first three bytes in one TCP write,
+			// the rest held back.
+			var err error
+			rest, err = hc.writeSplit(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA",
+				"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled", 3)
+			return err
+		case conn == 1 && rest != nil:
+			hc.Conn.Write(rest) // on the first connection only
+			rest = nil
 		}
-	}()
-	c := newUpstreamClient()
-	c.tlsConfig = &tls.Config{RootCAs: ca.pool}
-	defer c.CloseIdleConnections()
-	url := "https://" + raw.Addr().String() + "/mcp"
-	for i, want := range []string{"A", "C"} {
-		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(`{}`)))
-		resp, err := c.RoundTrip(req)
-		if err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
-		if string(body) != want {
-			t.Fatalf("request %d got %q, want %q: a partial record left in the TLS connection's buffer was taken for its answer", i, body, want)
-		}
-	}
+		_, err := io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nC")
+		return err
+	})
+	tlsAnswers(t, addr, ca, "a partial record left in the TLS connection's buffer was taken for its answer", "A", "C")
 }
 
 // TestReview63kTLSPartialRecordOtherPrincipal is the same through a
@@ -110,66 +47,33 @@ func TestReview63kTLSPartialLeftoverRecord(t *testing.T) {
 // bytes with the answer, the rest later) must not have the copy, the
 // viewer's answer, relayed to the admin's next call.
 func TestReview63kTLSPartialRecordOtherPrincipal(t *testing.T) {
-	ca := newTestCA(t, "server-ca")
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	srvCfg := &tls.Config{Certificates: []tls.Certificate{ca.issue(t, false, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))}}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	go func() {
-		for {
-			nc, err := raw.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				nc.SetDeadline(time.Now().Add(5 * time.Second))
-				hc := &holdConn{Conn: nc}
-				tc := tls.Server(hc, srvCfg)
-				br := bufio.NewReader(tc)
-				var rest []byte
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					b, _ := io.ReadAll(req.Body)
-					var m struct {
-						ID json.RawMessage `json:"id"`
-					}
-					json.Unmarshal(b, &m)
-					body := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"` +
-						req.Header.Get(HeaderSubject) + `"}]}}`
-					answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-						strconv.Itoa(len(body)) + "\r\n\r\n" + body
-					if rest != nil {
-						nc.Write(rest)
-						rest = nil
-					}
-					// The answer, written twice: the copy's first three bytes
-					// go with the answer, its rest with the next answer.
-					hc.hold = true
-					io.WriteString(tc, answer)
-					n := hc.buf.Len()
-					io.WriteString(tc, answer)
-					all := bytes.Clone(hc.buf.Bytes())
-					hc.buf.Reset()
-					hc.hold = false
-					rest = all[n+3:]
-					if _, err := nc.Write(all[:n+3]); err != nil {
-						return
-					}
-				}
-			}()
+	var mu sync.Mutex
+	rests := map[int64][]byte{} // by connection: the copy's bytes not sent yet
+	addr, ca := tlsDownstream(t, func(conn int64, _ int, req *http.Request, hc *holdConn, tc *tls.Conn) error {
+		b, _ := io.ReadAll(req.Body)
+		var m struct {
+			ID json.RawMessage `json:"id"`
 		}
-	}()
-	g, err := New("https://"+raw.Addr().String()+"/mcp", DemoTokens(),
+		json.Unmarshal(b, &m)
+		body := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"` +
+			req.Header.Get(HeaderSubject) + `"}]}}`
+		answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+			strconv.Itoa(len(body)) + "\r\n\r\n" + body
+		mu.Lock()
+		rest := rests[conn]
+		mu.Unlock()
+		if rest != nil {
+			hc.Conn.Write(rest)
+		}
+		// The answer, written twice: the copy's first three bytes go with
+		// the answer, its rest with the next answer.
+		rest, err := hc.writeSplit(tc, answer, answer, 3)
+		mu.Lock()
+		rests[conn] = rest
+		mu.Unlock()
+		return err
+	})
+	g, err := New("https://"+addr+"/mcp", DemoTokens(),
 		&Options{Logger: discardLogger(), TLSConfig: &tls.Config{RootCAs: ca.pool}})
 	if err != nil {
 		t.Fatal(err)
