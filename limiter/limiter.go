@@ -605,8 +605,7 @@ func (l *Limiter) decision(b *Batch, r Request, held, lease uint64) Decision {
 	if b.Denied == -1 {
 		return Decision{Allowed: true, session: r.Session, user: r.User, tool: r.Tool, calls: r.Calls, cost: r.taken(), lease: lease, held: held}
 	}
-	if c := &b.Checks[b.Denied]; c.Kind != Concurrency && (c.N > c.Max) != (b.RetryAfter < 0) ||
-		c.Kind != Concurrency && b.RetryAfter == 0 {
+	if c := &b.Checks[b.Denied]; c.Kind != Concurrency && (b.RetryAfter == 0 || (c.N > c.Max) != (b.RetryAfter < 0)) {
 		// A Rate or Spend denial says how long to wait, or that no wait
 		// helps (negative) exactly when N is above Max. A wait of zero
 		// ("now"), a "never" for a call the limit holds, or a wait for

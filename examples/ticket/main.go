@@ -261,18 +261,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A flag given twice keeps its last value in the flag package: a
 	// second --config or --audit-dir in a script would replace the first
 	// without a word. --config before the command and after it is twice.
-	twice := cliarg.Twice(fs, rest)
-	if twice == "" && cliarg.Twice(global, args) == "" {
-		global.Visit(func(f *flag.Flag) {
-			fs.Visit(func(g *flag.Flag) {
-				if g.Name == f.Name {
-					twice = f.Name
-				}
-			})
-		})
-	} else if twice == "" {
-		twice = "config"
+	twice := cliarg.Twice(global, args)
+	if twice == "" {
+		twice = cliarg.Twice(fs, rest)
 	}
+	global.Visit(func(f *flag.Flag) {
+		fs.Visit(func(g *flag.Flag) {
+			if g.Name == f.Name {
+				twice = f.Name
+			}
+		})
+	})
 	if twice != "" {
 		fmt.Fprintf(stderr, "ticket %s: --%s is given twice: give it once (the flag package would keep the last value)\n", cmd, twice)
 		return 2
