@@ -141,20 +141,7 @@ func TestReview63RefusedToolLoggedOutsideLocks(t *testing.T) {
 	if err := g.Install(srv); err != nil {
 		t.Fatal(err)
 	}
-	connect := func() *mcp.ClientSession {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close(); ss.Close() })
-		return cs
-	}
-	a, b := connect(), connect()
+	a, b := connectVersion(t, srv, nil, ""), connectVersion(t, srv, nil, "")
 	h.armed.Store(true)
 	srv.AddTool(&mcp.Tool{Name: "unruled", InputSchema: map[string]any{"type": "object"}}, handler) // no rule: refused
 	// a calls until one of its calls lists the tools (once the guard has

@@ -36,20 +36,13 @@ func TestReview63cConfirmRead(t *testing.T) {
 			if err := g.Install(s); err != nil {
 				t.Fatal(err)
 			}
-			ct, st := mcp.NewInMemoryTransports()
-			if _, err := s.Connect(ctx, st, nil); err != nil {
-				t.Fatal(err)
-			}
 			co := &mcp.ClientOptions{}
 			if action != "" {
 				co.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return &mcp.ElicitResult{Action: action}, nil
 				}
 			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, co).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cs := connectVersion(t, s, co, v)
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "export_all", Arguments: map[string]any{}})
 			d, ok := mcpguard.DenialOf(res, err)
 			if !ok || d.Code != mcpguard.CodeConfirmationRequired {

@@ -85,24 +85,13 @@ func TestReview63cHiddenProbe(t *testing.T) {
 	metas := []mcp.Meta{nil, {dryrun.MetaKey: true}, {"progressToken": "p1"}}
 	for _, v := range protocolVersions {
 		t.Run(versionName(v), func(t *testing.T) {
-			ct, st := mcp.NewInMemoryTransports()
-			ss, err := s.Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			auth.mu.Lock()
-			auth.ids[ss] = &mcpguard.Identity{Principal: &policy.Principal{Subject: "vic", Roles: []string{"viewer"}}}
-			auth.mu.Unlock()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+			vic := &mcpguard.Identity{Principal: &policy.Principal{Subject: "vic", Roles: []string{"viewer"}}}
+			cs := rv63cConnectAs(t, s, auth, vic, v, &mcp.ClientOptions{
 				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					t.Error("the caller was asked to confirm a hidden tool")
 					return &mcp.ElicitResult{Action: "accept"}, nil
 				},
-			}).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			})
 			answer := func(name string, a any, m mcp.Meta) string {
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: m, Name: name, Arguments: a})
 				b, _ := json.Marshal(res)
@@ -157,18 +146,7 @@ func TestReview63cNotFoundCode(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, v := range protocolVersions {
-				ct, st := mcp.NewInMemoryTransports()
-				ss, err := s.Connect(ctx, st, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				auth.mu.Lock()
-				auth.ids[ss] = &mcpguard.Identity{Principal: &policy.Principal{Subject: "vic"}}
-				auth.mu.Unlock()
-				cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
-				if err != nil {
-					t.Fatal(err)
-				}
+				cs := rv63cConnectAs(t, s, auth, &mcpguard.Identity{Principal: &policy.Principal{Subject: "vic"}}, v, nil)
 				ans := func(name string, a any) string {
 					_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
 					out := fmt.Sprint(err)

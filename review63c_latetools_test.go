@@ -130,25 +130,10 @@ func TestReview63cLateTools(t *testing.T) {
 			s := rv63cMixedServer(t, r, sink, auth)
 
 			connect := func(id *mcpguard.Identity) *mcp.ClientSession {
-				ct, st := mcp.NewInMemoryTransports()
-				ss, err := s.Connect(ctx, st, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if id != nil {
-					auth.mu.Lock()
-					auth.ids[ss] = id
-					auth.mu.Unlock()
-				}
 				changed := make(chan struct{}, 16)
-				cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+				return rv63cConnectAs(t, s, auth, id, v, &mcp.ClientOptions{
 					ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-				}).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cs.Close() })
-				return cs
+				})
 			}
 			viewer := connect(&mcpguard.Identity{Principal: &policy.Principal{Subject: "vic", Roles: []string{"viewer"}}})
 			stranger := connect(nil)
@@ -312,4 +297,28 @@ func TestReview63cStrangerOtherMethods(t *testing.T) {
 	if got := r.all(); len(got) != 0 {
 		t.Errorf("ran %v", got)
 	}
+}
+
+// rv63cConnectAs connects a client of options copts to s on protocol v,
+// its session bound to id in auth (none when nil); it is closed when the
+// test ends.
+func rv63cConnectAs(t *testing.T, s *mcp.Server, auth *sessionAuth, id *mcpguard.Identity, v string, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != nil {
+		auth.mu.Lock()
+		auth.ids[ss] = id
+		auth.mu.Unlock()
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, copts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
+	return cs
 }

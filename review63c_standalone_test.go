@@ -54,22 +54,7 @@ func TestReview63cStandaloneChain(t *testing.T) {
 	}
 	for _, v := range protocolVersions {
 		connect := func(id *mcpguard.Identity) *mcp.ClientSession {
-			ct, st := mcp.NewInMemoryTransports()
-			ss, err := s.Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if id != nil {
-				auth.mu.Lock()
-				auth.ids[ss] = id
-				auth.mu.Unlock()
-			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cs.Close() })
-			return cs
+			return rv63cConnectAs(t, s, auth, id, v, nil)
 		}
 		viewer := connect(&mcpguard.Identity{Principal: &policy.Principal{Subject: "vic", Roles: []string{"viewer"}}})
 		stranger := connect(nil)
@@ -246,19 +231,11 @@ func TestReview63cLoneStepsApplyPolicy(t *testing.T) {
 						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 					}))
 			}
-			ct, st := mcp.NewInMemoryTransports()
-			if _, err := s.Connect(ctx, st, nil); err != nil {
-				t.Fatal(err)
-			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+			cs := connectVersion(t, s, &mcp.ClientOptions{
 				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return &mcp.ElicitResult{Action: "accept"}, nil
 				},
-			}).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			}, "2025-11-25")
 			for _, m := range []mcp.Meta{nil, {dryrun.MetaKey: true}} {
 				_, unknownErr := cs.CallTool(ctx, &mcp.CallToolParams{Meta: m, Name: "nope", Arguments: map[string]any{}})
 				_, hiddenErr := cs.CallTool(ctx, &mcp.CallToolParams{Meta: m, Name: "admin_write", Arguments: map[string]any{}})
@@ -356,19 +333,11 @@ func TestReview63cDocChain(t *testing.T) {
 				return &mcp.CallToolResult{StructuredContent: map[string]any{"ok": true}, Content: []mcp.Content{&mcp.TextContent{Text: `{"ok":true}`}}}, nil
 			}))
 			answer := "decline"
-			ct, st := mcp.NewInMemoryTransports()
-			if _, err := s.Connect(ctx, st, nil); err != nil {
-				t.Fatal(err)
-			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+			cs := connectVersion(t, s, &mcp.ClientOptions{
 				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return &mcp.ElicitResult{Action: answer}, nil
 				},
-			}).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			}, v)
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"amount": 5}})
 			if d, ok := mcpguard.DenialOf(res, err); !ok || d.Code != mcpguard.CodeConfirmationRequired {
 				t.Errorf("declined: %v %v", d, err)

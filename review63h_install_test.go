@@ -71,17 +71,7 @@ func TestReview63hFailedInstallsLeaveNoLayers(t *testing.T) {
 	if err := newGuard().Install(srv); err != nil {
 		t.Fatal(err)
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectVersion(t, srv, nil, "")
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("echo: %v %+v", err, res)

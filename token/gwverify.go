@@ -69,10 +69,10 @@ type GatewayVerifyOptions struct {
 // downstream's clock (a gateway's clock ahead of it), which a run before a
 // restart may have accepted, is not. A downstream whose calls must not
 // run twice keeps MaxSkew short, or keeps an idempotency key of its own
-// (a client's, remembered). A request signed for one
-// downstream verifies at every other downstream that holds the same key
-// (the signature names no downstream): give each downstream, and the
-// gateway in front of it, a key of its own.
+// (a client's, remembered). A request signed for one downstream verifies
+// at every other downstream that holds the same key (the signature names
+// no downstream): give each downstream, and the gateway in front of it, a
+// key of its own.
 func (s *GatewaySigner) Verify(next http.Handler, opts *GatewayVerifyOptions) http.Handler {
 	v := &gwVerifier{s: s, next: next, skew: 60 * time.Second, maxBody: 4 << 20, maxSeen: 1 << 18,
 		now: time.Now, log: slog.Default(), seen: make(map[[32]byte]int64)}
