@@ -195,7 +195,7 @@ func TestReview41bLimitDenial(t *testing.T) {
 }
 
 // TestReview41bSessionKey pins the limiter key of a call's session: the
-// Options.SessionKey function's, else the MCP session's id, else the
+// Options.SessionKey function's, else the MCP session's id ("sid:"), else the
 // user's, else the session's address.
 func TestReview41bSessionKey(t *testing.T) {
 	named := review41bSession(t, "sess-1")
@@ -210,7 +210,7 @@ func TestReview41bSessionKey(t *testing.T) {
 		want string
 	}{
 		{"options_function", func(*mcp.CallToolRequest, *Identity) string { return "mine" }, named, alice, "mine"},
-		{"session_id", nil, named, alice, "sess-1"},
+		{"session_id", nil, named, alice, "sid:sess-1"},
 		{"user_without_session_id", nil, unnamed, alice, "user:alice"},
 		{"user_without_session", nil, nil, alice, "user:alice"},
 		{"no_session_nobody", nil, nil, nobody, "session:0"},

@@ -1443,7 +1443,11 @@ func (g *Guard) sessionKey(req *mcp.CallToolRequest, id *Identity) string {
 	}
 	if req.Session != nil {
 		if sid := req.Session.ID(); sid != "" {
-			return sid
+			// Prefixed: an older client of a stateless server run with
+			// the go-sdk's MCPGODEBUG=allowsessionsinstateless=1 names
+			// its session id itself, and could otherwise name another
+			// caller's key ("user:alice").
+			return "sid:" + sid
 		}
 	}
 	if id.Principal.Subject != "" {
