@@ -190,8 +190,13 @@ func authDenial(err error) *DenialError {
 // Authorize applies p to the principal in the context (see [Authenticate],
 // which must run first: without a principal every call is refused). Tools
 // the principal may not see are refused exactly as unknown tools are.
-// Argument limits are checked against the raw arguments. A nil p refuses
-// every call as INTERNAL (fail closed).
+// Argument limits are checked against the raw arguments, before a
+// [ValidateArguments] inside Authorize sees them: a call whose arguments
+// both fail the tool's schema and break a limit (or that a limit cannot
+// read, "50" for a number) is refused FORBIDDEN, where a [Guard], which
+// validates first, answers INVALID_ARGUMENTS (and an [Audit] outside
+// records FORBIDDEN). Both refuse it. A nil p refuses every call as
+// INTERNAL (fail closed).
 func Authorize(p *policy.Policy) Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -282,7 +287,10 @@ func ValidateArguments(v *Validator) Middleware {
 // records dry_run true), the spend [Limit] charged, and that a limiter
 // admitted the call only because its store failed (audit.DetailFailOpen,
 // as that limiter's last decision for the call says), and why a step
-// refused the call (in the Guard's words). A handler's error is recorded
+// refused the call (in the Guard's words); where a step decides otherwise
+// than a Guard, the record says what the step decided (a call that breaks
+// an argument limit and fails validation: FORBIDDEN, see [Authorize]). A
+// handler's error is recorded
 // as a Guard records it: "handler error", or "refused by the tool" for a
 // *DenialError of its own. A JSON-RPC error
 // from a step in protocol-error mode is recorded with the code in its data,

@@ -23,7 +23,7 @@ import (
 // whatever opts' Confirmer and Limiter say. In a chain they go in the pipeline's
 // order, inside Authenticate, [Authorize] and [ValidateArguments], with
 // auditStep the [Audit] middleware (given the same opts, its records are
-// the Guard's):
+// the Guard's, but where Audit's doc says a step decides otherwise):
 //
 //	Chain(Recover(log), auditStep, Authenticate(a), Authorize(p),
 //		ValidateArguments(v), confirmStep, limitStep, dryRunStep,
