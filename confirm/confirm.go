@@ -157,8 +157,14 @@ func NewSigner(keys []Key, opts *Options) (*Signer, error) {
 	return s, nil
 }
 
-// TTL reports how long states issued by s are valid.
-func (s *Signer) TTL() time.Duration { return s.ttl }
+// TTL reports how long states issued by s are valid: zero for a nil or
+// zero Signer, which issues none.
+func (s *Signer) TTL() time.Duration {
+	if s == nil {
+		return 0
+	}
+	return s.ttl
+}
 
 const (
 	version      = 1

@@ -192,8 +192,12 @@ func actingNow(horizon, now time.Time) time.Time {
 	return horizon
 }
 
-// Len reports how many nonces are currently remembered.
+// Len reports how many nonces are currently remembered (none by a nil
+// store).
 func (m *MemoryNonceStore) Len() int {
+	if m == nil {
+		return 0
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.seen)

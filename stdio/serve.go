@@ -33,8 +33,14 @@ var errServedTwice = errors.New("stdio: the transport is served already (two ses
 // Serve a transport once: a second call with the transport Isolate
 // returned (while the first serves it, as after ErrStopTimeout, or after)
 // returns an error at once, as a second session would share the input of
-// the first.
+// the first. So does a call with a nil server or transport.
 func Serve(ctx context.Context, server *mcp.Server, t mcp.Transport, grace time.Duration, stopping func()) error {
+	if server == nil {
+		return errors.New("stdio: Serve with a nil server")
+	}
+	if it, ok := t.(*mcp.IOTransport); t == nil || ok && it == nil {
+		return errors.New("stdio: Serve with a nil transport (did Isolate fail?)")
+	}
 	if it, ok := t.(*mcp.IOTransport); ok {
 		if r, ok := it.Reader.(*reader); ok && !r.served.CompareAndSwap(false, true) {
 			return errServedTwice

@@ -351,7 +351,12 @@ func noRedirects(client *http.Client) *http.Client {
 
 // String returns the endpoint without its user info, query and fragment
 // (a query shown as "?…"): the form its errors show, for logs.
-func (i *Introspector) String() string { return i.shown }
+func (i *Introspector) String() string {
+	if i == nil {
+		return "token.Introspector(nil)"
+	}
+	return i.shown
+}
 
 // Format prints [Introspector.String] for every verb, so that the client's
 // credentials are never printed.
@@ -445,7 +450,7 @@ func (i *Introspector) judge(a *answer, now time.Time) (*policy.Principal, time.
 // lookup returns the answer for tok: cached, or from the request under
 // way for it, or from a new one.
 func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) {
-	if i.st == nil {
+	if i == nil || i.st == nil {
 		return nil, fmt.Errorf("%w: an Introspector not made by NewIntrospector", ErrIntrospectionFailed)
 	}
 	key := sha256.Sum256([]byte(tok))

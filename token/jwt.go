@@ -587,6 +587,9 @@ func (v *JWT) Verify(tok string) (*policy.Principal, time.Time, error) {
 }
 
 func (v *JWT) verify(ctx context.Context, tok string) (*policy.Principal, time.Time, error) {
+	if v == nil || v.now == nil {
+		return nil, time.Time{}, invalid("a JWT not made by NewJWT verifies no token")
+	}
 	if tok == "" {
 		return nil, time.Time{}, invalid("empty token")
 	}

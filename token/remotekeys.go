@@ -268,6 +268,9 @@ func redactURL(raw string) string {
 // String returns the set's URL without its user info, query and fragment,
 // which may hold a credential: the form its errors show, for logs.
 func (s *RemoteKeySet) String() string {
+	if s == nil {
+		return "token.RemoteKeySet(nil)"
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.shown

@@ -226,12 +226,18 @@ const (
 
 // CheckPrincipal reports whether pr can travel in identity headers (the
 // gateway's X-Mcp-Gateway-Subject and -Role) and be read back as the same
-// principal: a subject of printable ASCII without leading or trailing
+// principal: a non-empty subject of printable ASCII without leading or trailing
 // spaces, of at most [MaxSubjectBytes], and roles of printable ASCII
 // without commas or spaces, at most [MaxRoleHeaderBytes] once joined with
 // commas. A principal from anywhere but a [Table] (a custom authenticator)
 // must pass it before its identity is sent on.
 func CheckPrincipal(pr *policy.Principal) error {
+	switch {
+	case pr == nil:
+		return errors.New("no principal")
+	case pr.Subject == "":
+		return errors.New("sub must not be empty")
+	}
 	if !headerSafe(pr.Subject) {
 		return errors.New("sub must be printable ASCII")
 	}
