@@ -67,7 +67,8 @@ type Options struct {
 	// filtered only when Pins are set too, which read every answer.
 	FilterToolsList bool
 	// Pins, when not nil, holds every tools/list answer to the tool
-	// definitions approved ([Pins]): a tool listed with another definition
+	// definitions approved ([Pins], made by [ParsePins] or
+	// [TrustOnFirstUse]; New refuses a zero Pins): a tool listed with another definition
 	// than its pin (or, with a fixed set, one the set does not name) is
 	// withheld from the answer, logged and recorded, and its calls are
 	// refused. The gateway then reads every answer, GET streams included,
@@ -687,6 +688,8 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	switch {
 	case o.TLSConfig != nil && o.Transport != nil:
 		return nil, errors.New("gateway: TLSConfig and Transport are both set: TLSConfig is the gateway's own client's; set the Transport's own TLS configuration instead")
+	case o.Pins != nil && o.Pins.pin == nil:
+		return nil, errors.New("gateway: Options.Pins not made by ParsePins or TrustOnFirstUse")
 	case o.TLSConfig != nil && u.Scheme != "https":
 		return nil, fmt.Errorf("gateway: TLSConfig is set but upstream %s is not https: it would be ignored", shownRawURL(upstream))
 	}

@@ -344,6 +344,30 @@ func (g *Gateway) servePost(w http.ResponseWriter, r *http.Request, cid string) 
 		g.passThrough(w, r, pol, pr, cid, body, p.m, p.call)
 		return
 	}
+	g.serveBatchPlans(w, r, pol, pr, cid, plans, start)
+}
+
+// serveBatchPlans logs the decisions of a batch's plans and serves it. A
+// subscriptions/listen member holds one of pr's stream places
+// (Options.MaxStreams) while the batch runs, as a single one does while its
+// stream is open: past the cap it is refused, never sent.
+func (g *Gateway) serveBatchPlans(w http.ResponseWriter, r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, plans []plan, start time.Time) {
+	held := 0
+	defer func() {
+		for range held {
+			g.streams.release(pr.Subject)
+		}
+	}()
+	for i := range plans {
+		if p := &plans[i]; p.local == nil && p.m.listen() {
+			if !g.streams.acquire(pr.Subject) {
+				p.local = g.errStreamCap()
+				g.audit(r.Context(), pr, cid, infoOf(r), "", "", nil, audit.PhaseOutcome, false, p.local.contract, p.local.message, 0, g.now())
+				continue
+			}
+			held++
+		}
+	}
 	for i := range plans {
 		g.logDecision(cid, pr, &plans[i], plans[i].local)
 	}

@@ -135,9 +135,7 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy
 // goes on without it, but fails its session on one to a GET that
 // reconnects.
 func (g *Gateway) refuseStream(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message) {
-	e := &rpcError{code: CodeLimitExceeded, status: http.StatusTooManyRequests, contract: "CONCURRENCY_LIMIT_EXCEEDED",
-		message: "Too many requests: open stream limit exceeded (" + strconv.Itoa(g.streams.max) +
-			" GET or subscriptions/listen streams per principal)", retryAfter: time.Second}
+	e := g.errStreamCap()
 	method := r.Method
 	if m != nil {
 		method = m.method
@@ -153,6 +151,13 @@ func (g *Gateway) refuseStream(w http.ResponseWriter, r *http.Request, pr *polic
 		}
 	}
 	g.writeError(w, e, m.idOrNil(), cid)
+}
+
+// errStreamCap refuses a stream past Options.MaxStreams.
+func (g *Gateway) errStreamCap() *rpcError {
+	return &rpcError{code: CodeLimitExceeded, status: http.StatusTooManyRequests, contract: "CONCURRENCY_LIMIT_EXCEEDED",
+		message: "Too many requests: open stream limit exceeded (" + strconv.Itoa(g.streams.max) +
+			" GET or subscriptions/listen streams per principal)", retryAfter: time.Second}
 }
 
 // waitStream answers r, a GET refused past Options.MaxStreams (reason),

@@ -53,7 +53,8 @@ func (f AuthenticatorFunc) Authenticate(ctx context.Context, token string) (*pol
 
 // A TokenStore is a static table of bearer tokens, a [token.Table]: lookup
 // compares SHA-256 digests in constant time against every configured token.
-// It is immutable and safe for concurrent use.
+// It is immutable and safe for concurrent use. A nil *TokenStore holds no
+// tokens.
 type TokenStore struct {
 	t *token.Table
 }
@@ -64,14 +65,22 @@ func NewTokenStore(t *token.Table) *TokenStore { return &TokenStore{t: t} }
 // Authenticate implements [Authenticator]. It returns [ErrUnknownToken] for a
 // token that is not configured. The returned principal must not be modified.
 func (s *TokenStore) Authenticate(_ context.Context, tok string) (*policy.Principal, error) {
+	if s == nil {
+		return nil, ErrUnknownToken // as a nil token.Table: no tokens
+	}
 	if pr := s.t.Lookup(tok); pr != nil {
 		return pr, nil
 	}
 	return nil, ErrUnknownToken
 }
 
-// Len returns the number of configured tokens.
-func (s *TokenStore) Len() int { return s.t.Len() }
+// Len returns the number of configured tokens (none in a nil store).
+func (s *TokenStore) Len() int {
+	if s == nil {
+		return 0
+	}
+	return s.t.Len()
+}
 
 // ParseTokens parses a token table (see package token for the format: a
 // role, a list of roles, or {"sub", "role" | "roles"} per token). Errors name

@@ -1,0 +1,82 @@
+package gateway_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mcpguard/mcpguard/gateway"
+)
+
+// TestReview64gNilTokenStore: a nil *token.Table "holds no tokens", and New
+// refuses a nil Authenticator, but a nil *TokenStore (ParseTokens' result
+// when its error went unseen) was taken by New, and every request then
+// panicked in TokenStore.Authenticate: net/http broke the connection, the
+// client got no answer. New must refuse it, or each request be answered
+// (401: the store holds no tokens); TokenStore's methods must not panic.
+func TestReview64gNilTokenStore(t *testing.T) {
+	var s *gateway.TokenStore
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Errorf("a nil *TokenStore's Authenticate or Len panicked: %v", v)
+			}
+		}()
+		if pr, err := s.Authenticate(context.Background(), "abcdefghijklmnop"); pr != nil || err == nil {
+			t.Errorf("a nil *TokenStore's Authenticate = %v, %v; want an error", pr, err)
+		}
+		_ = s.Len()
+	}()
+	g, err := gateway.New("http://127.0.0.1:1/mcp", s, &gateway.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return // refused: as good
+	}
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	r.Header.Set("Authorization", "Bearer abcdefghijklmnop")
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("New took a nil *TokenStore, and ServeHTTP panicked: %v", v)
+			}
+		}()
+		g.ServeHTTP(w, r)
+	}()
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("with a nil *TokenStore: status %d, want 401", w.Code)
+	}
+}
+
+// TestReview64gZeroPinsRefused: Pins are made by ParsePins or
+// TrustOnFirstUse, but New took a zero &gateway.Pins{} (an "empty set", as
+// a reader may take it) as Options.Pins, and every tools/list answer then
+// panicked in the handler (a write to the zero Pins' nil map): net/http
+// broke the connection, and CheckPins failed with "panic serving in
+// process". New must refuse it, or the listing be answered.
+func TestReview64gZeroPinsRefused(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_order","inputSchema":{"type":"object"}}]}}`))
+	}))
+	defer up.Close()
+	g, err := gateway.New(up.URL+"/mcp", gateway.DemoTokens(), &gateway.Options{Pins: &gateway.Pins{}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return // refused: as good
+	}
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	r.Header.Set("Authorization", "Bearer admin-token")
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	defer func() {
+		if v := recover(); v != nil {
+			t.Fatalf("New took a zero *Pins, and a tools/list panicked: %v", v)
+		}
+	}()
+	g.ServeHTTP(w, r)
+}
