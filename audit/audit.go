@@ -182,14 +182,14 @@ type Keeper interface {
 	Keep(ctx context.Context, e *Event, args json.RawMessage) error
 }
 
-// errNotOpened refuses the methods of a zero JSONLSink or SQLSink.
-var errNotOpened = fmt.Errorf("%w: the zero sink was never opened (use OpenJSONL or NewSQL)", ErrClosed)
+// errNotOpened refuses the methods of a zero or nil JSONLSink or SQLSink.
+var errNotOpened = fmt.Errorf("%w: the sink was never opened (use OpenJSONL or NewSQL)", ErrClosed)
 
 // Errors returned by sinks in this package.
 var (
 	// ErrClosed is returned by a write to a closed sink, and (wrapped)
-	// by every method of a zero JSONLSink or SQLSink, which was never
-	// opened.
+	// by every method of a zero or nil JSONLSink or SQLSink, which was
+	// never opened.
 	ErrClosed = errors.New("audit: sink closed")
 	// ErrNoSink is returned by [WriteDurable] for a nil sink.
 	ErrNoSink = errors.New("audit: no sink")

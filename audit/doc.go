@@ -10,12 +10,18 @@
 // into an audit_log table on SQLite or PostgreSQL (10 or later); [SlogSink]
 // hands events to a slog.Handler; [Fanout] writes to several sinks at once.
 //
-// [NewSQL] upgrades a table of an earlier [SchemaVersion] in place. The
-// upgrades to versions 4 and 6 add a column with a constant default, which
-// rewrites no row on SQLite and on PostgreSQL 11 or later; PostgreSQL 10
-// rewrites the whole table and its indexes, holding a lock that stops every
-// reader and writer of the table until it is done: upgrade a large table
-// there at a quiet time.
+// [NewSQL] upgrades a table of an earlier [SchemaVersion] in place, in one
+// transaction. The upgrades to versions 4 and 6 add a column with a
+// constant default, which rewrites no row on SQLite and on PostgreSQL 11 or
+// later (PostgreSQL 10 rewrites the whole table and its indexes). But the
+// upgrades to versions 3 (PostgreSQL), 5 and 6 build indexes over the whole
+// table, and the one to version 2 (SQLite) rewrites every row: on
+// PostgreSQL an upgrade through version 3 or 6 holds, until it commits, a
+// lock that stops every reader and writer of the table (one to version 5
+// alone stops writers), and on SQLite every upgrade holds the database's
+// write lock. Replicas of the older version that share the database wait
+// meanwhile, their durable writes (write tools' intents) with them: upgrade
+// a large table at a quiet time.
 //
 // # Durability
 //

@@ -88,8 +88,8 @@ type JSONLStats struct {
 // the buffer through, and reports a failed write, when Write would.
 //
 // JSONLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for
-// concurrent use. The zero JSONLSink is not usable (its methods return an
-// error wrapping [ErrClosed]): open one with [OpenJSONL].
+// concurrent use. The zero JSONLSink, or a nil one, is not usable (its
+// methods return an error wrapping [ErrClosed]): open one with [OpenJSONL].
 type JSONLSink struct {
 	f       *os.File // replaced by Reopen, under ioSem
 	regular bool     // f is a regular file (see writeLines); under ioSem
@@ -437,6 +437,9 @@ func (s *JSONLSink) flusher(every time.Duration) {
 // busy, or its write or fsync hangs): e is then on its way to the file,
 // and may still be recorded, as with [JSONLSink.WriteDurable].
 func (s *JSONLSink) Write(ctx context.Context, e *Event) error {
+	if s == nil {
+		return errNotOpened
+	}
 	return s.write(ctx, e, s.durable)
 }
 
@@ -449,7 +452,7 @@ func (s *JSONLSink) WriteDurable(ctx context.Context, e *Event) error {
 }
 
 func (s *JSONLSink) write(ctx context.Context, e *Event, durable bool) error {
-	if s.stop == nil {
+	if s == nil || s.stop == nil {
 		return errNotOpened
 	}
 	if err := e.validate(); err != nil {
@@ -536,7 +539,7 @@ func (s *JSONLSink) append(e *Event) (seq uint64, full bool, err error) {
 // [MaxLineSize]): those are written at once, as by Write, so that every
 // error Write would return is returned here. A durable sink writes e at once.
 func (s *JSONLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
-	if s.stop == nil {
+	if s == nil || s.stop == nil {
 		return errNotOpened
 	}
 	if err := e.validate(); err != nil {
@@ -822,7 +825,7 @@ func (s *JSONLSink) follow(b []byte, sync bool) error {
 // Flush writes buffered lines to the file (without fsync). After Close it
 // returns [ErrClosed].
 func (s *JSONLSink) Flush() error {
-	if s.stop == nil {
+	if s == nil || s.stop == nil {
 		return errNotOpened
 	}
 	s.mu.Lock()
@@ -837,7 +840,7 @@ func (s *JSONLSink) Flush() error {
 // Sync writes buffered lines to the file and fsyncs it. After Close it
 // returns [ErrClosed].
 func (s *JSONLSink) Sync() error {
-	if s.stop == nil {
+	if s == nil || s.stop == nil {
 		return errNotOpened
 	}
 	s.mu.Lock()
@@ -887,7 +890,7 @@ func (s *JSONLSink) Sync() error {
 // error and does nothing (open a new sink). After Close Reopen returns
 // [ErrClosed].
 func (s *JSONLSink) Reopen() error {
-	if s.stop == nil {
+	if s == nil || s.stop == nil {
 		return errNotOpened
 	}
 	s.ioSem <- struct{}{}
@@ -1016,6 +1019,9 @@ func sameKind(old, nf *os.File, path string) error {
 
 // Stats returns counters of the sink's activity.
 func (s *JSONLSink) Stats() JSONLStats {
+	if s == nil {
+		return JSONLStats{}
+	}
 	return JSONLStats{Events: s.events.Load(), Writes: s.writes.Load(), Syncs: s.syncs.Load()}
 }
 
@@ -1027,7 +1033,7 @@ func (s *JSONLSink) Stats() JSONLStats {
 // must end in time calls it on a goroutine of its own and waits as long as
 // it may (unlike [SQLSink.Close], it has no bound of its own).
 func (s *JSONLSink) Close() error {
-	if s.stop == nil {
+	if s == nil || s.stop == nil {
 		return errNotOpened
 	}
 	s.mu.Lock()

@@ -142,8 +142,9 @@ type SQLStats struct {
 // file, ":memory:", is not checked.)
 //
 // SQLSink implements [Sink], [DurableWriter] and [Keeper] and is safe for concurrent
-// use. It does not close the *sql.DB. The zero SQLSink is not usable (its
-// methods return an error wrapping [ErrClosed]): make one with [NewSQL].
+// use. It does not close the *sql.DB. The zero SQLSink, or a nil one, is not
+// usable (its methods return an error wrapping [ErrClosed]): make one with
+// [NewSQL].
 type SQLSink struct {
 	db      *sql.DB
 	d       Dialect
@@ -563,7 +564,7 @@ func (r *row) appendArgs(dst []any, d Dialect) []any {
 // Close. A nil error means queued: use Flush, Close or WriteDurable to
 // know it is committed.
 func (s *SQLSink) Write(ctx context.Context, e *Event) error {
-	if s.queue == nil {
+	if s == nil || s.queue == nil {
 		return errNotOpened
 	}
 	r, err := toRow(e, s.d)
@@ -577,7 +578,7 @@ func (s *SQLSink) Write(ctx context.Context, e *Event) error {
 // returns every error Write returns), and only the hash of args, when
 // e.ArgsSHA256 is empty, is put off to the background writer.
 func (s *SQLSink) Keep(ctx context.Context, e *Event, args json.RawMessage) error {
-	if s.queue == nil {
+	if s == nil || s.queue == nil {
 		return errNotOpened
 	}
 	r, err := toRow(e, s.d)
@@ -641,7 +642,7 @@ func (s *SQLSink) send(ctx context.Context, ch chan item, it item) error {
 // writer is already retrying returns that error too, and its event is not
 // recorded.
 func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
-	if s.queue == nil {
+	if s == nil || s.queue == nil {
 		return errNotOpened
 	}
 	r, err := toRow(e, s.d)
@@ -702,7 +703,7 @@ func (s *SQLSink) WriteDurable(ctx context.Context, e *Event) error {
 // returned (such a batch may have been committed before the call), or ctx's
 // error.
 func (s *SQLSink) Flush(ctx context.Context) error {
-	if s.queue == nil {
+	if s == nil || s.queue == nil {
 		return errNotOpened
 	}
 	ch := make(chan error, 1)
@@ -738,7 +739,7 @@ func (s *SQLSink) Flush(ctx context.Context) error {
 // Close, or refused by the database earlier), counting them. It does not
 // close the *sql.DB.
 func (s *SQLSink) Close() error {
-	if s.queue == nil {
+	if s == nil || s.queue == nil {
 		return errNotOpened
 	}
 	// Tell the writer first: a Write or Flush blocked on a full queue
@@ -820,6 +821,9 @@ func (s *SQLSink) loadErr() error {
 
 // Stats returns counters of the sink's activity.
 func (s *SQLSink) Stats() SQLStats {
+	if s == nil {
+		return SQLStats{}
+	}
 	return SQLStats{Rows: s.rows.Load(), Batches: s.batches.Load(), Lost: s.lost.Load()}
 }
 
@@ -1528,7 +1532,7 @@ func insertSQL(d Dialect, n int) string {
 // query of a large table with f.Limit or a time range (page through it with
 // [Filter.Next]). A negative f.Offset is an error.
 func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
-	if s.queue == nil {
+	if s == nil || s.queue == nil {
 		return nil, errNotOpened
 	}
 	return queryEvents(ctx, s.db, s.d, f, columns) // NewSQL upgraded the table
@@ -1540,6 +1544,9 @@ func (s *SQLSink) Query(ctx context.Context, f Filter) ([]Event, error) {
 // as it is, its events' RequestID "" (before version 4) and ParentID ""
 // (before version 6).
 func QuerySQL(ctx context.Context, db *sql.DB, d Dialect, f Filter) ([]Event, error) {
+	if db == nil {
+		return nil, errors.New("audit: nil *sql.DB")
+	}
 	if err := f.check(); err != nil {
 		return nil, err
 	}
