@@ -269,11 +269,30 @@ func migrateOnce(ctx context.Context, on txBeginner, d Dialect) error {
 			return fmt.Errorf("audit: migrate: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS audit_schema_version (version INTEGER NOT NULL)`); err != nil {
-		if sqliteReadOnly(d, err) {
-			return fmt.Errorf("audit: the SQLite database is read-only: %w", err)
+	create := `CREATE TABLE IF NOT EXISTS audit_schema_version (version INTEGER NOT NULL)`
+	if d == Postgres {
+		// The version table where the sink's statements find it, by
+		// search_path: IF NOT EXISTS looks in the first schema only, and
+		// a trail made in public before a schema named after the role
+		// existed would get a second, empty one there, and with it a
+		// second audit_log (its records out of every query, unsaid). Not
+		// created when found, a role without CREATE on the schema opens
+		// an existing trail too.
+		var found bool
+		if err := tx.QueryRowContext(ctx, `SELECT to_regclass('audit_schema_version') IS NOT NULL`).Scan(&found); err != nil {
+			return fmt.Errorf("audit: migrate: %w", err)
 		}
-		return fmt.Errorf("audit: create schema table: %w", err)
+		if found {
+			create = ""
+		}
+	}
+	if create != "" {
+		if _, err := tx.ExecContext(ctx, create); err != nil {
+			if sqliteReadOnly(d, err) {
+				return fmt.Errorf("audit: the SQLite database is read-only: %w", err)
+			}
+			return fmt.Errorf("audit: create schema table: %w", err)
+		}
 	}
 	var v int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM audit_schema_version`).Scan(&v); err != nil {
