@@ -134,8 +134,8 @@ type Decision struct {
 }
 
 // A Limiter applies a set of limits to tool calls. It is safe for
-// concurrent use. The zero Limiter has no limits and allows every call:
-// make one with [New].
+// concurrent use. The zero Limiter, and a nil one, has no limits and allows
+// every call: make one with [New].
 type Limiter struct {
 	limits    []Limit
 	ids       []string
@@ -248,7 +248,12 @@ func New(limits []Limit, opts *Options) (*Limiter, error) {
 }
 
 // Limits returns a copy of the limits l applies.
-func (l *Limiter) Limits() []Limit { return append([]Limit(nil), l.limits...) }
+func (l *Limiter) Limits() []Limit {
+	if l == nil {
+		return nil
+	}
+	return append([]Limit(nil), l.limits...)
+}
 
 // AllowAt decides whether the call r made at time now may proceed, and if
 // so takes its calls, cost and in-flight slots from every applicable limit
@@ -264,6 +269,9 @@ func (l *Limiter) Limits() []Limit { return append([]Limit(nil), l.limits...) }
 // no slot may be released too, at no cost. An allowed call that is refused
 // before it runs may give its calls and cost back with [Limiter.Refund].
 func (l *Limiter) AllowAt(ctx context.Context, now time.Time, r Request) Decision {
+	if l == nil {
+		return Decision{Allowed: true} // as the zero Limiter: no limits
+	}
 	if err := CheckCost(r.Cost); err != nil {
 		return Decision{Err: err}
 	}

@@ -193,6 +193,9 @@ const fullTAT = math.MinInt64
 // Len returns the number of (limit, key) entries held, idle ones not yet
 // evicted included.
 func (s *MemoryStore) Len() int {
+	if s == nil {
+		return 0
+	}
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -207,6 +210,9 @@ func (s *MemoryStore) Len() int {
 // they held. The store also sweeps by itself as it grows; Sweep is for
 // reclaiming memory after a burst of keys has gone quiet.
 func (s *MemoryStore) Sweep(now time.Time) {
+	if !s.made() {
+		return // it holds nothing
+	}
 	t := s.nanos(now)
 	for i := range s.shards {
 		sh := &s.shards[i]
