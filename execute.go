@@ -63,6 +63,9 @@ func WriteAhead(sink audit.Sink, p *policy.Policy, opts *Options) (Middleware, e
 	if sink == nil {
 		return nil, errors.New("mcpguard: nil audit sink")
 	}
+	if err := nilSink(sink); err != nil {
+		return nil, err
+	}
 	g, err := stepGuard(p, opts)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -91,7 +92,9 @@ type Options struct {
 	// intent and is refused with AUDIT_UNAVAILABLE, not retryable (no retry
 	// can succeed), unless NoWriteAhead is set ([New] warns of it on
 	// Logger when the policy allows writes, and [Guard.SetPolicy] when
-	// its policy allows other writes than the one before).
+	// its policy allows other writes than the one before). A nil pointer
+	// (a *audit.JSONLSink whose OpenJSONL failed) is not a nil sink: New
+	// refuses it, as its every record would fail.
 	// A sink that is an [audit.Keeper] (the package's JSONL, SQL and fanout sinks)
 	// is handed each outcome event with Keep, and hashes its arguments (and,
 	// for JSONL, encodes it) off the call's path.
@@ -385,7 +388,8 @@ type Options struct {
 // are [Guard.AddTool] on the server it is installed on and Install on a
 // server it added a tool to (a handler given to [Guard.Wrap] it cannot
 // tell). Guards that share a limiter.Store and an audit sink share limits
-// and an audit trail. The zero Guard is not usable: make one with [New].
+// and an audit trail. The zero Guard is not usable: make one with [New]
+// (Install, AddTool, Wrap and SetPolicy refuse a Guard New did not make).
 type Guard struct {
 	// pol is the policy, replaced whole by SetPolicy: a call, or a
 	// listing, loads it once and is decided by what it loaded.
@@ -434,6 +438,9 @@ type Guard struct {
 // that carried it ends (its client gone, say), so http.Server.Shutdown
 // does not wait for it: call Wait after Shutdown.
 func (g *Guard) Wait(ctx context.Context) error {
+	if g == nil {
+		return nil // nothing in flight
+	}
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for g.active.Load() > 0 {
@@ -459,6 +466,9 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	g.pol.Store(p)
 	if opts != nil {
 		g.opts = *opts
+	}
+	if err := nilSink(g.opts.Audit); err != nil {
+		return nil, err
 	}
 	if n := len(g.opts.ArgsKey); n > 0 && n < 16 {
 		return nil, fmt.Errorf("mcpguard: ArgsKey of %d bytes, want at least 16", n)
@@ -502,6 +512,10 @@ func newGuard(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, err
 	}
 	if err := checkLimitTools(p, g.opts.Limiter, g.opts.Tools); err != nil {
 		return nil, err
+	}
+	if c := g.opts.Confirmer; c != nil && c.TTL() <= 0 {
+		// Its every state would fail at run time, for every caller.
+		return nil, errors.New("mcpguard: Options.Confirmer not made by confirm.NewSigner (the zero Signer has no key)")
 	}
 	g.mrtr = g.opts.Confirmer
 	if g.mrtr == nil {
@@ -612,8 +626,9 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]Tool
 // lower: see [Options].Limiter), which would refuse every call charged
 // under that rule for ever, for an Options.ArgsKey shorter than 16 bytes,
 // for an Options.RequestIDHeader that is not a header name, for
-// Options.AuditFailClosed without an Options.Audit sink, or for tools
-// that need confirmation while Options.Confirmer is nil.
+// Options.AuditFailClosed without an Options.Audit sink, for tools that
+// need confirmation while Options.Confirmer is nil, for a Confirmer not
+// made by confirm.NewSigner, or for an Audit sink that is a nil pointer.
 func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	g, err := newGuard(p, authn, opts)
 	if err != nil {
@@ -629,6 +644,17 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	}
 	warnNoTrail(g.log, p, &g.opts)
 	return g, nil
+}
+
+// nilSink refuses a sink that is a nil pointer in a non-nil interface (a
+// *audit.JSONLSink whose OpenJSONL failed, given on): not "no sink", which
+// the guard would say, but one whose every record fails, each read then
+// answered with no record of it.
+func nilSink(s audit.Sink) error {
+	if v := reflect.ValueOf(s); s != nil && v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("mcpguard: the audit sink is a nil %T (did its OpenJSONL or NewSQL fail?)", s)
+	}
+	return nil
 }
 
 // warnNoTrail warns when p allows writes that o leaves no way to run: no
@@ -647,7 +673,21 @@ func warnNoTrail(log *slog.Logger, p *policy.Policy, o *Options) {
 
 // Policy returns the policy that decides the guard's calls now: the one
 // given to [New], or the last one [Guard.SetPolicy] set.
-func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
+func (g *Guard) Policy() *policy.Policy {
+	if g == nil {
+		return nil
+	}
+	return g.pol.Load()
+}
+
+// unmade refuses a Guard that [New] did not make (the zero Guard, or nil),
+// whose first call or listing would panic.
+func (g *Guard) unmade() error {
+	if g == nil || g.log == nil {
+		return errors.New("mcpguard: a Guard not made by New (the zero Guard is not usable)")
+	}
+	return nil
+}
 
 // Wrap returns h guarded by the full pipeline for tool t. It checks t
 // against the policy now: a tool without a rule, or whose ReadOnlyHint
@@ -703,6 +743,9 @@ func (g *Guard) Policy() *policy.Policy { return g.pol.Load() }
 // own, ends when the outer call's caller cancels. A panic in it is
 // recovered by its guard: the outer handler gets an INTERNAL tool error.
 func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
+	if err := g.unmade(); err != nil {
+		return nil, err
+	}
 	if h == nil {
 		return nil, errors.New("mcpguard: nil handler")
 	}
@@ -732,6 +775,9 @@ func (g *Guard) Wrap(t *mcp.Tool, h mcp.ToolHandler) (mcp.ToolHandler, error) {
 // policy hides it from included (whose calls of it are answered as an
 // unknown tool's); to hide it from the list, use Install.
 func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
+	if err := g.unmade(); err != nil {
+		return err
+	}
 	if s == nil {
 		return errors.New("mcpguard: nil server")
 	}

@@ -310,6 +310,9 @@ func Audit(sink audit.Sink, opts *Options) (Middleware, error) {
 	if sink == nil {
 		return nil, errors.New("mcpguard: nil audit sink")
 	}
+	if err := nilSink(sink); err != nil {
+		return nil, err
+	}
 	var o Options
 	if opts != nil {
 		o = *opts

@@ -909,6 +909,9 @@ func listPages(ctx context.Context, next mcp.MethodHandler, ss *mcp.ServerSessio
 // a server that another Guard is installed on, or whose handlers
 // [Guard.Wrap] wrapped: each would run its pipeline.
 func (g *Guard) Install(s *mcp.Server) error {
+	if err := g.unmade(); err != nil {
+		return err
+	}
 	if s == nil {
 		return errors.New("mcpguard: nil server")
 	}

@@ -116,6 +116,9 @@ import (
 // process serves the old one until its own SetPolicy (a tool revoked in an
 // incident is revoked everywhere once every replica has set the policy).
 func (g *Guard) SetPolicy(p *policy.Policy) error {
+	if err := g.unmade(); err != nil {
+		return err
+	}
 	if p == nil {
 		return errors.New("mcpguard: SetPolicy with a nil policy")
 	}

@@ -84,7 +84,8 @@ import (
 // comes in a round of its own, so the round that asked keeps its charge:
 // put Limit inside Confirm to charge confirmed calls only.
 //
-// Confirm returns an error for a nil signer or policy, an opts.ArgsKey
+// Confirm returns an error for a nil signer, or one not made by
+// confirm.NewSigner, or a nil policy, an opts.ArgsKey
 // shorter than 16 bytes, an opts.RequestIDHeader that is not a header name,
 // per-tool options of tools p does not know, per-tool DryRun of a tool p
 // classes Read or of a name that is a write tool's only under case folding
