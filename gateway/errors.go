@@ -140,6 +140,13 @@ func errCostFailed() *rpcError {
 		message: "Internal error: the cost of the call could not be computed"}
 }
 
+// errAuthFailed refuses a request whose Authenticator panicked
+// ([Gateway.callAuthenticator]).
+func errAuthFailed() *rpcError {
+	return &rpcError{code: CodeInternal, status: http.StatusInternalServerError, contract: "INTERNAL",
+		message: "Internal error: the token could not be checked"}
+}
+
 // errTransportFailed answers a call whose custom Transport's RoundTrip
 // panicked ([errTransportPanic]).
 func errTransportFailed() *rpcError {

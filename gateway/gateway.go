@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/internal/limitcheck"
+	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
@@ -261,7 +264,8 @@ type Options struct {
 	// refused, AUDIT_UNAVAILABLE). The outcome events are written without
 	// a deadline (a client that left does not cut its record short): a
 	// sink that never returns holds the request's handler, and so
-	// http.Server's Shutdown, until it does.
+	// http.Server's Shutdown, until it does. New refuses a nil pointer (a
+	// *audit.JSONLSink whose OpenJSONL failed), whose every record fails.
 	Audit audit.Sink
 	// ArgsKey, when set, makes the audit events' args_sha256 an HMAC-SHA256
 	// under this key ([audit.ArgsHMAC]): a plain hash of arguments with few
@@ -359,9 +363,10 @@ type Options struct {
 	// (the Last-Event-ID it resumed from, if any, is sent downstream then).
 	// A GET with neither (to a stateless downstream, which names no session
 	// and may send no event ids) cannot be told from a first one: it is
-	// refused 429. Zero means 32; a negative value means no cap. (A subscriptions/listen in
-	// a batch, which protocol 2026-07-28 has not, is a member as any other,
-	// read within Timeout, and not counted.)
+	// refused 429. Zero means 32; a negative value means no cap. (A
+	// subscriptions/listen in a batch, which protocol 2026-07-28 has not,
+	// counts while the batch runs, and ends as a single one does: with its
+	// client, or at EndStreams.)
 	MaxStreams int
 	// DisableLocalhostProtection turns off the gateway's DNS rebinding
 	// protection, which, as the go-sdk's StreamableHTTPHandler does,
@@ -690,6 +695,9 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		return nil, errors.New("gateway: TLSConfig and Transport are both set: TLSConfig is the gateway's own client's; set the Transport's own TLS configuration instead")
 	case o.Pins != nil && o.Pins.pin == nil:
 		return nil, errors.New("gateway: Options.Pins not made by ParsePins or TrustOnFirstUse")
+	case o.Audit != nil && reflect.ValueOf(o.Audit).Kind() == reflect.Pointer && reflect.ValueOf(o.Audit).IsNil():
+		// Not "no sink": one whose every record fails.
+		return nil, fmt.Errorf("gateway: Options.Audit is a nil %T (did its OpenJSONL or NewSQL fail?)", o.Audit)
 	case o.TLSConfig != nil && u.Scheme != "https":
 		return nil, fmt.Errorf("gateway: TLSConfig is set but upstream %s is not https: it would be ignored", shownRawURL(upstream))
 	}
@@ -1008,7 +1016,10 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 	if !token.IsToken68(tok) {
 		return nil, errUnauthenticated("malformed bearer token", true)
 	}
-	pr, err := g.auth.Authenticate(r.Context(), tok)
+	pr, ok, err := g.callAuthenticator(r.Context(), tok)
+	if !ok {
+		return nil, errAuthFailed()
+	}
 	if errors.Is(err, ErrAuthenticatorUnavailable) || errors.Is(err, token.ErrIntrospectionFailed) || errors.Is(err, token.ErrKeySetUnavailable) {
 		g.log.Warn("the authenticator could not judge a token; answered as the upstream's failure, not 401", "err", err)
 		return nil, errAuthUnavailable(errors.Is(err, context.DeadlineExceeded))
@@ -1025,6 +1036,22 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 		return nil, errUnauthenticated("invalid bearer token", true)
 	}
 	return pr, nil
+}
+
+// callAuthenticator asks the Authenticator about tok; ok is false when it
+// panicked (its bug), logged with its stack: the request is refused
+// INTERNAL, answered and recorded as Cost's and Transport's panics are,
+// not left to net/http, which drops the connection unanswered.
+func (g *Gateway) callAuthenticator(ctx context.Context, tok string) (pr *policy.Principal, ok bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			g.log.Error("gateway: the Authenticator panicked; the request was refused", "panic", logsafe.PanicText(v),
+				"stack", string(debug.Stack()))
+			pr, ok, err = nil, false, nil
+		}
+	}()
+	pr, err = g.auth.Authenticate(ctx, tok)
+	return pr, true, err
 }
 
 // refusedWhy is the reason an authenticator gave for refusing a token,

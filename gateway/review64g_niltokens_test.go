@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/gateway"
+	"github.com/mcpguard/mcpguard/policy"
 )
 
 // TestReview64gNilTokenStore: a nil *token.Table "holds no tokens", and New
@@ -79,4 +82,61 @@ func TestReview64gZeroPinsRefused(t *testing.T) {
 		}
 	}()
 	g.ServeHTTP(w, r)
+}
+
+// TestReview64NilPointerAuditRefused: a *audit.JSONLSink whose OpenJSONL
+// failed, given on as Options.Audit, is a non-nil interface holding a nil
+// pointer: every record would fail. New refuses it, naming its type.
+func TestReview64NilPointerAuditRefused(t *testing.T) {
+	var sink *audit.JSONLSink
+	_, err := gateway.New("http://127.0.0.1:1/mcp", gateway.DemoTokens(), &gateway.Options{Audit: sink, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "nil *audit.JSONLSink") {
+		t.Errorf("New with a nil *audit.JSONLSink: %v, want an error naming it", err)
+	}
+}
+
+// TestReview64AuthenticatorPanicAnswered: an Authenticator that panics
+// (its bug) went on up to net/http, which dropped the connection: the
+// client had no answer, the request no record, unlike a panic of Cost, a
+// Transport or a sink. It is refused INTERNAL, 500, recorded, logged.
+func TestReview64AuthenticatorPanicAnswered(t *testing.T) {
+	sink := &review64Sink{}
+	g, err := gateway.New("http://127.0.0.1:1/mcp", gateway.AuthenticatorFunc(func(context.Context, string) (*policy.Principal, error) {
+		panic("the authenticator's bug")
+	}), &gateway.Options{Audit: sink, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_order"}}`))
+	r.Header.Set("Authorization", "Bearer abcdefghijklmnop")
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("ServeHTTP panicked: %v", v)
+			}
+		}()
+		g.ServeHTTP(w, r)
+	}()
+	if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), "INTERNAL") {
+		t.Errorf("answer %d %s, want 500 INTERNAL", w.Code, w.Body)
+	}
+	if len(sink.events) != 1 || sink.events[0].Code != "INTERNAL" || sink.events[0].Allowed {
+		t.Errorf("records %+v, want one INTERNAL refusal", sink.events)
+	}
+}
+
+// review64Sink keeps the events written to it.
+type review64Sink struct {
+	mu     sync.Mutex
+	events []audit.Event
+}
+
+func (s *review64Sink) Write(_ context.Context, e *audit.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, *e)
+	return nil
 }

@@ -38,7 +38,8 @@ var ErrAuthenticatorUnavailable = errors.New("gateway: the authenticator could n
 // subject or one that fails [token.CheckPrincipal]: a role with a comma or a
 // subject with outer spaces would reach the downstream's identity headers as
 // another identity. Implementations are safe for concurrent use and must not
-// log the token.
+// log the token. One that panics (its bug) is logged with its stack, and
+// the request refused: INTERNAL, HTTP 500.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (*policy.Principal, error)
 }
