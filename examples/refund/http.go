@@ -428,8 +428,10 @@ func serveHTTP(ctx context.Context, cfg config, server *mcp.Server, st *store, o
 	}
 	// A web page on another name that resolves to 127.0.0.1 (DNS
 	// rebinding) must not read or clear /_received; the go-sdk checks /mcp
-	// the same way.
-	srv := newHTTPServer(loopback.Guard(mux))
+	// the same way. A page of another origin may POST without a preflight
+	// (text/plain, a form), which the go-sdk refuses, but only after the
+	// recorder listed it: such a request is refused (403) before.
+	srv := newHTTPServer(loopback.Guard(http.NewCrossOriginProtection().Handler(mux)))
 	srv.RegisterOnShutdown(endListens)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

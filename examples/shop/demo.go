@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,7 +36,7 @@ func startStack(cfg config, o httpOptions, stderr io.Writer, log *slog.Logger, e
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gwDone := make(chan struct{})
-	go func() { _ = serveHTTP(ctx, gln, st.gw); close(gwDone) }()
+	go func() { _ = serveHTTP(ctx, gln, loopback.Guard(st.gw)); close(gwDone) }()
 	st.gwURL = "http://" + gln.Addr().String()
 	cfg.gateway = st.gwURL
 	st.shop, err = newShop(cfg, stderr, log)

@@ -62,7 +62,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -70,6 +69,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/internal/cliarg"
+	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
 	"github.com/mcpguard/mcpguard/stdio"
 	"github.com/mcpguard/mcpguard/token"
@@ -304,7 +304,9 @@ func runFakeGateway(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "synthetic RoboShop gateway on http://%s\nsessions: %s (customer), %s (customer), %s (admin), %s (super admin)\n",
 		ln.Addr(), sessionCustomer, sessionCustomer2, sessionAdmin, sessionSuper)
-	if err := serveHTTP(ctx, ln, http.Handler(newFakeGateway())); err != nil {
+	// A page of another name rebound to 127.0.0.1 would be same-origin
+	// with it, and the sessions above are public: it is refused (403).
+	if err := serveHTTP(ctx, ln, loopback.Guard(newFakeGateway())); err != nil {
 		fmt.Fprintln(stderr, "shop fake-gateway:", err)
 		return 1
 	}
