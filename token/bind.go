@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"time"
 
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -85,6 +86,14 @@ func (t *Table) BindSessions(h http.Handler) http.Handler {
 // go-sdk answers them); a request without a bearer token keeps the go-sdk's
 // 403.
 //
+// A session's stream (its GET, which carries what the server sends the
+// client, for as long as the client holds it) is verified again before
+// each write: once verify refuses its token (expired, revoked: at an
+// [Introspector], as its cache allows), or gives another user, the stream
+// ends, and the client's GET to resume it is refused 401. A POST's answer
+// (a call in flight, a subscriptions/listen stream of protocol
+// 2026-07-28) goes on under the token it was sent with.
+//
 // A TokenInfo without Expiration is taken as one that does not expire (a
 // static table's). verify judges the expiry, within its leeway
 // ([JWTConfig.Leeway], [IntrospectionConfig.Leeway]): a TokenInfo that
@@ -120,9 +129,56 @@ func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 		// verify accepted ti within its leeway: the go-sdk, which checks
 		// the Expiration again, is to allow what any leeway may.
 		opts := &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: MaxLeeway}
+		if r.Method == http.MethodGet && r.Header.Get(headerSession) != "" {
+			// A session's stream lives as long as its client holds it:
+			// its token is verified again before each write, and a
+			// refusal ends it (the client's GET to resume is refused).
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			r = r.WithContext(ctx)
+			w = &recheckedStream{ResponseWriter: w, cancel: cancel, check: func() bool {
+				again, err := verify(ctx, tok, r)
+				return err == nil && again != nil && again.UserID == ti.UserID &&
+					(again.Expiration.IsZero() || time.Now().Before(again.Expiration.Add(MaxLeeway)))
+			}}
+		}
 		auth.RequireBearerToken(verified, opts)(h).ServeHTTP(w, r)
 	})
 }
+
+// errTokenRefused ends a session's stream whose token verify refuses now
+// ([recheckedStream]).
+var errTokenRefused = errors.New("token: the stream's bearer token is refused now")
+
+// recheckedStream is the ResponseWriter of a session's GET stream behind
+// BindSessions: before each write, check verifies the request's token
+// again (for the same user, not expired), and on a refusal the stream
+// ends: cancel ends the handler's request, and nothing more is written.
+// The go-sdk writes a stream from one goroutine at a time.
+type recheckedStream struct {
+	http.ResponseWriter
+	cancel context.CancelFunc
+	check  func() bool
+	gone   bool
+}
+
+func (w *recheckedStream) Write(p []byte) (int, error) {
+	if w.gone || !w.check() {
+		w.gone = true
+		w.cancel()
+		return 0, errTokenRefused
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *recheckedStream) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.gone {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *recheckedStream) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // userMismatch is the body of the go-sdk's 403 to a request on a session
 // bound to another user (http.Error's, with its newline).

@@ -116,10 +116,10 @@ type IntrospectionConfig struct {
 	// ([BindSessions] does so itself).
 	Leeway time.Duration
 	// CacheTTL is how long an answer that accepts a token is reused before
-	// the endpoint is asked again, never past the token's "exp": a token
-	// the authorization server revokes is accepted for up to this long
-	// (RFC 7662, section 4). Zero means one minute; negative means such
-	// answers are not cached.
+	// the endpoint is asked again (counted from the moment it was asked),
+	// never past the token's "exp": a token the authorization server
+	// revokes is accepted for up to this long (RFC 7662, section 4). Zero
+	// means one minute; negative means such answers are not cached.
 	CacheTTL time.Duration
 	// NegativeCacheTTL is how long an answer that refuses a token
 	// (inactive, or failing a check) is reused, so that a flood of
@@ -258,6 +258,10 @@ type introspection struct {
 	done chan struct{}
 	a    *answer
 	err  error
+	// asked is when the request started: its answer's cache lifetime
+	// counts from then, as the endpoint may have judged the token at
+	// any moment after it (see [Introspector.store]).
+	asked time.Time
 }
 
 // MaxLeeway bounds [JWTConfig.Leeway] and [IntrospectionConfig.Leeway]:
@@ -477,7 +481,7 @@ func (i *Introspector) lookup(ctx context.Context, tok string) (*answer, error) 
 		return nil, fmt.Errorf("%w: %d requests to the endpoint under way, the most allowed (MaxInFlight)", ErrIntrospectionFailed, i.maxFlights)
 	}
 	if !ok {
-		f = &introspection{done: make(chan struct{})}
+		f = &introspection{done: make(chan struct{}), asked: i.now()}
 		i.st.flights[key] = f
 		go i.ask(context.WithoutCancel(ctx), key, tok, f)
 	}
@@ -497,7 +501,7 @@ func (i *Introspector) ask(ctx context.Context, key [sha256.Size]byte, tok strin
 	i.mu.Lock()
 	delete(i.st.flights, key)
 	if err == nil {
-		i.store(key, a)
+		i.store(key, a, f.asked)
 	} else {
 		i.st.reporting++
 	}
@@ -688,9 +692,13 @@ func numericDate(m map[string]any, name string) (t time.Time, ok bool) {
 	return time.Unix(int64(sec), int64(frac*1e9)), true
 }
 
-// store caches a under key, if answers of its kind are cached; i.mu is
-// held.
-func (i *Introspector) store(key [sha256.Size]byte, a *answer) {
+// store caches a, the answer of a request started at asked, under key,
+// if answers of its kind are cached; i.mu is held. An acceptance's
+// lifetime counts from asked, not from now: the endpoint judged the token
+// at some moment after asked, and a token it revoked since is accepted
+// for no longer than CacheTTL, however long the answer took to come. A
+// refusal's counts from now (kept longer, it refuses nothing more).
+func (i *Introspector) store(key [sha256.Size]byte, a *answer, asked time.Time) {
 	now := i.now()
 	var ttl time.Duration
 	switch {
@@ -705,6 +713,14 @@ func (i *Introspector) store(key [sha256.Size]byte, a *answer) {
 	}
 	if ttl <= 0 {
 		return
+	}
+	if a.pr != nil {
+		// Reached from now, as below, for time.Now's monotonic reading;
+		// a clock stepped back since asked counts from now.
+		ttl -= max(now.Sub(asked), 0)
+		if ttl <= 0 {
+			return // the answer took the whole TTL to come
+		}
 	}
 	until := now.Add(ttl)
 	if a.pr != nil && !a.exp.IsZero() && a.exp.After(now) && a.exp.Before(until) {
