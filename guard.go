@@ -436,7 +436,13 @@ type Guard struct {
 // before closing the audit sink, which would refuse their records. Over
 // Streamable HTTP a call goes on in its MCP session after the HTTP request
 // that carried it ends (its client gone, say), so http.Server.Shutdown
-// does not wait for it: call Wait after Shutdown.
+// does not wait for it: call Wait after Shutdown. A handler that sends its
+// client a notification (progress, a log message) is held in the go-sdk's
+// write for as long as that client does not read (its receive window
+// full; a context does not end the write): its call, with its in-flight
+// slot, its outcome record and Wait, ends only when the client reads or
+// its connection goes. A handler whose client may stop reading sends its
+// notifications on a goroutine it does not wait for past a bound.
 func (g *Guard) Wait(ctx context.Context) error {
 	if g == nil {
 		return nil // nothing in flight
