@@ -190,7 +190,10 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
-			return err
+			// Still open after the wait (a client that stopped reading
+			// its answer, or stalled in its body): closed now, as refund,
+			// ticket and the gateway close theirs; not a failed stop.
+			srv.Close()
 		}
 		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 			return err
