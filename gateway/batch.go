@@ -43,8 +43,11 @@ type member struct {
 	p   *plan
 	cid string
 	ctx context.Context // the client's request context
-	c   *upstreamCall   // set under batchOut.mu
-	err *rpcError
+	// stream is a subscriptions/listen member's request context, which
+	// EndStreams ends ([batchOut.run]); nil for another member.
+	stream context.Context
+	c      *upstreamCall // set under batchOut.mu
+	err    *rpcError
 	// held is the bytes of m's answers held in batchOut.answers, charged
 	// to batchOut.held; set and cleared under batchOut.mu.
 	held int64
@@ -109,10 +112,27 @@ type batchOut struct {
 // with an upstream error, as a single request's is ([Gateway.roundTrip]),
 // and so is an answer the gateway must read (with Pins, or m a tools/list
 // it filters) but cannot read as its client would ([readableAnswer]).
+//
+// A subscriptions/listen member is sent as a single one is
+// ([Gateway.serveStream]): its downstream request ends with its client,
+// and EndStreams ends it (its answer then says so, [errStreamsClosed]);
+// after EndStreams, it is answered so without being sent.
 func (b *batchOut) run(r *http.Request, m *member) {
+	listen := m.p.m.listen()
+	if listen {
+		ctx, end := context.WithCancelCause(r.Context())
+		defer end(nil)
+		if !b.g.ends.add(&end) {
+			b.runEnded(m)
+			return
+		}
+		defer b.g.ends.remove(&end)
+		r = r.WithContext(ctx)
+		m.stream = ctx
+	}
 	h := outboundHeader(r.Header, b.pr, b.cid)
 	memberHeaders(h, m.p.m)
-	c, err := b.g.roundTrip(r, b.pr, b.cid, http.MethodPost, h, m.p.m.raw, &b.out, false)
+	c, err := b.g.roundTrip(r, b.pr, b.cid, http.MethodPost, h, m.p.m.raw, &b.out, listen)
 	if c != nil {
 		m.p.call.answered(c.resp.StatusCode)
 		if s, sse := c.resp.StatusCode, isSSE(c.resp.Header); (m.p.filter || b.g.pins != nil) && (sse || s >= 200 && s <= 299) && !readableAnswer(c.resp.Header, sse) {
@@ -145,6 +165,42 @@ func (b *batchOut) run(r *http.Request, m *member) {
 	}
 	b.held.Add(-held)
 	m.written()
+}
+
+// runEnded answers m, a subscriptions/listen member run after EndStreams,
+// without sending it.
+func (b *batchOut) runEnded(m *member) {
+	b.g.log.Info("stream refused", "cid", b.cid, "subject", b.pr.Subject, "method", m.p.m.method,
+		"reason", streamsClosedReason)
+	b.mu.Lock()
+	m.err = errStreamsClosed()
+	b.mu.Unlock()
+	msgs, _ := b.collect(m)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ew == nil {
+		b.answers[m.p] = msgs
+		return
+	}
+	for _, msg := range msgs {
+		b.ew.writeMessage(msg)
+	}
+	m.written()
+}
+
+// ended reports whether EndStreams ended m's stream.
+func (m *member) ended() bool {
+	return m.stream != nil && context.Cause(m.stream) == errStreamsEnded
+}
+
+// readFailed returns m's answer to err, the failed read of its
+// downstream's answer, and logs the failure unless EndStreams ended it.
+func (b *batchOut) readFailed(m *member, n int, err error) *rpcError {
+	if m.ended() {
+		return errStreamsClosed()
+	}
+	b.g.answerUnread(b.cid, m.c.resp.StatusCode, n, err)
+	return errUpstreamFor(err, err == errTimeout, true)
 }
 
 // runAll forwards b's members, at most maxBatchInFlight at a time, and
@@ -318,8 +374,7 @@ func (b *batchOut) relay(m *member) {
 	case answered || err == nil && !m.expectsAnswer():
 		m.p.call.finish("")
 	case err != nil:
-		b.g.answerUnread(b.cid, m.c.resp.StatusCode, -1, err)
-		msgs = b.g.synth(m, errUpstreamFor(err, err == errTimeout, true), "UPSTREAM_UNAVAILABLE")
+		msgs = b.g.synth(m, b.readFailed(m, -1, err), "UPSTREAM_UNAVAILABLE")
 	default:
 		msgs = b.g.synth(m, noResponse(m.c.resp.StatusCode), "UPSTREAM_UNAVAILABLE")
 	}
@@ -454,7 +509,10 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 			m.p.call.refund()
 		}
 		e := m.err
-		if e.status == 499 {
+		if e.status == 499 && m.ended() {
+			// EndStreams ended m's stream before its header came.
+			e = errStreamsClosed()
+		} else if e.status == 499 {
 			// A member left unsent by its request's deadline is answered
 			// as a single request is, not as though its client had gone.
 			e = deadlineAnswer(m.ctx, e)
@@ -508,8 +566,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 		case over:
 			return fail(nil)
 		case err != nil && answer == nil:
-			g.answerUnread(b.cid, m.c.resp.StatusCode, int(cr.n), err)
-			return fail(errUpstreamFor(err, err == errTimeout, true))
+			return fail(b.readFailed(m, int(cr.n), err))
 		}
 	} else {
 		// A byte past the bound, so that an answer over it also takes
@@ -520,8 +577,7 @@ func (b *batchOut) collect(m *member) ([][]byte, int64) {
 		case err == errOverBatchLimit:
 			return fail(nil)
 		case err != nil:
-			g.answerUnread(b.cid, m.c.resp.StatusCode, len(body), err)
-			return fail(errUpstreamFor(err, err == errTimeout, true))
+			return fail(b.readFailed(m, len(body), err))
 		}
 		switch kind, t := classify(body); {
 		case kind == kindResponse:

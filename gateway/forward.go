@@ -305,6 +305,31 @@ func (g *writeGuard) check() time.Duration {
 	return g.timeout
 }
 
+// cutAfter has a write that lasts d ended, as check ends one that lasts
+// the timeout, until g is stopped (for a stream EndStreams ended:
+// [cutOnEnd]).
+func (g *writeGuard) cutAfter(d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.done {
+			return
+		}
+		next := d
+		if s := g.since.Load(); s != 0 {
+			if next = d - time.Duration(int64(time.Since(g.origin))+1-s); next <= 0 && g.since.CompareAndSwap(s, 0) {
+				http.NewResponseController(g.w).SetWriteDeadline(aLongTimeAgo)
+				return
+			}
+			next = max(next, time.Millisecond)
+		}
+		t.Reset(next)
+	})
+}
+
 // stop ends g's checks, once no check is ending a write; called after
 // the last write, before the handler returns. A check that found a write
 // overdue just as it completed must not reach g.w after the handler
@@ -854,6 +879,9 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	// A GET stream, and a subscriptions/listen one, may be silent for
 	// long: no timeout once their header has come.
 	stream := r.Method == http.MethodGet || listen && sse
+	if stream {
+		defer cutOnEnd(r, &c.out)()
+	}
 	var rd io.Reader = c.resp.Body
 	if !stream {
 		rd = c

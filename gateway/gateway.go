@@ -23,6 +23,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/internal/limitcheck"
 	"github.com/mcpguard/mcpguard/internal/logsafe"
+	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
@@ -53,8 +54,11 @@ type Options struct {
 	Policy *policy.Policy
 	// Path is the path the gateway serves MCP on. Empty means "/mcp".
 	Path string
-	// HealthPath answers GET with liveness and the configured upstream.
-	// Empty means "/healthz"; "-" disables it. It may not be Path.
+	// HealthPath answers GET with liveness and the configured upstream
+	// (but for a loopback address asked under another name, DNS
+	// rebinding, as the MCP path refuses it: 403, unless
+	// DisableLocalhostProtection). Empty means "/healthz"; "-" disables
+	// it. It may not be Path.
 	HealthPath string
 	// FilterToolsList removes from tools/list results the tools the caller
 	// may not call; an answer the gateway cannot read as JSON, or as its
@@ -869,6 +873,12 @@ func (g *Gateway) serveAside(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if !g.noLocalhostGuard && loopback.Rebound(r) {
+			// A page whose name was rebound to a loopback address
+			// reads what it is answered: not the downstream's URL.
+			http.Error(w, "Host not allowed", http.StatusForbidden)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

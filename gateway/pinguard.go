@@ -130,6 +130,9 @@ func (g *Gateway) relayCheckedEvents(w http.ResponseWriter, r *http.Request, l *
 	copyResponseHeader(w.Header(), c.resp.Header, true)
 	w.WriteHeader(c.resp.StatusCode)
 	c.out.w = w
+	if r.Method == http.MethodGet || listen {
+		defer cutOnEnd(r, &c.out)()
+	}
 	ew := &eventWriter{out: &c.out, rc: http.NewResponseController(w)}
 	c.out.flush(ew.rc)
 	tf := func(msg []byte) []byte {

@@ -237,7 +237,10 @@ func (s *streamEnds) remove(end *context.CancelCauseFunc) {
 // reconnects (a GET with its Last-Event-ID) rather than failing its
 // session, and the downstream's request ends. One cut inside an event
 // ends as a broken stream does (the connection reset): a clean end after
-// a cut line would fail a go-sdk client's session. A GET that comes after is answered with an
+// a cut line would fail a go-sdk client's session; so does one whose
+// write to its client lasts a second from then (a client that stopped
+// reading), rather than when the write guard ends it (Options.Timeout).
+// A GET that comes after is answered with an
 // event stream that ends at once, asking for a reconnection in 5 s, and a
 // subscriptions/listen is refused 503 with JSON-RPC error -32003; neither
 // reaches the downstream. Calls and other requests are served as before.
@@ -259,27 +262,54 @@ func (g *Gateway) EndStreams() {
 	}
 }
 
+// cutOnEnd has a write of out (r's stream's answer) that lasts
+// endedWriteWait once EndStreams ended the stream ended then, as the write
+// guard ends one that lasts Timeout: a client that stopped reading would
+// hold its stream, and the server's Shutdown, that long. The answer ends
+// as a broken stream does. The function it returns stops it; it is called
+// before out is stopped.
+func cutOnEnd(r *http.Request, out *writeGuard) (stop func() bool) {
+	return context.AfterFunc(r.Context(), func() {
+		if streamEnded(r) {
+			out.cutAfter(min(out.timeout, endedWriteWait))
+		}
+	})
+}
+
+// endedWriteWait is how long a write of a stream that EndStreams ended
+// may last ([cutOnEnd]): a client that reads is not cut.
+const endedWriteWait = time.Second
+
 // streamEnded reports whether r's stream was ended by EndStreams.
 func streamEnded(r *http.Request) bool {
 	return context.Cause(r.Context()) == errStreamsEnded
 }
 
+// streamsClosedReason says why a stream was refused or ended after
+// EndStreams.
+const streamsClosedReason = "the gateway is shutting down: event streams are closed"
+
 // endedStream answers r, a stream asked for after EndStreams (m its
 // subscriptions/listen request, nil for a GET), without forwarding it.
 func (g *Gateway) endedStream(w http.ResponseWriter, r *http.Request, pr *policy.Principal, cid string, m *message) {
-	const reason = "the gateway is shutting down: event streams are closed"
 	method := r.Method
 	if m != nil {
 		method = m.method
 	}
-	g.log.Info("stream refused", "cid", cid, "subject", pr.Subject, "method", method, "reason", reason)
+	g.log.Info("stream refused", "cid", cid, "subject", pr.Subject, "method", method, "reason", streamsClosedReason)
 	if m == nil {
-		g.waitStream(w, r, cid, reason)
+		g.waitStream(w, r, cid, streamsClosedReason)
 		return
 	}
+	g.writeError(w, errStreamsClosed(), m.idOrNil(), cid)
+}
+
+// errStreamsClosed answers a subscriptions/listen asked for after
+// EndStreams, or ended by it in a batch ([batchOut.run]): 503, -32003.
+func errStreamsClosed() *rpcError {
 	e := errUpstream(false)
 	e.status = http.StatusServiceUnavailable
-	e.message = "Upstream unavailable: " + reason
+	e.message = "Upstream unavailable: " + streamsClosedReason
 	e.unsent = true
-	g.writeError(w, e, m.idOrNil(), cid)
+	return e
 }
