@@ -106,7 +106,12 @@
 //     a subscriptions/listen request (protocol 2026-07-28's stream of
 //     change notifications, which runs nothing downstream and stays open,
 //     silent until something changes): neither is bounded by Timeout once
-//     its header has come. So a client
+//     its header has come. Either is authenticated again before each
+//     write to its client, and ends once its token is refused (revoked:
+//     as the Authenticator's cache allows; expired) or stands for another
+//     principal (its roles changed): the client's request to resume it is
+//     decided anew. (A POST's answer, a call in flight, ends under the
+//     token it was sent with.) So a client
 //     that resumes a POST's event stream (Last-Event-ID) while the gateway
 //     still reads it is refused by a go-sdk downstream (409 Conflict: the
 //     stream has a reader) until that read ends, with the answer or at

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
@@ -122,8 +124,65 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy
 	} else {
 		g.log.Info("allow", "cid", cid, "subject", pr.Subject, "roles", strings.Join(pr.Roles, ","), "method", r.Method)
 	}
+	// The stream lives as long as its client holds it: its token is
+	// authenticated again before each write, and the stream ends once the
+	// token is refused (revoked, expired) or stands for another principal
+	// (its roles changed): the client's request to resume it is decided
+	// anew.
+	w = &recheckedStream{ResponseWriter: w, check: func() bool {
+		if g.sameCaller(r, pr) {
+			return true
+		}
+		g.log.Info("stream ended", "cid", cid, "subject", pr.Subject, "reason", tokenRefusedReason)
+		end(errTokenRefused)
+		return false
+	}}
 	g.passThrough(w, r, nil, pr, cid, body, m, nil)
 }
+
+// tokenRefusedReason says why a stream ended before its client left.
+const tokenRefusedReason = "its bearer token is refused now, or stands for another principal"
+
+// errTokenRefused is the cause of a stream's context ended because its
+// token is refused now ([recheckedStream]).
+var errTokenRefused = errors.New("gateway: the stream's bearer token is refused now")
+
+// sameCaller reports whether r's token is accepted now, for the principal
+// pr it was accepted for when r's stream opened (the same subject and
+// roles).
+func (g *Gateway) sameCaller(r *http.Request, pr *policy.Principal) bool {
+	now, e := g.authenticate(r)
+	if e != nil || now.Subject != pr.Subject || len(now.Roles) != len(pr.Roles) {
+		return false
+	}
+	for _, role := range now.Roles {
+		if !slices.Contains(pr.Roles, role) {
+			return false
+		}
+	}
+	return true
+}
+
+// recheckedStream is the ResponseWriter of a stream ([Gateway.serveStream]):
+// before each write, check authenticates its token again; once it is
+// refused (check has ended the stream's context), nothing more is written.
+type recheckedStream struct {
+	http.ResponseWriter
+	check func() bool
+	gone  atomic.Bool
+}
+
+func (w *recheckedStream) Write(b []byte) (int, error) {
+	if w.gone.Load() || !w.check() {
+		w.gone.Store(true)
+		return 0, errTokenRefused
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer (to
+// flush, and to bound a write).
+func (w *recheckedStream) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // refuseStream logs, records and answers the refusal of pr's stream r
 // (m its subscriptions/listen request, nil for a GET) past
