@@ -414,6 +414,9 @@ type Guard struct {
 	maxOut int           // opts.MaxOutputBytes, its default applied; negative: no cap
 
 	active atomic.Int64 // calls under way (see Wait)
+	// stalled holds the sessions (mcp.Session) a notification is still
+	// being written to past notifyWait (see notifyBounded).
+	stalled sync.Map
 
 	instMu sync.Mutex
 	server *mcp.Server // the server Install installed the guard on; nil: none
@@ -436,13 +439,15 @@ type Guard struct {
 // before closing the audit sink, which would refuse their records. Over
 // Streamable HTTP a call goes on in its MCP session after the HTTP request
 // that carried it ends (its client gone, say), so http.Server.Shutdown
-// does not wait for it: call Wait after Shutdown. A handler that sends its
-// client a notification (progress, a log message) is held in the go-sdk's
-// write for as long as that client does not read (its receive window
-// full; a context does not end the write): its call, with its in-flight
-// slot, its outcome record and Wait, ends only when the client reads or
-// its connection goes. A handler whose client may stop reading sends its
-// notifications on a goroutine it does not wait for past a bound.
+// does not wait for it: call Wait after Shutdown. A handler's notification
+// to its client (progress, a log message) is written by the go-sdk on the
+// handler's goroutine, and a write to a client that stopped reading (its
+// receive window full) does not end, nor does a context end it: on a
+// server the guard is installed on, the handler waits for it at most ten
+// seconds (or until its context ends), then gets an error while the write
+// goes on by itself, and that session's later notifications fail at once
+// until it ends; so such a client holds its call, its in-flight slot and
+// Wait no longer. ([Guard.AddTool] alone does not bound them.)
 func (g *Guard) Wait(ctx context.Context) error {
 	if g == nil {
 		return nil // nothing in flight

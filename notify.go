@@ -2,7 +2,9 @@ package mcpguard
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"time"
 
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,8 +43,80 @@ func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 			}()
 			return askClient(ctx, method, req, next)
 		}
-		return next(ctx, method, req)
+		return g.notifyBounded(ctx, method, req, next)
 	}
+}
+
+// notifyWait bounds how long the sender of a notification waits for its
+// write to the client (see [Guard.notifyBounded]).
+var notifyWait = 10 * time.Second
+
+// errNotReading fails a notification its client did not take in time.
+var errNotReading = errors.New("mcpguard: the notification was not sent: its client is not reading")
+
+// notifyBounded sends a notification (a handler's progress or log
+// message, the go-sdk's list_changed) through next, waiting at most
+// notifyWait, or until ctx ends. The go-sdk writes it on the sender's
+// goroutine, and a write to a client that stopped reading (its receive
+// window full) never ends: a guarded call's handler would hold its call,
+// its in-flight slot and Wait for as long as the client kept its
+// connection. Past the wait the sender gets errNotReading while the write
+// goes on by itself, and the session's later notifications fail at once
+// until it ends.
+func (g *Guard) notifyBounded(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	var ss mcp.Session
+	if req != nil {
+		ss = req.GetSession()
+	}
+	if ss != nil {
+		if _, stalled := g.stalled.Load(ss); stalled {
+			return nil, errNotReading
+		}
+	}
+	type answer struct {
+		res mcp.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if r := recover(); r != nil {
+				// On this goroutine a panic below would end the process.
+				a = answer{nil, g.panicked(ctx, method, r)}
+			}
+			done <- a
+		}()
+		a.res, a.err = next(ctx, method, req)
+	}()
+	wait := time.NewTimer(notifyWait)
+	defer wait.Stop()
+	var err error
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-wait.C:
+		err = errNotReading
+	case <-ctx.Done():
+		select {
+		case a := <-done: // sent as ctx ended
+			return a.res, a.err
+		default:
+			err = ctx.Err()
+		}
+	}
+	if ss != nil {
+		g.stalled.Store(ss, struct{}{})
+		go func() {
+			<-done
+			g.stalled.Delete(ss)
+		}()
+	}
+	if err == errNotReading {
+		g.log.Warn("mcpguard: a notification was not taken by its client in time; its sender goes on without it",
+			"method", method, "wait", notifyWait)
+	}
+	return nil, err
 }
 
 // askingClient is the sending middleware [Guard.AddTool] adds to a server: a
