@@ -281,10 +281,10 @@ func TestReview64oDifferential(t *testing.T) {
 			f.Offset = rng.IntN(4)
 		}
 		if rng.IntN(10) == 0 {
-			f.Limit = []int{math.MaxInt, math.MaxInt - 1, math.MinInt, 1 << 40}[rng.IntN(4)]
+			f.Limit = []int{math.MaxInt, math.MaxInt - 1, math.MinInt, math.MaxInt >> 23}[rng.IntN(4)]
 		}
 		if rng.IntN(10) == 0 {
-			f.Offset = []int{math.MaxInt, math.MaxInt - 1, 1 << 40, 1 << 31}[rng.IntN(4)]
+			f.Offset = []int{math.MaxInt, math.MaxInt - 1, math.MaxInt >> 23, math.MaxInt >> 1}[rng.IntN(4)]
 		}
 		var want []string
 		for _, e := range sorted {
