@@ -52,7 +52,7 @@ func TestReview23RESTRefusalsKeepTheirSession(t *testing.T) {
 		{session, "alice", "search_docs", "read", "", true, false},
 		{session, "alice", "create_ticket", "write", "WRITE_NOT_ALLOWED", false, false},
 		{session, "alice", "delete_everything", "", "TOOL_NOT_FOUND", false, false},
-		{session, "alice", "search_docs", "", "INVALID_ARGUMENTS", false, false},
+		{session, "alice", "search_docs", "read", "INVALID_ARGUMENTS", false, false},
 		{session, "alice", "search_docs", "read", "INVALID_ARGUMENTS", false, false},
 	}
 	f := audit.Filter{SessionID: session, Phase: audit.PhaseOutcome}

@@ -200,7 +200,7 @@ func newApp(o appOptions) (_ *app, err error) {
 	// Audit writes to the same trail. The record of an authenticated
 	// caller's refusal names its REST session, as the guard's records of
 	// the session's calls do (restRecordSession).
-	auditStep, err := mcpguard.Audit(sink, &mcpguard.Options{ArgsKey: o.ArgsKey, Now: o.Now, Logger: o.Log,
+	auditStep, err := mcpguard.Audit(a.classed(sink), &mcpguard.Options{ArgsKey: o.ArgsKey, Now: o.Now, Logger: o.Log,
 		SessionKey: restRecordSession})
 	if err != nil {
 		return nil, err
@@ -247,6 +247,28 @@ func newApp(o appOptions) (_ *app, err error) {
 		}
 	})
 	return a, nil
+}
+
+// classed returns sink, which gives the records of the REST refusals
+// decided before the guard, when the caller is authenticated and the tool
+// configured, what the guard's records of such a call have: the tool's
+// class (a query of the write attempts by class finds them) and, for an
+// enabled write under dry_run, dry_run true. The stand-alone Audit step,
+// without Authorize and the write-path steps, knows neither. A refusal of
+// a caller without a valid identity, or of an unknown tool, has no class,
+// as the guard's.
+func (a *app) classed(sink audit.Sink) audit.Sink {
+	return audit.SinkFunc(func(ctx context.Context, e *audit.Event) error {
+		c := a.cfg()
+		if t, ok := c.Tools[e.Tool]; ok && e.Class == "" && e.Subject != "" && t.ReadOnly != nil {
+			e.Class = policy.Read.String()
+			if !*t.ReadOnly {
+				e.Class = policy.Write.String()
+				e.DryRun = e.DryRun || c.DryRun && c.writeEnabled(e.Tool)
+			}
+		}
+		return sink.Write(ctx, e)
+	})
 }
 
 // cfg returns the configuration in force.
