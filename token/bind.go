@@ -89,8 +89,10 @@ func (t *Table) BindSessions(h http.Handler) http.Handler {
 // A session's stream (its GET, which carries what the server sends the
 // client, for as long as the client holds it) is verified again before
 // each write: once verify refuses its token (expired, revoked: at an
-// [Introspector], as its cache allows), or gives another user, the stream
-// ends, and the client's GET to resume it is refused 401. A POST's answer
+// [Introspector], as its cache allows; an error that unwraps to
+// auth.ErrInvalidToken), or gives another user, the stream ends, and the
+// client's GET to resume it is refused 401. An error of another kind
+// (verify could not judge the token now) leaves it open. A POST's answer
 // (a call in flight, a subscriptions/listen stream of protocol
 // 2026-07-28) goes on under the token it was sent with.
 //
@@ -138,6 +140,9 @@ func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 			r = r.WithContext(ctx)
 			w = &recheckedStream{ResponseWriter: w, cancel: cancel, check: func() bool {
 				again, err := verify(ctx, tok, r)
+				if err != nil && !errors.Is(err, auth.ErrInvalidToken) {
+					return true // verify could not judge it now: not a refusal
+				}
 				return err == nil && again != nil && again.UserID == ti.UserID &&
 					(again.Expiration.IsZero() || time.Now().Before(again.Expiration.Add(MaxLeeway)))
 			}}
