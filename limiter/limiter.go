@@ -269,14 +269,14 @@ func (l *Limiter) Limits() []Limit {
 // no slot may be released too, at no cost. An allowed call that is refused
 // before it runs may give its calls and cost back with [Limiter.Refund].
 func (l *Limiter) AllowAt(ctx context.Context, now time.Time, r Request) Decision {
-	if l == nil {
-		return Decision{Allowed: true} // as the zero Limiter: no limits
-	}
 	if err := CheckCost(r.Cost); err != nil {
 		return Decision{Err: err}
 	}
 	if r.Calls < 0 {
 		return Decision{Err: fmt.Errorf("%w: %d calls", ErrInvalidRequest, r.Calls)}
+	}
+	if l == nil {
+		return Decision{Allowed: true} // as the zero Limiter: no limits
 	}
 	if l.memStore == nil {
 		return l.allowStore(ctx, now, r)
