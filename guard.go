@@ -416,7 +416,8 @@ type Guard struct {
 	active atomic.Int64 // calls under way (see Wait)
 	// stalled holds the sessions (mcp.Session) a notification is still
 	// being written to past notifyWait (see notifyBounded).
-	stalled sync.Map
+	stalledMu sync.Mutex
+	stalled   map[mcp.Session]int // pending writes past notifyWait, by session
 
 	instMu sync.Mutex
 	server *mcp.Server // the server Install installed the guard on; nil: none
@@ -662,7 +663,10 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 // the guard would say, but one whose every record fails, each read then
 // answered with no record of it.
 func nilSink(s audit.Sink) error {
-	if v := reflect.ValueOf(s); s != nil && v.Kind() == reflect.Pointer && v.IsNil() {
+	if v := reflect.ValueOf(s); s != nil && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Func) && v.IsNil() {
+		if v.Kind() == reflect.Func {
+			return fmt.Errorf("mcpguard: the audit sink is a nil %T", s)
+		}
 		return fmt.Errorf("mcpguard: the audit sink is a nil %T (did its OpenJSONL or NewSQL fail?)", s)
 	}
 	return nil

@@ -51,8 +51,13 @@ func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 // write to the client (see [Guard.notifyBounded]).
 var notifyWait = 10 * time.Second
 
-// errNotReading fails a notification its client did not take in time.
-var errNotReading = errors.New("mcpguard: the notification was not sent: its client is not reading")
+// errNotReading fails a notification its client did not take in time;
+// errEarlierPending one sent while an earlier one to its session is still
+// being written past the wait.
+var (
+	errNotReading     = errors.New("mcpguard: the notification was not sent in time: its client is not reading")
+	errEarlierPending = errors.New("mcpguard: the notification was not sent: an earlier one to its session is still being written")
+)
 
 // notifyBounded sends a notification (a handler's progress or log
 // message, the go-sdk's list_changed) through next, waiting at most
@@ -69,8 +74,11 @@ func (g *Guard) notifyBounded(ctx context.Context, method string, req mcp.Reques
 		ss = req.GetSession()
 	}
 	if ss != nil {
-		if _, stalled := g.stalled.Load(ss); stalled {
-			return nil, errNotReading
+		g.stalledMu.Lock()
+		n := g.stalled[ss]
+		g.stalledMu.Unlock()
+		if n > 0 {
+			return nil, errEarlierPending
 		}
 	}
 	type answer struct {
@@ -106,10 +114,19 @@ func (g *Guard) notifyBounded(ctx context.Context, method string, req mcp.Reques
 		}
 	}
 	if ss != nil {
-		g.stalled.Store(ss, struct{}{})
+		g.stalledMu.Lock()
+		if g.stalled == nil {
+			g.stalled = make(map[mcp.Session]int)
+		}
+		g.stalled[ss]++
+		g.stalledMu.Unlock()
 		go func() {
 			<-done
-			g.stalled.Delete(ss)
+			g.stalledMu.Lock()
+			if g.stalled[ss]--; g.stalled[ss] <= 0 {
+				delete(g.stalled, ss)
+			}
+			g.stalledMu.Unlock()
 		}()
 	}
 	if err == errNotReading {
