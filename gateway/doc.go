@@ -110,8 +110,9 @@
 //     write to its client, and ends once its token is refused (revoked:
 //     as the Authenticator's cache allows; expired) or stands for another
 //     principal (its roles changed): the client's request to resume it is
-//     decided anew. (A POST's answer, a call in flight, ends under the
-//     token it was sent with.) So a client
+//     decided anew; an Authenticator that cannot judge the token now
+//     ([ErrAuthenticatorUnavailable]) leaves it open. (A POST's answer, a
+//     call in flight, ends under the token it was sent with.) So a client
 //     that resumes a POST's event stream (Last-Event-ID) while the gateway
 //     still reads it is refused by a go-sdk downstream (409 Conflict: the
 //     stream has a reader) until that read ends, with the answer or at

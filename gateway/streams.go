@@ -152,6 +152,12 @@ var errTokenRefused = errors.New("gateway: the stream's bearer token is refused 
 // roles).
 func (g *Gateway) sameCaller(r *http.Request, pr *policy.Principal) bool {
 	now, e := g.authenticate(r)
+	if e != nil && e.contract == "UPSTREAM_UNAVAILABLE" {
+		// The Authenticator could not judge the token now (its
+		// authorization server did not answer): not a refusal, as a new
+		// request is answered 502, to be sent again.
+		return true
+	}
 	if e != nil || now.Subject != pr.Subject || len(now.Roles) != len(pr.Roles) {
 		return false
 	}
