@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/jsondup"
@@ -72,10 +74,10 @@ type Pins struct {
 	mu    sync.Mutex
 	fixed bool              // only the tools named: a new one is withheld
 	pin   map[string]string // name -> the digest approved
-	// keys maps policy.NameKey(name) to a name pinned under it (with
+	// keys maps pinKey(name) to a name pinned under it (with
 	// trust on first use, the first one pinned).
 	keys map[string]string
-	// off maps policy.NameKey(name) to the names listed under it whose
+	// off maps pinKey(name) to the names listed under it whose
 	// last listing had another definition than the pin, each to that
 	// digest: a name is cleared by a listing of its own that matches, not
 	// another spelling's. nOff counts its names.
@@ -112,8 +114,11 @@ const maxPinName = 1024
 // a change). A call of a tool no listing has shown yet is not refused:
 // nothing is known of it to compare. At most 10,000 tools are pinned; a
 // further tool is withheld, and so is a tool whose name is longer than
-// 1024 bytes: their calls are refused (TOOL_NOT_PINNED). A tool is known
-// by every spelling the policy takes for its name ([policy.NameKey]): a
+// 1024 bytes, or empty (a name [ParsePins] refuses): their calls are
+// refused (TOOL_NOT_PINNED). A tool is known by every spelling the policy
+// takes for its name ([policy.NameKey]), and by every one a client may
+// read alike (a run of invalid UTF-8 or U+FFFD is one U+FFFD, and a NUL
+// ends the name, as in a C string): a
 // listing that shows an approved tool under another spelling ("REFUND" or
 // "re\u00adfund", with a soft hyphen, once "refund" is approved) is held
 // to the approved definition, and so withheld (TOOL_CHANGED, the
@@ -153,7 +158,7 @@ func ParsePins(data []byte) (*Pins, error) {
 	}
 	keys := make(map[string]string, len(m))
 	for name := range m {
-		keys[policy.NameKey(name)] = name
+		keys[pinKey(name)] = name
 	}
 	return &Pins{fixed: true, pin: m, keys: keys,
 		off: map[string]map[string]string{}, held: map[string]bool{}}, nil
@@ -217,17 +222,18 @@ func (v pinVerdict) contract() string {
 // withheld, or for a name longer than maxPinName, at every listing).
 // pinned is the digest approved, "" if none.
 // With trust on first use, a name not pinned itself but another spelling
-// of a pinned one ([policy.NameKey]) is judged against that one's pin.
+// of a pinned one (pinKey) is judged against that one's pin.
 func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) {
+	name = clientName(name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pinned, ok := p.pin[name]
-	key := policy.NameKey(name)
+	key := pinKey(name)
 	if other, seen := p.keys[key]; !ok && seen && !p.fixed {
 		pinned, ok = p.pin[other], true
 	}
 	switch {
-	case !ok && !p.fixed && len(p.pin) < maxPins && len(name) <= maxPinName:
+	case !ok && !p.fixed && len(p.pin) < maxPins && len(name) <= maxPinName && name != "":
 		p.pin[name] = d
 		p.keys[key] = name
 		return pinOK, false, d
@@ -279,7 +285,8 @@ func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) 
 // for its name ([policy.NameKey]), while the last listing of any of those
 // spellings was withheld; and a tool without a pin where none can be
 // made: with a fixed set, or a trust-on-first-use set that is full or
-// whose bound on names (maxPinName) the name exceeds; and
+// whose bound on names (maxPinName) the name exceeds, or for an empty
+// name; and
 // [InstructionsPin], whose pin is the instructions'. As a spelling not
 // pinned itself cannot show a pin's definition, a key refused for one
 // stays refused.
@@ -288,10 +295,11 @@ func (p *Pins) callable(name string) pinVerdict {
 		// The pin of the instructions is no tool's: it approves no call.
 		return pinNotPinned
 	}
+	name = clientName(name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.off) > 0 || len(p.held) > 0 {
-		key := policy.NameKey(name)
+		key := pinKey(name)
 		if _, off := p.off[key]; off || p.held[key] {
 			if _, ok := p.pin[name]; ok || !p.fixed && p.keys[key] != "" {
 				return pinChanged
@@ -299,10 +307,57 @@ func (p *Pins) callable(name string) pinVerdict {
 			return pinNotPinned
 		}
 	}
-	if _, ok := p.pin[name]; !ok && (p.fixed || len(p.pin) >= maxPins || len(name) > maxPinName) {
+	if _, ok := p.pin[name]; !ok && (p.fixed || len(p.pin) >= maxPins || len(name) > maxPinName || name == "") {
 		return pinNotPinned
 	}
 	return pinOK
+}
+
+// clientName returns name as a client reads it from JSON, and as
+// [Pins.MarshalJSON] writes it: each byte of invalid UTF-8 (which a
+// downstream may write raw in a listing) as U+FFFD, as encoding/json and
+// the go-sdk decode it. Pinned under its raw bytes, the name would not be
+// the one of the file [ParsePins] reads back, nor the one a client calls.
+func clientName(name string) string {
+	if utf8.ValidString(name) {
+		return name
+	}
+	b := make([]byte, 0, len(name)+8)
+	for i := 0; i < len(name); {
+		r, n := utf8.DecodeRuneInString(name[i:])
+		b = utf8.AppendRune(b, r) // RuneError for each invalid byte
+		i += n
+	}
+	return string(b)
+}
+
+// pinKey returns the key under which [Pins] know the tool name name:
+// [policy.NameKey] of name cut at its first NUL, with each run of invalid
+// UTF-8 and U+FFFD as one U+FFFD: the names some client reads alike. A
+// reader that keeps strings as C strings (cJSON) reads "x\u0000y" as "x"
+// (see cutNUL). Go reads each byte of invalid UTF-8 as U+FFFD, a WHATWG
+// decoder (JavaScript's) each maximal invalid subpart: "x\xe2\x82" is
+// "x\ufffd\ufffd" to one and "x\ufffd" to the other, the name of another
+// tool to a client of either ("x\xe2", "x\ufffd\ufffd").
+func pinKey(name string) string {
+	name, _, _ = strings.Cut(name, "\x00")
+	if utf8.ValidString(name) && !strings.ContainsRune(name, utf8.RuneError) {
+		return policy.NameKey(name)
+	}
+	b := make([]byte, 0, len(name))
+	run := false
+	for _, r := range name {
+		if r == utf8.RuneError {
+			if !run {
+				b = utf8.AppendRune(b, r)
+			}
+			run = true
+			continue
+		}
+		run = false
+		b = utf8.AppendRune(b, r)
+	}
+	return policy.NameKey(string(b))
 }
 
 // names returns the pinned names, sorted (for tests and logs).
