@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 )
 
@@ -153,5 +154,39 @@ func (s *r64jStream) next(t *testing.T) string {
 		return l
 	case <-time.After(3 * time.Second):
 		return ""
+	}
+}
+
+// TestReview64StreamSurvivesAuthenticatorBlip: a stream is authenticated
+// again before each write; an Authenticator that cannot judge the token
+// now (ErrAuthenticatorUnavailable: its authorization server did not
+// answer) is not a refusal, and leaves the stream open (64p's lead: one
+// failed lookup ended it, the event being written lost).
+func TestReview64StreamSurvivesAuthenticatorBlip(t *testing.T) {
+	var down atomic.Bool
+	auth := AuthenticatorFunc(func(context.Context, string) (*policy.Principal, error) {
+		if down.Load() {
+			return nil, ErrAuthenticatorUnavailable
+		}
+		return &policy.Principal{Subject: "ann", Roles: []string{"support"}}, nil
+	})
+	d := &r64jDown{release: make(chan struct{})}
+	ds := newServer(t, d)
+	t.Cleanup(ds.CloseClientConnections)
+	g, err := New(ds.URL+"/mcp", auth, &Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := newServer(t, g)
+	t.Cleanup(gs.CloseClientConnections)
+	s := r64jOpen(t, gs.URL, "Bearer opaque-token-1", false)
+	defer s.close()
+	if !strings.Contains(s.next(t), `"first"`) {
+		t.Fatal("the stream's first event did not come")
+	}
+	down.Store(true)
+	close(d.release)
+	if ev := s.next(t); !strings.Contains(ev, "after-revocation-secret") {
+		t.Errorf("the stream ended while its Authenticator could not judge the token: next %q", ev)
 	}
 }
