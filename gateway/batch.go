@@ -44,10 +44,15 @@ type member struct {
 	cid string
 	ctx context.Context // the client's request context
 	// stream is a subscriptions/listen member's request context, which
-	// EndStreams ends ([batchOut.run]); nil for another member.
-	stream context.Context
-	c      *upstreamCall // set under batchOut.mu
-	err    *rpcError
+	// EndStreams ends ([batchOut.run]); nil for another member. end ends
+	// it, and req is the request it was sent with, whose token the relay
+	// authenticates again before each write ([batchOut.recheck]).
+	stream  context.Context
+	end     context.CancelCauseFunc
+	req     *http.Request
+	refused bool          // its token was refused since it was sent
+	c       *upstreamCall // set under batchOut.mu
+	err     *rpcError
 	// held is the bytes of m's answers held in batchOut.answers, charged
 	// to batchOut.held; set and cleared under batchOut.mu.
 	held int64
@@ -128,7 +133,7 @@ func (b *batchOut) run(r *http.Request, m *member) {
 		}
 		defer b.g.ends.remove(&end)
 		r = r.WithContext(ctx)
-		m.stream = ctx
+		m.stream, m.end, m.req = ctx, end, r
 	}
 	h := outboundHeader(r.Header, b.pr, b.cid)
 	memberHeaders(h, m.p.m)
@@ -188,6 +193,25 @@ func (b *batchOut) runEnded(m *member) {
 	m.written()
 }
 
+// recheck reports whether m's event may be written: m is no
+// subscriptions/listen member, or its token still stands for the principal
+// it was sent for, as a single listen's ([Gateway.serveStream]). Once it
+// does not, m's stream is ended and nothing more of it written.
+func (b *batchOut) recheck(m *member) bool {
+	switch {
+	case m.end == nil:
+		return true
+	case m.refused:
+		return false
+	case b.g.sameCaller(m.req, b.pr):
+		return true
+	}
+	m.refused = true
+	b.g.log.Info("stream ended", "cid", b.cid, "subject", b.pr.Subject, "reason", tokenRefusedReason)
+	m.end(errTokenRefused)
+	return false
+}
+
 // ended reports whether EndStreams ended m's stream.
 func (m *member) ended() bool {
 	return m.stream != nil && context.Cause(m.stream) == errStreamsEnded
@@ -198,6 +222,9 @@ func (m *member) ended() bool {
 func (b *batchOut) readFailed(m *member, n int, err error) *rpcError {
 	if m.ended() {
 		return errStreamsClosed()
+	}
+	if m.refused {
+		return errUnauthenticated("the stream's bearer token is refused now", true)
 	}
 	b.g.answerUnread(b.cid, m.c.resp.StatusCode, n, err)
 	return errUpstreamFor(err, err == errTimeout, true)
@@ -337,6 +364,9 @@ func (b *batchOut) relay(m *member) {
 		return msg
 	}
 	err := readEvents(m.c, func(ev *event) {
+		if !b.recheck(m) {
+			return
+		}
 		if !ev.hasData {
 			ew.write(ev, tf, true) // no message: a client dispatches none
 			return

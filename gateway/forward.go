@@ -896,6 +896,18 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	if tap != nil && err == nil {
 		call.noteRounds(tap, sse)
 	}
+	if errors.Is(err, errTokenRefused) {
+		// A stream whose token was refused since it opened
+		// ([recheckedStream]) is broken, not ended: the refused write may
+		// have been inside an event, and a clean end after a cut line
+		// fails a go-sdk client's session (see abortCut). Its client
+		// learns of the refusal when it asks to resume.
+		call.finish("")
+		if g.log.Enabled(r.Context(), slog.LevelInfo) {
+			g.logRelayed(r.Context(), cid, c.resp.StatusCode, n, sse, false, start, err)
+		}
+		abortNow(&c.out)
+	}
 	// A stream EndStreams ended (its client still there) ends cleanly
 	// where it stands between two events; inside one, it is cut as a
 	// broken stream is (see abortCut).

@@ -158,11 +158,18 @@ func (g *Gateway) sameCaller(r *http.Request, pr *policy.Principal) bool {
 		// request is answered 502, to be sent again.
 		return true
 	}
-	if e != nil || now.Subject != pr.Subject || len(now.Roles) != len(pr.Roles) {
+	if e != nil || now.Subject != pr.Subject {
 		return false
 	}
+	// The same set of roles, in any order, a role given twice counted
+	// once: a count would take [a a] for [a b].
 	for _, role := range now.Roles {
 		if !slices.Contains(pr.Roles, role) {
+			return false
+		}
+	}
+	for _, role := range pr.Roles {
+		if !slices.Contains(now.Roles, role) {
 			return false
 		}
 	}
