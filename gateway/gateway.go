@@ -1055,6 +1055,9 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 func (g *Gateway) callAuthenticator(ctx context.Context, tok string) (pr *policy.Principal, ok bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v) // net/http's own way to break the connection
+			}
 			g.log.Error("gateway: the Authenticator panicked; the request was refused", "panic", logsafe.PanicText(v),
 				"stack", string(debug.Stack()))
 			pr, ok, err = nil, false, nil

@@ -140,3 +140,26 @@ func (s *review64Sink) Write(_ context.Context, e *audit.Event) error {
 	s.events = append(s.events, *e)
 	return nil
 }
+
+// TestReview64AuthenticatorAbortHandlerKept: http.ErrAbortHandler is
+// net/http's own way for a handler to break its connection; the
+// Authenticator's recover lets it through as itself (as the batch and
+// CheckPins paths do), not as a 500.
+func TestReview64AuthenticatorAbortHandlerKept(t *testing.T) {
+	g, err := gateway.New("http://127.0.0.1:1/mcp", gateway.AuthenticatorFunc(func(context.Context, string) (*policy.Principal, error) {
+		panic(http.ErrAbortHandler)
+	}), &gateway.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	r.Header.Set("Authorization", "Bearer abcdefghijklmnop")
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler {
+			t.Errorf("ServeHTTP recovered %v; want http.ErrAbortHandler raised as itself", v)
+		}
+	}()
+	g.ServeHTTP(httptest.NewRecorder(), r)
+}

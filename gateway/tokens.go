@@ -39,7 +39,8 @@ var ErrAuthenticatorUnavailable = errors.New("gateway: the authenticator could n
 // subject with outer spaces would reach the downstream's identity headers as
 // another identity. Implementations are safe for concurrent use and must not
 // log the token. One that panics (its bug) is logged with its stack, and
-// the request refused: INTERNAL, HTTP 500.
+// the request refused: INTERNAL, HTTP 500 (but for http.ErrAbortHandler,
+// which breaks the connection, as net/http does with it).
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (*policy.Principal, error)
 }
