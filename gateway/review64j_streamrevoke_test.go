@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
 )
 
@@ -54,22 +53,7 @@ func TestReview64jStreamOutlivesRevocation(t *testing.T) {
 			name = "listen"
 		}
 		t.Run(name, func(t *testing.T) {
-			var revoked atomic.Bool
-			as := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				if revoked.Load() {
-					io.WriteString(w, `{"active":false}`)
-					return
-				}
-				io.WriteString(w, `{"active":true,"sub":"ann","aud":"mcp","scope":"support"}`)
-			}))
-			in, err := token.NewIntrospector(token.IntrospectionConfig{
-				Endpoint: as.URL, Audience: "mcp", CacheTTL: -1, NegativeCacheTTL: -1,
-				Timeout: 5 * time.Second, ErrorHandler: func(error) {},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			in, revoked := r64jRevocable(t)
 			d := &r64jDown{release: make(chan struct{})}
 			ds := newServer(t, d)
 			t.Cleanup(ds.CloseClientConnections)
@@ -157,36 +141,26 @@ func (s *r64jStream) next(t *testing.T) string {
 	}
 }
 
-// TestReview64StreamSurvivesAuthenticatorBlip: a stream is authenticated
-// again before each write; an Authenticator that cannot judge the token
-// now (ErrAuthenticatorUnavailable: its authorization server did not
-// answer) is not a refusal, and leaves the stream open (64p's lead: one
-// failed lookup ended it, the event being written lost).
-func TestReview64StreamSurvivesAuthenticatorBlip(t *testing.T) {
-	var down atomic.Bool
-	auth := AuthenticatorFunc(func(context.Context, string) (*policy.Principal, error) {
-		if down.Load() {
-			return nil, ErrAuthenticatorUnavailable
+// r64jRevocable returns an Introspector that asks its endpoint at every
+// request (no cache), and the switch that revokes the token there: until
+// it is set, any token stands for ann, role support.
+func r64jRevocable(t *testing.T) (*token.Introspector, *atomic.Bool) {
+	t.Helper()
+	revoked := new(atomic.Bool)
+	as := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if revoked.Load() {
+			io.WriteString(w, `{"active":false}`)
+			return
 		}
-		return &policy.Principal{Subject: "ann", Roles: []string{"support"}}, nil
+		io.WriteString(w, `{"active":true,"sub":"ann","aud":"mcp","scope":"support"}`)
+	}))
+	in, err := token.NewIntrospector(token.IntrospectionConfig{
+		Endpoint: as.URL, Audience: "mcp", CacheTTL: -1, NegativeCacheTTL: -1,
+		Timeout: 5 * time.Second, ErrorHandler: func(error) {},
 	})
-	d := &r64jDown{release: make(chan struct{})}
-	ds := newServer(t, d)
-	t.Cleanup(ds.CloseClientConnections)
-	g, err := New(ds.URL+"/mcp", auth, &Options{Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := newServer(t, g)
-	t.Cleanup(gs.CloseClientConnections)
-	s := r64jOpen(t, gs.URL, "Bearer opaque-token-1", false)
-	defer s.close()
-	if !strings.Contains(s.next(t), `"first"`) {
-		t.Fatal("the stream's first event did not come")
-	}
-	down.Store(true)
-	close(d.release)
-	if ev := s.next(t); !strings.Contains(ev, "after-revocation-secret") {
-		t.Errorf("the stream ended while its Authenticator could not judge the token: next %q", ev)
-	}
+	return in, revoked
 }

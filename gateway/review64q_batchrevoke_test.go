@@ -6,11 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mcpguard/mcpguard/token"
 )
 
 // TestReview64qBatchListenOutlivesRevocation: the package doc says a
@@ -22,22 +19,7 @@ import (
 // request is refused 401), the batch's stream goes on delivering what the
 // downstream sends for as long as the client holds it.
 func TestReview64qBatchListenOutlivesRevocation(t *testing.T) {
-	var revoked atomic.Bool
-	as := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if revoked.Load() {
-			io.WriteString(w, `{"active":false}`)
-			return
-		}
-		io.WriteString(w, `{"active":true,"sub":"ann","aud":"mcp","scope":"support"}`)
-	}))
-	in, err := token.NewIntrospector(token.IntrospectionConfig{
-		Endpoint: as.URL, Audience: "mcp", CacheTTL: -1, NegativeCacheTTL: -1,
-		Timeout: 5 * time.Second, ErrorHandler: func(error) {},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, revoked := r64jRevocable(t)
 	d := &r64jDown{release: make(chan struct{})}
 	ds := newServer(t, d)
 	t.Cleanup(ds.CloseClientConnections)

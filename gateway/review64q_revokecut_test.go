@@ -5,11 +5,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mcpguard/mcpguard/token"
 )
 
 // TestReview64qRevokedInsideEventCut: a GET stream whose token is refused
@@ -22,22 +19,7 @@ import (
 // session instead (its roles changed, say, where the new request would be
 // accepted).
 func TestReview64qRevokedInsideEventCut(t *testing.T) {
-	var revoked atomic.Bool
-	as := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if revoked.Load() {
-			io.WriteString(w, `{"active":false}`)
-			return
-		}
-		io.WriteString(w, `{"active":true,"sub":"ann","aud":"mcp","scope":"support"}`)
-	}))
-	in, err := token.NewIntrospector(token.IntrospectionConfig{
-		Endpoint: as.URL, Audience: "mcp", CacheTTL: -1, NegativeCacheTTL: -1,
-		Timeout: 5 * time.Second, ErrorHandler: func(error) {},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, revoked := r64jRevocable(t)
 	release := make(chan struct{})
 	ds := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -70,6 +70,37 @@ func TestReview64jBindSessionsStreamOutlivesToken(t *testing.T) {
 // refused 401, and fails the test if the stream still delivers.
 func r64jStreamAfter(t *testing.T, verify auth.TokenVerifier, end func()) {
 	t.Helper()
+	srv, cs, tool, told := r64jOpenStream(t, verify)
+	// The token expires, or is revoked: a request with it is refused.
+	end()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer tok-ann")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a request with the token on the session: %d, want 401", resp.StatusCode)
+	}
+	tool("late")
+	select {
+	case <-told:
+		t.Errorf("the session's stream, opened with a token refused since, still delivers what the server sends (tools/list_changed)")
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// r64jOpenStream opens a session as the holder of "tok-ann" behind
+// BindSessions(verify) over a server with a tool "ping", and returns once
+// its stream delivers: tool adds a tool, whose tools/list_changed told
+// receives on the session's stream.
+func r64jOpenStream(t *testing.T, verify auth.TokenVerifier) (*httptest.Server, *mcp.ClientSession, func(string), chan struct{}) {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	tool := func(name string) {
 		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
@@ -112,26 +143,5 @@ func r64jStreamAfter(t *testing.T, verify auth.TokenVerifier, end func()) {
 	for len(told) > 0 {
 		<-told
 	}
-	// The token expires, or is revoked: a request with it is refused.
-	end()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", cs.ID())
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	req.Header.Set("Authorization", "Bearer tok-ann")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("a request with the token on the session: %d, want 401", resp.StatusCode)
-	}
-	tool("late")
-	select {
-	case <-told:
-		t.Errorf("the session's stream, opened with a token refused since, still delivers what the server sends (tools/list_changed)")
-	case <-time.After(500 * time.Millisecond):
-	}
+	return srv, cs, tool, told
 }

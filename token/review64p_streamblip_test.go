@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpguard/mcpguard/token"
 )
 
 // TestReview64pStreamSurvivesVerifierBlip: BindSessions' doc says a
@@ -38,47 +33,7 @@ func TestReview64pStreamSurvivesVerifierBlip(t *testing.T) {
 		}
 		return &auth.TokenInfo{UserID: "ann", Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	tool := func(name string) {
-		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
-	}
-	tool("ping")
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	srv := httptest.NewServer(token.BindSessions(verify, h))
-	t.Cleanup(srv.Close)
-
-	told := make(chan struct{}, 16)
-	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { told <- struct{}{} },
-	})
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
-		Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"tok-ann", http.DefaultTransport}},
-	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-
-	// The stream delivers (retried until the client's GET is open).
-	deadline := time.After(3 * time.Second)
-	for n := 0; ; n++ {
-		tool("early" + strings.Repeat("x", n))
-		select {
-		case <-told:
-		case <-time.After(50 * time.Millisecond):
-			continue
-		case <-deadline:
-			t.Fatal("no notification on the session's stream")
-		}
-		break
-	}
-	time.Sleep(100 * time.Millisecond)
-	for len(told) > 0 {
-		<-told
-	}
+	_, _, tool, told := r64jOpenStream(t, verify)
 
 	// One lookup fails (the identity provider blips), then all is well.
 	blip.Store(true)
