@@ -93,8 +93,8 @@ type Options struct {
 	// can succeed), unless NoWriteAhead is set ([New] warns of it on
 	// Logger when the policy allows writes, and [Guard.SetPolicy] when
 	// its policy allows other writes than the one before). A nil pointer
-	// (a *audit.JSONLSink whose OpenJSONL failed) is not a nil sink: New
-	// refuses it, as its every record would fail.
+	// (a *audit.JSONLSink whose OpenJSONL failed) or a nil audit.SinkFunc
+	// is not a nil sink: New refuses it, as its every record would fail.
 	// A sink that is an [audit.Keeper] (the package's JSONL, SQL and fanout sinks)
 	// is handed each outcome event with Keep, and hashes its arguments (and,
 	// for JSONL, encodes it) off the call's path.
@@ -414,10 +414,10 @@ type Guard struct {
 	maxOut int           // opts.MaxOutputBytes, its default applied; negative: no cap
 
 	active atomic.Int64 // calls under way (see Wait)
-	// stalled holds the sessions (mcp.Session) a notification is still
-	// being written to past notifyWait (see notifyBounded).
+	// stalled counts, by session, the notifications still being written
+	// past notifyWait (see notifyBounded).
 	stalledMu sync.Mutex
-	stalled   map[mcp.Session]int // pending writes past notifyWait, by session
+	stalled   map[mcp.Session]int
 
 	instMu sync.Mutex
 	server *mcp.Server // the server Install installed the guard on; nil: none
@@ -640,7 +640,8 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]Tool
 // for an Options.RequestIDHeader that is not a header name, for
 // Options.AuditFailClosed without an Options.Audit sink, for tools that
 // need confirmation while Options.Confirmer is nil, for a Confirmer not
-// made by confirm.NewSigner, or for an Audit sink that is a nil pointer.
+// made by confirm.NewSigner, or for an Audit sink that is a nil pointer or
+// func.
 func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	g, err := newGuard(p, authn, opts)
 	if err != nil {
@@ -663,13 +664,14 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 // the guard would say, but one whose every record fails, each read then
 // answered with no record of it.
 func nilSink(s audit.Sink) error {
-	if v := reflect.ValueOf(s); s != nil && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Func) && v.IsNil() {
-		if v.Kind() == reflect.Func {
-			return fmt.Errorf("mcpguard: the audit sink is a nil %T", s)
-		}
-		return fmt.Errorf("mcpguard: the audit sink is a nil %T (did its OpenJSONL or NewSQL fail?)", s)
+	v := reflect.ValueOf(s)
+	switch {
+	case s == nil || v.Kind() != reflect.Pointer && v.Kind() != reflect.Func || !v.IsNil():
+		return nil
+	case v.Kind() == reflect.Func:
+		return fmt.Errorf("mcpguard: the audit sink is a nil %T", s)
 	}
-	return nil
+	return fmt.Errorf("mcpguard: the audit sink is a nil %T (did its OpenJSONL or NewSQL fail?)", s)
 }
 
 // warnNoTrail warns when p allows writes that o leaves no way to run: no
