@@ -898,7 +898,7 @@ func (g *Gateway) passThrough(w http.ResponseWriter, r *http.Request, pol *polic
 	}
 	if errors.Is(err, errTokenRefused) {
 		// A stream whose token was refused since it opened
-		// ([recheckedStream]) is broken, not ended: the refused write may
+		// (see [Gateway.serveStream]) is broken, not ended: the refused write may
 		// have been inside an event, and a clean end after a cut line
 		// fails a go-sdk client's session (see abortCut). Its client
 		// learns of the refusal when it asks to resume.

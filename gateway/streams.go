@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard/audit"
 	"github.com/mcpguard/mcpguard/internal/corrid"
+	"github.com/mcpguard/mcpguard/internal/recheck"
 	"github.com/mcpguard/mcpguard/policy"
 )
 
@@ -129,7 +129,7 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy
 	// token is refused (revoked, expired) or stands for another principal
 	// (its roles changed): the client's request to resume it is decided
 	// anew.
-	w = &recheckedStream{ResponseWriter: w, check: func() bool {
+	w = &recheck.Writer{ResponseWriter: w, Err: errTokenRefused, Check: func() bool {
 		if g.sameCaller(r, pr) {
 			return true
 		}
@@ -144,7 +144,7 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, pr *policy
 const tokenRefusedReason = "its bearer token is refused now, or stands for another principal"
 
 // errTokenRefused is the cause of a stream's context ended because its
-// token is refused now ([recheckedStream]).
+// token is refused now (see [Gateway.serveStream]).
 var errTokenRefused = errors.New("gateway: the stream's bearer token is refused now")
 
 // sameCaller reports whether r's token is accepted now, for the principal
@@ -175,27 +175,6 @@ func (g *Gateway) sameCaller(r *http.Request, pr *policy.Principal) bool {
 	}
 	return true
 }
-
-// recheckedStream is the ResponseWriter of a stream ([Gateway.serveStream]):
-// before each write, check authenticates its token again; once it is
-// refused (check has ended the stream's context), nothing more is written.
-type recheckedStream struct {
-	http.ResponseWriter
-	check func() bool
-	gone  atomic.Bool
-}
-
-func (w *recheckedStream) Write(b []byte) (int, error) {
-	if w.gone.Load() || !w.check() {
-		w.gone.Store(true)
-		return 0, errTokenRefused
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer (to
-// flush, and to bound a write).
-func (w *recheckedStream) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // refuseStream logs, records and answers the refusal of pr's stream r
 // (m its subscriptions/listen request, nil for a GET) past

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/recheck"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -138,13 +139,17 @@ func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			r = r.WithContext(ctx)
-			w = &recheckedStream{ResponseWriter: w, cancel: cancel, check: func() bool {
+			w = &recheck.Writer{ResponseWriter: w, Err: errTokenRefused, Check: func() bool {
 				again, err := verify(ctx, tok, r)
 				if err != nil && !errors.Is(err, auth.ErrInvalidToken) {
 					return true // verify could not judge it now: not a refusal
 				}
-				return err == nil && again != nil && again.UserID == ti.UserID &&
+				ok := err == nil && again != nil && again.UserID == ti.UserID &&
 					(again.Expiration.IsZero() || time.Now().Before(again.Expiration.Add(MaxLeeway)))
+				if !ok {
+					cancel() // the handler's request ends, and the stream with it
+				}
+				return ok
 			}}
 		}
 		auth.RequireBearerToken(verified, opts)(h).ServeHTTP(w, r)
@@ -152,38 +157,8 @@ func BindSessions(verify auth.TokenVerifier, h http.Handler) http.Handler {
 }
 
 // errTokenRefused ends a session's stream whose token verify refuses now
-// ([recheckedStream]).
+// (see [BindSessions]).
 var errTokenRefused = errors.New("token: the stream's bearer token is refused now")
-
-// recheckedStream is the ResponseWriter of a session's GET stream behind
-// BindSessions: before each write, check verifies the request's token
-// again (for the same user, not expired), and on a refusal the stream
-// ends: cancel ends the handler's request, and nothing more is written.
-// The go-sdk writes a stream from one goroutine at a time.
-type recheckedStream struct {
-	http.ResponseWriter
-	cancel context.CancelFunc
-	check  func() bool
-	gone   bool
-}
-
-func (w *recheckedStream) Write(p []byte) (int, error) {
-	if w.gone || !w.check() {
-		w.gone = true
-		w.cancel()
-		return 0, errTokenRefused
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *recheckedStream) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.gone {
-		f.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the writer underneath.
-func (w *recheckedStream) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // userMismatch is the body of the go-sdk's 403 to a request on a session
 // bound to another user (http.Error's, with its newline).
