@@ -47,16 +47,16 @@ func TestReview64qStreamRolesDroppedWithDuplicate(t *testing.T) {
 	}
 }
 
-// TestReview64qStreamEndsOnAuthenticatorBlip: the package doc says a stream
-// "ends once its token is refused (revoked ...; expired) or stands for
-// another principal"; a token the Authenticator cannot judge for a moment
-// (ErrAuthenticatorUnavailable: an IdP blip) is not refused, and a new
-// request is answered as the upstream's failure, "not 401". The stream
-// ends all the same at its next event, logged as "its bearer token is
-// refused now": every stream that carries an event during a blip is ended,
-// and its client's resumption, asked while the IdP is still down, is
-// refused 503 (a go-sdk client then fails its session).
-func TestReview64qStreamEndsOnAuthenticatorBlip(t *testing.T) {
+// TestReview64qStreamSurvivesAuthenticatorBlip: the package doc says a
+// stream "ends once its token is refused (revoked ...; expired) or stands
+// for another principal"; a token the Authenticator cannot judge for a
+// moment (ErrAuthenticatorUnavailable: an IdP blip) is not refused, and a
+// new request is answered as the upstream's failure, "not 401". The stream
+// ended all the same at its next event, logged as "its bearer token is
+// refused now": every stream that carried an event during a blip was
+// ended, and its client's resumption, asked while the IdP was still down,
+// refused 503 (a go-sdk client then fails its session). It stays open.
+func TestReview64qStreamSurvivesAuthenticatorBlip(t *testing.T) {
 	var blip atomic.Bool
 	auth := AuthenticatorFunc(func(_ context.Context, tok string) (*policy.Principal, error) {
 		if blip.Load() {
