@@ -200,7 +200,11 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// where names the database in the trail's heading: a temporary one is
+	// gone at exit, and its name would send its reader to no file.
+	where := filepath.Base(auditPath)
 	if auditPath == "" {
+		where = "a temporary database, removed at exit (-audit PATH keeps it)"
 		dir, err := os.MkdirTemp("", "mcpguard-demo-")
 		if err != nil {
 			// Its error alone ("stat /gone: no such file or directory")
@@ -439,7 +443,7 @@ func walk(ctx context.Context, auditPath string, out io.Writer) error {
 			evs = append(evs, e)
 		}
 	}
-	fmt.Fprintf(out, "\nAudit trail (%d records in %s, table audit_log):\n", len(evs), filepath.Base(auditPath))
+	fmt.Fprintf(out, "\nAudit trail (%d records in %s, table audit_log):\n", len(evs), where)
 	for _, e := range evs {
 		verdict := "ALLOW"
 		if !e.Allowed {
