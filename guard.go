@@ -150,7 +150,8 @@ type Options struct {
 	// caller to write again. False (the default) lets the read proceed and
 	// reports the failure to Logger. [New] refuses it without an Audit
 	// sink: no outcome event could be written, so every read would run
-	// unrecorded.
+	// unrecorded; and with NoWriteAhead: a write whose outcome event could
+	// not be written would have run with no record at all.
 	AuditFailClosed bool
 	// Limiter applies rate, spend and in-flight caps. Nil means none.
 	// [New] (and [Guard.SetPolicy], for its policy) refuses a limiter
@@ -279,7 +280,9 @@ type Options struct {
 	Tools map[string]ToolOptions
 	// ProtocolErrors reports denials as JSON-RPC errors instead of tool
 	// error results. TOOL_NOT_FOUND is always a JSON-RPC error, identical to
-	// the go-sdk's own for an unknown tool.
+	// the go-sdk's own for an unknown tool. A dry run's preview that does
+	// not fit the tool's output schema, a tool error but no denial, is then
+	// in its text content alone, as with SchemaSafeErrors.
 	ProtocolErrors bool
 	// SchemaSafeErrors leaves StructuredContent out of the tool-error
 	// results the guard gives for a tool with an output schema (every tool
@@ -638,7 +641,8 @@ func checkLimitTools(p *policy.Policy, l *limiter.Limiter, tools map[string]Tool
 // lower: see [Options].Limiter), which would refuse every call charged
 // under that rule for ever, for an Options.ArgsKey shorter than 16 bytes,
 // for an Options.RequestIDHeader that is not a header name, for
-// Options.AuditFailClosed without an Options.Audit sink, for tools that
+// Options.AuditFailClosed without an Options.Audit sink or with
+// Options.NoWriteAhead, for tools that
 // need confirmation while Options.Confirmer is nil, for a Confirmer not
 // made by confirm.NewSigner, or for an Audit sink that is a nil pointer or
 // func.
@@ -651,6 +655,9 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 	// the Options, and none reads AuditFailClosed.
 	if g.opts.AuditFailClosed && g.opts.Audit == nil {
 		return nil, errors.New("mcpguard: AuditFailClosed without an Audit sink: no outcome record could be written, so every read would run unrecorded; set Options.Audit, or leave AuditFailClosed off")
+	}
+	if g.opts.AuditFailClosed && g.opts.NoWriteAhead {
+		return nil, errors.New("mcpguard: AuditFailClosed with NoWriteAhead: a write whose outcome record could not be written would have run with no record of it at all (no intent stands for it); leave one of them off")
 	}
 	if err := checkConfirmer(p, g.opts.Confirmer); err != nil {
 		return nil, err

@@ -322,8 +322,9 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 			// the tool's Describe text.
 			if res.IsError = e.out != nil && e.checkOutput(res, -1) != nil; res.IsError {
 				// Nor would a client that checks tool errors' (see
-				// Options.SchemaSafeErrors): the preview in its text alone.
-				if g.opts.SchemaSafeErrors {
+				// Options.SchemaSafeErrors, which names ProtocolErrors for
+				// such clients too): the preview in its text alone.
+				if g.opts.SchemaSafeErrors || g.opts.ProtocolErrors {
 					res.StructuredContent = nil
 				}
 				// Allowed (nothing was refused), but the record says why
@@ -465,6 +466,18 @@ func (g *Guard) settle(ctx context.Context, c *call, e *toolEntry, ld limiter.De
 		// the contract: a failure of the handler's, below.
 		var de *DenialError
 		if errors.As(err, &de) && de.Code != "" {
+			// Held to step 11's bounds as a result is (MaxOutputBytes,
+			// the nesting a go-sdk client reads): its message and
+			// details reach the client as a tool error's content, or a
+			// JSON-RPC error's data.
+			if oerr := e.checkResult(de.Result(), g.maxOut); oerr != nil {
+				c.detail = "refused by the tool; its refusal: output: " + oerr.Error()
+				msg := "the tool returned a malformed refusal"
+				if _, ok := oerr.(*tooLarge); ok {
+					msg = "the tool's refusal is larger than the server allows"
+				}
+				return g.deny(c, c.failedWrite(Deny(CodeInvalidResponse, msg)))
+			}
 			c.detail = "refused by the tool"
 			d := *de
 			if c.rule.Class == policy.Write && !c.dryRun && !notRun(d.Code) {
