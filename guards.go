@@ -73,6 +73,14 @@ func Recover(log *slog.Logger) Middleware {
 				// failure of the handler's, INTERNAL, as the Guard has it.
 				var de *DenialError
 				if errors.As(err, &de) && de != nil && de.Code != "" {
+					// Its details held to the nesting a go-sdk client
+					// reads, as a Guard holds them (see ValidateOutput).
+					if oerr := structuredEncodes(de.Result().StructuredContent, -1); oerr != nil {
+						if ac := auditCall(ctx, req); ac != nil {
+							ac.detail = "refused by the tool; its refusal: output: " + oerr.Error()
+						}
+						return denied(ctx, req, rc.failed(Deny(CodeInvalidResponse, "the tool returned a malformed refusal"))), nil
+					}
 					return denied(ctx, req, de), nil
 				}
 				if we := wireError(err); we != nil {
@@ -156,7 +164,14 @@ func Authenticate(a Authenticator) Middleware {
 				if ac := auditCall(ctx, req); ac != nil && ac.detail == "" {
 					ac.detail = authDetail(err) // why, as a Guard records it
 				}
-				return denied(ctx, req, authDenial(err)), nil
+				// Before resolution: SchemaSafe keeps its StructuredContent,
+				// as a Guard's refusal before resolution does.
+				res := denied(ctx, req, authDenial(err))
+				if g, ok := res.GetError().(refusedByGuard); ok {
+					g.unresolved = true
+					res.SetError(g)
+				}
+				return res, nil
 			}
 			if ac := auditCall(ctx, req); ac != nil {
 				ac.id = id
@@ -548,15 +563,17 @@ func denied(ctx context.Context, req *mcp.CallToolRequest, d *DenialError) *mcp.
 // guard's (a step's, a Guard's) of req, not a handler's (see
 // handlerError).
 func guardRefusal(res *mcp.CallToolResult, d *DenialError, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	res.SetError(refusedByGuard{d, req})
+	res.SetError(refusedByGuard{DenialError: d, req: req})
 	return res
 }
 
 // refusedByGuard is the error of a refusal of the guard's own result: of
-// the request req.
+// the request req; unresolved when it came before the tool was resolved
+// ([Authenticate]'s), which [SchemaSafe] leaves whole.
 type refusedByGuard struct {
 	*DenialError
-	req *mcp.CallToolRequest
+	req        *mcp.CallToolRequest
+	unresolved bool
 }
 
 func (r refusedByGuard) Unwrap() error { return r.DenialError }

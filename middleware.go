@@ -30,14 +30,19 @@ type Middleware func(mcp.ToolHandler) mcp.ToolHandler
 // instead of throwing -32602. A refusal is a result with IsError set that
 // DenialOf reads; other results pass unchanged. Put it outermost in the
 // chain of a tool with an output schema, for the steps that take no
-// [Options]. An UNAUTHENTICATED refusal keeps its StructuredContent, as a
-// Guard's refusal before resolution does: the caller may not know the tool.
+// [Options]. An UNAUTHENTICATED refusal, and any refusal of [Authenticate]
+// (its Authenticator's UPSTREAM_UNAVAILABLE or cap), keeps its
+// StructuredContent, as a Guard's refusal before resolution does: the
+// caller may not know the tool, and must not learn which have a schema.
 func SchemaSafe() Middleware {
 	return func(next mcp.ToolHandler) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			res, err := next(ctx, req)
 			if err != nil || res == nil || !res.IsError || res.StructuredContent == nil {
 				return res, err
+			}
+			if g, ok := res.GetError().(refusedByGuard); ok && g.unresolved {
+				return res, nil // before resolution: see above
 			}
 			if d, ok := DenialOf(res, nil); ok && d.Code != CodeUnauthenticated {
 				out := *res
