@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -150,7 +151,9 @@ type Options struct {
 	// RoundTrip, or answer body's Read, does not return once that context
 	// ended, or whose answer to a POST goes on handing over data after it
 	// (a POST's answer is read to its end for the call's outcome), holds
-	// the call, its handler and its in-flight place, until it does.
+	// the call, its handler and its in-flight place, until it does. New
+	// refuses a nil pointer in it (an *http.Transport variable left unset),
+	// whose every call would fail.
 	Transport http.RoundTripper
 	// TLSConfig, if non-nil, is the TLS configuration of the gateway's own
 	// client for an https upstream: RootCAs for a downstream behind a
@@ -269,7 +272,8 @@ type Options struct {
 	// a deadline (a client that left does not cut its record short): a
 	// sink that never returns holds the request's handler, and so
 	// http.Server's Shutdown, until it does. New refuses a nil pointer (a
-	// *audit.JSONLSink whose OpenJSONL failed), whose every record fails.
+	// *audit.JSONLSink whose OpenJSONL failed) or func in it, whose every
+	// record would fail.
 	Audit audit.Sink
 	// ArgsKey, when set, makes the audit events' args_sha256 an HMAC-SHA256
 	// under this key ([audit.ArgsHMAC]): a plain hash of arguments with few
@@ -699,9 +703,12 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		return nil, errors.New("gateway: TLSConfig and Transport are both set: TLSConfig is the gateway's own client's; set the Transport's own TLS configuration instead")
 	case o.Pins != nil && o.Pins.pin == nil:
 		return nil, errors.New("gateway: Options.Pins not made by ParsePins or TrustOnFirstUse")
-	case o.Audit != nil && reflect.ValueOf(o.Audit).Kind() == reflect.Pointer && reflect.ValueOf(o.Audit).IsNil():
+	case nilInside(o.Audit):
 		// Not "no sink": one whose every record fails.
 		return nil, fmt.Errorf("gateway: Options.Audit is a nil %T (did its OpenJSONL or NewSQL fail?)", o.Audit)
+	case nilInside(o.Transport):
+		// Not "the gateway's own client": one whose every call fails.
+		return nil, fmt.Errorf("gateway: Options.Transport is a nil %T", o.Transport)
 	case o.TLSConfig != nil && u.Scheme != "https":
 		return nil, fmt.Errorf("gateway: TLSConfig is set but upstream %s is not https: it would be ignored", shownRawURL(upstream))
 	}
@@ -766,6 +773,8 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 	if g.maxBody <= 0 {
 		g.maxBody = 4 << 20
 	}
+	// A read takes one byte past the bound, to tell a body over it.
+	g.maxBody = min(g.maxBody, math.MaxInt64-1)
 	if g.streams.max = o.MaxStreams; g.streams.max == 0 {
 		g.streams.max = defaultMaxStreams
 	}
@@ -1046,6 +1055,13 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 		return nil, errUnauthenticated("invalid bearer token", true)
 	}
 	return pr, nil
+}
+
+// nilInside reports whether v, not nil itself, holds a nil pointer or
+// func: a variable of a concrete type left unset, given to an interface.
+func nilInside(v any) bool {
+	r := reflect.ValueOf(v)
+	return v != nil && (r.Kind() == reflect.Pointer || r.Kind() == reflect.Func) && r.IsNil()
 }
 
 // callAuthenticator asks the Authenticator about tok; ok is false when it
