@@ -74,9 +74,10 @@ type ToolOptions struct {
 	// gives way to the generic description: a human is never asked to
 	// confirm an action the prompt does not show.
 	Describe func(tool string, args map[string]any) string
-	// Timeout is the per-call deadline. 0 means [Options.Timeout]. It
-	// bounds the guarded calls the handler makes in-process with its
-	// context too, writes included (see [Guard.Wrap]).
+	// Timeout is the per-call deadline. 0 means [Options.Timeout]; a
+	// negative value means none for this tool, whatever Options.Timeout
+	// says. It bounds the guarded calls the handler makes in-process with
+	// its context too, writes included (see [Guard.Wrap]).
 	Timeout time.Duration
 }
 
@@ -339,10 +340,10 @@ type Options struct {
 	MaxOutputBytes int
 	// Validation tunes argument validation. Nil means strict.
 	Validation *ValidationOptions
-	// Timeout is the default per-call deadline. 0 means none. It bounds
-	// the handler, and starts when the handler is called: the question
-	// that asks an older client's human to confirm the call (see
-	// Confirmer) comes before it.
+	// Timeout is the default per-call deadline. 0 (or a negative value)
+	// means none. It bounds the handler, and starts when the handler is
+	// called: the question that asks an older client's human to confirm
+	// the call (see Confirmer) comes before it.
 	Timeout time.Duration
 	// RetryReads retries a read tool once when its handler fails with an
 	// error that unwraps to [ErrUpstreamUnavailable] or reports
