@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/corrid"
 	"github.com/mcpguard/mcpguard/internal/limitcheck"
 	"github.com/mcpguard/mcpguard/internal/logsafe"
+	"github.com/mcpguard/mcpguard/internal/typednil"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -672,12 +672,8 @@ func New(p *policy.Policy, authn Authenticator, opts *Options) (*Guard, error) {
 // the guard would say, but one whose every record fails, each read then
 // answered with no record of it.
 func nilSink(s audit.Sink) error {
-	v := reflect.ValueOf(s)
-	switch {
-	case s == nil || v.Kind() != reflect.Pointer && v.Kind() != reflect.Func || !v.IsNil():
+	if !typednil.Is(s) {
 		return nil
-	case v.Kind() == reflect.Func:
-		return fmt.Errorf("mcpguard: the audit sink is a nil %T", s)
 	}
 	return fmt.Errorf("mcpguard: the audit sink is a nil %T (did its OpenJSONL or NewSQL fail?)", s)
 }

@@ -11,7 +11,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/logsafe"
 	"github.com/mcpguard/mcpguard/internal/loopback"
 	"github.com/mcpguard/mcpguard/internal/textsafe"
+	"github.com/mcpguard/mcpguard/internal/typednil"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/mcpguard/mcpguard/token"
@@ -703,10 +703,10 @@ func New(upstream string, auth Authenticator, opts *Options) (*Gateway, error) {
 		return nil, errors.New("gateway: TLSConfig and Transport are both set: TLSConfig is the gateway's own client's; set the Transport's own TLS configuration instead")
 	case o.Pins != nil && o.Pins.pin == nil:
 		return nil, errors.New("gateway: Options.Pins not made by ParsePins or TrustOnFirstUse")
-	case nilInside(o.Audit):
+	case typednil.Is(o.Audit):
 		// Not "no sink": one whose every record fails.
 		return nil, fmt.Errorf("gateway: Options.Audit is a nil %T (did its OpenJSONL or NewSQL fail?)", o.Audit)
-	case nilInside(o.Transport):
+	case typednil.Is(o.Transport):
 		// Not "the gateway's own client": one whose every call fails.
 		return nil, fmt.Errorf("gateway: Options.Transport is a nil %T", o.Transport)
 	case o.TLSConfig != nil && u.Scheme != "https":
@@ -1055,13 +1055,6 @@ func (g *Gateway) authenticateBearer(r *http.Request) (*policy.Principal, *rpcEr
 		return nil, errUnauthenticated("invalid bearer token", true)
 	}
 	return pr, nil
-}
-
-// nilInside reports whether v, not nil itself, holds a nil pointer or
-// func: a variable of a concrete type left unset, given to an interface.
-func nilInside(v any) bool {
-	r := reflect.ValueOf(v)
-	return v != nil && (r.Kind() == reflect.Pointer || r.Kind() == reflect.Func) && r.IsNil()
 }
 
 // callAuthenticator asks the Authenticator about tok; ok is false when it

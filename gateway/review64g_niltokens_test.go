@@ -38,10 +38,7 @@ func TestReview64gNilTokenStore(t *testing.T) {
 		return // refused: as good
 	}
 	w := httptest.NewRecorder()
-	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	r.Header.Set("Authorization", "Bearer abcdefghijklmnop")
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
+	r := r64Post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "abcdefghijklmnop")
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
@@ -108,10 +105,7 @@ func TestReview64AuthenticatorPanicAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := httptest.NewRecorder()
-	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_order"}}`))
-	r.Header.Set("Authorization", "Bearer abcdefghijklmnop")
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
+	r := r64Post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_order"}}`, "abcdefghijklmnop")
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
@@ -152,14 +146,21 @@ func TestReview64AuthenticatorAbortHandlerKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	r.Header.Set("Authorization", "Bearer abcdefghijklmnop")
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
+	r := r64Post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "abcdefghijklmnop")
 	defer func() {
 		if v := recover(); v != http.ErrAbortHandler {
 			t.Errorf("ServeHTTP recovered %v; want http.ErrAbortHandler raised as itself", v)
 		}
 	}()
 	g.ServeHTTP(httptest.NewRecorder(), r)
+}
+
+// r64Post is a POST of body to /mcp with bearer token tok, as an MCP
+// client sends it.
+func r64Post(body, tok string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+tok)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	return r
 }

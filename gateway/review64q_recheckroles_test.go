@@ -26,20 +26,8 @@ func TestReview64qStreamRolesDroppedWithDuplicate(t *testing.T) {
 		}
 		return &policy.Principal{Subject: "ann", Roles: []string{"support", "billing"}}, nil
 	})
-	d := &r64jDown{release: make(chan struct{})}
-	ds := newServer(t, d)
-	t.Cleanup(ds.CloseClientConnections)
-	g, err := New(ds.URL+"/mcp", auth, &Options{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := newServer(t, g)
-	t.Cleanup(gs.CloseClientConnections)
-	s := r64jOpen(t, gs.URL, "Bearer tok-1", false)
+	s, d, _ := r64qStream(t, auth)
 	defer s.close()
-	if !strings.Contains(s.next(t), `"first"`) {
-		t.Fatal("the stream's first event did not come")
-	}
 	changed.Store(true)
 	close(d.release)
 	if ev := s.next(t); strings.Contains(ev, "after-revocation-secret") {
@@ -64,6 +52,24 @@ func TestReview64qStreamSurvivesAuthenticatorBlip(t *testing.T) {
 		}
 		return &policy.Principal{Subject: "ann", Roles: []string{"support"}}, nil
 	})
+	s, d, gsURL := r64qStream(t, auth)
+	defer s.close()
+	blip.Store(true)
+	if rep := (&rig{url: gsURL}).post(t, "Bearer tok-1", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); rep.status == http.StatusUnauthorized {
+		t.Fatalf("a request during the blip: status %d, want not 401", rep.status)
+	}
+	close(d.release)
+	if ev := s.next(t); !strings.Contains(ev, "after-revocation-secret") {
+		t.Errorf("the stream ended on an Authenticator that could not judge its token (not refused): next event %q", ev)
+	}
+}
+
+// r64qStream opens a GET stream through a gateway with auth in front of an
+// r64jDown, and returns once its first event came: the stream, the
+// downstream (close its release for the second event) and the gateway's
+// URL.
+func r64qStream(t *testing.T, auth Authenticator) (*r64jStream, *r64jDown, string) {
+	t.Helper()
 	d := &r64jDown{release: make(chan struct{})}
 	ds := newServer(t, d)
 	t.Cleanup(ds.CloseClientConnections)
@@ -74,16 +80,9 @@ func TestReview64qStreamSurvivesAuthenticatorBlip(t *testing.T) {
 	gs := newServer(t, g)
 	t.Cleanup(gs.CloseClientConnections)
 	s := r64jOpen(t, gs.URL, "Bearer tok-1", false)
-	defer s.close()
 	if !strings.Contains(s.next(t), `"first"`) {
+		s.close()
 		t.Fatal("the stream's first event did not come")
 	}
-	blip.Store(true)
-	if rep := (&rig{url: gs.URL}).post(t, "Bearer tok-1", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); rep.status == http.StatusUnauthorized {
-		t.Fatalf("a request during the blip: status %d, want not 401", rep.status)
-	}
-	close(d.release)
-	if ev := s.next(t); !strings.Contains(ev, "after-revocation-secret") {
-		t.Errorf("the stream ended on an Authenticator that could not judge its token (not refused): next event %q", ev)
-	}
+	return s, d, gs.URL
 }
