@@ -186,6 +186,9 @@ func TestReview64cCapsWithRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.g.SetPolicy(pol)
+		// A notification to a session closed mid-call may still be
+		// waited for (at most 10 s, the guard's notifyWait): past it.
+		time.Sleep(11 * time.Second)
 		// Every slot is back: gmax sessions hold a call each.
 		release := make(chan struct{})
 		var held sync.WaitGroup
