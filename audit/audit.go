@@ -138,8 +138,16 @@ type Sink interface {
 // SinkFunc adapts a function to a [Sink].
 type SinkFunc func(ctx context.Context, e *Event) error
 
-// Write calls f(ctx, e).
-func (f SinkFunc) Write(ctx context.Context, e *Event) error { return f(ctx, e) }
+// Write calls f(ctx, e); a nil f records nothing and returns an error.
+func (f SinkFunc) Write(ctx context.Context, e *Event) error {
+	if f == nil {
+		return errNilSinkFunc
+	}
+	return f(ctx, e)
+}
+
+// errNilSinkFunc is the failure of every Write of a nil [SinkFunc].
+var errNilSinkFunc = errors.New("audit: nil SinkFunc")
 
 // DurableWriter is implemented by sinks whose plain Write may return before
 // the event is on stable storage (buffered sinks). WriteDurable returns nil

@@ -25,7 +25,7 @@ type FanoutSink struct {
 // sinks still record the event. A sink that panics (its bug) has failed:
 // the panic is logged to slog.Default at Error, with its stack. A fanout
 // of no sinks refuses every event with [ErrNoSink]; after Close, every
-// write returns [ErrClosed].
+// write returns [ErrClosed], as every method of a nil *FanoutSink does.
 func Fanout(sinks ...Sink) *FanoutSink {
 	f := &FanoutSink{}
 	for _, s := range sinks {
@@ -167,11 +167,11 @@ func closeOne(s Sink, c io.Closer) (err error) {
 	return c.Close()
 }
 
-// usable returns the error that refuses a write: [ErrClosed] after Close,
-// [ErrNoSink] for a fanout of no sinks.
+// usable returns the error that refuses a write: [ErrClosed] after Close
+// (and for a nil *FanoutSink), [ErrNoSink] for a fanout of no sinks.
 func (f *FanoutSink) usable() error {
 	switch {
-	case f.closed.Load():
+	case f == nil, f.closed.Load():
 		return ErrClosed
 	case len(f.sinks) == 0:
 		return ErrNoSink
@@ -180,9 +180,10 @@ func (f *FanoutSink) usable() error {
 }
 
 // Close closes every sink that implements io.Closer and returns their errors,
-// joined; later writes return [ErrClosed], and so does a second Close.
+// joined; later writes return [ErrClosed], and so does a second Close (and
+// Close of a nil *FanoutSink).
 func (f *FanoutSink) Close() error {
-	if f.closed.Swap(true) {
+	if f == nil || f.closed.Swap(true) {
 		return ErrClosed
 	}
 	var errs []error

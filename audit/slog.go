@@ -117,7 +117,7 @@ func NewSlogSink(h slog.Handler, opts *SlogSinkOptions) *SlogSink {
 // long as it takes, and may reach the handler before a record whose Write
 // gave up: the records of one call may then be out of order.
 func (s *SlogSink) Write(ctx context.Context, e *Event) error {
-	if s.closed.Load() {
+	if s == nil || s.closed.Load() {
 		return ErrClosed
 	}
 	if e == nil {
@@ -216,9 +216,10 @@ func (s *SlogSink) handleBounded(ctx context.Context, r slog.Record) error {
 
 // Close makes later writes fail with [ErrClosed], like every other sink,
 // and so does a second Close; it does not close the handler's destination,
-// which the sink does not own.
+// which the sink does not own. Write and Close of a nil *SlogSink return
+// [ErrClosed].
 func (s *SlogSink) Close() error {
-	if s.closed.Swap(true) {
+	if s == nil || s.closed.Swap(true) {
 		return ErrClosed
 	}
 	return nil
