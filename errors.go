@@ -160,12 +160,19 @@ type DenialError struct {
 // Deny returns a *DenialError with code c and message msg.
 func Deny(c Code, msg string) *DenialError { return &DenialError{Code: c, Message: msg} }
 
-// Error returns "CODE: message".
+// Error returns "CODE: message", or "CODE" without a message. Without a
+// code (no refusal of the contract: a Guard answers a handler's as the
+// handler's failure, INTERNAL) it reads "(no code)" in its place, so that
+// its text is never empty.
 func (e *DenialError) Error() string {
-	if e.Message == "" {
-		return string(e.Code)
+	code := string(e.Code)
+	if code == "" {
+		code = "(no code)"
 	}
-	return string(e.Code) + ": " + e.Message
+	if e.Message == "" {
+		return code
+	}
+	return code + ": " + e.Message
 }
 
 // Unwrap returns the sentinel error of e.Code.
