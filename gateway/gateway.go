@@ -91,10 +91,10 @@ type Options struct {
 	// Timeout bounds the wait for the downstream's response headers and,
 	// for a POST, every silence between two pieces of its body; once a
 	// POST's client has gone, it bounds the rest of the answer too, from
-	// when the client was last seen. Zero means 30 seconds. A GET stream
-	// (server-to-client events), and the event stream answering a
-	// subscriptions/listen request, are bounded only until their headers
-	// arrive, and end with their client.
+	// when the client was last seen. Zero (or a negative value) means 30
+	// seconds. A GET stream (server-to-client events), and the event
+	// stream answering a subscriptions/listen request, are bounded only
+	// until their headers arrive, and end with their client.
 	// It also bounds every write of an answer to the client (in pieces of
 	// at most 32 KiB; an answer of the gateway's own of at most 2 KiB is
 	// left to net/http): a client that stopped reading counts as gone
@@ -104,16 +104,15 @@ type Options struct {
 	Timeout time.Duration
 	// MaxBodyBytes caps a request body: a POST's, and a GET's or a
 	// DELETE's, which is read and dropped, not forwarded (over the cap:
-	// -32600, HTTP 413). Zero means 4 MiB. A body is read once its caller's
-	// token is accepted (of a POST whose token is refused or cannot be
-	// judged, at most 64 KiB are read, for its id and records: a longer
-	// body, or one encoded or in another charset, is left unread and an
-	// HTTP/1 connection closed). The gateway sets no deadline on a body's
-	// arrival: a client that stalls in one holds its handler until it
-	// leaves, unless
-	// the http.Server's ReadTimeout bounds it, which net/http lifts once
-	// the body has been read, so that it cuts no answer or stream
-	// (examples/gateway sets it to its --timeout).
+	// -32600, HTTP 413). Zero (or a negative value) means 4 MiB. A body is
+	// read once its caller's token is accepted (of a POST whose token is
+	// refused or cannot be judged, at most 64 KiB are read, for its id and
+	// records: a longer body, or one encoded or in another charset, is left
+	// unread and an HTTP/1 connection closed). The gateway sets no deadline
+	// on a body's arrival: a client that stalls in one holds its handler
+	// until it leaves, unless the http.Server's ReadTimeout bounds it, which
+	// net/http lifts once the body has been read, so that it cuts no answer
+	// or stream (examples/gateway sets it to its --timeout).
 	MaxBodyBytes int64
 	// Transport sends requests downstream. Nil means the gateway's own
 	// HTTP/1.1 client, which writes each request and reads its answer on
