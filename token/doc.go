@@ -49,8 +49,8 @@
 // [RemoteKeySet] fetches the JWK Set from the issuer's "jwks_uri", caches
 // it, and fetches it again when a token names a new key, or has no kid
 // and no key of the set verifies it (at most once a minute by default),
-// or when it is an hour old, keeping the last good set
-// when a fetch fails; a response's Cache-Control max-age, no-store or
+// or when it is an hour old, keeping the last good set when a fetch fails;
+// a response's Cache-Control max-age (less its Age header), no-store or
 // no-cache shortens the hour, never below that minimum. [DiscoverKeySet]
 // finds the jwks_uri in the issuer's metadata (its OpenID Connect
 // discovery document, or its RFC 8414 authorization server metadata),

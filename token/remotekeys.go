@@ -52,8 +52,9 @@ type RemoteKeySetOptions struct {
 	// fetch that MaxAge makes due as well.
 	MinRefreshInterval time.Duration
 	// MaxAge is how long a fetched set is used before it is fetched again.
-	// A response's Cache-Control max-age shortens it, but not below
-	// MinRefreshInterval; so do no-store and no-cache, which make it
+	// A response's Cache-Control max-age (less its Age, the time it spent
+	// in a cache on the way) shortens it, but not below MinRefreshInterval;
+	// so do no-store and no-cache, which make it
 	// MinRefreshInterval (never a fetch per lookup, which tokens could
 	// then force). Zero means one hour. It must not be under
 	// MinRefreshInterval (after the defaults): a MaxAge under a minute
@@ -354,8 +355,12 @@ func (s *RemoteKeySet) fetch(ctx context.Context, rawURL string) (map[string]cry
 		s.report(fmt.Errorf("token: JWK Set %s: %d keys left out, %d kept: %w", shown, len(skipped), len(keys), joinSome(skipped)))
 	}
 	ttl := s.maxAge
-	if age, ok := maxAge(header.Values("Cache-Control")); ok && age < ttl {
-		ttl = max(age, s.minInterval)
+	if fresh, ok := maxAge(header.Values("Cache-Control")); ok {
+		// The response may have waited in a cache for Age seconds of
+		// its lifetime already (RFC 9111, section 4.2.3).
+		if fresh -= ageOf(header.Values("Age")); fresh < ttl {
+			ttl = max(fresh, s.minInterval)
+		}
 	}
 	return keys, ttl, nil
 }
@@ -444,6 +449,20 @@ func maxAge(values []string) (age time.Duration, ok bool) {
 		}
 	}
 	return age, ok
+}
+
+// ageOf returns the age an Age header's values give a response (RFC 9111,
+// section 5.1): its first value, a number of seconds; zero when there is
+// none or it is not a non-negative integer (which a cache ignores).
+func ageOf(values []string) time.Duration {
+	if len(values) == 0 {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(values[0]), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(min(n, int64(time.Duration(1<<63-1)/time.Second))) * time.Second
 }
 
 // lookup returns the key named kid, or without a kid (hasKid false) the
