@@ -615,13 +615,16 @@ func checkRoles(roles []string, what, list string) error {
 }
 
 // CheckName returns an error saying what is wrong with name when [New]
-// would refuse it as a name in its configuration: invalid UTF-8, a control
-// or invisible formatting character (but a joiner within a word), white
-// space at an end, nothing but default-ignorable characters. A gateway
+// would refuse it as a name in its configuration: empty, invalid UTF-8, a
+// control or invisible formatting character (but a joiner within a word),
+// white space at an end, nothing but default-ignorable characters. A gateway
 // applies it to the tool names it is called with: a downstream that trims
 // or drops such characters could otherwise run a protected tool under a
 // name no rule matches.
 func CheckName(name string) error {
+	if name == "" {
+		return errors.New("policy: the name is empty")
+	}
 	if e := nameError(name); e != "" {
 		return fmt.Errorf("policy: the name %q %s", name, e)
 	}
