@@ -134,6 +134,9 @@ func (b *batchOut) run(r *http.Request, m *member) {
 		defer b.g.ends.remove(&end)
 		r = r.WithContext(ctx)
 		m.stream, m.end, m.req = ctx, end, r
+		// Once EndStreams ends it, a write of the batch's answer lasts
+		// a second at most, as a single stream's ([cutOnEnd]).
+		defer cutOnEnd(r, &b.out)()
 	}
 	h := outboundHeader(r.Header, b.pr, b.cid)
 	memberHeaders(h, m.p.m)
@@ -363,7 +366,14 @@ func (b *batchOut) relay(m *member) {
 		}
 		return msg
 	}
-	err := readEvents(m.c, func(ev *event) {
+	var rd io.Reader = m.c
+	if m.stream != nil {
+		// A subscriptions/listen's stream, silent until something
+		// changes: no timeout once its header has come, as a single
+		// one's ([Gateway.passThrough]).
+		rd = m.c.resp.Body
+	}
+	err := readEvents(rd, func(ev *event) {
 		if !b.recheck(m) {
 			return
 		}
