@@ -199,6 +199,7 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 			}
 			out := []byte{'['}
 			if v[0] == '[' {
+				mixed := g.mixedNames(v)
 				forEachElement(v, 0, func(tool []byte) {
 					if tool[0] != '{' {
 						return
@@ -207,7 +208,7 @@ func (g *Gateway) filterTools(l *listing, msg []byte) []byte {
 					if !ok || name == nil {
 						return
 					}
-					if s, ok := jsonString(name); ok && g.listable(l, pol, s, tool) {
+					if s, ok := jsonString(name); ok && g.listable(l, pol, s, tool, mixed) {
 						if len(out) > 1 {
 							out = append(out, ',')
 						}
@@ -283,8 +284,10 @@ func ambiguousKey(k []byte, name string) bool {
 // admin_* rule); with Pins, its definition is the one approved. A tool
 // withheld for its definition is logged and recorded, once per definition
 // ([Pins.listed]), and one by one for at most maxWithheldRecords tools per
-// request and verdict (see [Gateway.withheldSummary] for the rest).
-func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []byte) bool {
+// request and verdict (see [Gateway.withheldSummary] for the rest); mixed
+// names the tools its listing lists with two definitions or more
+// ([Gateway.mixedNames], [Pins.listedAmong]).
+func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []byte, mixed map[string]bool) bool {
 	if g.filter {
 		if policy.CheckName(name) != nil || strings.ContainsRune(name, utf8.RuneError) {
 			return false
@@ -299,7 +302,7 @@ func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []b
 		return true
 	}
 	d := ToolDigest(tool)
-	v, first, pinned := g.pins.listed(name, d)
+	v, first, pinned := g.pins.listedAmong(name, d, mixed)
 	if v == pinOK {
 		return true
 	}

@@ -314,3 +314,53 @@ func (g *Gateway) refuseUnreadable(cid string, resp *http.Response) {
 	g.log.Warn("upstream answer refused: encoded, or not UTF-8", "cid", cid, "status", resp.StatusCode,
 		"content_encoding", quoted(resp.Header.Get("Content-Encoding")), "content_type", quoted(resp.Header.Get("Content-Type")))
 }
+
+// mixedNames returns the names (as clientName gives them) that tools, the
+// tools array of a listing, lists more than once with more than one
+// definition ([Pins.listedAmong]); nil without Pins, or when no name is
+// listed twice. Only the tools of a name listed twice are hashed here.
+func (g *Gateway) mixedNames(tools []byte) map[string]bool {
+	if g.pins == nil || tools[0] != '[' {
+		return nil
+	}
+	nameOf := func(tool []byte) (string, bool) {
+		if tool[0] != '{' {
+			return "", false
+		}
+		v, ok := memberOf(tool, "name")
+		if !ok || v == nil {
+			return "", false
+		}
+		s, ok := jsonString(v)
+		return clientName(s), ok
+	}
+	count := map[string]int{}
+	twice := false
+	forEachElement(tools, 0, func(tool []byte) {
+		if s, ok := nameOf(tool); ok {
+			count[s]++
+			twice = twice || count[s] > 1
+		}
+	})
+	if !twice {
+		return nil
+	}
+	digests := map[string]string{}
+	var mixed map[string]bool
+	forEachElement(tools, 0, func(tool []byte) {
+		s, ok := nameOf(tool)
+		if !ok || count[s] < 2 || mixed[s] {
+			return
+		}
+		d := ToolDigest(tool)
+		if prev, seen := digests[s]; !seen {
+			digests[s] = d
+		} else if prev != d {
+			if mixed == nil {
+				mixed = map[string]bool{}
+			}
+			mixed[s] = true
+		}
+	})
+	return mixed
+}

@@ -26,8 +26,11 @@ import (
 // definition is the one pinned; a tool listed with another definition is
 // withheld from the answer, logged and recorded (code TOOL_CHANGED), and
 // its calls are refused (-32001, 403) until a listing shows the pinned
-// definition again. With a fixed set ([ParsePins]) a tool the set does not
-// name is withheld, and refused, as well (TOOL_NOT_PINNED). A pinned tool
+// definition again. A name one result lists twice, with the pinned
+// definition and another, is withheld, and its calls refused, whichever
+// comes first: a client shows either, or both. With a fixed set
+// ([ParsePins]) a tool the set does not name is withheld, and refused, as
+// well (TOOL_NOT_PINNED). A pinned tool
 // is refused under every spelling the policy takes for its name
 // ([policy.NameKey]) while one of them is withheld, and, once a spelling
 // not pinned itself ("REFUND" for a pinned "refund") was listed, until the
@@ -227,6 +230,40 @@ func (p *Pins) listed(name, d string) (v pinVerdict, first bool, pinned string) 
 	name = clientName(name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.listedLocked(name, d)
+}
+
+// listedAmong is [Pins.listed] for a tool of a listing in which mixed
+// names (by clientName) the tools listed more than once with more than one
+// definition. Each entry of such a name is withheld, whichever definition
+// comes first: a client shows either one, or both, and the downstream
+// calls its own. One with the pinned definition changes nothing (it must
+// not clear the change another shows), and is not recorded; another is
+// judged by listed, as changed (with trust on first use, the first listed
+// of a name not pinned yet is pinned, and withheld).
+func (p *Pins) listedAmong(name, d string, mixed map[string]bool) (v pinVerdict, first bool, pinned string) {
+	name = clientName(name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !mixed[name] {
+		return p.listedLocked(name, d)
+	}
+	pinned, ok := p.pin[name]
+	if other, seen := p.keys[pinKey(name)]; !ok && seen && !p.fixed {
+		pinned, ok = p.pin[other], true
+	}
+	if ok && pinned == d {
+		return pinChanged, false, pinned
+	}
+	if v, first, pinned = p.listedLocked(name, d); v == pinOK {
+		return pinChanged, false, pinned // pinned now: withheld all the same
+	}
+	return v, first, pinned
+}
+
+// listedLocked is [Pins.listed] for name, already clientName's, with p.mu
+// held.
+func (p *Pins) listedLocked(name, d string) (v pinVerdict, first bool, pinned string) {
 	pinned, ok := p.pin[name]
 	key := pinKey(name)
 	if other, seen := p.keys[key]; !ok && seen && !p.fixed {
