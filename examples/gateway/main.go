@@ -63,9 +63,9 @@
 // the first call, not from the first listing a client makes; a downstream
 // it cannot list then is logged. --print-pins lists the downstream's tools
 // as the caller gateway-print-pins with the role admin, prints the file
-// --tool-pins reads, and exits; it takes no flag but --upstream, --timeout,
-// the --upstream-* TLS flags and --log-format (another stops it with exit
-// status 2):
+// --tool-pins reads (refusing one over the 16 MiB it reads), and exits; it
+// takes no flag but --upstream, --timeout, the --upstream-* TLS flags and
+// --log-format (another stops it with exit status 2):
 //
 //	gateway --upstream http://127.0.0.1:8081/mcp --print-pins > pins.json
 //

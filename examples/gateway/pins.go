@@ -43,7 +43,8 @@ func loadPins(path string) (*gateway.Pins, error) {
 // printPins lists the tools of upstream through a gateway with
 // trust-on-first-use pins (see listWithPins), and writes to w the pins the
 // listing made: the file --tool-pins reads. A tool listed twice with two
-// definitions keeps the first; the second is logged as withheld.
+// definitions keeps the first; the second is logged as withheld. A file
+// over the maxFlagFile bytes --tool-pins reads is refused, not written.
 func printPins(ctx context.Context, logger *slog.Logger, upstream string, timeout time.Duration, w io.Writer) error {
 	return printPinsWith(ctx, logger, upstream, timeout, downstreamAccess{}, w)
 }
@@ -77,6 +78,13 @@ func printPinsWith(ctx context.Context, logger *slog.Logger, upstream string, ti
 		return err
 	}
 	buf.WriteByte('\n')
+	if buf.Len() > maxFlagFile {
+		// A file the gateway would refuse to read: only a downstream far
+		// from the specification's names (at most 128 of letters, digits,
+		// "_", "-", ".") makes one, 10,000 of them about 2 MB.
+		return fmt.Errorf("--print-pins: the downstream's tools make a file of %d bytes, over the 16 MiB --tool-pins reads; nothing written (--pin-tools pins them as they are listed)",
+			buf.Len())
+	}
 	_, err = w.Write(buf.Bytes())
 	return err
 }
