@@ -198,11 +198,23 @@ func restArguments(raw []byte) (json.RawMessage, *mcpguard.DenialError) {
 // caller without a valid token, a tool not in the registry, a missing or
 // malformed X-Session-Id and a malformed body are refused before any
 // session is opened, in that order, and audited like the guard's own
-// refusals (restRefuse).
+// refusals (restRefuse). A refusal has the status of its code; a tool's
+// own error result is a 422 with its answer (writeToolError).
 func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions, log *slog.Logger) {
 	tool := r.PathValue("name")
+	// The body is read before the token, the tool and X-Session-Id are
+	// checked (the order of the refusals is unchanged; /mcp too reads a
+	// body before its token): the record of a refusal of a well-formed
+	// body has the args_sha256 that the guard's record of the same call
+	// over /mcp has (an unknown tool's, an unauthenticated caller's).
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRESTBody))
+	var args json.RawMessage
+	d := badBody()
+	if err == nil {
+		args, d = restArguments(raw)
+	}
 	if id, err := a.authn.Authenticate(r.Context(), restRequest(r.Header, tool)); err != nil || id == nil {
-		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, nil))
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, args, nil))
 		return
 	}
 	// The registry is every tool of the server (checkRegistry), and the
@@ -211,26 +223,20 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 	// correlation id, which the go-sdk's unknown-tool error, the guard's
 	// answer, cannot carry.
 	if _, ok := a.cfg().Tools[tool]; !ok {
-		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, args, unknownTool(tool)))
 		return
 	}
 	// One X-Session-Id, never two: with two, a proxy reading the last and
 	// this server the first would disagree about the session charged.
 	sids := r.Header.Values("X-Session-Id")
 	if len(sids) != 1 || !sessionName.MatchString(sids[0]) {
-		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool,
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, args,
 			mcpguard.Deny(mcpguard.CodeInvalidArguments, "one X-Session-Id header required: 1 to 128 letters, digits or ._:-")))
 		return
 	}
 	sid := sids[0]
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRESTBody))
-	var args json.RawMessage
-	d := badBody()
-	if err == nil {
-		args, d = restArguments(raw)
-	}
 	if d != nil {
-		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, d))
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, nil, d))
 		return
 	}
 	res, err := rest.call(r.Context(), r.Header, sid, tool, args)
@@ -243,7 +249,7 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 		// serve (none of the shipped ones). It has recorded the call under
 		// a correlation id the error does not carry: the refusal gets a
 		// record of its own, whose id it carries.
-		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, unknownTool(tool)))
+		writeErrorResult(w, r.Header, restRefuse(r.Context(), a, r.Header, tool, args, unknownTool(tool)))
 	case err != nil && r.Context().Err() != nil:
 		// The client went away (its timeout, a closed connection): no
 		// failure of the server's, and no one to answer. The call goes
@@ -252,6 +258,8 @@ func restCall(w http.ResponseWriter, r *http.Request, a *app, rest *restSessions
 	case err != nil:
 		log.Error("ticket: REST call failed", "err", err)
 		writeDenial(w, mcpguard.Deny(mcpguard.CodeInternal, "the call failed"))
+	case res.IsError && guardError(res) == "":
+		writeToolError(w, res)
 	case res.IsError:
 		writeErrorResult(w, r.Header, res)
 	default:
@@ -279,11 +287,13 @@ func restRequest(h http.Header, tool string) *mcp.CallToolRequest {
 // returns the refusal result: the guard's error shape, with the
 // correlation id of its outcome record. The record names the caller when
 // the token is valid, and then the REST session of a valid X-Session-Id
-// (restRecordSession); the arguments of a refused body are not recorded.
-func restRefuse(ctx context.Context, a *app, h http.Header, tool string, d *mcpguard.DenialError) *mcp.CallToolResult {
+// (restRecordSession), and has the args_sha256 of args (nil: none, for a
+// body that was not read or is refused), as the guard's record has.
+func restRefuse(ctx context.Context, a *app, h http.Header, tool string, args json.RawMessage, d *mcpguard.DenialError) *mcp.CallToolResult {
 	// The chain's Authenticate tells Audit the caller, for the record's
 	// subject and roles.
 	req := restRequest(h, tool)
+	req.Params.Arguments = args
 	res, err := a.refuse(func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if d == nil {
 			d = mcpguard.Deny(mcpguard.CodeUnauthenticated, "authentication required")
@@ -294,6 +304,44 @@ func restRefuse(ctx context.Context, a *app, h http.Header, tool string, d *mcpg
 		return mcpguard.Deny(mcpguard.CodeInternal, "the call failed").Result()
 	}
 	return res
+}
+
+// guardError returns the code of res when it is the guard's error result
+// ({"error": {"code": ...}}), "" for another result (a tool's own).
+func guardError(res *mcp.CallToolResult) mcpguard.Code {
+	var body struct {
+		Error struct {
+			Code mcpguard.Code `json:"code"`
+		} `json:"error"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if json.Unmarshal(raw, &body) != nil {
+		return ""
+	}
+	return body.Error.Code
+}
+
+// toolErrorStatus is the HTTP status of a tool's own error result (isError,
+// not the guard's refusal): the call was allowed, made and answered (its
+// audit record is allowed, "tool reported an error"), and the answer is
+// for the caller to read and act on, as an MCP client's model reads it: a
+// client error, not a failure of the server (500 INTERNAL, which is the
+// guard's answer to a handler that failed).
+const toolErrorStatus = http.StatusUnprocessableEntity
+
+// writeToolError writes a tool's own error result res: toolErrorStatus
+// with {"result": <structured result>, "is_error": true, "message": <its
+// text>}, what an MCP client is given.
+func writeToolError(w http.ResponseWriter, res *mcp.CallToolResult) {
+	var text []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			text = append(text, t.Text)
+		}
+	}
+	writeJSON(w, toolErrorStatus, map[string]any{
+		"result": res.StructuredContent, "is_error": true, "message": strings.Join(text, "\n"),
+	})
 }
 
 // writeErrorResult writes the guard's tool-error result with the HTTP
