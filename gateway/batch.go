@@ -74,7 +74,7 @@ func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pol *policy
 			members = append(members, &member{p: &plans[i], cid: cid, ctx: r.Context()})
 		}
 	}
-	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pol: pol, pr: pr, cid: cid, start: start}, plans: plans, members: members,
+	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pol: pol, pr: pr, cid: cid, start: start, batch: true}, plans: plans, members: members,
 		acceptSSE: acceptsSSE(r.Header), answers: make(map[*plan][][]byte, len(members))}
 	b.out.timeout, b.out.origin = g.timeout, time.Now()
 	defer b.out.watch()()
@@ -82,6 +82,7 @@ func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pol *policy
 	g.withheldSummary(b.lst)
 	sseMode := b.ew != nil
 	if !sseMode {
+		b.withholdShown()
 		b.writeJSON()
 	}
 	intercepted := len(plans) - len(members)
@@ -455,6 +456,86 @@ func (b *batchOut) dropped(m *member, n int) {
 // notification or a client's response to a server request.
 func (m *member) expectsAnswer() bool {
 	return m.p.m.id != nil && !m.p.m.response
+}
+
+// withholdShown removes from the answers held, once all are read, the
+// tools of a name that one member's answer showed and another's withheld
+// for the pins ([Gateway.listable]): the downstream listed it with the
+// approved definition and another in one batch, as in one listing
+// ([Pins.listedAmong]). An event stream's answers are relayed as they
+// come, and one written cannot be taken back.
+func (b *batchOut) withholdShown() {
+	l := b.lst
+	l.mu.Lock()
+	var drop map[string]bool
+	for key := range l.shown {
+		if l.changed[key] {
+			if drop == nil {
+				drop = map[string]bool{}
+			}
+			drop[key] = true
+		}
+	}
+	l.mu.Unlock()
+	if drop == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for p, msgs := range b.answers {
+		for i, msg := range msgs {
+			msgs[i] = dropTools(msg, drop)
+		}
+		b.answers[p] = msgs
+	}
+}
+
+// dropTools returns msg, one JSON-RPC message already filtered
+// ([Gateway.filterTools]), without the tools of its result whose names'
+// keys (pinKey) drop holds; msg itself when it has none.
+func dropTools(msg []byte, drop map[string]bool) []byte {
+	if len(msg) == 0 || msg[0] != '{' {
+		return msg
+	}
+	result, ok := memberOf(msg, "result")
+	if !ok || result == nil || result[0] != '{' {
+		return msg
+	}
+	tools, ok := memberOf(result, "tools")
+	if !ok || tools == nil || tools[0] != '[' {
+		return msg
+	}
+	out, n := []byte{'['}, 0
+	forEachElement(tools, 0, func(tool []byte) {
+		if tool[0] == '{' {
+			if v, ok := memberOf(tool, "name"); ok && v != nil {
+				if s, ok := jsonString(v); ok && drop[pinKey(clientName(s))] {
+					n++
+					return
+				}
+			}
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, tool...)
+	})
+	if n == 0 {
+		return msg
+	}
+	out = append(out, ']')
+	newResult := rewriteObject(result, func(k, v []byte) []byte {
+		if string(k) == "tools" {
+			return out
+		}
+		return v
+	})
+	return rewriteObject(msg, func(k, v []byte) []byte {
+		if string(k) == "result" {
+			return newResult
+		}
+		return v
+	})
 }
 
 // writeJSON answers with one JSON array in the client's order, once every

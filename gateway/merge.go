@@ -122,6 +122,13 @@ type listing struct {
 	// pinned tool's change. Batch members share a listing.
 	records [pinNotPinned + 1]atomic.Int64
 	more    [pinNotPinned + 1]atomic.Int64
+	// batch is set for a batch's listing, whose members' answers come
+	// concurrently: under mu, changed holds the keys (pinKey) of the
+	// names one of them withheld for the pins, and shown those another
+	// showed ([Gateway.listable], [batchOut.withholdShown]).
+	batch          bool
+	mu             sync.Mutex
+	changed, shown map[string]bool
 }
 
 // filterTools rewrites msg, an answer in the body or stream of a tools/list
@@ -302,7 +309,14 @@ func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []b
 		return true
 	}
 	d := ToolDigest(tool)
-	v, first, pinned := g.pins.listedAmong(name, d, mixed)
+	var v pinVerdict
+	var first bool
+	var pinned string
+	if l.batch {
+		v, first, pinned = l.judged(g.pins, name, d, mixed)
+	} else {
+		v, first, pinned = g.pins.listedAmong(name, d, mixed)
+	}
 	if v == pinOK {
 		return true
 	}
@@ -327,6 +341,31 @@ func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []b
 		g.audit(l.r.Context(), l.pr, l.cid, infoOf(l.r), tool, "", nil, audit.PhaseOutcome, false, v.contract(), detail, 0, l.start)
 	}
 	return false
+}
+
+// judged is [Pins.listedAmong] for a tool of an answer to l, a batch's
+// listing, whose members' answers come concurrently: another member's
+// answer that withheld name for the pins makes this one a mixed listing of
+// it, withheld without clearing the change, whichever answer was read
+// first; the names shown and withheld are kept for
+// [batchOut.withholdShown].
+func (l *listing) judged(p *Pins, name, d string, mixed map[string]bool) (v pinVerdict, first bool, pinned string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := pinKey(clientName(name))
+	if l.changed[key] {
+		mixed = map[string]bool{clientName(name): true}
+	}
+	v, first, pinned = p.listedAmong(name, d, mixed)
+	set := &l.changed
+	if v == pinOK {
+		set = &l.shown
+	}
+	if *set == nil {
+		*set = map[string]bool{}
+	}
+	(*set)[key] = true
+	return v, first, pinned
 }
 
 // instructionsApproved reports whether v, the instructions of a result,
