@@ -259,7 +259,15 @@
 // failure is looked for in the error of a handler [Guard.Wrap] protects: that
 // is a raw handler, with no wrapper below it, and its error is its own. A
 // tool that wants the model to read its error message returns a result with
-// IsError and Content instead.
+// IsError and Content instead. The wrapper's float64 reading also changes an
+// integer a float64 cannot hold exactly (beyond 2^53: 12345678901234567
+// reaches an int64 field as 12345678901234568, another account than the one
+// validated, limited and confirmed): where a tool's input schema says
+// "integer", such an integer is refused INVALID_ARGUMENTS with the
+// arguments' validation, before anything is decided on it (argument limits,
+// confirmation), for every tool of a server the guard is installed on (it
+// cannot tell a raw handler from the wrapper); not for a handler
+// [Guard.Wrap] (or [Guard.AddTool]) protects, which gets the bytes as sent.
 //
 // # Security
 //

@@ -46,6 +46,10 @@ type toolEntry struct {
 	// ui lists the UI resources the tool names in its _meta (MCP Apps;
 	// see resources.go).
 	ui []string
+	// ints is the input schema, as JSON, of a tool that has an "integer"
+	// type in it, whose calls' integers beyond 2^53 are refused (see
+	// wideints.go); nil for another.
+	ints map[string]any
 	// fields are the only top-level argument names a call of the tool can
 	// carry, by its input schema; nil when the schema does not say so
 	// plainly (see closedFields).
@@ -416,6 +420,7 @@ func (g *Guard) build(t *mcp.Tool) *toolEntry {
 		return e
 	}
 	e.in = in
+	e.ints = intSchema(t.InputSchema)
 	e.fields = closedFields(t.InputSchema, g.opts.Validation == nil || !g.opts.Validation.Lenient)
 	if e.fields != nil {
 		for _, f := range g.opts.Tools[t.Name].RecordArgs {

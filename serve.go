@@ -253,6 +253,10 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		}
 		return g.deny(c, de)
 	}
+	// An integer a typed tool's handler would get rounded (wideints.go).
+	if path, ok := roundedInteger(c.raw, e.intsUnlessRaw()); ok {
+		return g.deny(c, invalidArgs(fieldName(path)+" is an integer beyond 2^53 that the tool cannot receive exactly", pointer(path)))
+	}
 	c.valid = true
 	if doc != nil {
 		c.args, _ = doc.(map[string]any)
