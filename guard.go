@@ -352,10 +352,12 @@ type Options struct {
 	RetryReads bool
 	// SessionKey derives the limiter key of the session of an
 	// authenticated call. Nil means the session id; where there is none,
-	// the subject; else the session object: each behind a prefix of its
-	// own ("sid:", "user:", "session:"), so that a session id a client
-	// chose (an older client of a stateless server run with the go-sdk's
-	// MCPGODEBUG=allowsessionsinstateless=1 names its own) is never
+	// or the session is one the go-sdk made up for one request of a
+	// stateless server (whose id, under the go-sdk's
+	// MCPGODEBUG=allowsessionsinstateless=1, is whatever Mcp-Session-Id
+	// the request sent, another caller's too), the subject; else the
+	// session object: each behind a prefix of its own ("sid:", "user:",
+	// "session:"), so that a session id a client chose is never
 	// another caller's key. Where the MCP session has no
 	// id (stdio, in memory, a direct call), the key a SessionKey set here
 	// gives is also the audit records' session_id; with a nil SessionKey,

@@ -1458,12 +1458,14 @@ func (g *Guard) sessionKey(req *mcp.CallToolRequest, id *Identity) string {
 	if g.opts.SessionKey != nil {
 		return g.opts.SessionKey(req, id)
 	}
-	if req.Session != nil {
+	if req.Session != nil && !sessionless(req.Session) {
+		// A session the go-sdk made up for one request (stateless HTTP)
+		// is keyed by its caller, as one without an id: under the
+		// go-sdk's MCPGODEBUG=allowsessionsinstateless=1 its id is
+		// whatever Mcp-Session-Id the request sent, another caller's
+		// own (learnt from a log) too, and no binding checks it.
 		if sid := req.Session.ID(); sid != "" {
-			// Prefixed: an older client of a stateless server run with
-			// the go-sdk's MCPGODEBUG=allowsessionsinstateless=1 names
-			// its session id itself, and could otherwise name another
-			// caller's key ("user:alice").
+			// Prefixed, so that no id is another kind's key ("user:alice").
 			return "sid:" + sid
 		}
 	}

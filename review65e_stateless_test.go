@@ -1,0 +1,128 @@
+package mcpguard_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/limiter"
+	"github.com/mcpguard/mcpguard/policy"
+	"github.com/mcpguard/mcpguard/token"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestReview65eStatelessSessionIDShared: under the go-sdk's
+// MCPGODEBUG=allowsessionsinstateless=1 a stateless server gives an older
+// client a session id at its initialize and then takes, on every request,
+// whatever Mcp-Session-Id it is sent. Options.SessionKey's default keys
+// the session scope by that id ("sid:"+id), and promises that "a session
+// id a client chose ... is never another caller's key". But bob, who
+// learnt alice's session id (from a log, a proxy: what the package
+// documentation warns of), sends it with his own token, and spends her
+// per-session budget: after his two calls her first call is refused
+// RATE_LIMIT_EXCEEDED. token.Table.BindSessions does not refuse him: the
+// go-sdk keeps no session on a stateless server to check its user against
+// (the package documentation recommends stateless "where no binding is
+// possible"). The setting is read at start: the check runs in a child.
+func TestReview65eStatelessSessionIDShared(t *testing.T) {
+	if os.Getenv("MCPGUARD_R65E_CHILD") != "" {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReview65eStatelessSessionIDChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "MCPGUARD_R65E_CHILD=1", "MCPGODEBUG=allowsessionsinstateless=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestReview65eStatelessSessionIDChild") {
+		t.Fatalf("child (MCPGODEBUG=allowsessionsinstateless=1): %v\n%s", err, out)
+	}
+}
+
+func TestReview65eStatelessSessionIDChild(t *testing.T) {
+	if os.Getenv("MCPGUARD_R65E_CHILD") == "" {
+		return // run as the child of TestReview65eStatelessSessionIDShared only
+	}
+	tokens, err := token.New(map[string]*policy.Principal{
+		"alice-tok": {Subject: "alice", Roles: []string{"user"}},
+		"bob-tok":   {Subject: "bob", Roles: []string{"user"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	addTools(srv, &spy{})
+	pol, err := policy.New(basePolicy(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.Session, Max: 2, Window: time.Hour}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, mcpguard.BearerTokens(tokens), &mcpguard.Options{
+		Audit: &memSink{}, Limiter: lim, Confirmer: testSigner(t, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Install(srv); err != nil {
+		t.Fatal(err)
+	}
+	// Bound as the package documentation asks of stateful servers: the
+	// go-sdk keeps no session here to check its user against.
+	hs := httptest.NewServer(tokens.BindSessions(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})))
+	t.Cleanup(hs.Close)
+
+	post := func(tok, sid, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	callBody := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, id)
+	}
+
+	// Alice, an older client, opens her session: the server names it.
+	resp, body := post("alice-tok", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("alice's initialize: %d %q %s", resp.StatusCode, sid, body)
+	}
+
+	// Bob learnt her session id, and calls with it (and his own token).
+	for i := 1; i <= 2; i++ {
+		resp, body := post("bob-tok", sid, callBody(10+i))
+		if resp.StatusCode != http.StatusOK || strings.Contains(body, `"isError":true`) {
+			t.Fatalf("bob's call %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+
+	// Alice's first call.
+	resp, body = post("alice-tok", sid, callBody(2))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice's call: %d %s", resp.StatusCode, body)
+	}
+	if strings.Contains(body, "RATE_LIMIT_EXCEEDED") {
+		t.Fatalf("alice's first call refused: bob's calls spent her session budget: %s", body)
+	}
+}
