@@ -452,9 +452,16 @@ type Guard struct {
 // receive window full) does not end, nor does a context end it: on a
 // server the guard is installed on, the handler waits for it at most ten
 // seconds (or until its context ends), then gets an error while the write
-// goes on by itself, and that session's later notifications fail at once
-// until it ends; so such a client holds its call, its in-flight slot and
-// Wait no longer. ([Guard.AddTool] alone does not bound them.)
+// goes on by itself, and the later notifications to the same stream fail
+// at once until it ends (over stateful Streamable HTTP the call's own
+// response stream, so a stalled GET stream or another call's spares the
+// others; elsewhere the session's one stream); a notification whose
+// context has ended is not written. So such a client holds its call, its
+// in-flight slot and Wait no longer. A request to the client (an elicitation, the guard's
+// own too) stops being waited for when its context ends, even while its
+// write, or that of the notifications/cancelled go-sdk v1.8.0 then sends
+// (on the sender's goroutine under MCPGODEBUG=blockingcancelnotify=1),
+// goes on. ([Guard.AddTool] alone does not bound them.)
 func (g *Guard) Wait(ctx context.Context) error {
 	if g == nil {
 		return nil // nothing in flight

@@ -36,14 +36,49 @@ func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		if !strings.HasPrefix(method, "notifications/") {
-			defer func() {
-				if r := recover(); r != nil {
-					res, err = nil, g.panicked(ctx, method, r)
-				}
-			}()
-			return askClient(ctx, method, req, next)
+			return g.askBounded(ctx, method, req, next)
 		}
 		return g.notifyBounded(ctx, method, req, next)
+	}
+}
+
+// askBounded sends a request to the client through askClient, and stops
+// waiting for it when its context ends (as withCallers says), whether or
+// not the go-sdk has returned: with MCPGODEBUG=blockingcancelnotify=1,
+// go-sdk v1.8.0 writes the notifications/cancelled of a request whose
+// context ended on the sender's goroutine before it returns, and a write
+// to a client that stopped reading never ends (nor does the request's own
+// write). The guard's question to confirm a call (its state's expiry),
+// or a handler's past its deadline, would hold the call, its in-flight
+// slot and Wait. A panic below is refused as a malformed request.
+func (g *Guard) askBounded(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	type answer struct {
+		res mcp.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if r := recover(); r != nil {
+				a = answer{nil, g.panicked(ctx, method, r)}
+			}
+			done <- a
+		}()
+		a.res, a.err = askClient(ctx, method, req, next)
+	}()
+	wctx, stop := withCallers(ctx)
+	defer stop()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-wctx.Done():
+		select {
+		case a := <-done: // answered as the context ended
+			return a.res, a.err
+		default:
+			return nil, wctx.Err()
+		}
 	}
 }
 
@@ -52,11 +87,11 @@ func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 var notifyWait = 10 * time.Second
 
 // errNotReading fails a notification its client did not take in time;
-// errEarlierPending one sent while an earlier one to its session is still
-// being written past the wait.
+// errEarlierPending one sent while an earlier one to its stream (see
+// notifyStream) is still being written past the wait.
 var (
 	errNotReading     = errors.New("mcpguard: the notification was not sent in time: its client is not reading")
-	errEarlierPending = errors.New("mcpguard: the notification was not sent: an earlier one to its session is still being written")
+	errEarlierPending = errors.New("mcpguard: the notification was not sent: an earlier one to its stream is still being written")
 )
 
 // notifyBounded sends a notification (a handler's progress or log
@@ -66,12 +101,18 @@ var (
 // window full) never ends: a guarded call's handler would hold its call,
 // its in-flight slot and Wait for as long as the client kept its
 // connection. Past the wait the sender gets errNotReading while the write
-// goes on by itself, and the session's later notifications fail at once
-// until it ends.
+// goes on by itself, and the later notifications to its stream fail at
+// once until it ends (see notifyStream).
 func (g *Guard) notifyBounded(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	if err := ctx.Err(); err != nil {
+		// Not written (as over stdio, whose write fails so): a write begun
+		// for each notification of a call that ended, one after another
+		// while none is waited for, could pile up on a stalled stream.
+		return nil, err
+	}
 	var ss mcp.Session
 	if req != nil {
-		ss = req.GetSession()
+		ss = streamOf(ctx, req.GetSession())
 	}
 	if ss != nil {
 		g.stalledMu.Lock()
@@ -98,42 +139,97 @@ func (g *Guard) notifyBounded(ctx context.Context, method string, req mcp.Reques
 		a.res, a.err = next(ctx, method, req)
 	}()
 	wait := time.NewTimer(notifyWait)
-	defer wait.Stop()
-	var err error
 	select {
 	case a := <-done:
+		wait.Stop()
 		return a.res, a.err
 	case <-wait.C:
-		err = errNotReading
-	case <-ctx.Done():
-		select {
-		case a := <-done: // sent as ctx ended
-			return a.res, a.err
-		default:
-			err = ctx.Err()
-		}
-	}
-	if ss != nil {
-		g.stalledMu.Lock()
-		if g.stalled == nil {
-			g.stalled = make(map[mcp.Session]int)
-		}
-		g.stalled[ss]++
-		g.stalledMu.Unlock()
-		go func() {
-			<-done
-			g.stalledMu.Lock()
-			if g.stalled[ss]--; g.stalled[ss] <= 0 {
-				delete(g.stalled, ss)
-			}
-			g.stalledMu.Unlock()
-		}()
-	}
-	if err == errNotReading {
 		g.log.Warn("mcpguard: a notification was not taken by its client in time; its sender goes on without it",
 			"method", method, "wait", notifyWait)
+		g.stalledUntil(ss, func() { <-done })
+		return nil, errNotReading
+	case <-ctx.Done():
 	}
-	return nil, err
+	select {
+	case a := <-done: // sent as ctx ended
+		wait.Stop()
+		return a.res, a.err
+	default:
+	}
+	// The sender leaves; its stream is marked only if the write is still
+	// pending notifyWait after it began: one under way a moment when ctx
+	// ended is no sign of a client that does not read.
+	go func() {
+		select {
+		case <-done:
+			wait.Stop()
+		case <-wait.C:
+			g.stalledUntil(ss, func() { <-done })
+		}
+	}()
+	return nil, ctx.Err()
+}
+
+// stalledUntil marks the stream ss (nil: none) stalled until written, the
+// wait for a notification's write to it, returns (see notifyBounded).
+func (g *Guard) stalledUntil(ss mcp.Session, written func()) {
+	if ss == nil {
+		return
+	}
+	g.stalledMu.Lock()
+	if g.stalled == nil {
+		g.stalled = make(map[mcp.Session]int)
+	}
+	g.stalled[ss]++
+	g.stalledMu.Unlock()
+	go func() {
+		written()
+		g.stalledMu.Lock()
+		if g.stalled[ss]--; g.stalled[ss] <= 0 {
+			delete(g.stalled, ss)
+		}
+		g.stalledMu.Unlock()
+	}()
+}
+
+// A notifyStream is the key of Guard.stalled for a notification a guarded
+// call's handler sends with the call's context over stateful Streamable
+// HTTP: go-sdk v1.8.0 writes it to the response stream of the call's POST
+// (streamable.go:1847-1863), which its client reads apart from the
+// session's other streams, each written under a lock of its own; so a
+// client that stopped reading one call's stream, or the session's GET
+// stream, stalls none of the others. Any other notification is keyed by
+// its session: over stdio, in memory and the HTTP+SSE transport, every
+// message of a session is written to one stream. (A server whose
+// Streamable HTTP handler answers in JSON, JSONResponse, writes its
+// calls' notifications to the GET stream: there a stalled GET stream
+// holds each call's first notification the whole notifyWait.) It embeds
+// its session, so that it keys g.stalled, a map by mcp.Session.
+type notifyStream struct {
+	mcp.Session
+	call *mcp.CallToolRequest // the request of the outermost guarded call
+}
+
+// streamOf returns the key of the stream that a notification to ss sent
+// with ctx is written to, as far as the guard can tell (see notifyStream):
+// ss, but for one sent with a guarded call's context over stateful
+// Streamable HTTP (a session id, and the call's request came with HTTP
+// headers, which the HTTP+SSE transport gives none).
+func streamOf(ctx context.Context, ss mcp.Session) mcp.Session {
+	if ss == nil || ss.ID() == "" {
+		return ss
+	}
+	var req *mcp.CallToolRequest
+	for c, _ := ctx.Value(callKey{}).(*call); c != nil; c = c.outer() {
+		req = c.req // the call a handler's in-process call was made within
+		if c.idCtx.Context == nil {
+			break
+		}
+	}
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ss
+	}
+	return notifyStream{ss, req}
 }
 
 // askingClient is the sending middleware [Guard.AddTool] adds to a server: a
