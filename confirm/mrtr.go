@@ -72,6 +72,25 @@ const (
 //
 //	Run refund with amount=12.5, customer_id=CUST-00001, note="next day"
 //
+// The text is one line that a CommonMark renderer (with GitHub's
+// extensions too: many MCP hosts render an elicitation's message as
+// Markdown, raw HTML included) shows as a plain-text client does, character
+// for character: no argument name or value makes markup in it. In keys and
+// strings (the strings of nested values too) the characters < > & ` [ ] *
+// ~, and an underscore that follows no letter or digit (not the one of
+// customer_id), are escaped as \u003c and the like, and the escapes \" and
+// \\, which Markdown shows as " and \, are written \u0022 and \u005c: a Go
+// or JSON reader reads the same text, and a backslash is followed by a
+// letter (\n, \u0410) or the "…" of a cut, which Markdown shows as
+// written; a key or string that is a plain word but for such an
+// underscore (_id) is quoted.
+// So no HTML comment or tag, character reference (&quot;, &#x202e;), code
+// span, autolink, link, image, emphasis or strikethrough hides, fakes or
+// reorders any of the question. The tool name has those characters escaped
+// too (but a bracket, only where it would close a link: "](", "]["), and
+// every backslash as \u005c. The text of a ToolOptions.Describe (package
+// mcpguard), shown instead of this one, is not escaped so.
+//
 // Top-level argument keys are sorted; strings are shown bare when they are
 // plain words and quoted otherwise, with the characters outside ASCII that
 // are not letters or digits (quotes, primes and commas of other scripts, and
@@ -125,7 +144,7 @@ func Describe(tool string, args json.RawMessage) string {
 	b.WriteString("Run ")
 	// Not cut like a value: two tools whose names differ only past 80
 	// characters would be asked about in one message.
-	b.WriteString(textsafe.Clean(tool, maxToolRunes))
+	b.WriteString(markdownTool(textsafe.Clean(tool, maxToolRunes)))
 	v, err := decode(args)
 	if err == nil {
 		// Arguments that name a member twice, or hold text that decodes
@@ -145,7 +164,7 @@ func Describe(tool string, args json.RawMessage) string {
 	obj, isObj := v.(map[string]any)
 	if !isObj {
 		b.WriteString(" with arguments ")
-		b.WriteString(value(v))
+		b.WriteString(markdownSafe(value(v)))
 		return b.String()
 	}
 	if len(obj) == 0 {
@@ -166,9 +185,9 @@ func Describe(tool string, args json.RawMessage) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(text(k))
+		b.WriteString(markdownSafe(text(k)))
 		b.WriteByte('=')
-		b.WriteString(value(obj[k]))
+		b.WriteString(markdownSafe(value(obj[k])))
 	}
 	return b.String()
 }
@@ -186,7 +205,7 @@ func value(v any) string {
 			if utf8.RuneCountInString(x) > maxDescribeRunes {
 				return numberString(x)
 			}
-			return strconv.Quote(sanitize(x))
+			return markdownSafe(strconv.Quote(sanitize(x)))
 		}
 		// Quoted by text too, with what reads as ASCII escaped
 		// (textsafe.ReadsASCIIIn), when it may spell one in them ("１２",
@@ -210,7 +229,7 @@ func value(v any) string {
 	// escapes are longer, so what is shown is judged after them: cut
 	// earlier, a word may lose its letter of its own script.
 	shown := func(js string) string {
-		return sanitize(cutBeforeNumber(textsafe.QuotePairs(js), maxDescribeRunes))
+		return sanitize(cutBeforeNumber(markdownSafe(textsafe.QuotePairs(js)), maxDescribeRunes))
 	}
 	if unseen(js) || strings.ContainsFunc(js, textsafe.Shaped) || textsafe.ReadsASCIIIn(js) ||
 		textsafe.ReadsASCIIIn(shown(js)) {
@@ -458,18 +477,123 @@ func unseen(s string) bool {
 // Either way apostrophes in a row (which read as a quote) are escaped.
 func text(s string) string {
 	if unseen(s) {
-		return sanitize(textsafe.QuotePairs(strconv.QuoteToASCII(s)))
+		return sanitize(markdownSafe(textsafe.QuotePairs(strconv.QuoteToASCII(s))))
 	}
 	c := sanitize(s) // cut when long
 	if !textsafe.ReadsASCIIIn(c) {
-		if textsafe.Word(c) {
+		if textsafe.Word(c) && markdownSafe(c) == c {
+			// Bare, but not a word with an underscore after no letter
+			// or digit (_id), which Markdown could read as emphasis:
+			// quoted, and escaped in the quotes (see markdownSafe).
 			return c
 		}
-		return textsafe.QuoteShaped(c)
+		return markdownSafe(textsafe.QuoteShaped(c))
 	}
-	return textsafe.QuoteASCIIShaped(c)
+	return markdownSafe(textsafe.QuoteASCIIShaped(c))
 }
 
 // sanitize removes control and formatting characters and invalid UTF-8, and
 // truncates to maxDescribeRunes runes.
 func sanitize(s string) string { return textsafe.Clean(s, maxDescribeRunes) }
+
+// markdownEscapes are the ASCII characters markdownSafe writes as escapes:
+// those with which CommonMark (and GitHub's strikethrough) makes markup
+// inline: raw HTML and autolinks (<, and > with them), entity and numeric
+// character references (&), code spans (`), links and images ([ ]),
+// emphasis (*, and a _ that follows no letter or digit) and
+// strikethrough (~).
+const markdownEscapes = "<>&`[]*~_"
+
+// markdownSafe returns piece, one rendered key or value of Describe (a
+// bare word, a number, Go-quoted text, compact JSON, possibly cut with
+// "…"), with nothing a CommonMark renderer reads as markup, and the same
+// text to a Go or JSON reader: in its strings (between quotes) the
+// characters of markdownEscapes are written as \u003c and the like (an
+// underscore only where it follows no letter or digit: in customer_id
+// it is inert), and the escapes \" and \\, which a Markdown renderer
+// shows as " and \ (so that a value's \" would read as its end), as
+// \u0022 and \u005c. A backslash it leaves is followed by a letter (\n,
+// \x00, \u0410), which CommonMark shows as written, or by the "…" of a
+// cut. Outside strings (JSON's structure, numbers, a bare word) it escapes
+// the same characters but JSON's brackets, which make no link there: a
+// "](" or "][" needs a bracket of a string, escaped. So Describe's text
+// renders as it reads. A bare word it would change is not shown bare (see
+// text).
+func markdownSafe(piece string) string {
+	if !strings.ContainsAny(piece, markdownEscapes+"\\") {
+		return piece
+	}
+	var b strings.Builder
+	inString := false
+	for i := 0; i < len(piece); i++ {
+		c := piece[i]
+		switch {
+		case c == '"':
+			inString = !inString
+			b.WriteByte(c)
+		case c == '\\' && i+1 < len(piece) && (piece[i+1] == '"' || piece[i+1] == '\\'):
+			writeEscape(&b, piece[i+1])
+			i++
+		case c == '\\' && i+1 < len(piece):
+			// \n, \x00, \u0410, or \ before the "…" of a cut: shown
+			// as written.
+			b.WriteByte(c)
+			b.WriteByte(piece[i+1])
+			i++
+		case c == '\\':
+			// None ends a piece; one would escape what follows it.
+			writeEscape(&b, c)
+		case (c == '[' || c == ']') && !inString:
+			b.WriteByte(c)
+		case c == '_' && afterWordRune(piece, i):
+			b.WriteByte(c)
+		case strings.IndexByte(markdownEscapes, c) >= 0:
+			writeEscape(&b, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// markdownTool returns tool, a cleaned tool name shown as it is, with the
+// characters of markdownEscapes escaped as markdownSafe escapes them, and
+// every backslash (the name is not quoted: none starts an escape) as
+// \u005c; but a bracket only as "](" or "][", which a link needs (one
+// reference definition, which alone makes "[x]" a link, needs a line of
+// its own: Describe writes one line).
+func markdownTool(tool string) string {
+	if !strings.ContainsAny(tool, markdownEscapes+"\\") {
+		return tool
+	}
+	var b strings.Builder
+	for i := 0; i < len(tool); i++ {
+		switch c := tool[i]; {
+		case c == '_' && afterWordRune(tool, i), c == '[',
+			c == ']' && (i+1 == len(tool) || tool[i+1] != '(' && tool[i+1] != '['):
+			b.WriteByte(c)
+		case c == '\\' || strings.IndexByte(markdownEscapes, c) >= 0:
+			writeEscape(&b, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// afterWordRune reports whether the underscore at s[i] follows a letter
+// or a digit: by CommonMark's flanking rules such an underscore (in
+// customer_id, or ending a word) cannot open emphasis, and without one
+// that opens, none closes. A cut ("…") after it does not change that.
+func afterWordRune(s string, i int) bool {
+	r, _ := utf8.DecodeLastRuneInString(s[:i])
+	return i > 0 && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+// writeEscape writes the ASCII character c as \u00XX.
+func writeEscape(b *strings.Builder, c byte) {
+	const hex = "0123456789abcdef"
+	b.WriteString(`\u00`)
+	b.WriteByte(hex[c>>4])
+	b.WriteByte(hex[c&15])
+}
