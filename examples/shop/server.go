@@ -164,7 +164,7 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	// before the guard's limit step) are capped before their session check
 	// leaves for the gateway, at twice the per-user call rate.
 	checks, err := limiter.New([]limiter.Limit{
-		{Kind: limiter.Rate, Scope: limiter.Session, Tool: sessionCheck, Max: float64(2 * cfg.rate), Window: time.Minute},
+		{Kind: limiter.Rate, Scope: limiter.Session, Tool: sessionCheck, Max: 2 * float64(cfg.rate), Window: time.Minute},
 	}, &limiter.Options{Store: limiterStore(rdb)})
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func (s *shop) build(cfg config, stderr io.Writer) error {
 	// every replica on Redis): made-up sessions each pass the per-session
 	// cap above.
 	strangers, err := limiter.New([]limiter.Limit{
-		{Kind: limiter.Rate, Scope: limiter.Global, Tool: strangerCheck, Max: float64(2 * cfg.rate), Window: time.Minute},
+		{Kind: limiter.Rate, Scope: limiter.Global, Tool: strangerCheck, Max: 2 * float64(cfg.rate), Window: time.Minute},
 	}, &limiter.Options{Store: limiterStore(rdb)})
 	if err != nil {
 		return err
