@@ -268,6 +268,16 @@
 // confirmation), for every tool of a server the guard is installed on (it
 // cannot tell a raw handler from the wrapper); not for a handler
 // [Guard.Wrap] (or [Guard.AddTool]) protects, which gets the bytes as sent.
+// (Where the schema reaches "integer" through a local $ref, allOf, anyOf or
+// oneOf too.) A number where the schema says "number" reaches a typed
+// handler as that float64 too, whatever its Go type (a json.Number field
+// gets 12345678901234567 as 12345678901234568): a typed tool that must read
+// numbers exactly takes them as strings or integers, or is a raw handler.
+// The wrapper then fills in the input schema's defaults: the question that
+// asks a human to confirm a call of such a tool shows the arguments with
+// them filled in ("... (with the input schema's defaults filled in)"),
+// while argument limits, a Cost function and a dry run's preview see the
+// arguments as sent.
 //
 // # Security
 //

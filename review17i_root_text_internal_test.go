@@ -153,7 +153,7 @@ func TestReview17iConfirmStepSaysWhy(t *testing.T) {
 	} {
 		c := &call{name: "wipe", raw: json.RawMessage(tc.raw), id: &Identity{Principal: &policy.Principal{Subject: "bob"}}, start: time.Now()}
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "wipe", Arguments: c.raw}}
-		res, done := g.confirmStep(context.Background(), req, c, ToolOptions{})
+		res, done := g.confirmStep(context.Background(), req, c, ToolOptions{}, nil)
 		if done || res != nil || c.denial == nil || c.denial.Code != CodeInvalidArguments || c.denial.Message != tc.want {
 			t.Errorf("confirmStep(%q) = %v, %v, denial %v; want INVALID_ARGUMENTS %q", tc.raw, res, done, c.denial, tc.want)
 		}

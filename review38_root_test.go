@@ -300,7 +300,7 @@ func TestReview38DeclineResultOrProtocolError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g, s := review38ConfirmGuard(t, nil, tc.protocolErrors)
 			c, req := review38Declined(t, s)
-			res, done := g.confirmStep(context.Background(), req, c, ToolOptions{})
+			res, done := g.confirmStep(context.Background(), req, c, ToolOptions{}, nil)
 			if diff := cmp.Diff(tc.want, review38Outcome(res, done, c)); diff != "" {
 				t.Errorf("confirmStep(declined, ProtocolErrors=%v) (-want +got):\n%s", tc.protocolErrors, diff)
 			}
@@ -320,7 +320,7 @@ func TestReview38DeclineOfUsedState(t *testing.T) {
 	})
 	g, s := review38ConfirmGuard(t, usedAlready, false)
 	c, req := review38Declined(t, s)
-	res, done := g.confirmStep(context.Background(), req, c, ToolOptions{})
+	res, done := g.confirmStep(context.Background(), req, c, ToolOptions{}, nil)
 	want := review38StepOutcome{Code: string(CodeConfirmationRequired),
 		Message: "the confirmation is missing, expired, already used or for another call; call the tool again to be asked"}
 	if diff := cmp.Diff(want, review38Outcome(res, done, c)); diff != "" {

@@ -3,6 +3,7 @@ package mcpguard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -158,4 +159,60 @@ func unreadableNumber(raw json.RawMessage) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// wrapperDefaults returns raw, a call's arguments (a JSON object), with
+// the defaults of the input schema schema filled in, as go-sdk v1.8.0's
+// typed-tool wrapper fills them in before its handler runs (jsonschema-go's
+// ApplyDefaults: a property's "default" where the property is absent and
+// not required, in nested objects too), and true; false when it would fill
+// in none, or the guard cannot tell. The caller's own values are kept as
+// written. The guard shows the human these arguments when it asks to
+// confirm a call ([Guard.confirmText]): the handler runs with them.
+func wrapperDefaults(raw json.RawMessage, schema any) (json.RawMessage, bool) {
+	b, err := json.Marshal(schema)
+	if err != nil || !bytes.Contains(b, []byte(`"default"`)) {
+		return nil, false
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, false
+	}
+	resolved, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return nil, false
+	}
+	d := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
+	d.UseNumber()
+	var doc any
+	if d.Decode(&doc) != nil {
+		return nil, false
+	}
+	if doc == nil {
+		doc = map[string]any{} // no arguments: the wrapper reads an empty object
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	before, err := json.Marshal(m)
+	if err != nil {
+		return nil, false
+	}
+	if err := func() (err error) {
+		defer func() {
+			if recover() != nil { // the library's, on a schema it cannot take
+				err = errors.New("panicked")
+			}
+		}()
+		var in any = m
+		return resolved.ApplyDefaults(&in)
+	}(); err != nil {
+		return nil, false
+	}
+	after, err := json.Marshal(m)
+	if err != nil || bytes.Equal(before, after) {
+		return nil, false
+	}
+	return after, true
 }

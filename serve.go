@@ -282,7 +282,7 @@ func (g *Guard) serve(ctx context.Context, req *mcp.CallToolRequest, e *toolEntr
 		calls = 0 // the first round counted the logical call
 	}
 	if c.rule.Confirm && !c.dryRun && !c.confirmed {
-		res, done := g.confirmStep(ctx, req, c, topts)
+		res, done := g.confirmStep(ctx, req, c, topts, e)
 		if done {
 			return res, nil
 		}
@@ -1530,7 +1530,7 @@ func blankRune(r rune) bool {
 // refuse now; the confirmed round then counts its spend only.
 // The round that asks is not counted when a [Limit] step of the same
 // limiter outside has counted the call and taken its cost.
-func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions) (res *mcp.CallToolResult, done bool) {
+func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *call, topts ToolOptions, e *toolEntry) (res *mcp.CallToolResult, done bool) {
 	s := g.opts.Confirmer
 	if s == nil {
 		c.denial = Deny(CodeConfirmationRequired, "this tool needs a confirmation the server cannot ask for")
@@ -1599,7 +1599,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 			c.denial = Deny(CodeInternal, "the confirmation could not be prepared")
 			return nil, false
 		}
-		msg := "Confirm: " + g.chargedText(ctx, c, ld, func() string { return g.confirmText(c, topts) })
+		msg := "Confirm: " + g.chargedText(ctx, c, ld, func() string { return g.confirmText(c, topts, e) })
 		ask := confirm.Ask(msg, st)
 		if supportsMRTR(req.Session) {
 			c.denial = Deny(CodeConfirmationRequired, "waiting for the user's confirmation")
@@ -1777,9 +1777,20 @@ func storeDenial(msg string) *DenialError {
 // maxDescribeRunes bounds the text of a ToolOptions.Describe.
 const maxDescribeRunes = 2000
 
-func (g *Guard) confirmText(c *call, topts ToolOptions) string {
+// confirmText is the question that asks the human to confirm c, a call of
+// e's tool: topts.Describe's text, or confirm.Describe's of the arguments
+// as the handler gets them: for a tool of a server the guard is installed
+// on (which may be a typed one), with the input schema's defaults filled
+// in as go-sdk v1.8.0's typed-tool wrapper fills them in, and saying so,
+// so that no value the handler runs with goes unseen ([wrapperDefaults]).
+func (g *Guard) confirmText(c *call, topts ToolOptions, e *toolEntry) string {
 	if text := describedBy(c, topts); text != "" {
 		return text
+	}
+	if e != nil && !e.raw && e.tool != nil {
+		if args, ok := wrapperDefaults(c.raw, e.tool.InputSchema); ok {
+			return confirm.Describe(c.name, args) + " (with the input schema's defaults filled in)"
+		}
 	}
 	return confirm.Describe(c.name, c.raw)
 }

@@ -3,6 +3,7 @@ package mcpguard
 import (
 	"encoding/json"
 	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -91,7 +92,11 @@ func longNumber(raw []byte) bool {
 // raw, a call's arguments, that its tool's input schema s types "integer"
 // (alone, or with "null") and that is an integer a float64 cannot hold
 // exactly, which the wrapper would deliver rounded ([inexactInteger]); ok
-// is false when there is none.
+// is false when there is none. The schemas that apply to a value are
+// those of its property (or additionalProperties) or items, and those
+// these reach through a local "$ref" and allOf, anyOf and oneOf: an
+// account type written once in $defs, or a nullable integer written as
+// anyOf integer and null, is an "integer" too.
 func roundedInteger(raw json.RawMessage, s map[string]any) (path []string, ok bool) {
 	if s == nil || !longNumber(raw) {
 		return nil, false
@@ -100,19 +105,22 @@ func roundedInteger(raw json.RawMessage, s map[string]any) (path []string, ok bo
 	if err != nil {
 		return nil, false // the validator's to refuse
 	}
-	return roundedAt(doc, s, nil)
+	return roundedAt(doc, applying([]any{s}, s), s, nil)
 }
 
-// roundedAt is roundedInteger for v, at path, whose schema is s.
-func roundedAt(v any, s map[string]any, path []string) ([]string, bool) {
-	if s == nil {
+// roundedAt is roundedInteger for v, at path, to which the schemas ss
+// apply (see applying), in the schema whose root is root.
+func roundedAt(v any, ss []map[string]any, root map[string]any, path []string) ([]string, bool) {
+	if len(ss) == 0 {
 		return nil, false
 	}
 	switch x := v.(type) {
 	case json.Number:
-		min, _ := s["minimum"].(float64)
-		if onlyInteger(s["type"]) && inexactInteger(string(x), s["minimum"] != nil && min >= 0) {
-			return path, true
+		for _, s := range ss {
+			min, _ := s["minimum"].(float64)
+			if onlyInteger(s["type"]) && inexactInteger(string(x), s["minimum"] != nil && min >= 0) {
+				return path, true
+			}
 		}
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -121,20 +129,62 @@ func roundedAt(v any, s map[string]any, path []string) ([]string, bool) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			ps, _ := propertySchema(s, k).(map[string]any)
-			if p, ok := roundedAt(x[k], ps, append(path[:len(path):len(path)], k)); ok {
+			var sub []any
+			for _, s := range ss {
+				sub = append(sub, propertySchema(s, k))
+			}
+			if p, ok := roundedAt(x[k], applying(sub, root), root, append(path[:len(path):len(path)], k)); ok {
 				return p, true
 			}
 		}
 	case []any:
-		items, _ := s["items"].(map[string]any)
+		var sub []any
+		for _, s := range ss {
+			sub = append(sub, s["items"])
+		}
+		items := applying(sub, root)
 		for i, e := range x {
-			if p, ok := roundedAt(e, items, append(path[:len(path):len(path)], strconv.Itoa(i))); ok {
+			if p, ok := roundedAt(e, items, root, append(path[:len(path):len(path)], strconv.Itoa(i))); ok {
 				return p, true
 			}
 		}
 	}
 	return nil, false
+}
+
+// applying returns the object schemas among ss and those they reach
+// through a local "$ref" (resolved from root; one it cannot follow reaches
+// nothing) and the members of allOf, anyOf and oneOf, each once.
+func applying(ss []any, root map[string]any) []map[string]any {
+	var out []map[string]any
+	seen := make(map[uintptr]bool)
+	c := &closer{root: root}
+	var add func(v any)
+	add = func(v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		p := reflect.ValueOf(m).Pointer()
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		out = append(out, m)
+		if ref, ok := m["$ref"].(string); ok {
+			add(c.resolve(ref))
+		}
+		for _, kw := range [...]string{"allOf", "anyOf", "oneOf"} {
+			list, _ := m[kw].([]any)
+			for _, sub := range list {
+				add(sub)
+			}
+		}
+	}
+	for _, s := range ss {
+		add(s)
+	}
+	return out
 }
 
 // inexactInteger reports whether lit, a JSON number, is an integer that a
