@@ -161,7 +161,7 @@ func (g *Guard) confirmRound(ctx context.Context, req *mcp.CallToolRequest, next
 	}
 	if !c.confirmed { // not the next round of a confirmed call
 		res, done := g.confirmStep(ctx, req, c, topts, nil) // a stand-alone step: no tool entry
-		if done { // asked, or declined
+		if done {                                           // asked, or declined
 			if res.InputRequests == nil {
 				refundAdmissions(ctx, req)
 			}
