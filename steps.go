@@ -160,8 +160,9 @@ func (g *Guard) confirmRound(ctx context.Context, req *mcp.CallToolRequest, next
 		return g.sealed(ctx, req, c)(g.answerDryRun(ctx, req, c, topts, next, s))
 	}
 	if !c.confirmed { // not the next round of a confirmed call
-		res, done := g.confirmStep(ctx, req, c, topts, nil) // a stand-alone step: no tool entry
-		if done {                                           // asked, or declined
+		// A stand-alone step has no tool entry (its tool's schema).
+		res, done := g.confirmStep(ctx, req, c, topts, nil)
+		if done { // asked, or declined
 			if res.InputRequests == nil {
 				refundAdmissions(ctx, req)
 			}
