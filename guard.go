@@ -457,11 +457,14 @@ type Guard struct {
 // response stream, so a stalled GET stream or another call's spares the
 // others; elsewhere the session's one stream); a notification whose
 // context has ended is not written. So such a client holds its call, its
-// in-flight slot and Wait no longer. A request to the client (an elicitation, the guard's
-// own too) stops being waited for when its context ends, even while its
-// write, or that of the notifications/cancelled go-sdk v1.8.0 then sends
-// (on the sender's goroutine under MCPGODEBUG=blockingcancelnotify=1),
-// goes on. ([Guard.AddTool] alone does not bound them.)
+// in-flight slot and Wait no longer. A request to the client (an
+// elicitation, the guard's own too) stops being waited for when its
+// context ends, even while its write, or that of the
+// notifications/cancelled go-sdk v1.8.0 then sends (on the sender's
+// goroutine under MCPGODEBUG=blockingcancelnotify=1), goes on, on a server
+// the guard is installed on or added a tool to ([Guard.AddTool]); and so
+// does the guard's own question to confirm a call that [Guard.Wrap] alone
+// guards.
 func (g *Guard) Wait(ctx context.Context) error {
 	if g == nil {
 		return nil // nothing in flight
@@ -829,7 +832,7 @@ func (g *Guard) AddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) error {
 		runtime.AddCleanup(s, g.forgetAdded, k)
 		// What a handler asks the client within a call is answered as
 		// under Install (see askClient).
-		s.AddSendingMiddleware(askingClient)
+		s.AddSendingMiddleware(g.askingClient)
 	}
 	s.AddTool(t, wh)
 	return nil

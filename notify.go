@@ -57,6 +57,12 @@ func (g *Guard) askBounded(ctx context.Context, method string, req mcp.Request, 
 		err error
 	}
 	done := make(chan answer, 1)
+	// The request is sent with wctx, which ends it as the wait ends: with
+	// ctx alone, askClient's own withCallers would not end it once the call
+	// was answered (which the wait's end lets happen), and the client's
+	// question would go on with no one waiting for it.
+	wctx, stop := withCallers(ctx)
+	defer stop()
 	go func() {
 		var a answer
 		defer func() {
@@ -65,10 +71,8 @@ func (g *Guard) askBounded(ctx context.Context, method string, req mcp.Request, 
 			}
 			done <- a
 		}()
-		a.res, a.err = askClient(ctx, method, req, next)
+		a.res, a.err = askClient(wctx, method, req, next)
 	}()
-	wctx, stop := withCallers(ctx)
-	defer stop()
 	select {
 	case a := <-done:
 		return a.res, a.err
@@ -233,13 +237,17 @@ func streamOf(ctx context.Context, ss mcp.Session) mcp.Session {
 }
 
 // askingClient is the sending middleware [Guard.AddTool] adds to a server: a
-// request to the client (not a notification) is sent through askClient.
-func askingClient(next mcp.MethodHandler) mcp.MethodHandler {
+// request to the client (not a notification) is sent through askBounded, as
+// under Install: a client that stopped reading holds neither the guard's
+// question to confirm a call past its state's expiry nor a handler's past
+// the write's cancellation (or its deadline), whether the request's own
+// write or the notifications/cancelled go-sdk v1.8.0 then sends never ends.
+func (g *Guard) askingClient(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}
-		return askClient(ctx, method, req, next)
+		return g.askBounded(ctx, method, req, next)
 	}
 }
 
@@ -336,4 +344,41 @@ func (g *Guard) toolsChanged(ctx context.Context, req mcp.Request, below mcp.Met
 	}
 	pol, before, had, ok := g.showTools(ss, seq, tools)
 	return ok && (!had || g.changedFor(before.pol, pol, &pr, before.tools, tools))
+}
+
+// elicitBounded asks ss's client p, as ss.Elicit does, and stops waiting
+// when ctx ends, as askBounded does, whatever middleware the server has:
+// the guard's question to confirm a call that Guard.Wrap guards on a
+// server no guard is installed on passes through none of the guard's, and
+// a client that stopped reading would hold it past its state's expiry
+// (the request's own write to a stream does not end with ctx, nor does
+// the notifications/cancelled go-sdk v1.8.0 writes on the sender's
+// goroutine under MCPGODEBUG=blockingcancelnotify=1).
+func (g *Guard) elicitBounded(ctx context.Context, ss *mcp.ServerSession, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	type answer struct {
+		res *mcp.ElicitResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if r := recover(); r != nil {
+				a = answer{nil, g.panicked(ctx, "elicitation/create", r)}
+			}
+			done <- a
+		}()
+		a.res, a.err = ss.Elicit(ctx, p)
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+		select {
+		case a := <-done: // answered as ctx ended
+			return a.res, a.err
+		default:
+			return nil, ctx.Err()
+		}
+	}
 }

@@ -1616,7 +1616,7 @@ func (g *Guard) confirmStep(ctx context.Context, req *mcp.CallToolRequest, c *ca
 		// a guard's sending middleware sees it.
 		wctx, stop := withCallers(ctx)
 		ectx, cancel := context.WithTimeout(wctx, expires.Sub(g.now()))
-		er, err := req.Session.Elicit(ectx, ask.InputRequests[confirm.InputKey].(*mcp.ElicitParams))
+		er, err := g.elicitBounded(ectx, req.Session, ask.InputRequests[confirm.InputKey].(*mcp.ElicitParams))
 		late := errors.Is(ectx.Err(), context.DeadlineExceeded) && wctx.Err() == nil
 		// The deadline of the context the call came with (a call made
 		// in-process within another guarded call's handler has that
