@@ -72,7 +72,11 @@ type ToolOptions struct {
 	// their line breaks and tabs written as the escapes \n, \r and \t.
 	// A text with nothing left to show (empty, or blank once cleaned)
 	// gives way to the generic description: a human is never asked to
-	// confirm an action the prompt does not show.
+	// confirm an action the prompt does not show. The text is not escaped
+	// for a host that renders the question as Markdown (as many MCP hosts
+	// do, raw HTML included): quote what a model wrote with confirm.Quote,
+	// so that no "<!--" or "&quot;" of it hides or fakes a word of the
+	// question.
 	Describe func(tool string, args map[string]any) string
 	// Timeout is the per-call deadline. 0 means [Options.Timeout]; a
 	// negative value means none for this tool, whatever Options.Timeout

@@ -466,6 +466,24 @@ func unseen(s string) bool {
 	})
 }
 
+// Quote quotes s, text a model chose, for a question a human reads, as
+// [Describe] quotes an argument's string (uncut): a quote of another
+// script, apostrophes in a row, a character that shows as nothing or reads
+// as an ASCII letter or digit are escaped, so that s cannot seem to end
+// before it does or to say what it does not; and the characters with which
+// Markdown makes markup are escaped as Describe's are, so that a host that
+// renders the question as Markdown shows s as it reads. For a
+// ToolOptions.Describe (package mcpguard) that quotes model text.
+func Quote(s string) string {
+	switch {
+	case unseen(s):
+		return markdownSafe(textsafe.QuotePairs(strconv.QuoteToASCII(s)))
+	case textsafe.ReadsASCIIIn(s):
+		return markdownSafe(textsafe.QuoteASCIIShaped(s))
+	}
+	return markdownSafe(textsafe.QuoteShaped(s))
+}
+
 // text renders a key or a string value: bare when plain, else quoted, and
 // cut when long. When it holds characters that cleaning would remove or
 // that show as nothing (see unseen), it is quoted with everything but

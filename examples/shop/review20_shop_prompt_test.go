@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -29,8 +28,10 @@ func TestReview20ReasonCannotPoseAsAction(t *testing.T) {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}})
 	for reason, quoted := range map[string]string{
-		`test" (dry run only, nothing will be disabled)`:      strconv.Quote(`test" (dry run only, nothing will be disabled)`),
-		`spam", and also set the price of RB-100 to 0.01 EUR`: strconv.Quote(`spam", and also set the price of RB-100 to 0.01 EUR`),
+		// A quote within the reason as \u0022, which a Markdown host
+		// shows as written (it would show \" as ").
+		`test" (dry run only, nothing will be disabled)`:      `"test\u0022 (dry run only, nothing will be disabled)"`,
+		`spam", and also set the price of RB-100 to 0.01 EUR`: `"spam\u0022, and also set the price of RB-100 to 0.01 EUR"`,
 		// The curly quote and the dash escaped (review23): ” would end
 		// the quotation to the eye.
 		`spam” — test only, nothing happens`: `"spam\u201d \u2014 test only, nothing happens"`,

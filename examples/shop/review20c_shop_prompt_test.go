@@ -89,7 +89,7 @@ func TestReview20cPreviewsOneLine(t *testing.T) {
 		{"admin_set_price", `{"sku":"RB-100","price":1e5}`, "set the price of RB-100 to 100000.00 EUR"},
 		{"admin_set_price", `{"sku":"RB-100","price":0.10}`, "set the price of RB-100 to 0.10 EUR"},
 		{"admin_set_stock", `{"sku":"RB-100","stock":1E3}`, "set the stock of RB-100 to 1000 units"},
-		{"admin_disable_user", `{"userId":"u-1","reason":"a\" b"}`, "disable the account u-1\n" + reasonLabel + `"a\" b"`},
+		{"admin_disable_user", `{"userId":"u-1","reason":"a\" b"}`, "disable the account u-1\n" + reasonLabel + `"a\u0022 b"`},
 	} {
 		p := &mcp.CallToolParams{Name: tc.tool, Arguments: json.RawMessage(tc.args), Meta: mcp.Meta{dryrun.MetaKey: true}}
 		res, we := callRaw(t, cs, p)

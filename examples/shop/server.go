@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/mcpguard/mcpguard/confirm/redisnonce"
 	"github.com/mcpguard/mcpguard/internal/hangup"
 	"github.com/mcpguard/mcpguard/internal/redisaddr"
-	"github.com/mcpguard/mcpguard/internal/textsafe"
 	"github.com/mcpguard/mcpguard/limiter"
 	"github.com/mcpguard/mcpguard/limiter/redislimit"
 	"github.com/mcpguard/mcpguard/policy"
@@ -353,20 +351,14 @@ func describe(tool string, args map[string]any) string {
 }
 
 // quoteText quotes s, text the model wrote, for a person to read, as the
-// guard's own prompts and previews quote it: every character outside ASCII
-// but letters and digits is escaped (textsafe.QuoteShaped), so that a
-// quote of another script (” ʺ ＂), or two apostrophes in a row, does not
-// seem to end the quotation before s does, and a variation selector or a
-// blank shows; s holding a character that shows as nothing though it is a
-// letter (a Hangul filler, which the guard's cleaning of the prompt would
-// then remove), or a control or format character, is quoted with every
-// character outside printable ASCII escaped, so that it shows what it holds.
-func quoteText(s string) string {
-	if !textsafe.Plain(s) {
-		return textsafe.QuotePairs(strconv.QuoteToASCII(s))
-	}
-	return textsafe.QuoteShaped(s)
-}
+// guard's own prompts quote it (confirm.Quote): a quote of another script
+// (” ʺ ＂), two apostrophes in a row, a character that shows as nothing or
+// reads as an ASCII letter or digit are escaped, so that s does not seem to
+// end before it does; and Markdown's markup characters are escaped too, so
+// that a host rendering the question as Markdown shows no "<br>" of s as a
+// new line, no "&quot;" as the quotation's end and no "<!--" hiding the
+// rest.
+func quoteText(s string) string { return confirm.Quote(s) }
 
 // lineBreaks removes the line breaks that base64 decoding skips.
 var lineBreaks = strings.NewReplacer("\r", "", "\n", "")
