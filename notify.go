@@ -52,36 +52,45 @@ func (g *Guard) sending(next, below mcp.MethodHandler) mcp.MethodHandler {
 // or a handler's past its deadline, would hold the call, its in-flight
 // slot and Wait. A panic below is refused as a malformed request.
 func (g *Guard) askBounded(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	type answer struct {
-		res mcp.Result
-		err error
-	}
-	done := make(chan answer, 1)
 	// The request is sent with wctx, which ends it as the wait ends: with
 	// ctx alone, askClient's own withCallers would not end it once the call
 	// was answered (which the wait's end lets happen), and the client's
 	// question would go on with no one waiting for it.
 	wctx, stop := withCallers(ctx)
 	defer stop()
+	return waitBounded(wctx, g, method, func() (mcp.Result, error) { return askClient(wctx, method, req, next) })
+}
+
+// waitBounded runs send, a request to the client made with ctx, on a
+// goroutine of its own and waits for it until ctx ends (what it answered
+// as ctx ended is kept); a panic in it is the request's failure, logged
+// (see [Guard.panicked]).
+func waitBounded[T any](ctx context.Context, g *Guard, method string, send func() (T, error)) (T, error) {
+	type answer struct {
+		res T
+		err error
+	}
+	done := make(chan answer, 1)
 	go func() {
 		var a answer
 		defer func() {
 			if r := recover(); r != nil {
-				a = answer{nil, g.panicked(ctx, method, r)}
+				a = answer{err: g.panicked(ctx, method, r)}
 			}
 			done <- a
 		}()
-		a.res, a.err = askClient(wctx, method, req, next)
+		a.res, a.err = send()
 	}()
 	select {
 	case a := <-done:
 		return a.res, a.err
-	case <-wctx.Done():
+	case <-ctx.Done():
 		select {
-		case a := <-done: // answered as the context ended
+		case a := <-done: // answered as ctx ended
 			return a.res, a.err
 		default:
-			return nil, wctx.Err()
+			var zero T
+			return zero, ctx.Err()
 		}
 	}
 }
@@ -355,30 +364,5 @@ func (g *Guard) toolsChanged(ctx context.Context, req mcp.Request, below mcp.Met
 // the notifications/cancelled go-sdk v1.8.0 writes on the sender's
 // goroutine under MCPGODEBUG=blockingcancelnotify=1).
 func (g *Guard) elicitBounded(ctx context.Context, ss *mcp.ServerSession, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	type answer struct {
-		res *mcp.ElicitResult
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		var a answer
-		defer func() {
-			if r := recover(); r != nil {
-				a = answer{nil, g.panicked(ctx, "elicitation/create", r)}
-			}
-			done <- a
-		}()
-		a.res, a.err = ss.Elicit(ctx, p)
-	}()
-	select {
-	case a := <-done:
-		return a.res, a.err
-	case <-ctx.Done():
-		select {
-		case a := <-done: // answered as ctx ended
-			return a.res, a.err
-		default:
-			return nil, ctx.Err()
-		}
-	}
+	return waitBounded(ctx, g, "elicitation/create", func() (*mcp.ElicitResult, error) { return ss.Elicit(ctx, p) })
 }
