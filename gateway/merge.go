@@ -44,7 +44,10 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pol *p
 		g.writeError(w, badAnswer(s), p.m.id, cid)
 		return
 	}
-	lst := &listing{r: r, pol: pol, pr: pr, cid: cid, start: start}
+	// One answer, which may hold more than one response (an array, or
+	// events): a name one of them withheld for the pins is withheld from
+	// the others too, and its change not cleared ([listing.judged]).
+	lst := &listing{r: r, pol: pol, pr: pr, cid: cid, start: start, batch: true}
 	defer g.withheldSummary(lst)
 	tf := func(msg []byte) []byte { return g.filterTools(lst, msg) }
 	if isSSE(c.resp.Header) {
@@ -123,9 +126,11 @@ type listing struct {
 	records [pinNotPinned + 1]atomic.Int64
 	more    [pinNotPinned + 1]atomic.Int64
 	// batch is set for a batch's listing, whose members' answers come
-	// concurrently: under mu, changed holds the keys (pinKey) of the
-	// names one of them withheld for the pins, and shown those another
-	// showed ([Gateway.listable], [batchOut.withholdShown]).
+	// concurrently, and for the answer to one POST, which may hold more
+	// than one response (a JSON array, or events) of which a client takes
+	// the first: under mu, changed holds the keys (pinKey) of the names
+	// one of them withheld for the pins, and shown those another showed
+	// ([Gateway.listable], [batchOut.withholdShown]).
 	batch          bool
 	mu             sync.Mutex
 	changed, shown map[string]bool

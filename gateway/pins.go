@@ -30,8 +30,10 @@ import (
 // definition and another, is withheld, and its calls refused, whichever
 // comes first: a client shows either, or both. So is a name that two
 // answers of one batch list so (two tools/list members, read in either
-// order); but an answer relayed in an event stream before another showed
-// the change cannot be taken back, only the calls refused. With a fixed set
+// order), or two responses of one answer (a JSON array, or events: a
+// client takes the first); but an answer relayed in an event stream before
+// another showed the change cannot be taken back, only the calls refused.
+// With a fixed set
 // ([ParsePins]) a tool the set does not name is withheld, and refused, as
 // well (TOOL_NOT_PINNED). A pinned tool
 // is refused under every spelling the policy takes for its name
