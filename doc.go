@@ -275,9 +275,9 @@
 // numbers exactly takes them as strings or integers, or is a raw handler.
 // The wrapper then fills in the input schema's defaults: the question that
 // asks a human to confirm a call of such a tool shows the arguments with
-// them filled in ("... (with the input schema's defaults filled in)"),
-// while argument limits, a Cost function and a dry run's preview see the
-// arguments as sent.
+// them filled in ("... (with the input schema's defaults filled in)"; a
+// ToolOptions.Describe is given them for it), while argument limits, a
+// Cost function and a dry run's preview see the arguments as sent.
 //
 // # Security
 //

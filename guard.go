@@ -69,14 +69,17 @@ type ToolOptions struct {
 	// 2,000 characters: it usually quotes arguments a model wrote, and a
 	// prompt must read as what it is. For the same reason the args it is
 	// given are a copy whose strings, and the keys of whose objects, have
-	// their line breaks and tabs written as the escapes \n, \r and \t.
-	// A text with nothing left to show (empty, or blank once cleaned)
-	// gives way to the generic description: a human is never asked to
-	// confirm an action the prompt does not show. The text is not escaped
-	// for a host that renders the question as Markdown (as many MCP hosts
-	// do, raw HTML included): quote what a model wrote with confirm.Quote,
-	// so that no "<!--" or "&quot;" of it hides or fakes a word of the
-	// question.
+	// their line breaks and tabs written as the escapes \n, \r and \t;
+	// for the confirmation prompt of a tool of a server the guard is
+	// installed on, with the input schema's defaults filled in, as the
+	// go-sdk's typed-tool wrapper fills them in before the handler runs
+	// (see the package doc). A text with nothing left to show (empty, or
+	// blank once cleaned) gives way to the generic description: a human is
+	// never asked to confirm an action the prompt does not show. The text
+	// is not escaped for a host that renders the question as Markdown (as
+	// many MCP hosts do, raw HTML included): quote what a model wrote with
+	// confirm.Quote, so that no "<!--" or "&quot;" of it hides or fakes a
+	// word of the question.
 	Describe func(tool string, args map[string]any) string
 	// Timeout is the per-call deadline. 0 means [Options.Timeout]; a
 	// negative value means none for this tool, whatever Options.Timeout
@@ -459,8 +462,8 @@ type Guard struct {
 // goes on by itself, and the later notifications to the same stream fail
 // at once until it ends (over stateful Streamable HTTP the call's own
 // response stream, so a stalled GET stream or another call's spares the
-// others; elsewhere the session's one stream); a notification whose
-// context has ended is not written. So such a client holds its call, its
+// others; elsewhere the session's one stream); a call's notification
+// whose context has ended is not written. So such a client holds its call, its
 // in-flight slot and Wait no longer. A request to the client (an
 // elicitation, the guard's own too) stops being waited for when its
 // context ends, even while its write, or that of the

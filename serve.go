@@ -1505,10 +1505,16 @@ func (g *Guard) describe(c *call, topts ToolOptions) string {
 // must not be asked to confirm an action of which the prompt shows
 // nothing, so the generic description stands for it.
 func describedBy(c *call, topts ToolOptions) string {
+	return describedWith(c.name, c.argsMap(), topts)
+}
+
+// describedWith is describedBy for the tool name and its call's arguments
+// args.
+func describedWith(name string, args map[string]any, topts ToolOptions) string {
 	if topts.Describe == nil {
 		return ""
 	}
-	text := textsafe.CleanLines(topts.Describe(c.name, displayArgs(c.argsMap())), maxDescribeRunes)
+	text := textsafe.CleanLines(topts.Describe(name, displayArgs(args)), maxDescribeRunes)
 	if strings.TrimFunc(text, blankRune) == "" {
 		return ""
 	}
@@ -1783,14 +1789,27 @@ const maxDescribeRunes = 2000
 // on (which may be a typed one), with the input schema's defaults filled
 // in as go-sdk v1.8.0's typed-tool wrapper fills them in, and saying so,
 // so that no value the handler runs with goes unseen ([wrapperDefaults]).
+//
+// A Describe is given those arguments too: the words it renders of them
+// are the question.
 func (g *Guard) confirmText(c *call, topts ToolOptions, e *toolEntry) string {
-	if text := describedBy(c, topts); text != "" {
-		return text
-	}
+	var filled json.RawMessage
 	if e != nil && !e.raw && e.tool != nil {
-		if args, ok := wrapperDefaults(c.raw, e.tool.InputSchema); ok {
-			return confirm.Describe(c.name, args) + " (with the input schema's defaults filled in)"
+		filled, _ = wrapperDefaults(c.raw, e.tool.InputSchema)
+	}
+	if topts.Describe != nil {
+		args := c.argsMap()
+		if filled != nil {
+			if doc, err := decodeStrict(filled); err == nil {
+				args, _ = doc.(map[string]any)
+			}
 		}
+		if text := describedWith(c.name, args, topts); text != "" {
+			return text
+		}
+	}
+	if filled != nil {
+		return confirm.Describe(c.name, filled) + " (with the input schema's defaults filled in)"
 	}
 	return confirm.Describe(c.name, c.raw)
 }

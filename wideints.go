@@ -117,8 +117,15 @@ func roundedAt(v any, ss []map[string]any, root map[string]any, path []string) (
 	switch x := v.(type) {
 	case json.Number:
 		for _, s := range ss {
-			min, _ := s["minimum"].(float64)
-			if onlyInteger(s["type"]) && inexactInteger(string(x), s["minimum"] != nil && min >= 0) {
+			if !onlyInteger(s["type"]) {
+				continue
+			}
+			// An "integer" may stand for a uint64 unless its minimum is
+			// negative: a schema of the tool's own need not say minimum 0
+			// for one, and the wrapper then delivers a value beyond an
+			// int64 (12345678901234567890) rounded.
+			min, hasMin := s["minimum"].(float64)
+			if inexactInteger(string(x), false) || ((!hasMin || min >= 0) && inexactInteger(string(x), true)) {
 				return path, true
 			}
 		}
