@@ -3,8 +3,10 @@ package mcpguard
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -117,11 +119,15 @@ var (
 // goes on by itself, and the later notifications to its stream fail at
 // once until it ends (see notifyStream).
 func (g *Guard) notifyBounded(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	if err := ctx.Err(); err != nil {
-		// Not written (as over stdio, whose write fails so): a write begun
-		// for each notification of a call that ended, one after another
-		// while none is waited for, could pile up on a stalled stream.
-		return nil, err
+	if c, _ := ctx.Value(callKey{}).(*call); c != nil && ctx.Err() != nil {
+		// A guarded call's that ended: not written (as over stdio, whose
+		// write fails so): a write begun for each notification of a call
+		// that ended, one after another while none is waited for, could
+		// pile up on a stalled stream. Not the go-sdk's own broadcast
+		// (list_changed, resources/updated), whose one ten-second context
+		// serves every session in turn: one stalled client would use it up,
+		// and no session after it would be told.
+		return nil, ctx.Err()
 	}
 	var ss mcp.Session
 	if req != nil {
@@ -220,7 +226,12 @@ func (g *Guard) stalledUntil(ss mcp.Session, written func()) {
 // its session, so that it keys g.stalled, a map by mcp.Session.
 type notifyStream struct {
 	mcp.Session
-	call *mcp.CallToolRequest // the request of the outermost guarded call
+	// post is the header map of the POST that carried the outermost
+	// guarded call: one stream per POST, which the calls of a JSON-RPC
+	// batch (protocol 2025-03-26) share, as they share its header map
+	// (go-sdk v1.8.0 gives each of its requests the POST's req.Header).
+	// A pointer, so that the map outlives the key.
+	post unsafe.Pointer
 }
 
 // streamOf returns the key of the stream that a notification to ss sent
@@ -242,7 +253,7 @@ func streamOf(ctx context.Context, ss mcp.Session) mcp.Session {
 	if req == nil || req.Extra == nil || req.Extra.Header == nil {
 		return ss
 	}
-	return notifyStream{ss, req}
+	return notifyStream{ss, reflect.ValueOf(req.Extra.Header).UnsafePointer()}
 }
 
 // askingClient is the sending middleware [Guard.AddTool] adds to a server: a
