@@ -192,6 +192,8 @@ func parseMessage(raw []byte, m *message) {
 			// Method names are case-sensitive, but a lenient downstream
 			// must not be offered an unauthorized call.
 			m.invalid = errInvalidRequest("method " + strconv.Quote(m.method) + " differs from tools/call only in case")
+		case m.method == "":
+			m.invalid = errInvalidRequest("method must be a non-empty string")
 		case policy.CheckName(m.method) != nil:
 			// Nor one that trims "tools/call " or drops the invisible
 			// character of "tools/call\u200b" (the policy judges
