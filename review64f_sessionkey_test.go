@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -35,19 +33,11 @@ import (
 // otherwise name another caller's key"). The go-sdk reads the setting at
 // start, so the check runs in a child process.
 func TestReview64fStatelessSessionKeyChosen(t *testing.T) {
-	if os.Getenv("MCPGUARD_R64F_CHILD") != "" {
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReview64fStatelessSessionKeyChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "MCPGUARD_R64F_CHILD=1", "MCPGODEBUG=allowsessionsinstateless=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestReview64fStatelessSessionKeyChild") {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	runGodebugChild(t, "TestReview64fStatelessSessionKeyChild", "allowsessionsinstateless=1")
 }
 
 func TestReview64fStatelessSessionKeyChild(t *testing.T) {
-	if os.Getenv("MCPGUARD_R64F_CHILD") == "" {
+	if !inGodebugChild() {
 		return // run as the child of TestReview64fStatelessSessionKeyChosen only
 	}
 	tokens, err := token.New(map[string]*policy.Principal{

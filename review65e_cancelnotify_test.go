@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,19 +34,11 @@ import (
 // so the check runs in a child process; the same check passes without it
 // (TestReview65eConfirmExpiryStalledClientDefault).
 func TestReview65eConfirmExpiryStalledClient(t *testing.T) {
-	if os.Getenv("MCPGUARD_R65E_CHILD") != "" {
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReview65eConfirmExpiryStalledChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "MCPGUARD_R65E_CHILD=1", "MCPGODEBUG=blockingcancelnotify=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestReview65eConfirmExpiryStalledChild") {
-		t.Fatalf("child (MCPGODEBUG=blockingcancelnotify=1): %v\n%s", err, out)
-	}
+	runGodebugChild(t, "TestReview65eConfirmExpiryStalledChild", "blockingcancelnotify=1")
 }
 
 func TestReview65eConfirmExpiryStalledChild(t *testing.T) {
-	if os.Getenv("MCPGUARD_R65E_CHILD") == "" {
+	if !inGodebugChild() {
 		return // run as the child of TestReview65eConfirmExpiryStalledClient only
 	}
 	review65eConfirmExpiry(t)
@@ -172,19 +162,11 @@ func r65eStalledAfterElicit(t *testing.T, srv *mcp.Server, call string) {
 // taken: every later call of theirs, on any session, is refused
 // CONCURRENCY_LIMIT_EXCEEDED, for as long as the client keeps its stream.
 func TestReview65eHandlerAskStalledClient(t *testing.T) {
-	if os.Getenv("MCPGUARD_R65E_CHILD") != "" {
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReview65eHandlerAskStalledChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "MCPGUARD_R65E_CHILD=1", "MCPGODEBUG=blockingcancelnotify=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestReview65eHandlerAskStalledChild") {
-		t.Fatalf("child (MCPGODEBUG=blockingcancelnotify=1): %v\n%s", err, out)
-	}
+	runGodebugChild(t, "TestReview65eHandlerAskStalledChild", "blockingcancelnotify=1")
 }
 
 func TestReview65eHandlerAskStalledChild(t *testing.T) {
-	if os.Getenv("MCPGUARD_R65E_CHILD") == "" {
+	if !inGodebugChild() {
 		return // run as the child of TestReview65eHandlerAskStalledClient only
 	}
 	review65eHandlerAsk(t)

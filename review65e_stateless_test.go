@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -33,19 +31,11 @@ import (
 // (the package documentation recommends stateless "where no binding is
 // possible"). The setting is read at start: the check runs in a child.
 func TestReview65eStatelessSessionIDShared(t *testing.T) {
-	if os.Getenv("MCPGUARD_R65E_CHILD") != "" {
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReview65eStatelessSessionIDChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "MCPGUARD_R65E_CHILD=1", "MCPGODEBUG=allowsessionsinstateless=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestReview65eStatelessSessionIDChild") {
-		t.Fatalf("child (MCPGODEBUG=allowsessionsinstateless=1): %v\n%s", err, out)
-	}
+	runGodebugChild(t, "TestReview65eStatelessSessionIDChild", "allowsessionsinstateless=1")
 }
 
 func TestReview65eStatelessSessionIDChild(t *testing.T) {
-	if os.Getenv("MCPGUARD_R65E_CHILD") == "" {
+	if !inGodebugChild() {
 		return // run as the child of TestReview65eStatelessSessionIDShared only
 	}
 	tokens, err := token.New(map[string]*policy.Principal{

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,25 +67,16 @@ func TestReview65kStalledAsk(t *testing.T) {
 // TestReview65kStalledAskBlockingCancel runs them under
 // MCPGODEBUG=blockingcancelnotify=1, read at start: each in a child process.
 func TestReview65kStalledAskBlockingCancel(t *testing.T) {
-	if os.Getenv("MCPGUARD_R65K_CHILD") != "" {
-		return
-	}
 	for _, c := range review65kCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestReview65kStalledAskChild$/^"+c.name+"$",
-				"-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), "MCPGUARD_R65K_CHILD=1", "MCPGODEBUG=blockingcancelnotify=1")
-			out, err := cmd.CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "--- PASS: TestReview65kStalledAskChild/"+c.name) {
-				t.Fatalf("child (MCPGODEBUG=blockingcancelnotify=1): %v\n%s", err, out)
-			}
+			runGodebugChild(t, "TestReview65kStalledAskChild/"+c.name, "blockingcancelnotify=1")
 		})
 	}
 }
 
 func TestReview65kStalledAskChild(t *testing.T) {
-	if os.Getenv("MCPGUARD_R65K_CHILD") == "" {
+	if !inGodebugChild() {
 		return // run as a child of TestReview65kStalledAskBlockingCancel only
 	}
 	for _, c := range review65kCases {
