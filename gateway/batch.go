@@ -74,7 +74,7 @@ func (g *Gateway) serveBatch(w http.ResponseWriter, r *http.Request, pol *policy
 			members = append(members, &member{p: &plans[i], cid: cid, ctx: r.Context()})
 		}
 	}
-	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pol: pol, pr: pr, cid: cid, start: start, batch: true}, plans: plans, members: members,
+	b := &batchOut{g: g, w: w, pr: pr, cid: cid, lst: &listing{r: r, pol: pol, pr: pr, cid: cid, start: start, together: true}, plans: plans, members: members,
 		acceptSSE: acceptsSSE(r.Header), answers: make(map[*plan][][]byte, len(members))}
 	b.out.timeout, b.out.origin = g.timeout, time.Now()
 	defer b.out.watch()()

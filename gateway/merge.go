@@ -47,7 +47,7 @@ func (g *Gateway) forwardFiltered(w http.ResponseWriter, r *http.Request, pol *p
 	// One answer, which may hold more than one response (an array, or
 	// events): a name one of them withheld for the pins is withheld from
 	// the others too, and its change not cleared ([listing.judged]).
-	lst := &listing{r: r, pol: pol, pr: pr, cid: cid, start: start, batch: true}
+	lst := &listing{r: r, pol: pol, pr: pr, cid: cid, start: start, together: true}
 	defer g.withheldSummary(lst)
 	tf := func(msg []byte) []byte { return g.filterTools(lst, msg) }
 	if isSSE(c.resp.Header) {
@@ -125,13 +125,13 @@ type listing struct {
 	// pinned tool's change. Batch members share a listing.
 	records [pinNotPinned + 1]atomic.Int64
 	more    [pinNotPinned + 1]atomic.Int64
-	// batch is set for a batch's listing, whose members' answers come
-	// concurrently, and for the answer to one POST, which may hold more
-	// than one response (a JSON array, or events) of which a client takes
-	// the first: under mu, changed holds the keys (pinKey) of the names
+	// together is set for the listings whose answers are judged as one: a
+	// batch's, whose members' answers come concurrently, and the answer to
+	// one POST, which may hold more than one response (a JSON array, or
+	// events) of which a client takes the first: under mu, changed holds the keys (pinKey) of the names
 	// one of them withheld for the pins, and shown those another showed
 	// ([Gateway.listable], [batchOut.withholdShown]).
-	batch          bool
+	together       bool
 	mu             sync.Mutex
 	changed, shown map[string]bool
 }
@@ -317,7 +317,7 @@ func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []b
 	var v pinVerdict
 	var first bool
 	var pinned string
-	if l.batch {
+	if l.together {
 		v, first, pinned = l.judged(g.pins, name, d, mixed)
 	} else {
 		v, first, pinned = g.pins.listedAmong(name, d, mixed)
@@ -348,12 +348,12 @@ func (g *Gateway) listable(l *listing, pol *policy.Policy, name string, tool []b
 	return false
 }
 
-// judged is [Pins.listedAmong] for a tool of an answer to l, a batch's
-// listing, whose members' answers come concurrently: another member's
-// answer that withheld name for the pins makes this one a mixed listing of
-// it, withheld without clearing the change, whichever answer was read
-// first; the names shown and withheld are kept for
-// [batchOut.withholdShown].
+// judged is [Pins.listedAmong] for a tool of a response to l, a listing
+// judged together (a batch's, whose members' answers come concurrently,
+// or one POST's, which may hold several responses): another response
+// that withheld name for the pins makes this one a mixed listing of it,
+// withheld without clearing the change, whichever was read first; the
+// names shown and withheld are kept for [batchOut.withholdShown].
 func (l *listing) judged(p *Pins, name, d string, mixed map[string]bool) (v pinVerdict, first bool, pinned string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -84,7 +84,7 @@ func carriesTools(msg []byte) bool {
 func (g *Gateway) relayChecked(w http.ResponseWriter, r *http.Request, pol *policy.Policy, pr *policy.Principal, cid string, m *message, c *upstreamCall, call *callState, start time.Time, listen bool) {
 	// The answer to one POST (not a subscriptions/listen's stream, which
 	// lasts as a GET's does) is one listing ([listing.judged]).
-	l := &listing{r: r, pol: pol, pr: pr, cid: cid, start: start, batch: r.Method == http.MethodPost && !listen}
+	l := &listing{r: r, pol: pol, pr: pr, cid: cid, start: start, together: r.Method == http.MethodPost && !listen}
 	defer g.withheldSummary(l)
 	if r.Method == http.MethodPost && !(m != nil && m.hasMethod && m.id != nil) {
 		// The answer to a notification or a client's response: no client
