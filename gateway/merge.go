@@ -128,9 +128,10 @@ type listing struct {
 	// together is set for the listings whose answers are judged as one: a
 	// batch's, whose members' answers come concurrently, and the answer to
 	// one POST, which may hold more than one response (a JSON array, or
-	// events) of which a client takes the first: under mu, changed holds the keys (pinKey) of the names
-	// one of them withheld for the pins, and shown those another showed
-	// ([Gateway.listable], [batchOut.withholdShown]).
+	// events) of which a client takes the first: under mu, changed holds
+	// the keys (pinKey) of the names one of them withheld for the pins, and
+	// shown those another showed ([Gateway.listable],
+	// [batchOut.withholdShown]).
 	together       bool
 	mu             sync.Mutex
 	changed, shown map[string]bool
