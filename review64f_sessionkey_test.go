@@ -40,35 +40,7 @@ func TestReview64fStatelessSessionKeyChild(t *testing.T) {
 	if !inGodebugChild() {
 		return // run as the child of TestReview64fStatelessSessionKeyChosen only
 	}
-	tokens, err := token.New(map[string]*policy.Principal{
-		"alice-tok": {Subject: "alice", Roles: []string{"user"}},
-		"bob-tok":   {Subject: "bob", Roles: []string{"user"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	addTools(srv, &spy{})
-	pol, err := policy.New(basePolicy(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.Session, Max: 2, Window: time.Hour}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mcpguard.New(pol, mcpguard.BearerTokens(tokens), &mcpguard.Options{
-		Audit: &memSink{}, Limiter: lim, Confirmer: testSigner(t, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
-	t.Cleanup(hs.Close)
+	hs := r64fStatelessServer(t, false)
 
 	// Bob, an older client, names "user:alice" as his session.
 	for i := 1; i <= 2; i++ {
@@ -104,4 +76,48 @@ func TestReview64fStatelessSessionKeyChild(t *testing.T) {
 	if code := errorCode(t, res); code != "" {
 		t.Fatalf("alice's first call refused %s: bob's calls spent her session budget", code)
 	}
+}
+
+// r64fStatelessServer serves, over stateless Streamable HTTP (JSON
+// answers), a server with the test tools and a guard installed whose
+// tokens are alice-tok and bob-tok (users alice and bob) and whose one
+// limit is two calls an hour per session; with bind, the handler is
+// wrapped in the tokens' BindSessions, as the package documentation asks
+// of stateful servers.
+func r64fStatelessServer(t *testing.T, bind bool) *httptest.Server {
+	t.Helper()
+	tokens, err := token.New(map[string]*policy.Principal{
+		"alice-tok": {Subject: "alice", Roles: []string{"user"}},
+		"bob-tok":   {Subject: "bob", Roles: []string{"user"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	addTools(srv, &spy{})
+	pol, err := policy.New(basePolicy(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.Session, Max: 2, Window: time.Hour}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mcpguard.New(pol, mcpguard.BearerTokens(tokens), &mcpguard.Options{
+		Audit: &memSink{}, Limiter: lim, Confirmer: testSigner(t, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Install(srv); err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	if bind {
+		h = tokens.BindSessions(h)
+	}
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs
 }

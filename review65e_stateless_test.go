@@ -3,18 +3,9 @@ package mcpguard_test
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/mcpguard/mcpguard"
-	"github.com/mcpguard/mcpguard/limiter"
-	"github.com/mcpguard/mcpguard/policy"
-	"github.com/mcpguard/mcpguard/token"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestReview65eStatelessSessionIDShared: under the go-sdk's
@@ -38,37 +29,9 @@ func TestReview65eStatelessSessionIDChild(t *testing.T) {
 	if !inGodebugChild() {
 		return // run as the child of TestReview65eStatelessSessionIDShared only
 	}
-	tokens, err := token.New(map[string]*policy.Principal{
-		"alice-tok": {Subject: "alice", Roles: []string{"user"}},
-		"bob-tok":   {Subject: "bob", Roles: []string{"user"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	addTools(srv, &spy{})
-	pol, err := policy.New(basePolicy(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limiter.New([]limiter.Limit{{Kind: limiter.Rate, Scope: limiter.Session, Max: 2, Window: time.Hour}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mcpguard.New(pol, mcpguard.BearerTokens(tokens), &mcpguard.Options{
-		Audit: &memSink{}, Limiter: lim, Confirmer: testSigner(t, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Install(srv); err != nil {
-		t.Fatal(err)
-	}
 	// Bound as the package documentation asks of stateful servers: the
 	// go-sdk keeps no session here to check its user against.
-	hs := httptest.NewServer(tokens.BindSessions(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})))
-	t.Cleanup(hs.Close)
+	hs := r64fStatelessServer(t, true)
 
 	post := func(tok, sid, body string) (*http.Response, string) {
 		t.Helper()

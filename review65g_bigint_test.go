@@ -3,8 +3,6 @@ package mcpguard_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -32,56 +30,18 @@ func TestReview65gTypedBigIntConfirmed(t *testing.T) {
 	for _, v := range protocolVersions {
 		t.Run(versionName(v), func(t *testing.T) {
 			ctx := context.Background()
-			pol, err := policy.New(policy.Config{
-				Tools:          []policy.ToolRule{{Name: "transfer", Class: policy.Write, Confirm: true}},
-				WriteAllowlist: []string{"transfer"},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			auth := &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}
-			g, err := mcpguard.New(pol, auth, &mcpguard.Options{
-				Audit: &memSink{}, Confirmer: testSigner(t, nil),
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := mcp.NewServer(&mcp.Implementation{Name: "bank", Version: "1"}, nil)
 			var mu sync.Mutex
 			var got []int64
-			mcp.AddTool(srv, &mcp.Tool{Name: "transfer"},
-				func(_ context.Context, _ *mcp.CallToolRequest, in r65gTransferIn) (*mcp.CallToolResult, any, error) {
-					mu.Lock()
-					got = append(got, in.ToAccount)
-					mu.Unlock()
-					return textResult("sent"), nil, nil
-				})
-			if err := g.Install(srv); err != nil {
-				t.Fatal(err)
-			}
-			ct, st := mcp.NewInMemoryTransports()
-			ss, err := srv.Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			auth.mu.Lock()
-			auth.ids[ss] = alice
-			auth.mu.Unlock()
-			var asked []string
-			c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
-				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-					mu.Lock()
-					asked = append(asked, r.Params.Message)
-					mu.Unlock()
-					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
-				},
+			r := r65jServe(t, v, func(srv *mcp.Server) {
+				mcp.AddTool(srv, &mcp.Tool{Name: "transfer"},
+					func(_ context.Context, _ *mcp.CallToolRequest, in r65gTransferIn) (*mcp.CallToolResult, any, error) {
+						mu.Lock()
+						got = append(got, in.ToAccount)
+						mu.Unlock()
+						return textResult("sent"), nil, nil
+					})
 			})
-			cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cs.Close(); ss.Close() }()
+			cs := r.cs
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer",
 				Arguments: json.RawMessage(`{"to_account":12345678901234567}`)})
 			d, ok := mcpguard.DenialOf(res, err)
@@ -89,10 +49,10 @@ func TestReview65gTypedBigIntConfirmed(t *testing.T) {
 				t.Errorf("to_account=12345678901234567: %s, %v; want INVALID_ARGUMENTS at /to_account", mustJSON(res), err)
 			}
 			mu.Lock()
-			if len(asked) != 0 || len(got) != 0 {
+			if asked := r.questions(); len(asked) != 0 || len(got) != 0 {
 				t.Errorf("refused call: asked %q, handler ran with %v; want neither", asked, got)
 			}
-			asked, got = nil, nil
+			got = nil
 			mu.Unlock()
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer",
 				Arguments: json.RawMessage(`{"to_account":9007199254740994}`)})
@@ -101,7 +61,7 @@ func TestReview65gTypedBigIntConfirmed(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(asked) != 1 || !strings.Contains(asked[0], "9007199254740994") {
+			if asked := r.questions(); len(asked) != 1 || !strings.Contains(asked[0], "9007199254740994") {
 				t.Errorf("asked %q; want one question naming to_account=9007199254740994", asked)
 			}
 			if len(got) != 1 || got[0] != 9007199254740994 {

@@ -30,19 +30,24 @@ func (r *r65jRig) questions() []string {
 // r65jServe installs a guard on a server that add gives the tool
 // "transfer", and connects a client on protocol version v.
 func r65jServe(t *testing.T, v string, add func(*mcp.Server)) *r65jRig {
+	return r65jServeWith(t, v, "transfer", mcpguard.Options{}, add)
+}
+
+// r65jServeWith is r65jServe for a confirmed write tool named tool, with
+// the guard's Options opts (its Audit, Confirmer and Logger set here).
+func r65jServeWith(t *testing.T, v, tool string, opts mcpguard.Options, add func(*mcp.Server)) *r65jRig {
 	t.Helper()
 	ctx := context.Background()
 	pol, err := policy.New(policy.Config{
-		Tools:          []policy.ToolRule{{Name: "transfer", Class: policy.Write, Confirm: true}},
-		WriteAllowlist: []string{"transfer"},
+		Tools:          []policy.ToolRule{{Name: tool, Class: policy.Write, Confirm: true}},
+		WriteAllowlist: []string{tool},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	auth := &sessionAuth{ids: map[*mcp.ServerSession]*mcpguard.Identity{}}
-	g, err := mcpguard.New(pol, auth, &mcpguard.Options{
-		Audit: &memSink{}, Confirmer: testSigner(t, nil), Logger: quiet,
-	})
+	opts.Audit, opts.Confirmer, opts.Logger = &memSink{}, testSigner(t, nil), quiet
+	g, err := mcpguard.New(pol, auth, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
