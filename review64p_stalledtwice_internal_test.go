@@ -2,12 +2,10 @@ package mcpguard
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,17 +21,7 @@ func TestReview64pStalledTwiceFailsFast(t *testing.T) {
 	defer func(d time.Duration) { notifyWait = d }(notifyWait)
 	notifyWait = 50 * time.Millisecond
 
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
-		return &Identity{Principal: &policy.Principal{Subject: "ann"}}, nil
-	})
-	g, err := New(pol, auth, &Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := annGuard(t, "t")
 	ss := new(mcp.ServerSession) // the session's identity only
 	req := &mcp.ProgressNotificationServerRequest{Session: ss, Params: &mcp.ProgressNotificationParams{}}
 
@@ -71,7 +59,7 @@ func TestReview64pStalledTwiceFailsFast(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 
 	start := time.Now()
-	_, err = g.notifyBounded(context.Background(), "notifications/progress", req, writing(relC, &calledC))
+	_, err := g.notifyBounded(context.Background(), "notifications/progress", req, writing(relC, &calledC))
 	if err != errEarlierPending || calledC.Load() != 0 {
 		t.Errorf("the session's next notification, a write still pending: err %v, written %d times, "+
 			"after %v; want errEarlierPending at once, not written (doc: later notifications fail at once "+

@@ -2,12 +2,10 @@ package mcpguard
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,17 +18,7 @@ import (
 // context had ended, so no session after the stalled one was told. Only a
 // guarded call's notification (its call ended) is dropped so now.
 func TestReview65BroadcastAfterItsContextEnded(t *testing.T) {
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "a", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
-		return &Identity{Principal: &policy.Principal{Subject: "ann"}}, nil
-	})
-	g, err := New(pol, auth, &Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := annGuard(t, "a")
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	var written atomic.Int64

@@ -2,12 +2,10 @@ package mcpguard
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,17 +32,7 @@ func TestReview65bClosedInMemoryAtOnce(t *testing.T) {
 }
 
 func review65bClosedInMemory(t *testing.T, how string, detached bool) {
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "tick", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
-		return &Identity{Principal: &policy.Principal{Subject: "ann"}}, nil
-	})
-	g, err := New(pol, auth, &Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := annGuard(t, "tick")
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	var worst time.Duration
 	sent := 0

@@ -2,11 +2,9 @@ package mcpguard
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,17 +18,7 @@ import (
 // session, sent while that write ran, failed at once (errEarlierPending)
 // and was never sent.
 func TestReview65bEndedCallSparesSession(t *testing.T) {
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{{Name: "t", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
-		return &Identity{Principal: &policy.Principal{Subject: "ann"}}, nil
-	})
-	g, err := New(pol, auth, &Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := annGuard(t, "t")
 	ss := new(mcp.ServerSession) // the session's identity only
 	req := &mcp.ProgressNotificationServerRequest{Session: ss, Params: &mcp.ProgressNotificationParams{}}
 
@@ -56,7 +44,7 @@ func TestReview65bEndedCallSparesSession(t *testing.T) {
 
 	// Another call's notification, while that write runs.
 	var sent atomic.Bool
-	_, err = g.notifyBounded(context.Background(), "notifications/progress", req, func(context.Context, string, mcp.Request) (mcp.Result, error) {
+	_, err := g.notifyBounded(context.Background(), "notifications/progress", req, func(context.Context, string, mcp.Request) (mcp.Result, error) {
 		sent.Store(true)
 		return nil, nil
 	})

@@ -3,7 +3,6 @@ package mcpguard
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -36,18 +34,7 @@ func review65bStalledStream(t *testing.T, stuck string) {
 	defer func(d time.Duration) { notifyWait = d }(notifyWait)
 	notifyWait = 200 * time.Millisecond
 
-	pol, err := policy.New(policy.Config{Tools: []policy.ToolRule{
-		{Name: "flood", Class: policy.Read}, {Name: "tick", Class: policy.Read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := AuthenticatorFunc(func(context.Context, mcp.Request) (*Identity, error) {
-		return &Identity{Principal: &policy.Principal{Subject: "ann"}}, nil
-	})
-	g, err := New(pol, auth, &Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := annGuard(t, "flood", "tick")
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	big := strings.Repeat("x", 64<<10)
 	stalled := make(chan error, 1) // the flood's first failed notification
